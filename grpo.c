@@ -1,0 +1,2794 @@
+/*
+grpo.c: a minimal, readable, single-file reference implementation of GRPO and λ-GRPO.
+
+What this file is
+  A tiny GPT-2-style transformer (character-level tokenizer, forward and backward passes
+  written out by hand, AdamW), a checkable task (countdown) with its verifier, a group
+  sampler with a KV cache, the prefix tree B(G) of a group (the "process sets"), and the
+  two objectives:
+    GRPO     Shao et al. 2024 (DeepSeekMath), with the conventions of TRL and verl.
+    λ-GRPO   Sullivan & Koller, "GRPO is Secretly a Process Reward Model",
+             arXiv 2509.21154 (ICML 2026); authors' code github.com/coli-saar/grpo-prm
+             (lambda_grpo/utils.py builds the tree, lambda_grpo/trainer.py the loss).
+  It runs on the CPU with OpenMP; grpo_kernels.cu holds the CUDA versions of the hot
+  kernels. Everything here is checked by tests/test_grpo.c against independent references
+  (PyTorch autograd, brute-force counts, closed-form vectors, finite differences).
+
+What it deliberately does not do
+  No BPE tokenizer, no mixed precision, no distributed training, no top-k/top-p sampling
+  (truncation biases the importance ratio), no value network. Where GRPO implementations
+  disagree (std, epsilon, loss aggregation, KL, EOS), the choice is an option and the
+  default is written in ../shared/conventions.md and printed at start-up.
+
+Reading order follows one GRPO step: utilities → tokenizer → model layers → model →
+log-probs → optimizer → checkpoints → task data → verifier → sampler → prefix tree →
+objectives → training loops → command line.
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <stdint.h>
+#include <string.h>
+#include <math.h>
+#include <time.h>
+#include <errno.h>
+#include <float.h>
+#include <stddef.h>
+#include <getopt.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#ifdef _OPENMP
+#include <omp.h>
+#endif
+
+// ----------------------------------------------------------------------------
+// Utilities: checked wrappers that report file, line and a hint, then exit
+
+#define EXIT_USAGE 2   // bad command line (option unknown, missing or out of range)
+#define EXIT_INPUT 1   // bad input file or a failed run
+
+static void fail_at(const char *file, int line, const char *what, const char *hint) {
+    fprintf(stderr, "error: %s\n  at %s:%d\n", what, file, line);
+    if (hint && hint[0]) fprintf(stderr, "  hint: %s\n", hint);
+    exit(EXIT_INPUT);
+}
+
+static void *malloc_check(size_t size, const char *file, int line) {
+    void *p = malloc(size ? size : 1);
+    if (!p) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "out of memory allocating %zu bytes", size);
+        fail_at(file, line, msg, "use a smaller --batch-size or model");
+    }
+    return p;
+}
+#define mallocCheck(size) malloc_check(size, __FILE__, __LINE__)
+
+static void *calloc_check(size_t n, size_t size, const char *file, int line) {
+    void *p = calloc(n ? n : 1, size ? size : 1);
+    if (!p) {
+        char msg[128];
+        snprintf(msg, sizeof msg, "out of memory allocating %zu x %zu bytes", n, size);
+        fail_at(file, line, msg, "use a smaller --batch-size or model");
+    }
+    return p;
+}
+#define callocCheck(n, size) calloc_check(n, size, __FILE__, __LINE__)
+
+static FILE *fopen_check(const char *path, const char *mode, const char *file, int line) {
+    FILE *f = fopen(path, mode);
+    if (!f) {
+        char msg[1200];
+        snprintf(msg, sizeof msg, "cannot open '%s' (mode %s): %s", path, mode, strerror(errno));
+        fail_at(file, line, msg, mode[0] == 'r' ? "check the path; run from the repository root"
+                                                : "check that the directory exists and is writable");
+    }
+    return f;
+}
+#define fopenCheck(path, mode) fopen_check(path, mode, __FILE__, __LINE__)
+
+// fread that treats a short read as a truncated file.
+static void fread_check(void *ptr, size_t size, size_t n, FILE *f, const char *what,
+                        const char *file, int line) {
+    size_t got = fread(ptr, size, n, f);
+    if (got != n) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "file truncated or unreadable while reading %s (%zu of %zu items)",
+                 what, got, n);
+        fail_at(file, line, msg, "the file is incomplete or of another format; re-create it");
+    }
+}
+#define freadCheck(ptr, size, n, f, what) fread_check(ptr, size, n, f, what, __FILE__, __LINE__)
+
+static void fwrite_check(const void *ptr, size_t size, size_t n, FILE *f, const char *file, int line) {
+    if (fwrite(ptr, size, n, f) != n) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "write failed: %s", strerror(errno));
+        fail_at(file, line, msg, "is the disk full?");
+    }
+}
+#define fwriteCheck(ptr, size, n, f) fwrite_check(ptr, size, n, f, __FILE__, __LINE__)
+
+static void fclose_check(FILE *f, const char *file, int line) {
+    if (fclose(f) != 0) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "close failed: %s", strerror(errno));
+        fail_at(file, line, msg, "is the disk full?");
+    }
+}
+#define fcloseCheck(f) fclose_check(f, __FILE__, __LINE__)
+
+// Usage error: names the option and what was expected, exit status 2.
+static void usage_error(const char *fmt, const char *a, const char *b) {
+    fprintf(stderr, "usage error: ");
+    fprintf(stderr, fmt, a, b);
+    fprintf(stderr, "\n  (run './grpo --help' or './grpo <command> --help')\n");
+    exit(EXIT_USAGE);
+}
+
+// mkdir -p for one level of run directory (parents must exist, or are made too).
+static void make_dir(const char *path) {
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') { *p = 0; mkdir(tmp, 0777); *p = '/'; }
+    }
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) {
+        char msg[1200];
+        snprintf(msg, sizeof msg, "cannot create directory '%s': %s", path, strerror(errno));
+        fail_at(__FILE__, __LINE__, msg, "check --run-dir");
+    }
+}
+
+static double wall_seconds(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int num_threads(void) {
+#ifdef _OPENMP
+    return omp_get_max_threads();
+#else
+    return 1;
+#endif
+}
+
+// Random numbers: SplitMix64 seeds a xoshiro256** generator. A stream is identified by
+// (seed, stream id); two different stream ids give independent sequences, so every
+// sampled completion can own one (completion c of step s uses stream id s*65536 + c).
+typedef struct { uint64_t s[4]; } Rng;
+
+static uint64_t splitmix64(uint64_t *x) {
+    uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static void rng_seed(Rng *r, uint64_t seed, uint64_t stream) {
+    uint64_t x = seed ^ (0xD1B54A32D192ED03ull * (stream + 1));
+    for (int i = 0; i < 4; i++) r->s[i] = splitmix64(&x);
+}
+
+static inline uint64_t rotl64(uint64_t x, int k) { return (x << k) | (x >> (64 - k)); }
+
+static uint64_t rng_u64(Rng *r) {
+    uint64_t *s = r->s;
+    uint64_t result = rotl64(s[1] * 5, 7) * 9, t = s[1] << 17;
+    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3]; s[2] ^= t; s[3] = rotl64(s[3], 45);
+    return result;
+}
+
+// uniform in [0, 1) with 24 random bits (exactly representable as float)
+static float rng_uniform(Rng *r) { return (rng_u64(r) >> 40) * (1.0f / 16777216.0f); }
+// uniform integer in [0, n)
+static int rng_int(Rng *r, int n) { return (int)((rng_u64(r) >> 33) % (uint64_t)n); }
+// standard normal (Box-Muller, one value per call; for initialisation only)
+static float rng_normal(Rng *r) {
+    double u1 = ((rng_u64(r) >> 11) + 1.0) * (1.0 / 9007199254740993.0);
+    double u2 = (rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
+    return (float)(sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
+}
+
+// ----------------------------------------------------------------------------
+// Tokenizer: character level, over one vocabulary declared once
+
+// Token ids: 0 <pad>, 1 <bos>, 2 <eos>, then one id per character of VOCAB_CHARS.
+// The countdown task uses digits, + - * / = , > : and space; the binary-tree task of
+// the paper's synthetic experiment uses L and R. The checkpoint stores this list.
+#define TOK_PAD 0
+#define TOK_BOS 1
+#define TOK_EOS 2
+#define VOCAB_CHARS "0123456789+-*/=,>: LR"
+#define NUM_SPECIAL 3
+#define VOCAB_SIZE (NUM_SPECIAL + (int)(sizeof(VOCAB_CHARS) - 1))
+
+static const char *SPECIAL_NAMES[NUM_SPECIAL] = {"<pad>", "<bos>", "<eos>"};
+
+// Writes the vocabulary as one string: names separated by '\n' (stored in checkpoints).
+static int vocab_string(char *out, int cap) {
+    int n = 0;
+    for (int i = 0; i < NUM_SPECIAL; i++) n += snprintf(out + n, cap - n, "%s\n", SPECIAL_NAMES[i]);
+    for (int i = 0; VOCAB_CHARS[i]; i++) n += snprintf(out + n, cap - n, "%c\n", VOCAB_CHARS[i]);
+    return n;
+}
+
+// Token id of one character, or -1 when it is not in the vocabulary.
+static int char_to_token(unsigned char c) {
+    const char *p = c ? strchr(VOCAB_CHARS, c) : NULL;
+    return p ? NUM_SPECIAL + (int)(p - VOCAB_CHARS) : -1;
+}
+
+/* encode: text[0..len) → tokens[0..len). Returns len, or -1 when a character is not in
+   the vocabulary; then *bad_pos is its 0-based position (the caller names the file/line). */
+static int encode(const char *text, int len, int *tokens, int *bad_pos) {
+    for (int i = 0; i < len; i++) {
+        int t = char_to_token((unsigned char)text[i]);
+        if (t < 0) { if (bad_pos) *bad_pos = i; return -1; }
+        tokens[i] = t;
+    }
+    return len;
+}
+
+/* decode: tokens[0..n) → NUL-terminated text in out (capacity cap). Special tokens are
+   written by name (<eos>), so decode(encode(s)) == s for any vocabulary text s. */
+static void decode(const int *tokens, int n, char *out, int cap) {
+    int k = 0;
+    for (int i = 0; i < n && k < cap - 1; i++) {
+        int t = tokens[i];
+        if (t >= NUM_SPECIAL && t < VOCAB_SIZE) out[k++] = VOCAB_CHARS[t - NUM_SPECIAL];
+        else {
+            const char *name = (t >= 0 && t < NUM_SPECIAL) ? SPECIAL_NAMES[t] : "<?>";
+            int m = (int)strlen(name);
+            if (k + m >= cap) break;
+            memcpy(out + k, name, m); k += m;
+        }
+    }
+    out[k] = 0;
+}
+
+// ----------------------------------------------------------------------------
+// Model layers: <layer>_forward / <layer>_backward on flat float arrays.
+// B = batch (sequences), T = time (positions), C = channels, OC = output channels,
+// NH = heads, V = vocabulary. Backward functions accumulate (+=) into gradients.
+// OpenMP parallelises outer loops only; every output element is computed by one thread
+// in a fixed order, so results do not depend on the number of threads.
+
+// encoder: out (B,T,C) = wte[inp[b,t]] (V,C) + wpe[t] (maxT,C)
+static void encoder_forward(float *out, const int *inp, const float *wte, const float *wpe,
+                            int B, int T, int C) {
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            float *o = out + ((size_t)b * T + t) * C;
+            const float *we = wte + (size_t)inp[b * T + t] * C, *pe = wpe + (size_t)t * C;
+            for (int i = 0; i < C; i++) o[i] = we[i] + pe[i];
+        }
+}
+
+// serial: several positions may hold the same token, so rows of dwte would race
+static void encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp,
+                             int B, int T, int C) {
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            const float *d = dout + ((size_t)b * T + t) * C;
+            float *dwe = dwte + (size_t)inp[b * T + t] * C, *dpe = dwpe + (size_t)t * C;
+            for (int i = 0; i < C; i++) { dwe[i] += d[i]; dpe[i] += d[i]; }
+        }
+}
+
+// layernorm over the last axis, eps 1e-5, biased variance (as torch.nn.LayerNorm).
+// inp, out (N,C); mean, rstd (N) saved for the backward pass; weight, bias (C)
+static void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
+                              const float *weight, const float *bias, int N, int C) {
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const float *x = inp + (size_t)n * C;
+        float m = 0.0f, v = 0.0f;
+        for (int i = 0; i < C; i++) m += x[i];
+        m /= C;
+        for (int i = 0; i < C; i++) { float d = x[i] - m; v += d * d; }
+        v /= C;
+        float s = 1.0f / sqrtf(v + 1e-5f);
+        float *o = out + (size_t)n * C;
+        for (int i = 0; i < C; i++) o[i] = (x[i] - m) * s * weight[i] + bias[i];
+        mean[n] = m; rstd[n] = s;
+    }
+}
+
+static void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                               const float *inp, const float *weight, const float *mean,
+                               const float *rstd, int N, int C) {
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const float *d = dout + (size_t)n * C, *x = inp + (size_t)n * C;
+        float m = mean[n], s = rstd[n], dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
+        for (int i = 0; i < C; i++) {
+            float norm = (x[i] - m) * s, dnorm = weight[i] * d[i];
+            dnorm_mean += dnorm; dnorm_norm_mean += dnorm * norm;
+        }
+        dnorm_mean /= C; dnorm_norm_mean /= C;
+        float *di = dinp + (size_t)n * C;
+        for (int i = 0; i < C; i++) {
+            float norm = (x[i] - m) * s, dnorm = weight[i] * d[i];
+            di[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+        }
+    }
+    // weight and bias gradients sum over rows: one thread per channel avoids a race
+    #pragma omp parallel for
+    for (int i = 0; i < C; i++) {
+        float dw = 0.0f, db = 0.0f;
+        for (int n = 0; n < N; n++) {
+            float dd = dout[(size_t)n * C + i];
+            dw += (inp[(size_t)n * C + i] - mean[n]) * rstd[n] * dd;
+            db += dd;
+        }
+        dweight[i] += dw; dbias[i] += db;
+    }
+}
+
+// matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC) (bias may be NULL).
+// Register tile of 4 rows x 2 outputs: eight independent dot products share each load of
+// the two weight rows and the four input rows, which keeps both FMA units busy (a single
+// dot product waits on its own adds). Leftover rows and outputs use the same dot product.
+static inline float dot(const float *a, const float *b, int C) {
+    float s = 0.0f;
+    #pragma omp simd reduction(+:s)
+    for (int i = 0; i < C; i++) s += a[i] * b[i];
+    return s;
+}
+
+static void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
+                           int N, int C, int OC) {
+    int N4 = N - N % 4, OC2 = OC - OC % 2;
+    #pragma omp parallel for collapse(2)
+    for (int n = 0; n < N4; n += 4)
+        for (int o = 0; o < OC2; o += 2) {
+            const float *w0 = weight + (size_t)o * C, *w1 = w0 + C;
+            const float *x0 = inp + (size_t)n * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
+            float a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+            #pragma omp simd reduction(+:a0,a1,a2,a3,b0,b1,b2,b3)
+            for (int i = 0; i < C; i++) {
+                a0 += x0[i] * w0[i]; a1 += x1[i] * w0[i]; a2 += x2[i] * w0[i]; a3 += x3[i] * w0[i];
+                b0 += x0[i] * w1[i]; b1 += x1[i] * w1[i]; b2 += x2[i] * w1[i]; b3 += x3[i] * w1[i];
+            }
+            float bo0 = bias ? bias[o] : 0.0f, bo1 = bias ? bias[o + 1] : 0.0f;
+            float *r = out + (size_t)n * OC + o;
+            r[0] = a0 + bo0; r[OC] = a1 + bo0; r[2 * OC] = a2 + bo0; r[3 * OC] = a3 + bo0;
+            r[1] = b0 + bo1; r[OC + 1] = b1 + bo1; r[2 * OC + 1] = b2 + bo1; r[3 * OC + 1] = b3 + bo1;
+        }
+    // leftovers: rows N4..N-1 for every output, and output OC-1 when OC is odd
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++)
+        for (int o = (n < N4 ? OC2 : 0); o < OC; o++)
+            out[(size_t)n * OC + o] = dot(inp + (size_t)n * C, weight + (size_t)o * C, C) + (bias ? bias[o] : 0.0f);
+}
+
+// dinp (N,C) += dout (N,OC) @ weight (OC,C); dweight (OC,C) += dout^T @ inp; dbias += Σ_n dout
+static void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                            const float *inp, const float *weight, int N, int C, int OC) {
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        float *di = dinp + (size_t)n * C;
+        const float *d = dout + (size_t)n * OC;
+        for (int o = 0; o < OC; o++) {
+            float g = d[o];
+            const float *w = weight + (size_t)o * C;
+            #pragma omp simd
+            for (int i = 0; i < C; i++) di[i] += g * w[i];
+        }
+    }
+    #pragma omp parallel for
+    for (int o = 0; o < OC; o++) {
+        float *dw = dweight + (size_t)o * C, db = 0.0f;
+        for (int n = 0; n < N; n++) {
+            float g = dout[(size_t)n * OC + o];
+            const float *x = inp + (size_t)n * C;
+            #pragma omp simd
+            for (int i = 0; i < C; i++) dw[i] += g * x[i];
+            db += g;
+        }
+        if (dbias) dbias[o] += db;
+    }
+}
+
+// causal multi-head self-attention.
+// inp (B,T,3C) holds q,k,v; out (B,T,C); att (B,NH,T,T) keeps the softmax for the backward
+// pass (entries above the diagonal are 0). Scores are scaled by 1/sqrt(hs), hs = C/NH.
+static void attention_forward(float *out, float *att, const float *inp, int B, int T, int C, int NH) {
+    int C3 = 3 * C, hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    #pragma omp parallel for collapse(3)
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++)
+            for (int h = 0; h < NH; h++) {
+                const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
+                float *a = att + (((size_t)b * NH + h) * T + t) * T;
+                float maxv = -FLT_MAX;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float *k = inp + ((size_t)b * T + t2) * C3 + C + h * hs;
+                    float s = 0.0f;
+                    for (int i = 0; i < hs; i++) s += q[i] * k[i];
+                    s *= scale;
+                    a[t2] = s;
+                    if (s > maxv) maxv = s;
+                }
+                float sum = 0.0f;
+                for (int t2 = 0; t2 <= t; t2++) { a[t2] = expf(a[t2] - maxv); sum += a[t2]; }
+                float inv = 1.0f / sum;
+                for (int t2 = 0; t2 < T; t2++) a[t2] = t2 <= t ? a[t2] * inv : 0.0f;
+                float *o = out + ((size_t)b * T + t) * C + h * hs;
+                for (int i = 0; i < hs; i++) o[i] = 0.0f;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float *v = inp + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
+                    for (int i = 0; i < hs; i++) o[i] += a[t2] * v[i];
+                }
+            }
+}
+
+// dinp (B,T,3C) += ∂L/∂(q,k,v) given dout (B,T,C); datt (B,NH,T,T) is scratch.
+// Parallel over (b,h) only: keys and values of position t2 receive gradient from every
+// query t >= t2, so splitting over t would race.
+static void attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
+                               const float *att, int B, int T, int C, int NH) {
+    int C3 = 3 * C, hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    #pragma omp parallel for collapse(2)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++)
+            for (int t = 0; t < T; t++) {
+                const float *a = att + (((size_t)b * NH + h) * T + t) * T;
+                float *da = datt + (((size_t)b * NH + h) * T + t) * T;
+                const float *d = dout + ((size_t)b * T + t) * C + h * hs;
+                const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
+                float *dq = dinp + ((size_t)b * T + t) * C3 + h * hs;
+                // out = Σ a[t2] v[t2]
+                float dot = 0.0f;
+                for (int t2 = 0; t2 <= t; t2++) {
+                    const float *v = inp + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
+                    float *dv = dinp + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
+                    float s = 0.0f;
+                    for (int i = 0; i < hs; i++) { s += v[i] * d[i]; dv[i] += a[t2] * d[i]; }
+                    da[t2] = s;
+                    dot += a[t2] * s;
+                }
+                // softmax backward: dscore = a * (da - Σ a da)
+                for (int t2 = 0; t2 <= t; t2++) {
+                    float ds = a[t2] * (da[t2] - dot) * scale;
+                    const float *k = inp + ((size_t)b * T + t2) * C3 + C + h * hs;
+                    float *dk = dinp + ((size_t)b * T + t2) * C3 + C + h * hs;
+                    for (int i = 0; i < hs; i++) { dq[i] += ds * k[i]; dk[i] += ds * q[i]; }
+                }
+            }
+}
+
+// GELU, tanh approximation (GPT-2; torch.nn.GELU(approximate="tanh")). inp, out (N)
+#define GELU_SCALE 0.7978845608028654f   // sqrt(2/pi)
+static void gelu_forward(float *out, const float *inp, size_t N) {
+    #pragma omp parallel for
+    for (size_t i = 0; i < N; i++) {
+        float x = inp[i], cube = 0.044715f * x * x * x;
+        out[i] = 0.5f * x * (1.0f + tanhf(GELU_SCALE * (x + cube)));
+    }
+}
+
+static void gelu_backward(float *dinp, const float *inp, const float *dout, size_t N) {
+    #pragma omp parallel for
+    for (size_t i = 0; i < N; i++) {
+        float x = inp[i], cube = 0.044715f * x * x * x;
+        float th = tanhf(GELU_SCALE * (x + cube)), sech2 = 1.0f - th * th;
+        float g = 0.5f * (1.0f + th) + x * 0.5f * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+        dinp[i] += g * dout[i];
+    }
+}
+
+// out = a + b, all (N)
+static void residual_forward(float *out, const float *a, const float *b, size_t N) {
+    #pragma omp parallel for
+    for (size_t i = 0; i < N; i++) out[i] = a[i] + b[i];
+}
+
+static void residual_backward(float *da, float *db, const float *dout, size_t N) {
+    #pragma omp parallel for
+    for (size_t i = 0; i < N; i++) { da[i] += dout[i]; db[i] += dout[i]; }
+}
+
+// ----------------------------------------------------------------------------
+// Model: GPT-2-style decoder. Token and learned position embeddings, pre-LayerNorm
+// blocks (causal multi-head attention, GELU MLP with 4x hidden), final LayerNorm,
+// LM head tied to the token embedding. Parameters use PyTorch's nn.Linear layout
+// (out, in), in the order of the size table below (tests/gen_reference.py relies on it).
+
+typedef struct {
+    int max_seq_len;   // maxT, context length in tokens
+    int vocab_size;    // V
+    int num_layers;    // L
+    int num_heads;     // NH
+    int channels;      // C
+} GPTConfig;
+
+#define NUM_PARAM_TENSORS 16
+typedef struct {
+    float *wte;      // (V, C)
+    float *wpe;      // (maxT, C)
+    float *ln1w;     // (L, C)
+    float *ln1b;     // (L, C)
+    float *qkvw;     // (L, 3C, C)
+    float *qkvb;     // (L, 3C)
+    float *attprojw; // (L, C, C)
+    float *attprojb; // (L, C)
+    float *ln2w;     // (L, C)
+    float *ln2b;     // (L, C)
+    float *fcw;      // (L, 4C, C)
+    float *fcb;      // (L, 4C)
+    float *fcprojw;  // (L, C, 4C)
+    float *fcprojb;  // (L, C)
+    float *lnfw;     // (C)
+    float *lnfb;     // (C)
+} ParameterTensors;
+
+static const char *PARAM_NAMES[NUM_PARAM_TENSORS] = {
+    "wte", "wpe", "ln1w", "ln1b", "qkvw", "qkvb", "attprojw", "attprojb",
+    "ln2w", "ln2b", "fcw", "fcb", "fcprojw", "fcprojb", "lnfw", "lnfb"};
+// weight decay applies to the 2-D weight matrices only (not biases, not LayerNorm)
+static const int PARAM_DECAY[NUM_PARAM_TENSORS] = {1, 1, 0, 0, 1, 0, 1, 0, 0, 0, 1, 0, 1, 0, 0, 0};
+
+static void param_sizes(size_t *sizes, const GPTConfig *c) {
+    size_t V = c->vocab_size, maxT = c->max_seq_len, L = c->num_layers, C = c->channels;
+    size_t s[NUM_PARAM_TENSORS] = {V * C, maxT * C, L * C, L * C, L * 3 * C * C, L * 3 * C,
+                                   L * C * C, L * C, L * C, L * C, L * 4 * C * C, L * 4 * C,
+                                   L * 4 * C * C, L * C, C, C};
+    memcpy(sizes, s, sizeof s);
+}
+
+// Carves one allocation into named tensors (same order as the struct's members).
+static void point_tensors(float **ptrs, float *memory, const size_t *sizes, int n) {
+    for (int i = 0; i < n; i++) { ptrs[i] = memory; memory += sizes[i]; }
+}
+
+#define NUM_ACT_TENSORS 21
+typedef struct {
+    float *encoded;   // (B, T, C)
+    float *ln1;       // (L, B, T, C)
+    float *ln1_mean;  // (L, B, T)
+    float *ln1_rstd;  // (L, B, T)
+    float *qkv;       // (L, B, T, 3C)
+    float *atty;      // (L, B, T, C)
+    float *att;       // (L, B, NH, T, T)
+    float *attproj;   // (L, B, T, C)
+    float *residual2; // (L, B, T, C)
+    float *ln2;       // (L, B, T, C)
+    float *ln2_mean;  // (L, B, T)
+    float *ln2_rstd;  // (L, B, T)
+    float *fch;       // (L, B, T, 4C)
+    float *fch_gelu;  // (L, B, T, 4C)
+    float *fcproj;    // (L, B, T, C)
+    float *residual3; // (L, B, T, C)
+    float *lnf;       // (B, T, C)
+    float *lnf_mean;  // (B, T)
+    float *lnf_rstd;  // (B, T)
+    float *logits;    // (B, T, V)
+    float *probs;     // (B, T, V) softmax(logits / temperature), kept for the log-prob backward
+} ActivationTensors;
+
+static void act_sizes(size_t *s, const GPTConfig *c, int B, int T) {
+    size_t L = c->num_layers, C = c->channels, NH = c->num_heads, V = c->vocab_size, BT = (size_t)B * T;
+    size_t v[NUM_ACT_TENSORS] = {BT * C, L * BT * C, L * BT, L * BT, L * BT * 3 * C, L * BT * C,
+                                 L * B * NH * T * T, L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT,
+                                 L * BT * 4 * C, L * BT * 4 * C, L * BT * C, L * BT * C, BT * C, BT, BT,
+                                 BT * V, BT * V};
+    memcpy(s, v, sizeof v);
+}
+
+// Key/value cache for incremental decoding: k, v (L, B, maxT, C), plus scratch for one
+// position of each of the B sequences.
+typedef struct {
+    int B;
+    float *k, *v;
+    float *x, *ln, *qkv, *atty, *proj, *fch, *fch_gelu, *scores, *logits;
+} KVCache;
+
+typedef struct {
+    GPTConfig config;
+    ParameterTensors params;  size_t param_sizes[NUM_PARAM_TENSORS];
+    float *params_memory;     size_t num_parameters;
+    ParameterTensors grads;   float *grads_memory;
+    float *m_memory, *v_memory;         // AdamW first and second moments
+    int max_batch;                      // activations are allocated for (max_batch, maxT)
+    ActivationTensors acts;   float *acts_memory;  size_t acts_capacity;
+    ActivationTensors grads_acts; float *grads_acts_memory;
+    int B, T;                           // shape of the last forward pass
+} GPT;
+
+/* build_gpt: allocates parameters, gradients, AdamW state and activations for batches of
+   up to max_batch sequences of up to maxT tokens. Parameters are initialised GPT-2 style:
+   N(0, 0.02), residual projections N(0, 0.02/sqrt(2L)), LayerNorm weight 1 and bias 0. */
+static void build_gpt(GPT *m, GPTConfig cfg, int max_batch, uint64_t seed) {
+    memset(m, 0, sizeof *m);
+    m->config = cfg;
+    m->max_batch = max_batch;
+    param_sizes(m->param_sizes, &cfg);
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) m->num_parameters += m->param_sizes[i];
+    size_t np = m->num_parameters;
+    m->params_memory = (float *)mallocCheck(np * sizeof(float));
+    m->grads_memory = (float *)callocCheck(np, sizeof(float));
+    m->m_memory = (float *)callocCheck(np, sizeof(float));
+    m->v_memory = (float *)callocCheck(np, sizeof(float));
+    point_tensors((float **)&m->params, m->params_memory, m->param_sizes, NUM_PARAM_TENSORS);
+    point_tensors((float **)&m->grads, m->grads_memory, m->param_sizes, NUM_PARAM_TENSORS);
+    size_t as[NUM_ACT_TENSORS];
+    act_sizes(as, &cfg, max_batch, cfg.max_seq_len);
+    for (int i = 0; i < NUM_ACT_TENSORS; i++) m->acts_capacity += as[i];
+    m->acts_memory = (float *)mallocCheck(m->acts_capacity * sizeof(float));
+    m->grads_acts_memory = (float *)mallocCheck(m->acts_capacity * sizeof(float));
+    Rng rng;
+    rng_seed(&rng, seed, 0x1417);
+    float *p = m->params_memory;
+    float proj_std = 0.02f / sqrtf(2.0f * cfg.num_layers);
+    for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
+        const char *name = PARAM_NAMES[t];
+        int is_ln_w = !strcmp(name, "ln1w") || !strcmp(name, "ln2w") || !strcmp(name, "lnfw");
+        float std = (!strcmp(name, "attprojw") || !strcmp(name, "fcprojw")) ? proj_std : 0.02f;
+        for (size_t i = 0; i < m->param_sizes[t]; i++, p++)
+            *p = PARAM_DECAY[t] ? std * rng_normal(&rng) : (is_ln_w ? 1.0f : 0.0f);
+    }
+}
+
+static void free_gpt(GPT *m) {
+    free(m->params_memory); free(m->grads_memory); free(m->m_memory); free(m->v_memory);
+    free(m->acts_memory); free(m->grads_acts_memory);
+}
+
+// Points the activation structs at the buffers for a batch of shape (B, T).
+static void gpt_set_shape(GPT *m, int B, int T) {
+    if (B > m->max_batch || T > m->config.max_seq_len || B < 1 || T < 1) {
+        fprintf(stderr, "error: batch of %d x %d tokens exceeds the model's %d x %d\n",
+                B, T, m->max_batch, m->config.max_seq_len);
+        exit(EXIT_INPUT);
+    }
+    size_t as[NUM_ACT_TENSORS];
+    act_sizes(as, &m->config, B, T);
+    point_tensors((float **)&m->acts, m->acts_memory, as, NUM_ACT_TENSORS);
+    point_tensors((float **)&m->grads_acts, m->grads_acts_memory, as, NUM_ACT_TENSORS);
+    m->B = B; m->T = T;
+}
+
+/* gpt_forward: inputs (B,T) token ids → acts.logits (B,T,V), logits at position t predict
+   token t+1. Sequences shorter than T are padded at the end; causal attention means the
+   padding never changes the logits of earlier positions. */
+static void gpt_forward(GPT *m, const int *inputs, int B, int T) {
+    gpt_set_shape(m, B, T);
+    GPTConfig c = m->config;
+    int L = c.num_layers, C = c.channels, NH = c.num_heads, V = c.vocab_size;
+    size_t BT = (size_t)B * T;
+    ParameterTensors p = m->params;
+    ActivationTensors a = m->acts;
+    encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C);
+    for (int l = 0; l < L; l++) {
+        float *residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;
+        float *ln1 = a.ln1 + l * BT * C, *qkv = a.qkv + l * BT * 3 * C, *atty = a.atty + l * BT * C;
+        float *att = a.att + (size_t)l * B * NH * T * T, *attproj = a.attproj + l * BT * C;
+        float *res2 = a.residual2 + l * BT * C, *ln2 = a.ln2 + l * BT * C;
+        float *fch = a.fch + l * BT * 4 * C, *fchg = a.fch_gelu + l * BT * 4 * C;
+        float *fcproj = a.fcproj + l * BT * C, *res3 = a.residual3 + l * BT * C;
+        layernorm_forward(ln1, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, residual,
+                          p.ln1w + l * C, p.ln1b + l * C, BT, C);
+        matmul_forward(qkv, ln1, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, BT, C, 3 * C);
+        attention_forward(atty, att, qkv, B, T, C, NH);
+        matmul_forward(attproj, atty, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, BT, C, C);
+        residual_forward(res2, residual, attproj, BT * C);
+        layernorm_forward(ln2, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, res2,
+                          p.ln2w + l * C, p.ln2b + l * C, BT, C);
+        matmul_forward(fch, ln2, p.fcw + (size_t)l * 4 * C * C, p.fcb + l * 4 * C, BT, C, 4 * C);
+        gelu_forward(fchg, fch, BT * 4 * C);
+        matmul_forward(fcproj, fchg, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C, BT, 4 * C, C);
+        residual_forward(res3, res2, fcproj, BT * C);
+    }
+    layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, a.residual3 + (L - 1) * BT * C,
+                      p.lnfw, p.lnfb, BT, C);
+    matmul_forward(a.logits, a.lnf, p.wte, NULL, BT, C, V);
+}
+
+static void gpt_zero_grad(GPT *m) {
+    memset(m->grads_memory, 0, m->num_parameters * sizeof(float));
+}
+
+/* gpt_backward: given grads_acts.logits (B,T,V) = ∂loss/∂logits for the last forward pass,
+   accumulates ∂loss/∂θ into m->grads (call gpt_zero_grad first for a fresh step). */
+static void gpt_backward(GPT *m, const int *inputs) {
+    GPTConfig c = m->config;
+    int B = m->B, T = m->T, L = c.num_layers, C = c.channels, NH = c.num_heads, V = c.vocab_size;
+    size_t BT = (size_t)B * T;
+    ParameterTensors p = m->params, g = m->grads;
+    ActivationTensors a = m->acts, d = m->grads_acts;
+    // every activation gradient except dlogits starts at zero
+    size_t skip = (size_t)(d.logits - m->grads_acts_memory);
+    memset(m->grads_acts_memory, 0, skip * sizeof(float));
+    matmul_backward(d.lnf, g.wte, NULL, d.logits, a.lnf, p.wte, BT, C, V);
+    float *last = a.residual3 + (L - 1) * BT * C, *dlast = d.residual3 + (L - 1) * BT * C;
+    layernorm_backward(dlast, g.lnfw, g.lnfb, d.lnf, last, p.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
+    for (int l = L - 1; l >= 0; l--) {
+        float *residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;
+        float *dresidual = l == 0 ? d.encoded : d.residual3 + (l - 1) * BT * C;
+        size_t o1 = l * BT * C, o3 = l * BT * 3 * C, o4 = l * BT * 4 * C, oa = (size_t)l * B * NH * T * T;
+        residual_backward(d.residual2 + o1, d.fcproj + o1, d.residual3 + o1, BT * C);
+        matmul_backward(d.fch_gelu + o4, g.fcprojw + (size_t)l * 4 * C * C, g.fcprojb + l * C,
+                        d.fcproj + o1, a.fch_gelu + o4, p.fcprojw + (size_t)l * 4 * C * C, BT, 4 * C, C);
+        gelu_backward(d.fch + o4, a.fch + o4, d.fch_gelu + o4, BT * 4 * C);
+        matmul_backward(d.ln2 + o1, g.fcw + (size_t)l * 4 * C * C, g.fcb + l * 4 * C, d.fch + o4,
+                        a.ln2 + o1, p.fcw + (size_t)l * 4 * C * C, BT, C, 4 * C);
+        layernorm_backward(d.residual2 + o1, g.ln2w + l * C, g.ln2b + l * C, d.ln2 + o1,
+                           a.residual2 + o1, p.ln2w + l * C, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, BT, C);
+        residual_backward(dresidual, d.attproj + o1, d.residual2 + o1, BT * C);
+        matmul_backward(d.atty + o1, g.attprojw + (size_t)l * C * C, g.attprojb + l * C, d.attproj + o1,
+                        a.atty + o1, p.attprojw + (size_t)l * C * C, BT, C, C);
+        attention_backward(d.qkv + o3, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, B, T, C, NH);
+        matmul_backward(d.ln1 + o1, g.qkvw + (size_t)l * 3 * C * C, g.qkvb + l * 3 * C, d.qkv + o3,
+                        a.ln1 + o1, p.qkvw + (size_t)l * 3 * C * C, BT, C, 3 * C);
+        layernorm_backward(dresidual, g.ln1w + l * C, g.ln1b + l * C, d.ln1 + o1, residual,
+                           p.ln1w + l * C, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, BT, C);
+    }
+    encoder_backward(g.wte, g.wpe, d.encoded, inputs, B, T, C);
+}
+
+// ----------------------------------------------------------------------------
+// Incremental decoding with a key/value cache: one new token per sequence per call
+
+static void build_kvcache(KVCache *kv, const GPTConfig *c, int B) {
+    size_t L = c->num_layers, C = c->channels, T = c->max_seq_len, V = c->vocab_size;
+    kv->B = B;
+    kv->k = (float *)mallocCheck(L * B * T * C * sizeof(float));
+    kv->v = (float *)mallocCheck(L * B * T * C * sizeof(float));
+    kv->x = (float *)mallocCheck((size_t)B * C * sizeof(float));
+    kv->ln = (float *)mallocCheck((size_t)B * C * sizeof(float));
+    kv->qkv = (float *)mallocCheck((size_t)B * 3 * C * sizeof(float));
+    kv->atty = (float *)mallocCheck((size_t)B * C * sizeof(float));
+    kv->proj = (float *)mallocCheck((size_t)B * C * sizeof(float));
+    kv->fch = (float *)mallocCheck((size_t)B * 4 * C * sizeof(float));
+    kv->fch_gelu = (float *)mallocCheck((size_t)B * 4 * C * sizeof(float));
+    kv->scores = (float *)mallocCheck((size_t)B * c->num_heads * T * sizeof(float));
+    kv->logits = (float *)mallocCheck((size_t)B * V * sizeof(float));
+}
+
+static void free_kvcache(KVCache *kv) {
+    free(kv->k); free(kv->v); free(kv->x); free(kv->ln); free(kv->qkv); free(kv->atty);
+    free(kv->proj); free(kv->fch); free(kv->fch_gelu); free(kv->scores); free(kv->logits);
+}
+
+/* gpt_decode_step: sequence b (0 <= b < B <= kv->B) consumes token tokens[b] at position
+   pos[b] (its keys/values for positions < pos[b] must already be in the cache); writes
+   kv->logits (B,V), the logits predicting position pos[b]+1. Same arithmetic as
+   gpt_forward, so the logits agree with the full forward to float rounding. */
+static void gpt_decode_step(GPT *m, KVCache *kv, const int *tokens, const int *pos, int B) {
+    GPTConfig c = m->config;
+    int L = c.num_layers, C = c.channels, NH = c.num_heads, V = c.vocab_size, maxT = c.max_seq_len;
+    int hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    ParameterTensors p = m->params;
+    float mean[B > 0 ? B : 1], rstd[B > 0 ? B : 1];
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < C; i++)
+            kv->x[(size_t)b * C + i] = p.wte[(size_t)tokens[b] * C + i] + p.wpe[(size_t)pos[b] * C + i];
+    for (int l = 0; l < L; l++) {
+        layernorm_forward(kv->ln, mean, rstd, kv->x, p.ln1w + l * C, p.ln1b + l * C, B, C);
+        matmul_forward(kv->qkv, kv->ln, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, B, C, 3 * C);
+        #pragma omp parallel for
+        for (int b = 0; b < B; b++) {  // append this position's key and value to the cache
+            size_t at = (((size_t)l * kv->B + b) * maxT + pos[b]) * C;
+            memcpy(kv->k + at, kv->qkv + (size_t)b * 3 * C + C, C * sizeof(float));
+            memcpy(kv->v + at, kv->qkv + (size_t)b * 3 * C + 2 * C, C * sizeof(float));
+        }
+        #pragma omp parallel for collapse(2)
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < NH; h++) {
+                const float *q = kv->qkv + (size_t)b * 3 * C + h * hs;
+                const float *kb = kv->k + ((size_t)l * kv->B + b) * maxT * C + h * hs;
+                const float *vb = kv->v + ((size_t)l * kv->B + b) * maxT * C + h * hs;
+                float *a = kv->scores + ((size_t)b * NH + h) * maxT, maxv = -FLT_MAX;
+                for (int t2 = 0; t2 <= pos[b]; t2++) {
+                    float s = 0.0f;
+                    for (int i = 0; i < hs; i++) s += q[i] * kb[(size_t)t2 * C + i];
+                    s *= scale;
+                    a[t2] = s;
+                    if (s > maxv) maxv = s;
+                }
+                float sum = 0.0f;
+                for (int t2 = 0; t2 <= pos[b]; t2++) { a[t2] = expf(a[t2] - maxv); sum += a[t2]; }
+                float inv = 1.0f / sum;
+                float *o = kv->atty + (size_t)b * C + h * hs;
+                for (int i = 0; i < hs; i++) o[i] = 0.0f;
+                for (int t2 = 0; t2 <= pos[b]; t2++) {
+                    float w = a[t2] * inv;
+                    for (int i = 0; i < hs; i++) o[i] += w * vb[(size_t)t2 * C + i];
+                }
+            }
+        matmul_forward(kv->proj, kv->atty, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, B, C, C);
+        residual_forward(kv->x, kv->x, kv->proj, (size_t)B * C);
+        layernorm_forward(kv->ln, mean, rstd, kv->x, p.ln2w + l * C, p.ln2b + l * C, B, C);
+        matmul_forward(kv->fch, kv->ln, p.fcw + (size_t)l * 4 * C * C, p.fcb + l * 4 * C, B, C, 4 * C);
+        gelu_forward(kv->fch_gelu, kv->fch, (size_t)B * 4 * C);
+        matmul_forward(kv->proj, kv->fch_gelu, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C, B, 4 * C, C);
+        residual_forward(kv->x, kv->x, kv->proj, (size_t)B * C);
+    }
+    layernorm_forward(kv->ln, mean, rstd, kv->x, p.lnfw, p.lnfb, B, C);
+    matmul_forward(kv->logits, kv->ln, p.wte, NULL, B, C, V);
+}
+
+// ----------------------------------------------------------------------------
+// Log-probabilities with temperature: logp = log_softmax(logits / temperature)[token]
+
+/* softmax_temperature: probs (V) = softmax(z / temperature) over the allowed tokens
+   (allowed == NULL: all V; a masked token gets probability 0). Returns log Σ exp(z/T − max)
+   and writes *maxv = max z/T, so log p(v) = (z[v]/T − *maxv) − return value. The sampler
+   and the training log-probs both go through this one function. */
+static float softmax_temperature(float *probs, float *maxv, const float *z, int V,
+                                 float temperature, const unsigned char *allowed) {
+    float inv_t = 1.0f / temperature, mx = -FLT_MAX, sum = 0.0f;
+    for (int v = 0; v < V; v++) if ((!allowed || allowed[v]) && z[v] * inv_t > mx) mx = z[v] * inv_t;
+    for (int v = 0; v < V; v++) {
+        probs[v] = (!allowed || allowed[v]) ? expf(z[v] * inv_t - mx) : 0.0f;
+        sum += probs[v];
+    }
+    float inv = 1.0f / sum;
+    for (int v = 0; v < V; v++) probs[v] *= inv;
+    *maxv = mx;
+    return logf(sum);
+}
+
+/* logprob_forward: logits (N,V), targets (N) token ids (a negative id marks a position
+   that is not scored: logp 0, probs row 0). Writes logp (N) in nats and probs (N,V) =
+   softmax(logits / temperature) for the backward pass. Stable for any finite logits:
+   logp = (z_target − max z) − log Σ exp(z − max z), z = logits / temperature.
+   allowed (V) masks tokens out of the softmax (NULL: none masked). */
+static void logprob_forward(float *logp, float *probs, const float *logits, const int *targets,
+                            int N, int V, float temperature, const unsigned char *allowed) {
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const float *z = logits + (size_t)n * V;
+        float *pr = probs + (size_t)n * V;
+        if (targets[n] < 0) { logp[n] = 0.0f; memset(pr, 0, V * sizeof(float)); continue; }
+        float maxv, logsum = softmax_temperature(pr, &maxv, z, V, temperature, allowed);
+        logp[n] = (z[targets[n]] * (1.0f / temperature) - maxv) - logsum;
+    }
+}
+
+/* logprob_backward: dlogits (N,V) = dlogp[n] · (onehot(target) − probs) / temperature,
+   the gradient through log_softmax(logits / T). Rows with a negative target get 0.
+   Overwrites dlogits (the log-prob is the only consumer of the logits). */
+static void logprob_backward(float *dlogits, const float *probs, const int *targets,
+                             const float *dlogp, int N, int V, float temperature) {
+    float inv_t = 1.0f / temperature;
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        float *d = dlogits + (size_t)n * V;
+        if (targets[n] < 0) { memset(d, 0, V * sizeof(float)); continue; }
+        const float *pr = probs + (size_t)n * V;
+        float g = dlogp[n] * inv_t;
+        for (int v = 0; v < V; v++) d[v] = -g * pr[v];
+        d[targets[n]] += g;
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Optimizer: AdamW (Loshchilov & Hutter 2019; torch.optim.AdamW), global norm clipping
+
+typedef struct {
+    float lr;            // peak learning rate
+    float beta1, beta2, eps;
+    float weight_decay;  // decoupled, on 2-D weights only (PARAM_DECAY)
+    float grad_clip;     // max global L2 norm of the gradient; 0 disables clipping
+    int warmup_steps;    // linear warm-up from 0 to lr
+    int total_steps;     // schedule length
+    int schedule;        // 0 cosine to lr*min_lr_frac, 1 linear to lr*min_lr_frac, 2 constant
+    float min_lr_frac;
+} AdamWConfig;
+
+/* lr_at: learning rate of optimizer step `step` (0-based): linear warm-up over
+   warmup_steps, then cosine or linear decay to lr·min_lr_frac at total_steps. */
+static float lr_at(const AdamWConfig *o, int step) {
+    if (step < o->warmup_steps) return o->lr * (step + 1) / (float)o->warmup_steps;
+    if (o->schedule == 2 || o->total_steps <= o->warmup_steps) return o->lr;
+    float frac = (float)(step - o->warmup_steps) / (float)(o->total_steps - o->warmup_steps);
+    if (frac > 1.0f) frac = 1.0f;
+    float decay = o->schedule == 0 ? 0.5f * (1.0f + cosf((float)M_PI * frac)) : 1.0f - frac;
+    return o->lr * (o->min_lr_frac + (1.0f - o->min_lr_frac) * decay);
+}
+
+/* clip_grad_norm: global L2 norm over all gradients (summed in double, serially, so
+   the result does not depend on the thread count); scales gradients by
+   max_norm / (norm + 1e-6) when that is < 1 (as torch.nn.utils.clip_grad_norm_).
+   Returns the norm before clipping (NaN/Inf if any gradient is not finite). */
+static float clip_grad_norm(GPT *m, float max_norm) {
+    double ss = 0.0;
+    for (size_t i = 0; i < m->num_parameters; i++) ss += (double)m->grads_memory[i] * m->grads_memory[i];
+    float norm = (float)sqrt(ss);
+    if (max_norm > 0.0f && isfinite(norm)) {
+        float coef = max_norm / (norm + 1e-6f);
+        if (coef < 1.0f)
+            for (size_t i = 0; i < m->num_parameters; i++) m->grads_memory[i] *= coef;
+    }
+    return norm;
+}
+
+/* adamw_update: one AdamW step t (1-based, for bias correction) with learning rate lr:
+   m = β1 m + (1−β1) g; v = β2 v + (1−β2) g²; θ −= lr (m̂ / (sqrt(v̂) + eps) + wd θ). */
+static void adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
+    float bc1 = 1.0f - powf(o->beta1, (float)t), bc2 = 1.0f - powf(o->beta2, (float)t);
+    size_t off = 0;
+    for (int k = 0; k < NUM_PARAM_TENSORS; k++) {
+        float wd = PARAM_DECAY[k] ? o->weight_decay : 0.0f;
+        size_t n = m->param_sizes[k];
+        #pragma omp parallel for
+        for (size_t i = off; i < off + n; i++) {
+            float g = m->grads_memory[i];
+            float mi = o->beta1 * m->m_memory[i] + (1.0f - o->beta1) * g;
+            float vi = o->beta2 * m->v_memory[i] + (1.0f - o->beta2) * g * g;
+            m->m_memory[i] = mi; m->v_memory[i] = vi;
+            float p = m->params_memory[i] * (1.0f - lr * wd);
+            m->params_memory[i] = p - lr * (mi / bc1) / (sqrtf(vi / bc2) + o->eps);
+        }
+        off += n;
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Checkpoints: header (magic, version, config, vocabulary), parameters, and optionally
+// the AdamW state, the step counter and the RNG state so a resumed run continues bit
+// for bit. Written to PATH.tmp, flushed, synced and renamed, so a crash never leaves a
+// half-written checkpoint under the real name.
+
+#define CKPT_MAGIC 0x4f505247   // "GRPO" in a little-endian file
+#define CKPT_VERSION 1
+#define CKPT_HEADER_INTS 32
+
+typedef struct {
+    int step;       // optimizer steps taken
+    Rng rng;        // the run's data/sampling RNG after `step` steps
+} TrainState;
+
+static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, const TrainState *st) {
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopenCheck(tmp, "wb");
+    char vocab[512];
+    int vlen = vocab_string(vocab, sizeof vocab);
+    int32_t h[CKPT_HEADER_INTS] = {0};
+    h[0] = CKPT_MAGIC; h[1] = CKPT_VERSION;
+    h[2] = m->config.max_seq_len; h[3] = m->config.vocab_size; h[4] = m->config.num_layers;
+    h[5] = m->config.num_heads; h[6] = m->config.channels;
+    h[7] = with_optimizer; h[8] = st ? st->step : 0; h[9] = vlen;
+    fwriteCheck(h, sizeof(int32_t), CKPT_HEADER_INTS, f);
+    fwriteCheck(vocab, 1, vlen, f);
+    fwriteCheck(m->params_memory, sizeof(float), m->num_parameters, f);
+    if (with_optimizer) {
+        fwriteCheck(m->m_memory, sizeof(float), m->num_parameters, f);
+        fwriteCheck(m->v_memory, sizeof(float), m->num_parameters, f);
+        fwriteCheck(st->rng.s, sizeof(uint64_t), 4, f);
+    }
+    if (fflush(f) != 0 || fsync(fileno(f)) != 0) fail_at(__FILE__, __LINE__, "flush failed", tmp);
+    fcloseCheck(f);
+    if (rename(tmp, path) != 0) {
+        char msg[2400];
+        snprintf(msg, sizeof msg, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+        fail_at(__FILE__, __LINE__, msg, "");
+    }
+}
+
+static void ckpt_error(const char *path, const char *what, const char *hint) {
+    fprintf(stderr, "error: checkpoint '%s': %s\n", path, what);
+    if (hint) fprintf(stderr, "  hint: %s\n", hint);
+    exit(EXIT_INPUT);
+}
+
+/* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences).
+   If st is not NULL the file must hold optimizer state, which is restored with the step
+   and RNG. Refuses, with a message naming the file: another format (magic), another
+   version, an impossible config, a vocabulary different from this build's, a truncated
+   file, and trailing bytes. Returns 1 if the file holds optimizer state. */
+static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *st) {
+    FILE *f = fopenCheck(path, "rb");
+    int32_t h[CKPT_HEADER_INTS];
+    char msg[1024];
+    if (fread(h, sizeof(int32_t), CKPT_HEADER_INTS, f) != CKPT_HEADER_INTS)
+        ckpt_error(path, "file too short for a header (truncated, or not a checkpoint)", NULL);
+    if (h[0] != CKPT_MAGIC)
+        ckpt_error(path, "bad magic number: not a grpo.c checkpoint", "pass a model.bin written by ./grpo sft or ./grpo train");
+    if (h[1] != CKPT_VERSION) {
+        snprintf(msg, sizeof msg, "format version %d, this build reads version %d", h[1], CKPT_VERSION);
+        ckpt_error(path, msg, "re-create the checkpoint with this build");
+    }
+    GPTConfig c = {h[2], h[3], h[4], h[5], h[6]};
+    if (c.max_seq_len < 1 || c.max_seq_len > 4096 || c.num_layers < 1 || c.num_layers > 64 ||
+        c.num_heads < 1 || c.channels < 1 || c.channels > 8192 || c.channels % c.num_heads ||
+        h[7] < 0 || h[7] > 1 || h[8] < 0 || h[9] < 0 || h[9] > 4096)
+        ckpt_error(path, "header holds an impossible model configuration (corrupt file?)", NULL);
+    char vocab[4097], ours[512];
+    freadCheck(vocab, 1, h[9], f, "the vocabulary");
+    vocab[h[9]] = 0;
+    vocab_string(ours, sizeof ours);
+    if (c.vocab_size != VOCAB_SIZE || strcmp(vocab, ours) != 0) {
+        snprintf(msg, sizeof msg, "vocabulary differs from this build's (%d tokens in file, %d here)",
+                 c.vocab_size, VOCAB_SIZE);
+        ckpt_error(path, msg, "a model can only be used with the tokenizer it was trained with");
+    }
+    if (st && !h[7])
+        ckpt_error(path, "holds no optimizer state, so a run cannot resume from it", "use --init to start a new run from it");
+    build_gpt(m, c, max_batch, 0);
+    freadCheck(m->params_memory, sizeof(float), m->num_parameters, f, "the parameters");
+    if (h[7]) {
+        freadCheck(m->m_memory, sizeof(float), m->num_parameters, f, "AdamW m");
+        freadCheck(m->v_memory, sizeof(float), m->num_parameters, f, "AdamW v");
+        Rng r;
+        freadCheck(r.s, sizeof(uint64_t), 4, f, "the RNG state");
+        if (st) { st->rng = r; st->step = h[8]; }
+        else { memset(m->m_memory, 0, m->num_parameters * sizeof(float));
+               memset(m->v_memory, 0, m->num_parameters * sizeof(float)); }
+    }
+    if (fgetc(f) != EOF) ckpt_error(path, "trailing bytes after the last tensor (corrupt file?)", NULL);
+    fclose(f);
+    return h[7];
+}
+
+// ----------------------------------------------------------------------------
+// Task and verifier: countdown (the completion must reach the target with + − × ÷)
+/* ---------------------------------------------------------------------------
+ * Countdown verifier (C99, no globals, no heap allocation).
+ *
+ * Prompt:      "n1 n2 ... nk>target:"   e.g. "7 3 5>26:"
+ * Completion:  steps "a op b=c" joined by ',', op in + - * /, no spaces,
+ *              e.g. "7*3=21,21+5=26" (the <eos> token is not part of the text).
+ *
+ * Rules (a completion earns 1.0 only if all hold, else 0.0):
+ *  - Numbers are decimal digits only: no sign, no leading zeros ("0" alone is
+ *    a number but can never be in the pool legitimately), at most 6 digits.
+ *  - The pool starts as the multiset of given numbers. In a step "a op b=c",
+ *    a and b must both be in the pool (a == b needs two copies); the step
+ *    removes a and b and adds c. So every given number and every intermediate
+ *    result is used at most once.
+ *  - c must equal a op b exactly, and must be a positive integer:
+ *    a-b needs a > b; a/b needs b != 0 and a % b == 0.
+ *  - Steps are separated by exactly one ','; nothing may precede the first
+ *    step or follow the last one (no trailing comma, spaces, junk or NUL).
+ *  - At least one step. After the last step the pool must contain exactly one
+ *    number (so every given number was used) and it must equal the target.
+ * ------------------------------------------------------------------------- */
+
+#define COUNTDOWN_MAX_DIGITS 6  /* numbers have at most 6 digits */
+#define COUNTDOWN_MAX_POOL 16   /* countdown_verify rejects problems with more numbers */
+
+/* Parse a number at s[*pos..len): 1..COUNTDOWN_MAX_DIGITS decimal digits, no
+   leading zero unless the number is exactly "0". On success advances *pos past
+   it and returns the value; returns -1 (and leaves *pos) otherwise. */
+static long long countdown_parse_number(const char *s, int len, int *pos)
+{
+    int start = *pos, i = *pos;
+    long long v = 0;
+    while (i < len && s[i] >= '0' && s[i] <= '9') {
+        if (i - start == COUNTDOWN_MAX_DIGITS) return -1; /* a 7th digit */
+        v = v * 10 + (s[i] - '0');
+        i++;
+    }
+    if (i == start) return -1;                         /* no digits */
+    if (s[start] == '0' && i - start > 1) return -1;   /* leading zero */
+    *pos = i;
+    return v;
+}
+
+/* Remove one copy of v from pool[0..*size); returns 1 if found, else 0. */
+static int countdown_pool_take(long long *pool, int *size, long long v)
+{
+    for (int i = 0; i < *size; i++) {
+        if (pool[i] == v) {
+            pool[i] = pool[*size - 1];
+            (*size)--;
+            return 1;
+        }
+    }
+    return 0;
+}
+
+/* Parse "n1 n2 ... nk>target:" (exactly the prompt text, len chars, not NUL-terminated).
+   Returns 0 and fills nums[0..*n), *target on success; -1 if malformed or more than max_nums numbers. */
+static int countdown_parse_prompt(const char *prompt, int len, int *nums, int max_nums, int *n, int *target)
+{
+    int pos = 0, k = 0;
+    long long v;
+    if (!prompt || !nums || !n || !target || len <= 0) return -1;
+    for (;;) {                                   /* numbers separated by single spaces */
+        v = countdown_parse_number(prompt, len, &pos);
+        if (v < 0 || k >= max_nums) return -1;
+        nums[k++] = (int)v;
+        if (pos >= len) return -1;
+        if (prompt[pos] == '>') { pos++; break; }
+        if (prompt[pos] != ' ') return -1;
+        pos++;
+    }
+    v = countdown_parse_number(prompt, len, &pos); /* target, then ':' ends the prompt */
+    if (v < 0 || pos != len - 1 || prompt[pos] != ':') return -1;
+    *n = k;
+    *target = (int)v;
+    return 0;
+}
+
+/* Score a completion (text without <eos>, exactly len chars, may be len 0, may contain any bytes):
+   1.0f if it solves the problem by the rules above, else 0.0f. Never reads outside completion[0..len). */
+static float countdown_verify(const int *nums, int n, int target, const char *completion, int len)
+{
+    long long pool[COUNTDOWN_MAX_POOL];
+    int size = n, pos = 0;
+    if (!nums || n < 1 || n > COUNTDOWN_MAX_POOL || !completion || len <= 0) return 0.0f;
+    for (int i = 0; i < n; i++) pool[i] = nums[i];
+
+    for (;;) {
+        long long a, b, c, r;
+        char op;
+        /* syntax: a op b = c */
+        if ((a = countdown_parse_number(completion, len, &pos)) < 0) return 0.0f;
+        if (pos >= len) return 0.0f;
+        op = completion[pos++];
+        if (op != '+' && op != '-' && op != '*' && op != '/') return 0.0f;
+        if ((b = countdown_parse_number(completion, len, &pos)) < 0) return 0.0f;
+        if (pos >= len || completion[pos] != '=') return 0.0f;
+        pos++;
+        if ((c = countdown_parse_number(completion, len, &pos)) < 0) return 0.0f;
+        /* a and b must be available; they are consumed */
+        if (!countdown_pool_take(pool, &size, a)) return 0.0f;
+        if (!countdown_pool_take(pool, &size, b)) return 0.0f;
+        /* exact positive-integer arithmetic (operands <= 999999: no overflow) */
+        switch (op) {
+        case '+': r = a + b; break;
+        case '-': r = a - b; break;
+        case '*': r = a * b; break;
+        default:
+            if (b == 0 || a % b != 0) return 0.0f;
+            r = a / b;
+            break;
+        }
+        if (r <= 0 || r != c) return 0.0f;
+        pool[size++] = c;                        /* size < n here: no overflow */
+        /* then either the end, or ',' and another step */
+        if (pos == len) break;
+        if (completion[pos] != ',') return 0.0f;
+        pos++;
+    }
+    return (size == 1 && pool[0] == target) ? 1.0f : 0.0f;
+}
+
+/* countdown_well_formed: 1 if completion[0..len) is one or more `a op b=c` steps joined by
+   ',' (digits only, any values), else 0. Used only by the optional --format-reward. */
+static int countdown_well_formed(const char *completion, int len) {
+    int pos = 0;
+    for (;;) {
+        if (countdown_parse_number(completion, len, &pos) < 0 || pos >= len) return 0;
+        char op = completion[pos++];
+        if (op != '+' && op != '-' && op != '*' && op != '/') return 0;
+        if (countdown_parse_number(completion, len, &pos) < 0 || pos >= len || completion[pos++] != '=') return 0;
+        if (countdown_parse_number(completion, len, &pos) < 0) return 0;
+        if (pos == len) return 1;
+        if (completion[pos++] != ',') return 0;
+    }
+}
+
+/* countdown_reward: outcome reward r of a completion (token ids comp[0..len), <eos> last if
+   it finished) for a problem (nums[0..n), target): 1 if correct, else format_reward if it
+   is well formed and ended with <eos>, else 0. Special tokens inside the text make it
+   wrong. */
+static float countdown_reward(const int *nums, int n, int target, const int *comp, int len,
+                              float format_reward) {
+    char text[4096];
+    int m = 0, ended = len > 0 && comp[len - 1] == TOK_EOS;
+    for (int j = 0; j < len - ended && m < (int)sizeof text; j++) {
+        int t = comp[j];
+        text[m++] = (t >= NUM_SPECIAL && t < VOCAB_SIZE) ? VOCAB_CHARS[t - NUM_SPECIAL] : '\x01';
+    }
+    float r = countdown_verify(nums, n, target, text, m);
+    if (r == 0.0f && format_reward > 0.0f && ended && countdown_well_formed(text, m)) r = format_reward;
+    return r;
+}
+
+// ----------------------------------------------------------------------------
+// Task data: countdown prompts and demonstrations from data/*.txt
+// One example per line: `prompt<TAB>completion` (completion optional: the test split has
+// prompts only); `#` starts a comment line; blank lines are ignored.
+// Prompt text: the numbers, `>`, the target, `:` (`7 3 5>26:`). Completion: steps `a op b=c`
+// joined by `,` (`7*3=21,21+5=26`); the model ends it with <eos>.
+
+#define MAX_NUMS 8
+
+typedef struct {
+    int n;                 // examples
+    int *prompt;           // (n, maxT) <bos> + prompt tokens
+    int *prompt_len;       // (n) including <bos>
+    int *completion;       // (n, maxT) demonstration tokens + <eos>; empty when none
+    int *completion_len;   // (n) including <eos>; 0 when the line has no demonstration
+    int *nums;             // (n, MAX_NUMS) the numbers offered
+    int *num_count;        // (n)
+    int *target;           // (n)
+    int maxT;
+} Dataset;
+
+static void data_error(const char *path, int line, const char *what) {
+    fprintf(stderr, "%s:%d: %s\n", path, line, what);
+    exit(EXIT_INPUT);
+}
+
+/* load_dataset: reads a task file; every sequence <bos> prompt completion <eos> must fit in
+   maxT tokens. need_completion: every line must carry a demonstration (SFT data). Errors
+   name FILE:LINE and what was expected. */
+static void load_dataset(Dataset *d, const char *path, int maxT, int need_completion) {
+    FILE *f = fopenCheck(path, "r");
+    memset(d, 0, sizeof *d);
+    d->maxT = maxT;
+    int cap = 1024;
+    d->prompt = (int *)mallocCheck((size_t)cap * maxT * sizeof(int));
+    d->completion = (int *)mallocCheck((size_t)cap * maxT * sizeof(int));
+    d->prompt_len = (int *)mallocCheck(cap * sizeof(int));
+    d->completion_len = (int *)mallocCheck(cap * sizeof(int));
+    d->nums = (int *)mallocCheck((size_t)cap * MAX_NUMS * sizeof(int));
+    d->num_count = (int *)mallocCheck(cap * sizeof(int));
+    d->target = (int *)mallocCheck(cap * sizeof(int));
+    char line[4096], msg[256];
+    int lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        int len = (int)strlen(line);
+        if (len == sizeof line - 1 && line[len - 1] != '\n') data_error(path, lineno, "line too long (over 4095 characters)");
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+        if (len == 0 || line[0] == '#') continue;
+        if ((int)strlen(line) != len) data_error(path, lineno, "NUL byte in line");
+        char *tab = strchr(line, '\t');
+        int plen = tab ? (int)(tab - line) : len;
+        int clen = tab ? len - plen - 1 : 0;
+        if (tab && strchr(tab + 1, '\t')) data_error(path, lineno, "more than one TAB: expected `prompt<TAB>completion`");
+        if (need_completion && clen == 0) data_error(path, lineno, "no demonstration: expected `prompt<TAB>completion`");
+        if (1 + plen + clen + 1 > maxT) {
+            snprintf(msg, sizeof msg, "example needs %d tokens, the model's context is %d", plen + clen + 2, maxT);
+            data_error(path, lineno, msg);
+        }
+        if (d->n == cap) {
+            cap *= 2;
+            d->prompt = (int *)realloc(d->prompt, (size_t)cap * maxT * sizeof(int));
+            d->completion = (int *)realloc(d->completion, (size_t)cap * maxT * sizeof(int));
+            d->prompt_len = (int *)realloc(d->prompt_len, cap * sizeof(int));
+            d->completion_len = (int *)realloc(d->completion_len, cap * sizeof(int));
+            d->nums = (int *)realloc(d->nums, (size_t)cap * MAX_NUMS * sizeof(int));
+            d->num_count = (int *)realloc(d->num_count, cap * sizeof(int));
+            d->target = (int *)realloc(d->target, cap * sizeof(int));
+            if (!d->prompt || !d->completion || !d->prompt_len || !d->completion_len || !d->nums ||
+                !d->num_count || !d->target) fail_at(__FILE__, __LINE__, "out of memory reading data", path);
+        }
+        int i = d->n, bad;
+        int *pt = d->prompt + (size_t)i * maxT, *ct = d->completion + (size_t)i * maxT;
+        pt[0] = TOK_BOS;
+        int col = 0;   // 1-based column of a character outside the vocabulary
+        if (encode(line, plen, pt + 1, &bad) < 0) col = bad + 1;
+        else if (clen && encode(tab + 1, clen, ct, &bad) < 0) col = plen + 2 + bad;
+        if (col) {
+            unsigned char c = (unsigned char)line[col - 1];
+            snprintf(msg, sizeof msg, "character '%c' (byte %d) at column %d is not in the vocabulary \"%s\"",
+                     c >= 32 && c < 127 ? c : '?', c, col, VOCAB_CHARS);
+            data_error(path, lineno, msg);
+        }
+        d->prompt_len[i] = plen + 1;
+        d->completion_len[i] = clen ? clen + 1 : 0;
+        if (clen) ct[clen] = TOK_EOS;
+        if (countdown_parse_prompt(line, plen, d->nums + (size_t)i * MAX_NUMS, MAX_NUMS,
+                                   &d->num_count[i], &d->target[i]) != 0) {
+            snprintf(msg, sizeof msg, "prompt is not `n1 n2 ... nk>target:` with 1 to %d numbers", MAX_NUMS);
+            data_error(path, lineno, msg);
+        }
+        d->n++;
+    }
+    fclose(f);
+    if (d->n == 0) data_error(path, lineno, "no examples in file");
+}
+
+static void free_dataset(Dataset *d) {
+    free(d->prompt); free(d->prompt_len); free(d->completion); free(d->completion_len);
+    free(d->nums); free(d->num_count); free(d->target);
+}
+
+// ----------------------------------------------------------------------------
+// Group sampler: k completions per prompt with the KV cache, one RNG stream each
+
+/* sample_completions: B sequences; sequence b starts from prompts[b] (prompt_len[b] tokens,
+   <bos> included) and draws up to max_new tokens from softmax(logits / temperature) over the
+   allowed tokens (NULL: all), or the argmax when greedy, using its own stream rngs[b].
+   A sequence stops after <eos> (which is kept as its last token) or at max_new tokens.
+   Writes comp (B, max_new) token ids, comp_logp (B, max_new) their log-probs under the
+   sampling distribution (nats, temperature applied), comp_len (B).
+   Requires prompt_len[b] + max_new <= maxT and B <= kv->B (checked by the callers). */
+static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *prompts,
+                               const int *prompt_len, int max_new, float temperature, int greedy,
+                               Rng *rngs, const unsigned char *allowed,
+                               int *comp, float *comp_logp, int *comp_len) {
+    int V = m->config.vocab_size;
+    int *tok = (int *)mallocCheck(B * sizeof(int)), *pos = (int *)mallocCheck(B * sizeof(int));
+    int *done = (int *)callocCheck(B, sizeof(int));
+    float *probs = (float *)mallocCheck((size_t)V * sizeof(float));
+    for (int b = 0; b < B; b++) { tok[b] = prompts[b][0]; pos[b] = 0; comp_len[b] = 0; }
+    int remaining = B;
+    while (remaining > 0) {
+        // finished sequences are fed again at their last position: harmless and keeps B fixed
+        gpt_decode_step(m, kv, tok, pos, B);
+        for (int b = 0; b < B; b++) {
+            if (done[b]) continue;
+            if (pos[b] + 1 < prompt_len[b]) { tok[b] = prompts[b][++pos[b]]; continue; }
+            const float *z = kv->logits + (size_t)b * V;
+            float maxv, logsum = softmax_temperature(probs, &maxv, z, V, temperature, allowed);
+            int next = 0;
+            if (greedy) {
+                for (int v = 1; v < V; v++) if (probs[v] > probs[next]) next = v;
+            } else {
+                float u = rng_uniform(&rngs[b]), cdf = 0.0f;
+                next = -1;
+                for (int v = 0; v < V; v++) {
+                    if (probs[v] <= 0.0f) continue;
+                    next = v;                 // falls back to the last allowed token on rounding
+                    cdf += probs[v];
+                    if (u < cdf) break;
+                }
+            }
+            int j = comp_len[b]++;
+            comp[(size_t)b * max_new + j] = next;
+            comp_logp[(size_t)b * max_new + j] = (z[next] * (1.0f / temperature) - maxv) - logsum;
+            if (next == TOK_EOS || comp_len[b] == max_new) { done[b] = 1; remaining--; }
+            else { tok[b] = next; pos[b]++; }
+        }
+    }
+    free(tok); free(pos); free(done); free(probs);
+}
+
+// ----------------------------------------------------------------------------
+// Prefix tree B(G): the process sets of a group (paper §3.1)
+//
+// λ(i,t) = { j in the group : len_j > t and y(j)_0..t == y(i)_0..t }, completion tokens only
+// (the prompt is shared by the whole group; <eos> is a token; identical completions count
+// separately). The distinct process sets, ordered by inclusion, are the nodes of the
+// compacted prefix trie of the group; each node owns a process step, the span [start, end)
+// of token positions its members share and its parent does not.
+
+typedef struct {
+    int parent;            // index of the parent node, -1 for a child of the root (the prompt)
+    int start, end;        // process step: token positions [start, end)
+    int size;              // |λ|: number of member completions
+    int depth;             // 1 for a child of the root
+    int num_children;
+    int member;            // one member completion (to print the step's tokens)
+    float step_reward;     // R̂(λ): mean outcome reward of the members (paper eq. 5)
+    float step_advantage;  // A_λ = (R̂(λ) − mean r) / (std r + eps) = mean of the members' a_j
+} ProcessNode;
+
+typedef struct {
+    int num_nodes;
+    ProcessNode *nodes;    // capacity 2k (a trie over k leaves has fewer than 2k nodes)
+    int *members;          // scratch (k)
+    int *scratch;          // scratch (k)
+    int capacity_k;
+} PrefixTree;
+
+static void build_prefix_tree_buffers(PrefixTree *tree, int k) {
+    tree->capacity_k = k;
+    tree->nodes = (ProcessNode *)mallocCheck((size_t)2 * (k + 1) * sizeof(ProcessNode));
+    tree->members = (int *)mallocCheck((size_t)(k + 1) * sizeof(int));
+    tree->scratch = (int *)mallocCheck((size_t)(k + 1) * sizeof(int));
+    tree->num_nodes = 0;
+}
+
+static void free_prefix_tree(PrefixTree *tree) { free(tree->nodes); free(tree->members); free(tree->scratch); }
+
+typedef struct {           // the group being built (read-only inputs and outputs)
+    const int *const *tokens; const int *len;
+    const float *reward, *advantage;
+    int *lambda_size, *node_of;   // (k, stride) outputs
+    int stride;
+} TreeInput;
+
+// sorts members[0..n) by their token at position t (stable: ties by completion index)
+static void sort_by_token(int *members, int n, int t, const TreeInput *in) {
+    for (int a = 1; a < n; a++) {       // insertion sort: groups are small and mostly sorted
+        int x = members[a], tx = in->tokens[x][t], b = a - 1;
+        while (b >= 0 && (in->tokens[members[b]][t] > tx ||
+                          (in->tokens[members[b]][t] == tx && members[b] > x))) {
+            members[b + 1] = members[b]; b--;
+        }
+        members[b + 1] = x;
+    }
+}
+
+/* Partition refinement: members[0..n) share tokens 0..s and all have len > s, so together
+   they are λ(i,s) for each of them. The node they form extends while every member has a
+   next token and all next tokens agree; then it splits into children. members is
+   reordered in place (each child's members are contiguous). */
+static void tree_add_node(PrefixTree *tree, const TreeInput *in, int *members, int n, int s,
+                          int parent, int depth) {
+    int id = tree->num_nodes++;
+    ProcessNode *node = &tree->nodes[id];
+    node->parent = parent; node->start = s; node->size = n; node->depth = depth;
+    node->num_children = 0; node->member = members[0];
+    double rsum = 0.0, asum = 0.0;
+    for (int a = 0; a < n; a++) { rsum += in->reward[members[a]]; asum += in->advantage[members[a]]; }
+    node->step_reward = (float)(rsum / n);
+    node->step_advantage = (float)(asum / n);
+    int t = s;
+    for (;;) {   // positions t in this process step
+        for (int a = 0; a < n; a++) {
+            in->lambda_size[(size_t)members[a] * in->stride + t] = n;
+            in->node_of[(size_t)members[a] * in->stride + t] = id;
+        }
+        int next = t + 1, same = 1;
+        for (int a = 0; a < n && same; a++)
+            same = in->len[members[a]] > next && in->tokens[members[a]][next] == in->tokens[members[0]][next];
+        if (!same) break;
+        t = next;
+    }
+    node->end = t + 1;
+    // children: members that continue past t, grouped by their token at t+1
+    int m = 0, next = t + 1;
+    for (int a = 0; a < n; a++) if (in->len[members[a]] > next) members[m++] = members[a];
+    sort_by_token(members, m, next, in);
+    for (int a = 0; a < m;) {
+        int b = a + 1;
+        while (b < m && in->tokens[members[b]][next] == in->tokens[members[a]][next]) b++;
+        tree->nodes[id].num_children++;
+        tree_add_node(tree, in, members + a, b - a, next, id, depth + 1);
+        a = b;
+    }
+}
+
+/* build_prefix_tree: the tree B(G) of one group of k completions, O(k·L) plus a sort of
+   the members at each branching position.
+   tokens[i][0..len[i]) completion i's token ids (any ints; prompt excluded);
+   reward (k), advantage (k) the outcome rewards r_i and advantages a_i (for R̂ and A_λ).
+   Outputs, row i at lambda_size + i*stride: lambda_size[i][t] = |λ(i,t)| and
+   node_of[i][t] = index of the node owning position t of completion i, for t < len[i].
+   Fills tree->nodes in depth-first order (parents before children). Returns num_nodes. */
+static int build_prefix_tree(PrefixTree *tree, const int *const *tokens, const int *len, int k,
+                             const float *reward, const float *advantage,
+                             int *lambda_size, int *node_of, int stride) {
+    TreeInput in = {tokens, len, reward, advantage, lambda_size, node_of, stride};
+    tree->num_nodes = 0;
+    int m = 0;
+    for (int i = 0; i < k; i++) if (len[i] > 0) tree->members[m++] = i;
+    sort_by_token(tree->members, m, 0, &in);
+    for (int a = 0; a < m;) {
+        int b = a + 1;
+        while (b < m && tokens[tree->members[b]][0] == tokens[tree->members[a]][0]) b++;
+        tree_add_node(tree, &in, tree->members + a, b - a, 0, -1, 1);
+        a = b;
+    }
+    return tree->num_nodes;
+}
+
+/* Tree statistics of the paper's §3.2 for one group:
+   nontrivial: 1 if any two completions share a first token (some |λ| > 1);
+   path depth: process steps on a completion's root-to-leaf path, mean over completions;
+   intermediate proportion: share of a completion's tokens that lie in shared, non-leaf
+   steps (nodes with children), mean over completions. Empty completions are skipped. */
+typedef struct { int nontrivial; double mean_depth, intermediate; int counted; } TreeStats;
+
+static TreeStats prefix_tree_stats(const PrefixTree *tree, const int *len, int k,
+                                   const int *node_of, int stride) {
+    TreeStats st = {0, 0.0, 0.0, 0};
+    for (int n = 0; n < tree->num_nodes; n++) if (tree->nodes[n].size > 1) st.nontrivial = 1;
+    for (int i = 0; i < k; i++) {
+        if (len[i] == 0) continue;
+        const ProcessNode *leaf = &tree->nodes[node_of[(size_t)i * stride + len[i] - 1]];
+        int inter = 0;
+        for (int t = 0; t < len[i]; t++) inter += tree->nodes[node_of[(size_t)i * stride + t]].num_children > 0;
+        st.mean_depth += leaf->depth;
+        st.intermediate += (double)inter / len[i];
+        st.counted++;
+    }
+    if (st.counted) { st.mean_depth /= st.counted; st.intermediate /= st.counted; }
+    return st;
+}
+
+// ----------------------------------------------------------------------------
+// Objectives: GRPO and λ-GRPO (conventions in ../shared/conventions.md)
+
+enum { OBJ_GRPO = 0, OBJ_LAMBDA_GRPO = 1 };
+enum { AGG_TOKEN_MEAN = 0, AGG_SEQ_MEAN_TOKEN_MEAN, AGG_SEQ_MEAN_TOKEN_SUM, AGG_SEQ_MEAN_TOKEN_SUM_NORM };
+enum { STD_SAMPLE = 0, STD_POPULATION, STD_NONE };
+enum { SCOPE_GROUP = 0, SCOPE_BATCH };
+static const char *OBJECTIVE_NAMES[] = {"grpo", "lambda-grpo", NULL};
+static const char *LOSS_AGG_NAMES[] = {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
+                                       "seq-mean-token-sum-norm", NULL};
+static const char *ADV_STD_NAMES[] = {"sample", "population", "none", NULL};
+static const char *SCOPE_NAMES[] = {"group", "batch", NULL};
+
+typedef struct {
+    int objective;        // OBJ_GRPO or OBJ_LAMBDA_GRPO
+    int loss_agg;         // AGG_*
+    int adv_std;          // STD_*: std in the advantage's denominator
+    int adv_std_scope;    // SCOPE_*: std over each group, or over the whole batch
+    float adv_eps;        // added to the std (TRL 1e-4, verl 1e-6)
+    float clip_eps_low;   // ratio clipped to [1 − clip_eps_low, 1 + clip_eps_high]
+    float clip_eps_high;
+    float beta;           // k3 KL coefficient
+    int max_new_tokens;   // the Dr. GRPO constant for seq-mean-token-sum-norm
+} ObjectiveConfig;
+
+static double std_of(const float *r, int n, int mode, double mean) {
+    double ss = 0.0;
+    for (int i = 0; i < n; i++) ss += (r[i] - mean) * (r[i] - mean);
+    if (mode == STD_NONE) return 1.0;
+    if (mode == STD_SAMPLE) return n > 1 ? sqrt(ss / (n - 1)) : 0.0;
+    return sqrt(ss / n);
+}
+
+/* compute_advantages: outcome advantages a_i = (r_i − mean_g r) / (std + eps) for
+   num_groups groups; group g holds completions group_start[g] .. group_start[g+1]−1 of
+   reward and advantage (group_start: num_groups+1 entries). Mean over the group; std per
+   cfg (sample with k−1, population with k, or none: a_i = r_i − mean) over the group or,
+   with scope batch, over all rewards (TRL scale_rewards="batch"). A group whose rewards
+   are all equal gets a_i = 0 exactly. Source: paper eq. 2 and conventions.md (authors'
+   code and TRL: sample std, eps 1e-4). A sample std needs k >= 2: callers reject k = 1. */
+static void compute_advantages(float *advantage, const float *reward, int num_groups,
+                               const int *group_start, const ObjectiveConfig *cfg) {
+    int total = group_start[num_groups] - group_start[0];
+    const float *r0 = reward + group_start[0];
+    double batch_mean = 0.0;
+    for (int i = 0; i < total; i++) batch_mean += r0[i];
+    double batch_std = std_of(r0, total, cfg->adv_std, batch_mean / (total > 0 ? total : 1));
+    for (int g = 0; g < num_groups; g++) {
+        int k = group_start[g + 1] - group_start[g];
+        const float *r = reward + group_start[g];
+        float *a = advantage + group_start[g];
+        int all_equal = 1;
+        double mean = 0.0;
+        for (int i = 0; i < k; i++) { mean += r[i]; all_equal &= r[i] == r[0]; }
+        mean /= k;
+        double sd = cfg->adv_std_scope == SCOPE_BATCH ? batch_std : std_of(r, k, cfg->adv_std, mean);
+        double denom = cfg->adv_std == STD_NONE ? 1.0 : sd + cfg->adv_eps;
+        for (int i = 0; i < k; i++) a[i] = all_equal ? 0.0f : (float)((r[i] - mean) / denom);
+    }
+}
+
+// Group boundaries for num_groups groups of k consecutive completions: starts (num_groups+1).
+static void equal_groups(int *starts, int num_groups, int k) {
+    for (int g = 0; g <= num_groups; g++) starts[g] = g * k;
+}
+
+/* loss_agg_coef: the factor c_i that multiplies Σ_t ℓ_{i,t} of completion i in the loss
+   (conventions.md "Loss aggregation"); len (N) completion lengths of every completion in
+   the optimizer step, so the normaliser is the step's, however the step is micro-batched.
+   token-mean 1/Σ len; seq-mean-token-mean 1/(N len_i); seq-mean-token-sum 1/N;
+   seq-mean-token-sum-norm (Dr. GRPO) 1/(N · max_new_tokens). An empty completion gets 0. */
+static void loss_agg_coef(float *coef, const int *len, int N, const ObjectiveConfig *cfg) {
+    double total = 0.0;
+    for (int i = 0; i < N; i++) total += len[i];
+    for (int i = 0; i < N; i++) {
+        double c = 0.0;
+        switch (cfg->loss_agg) {
+            case AGG_TOKEN_MEAN: c = total > 0 ? 1.0 / total : 0.0; break;
+            case AGG_SEQ_MEAN_TOKEN_MEAN: c = len[i] > 0 ? 1.0 / ((double)N * len[i]) : 0.0; break;
+            case AGG_SEQ_MEAN_TOKEN_SUM: c = 1.0 / N; break;
+            default: c = 1.0 / ((double)N * cfg->max_new_tokens); break;
+        }
+        coef[i] = (float)c;
+    }
+}
+
+/* lambda_weight: the factor the objective applies to token (i,t): 1 for GRPO,
+   1/|λ(i,t)| for λ-GRPO (paper eq. 11: the whole per-token term, policy and KL, no
+   renormalisation). */
+static inline float lambda_weight(const ObjectiveConfig *cfg, int lambda_size) {
+    return cfg->objective == OBJ_LAMBDA_GRPO ? 1.0f / (float)lambda_size : 1.0f;
+}
+
+typedef struct {                // per-token outputs of grpo_token_loss, all (n)
+    float *dlogp;               // ∂loss/∂logp, loss = Σ coef·weight·ℓ (the minimised quantity)
+    float *ratio;               // π_θ / π_old = exp(logp − logp_old)
+    float *kl;                  // k3 estimate exp(ref − logp) − (ref − logp) − 1 (0 when no ref)
+    unsigned char *clipped;     // 1 where the clipped branch is taken (no policy gradient)
+} TokenLossOut;
+
+/* grpo_token_loss: n tokens, all arrays (n). ℓ = −min(ρ A, clip(ρ, 1−ε_low, 1+ε_high) A)
+   + β k3, ρ = exp(logp − logp_old), k3 = exp(ref − logp) − (ref − logp) − 1 (Schulman's
+   estimator, paper eq. 3; TRL/verl "k3"). advantage is per token (a_i for GRPO, or A_λ
+   for the PRM form of Theorem 1); weight is lambda_weight(); coef is the aggregation
+   factor of the token's completion. logp_ref may be NULL when β = 0.
+   Returns the loss Σ coef·weight·ℓ (double) and fills out. When the clipped branch is
+   strictly smaller, the policy term has no gradient (as torch.max in TRL/verl). */
+static double grpo_token_loss(const ObjectiveConfig *cfg, int n, const float *logp,
+                              const float *logp_old, const float *logp_ref, const float *advantage,
+                              const float *weight, const float *coef, TokenLossOut *out) {
+    double loss = 0.0;
+    for (int j = 0; j < n; j++) {
+        float ratio = expf(logp[j] - logp_old[j]), A = advantage[j];
+        float lo = 1.0f - cfg->clip_eps_low, hi = 1.0f + cfg->clip_eps_high;
+        float clipped_ratio = ratio < lo ? lo : (ratio > hi ? hi : ratio);
+        float unclipped_loss = -ratio * A, clipped_loss = -clipped_ratio * A;
+        int take_clip = clipped_loss > unclipped_loss;
+        float pg = take_clip ? clipped_loss : unclipped_loss;
+        float dpg = take_clip ? 0.0f : -ratio * A;      // d(−ρA)/dlogp = −ρA
+        float kl = 0.0f, dkl = 0.0f;
+        if (cfg->beta != 0.0f && logp_ref) {
+            float diff = logp_ref[j] - logp[j], e = expf(diff);
+            kl = e - diff - 1.0f;
+            dkl = 1.0f - e;                             // d/dlogp of k3
+        }
+        float w = coef[j] * weight[j];
+        loss += (double)w * (pg + cfg->beta * kl);
+        out->dlogp[j] = w * (dpg + cfg->beta * dkl);
+        if (out->ratio) out->ratio[j] = ratio;
+        if (out->kl) out->kl[j] = kl;
+        if (out->clipped) out->clipped[j] = (unsigned char)take_clip;
+    }
+    return loss;
+}
+
+// ----------------------------------------------------------------------------
+// Configuration: every option of every command, with its default, range and help.
+// The table drives getopt_long, --help, range checks and the start-up printout.
+
+typedef struct {
+    // run
+    int seed, threads;
+    char run_dir[512], init[512], resume[512], model[512];
+    // model shape (sft, bench)
+    int layers, heads, channels, context;
+    // data
+    char train_data[512], val_data[512], test_data[512], data[512], prompt[256];
+    // optimisation
+    int steps, batch_size, warmup, eval_every, save_every, eval_limit, schedule;
+    float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2;
+    // GRPO
+    int prompts_per_step, group_size, max_new_tokens, num_iterations, micro_batch, mask_truncated;
+    int pass_k;
+    float temperature;
+    ObjectiveConfig obj;
+    float format_reward;
+} Options;
+
+static const char *SCHEDULE_NAMES[] = {"cosine", "linear", "constant", NULL};
+
+enum { CMD_SFT = 1, CMD_TRAIN = 2, CMD_EVAL = 4, CMD_SAMPLE = 8, CMD_CHECK = 16, CMD_BENCH = 32,
+       CMD_VERIFY = 64, CMD_TREE = 128 };
+typedef enum { OPT_INT, OPT_FLOAT, OPT_STR, OPT_ENUM } OptType;
+typedef struct {
+    const char *name; OptType type; size_t offset; double min, max;
+    const char **choices; unsigned cmds; const char *help;
+} OptSpec;
+
+#define OFF(field) offsetof(Options, field)
+#define OBJ_CMDS (CMD_TRAIN | CMD_CHECK | CMD_TREE)
+#define GEN_CMDS (CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_TREE)
+static const OptSpec OPTIONS[] = {
+    {"seed", OPT_INT, OFF(seed), 0, 2147483647, NULL, CMD_SFT | GEN_CMDS | CMD_BENCH, "random seed (same seed, same build: same run, bit for bit)"},
+    {"threads", OPT_INT, OFF(threads), 0, 1024, NULL, 0xffff, "OpenMP threads (0: OMP_NUM_THREADS or all cores)"},
+    {"run-dir", OPT_STR, OFF(run_dir), 0, 0, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "directory for checkpoints and CSV logs"},
+    {"init", OPT_STR, OFF(init), 0, 0, NULL, CMD_TRAIN, "SFT checkpoint to start from; also the reference policy π_ref"},
+    {"resume", OPT_STR, OFF(resume), 0, 0, NULL, CMD_SFT | CMD_TRAIN, "checkpoint with optimizer state to continue from (bit-identical)"},
+    {"model", OPT_STR, OFF(model), 0, 0, NULL, CMD_EVAL | CMD_SAMPLE, "checkpoint to load"},
+    {"layers", OPT_INT, OFF(layers), 1, 64, NULL, CMD_SFT | CMD_BENCH, "transformer blocks L"},
+    {"heads", OPT_INT, OFF(heads), 1, 64, NULL, CMD_SFT | CMD_BENCH, "attention heads NH (must divide --channels)"},
+    {"channels", OPT_INT, OFF(channels), 8, 4096, NULL, CMD_SFT | CMD_BENCH, "width C"},
+    {"context", OPT_INT, OFF(context), 8, 1024, NULL, CMD_SFT | CMD_BENCH, "context length maxT in tokens"},
+    {"train-data", OPT_STR, OFF(train_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN, "training prompts (prompt<TAB>demonstration per line)"},
+    {"val-data", OPT_STR, OFF(val_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN, "validation prompts"},
+    {"test-data", OPT_STR, OFF(test_data), 0, 0, NULL, CMD_TRAIN, "test prompts (reasoning-gym), scored at start and end"},
+    {"data", OPT_STR, OFF(data), 0, 0, NULL, CMD_EVAL, "prompts to score"},
+    {"prompt", OPT_STR, OFF(prompt), 0, 0, NULL, CMD_SAMPLE, "countdown prompt, e.g. '7 3 5>26:'"},
+    {"steps", OPT_INT, OFF(steps), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "optimizer steps (GRPO: sampling steps)"},
+    {"batch-size", OPT_INT, OFF(batch_size), 1, 4096, NULL, CMD_SFT | CMD_BENCH, "sequences per SFT step"},
+    {"lr", OPT_FLOAT, OFF(lr), 0, 10, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "peak learning rate"},
+    {"min-lr-frac", OPT_FLOAT, OFF(min_lr_frac), 0, 1, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "final learning rate as a fraction of --lr"},
+    {"schedule", OPT_ENUM, OFF(schedule), 0, 0, SCHEDULE_NAMES, CMD_SFT | CMD_TRAIN | CMD_TREE, "learning-rate decay after warm-up"},
+    {"warmup", OPT_INT, OFF(warmup), 0, 1000000, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "linear warm-up steps"},
+    {"weight-decay", OPT_FLOAT, OFF(weight_decay), 0, 10, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "AdamW decoupled weight decay (2-D weights only)"},
+    {"beta1", OPT_FLOAT, OFF(beta1), 0, 0.999999, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "AdamW β1"},
+    {"beta2", OPT_FLOAT, OFF(beta2), 0, 0.999999, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "AdamW β2"},
+    {"grad-clip", OPT_FLOAT, OFF(grad_clip), 0, 1e9, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "max global gradient norm (0: off)"},
+    {"eval-every", OPT_INT, OFF(eval_every), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN, "validate every N steps (0: off)"},
+    {"eval-limit", OPT_INT, OFF(eval_limit), 0, 10000000, NULL, CMD_TRAIN | CMD_EVAL, "score at most N prompts per evaluation (0: all)"},
+    {"save-every", OPT_INT, OFF(save_every), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN, "write a resumable checkpoint every N steps (0: only at the end)"},
+    {"prompts-per-step", OPT_INT, OFF(prompts_per_step), 1, 4096, NULL, CMD_TRAIN | CMD_TREE, "prompts P per GRPO step"},
+    {"group-size", OPT_INT, OFF(group_size), 1, 4096, NULL, CMD_TRAIN | CMD_SAMPLE | CMD_TREE, "completions k per prompt (G in TRL/verl); training needs k >= 2"},
+    {"temperature", OPT_FLOAT, OFF(temperature), 0, 100, NULL, GEN_CMDS, "sampling temperature T; log-probs use logits/T everywhere"},
+    {"max-new-tokens", OPT_INT, OFF(max_new_tokens), 1, 1000000, NULL, GEN_CMDS | CMD_CHECK, "completion budget (also the Dr. GRPO constant)"},
+    {"pass-k", OPT_INT, OFF(pass_k), 0, 4096, NULL, CMD_TRAIN | CMD_EVAL, "samples per prompt for pass@k at the end (0: off)"},
+    {"objective", OPT_ENUM, OFF(obj.objective), 0, 0, OBJECTIVE_NAMES, OBJ_CMDS, "grpo, or lambda-grpo (each token's term divided by |λ(i,t)|)"},
+    {"loss-agg", OPT_ENUM, OFF(obj.loss_agg), 0, 0, LOSS_AGG_NAMES, OBJ_CMDS, "loss aggregation (conventions.md)"},
+    {"adv-std", OPT_ENUM, OFF(obj.adv_std), 0, 0, ADV_STD_NAMES, OBJ_CMDS, "std in the advantage: sample (k-1), population (k), none"},
+    {"adv-std-scope", OPT_ENUM, OFF(obj.adv_std_scope), 0, 0, SCOPE_NAMES, OBJ_CMDS, "std over each group or over the batch"},
+    {"adv-eps", OPT_FLOAT, OFF(obj.adv_eps), 0, 1, NULL, OBJ_CMDS, "added to the std (TRL 1e-4, verl 1e-6)"},
+    {"clip-eps-low", OPT_FLOAT, OFF(obj.clip_eps_low), 0, 0.999999, NULL, OBJ_CMDS, "ratio clipped below at 1 - eps_low, in [0, 1)"},
+    {"clip-eps-high", OPT_FLOAT, OFF(obj.clip_eps_high), 0, 1e6, NULL, OBJ_CMDS, "ratio clipped above at 1 + eps_high (DAPO: 0.28)"},
+    {"beta", OPT_FLOAT, OFF(obj.beta), 0, 1e6, NULL, OBJ_CMDS, "k3 KL coefficient against π_ref"},
+    {"num-iterations", OPT_INT, OFF(num_iterations), 1, 64, NULL, CMD_TRAIN | CMD_TREE, "updates μ per sampled batch (π_old frozen at sampling)"},
+    {"micro-batch", OPT_INT, OFF(micro_batch), 0, 4096, NULL, CMD_TRAIN | CMD_TREE, "sequences per forward/backward (0: whole step); changes no gradient"},
+    {"mask-truncated", OPT_INT, OFF(mask_truncated), 0, 1, NULL, CMD_TRAIN, "1: completions cut at max-new-tokens get no loss"},
+    {"format-reward", OPT_FLOAT, OFF(format_reward), 0, 1, NULL, CMD_TRAIN | CMD_EVAL, "extra reward for a well-formed but wrong completion (0: off)"},
+};
+#define NUM_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
+
+static void default_options(Options *o) {
+    memset(o, 0, sizeof *o);
+    o->seed = 1337; o->threads = 0;
+    strcpy(o->run_dir, ""); strcpy(o->init, "runs/sft/model.bin"); strcpy(o->model, "runs/grpo/model.bin");
+    o->layers = 4; o->heads = 4; o->channels = 128; o->context = 64;
+    strcpy(o->train_data, "data/countdown_train.txt"); strcpy(o->val_data, "data/countdown_val.txt");
+    strcpy(o->test_data, "data/countdown_test.txt"); strcpy(o->data, "data/countdown_test.txt");
+    strcpy(o->prompt, "7 3 5>26:");
+    o->steps = 0; o->batch_size = 32; o->warmup = 0; o->eval_every = 0; o->save_every = 0; o->eval_limit = 0;
+    o->lr = 0; o->min_lr_frac = 0.1f; o->weight_decay = 0.0f; o->grad_clip = 1.0f; o->beta1 = 0.9f; o->beta2 = 0.95f;
+    o->schedule = 0;
+    o->prompts_per_step = 8; o->group_size = 8; o->max_new_tokens = 40; o->num_iterations = 1; o->micro_batch = 0;
+    o->mask_truncated = 0; o->pass_k = 8; o->temperature = 1.0f; o->format_reward = 0.0f;
+    o->obj = (ObjectiveConfig){OBJ_LAMBDA_GRPO, AGG_TOKEN_MEAN, STD_SAMPLE, SCOPE_GROUP, 1e-4f, 0.2f, 0.2f, 0.0f, 40};
+}
+
+static void print_option_value(FILE *f, const Options *o, const OptSpec *s) {
+    const char *p = (const char *)o + s->offset;
+    switch (s->type) {
+        case OPT_INT: fprintf(f, "%d", *(const int *)p); break;
+        case OPT_FLOAT: fprintf(f, "%g", *(const float *)p); break;
+        case OPT_STR: fprintf(f, "%s", p[0] ? p : "(none)"); break;
+        case OPT_ENUM: fprintf(f, "%s", s->choices[*(const int *)p]); break;
+    }
+}
+
+static void print_help(const char *cmd, unsigned mask, const char *synopsis, const Options *defaults) {
+    printf("usage: ./grpo %s%s\n\n%s\n\noptions (default in brackets):\n", cmd, mask ? " [--option value ...]" : "", synopsis);
+    for (int i = 0; i < NUM_OPTIONS; i++) {
+        const OptSpec *s = &OPTIONS[i];
+        if (!(s->cmds & mask)) continue;
+        printf("  --%-18s %s [", s->name, s->help);
+        print_option_value(stdout, defaults, s);
+        printf("]");
+        if (s->type == OPT_ENUM) {
+            printf(" one of:");
+            for (int c = 0; s->choices[c]; c++) printf(" %s", s->choices[c]);
+        }
+        printf("\n");
+    }
+    printf("  --%-18s %s\n", "help", "this help");
+}
+
+/* parse_options: GNU long options for one command (bit `mask`); sets fields of o.
+   Unknown option, missing value, unparsable or out-of-range value: usage error naming the
+   option, exit 2. Returns the index of the first positional argument in argv. */
+static int parse_options(int argc, char **argv, unsigned mask, Options *o, const char *cmd,
+                         const char *synopsis) {
+    struct option longopts[NUM_OPTIONS + 2];
+    int map[NUM_OPTIONS + 2], n = 0;
+    for (int i = 0; i < NUM_OPTIONS; i++)
+        if (OPTIONS[i].cmds & mask) {
+            longopts[n] = (struct option){OPTIONS[i].name, required_argument, NULL, 1000 + n};
+            map[n++] = i;
+        }
+    longopts[n] = (struct option){"help", no_argument, NULL, 'h'};
+    longopts[n + 1] = (struct option){NULL, 0, NULL, 0};
+    Options defaults = *o;
+    opterr = 0; optind = 1;
+    for (;;) {
+        int c = getopt_long(argc, argv, ":h", longopts, NULL);
+        if (c == -1) break;
+        if (c == 'h') { print_help(cmd, mask, synopsis, &defaults); exit(0); }
+        if (c == '?') usage_error("unknown option '%s' for './grpo %s'", argv[optind - 1], cmd);
+        if (c == ':') usage_error("option '%s' needs a value%s", argv[optind - 1], "");
+        const OptSpec *s = &OPTIONS[map[c - 1000]];
+        char *p = (char *)o + s->offset, *end = NULL, name[64];
+        snprintf(name, sizeof name, "--%s", s->name);
+        errno = 0;
+        if (s->type == OPT_INT || s->type == OPT_FLOAT) {
+            double v = s->type == OPT_INT ? (double)strtol(optarg, &end, 10) : strtod(optarg, &end);
+            if (end == optarg || *end || errno || !isfinite(v))
+                usage_error("%s: '%s' is not a number", name, optarg);
+            if (v < s->min || v > s->max) {
+                char range[96];
+                snprintf(range, sizeof range, "'%s' is out of range [%g, %g]", optarg, s->min, s->max);
+                usage_error("%s: %s", name, range);
+            }
+            if (s->type == OPT_INT) *(int *)p = (int)v; else *(float *)p = (float)v;
+        } else if (s->type == OPT_STR) {
+            if (strlen(optarg) >= 255) usage_error("%s: value too long ('%s')", name, optarg);
+            strcpy(p, optarg);
+        } else {
+            int found = -1;
+            for (int k = 0; s->choices[k]; k++) if (!strcmp(optarg, s->choices[k])) found = k;
+            if (found < 0) usage_error("%s: '%s' is not one of the choices (see --help)", name, optarg);
+            *(int *)p = found;
+        }
+    }
+#ifdef _OPENMP
+    if (o->threads > 0) omp_set_num_threads(o->threads);
+#endif
+    return optind;
+}
+
+// Prints every option of the command with the value in force (start-up banner).
+static void print_options(FILE *f, const Options *o, unsigned mask) {
+    fprintf(f, "# config:");
+    for (int i = 0; i < NUM_OPTIONS; i++)
+        if (OPTIONS[i].cmds & mask && strcmp(OPTIONS[i].name, "threads")) {
+            fprintf(f, " %s=", OPTIONS[i].name);
+            print_option_value(f, o, &OPTIONS[i]);
+        }
+    fprintf(f, " threads=%d\n", num_threads());
+}
+
+// ----------------------------------------------------------------------------
+// Training loops: shared pieces
+
+static AdamWConfig adamw_from_options(const Options *o, int total_steps) {
+    AdamWConfig a = {o->lr, o->beta1, o->beta2, 1e-8f, o->weight_decay, o->grad_clip,
+                     o->warmup, total_steps, o->schedule, o->min_lr_frac};
+    return a;
+}
+
+/* make_batch: B sequences <bos> prompt completion (prompt[b] holds <bos>; lengths plen[b],
+   clen[b]). inputs (B,T): the sequence without its last token, padded with <pad>; targets
+   (B,T): the next token at completion positions, −1 elsewhere (prompt and padding are
+   never scored). Returns T = the longest sequence minus one. */
+static int make_batch(int *inputs, int *targets, int B, const int *const *prompt, const int *plen,
+                      const int *const *comp, const int *clen) {
+    int T = 1;
+    for (int b = 0; b < B; b++) if (plen[b] + clen[b] - 1 > T) T = plen[b] + clen[b] - 1;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            int n = plen[b] + clen[b];
+            int tok = t < plen[b] ? prompt[b][t] : (t < n ? comp[b][t - plen[b]] : TOK_PAD);
+            inputs[b * T + t] = t < n - 1 ? tok : TOK_PAD;
+            targets[b * T + t] = (t + 1 >= plen[b] && t + 1 < n) ? comp[b][t + 1 - plen[b]] : -1;
+        }
+    return T;
+}
+
+// Mean completion log-loss (nats/token) of a dataset's demonstrations, forward only.
+static float dataset_loss(GPT *m, const Dataset *d, int batch, int limit, int *inputs, int *targets,
+                          float *logp) {
+    int n = limit > 0 && limit < d->n ? limit : d->n;
+    double sum = 0.0; long count = 0;
+    const int *pp[4096], *cp[4096];
+    for (int s = 0; s < n; s += batch) {
+        int B = s + batch <= n ? batch : n - s;
+        for (int b = 0; b < B; b++) {
+            pp[b] = d->prompt + (size_t)(s + b) * d->maxT; cp[b] = d->completion + (size_t)(s + b) * d->maxT;
+        }
+        int T = make_batch(inputs, targets, B, pp, d->prompt_len + s, cp, d->completion_len + s);
+        gpt_forward(m, inputs, B, T);
+        logprob_forward(logp, m->acts.probs, m->acts.logits, targets, B * T, m->config.vocab_size, 1.0f, NULL);
+        for (int i = 0; i < B * T; i++) if (targets[i] >= 0) { sum -= logp[i]; count++; }
+    }
+    return count ? (float)(sum / count) : 0.0f;
+}
+
+// Opens the run's CSV log: appended to when resuming, else created with a header.
+static FILE *open_csv(const char *run_dir, const char *name, const char *header, int append) {
+    char path[1100];
+    snprintf(path, sizeof path, "%s/%s", run_dir, name);
+    FILE *f = fopenCheck(path, append ? "a" : "w");
+    if (!append) fprintf(f, "%s\n", header);
+    return f;
+}
+
+static void stop_on_nan(const char *what, int step, float value, const char *last_good) {
+    fprintf(stderr, "error: step %d: %s is %g; stopping so the model is not corrupted.\n"
+                    "  last good checkpoint: %s (left untouched)\n"
+                    "  hint: lower --lr, raise --grad-clip strictness, or check the data\n",
+            step, what, value, last_good[0] ? last_good : "(none written yet)");
+    exit(EXIT_INPUT);
+}
+
+// ----------------------------------------------------------------------------
+// SFT: supervised training on task demonstrations (loss on completion tokens only)
+
+static int cmd_sft(int argc, char **argv, Options *o) {
+    o->steps = 1500; o->lr = 2e-3f; o->warmup = 50; o->weight_decay = 0.1f; o->eval_every = 250;
+    strcpy(o->run_dir, "runs/sft");
+    const char *syn = "Supervised fine-tuning on demonstrations (prompt<TAB>completion lines).\n"
+                      "Loss: mean −log p of completion tokens and <eos>; prompt tokens are masked.\n"
+                      "Writes RUN_DIR/model.bin (with optimizer state), RUN_DIR/sft.csv, and with\n"
+                      "--save-every a resumable RUN_DIR/ckpt.bin.";
+    int first = parse_options(argc, argv, CMD_SFT, o, "sft", syn);
+    if (first < argc) usage_error("unexpected argument '%s' for './grpo sft'%s", argv[first], "");
+    if (o->channels % o->heads) usage_error("--heads must divide --channels%s%s", "", "");
+    print_options(stdout, o, CMD_SFT);
+    GPT model;
+    TrainState st = {0};
+    rng_seed(&st.rng, o->seed, 1);
+    if (o->resume[0]) load_checkpoint(o->resume, &model, o->batch_size, &st);
+    else build_gpt(&model, (GPTConfig){o->context, VOCAB_SIZE, o->layers, o->heads, o->channels},
+                   o->batch_size, o->seed);
+    int maxT = model.config.max_seq_len;
+    Dataset train, val;
+    load_dataset(&train, o->train_data, maxT, 1);
+    load_dataset(&val, o->val_data, maxT, 1);
+    printf("# model: %zu parameters (L=%d NH=%d C=%d maxT=%d V=%d); %d train, %d val examples\n",
+           model.num_parameters, model.config.num_layers, model.config.num_heads, model.config.channels,
+           maxT, VOCAB_SIZE, train.n, val.n);
+    make_dir(o->run_dir);
+    char ckpt[1100], periodic[1100];   // final model; periodic resumable checkpoint
+    snprintf(ckpt, sizeof ckpt, "%s/model.bin", o->run_dir);
+    snprintf(periodic, sizeof periodic, "%s/ckpt.bin", o->run_dir);
+    FILE *csv = open_csv(o->run_dir, "sft.csv", "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s", st.step > 0);
+    AdamWConfig opt = adamw_from_options(o, o->steps);
+    int B = o->batch_size;
+    int *inputs = (int *)mallocCheck((size_t)B * maxT * sizeof(int));
+    int *targets = (int *)mallocCheck((size_t)B * maxT * sizeof(int));
+    float *logp = (float *)mallocCheck((size_t)B * maxT * sizeof(float));
+    float *dlogp = (float *)mallocCheck((size_t)B * maxT * sizeof(float));
+    const int *pp[4096], *cp[4096];
+    int plen[4096], clen[4096];
+    double t_start = wall_seconds();
+    char last_good[1100] = "";
+    if (o->resume[0]) snprintf(last_good, sizeof last_good, "%s", o->resume);
+    for (; st.step < o->steps; st.step++) {
+        double t0 = wall_seconds();
+        for (int b = 0; b < B; b++) {   // examples drawn with replacement from the run's RNG
+            int i = rng_int(&st.rng, train.n);
+            pp[b] = train.prompt + (size_t)i * maxT; cp[b] = train.completion + (size_t)i * maxT;
+            plen[b] = train.prompt_len[i]; clen[b] = train.completion_len[i];
+        }
+        int T = make_batch(inputs, targets, B, pp, plen, cp, clen);
+        gpt_forward(&model, inputs, B, T);
+        logprob_forward(logp, model.acts.probs, model.acts.logits, targets, B * T, VOCAB_SIZE, 1.0f, NULL);
+        int count = 0; double loss = 0.0;
+        for (int i = 0; i < B * T; i++) if (targets[i] >= 0) { count++; loss -= logp[i]; }
+        loss /= count;
+        for (int i = 0; i < B * T; i++) dlogp[i] = targets[i] >= 0 ? -1.0f / count : 0.0f;
+        if (!isfinite(loss)) stop_on_nan("the loss", st.step, (float)loss, last_good);
+        gpt_zero_grad(&model);
+        logprob_backward(model.grads_acts.logits, model.acts.probs, targets, dlogp, B * T, VOCAB_SIZE, 1.0f);
+        gpt_backward(&model, inputs);
+        float norm = clip_grad_norm(&model, opt.grad_clip);
+        if (!isfinite(norm)) stop_on_nan("the gradient norm", st.step, norm, last_good);
+        float lr = lr_at(&opt, st.step);
+        adamw_update(&model, &opt, lr, st.step + 1);
+        double dt = wall_seconds() - t0;
+        int last = st.step + 1 == o->steps;
+        float vloss = -1.0f;
+        if ((o->eval_every && (st.step + 1) % o->eval_every == 0) || last)
+            vloss = dataset_loss(&model, &val, B, 0, inputs, targets, logp);
+        if (st.step % 50 == 0 || vloss >= 0 || last) {
+            printf("step %5d | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | %.1f s", st.step + 1, loss, lr,
+                   norm, B * T / dt, wall_seconds() - t_start);
+            if (vloss >= 0) printf(" | val loss %.4f", vloss);
+            printf("\n");
+            fflush(stdout);
+        }
+        fprintf(csv, "%d,%.6f,%.6f,%.6g,%.6f,%.1f,%.3f\n", st.step + 1, loss, vloss, lr, norm, B * T / dt,
+                wall_seconds() - t_start);
+        if (o->save_every && (st.step + 1) % o->save_every == 0 && !last) {
+            TrainState next = st; next.step = st.step + 1;
+            save_checkpoint(periodic, &model, 1, &next);
+            snprintf(last_good, sizeof last_good, "%s", periodic);
+        }
+    }
+    save_checkpoint(ckpt, &model, 1, &st);
+    fclose(csv);
+    printf("# saved %s (%d steps, %.1f s)\n", ckpt, st.step, wall_seconds() - t_start);
+    free(inputs); free(targets); free(logp); free(dlogp);
+    free_dataset(&train); free_dataset(&val); free_gpt(&model);
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// GRPO / λ-GRPO training: sample → score → tree → objective → update
+
+typedef struct {           // one GRPO step: P prompts × k completions, N = P·k
+    int P, k, N, max_new;
+    int *prompt_idx;       // (P) dataset index of each prompt
+    const int **prompt;    // (N) <bos>+prompt tokens of completion i's prompt
+    int *plen;             // (N)
+    int *comp;             // (N, max_new) completion token ids
+    float *sample_logp;    // (N, max_new) the sampler's log-probs
+    int *clen;             // (N) completion length (with <eos> when it finished)
+    float *reward, *advantage;   // (N)
+    int *lambda_size, *node_of;  // (N, max_new) |λ(i,t)| and the owning node
+    // per completion token, (N, max_new)
+    float *logp, *logp_old, *logp_ref, *adv_tok, *weight, *coef, *dlogp, *ratio, *kl;
+    unsigned char *clipped;
+    float *seq_coef;       // (N)
+    Rng *rngs;             // (N) one stream per completion
+    PrefixTree tree;
+    // per-position scratch for one micro-batch, (micro, maxT)
+    int *inputs, *targets;
+    float *logp_pos, *dlogp_pos;
+} GroupBatch;
+
+static void build_group_batch(GroupBatch *g, int P, int k, int max_new, int micro, int maxT) {
+    memset(g, 0, sizeof *g);
+    g->P = P; g->k = k; g->N = P * k; g->max_new = max_new;
+    size_t N = g->N, NT = N * max_new, MT = (size_t)micro * maxT;
+    g->prompt_idx = (int *)callocCheck(P, sizeof(int));
+    g->prompt = (const int **)callocCheck(N, sizeof(int *));
+    g->plen = (int *)callocCheck(N, sizeof(int));
+    g->comp = (int *)callocCheck(NT, sizeof(int));
+    g->sample_logp = (float *)callocCheck(NT, sizeof(float));
+    g->clen = (int *)callocCheck(N, sizeof(int));
+    g->reward = (float *)callocCheck(N, sizeof(float));
+    g->advantage = (float *)callocCheck(N, sizeof(float));
+    g->lambda_size = (int *)callocCheck(NT, sizeof(int));
+    g->node_of = (int *)callocCheck(NT, sizeof(int));
+    float **fs[] = {&g->logp, &g->logp_old, &g->logp_ref, &g->adv_tok, &g->weight, &g->coef,
+                    &g->dlogp, &g->ratio, &g->kl};
+    for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++) *fs[i] = (float *)callocCheck(NT, sizeof(float));
+    g->clipped = (unsigned char *)callocCheck(NT, 1);
+    g->seq_coef = (float *)callocCheck(N, sizeof(float));
+    g->rngs = (Rng *)callocCheck(N, sizeof(Rng));
+    build_prefix_tree_buffers(&g->tree, k);
+    g->inputs = (int *)callocCheck(MT, sizeof(int));
+    g->targets = (int *)callocCheck(MT, sizeof(int));
+    g->logp_pos = (float *)callocCheck(MT, sizeof(float));
+    g->dlogp_pos = (float *)callocCheck(MT, sizeof(float));
+}
+
+static void free_group_batch(GroupBatch *g) {
+    free(g->prompt_idx); free(g->prompt); free(g->plen); free(g->comp); free(g->sample_logp);
+    free(g->clen); free(g->reward); free(g->advantage); free(g->lambda_size); free(g->node_of);
+    free(g->logp); free(g->logp_old); free(g->logp_ref); free(g->adv_tok); free(g->weight);
+    free(g->coef); free(g->dlogp); free(g->ratio); free(g->kl); free(g->clipped); free(g->seq_coef);
+    free(g->rngs); free_prefix_tree(&g->tree); free(g->inputs); free(g->targets);
+    free(g->logp_pos); free(g->dlogp_pos);
+}
+
+/* policy_logp: teacher-forced forward of completions [s, s+B) of the batch through model m;
+   writes out (N, max_new) rows s..s+B−1 with log π(y_t | x, y_<t) at the temperature.
+   Leaves m's activations in place for a backward pass. Returns T of the batch. */
+static int policy_logp(GPT *m, GroupBatch *g, int s, int B, float temperature,
+                       const unsigned char *allowed, float *out) {
+    const int *cp[4096];
+    for (int b = 0; b < B; b++) cp[b] = g->comp + (size_t)(s + b) * g->max_new;
+    int T = make_batch(g->inputs, g->targets, B, g->prompt + s, g->plen + s, cp, g->clen + s);
+    gpt_forward(m, g->inputs, B, T);
+    logprob_forward(g->logp_pos, m->acts.probs, m->acts.logits, g->targets, B * T,
+                    m->config.vocab_size, temperature, allowed);
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < g->clen[s + b]; j++)   // completion token j is predicted at plen−1+j
+            out[(size_t)(s + b) * g->max_new + j] = g->logp_pos[b * T + g->plen[s + b] - 1 + j];
+    return T;
+}
+
+typedef struct {
+    double loss, kl, clip_frac, mean_lambda, grad_norm;
+    int tokens;
+} UpdateStats;
+
+/* grpo_prepare_tokens: per completion token, the advantage a_i, the objective's weight
+   (1 or 1/|λ(i,t)|) and the aggregation factor. The normaliser is computed here, once over
+   the whole step, before any backward pass, so micro-batching changes no gradient. */
+static void grpo_prepare_tokens(GroupBatch *g, const Options *o, UpdateStats *us) {
+    int N = g->N, MN = g->max_new;
+    int norm_len[4096];
+    for (int i = 0; i < N; i++) {
+        int truncated = g->clen[i] == MN && g->comp[(size_t)i * MN + MN - 1] != TOK_EOS;
+        norm_len[i] = (o->mask_truncated && truncated) ? 0 : g->clen[i];
+    }
+    loss_agg_coef(g->seq_coef, norm_len, N, &o->obj);
+    us->mean_lambda = 0; us->tokens = 0;
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < g->clen[i]; j++) {
+            size_t at = (size_t)i * MN + j;
+            g->adv_tok[at] = g->advantage[i];
+            g->weight[at] = lambda_weight(&o->obj, g->lambda_size[at]);
+            g->coef[at] = g->seq_coef[i];
+            us->mean_lambda += g->lambda_size[at];
+            us->tokens++;
+        }
+    if (us->tokens) us->mean_lambda /= us->tokens;
+}
+
+/* grpo_loss_backward: the loss of the step (Σ coef·weight·ℓ over every completion token)
+   and its gradient, accumulated into policy->grads (zeroed here), in micro-batches of
+   o->micro_batch sequences. Iteration 0 records π_old = detached π_θ (so the ratio is
+   exactly 1 at μ = 1) and, when β > 0, π_ref from `ref`. Returns the loss; adds the
+   summed k3 and the count of clipped tokens to *kl_sum and *clipped. */
+static double grpo_loss_backward(GPT *policy, GPT *ref, GroupBatch *g, const Options *o, int iter,
+                                 const unsigned char *allowed, double *kl_sum, int *clipped) {
+    const ObjectiveConfig *cfg = &o->obj;
+    int N = g->N, MN = g->max_new, micro = o->micro_batch > 0 ? o->micro_batch : N;
+    double loss = 0.0;
+    gpt_zero_grad(policy);
+    for (int s = 0; s < N; s += micro) {
+        int B = s + micro <= N ? micro : N - s;
+        if (iter == 0 && ref && cfg->beta != 0.0f) policy_logp(ref, g, s, B, o->temperature, allowed, g->logp_ref);
+        int T = policy_logp(policy, g, s, B, o->temperature, allowed, g->logp);
+        for (int b = s; b < s + B; b++) {
+            size_t row = (size_t)b * MN;
+            if (iter == 0) memcpy(g->logp_old + row, g->logp + row, g->clen[b] * sizeof(float));
+            TokenLossOut out = {g->dlogp + row, g->ratio + row, g->kl + row, g->clipped + row};
+            loss += grpo_token_loss(cfg, g->clen[b], g->logp + row, g->logp_old + row,
+                                    cfg->beta != 0.0f ? g->logp_ref + row : NULL, g->adv_tok + row,
+                                    g->weight + row, g->coef + row, &out);
+            for (int j = 0; j < g->clen[b]; j++) { *kl_sum += g->kl[row + j]; *clipped += g->clipped[row + j]; }
+        }
+        for (int b = 0; b < B; b++)         // scatter ∂loss/∂logp back to sequence positions
+            for (int t = 0; t < T; t++) {
+                int j = t + 1 - g->plen[s + b];
+                g->dlogp_pos[b * T + t] = g->targets[b * T + t] >= 0 ? g->dlogp[(size_t)(s + b) * MN + j] : 0.0f;
+            }
+        logprob_backward(policy->grads_acts.logits, policy->acts.probs, g->targets, g->dlogp_pos, B * T,
+                         policy->config.vocab_size, o->temperature);
+        gpt_backward(policy, g->inputs);
+    }
+    return loss;
+}
+
+/* grpo_update: μ = o->num_iterations optimizer steps on the sampled batch g (advantages
+   and |λ| already set). A non-finite loss or gradient norm stops the run (the last good
+   checkpoint is left as it is). */
+static UpdateStats grpo_update(GPT *policy, GPT *ref, GroupBatch *g, const Options *o,
+                               const AdamWConfig *opt, int *adam_t, const unsigned char *allowed,
+                               int step, const char *last_good) {
+    UpdateStats us = {0};
+    grpo_prepare_tokens(g, o, &us);
+    for (int iter = 0; iter < o->num_iterations; iter++) {
+        double kl = 0.0; int clipped = 0;
+        double loss = grpo_loss_backward(policy, ref, g, o, iter, allowed, &kl, &clipped);
+        if (!isfinite(loss)) stop_on_nan("the loss", step, (float)loss, last_good);
+        float norm = clip_grad_norm(policy, opt->grad_clip);
+        if (!isfinite(norm)) stop_on_nan("the gradient norm", step, norm, last_good);
+        float lr = lr_at(opt, *adam_t);
+        adamw_update(policy, opt, lr, ++*adam_t);
+        if (iter == 0) {
+            us.loss = loss; us.grad_norm = norm;
+            us.kl = us.tokens ? kl / us.tokens : 0.0;
+            us.clip_frac = us.tokens ? (double)clipped / us.tokens : 0.0;
+        }
+    }
+    return us;
+}
+
+typedef struct { float accuracy, pass_k; int n; } EvalResult;
+
+/* evaluate: greedy accuracy on (the first `limit` of) d's prompts, and pass@k from k
+   samples at the temperature (k = pass_k; 0 skips it). Sampling streams derive from seed
+   and the prompt index, so the result does not depend on the batch size. */
+static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int max_new,
+                           float temperature, int pass_k, uint64_t seed, float format_reward) {
+    EvalResult r = {0.0f, 0.0f, limit > 0 && limit < d->n ? limit : d->n};
+    int Bmax = kv->B;
+    const int *pp[4096]; int plen[4096], idx[4096];
+    int *comp = (int *)mallocCheck((size_t)Bmax * max_new * sizeof(int));
+    float *lp = (float *)mallocCheck((size_t)Bmax * max_new * sizeof(float));
+    int *clen = (int *)mallocCheck(Bmax * sizeof(int));
+    Rng *rngs = (Rng *)mallocCheck(Bmax * sizeof(Rng));
+    int samples = pass_k > 0 ? pass_k : 0;
+    int *solved = (int *)callocCheck(r.n, sizeof(int));
+    int correct = 0;
+    for (int pass = 0; pass < (samples ? 2 : 1); pass++) {
+        int per = pass == 0 ? 1 : samples;   // sequences per prompt
+        long total = (long)r.n * per;
+        for (long s = 0; s < total; s += Bmax) {
+            int B = (int)(s + Bmax <= total ? Bmax : total - s);
+            for (int b = 0; b < B; b++) {
+                long q = s + b;
+                int i = (int)(q / per);
+                idx[b] = i; pp[b] = d->prompt + (size_t)i * d->maxT; plen[b] = d->prompt_len[i];
+                rng_seed(&rngs[b], seed, (1ull << 40) + (uint64_t)q);
+            }
+            sample_completions(m, kv, B, pp, plen, max_new, temperature, pass == 0, rngs, NULL, comp, lp, clen);
+            for (int b = 0; b < B; b++) {
+                int i = idx[b];
+                float rw = countdown_reward(d->nums + (size_t)i * MAX_NUMS, d->num_count[i], d->target[i],
+                                            comp + (size_t)b * max_new, clen[b], format_reward);
+                if (pass == 0) correct += rw == 1.0f;
+                else solved[i] |= rw == 1.0f;
+            }
+        }
+    }
+    r.accuracy = (float)correct / r.n;
+    if (samples) { int c = 0; for (int i = 0; i < r.n; i++) c += solved[i]; r.pass_k = (float)c / r.n; }
+    free(comp); free(lp); free(clen); free(rngs); free(solved);
+    return r;
+}
+
+// Checks shared by train and tree, made before anything is loaded: options that would
+// make a GRPO run meaningless.
+static void check_grpo_options(const Options *o) {
+    if (o->group_size < 2)
+        usage_error("--group-size %s: training needs k >= 2 (a group of one has no std and no relative advantage)%s", "1", "");
+    if (o->temperature <= 0.0f) usage_error("--temperature must be > 0 for training%s%s", "", "");
+    if (o->obj.clip_eps_low < 0.0f || o->obj.clip_eps_low >= 1.0f) usage_error("--clip-eps-low must be in [0, 1)%s%s", "", "");
+    if (o->prompts_per_step * o->group_size > 4096) usage_error("--prompts-per-step x --group-size must be <= 4096%s%s", "", "");
+}
+
+// The longest prompt plus --max-new-tokens must fit in the model's context.
+static void check_context(const Options *o, int maxT, int max_prompt_len) {
+    if (max_prompt_len + o->max_new_tokens > maxT) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "%d prompt tokens + %d new tokens exceed the model's context of %d",
+                 max_prompt_len, o->max_new_tokens, maxT);
+        usage_error("--max-new-tokens: %s%s", msg, "");
+    }
+}
+
+/* sample_and_score: draws the step's prompts and k completions each, and their rewards. */
+static void sample_and_score(GPT *policy, KVCache *kv, GroupBatch *g, const Dataset *d, Rng *run_rng,
+                             const Options *o, int step) {
+    for (int p = 0; p < g->P; p++) g->prompt_idx[p] = rng_int(run_rng, d->n);
+    for (int i = 0; i < g->N; i++) {
+        int q = g->prompt_idx[i / g->k];
+        g->prompt[i] = d->prompt + (size_t)q * d->maxT;
+        g->plen[i] = d->prompt_len[q];
+        rng_seed(&g->rngs[i], o->seed, ((uint64_t)step + 1) * 65536 + i);  // one stream per completion
+    }
+    sample_completions(policy, kv, g->N, g->prompt, g->plen, g->max_new, o->temperature, 0, g->rngs, NULL,
+                       g->comp, g->sample_logp, g->clen);
+}
+
+/* build_group_trees: advantages, then per group the tree B(G), |λ(i,t)| and its statistics. */
+static TreeStats build_group_trees(GroupBatch *g, const ObjectiveConfig *cfg, int *all_equal_groups) {
+    int starts[4097];
+    equal_groups(starts, g->P, g->k);
+    compute_advantages(g->advantage, g->reward, g->P, starts, cfg);
+    TreeStats total = {0, 0.0, 0.0, 0};
+    *all_equal_groups = 0;
+    for (int p = 0; p < g->P; p++) {
+        int o = p * g->k, eq = 1;
+        const int *toks[4096];
+        for (int i = 0; i < g->k; i++) { toks[i] = g->comp + (size_t)(o + i) * g->max_new; eq &= g->reward[o + i] == g->reward[o]; }
+        *all_equal_groups += eq;
+        build_prefix_tree(&g->tree, toks, g->clen + o, g->k, g->reward + o, g->advantage + o,
+                          g->lambda_size + (size_t)o * g->max_new, g->node_of + (size_t)o * g->max_new, g->max_new);
+        TreeStats s = prefix_tree_stats(&g->tree, g->clen + o, g->k, g->node_of + (size_t)o * g->max_new, g->max_new);
+        total.nontrivial += s.nontrivial; total.mean_depth += s.mean_depth; total.intermediate += s.intermediate;
+        total.counted++;
+    }
+    total.mean_depth /= g->P; total.intermediate /= g->P;
+    return total;
+}
+
+static int cmd_train(int argc, char **argv, Options *o) {
+    o->steps = 150; o->lr = 3e-4f; o->warmup = 10; o->schedule = 2; o->eval_every = 50; o->eval_limit = 200;
+    strcpy(o->run_dir, "runs/grpo");
+    const char *syn = "GRPO / λ-GRPO on countdown, starting from an SFT checkpoint (--init, also π_ref).\n"
+                      "Each step: sample P prompts x k completions, score them, build each group's\n"
+                      "prefix tree B(G), compute the objective, update. Logs RUN_DIR/train.csv;\n"
+                      "writes RUN_DIR/model.bin. Ends with 'result: test accuracy A -> B (...)'.";
+    int first = parse_options(argc, argv, CMD_TRAIN, o, "train", syn);
+    if (first < argc) usage_error("unexpected argument '%s' for './grpo train'%s", argv[first], "");
+    o->obj.max_new_tokens = o->max_new_tokens;
+    check_grpo_options(o);
+    int N = o->prompts_per_step * o->group_size, micro = o->micro_batch > 0 && o->micro_batch < N ? o->micro_batch : N;
+    GPT policy, ref;
+    TrainState st = {0};
+    rng_seed(&st.rng, o->seed, 2);
+    if (o->resume[0]) load_checkpoint(o->resume, &policy, micro, &st);
+    else load_checkpoint(o->init, &policy, micro, NULL);
+    int use_ref = o->obj.beta != 0.0f;
+    if (use_ref) load_checkpoint(o->init, &ref, micro, NULL);
+    int maxT = policy.config.max_seq_len;
+    Dataset train, val, test;
+    load_dataset(&train, o->train_data, maxT, 0);
+    load_dataset(&val, o->val_data, maxT, 0);
+    load_dataset(&test, o->test_data, maxT, 0);
+    int max_plen = 0;
+    const Dataset *sets[3] = {&train, &val, &test};
+    for (int s = 0; s < 3; s++) for (int i = 0; i < sets[s]->n; i++) if (sets[s]->prompt_len[i] > max_plen) max_plen = sets[s]->prompt_len[i];
+    check_context(o, maxT, max_plen);
+    print_options(stdout, o, CMD_TRAIN);
+    printf("# objective %s: advantage (r - mean)/(%s std + %g), loss %s, clip [%g, %g], beta %g, mu %d\n",
+           OBJECTIVE_NAMES[o->obj.objective], ADV_STD_NAMES[o->obj.adv_std], o->obj.adv_eps,
+           LOSS_AGG_NAMES[o->obj.loss_agg], 1.0f - o->obj.clip_eps_low, 1.0f + o->obj.clip_eps_high,
+           o->obj.beta, o->num_iterations);
+    make_dir(o->run_dir);
+    char ckpt[1100], periodic[1100], last_good[1100] = "";   // final model; periodic resumable checkpoint
+    snprintf(ckpt, sizeof ckpt, "%s/model.bin", o->run_dir);
+    snprintf(periodic, sizeof periodic, "%s/ckpt.bin", o->run_dir);
+    if (o->resume[0]) snprintf(last_good, sizeof last_good, "%s", o->resume);
+    KVCache kv;
+    build_kvcache(&kv, &policy.config, N);
+    GroupBatch g;
+    build_group_batch(&g, o->prompts_per_step, o->group_size, o->max_new_tokens, micro, maxT);
+    AdamWConfig opt = adamw_from_options(o, o->steps * o->num_iterations);
+    double t_start = wall_seconds();
+    EvalResult before = evaluate(&policy, &kv, &test, 0, o->max_new_tokens, o->temperature, 0, o->seed, 0.0f);
+    printf("# start: test greedy accuracy %.4f (%d problems)\n", before.accuracy, before.n);
+    FILE *csv = open_csv(o->run_dir, "train.csv",
+        "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,loss,kl,"
+        "clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc", st.step > 0);
+    long gen_tokens = 0;
+    int adam_t = st.step * o->num_iterations;
+    for (; st.step < o->steps; st.step++) {
+        double t0 = wall_seconds();
+        sample_and_score(&policy, &kv, &g, &train, &st.rng, o, st.step);
+        double t1 = wall_seconds();
+        double mean_r = 0.0, mean_len = 0.0;
+        for (int i = 0; i < N; i++) {
+            int q = g.prompt_idx[i / g.k];
+            g.reward[i] = countdown_reward(train.nums + (size_t)q * MAX_NUMS, train.num_count[q], train.target[q],
+                                           g.comp + (size_t)i * g.max_new, g.clen[i], o->format_reward);
+            mean_r += g.reward[i]; mean_len += g.clen[i]; gen_tokens += g.clen[i];
+        }
+        mean_r /= N; mean_len /= N;
+        double t2 = wall_seconds();
+        int all_eq;
+        TreeStats ts = build_group_trees(&g, &o->obj, &all_eq);
+        double t3 = wall_seconds();
+        UpdateStats us = grpo_update(&policy, use_ref ? &ref : NULL, &g, o, &opt, &adam_t, NULL, st.step, last_good);
+        double t4 = wall_seconds();
+        int last = st.step + 1 == o->steps;
+        float val_acc = -1.0f;
+        if (o->eval_every && ((st.step + 1) % o->eval_every == 0 || last))
+            val_acc = evaluate(&policy, &kv, &val, o->eval_limit, o->max_new_tokens, o->temperature, 0, o->seed, 0.0f).accuracy;
+        double tok_s = (mean_len * N) / (t4 - t0);
+        if (st.step % 10 == 0 || last || val_acc >= 0) {
+            printf("step %4d | reward %.3f | eq %.2f | len %.1f | |λ| %.2f | tree %.2f d%.2f i%.2f | loss %+.5f | kl %.4f"
+                   " | clip %.3f | gen %ld | t %.2f/%.3f/%.4f/%.2f s | %.0f tok/s",
+                   st.step + 1, mean_r, (double)all_eq / g.P, mean_len, us.mean_lambda, (double)ts.nontrivial / g.P,
+                   ts.mean_depth, ts.intermediate, us.loss, us.kl, us.clip_frac, gen_tokens, t1 - t0, t2 - t1, t3 - t2,
+                   t4 - t3, tok_s);
+            if (val_acc >= 0) printf(" | val acc %.3f", val_acc);
+            printf("\n");
+            fflush(stdout);
+        }
+        fprintf(csv, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%ld,%.4f,%.5f,%.6f,%.4f,%.1f,%.4f\n",
+                st.step + 1, mean_r, (double)all_eq / g.P, mean_len, us.mean_lambda, (double)ts.nontrivial / g.P,
+                ts.mean_depth, ts.intermediate, us.loss, us.kl, us.clip_frac, us.grad_norm, gen_tokens, t1 - t0,
+                t2 - t1, t3 - t2, t4 - t3, tok_s, val_acc);
+        if (o->save_every && (st.step + 1) % o->save_every == 0 && !last) {
+            TrainState next = st; next.step = st.step + 1;
+            save_checkpoint(periodic, &policy, 1, &next);
+            snprintf(last_good, sizeof last_good, "%s", periodic);
+        }
+    }
+    save_checkpoint(ckpt, &policy, 1, &st);
+    fclose(csv);
+    EvalResult after = evaluate(&policy, &kv, &test, 0, o->max_new_tokens, o->temperature, o->pass_k, o->seed, 0.0f);
+    double minutes = (wall_seconds() - t_start) / 60.0;
+    printf("# saved %s; test pass@%d %.4f\n", ckpt, o->pass_k, after.pass_k);
+    printf("result: test accuracy %.4f -> %.4f (%d problems, %s, %.1f min)\n", before.accuracy, after.accuracy,
+           after.n, OBJECTIVE_NAMES[o->obj.objective], minutes);
+    free_group_batch(&g); free_kvcache(&kv);
+    free_dataset(&train); free_dataset(&val); free_dataset(&test);
+    free_gpt(&policy); if (use_ref) free_gpt(&ref);
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// eval, sample, verify: scoring checkpoints and looking at groups
+
+static int cmd_eval(int argc, char **argv, Options *o) {
+    const char *syn = "Scores a checkpoint on a task file: greedy accuracy, and pass@k from k samples.";
+    int first = parse_options(argc, argv, CMD_EVAL, o, "eval", syn);
+    if (first < argc) usage_error("unexpected argument '%s' for './grpo eval'%s", argv[first], "");
+    if (o->pass_k > 0 && o->temperature <= 0.0f) usage_error("--temperature must be > 0 for --pass-k%s%s", "", "");
+    print_options(stdout, o, CMD_EVAL);
+    GPT m;
+    load_checkpoint(o->model, &m, 1, NULL);
+    Dataset d;
+    load_dataset(&d, o->data, m.config.max_seq_len, 0);
+    for (int i = 0; i < d.n; i++)
+        if (d.prompt_len[i] + o->max_new_tokens > m.config.max_seq_len)
+            usage_error("--max-new-tokens: prompt plus new tokens exceed the model's context (%s)%s", o->data, "");
+    KVCache kv;
+    build_kvcache(&kv, &m.config, 64);
+    EvalResult r = evaluate(&m, &kv, &d, o->eval_limit, o->max_new_tokens, o->temperature, o->pass_k, o->seed, o->format_reward);
+    printf("eval: %s on %s: greedy accuracy %.4f", o->model, o->data, r.accuracy);
+    if (o->pass_k) printf(", pass@%d %.4f (T=%g)", o->pass_k, r.pass_k, o->temperature);
+    printf(" (%d problems)\n", r.n);
+    free_kvcache(&kv); free_dataset(&d); free_gpt(&m);
+    return 0;
+}
+
+// Draws the tree B(G) as indented text, children under their parent (depth-first order).
+static void print_tree(const PrefixTree *tree, const int *const *tokens, const char *indent_unit) {
+    for (int n = 0; n < tree->num_nodes; n++) {
+        const ProcessNode *nd = &tree->nodes[n];
+        char text[4096];
+        decode(tokens[nd->member] + nd->start, nd->end - nd->start, text, sizeof text);
+        for (int d = 1; d < nd->depth; d++) printf("%s", indent_unit);
+        printf("[%s]  |λ|=%d  R̂=%.3f  A_λ=%+.4f  tokens %d..%d\n", text, nd->size, nd->step_reward,
+               nd->step_advantage, nd->start, nd->end - 1);
+    }
+}
+
+static int cmd_sample(int argc, char **argv, Options *o) {
+    strcpy(o->model, "runs/sft/model.bin");
+    const char *syn = "Samples a group of k completions for one prompt, scores them, and draws the\n"
+                      "group's prefix tree B(G) with |λ|, step rewards R̂ and step advantages A_λ.";
+    int first = parse_options(argc, argv, CMD_SAMPLE, o, "sample", syn);
+    if (first < argc) usage_error("unexpected argument '%s' for './grpo sample'%s", argv[first], "");
+    if (o->temperature <= 0.0f) usage_error("--temperature must be > 0%s%s", "", "");
+    if (o->group_size > 4096) usage_error("--group-size must be <= 4096%s%s", "", "");
+    GPT m;
+    load_checkpoint(o->model, &m, 1, NULL);
+    int maxT = m.config.max_seq_len, k = o->group_size, plen = (int)strlen(o->prompt), bad;
+    int nums[MAX_NUMS], n, target;
+    if (countdown_parse_prompt(o->prompt, plen, nums, MAX_NUMS, &n, &target) != 0)
+        usage_error("--prompt: '%s' is not `n1 n2 ... nk>target:`%s", o->prompt, "");
+    if (1 + plen + o->max_new_tokens > maxT) usage_error("--max-new-tokens: prompt plus new tokens exceed the context%s%s", "", "");
+    int *prompt = (int *)mallocCheck((size_t)(plen + 1) * sizeof(int));
+    prompt[0] = TOK_BOS;
+    if (encode(o->prompt, plen, prompt + 1, &bad) < 0) usage_error("--prompt: character at position %s is not in the vocabulary%s", "?", "");
+    const int **pp = (const int **)mallocCheck(k * sizeof(int *));
+    int *pl = (int *)mallocCheck(k * sizeof(int)), *clen = (int *)mallocCheck(k * sizeof(int));
+    int *comp = (int *)mallocCheck((size_t)k * o->max_new_tokens * sizeof(int));
+    float *lp = (float *)mallocCheck((size_t)k * o->max_new_tokens * sizeof(float));
+    float *r = (float *)mallocCheck(k * sizeof(float)), *a = (float *)mallocCheck(k * sizeof(float));
+    int *lam = (int *)mallocCheck((size_t)k * o->max_new_tokens * sizeof(int));
+    int *node = (int *)mallocCheck((size_t)k * o->max_new_tokens * sizeof(int));
+    Rng *rngs = (Rng *)mallocCheck(k * sizeof(Rng));
+    for (int i = 0; i < k; i++) { pp[i] = prompt; pl[i] = plen + 1; rng_seed(&rngs[i], o->seed, 65536 + i); }
+    KVCache kv;
+    build_kvcache(&kv, &m.config, k);
+    sample_completions(&m, &kv, k, pp, pl, o->max_new_tokens, o->temperature, 0, rngs, NULL, comp, lp, clen);
+    ObjectiveConfig cfg = o->obj;
+    for (int i = 0; i < k; i++) r[i] = countdown_reward(nums, n, target, comp + (size_t)i * o->max_new_tokens, clen[i], 0.0f);
+    int starts[2] = {0, k};
+    if (k >= 2) compute_advantages(a, r, 1, starts, &cfg); else a[0] = 0.0f;
+    printf("prompt %s  (k=%d, T=%g, model %s)\n\n", o->prompt, k, o->temperature, o->model);
+    const int *toks[4096];
+    for (int i = 0; i < k; i++) {
+        char text[4096];
+        toks[i] = comp + (size_t)i * o->max_new_tokens;
+        decode(toks[i], clen[i], text, sizeof text);
+        printf("  y(%d)  r=%.0f  a=%+.4f  %s\n", i + 1, r[i], a[i], text);
+    }
+    PrefixTree tree;
+    build_prefix_tree_buffers(&tree, k);
+    build_prefix_tree(&tree, toks, clen, k, r, a, lam, node, o->max_new_tokens);
+    TreeStats ts = prefix_tree_stats(&tree, clen, k, node, o->max_new_tokens);
+    printf("\nB(G): %d process steps, mean path depth %.2f, intermediate proportion %.2f\n",
+           tree.num_nodes, ts.mean_depth, ts.intermediate);
+    printf("(GRPO pushes each step |λ| times with A_λ; λ-GRPO once)\n");
+    print_tree(&tree, toks, "    ");
+    free_prefix_tree(&tree); free_kvcache(&kv); free_gpt(&m);
+    free(prompt); free(pp); free(pl); free(clen); free(comp); free(lp); free(r); free(a); free(lam); free(node); free(rngs);
+    return 0;
+}
+
+static int cmd_verify(int argc, char **argv, Options *o) {
+    const char *syn = "verify FILE: scores `prompt<TAB>completion` lines with the countdown verifier,\n"
+                      "printing one reward per line (the format of tests/crosscheck_reasoning_gym.py).";
+    int first = parse_options(argc, argv, CMD_VERIFY, o, "verify FILE", syn);
+    if (first != argc - 1) usage_error("'./grpo verify' needs exactly one FILE argument%s%s", "", "");
+    FILE *f = strcmp(argv[first], "-") ? fopenCheck(argv[first], "r") : stdin;
+    char line[8192];
+    int lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        int len = (int)strlen(line);
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+        if (len == 0 || line[0] == '#') continue;
+        char *tab = strchr(line, '\t');
+        int plen = tab ? (int)(tab - line) : len, nums[MAX_NUMS], n, target;
+        if (countdown_parse_prompt(line, plen, nums, MAX_NUMS, &n, &target) != 0) {
+            fprintf(stderr, "%s:%d: prompt is not `n1 n2 ... nk>target:`\n", argv[first], lineno);
+            exit(EXIT_INPUT);
+        }
+        printf("%g\n", countdown_verify(nums, n, target, tab ? tab + 1 : "", tab ? len - plen - 1 : 0));
+    }
+    if (f != stdin) fclose(f);
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// check: advantages, |λ|, weights, loss and ∂loss/∂logp for a batch dumped from another
+// trainer (TRL, verl, the authors' code). The file format is a public interface: see
+// README.md "Checking another trainer". It reuses the tree and objective code above.
+
+typedef struct {
+    int line;                   // line number in the file
+    long group;
+    float reward;
+    int n;                      // tokens
+    int *tokens;
+    float *logp, *logp_old, *logp_ref;   // (n) each; NULL when absent
+} CheckRecord;
+
+static void check_error(const char *path, int line, const char *what, const char *detail) {
+    fprintf(stderr, "%s:%d: %s%s\n", path, line, what, detail ? detail : "");
+    exit(EXIT_INPUT);
+}
+
+// Parses a comma-separated list of n_max numbers (ints if is_int); returns the count.
+static int parse_list(const char *s, int is_int, void **out, const char *path, int line, const char *key) {
+    int cap = 16, n = 0;
+    char detail[160];
+    void *buf = mallocCheck((size_t)cap * 4);
+    if (*s == 0) { *out = buf; return 0; }
+    for (;;) {
+        char *end;
+        errno = 0;
+        if (n == cap) { cap *= 2; buf = realloc(buf, (size_t)cap * 4); if (!buf) check_error(path, line, "out of memory", NULL); }
+        if (is_int) {
+            long v = strtol(s, &end, 10);
+            if (end == s || (*end && *end != ',') || errno) {
+                snprintf(detail, sizeof detail, " (item %d of %s)", n + 1, key);
+                check_error(path, line, "token id is not an integer", detail);
+            }
+            if (v < 0 || v > 2147483647L) {
+                snprintf(detail, sizeof detail, " (item %d of %s: %ld)", n + 1, key, v);
+                check_error(path, line, "token id must be a non-negative 32-bit integer", detail);
+            }
+            ((int *)buf)[n++] = (int)v;
+        } else {
+            double v = strtod(s, &end);
+            if (end == s || (*end && *end != ',')) {
+                snprintf(detail, sizeof detail, " (item %d of %s)", n + 1, key);
+                check_error(path, line, "number does not parse", detail);
+            }
+            if (!isfinite(v) || fabs(v) > FLT_MAX) {
+                snprintf(detail, sizeof detail, " (item %d of %s)", n + 1, key);
+                check_error(path, line, "number is not finite", detail);
+            }
+            ((float *)buf)[n++] = (float)v;
+        }
+        if (*end == 0) break;
+        s = end + 1;
+        if (*s == 0) check_error(path, line, "list ends with ',' in ", key);
+    }
+    *out = buf;
+    return n;
+}
+
+/* read_check_file: parses every line of a check file (FILE or "-" for stdin) into
+   records, or exits with FILE:LINE: what is wrong. Nothing is printed to stdout. */
+static int read_check_file(const char *path, CheckRecord **out) {
+    FILE *f = strcmp(path, "-") ? fopenCheck(path, "r") : stdin;
+    int cap = 64, n = 0, lineno = 0;
+    CheckRecord *recs = (CheckRecord *)mallocCheck(cap * sizeof(CheckRecord));
+    char *line = NULL;
+    size_t lcap = 0;
+    ssize_t len;
+    while ((len = getline(&line, &lcap, f)) != -1) {
+        lineno++;
+        if ((size_t)len != strlen(line)) check_error(path, lineno, "NUL byte in line", NULL);
+        char *hash = strchr(line, '#');
+        if (hash) *hash = 0;
+        CheckRecord r = {lineno, 0, 0.0f, -1, NULL, NULL, NULL, NULL};
+        int have_group = 0, have_reward = 0, nlogp = -1, nold = -1, nref = -1, fields = 0;
+        char *save = NULL;
+        for (char *tok = strtok_r(line, " \t\r\n", &save); tok; tok = strtok_r(NULL, " \t\r\n", &save)) {
+            fields++;
+            char *eq = strchr(tok, '=');
+            if (!eq) check_error(path, lineno, "expected key=value, got: ", tok);
+            *eq = 0;
+            char *key = tok, *val = eq + 1, *end;
+            int dup = 0;
+            if (!strcmp(key, "group")) {
+                dup = have_group++;
+                errno = 0;
+                r.group = strtol(val, &end, 10);
+                if (end == val || *end || errno) check_error(path, lineno, "group is not an integer: ", val);
+            } else if (!strcmp(key, "reward")) {
+                dup = have_reward++;
+                double v = strtod(val, &end);
+                if (end == val || *end) check_error(path, lineno, "reward does not parse: ", val);
+                if (!isfinite(v) || fabs(v) > FLT_MAX) check_error(path, lineno, "reward is not finite: ", val);
+                r.reward = (float)v;
+            } else if (!strcmp(key, "tokens")) {
+                dup = r.n >= 0;
+                r.n = parse_list(val, 1, (void **)&r.tokens, path, lineno, "tokens");
+            } else if (!strcmp(key, "logp")) {
+                dup = nlogp >= 0;
+                nlogp = parse_list(val, 0, (void **)&r.logp, path, lineno, "logp");
+            } else if (!strcmp(key, "logp_old")) {
+                dup = nold >= 0;
+                nold = parse_list(val, 0, (void **)&r.logp_old, path, lineno, "logp_old");
+            } else if (!strcmp(key, "logp_ref")) {
+                dup = nref >= 0;
+                nref = parse_list(val, 0, (void **)&r.logp_ref, path, lineno, "logp_ref");
+            } else {
+                check_error(path, lineno, "unknown key (expected group, reward, tokens, logp, logp_old, logp_ref): ", key);
+            }
+            if (dup) check_error(path, lineno, "key given twice: ", key);
+        }
+        if (fields == 0) continue;   // blank or comment-only line
+        if (!have_group) check_error(path, lineno, "missing required key: group", NULL);
+        if (!have_reward) check_error(path, lineno, "missing required key: reward", NULL);
+        if (r.n < 0) check_error(path, lineno, "missing required key: tokens (use `tokens=` for an empty completion)", NULL);
+        char detail[96];
+        int counts[3] = {nlogp, nold, nref};
+        const char *names[3] = {"logp", "logp_old", "logp_ref"};
+        for (int c = 0; c < 3; c++)
+            if (counts[c] >= 0 && counts[c] != r.n) {
+                snprintf(detail, sizeof detail, "%s has %d numbers, tokens has %d", names[c], counts[c], r.n);
+                check_error(path, lineno, detail, NULL);
+            }
+        if (n == cap) { cap *= 2; recs = (CheckRecord *)realloc(recs, cap * sizeof(CheckRecord)); if (!recs) check_error(path, lineno, "out of memory", NULL); }
+        recs[n++] = r;
+    }
+    free(line);
+    if (f != stdin) fclose(f);
+    if (n == 0) check_error(path, lineno, "no completions in file", NULL);
+    *out = recs;
+    return n;
+}
+
+static int cmd_check(int argc, char **argv, Options *o) {
+    o->max_new_tokens = 1024;
+    const char *syn = "check FILE: runs one batch dumped from another trainer through grpo.c's tree and\n"
+                      "objective code. FILE ('-' for stdin) has one completion per line of key=value\n"
+                      "fields: group=<int> reward=<num> tokens=<id,...> [logp=...] [logp_old=...]\n"
+                      "[logp_ref=...]. Prints one tab-separated row per token and 'loss <value>'.";
+    int first = parse_options(argc, argv, CMD_CHECK, o, "check FILE", syn);
+    if (first != argc - 1) usage_error("'./grpo check' needs exactly one FILE argument ('-' for stdin)%s%s", "", "");
+    ObjectiveConfig cfg = o->obj;
+    cfg.max_new_tokens = o->max_new_tokens;
+    const char *path = argv[first];
+    CheckRecord *rec;
+    int N = read_check_file(path, &rec);
+    // order completions by group id (stable), so each group is contiguous
+    int *order = (int *)mallocCheck(N * sizeof(int));
+    for (int i = 0; i < N; i++) order[i] = i;
+    for (int a = 1; a < N; a++) {
+        int x = order[a], b = a - 1;
+        while (b >= 0 && rec[order[b]].group > rec[x].group) { order[b + 1] = order[b]; b--; }
+        order[b + 1] = x;
+    }
+    int *starts = (int *)mallocCheck((N + 1) * sizeof(int)), G = 0;
+    for (int a = 0; a < N; a++) if (a == 0 || rec[order[a]].group != rec[order[a - 1]].group) starts[G++] = a;
+    starts[G] = N;
+    for (int g = 0; g < G; g++)
+        if (starts[g + 1] - starts[g] < 2 && cfg.adv_std != STD_NONE) {
+            char detail[128];
+            snprintf(detail, sizeof detail, " (group %ld has one completion; --adv-std %s needs k >= 2, or use --adv-std none)",
+                     rec[order[starts[g]]].group, ADV_STD_NAMES[cfg.adv_std]);
+            check_error(path, rec[order[starts[g]]].line, "group of size 1", detail);
+        }
+    if (cfg.beta != 0.0f)
+        for (int i = 0; i < N; i++)
+            if (!rec[i].logp_ref) check_error(path, rec[i].line, "logp_ref is required when --beta is not 0", NULL);
+    float *reward = (float *)mallocCheck(N * sizeof(float)), *adv = (float *)mallocCheck(N * sizeof(float));
+    int *len = (int *)mallocCheck(N * sizeof(int)), maxlen = 1;
+    const int **toks = (const int **)mallocCheck(N * sizeof(int *));
+    for (int a = 0; a < N; a++) {
+        CheckRecord *r = &rec[order[a]];
+        reward[a] = r->reward; len[a] = r->n; toks[a] = r->tokens;
+        if (r->n > maxlen) maxlen = r->n;
+    }
+    compute_advantages(adv, reward, G, starts, &cfg);
+    int *lam = (int *)callocCheck((size_t)N * maxlen, sizeof(int));
+    int *node = (int *)callocCheck((size_t)N * maxlen, sizeof(int));
+    float *step_adv = (float *)callocCheck((size_t)N * maxlen, sizeof(float));
+    PrefixTree tree;
+    int kmax = 1;
+    for (int g = 0; g < G; g++) if (starts[g + 1] - starts[g] > kmax) kmax = starts[g + 1] - starts[g];
+    build_prefix_tree_buffers(&tree, kmax);
+    for (int g = 0; g < G; g++) {
+        int s = starts[g], k = starts[g + 1] - s;
+        build_prefix_tree(&tree, toks + s, len + s, k, reward + s, adv + s,
+                          lam + (size_t)s * maxlen, node + (size_t)s * maxlen, maxlen);
+        for (int i = s; i < s + k; i++)
+            for (int t = 0; t < len[i]; t++)
+                step_adv[(size_t)i * maxlen + t] = tree.nodes[node[(size_t)i * maxlen + t]].step_advantage;
+    }
+    float *coef = (float *)mallocCheck(N * sizeof(float));
+    loss_agg_coef(coef, len, N, &cfg);
+    size_t NT = (size_t)N * maxlen;
+    float *zeros = (float *)callocCheck(NT, sizeof(float));
+    float *w = (float *)mallocCheck(NT * sizeof(float)), *at = (float *)mallocCheck(NT * sizeof(float));
+    float *ct = (float *)mallocCheck(NT * sizeof(float)), *dl = (float *)mallocCheck(NT * sizeof(float));
+    float *ratio = (float *)mallocCheck(NT * sizeof(float)), *kl = (float *)mallocCheck(NT * sizeof(float));
+    double loss = 0.0;
+    for (int a = 0; a < N; a++) {
+        CheckRecord *r = &rec[order[a]];
+        size_t row = (size_t)a * maxlen;
+        for (int t = 0; t < len[a]; t++) {
+            w[row + t] = lambda_weight(&cfg, lam[row + t]);
+            at[row + t] = adv[a]; ct[row + t] = coef[a];
+        }
+        const float *lp = r->logp ? r->logp : zeros;            // missing logp: 0 for every token
+        const float *lo = r->logp_old ? r->logp_old : lp;        // missing logp_old: ratio 1
+        TokenLossOut out = {dl + row, ratio + row, kl + row, NULL};
+        loss += grpo_token_loss(&cfg, len[a], lp, lo, r->logp_ref, at + row, w + row, ct + row, &out);
+    }
+    // print in file order
+    int *pos_of = (int *)mallocCheck(N * sizeof(int));
+    for (int a = 0; a < N; a++) pos_of[order[a]] = a;
+    printf("line\tgroup\tt\ttoken\tlambda_size\tweight\tadvantage\tstep_advantage\tratio\tkl\tdloss_dlogp\n");
+    for (int i = 0; i < N; i++) {
+        int a = pos_of[i];
+        size_t row = (size_t)a * maxlen;
+        for (int t = 0; t < len[a]; t++)
+            printf("%d\t%ld\t%d\t%d\t%d\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\n", rec[i].line, rec[i].group, t,
+                   rec[i].tokens[t], lam[row + t], w[row + t], adv[a], step_adv[row + t], ratio[row + t],
+                   kl[row + t], dl[row + t]);
+    }
+    printf("loss\t%.9g\n", loss);
+    for (int i = 0; i < N; i++) { free(rec[i].tokens); free(rec[i].logp); free(rec[i].logp_old); free(rec[i].logp_ref); }
+    free(rec); free(order); free(starts); free(reward); free(adv); free(len); free(toks); free(lam); free(node);
+    free(step_adv); free_prefix_tree(&tree); free(coef); free(zeros); free(w); free(at); free(ct); free(dl);
+    free(ratio); free(kl); free(pos_of);
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// bench: training and sampling throughput of the model (make bench compares with PyTorch)
+
+static int cmd_bench(int argc, char **argv, Options *o) {
+    o->batch_size = 16; o->steps = 10;
+    const char *syn = "Training throughput (forward + backward + AdamW on a fixed B x maxT batch) and\n"
+                      "sampling throughput (64 sequences, 8-token prompt, KV cache, to maxT).\n"
+                      "Last line: 'bench train_tok_s=... sample_tok_s=... gflops=... threads=...'.";
+    int first = parse_options(argc, argv, CMD_BENCH | CMD_SFT * 0, o, "bench", syn);
+    if (first < argc) usage_error("unexpected argument '%s' for './grpo bench'%s", argv[first], "");
+    if (o->channels % o->heads) usage_error("--heads must divide --channels%s%s", "", "");
+    int B = o->batch_size, T = o->context, S = 64, P = 8;
+    GPT m;
+    build_gpt(&m, (GPTConfig){T, VOCAB_SIZE, o->layers, o->heads, o->channels}, B, o->seed);
+    Rng rng;
+    rng_seed(&rng, o->seed, 3);
+    int *inputs = (int *)mallocCheck((size_t)B * T * sizeof(int)), *targets = (int *)mallocCheck((size_t)B * T * sizeof(int));
+    float *logp = (float *)mallocCheck((size_t)B * T * sizeof(float)), *dlogp = (float *)mallocCheck((size_t)B * T * sizeof(float));
+    for (int i = 0; i < B * T; i++) { inputs[i] = rng_int(&rng, VOCAB_SIZE); targets[i] = rng_int(&rng, VOCAB_SIZE); dlogp[i] = -1.0f / (B * T); }
+    AdamWConfig opt = {1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0, 1000, 2, 1.0f};
+    double t0 = 0;
+    for (int it = 0; it < 3 + o->steps; it++) {
+        if (it == 3) t0 = wall_seconds();
+        gpt_forward(&m, inputs, B, T);
+        logprob_forward(logp, m.acts.probs, m.acts.logits, targets, B * T, VOCAB_SIZE, 1.0f, NULL);
+        gpt_zero_grad(&m);
+        logprob_backward(m.grads_acts.logits, m.acts.probs, targets, dlogp, B * T, VOCAB_SIZE, 1.0f);
+        gpt_backward(&m, inputs);
+        clip_grad_norm(&m, 1.0f);
+        adamw_update(&m, &opt, 1e-4f, it + 1);
+    }
+    double train_tok_s = (double)B * T * o->steps / (wall_seconds() - t0);
+    size_t C = o->channels, L = o->layers, V = VOCAB_SIZE;
+    size_t n_nonemb = m.num_parameters - m.param_sizes[0] - m.param_sizes[1];
+    double fwd_flops = 2.0 * n_nonemb + 2.0 * L * T * C + 2.0 * C * V;
+    double gflops = train_tok_s * 3.0 * fwd_flops / 1e9;
+    // sampling: eos masked so every sequence runs to the end of the context
+    KVCache kv;
+    build_kvcache(&kv, &m.config, S);
+    unsigned char allowed[VOCAB_SIZE];
+    for (int v = 0; v < VOCAB_SIZE; v++) allowed[v] = v != TOK_EOS;
+    int *prompts = (int *)mallocCheck((size_t)S * P * sizeof(int)), plen[64];
+    const int *pp[64];
+    Rng rngs[64];
+    for (int b = 0; b < S; b++) {
+        for (int t = 0; t < P; t++) prompts[b * P + t] = rng_int(&rng, VOCAB_SIZE);
+        pp[b] = prompts + b * P; plen[b] = P; rng_seed(&rngs[b], o->seed, 100 + b);
+    }
+    int max_new = T - P;
+    int *comp = (int *)mallocCheck((size_t)S * max_new * sizeof(int)), clen[64];
+    float *clp = (float *)mallocCheck((size_t)S * max_new * sizeof(float));
+    sample_completions(&m, &kv, S, pp, plen, max_new, 1.0f, 0, rngs, allowed, comp, clp, clen);  // warm-up
+    t0 = wall_seconds();
+    sample_completions(&m, &kv, S, pp, plen, max_new, 1.0f, 0, rngs, allowed, comp, clp, clen);
+    double sample_tok_s = (double)S * max_new / (wall_seconds() - t0);
+    printf("# model: %zu parameters (L=%d NH=%d C=%d maxT=%d), train batch %dx%d, sample batch %d\n",
+           m.num_parameters, o->layers, o->heads, o->channels, T, B, T, S);
+    printf("train  %10.0f tokens/s  (%.2f GFLOP/s; fp32 peak of 2 cores x 32 FLOP/cycle is ~%.0f GFLOP/s at 3 GHz)\n",
+           train_tok_s, gflops, 2 * 32 * 3.0);
+    printf("sample %10.0f new tokens/s\n", sample_tok_s);
+    printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f threads=%d\n", train_tok_s, sample_tok_s, gflops, num_threads());
+    free(inputs); free(targets); free(logp); free(dlogp); free(prompts); free(comp); free(clp);
+    free_kvcache(&kv); free_gpt(&m);
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
+// Command line
+
+static void print_usage(void) {
+    printf("grpo.c: GRPO and λ-GRPO (Sullivan & Koller, arXiv 2509.21154) in one C file\n\n"
+           "usage: ./grpo <command> [--option value ...]    (./grpo <command> --help for options)\n\n"
+           "commands:\n"
+           "  sft      supervised fine-tuning on demonstrations (data/countdown_train.txt)\n"
+           "  train    GRPO / λ-GRPO on countdown from an SFT checkpoint\n"
+           "  eval     score a checkpoint: greedy accuracy and pass@k\n"
+           "  sample   sample a group for one prompt and draw its prefix tree B(G)\n"
+           "  check    advantages, |λ|, weights, loss and gradients for a batch from another trainer\n"
+           "  verify   score prompt<TAB>completion lines with the countdown verifier\n"
+           "  bench    training and sampling throughput\n");
+}
+
+#ifndef TESTING
+int main(int argc, char **argv) {
+    if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
+        print_usage();
+        return argc < 2 ? EXIT_USAGE : 0;
+    }
+    Options o;
+    default_options(&o);
+    const char *cmd = argv[1];
+    argc--; argv++;
+    if (!strcmp(cmd, "sft")) return cmd_sft(argc, argv, &o);
+    if (!strcmp(cmd, "train")) return cmd_train(argc, argv, &o);
+    if (!strcmp(cmd, "eval")) return cmd_eval(argc, argv, &o);
+    if (!strcmp(cmd, "sample")) return cmd_sample(argc, argv, &o);
+    if (!strcmp(cmd, "check")) return cmd_check(argc, argv, &o);
+    if (!strcmp(cmd, "verify")) return cmd_verify(argc, argv, &o);
+    if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv, &o);
+    fprintf(stderr, "usage error: unknown command '%s'\n  (run './grpo --help')\n", cmd);
+    return EXIT_USAGE;
+}
+#endif

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Runs the test suite twice (OpenMP build, then the single-threaded build without OpenMP)
+# and ends with one line `N passed, N failed` summing both; exit status 1 on any failure.
+set -u
+cd "$(dirname "$0")/.."
+total_pass=0; total_fail=0; status=0
+for bin in tests/test_grpo tests/test_grpo_noomp; do
+  echo "== $bin"
+  out=$(mktemp)
+  "./$bin" 2>&1 | tee "$out"
+  rc=${PIPESTATUS[0]}
+  line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -1)
+  rm -f "$out"
+  if [ -z "$line" ]; then echo "$bin: crashed or printed no summary (exit $rc)"; total_fail=$((total_fail + 1)); status=1; continue; fi
+  p=${line%% passed*}; f=${line#*, }; f=${f%% failed}
+  total_pass=$((total_pass + p)); total_fail=$((total_fail + f))
+  [ "$rc" -ne 0 ] && status=1
+done
+echo "$total_pass passed, $total_fail failed"
+exit $status

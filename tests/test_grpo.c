@@ -1,0 +1,1058 @@
+/*
+tests/test_grpo.c: the test suite of grpo.c (make test).
+
+Includes grpo.c (its main is compiled out with TESTING) and checks every piece against an
+independent reference: PyTorch autograd (tests/ref_model.bin, written by
+tests/gen_reference.py), finite differences, brute-force counts, closed-form vectors, and
+fixtures produced with verl and TRL (tests/fixtures/). Each check prints one line; the
+run ends with `N passed, N failed` and exits non-zero when anything failed.
+Run one group with ./tests/test_grpo GROUP (model, tree, objective, verifier, ...).
+*/
+#define TESTING
+#include "../grpo.c"
+#include <stdarg.h>
+#include <sys/wait.h>
+
+static int tests_passed = 0, tests_failed = 0;
+
+static void check(int ok, const char *name, const char *fmt, ...) {
+    printf("%s  %-58s ", ok ? "PASS" : "FAIL", name);
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    printf("\n");
+    fflush(stdout);
+    if (ok) tests_passed++; else tests_failed++;
+}
+
+/* compare: max |a−b| / (|b| + floor) over n values must be <= tol; prints the max
+   difference and, on failure, the first few mismatching pairs. */
+static int compare(const char *name, const float *a, const float *b, size_t n, float tol, float floor_) {
+    double maxd = 0.0, maxabs = 0.0;
+    size_t worst = 0;
+    int shown = 0;
+    for (size_t i = 0; i < n; i++) {
+        double d = fabs((double)a[i] - b[i]), rel = d / (fabs(b[i]) + floor_);
+        if (!(rel <= maxd)) { maxd = rel; worst = i; }
+        if (d > maxabs) maxabs = d;
+        if (!(rel <= tol) && shown < 3) {
+            printf("      %s[%zu]: got %.9g, expected %.9g\n", name, i, a[i], b[i]);
+            shown++;
+        }
+    }
+    int ok = maxd <= tol;
+    check(ok, name, "max rel diff %.2e (tol %.0e), max abs diff %.2e, at [%zu]", maxd, tol, maxabs, worst);
+    return ok;
+}
+
+/* expect_exit: runs fn(arg) in a child process and checks that it exits with `code`
+   and that its standard error contains `needle`. */
+static void expect_exit(const char *name, void (*fn)(void *), void *arg, int code, const char *needle) {
+    int fds[2];
+    if (pipe(fds) != 0) { check(0, name, "pipe failed"); return; }
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], 2);
+        if (!freopen("/dev/null", "w", stdout)) _exit(99);
+        fn(arg);
+        fflush(stdout);
+        _exit(0);
+    }
+    close(fds[1]);
+    char err[8192];
+    size_t got = 0;
+    ssize_t r;
+    while ((r = read(fds[0], err + got, sizeof err - 1 - got)) > 0) got += r;
+    err[got] = 0;
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    int ok = exit_code == code && strstr(err, needle) != NULL;
+    char first[160];
+    snprintf(first, sizeof first, "%s", err);
+    char *nl = strchr(first, '\n');
+    if (nl) *nl = 0;
+    check(ok, name, "exit %d (want %d): %s", exit_code, code, first);
+}
+
+/* run_binary: runs a shell command line (the real ./grpo: a fresh process, since OpenMP's
+   thread pool does not survive fork), captures stdout+stderr; returns the exit status. */
+static int run_binary(const char *cmdline, char *out, size_t cap) {
+    char full[4096];
+    snprintf(full, sizeof full, "%s 2>&1", cmdline);
+    fflush(stdout);
+    FILE *p = popen(full, "r");
+    if (!p) return -1;
+    size_t got = 0, r;
+    char sink[4096];
+    while ((r = fread(got < cap - 1 ? out + got : sink, 1, got < cap - 1 ? cap - 1 - got : sizeof sink, p)) > 0)
+        if (got < cap - 1) got += r;
+    out[got] = 0;
+    int status = pclose(p);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int want(const char *group, const char *only) { return !only || !strcmp(group, only); }
+
+// ----------------------------------------------------------------------------
+// The model against PyTorch (tests/ref_model.bin)
+
+typedef struct {
+    int32_t h[32];
+    float hp[16];
+    GPT m;
+    int B, T;
+    int *inputs, *targets;
+    float *mask, *logits, *logp, loss, *grads, *grad_logp, *adam_losses, *final_params, *params0;
+} Reference;
+
+static void load_reference(Reference *r, const char *path) {
+    FILE *f = fopenCheck(path, "rb");
+    freadCheck(r->h, 4, 32, f, "header");
+    if (r->h[0] != 20261129 || r->h[1] != 1) { fprintf(stderr, "%s: bad reference header\n", path); exit(1); }
+    freadCheck(r->hp, 4, 16, f, "hparams");
+    GPTConfig c = {r->h[3], r->h[2], r->h[4], r->h[5], r->h[6]};
+    r->B = r->h[7]; r->T = r->h[8];
+    build_gpt(&r->m, c, r->B, 0);
+    size_t P = r->m.num_parameters, BT = (size_t)r->B * r->T, V = c.vocab_size;
+    r->params0 = (float *)mallocCheck(P * 4);
+    freadCheck(r->params0, 4, P, f, "params");
+    memcpy(r->m.params_memory, r->params0, P * 4);
+    r->inputs = (int *)mallocCheck(BT * 4); r->targets = (int *)mallocCheck(BT * 4);
+    r->mask = (float *)mallocCheck(BT * 4); r->logits = (float *)mallocCheck(BT * V * 4);
+    r->logp = (float *)mallocCheck(BT * 4); r->grads = (float *)mallocCheck(P * 4);
+    r->grad_logp = (float *)mallocCheck(P * 4); r->adam_losses = (float *)mallocCheck(r->h[9] * 4);
+    r->final_params = (float *)mallocCheck(P * 4);
+    freadCheck(r->inputs, 4, BT, f, "inputs"); freadCheck(r->targets, 4, BT, f, "targets");
+    freadCheck(r->mask, 4, BT, f, "mask"); freadCheck(r->logits, 4, BT * V, f, "logits");
+    freadCheck(r->logp, 4, BT, f, "logp"); freadCheck(&r->loss, 4, 1, f, "loss");
+    freadCheck(r->grads, 4, P, f, "grads"); freadCheck(r->grad_logp, 4, P, f, "grad_logp");
+    freadCheck(r->adam_losses, 4, r->h[9], f, "adam_losses"); freadCheck(r->final_params, 4, P, f, "final_params");
+    fclose(f);
+}
+
+// masked SFT loss of the reference batch and its gradient (grads zeroed first); returns loss
+static float reference_loss_backward(Reference *r, int backward) {
+    int BT = r->B * r->T, V = r->m.config.vocab_size;
+    int *tg = (int *)mallocCheck(BT * 4);
+    float *lp = (float *)mallocCheck(BT * 4), *dl = (float *)mallocCheck(BT * 4);
+    float count = 0;
+    for (int i = 0; i < BT; i++) { tg[i] = r->mask[i] > 0 ? r->targets[i] : -1; count += r->mask[i]; }
+    gpt_forward(&r->m, r->inputs, r->B, r->T);
+    logprob_forward(lp, r->m.acts.probs, r->m.acts.logits, tg, BT, V, 1.0f, NULL);
+    double loss = 0;
+    for (int i = 0; i < BT; i++) { if (tg[i] >= 0) loss -= lp[i]; dl[i] = tg[i] >= 0 ? -1.0f / count : 0.0f; }
+    if (backward) {
+        gpt_zero_grad(&r->m);
+        logprob_backward(r->m.grads_acts.logits, r->m.acts.probs, tg, dl, BT, V, 1.0f);
+        gpt_backward(&r->m, r->inputs);
+    }
+    free(tg); free(lp); free(dl);
+    return (float)(loss / count);
+}
+
+static void test_model_vs_pytorch(void) {
+    Reference r;
+    load_reference(&r, "tests/ref_model.bin");
+    int BT = r.B * r.T, V = r.m.config.vocab_size;
+    size_t P = r.m.num_parameters;
+    printf("# reference: L=%d NH=%d C=%d V=%d maxT=%d, batch %dx%d, %zu parameters\n", r.m.config.num_layers,
+           r.m.config.num_heads, r.m.config.channels, V, r.m.config.max_seq_len, r.B, r.T, P);
+    gpt_forward(&r.m, r.inputs, r.B, r.T);
+    compare("model: logits vs PyTorch", r.m.acts.logits, r.logits, (size_t)BT * V, 1e-4f, 1e-2f);
+    float *lp = (float *)mallocCheck(BT * 4);
+    logprob_forward(lp, r.m.acts.probs, r.m.acts.logits, r.targets, BT, V, r.hp[0], NULL);
+    compare("model: logp at T=0.7 vs PyTorch", lp, r.logp, BT, 1e-4f, 1e-2f);
+    float loss = reference_loss_backward(&r, 1);
+    compare("model: masked SFT loss vs PyTorch", &loss, &r.loss, 1, 1e-5f, 0.0f);
+    // every parameter tensor's gradient, with its name
+    for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
+        char name[96];
+        snprintf(name, sizeof name, "model: d loss/d %s vs PyTorch", PARAM_NAMES[t]);
+        size_t off = (size_t)(((float **)&r.m.grads)[t] - r.m.grads_memory);
+        compare(name, ((float **)&r.m.grads)[t], r.grads + off, r.m.param_sizes[t], 2e-3f, 1e-3f);
+    }
+    // gradient through the temperature log-prob: S = Σ w·logp(T=0.7)
+    float *w = (float *)mallocCheck(BT * 4);
+    for (int b = 0; b < r.B; b++) for (int t = 0; t < r.T; t++) w[b * r.T + t] = ((b * r.T + t) % 7 - 3) / 10.0f;
+    gpt_forward(&r.m, r.inputs, r.B, r.T);
+    logprob_forward(lp, r.m.acts.probs, r.m.acts.logits, r.targets, BT, V, r.hp[0], NULL);
+    gpt_zero_grad(&r.m);
+    logprob_backward(r.m.grads_acts.logits, r.m.acts.probs, r.targets, w, BT, V, r.hp[0]);
+    gpt_backward(&r.m, r.inputs);
+    compare("model: d(Σ w·logp at T=0.7)/dθ vs PyTorch", r.m.grads_memory, r.grad_logp, P, 2e-3f, 1e-3f);
+    // AdamW with clipping: five steps on the same batch
+    AdamWConfig opt = {r.hp[1], r.hp[2], r.hp[3], r.hp[4], r.hp[5], r.hp[6], 0, 100, 2, 1.0f};
+    float losses[16];
+    memcpy(r.m.params_memory, r.params0, P * 4);
+    for (int s = 0; s < r.h[9]; s++) {
+        losses[s] = reference_loss_backward(&r, 1);
+        clip_grad_norm(&r.m, opt.grad_clip);
+        adamw_update(&r.m, &opt, opt.lr, s + 1);
+    }
+    compare("model: losses of 5 AdamW steps vs PyTorch", losses, r.adam_losses, r.h[9], 1e-5f, 0.0f);
+    // The key bias (rows C..2C of qkvb) has an exactly zero gradient in exact arithmetic
+    // (softmax is invariant to adding q·b_k to every score of a query). Its float gradient is
+    // rounding noise (~1e-9) that Adam's normalisation turns into full-size steps, in a
+    // direction no two implementations share, so those entries are compared separately.
+    int C = r.m.config.channels, L = r.m.config.num_layers;
+    size_t qkvb_off = (size_t)(r.m.params.qkvb - r.m.params_memory);
+    float *mine = (float *)mallocCheck(P * 4), *theirs = (float *)mallocCheck(P * 4);
+    memcpy(mine, r.m.params_memory, P * 4); memcpy(theirs, r.final_params, P * 4);
+    for (int l = 0; l < L; l++)
+        for (int i = C; i < 2 * C; i++) mine[qkvb_off + l * 3 * C + i] = theirs[qkvb_off + l * 3 * C + i] = 0.0f;
+    compare("model: parameters after 5 AdamW steps vs PyTorch (but k bias)", mine, theirs, P, 1e-4f, 1e-2f);
+    double kb = 0;
+    memcpy(r.m.params_memory, r.params0, P * 4);
+    reference_loss_backward(&r, 1);
+    for (int l = 0; l < L; l++)
+        for (int i = C; i < 2 * C; i++) kb = fmax(kb, fabs(r.m.grads.qkvb[l * 3 * C + i]));
+    check(kb < 1e-6, "model: key-bias gradient is zero up to rounding", "max |g| %.1e", kb);
+    free(mine); free(theirs);
+    free(lp); free(w);
+    free_gpt(&r.m);
+}
+
+// ----------------------------------------------------------------------------
+// Finite differences on a micro model (independent of PyTorch)
+
+static double fd_objective(GPT *m, const int *inp, const int *tg, const float *w, int B, int T, float temp) {
+    int V = m->config.vocab_size;
+    float lp[64];
+    gpt_forward(m, inp, B, T);
+    logprob_forward(lp, m->acts.probs, m->acts.logits, tg, B * T, V, temp, NULL);
+    double s = 0;
+    for (int i = 0; i < B * T; i++) s += (double)w[i] * lp[i];
+    return s;
+}
+
+static void test_finite_differences(void) {
+    GPTConfig c = {6, VOCAB_SIZE, 1, 2, 8};   // a few hundred parameters (plus embeddings)
+    GPT m;
+    build_gpt(&m, c, 2, 7);
+    Rng rng;
+    rng_seed(&rng, 42, 0);
+    for (size_t i = 0; i < m.num_parameters; i++) m.params_memory[i] = 0.3f * rng_normal(&rng) + (m.params_memory[i] == 1.0f);
+    int B = 2, T = 6, inp[12], tg[12];
+    float w[12];
+    for (int i = 0; i < B * T; i++) { inp[i] = rng_int(&rng, VOCAB_SIZE); tg[i] = rng_int(&rng, VOCAB_SIZE); w[i] = rng_normal(&rng); }
+    tg[3] = -1;
+    float temp = 0.8f;
+    fd_objective(&m, inp, tg, w, B, T, temp);
+    gpt_zero_grad(&m);
+    logprob_backward(m.grads_acts.logits, m.acts.probs, tg, w, B * T, VOCAB_SIZE, temp);
+    gpt_backward(&m, inp);
+    float *analytic = (float *)mallocCheck(m.num_parameters * 4);
+    memcpy(analytic, m.grads_memory, m.num_parameters * 4);
+    // central differences on every parameter that influences the output
+    double max_err = 0.0; size_t worst = 0, checked = 0;
+    float h = 1e-2f;
+    for (size_t i = 0; i < m.num_parameters; i++) {
+        float save = m.params_memory[i];
+        m.params_memory[i] = save + h; double fp = fd_objective(&m, inp, tg, w, B, T, temp);
+        m.params_memory[i] = save - h; double fm = fd_objective(&m, inp, tg, w, B, T, temp);
+        m.params_memory[i] = save;
+        double numeric = (fp - fm) / (2 * h);
+        double err = fabs(numeric - analytic[i]) / (fabs(numeric) + 1e-2);
+        if (err > max_err) { max_err = err; worst = i; }
+        checked++;
+    }
+    check(max_err < 2e-2, "model: gradient vs central finite differences", "%zu parameters, max rel err %.2e at %zu (tol 2e-2)",
+          checked, max_err, worst);
+    free(analytic); free_gpt(&m);
+}
+
+static void test_kv_cache(void) {
+    GPTConfig c = {32, VOCAB_SIZE, 3, 4, 64};
+    GPT m;
+    build_gpt(&m, c, 5, 11);
+    Rng rng;
+    rng_seed(&rng, 5, 0);
+    for (size_t i = 0; i < m.num_parameters; i++) m.params_memory[i] += 0.05f * rng_normal(&rng);
+    int B = 5, T = 32, inp[5 * 32], pos[5], tok[5];
+    for (int i = 0; i < B * T; i++) inp[i] = rng_int(&rng, VOCAB_SIZE);
+    gpt_forward(&m, inp, B, T);
+    KVCache kv;
+    build_kvcache(&kv, &c, B);
+    float *inc = (float *)mallocCheck((size_t)B * T * VOCAB_SIZE * 4);
+    for (int t = 0; t < T; t++) {
+        for (int b = 0; b < B; b++) { tok[b] = inp[b * T + t]; pos[b] = t; }
+        gpt_decode_step(&m, &kv, tok, pos, B);
+        for (int b = 0; b < B; b++) memcpy(inc + ((size_t)b * T + t) * VOCAB_SIZE, kv.logits + b * VOCAB_SIZE, VOCAB_SIZE * 4);
+    }
+    compare("kv-cache: incremental logits == full forward", inc, m.acts.logits, (size_t)B * T * VOCAB_SIZE, 1e-5f, 1e-1f);
+    free(inc); free_kvcache(&kv); free_gpt(&m);
+}
+
+static void test_logprob(void) {
+    float logits[3] = {1000.0f, 1000.0f, 0.0f}, probs[3], lp[3];
+    int tg[3] = {0, 1, 2};
+    float all[9], p9[27];
+    for (int i = 0; i < 3; i++) memcpy(all + 3 * i, logits, sizeof logits);
+    logprob_forward(lp, p9, all, tg, 3, 3, 1.0f, NULL);
+    float want_[3] = {-0.693147f, -0.693147f, -1000.693147f};
+    compare("logprob: logits [1000,1000,0] are stable", lp, want_, 3, 1e-6f, 1.0f);
+    (void)probs;
+    // temperature: T=2 halves the logits
+    float z[4] = {1.0f, 2.0f, 3.0f, 4.0f}, pr[4], lp2;
+    int t3 = 3;
+    logprob_forward(&lp2, pr, z, &t3, 1, 4, 2.0f, NULL);
+    double ref = 2.0 - log(exp(0.5) + exp(1.0) + exp(1.5) + exp(2.0));
+    float reff = (float)ref;
+    compare("logprob: temperature divides the logits", &lp2, &reff, 1, 1e-6f, 1.0f);
+    // masked softmax: only tokens 1 and 3 allowed
+    unsigned char allowed[4] = {0, 1, 0, 1};
+    logprob_forward(&lp2, pr, z, &t3, 1, 4, 1.0f, allowed);
+    reff = (float)(4.0 - log(exp(2.0) + exp(4.0)));
+    compare("logprob: masked tokens leave the softmax", &lp2, &reff, 1, 1e-6f, 1.0f);
+    check(pr[0] == 0.0f && pr[2] == 0.0f, "logprob: masked tokens get probability 0", "p = %g %g", pr[0], pr[2]);
+}
+
+static void test_tokenizer(void) {
+    const char *s = "12 7 25 3>100:25*3=75,12+7=19,75+19=94 LR";
+    int toks[128], bad = -1, n = encode(s, (int)strlen(s), toks, &bad);
+    char back[256];
+    decode(toks, n, back, sizeof back);
+    check(n == (int)strlen(s) && !strcmp(back, s), "tokenizer: decode(encode(s)) == s", "'%s'", back);
+    int ok = encode("7 3 x5", 6, toks, &bad) < 0 && bad == 4;
+    check(ok, "tokenizer: rejects a character outside the vocabulary", "bad position %d (want 4)", bad);
+    int sp[3] = {TOK_BOS, 3, TOK_EOS};
+    decode(sp, 3, back, sizeof back);
+    check(!strcmp(back, "<bos>0<eos>"), "tokenizer: special tokens decode by name", "'%s'", back);
+    check(VOCAB_SIZE == 24, "tokenizer: vocabulary of 24 tokens", "%d", VOCAB_SIZE);
+}
+
+// ----------------------------------------------------------------------------
+// Checkpoints and bad input
+
+static const char *TMPDIR_ = "/tmp/grpo_test";
+
+static void write_bytes(const char *path, const void *data, size_t n) {
+    FILE *f = fopenCheck(path, "wb");
+    fwriteCheck(data, 1, n, f);
+    fclose(f);
+}
+
+static void *read_all(const char *path, size_t *n) {
+    FILE *f = fopenCheck(path, "rb");
+    fseek(f, 0, SEEK_END);
+    *n = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *buf = mallocCheck(*n);
+    freadCheck(buf, 1, *n, f, "file");
+    fclose(f);
+    return buf;
+}
+
+static void load_ckpt_fn(void *path) { GPT m; load_checkpoint((const char *)path, &m, 1, NULL); }
+static void load_resume_fn(void *path) { GPT m; TrainState st; load_checkpoint((const char *)path, &m, 1, &st); }
+
+static void test_checkpoints(void) {
+    char path[256], bad[256];
+    make_dir(TMPDIR_);
+    snprintf(path, sizeof path, "%s/ckpt.bin", TMPDIR_);
+    GPTConfig c = {16, VOCAB_SIZE, 2, 2, 16};
+    GPT a, b;
+    build_gpt(&a, c, 2, 3);
+    TrainState st = {17, {{1, 2, 3, 4}}};
+    for (size_t i = 0; i < a.num_parameters; i++) a.m_memory[i] = 0.001f * i;
+    save_checkpoint(path, &a, 1, &st);
+    TrainState st2;
+    load_checkpoint(path, &b, 2, &st2);
+    int inp[8] = {1, 5, 6, 7, 1, 9, 10, 11};
+    gpt_forward(&a, inp, 2, 4);
+    gpt_forward(&b, inp, 2, 4);
+    check(!memcmp(a.acts.logits, b.acts.logits, (size_t)8 * VOCAB_SIZE * 4) && st2.step == 17 &&
+          st2.rng.s[3] == 4 && !memcmp(a.m_memory, b.m_memory, a.num_parameters * 4),
+          "checkpoint: save -> load gives identical logits and state", "step %d", st2.step);
+    struct stat sb;
+    snprintf(bad, sizeof bad, "%s.tmp", path);
+    check(stat(bad, &sb) != 0, "checkpoint: no .tmp file left after save", "");
+    size_t n;
+    unsigned char *buf = (unsigned char *)read_all(path, &n);
+    snprintf(bad, sizeof bad, "%s/truncated.bin", TMPDIR_);
+    write_bytes(bad, buf, n - 100);
+    expect_exit("checkpoint: truncated file is refused", load_ckpt_fn, bad, 1, "truncated");
+    write_bytes(bad, buf, 50);
+    expect_exit("checkpoint: file shorter than a header is refused", load_ckpt_fn, bad, 1, "too short");
+    unsigned char *mod = (unsigned char *)mallocCheck(n);
+    memcpy(mod, buf, n); mod[0] ^= 0xff;
+    snprintf(bad, sizeof bad, "%s/magic.bin", TMPDIR_);
+    write_bytes(bad, mod, n);
+    expect_exit("checkpoint: another format (magic) is refused", load_ckpt_fn, bad, 1, "magic");
+    memcpy(mod, buf, n); mod[4] = 9;
+    snprintf(bad, sizeof bad, "%s/version.bin", TMPDIR_);
+    write_bytes(bad, mod, n);
+    expect_exit("checkpoint: another version is refused", load_ckpt_fn, bad, 1, "version 9");
+    memcpy(mod, buf, n);
+    mod[CKPT_HEADER_INTS * 4 + 6] = 'X';   // change one vocabulary entry
+    snprintf(bad, sizeof bad, "%s/vocab.bin", TMPDIR_);
+    write_bytes(bad, mod, n);
+    expect_exit("checkpoint: different vocabulary is refused", load_ckpt_fn, bad, 1, "vocabulary");
+    snprintf(bad, sizeof bad, "%s/trailing.bin", TMPDIR_);
+    unsigned char *longer = (unsigned char *)mallocCheck(n + 4);
+    memcpy(longer, buf, n); memset(longer + n, 0, 4);
+    write_bytes(bad, longer, n + 4);
+    expect_exit("checkpoint: trailing bytes are refused", load_ckpt_fn, bad, 1, "trailing");
+    save_checkpoint(path, &a, 0, NULL);
+    expect_exit("checkpoint: resume needs optimizer state", load_resume_fn, path, 1, "optimizer state");
+    expect_exit("checkpoint: missing file names the path", load_ckpt_fn, "/nonexistent/x.bin", 1, "/nonexistent/x.bin");
+    free(buf); free(mod); free(longer); free_gpt(&a); free_gpt(&b);
+}
+
+// Runs a command function in-process with an argument vector (for end-to-end tests).
+typedef int (*CmdFn)(int, char **, Options *);
+static int run_cmd(CmdFn fn, const char *args) {
+    char buf[2048], *argv[64];
+    int argc = 0;
+    snprintf(buf, sizeof buf, "cmd %s", args);
+    for (char *t = strtok(buf, " "); t && argc < 63; t = strtok(NULL, " ")) argv[argc++] = t;
+    argv[argc] = NULL;
+    Options o;
+    default_options(&o);
+    return fn(argc, argv, &o);
+}
+
+typedef struct { CmdFn fn; const char *args; } CmdCall;
+static void cmd_call_fn(void *p) { CmdCall *c = (CmdCall *)p; run_cmd(c->fn, c->args); }
+
+// Runs a command with stdout sent to a file (to keep the test log readable).
+static int run_cmd_quiet(CmdFn fn, const char *args, const char *log) {
+    fflush(stdout);
+    int saved = dup(1);
+    FILE *f = fopenCheck(log, "w");
+    dup2(fileno(f), 1);
+    int rc = run_cmd(fn, args);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    fclose(f);
+    return rc;
+}
+
+static int files_equal(const char *p1, const char *p2) {
+    size_t n1, n2;
+    void *a = read_all(p1, &n1), *b = read_all(p2, &n2);
+    int eq = n1 == n2 && !memcmp(a, b, n1);
+    free(a); free(b);
+    return eq;
+}
+
+static void test_sft_end_to_end(void) {
+    char args[1024], log[256];
+    snprintf(log, sizeof log, "%s/sft.log", TMPDIR_);
+    const char *common = "--layers 2 --heads 2 --channels 32 --context 64 --batch-size 8 --eval-every 3 --lr 1e-3 --seed 5 "
+                         "--train-data data/countdown_train.txt --val-data tests/fixtures/val_small.txt";
+    snprintf(args, sizeof args, "%s --steps 6 --run-dir %s/sft_a", common, TMPDIR_);
+    run_cmd_quiet(cmd_sft, args, log);
+    snprintf(args, sizeof args, "%s --steps 6 --run-dir %s/sft_b", common, TMPDIR_);
+    run_cmd_quiet(cmd_sft, args, log);
+    char pa[256], pb[256];
+    snprintf(pa, sizeof pa, "%s/sft_a/model.bin", TMPDIR_);
+    snprintf(pb, sizeof pb, "%s/sft_b/model.bin", TMPDIR_);
+    check(files_equal(pa, pb), "sft: same seed gives a bit-identical checkpoint", "");
+    // resume: a run that saved a resumable checkpoint at step 3, continued to 6 == 6 straight
+    snprintf(args, sizeof args, "%s --steps 6 --save-every 3 --run-dir %s/sft_c", common, TMPDIR_);
+    run_cmd_quiet(cmd_sft, args, log);
+    snprintf(args, sizeof args, "%s --steps 6 --run-dir %s/sft_d --resume %s/sft_c/ckpt.bin", common, TMPDIR_, TMPDIR_);
+    run_cmd_quiet(cmd_sft, args, log);
+    snprintf(pb, sizeof pb, "%s/sft_d/model.bin", TMPDIR_);
+    check(files_equal(pa, pb), "sft: resume from the step-3 checkpoint == 6 steps straight (bit for bit)", "");
+    snprintf(pb, sizeof pb, "%s/sft_a/sft.csv", TMPDIR_);
+    size_t n;
+    char *csv = (char *)read_all(pb, &n);
+    int lines = 0;
+    for (size_t i = 0; i < n; i++) lines += csv[i] == '\n';
+    check(lines == 7 && strstr(csv, "step,loss,val_loss"), "sft: CSV log has a header and one row per step", "%d lines", lines);
+    free(csv);
+}
+
+static void test_usage_errors(void) {
+    static CmdCall calls[] = {
+        {cmd_sft, "--no-such-option 3"}, {cmd_sft, "--steps"}, {cmd_sft, "--steps -4"}, {cmd_sft, "--lr abc"},
+        {cmd_train, "--group-size 1"}, {cmd_train, "--temperature 0"}, {cmd_train, "--clip-eps-low 1"},
+        {cmd_train, "--objective ppo"}, {cmd_sft, "--heads 3"},
+    };
+    const char *needles[] = {"--no-such-option", "--steps", "--steps", "--lr", "--group-size", "--temperature",
+                             "--clip-eps-low", "--objective", "--heads"};
+    const char *names[] = {"usage: unknown option names it, exit 2", "usage: missing value names the option, exit 2",
+                           "usage: out-of-range value names the option, exit 2", "usage: unparsable number names the option, exit 2",
+                           "usage: group size 1 is rejected for training", "usage: temperature 0 is rejected",
+                           "usage: clip-eps-low outside [0,1) is rejected", "usage: unknown objective is rejected",
+                           "usage: heads not dividing channels is rejected"};
+    for (int i = 0; i < (int)(sizeof calls / sizeof calls[0]); i++) expect_exit(names[i], cmd_call_fn, &calls[i], 2, needles[i]);
+    GPT tiny;
+    build_gpt(&tiny, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 1);
+    save_checkpoint("/tmp/grpo_test/tiny_model.bin", &tiny, 0, NULL);
+    free_gpt(&tiny);
+    static CmdCall ctx = {cmd_train, "--max-new-tokens 60 --init /tmp/grpo_test/tiny_model.bin"};
+    expect_exit("usage: prompt + max-new-tokens beyond the context is rejected", cmd_call_fn, &ctx, 2, "context");
+    static CmdCall badfile = {cmd_sft, "--steps 1 --train-data tests/fixtures/bad_char.txt --run-dir /tmp/grpo_test/x"};
+    expect_exit("data: a character outside the vocabulary names FILE:LINE", cmd_call_fn, &badfile, 1, "bad_char.txt:3:");
+    static CmdCall nodemo = {cmd_sft, "--steps 1 --train-data data/countdown_test.txt --run-dir /tmp/grpo_test/x"};
+    expect_exit("data: SFT data without demonstrations names FILE:LINE", cmd_call_fn, &nodemo, 1, "countdown_test.txt:");
+}
+
+// ----------------------------------------------------------------------------
+// The countdown verifier (cases in tests/verifier_cases.h)
+
+#include "verifier_cases.h"
+
+static void test_verifier(void) {
+    int nv = (int)(sizeof verify_cases / sizeof verify_cases[0]), bad = 0;
+    for (int i = 0; i < nv; i++) {
+        const VerifyCase *c = &verify_cases[i];
+        int len = c->len < 0 ? (int)strlen(c->text) : c->len;
+        char *buf = (char *)mallocCheck(len > 0 ? len : 1);
+        memcpy(buf, c->text, len);
+        float r = countdown_verify(c->nums, c->n, c->target, buf, len);
+        if (r != c->expect) { printf("      verify case '%s': got %g, want %g\n", c->name, r, c->expect); bad++; }
+        free(buf);
+    }
+    check(bad == 0, "verifier: unit cases (correct and every failure kind)", "%d cases, %d wrong", nv, bad);
+    int np = (int)(sizeof prompt_cases / sizeof prompt_cases[0]);
+    bad = 0;
+    for (int i = 0; i < np; i++) {
+        const PromptCase *c = &prompt_cases[i];
+        int len = c->len < 0 ? (int)strlen(c->text) : c->len, nums[MAXN], n = -1, target = -1;
+        char *buf = (char *)mallocCheck(len > 0 ? len : 1);
+        memcpy(buf, c->text, len);
+        int rc = countdown_parse_prompt(buf, len, nums, c->max_nums, &n, &target);
+        int ok = rc == c->expect_rc && (rc != 0 || (n == c->n && target == c->target && !memcmp(nums, c->nums, n * sizeof(int))));
+        if (!ok) { printf("      prompt case '%s' wrong\n", c->name); bad++; }
+        free(buf);
+    }
+    check(bad == 0, "verifier: prompt parser cases", "%d cases, %d wrong", np, bad);
+    // the reward wrapper on token ids: <eos> ends the text, special tokens inside make it wrong
+    int nums[3] = {7, 3, 5}, toks[32], b2;
+    const char *sol = "7*3=21,21+5=26";
+    int n = encode(sol, (int)strlen(sol), toks, &b2);
+    toks[n] = TOK_EOS;
+    float r1 = countdown_reward(nums, 3, 26, toks, n + 1, 0.0f), r2 = countdown_reward(nums, 3, 26, toks, n, 0.0f);
+    toks[3] = TOK_PAD;
+    float r3 = countdown_reward(nums, 3, 26, toks, n + 1, 0.0f);
+    const char *wrong = "7*3=21,21+5=27";
+    n = encode(wrong, (int)strlen(wrong), toks, &b2); toks[n] = TOK_EOS;
+    float r4 = countdown_reward(nums, 3, 26, toks, n + 1, 0.1f), r5 = countdown_reward(nums, 3, 26, toks, n + 1, 0.0f);
+    check(r1 == 1 && r2 == 1 && r3 == 0 && r4 == 0.1f && r5 == 0, "verifier: reward on token ids, <eos>, format reward",
+          "%g %g %g %g %g", r1, r2, r3, r4, r5);
+}
+
+// ----------------------------------------------------------------------------
+// The prefix tree B(G) against a brute-force count
+
+static int brute_lambda(const int *const *tok, const int *len, int k, int i, int t) {
+    int c = 0;
+    for (int j = 0; j < k; j++) {
+        if (len[j] <= t) continue;
+        int same = 1;
+        for (int u = 0; u <= t && same; u++) same = tok[j][u] == tok[i][u];
+        c += same;
+    }
+    return c;
+}
+
+static void test_tree_brute_force(void) {
+    Rng rng;
+    rng_seed(&rng, 2024, 0);
+    int groups = 3000, bad_lambda = 0, bad_nodes = 0, bad_reward = 0, maxk = 64, maxL = 12;
+    PrefixTree tree;
+    build_prefix_tree_buffers(&tree, maxk);
+    int *store = (int *)mallocCheck((size_t)maxk * maxL * sizeof(int));
+    int *lam = (int *)mallocCheck((size_t)maxk * maxL * sizeof(int)), *node = (int *)mallocCheck((size_t)maxk * maxL * sizeof(int));
+    const int *tok[64];
+    int len[64];
+    float r[64], a[64];
+    for (int g = 0; g < groups; g++) {
+        int k = g % 3 == 0 ? 2 : (g % 3 == 1 ? 64 : 2 + rng_int(&rng, 20));
+        int alphabet = 2 + rng_int(&rng, 3);
+        for (int i = 0; i < k; i++) {
+            int *row = store + (size_t)i * maxL;
+            tok[i] = row;
+            int kind = rng_int(&rng, 6);
+            if (i > 0 && kind == 0) {            // duplicate of an earlier completion
+                int j = rng_int(&rng, i); len[i] = len[j]; memcpy(row, tok[j], len[j] * sizeof(int));
+            } else if (i > 0 && kind == 1) {     // a proper prefix of an earlier one
+                int j = rng_int(&rng, i); len[i] = len[j] > 0 ? rng_int(&rng, len[j]) : 0; memcpy(row, tok[j], len[i] * sizeof(int));
+            } else if (i > 0 && kind == 2) {     // diverges then re-converges (A B C vs A X C)
+                int j = rng_int(&rng, i); len[i] = len[j]; memcpy(row, tok[j], len[j] * sizeof(int));
+                if (len[i] > 1) row[rng_int(&rng, len[i])] = 100 + rng_int(&rng, 3);
+            } else if (kind == 3) {
+                len[i] = 0;                      // empty completion
+            } else {
+                len[i] = 1 + rng_int(&rng, maxL);
+                for (int t = 0; t < len[i]; t++) row[t] = rng_int(&rng, alphabet);
+            }
+            r[i] = (float)rng_int(&rng, 2);
+            a[i] = rng_normal(&rng);
+        }
+        build_prefix_tree(&tree, tok, len, k, r, a, lam, node, maxL);
+        // |λ(i,t)| against the brute-force count
+        for (int i = 0; i < k; i++)
+            for (int t = 0; t < len[i]; t++)
+                if (lam[i * maxL + t] != brute_lambda(tok, len, k, i, t)) bad_lambda++;
+        // nodes: one per distinct process set; each position's node has the right size and span
+        int distinct = 0;
+        for (int i = 0; i < k; i++)
+            for (int t = 0; t < len[i]; t++) {
+                // (i,t) starts a new process set iff t == 0 or λ(i,t) differs from λ(i,t-1),
+                // counted once per set (smallest member index)
+                int first = 1;
+                for (int j = 0; j < i && first; j++) {
+                    if (len[j] <= t) continue;
+                    int same = 1;
+                    for (int u = 0; u <= t && same; u++) same = tok[j][u] == tok[i][u];
+                    if (same) first = 0;
+                }
+                int changed = t == 0 || brute_lambda(tok, len, k, i, t) != brute_lambda(tok, len, k, i, t - 1);
+                distinct += first && changed;
+                const ProcessNode *nd = &tree.nodes[node[i * maxL + t]];
+                if (nd->size != lam[i * maxL + t] || t < nd->start || t >= nd->end) bad_nodes++;
+                double rs = 0, as = 0; int m = 0;
+                for (int j = 0; j < k; j++) {
+                    if (len[j] <= t) continue;
+                    int same = 1;
+                    for (int u = 0; u <= t && same; u++) same = tok[j][u] == tok[i][u];
+                    if (same) { rs += r[j]; as += a[j]; m++; }
+                }
+                if (fabs(nd->step_reward - rs / m) > 1e-6 || fabs(nd->step_advantage - as / m) > 1e-5) bad_reward++;
+            }
+        if (distinct != tree.num_nodes) bad_nodes++;
+    }
+    check(bad_lambda == 0, "tree: |λ(i,t)| == brute-force count", "%d groups (k = 2..64, duplicates, prefixes, "
+          "re-convergence, empty), %d mismatches", groups, bad_lambda);
+    check(bad_nodes == 0, "tree: one node per distinct process set, spans and sizes", "%d mismatches", bad_nodes);
+    check(bad_reward == 0, "tree: step reward R̂ and step advantage A_λ == member means", "%d mismatches", bad_reward);
+    free(store); free(lam); free(node); free_prefix_tree(&tree);
+}
+
+// builds the tree of completions given as strings (one char = one token; '$' = <eos>)
+static int tree_of_strings(PrefixTree *tree, const char **s, int k, int *lam, int *node, int stride,
+                           const float *r, const float *a) {
+    static int store[64][64];
+    const int *tok[64];
+    int len[64];
+    for (int i = 0; i < k; i++) {
+        len[i] = (int)strlen(s[i]);
+        for (int t = 0; t < len[i]; t++) store[i][t] = s[i][t] == '$' ? TOK_EOS : s[i][t];
+        tok[i] = store[i];
+    }
+    float zr[64] = {0}, za[64] = {0};
+    return build_prefix_tree(tree, tok, len, k, r ? r : zr, a ? a : za, lam, node, stride);
+}
+
+static int row_equals(const int *row, const int *want_, int n) { return !memcmp(row, want_, n * sizeof(int)); }
+
+static void test_tree_cases(void) {
+    PrefixTree tree;
+    build_prefix_tree_buffers(&tree, 8);
+    int lam[8 * 16], node[8 * 16];
+    const char *g1[] = {"ABC$", "ABD$", "AE$"};
+    tree_of_strings(&tree, g1, 3, lam, node, 16, NULL, NULL);
+    int w1[] = {3, 2, 1, 1}, w3[] = {3, 1, 1};
+    check(row_equals(lam, w1, 4) && row_equals(lam + 16, w1, 4) && row_equals(lam + 32, w3, 3),
+          "tree: A B C <eos> / A B D <eos> / A E <eos> -> [3,2,1,1] [3,2,1,1] [3,1,1]", "%d nodes", tree.num_nodes);
+    const char *g2[] = {"AB$", "AB$", "C$"};
+    tree_of_strings(&tree, g2, 3, lam, node, 16, NULL, NULL);
+    int d1[] = {2, 2, 2}, d3[] = {1, 1};
+    check(row_equals(lam, d1, 3) && row_equals(lam + 16, d1, 3) && row_equals(lam + 32, d3, 2) && tree.num_nodes == 2,
+          "tree: duplicates A B <eos> x2 + C <eos> -> [2,2,2] [2,2,2] [1,1]", "%d nodes", tree.num_nodes);
+    const char *g3[] = {"ABC", "AXC"};
+    tree_of_strings(&tree, g3, 2, lam, node, 16, NULL, NULL);
+    int rc[] = {2, 1, 1};
+    check(row_equals(lam, rc, 3) && row_equals(lam + 16, rc, 3), "tree: re-convergence A B C / A X C shares only A", "");
+    const char *g4[] = {"", "AB", "A"};
+    tree_of_strings(&tree, g4, 3, lam, node, 16, NULL, NULL);
+    int p1[] = {2, 1}, p2[] = {2};
+    check(row_equals(lam + 16, p1, 2) && row_equals(lam + 32, p2, 1) && tree.num_nodes == 2,
+          "tree: empty completion and a prefix of another", "%d nodes", tree.num_nodes);
+    free_prefix_tree(&tree);
+}
+
+// ----------------------------------------------------------------------------
+// Objectives: closed-form vectors
+
+static ObjectiveConfig default_obj(void) {
+    Options o;
+    default_options(&o);
+    return o.obj;
+}
+
+static void test_advantages(void) {
+    ObjectiveConfig c = default_obj();
+    int st[2] = {0, 4};
+    float r1[4] = {1, 1, 1, 1}, a[4];
+    compute_advantages(a, r1, 1, st, &c);
+    check(a[0] == 0 && a[1] == 0 && a[2] == 0 && a[3] == 0, "advantage: equal rewards give exactly 0", "%g %g %g %g", a[0], a[1], a[2], a[3]);
+    float r07[4] = {0.7f, 0.7f, 0.7f, 0.7f};
+    compute_advantages(a, r07, 1, st, &c);
+    check(a[0] == 0 && a[3] == 0, "advantage: equal rewards 0.7 give exactly 0", "");
+    float r2[4] = {1, 0, 0, 0}, w1[4] = {1.49970f, -0.499900f, -0.499900f, -0.499900f};
+    compute_advantages(a, r2, 1, st, &c);
+    compare("advantage: [1,0,0,0] default (sample std, eps 1e-4)", a, w1, 4, 1e-5f, 0.0f);
+    c.adv_std = STD_NONE;
+    float w2[4] = {0.75f, -0.25f, -0.25f, -0.25f};
+    compute_advantages(a, r2, 1, st, &c);
+    compare("advantage: [1,0,0,0] with no std", a, w2, 4, 1e-6f, 0.0f);
+    c = default_obj(); c.adv_eps = 0.0f;
+    int st2[2] = {0, 2};
+    float r3[2] = {1, 0}, w3[2] = {0.70710678f, -0.70710678f}, w4[2] = {1, -1};
+    compute_advantages(a, r3, 1, st2, &c);
+    compare("advantage: {1,0} sample std -> ±0.7071", a, w3, 2, 1e-6f, 0.0f);
+    c.adv_std = STD_POPULATION;
+    compute_advantages(a, r3, 1, st2, &c);
+    compare("advantage: {1,0} population std -> ±1", a, w4, 2, 1e-6f, 0.0f);
+    // Σ a = 0 within each group; batch scope uses one std for all groups
+    c = default_obj();
+    Rng rng; rng_seed(&rng, 9, 0);
+    float rr[40], aa[40]; int st4[5];
+    equal_groups(st4, 4, 10);
+    for (int i = 0; i < 40; i++) rr[i] = rng_uniform(&rng);
+    compute_advantages(aa, rr, 4, st4, &c);
+    double worst = 0;
+    for (int g = 0; g < 4; g++) { double s = 0; for (int i = 0; i < 10; i++) s += aa[g * 10 + i]; if (fabs(s) > worst) worst = fabs(s); }
+    check(worst < 1e-5, "advantage: Σ_i a_i = 0 within every group", "max |Σ a| %.2e", worst);
+    c.adv_std_scope = SCOPE_BATCH;
+    compute_advantages(aa, rr, 4, st4, &c);
+    double m0 = 0, all = 0, ss = 0;
+    for (int i = 0; i < 40; i++) all += rr[i];
+    all /= 40;
+    for (int i = 0; i < 40; i++) ss += (rr[i] - all) * (rr[i] - all);
+    for (int i = 0; i < 10; i++) m0 += rr[i];
+    m0 /= 10;
+    float expect = (float)((rr[0] - m0) / (sqrt(ss / 39) + 1e-4));
+    compare("advantage: batch scope (group mean, batch std)", aa, &expect, 1, 1e-5f, 0.0f);
+}
+
+// Runs the objective on completions of given lengths with one advantage each; fills dlogp.
+static double run_objective(const ObjectiveConfig *c, int N, const int *len, const float *adv, const float *ratio,
+                            float *dlogp_out) {
+    float coef[16];
+    loss_agg_coef(coef, len, N, c);
+    double loss = 0;
+    for (int i = 0; i < N; i++) {
+        float lp[64], lo[64], at[64], w[64], ct[64];
+        for (int t = 0; t < len[i]; t++) { lp[t] = -1.0f; lo[t] = -1.0f - logf(ratio ? ratio[i] : 1.0f); at[t] = adv[i]; w[t] = 1; ct[t] = coef[i]; }
+        TokenLossOut out = {dlogp_out + i * 64, NULL, NULL, NULL};
+        loss += grpo_token_loss(c, len[i], lp, lo, NULL, at, w, ct, &out);
+    }
+    return loss;
+}
+
+static void test_aggregation(void) {
+    ObjectiveConfig c = default_obj();
+    int len[2] = {3, 7};
+    float adv[2] = {1, -1}, d[128];
+    const char *names[4] = {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum", "seq-mean-token-sum-norm"};
+    float want_[4] = {0.4f, 0.0f, 2.0f, 0.25f};
+    c.max_new_tokens = 8;
+    for (int m = 0; m < 4; m++) {
+        c.loss_agg = m;
+        float loss = (float)run_objective(&c, 2, len, adv, NULL, d);
+        char name[96];
+        snprintf(name, sizeof name, "loss-agg: lengths 3,7 adv ±1 ratio 1: %s = %g", names[m], want_[m]);
+        compare(name, &loss, &want_[m], 1, 1e-6f, 1.0f);
+        if (m == 1) check(d[0] != 0.0f && d[64] != 0.0f, "loss-agg: seq-mean-token-mean loss 0 with non-zero gradient",
+                          "dloss/dlogp %g, %g", d[0], d[64]);
+    }
+}
+
+static void test_kl_and_clip(void) {
+    ObjectiveConfig c = default_obj();
+    c.beta = 1.0f;
+    float lp = -1.0f, ref = -1.5f, adv = 0.0f, w = 1.0f, coef = 1.0f, dl, kl;
+    TokenLossOut out = {&dl, NULL, &kl, NULL};
+    float loss = (float)grpo_token_loss(&c, 1, &lp, &lp, &ref, &adv, &w, &coef, &out);
+    float wk[2] = {0.106531f, 0.393469f}, got[2] = {loss, dl};
+    compare("kl: k3 at logp -1, ref -1.5: value 0.106531, d/dlogp 0.393469", got, wk, 2, 1e-5f, 0.0f);
+    check(fabsf(kl - 0.106531f) < 1e-6f, "kl: per-token kl output", "%g", kl);
+    c = default_obj();
+    c.clip_eps_low = 0.2f; c.clip_eps_high = 0.28f;
+    struct { float ratio, A, loss; int grad; } cases[4] = {{1.30f, 1, -1.28f, 0}, {1.30f, -1, 1.30f, 1},
+                                                           {0.70f, -1, 0.80f, 0}, {0.70f, 1, -0.70f, 1}};
+    for (int i = 0; i < 4; i++) {
+        float lpi = logf(cases[i].ratio), old = 0.0f;
+        unsigned char clipped;
+        TokenLossOut o2 = {&dl, NULL, NULL, &clipped};
+        float l = (float)grpo_token_loss(&c, 1, &lpi, &old, NULL, &cases[i].A, &w, &coef, &o2);
+        char name[96];
+        snprintf(name, sizeof name, "clip: ratio %.2f, A %+g -> loss %+.2f, %s", cases[i].ratio, cases[i].A, cases[i].loss,
+                 cases[i].grad ? "gradient" : "no gradient");
+        check(fabsf(l - cases[i].loss) < 1e-5f && ((dl != 0.0f) == cases[i].grad) && clipped == !cases[i].grad, name,
+              "loss %g, dloss/dlogp %g", l, dl);
+    }
+}
+
+// The paper's worked example (shared/paper.md): six completions, letters are tokens.
+static const char *WE[6] = {"ABCD", "ABEFHI", "JKLM", "JKLNQST", "JKLNQU", "VWYZ"};
+static const float WE_R[6] = {0.5f, 0.5f, 1.0f, 0.0f, 0.0f, 0.5f};
+
+static void test_worked_example(void) {
+    ObjectiveConfig c = default_obj();
+    c.adv_eps = 0.0f;   // the paper's numbers are without eps
+    float a[6];
+    int st[2] = {0, 6};
+    compute_advantages(a, WE_R, 1, st, &c);
+    float wa[6] = {0.221404f, 0.221404f, 1.549826f, -1.107019f, -1.107019f, 0.221404f};
+    compare("worked example: advantages", a, wa, 6, 2e-6f, 1e-3f);
+    PrefixTree tree;
+    build_prefix_tree_buffers(&tree, 6);
+    int lam[6 * 8], node[6 * 8], len[6], total = 0;
+    tree_of_strings(&tree, WE, 6, lam, node, 8, WE_R, a);
+    for (int i = 0; i < 6; i++) { len[i] = (int)strlen(WE[i]); total += len[i]; }
+    int jk[7] = {3, 3, 3, 2, 2, 1, 1}, ab[4] = {2, 2, 1, 1};
+    check(row_equals(lam + 3 * 8, jk, 7) && row_equals(lam, ab, 4) && total == 31,
+          "worked example: |λ| along JKLNQST and ABCD, Σ len = 31", "Σ len %d", total);
+    const ProcessNode *jkl = &tree.nodes[node[2 * 8 + 0]];
+    check(jkl->size == 3 && fabsf(jkl->step_reward - 1.0f / 3) < 1e-6f && fabsf(jkl->step_advantage + 0.2214f) < 1e-4f,
+          "worked example: node JKL has R̂ 0.3333, A_λ −0.2214", "R̂ %.4f A %.4f", jkl->step_reward, jkl->step_advantage);
+    // net per-token coefficient on a shared step = Σ over members of weight·a (before 1/Σlen)
+    for (int obj = 0; obj < 2; obj++) {
+        c.objective = obj;
+        float net[3] = {0, 0, 0};   // AB (pos 0 of ABCD), JKL (pos 0 of JKLM), NQ (pos 3 of JKLNQST)
+        int which[3][2] = {{0, 0}, {2, 0}, {3, 3}};
+        for (int q = 0; q < 3; q++) {
+            int i0 = which[q][0], t0 = which[q][1], n0 = node[i0 * 8 + t0];
+            for (int i = 0; i < 6; i++)
+                if (len[i] > t0 && node[i * 8 + t0] == n0) net[q] += lambda_weight(&c, lam[i * 8 + t0]) * a[i];
+        }
+        float wg[3] = {0.4428f, -0.6642f, -2.2140f}, wl[3] = {0.2214f, -0.2214f, -1.1070f};
+        compare(obj ? "worked example: λ-GRPO net coefficients AB, JKL, NQ" : "worked example: GRPO net coefficients AB, JKL, NQ",
+                net, obj ? wl : wg, 3, 2e-4f, 1e-3f);
+    }
+    free_prefix_tree(&tree);
+}
+
+// ----------------------------------------------------------------------------
+// Objectives through the model: Theorem 1, λ-GRPO identities, micro-batches, sampler
+
+// Fills g (P = 1 group of k) with completions given as strings over the vocabulary
+// ('$' = <eos>) for one prompt, their rewards, advantages and trees.
+static void fill_group(GroupBatch *g, const int *prompt, int plen, const char **comps, const float *r,
+                       const ObjectiveConfig *cfg) {
+    for (int i = 0; i < g->N; i++) {
+        g->prompt[i] = prompt; g->plen[i] = plen;
+        int n = (int)strlen(comps[i]);
+        for (int t = 0; t < n; t++) g->comp[(size_t)i * g->max_new + t] = comps[i][t] == '$' ? TOK_EOS : char_to_token(comps[i][t]);
+        g->clen[i] = n;
+        g->reward[i] = r[i];
+    }
+    int eq;
+    build_group_trees(g, cfg, &eq);
+}
+
+static GPT test_model(int max_batch, uint64_t seed) {
+    GPT m;
+    build_gpt(&m, (GPTConfig){32, VOCAB_SIZE, 2, 2, 16}, max_batch, seed);
+    Rng rng;
+    rng_seed(&rng, seed, 1);
+    for (size_t i = 0; i < m.num_parameters; i++) m.params_memory[i] += 0.1f * rng_normal(&rng);
+    return m;
+}
+
+static const char *GROUP[8] = {"7*3=21,21+5=26$", "7*3=21,21+5=27$", "7*3=21,5+21=26$", "7+3=10$",
+                               "7*3=21,21+5=26$", "3*7=21,21+5=26$", "7*", "7+3=10,10*5=50$"};
+static const float GROUP_R[8] = {1, 0, 1, 0, 1, 1, 0, 0};
+
+static void test_theorem1_and_lambda(void) {
+    Options o;
+    default_options(&o);
+    o.obj.objective = OBJ_GRPO; o.obj.beta = 0.04f; o.temperature = 0.9f;
+    int k = 8, MN = 20, prompt[12], bad;
+    prompt[0] = TOK_BOS;
+    encode("7 3 5>26:", 9, prompt + 1, &bad);
+    GPT m = test_model(k, 3), ref = test_model(k, 4);
+    GroupBatch g;
+    build_group_batch(&g, 1, k, MN, k, 32);
+    fill_group(&g, prompt, 10, GROUP, GROUP_R, &o.obj);
+    size_t P = m.num_parameters;
+    float *g1 = (float *)mallocCheck(P * 4), *g2 = (float *)mallocCheck(P * 4);
+    UpdateStats us;
+    double kl = 0; int clipped = 0;
+    // GRPO with outcome advantages a_i
+    grpo_prepare_tokens(&g, &o, &us);
+    float l1 = (float)grpo_loss_backward(&m, &ref, &g, &o, 0, NULL, &kl, &clipped);
+    memcpy(g1, m.grads_memory, P * 4);
+    // the PRM form: every token carries its step advantage A_λ(i,t) (Theorem 1)
+    for (int i = 0; i < k; i++)
+        for (int t = 0; t < g.clen[i]; t++) g.adv_tok[i * MN + t] = g.tree.nodes[0].step_advantage * 0;  // placeholder, set below
+    PrefixTree *tr = &g.tree;   // the group's tree is the last one built (P = 1)
+    for (int i = 0; i < k; i++)
+        for (int t = 0; t < g.clen[i]; t++) g.adv_tok[i * MN + t] = tr->nodes[g.node_of[i * MN + t]].step_advantage;
+    float l2 = (float)grpo_loss_backward(&m, &ref, &g, &o, 0, NULL, &kl, &clipped);
+    memcpy(g2, m.grads_memory, P * 4);
+    compare("theorem 1: GRPO loss with a_i == loss with A_λ(i,t)", &l2, &l1, 1, 1e-5f, 1e-3f);
+    compare("theorem 1: GRPO gradient with a_i == gradient with A_λ(i,t)", g2, g1, P, 1e-4f, 1e-4f);
+    // the same substitution under per-sequence normalisation does change the gradient
+    o.obj.loss_agg = AGG_SEQ_MEAN_TOKEN_MEAN;
+    grpo_prepare_tokens(&g, &o, &us);
+    grpo_loss_backward(&m, &ref, &g, &o, 0, NULL, &kl, &clipped);
+    memcpy(g1, m.grads_memory, P * 4);
+    for (int i = 0; i < k; i++)
+        for (int t = 0; t < g.clen[i]; t++) g.adv_tok[i * MN + t] = tr->nodes[g.node_of[i * MN + t]].step_advantage;
+    grpo_loss_backward(&m, &ref, &g, &o, 0, NULL, &kl, &clipped);
+    double diff = 0;
+    for (size_t i = 0; i < P; i++) diff = fmax(diff, fabs(g1[i] - m.grads_memory[i]));
+    check(diff > 1e-4, "theorem 1: does not hold under seq-mean-token-mean (as the paper says)", "max grad diff %.2e", diff);
+    o.obj.loss_agg = AGG_TOKEN_MEAN;
+    // λ-GRPO == each node once with A_λ: a representative member carries the node's tokens
+    o.obj.objective = OBJ_LAMBDA_GRPO; o.obj.beta = 0.0f;
+    grpo_prepare_tokens(&g, &o, &us);
+    float l3 = (float)grpo_loss_backward(&m, NULL, &g, &o, 0, NULL, &kl, &clipped);
+    memcpy(g1, m.grads_memory, P * 4);
+    for (int i = 0; i < k; i++)
+        for (int t = 0; t < g.clen[i]; t++) {
+            const ProcessNode *nd = &tr->nodes[g.node_of[i * MN + t]];
+            g.weight[i * MN + t] = nd->member == i ? 1.0f : 0.0f;
+            g.adv_tok[i * MN + t] = nd->step_advantage;
+        }
+    float l4 = (float)grpo_loss_backward(&m, NULL, &g, &o, 0, NULL, &kl, &clipped);
+    compare("λ-GRPO: loss == each tree node once with A_λ", &l4, &l3, 1, 1e-5f, 1e-3f);
+    compare("λ-GRPO: gradient == each tree node once with A_λ", m.grads_memory, g1, P, 1e-4f, 1e-4f);
+    // no shared first token: λ-GRPO is GRPO exactly
+    const char *distinct[8] = {"7*3=21$", "3*7=21$", "5+3=8$", "1$", "2*", "4$", "6$", "8+$"};
+    fill_group(&g, prompt, 10, distinct, GROUP_R, &o.obj);
+    grpo_prepare_tokens(&g, &o, &us);
+    float l5 = (float)grpo_loss_backward(&m, NULL, &g, &o, 0, NULL, &kl, &clipped);
+    memcpy(g1, m.grads_memory, P * 4);
+    o.obj.objective = OBJ_GRPO;
+    grpo_prepare_tokens(&g, &o, &us);
+    float l6 = (float)grpo_loss_backward(&m, NULL, &g, &o, 0, NULL, &kl, &clipped);
+    check(l5 == l6 && !memcmp(g1, m.grads_memory, P * 4), "λ-GRPO: equals GRPO exactly when no first token is shared",
+          "loss %g vs %g", l5, l6);
+    // micro-batches change no gradient
+    fill_group(&g, prompt, 10, GROUP, GROUP_R, &o.obj);
+    o.obj.objective = OBJ_LAMBDA_GRPO; o.obj.beta = 0.04f; o.micro_batch = 0;
+    grpo_prepare_tokens(&g, &o, &us);
+    float l7 = (float)grpo_loss_backward(&m, &ref, &g, &o, 0, NULL, &kl, &clipped);
+    memcpy(g1, m.grads_memory, P * 4);
+    o.micro_batch = 3;
+    float l8 = (float)grpo_loss_backward(&m, &ref, &g, &o, 0, NULL, &kl, &clipped);
+    compare("micro-batch: loss with micro-batches of 3 == whole step", &l8, &l7, 1, 1e-6f, 1e-3f);
+    compare("micro-batch: gradient with micro-batches of 3 == whole step", m.grads_memory, g1, P, 1e-4f, 1e-3f);
+    o.micro_batch = 0;
+    // ratio is exactly 1 at μ = 1 (π_old = detached π_θ)
+    int ones = 1;
+    for (int i = 0; i < k; i++) for (int t = 0; t < g.clen[i]; t++) ones &= g.ratio[i * MN + t] == 1.0f;
+    check(ones, "objective: ratio is exactly 1 at μ = 1", "");
+    free(g1); free(g2); free_group_batch(&g); free_gpt(&m); free_gpt(&ref);
+}
+
+static void test_sampler_logp(void) {
+    int k = 16, MN = 20, prompt[12], bad;
+    prompt[0] = TOK_BOS;
+    encode("7 3 5>26:", 9, prompt + 1, &bad);
+    GPT m = test_model(k, 8);
+    GroupBatch g;
+    build_group_batch(&g, 1, k, MN, k, 32);
+    KVCache kv;
+    build_kvcache(&kv, &m.config, k);
+    for (int i = 0; i < k; i++) { g.prompt[i] = prompt; g.plen[i] = 10; rng_seed(&g.rngs[i], 77, i); }
+    float temp = 0.8f;
+    sample_completions(&m, &kv, k, g.prompt, g.plen, MN, temp, 0, g.rngs, NULL, g.comp, g.sample_logp, g.clen);
+    policy_logp(&m, &g, 0, k, temp, NULL, g.logp);
+    double maxd = 0; int distinct_streams = 0, tokens = 0;
+    for (int i = 0; i < k; i++) {
+        for (int t = 0; t < g.clen[i]; t++) maxd = fmax(maxd, fabs(g.logp[i * MN + t] - g.sample_logp[i * MN + t]));
+        tokens += g.clen[i];
+        if (i > 0 && (g.clen[i] != g.clen[0] || memcmp(g.comp + i * MN, g.comp, g.clen[0] * 4))) distinct_streams++;
+    }
+    check(maxd <= 1e-5, "sampler: log-probs == training forward's (T = 0.8)", "%d tokens, max abs diff %.2e (tol 1e-5)", tokens, maxd);
+    check(distinct_streams > 0, "sampler: each completion has its own stream", "%d of %d differ from the first", distinct_streams, k - 1);
+    // same seeds, same completions
+    int *copy = (int *)mallocCheck((size_t)k * MN * 4);
+    memcpy(copy, g.comp, (size_t)k * MN * 4);
+    for (int i = 0; i < k; i++) rng_seed(&g.rngs[i], 77, i);
+    sample_completions(&m, &kv, k, g.prompt, g.plen, MN, temp, 0, g.rngs, NULL, g.comp, g.sample_logp, g.clen);
+    check(!memcmp(copy, g.comp, (size_t)k * MN * 4), "sampler: same streams give the same completions", "");
+    // stops at <eos> or max-new-tokens
+    int ok = 1;
+    for (int i = 0; i < k; i++) {
+        int n = g.clen[i];
+        ok &= n >= 1 && n <= MN && (g.comp[i * MN + n - 1] == TOK_EOS || n == MN);
+        for (int t = 0; t < n - 1; t++) ok &= g.comp[i * MN + t] != TOK_EOS;
+    }
+    check(ok, "sampler: stops after <eos> or at max-new-tokens", "");
+    free(copy); free_kvcache(&kv); free_group_batch(&g); free_gpt(&m);
+}
+
+// ----------------------------------------------------------------------------
+// GRPO end to end: a few steps from a tiny SFT checkpoint
+
+static void test_train_end_to_end(void) {
+    char args[2048], log[256], sft[256], pa[256], pb[256];
+    snprintf(log, sizeof log, "%s/train.log", TMPDIR_);
+    snprintf(args, sizeof args, "--layers 2 --heads 2 --channels 32 --batch-size 16 --steps 30 --lr 3e-3 --eval-every 0 "
+             "--val-data tests/fixtures/val_small.txt --run-dir %s/tiny_sft", TMPDIR_);
+    run_cmd_quiet(cmd_sft, args, log);
+    snprintf(sft, sizeof sft, "%s/tiny_sft/model.bin", TMPDIR_);
+    const char *common = "--prompts-per-step 2 --group-size 4 --max-new-tokens 24 --eval-every 2 --eval-limit 8 --pass-k 2 "
+                         "--val-data tests/fixtures/val_small.txt --test-data tests/fixtures/val_small.txt --beta 0.04 --seed 3";
+    snprintf(args, sizeof args, "%s --steps 4 --init %s --run-dir %s/grpo_a", common, sft, TMPDIR_);
+    int rc = run_cmd_quiet(cmd_train, args, log);
+    snprintf(args, sizeof args, "%s --steps 4 --init %s --run-dir %s/grpo_b --save-every 2", common, sft, TMPDIR_);
+    run_cmd_quiet(cmd_train, args, log);
+    snprintf(pa, sizeof pa, "%s/grpo_a/model.bin", TMPDIR_);
+    snprintf(pb, sizeof pb, "%s/grpo_b/model.bin", TMPDIR_);
+    check(rc == 0 && files_equal(pa, pb), "train: same seed gives a bit-identical model", "");
+    snprintf(args, sizeof args, "%s --steps 4 --init %s --run-dir %s/grpo_c --resume %s/grpo_b/ckpt.bin", common, sft, TMPDIR_, TMPDIR_);
+    run_cmd_quiet(cmd_train, args, log);
+    snprintf(pb, sizeof pb, "%s/grpo_c/model.bin", TMPDIR_);
+    check(files_equal(pa, pb), "train: resume from the step-2 checkpoint == 4 steps straight", "");
+    size_t n;
+    char *out = (char *)read_all(log, &n);
+    check(strstr(out, "result: test accuracy") != NULL, "train: ends with the result line", "");
+    free(out);
+    snprintf(pb, sizeof pb, "%s/grpo_a/train.csv", TMPDIR_);
+    char *csv = (char *)read_all(pb, &n);
+    int lines = 0;
+    for (size_t i = 0; i < n; i++) lines += csv[i] == '\n';
+    check(lines == 5 && strstr(csv, "mean_lambda"), "train: CSV has one row per step with the tree statistics", "%d lines", lines);
+    free(csv);
+    // a model with a NaN weight: the run stops with a message and writes nothing
+    GPT m;
+    load_checkpoint(sft, &m, 1, NULL);
+    m.params_memory[100] = NAN;
+    snprintf(pa, sizeof pa, "%s/nan_model.bin", TMPDIR_);
+    save_checkpoint(pa, &m, 0, NULL);
+    free_gpt(&m);
+    static char nan_args[2048], nan_out[16384];
+    snprintf(nan_args, sizeof nan_args, "./grpo train %s --steps 2 --max-new-tokens 4 --init %s --run-dir %s/grpo_nan",
+             common, pa, TMPDIR_);
+    int code = run_binary(nan_args, nan_out, sizeof nan_out);
+    char *msg = strstr(nan_out, "error:");
+    check(code == 1 && msg && strstr(nan_out, "nan"), "train: a NaN loss stops the run with a message", "exit %d: %.80s", code,
+          msg ? msg : nan_out);
+    snprintf(pb, sizeof pb, "%s/grpo_nan/model.bin", TMPDIR_);
+    struct stat sb;
+    check(stat(pb, &sb) != 0, "train: no checkpoint written after a NaN", "");
+}
+
+// ----------------------------------------------------------------------------
+
+int main(int argc, char **argv) {
+    const char *only = argc > 1 ? argv[1] : NULL;
+    make_dir(TMPDIR_);
+    printf("# grpo.c tests, %d threads%s\n", num_threads(),
+#ifdef _OPENMP
+           ""
+#else
+           " (built without OpenMP)"
+#endif
+    );
+    if (want("model", only)) { test_model_vs_pytorch(); test_finite_differences(); test_kv_cache(); test_logprob(); test_tokenizer(); }
+    if (want("checkpoint", only)) test_checkpoints();
+    if (want("cli", only)) test_usage_errors();
+    if (want("sft", only)) test_sft_end_to_end();
+    if (want("verifier", only)) test_verifier();
+    if (want("tree", only)) { test_tree_brute_force(); test_tree_cases(); }
+    if (want("objective", only)) { test_advantages(); test_aggregation(); test_kl_and_clip(); test_worked_example(); test_theorem1_and_lambda(); }
+    if (want("sampler", only)) test_sampler_logp();
+    if (want("train", only)) test_train_end_to_end();
+    printf("%d passed, %d failed\n", tests_passed, tests_failed);
+    return tests_failed != 0;
+}
