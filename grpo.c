@@ -1635,7 +1635,7 @@ typedef struct {
     float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2;
     // GRPO
     int prompts_per_step, group_size, max_new_tokens, num_iterations, micro_batch, mask_truncated;
-    int pass_k;
+    int pass_k, seeds;
     float temperature;
     ObjectiveConfig obj;
     float format_reward;
@@ -1661,9 +1661,9 @@ static const OptSpec OPTIONS[] = {
     {"init", OPT_STR, OFF(init), 0, 0, NULL, CMD_TRAIN, "SFT checkpoint to start from; also the reference policy π_ref"},
     {"resume", OPT_STR, OFF(resume), 0, 0, NULL, CMD_SFT | CMD_TRAIN, "checkpoint with optimizer state to continue from (bit-identical)"},
     {"model", OPT_STR, OFF(model), 0, 0, NULL, CMD_EVAL | CMD_SAMPLE, "checkpoint to load"},
-    {"layers", OPT_INT, OFF(layers), 1, 64, NULL, CMD_SFT | CMD_BENCH, "transformer blocks L"},
-    {"heads", OPT_INT, OFF(heads), 1, 64, NULL, CMD_SFT | CMD_BENCH, "attention heads NH (must divide --channels)"},
-    {"channels", OPT_INT, OFF(channels), 8, 4096, NULL, CMD_SFT | CMD_BENCH, "width C"},
+    {"layers", OPT_INT, OFF(layers), 1, 64, NULL, CMD_SFT | CMD_BENCH | CMD_TREE, "transformer blocks L"},
+    {"heads", OPT_INT, OFF(heads), 1, 64, NULL, CMD_SFT | CMD_BENCH | CMD_TREE, "attention heads NH (must divide --channels)"},
+    {"channels", OPT_INT, OFF(channels), 8, 4096, NULL, CMD_SFT | CMD_BENCH | CMD_TREE, "width C"},
     {"context", OPT_INT, OFF(context), 8, 1024, NULL, CMD_SFT | CMD_BENCH, "context length maxT in tokens"},
     {"train-data", OPT_STR, OFF(train_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN, "training prompts (prompt<TAB>demonstration per line)"},
     {"val-data", OPT_STR, OFF(val_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN, "validation prompts"},
@@ -1686,9 +1686,9 @@ static const OptSpec OPTIONS[] = {
     {"prompts-per-step", OPT_INT, OFF(prompts_per_step), 1, 4096, NULL, CMD_TRAIN | CMD_TREE, "prompts P per GRPO step"},
     {"group-size", OPT_INT, OFF(group_size), 1, 4096, NULL, CMD_TRAIN | CMD_SAMPLE | CMD_TREE, "completions k per prompt (G in TRL/verl); training needs k >= 2"},
     {"temperature", OPT_FLOAT, OFF(temperature), 0, 100, NULL, GEN_CMDS, "sampling temperature T; log-probs use logits/T everywhere"},
-    {"max-new-tokens", OPT_INT, OFF(max_new_tokens), 1, 1000000, NULL, GEN_CMDS | CMD_CHECK, "completion budget (also the Dr. GRPO constant)"},
+    {"max-new-tokens", OPT_INT, OFF(max_new_tokens), 1, 1000000, NULL, CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_CHECK, "completion budget (also the Dr. GRPO constant)"},
     {"pass-k", OPT_INT, OFF(pass_k), 0, 4096, NULL, CMD_TRAIN | CMD_EVAL, "samples per prompt for pass@k at the end (0: off)"},
-    {"objective", OPT_ENUM, OFF(obj.objective), 0, 0, OBJECTIVE_NAMES, OBJ_CMDS, "grpo, or lambda-grpo (each token's term divided by |λ(i,t)|)"},
+    {"objective", OPT_ENUM, OFF(obj.objective), 0, 0, OBJECTIVE_NAMES, CMD_TRAIN | CMD_CHECK, "grpo, or lambda-grpo (each token's term divided by |λ(i,t)|)"},
     {"loss-agg", OPT_ENUM, OFF(obj.loss_agg), 0, 0, LOSS_AGG_NAMES, OBJ_CMDS, "loss aggregation (conventions.md)"},
     {"adv-std", OPT_ENUM, OFF(obj.adv_std), 0, 0, ADV_STD_NAMES, OBJ_CMDS, "std in the advantage: sample (k-1), population (k), none"},
     {"adv-std-scope", OPT_ENUM, OFF(obj.adv_std_scope), 0, 0, SCOPE_NAMES, OBJ_CMDS, "std over each group or over the batch"},
@@ -1699,6 +1699,7 @@ static const OptSpec OPTIONS[] = {
     {"num-iterations", OPT_INT, OFF(num_iterations), 1, 64, NULL, CMD_TRAIN | CMD_TREE, "updates μ per sampled batch (π_old frozen at sampling)"},
     {"micro-batch", OPT_INT, OFF(micro_batch), 0, 4096, NULL, CMD_TRAIN | CMD_TREE, "sequences per forward/backward (0: whole step); changes no gradient"},
     {"mask-truncated", OPT_INT, OFF(mask_truncated), 0, 1, NULL, CMD_TRAIN, "1: completions cut at max-new-tokens get no loss"},
+    {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_TREE, "seeds per cell of the grid (paper: 5)"},
     {"format-reward", OPT_FLOAT, OFF(format_reward), 0, 1, NULL, CMD_TRAIN | CMD_EVAL, "extra reward for a well-formed but wrong completion (0: off)"},
 };
 #define NUM_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
@@ -2340,6 +2341,176 @@ static int cmd_train(int argc, char **argv, Options *o) {
 }
 
 // ----------------------------------------------------------------------------
+// The paper's synthetic experiment (§4.3, Table 1): a depth-4 binary tree
+//
+// The prompt is <bos>; a completion is exactly 4 tokens, each L or R (every other token is
+// masked out of the softmax, in the sampler and in the log-probs), so there are 16 leaves.
+// One leaf is the target T (reward +1.0); every other leaf that shares T's first n tokens
+// gets r_neg < 0; all remaining leaves get +0.7. GRPO over-weights the shared prefix of T
+// and its bad siblings (|λ| times); λ-GRPO counts it once.
+
+#define TREE_DEPTH 4
+#define TREE_LEAVES 16
+
+// Leaf index of a completion: bit d (from the top) is 1 for R. Returns −1 if not L/R x4.
+static int tree_leaf(const int *comp, int len) {
+    if (len != TREE_DEPTH) return -1;
+    int leaf = 0, L = char_to_token('L'), R = char_to_token('R');
+    for (int d = 0; d < TREE_DEPTH; d++) {
+        if (comp[d] != L && comp[d] != R) return -1;
+        leaf = leaf * 2 + (comp[d] == R);
+    }
+    return leaf;
+}
+
+/* tree_reward: reward of leaf `leaf` for target leaf `target` (0..15): 1.0 for the target;
+   r_neg for another leaf whose first n tokens equal the target's; 0.7 otherwise (paper
+   §4.3). A completion that is not a leaf (impossible under the mask) gets 0. */
+static float tree_reward(int leaf, int target, int n, float r_neg) {
+    if (leaf < 0) return 0.0f;
+    if (leaf == target) return 1.0f;
+    int shift = TREE_DEPTH - n;
+    return (leaf >> shift) == (target >> shift) ? r_neg : 0.7f;
+}
+
+// The token mask of the tree task: only L and R can be sampled or scored.
+static void tree_allowed(unsigned char *allowed) {
+    for (int v = 0; v < VOCAB_SIZE; v++) allowed[v] = v == char_to_token('L') || v == char_to_token('R');
+}
+
+/* tree_run: one run of the synthetic experiment (one objective, one cell, one seed) from a
+   random initialisation. freq (steps) receives, per step, the share of the k sampled
+   completions that hit the target. Returns the metric of the paper: the frequency of T
+   over the last min(50, steps) steps. The target leaf is drawn from the seed alone, so both
+   objectives face the same target and the same sampling streams. */
+static float tree_run(const Options *o, int objective, int n, float r_neg, int seed, float *freq, float *reward,
+                      int *target_out) {
+    Options ro = *o;
+    ro.obj.objective = objective;
+    ro.seed = seed;
+    int k = o->group_size, P = o->prompts_per_step, N = P * k;
+    GPT m;
+    build_gpt(&m, (GPTConfig){8, VOCAB_SIZE, o->layers, o->heads, o->channels}, N, (uint64_t)seed * 7919 + 1);
+    Rng target_rng;
+    rng_seed(&target_rng, seed, 0x7ee);
+    int target = rng_int(&target_rng, TREE_LEAVES);
+    *target_out = target;
+    unsigned char allowed[VOCAB_SIZE];
+    tree_allowed(allowed);
+    KVCache kv;
+    build_kvcache(&kv, &m.config, N);
+    GroupBatch g;
+    build_group_batch(&g, P, k, TREE_DEPTH, N, m.config.max_seq_len);
+    static const int bos[1] = {TOK_BOS};
+    AdamWConfig opt = adamw_from_options(o, o->steps);
+    int adam_t = 0;
+    double tail = 0.0;
+    int tail_steps = o->steps < 50 ? o->steps : 50;
+    for (int step = 0; step < o->steps; step++) {
+        for (int i = 0; i < N; i++) {
+            g.prompt[i] = bos; g.plen[i] = 1;
+            rng_seed(&g.rngs[i], seed, ((uint64_t)step + 1) * 65536 + i);
+        }
+        sample_completions(&m, &kv, N, g.prompt, g.plen, TREE_DEPTH, o->temperature, 0, g.rngs, allowed,
+                           g.comp, g.sample_logp, g.clen);
+        int hits = 0;
+        double mean_r = 0.0;
+        for (int i = 0; i < N; i++) {
+            int leaf = tree_leaf(g.comp + (size_t)i * TREE_DEPTH, g.clen[i]);
+            g.reward[i] = tree_reward(leaf, target, n, r_neg);
+            hits += leaf == target;
+            mean_r += g.reward[i];
+        }
+        int eq;
+        build_group_trees(&g, &ro.obj, &eq);
+        grpo_update(&m, NULL, &g, &ro, &opt, &adam_t, allowed, step, "");
+        freq[step] = (float)hits / N;
+        reward[step] = (float)(mean_r / N);
+        if (step >= o->steps - tail_steps) tail += freq[step];
+    }
+    free_group_batch(&g); free_kvcache(&kv); free_gpt(&m);
+    return (float)(tail / tail_steps);
+}
+
+static int cmd_tree(int argc, char **argv, Options *o) {
+    o->steps = 250; o->group_size = 16; o->prompts_per_step = 1; o->seeds = 5;
+    o->lr = 3e-3f; o->warmup = 0; o->schedule = 2; o->weight_decay = 0.0f; o->temperature = 1.0f;
+    o->layers = 2; o->heads = 2; o->channels = 32;
+    strcpy(o->run_dir, "runs/tree");
+    const char *syn = "The paper's synthetic experiment (§4.3, Table 1): a depth-4 binary tree of L/R\n"
+                      "tokens, target leaf +1.0, its n-prefix siblings r_neg, other leaves +0.7. Runs the\n"
+                      "grid n in {1,2} x r_neg in {-0.5,-1,-1.5} x seeds x {GRPO, λ-GRPO} from random\n"
+                      "initialisation, prints the table beside the paper's, writes RUN_DIR/tree_steps.csv.";
+    int first = parse_options(argc, argv, CMD_TREE, o, "tree", syn);
+    if (first < argc) usage_error("unexpected argument '%s' for './grpo tree'%s", argv[first], "");
+    check_grpo_options(o);
+    if (o->channels % o->heads) usage_error("--heads must divide --channels%s%s", "", "");
+    print_options(stdout, o, CMD_TREE);
+    make_dir(o->run_dir);
+    char path[1100];
+    snprintf(path, sizeof path, "%s/tree_steps.csv", o->run_dir);
+    FILE *csv = fopenCheck(path, "w");
+    fprintf(csv, "objective,n,r_neg,seed,target,step,target_freq,mean_reward\n");
+    static const int NS[2] = {1, 2};
+    static const float RNEG[3] = {-0.5f, -1.0f, -1.5f};
+    static const float PAPER[2][3][2] = {{{0.3995f, 0.5663f}, {0.0000f, 0.7535f}, {0.2000f, 0.4463f}},
+                                         {{0.1980f, 0.4292f}, {0.0488f, 0.3612f}, {0.0000f, 0.3820f}}};
+    int S = o->seeds, runs = 2 * 3 * 2 * S;
+    float *metric = (float *)mallocCheck((size_t)runs * sizeof(float));
+    float *curve = (float *)mallocCheck((size_t)runs * o->steps * sizeof(float));
+    float *rcurve = (float *)mallocCheck((size_t)runs * o->steps * sizeof(float));
+    int *targets = (int *)mallocCheck((size_t)runs * sizeof(int));
+    double t0 = wall_seconds();
+    // The runs are independent and tiny: one thread per run (inner loops run serially
+    // inside the parallel region) beats splitting each small matmul across threads.
+    #pragma omp parallel for schedule(dynamic)
+    for (int idx = 0; idx < runs; idx++) {
+        int s = idx % S, obj = (idx / S) % 2, b = (idx / (2 * S)) % 3, a = idx / (6 * S);
+        metric[idx] = tree_run(o, obj, NS[a], RNEG[b], s + 1, curve + (size_t)idx * o->steps,
+                               rcurve + (size_t)idx * o->steps, &targets[idx]);
+    }
+    for (int idx = 0; idx < runs; idx++) {
+        int s = idx % S, obj = (idx / S) % 2, b = (idx / (2 * S)) % 3, a = idx / (6 * S);
+        for (int t = 0; t < o->steps; t++)
+            fprintf(csv, "%s,%d,%g,%d,%d,%d,%.6f,%.6f\n", OBJECTIVE_NAMES[obj], NS[a], RNEG[b], s + 1, targets[idx], t + 1,
+                    curve[(size_t)idx * o->steps + t], rcurve[(size_t)idx * o->steps + t]);
+    }
+    fclose(csv);
+    printf("\nTable 1: frequency of the target leaf over the last 50 steps (mean ± std over %d seeds)\n", S);
+    printf("  n  r_neg |   GRPO (ours)     λ-GRPO (ours)  |  GRPO (paper)  λ-GRPO (paper)\n");
+    for (int a = 0; a < 2; a++)
+        for (int b = 0; b < 3; b++) {
+            double mean[2], sd[2];
+            for (int obj = 0; obj < 2; obj++) {
+                const float *v = metric + ((size_t)(a * 3 + b) * 2 + obj) * S;
+                double m = 0, ss = 0;
+                for (int s = 0; s < S; s++) m += v[s];
+                m /= S;
+                for (int s = 0; s < S; s++) ss += (v[s] - m) * (v[s] - m);
+                mean[obj] = m; sd[obj] = S > 1 ? sqrt(ss / (S - 1)) : 0.0;
+            }
+            printf("  %d  %5.1f |  %.4f ± %.4f   %.4f ± %.4f |  %.4f        %.4f\n", NS[a], RNEG[b], mean[0], sd[0],
+                   mean[1], sd[1], PAPER[a][b][0], PAPER[a][b][1]);
+        }
+    // the paper's per-seed picture for n = 1, r_neg = −1.0: found early, then abandoned?
+    int early = o->steps < 10 ? o->steps : 10;
+    printf("\nn = 1, r_neg = -1.0, per seed: target frequency in the first %d steps (max of any step) and the last 50\n", early);
+    for (int obj = 0; obj < 2; obj++)
+        for (int s = 0; s < S; s++) {
+            size_t idx = ((size_t)(0 * 3 + 1) * 2 + obj) * S + s;
+            const float *c = curve + idx * o->steps;
+            double first = 0, peak = 0;
+            for (int t = 0; t < early; t++) { first += c[t]; if (c[t] > peak) peak = c[t]; }
+            printf("  %-11s seed %d: first %2d steps %.3f (max %.3f), last 50 steps %.3f\n", OBJECTIVE_NAMES[obj], s + 1,
+                   early, first / early, peak, metric[idx]);
+        }
+    printf("\n# %d runs x %d steps in %.1f s; per-step target frequency in %s\n", 2 * 3 * 2 * S, o->steps,
+           wall_seconds() - t0, path);
+    free(metric); free(curve); free(rcurve); free(targets);
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
 // eval, sample, verify: scoring checkpoints and looking at groups
 
 static int cmd_eval(int argc, char **argv, Options *o) {
@@ -2766,6 +2937,7 @@ static void print_usage(void) {
            "  train    GRPO / λ-GRPO on countdown from an SFT checkpoint\n"
            "  eval     score a checkpoint: greedy accuracy and pass@k\n"
            "  sample   sample a group for one prompt and draw its prefix tree B(G)\n"
+           "  tree     the paper's synthetic experiment (Table 1): GRPO vs λ-GRPO on a binary tree\n"
            "  check    advantages, |λ|, weights, loss and gradients for a batch from another trainer\n"
            "  verify   score prompt<TAB>completion lines with the countdown verifier\n"
            "  bench    training and sampling throughput\n");
@@ -2788,6 +2960,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "check")) return cmd_check(argc, argv, &o);
     if (!strcmp(cmd, "verify")) return cmd_verify(argc, argv, &o);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv, &o);
+    if (!strcmp(cmd, "tree")) return cmd_tree(argc, argv, &o);
     fprintf(stderr, "usage error: unknown command '%s'\n  (run './grpo --help')\n", cmd);
     return EXIT_USAGE;
 }

@@ -1033,6 +1033,60 @@ static void test_train_end_to_end(void) {
 }
 
 // ----------------------------------------------------------------------------
+// The synthetic binary-tree task (paper §4.3)
+
+static void test_tree_task(void) {
+    // reward table: target 0b0110 (L R R L), n = 1 and n = 2
+    int target = 6, bad1 = 0, bad2 = 0;
+    for (int leaf = 0; leaf < 16; leaf++) {
+        float r1 = tree_reward(leaf, target, 1, -1.0f), r2 = tree_reward(leaf, target, 2, -0.5f);
+        float w1 = leaf == target ? 1.0f : (leaf < 8 ? -1.0f : 0.7f);            // first token L shared
+        float w2 = leaf == target ? 1.0f : ((leaf >> 2) == 1 ? -0.5f : 0.7f);    // first two tokens L R shared
+        bad1 += r1 != w1; bad2 += r2 != w2;
+    }
+    check(bad1 == 0 && bad2 == 0, "tree task: reward table (target +1, n-prefix siblings r_neg, others +0.7)",
+          "%d + %d wrong leaves", bad1, bad2);
+    int L = char_to_token('L'), R = char_to_token('R');
+    int lrrl[4] = {L, R, R, L}, short3[3] = {L, R, R}, junk[4] = {L, R, TOK_EOS, L};
+    check(tree_leaf(lrrl, 4) == 6 && tree_leaf(short3, 3) == -1 && tree_leaf(junk, 4) == -1,
+          "tree task: leaf index of L R R L is 6; anything else is not a leaf", "");
+    // masking: a random model samples only L and R, exactly 4 of them
+    GPT m = test_model(64, 12);
+    KVCache kv;
+    build_kvcache(&kv, &m.config, 64);
+    unsigned char allowed[VOCAB_SIZE];
+    tree_allowed(allowed);
+    int comp[64 * 4], clen[64], bos[1] = {TOK_BOS}, plen[64];
+    const int *pp[64];
+    float lp[64 * 4];
+    Rng rngs[64];
+    for (int i = 0; i < 64; i++) { pp[i] = bos; plen[i] = 1; rng_seed(&rngs[i], 5, i); }
+    sample_completions(&m, &kv, 64, pp, plen, 4, 1.0f, 0, rngs, allowed, comp, lp, clen);
+    int ok = 1, leaves[16] = {0}, distinct = 0;
+    for (int i = 0; i < 64; i++) {
+        ok &= clen[i] == 4 && tree_leaf(comp + 4 * i, 4) >= 0;
+        if (ok) leaves[tree_leaf(comp + 4 * i, 4)]++;
+    }
+    for (int l = 0; l < 16; l++) distinct += leaves[l] > 0;
+    check(ok && distinct > 4, "tree task: masked sampler draws exactly 4 tokens, each L or R", "%d distinct leaves in 64", distinct);
+    free_kvcache(&kv); free_gpt(&m);
+    // the metric and a short run: the frequency of T over the last steps is in [0, 1] and
+    // equals the mean of the per-step frequencies; both objectives see the same target
+    Options o;
+    default_options(&o);
+    o.steps = 6; o.group_size = 16; o.prompts_per_step = 1; o.lr = 3e-3f; o.schedule = 2; o.layers = 1; o.heads = 1; o.channels = 16;
+    float f1[6], f2[6], r1[6], r2[6];
+    int t1, t2;
+    float m1 = tree_run(&o, OBJ_GRPO, 1, -1.0f, 3, f1, r1, &t1);
+    float m2 = tree_run(&o, OBJ_LAMBDA_GRPO, 1, -1.0f, 3, f2, r2, &t2);
+    double mean = 0;
+    for (int s = 0; s < 6; s++) mean += f1[s];
+    mean /= 6;
+    check(fabs(m1 - mean) < 1e-6 && m1 >= 0 && m1 <= 1 && m2 >= 0 && m2 <= 1 && t1 == t2 && f1[0] == f2[0],
+          "tree task: short run, metric = mean target frequency of the last steps", "GRPO %.3f, λ-GRPO %.3f, target %d", m1, m2, t1);
+}
+
+// ----------------------------------------------------------------------------
 
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : NULL;
@@ -1053,6 +1107,7 @@ int main(int argc, char **argv) {
     if (want("objective", only)) { test_advantages(); test_aggregation(); test_kl_and_clip(); test_worked_example(); test_theorem1_and_lambda(); }
     if (want("sampler", only)) test_sampler_logp();
     if (want("train", only)) test_train_end_to_end();
+    if (want("treetask", only)) test_tree_task();
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
     return tests_failed != 0;
 }
