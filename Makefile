@@ -15,11 +15,11 @@ grpo: grpo.c
 	@echo "make: OpenMP $(if $(OMP),on ($(OMP)),off: the compiler does not accept -fopenmp; building single-threaded)"
 	$(CC) $(CFLAGS) $(OMP) grpo.c -o $@ $(LDLIBS)
 
-tests/test_grpo: tests/test_grpo.c grpo.c tests/verifier_cases.h
+tests/test_grpo: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c
 	$(CC) $(CFLAGS) $(OMP) tests/test_grpo.c -o $@ $(LDLIBS)
 
 # the same suite built without OpenMP: the file must compile and run correctly single-threaded
-tests/test_grpo_noomp: tests/test_grpo.c grpo.c tests/verifier_cases.h
+tests/test_grpo_noomp: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c
 	$(CC) $(CFLAGS) tests/test_grpo.c -o $@ $(LDLIBS)
 
 test: grpo tests/test_grpo tests/test_grpo_noomp cuda-compile

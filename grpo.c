@@ -1174,7 +1174,7 @@ static int countdown_well_formed(const char *completion, int len) {
    wrong. */
 static float countdown_reward(const int *nums, int n, int target, const int *comp, int len,
                               float format_reward) {
-    char text[4096];
+    char text[4096] = {0};
     int m = 0, ended = len > 0 && comp[len - 1] == TOK_EOS;
     for (int j = 0; j < len - ended && m < (int)sizeof text; j++) {
         int t = comp[j];
@@ -1256,7 +1256,7 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
             if (!d->prompt || !d->completion || !d->prompt_len || !d->completion_len || !d->nums ||
                 !d->num_count || !d->target) fail_at(__FILE__, __LINE__, "out of memory reading data", path);
         }
-        int i = d->n, bad;
+        int i = d->n, bad = 0;
         int *pt = d->prompt + (size_t)i * maxT, *ct = d->completion + (size_t)i * maxT;
         pt[0] = TOK_BOS;
         int col = 0;   // 1-based column of a character outside the vocabulary
@@ -1587,7 +1587,8 @@ typedef struct {                // per-token outputs of grpo_token_loss, all (n)
    + β k3, ρ = exp(logp − logp_old), k3 = exp(ref − logp) − (ref − logp) − 1 (Schulman's
    estimator, paper eq. 3; TRL/verl "k3"). advantage is per token (a_i for GRPO, or A_λ
    for the PRM form of Theorem 1); weight is lambda_weight(); coef is the aggregation
-   factor of the token's completion. logp_ref may be NULL when β = 0.
+   factor of the token's completion. logp_ref may be NULL (then kl = 0); the KL enters the
+   loss only through β.
    Returns the loss Σ coef·weight·ℓ (double) and fills out. When the clipped branch is
    strictly smaller, the policy term has no gradient (as torch.max in TRL/verl). */
 static double grpo_token_loss(const ObjectiveConfig *cfg, int n, const float *logp,
@@ -1603,10 +1604,10 @@ static double grpo_token_loss(const ObjectiveConfig *cfg, int n, const float *lo
         float pg = take_clip ? clipped_loss : unclipped_loss;
         float dpg = take_clip ? 0.0f : -ratio * A;      // d(−ρA)/dlogp = −ρA
         float kl = 0.0f, dkl = 0.0f;
-        if (cfg->beta != 0.0f && logp_ref) {
-            float diff = logp_ref[j] - logp[j], e = expf(diff);
-            kl = e - diff - 1.0f;
-            dkl = 1.0f - e;                             // d/dlogp of k3
+        if (logp_ref) {     // in double: e − d − 1 cancels badly in float when d is small
+            double diff = (double)logp_ref[j] - logp[j], e = exp(diff);
+            kl = (float)(e - diff - 1.0);
+            dkl = (float)(1.0 - e);                     // d/dlogp of k3
         }
         float w = coef[j] * weight[j];
         loss += (double)w * (pg + cfg->beta * kl);
@@ -2053,7 +2054,7 @@ typedef struct {
    the whole step, before any backward pass, so micro-batching changes no gradient. */
 static void grpo_prepare_tokens(GroupBatch *g, const Options *o, UpdateStats *us) {
     int N = g->N, MN = g->max_new;
-    int norm_len[4096];
+    int norm_len[4096] = {0};
     for (int i = 0; i < N; i++) {
         int truncated = g->clen[i] == MN && g->comp[(size_t)i * MN + MN - 1] != TOK_EOS;
         norm_len[i] = (o->mask_truncated && truncated) ? 0 : g->clen[i];
@@ -2642,6 +2643,13 @@ typedef struct {
     float *logp, *logp_old, *logp_ref;   // (n) each; NULL when absent
 } CheckRecord;
 
+typedef struct { long group; int index; } GroupKey;
+static int group_key_cmp(const void *a, const void *b) {   // by group id, then file order
+    const GroupKey *x = (const GroupKey *)a, *y = (const GroupKey *)b;
+    if (x->group != y->group) return x->group < y->group ? -1 : 1;
+    return x->index - y->index;
+}
+
 static void check_error(const char *path, int line, const char *what, const char *detail) {
     fprintf(stderr, "%s:%d: %s%s\n", path, line, what, detail ? detail : "");
     exit(EXIT_INPUT);
@@ -2776,18 +2784,17 @@ static int cmd_check(int argc, char **argv, Options *o) {
     CheckRecord *rec;
     int N = read_check_file(path, &rec);
     // order completions by group id (stable), so each group is contiguous
+    GroupKey *keys = (GroupKey *)mallocCheck(N * sizeof(GroupKey));
+    for (int i = 0; i < N; i++) keys[i] = (GroupKey){rec[i].group, i};
+    qsort(keys, N, sizeof(GroupKey), group_key_cmp);
     int *order = (int *)mallocCheck(N * sizeof(int));
-    for (int i = 0; i < N; i++) order[i] = i;
-    for (int a = 1; a < N; a++) {
-        int x = order[a], b = a - 1;
-        while (b >= 0 && rec[order[b]].group > rec[x].group) { order[b + 1] = order[b]; b--; }
-        order[b + 1] = x;
-    }
+    for (int i = 0; i < N; i++) order[i] = keys[i].index;
+    free(keys);
     int *starts = (int *)mallocCheck((N + 1) * sizeof(int)), G = 0;
     for (int a = 0; a < N; a++) if (a == 0 || rec[order[a]].group != rec[order[a - 1]].group) starts[G++] = a;
     starts[G] = N;
     for (int g = 0; g < G; g++)
-        if (starts[g + 1] - starts[g] < 2 && cfg.adv_std != STD_NONE) {
+        if (starts[g + 1] - starts[g] < 2 && cfg.adv_std != STD_NONE && cfg.adv_std_scope == SCOPE_GROUP) {
             char detail[128];
             snprintf(detail, sizeof detail, " (group %ld has one completion; --adv-std %s needs k >= 2, or use --adv-std none)",
                      rec[order[starts[g]]].group, ADV_STD_NAMES[cfg.adv_std]);

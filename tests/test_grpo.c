@@ -73,7 +73,7 @@ static void expect_exit(const char *name, void (*fn)(void *), void *arg, int cod
     int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
     int ok = exit_code == code && strstr(err, needle) != NULL;
     char first[160];
-    snprintf(first, sizeof first, "%s", err);
+    snprintf(first, sizeof first, "%.150s", err);
     char *nl = strchr(first, '\n');
     if (nl) *nl = 0;
     check(ok, name, "exit %d (want %d): %s", exit_code, code, first);
@@ -352,7 +352,7 @@ static void load_ckpt_fn(void *path) { GPT m; load_checkpoint((const char *)path
 static void load_resume_fn(void *path) { GPT m; TrainState st; load_checkpoint((const char *)path, &m, 1, &st); }
 
 static void test_checkpoints(void) {
-    char path[256], bad[256];
+    char path[256], bad[300];
     make_dir(TMPDIR_);
     snprintf(path, sizeof path, "%s/ckpt.bin", TMPDIR_);
     GPTConfig c = {16, VOCAB_SIZE, 2, 2, 16};
@@ -1033,6 +1033,11 @@ static void test_train_end_to_end(void) {
 }
 
 // ----------------------------------------------------------------------------
+// ./grpo check against fixtures computed with verl, TRL and the authors' code
+
+#include "test_check.c"
+
+// ----------------------------------------------------------------------------
 // The synthetic binary-tree task (paper §4.3)
 
 static void test_tree_task(void) {
@@ -1108,6 +1113,7 @@ int main(int argc, char **argv) {
     if (want("sampler", only)) test_sampler_logp();
     if (want("train", only)) test_train_end_to_end();
     if (want("treetask", only)) test_tree_task();
+    if (want("check", only)) test_check_fixtures();
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
     return tests_failed != 0;
 }
