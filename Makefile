@@ -25,6 +25,19 @@ tests/test_grpo_noomp: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/tes
 test: grpo tests/test_grpo tests/test_grpo_noomp cuda-compile
 	@bash tests/run_tests.sh
 
+# the whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (single-threaded
+# build: libgomp's thread pool is not instrumented and would hide nothing but add noise)
+tests/test_grpo_asan: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c
+	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	  -Wall -Wextra -Wno-unused-function tests/test_grpo.c -o $@ $(LDLIBS)
+
+grpo_asan: grpo.c
+	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
+	  -Wall -Wextra -Wno-unused-function grpo.c -o $@ $(LDLIBS)
+
+test-asan: tests/test_grpo_asan grpo_asan
+	@GRPO_BIN=./grpo_asan ASAN_OPTIONS=detect_leaks=1 ./tests/test_grpo_asan
+
 # compile and link the CUDA build when nvcc is installed (CI has nvcc but no GPU)
 cuda-compile:
 ifneq ($(HAVE_NVCC),)
@@ -51,4 +64,4 @@ run: grpo
 	./grpo train
 
 clean:
-	rm -f grpo grpo_cuda grpo_kernels.o tests/test_grpo tests/test_grpo_noomp
+	rm -f grpo grpo_cuda grpo_asan grpo_kernels.o tests/test_grpo tests/test_grpo_noomp tests/test_grpo_asan

@@ -979,6 +979,15 @@ static void ckpt_error(const char *path, const char *what, const char *hint) {
     exit(EXIT_INPUT);
 }
 
+// Reads n items of a checkpoint; a short read means the file is truncated.
+static void ckpt_read(void *ptr, size_t size, size_t n, FILE *f, const char *path, const char *what) {
+    if (fread(ptr, size, n, f) != n) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "truncated: the file ends inside %s", what);
+        ckpt_error(path, msg, "the file is incomplete (interrupted copy?); use an intact checkpoint");
+    }
+}
+
 /* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences).
    If st is not NULL the file must hold optimizer state, which is restored with the step
    and RNG. Refuses, with a message naming the file: another format (magic), another
@@ -1002,7 +1011,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         h[7] < 0 || h[7] > 1 || h[8] < 0 || h[9] < 0 || h[9] > 4096)
         ckpt_error(path, "header holds an impossible model configuration (corrupt file?)", NULL);
     char vocab[4097], ours[512];
-    freadCheck(vocab, 1, h[9], f, "the vocabulary");
+    ckpt_read(vocab, 1, h[9], f, path, "the vocabulary");
     vocab[h[9]] = 0;
     vocab_string(ours, sizeof ours);
     if (c.vocab_size != VOCAB_SIZE || strcmp(vocab, ours) != 0) {
@@ -1013,12 +1022,12 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     if (st && !h[7])
         ckpt_error(path, "holds no optimizer state, so a run cannot resume from it", "use --init to start a new run from it");
     build_gpt(m, c, max_batch, 0);
-    freadCheck(m->params_memory, sizeof(float), m->num_parameters, f, "the parameters");
+    ckpt_read(m->params_memory, sizeof(float), m->num_parameters, f, path, "the parameters");
     if (h[7]) {
-        freadCheck(m->m_memory, sizeof(float), m->num_parameters, f, "AdamW m");
-        freadCheck(m->v_memory, sizeof(float), m->num_parameters, f, "AdamW v");
+        ckpt_read(m->m_memory, sizeof(float), m->num_parameters, f, path, "the AdamW first moments");
+        ckpt_read(m->v_memory, sizeof(float), m->num_parameters, f, path, "the AdamW second moments");
         Rng r;
-        freadCheck(r.s, sizeof(uint64_t), 4, f, "the RNG state");
+        ckpt_read(r.s, sizeof(uint64_t), 4, f, path, "the RNG state");
         if (st) { st->rng = r; st->step = h[8]; }
         else { memset(m->m_memory, 0, m->num_parameters * sizeof(float));
                memset(m->v_memory, 0, m->num_parameters * sizeof(float)); }

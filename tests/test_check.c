@@ -136,7 +136,7 @@ static void chk_one_fixture(const char *expected_path) {
     *nl = 0;
     int fd = mkstemp(errpath);
     if (fd >= 0) close(fd);
-    snprintf(cmd, sizeof cmd, "./grpo check %s %s 2>%s", exp_text, txt, errpath);
+    snprintf(cmd, sizeof cmd, "%s check %s %s 2>%s", grpo_bin(), exp_text, txt, errpath);
     char *out;
     int rc = chk_run(cmd, &out);
     ChkTable want, got;
@@ -218,7 +218,7 @@ static void chk_one_bad(const char *path) {
     int fo = mkstemp(outpath), fe = mkstemp(errpath);
     if (fo >= 0) close(fo);
     if (fe >= 0) close(fe);
-    snprintf(cmd, sizeof cmd, "./grpo check %s %s >%s 2>%s", opts, path, outpath, errpath);
+    snprintf(cmd, sizeof cmd, "%s check %s %s >%s 2>%s", grpo_bin(), opts, path, outpath, errpath);
     fflush(stdout);
     int st = system(cmd);
     int rc = (st != -1 && WIFEXITED(st)) ? WEXITSTATUS(st) : -1;

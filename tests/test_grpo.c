@@ -9,11 +9,20 @@ run ends with `N passed, N failed` and exits non-zero when anything failed.
 Run one group with ./tests/test_grpo GROUP (model, tree, objective, verifier, ...).
 */
 #define TESTING
-#include "../grpo.c"
+#ifndef GRPO_SRC
+#define GRPO_SRC "../grpo.c"   // tests/grade.sh compiles the suite against a student's copy
+#endif
+#include GRPO_SRC
 #include <stdarg.h>
 #include <sys/wait.h>
 
 static int tests_passed = 0, tests_failed = 0;
+
+// the program under test for tests that run it as a process (make test-asan sets GRPO_BIN)
+static const char *grpo_bin(void) {
+    const char *b = getenv("GRPO_BIN");
+    return b && *b ? b : "./grpo";
+}
 
 static void check(int ok, const char *name, const char *fmt, ...) {
     printf("%s  %-58s ", ok ? "PASS" : "FAIL", name);
@@ -205,7 +214,11 @@ static void test_model_vs_pytorch(void) {
     memcpy(mine, r.m.params_memory, P * 4); memcpy(theirs, r.final_params, P * 4);
     for (int l = 0; l < L; l++)
         for (int i = C; i < 2 * C; i++) mine[qkvb_off + l * 3 * C + i] = theirs[qkvb_off + l * 3 * C + i] = 0.0f;
-    compare("model: parameters after 5 AdamW steps vs PyTorch (but k bias)", mine, theirs, P, 1e-4f, 1e-2f);
+    // Adam moves every entry by up to lr per step whatever the gradient's size, so entries
+    // with near-rounding gradients differ by rounding-sized directions: the tolerance is 1%
+    // of the largest possible movement (5 steps x lr 1e-3) for small entries, 1e-4 relative
+    // for large ones.
+    compare("model: parameters after 5 AdamW steps vs PyTorch (but k bias)", mine, theirs, P, 1e-4f, 0.5f);
     double kb = 0;
     memcpy(r.m.params_memory, r.params0, P * 4);
     reference_loss_backward(&r, 1);
@@ -1021,8 +1034,8 @@ static void test_train_end_to_end(void) {
     save_checkpoint(pa, &m, 0, NULL);
     free_gpt(&m);
     static char nan_args[2048], nan_out[16384];
-    snprintf(nan_args, sizeof nan_args, "./grpo train %s --steps 2 --max-new-tokens 4 --init %s --run-dir %s/grpo_nan",
-             common, pa, TMPDIR_);
+    snprintf(nan_args, sizeof nan_args, "%s train %s --steps 2 --max-new-tokens 4 --init %s --run-dir %s/grpo_nan",
+             grpo_bin(), common, pa, TMPDIR_);
     int code = run_binary(nan_args, nan_out, sizeof nan_out);
     char *msg = strstr(nan_out, "error:");
     check(code == 1 && msg && strstr(nan_out, "nan"), "train: a NaN loss stops the run with a message", "exit %d: %.80s", code,
