@@ -7,7 +7,7 @@ NVCC    ?= nvcc
 OMP     := $(shell printf 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo -fopenmp)
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 
-.PHONY: all test test-asan bench run sft train cuda cuda-compile clean
+.PHONY: all test test-asan bench run sft train cuda cuda-compile test-cuda clean figures
 
 all: grpo
 
@@ -38,19 +38,37 @@ grpo_asan: grpo.c
 test-asan: tests/test_grpo_asan grpo_asan
 	@GRPO_BIN=./grpo_asan ASAN_OPTIONS=detect_leaks=1 ./tests/test_grpo_asan
 
-# compile and link the CUDA build when nvcc is installed (CI has nvcc but no GPU)
+# compile and link the CUDA build when nvcc is installed (CI has nvcc but no GPU: the kernel
+# test then prints "no GPU found, skipped")
 cuda-compile:
 ifneq ($(HAVE_NVCC),)
-	@$(MAKE) --no-print-directory grpo_cuda
+	@$(MAKE) --no-print-directory grpo_cuda tests/test_cuda
+	@./tests/test_cuda --quick
 else
 	@echo "make: nvcc not found; CUDA build not compiled"
 endif
 
 cuda: grpo_cuda
 
-grpo_cuda: grpo.c grpo_kernels.cu
-	$(NVCC) -O3 -c grpo_kernels.cu -o grpo_kernels.o
-	$(CC) $(CFLAGS) $(OMP) -DGRPO_CUDA grpo.c grpo_kernels.o -o $@ $(LDLIBS) -L$(dir $(shell command -v $(NVCC)))../lib64 -lcudart -lcublas -lstdc++
+# CUDA build. CUDA_ARCH names the GPU (empty: nvcc's default, machine code for an old arch
+# plus PTX that the driver compiles for any newer GPU; tests/gpu_check.sh uses -arch=sm_90).
+CUDA_ARCH ?=
+NVCCFLAGS ?= -O3 $(CUDA_ARCH)
+CUDA_LIB  := $(dir $(shell command -v $(NVCC) 2>/dev/null))../lib64
+
+grpo_kernels.o: grpo_kernels.cu
+	$(NVCC) $(NVCCFLAGS) -Xcompiler -Wall,-Wextra -c grpo_kernels.cu -o $@
+
+grpo_cuda: grpo.c grpo_kernels.o
+	$(CC) $(CFLAGS) $(OMP) -DGRPO_CUDA grpo.c grpo_kernels.o -o $@ $(LDLIBS) -L$(CUDA_LIB) -lcudart -lcublas -lstdc++
+
+# every CUDA kernel against the grpo.c CPU function it replaces
+tests/test_cuda: tests/test_cuda.cu grpo.c grpo_kernels.o
+	$(NVCC) $(NVCCFLAGS) -Xcompiler -Wall,-Wno-unused-function $(if $(OMP),-Xcompiler $(OMP)) \
+	  tests/test_cuda.cu grpo_kernels.o -o $@ -lcublas
+
+test-cuda: tests/test_cuda
+	./tests/test_cuda
 
 bench: grpo
 	@OMP_NUM_THREADS=$${OMP_NUM_THREADS:-$$(nproc)} ./grpo bench | tee /tmp/grpo_bench.txt
@@ -64,4 +82,8 @@ run: grpo
 	./grpo train
 
 clean:
-	rm -f grpo grpo_cuda grpo_asan grpo_kernels.o tests/test_grpo tests/test_grpo_noomp tests/test_grpo_asan
+	rm -f grpo grpo_cuda grpo_asan grpo_kernels.o tests/test_cuda tests/test_grpo tests/test_grpo_noomp tests/test_grpo_asan
+
+# figures for notes/ from the CSV logs under runs/ (needs matplotlib: pip install matplotlib)
+figures:
+	python3 notes/plot.py

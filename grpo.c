@@ -33,6 +33,7 @@ objectives → training loops → command line.
 #include <errno.h>
 #include <float.h>
 #include <stddef.h>
+#include <stdarg.h>
 #include <getopt.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -118,10 +119,13 @@ static void fclose_check(FILE *f, const char *file, int line) {
 #define fcloseCheck(f) fclose_check(f, __FILE__, __LINE__)
 
 // Usage error: names the option and what was expected, exit status 2.
-static void usage_error(const char *fmt, const char *a, const char *b) {
+static void usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
     fprintf(stderr, "usage error: ");
-    fprintf(stderr, fmt, a, b);
+    vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n  (run './grpo --help' or './grpo <command> --help')\n");
+    va_end(ap);
     exit(EXIT_USAGE);
 }
 
@@ -1778,7 +1782,7 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
         if (c == -1) break;
         if (c == 'h') { print_help(cmd, mask, synopsis, &defaults); exit(0); }
         if (c == '?') usage_error("unknown option '%s' for './grpo %s'", argv[optind - 1], cmd);
-        if (c == ':') usage_error("option '%s' needs a value%s", argv[optind - 1], "");
+        if (c == ':') usage_error("option '%s' needs a value", argv[optind - 1]);
         const OptSpec *s = &OPTIONS[map[c - 1000]];
         char *p = (char *)o + s->offset, *end = NULL, name[64];
         snprintf(name, sizeof name, "--%s", s->name);
@@ -1894,8 +1898,8 @@ static int cmd_sft(int argc, char **argv, Options *o) {
                       "Writes RUN_DIR/model.bin (with optimizer state), RUN_DIR/sft.csv, and with\n"
                       "--save-every a resumable RUN_DIR/ckpt.bin.";
     int first = parse_options(argc, argv, CMD_SFT, o, "sft", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for './grpo sft'%s", argv[first], "");
-    if (o->channels % o->heads) usage_error("--heads must divide --channels%s%s", "", "");
+    if (first < argc) usage_error("unexpected argument '%s' for './grpo sft'", argv[first]);
+    if (o->channels % o->heads) usage_error("--heads must divide --channels");
     print_options(stdout, o, CMD_SFT);
     GPT model;
     TrainState st = {0};
@@ -2191,10 +2195,10 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
 // make a GRPO run meaningless.
 static void check_grpo_options(const Options *o) {
     if (o->group_size < 2)
-        usage_error("--group-size %s: training needs k >= 2 (a group of one has no std and no relative advantage)%s", "1", "");
-    if (o->temperature <= 0.0f) usage_error("--temperature must be > 0 for training%s%s", "", "");
-    if (o->obj.clip_eps_low < 0.0f || o->obj.clip_eps_low >= 1.0f) usage_error("--clip-eps-low must be in [0, 1)%s%s", "", "");
-    if (o->prompts_per_step * o->group_size > 4096) usage_error("--prompts-per-step x --group-size must be <= 4096%s%s", "", "");
+        usage_error("--group-size %d: training needs k >= 2 (a group of one has no std and no relative advantage)", o->group_size);
+    if (o->temperature <= 0.0f) usage_error("--temperature must be > 0 for training");
+    if (o->obj.clip_eps_low < 0.0f || o->obj.clip_eps_low >= 1.0f) usage_error("--clip-eps-low must be in [0, 1)");
+    if (o->prompts_per_step * o->group_size > 4096) usage_error("--prompts-per-step x --group-size must be <= 4096");
 }
 
 // The longest prompt plus --max-new-tokens must fit in the model's context.
@@ -2203,7 +2207,7 @@ static void check_context(const Options *o, int maxT, int max_prompt_len) {
         char msg[256];
         snprintf(msg, sizeof msg, "%d prompt tokens + %d new tokens exceed the model's context of %d",
                  max_prompt_len, o->max_new_tokens, maxT);
-        usage_error("--max-new-tokens: %s%s", msg, "");
+        usage_error("--max-new-tokens: %s", msg);
     }
 }
 
@@ -2251,7 +2255,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
                       "prefix tree B(G), compute the objective, update. Logs RUN_DIR/train.csv;\n"
                       "writes RUN_DIR/model.bin. Ends with 'result: test accuracy A -> B (...)'.";
     int first = parse_options(argc, argv, CMD_TRAIN, o, "train", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for './grpo train'%s", argv[first], "");
+    if (first < argc) usage_error("unexpected argument '%s' for './grpo train'", argv[first]);
     o->obj.max_new_tokens = o->max_new_tokens;
     check_grpo_options(o);
     int N = o->prompts_per_step * o->group_size, micro = o->micro_batch > 0 && o->micro_batch < N ? o->micro_batch : N;
@@ -2452,9 +2456,9 @@ static int cmd_tree(int argc, char **argv, Options *o) {
                       "grid n in {1,2} x r_neg in {-0.5,-1,-1.5} x seeds x {GRPO, λ-GRPO} from random\n"
                       "initialisation, prints the table beside the paper's, writes RUN_DIR/tree_steps.csv.";
     int first = parse_options(argc, argv, CMD_TREE, o, "tree", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for './grpo tree'%s", argv[first], "");
+    if (first < argc) usage_error("unexpected argument '%s' for './grpo tree'", argv[first]);
     check_grpo_options(o);
-    if (o->channels % o->heads) usage_error("--heads must divide --channels%s%s", "", "");
+    if (o->channels % o->heads) usage_error("--heads must divide --channels");
     print_options(stdout, o, CMD_TREE);
     make_dir(o->run_dir);
     char path[1100];
@@ -2526,8 +2530,8 @@ static int cmd_tree(int argc, char **argv, Options *o) {
 static int cmd_eval(int argc, char **argv, Options *o) {
     const char *syn = "Scores a checkpoint on a task file: greedy accuracy, and pass@k from k samples.";
     int first = parse_options(argc, argv, CMD_EVAL, o, "eval", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for './grpo eval'%s", argv[first], "");
-    if (o->pass_k > 0 && o->temperature <= 0.0f) usage_error("--temperature must be > 0 for --pass-k%s%s", "", "");
+    if (first < argc) usage_error("unexpected argument '%s' for './grpo eval'", argv[first]);
+    if (o->pass_k > 0 && o->temperature <= 0.0f) usage_error("--temperature must be > 0 for --pass-k");
     print_options(stdout, o, CMD_EVAL);
     GPT m;
     load_checkpoint(o->model, &m, 1, NULL);
@@ -2535,7 +2539,7 @@ static int cmd_eval(int argc, char **argv, Options *o) {
     load_dataset(&d, o->data, m.config.max_seq_len, 0);
     for (int i = 0; i < d.n; i++)
         if (d.prompt_len[i] + o->max_new_tokens > m.config.max_seq_len)
-            usage_error("--max-new-tokens: prompt plus new tokens exceed the model's context (%s)%s", o->data, "");
+            usage_error("--max-new-tokens: prompt plus new tokens exceed the model's context (%s)", o->data);
     KVCache kv;
     build_kvcache(&kv, &m.config, 64);
     EvalResult r = evaluate(&m, &kv, &d, o->eval_limit, o->max_new_tokens, o->temperature, o->pass_k, o->seed, o->format_reward);
@@ -2546,16 +2550,32 @@ static int cmd_eval(int argc, char **argv, Options *o) {
     return 0;
 }
 
-// Draws the tree B(G) as indented text, children under their parent (depth-first order).
-static void print_tree(const PrefixTree *tree, const int *const *tokens, const char *indent_unit) {
-    for (int n = 0; n < tree->num_nodes; n++) {
+// Draws the tree B(G) as text: one line per process step (node), children under their
+// parent, with |λ|, R̂, A_λ and the member completions y(i).
+static void print_tree(const PrefixTree *tree, const int *const *tokens, const int *len, int k,
+                       const int *node_of, int stride) {
+    int n_nodes = tree->num_nodes;
+    unsigned char *is_last = (unsigned char *)callocCheck(n_nodes + 1, 1);
+    for (int n = 0; n < n_nodes; n++) {       // last child: no later node has the same parent
+        is_last[n] = 1;
+        for (int m = n + 1; m < n_nodes; m++) if (tree->nodes[m].parent == tree->nodes[n].parent) { is_last[n] = 0; break; }
+    }
+    for (int n = 0; n < n_nodes; n++) {
         const ProcessNode *nd = &tree->nodes[n];
+        int chain[256], depth = 0;
+        for (int a = nd->parent; a >= 0 && depth < 256; a = tree->nodes[a].parent) chain[depth++] = a;
+        for (int d = depth - 1; d >= 0; d--) printf("%s", is_last[chain[d]] ? "    " : "│   ");
         char text[4096];
         decode(tokens[nd->member] + nd->start, nd->end - nd->start, text, sizeof text);
-        for (int d = 1; d < nd->depth; d++) printf("%s", indent_unit);
-        printf("[%s]  |λ|=%d  R̂=%.3f  A_λ=%+.4f  tokens %d..%d\n", text, nd->size, nd->step_reward,
-               nd->step_advantage, nd->start, nd->end - 1);
+        int width = 32 - 4 * depth;   // keeps the numbers in one column
+        printf("%s%-*s |λ|=%-2d R̂=%.3f  A_λ=%+.4f  y(", is_last[n] ? "└── " : "├── ", width > 1 ? width : 1, text,
+               nd->size, nd->step_reward, nd->step_advantage);
+        int first = 1;
+        for (int i = 0; i < k; i++)
+            if (len[i] > nd->start && node_of[(size_t)i * stride + nd->start] == n) { printf(first ? "%d" : ",%d", i + 1); first = 0; }
+        printf(")\n");
     }
+    free(is_last);
 }
 
 static int cmd_sample(int argc, char **argv, Options *o) {
@@ -2563,19 +2583,21 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     const char *syn = "Samples a group of k completions for one prompt, scores them, and draws the\n"
                       "group's prefix tree B(G) with |λ|, step rewards R̂ and step advantages A_λ.";
     int first = parse_options(argc, argv, CMD_SAMPLE, o, "sample", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for './grpo sample'%s", argv[first], "");
-    if (o->temperature <= 0.0f) usage_error("--temperature must be > 0%s%s", "", "");
-    if (o->group_size > 4096) usage_error("--group-size must be <= 4096%s%s", "", "");
-    GPT m;
-    load_checkpoint(o->model, &m, 1, NULL);
-    int maxT = m.config.max_seq_len, k = o->group_size, plen = (int)strlen(o->prompt), bad;
+    if (first < argc) usage_error("unexpected argument '%s' for './grpo sample'", argv[first]);
+    if (o->temperature <= 0.0f) usage_error("--temperature must be > 0");
+    if (o->group_size > 4096) usage_error("--group-size must be <= 4096");
+    int k = o->group_size, plen = (int)strlen(o->prompt), bad = 0;
     int nums[MAX_NUMS], n, target;
-    if (countdown_parse_prompt(o->prompt, plen, nums, MAX_NUMS, &n, &target) != 0)
-        usage_error("--prompt: '%s' is not `n1 n2 ... nk>target:`%s", o->prompt, "");
-    if (1 + plen + o->max_new_tokens > maxT) usage_error("--max-new-tokens: prompt plus new tokens exceed the context%s%s", "", "");
     int *prompt = (int *)mallocCheck((size_t)(plen + 1) * sizeof(int));
     prompt[0] = TOK_BOS;
-    if (encode(o->prompt, plen, prompt + 1, &bad) < 0) usage_error("--prompt: character at position %s is not in the vocabulary%s", "?", "");
+    if (encode(o->prompt, plen, prompt + 1, &bad) < 0)
+        usage_error("--prompt: character '%c' at position %d is not in the vocabulary \"%s\"", o->prompt[bad], bad + 1, VOCAB_CHARS);
+    if (countdown_parse_prompt(o->prompt, plen, nums, MAX_NUMS, &n, &target) != 0)
+        usage_error("--prompt: '%s' is not `n1 n2 ... nk>target:`", o->prompt);
+    GPT m;
+    load_checkpoint(o->model, &m, 1, NULL);
+    int maxT = m.config.max_seq_len;
+    if (1 + plen + o->max_new_tokens > maxT) usage_error("--max-new-tokens: prompt plus new tokens exceed the context");
     const int **pp = (const int **)mallocCheck(k * sizeof(int *));
     int *pl = (int *)mallocCheck(k * sizeof(int)), *clen = (int *)mallocCheck(k * sizeof(int));
     int *comp = (int *)mallocCheck((size_t)k * o->max_new_tokens * sizeof(int));
@@ -2606,8 +2628,8 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     TreeStats ts = prefix_tree_stats(&tree, clen, k, node, o->max_new_tokens);
     printf("\nB(G): %d process steps, mean path depth %.2f, intermediate proportion %.2f\n",
            tree.num_nodes, ts.mean_depth, ts.intermediate);
-    printf("(GRPO pushes each step |λ| times with A_λ; λ-GRPO once)\n");
-    print_tree(&tree, toks, "    ");
+    printf("GRPO pushes each step's tokens |λ| times with A_λ; λ-GRPO once.\n\n<prompt>\n");
+    print_tree(&tree, toks, clen, k, node, o->max_new_tokens);
     free_prefix_tree(&tree); free_kvcache(&kv); free_gpt(&m);
     free(prompt); free(pp); free(pl); free(clen); free(comp); free(lp); free(r); free(a); free(lam); free(node); free(rngs);
     return 0;
@@ -2617,7 +2639,7 @@ static int cmd_verify(int argc, char **argv, Options *o) {
     const char *syn = "verify FILE: scores `prompt<TAB>completion` lines with the countdown verifier,\n"
                       "printing one reward per line (the format of tests/crosscheck_reasoning_gym.py).";
     int first = parse_options(argc, argv, CMD_VERIFY, o, "verify FILE", syn);
-    if (first != argc - 1) usage_error("'./grpo verify' needs exactly one FILE argument%s%s", "", "");
+    if (first != argc - 1) usage_error("'./grpo verify' needs exactly one FILE argument");
     FILE *f = strcmp(argv[first], "-") ? fopenCheck(argv[first], "r") : stdin;
     char line[8192];
     int lineno = 0;
@@ -2786,7 +2808,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
                       "fields: group=<int> reward=<num> tokens=<id,...> [logp=...] [logp_old=...]\n"
                       "[logp_ref=...]. Prints one tab-separated row per token and 'loss <value>'.";
     int first = parse_options(argc, argv, CMD_CHECK, o, "check FILE", syn);
-    if (first != argc - 1) usage_error("'./grpo check' needs exactly one FILE argument ('-' for stdin)%s%s", "", "");
+    if (first != argc - 1) usage_error("'./grpo check' needs exactly one FILE argument ('-' for stdin)");
     ObjectiveConfig cfg = o->obj;
     cfg.max_new_tokens = o->max_new_tokens;
     const char *path = argv[first];
@@ -2885,8 +2907,8 @@ static int cmd_bench(int argc, char **argv, Options *o) {
                       "sampling throughput (64 sequences, 8-token prompt, KV cache, to maxT).\n"
                       "Last line: 'bench train_tok_s=... sample_tok_s=... gflops=... threads=...'.";
     int first = parse_options(argc, argv, CMD_BENCH | CMD_SFT * 0, o, "bench", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for './grpo bench'%s", argv[first], "");
-    if (o->channels % o->heads) usage_error("--heads must divide --channels%s%s", "", "");
+    if (first < argc) usage_error("unexpected argument '%s' for './grpo bench'", argv[first]);
+    if (o->channels % o->heads) usage_error("--heads must divide --channels");
     int B = o->batch_size, T = o->context, S = 64, P = 8;
     GPT m;
     build_gpt(&m, (GPTConfig){T, VOCAB_SIZE, o->layers, o->heads, o->channels}, B, o->seed);

@@ -318,7 +318,7 @@ static int fz_ref_verify(const int *nums, int n, int target, const char *s, int 
 
 static char *fz_dup_exact(const void *p, size_t n) {    // exact-size heap copy (ASan bounds)
     char *q = (char *)malloc(n ? n : 1);
-    if (n) memcpy(q, p, n);
+    if (n) memcpy(q, p, n); else q[0] = 0;
     return q;
 }
 

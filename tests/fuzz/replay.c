@@ -11,8 +11,10 @@ Each file runs in a forked child with grpo.c's real exit(): rejecting the input 
 exit(1)/exit(2) passes. The case FAILS when the child is killed by a signal (a crash, an
 oracle of fz_entry.h aborting, or the FZ_REPLAY_TIMEOUT-second alarm, default 20: a hang),
 or when its stderr shows a sanitizer report (make test-asan) or "out of memory": the child
-runs under a 2 GiB address-space limit (not under ASan), so a file that makes grpo.c try
-to allocate absurd memory fails instead of thrashing.
+runs under a 2 GiB address-space limit, so a file that makes grpo.c try to allocate absurd
+memory fails instead of thrashing (under ASan, where an address-space limit cannot be used,
+a malloc hook rejects any single allocation over 2 GiB instead, as libFuzzer's
+-malloc_limit_mb=2048 does).
 */
 #include <glob.h>
 #include <signal.h>
@@ -29,6 +31,21 @@ to allocate absurd memory fails instead of thrashing.
 #if __has_feature(address_sanitizer)
 #define FZ_UNDER_ASAN 1
 #endif
+#endif
+
+#ifdef FZ_UNDER_ASAN
+int __sanitizer_install_malloc_and_free_hooks(void (*malloc_hook)(const volatile void *, size_t),
+                                              void (*free_hook)(const volatile void *)) __attribute__((weak));
+static void fz_big_malloc_hook(const volatile void *p, size_t size) {
+    (void)p;
+    if (size > ((size_t)2 << 30)) {
+        char msg[128];
+        int n = snprintf(msg, sizeof msg, "fz replay: out of memory limit: one allocation of %zu bytes\n", size);
+        if (write(2, msg, n) < 0) {}
+        _exit(97);
+    }
+}
+static void fz_free_hook(const volatile void *p) { (void)p; }   // the runtime wants both hooks
 #endif
 
 typedef void (*FzReplayFn)(const char *path, const uint8_t *data, size_t size);
@@ -83,6 +100,8 @@ static int fz_replay_one(const char *path, const char *harness, char *why, size_
 #ifndef FZ_UNDER_ASAN
         struct rlimit rl = {(rlim_t)2 << 30, (rlim_t)2 << 30};
         setrlimit(RLIMIT_AS, &rl);
+#else
+        if (__sanitizer_install_malloc_and_free_hooks) __sanitizer_install_malloc_and_free_hooks(fz_big_malloc_hook, fz_free_hook);
 #endif
         size_t size = 0;
         uint8_t *data = fz_read_file(path, &size);
@@ -105,10 +124,10 @@ static int fz_replay_one(const char *path, const char *harness, char *why, size_
     int status = 0;
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     // the first line of stderr that explains a failure, or else the first line
-    static const char *markers[] = {"fz oracle:", "ERROR: AddressSanitizer", "runtime error:", "out of memory",
-                                    "AddressSanitizer", "UndefinedBehaviorSanitizer"};
+    static const char *markers[] = {"fz oracle:", "fz replay: out of memory limit", "ERROR: AddressSanitizer",
+                                    "runtime error:", "out of memory", "AddressSanitizer", "UndefinedBehaviorSanitizer"};
     const char *hit = NULL;
-    for (int i = 0; i < 6 && !hit; i++) hit = strstr(err, markers[i]);
+    for (int i = 0; i < 7 && !hit; i++) hit = strstr(err, markers[i]);
     const char *shown = hit ? hit : err;
     int shown_len = (int)strcspn(shown, "\n");
     if (shown_len > 160) shown_len = 160;
@@ -118,7 +137,7 @@ static int fz_replay_one(const char *path, const char *harness, char *why, size_
                  shown_len ? ": " : "", shown_len, shown);
         return 0;
     }
-    if (hit && strncmp(hit, "out of memory", 13) == 0) {
+    if (hit && (strncmp(hit, "out of memory", 13) == 0 || strncmp(hit, "fz replay: out of memory", 24) == 0)) {
         snprintf(why, whycap, "exit %d after trying to allocate absurd memory: %.*s", WEXITSTATUS(status), shown_len, shown);
         return 0;
     }

@@ -1,0 +1,559 @@
+/*
+tests/test_cuda.cu: every CUDA kernel of grpo_kernels.cu against the CPU function of grpo.c
+it replaces. Built with nvcc (make test-cuda), linked with grpo_kernels.o and cuBLAS.
+
+grpo.c is included as CUDA C++ (it compiles so: g++ accepts its two C99 constructs, the
+variable-length arrays in gpt_decode_step and the compound literals, as extensions). For each
+kernel: seeded random inputs (never all zeros; accumulated-into gradients start non-zero so
++= is checked), several sizes including ones that are not multiples of the block size or of
+32, and several block sizes (cuda_block_size 32, 100, 128, 256, 1024: 100 is neither a power
+of two nor whole warps). The CPU result is computed once per size; the GPU runs once per block
+size on fresh copies of the inputs. A check passes when |gpu − cpu| <= atol + rtol·|cpu| for
+every element; each line prints the worst difference. Sums reduced in a different order get
+atol growing with the length K of the sum (rounding of float partial sums of size ~sqrt(K)).
+Reductions that must be deterministic are also run twice and compared bit for bit.
+
+  ./tests/test_cuda            all sizes and block sizes
+  ./tests/test_cuda --quick    small sizes, block sizes 100 and 1024 (for compute-sanitizer)
+
+Without a GPU it prints `test-cuda: no GPU found, skipped` and exits 0. Otherwise it ends with
+a table per kernel and `N passed, N failed`; exit status 1 on any failure.
+
+TODO (needs the integration of the CUDA backend into grpo.c's training loop): a full GRPO
+step on the GPU against the CPU build, from the same checkpoint, batch and seed. It must
+check the loss of the step, every parameter gradient (all 16 tensors, after clipping), the
+gradient norm, the updated parameters and AdamW moments after one step, the per-token
+ratio/kl/clipped outputs, the sampler's token ids with a fixed seed, and determinism: the same
+seed run twice on the GPU gives bit-identical losses, gradient norms and parameters.
+*/
+#define TESTING
+#include "../grpo.c"
+#include <cuda_runtime.h>
+
+// The API of grpo_kernels.cu (device pointers; see that file for each function).
+extern "C" {
+extern int cuda_block_size, cuda_sync_launches;
+void cuda_init(int tf32);
+void cuda_shutdown(void);
+int cuda_device_count(void);
+void *cuda_malloc(size_t bytes);
+void cuda_free(void *p);
+void cuda_memcpy_h2d(void *dst, const void *src, size_t bytes);
+void cuda_memcpy_d2h(void *dst, const void *src, size_t bytes);
+void cuda_memset_zero(void *p, size_t bytes);
+void cuda_synchronize(void);
+void cuda_encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B, int T, int C);
+void cuda_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp, int B, int T, int C, int V);
+void cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                            const float *bias, int N, int C);
+void cuda_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                             const float *weight, const float *mean, const float *rstd, int N, int C);
+void cuda_matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
+void cuda_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                          const float *weight, int N, int C, int OC);
+void cuda_attention_forward(float *out, float *att, const float *inp, int B, int T, int C, int NH);
+void cuda_attention_backward(float *dinp, float *datt, const float *dout, const float *inp, const float *att,
+                             int B, int T, int C, int NH);
+void cuda_gelu_forward(float *out, const float *inp, size_t N);
+void cuda_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N);
+void cuda_residual_forward(float *out, const float *a, const float *b, size_t N);
+void cuda_residual_backward(float *da, float *db, const float *dout, size_t N);
+void cuda_logprob_forward(float *logp, float *probs, const float *logits, const int *targets, int N, int V,
+                          float temperature, const unsigned char *allowed);
+void cuda_logprob_backward(float *dlogits, const float *probs, const int *targets, const float *dlogp, int N,
+                           int V, float temperature);
+double cuda_grpo_token_loss(float clip_eps_low, float clip_eps_high, float beta, int n, const float *logp,
+                            const float *logp_old, const float *logp_ref, const float *advantage,
+                            const float *weight, const float *coef, float *dlogp, float *ratio, float *kl,
+                            unsigned char *clipped);
+void cuda_adamw_update(float *params, const float *grads, float *m, float *v, const size_t *sizes,
+                       const int *decay, int num_tensors, float lr, float beta1, float beta2, float eps,
+                       float weight_decay, int t);
+double cuda_sum_squares(const float *x, size_t n);
+float cuda_clip_grad_norm(float *grads, size_t n, float max_norm);
+}
+
+// ----------------------------------------------------------------------------
+// Bookkeeping: one check = one output array of one kernel at one size and block size
+
+static int g_pass = 0, g_fail = 0, g_quick = 0;
+typedef struct { const char *kernel; int checks, failed; double max_diff; } KernelStat;
+static KernelStat g_stats[32];
+static int g_nstats = 0;
+
+static KernelStat *stat_for(const char *kernel) {
+    for (int i = 0; i < g_nstats; i++) if (!strcmp(g_stats[i].kernel, kernel)) return &g_stats[i];
+    KernelStat *s = &g_stats[g_nstats++];
+    s->kernel = kernel; s->checks = 0; s->failed = 0; s->max_diff = 0.0;
+    return s;
+}
+
+static void record(const char *kernel, const char *label, const char *what, int ok, double max_diff,
+                   double atol, double rtol) {
+    KernelStat *s = stat_for(kernel);
+    s->checks++; s->failed += !ok;
+    if (!(max_diff <= s->max_diff)) s->max_diff = max_diff;   // NaN sticks
+    if (ok) g_pass++; else g_fail++;
+    printf("%s  %-22s %-34s bs=%-4d %-8s max|diff| %.3g  (tol %.2g + %.2g|ref|)\n", ok ? "PASS" : "FAIL", kernel,
+           label, cuda_block_size, what, max_diff, atol, rtol);
+}
+
+// Compares n floats at dev (device) with ref (host); skip (host, may be NULL) marks elements left out.
+static int check(const char *kernel, const char *label, const char *what, const float *ref, const float *dev,
+                 size_t n, double atol, double rtol, const unsigned char *skip) {
+    float *got = (float *)mallocCheck(n * sizeof(float) + 1);
+    cuda_memcpy_d2h(got, dev, n * sizeof(float));
+    double max_diff = 0.0;
+    int ok = 1;
+    for (size_t i = 0; i < n; i++) {
+        if (skip && skip[i]) continue;
+        double d = fabs((double)got[i] - (double)ref[i]);
+        if (!(d <= atol + rtol * fabs((double)ref[i]))) ok = 0;    // NaN fails
+        if (!(d <= max_diff)) max_diff = isnan(d) ? INFINITY : d;
+    }
+    free(got);
+    record(kernel, label, what, ok, max_diff, atol, rtol);
+    return ok;
+}
+
+static void check_scalar(const char *kernel, const char *label, const char *what, double ref, double got,
+                         double atol, double rtol) {
+    double d = fabs(got - ref);
+    record(kernel, label, what, d <= atol + rtol * fabs(ref), isnan(d) ? INFINITY : d, atol, rtol);
+}
+
+static void check_bits(const char *kernel, const char *label, const char *what, const void *a, const void *b,
+                       size_t bytes) {
+    record(kernel, label, what, memcmp(a, b, bytes) == 0, 0.0, 0.0, 0.0);
+}
+
+// tolerance for a float sum of K terms of size ~1 summed in another order
+// (rounding errors of partial sums of size ~sqrt(K)/3 add up to about 5e-9·K, times 4.5 for
+// the worst of 10^5 outputs, on each side)
+static double sum_atol(double K) { return 1e-6 + 5e-8 * K; }
+
+// ----------------------------------------------------------------------------
+// Data: seeded uniform values, never exactly zero
+
+static Rng g_rng;
+
+static float *rand_floats(size_t n, float lo, float hi) {
+    float *x = (float *)mallocCheck(n * sizeof(float) + 1);
+    for (size_t i = 0; i < n; i++) {
+        x[i] = lo + (hi - lo) * rng_uniform(&g_rng);
+        if (x[i] == 0.0f) x[i] = 1e-3f;
+    }
+    return x;
+}
+static int *rand_ints(size_t n, int lo, int hi) {   // uniform in [lo, hi)
+    int *x = (int *)mallocCheck(n * sizeof(int) + 1);
+    for (size_t i = 0; i < n; i++) x[i] = lo + rng_int(&g_rng, hi - lo);
+    return x;
+}
+static float *copy_floats(const float *src, size_t n) {
+    float *x = (float *)mallocCheck(n * sizeof(float) + 1);
+    memcpy(x, src, n * sizeof(float));
+    return x;
+}
+static void *to_device(const void *host, size_t bytes) {
+    void *d = cuda_malloc(bytes ? bytes : 1);
+    cuda_memcpy_h2d(d, host, bytes);
+    return d;
+}
+#define DEV_F(h, n) ((float *)to_device((h), (size_t)(n) * sizeof(float)))
+#define DEV_I(h, n) ((int *)to_device((h), (size_t)(n) * sizeof(int)))
+
+static const int BLOCK_SIZES[] = {32, 100, 128, 256, 1024};
+static const int QUICK_BLOCK_SIZES[] = {100, 1024};
+static int num_block_sizes(void) { return g_quick ? 2 : 5; }
+static int use_block_size(int i) { cuda_block_size = (g_quick ? QUICK_BLOCK_SIZES : BLOCK_SIZES)[i]; return 1; }
+// runs the statement that follows once per block size, with cuda_block_size set
+#define FOR_BLOCK_SIZES for (int bs_i = 0; bs_i < num_block_sizes() && use_block_size(bs_i); bs_i++)
+
+// ----------------------------------------------------------------------------
+// Kernels
+
+static void test_encoder(void) {
+    int cases[][5] = {{1, 1, 1, 2, 1}, {3, 17, 37, 11, 1}, {4, 64, 128, 24, 1}, {64, 64, 128, 24, 0}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        int B = cases[ci][0], T = cases[ci][1], C = cases[ci][2], V = cases[ci][3];
+        if (g_quick && !cases[ci][4]) continue;
+        char label[80];
+        snprintf(label, sizeof label, "B=%d T=%d C=%d V=%d", B, T, C, V);
+        size_t BTC = (size_t)B * T * C;
+        int *inp = rand_ints((size_t)B * T, 0, V);
+        float *wte = rand_floats((size_t)V * C, -1, 1), *wpe = rand_floats((size_t)T * C, -1, 1);
+        float *dout = rand_floats(BTC, -1, 1), *dwte0 = rand_floats((size_t)V * C, -1, 1);
+        float *dwpe0 = rand_floats((size_t)T * C, -1, 1);
+        float *out = (float *)mallocCheck(BTC * sizeof(float));
+        float *dwte = copy_floats(dwte0, (size_t)V * C), *dwpe = copy_floats(dwpe0, (size_t)T * C);
+        encoder_forward(out, inp, wte, wpe, B, T, C);
+        encoder_backward(dwte, dwpe, dout, inp, B, T, C);
+        int *d_inp = DEV_I(inp, B * T);
+        float *d_wte = DEV_F(wte, V * C), *d_wpe = DEV_F(wpe, T * C), *d_dout = DEV_F(dout, BTC);
+        float *d_out = (float *)cuda_malloc(BTC * sizeof(float));
+        FOR_BLOCK_SIZES {
+            float *d_dwte = DEV_F(dwte0, V * C), *d_dwpe = DEV_F(dwpe0, T * C);
+            cuda_encoder_forward(d_out, d_inp, d_wte, d_wpe, B, T, C);
+            cuda_encoder_backward(d_dwte, d_dwpe, d_dout, d_inp, B, T, C, V);
+            check("encoder_forward", label, "out", out, d_out, BTC, 0, 0, NULL);
+            check("encoder_backward", label, "dwte", dwte, d_dwte, (size_t)V * C, sum_atol(B * T), 1e-6, NULL);
+            check("encoder_backward", label, "dwpe", dwpe, d_dwpe, (size_t)T * C, 0, 0, NULL);   // same order
+            cuda_free(d_dwte); cuda_free(d_dwpe);
+        }
+        cuda_free(d_inp); cuda_free(d_wte); cuda_free(d_wpe); cuda_free(d_dout); cuda_free(d_out);
+        free(inp); free(wte); free(wpe); free(dout); free(dwte0); free(dwpe0); free(out); free(dwte); free(dwpe);
+    }
+}
+
+static void test_layernorm(void) {
+    int cases[][3] = {{1, 1, 1}, {7, 33, 1}, {130, 128, 1}, {33, 1000, 1}, {4096, 128, 0}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        int N = cases[ci][0], C = cases[ci][1];
+        if (g_quick && !cases[ci][2]) continue;
+        char label[80];
+        snprintf(label, sizeof label, "N=%d C=%d", N, C);
+        size_t NC = (size_t)N * C;
+        float *inp = rand_floats(NC, -2, 3), *w = rand_floats(C, 0.5, 1.5), *b = rand_floats(C, -0.5, 0.5);
+        float *dout = rand_floats(NC, -1, 1), *dinp0 = rand_floats(NC, -1, 1);
+        float *dw0 = rand_floats(C, -1, 1), *db0 = rand_floats(C, -1, 1);
+        float *out = (float *)mallocCheck(NC * sizeof(float)), *mean = (float *)mallocCheck(N * sizeof(float));
+        float *rstd = (float *)mallocCheck(N * sizeof(float));
+        float *dinp = copy_floats(dinp0, NC), *dw = copy_floats(dw0, C), *db = copy_floats(db0, C);
+        layernorm_forward(out, mean, rstd, inp, w, b, N, C);
+        layernorm_backward(dinp, dw, db, dout, inp, w, mean, rstd, N, C);
+        float *d_inp = DEV_F(inp, NC), *d_w = DEV_F(w, C), *d_b = DEV_F(b, C), *d_dout = DEV_F(dout, NC);
+        float *d_out = (float *)cuda_malloc(NC * sizeof(float)), *d_mean = (float *)cuda_malloc(N * sizeof(float));
+        float *d_rstd = (float *)cuda_malloc(N * sizeof(float));
+        // backward from the CPU's mean/rstd, so its check does not inherit the forward's rounding
+        float *d_mean_ref = DEV_F(mean, N), *d_rstd_ref = DEV_F(rstd, N);
+        FOR_BLOCK_SIZES {
+            float *d_dinp = DEV_F(dinp0, NC), *d_dw = DEV_F(dw0, C), *d_db = DEV_F(db0, C);
+            cuda_layernorm_forward(d_out, d_mean, d_rstd, d_inp, d_w, d_b, N, C);
+            cuda_layernorm_backward(d_dinp, d_dw, d_db, d_dout, d_inp, d_w, d_mean_ref, d_rstd_ref, N, C);
+            // rstd of a row of one channel is 1/sqrt(1e-5) ≈ 316: relative tolerances
+            check("layernorm_forward", label, "out", out, d_out, NC, 1e-5, 1e-5, NULL);
+            check("layernorm_forward", label, "mean", mean, d_mean, N, 1e-6, 1e-5, NULL);
+            check("layernorm_forward", label, "rstd", rstd, d_rstd, N, 1e-6, 1e-5, NULL);
+            check("layernorm_backward", label, "dinp", dinp, d_dinp, NC, 1e-5 + 1e-7 * C, 1e-5, NULL);
+            check("layernorm_backward", label, "dweight", dw, d_dw, C, 2 * sum_atol(N), 1e-5, NULL);
+            check("layernorm_backward", label, "dbias", db, d_db, C, sum_atol(N), 1e-5, NULL);
+            cuda_free(d_dinp); cuda_free(d_dw); cuda_free(d_db);
+        }
+        cuda_free(d_inp); cuda_free(d_w); cuda_free(d_b); cuda_free(d_dout); cuda_free(d_out); cuda_free(d_mean);
+        cuda_free(d_rstd); cuda_free(d_mean_ref); cuda_free(d_rstd_ref);
+        free(inp); free(w); free(b); free(dout); free(dinp0); free(dw0); free(db0); free(out); free(mean);
+        free(rstd); free(dinp); free(dw); free(db);
+    }
+}
+
+// tf32: also run with TF32 tensor cores, at TF32's tolerance (about 10 mantissa bits per input)
+static void test_matmul_case(int N, int C, int OC, int with_bias, int tf32) {
+    char label[80];
+    snprintf(label, sizeof label, "N=%d C=%d OC=%d%s", N, C, OC, with_bias ? "" : " nobias");
+    const char *fwd = tf32 ? "matmul_forward_tf32" : "matmul_forward";
+    const char *bwd = tf32 ? "matmul_backward_tf32" : "matmul_backward";
+    size_t NC = (size_t)N * C, NO = (size_t)N * OC, OCC = (size_t)OC * C;
+    float *inp = rand_floats(NC, -1, 1), *w = rand_floats(OCC, -1, 1), *bias = rand_floats(OC, -1, 1);
+    float *dout = rand_floats(NO, -1, 1), *dinp0 = rand_floats(NC, -1, 1), *dw0 = rand_floats(OCC, -1, 1);
+    float *db0 = rand_floats(OC, -1, 1);
+    float *out = (float *)mallocCheck(NO * sizeof(float));
+    float *dinp = copy_floats(dinp0, NC), *dw = copy_floats(dw0, OCC), *db = copy_floats(db0, OC);
+    matmul_forward(out, inp, w, with_bias ? bias : NULL, N, C, OC);
+    matmul_backward(dinp, dw, with_bias ? db : NULL, dout, inp, w, N, C, OC);
+    float *d_inp = DEV_F(inp, NC), *d_w = DEV_F(w, OCC), *d_bias = DEV_F(bias, OC), *d_dout = DEV_F(dout, NO);
+    float *d_out = (float *)cuda_malloc(NO * sizeof(float));
+    cuda_init(tf32);
+    FOR_BLOCK_SIZES {
+        if (tf32 && cuda_block_size != 256) continue;   // the block size only shapes the bias kernels
+        float *d_dinp = DEV_F(dinp0, NC), *d_dw = DEV_F(dw0, OCC), *d_db = DEV_F(db0, OC);
+        cuda_matmul_forward(d_out, d_inp, d_w, with_bias ? d_bias : NULL, N, C, OC);
+        cuda_matmul_backward(d_dinp, d_dw, with_bias ? d_db : NULL, d_dout, d_inp, d_w, N, C, OC);
+        double r = tf32 ? 0.0 : 1e-5;
+        check(fwd, label, "out", out, d_out, NO, tf32 ? 2e-3 * sqrt(C) : sum_atol(C), r, NULL);
+        check(bwd, label, "dinp", dinp, d_dinp, NC, tf32 ? 2e-3 * sqrt(OC) : sum_atol(OC), r, NULL);
+        check(bwd, label, "dweight", dw, d_dw, OCC, tf32 ? 2e-3 * sqrt(N) : sum_atol(N), r, NULL);
+        if (with_bias) check(bwd, label, "dbias", db, d_db, OC, sum_atol(N), 1e-5, NULL);
+        cuda_free(d_dinp); cuda_free(d_dw); cuda_free(d_db);
+    }
+    cuda_init(0);
+    cuda_free(d_inp); cuda_free(d_w); cuda_free(d_bias); cuda_free(d_dout); cuda_free(d_out);
+    free(inp); free(w); free(bias); free(dout); free(dinp0); free(dw0); free(db0); free(out); free(dinp);
+    free(dw); free(db);
+}
+
+static void test_matmul(void) {
+    // N, C, OC, bias, in quick mode
+    int cases[][5] = {{1, 1, 1, 1, 1}, {7, 13, 5, 1, 1}, {65, 128, 384, 1, 1}, {257, 128, 24, 0, 1},
+                      {1000, 512, 128, 1, 0}, {4096, 128, 512, 1, 0}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++)
+        if (!g_quick || cases[ci][4]) test_matmul_case(cases[ci][0], cases[ci][1], cases[ci][2], cases[ci][3], 0);
+    if (!g_quick) {
+        test_matmul_case(65, 128, 384, 1, 1);
+        test_matmul_case(4096, 128, 512, 1, 1);
+    }
+}
+
+static void test_attention(void) {
+    // B, T, C, NH, in quick mode; T = 37 and 70 cross warp boundaries, NH = 3 gives hs = 16
+    int cases[][5] = {{1, 1, 4, 1, 1}, {2, 5, 8, 2, 1}, {3, 37, 48, 3, 1}, {2, 64, 128, 4, 1},
+                      {1, 70, 64, 4, 0}, {16, 64, 128, 4, 0}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        int B = cases[ci][0], T = cases[ci][1], C = cases[ci][2], NH = cases[ci][3];
+        if (g_quick && !cases[ci][4]) continue;
+        char label[80];
+        snprintf(label, sizeof label, "B=%d T=%d C=%d NH=%d", B, T, C, NH);
+        size_t n3 = (size_t)B * T * 3 * C, n1 = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+        float *inp = rand_floats(n3, -1, 1), *dout = rand_floats(n1, -1, 1), *dinp0 = rand_floats(n3, -1, 1);
+        float *out = (float *)mallocCheck(n1 * sizeof(float)), *att = (float *)mallocCheck(na * sizeof(float));
+        float *datt = (float *)mallocCheck(na * sizeof(float)), *dinp = copy_floats(dinp0, n3);
+        float *junk = rand_floats(na, -1, 1);     // stale att: the zeros above the diagonal must be written
+        attention_forward(out, att, inp, B, T, C, NH);
+        attention_backward(dinp, datt, dout, inp, att, B, T, C, NH);
+        float *d_inp = DEV_F(inp, n3), *d_dout = DEV_F(dout, n1), *d_att_ref = DEV_F(att, na);
+        float *d_out = (float *)cuda_malloc(n1 * sizeof(float)), *d_att = (float *)cuda_malloc(na * sizeof(float));
+        float *d_datt = (float *)cuda_malloc(na * sizeof(float));
+        FOR_BLOCK_SIZES {
+            float *d_dinp = DEV_F(dinp0, n3);
+            cuda_memcpy_h2d(d_att, junk, na * sizeof(float));
+            cuda_attention_forward(d_out, d_att, d_inp, B, T, C, NH);
+            cuda_attention_backward(d_dinp, d_datt, d_dout, d_inp, d_att_ref, B, T, C, NH);
+            check("attention_forward", label, "out", out, d_out, n1, 2e-6, 1e-5, NULL);
+            check("attention_forward", label, "att", att, d_att, na, 1e-6, 1e-5, NULL);  // zeros above diagonal too
+            check("attention_backward", label, "dinp", dinp, d_dinp, n3, 1e-5 + 1e-7 * T, 1e-5, NULL);
+            cuda_free(d_dinp);
+        }
+        cuda_free(d_inp); cuda_free(d_dout); cuda_free(d_att_ref); cuda_free(d_out); cuda_free(d_att); cuda_free(d_datt);
+        free(inp); free(dout); free(dinp0); free(out); free(att); free(datt); free(dinp); free(junk);
+    }
+}
+
+static void test_elementwise(void) {
+    size_t sizes[] = {1, 1000, 100003};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++) {
+        size_t N = sizes[si];
+        char label[80];
+        snprintf(label, sizeof label, "N=%zu", N);
+        float *x = rand_floats(N, -5, 5), *y = rand_floats(N, -1, 1), *dout = rand_floats(N, -1, 1);
+        float *g0 = rand_floats(N, -1, 1), *h0 = rand_floats(N, -1, 1);
+        float *gelu = (float *)mallocCheck(N * sizeof(float)), *dgelu = copy_floats(g0, N);
+        float *res = (float *)mallocCheck(N * sizeof(float)), *da = copy_floats(g0, N), *db = copy_floats(h0, N);
+        gelu_forward(gelu, x, N);
+        gelu_backward(dgelu, x, dout, N);
+        residual_forward(res, x, y, N);
+        residual_backward(da, db, dout, N);
+        float *d_x = DEV_F(x, N), *d_y = DEV_F(y, N), *d_dout = DEV_F(dout, N);
+        float *d_out = (float *)cuda_malloc(N * sizeof(float));
+        FOR_BLOCK_SIZES {
+            float *d_g = DEV_F(g0, N), *d_h = DEV_F(h0, N);
+            cuda_gelu_forward(d_out, d_x, N);
+            check("gelu_forward", label, "out", gelu, d_out, N, 1e-6, 1e-6, NULL);
+            cuda_gelu_backward(d_g, d_x, d_dout, N);
+            // tanhf may differ by 2 ulp between CUDA and glibc; 1 − th² amplifies that by x(1 + 0.13x²)
+            check("gelu_backward", label, "dinp", dgelu, d_g, N, 5e-6, 1e-6, NULL);
+            cuda_memcpy_h2d(d_g, g0, N * sizeof(float));
+            cuda_residual_forward(d_out, d_x, d_y, N);
+            check("residual_forward", label, "out", res, d_out, N, 0, 0, NULL);
+            cuda_residual_backward(d_g, d_h, d_dout, N);
+            check("residual_backward", label, "da", da, d_g, N, 0, 0, NULL);
+            check("residual_backward", label, "db", db, d_h, N, 0, 0, NULL);
+            cuda_free(d_g); cuda_free(d_h);
+        }
+        cuda_free(d_x); cuda_free(d_y); cuda_free(d_dout); cuda_free(d_out);
+        free(x); free(y); free(dout); free(g0); free(h0); free(gelu); free(dgelu); free(res); free(da); free(db);
+    }
+}
+
+static void test_logprob(void) {
+    // N, V, temperature·10, mask, in quick mode
+    int cases[][5] = {{1, 3, 10, 0, 1}, {37, 24, 7, 1, 1}, {300, 24, 10, 1, 1}, {64, 100, 13, 0, 1},
+                      {4096, 24, 10, 0, 0}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        int N = cases[ci][0], V = cases[ci][1], masked = cases[ci][3];
+        float temperature = cases[ci][2] / 10.0f;
+        if (g_quick && !cases[ci][4]) continue;
+        char label[80];
+        snprintf(label, sizeof label, "N=%d V=%d temp=%.1f%s", N, V, temperature, masked ? " masked" : "");
+        size_t NV = (size_t)N * V;
+        unsigned char *allowed = (unsigned char *)mallocCheck(V);
+        for (int v = 0; v < V; v++) allowed[v] = !masked || v == 0 || rng_uniform(&g_rng) < 0.7f;
+        int *targets = rand_ints(N, 0, V);
+        for (int n = 0; n < N; n++) {
+            while (!allowed[targets[n]]) targets[n] = rng_int(&g_rng, V);
+            if (N > 1 && rng_uniform(&g_rng) < 0.1f) targets[n] = -1;   // not scored
+        }
+        float *logits = rand_floats(NV, -4, 4), *dlogp = rand_floats(N, -1, 1);
+        float *logp = (float *)mallocCheck(N * sizeof(float)), *probs = (float *)mallocCheck(NV * sizeof(float));
+        float *dlogits = (float *)mallocCheck(NV * sizeof(float));
+        logprob_forward(logp, probs, logits, targets, N, V, temperature, masked ? allowed : NULL);
+        logprob_backward(dlogits, probs, targets, dlogp, N, V, temperature);
+        float *d_logits = DEV_F(logits, NV), *d_dlogp = DEV_F(dlogp, N), *d_probs_ref = DEV_F(probs, NV);
+        int *d_targets = DEV_I(targets, N);
+        unsigned char *d_allowed = (unsigned char *)to_device(allowed, V);
+        float *d_logp = (float *)cuda_malloc(N * sizeof(float)), *d_probs = (float *)cuda_malloc(NV * sizeof(float));
+        float *d_dlogits = (float *)cuda_malloc(NV * sizeof(float));
+        FOR_BLOCK_SIZES {
+            cuda_memcpy_h2d(d_probs, logits, NV * sizeof(float));     // stale values must be overwritten
+            cuda_memcpy_h2d(d_dlogits, logits, NV * sizeof(float));
+            cuda_logprob_forward(d_logp, d_probs, d_logits, d_targets, N, V, temperature, masked ? d_allowed : NULL);
+            cuda_logprob_backward(d_dlogits, d_probs_ref, d_targets, d_dlogp, N, V, temperature);
+            check("logprob_forward", label, "logp", logp, d_logp, N, 2e-6, 1e-5, NULL);
+            check("logprob_forward", label, "probs", probs, d_probs, NV, 1e-7, 1e-5, NULL);
+            check("logprob_backward", label, "dlogits", dlogits, d_dlogits, NV, 1e-7, 1e-6, NULL);
+        }
+        cuda_free(d_logits); cuda_free(d_dlogp); cuda_free(d_probs_ref); cuda_free(d_targets); cuda_free(d_allowed);
+        cuda_free(d_logp); cuda_free(d_probs); cuda_free(d_dlogits);
+        free(allowed); free(targets); free(logits); free(dlogp); free(logp); free(probs); free(dlogits);
+    }
+}
+
+static void test_grpo_token_loss(void) {
+    int sizes[] = {1, 1000, 100001};
+    for (size_t si = 0; si < sizeof sizes / sizeof sizes[0]; si++)
+        for (int with_ref = 0; with_ref <= 1; with_ref++) {
+            int n = sizes[si];
+            if (g_quick && n > 1000) continue;
+            ObjectiveConfig cfg = {OBJ_LAMBDA_GRPO, AGG_TOKEN_MEAN, STD_SAMPLE, SCOPE_GROUP, 1e-4f, 0.2f, 0.28f,
+                                   with_ref ? 0.04f : 0.0f, 40};
+            char label[80];
+            snprintf(label, sizeof label, "n=%d beta=%g%s", n, cfg.beta, with_ref ? " ref" : "");
+            float *logp = rand_floats(n, -3, -0.01f), *logp_old = rand_floats(n, -0.3f, 0.3f);
+            float *logp_ref = rand_floats(n, -0.5f, 0.5f), *adv = rand_floats(n, -2, 2);
+            float *weight = (float *)mallocCheck(n * sizeof(float)), *coef = rand_floats(n, 0.002f, 0.02f);
+            for (int j = 0; j < n; j++) {
+                logp_old[j] += logp[j]; logp_ref[j] += logp[j];
+                weight[j] = 1.0f / (1 + rng_int(&g_rng, 8));
+            }
+            float *dlogp = (float *)mallocCheck(n * sizeof(float)), *ratio = (float *)mallocCheck(n * sizeof(float));
+            float *kl = (float *)mallocCheck(n * sizeof(float));
+            unsigned char *clipped = (unsigned char *)mallocCheck(n), *near = (unsigned char *)mallocCheck(n);
+            TokenLossOut out = {dlogp, ratio, kl, clipped};
+            double loss = grpo_token_loss(&cfg, n, logp, logp_old, with_ref ? logp_ref : NULL, adv, weight, coef, &out);
+            // a ratio within float rounding of a clip bound may take the other branch on the GPU
+            int n_near = 0, n_clip_cpu = 0, n_clip_gpu = 0;
+            for (int j = 0; j < n; j++) {
+                near[j] = fabsf(ratio[j] - (1 - cfg.clip_eps_low)) < 1e-5f || fabsf(ratio[j] - (1 + cfg.clip_eps_high)) < 1e-5f;
+                n_near += near[j]; n_clip_cpu += clipped[j];
+            }
+            float *d_logp = DEV_F(logp, n), *d_old = DEV_F(logp_old, n), *d_ref = DEV_F(logp_ref, n);
+            float *d_adv = DEV_F(adv, n), *d_w = DEV_F(weight, n), *d_coef = DEV_F(coef, n);
+            float *d_dlogp = (float *)cuda_malloc(n * sizeof(float)), *d_ratio = (float *)cuda_malloc(n * sizeof(float));
+            float *d_kl = (float *)cuda_malloc(n * sizeof(float));
+            unsigned char *d_clipped = (unsigned char *)cuda_malloc(n);
+            unsigned char *got_clipped = (unsigned char *)mallocCheck(n);
+            FOR_BLOCK_SIZES {
+                double l1 = cuda_grpo_token_loss(cfg.clip_eps_low, cfg.clip_eps_high, cfg.beta, n, d_logp, d_old,
+                                                 with_ref ? d_ref : NULL, d_adv, d_w, d_coef, d_dlogp, d_ratio, d_kl,
+                                                 d_clipped);
+                double l2 = cuda_grpo_token_loss(cfg.clip_eps_low, cfg.clip_eps_high, cfg.beta, n, d_logp, d_old,
+                                                 with_ref ? d_ref : NULL, d_adv, d_w, d_coef, d_dlogp, d_ratio, d_kl,
+                                                 d_clipped);
+                check_scalar("grpo_token_loss", label, "loss", loss, l1, 1e-9, 1e-6);
+                check_bits("grpo_token_loss", label, "loss-det", &l1, &l2, sizeof l1);
+                check("grpo_token_loss", label, "dlogp", dlogp, d_dlogp, n, 1e-8, 1e-5, near);
+                check("grpo_token_loss", label, "ratio", ratio, d_ratio, n, 0, 1e-6, NULL);
+                check("grpo_token_loss", label, "kl", kl, d_kl, n, 1e-8, 1e-5, NULL);
+                cuda_memcpy_d2h(got_clipped, d_clipped, n);
+                int mismatch = 0;
+                n_clip_gpu = 0;
+                for (int j = 0; j < n; j++) { mismatch += !near[j] && got_clipped[j] != clipped[j]; n_clip_gpu += got_clipped[j]; }
+                record("grpo_token_loss", label, "clipped", mismatch == 0, mismatch, 0, 0);
+            }
+            printf("      (%d of %d tokens clipped on the CPU, %d on the GPU; %d within 1e-5 of a clip bound, left out)\n",
+                   n_clip_cpu, n, n_clip_gpu, n_near);
+            cuda_free(d_logp); cuda_free(d_old); cuda_free(d_ref); cuda_free(d_adv); cuda_free(d_w); cuda_free(d_coef);
+            cuda_free(d_dlogp); cuda_free(d_ratio); cuda_free(d_kl); cuda_free(d_clipped);
+            free(logp); free(logp_old); free(logp_ref); free(adv); free(weight); free(coef); free(dlogp); free(ratio);
+            free(kl); free(clipped); free(near); free(got_clipped);
+        }
+}
+
+// AdamW and gradient clipping on a model's flat arrays (build_gpt: 16 tensors, PARAM_DECAY flags)
+static void test_optimizer(void) {
+    GPTConfig cfgs[] = {{8, VOCAB_SIZE, 2, 2, 16}, {64, VOCAB_SIZE, 4, 4, 128}};
+    for (int ci = 0; ci < 2; ci++) {
+        if (g_quick && ci == 1) continue;
+        GPT m;
+        build_gpt(&m, cfgs[ci], 1, 7);
+        size_t np = m.num_parameters;
+        char label[80];
+        snprintf(label, sizeof label, "params=%zu", np);
+        float *p0 = rand_floats(np, -1, 1), *g0 = rand_floats(np, -0.01f, 0.01f), *m0 = rand_floats(np, -1e-3f, 1e-3f);
+        float *v0 = rand_floats(np, 1e-7f, 1e-4f);
+        AdamWConfig o = {1e-3f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0, 100, 0, 0.1f};
+        int steps[] = {1, 7};
+        for (int si = 0; si < 2; si++) {
+            int t = steps[si];
+            char lab[160];
+            snprintf(lab, sizeof lab, "%s t=%d", label, t);
+            memcpy(m.params_memory, p0, np * 4); memcpy(m.grads_memory, g0, np * 4);
+            memcpy(m.m_memory, m0, np * 4); memcpy(m.v_memory, v0, np * 4);
+            adamw_update(&m, &o, 3e-4f, t);
+            FOR_BLOCK_SIZES {
+                float *d_p = DEV_F(p0, np), *d_g = DEV_F(g0, np), *d_m = DEV_F(m0, np), *d_v = DEV_F(v0, np);
+                cuda_adamw_update(d_p, d_g, d_m, d_v, m.param_sizes, PARAM_DECAY, NUM_PARAM_TENSORS, 3e-4f,
+                                  o.beta1, o.beta2, o.eps, o.weight_decay, t);
+                check("adamw_update", lab, "params", m.params_memory, d_p, np, 1e-7, 1e-6, NULL);
+                check("adamw_update", lab, "m", m.m_memory, d_m, np, 1e-10, 1e-6, NULL);
+                check("adamw_update", lab, "v", m.v_memory, d_v, np, 1e-12, 1e-6, NULL);
+                cuda_free(d_p); cuda_free(d_g); cuda_free(d_m); cuda_free(d_v);
+            }
+        }
+        // gradient norm and clipping: off (0), not reached (1e9), clipping (1.0)
+        float *gr = rand_floats(np, -1, 1);
+        float max_norms[] = {0.0f, 1e9f, 1.0f};
+        double ss_cpu = 0.0;
+        for (size_t i = 0; i < np; i++) ss_cpu += (double)gr[i] * gr[i];
+        for (int k = 0; k < 3; k++) {
+            char lab[160];
+            snprintf(lab, sizeof lab, "%s max_norm=%g", label, max_norms[k]);
+            memcpy(m.grads_memory, gr, np * 4);
+            float norm = clip_grad_norm(&m, max_norms[k]);
+            FOR_BLOCK_SIZES {
+                float *d_g = DEV_F(gr, np);
+                double ss1 = cuda_sum_squares(d_g, np), ss2 = cuda_sum_squares(d_g, np);
+                float n1 = cuda_clip_grad_norm(d_g, np, max_norms[k]);
+                check_scalar("clip_grad_norm", lab, "sum_sq", ss_cpu, ss1, 0, 1e-12);
+                check_bits("clip_grad_norm", lab, "sum-det", &ss1, &ss2, sizeof ss1);
+                check_scalar("clip_grad_norm", lab, "norm", norm, n1, 0, 1e-6);
+                check("clip_grad_norm", lab, "grads", m.grads_memory, d_g, np, 1e-9, 1e-6, NULL);
+                cuda_free(d_g);
+            }
+        }
+        free(p0); free(g0); free(m0); free(v0); free(gr);
+        free_gpt(&m);
+    }
+}
+
+int main(int argc, char **argv) {
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) g_quick = 1;
+        else { fprintf(stderr, "usage: %s [--quick]\n", argv[0]); return 2; }
+    }
+    if (cuda_device_count() == 0) {
+        printf("test-cuda: no GPU found, skipped\n");
+        return 0;
+    }
+    cudaDeviceProp prop;
+    if (cudaGetDeviceProperties(&prop, 0) == cudaSuccess)
+        printf("test-cuda: %s, compute capability %d.%d, %d SMs%s\n", prop.name, prop.major, prop.minor,
+               prop.multiProcessorCount, g_quick ? " (quick)" : "");
+    cuda_sync_launches = 1;   // report a fault at the launch that caused it
+    cuda_init(0);
+    rng_seed(&g_rng, 1234, 5);
+    double t0 = wall_seconds();
+    test_encoder();
+    test_layernorm();
+    test_matmul();
+    test_attention();
+    test_elementwise();
+    test_logprob();
+    test_grpo_token_loss();
+    test_optimizer();
+    cuda_shutdown();
+    printf("\n== summary (%.1f s)\n%-24s %7s %7s  %s\n", wall_seconds() - t0, "kernel", "checks", "failed", "worst max|diff|");
+    for (int i = 0; i < g_nstats; i++)
+        printf("%-24s %7d %7d  %.3g\n", g_stats[i].kernel, g_stats[i].checks, g_stats[i].failed, g_stats[i].max_diff);
+    printf("%d passed, %d failed\n", g_pass, g_fail);
+    return g_fail ? 1 : 0;
+}
