@@ -7,7 +7,7 @@ NVCC    ?= nvcc
 OMP     := $(shell printf 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo -fopenmp)
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 
-.PHONY: all test test-asan bench run sft train cuda cuda-compile test-cuda clean figures
+.PHONY: all test test-asan bench run sft train cuda cuda-compile test-cuda clean figures assignment grade
 
 all: grpo
 
@@ -81,8 +81,20 @@ run: grpo
 	@if [ ! -f runs/sft/model.bin ]; then ./grpo sft; fi
 	./grpo train
 
+# Course assignments (notes/assignments.md). `make assignment [IDS="prefix_tree ..."]` writes
+# build/assignment/grpo.c with those functions' bodies (all of them without IDS) replaced by
+# TODO stubs that compile; `make grade SRC=path/to/grpo.c [IDS=...]` scores a copy function
+# by function with the test suite (tests/grade.sh; exit status 0 whatever the score).
+assignment:
+	@sh tests/make_assignment.sh -o build/assignment/grpo.c $(IDS)
+
+grade:
+	@if [ -z "$(SRC)" ]; then echo 'usage: make grade SRC=path/to/grpo.c [IDS="prefix_tree lambda_weight"]' >&2; exit 2; fi
+	@CC="$(CC)" sh tests/grade.sh "$(SRC)" $(IDS)
+
 clean:
 	rm -f grpo grpo_cuda grpo_asan grpo_kernels.o tests/test_cuda tests/test_grpo tests/test_grpo_noomp tests/test_grpo_asan
+	rm -rf build/assignment
 
 # figures for notes/ from the CSV logs under runs/ (needs matplotlib: pip install matplotlib)
 figures:

@@ -434,6 +434,7 @@ static void attention_forward(float *out, float *att, const float *inp, int B, i
 // query t >= t2, so splitting over t would race.
 static void attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
                                const float *att, int B, int T, int C, int NH) {
+    /* BEGIN SOLUTION: attention_backward */
     int C3 = 3 * C, hs = C / NH;
     float scale = 1.0f / sqrtf((float)hs);
     #pragma omp parallel for collapse(2)
@@ -463,6 +464,7 @@ static void attention_backward(float *dinp, float *datt, const float *dout, cons
                     for (int i = 0; i < hs; i++) { dq[i] += ds * k[i]; dk[i] += ds * q[i]; }
                 }
             }
+    /* END SOLUTION: attention_backward */
 }
 
 // GELU, tanh approximation (GPT-2; torch.nn.GELU(approximate="tanh")). inp, out (N)
@@ -916,6 +918,7 @@ static float clip_grad_norm(GPT *m, float max_norm) {
 /* adamw_update: one AdamW step t (1-based, for bias correction) with learning rate lr:
    m = β1 m + (1−β1) g; v = β2 v + (1−β2) g²; θ −= lr (m̂ / (sqrt(v̂) + eps) + wd θ). */
 static void adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
+    /* BEGIN SOLUTION: adamw_update */
     float bc1 = 1.0f - powf(o->beta1, (float)t), bc2 = 1.0f - powf(o->beta2, (float)t);
     size_t off = 0;
     for (int k = 0; k < NUM_PARAM_TENSORS; k++) {
@@ -932,6 +935,7 @@ static void adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
         }
         off += n;
     }
+    /* END SOLUTION: adamw_update */
 }
 
 // ----------------------------------------------------------------------------
@@ -1414,6 +1418,7 @@ static void sort_by_token(int *members, int n, int t, const TreeInput *in) {
    reordered in place (each child's members are contiguous). */
 static void tree_add_node(PrefixTree *tree, const TreeInput *in, int *members, int n, int s,
                           int parent, int depth) {
+    /* BEGIN SOLUTION: prefix_tree */
     int id = tree->num_nodes++;
     ProcessNode *node = &tree->nodes[id];
     node->parent = parent; node->start = s; node->size = n; node->depth = depth;
@@ -1446,6 +1451,7 @@ static void tree_add_node(PrefixTree *tree, const TreeInput *in, int *members, i
         tree_add_node(tree, in, members + a, b - a, next, id, depth + 1);
         a = b;
     }
+    /* END SOLUTION: prefix_tree */
 }
 
 /* build_prefix_tree: the tree B(G) of one group of k completions, O(k·L) plus a sort of
@@ -1458,6 +1464,7 @@ static void tree_add_node(PrefixTree *tree, const TreeInput *in, int *members, i
 static int build_prefix_tree(PrefixTree *tree, const int *const *tokens, const int *len, int k,
                              const float *reward, const float *advantage,
                              int *lambda_size, int *node_of, int stride) {
+    /* BEGIN SOLUTION: prefix_tree stub: tree->num_nodes = 0; return 0; */
     TreeInput in = {tokens, len, reward, advantage, lambda_size, node_of, stride};
     tree->num_nodes = 0;
     int m = 0;
@@ -1470,6 +1477,7 @@ static int build_prefix_tree(PrefixTree *tree, const int *const *tokens, const i
         a = b;
     }
     return tree->num_nodes;
+    /* END SOLUTION: prefix_tree */
 }
 
 /* Tree statistics of the paper's §3.2 for one group:
@@ -1522,11 +1530,13 @@ typedef struct {
 } ObjectiveConfig;
 
 static double std_of(const float *r, int n, int mode, double mean) {
+    /* BEGIN SOLUTION: compute_advantages */
     double ss = 0.0;
     for (int i = 0; i < n; i++) ss += (r[i] - mean) * (r[i] - mean);
     if (mode == STD_NONE) return 1.0;
     if (mode == STD_SAMPLE) return n > 1 ? sqrt(ss / (n - 1)) : 0.0;
     return sqrt(ss / n);
+    /* END SOLUTION: compute_advantages */
 }
 
 /* compute_advantages: outcome advantages a_i = (r_i − mean_g r) / (std + eps) for
@@ -1538,6 +1548,7 @@ static double std_of(const float *r, int n, int mode, double mean) {
    code and TRL: sample std, eps 1e-4). A sample std needs k >= 2: callers reject k = 1. */
 static void compute_advantages(float *advantage, const float *reward, int num_groups,
                                const int *group_start, const ObjectiveConfig *cfg) {
+    /* BEGIN SOLUTION: compute_advantages stub: for (int i = group_start[0]; i < group_start[num_groups]; i++) advantage[i] = reward[i]; */
     int total = group_start[num_groups] - group_start[0];
     const float *r0 = reward + group_start[0];
     double batch_mean = 0.0;
@@ -1555,6 +1566,7 @@ static void compute_advantages(float *advantage, const float *reward, int num_gr
         double denom = cfg->adv_std == STD_NONE ? 1.0 : sd + cfg->adv_eps;
         for (int i = 0; i < k; i++) a[i] = all_equal ? 0.0f : (float)((r[i] - mean) / denom);
     }
+    /* END SOLUTION: compute_advantages */
 }
 
 // Group boundaries for num_groups groups of k consecutive completions: starts (num_groups+1).
@@ -1568,6 +1580,7 @@ static void equal_groups(int *starts, int num_groups, int k) {
    token-mean 1/Σ len; seq-mean-token-mean 1/(N len_i); seq-mean-token-sum 1/N;
    seq-mean-token-sum-norm (Dr. GRPO) 1/(N · max_new_tokens). An empty completion gets 0. */
 static void loss_agg_coef(float *coef, const int *len, int N, const ObjectiveConfig *cfg) {
+    /* BEGIN SOLUTION: loss_agg_coef stub: for (int i = 0; i < N; i++) coef[i] = 1.0f; */
     double total = 0.0;
     for (int i = 0; i < N; i++) total += len[i];
     for (int i = 0; i < N; i++) {
@@ -1580,13 +1593,16 @@ static void loss_agg_coef(float *coef, const int *len, int N, const ObjectiveCon
         }
         coef[i] = (float)c;
     }
+    /* END SOLUTION: loss_agg_coef */
 }
 
 /* lambda_weight: the factor the objective applies to token (i,t): 1 for GRPO,
    1/|λ(i,t)| for λ-GRPO (paper eq. 11: the whole per-token term, policy and KL, no
    renormalisation). */
 static inline float lambda_weight(const ObjectiveConfig *cfg, int lambda_size) {
+    /* BEGIN SOLUTION: lambda_weight stub: return 1.0f; */
     return cfg->objective == OBJ_LAMBDA_GRPO ? 1.0f / (float)lambda_size : 1.0f;
+    /* END SOLUTION: lambda_weight */
 }
 
 typedef struct {                // per-token outputs of grpo_token_loss, all (n)
@@ -1607,6 +1623,7 @@ typedef struct {                // per-token outputs of grpo_token_loss, all (n)
 static double grpo_token_loss(const ObjectiveConfig *cfg, int n, const float *logp,
                               const float *logp_old, const float *logp_ref, const float *advantage,
                               const float *weight, const float *coef, TokenLossOut *out) {
+    /* BEGIN SOLUTION: grpo_token_loss stub: for (int j = 0; j < n; j++) { out->dlogp[j] = NAN; } return NAN; */
     double loss = 0.0;
     for (int j = 0; j < n; j++) {
         float ratio = expf(logp[j] - logp_old[j]), A = advantage[j];
@@ -1630,6 +1647,7 @@ static double grpo_token_loss(const ObjectiveConfig *cfg, int n, const float *lo
         if (out->clipped) out->clipped[j] = (unsigned char)take_clip;
     }
     return loss;
+    /* END SOLUTION: grpo_token_loss */
 }
 
 // ----------------------------------------------------------------------------

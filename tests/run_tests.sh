@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# Runs the test suite twice (OpenMP build, then the single-threaded build without OpenMP)
-# and ends with one line `N passed, N failed` summing both; exit status 1 on any failure.
+# Runs the test suite twice (OpenMP build, then the single-threaded build without OpenMP),
+# then the assignment tooling's self-test (tests/test_assignment.sh), and ends with one line
+# `N passed, N failed` summing all three; exit status 1 on any failure.
 set -u
 cd "$(dirname "$0")/.."
 total_pass=0; total_fail=0; status=0
-for bin in tests/test_grpo tests/test_grpo_noomp; do
+for bin in tests/test_grpo tests/test_grpo_noomp tests/test_assignment.sh; do
   echo "== $bin"
   out=$(mktemp)
-  "./$bin" 2>&1 | tee "$out"
+  case $bin in *.sh) sh "$bin" ;; *) "./$bin" ;; esac 2>&1 | tee "$out"
   rc=${PIPESTATUS[0]}
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -1)
   rm -f "$out"

@@ -769,9 +769,14 @@ static void test_aggregation(void) {
         char name[96];
         snprintf(name, sizeof name, "loss-agg: lengths 3,7 adv ±1 ratio 1: %s = %g", names[m], want_[m]);
         compare(name, &loss, &want_[m], 1, 1e-6f, 1.0f);
-        if (m == 1) check(d[0] != 0.0f && d[64] != 0.0f, "loss-agg: seq-mean-token-mean loss 0 with non-zero gradient",
-                          "dloss/dlogp %g, %g", d[0], d[64]);
+        if (m == 1) check(isfinite(d[0]) && isfinite(d[64]) && d[0] != 0.0f && d[64] != 0.0f,
+                          "loss-agg: seq-mean-token-mean loss 0 with non-zero gradient", "dloss/dlogp %g, %g", d[0], d[64]);
     }
+    // the coefficients themselves: token-mean 1/Σlen, seq-mean-token-mean 1/(N len_i),
+    // seq-mean-token-sum 1/N, seq-mean-token-sum-norm 1/(N max_new_tokens)
+    float got[8], want_c[8] = {0.1f, 0.1f, 1.0f / 6, 1.0f / 14, 0.5f, 0.5f, 1.0f / 16, 1.0f / 16};
+    for (int m = 0; m < 4; m++) { c.loss_agg = m; loss_agg_coef(got + 2 * m, len, 2, &c); }
+    compare("loss-agg: coefficients c_i of every mode (lengths 3, 7)", got, want_c, 8, 1e-6f, 0.0f);
 }
 
 static void test_kl_and_clip(void) {
