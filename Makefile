@@ -6,6 +6,9 @@ NVCC    ?= nvcc
 # OpenMP is used when the compiler accepts -fopenmp; the program is also correct without it.
 OMP     := $(shell printf 'int main(void){return 0;}' | $(CC) -fopenmp -x c - -o /dev/null 2>/dev/null && echo -fopenmp)
 HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
+# without OpenMP threads, the `omp simd` loops still vectorize with -fopenmp-simd (no runtime)
+SIMD    := $(shell printf 'int main(void){return 0;}' | $(CC) -fopenmp-simd -x c - -o /dev/null 2>/dev/null && echo -fopenmp-simd)
+NOOMP   := $(SIMD) -Wno-unknown-pragmas
 
 .PHONY: all test test-asan bench run sft train cuda cuda-compile test-cuda clean figures assignment grade
 
@@ -13,14 +16,14 @@ all: grpo
 
 grpo: grpo.c
 	@echo "make: OpenMP $(if $(OMP),on ($(OMP)),off: the compiler does not accept -fopenmp; building single-threaded)"
-	$(CC) $(CFLAGS) $(OMP) grpo.c -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $(if $(OMP),$(OMP),$(NOOMP)) grpo.c -o $@ $(LDLIBS)
 
 tests/test_grpo: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c
 	$(CC) $(CFLAGS) $(OMP) tests/test_grpo.c -o $@ $(LDLIBS)
 
 # the same suite built without OpenMP: the file must compile and run correctly single-threaded
 tests/test_grpo_noomp: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c
-	$(CC) $(CFLAGS) tests/test_grpo.c -o $@ $(LDLIBS)
+	$(CC) $(CFLAGS) $(NOOMP) tests/test_grpo.c -o $@ $(LDLIBS)
 
 test: grpo tests/test_grpo tests/test_grpo_noomp cuda-compile
 	@bash tests/run_tests.sh

@@ -331,159 +331,309 @@ static void layernorm_backward(float *dinp, float *dweight, float *dbias, const 
 }
 
 // matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC) (bias may be NULL).
-// Register tile of 4 rows x 2 outputs: eight independent dot products share each load of
-// the two weight rows and the four input rows, which keeps both FMA units busy (a single
-// dot product waits on its own adds). Leftover rows and outputs use the same dot product.
-static inline float dot(const float *a, const float *b, int C) {
-    float s = 0.0f;
-    #pragma omp simd reduction(+:s)
-    for (int i = 0; i < C; i++) s += a[i] * b[i];
-    return s;
+// All three products (out, dinp, dweight) use one register tile, mm_tile: MM_R rows x MM_W
+// outputs = 6 x 16 sums, held in 12 of the 16 AVX registers. Each step k loads one 16-wide
+// row of a "panel" (two vectors) and broadcasts one value per row, for 12 FMAs: the FMA
+// units, not loads or horizontal sums, set the pace. The panel is the other operand's block
+// copied into a contiguous, zero-padded (K, 16) array on the stack; for out it is weight
+// transposed, so each output is summed over C in the same order whatever N is (decoding one
+// position gives the logits of the full forward, bit for bit). Rows past the
+// end repeat the last row and are not stored. Each output element is computed by one
+// thread in a fixed order, so results do not depend on the number of threads.
+// Stack per thread: panels of 16*max(C, OC) floats (32 KiB for C = 128, OC = 4C).
+#define MM_R 6      // rows per register tile
+#define MM_W 16     // outputs per register tile: two 8-float vectors
+#define MM_NB 128   // rows per task in out and dinp
+#define MM_OB 96    // outputs per task in dweight
+#define MM_KB 256   // rows of inp per dweight panel
+#define MM_KC 64    // terms per partial sum in mm_tile
+
+static inline int imin(int a, int b) { return a < b ? a : b; }
+
+// acc[r][j] = Σ_k a[r][k*ks] * panel[k][j], r < MM_R, j < MM_W. The pragmas unroll the rows
+// and vectorize the outputs so that the sums live in registers (without them gcc keeps them
+// in memory). The sum runs in blocks of MM_KC terms added to acc: a long sequential float
+// sum loses accuracy (error ~ K), blocks keep it near that of the old 8-lane dot product.
+static inline void mm_tile(float acc[MM_R][MM_W], const float *const a[MM_R], size_t ks,
+                           const float *panel, int K) {
+    for (int r = 0; r < MM_R; r++)
+        for (int j = 0; j < MM_W; j++) acc[r][j] = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += MM_KC) {
+        float part[MM_R][MM_W] = {{0}};
+        int kend = imin(K, k0 + MM_KC);
+        for (int k = k0; k < kend; k++) {
+            const float *p = panel + (size_t)k * MM_W;
+            #pragma GCC unroll 8
+            for (int r = 0; r < MM_R; r++) {
+                float x = a[r][(size_t)k * ks];
+                #pragma omp simd
+                for (int j = 0; j < MM_W; j++) part[r][j] += x * p[j];
+            }
+        }
+        #pragma GCC unroll 8
+        for (int r = 0; r < MM_R; r++)
+            #pragma omp simd
+            for (int j = 0; j < MM_W; j++) acc[r][j] += part[r][j];
+    }
+}
+
+// panel (rows, MM_W) = columns [0, w) of src (rows, ld), zero beyond w. The full-width case
+// is a fixed-size copy that gcc does in two vector moves (it would call memcpy per row).
+static void pack_panel(float *panel, const float *src, size_t ld, int rows, int w) {
+    for (int k = 0; k < rows; k++) {
+        float *p = panel + (size_t)k * MM_W;
+        const float *s = src + (size_t)k * ld;
+        if (w == MM_W) {
+            #pragma omp simd
+            for (int j = 0; j < MM_W; j++) p[j] = s[j];
+        } else {
+            for (int j = 0; j < MM_W; j++) p[j] = j < w ? s[j] : 0.0f;
+        }
+    }
 }
 
 static void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                            int N, int C, int OC) {
-    int N4 = N - N % 4, OC2 = OC - OC % 2;
+    int nob = (OC + MM_W - 1) / MM_W, nnb = (N + MM_NB - 1) / MM_NB;
     #pragma omp parallel for collapse(2)
-    for (int n = 0; n < N4; n += 4)
-        for (int o = 0; o < OC2; o += 2) {
-            const float *w0 = weight + (size_t)o * C, *w1 = w0 + C;
-            const float *x0 = inp + (size_t)n * C, *x1 = x0 + C, *x2 = x1 + C, *x3 = x2 + C;
-            float a0 = 0, a1 = 0, a2 = 0, a3 = 0, b0 = 0, b1 = 0, b2 = 0, b3 = 0;
-            #pragma omp simd reduction(+:a0,a1,a2,a3,b0,b1,b2,b3)
-            for (int i = 0; i < C; i++) {
-                a0 += x0[i] * w0[i]; a1 += x1[i] * w0[i]; a2 += x2[i] * w0[i]; a3 += x3[i] * w0[i];
-                b0 += x0[i] * w1[i]; b1 += x1[i] * w1[i]; b2 += x2[i] * w1[i]; b3 += x3[i] * w1[i];
+    for (int ob = 0; ob < nob; ob++)
+        for (int nb = 0; nb < nnb; nb++) {
+            int o0 = ob * MM_W, ow = imin(MM_W, OC - o0);
+            float panel[(size_t)C * MM_W];   // weight rows o0.. transposed: (C, 16)
+            for (int j = 0; j < MM_W; j++)
+                for (int k = 0; k < C; k++)
+                    panel[(size_t)k * MM_W + j] = j < ow ? weight[(size_t)(o0 + j) * C + k] : 0.0f;
+            int nend = imin(N, (nb + 1) * MM_NB);
+            for (int n = nb * MM_NB; n < nend; n += MM_R) {
+                const float *a[MM_R];
+                for (int r = 0; r < MM_R; r++) a[r] = inp + (size_t)imin(n + r, N - 1) * C;
+                float acc[MM_R][MM_W];
+                mm_tile(acc, a, 1, panel, C);
+                for (int r = 0; r < MM_R && n + r < nend; r++)
+                    for (int j = 0; j < ow; j++)
+                        out[(size_t)(n + r) * OC + o0 + j] = acc[r][j] + (bias ? bias[o0 + j] : 0.0f);
             }
-            float bo0 = bias ? bias[o] : 0.0f, bo1 = bias ? bias[o + 1] : 0.0f;
-            float *r = out + (size_t)n * OC + o;
-            r[0] = a0 + bo0; r[OC] = a1 + bo0; r[2 * OC] = a2 + bo0; r[3 * OC] = a3 + bo0;
-            r[1] = b0 + bo1; r[OC + 1] = b1 + bo1; r[2 * OC + 1] = b2 + bo1; r[3 * OC + 1] = b3 + bo1;
         }
-    // leftovers: rows N4..N-1 for every output, and output OC-1 when OC is odd
-    #pragma omp parallel for
-    for (int n = 0; n < N; n++)
-        for (int o = (n < N4 ? OC2 : 0); o < OC; o++)
-            out[(size_t)n * OC + o] = dot(inp + (size_t)n * C, weight + (size_t)o * C, C) + (bias ? bias[o] : 0.0f);
 }
 
 // dinp (N,C) += dout (N,OC) @ weight (OC,C); dweight (OC,C) += dout^T @ inp; dbias += Σ_n dout
 static void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                             const float *inp, const float *weight, int N, int C, int OC) {
-    #pragma omp parallel for
-    for (int n = 0; n < N; n++) {
-        float *di = dinp + (size_t)n * C;
-        const float *d = dout + (size_t)n * OC;
-        for (int o = 0; o < OC; o++) {
-            float g = d[o];
-            const float *w = weight + (size_t)o * C;
-            #pragma omp simd
-            for (int i = 0; i < C; i++) di[i] += g * w[i];
+    int nib = (C + MM_W - 1) / MM_W, nnb = (N + MM_NB - 1) / MM_NB;
+    // dinp[n, i0:i0+16] = Σ_o dout[n,o] W[o, i0:i0+16]: panel = columns i0.. of W (OC x 16)
+    #pragma omp parallel for collapse(2)
+    for (int ib = 0; ib < nib; ib++)
+        for (int nb = 0; nb < nnb; nb++) {
+            int i0 = ib * MM_W, iw = imin(MM_W, C - i0);
+            float panel[(size_t)OC * MM_W];
+            pack_panel(panel, weight + i0, C, OC, iw);
+            int nend = imin(N, (nb + 1) * MM_NB);
+            for (int n = nb * MM_NB; n < nend; n += MM_R) {
+                const float *a[MM_R];
+                for (int r = 0; r < MM_R; r++) a[r] = dout + (size_t)imin(n + r, N - 1) * OC;
+                float acc[MM_R][MM_W];
+                mm_tile(acc, a, 1, panel, OC);
+                for (int r = 0; r < MM_R && n + r < nend; r++)
+                    for (int j = 0; j < iw; j++) dinp[(size_t)(n + r) * C + i0 + j] += acc[r][j];
+            }
+        }
+    // dW[o, i0:i0+16] = Σ_n dout[n,o] inp[n, i0:i0+16]: panel = columns i0.. of MM_KB rows of
+    // inp; the task (column block, block of MM_OB outputs) adds its sums chunk by chunk of n
+    int nob = (OC + MM_OB - 1) / MM_OB;
+    #pragma omp parallel for collapse(2)
+    for (int ib = 0; ib < nib; ib++)
+        for (int ob = 0; ob < nob; ob++) {
+            int i0 = ib * MM_W, iw = imin(MM_W, C - i0);
+            int oend = imin(OC, (ob + 1) * MM_OB);
+            float panel[MM_KB * MM_W];
+            for (int n0 = 0; n0 < N; n0 += MM_KB) {
+                int kn = imin(MM_KB, N - n0);
+                pack_panel(panel, inp + (size_t)n0 * C + i0, C, kn, iw);
+                for (int o = ob * MM_OB; o < oend; o += MM_R) {
+                    const float *a[MM_R];
+                    for (int r = 0; r < MM_R; r++) a[r] = dout + (size_t)n0 * OC + imin(o + r, OC - 1);
+                    float acc[MM_R][MM_W];
+                    mm_tile(acc, a, OC, panel, kn);
+                    for (int r = 0; r < MM_R && o + r < oend; r++)
+                        for (int j = 0; j < iw; j++) dweight[(size_t)(o + r) * C + i0 + j] += acc[r][j];
+                }
+            }
+        }
+    if (dbias) {  // vector across 64 outputs at a time, summing over rows
+        #pragma omp parallel for
+        for (int o0 = 0; o0 < OC; o0 += 64) {
+            float acc[64] = {0};
+            int ow = imin(64, OC - o0);
+            for (int n = 0; n < N; n++) {
+                const float *d = dout + (size_t)n * OC + o0;
+                #pragma omp simd
+                for (int j = 0; j < ow; j++) acc[j] += d[j];
+            }
+            for (int j = 0; j < ow; j++) dbias[o0 + j] += acc[j];
         }
     }
-    #pragma omp parallel for
-    for (int o = 0; o < OC; o++) {
-        float *dw = dweight + (size_t)o * C, db = 0.0f;
-        for (int n = 0; n < N; n++) {
-            float g = dout[(size_t)n * OC + o];
-            const float *x = inp + (size_t)n * C;
+}
+
+// expf that gcc can vectorize (glibc's vector expf is only declared under -ffast-math):
+// x = k ln2 + r with |r| <= ln2/2, e^r by the Cephes polynomial (error ~1 ulp), 2^k written
+// into the exponent bits. x is clamped to [-87, 88], where 2^k stays a normal float, with
+// 0/1 masks: a ?: on floats is not vectorized by gcc under the default -ftrapping-math.
+// (x = ±inf gives NaN.)
+static inline float exp_simd(float x) {
+    float lo = x < -87.0f, hi = x > 88.0f;
+    x = lo * -87.0f + hi * 88.0f + (1.0f - lo - hi) * x;
+    float k = rintf(x * 1.44269504088896341f);
+    float r = x - k * 0.693359375f - k * -2.12194440e-4f;   // ln2 split in two for exactness
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    int32_t bits = ((int32_t)k + 127) << 23;   // 2^k
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
+// Attention helpers. Vector loops run across 8 positions or 8 channels at a time, never along
+// a dot product (a float sum that gcc may not reorder runs one element at a time), and each
+// block of 8 sums stays in a register.
+
+// s[t2] = scale * Σ_i q[i] kt[i*Tp + t2] for t2 < n8 (a multiple of 8; kt padded to match).
+// Even and odd i go to two sums, so that two FMA chains are in flight instead of one.
+static inline void attn_scores(float *s, const float *q, const float *kt, int hs, int Tp, int n8, float scale) {
+    for (int t0 = 0; t0 < n8; t0 += 8) {
+        float x[8] = {0}, y[8] = {0};
+        int i = 0;
+        for (; i + 1 < hs; i += 2) {
+            float q0 = q[i], q1 = q[i + 1];
             #pragma omp simd
-            for (int i = 0; i < C; i++) dw[i] += g * x[i];
-            db += g;
+            for (int j = 0; j < 8; j++) { x[j] += q0 * kt[i * Tp + t0 + j]; y[j] += q1 * kt[(i + 1) * Tp + t0 + j]; }
         }
-        if (dbias) dbias[o] += db;
+        if (i < hs)
+            for (int j = 0; j < 8; j++) x[j] += q[i] * kt[i * Tp + t0 + j];
+        for (int j = 0; j < 8; j++) s[t0 + j] = (x[j] + y[j]) * scale;
+    }
+}
+
+// y[i] = (accumulate ? y[i] : 0) + Σ_{t0 <= t < t1} w[t*ws] x[t*xs + i], for i < hs.
+// Blocks of 8 channels; even and odd t go to two sums (two FMA chains in flight).
+static inline void attn_rows(float *y, int accumulate, const float *w, size_t ws,
+                             const float *x, size_t xs, int t0, int t1, int hs) {
+    int i8 = hs / 8 * 8;
+    for (int i0 = 0; i0 < i8; i0 += 8) {
+        float acc[8] = {0}, acc2[8] = {0};
+        int t = t0;
+        for (; t + 1 < t1; t += 2) {
+            float w0 = w[t * ws], w1 = w[(t + 1) * ws];
+            const float *x0 = x + t * xs + i0, *x1 = x0 + xs;
+            #pragma omp simd
+            for (int j = 0; j < 8; j++) { acc[j] += w0 * x0[j]; acc2[j] += w1 * x1[j]; }
+        }
+        if (t < t1)
+            for (int j = 0; j < 8; j++) acc[j] += w[t * ws] * x[t * xs + i0 + j];
+        for (int j = 0; j < 8; j++) y[i0 + j] = (accumulate ? y[i0 + j] : 0.0f) + (acc[j] + acc2[j]);
+    }
+    for (int i = i8; i < hs; i++) {   // channels left over when hs is not a multiple of 8
+        float acc = 0.0f;
+        for (int t = t0; t < t1; t++) acc += w[t * ws] * x[t * xs + i];
+        y[i] = (accumulate ? y[i] : 0.0f) + acc;
     }
 }
 
 // causal multi-head self-attention.
 // inp (B,T,3C) holds q,k,v; out (B,T,C); att (B,NH,T,T) keeps the softmax for the backward
 // pass (entries above the diagonal are 0). Scores are scaled by 1/sqrt(hs), hs = C/NH.
+// One task per (b,h). The head's keys are copied transposed, kt (hs,Tp), so that a query's
+// scores for all earlier positions are vector loops across positions.
 static void attention_forward(float *out, float *att, const float *inp, int B, int T, int C, int NH) {
-    int C3 = 3 * C, hs = C / NH;
-    float scale = 1.0f / sqrtf((float)hs);
-    #pragma omp parallel for collapse(3)
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++)
-            for (int h = 0; h < NH; h++) {
-                const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
-                float *a = att + (((size_t)b * NH + h) * T + t) * T;
-                float maxv = -FLT_MAX;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float *k = inp + ((size_t)b * T + t2) * C3 + C + h * hs;
-                    float s = 0.0f;
-                    for (int i = 0; i < hs; i++) s += q[i] * k[i];
-                    s *= scale;
-                    a[t2] = s;
-                    if (s > maxv) maxv = s;
-                }
-                float sum = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) { a[t2] = expf(a[t2] - maxv); sum += a[t2]; }
-                float inv = 1.0f / sum;
-                for (int t2 = 0; t2 < T; t2++) a[t2] = t2 <= t ? a[t2] * inv : 0.0f;
-                float *o = out + ((size_t)b * T + t) * C + h * hs;
-                for (int i = 0; i < hs; i++) o[i] = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float *v = inp + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
-                    for (int i = 0; i < hs; i++) o[i] += a[t2] * v[i];
-                }
-            }
-}
-
-// dinp (B,T,3C) += ∂L/∂(q,k,v) given dout (B,T,C); datt (B,NH,T,T) is scratch.
-// Parallel over (b,h) only: keys and values of position t2 receive gradient from every
-// query t >= t2, so splitting over t would race.
-static void attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
-                               const float *att, int B, int T, int C, int NH) {
-    /* BEGIN SOLUTION: attention_backward */
-    int C3 = 3 * C, hs = C / NH;
+    int C3 = 3 * C, hs = C / NH, Tp = (T + 7) / 8 * 8;
     float scale = 1.0f / sqrtf((float)hs);
     #pragma omp parallel for collapse(2)
     for (int b = 0; b < B; b++)
-        for (int h = 0; h < NH; h++)
+        for (int h = 0; h < NH; h++) {
+            const float *qkv = inp + (size_t)b * T * C3 + h * hs;  // q of position t at qkv + t*C3
+            float kt[hs * Tp], s[Tp];
+            for (int t2 = 0; t2 < Tp; t2++)
+                for (int i = 0; i < hs; i++) kt[i * Tp + t2] = t2 < T ? qkv[(size_t)t2 * C3 + C + i] : 0.0f;
             for (int t = 0; t < T; t++) {
-                const float *a = att + (((size_t)b * NH + h) * T + t) * T;
-                float *da = datt + (((size_t)b * NH + h) * T + t) * T;
-                const float *d = dout + ((size_t)b * T + t) * C + h * hs;
-                const float *q = inp + ((size_t)b * T + t) * C3 + h * hs;
-                float *dq = dinp + ((size_t)b * T + t) * C3 + h * hs;
-                // out = Σ a[t2] v[t2]
-                float dot = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) {
-                    const float *v = inp + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
-                    float *dv = dinp + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
-                    float s = 0.0f;
-                    for (int i = 0; i < hs; i++) { s += v[i] * d[i]; dv[i] += a[t2] * d[i]; }
-                    da[t2] = s;
-                    dot += a[t2] * s;
-                }
-                // softmax backward: dscore = a * (da - Σ a da)
-                for (int t2 = 0; t2 <= t; t2++) {
-                    float ds = a[t2] * (da[t2] - dot) * scale;
-                    const float *k = inp + ((size_t)b * T + t2) * C3 + C + h * hs;
-                    float *dk = dinp + ((size_t)b * T + t2) * C3 + C + h * hs;
-                    for (int i = 0; i < hs; i++) { dq[i] += ds * k[i]; dk[i] += ds * q[i]; }
-                }
+                float *a = att + (((size_t)b * NH + h) * T + t) * T;
+                attn_scores(s, qkv + (size_t)t * C3, kt, hs, Tp, (t + 8) / 8 * 8, scale);
+                float maxv = -FLT_MAX, sum = 0.0f;
+                for (int t2 = 0; t2 <= t; t2++) if (s[t2] > maxv) maxv = s[t2];
+                #pragma omp simd reduction(+:sum)
+                for (int t2 = 0; t2 <= t; t2++) { s[t2] = exp_simd(s[t2] - maxv); sum += s[t2]; }
+                float inv = 1.0f / sum;
+                for (int t2 = 0; t2 < T; t2++) a[t2] = t2 <= t ? s[t2] * inv : 0.0f;
+                // out = Σ_{t2<=t} a[t2] v[t2]
+                attn_rows(out + ((size_t)b * T + t) * C + h * hs, 0, a, 1, qkv + 2 * C, C3, 0, t + 1, hs);
             }
+        }
+}
+
+// dinp (B,T,3C) += ∂L/∂(q,k,v) given dout (B,T,C); datt (B,NH,T,T) is scratch (it ends
+// up holding ∂L/∂scores). Parallel over (b,h) only: keys and values of position t2 receive
+// gradient from every query t >= t2. Three passes per head, so that each gradient row is
+// one sum in registers, added once: the score gradients of all (t, t2), then dq (a sum over
+// t2 <= t), then dk and dv (sums over t >= t2).
+static void attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
+                               const float *att, int B, int T, int C, int NH) {
+    /* BEGIN SOLUTION: attention_backward */
+    int C3 = 3 * C, hs = C / NH, Tp = (T + 7) / 8 * 8;
+    float scale = 1.0f / sqrtf((float)hs);
+    #pragma omp parallel for collapse(2)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            const float *qkv = inp + (size_t)b * T * C3 + h * hs, *d = dout + (size_t)b * T * C + h * hs;
+            float *dqkv = dinp + (size_t)b * T * C3 + h * hs;
+            const float *A = att + ((size_t)b * NH + h) * T * T;
+            float *dS = datt + ((size_t)b * NH + h) * T * T;
+            float vt[hs * Tp], da[Tp];
+            for (int t2 = 0; t2 < Tp; t2++)
+                for (int i = 0; i < hs; i++) vt[i * Tp + t2] = t2 < T ? qkv[(size_t)t2 * C3 + 2 * C + i] : 0.0f;
+            // out = Σ a v: da[t2] = dout·v[t2]; softmax: dscore = a (da - Σ a da), times scale
+            for (int t = 0; t < T; t++) {
+                const float *a = A + (size_t)t * T;
+                attn_scores(da, d + (size_t)t * C, vt, hs, Tp, (t + 8) / 8 * 8, 1.0f);
+                float dot = 0.0f;
+                #pragma omp simd reduction(+:dot)
+                for (int t2 = 0; t2 <= t; t2++) dot += a[t2] * da[t2];
+                for (int t2 = 0; t2 <= t; t2++) dS[(size_t)t * T + t2] = a[t2] * (da[t2] - dot) * scale;
+            }
+            for (int t = 0; t < T; t++)    // dq[t] += Σ_{t2<=t} dS[t][t2] k[t2]
+                attn_rows(dqkv + (size_t)t * C3, 1, dS + (size_t)t * T, 1, qkv + C, C3, 0, t + 1, hs);
+            for (int t2 = 0; t2 < T; t2++) {
+                // dk[t2] += Σ_{t>=t2} dS[t][t2] q[t];  dv[t2] += Σ_{t>=t2} a[t][t2] dout[t]
+                attn_rows(dqkv + (size_t)t2 * C3 + C, 1, dS + t2, T, qkv, C3, t2, T, hs);
+                attn_rows(dqkv + (size_t)t2 * C3 + 2 * C, 1, A + t2, T, d, C, t2, T, hs);
+            }
+        }
     /* END SOLUTION: attention_backward */
 }
 
-// GELU, tanh approximation (GPT-2; torch.nn.GELU(approximate="tanh")). inp, out (N)
+// GELU, tanh approximation (GPT-2; torch.nn.GELU(approximate="tanh")). inp, out (N).
+// 0.5 (1 + tanh u) = 1 / (1 + e^{-2u}), so gelu(x) = x / (1 + e^{-2u}): one exp, no
+// cancellation for negative x, and the loop vectorizes with exp_simd.
 #define GELU_SCALE 0.7978845608028654f   // sqrt(2/pi)
 static void gelu_forward(float *out, const float *inp, size_t N) {
-    #pragma omp parallel for
+    #pragma omp parallel for simd
     for (size_t i = 0; i < N; i++) {
-        float x = inp[i], cube = 0.044715f * x * x * x;
-        out[i] = 0.5f * x * (1.0f + tanhf(GELU_SCALE * (x + cube)));
+        float x = inp[i], u = GELU_SCALE * (x + 0.044715f * x * x * x);
+        out[i] = x / (1.0f + exp_simd(-2.0f * u));
     }
 }
 
+// d gelu/dx = s + x (1 - s) s 2 du/dx with s = 1 / (1 + t), t = e^{-2u}; 1 - s = t s
+// keeps its precision when s is close to 1.
 static void gelu_backward(float *dinp, const float *inp, const float *dout, size_t N) {
-    #pragma omp parallel for
+    #pragma omp parallel for simd
     for (size_t i = 0; i < N; i++) {
-        float x = inp[i], cube = 0.044715f * x * x * x;
-        float th = tanhf(GELU_SCALE * (x + cube)), sech2 = 1.0f - th * th;
-        float g = 0.5f * (1.0f + th) + x * 0.5f * sech2 * GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
-        dinp[i] += g * dout[i];
+        float x = inp[i], u = GELU_SCALE * (x + 0.044715f * x * x * x);
+        float t = exp_simd(-2.0f * u), s = 1.0f / (1.0f + t);
+        float du = GELU_SCALE * (1.0f + 3.0f * 0.044715f * x * x);
+        dinp[i] += (s + 2.0f * x * du * (t * s) * s) * dout[i];
     }
 }
 
@@ -585,8 +735,10 @@ static void act_sizes(size_t *s, const GPTConfig *c, int B, int T) {
     memcpy(s, v, sizeof v);
 }
 
-// Key/value cache for incremental decoding: k, v (L, B, maxT, C), plus scratch for one
-// position of each of the B sequences.
+// Key/value cache for incremental decoding: keys k (L, B, C, Tp) stored transposed (for each
+// channel, its keys over positions; Tp = maxT rounded up to a multiple of 8) so that a decode
+// step computes attention scores exactly as attention_forward does; values v (L, B, maxT, C);
+// plus scratch for one position of each of the B sequences (scores is unused).
 typedef struct {
     int B;
     float *k, *v;
@@ -740,9 +892,9 @@ static void gpt_backward(GPT *m, const int *inputs) {
 // Incremental decoding with a key/value cache: one new token per sequence per call
 
 static void build_kvcache(KVCache *kv, const GPTConfig *c, int B) {
-    size_t L = c->num_layers, C = c->channels, T = c->max_seq_len, V = c->vocab_size;
+    size_t L = c->num_layers, C = c->channels, T = c->max_seq_len, V = c->vocab_size, Tp = (T + 7) / 8 * 8;
     kv->B = B;
-    kv->k = (float *)mallocCheck(L * B * T * C * sizeof(float));
+    kv->k = (float *)callocCheck(L * B * C * Tp, sizeof(float));  // zeros: padding is read, never used
     kv->v = (float *)mallocCheck(L * B * T * C * sizeof(float));
     kv->x = (float *)mallocCheck((size_t)B * C * sizeof(float));
     kv->ln = (float *)mallocCheck((size_t)B * C * sizeof(float));
@@ -763,11 +915,11 @@ static void free_kvcache(KVCache *kv) {
 /* gpt_decode_step: sequence b (0 <= b < B <= kv->B) consumes token tokens[b] at position
    pos[b] (its keys/values for positions < pos[b] must already be in the cache); writes
    kv->logits (B,V), the logits predicting position pos[b]+1. Same arithmetic as
-   gpt_forward, so the logits agree with the full forward to float rounding. */
+   gpt_forward, so the logits agree with the full forward. */
 static void gpt_decode_step(GPT *m, KVCache *kv, const int *tokens, const int *pos, int B) {
     GPTConfig c = m->config;
     int L = c.num_layers, C = c.channels, NH = c.num_heads, V = c.vocab_size, maxT = c.max_seq_len;
-    int hs = C / NH;
+    int hs = C / NH, Tp = (maxT + 7) / 8 * 8;
     float scale = 1.0f / sqrtf((float)hs);
     ParameterTensors p = m->params;
     float mean[B > 0 ? B : 1], rstd[B > 0 ? B : 1];
@@ -779,33 +931,24 @@ static void gpt_decode_step(GPT *m, KVCache *kv, const int *tokens, const int *p
         matmul_forward(kv->qkv, kv->ln, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, B, C, 3 * C);
         #pragma omp parallel for
         for (int b = 0; b < B; b++) {  // append this position's key and value to the cache
-            size_t at = (((size_t)l * kv->B + b) * maxT + pos[b]) * C;
-            memcpy(kv->k + at, kv->qkv + (size_t)b * 3 * C + C, C * sizeof(float));
-            memcpy(kv->v + at, kv->qkv + (size_t)b * 3 * C + 2 * C, C * sizeof(float));
+            float *kt = kv->k + ((size_t)l * kv->B + b) * C * Tp;
+            for (int i = 0; i < C; i++) kt[(size_t)i * Tp + pos[b]] = kv->qkv[(size_t)b * 3 * C + C + i];
+            memcpy(kv->v + (((size_t)l * kv->B + b) * maxT + pos[b]) * C, kv->qkv + (size_t)b * 3 * C + 2 * C, C * sizeof(float));
         }
         #pragma omp parallel for collapse(2)
         for (int b = 0; b < B; b++)
             for (int h = 0; h < NH; h++) {
-                const float *q = kv->qkv + (size_t)b * 3 * C + h * hs;
-                const float *kb = kv->k + ((size_t)l * kv->B + b) * maxT * C + h * hs;
+                const float *kt = kv->k + (((size_t)l * kv->B + b) * C + h * hs) * Tp;
                 const float *vb = kv->v + ((size_t)l * kv->B + b) * maxT * C + h * hs;
-                float *a = kv->scores + ((size_t)b * NH + h) * maxT, maxv = -FLT_MAX;
-                for (int t2 = 0; t2 <= pos[b]; t2++) {
-                    float s = 0.0f;
-                    for (int i = 0; i < hs; i++) s += q[i] * kb[(size_t)t2 * C + i];
-                    s *= scale;
-                    a[t2] = s;
-                    if (s > maxv) maxv = s;
-                }
-                float sum = 0.0f;
-                for (int t2 = 0; t2 <= pos[b]; t2++) { a[t2] = expf(a[t2] - maxv); sum += a[t2]; }
+                float s[Tp], maxv = -FLT_MAX, sum = 0.0f;
+                int t = pos[b];
+                attn_scores(s, kv->qkv + (size_t)b * 3 * C + h * hs, kt, hs, Tp, (t + 8) / 8 * 8, scale);
+                for (int t2 = 0; t2 <= t; t2++) if (s[t2] > maxv) maxv = s[t2];
+                #pragma omp simd reduction(+:sum)
+                for (int t2 = 0; t2 <= t; t2++) { s[t2] = exp_simd(s[t2] - maxv); sum += s[t2]; }
                 float inv = 1.0f / sum;
-                float *o = kv->atty + (size_t)b * C + h * hs;
-                for (int i = 0; i < hs; i++) o[i] = 0.0f;
-                for (int t2 = 0; t2 <= pos[b]; t2++) {
-                    float w = a[t2] * inv;
-                    for (int i = 0; i < hs; i++) o[i] += w * vb[(size_t)t2 * C + i];
-                }
+                for (int t2 = 0; t2 <= t; t2++) s[t2] *= inv;
+                attn_rows(kv->atty + (size_t)b * C + h * hs, 0, s, 1, vb, C, 0, t + 1, hs);
             }
         matmul_forward(kv->proj, kv->atty, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, B, C, C);
         residual_forward(kv->x, kv->x, kv->proj, (size_t)B * C);
