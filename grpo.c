@@ -491,7 +491,10 @@ static inline float exp_simd(float x) {
     p = p * r + 1.6666665459e-1f;
     p = p * r + 5.0000001201e-1f;
     p = p * r * r + r + 1.0f;
-    int32_t bits = ((int32_t)k + 127) << 23;   // 2^k
+    float kb = k + (12582912.0f + 127.0f);     // 1.5*2^23 + 127 + k: k + 127 in the low mantissa bits
+    uint32_t bits;
+    memcpy(&bits, &kb, sizeof bits);
+    bits <<= 23;                               // 2^k, with no float->int conversion (UB for NaN)
     float scale;
     memcpy(&scale, &bits, sizeof scale);
     return p * scale;
@@ -1157,15 +1160,30 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         ckpt_error(path, msg, "re-create the checkpoint with this build");
     }
     GPTConfig c = {h[2], h[3], h[4], h[5], h[6]};
-    if (c.max_seq_len < 1 || c.max_seq_len > 4096 || c.num_layers < 1 || c.num_layers > 64 ||
-        c.num_heads < 1 || c.channels < 1 || c.channels > 8192 || c.channels % c.num_heads ||
+    // the ranges of --context, --layers, --heads, --channels: every file ./grpo can write
+    if (c.max_seq_len < 1 || c.max_seq_len > 1024 || c.num_layers < 1 || c.num_layers > 64 ||
+        c.num_heads < 1 || c.num_heads > 64 || c.channels < 1 || c.channels > 4096 || c.channels % c.num_heads ||
         h[7] < 0 || h[7] > 1 || h[8] < 0 || h[9] < 0 || h[9] > 4096)
         ckpt_error(path, "header holds an impossible model configuration (corrupt file?)", NULL);
+    {   // the file must be exactly as long as its header says, checked BEFORE allocating the model
+        size_t sz[NUM_PARAM_TENSORS], np = 0;
+        param_sizes(sz, &c);
+        for (int i = 0; i < NUM_PARAM_TENSORS; i++) np += sz[i];
+        long long want = (long long)sizeof h + h[9] + (long long)np * (long long)sizeof(float) * (h[7] ? 3 : 1) +
+                         (h[7] ? 4 * (long long)sizeof(uint64_t) : 0);
+        struct stat sb;
+        if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (long long)sb.st_size != want) {
+            snprintf(msg, sizeof msg, "%s: the file is %lld bytes, its header describes %lld",
+                     sb.st_size < want ? "file truncated" : "trailing bytes after the last tensor",
+                     (long long)sb.st_size, want);
+            ckpt_error(path, msg, "the file is incomplete or corrupt; re-create it");
+        }
+    }
     char vocab[4097], ours[512];
     ckpt_read(vocab, 1, h[9], f, path, "the vocabulary");
     vocab[h[9]] = 0;
-    vocab_string(ours, sizeof ours);
-    if (c.vocab_size != VOCAB_SIZE || strcmp(vocab, ours) != 0) {
+    int vlen = vocab_string(ours, sizeof ours);
+    if (c.vocab_size != VOCAB_SIZE || h[9] != vlen || memcmp(vocab, ours, vlen) != 0) {
         snprintf(msg, sizeof msg, "vocabulary differs from this build's (%d tokens in file, %d here)",
                  c.vocab_size, VOCAB_SIZE);
         ckpt_error(path, msg, "a model can only be used with the tokenizer it was trained with");
@@ -1386,12 +1404,14 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
     d->nums = (int *)mallocCheck((size_t)cap * MAX_NUMS * sizeof(int));
     d->num_count = (int *)mallocCheck(cap * sizeof(int));
     d->target = (int *)mallocCheck(cap * sizeof(int));
-    char line[4096], msg[256];
+    char *line = NULL, msg[256];
+    size_t lcap = 0;
+    ssize_t got;
     int lineno = 0;
-    while (fgets(line, sizeof line, f)) {
+    while ((got = getline(&line, &lcap, f)) != -1) {   // getline: the length counts NUL bytes too
         lineno++;
-        int len = (int)strlen(line);
-        if (len == sizeof line - 1 && line[len - 1] != '\n') data_error(path, lineno, "line too long (over 4095 characters)");
+        int len = (int)(got > 4097 ? 4097 : got);
+        if (len - (line[len - 1] == '\n') > 4095) data_error(path, lineno, "line too long (over 4095 characters)");
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
         if (len == 0 || line[0] == '#') continue;
         if ((int)strlen(line) != len) data_error(path, lineno, "NUL byte in line");
@@ -1438,6 +1458,7 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
         }
         d->n++;
     }
+    free(line);
     fclose(f);
     if (d->n == 0) data_error(path, lineno, "no examples in file");
 }
@@ -1890,7 +1911,7 @@ static void default_options(Options *o) {
     o->steps = 0; o->batch_size = 32; o->warmup = 0; o->eval_every = 0; o->save_every = 0; o->eval_limit = 0;
     o->lr = 0; o->min_lr_frac = 0.1f; o->weight_decay = 0.0f; o->grad_clip = 1.0f; o->beta1 = 0.9f; o->beta2 = 0.95f;
     o->schedule = 0;
-    o->prompts_per_step = 8; o->group_size = 8; o->max_new_tokens = 40; o->num_iterations = 1; o->micro_batch = 0;
+    o->prompts_per_step = 8; o->group_size = 8; o->max_new_tokens = 24; o->num_iterations = 1; o->micro_batch = 0;
     o->mask_truncated = 0; o->pass_k = 8; o->temperature = 1.0f; o->format_reward = 0.0f;
     o->obj = (ObjectiveConfig){OBJ_LAMBDA_GRPO, AGG_TOKEN_MEAN, STD_SAMPLE, SCOPE_GROUP, 1e-4f, 0.2f, 0.2f, 0.0f, 40};
 }
@@ -2052,7 +2073,7 @@ static void stop_on_nan(const char *what, int step, float value, const char *las
 // SFT: supervised training on task demonstrations (loss on completion tokens only)
 
 static int cmd_sft(int argc, char **argv, Options *o) {
-    o->steps = 1500; o->lr = 2e-3f; o->warmup = 50; o->weight_decay = 0.1f; o->eval_every = 250;
+    o->steps = 1000; o->lr = 2e-3f; o->warmup = 50; o->weight_decay = 0.1f; o->eval_every = 250;
     strcpy(o->run_dir, "runs/sft");
     const char *syn = "Supervised fine-tuning on demonstrations (prompt<TAB>completion lines).\n"
                       "Loss: mean −log p of completion tokens and <eos>; prompt tokens are masked.\n"
@@ -2409,7 +2430,7 @@ static TreeStats build_group_trees(GroupBatch *g, const ObjectiveConfig *cfg, in
 }
 
 static int cmd_train(int argc, char **argv, Options *o) {
-    o->steps = 150; o->lr = 3e-4f; o->warmup = 10; o->schedule = 2; o->eval_every = 50; o->eval_limit = 200;
+    o->steps = 500; o->lr = 1e-4f; o->warmup = 10; o->schedule = 2; o->eval_every = 100; o->eval_limit = 0;
     strcpy(o->run_dir, "runs/grpo");
     const char *syn = "GRPO / λ-GRPO on countdown, starting from an SFT checkpoint (--init, also π_ref).\n"
                       "Each step: sample P prompts x k completions, score them, build each group's\n"
@@ -2609,7 +2630,7 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
 
 static int cmd_tree(int argc, char **argv, Options *o) {
     o->steps = 250; o->group_size = 16; o->prompts_per_step = 1; o->seeds = 5;
-    o->lr = 3e-3f; o->warmup = 0; o->schedule = 2; o->weight_decay = 0.0f; o->temperature = 1.0f;
+    o->lr = 1e-3f; o->warmup = 0; o->schedule = 2; o->weight_decay = 0.0f; o->temperature = 1.0f;
     o->layers = 2; o->heads = 2; o->channels = 32;
     strcpy(o->run_dir, "runs/tree");
     const char *syn = "The paper's synthetic experiment (§4.3, Table 1): a depth-4 binary tree of L/R\n"
@@ -2802,14 +2823,16 @@ static int cmd_verify(int argc, char **argv, Options *o) {
     int first = parse_options(argc, argv, CMD_VERIFY, o, "verify FILE", syn);
     if (first != argc - 1) usage_error("'./grpo verify' needs exactly one FILE argument");
     FILE *f = strcmp(argv[first], "-") ? fopenCheck(argv[first], "r") : stdin;
-    char line[8192];
+    char *line = NULL;
+    size_t cap = 0;
+    ssize_t got;
     int lineno = 0;
-    while (fgets(line, sizeof line, f)) {
+    while ((got = getline(&line, &cap, f)) != -1) {   // exact length: NUL bytes stay in the text
         lineno++;
-        int len = (int)strlen(line);
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
+        int len = (int)got;
+        if (len > 0 && line[len - 1] == '\n') len--;   // only the newline is stripped
         if (len == 0 || line[0] == '#') continue;
-        char *tab = strchr(line, '\t');
+        char *tab = memchr(line, '\t', len);
         int plen = tab ? (int)(tab - line) : len, nums[MAX_NUMS], n, target;
         if (countdown_parse_prompt(line, plen, nums, MAX_NUMS, &n, &target) != 0) {
             fprintf(stderr, "%s:%d: prompt is not `n1 n2 ... nk>target:`\n", argv[first], lineno);
@@ -2817,6 +2840,7 @@ static int cmd_verify(int argc, char **argv, Options *o) {
         }
         printf("%g\n", countdown_verify(nums, n, target, tab ? tab + 1 : "", tab ? len - plen - 1 : 0));
     }
+    free(line);
     if (f != stdin) fclose(f);
     return 0;
 }

@@ -1056,6 +1056,11 @@ static void test_train_end_to_end(void) {
 #include "test_check.c"
 
 // ----------------------------------------------------------------------------
+// Inputs found by fuzzing (tests/fuzz/regressions/), replayed without libFuzzer
+
+#include "fuzz/replay.c"
+
+// ----------------------------------------------------------------------------
 // The synthetic binary-tree task (paper §4.3)
 
 static void test_tree_task(void) {
@@ -1132,6 +1137,7 @@ int main(int argc, char **argv) {
     if (want("train", only)) test_train_end_to_end();
     if (want("treetask", only)) test_tree_task();
     if (want("check", only)) test_check_fixtures();
+    if (want("fuzz", only)) test_fuzz_regressions();
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
     return tests_failed != 0;
 }

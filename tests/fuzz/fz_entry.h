@@ -198,14 +198,59 @@ static void fz_run_check(const char *path, const uint8_t *data, size_t size) {
 }
 
 /* ------------------------------------------------------------------------------------
-   3. checkpoint: load_checkpoint(path, &m, max_batch 1, NULL); when the file holds
+   3. checkpoint: load_checkpoint(path, &m, max_batch 2, NULL); when the file holds
    optimizer state, again with a TrainState. Oracles for an accepted file: its size is
    exactly header + vocabulary + parameters (+ AdamW m, v and the RNG state), its
-   vocabulary bytes are exactly this build's, and the model runs a forward pass of
-   min(4, maxT) tokens. */
+   vocabulary bytes are exactly this build's, and the model (any shape the header allows)
+   runs forward, backward and the KV-cache decode, whose logits match the forward pass. */
+/* Runs the loaded model on a batch of FZ_CKPT_B sequences of T = min(9, maxT) tokens
+   (B·T = 18 rows: a full 6-row tile of the register-tiled matmul plus a remainder):
+   forward, log-probs, backward, then the same tokens through the KV cache one position at
+   a time. When the weights are moderate, the incremental logits must equal the full
+   forward pass (as in test_kv_cache). */
+#define FZ_CKPT_B 2
+static void fz_exercise_model(GPT *m) {
+    int V = m->config.vocab_size, T = m->config.max_seq_len < 9 ? m->config.max_seq_len : 9, B = FZ_CKPT_B;
+    int inputs[FZ_CKPT_B * 9], targets[FZ_CKPT_B * 9], tok[FZ_CKPT_B], pos[FZ_CKPT_B];
+    float logp[FZ_CKPT_B * 9], dlogp[FZ_CKPT_B * 9];
+    for (int i = 0; i < B * T; i++) {
+        inputs[i] = i % T == 0 ? TOK_BOS : NUM_SPECIAL + (i * 7) % (V - NUM_SPECIAL);
+        targets[i] = i % 5 == 4 ? -1 : (i * 11) % V;
+        dlogp[i] = -1.0f / (B * T);
+    }
+    gpt_forward(m, inputs, B, T);
+    logprob_forward(logp, m->acts.probs, m->acts.logits, targets, B * T, V, 1.0f, NULL);
+    gpt_zero_grad(m);
+    logprob_backward(m->grads_acts.logits, m->acts.probs, targets, dlogp, B * T, V, 1.0f);
+    gpt_backward(m, inputs);
+    float pmax = 0.0f;
+    for (size_t i = 0; i < m->num_parameters; i++) {
+        float a = fabsf(m->params_memory[i]);
+        if (!(a <= pmax)) pmax = a;       // NaN makes pmax NaN: no comparison below
+    }
+    KVCache kv;
+    build_kvcache(&kv, &m->config, B);
+    double maxdiff = 0.0, maxabs = 0.0;
+    for (int t = 0; t < T; t++) {
+        for (int b = 0; b < B; b++) { tok[b] = inputs[b * T + t]; pos[b] = t; }
+        gpt_decode_step(m, &kv, tok, pos, B);
+        for (int b = 0; b < B; b++)
+            for (int v = 0; v < V; v++) {
+                double full = m->acts.logits[((size_t)b * T + t) * V + v], inc = kv.logits[(size_t)b * V + v];
+                if (fabs(full - inc) > maxdiff) maxdiff = fabs(full - inc);
+                if (fabs(full) > maxabs) maxabs = fabs(full);
+            }
+    }
+    free_kvcache(&kv);
+    if (pmax <= 4.0f && isfinite(maxabs))
+        FZ_ASSERT(maxdiff <= 1e-3 * (1.0 + maxabs), "checkpoint: KV-cache logits differ from the forward pass by %g (max |logit| %g, "
+                  "maxT %d L %d NH %d C %d)", maxdiff, maxabs, m->config.max_seq_len, m->config.num_layers,
+                  m->config.num_heads, m->config.channels);
+}
+
 static void fz_run_checkpoint(const char *path, const uint8_t *data, size_t size) {
     GPT m;
-    int has_opt = load_checkpoint(path, &m, 1, NULL);
+    int has_opt = load_checkpoint(path, &m, FZ_CKPT_B, NULL);
     int32_t h[CKPT_HEADER_INTS];
     FZ_ASSERT(size >= sizeof h, "checkpoint: accepted a %zu-byte file", size);
     memcpy(h, data, sizeof h);
@@ -215,12 +260,11 @@ static void fz_run_checkpoint(const char *path, const uint8_t *data, size_t size
               "checkpoint: accepted a vocabulary of %d bytes that is not this build's %d bytes", h[9], vlen);
     size_t want = sizeof h + (size_t)h[9] + m.num_parameters * sizeof(float) * (has_opt ? 3 : 1) + (has_opt ? 32 : 0);
     FZ_ASSERT(want == size, "checkpoint: accepted %zu bytes, the header implies %zu", size, want);
-    int T = m.config.max_seq_len < 4 ? m.config.max_seq_len : 4, inputs[4] = {TOK_BOS, 3, 4, 5};
-    gpt_forward(&m, inputs, 1, T);
+    fz_exercise_model(&m);
     free_gpt(&m);
     if (has_opt) {
         TrainState st;
-        FZ_ASSERT(load_checkpoint(path, &m, 1, &st) == 1, "checkpoint: optimizer state seen once, not twice");
+        FZ_ASSERT(load_checkpoint(path, &m, FZ_CKPT_B, &st) == 1, "checkpoint: optimizer state seen once, not twice");
         FZ_ASSERT(st.step == h[8], "checkpoint: step %d, header %d", st.step, h[8]);
         free_gpt(&m);
     }

@@ -14,7 +14,9 @@ or when its stderr shows a sanitizer report (make test-asan) or "out of memory":
 runs under a 2 GiB address-space limit, so a file that makes grpo.c try to allocate absurd
 memory fails instead of thrashing (under ASan, where an address-space limit cannot be used,
 a malloc hook rejects any single allocation over 2 GiB instead, as libFuzzer's
--malloc_limit_mb=2048 does).
+-malloc_limit_mb=2048 does). The child runs single-threaded (omp_set_num_threads(1)): an
+OpenMP thread pool started by the parent does not survive fork(), and a parallel region
+with more threads would hang.
 */
 #include <glob.h>
 #include <signal.h>
@@ -95,6 +97,9 @@ static int fz_replay_one(const char *path, const char *harness, char *why, size_
         close(fds[0]);
         dup2(fds[1], 2);
         if (!freopen("/dev/null", "w", stdout)) _exit(99);
+#ifdef _OPENMP
+        omp_set_num_threads(1);   // libgomp's thread pool does not survive fork(): a parallel region
+#endif                            // with more threads would wait forever for the parent's workers
         const char *t = getenv("FZ_REPLAY_TIMEOUT");
         alarm(t && atoi(t) > 0 ? (unsigned)atoi(t) : 20);
 #ifndef FZ_UNDER_ASAN
