@@ -67,7 +67,7 @@ grpo_cuda: grpo.c grpo_kernels.o
 
 # every CUDA kernel against the grpo.c CPU function it replaces
 tests/test_cuda: tests/test_cuda.cu grpo.c grpo_kernels.o
-	$(NVCC) $(NVCCFLAGS) -Xcompiler -Wall,-Wno-unused-function $(if $(OMP),-Xcompiler $(OMP)) \
+	$(NVCC) $(NVCCFLAGS) --diag-suppress=1675 -Xcompiler -Wall,-Wno-unused-function $(if $(OMP),-Xcompiler $(OMP)) \
 	  tests/test_cuda.cu grpo_kernels.o -o $@ -lcublas
 
 test-cuda: tests/test_cuda

@@ -2832,7 +2832,7 @@ static int cmd_verify(int argc, char **argv, Options *o) {
         int len = (int)got;
         if (len > 0 && line[len - 1] == '\n') len--;   // only the newline is stripped
         if (len == 0 || line[0] == '#') continue;
-        char *tab = memchr(line, '\t', len);
+        char *tab = (char *)memchr(line, '\t', len);
         int plen = tab ? (int)(tab - line) : len, nums[MAX_NUMS], n, target;
         if (countdown_parse_prompt(line, plen, nums, MAX_NUMS, &n, &target) != 0) {
             fprintf(stderr, "%s:%d: prompt is not `n1 n2 ... nk>target:`\n", argv[first], lineno);
