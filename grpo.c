@@ -10,19 +10,21 @@ What this file is
     λ-GRPO   Sullivan & Koller, "GRPO is Secretly a Process Reward Model",
              arXiv 2509.21154 (ICML 2026); authors' code github.com/coli-saar/grpo-prm
              (lambda_grpo/utils.py builds the tree, lambda_grpo/trainer.py the loss).
-  It runs on the CPU with OpenMP; grpo_kernels.cu holds the CUDA versions of the hot
-  kernels. Everything here is checked by tests/test_grpo.c against independent references
+  It runs on the CPU with OpenMP; grpo_kernels.cu holds CUDA versions of the hot kernels
+  (tested one by one against the functions here; not yet wired into the training loop,
+  see notes/cuda-integration.md). Everything here is checked by tests/test_grpo.c against independent references
   (PyTorch autograd, brute-force counts, closed-form vectors, finite differences).
 
 What it deliberately does not do
   No BPE tokenizer, no mixed precision, no distributed training, no top-k/top-p sampling
   (truncation biases the importance ratio), no value network. Where GRPO implementations
-  disagree (std, epsilon, loss aggregation, KL, EOS), the choice is an option and the
-  default is written in ../shared/conventions.md and printed at start-up.
+  disagree (std, epsilon, loss aggregation, KL, EOS), the choice is an option; the defaults
+  are listed in README.md ("Conventions and options") and printed at start-up.
 
 Reading order follows one GRPO step: utilities → tokenizer → model layers → model →
-log-probs → optimizer → checkpoints → task data → verifier → sampler → prefix tree →
-objectives → training loops → command line.
+KV-cache decoding → log-probs → optimizer → checkpoints → task and verifier → task data →
+sampler → prefix tree → objectives → training loops (SFT, GRPO, the synthetic tree task) →
+eval/sample/verify → check → bench → command line.
 */
 #include <stdio.h>
 #include <stdlib.h>
