@@ -2529,7 +2529,9 @@ static int cmd_train(int argc, char **argv, Options *o) {
     fclose(csv);
     EvalResult after = evaluate(&policy, &kv, &test, 0, o->max_new_tokens, o->temperature, o->pass_k, o->seed, 0.0f);
     double minutes = (wall_seconds() - t_start) / 60.0;
-    printf("# saved %s; test pass@%d %.4f\n", ckpt, o->pass_k, after.pass_k);
+    printf("# saved %s", ckpt);
+    if (o->pass_k > 0) printf("; test pass@%d %.4f", o->pass_k, after.pass_k);
+    printf("\n");
     printf("result: test accuracy %.4f -> %.4f (%d problems, %s, %.1f min)\n", before.accuracy, after.accuracy,
            after.n, OBJECTIVE_NAMES[o->obj.objective], minutes);
     free_group_batch(&g); free_kvcache(&kv);
@@ -2674,7 +2676,8 @@ static int cmd_tree(int argc, char **argv, Options *o) {
                     curve[(size_t)idx * o->steps + t], rcurve[(size_t)idx * o->steps + t]);
     }
     fclose(csv);
-    printf("\nTable 1: frequency of the target leaf over the last 50 steps (mean ± std over %d seeds)\n", S);
+    printf("\nTable 1: frequency of the target leaf over the last %d steps (mean ± std over %d seed%s)\n",
+           o->steps < 50 ? o->steps : 50, S, S > 1 ? "s" : "");
     printf("  n  r_neg |   GRPO (ours)     λ-GRPO (ours)  |  GRPO (paper)  λ-GRPO (paper)\n");
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 3; b++) {
