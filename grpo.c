@@ -78,6 +78,12 @@ static void *calloc_check(size_t n, size_t size, const char *file, int line) {
 #define callocCheck(n, size) calloc_check(n, size, __FILE__, __LINE__)
 
 static FILE *fopen_check(const char *path, const char *mode, const char *file, int line) {
+    struct stat sb;
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        char msg[1200];
+        snprintf(msg, sizeof msg, "'%s' is a directory, expected a file", path);
+        fail_at(file, line, msg, "check the path");
+    }
     FILE *f = fopen(path, mode);
     if (!f) {
         char msg[1200];
@@ -1099,6 +1105,7 @@ static void adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
 typedef struct {
     int step;       // optimizer steps taken
     Rng rng;        // the run's data/sampling RNG after `step` steps
+    int kind;       // 1: written by ./grpo sft, 2: by ./grpo train (a run resumes only its own kind)
 } TrainState;
 
 static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, const TrainState *st) {
@@ -1112,6 +1119,7 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     h[2] = m->config.max_seq_len; h[3] = m->config.vocab_size; h[4] = m->config.num_layers;
     h[5] = m->config.num_heads; h[6] = m->config.channels;
     h[7] = with_optimizer; h[8] = st ? st->step : 0; h[9] = vlen;
+    h[10] = st ? st->kind : 0;   // which run wrote the optimizer state: 1 sft, 2 train
     fwriteCheck(h, sizeof(int32_t), CKPT_HEADER_INTS, f);
     fwriteCheck(vocab, 1, vlen, f);
     fwriteCheck(m->params_memory, sizeof(float), m->num_parameters, f);
@@ -1199,7 +1207,14 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         ckpt_read(m->v_memory, sizeof(float), m->num_parameters, f, path, "the AdamW second moments");
         Rng r;
         ckpt_read(r.s, sizeof(uint64_t), 4, f, path, "the RNG state");
-        if (st) { st->rng = r; st->step = h[8]; }
+        if (st) {
+            if (st->kind && h[10] != st->kind) {
+                snprintf(msg, sizeof msg, "was written by ./grpo %s, so './grpo %s --resume' cannot continue it",
+                         h[10] == 1 ? "sft" : (h[10] == 2 ? "train" : "an older build"), st->kind == 1 ? "sft" : "train");
+                ckpt_error(path, msg, "use --init to start a GRPO run from an SFT checkpoint");
+            }
+            st->rng = r; st->step = h[8];
+        }
         else { memset(m->m_memory, 0, m->num_parameters * sizeof(float));
                memset(m->v_memory, 0, m->num_parameters * sizeof(float)); }
     }
@@ -1455,7 +1470,7 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
         if (clen) ct[clen] = TOK_EOS;
         if (countdown_parse_prompt(line, plen, d->nums + (size_t)i * MAX_NUMS, MAX_NUMS,
                                    &d->num_count[i], &d->target[i]) != 0) {
-            snprintf(msg, sizeof msg, "prompt is not `n1 n2 ... nk>target:` with 1 to %d numbers", MAX_NUMS);
+            snprintf(msg, sizeof msg, "prompt is not `n1 n2 ... nk>target:` with 1 to %d numbers of at most 6 digits", MAX_NUMS);
             data_error(path, lineno, msg);
         }
         d->n++;
@@ -2087,8 +2102,17 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     print_options(stdout, o, CMD_SFT);
     GPT model;
     TrainState st = {0};
+    st.kind = 1;
     rng_seed(&st.rng, o->seed, 1);
-    if (o->resume[0]) load_checkpoint(o->resume, &model, o->batch_size, &st);
+    if (o->resume[0]) {
+        load_checkpoint(o->resume, &model, o->batch_size, &st);
+        if (st.step >= o->steps) usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
+        GPTConfig c = model.config;
+        if (c.num_layers != o->layers || c.num_heads != o->heads || c.channels != o->channels || c.max_seq_len != o->context)
+            fprintf(stderr, "note: --resume continues the checkpoint's model (L=%d NH=%d C=%d maxT=%d); "
+                            "--layers/--heads/--channels/--context are ignored\n",
+                    c.num_layers, c.num_heads, c.channels, c.max_seq_len);
+    }
     else build_gpt(&model, (GPTConfig){o->context, VOCAB_SIZE, o->layers, o->heads, o->channels},
                    o->batch_size, o->seed);
     int maxT = model.config.max_seq_len;
@@ -2380,7 +2404,7 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
 static void check_grpo_options(const Options *o) {
     if (o->group_size < 2)
         usage_error("--group-size %d: training needs k >= 2 (a group of one has no std and no relative advantage)", o->group_size);
-    if (o->temperature <= 0.0f) usage_error("--temperature must be > 0 for training");
+    if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 for training (logits / T overflow below)");
     if (o->obj.clip_eps_low < 0.0f || o->obj.clip_eps_low >= 1.0f) usage_error("--clip-eps-low must be in [0, 1)");
     if (o->prompts_per_step * o->group_size > 4096) usage_error("--prompts-per-step x --group-size must be <= 4096");
 }
@@ -2445,8 +2469,12 @@ static int cmd_train(int argc, char **argv, Options *o) {
     int N = o->prompts_per_step * o->group_size, micro = o->micro_batch > 0 && o->micro_batch < N ? o->micro_batch : N;
     GPT policy, ref;
     TrainState st = {0};
+    st.kind = 2;
     rng_seed(&st.rng, o->seed, 2);
-    if (o->resume[0]) load_checkpoint(o->resume, &policy, micro, &st);
+    if (o->resume[0]) {
+        load_checkpoint(o->resume, &policy, micro, &st);
+        if (st.step >= o->steps) usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
+    }
     else load_checkpoint(o->init, &policy, micro, NULL);
     int use_ref = o->obj.beta != 0.0f;
     if (use_ref) load_checkpoint(o->init, &ref, micro, NULL);
@@ -2835,7 +2863,8 @@ static int cmd_verify(int argc, char **argv, Options *o) {
     while ((got = getline(&line, &cap, f)) != -1) {   // exact length: NUL bytes stay in the text
         lineno++;
         int len = (int)got;
-        if (len > 0 && line[len - 1] == '\n') len--;   // only the newline is stripped
+        if (len > 0 && line[len - 1] == '\n') len--;   // only the line ending is stripped (LF or CRLF)
+        if (len > 0 && line[len - 1] == '\r') len--;
         if (len == 0 || line[0] == '#') continue;
         char *tab = (char *)memchr(line, '\t', len);
         int plen = tab ? (int)(tab - line) : len, nums[MAX_NUMS], n, target;
@@ -2905,7 +2934,7 @@ static int parse_list(const char *s, int is_int, void **out, const char *path, i
             }
             if (!isfinite(v) || fabs(v) > FLT_MAX) {
                 snprintf(detail, sizeof detail, " (item %d of %s)", n + 1, key);
-                check_error(path, line, "number is not finite", detail);
+                check_error(path, line, "number is not finite or outside the float range (|x| <= 3.4e38)", detail);
             }
             ((float *)buf)[n++] = (float)v;
         }
@@ -2950,7 +2979,7 @@ static int read_check_file(const char *path, CheckRecord **out) {
                 dup = have_reward++;
                 double v = strtod(val, &end);
                 if (end == val || *end) check_error(path, lineno, "reward does not parse: ", val);
-                if (!isfinite(v) || fabs(v) > FLT_MAX) check_error(path, lineno, "reward is not finite: ", val);
+                if (!isfinite(v) || fabs(v) > FLT_MAX) check_error(path, lineno, "reward is not finite or outside the float range (|x| <= 3.4e38): ", val);
                 r.reward = (float)v;
             } else if (!strcmp(key, "tokens")) {
                 dup = r.n >= 0;
@@ -3050,6 +3079,9 @@ static int cmd_check(int argc, char **argv, Options *o) {
     }
     float *coef = (float *)mallocCheck(N * sizeof(float));
     loss_agg_coef(coef, len, N, &cfg);
+    if (cfg.loss_agg == AGG_SEQ_MEAN_TOKEN_SUM_NORM && maxlen > cfg.max_new_tokens)
+        fprintf(stderr, "warning: %s: a completion has %d tokens, more than --max-new-tokens %d (the Dr. GRPO "
+                        "constant); pass your trainer's budget\n", path, maxlen, cfg.max_new_tokens);
     size_t NT = (size_t)N * maxlen;
     float *zeros = (float *)callocCheck(NT, sizeof(float));
     float *w = (float *)mallocCheck(NT * sizeof(float)), *at = (float *)mallocCheck(NT * sizeof(float));

@@ -362,7 +362,8 @@ static void *read_all(const char *path, size_t *n) {
 }
 
 static void load_ckpt_fn(void *path) { GPT m; load_checkpoint((const char *)path, &m, 1, NULL); }
-static void load_resume_fn(void *path) { GPT m; TrainState st; load_checkpoint((const char *)path, &m, 1, &st); }
+static void load_resume_fn(void *path) { GPT m; TrainState st = {0}; load_checkpoint((const char *)path, &m, 1, &st); }
+static void load_train_resume_fn(void *path) { GPT m; TrainState st = {0}; st.kind = 2; load_checkpoint((const char *)path, &m, 1, &st); }
 
 static void test_checkpoints(void) {
     char path[256], bad[300];
@@ -371,10 +372,10 @@ static void test_checkpoints(void) {
     GPTConfig c = {16, VOCAB_SIZE, 2, 2, 16};
     GPT a, b;
     build_gpt(&a, c, 2, 3);
-    TrainState st = {17, {{1, 2, 3, 4}}};
+    TrainState st = {17, {{1, 2, 3, 4}}, 2};
     for (size_t i = 0; i < a.num_parameters; i++) a.m_memory[i] = 0.001f * i;
     save_checkpoint(path, &a, 1, &st);
-    TrainState st2;
+    TrainState st2 = {0};   // kind 0: accept any writer
     load_checkpoint(path, &b, 2, &st2);
     int inp[8] = {1, 5, 6, 7, 1, 9, 10, 11};
     gpt_forward(&a, inp, 2, 4);
@@ -414,6 +415,10 @@ static void test_checkpoints(void) {
     save_checkpoint(path, &a, 0, NULL);
     expect_exit("checkpoint: resume needs optimizer state", load_resume_fn, path, 1, "optimizer state");
     expect_exit("checkpoint: missing file names the path", load_ckpt_fn, "/nonexistent/x.bin", 1, "/nonexistent/x.bin");
+    expect_exit("checkpoint: a directory is refused as a file", load_ckpt_fn, "/tmp", 1, "is a directory");
+    st.kind = 1;   // written by sft: train --resume must refuse it
+    save_checkpoint(path, &a, 1, &st);
+    expect_exit("checkpoint: train --resume refuses an SFT checkpoint", load_train_resume_fn, path, 1, "written by ./grpo sft");
     free(buf); free(mod); free(longer); free_gpt(&a); free_gpt(&b);
 }
 

@@ -263,7 +263,7 @@ static void fz_run_checkpoint(const char *path, const uint8_t *data, size_t size
     fz_exercise_model(&m);
     free_gpt(&m);
     if (has_opt) {
-        TrainState st;
+        TrainState st = {0};
         FZ_ASSERT(load_checkpoint(path, &m, FZ_CKPT_B, &st) == 1, "checkpoint: optimizer state seen once, not twice");
         FZ_ASSERT(st.step == h[8], "checkpoint: step %d, header %d", st.step, h[8]);
         free_gpt(&m);

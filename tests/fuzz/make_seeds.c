@@ -16,7 +16,7 @@ static void seed(const char *dir, const char *name, GPTConfig c, int with_opt, i
     GPT m;
     build_gpt(&m, c, 1, 7);
     for (size_t i = 0; i < m.num_parameters; i++) { m.m_memory[i] = 0.001f * (float)(i % 7); m.v_memory[i] = 1e-6f * (float)(i % 5); }
-    TrainState st = {step, {{0}}};
+    TrainState st = {step, {{0}}, 0};
     rng_seed(&st.rng, 42, 1);
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
