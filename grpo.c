@@ -749,11 +749,11 @@ static void act_sizes(size_t *s, const GPTConfig *c, int B, int T) {
 // Key/value cache for incremental decoding: keys k (L, B, C, Tp) stored transposed (for each
 // channel, its keys over positions; Tp = maxT rounded up to a multiple of 8) so that a decode
 // step computes attention scores exactly as attention_forward does; values v (L, B, maxT, C);
-// plus scratch for one position of each of the B sequences (scores is unused).
+// plus scratch for one position of each of the B sequences.
 typedef struct {
     int B;
     float *k, *v;
-    float *x, *ln, *qkv, *atty, *proj, *fch, *fch_gelu, *scores, *logits;
+    float *x, *ln, *qkv, *atty, *proj, *fch, *fch_gelu, *logits;
 } KVCache;
 
 typedef struct {
@@ -914,13 +914,12 @@ static void build_kvcache(KVCache *kv, const GPTConfig *c, int B) {
     kv->proj = (float *)mallocCheck((size_t)B * C * sizeof(float));
     kv->fch = (float *)mallocCheck((size_t)B * 4 * C * sizeof(float));
     kv->fch_gelu = (float *)mallocCheck((size_t)B * 4 * C * sizeof(float));
-    kv->scores = (float *)mallocCheck((size_t)B * c->num_heads * T * sizeof(float));
     kv->logits = (float *)mallocCheck((size_t)B * V * sizeof(float));
 }
 
 static void free_kvcache(KVCache *kv) {
     free(kv->k); free(kv->v); free(kv->x); free(kv->ln); free(kv->qkv); free(kv->atty);
-    free(kv->proj); free(kv->fch); free(kv->fch_gelu); free(kv->scores); free(kv->logits);
+    free(kv->proj); free(kv->fch); free(kv->fch_gelu); free(kv->logits);
 }
 
 /* gpt_decode_step: sequence b (0 <= b < B <= kv->B) consumes token tokens[b] at position

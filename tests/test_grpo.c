@@ -901,8 +901,6 @@ static void test_theorem1_and_lambda(void) {
     float l1 = (float)grpo_loss_backward(&m, &ref, &g, &o, 0, NULL, &kl, &clipped);
     memcpy(g1, m.grads_memory, P * 4);
     // the PRM form: every token carries its step advantage A_λ(i,t) (Theorem 1)
-    for (int i = 0; i < k; i++)
-        for (int t = 0; t < g.clen[i]; t++) g.adv_tok[i * MN + t] = g.tree.nodes[0].step_advantage * 0;  // placeholder, set below
     PrefixTree *tr = &g.tree;   // the group's tree is the last one built (P = 1)
     for (int i = 0; i < k; i++)
         for (int t = 0; t < g.clen[i]; t++) g.adv_tok[i * MN + t] = tr->nodes[g.node_of[i * MN + t]].step_advantage;
