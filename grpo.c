@@ -1841,7 +1841,7 @@ typedef struct {
     // model shape (sft, bench)
     int layers, heads, channels, context;
     // data
-    char train_data[512], val_data[512], test_data[512], data[512], prompt[256];
+    char train_data[512], val_data[512], test_data[512], data[512], prompt[256], completions_out[512];
     // optimisation
     int steps, batch_size, warmup, eval_every, save_every, eval_limit, schedule;
     float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2;
@@ -1882,6 +1882,7 @@ static const OptSpec OPTIONS[] = {
     {"test-data", OPT_STR, OFF(test_data), 0, 0, NULL, CMD_TRAIN, "test prompts (reasoning-gym), scored at start and end"},
     {"data", OPT_STR, OFF(data), 0, 0, NULL, CMD_EVAL, "prompts to score"},
     {"prompt", OPT_STR, OFF(prompt), 0, 0, NULL, CMD_SAMPLE, "countdown prompt, e.g. '7 3 5>26:'"},
+    {"completions", OPT_STR, OFF(completions_out), 0, 0, NULL, CMD_EVAL, "write each greedy completion here: prompt<TAB>completion<TAB>reward"},
     {"steps", OPT_INT, OFF(steps), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "optimizer steps (GRPO: sampling steps)"},
     {"batch-size", OPT_INT, OFF(batch_size), 1, 4096, NULL, CMD_SFT | CMD_BENCH, "sequences per SFT step"},
     {"lr", OPT_FLOAT, OFF(lr), 0, 10, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "peak learning rate"},
@@ -2358,9 +2359,11 @@ typedef struct { float accuracy, pass_k; int n; } EvalResult;
 
 /* evaluate: greedy accuracy on (the first `limit` of) d's prompts, and pass@k from k
    samples at the temperature (k = pass_k; 0 skips it). Sampling streams derive from seed
-   and the prompt index, so the result does not depend on the batch size. */
+   and the prompt index, so the result does not depend on the batch size. When dump is not
+   NULL, each greedy completion goes there as `prompt<TAB>completion<TAB>reward` (the
+   completion without <eos>; `<eos>` missing means it ran out of tokens). */
 static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int max_new,
-                           float temperature, int pass_k, uint64_t seed, float format_reward) {
+                           float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump) {
     EvalResult r = {0.0f, 0.0f, limit > 0 && limit < d->n ? limit : d->n};
     int Bmax = kv->B;
     const int *pp[4096]; int plen[4096], idx[4096];
@@ -2389,6 +2392,14 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
                                             comp + (size_t)b * max_new, clen[b], format_reward);
                 if (pass == 0) correct += rw == 1.0f;
                 else solved[i] |= rw == 1.0f;
+                if (pass == 0 && dump) {
+                    char ptext[512], ctext[512];
+                    const int *cb = comp + (size_t)b * max_new;
+                    int ended = clen[b] > 0 && cb[clen[b] - 1] == TOK_EOS;
+                    decode(pp[b] + 1, plen[b] - 1, ptext, sizeof ptext);   // without <bos>
+                    decode(cb, clen[b] - ended, ctext, sizeof ctext);
+                    fprintf(dump, "%s\t%s%s\t%g\n", ptext, ctext, ended ? "" : " [no <eos>]", rw);
+                }
             }
         }
     }
@@ -2502,7 +2513,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     build_group_batch(&g, o->prompts_per_step, o->group_size, o->max_new_tokens, micro, maxT);
     AdamWConfig opt = adamw_from_options(o, o->steps * o->num_iterations);
     double t_start = wall_seconds();
-    EvalResult before = evaluate(&policy, &kv, &test, 0, o->max_new_tokens, o->temperature, 0, o->seed, 0.0f);
+    EvalResult before = evaluate(&policy, &kv, &test, 0, o->max_new_tokens, o->temperature, 0, o->seed, 0.0f, NULL);
     printf("# start: test greedy accuracy %.4f (%d problems)\n", before.accuracy, before.n);
     FILE *csv = open_csv(o->run_dir, "train.csv",
         "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,loss,kl,"
@@ -2530,7 +2541,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
         int last = st.step + 1 == o->steps;
         float val_acc = -1.0f;
         if (o->eval_every && ((st.step + 1) % o->eval_every == 0 || last))
-            val_acc = evaluate(&policy, &kv, &val, o->eval_limit, o->max_new_tokens, o->temperature, 0, o->seed, 0.0f).accuracy;
+            val_acc = evaluate(&policy, &kv, &val, o->eval_limit, o->max_new_tokens, o->temperature, 0, o->seed, 0.0f, NULL).accuracy;
         double tok_s = (mean_len * N) / (t4 - t0);
         if (st.step % 10 == 0 || last || val_acc >= 0) {
             printf("step %4d | reward %.3f | eq %.2f | len %.1f | |λ| %.2f | tree %.2f d%.2f i%.2f | loss %+.5f | kl %.4f"
@@ -2554,7 +2565,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     }
     save_checkpoint(ckpt, &policy, 1, &st);
     fclose(csv);
-    EvalResult after = evaluate(&policy, &kv, &test, 0, o->max_new_tokens, o->temperature, o->pass_k, o->seed, 0.0f);
+    EvalResult after = evaluate(&policy, &kv, &test, 0, o->max_new_tokens, o->temperature, o->pass_k, o->seed, 0.0f, NULL);
     double minutes = (wall_seconds() - t_start) / 60.0;
     printf("# saved %s", ckpt);
     if (o->pass_k > 0) printf("; test pass@%d %.4f", o->pass_k, after.pass_k);
@@ -2756,7 +2767,10 @@ static int cmd_eval(int argc, char **argv, Options *o) {
             usage_error("--max-new-tokens: prompt plus new tokens exceed the model's context (%s)", o->data);
     KVCache kv;
     build_kvcache(&kv, &m.config, 64);
-    EvalResult r = evaluate(&m, &kv, &d, o->eval_limit, o->max_new_tokens, o->temperature, o->pass_k, o->seed, o->format_reward);
+    FILE *dump = o->completions_out[0] ? fopenCheck(o->completions_out, "w") : NULL;
+    EvalResult r = evaluate(&m, &kv, &d, o->eval_limit, o->max_new_tokens, o->temperature, o->pass_k, o->seed,
+                            o->format_reward, dump);
+    if (dump) fcloseCheck(dump);
     printf("eval: %s on %s: greedy accuracy %.4f", o->model, o->data, r.accuracy);
     if (o->pass_k) printf(", pass@%d %.4f (T=%g)", o->pass_k, r.pass_k, o->temperature);
     printf(" (%d problems)\n", r.n);

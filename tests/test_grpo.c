@@ -1051,6 +1051,42 @@ static void test_train_end_to_end(void) {
     snprintf(pb, sizeof pb, "%s/grpo_nan/model.bin", TMPDIR_);
     struct stat sb;
     check(stat(pb, &sb) != 0, "train: no checkpoint written after a NaN", "");
+    // eval --completions: one line per prompt, prompt<TAB>completion<TAB>reward, and the
+    // rewards agree with the accuracy it prints
+    snprintf(pb, sizeof pb, "%s/eval_completions.tsv", TMPDIR_);
+    snprintf(args, sizeof args, "--model %s --data tests/fixtures/val_small.txt --pass-k 0 --completions %s", sft, pb);
+    rc = run_cmd_quiet(cmd_eval, args, log);
+    out = (char *)read_all(log, &n);
+    const char *acc_at = strstr(out, "greedy accuracy ");
+    double acc = acc_at ? atof(acc_at + 16) : -1.0;
+    free(out);
+    Dataset vd;
+    load_dataset(&vd, "tests/fixtures/val_small.txt", 64, 0);
+    csv = (char *)read_all(pb, &n);
+    int rows = 0, solved = 0, well_formed = 1;
+    for (char *line = csv; line < csv + n; ) {
+        char *end = strchr(line, '\n');
+        if (!end) { well_formed = 0; break; }
+        *end = 0;
+        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        if (!t1 || !t2 || strchr(t2 + 1, '\t') || t1 == line) well_formed = 0;
+        else {                              // the reward column is the verifier's verdict on the text
+            int nums[MAX_NUMS], nn, target;
+            float r = (float)atof(t2 + 1);
+            solved += r == 1.0f;
+            *t2 = 0;
+            if (countdown_parse_prompt(line, (int)(t1 - line), nums, MAX_NUMS, &nn, &target) != 0 ||
+                (strstr(t1 + 1, "[no <eos>]") == NULL && countdown_verify(nums, nn, target, t1 + 1, (int)strlen(t1 + 1)) != r))
+                well_formed = 0;
+        }
+        rows++;
+        line = end + 1;
+    }
+    check(rc == 0 && well_formed && rows == vd.n, "eval --completions: one prompt<TAB>completion<TAB>reward line per prompt",
+          "%d lines for %d prompts", rows, vd.n);
+    check(fabs(acc - (double)solved / vd.n) < 1e-4, "eval --completions: rewards agree with the printed accuracy",
+          "accuracy %.4f, %d of %d lines with reward 1", acc, solved, vd.n);
+    free(csv); free_dataset(&vd);
 }
 
 // ----------------------------------------------------------------------------
