@@ -10,9 +10,11 @@ What this file is
     λ-GRPO   Sullivan & Koller, "GRPO is Secretly a Process Reward Model",
              arXiv 2509.21154 (ICML 2026); authors' code github.com/coli-saar/grpo-prm
              (lambda_grpo/utils.py builds the tree, lambda_grpo/trainer.py the loss).
-  It runs on the CPU with OpenMP; grpo_kernels.cu holds CUDA versions of the hot kernels
-  (tested one by one against the functions here; not yet wired into the training loop,
-  see notes/cuda-integration.md). Everything here is checked by tests/test_grpo.c against independent references
+  It runs on the CPU with OpenMP. `make cuda` builds the CUDA variant (-DGRPO_CUDA, with
+  grpo_kernels.cu): models, optimizer state, activations and the KV cache in GPU memory,
+  every layer routed to its cuda_ twin through LAYER(), the loop, sampler control, verifier,
+  tree and objectives still here on the host (compiled and tested against this file by
+  tests/test_cuda.cu, not yet run on a GPU: notes/cuda-integration.md). Everything here is checked by tests/test_grpo.c against independent references
   (PyTorch autograd, brute-force counts, closed-form vectors, finite differences).
 
 What it deliberately does not do

@@ -146,9 +146,12 @@ static void *scratch(int slot, size_t bytes) {
     return g_scratch[slot];
 }
 
-// Frees the scratch buffers and the cuBLAS handle (end of the program).
+static cudaEvent_t g_sgemm_events[2];   // start and stop of a timed sgemm (cuda_time_sgemm)
+
+// Frees the scratch buffers, the timing events and the cuBLAS handle (end of the program).
 extern "C" void cuda_shutdown(void) {
     for (int i = 0; i < NUM_SCRATCH; i++) { cuda_free(g_scratch[i]); g_scratch[i] = NULL; g_scratch_bytes[i] = 0; }
+    for (int i = 0; i < 2; i++) if (g_sgemm_events[i]) { CUDA_CHECK(cudaEventDestroy(g_sgemm_events[i])); g_sgemm_events[i] = NULL; }
     if (g_cublas) CUBLAS_CHECK(cublasDestroy(g_cublas));
     g_cublas = NULL;
 }
@@ -417,7 +420,7 @@ extern "C" void cuda_layernorm_backward(float *dinp, float *dweight, float *dbia
 static void sgemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float *A, int lda,
                   const float *B, int ldb, float beta, float *C, int ldc) {
     const float one = 1.0f;
-    static cudaEvent_t start = NULL, stop = NULL;
+    cudaEvent_t &start = g_sgemm_events[0], &stop = g_sgemm_events[1];
     if (cuda_time_sgemm) {
         if (!start) { CUDA_CHECK(cudaEventCreate(&start)); CUDA_CHECK(cudaEventCreate(&stop)); }
         CUDA_CHECK(cudaEventRecord(start, 0));
@@ -492,6 +495,7 @@ extern "C" void cuda_matmul_backward(float *dinp, float *dweight, float *dbias, 
    warm-up set, timed with CUDA events: what cuBLAS alone does on a model's shapes
    (./grpo bench compares it with the same products inside a training step). */
 extern "C" double cuda_time_sgemms(int N, int C, int OC, int reps) {
+    if (reps < 1 || N < 1 || C < 1 || OC < 1) return 0.0;
     size_t NC = (size_t)N * C, NO = (size_t)N * OC, OCC = (size_t)OC * C;
     float *buf = (float *)cuda_malloc((2 * NC + 2 * NO + 2 * OCC) * sizeof(float));
     cuda_memset_zero(buf, (2 * NC + 2 * NO + 2 * OCC) * sizeof(float));
@@ -512,7 +516,7 @@ extern "C" double cuda_time_sgemms(int N, int C, int OC, int reps) {
     CUDA_CHECK(cudaEventDestroy(start)); CUDA_CHECK(cudaEventDestroy(stop));
     cuda_free(buf);
     cuda_time_sgemm = timing;
-    return reps > 0 ? ms * 1e-3 / reps : 0.0;
+    return ms * 1e-3 / reps;
 }
 
 // ----------------------------------------------------------------------------

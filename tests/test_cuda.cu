@@ -3,14 +3,15 @@ tests/test_cuda.cu: every CUDA kernel of grpo_kernels.cu against the CPU functio
 it replaces. Built with nvcc (make test-cuda), linked with grpo_kernels.o and cuBLAS.
 
 grpo.c is included as CUDA C++ (it compiles so: g++ accepts its two C99 constructs, the
-variable-length arrays in gpt_decode_step and the compound literals, as extensions). For each
-kernel: seeded random inputs (never all zeros; accumulated-into gradients start non-zero so
-+= is checked), several sizes including ones that are not multiples of the block size or of
-32, and several block sizes (cuda_block_size 32, 100, 128, 256, 1024: 100 is neither a power
-of two nor whole warps). The CPU result is computed once per size; the GPU runs once per block
-size on fresh copies of the inputs. A check passes when |gpu − cpu| <= atol + rtol·|cpu| for
-every element; each line prints the worst difference. Sums reduced in a different order get
-atol growing with the length K of the sum (rounding of float partial sums of size ~sqrt(K)).
+variable-length arrays (attention_decode, the matmuls) and the compound literals, as
+extensions). For each kernel: seeded random inputs (never all zeros; accumulated-into
+gradients start non-zero so += is checked), several sizes including ones that are not
+multiples of the block size or of 32, and several block sizes (cuda_block_size 32, 100, 128,
+256, 1024: 100 is neither a power of two nor whole warps). The CPU result is computed once per
+size; the GPU runs once per block size on fresh copies of the inputs. A check passes when
+|gpu − cpu| <= atol + rtol·|cpu| for every element; each line prints the worst difference.
+Sums reduced in a different order get atol growing with the length K of the sum (rounding of
+float partial sums of size ~sqrt(K)).
 Reductions that must be deterministic are also run twice and compared bit for bit.
 
   ./tests/test_cuda            all sizes and block sizes
@@ -19,12 +20,16 @@ Reductions that must be deterministic are also run twice and compared bit for bi
 Without a GPU it prints `test-cuda: no GPU found, skipped` and exits 0. Otherwise it ends with
 a table per kernel and `N passed, N failed`; exit status 1 on any failure.
 
-TODO (needs the integration of the CUDA backend into grpo.c's training loop): a full GRPO
-step on the GPU against the CPU build, from the same checkpoint, batch and seed. It must
-check the loss of the step, every parameter gradient (all 16 tensors, after clipping), the
-gradient norm, the updated parameters and AdamW moments after one step, the per-token
-ratio/kl/clipped outputs, the sampler's token ids with a fixed seed, and determinism: the same
-seed run twice on the GPU gives bit-identical losses, gradient norms and parameters.
+Then the CUDA build itself (grpo.c with GRPO_CUDA: a model built while cuda_enabled = 1
+lives on the GPU): a checkpoint saved from the GPU and reloaded on the CPU; one GRPO and one
+λ-GRPO step (2 prompts x 8 completions, T = 0.9, β = 0.04, μ = 2, micro-batches of 5 on the
+GPU) against the same step on the CPU from one checkpoint and seed: sampled token ids and
+their log-probs, per-token logp/logp_ref/logp_old/ratio/kl/dlogp/clipped, the loss, all 16
+gradient tensors before and after clipping, the gradient norm, and AdamW's parameters and
+moments (tolerances stated at test_full_step); then grpo_update run twice on the GPU from the
+same seed must give the same bits (tokens, loss, norm, kl, parameters).
+
+  ./tests/test_cuda --steps    only the full-step tests
 */
 #define TESTING
 #ifndef GRPO_CUDA
