@@ -10,7 +10,7 @@ HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 SIMD    := $(shell printf 'int main(void){return 0;}' | $(CC) -fopenmp-simd -x c - -o /dev/null 2>/dev/null && echo -fopenmp-simd)
 NOOMP   := $(SIMD) -Wno-unknown-pragmas
 
-.PHONY: all test test-asan bench run sft train cuda cuda-compile test-cuda clean figures assignment grade
+.PHONY: all test test-asan bench bench-cuda run sft train cuda cuda-compile test-cuda clean figures assignment grade
 
 all: grpo
 
@@ -78,6 +78,19 @@ bench: grpo
 	@if python3 -c 'import torch' 2>/dev/null; then \
 	  python3 tests/bench_torch.py --threads $${OMP_NUM_THREADS:-$$(nproc)} --c-results /tmp/grpo_bench.txt; \
 	else echo "bench: PyTorch not installed (pip install torch) - skipping the side-by-side comparison"; fi
+
+# The CUDA build's bench (needs a GPU): the default model, then a larger one (8 layers, width
+# 512, context 256); each beside PyTorch eager on the GPU when PyTorch with CUDA is installed.
+# grpo_cuda bench also times the step's cuBLAS products alone (the "sgemm" line).
+BENCH_LARGE := --layers 8 --heads 8 --channels 512 --context 256
+TORCH_LARGE := --L 8 --NH 8 --C 512 --maxT 256
+TORCH_CUDA  := python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null
+bench-cuda: grpo_cuda
+	@./grpo_cuda bench | tee /tmp/grpo_bench_cuda.txt
+	@if $(TORCH_CUDA); then python3 tests/bench_torch.py --device cuda --c-results /tmp/grpo_bench_cuda.txt; \
+	else echo "bench-cuda: PyTorch with CUDA not installed - skipping the side-by-side comparison"; fi
+	@./grpo_cuda bench $(BENCH_LARGE) | tee /tmp/grpo_bench_cuda_large.txt
+	@if $(TORCH_CUDA); then python3 tests/bench_torch.py --device cuda $(TORCH_LARGE) --c-results /tmp/grpo_bench_cuda_large.txt; fi
 
 # the main job: SFT if no SFT checkpoint exists, then λ-GRPO on countdown
 run: grpo

@@ -10,9 +10,11 @@ What this file is
     λ-GRPO   Sullivan & Koller, "GRPO is Secretly a Process Reward Model",
              arXiv 2509.21154 (ICML 2026); authors' code github.com/coli-saar/grpo-prm
              (lambda_grpo/utils.py builds the tree, lambda_grpo/trainer.py the loss).
-  It runs on the CPU with OpenMP; grpo_kernels.cu holds CUDA versions of the hot kernels
-  (tested one by one against the functions here; not yet wired into the training loop,
-  see notes/cuda-integration.md). Everything here is checked by tests/test_grpo.c against independent references
+  It runs on the CPU with OpenMP. `make cuda` builds the CUDA variant (-DGRPO_CUDA, with
+  grpo_kernels.cu): models, optimizer state, activations and the KV cache in GPU memory,
+  every layer routed to its cuda_ twin through LAYER(), the loop, sampler control, verifier,
+  tree and objectives still here on the host (compiled and tested against this file by
+  tests/test_cuda.cu, not yet run on a GPU: notes/cuda-integration.md). Everything here is checked by tests/test_grpo.c against independent references
   (PyTorch autograd, brute-force counts, closed-form vectors, finite differences).
 
 What it deliberately does not do
@@ -659,6 +661,93 @@ static void residual_backward(float *da, float *db, const float *dout, size_t N)
     for (size_t i = 0; i < N; i++) { da[i] += dout[i]; db[i] += dout[i]; }
 }
 
+// the memset of a model's buffers, as a layer so that LAYER() can route it to the GPU
+static void memset_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
+
+#ifdef GRPO_CUDA
+/* The CUDA build (make cuda, -DGRPO_CUDA): grpo_kernels.cu implements every layer above as
+   cuda_<name>, same arguments, DEVICE pointers (see that file's header). A model or KV cache
+   built after cuda_startup() lives in GPU memory (on_device = 1) and LAYER(m, f) calls
+   cuda_f for it, f otherwise, so gpt_forward, gpt_backward and gpt_decode_step are one
+   algorithm for both. The loop, the sampler's softmax and RNG, the verifier, the prefix
+   tree and the objectives stay on the host; per sampled token the last logits (B·V floats)
+   come back, per micro-batch the log-probs come back and their gradients go down. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+extern int cuda_block_size, cuda_sync_launches, cuda_time_sgemm;
+extern double cuda_sgemm_seconds;
+void cuda_init(int tf32);
+void cuda_shutdown(void);
+int cuda_device_count(void);
+int cuda_probe(const char **why);
+void *cuda_malloc(size_t bytes);
+void cuda_free(void *p);
+void cuda_memcpy_h2d(void *dst, const void *src, size_t bytes);
+void cuda_memcpy_d2h(void *dst, const void *src, size_t bytes);
+void cuda_memcpy_d2d(void *dst, const void *src, size_t bytes);
+void cuda_memset_zero(void *p, size_t bytes);
+void cuda_synchronize(void);
+void cuda_encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B, int T, int C);
+void cuda_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp, int B, int T, int C, int V);
+void cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
+                            const float *bias, int N, int C);
+void cuda_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                             const float *weight, const float *mean, const float *rstd, int N, int C);
+void cuda_matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
+void cuda_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
+                          const float *weight, int N, int C, int OC);
+void cuda_attention_forward(float *out, float *att, const float *inp, int B, int T, int C, int NH);
+void cuda_attention_backward(float *dinp, float *datt, const float *dout, const float *inp, const float *att,
+                             int B, int T, int C, int NH);
+void cuda_gelu_forward(float *out, const float *inp, size_t N);
+void cuda_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N);
+void cuda_residual_forward(float *out, const float *a, const float *b, size_t N);
+void cuda_residual_backward(float *da, float *db, const float *dout, size_t N);
+void cuda_encoder_forward_pos(float *out, const int *tokens, const int *pos, const float *wte, const float *wpe,
+                              int B, int C);
+void cuda_kv_append(float *kt, float *v, const float *qkv, const int *pos, int B, int C, int maxT);
+void cuda_attention_decode(float *atty, const float *kt, const float *v, const float *qkv, const int *pos,
+                           int B, int C, int NH, int maxT);
+void cuda_logprob_forward(float *logp, float *probs, const float *logits, const int *targets, int N, int V,
+                          float temperature, const unsigned char *allowed);
+void cuda_logprob_backward(float *dlogits, const float *probs, const int *targets, const float *dlogp, int N,
+                           int V, float temperature);
+double cuda_grpo_token_loss(float clip_eps_low, float clip_eps_high, float beta, int n, const float *logp,
+                            const float *logp_old, const float *logp_ref, const float *advantage,
+                            const float *weight, const float *coef, float *dlogp, float *ratio, float *kl,
+                            unsigned char *clipped);
+void cuda_adamw_update(float *params, const float *grads, float *m, float *v, const size_t *sizes,
+                       const int *decay, int num_tensors, float lr, float beta1, float beta2, float eps,
+                       float weight_decay, int t);
+double cuda_sum_squares(const float *x, size_t n);
+float cuda_clip_grad_norm(float *grads, size_t n, float max_norm);
+double cuda_time_sgemms(int N, int C, int OC, int reps);
+#ifdef __cplusplus
+}
+#endif
+
+static int cuda_enabled = 0;   // set by cuda_startup(): models and KV caches built from then on live on the GPU
+
+/* cuda_startup: the CUDA build's check at start-up (every command that builds a model):
+   no GPU or no driver is an error naming what is missing; then cuBLAS with TF32 off or on. */
+static void cuda_startup(int tf32) {
+    const char *why = "unknown";
+    if (!cuda_enabled && cuda_probe(&why) == 0) {
+        fprintf(stderr, "error: this is the CUDA build (grpo_cuda), and it found no usable NVIDIA GPU: %s\n"
+                        "  hint: check the GPU and its driver with nvidia-smi, or use the CPU build (make; ./grpo)\n", why);
+        exit(EXIT_INPUT);
+    }
+    cuda_init(tf32);
+    cuda_enabled = 1;
+}
+
+// the layer f for model (or KV cache) m: cuda_f when m lives on the GPU
+#define LAYER(m, f) ((m)->on_device ? cuda_##f : f)
+#else
+#define LAYER(m, f) f
+#endif
+
 // ----------------------------------------------------------------------------
 // Model: GPT-2-style decoder. Token and learned position embeddings, pre-LayerNorm
 // blocks (causal multi-head attention, GELU MLP with 4x hidden), final LayerNorm,
@@ -754,6 +843,12 @@ typedef struct {
     int B;
     float *k, *v;
     float *x, *ln, *qkv, *atty, *proj, *fch, *fch_gelu, *logits;
+    float *mean, *rstd;       // (B) LayerNorm statistics of the step (not kept)
+#ifdef GRPO_CUDA
+    int on_device;            // 1: all of the above but logits (the sampler's copy) on the GPU
+    float *dev_logits;        // (B, V) the logits on the GPU
+    int *tokens, *pos;        // (B) the step's token ids and positions on the GPU
+#endif
 } KVCache;
 
 typedef struct {
@@ -766,7 +861,47 @@ typedef struct {
     ActivationTensors acts;   float *acts_memory;  size_t acts_capacity;
     ActivationTensors grads_acts; float *grads_acts_memory;
     int B, T;                           // shape of the last forward pass
+#ifdef GRPO_CUDA
+    int on_device;                      // 1: every array above lives in GPU memory
+    int *dev_inputs, *dev_targets;      // (max_batch, maxT) the batch's token ids and targets
+    float *dev_logp, *dev_dlogp;        // (max_batch, maxT) log-probs and their gradients
+    unsigned char *dev_allowed;         // (V) the token mask of the log-probs
+#endif
 } GPT;
+
+#ifdef GRPO_CUDA
+// Moves a model built on the host to the GPU: parameters and AdamW moments are copied,
+// gradients start at zero, activations are left unset (every pass writes them first).
+static void gpt_to_device(GPT *m) {
+    size_t pb = m->num_parameters * sizeof(float), ab = m->acts_capacity * sizeof(float);
+    size_t BT = (size_t)m->max_batch * m->config.max_seq_len;
+    float *host[4] = {m->params_memory, m->grads_memory, m->m_memory, m->v_memory};
+    float **dev[4] = {&m->params_memory, &m->grads_memory, &m->m_memory, &m->v_memory};
+    for (int i = 0; i < 4; i++) {
+        *dev[i] = (float *)cuda_malloc(pb);
+        cuda_memcpy_h2d(*dev[i], host[i], pb);
+        free(host[i]);
+    }
+    free(m->acts_memory); free(m->grads_acts_memory);
+    m->acts_memory = (float *)cuda_malloc(ab);
+    m->grads_acts_memory = (float *)cuda_malloc(ab);
+    point_tensors((float **)&m->params, m->params_memory, m->param_sizes, NUM_PARAM_TENSORS);
+    point_tensors((float **)&m->grads, m->grads_memory, m->param_sizes, NUM_PARAM_TENSORS);
+    m->dev_inputs = (int *)cuda_malloc(BT * sizeof(int));
+    m->dev_targets = (int *)cuda_malloc(BT * sizeof(int));
+    m->dev_logp = (float *)cuda_malloc(BT * sizeof(float));
+    m->dev_dlogp = (float *)cuda_malloc(BT * sizeof(float));
+    m->dev_allowed = (unsigned char *)cuda_malloc(m->config.vocab_size);
+    m->on_device = 1;
+}
+
+static void free_gpt_device(GPT *m) {
+    cuda_free(m->params_memory); cuda_free(m->grads_memory); cuda_free(m->m_memory); cuda_free(m->v_memory);
+    cuda_free(m->acts_memory); cuda_free(m->grads_acts_memory);
+    cuda_free(m->dev_inputs); cuda_free(m->dev_targets); cuda_free(m->dev_logp); cuda_free(m->dev_dlogp);
+    cuda_free(m->dev_allowed);
+}
+#endif
 
 /* build_gpt: allocates parameters, gradients, AdamW state and activations for batches of
    up to max_batch sequences of up to maxT tokens. Parameters are initialised GPT-2 style:
@@ -800,9 +935,15 @@ static void build_gpt(GPT *m, GPTConfig cfg, int max_batch, uint64_t seed) {
         for (size_t i = 0; i < m->param_sizes[t]; i++, p++)
             *p = PARAM_DECAY[t] ? std * rng_normal(&rng) : (is_ln_w ? 1.0f : 0.0f);
     }
+#ifdef GRPO_CUDA
+    if (cuda_enabled) gpt_to_device(m);   // initialised here, then moved
+#endif
 }
 
 static void free_gpt(GPT *m) {
+#ifdef GRPO_CUDA
+    if (m->on_device) { free_gpt_device(m); return; }
+#endif
     free(m->params_memory); free(m->grads_memory); free(m->m_memory); free(m->v_memory);
     free(m->acts_memory); free(m->grads_acts_memory);
 }
@@ -831,7 +972,13 @@ static void gpt_forward(GPT *m, const int *inputs, int B, int T) {
     size_t BT = (size_t)B * T;
     ParameterTensors p = m->params;
     ActivationTensors a = m->acts;
-    encoder_forward(a.encoded, inputs, p.wte, p.wpe, B, T, C);
+#ifdef GRPO_CUDA
+    if (m->on_device) {   // the batch's token ids go to the GPU once per forward
+        cuda_memcpy_h2d(m->dev_inputs, inputs, BT * sizeof(int));
+        inputs = m->dev_inputs;
+    }
+#endif
+    LAYER(m, encoder_forward)(a.encoded, inputs, p.wte, p.wpe, B, T, C);
     for (int l = 0; l < L; l++) {
         float *residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;
         float *ln1 = a.ln1 + l * BT * C, *qkv = a.qkv + l * BT * 3 * C, *atty = a.atty + l * BT * C;
@@ -839,26 +986,26 @@ static void gpt_forward(GPT *m, const int *inputs, int B, int T) {
         float *res2 = a.residual2 + l * BT * C, *ln2 = a.ln2 + l * BT * C;
         float *fch = a.fch + l * BT * 4 * C, *fchg = a.fch_gelu + l * BT * 4 * C;
         float *fcproj = a.fcproj + l * BT * C, *res3 = a.residual3 + l * BT * C;
-        layernorm_forward(ln1, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, residual,
-                          p.ln1w + l * C, p.ln1b + l * C, BT, C);
-        matmul_forward(qkv, ln1, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, BT, C, 3 * C);
-        attention_forward(atty, att, qkv, B, T, C, NH);
-        matmul_forward(attproj, atty, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, BT, C, C);
-        residual_forward(res2, residual, attproj, BT * C);
-        layernorm_forward(ln2, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, res2,
-                          p.ln2w + l * C, p.ln2b + l * C, BT, C);
-        matmul_forward(fch, ln2, p.fcw + (size_t)l * 4 * C * C, p.fcb + l * 4 * C, BT, C, 4 * C);
-        gelu_forward(fchg, fch, BT * 4 * C);
-        matmul_forward(fcproj, fchg, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C, BT, 4 * C, C);
-        residual_forward(res3, res2, fcproj, BT * C);
+        LAYER(m, layernorm_forward)(ln1, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, residual,
+                                    p.ln1w + l * C, p.ln1b + l * C, BT, C);
+        LAYER(m, matmul_forward)(qkv, ln1, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, BT, C, 3 * C);
+        LAYER(m, attention_forward)(atty, att, qkv, B, T, C, NH);
+        LAYER(m, matmul_forward)(attproj, atty, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, BT, C, C);
+        LAYER(m, residual_forward)(res2, residual, attproj, BT * C);
+        LAYER(m, layernorm_forward)(ln2, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, res2,
+                                    p.ln2w + l * C, p.ln2b + l * C, BT, C);
+        LAYER(m, matmul_forward)(fch, ln2, p.fcw + (size_t)l * 4 * C * C, p.fcb + l * 4 * C, BT, C, 4 * C);
+        LAYER(m, gelu_forward)(fchg, fch, BT * 4 * C);
+        LAYER(m, matmul_forward)(fcproj, fchg, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C, BT, 4 * C, C);
+        LAYER(m, residual_forward)(res3, res2, fcproj, BT * C);
     }
-    layernorm_forward(a.lnf, a.lnf_mean, a.lnf_rstd, a.residual3 + (L - 1) * BT * C,
-                      p.lnfw, p.lnfb, BT, C);
-    matmul_forward(a.logits, a.lnf, p.wte, NULL, BT, C, V);
+    LAYER(m, layernorm_forward)(a.lnf, a.lnf_mean, a.lnf_rstd, a.residual3 + (L - 1) * BT * C,
+                                p.lnfw, p.lnfb, BT, C);
+    LAYER(m, matmul_forward)(a.logits, a.lnf, p.wte, NULL, BT, C, V);
 }
 
 static void gpt_zero_grad(GPT *m) {
-    memset(m->grads_memory, 0, m->num_parameters * sizeof(float));
+    LAYER(m, memset_zero)(m->grads_memory, m->num_parameters * sizeof(float));
 }
 
 /* gpt_backward: given grads_acts.logits (B,T,V) = ∂loss/∂logits for the last forward pass,
@@ -871,31 +1018,37 @@ static void gpt_backward(GPT *m, const int *inputs) {
     ActivationTensors a = m->acts, d = m->grads_acts;
     // every activation gradient except dlogits starts at zero
     size_t skip = (size_t)(d.logits - m->grads_acts_memory);
-    memset(m->grads_acts_memory, 0, skip * sizeof(float));
-    matmul_backward(d.lnf, g.wte, NULL, d.logits, a.lnf, p.wte, BT, C, V);
+    LAYER(m, memset_zero)(m->grads_acts_memory, skip * sizeof(float));
+    LAYER(m, matmul_backward)(d.lnf, g.wte, NULL, d.logits, a.lnf, p.wte, BT, C, V);
     float *last = a.residual3 + (L - 1) * BT * C, *dlast = d.residual3 + (L - 1) * BT * C;
-    layernorm_backward(dlast, g.lnfw, g.lnfb, d.lnf, last, p.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
+    LAYER(m, layernorm_backward)(dlast, g.lnfw, g.lnfb, d.lnf, last, p.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
     for (int l = L - 1; l >= 0; l--) {
         float *residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;
         float *dresidual = l == 0 ? d.encoded : d.residual3 + (l - 1) * BT * C;
         size_t o1 = l * BT * C, o3 = l * BT * 3 * C, o4 = l * BT * 4 * C, oa = (size_t)l * B * NH * T * T;
-        residual_backward(d.residual2 + o1, d.fcproj + o1, d.residual3 + o1, BT * C);
-        matmul_backward(d.fch_gelu + o4, g.fcprojw + (size_t)l * 4 * C * C, g.fcprojb + l * C,
-                        d.fcproj + o1, a.fch_gelu + o4, p.fcprojw + (size_t)l * 4 * C * C, BT, 4 * C, C);
-        gelu_backward(d.fch + o4, a.fch + o4, d.fch_gelu + o4, BT * 4 * C);
-        matmul_backward(d.ln2 + o1, g.fcw + (size_t)l * 4 * C * C, g.fcb + l * 4 * C, d.fch + o4,
-                        a.ln2 + o1, p.fcw + (size_t)l * 4 * C * C, BT, C, 4 * C);
-        layernorm_backward(d.residual2 + o1, g.ln2w + l * C, g.ln2b + l * C, d.ln2 + o1,
-                           a.residual2 + o1, p.ln2w + l * C, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, BT, C);
-        residual_backward(dresidual, d.attproj + o1, d.residual2 + o1, BT * C);
-        matmul_backward(d.atty + o1, g.attprojw + (size_t)l * C * C, g.attprojb + l * C, d.attproj + o1,
-                        a.atty + o1, p.attprojw + (size_t)l * C * C, BT, C, C);
-        attention_backward(d.qkv + o3, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, B, T, C, NH);
-        matmul_backward(d.ln1 + o1, g.qkvw + (size_t)l * 3 * C * C, g.qkvb + l * 3 * C, d.qkv + o3,
-                        a.ln1 + o1, p.qkvw + (size_t)l * 3 * C * C, BT, C, 3 * C);
-        layernorm_backward(dresidual, g.ln1w + l * C, g.ln1b + l * C, d.ln1 + o1, residual,
-                           p.ln1w + l * C, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, BT, C);
+        LAYER(m, residual_backward)(d.residual2 + o1, d.fcproj + o1, d.residual3 + o1, BT * C);
+        LAYER(m, matmul_backward)(d.fch_gelu + o4, g.fcprojw + (size_t)l * 4 * C * C, g.fcprojb + l * C,
+                                  d.fcproj + o1, a.fch_gelu + o4, p.fcprojw + (size_t)l * 4 * C * C, BT, 4 * C, C);
+        LAYER(m, gelu_backward)(d.fch + o4, a.fch + o4, d.fch_gelu + o4, BT * 4 * C);
+        LAYER(m, matmul_backward)(d.ln2 + o1, g.fcw + (size_t)l * 4 * C * C, g.fcb + l * 4 * C, d.fch + o4,
+                                  a.ln2 + o1, p.fcw + (size_t)l * 4 * C * C, BT, C, 4 * C);
+        LAYER(m, layernorm_backward)(d.residual2 + o1, g.ln2w + l * C, g.ln2b + l * C, d.ln2 + o1,
+                                     a.residual2 + o1, p.ln2w + l * C, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, BT, C);
+        LAYER(m, residual_backward)(dresidual, d.attproj + o1, d.residual2 + o1, BT * C);
+        LAYER(m, matmul_backward)(d.atty + o1, g.attprojw + (size_t)l * C * C, g.attprojb + l * C, d.attproj + o1,
+                                  a.atty + o1, p.attprojw + (size_t)l * C * C, BT, C, C);
+        LAYER(m, attention_backward)(d.qkv + o3, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, B, T, C, NH);
+        LAYER(m, matmul_backward)(d.ln1 + o1, g.qkvw + (size_t)l * 3 * C * C, g.qkvb + l * 3 * C, d.qkv + o3,
+                                  a.ln1 + o1, p.qkvw + (size_t)l * 3 * C * C, BT, C, 3 * C);
+        LAYER(m, layernorm_backward)(dresidual, g.ln1w + l * C, g.ln1b + l * C, d.ln1 + o1, residual,
+                                     p.ln1w + l * C, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, BT, C);
     }
+#ifdef GRPO_CUDA
+    if (m->on_device) {   // the GPU needs V to give each (token, channel) of dwte one thread
+        cuda_encoder_backward(g.wte, g.wpe, d.encoded, m->dev_inputs, B, T, C, V);
+        return;
+    }
+#endif
     encoder_backward(g.wte, g.wpe, d.encoded, inputs, B, T, C);
 }
 
@@ -904,6 +1057,26 @@ static void gpt_backward(GPT *m, const int *inputs) {
 
 static void build_kvcache(KVCache *kv, const GPTConfig *c, int B) {
     size_t L = c->num_layers, C = c->channels, T = c->max_seq_len, V = c->vocab_size, Tp = (T + 7) / 8 * 8;
+#ifdef GRPO_CUDA
+    memset(kv, 0, sizeof *kv);
+    if (cuda_enabled) {   // the same buffers on the GPU, plus the step's inputs and logits
+        size_t sizes[11] = {L * B * C * Tp, L * B * T * C, B * C, B * C, B * 3 * C, B * C, B * C, B * 4 * C,
+                            B * 4 * C, (size_t)B, (size_t)B};
+        float **bufs[11] = {&kv->k, &kv->v, &kv->x, &kv->ln, &kv->qkv, &kv->atty, &kv->proj, &kv->fch,
+                            &kv->fch_gelu, &kv->mean, &kv->rstd};
+        for (int i = 0; i < 11; i++) {
+            *bufs[i] = (float *)cuda_malloc(sizes[i] * sizeof(float));
+            cuda_memset_zero(*bufs[i], sizes[i] * sizeof(float));
+        }
+        kv->B = B;
+        kv->dev_logits = (float *)cuda_malloc((size_t)B * V * sizeof(float));
+        kv->tokens = (int *)cuda_malloc((size_t)B * sizeof(int));
+        kv->pos = (int *)cuda_malloc((size_t)B * sizeof(int));
+        kv->logits = (float *)mallocCheck((size_t)B * V * sizeof(float));   // host: the sampler reads it
+        kv->on_device = 1;
+        return;
+    }
+#endif
     kv->B = B;
     kv->k = (float *)callocCheck(L * B * C * Tp, sizeof(float));  // zeros: padding is read, never used
     kv->v = (float *)mallocCheck(L * B * T * C * sizeof(float));
@@ -915,11 +1088,68 @@ static void build_kvcache(KVCache *kv, const GPTConfig *c, int B) {
     kv->fch = (float *)mallocCheck((size_t)B * 4 * C * sizeof(float));
     kv->fch_gelu = (float *)mallocCheck((size_t)B * 4 * C * sizeof(float));
     kv->logits = (float *)mallocCheck((size_t)B * V * sizeof(float));
+    kv->mean = (float *)mallocCheck((size_t)B * sizeof(float));
+    kv->rstd = (float *)mallocCheck((size_t)B * sizeof(float));
 }
 
 static void free_kvcache(KVCache *kv) {
+#ifdef GRPO_CUDA
+    if (kv->on_device) {
+        float *bufs[12] = {kv->k, kv->v, kv->x, kv->ln, kv->qkv, kv->atty, kv->proj, kv->fch, kv->fch_gelu,
+                           kv->mean, kv->rstd, kv->dev_logits};
+        for (int i = 0; i < 12; i++) cuda_free(bufs[i]);
+        cuda_free(kv->tokens); cuda_free(kv->pos); free(kv->logits);
+        return;
+    }
+#endif
     free(kv->k); free(kv->v); free(kv->x); free(kv->ln); free(kv->qkv); free(kv->atty);
-    free(kv->proj); free(kv->fch); free(kv->fch_gelu); free(kv->logits);
+    free(kv->proj); free(kv->fch); free(kv->fch_gelu); free(kv->logits); free(kv->mean); free(kv->rstd);
+}
+
+// The three steps of a decode step that have no counterpart in the full forward. The cache of
+// one layer: keys kt (kv->B, C, Tp) transposed, values v (kv->B, maxT, C), Tp = maxT rounded
+// up to a multiple of 8; sequence b is at position pos[b].
+
+// out (B,C) = wte[tokens[b]] + wpe[pos[b]]: one new token per sequence, each at its own position
+static void encoder_forward_pos(float *out, const int *tokens, const int *pos, const float *wte,
+                                const float *wpe, int B, int C) {
+    for (int b = 0; b < B; b++)
+        for (int i = 0; i < C; i++)
+            out[(size_t)b * C + i] = wte[(size_t)tokens[b] * C + i] + wpe[(size_t)pos[b] * C + i];
+}
+
+// appends the key and value of sequence b's position pos[b], from qkv (B,3C), to the cache
+static void kv_append(float *kt, float *v, const float *qkv, const int *pos, int B, int C, int maxT) {
+    int Tp = (maxT + 7) / 8 * 8;
+    #pragma omp parallel for
+    for (int b = 0; b < B; b++) {
+        float *k = kt + (size_t)b * C * Tp;
+        for (int i = 0; i < C; i++) k[(size_t)i * Tp + pos[b]] = qkv[(size_t)b * 3 * C + C + i];
+        memcpy(v + ((size_t)b * maxT + pos[b]) * C, qkv + (size_t)b * 3 * C + 2 * C, C * sizeof(float));
+    }
+}
+
+// atty (B,C): attention of each sequence's new query (in qkv (B,3C)) over its cached keys
+// 0..pos[b], with the arithmetic of attention_forward
+static void attention_decode(float *atty, const float *kt, const float *v, const float *qkv, const int *pos,
+                             int B, int C, int NH, int maxT) {
+    int hs = C / NH, Tp = (maxT + 7) / 8 * 8;
+    float scale = 1.0f / sqrtf((float)hs);
+    #pragma omp parallel for collapse(2)
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            const float *k = kt + ((size_t)b * C + h * hs) * Tp;
+            const float *vb = v + (size_t)b * maxT * C + h * hs;
+            float s[Tp], maxv = -FLT_MAX, sum = 0.0f;
+            int t = pos[b];
+            attn_scores(s, qkv + (size_t)b * 3 * C + h * hs, k, hs, Tp, (t + 8) / 8 * 8, scale);
+            for (int t2 = 0; t2 <= t; t2++) if (s[t2] > maxv) maxv = s[t2];
+            #pragma omp simd reduction(+:sum)
+            for (int t2 = 0; t2 <= t; t2++) { s[t2] = exp_simd(s[t2] - maxv); sum += s[t2]; }
+            float inv = 1.0f / sum;
+            for (int t2 = 0; t2 <= t; t2++) s[t2] *= inv;
+            attn_rows(atty + (size_t)b * C + h * hs, 0, s, 1, vb, C, 0, t + 1, hs);
+        }
 }
 
 /* gpt_decode_step: sequence b (0 <= b < B <= kv->B) consumes token tokens[b] at position
@@ -929,47 +1159,38 @@ static void free_kvcache(KVCache *kv) {
 static void gpt_decode_step(GPT *m, KVCache *kv, const int *tokens, const int *pos, int B) {
     GPTConfig c = m->config;
     int L = c.num_layers, C = c.channels, NH = c.num_heads, V = c.vocab_size, maxT = c.max_seq_len;
-    int hs = C / NH, Tp = (maxT + 7) / 8 * 8;
-    float scale = 1.0f / sqrtf((float)hs);
+    int Tp = (maxT + 7) / 8 * 8;
     ParameterTensors p = m->params;
-    float mean[B > 0 ? B : 1], rstd[B > 0 ? B : 1];
-    for (int b = 0; b < B; b++)
-        for (int i = 0; i < C; i++)
-            kv->x[(size_t)b * C + i] = p.wte[(size_t)tokens[b] * C + i] + p.wpe[(size_t)pos[b] * C + i];
-    for (int l = 0; l < L; l++) {
-        layernorm_forward(kv->ln, mean, rstd, kv->x, p.ln1w + l * C, p.ln1b + l * C, B, C);
-        matmul_forward(kv->qkv, kv->ln, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, B, C, 3 * C);
-        #pragma omp parallel for
-        for (int b = 0; b < B; b++) {  // append this position's key and value to the cache
-            float *kt = kv->k + ((size_t)l * kv->B + b) * C * Tp;
-            for (int i = 0; i < C; i++) kt[(size_t)i * Tp + pos[b]] = kv->qkv[(size_t)b * 3 * C + C + i];
-            memcpy(kv->v + (((size_t)l * kv->B + b) * maxT + pos[b]) * C, kv->qkv + (size_t)b * 3 * C + 2 * C, C * sizeof(float));
-        }
-        #pragma omp parallel for collapse(2)
-        for (int b = 0; b < B; b++)
-            for (int h = 0; h < NH; h++) {
-                const float *kt = kv->k + (((size_t)l * kv->B + b) * C + h * hs) * Tp;
-                const float *vb = kv->v + ((size_t)l * kv->B + b) * maxT * C + h * hs;
-                float s[Tp], maxv = -FLT_MAX, sum = 0.0f;
-                int t = pos[b];
-                attn_scores(s, kv->qkv + (size_t)b * 3 * C + h * hs, kt, hs, Tp, (t + 8) / 8 * 8, scale);
-                for (int t2 = 0; t2 <= t; t2++) if (s[t2] > maxv) maxv = s[t2];
-                #pragma omp simd reduction(+:sum)
-                for (int t2 = 0; t2 <= t; t2++) { s[t2] = exp_simd(s[t2] - maxv); sum += s[t2]; }
-                float inv = 1.0f / sum;
-                for (int t2 = 0; t2 <= t; t2++) s[t2] *= inv;
-                attn_rows(kv->atty + (size_t)b * C + h * hs, 0, s, 1, vb, C, 0, t + 1, hs);
-            }
-        matmul_forward(kv->proj, kv->atty, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, B, C, C);
-        residual_forward(kv->x, kv->x, kv->proj, (size_t)B * C);
-        layernorm_forward(kv->ln, mean, rstd, kv->x, p.ln2w + l * C, p.ln2b + l * C, B, C);
-        matmul_forward(kv->fch, kv->ln, p.fcw + (size_t)l * 4 * C * C, p.fcb + l * 4 * C, B, C, 4 * C);
-        gelu_forward(kv->fch_gelu, kv->fch, (size_t)B * 4 * C);
-        matmul_forward(kv->proj, kv->fch_gelu, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C, B, 4 * C, C);
-        residual_forward(kv->x, kv->x, kv->proj, (size_t)B * C);
+    float *logits = kv->logits;
+#ifdef GRPO_CUDA
+    if (kv->on_device != m->on_device) fail_at(__FILE__, __LINE__, "model and KV cache on different devices", "");
+    if (m->on_device) {   // token ids and positions down (B ints each); the logits come back at the end
+        cuda_memcpy_h2d(kv->tokens, tokens, (size_t)B * sizeof(int));
+        cuda_memcpy_h2d(kv->pos, pos, (size_t)B * sizeof(int));
+        tokens = kv->tokens; pos = kv->pos; logits = kv->dev_logits;
     }
-    layernorm_forward(kv->ln, mean, rstd, kv->x, p.lnfw, p.lnfb, B, C);
-    matmul_forward(kv->logits, kv->ln, p.wte, NULL, B, C, V);
+#endif
+    LAYER(m, encoder_forward_pos)(kv->x, tokens, pos, p.wte, p.wpe, B, C);
+    for (int l = 0; l < L; l++) {
+        float *kt = kv->k + (size_t)l * kv->B * C * Tp, *v = kv->v + (size_t)l * kv->B * maxT * C;
+        LAYER(m, layernorm_forward)(kv->ln, kv->mean, kv->rstd, kv->x, p.ln1w + l * C, p.ln1b + l * C, B, C);
+        LAYER(m, matmul_forward)(kv->qkv, kv->ln, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, B, C, 3 * C);
+        LAYER(m, kv_append)(kt, v, kv->qkv, pos, B, C, maxT);
+        LAYER(m, attention_decode)(kv->atty, kt, v, kv->qkv, pos, B, C, NH, maxT);
+        LAYER(m, matmul_forward)(kv->proj, kv->atty, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, B, C, C);
+        LAYER(m, residual_forward)(kv->x, kv->x, kv->proj, (size_t)B * C);
+        LAYER(m, layernorm_forward)(kv->ln, kv->mean, kv->rstd, kv->x, p.ln2w + l * C, p.ln2b + l * C, B, C);
+        LAYER(m, matmul_forward)(kv->fch, kv->ln, p.fcw + (size_t)l * 4 * C * C, p.fcb + l * 4 * C, B, C, 4 * C);
+        LAYER(m, gelu_forward)(kv->fch_gelu, kv->fch, (size_t)B * 4 * C);
+        LAYER(m, matmul_forward)(kv->proj, kv->fch_gelu, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C,
+                                 B, 4 * C, C);
+        LAYER(m, residual_forward)(kv->x, kv->x, kv->proj, (size_t)B * C);
+    }
+    LAYER(m, layernorm_forward)(kv->ln, kv->mean, kv->rstd, kv->x, p.lnfw, p.lnfb, B, C);
+    LAYER(m, matmul_forward)(logits, kv->ln, p.wte, NULL, B, C, V);
+#ifdef GRPO_CUDA
+    if (m->on_device) cuda_memcpy_d2h(kv->logits, logits, (size_t)B * V * sizeof(float));
+#endif
 }
 
 // ----------------------------------------------------------------------------
@@ -1027,6 +1248,38 @@ static void logprob_backward(float *dlogits, const float *probs, const int *targ
     }
 }
 
+/* gpt_logprob_forward / gpt_logprob_backward: logprob_forward and logprob_backward on the
+   model's last forward pass (acts.logits, acts.probs, grads_acts.logits), N = B·T positions;
+   logp, targets, dlogp and allowed are host arrays. On the GPU, targets (and the mask) go
+   down and the N log-probs come back; the backward sends the N gradients down. */
+static void gpt_logprob_forward(GPT *m, float *logp, const int *targets, int N, float temperature,
+                                const unsigned char *allowed) {
+#ifdef GRPO_CUDA
+    if (m->on_device) {
+        cuda_memcpy_h2d(m->dev_targets, targets, (size_t)N * sizeof(int));
+        if (allowed) cuda_memcpy_h2d(m->dev_allowed, allowed, m->config.vocab_size);
+        cuda_logprob_forward(m->dev_logp, m->acts.probs, m->acts.logits, m->dev_targets, N, m->config.vocab_size,
+                             temperature, allowed ? m->dev_allowed : NULL);
+        cuda_memcpy_d2h(logp, m->dev_logp, (size_t)N * sizeof(float));
+        return;
+    }
+#endif
+    logprob_forward(logp, m->acts.probs, m->acts.logits, targets, N, m->config.vocab_size, temperature, allowed);
+}
+
+static void gpt_logprob_backward(GPT *m, const int *targets, const float *dlogp, int N, float temperature) {
+#ifdef GRPO_CUDA
+    if (m->on_device) {
+        cuda_memcpy_h2d(m->dev_targets, targets, (size_t)N * sizeof(int));
+        cuda_memcpy_h2d(m->dev_dlogp, dlogp, (size_t)N * sizeof(float));
+        cuda_logprob_backward(m->grads_acts.logits, m->acts.probs, m->dev_targets, m->dev_dlogp, N,
+                              m->config.vocab_size, temperature);
+        return;
+    }
+#endif
+    logprob_backward(m->grads_acts.logits, m->acts.probs, targets, dlogp, N, m->config.vocab_size, temperature);
+}
+
 // ----------------------------------------------------------------------------
 // Optimizer: AdamW (Loshchilov & Hutter 2019; torch.optim.AdamW), global norm clipping
 
@@ -1057,6 +1310,9 @@ static float lr_at(const AdamWConfig *o, int step) {
    max_norm / (norm + 1e-6) when that is < 1 (as torch.nn.utils.clip_grad_norm_).
    Returns the norm before clipping (NaN/Inf if any gradient is not finite). */
 static float clip_grad_norm(GPT *m, float max_norm) {
+#ifdef GRPO_CUDA
+    if (m->on_device) return cuda_clip_grad_norm(m->grads_memory, m->num_parameters, max_norm);
+#endif
     double ss = 0.0;
     for (size_t i = 0; i < m->num_parameters; i++) ss += (double)m->grads_memory[i] * m->grads_memory[i];
     float norm = (float)sqrt(ss);
@@ -1071,6 +1327,13 @@ static float clip_grad_norm(GPT *m, float max_norm) {
 /* adamw_update: one AdamW step t (1-based, for bias correction) with learning rate lr:
    m = β1 m + (1−β1) g; v = β2 v + (1−β2) g²; θ −= lr (m̂ / (sqrt(v̂) + eps) + wd θ). */
 static void adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
+#ifdef GRPO_CUDA
+    if (m->on_device) {
+        cuda_adamw_update(m->params_memory, m->grads_memory, m->m_memory, m->v_memory, m->param_sizes, PARAM_DECAY,
+                          NUM_PARAM_TENSORS, lr, o->beta1, o->beta2, o->eps, o->weight_decay, t);
+        return;
+    }
+#endif
     /* BEGIN SOLUTION: adamw_update */
     float bc1 = 1.0f - powf(o->beta1, (float)t), bc2 = 1.0f - powf(o->beta2, (float)t);
     size_t off = 0;
@@ -1108,6 +1371,23 @@ typedef struct {
 } TrainState;
 
 static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, const TrainState *st) {
+#ifdef GRPO_CUDA
+    if (m->on_device) {   // a host copy of what the file holds, written by the code below
+        GPT h = *m;
+        size_t nb = m->num_parameters * sizeof(float);
+        h.on_device = 0;
+        h.params_memory = (float *)mallocCheck(nb);
+        cuda_memcpy_d2h(h.params_memory, m->params_memory, nb);
+        h.m_memory = h.v_memory = NULL;
+        if (with_optimizer) {
+            h.m_memory = (float *)mallocCheck(nb); h.v_memory = (float *)mallocCheck(nb);
+            cuda_memcpy_d2h(h.m_memory, m->m_memory, nb); cuda_memcpy_d2h(h.v_memory, m->v_memory, nb);
+        }
+        save_checkpoint(path, &h, with_optimizer, st);
+        free(h.params_memory); free(h.m_memory); free(h.v_memory);
+        return;
+    }
+#endif
     char tmp[1100];
     snprintf(tmp, sizeof tmp, "%s.tmp", path);
     FILE *f = fopenCheck(tmp, "wb");
@@ -1200,10 +1480,17 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     if (st && !h[7])
         ckpt_error(path, "holds no optimizer state, so a run cannot resume from it", "use --init to start a new run from it");
     build_gpt(m, c, max_batch, 0);
-    ckpt_read(m->params_memory, sizeof(float), m->num_parameters, f, path, "the parameters");
+    float *params = m->params_memory, *mom1 = m->m_memory, *mom2 = m->v_memory;   // read into these
+#ifdef GRPO_CUDA
+    if (m->on_device) {   // through a host staging buffer, copied to the GPU below
+        params = (float *)mallocCheck(3 * m->num_parameters * sizeof(float));
+        mom1 = params + m->num_parameters; mom2 = mom1 + m->num_parameters;
+    }
+#endif
+    ckpt_read(params, sizeof(float), m->num_parameters, f, path, "the parameters");
     if (h[7]) {
-        ckpt_read(m->m_memory, sizeof(float), m->num_parameters, f, path, "the AdamW first moments");
-        ckpt_read(m->v_memory, sizeof(float), m->num_parameters, f, path, "the AdamW second moments");
+        ckpt_read(mom1, sizeof(float), m->num_parameters, f, path, "the AdamW first moments");
+        ckpt_read(mom2, sizeof(float), m->num_parameters, f, path, "the AdamW second moments");
         Rng r;
         ckpt_read(r.s, sizeof(uint64_t), 4, f, path, "the RNG state");
         if (st) {
@@ -1214,11 +1501,19 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
             }
             st->rng = r; st->step = h[8];
         }
-        else { memset(m->m_memory, 0, m->num_parameters * sizeof(float));
-               memset(m->v_memory, 0, m->num_parameters * sizeof(float)); }
+        else { memset(mom1, 0, m->num_parameters * sizeof(float));
+               memset(mom2, 0, m->num_parameters * sizeof(float)); }
     }
     if (fgetc(f) != EOF) ckpt_error(path, "trailing bytes after the last tensor (corrupt file?)", NULL);
     fclose(f);
+#ifdef GRPO_CUDA
+    if (m->on_device) {   // without optimizer state in the file the moments stay at build_gpt's zeros
+        size_t nb = m->num_parameters * sizeof(float);
+        cuda_memcpy_h2d(m->params_memory, params, nb);
+        if (h[7]) { cuda_memcpy_h2d(m->m_memory, mom1, nb); cuda_memcpy_h2d(m->v_memory, mom2, nb); }
+        free(params);
+    }
+#endif
     return h[7];
 }
 
@@ -1851,6 +2146,9 @@ typedef struct {
     float temperature;
     ObjectiveConfig obj;
     float format_reward;
+#ifdef GRPO_CUDA
+    int tf32;              // 1: cuBLAS may use TF32 tensor cores
+#endif
 } Options;
 
 static const char *SCHEDULE_NAMES[] = {"cosine", "linear", "constant", NULL};
@@ -1866,6 +2164,9 @@ typedef struct {
 #define OFF(field) offsetof(Options, field)
 #define OBJ_CMDS (CMD_TRAIN | CMD_CHECK | CMD_TREE)
 #define GEN_CMDS (CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_TREE)
+#ifdef GRPO_CUDA
+#define CUDA_CMDS (CMD_SFT | GEN_CMDS | CMD_BENCH)   // the commands that build a model: on the GPU
+#endif
 static const OptSpec OPTIONS[] = {
     {"seed", OPT_INT, OFF(seed), 0, 2147483647, NULL, CMD_SFT | GEN_CMDS | CMD_BENCH, "random seed (same seed, same build: same run, bit for bit)"},
     {"threads", OPT_INT, OFF(threads), 0, 1024, NULL, 0xffff, "OpenMP threads (0: OMP_NUM_THREADS or all cores)"},
@@ -1914,6 +2215,9 @@ static const OptSpec OPTIONS[] = {
     {"mask-truncated", OPT_INT, OFF(mask_truncated), 0, 1, NULL, CMD_TRAIN, "1: completions cut at max-new-tokens get no loss"},
     {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_TREE, "seeds per cell of the grid (paper: 5)"},
     {"format-reward", OPT_FLOAT, OFF(format_reward), 0, 1, NULL, CMD_TRAIN | CMD_EVAL, "extra reward for a well-formed but wrong completion (0: off)"},
+#ifdef GRPO_CUDA
+    {"tf32", OPT_INT, OFF(tf32), 0, 1, NULL, CUDA_CMDS, "1: cuBLAS matmuls on TF32 tensor cores (faster; ~1e-3 relative error); 0: full fp32"},
+#endif
 };
 #define NUM_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
 
@@ -2009,6 +2313,9 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
 #ifdef _OPENMP
     if (o->threads > 0) omp_set_num_threads(o->threads);
 #endif
+#ifdef GRPO_CUDA
+    if (mask & CUDA_CMDS) cuda_startup(o->tf32);
+#endif
     return optind;
 }
 
@@ -2063,7 +2370,7 @@ static float dataset_loss(GPT *m, const Dataset *d, int batch, int limit, int *i
         }
         int T = make_batch(inputs, targets, B, pp, d->prompt_len + s, cp, d->completion_len + s);
         gpt_forward(m, inputs, B, T);
-        logprob_forward(logp, m->acts.probs, m->acts.logits, targets, B * T, m->config.vocab_size, 1.0f, NULL);
+        gpt_logprob_forward(m, logp, targets, B * T, 1.0f, NULL);
         for (int i = 0; i < B * T; i++) if (targets[i] >= 0) { sum -= logp[i]; count++; }
     }
     return count ? (float)(sum / count) : 0.0f;
@@ -2147,14 +2454,14 @@ static int cmd_sft(int argc, char **argv, Options *o) {
         }
         int T = make_batch(inputs, targets, B, pp, plen, cp, clen);
         gpt_forward(&model, inputs, B, T);
-        logprob_forward(logp, model.acts.probs, model.acts.logits, targets, B * T, VOCAB_SIZE, 1.0f, NULL);
+        gpt_logprob_forward(&model, logp, targets, B * T, 1.0f, NULL);
         int count = 0; double loss = 0.0;
         for (int i = 0; i < B * T; i++) if (targets[i] >= 0) { count++; loss -= logp[i]; }
         loss /= count;
         for (int i = 0; i < B * T; i++) dlogp[i] = targets[i] >= 0 ? -1.0f / count : 0.0f;
         if (!isfinite(loss)) stop_on_nan("the loss", st.step, (float)loss, last_good);
         gpt_zero_grad(&model);
-        logprob_backward(model.grads_acts.logits, model.acts.probs, targets, dlogp, B * T, VOCAB_SIZE, 1.0f);
+        gpt_logprob_backward(&model, targets, dlogp, B * T, 1.0f);
         gpt_backward(&model, inputs);
         float norm = clip_grad_norm(&model, opt.grad_clip);
         if (!isfinite(norm)) stop_on_nan("the gradient norm", st.step, norm, last_good);
@@ -2257,8 +2564,7 @@ static int policy_logp(GPT *m, GroupBatch *g, int s, int B, float temperature,
     for (int b = 0; b < B; b++) cp[b] = g->comp + (size_t)(s + b) * g->max_new;
     int T = make_batch(g->inputs, g->targets, B, g->prompt + s, g->plen + s, cp, g->clen + s);
     gpt_forward(m, g->inputs, B, T);
-    logprob_forward(g->logp_pos, m->acts.probs, m->acts.logits, g->targets, B * T,
-                    m->config.vocab_size, temperature, allowed);
+    gpt_logprob_forward(m, g->logp_pos, g->targets, B * T, temperature, allowed);
     for (int b = 0; b < B; b++)
         for (int j = 0; j < g->clen[s + b]; j++)   // completion token j is predicted at plen−1+j
             out[(size_t)(s + b) * g->max_new + j] = g->logp_pos[b * T + g->plen[s + b] - 1 + j];
@@ -2323,8 +2629,7 @@ static double grpo_loss_backward(GPT *policy, GPT *ref, GroupBatch *g, const Opt
                 int j = t + 1 - g->plen[s + b];
                 g->dlogp_pos[b * T + t] = g->targets[b * T + t] >= 0 ? g->dlogp[(size_t)(s + b) * MN + j] : 0.0f;
             }
-        logprob_backward(policy->grads_acts.logits, policy->acts.probs, g->targets, g->dlogp_pos, B * T,
-                         policy->config.vocab_size, o->temperature);
+        gpt_logprob_backward(policy, g->targets, g->dlogp_pos, B * T, o->temperature);
         gpt_backward(policy, g->inputs);
     }
     return loss;
@@ -2701,7 +3006,11 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     double t0 = wall_seconds();
     // The runs are independent and tiny: one thread per run (inner loops run serially
     // inside the parallel region) beats splitting each small matmul across threads.
+#ifdef GRPO_CUDA
+    #pragma omp parallel for schedule(dynamic) if (!cuda_enabled)   // on the GPU: one run at a time (one cuBLAS handle, shared scratch)
+#else
     #pragma omp parallel for schedule(dynamic)
+#endif
     for (int idx = 0; idx < runs; idx++) {
         int s = idx % S, obj = (idx / S) % 2, b = (idx / (2 * S)) % 3, a = idx / (6 * S);
         metric[idx] = tree_run(o, obj, NS[a], RNEG[b], s + 1, curve + (size_t)idx * o->steps,
@@ -3157,13 +3466,16 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     for (int it = 0; it < 3 + o->steps; it++) {
         if (it == 3) t0 = wall_seconds();
         gpt_forward(&m, inputs, B, T);
-        logprob_forward(logp, m.acts.probs, m.acts.logits, targets, B * T, VOCAB_SIZE, 1.0f, NULL);
+        gpt_logprob_forward(&m, logp, targets, B * T, 1.0f, NULL);
         gpt_zero_grad(&m);
-        logprob_backward(m.grads_acts.logits, m.acts.probs, targets, dlogp, B * T, VOCAB_SIZE, 1.0f);
+        gpt_logprob_backward(&m, targets, dlogp, B * T, 1.0f);
         gpt_backward(&m, inputs);
         clip_grad_norm(&m, 1.0f);
         adamw_update(&m, &opt, 1e-4f, it + 1);
     }
+#ifdef GRPO_CUDA
+    if (m.on_device) cuda_synchronize();   // the GPU runs behind the host: wait for the last step
+#endif
     double train_tok_s = (double)B * T * o->steps / (wall_seconds() - t0);
     size_t C = o->channels, L = o->layers, V = VOCAB_SIZE;
     size_t n_nonemb = m.num_parameters - m.param_sizes[0] - m.param_sizes[1];
@@ -3190,9 +3502,34 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     double sample_tok_s = (double)S * max_new / (wall_seconds() - t0);
     printf("# model: %zu parameters (L=%d NH=%d C=%d maxT=%d), train batch %dx%d, sample batch %d\n",
            m.num_parameters, o->layers, o->heads, o->channels, T, B, T, S);
+#ifdef GRPO_CUDA
+    printf("train  %10.0f tokens/s  (%.2f GFLOP/s on the GPU, TF32 %s)\n", train_tok_s, gflops, o->tf32 ? "on" : "off");
+#else
     printf("train  %10.0f tokens/s  (%.2f GFLOP/s; fp32 peak of 2 cores x 32 FLOP/cycle is ~%.0f GFLOP/s at 3 GHz)\n",
            train_tok_s, gflops, 2 * 32 * 3.0);
+#endif
     printf("sample %10.0f new tokens/s\n", sample_tok_s);
+#ifdef GRPO_CUDA
+    if (m.on_device) {   // the step's cuBLAS products timed inside one training step, then alone
+        cuda_time_sgemm = 1; cuda_sgemm_seconds = 0.0;
+        gpt_forward(&m, inputs, B, T);
+        gpt_logprob_forward(&m, logp, targets, B * T, 1.0f, NULL);
+        gpt_zero_grad(&m);
+        gpt_logprob_backward(&m, targets, dlogp, B * T, 1.0f);
+        gpt_backward(&m, inputs);
+        cuda_synchronize();
+        cuda_time_sgemm = 0;
+        int BT = B * T, Ci = o->channels, Li = o->layers, reps = 20;
+        double alone = Li * (cuda_time_sgemms(BT, Ci, 3 * Ci, reps) + cuda_time_sgemms(BT, Ci, Ci, reps) +
+                             cuda_time_sgemms(BT, Ci, 4 * Ci, reps) + cuda_time_sgemms(BT, 4 * Ci, Ci, reps)) +
+                       cuda_time_sgemms(BT, Ci, VOCAB_SIZE, reps);
+        double mm_flops = 6.0 * BT * ((double)Li * 12 * Ci * Ci + (double)Ci * VOCAB_SIZE);   // 3 products of 2·N·C·OC
+        printf("sgemm  %.3f ms of cuBLAS products per training step (%.0f GFLOP/s); the same products alone: %.3f ms "
+               "(%.0f GFLOP/s): %.0f%% of isolated cuBLAS; the step takes %.3f ms\n",
+               cuda_sgemm_seconds * 1e3, mm_flops / cuda_sgemm_seconds / 1e9, alone * 1e3, mm_flops / alone / 1e9,
+               100.0 * alone / cuda_sgemm_seconds, 1e3 * B * T / train_tok_s);
+    }
+#endif
     printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f threads=%d\n", train_tok_s, sample_tok_s, gflops, num_threads());
     free(inputs); free(targets); free(logp); free(dlogp); free(prompts); free(comp); free(clp);
     free_kvcache(&kv); free_gpt(&m);

@@ -40,6 +40,8 @@ Conventions
 extern "C" {
 int cuda_block_size = 256;    // threads per block of every launch (tests try several)
 int cuda_sync_launches = 0;   // 1: synchronise after each launch (debugging; tests set it)
+int cuda_time_sgemm = 0;      // 1: time every sgemm of the matmuls with CUDA events (./grpo bench)
+double cuda_sgemm_seconds = 0.0;   // their GPU time, summed while cuda_time_sgemm is 1
 }
 
 // ----------------------------------------------------------------------------
@@ -100,6 +102,15 @@ extern "C" int cuda_device_count(void) {
 }
 extern "C" int grpo_cuda_device_count(void) { return cuda_device_count(); }  // older name
 
+// As cuda_device_count, and when it is 0, *why says what is missing (no driver, no device, ...).
+extern "C" int cuda_probe(const char **why) {
+    int n = 0;
+    cudaError_t e = cudaGetDeviceCount(&n);
+    if (e != cudaSuccess) { *why = cudaGetErrorString(e); cudaGetLastError(); return 0; }
+    if (n == 0) *why = "the CUDA runtime reports 0 devices";
+    return n;
+}
+
 extern "C" void *cuda_malloc(size_t bytes) {
     void *p = NULL;
     if (bytes) CUDA_CHECK(cudaMalloc(&p, bytes));
@@ -122,7 +133,7 @@ extern "C" void cuda_synchronize(void) { CUDA_CHECK(cudaDeviceSynchronize()); }
 
 /* Scratch: a few device buffers reused across calls (partial sums, per-token losses), grown
    on demand. cudaFree waits for the GPU, so growing never frees memory a kernel still uses. */
-enum { SCRATCH_PARTIAL = 0, SCRATCH_TOKENS, SCRATCH_REDUCE, NUM_SCRATCH };
+enum { SCRATCH_PARTIAL = 0, SCRATCH_TOKENS, SCRATCH_REDUCE, SCRATCH_ATT, NUM_SCRATCH };
 static void *g_scratch[NUM_SCRATCH];
 static size_t g_scratch_bytes[NUM_SCRATCH];
 
@@ -135,9 +146,12 @@ static void *scratch(int slot, size_t bytes) {
     return g_scratch[slot];
 }
 
-// Frees the scratch buffers and the cuBLAS handle (end of the program).
+static cudaEvent_t g_sgemm_events[2];   // start and stop of a timed sgemm (cuda_time_sgemm)
+
+// Frees the scratch buffers, the timing events and the cuBLAS handle (end of the program).
 extern "C" void cuda_shutdown(void) {
     for (int i = 0; i < NUM_SCRATCH; i++) { cuda_free(g_scratch[i]); g_scratch[i] = NULL; g_scratch_bytes[i] = 0; }
+    for (int i = 0; i < 2; i++) if (g_sgemm_events[i]) { CUDA_CHECK(cudaEventDestroy(g_sgemm_events[i])); g_sgemm_events[i] = NULL; }
     if (g_cublas) CUBLAS_CHECK(cublasDestroy(g_cublas));
     g_cublas = NULL;
 }
@@ -401,6 +415,26 @@ extern "C" void cuda_layernorm_backward(float *dinp, float *dweight, float *dbia
 // (R,K) array is the column-major (K,R) array of its transpose. So each product below is
 // written for the transposes: out^T = W · inp^T, and so on.
 
+/* sgemm: one cublasSgemm (column-major, alpha 1) on the default stream. With cuda_time_sgemm
+   set, CUDA events around it add its GPU time to cuda_sgemm_seconds (and wait for it). */
+static void sgemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, const float *A, int lda,
+                  const float *B, int ldb, float beta, float *C, int ldc) {
+    const float one = 1.0f;
+    cudaEvent_t &start = g_sgemm_events[0], &stop = g_sgemm_events[1];
+    if (cuda_time_sgemm) {
+        if (!start) { CUDA_CHECK(cudaEventCreate(&start)); CUDA_CHECK(cudaEventCreate(&stop)); }
+        CUDA_CHECK(cudaEventRecord(start, 0));
+    }
+    CUBLAS_CHECK(cublasSgemm(cublas(), ta, tb, m, n, k, &one, A, lda, B, ldb, &beta, C, ldc));
+    if (cuda_time_sgemm) {
+        float ms = 0.0f;
+        CUDA_CHECK(cudaEventRecord(stop, 0));
+        CUDA_CHECK(cudaEventSynchronize(stop));
+        CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+        cuda_sgemm_seconds += ms * 1e-3;
+    }
+}
+
 /* add_bias_kernel: out (N,OC) += bias (OC) broadcast over rows: the "+ bias" of matmul_forward.
    Launch: 1-D, one thread per element of out. */
 __global__ void add_bias_kernel(float *out, const float *bias, int N, int OC) {
@@ -414,9 +448,8 @@ __global__ void add_bias_kernel(float *out, const float *bias, int N, int OC) {
 extern "C" void cuda_matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                                     int N, int C, int OC) {
     if (N == 0 || OC == 0) return;
-    const float one = 1.0f, zero = 0.0f;
     // column-major: out^T (OC,N) = op_T(weight as (C,OC)) · inp^T (C,N)
-    CUBLAS_CHECK(cublasSgemm(cublas(), CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, &one, weight, C, inp, C, &zero, out, OC));
+    sgemm(CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, weight, C, inp, C, 0.0f, out, OC);
     if (bias) {
         int bs = threads_per_block();
         add_bias_kernel<<<blocks_for((size_t)N * OC, bs), bs>>>(out, bias, N, OC);
@@ -443,11 +476,10 @@ __global__ void column_partial_kernel(float *partial, const float *x, int N, int
 extern "C" void cuda_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                                      const float *inp, const float *weight, int N, int C, int OC) {
     if (N == 0 || OC == 0 || C == 0) return;
-    const float one = 1.0f;
     // column-major: dinp^T (C,N) += weight as (C,OC) · dout^T (OC,N)
-    if (dinp) CUBLAS_CHECK(cublasSgemm(cublas(), CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, &one, weight, C, dout, OC, &one, dinp, C));
+    if (dinp) sgemm(CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, weight, C, dout, OC, 1.0f, dinp, C);
     // column-major: dweight^T (C,OC) += inp^T (C,N) · op_T(dout^T (OC,N))
-    CUBLAS_CHECK(cublasSgemm(cublas(), CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, &one, inp, C, dout, OC, &one, dweight, C));
+    sgemm(CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C, dout, OC, 1.0f, dweight, C);
     if (dbias) {
         int bs = threads_per_block(), nchunks = (N + CHUNK_ROWS - 1) / CHUNK_ROWS;
         size_t n = (size_t)nchunks * OC;
@@ -456,6 +488,35 @@ extern "C" void cuda_matmul_backward(float *dinp, float *dweight, float *dbias, 
         LAUNCH_CHECK(column_partial_kernel);
         column_reduce(dbias, partial, nchunks, OC);
     }
+}
+
+/* cuda_time_sgemms: GPU seconds per set of the three sgemms of one matmul_forward +
+   matmul_backward at shape (N, C, OC) (no bias), run back to back reps times after one
+   warm-up set, timed with CUDA events: what cuBLAS alone does on a model's shapes
+   (./grpo bench compares it with the same products inside a training step). */
+extern "C" double cuda_time_sgemms(int N, int C, int OC, int reps) {
+    if (reps < 1 || N < 1 || C < 1 || OC < 1) return 0.0;
+    size_t NC = (size_t)N * C, NO = (size_t)N * OC, OCC = (size_t)OC * C;
+    float *buf = (float *)cuda_malloc((2 * NC + 2 * NO + 2 * OCC) * sizeof(float));
+    cuda_memset_zero(buf, (2 * NC + 2 * NO + 2 * OCC) * sizeof(float));
+    float *inp = buf, *dinp = inp + NC, *out = dinp + NC, *dout = out + NO, *w = dout + NO, *dw = w + OCC;
+    int timing = cuda_time_sgemm;
+    cuda_time_sgemm = 0;
+    cudaEvent_t start, stop;
+    CUDA_CHECK(cudaEventCreate(&start)); CUDA_CHECK(cudaEventCreate(&stop));
+    for (int r = -1; r < reps; r++) {
+        if (r == 0) CUDA_CHECK(cudaEventRecord(start, 0));
+        cuda_matmul_forward(out, inp, w, NULL, N, C, OC);
+        cuda_matmul_backward(dinp, dw, NULL, dout, inp, w, N, C, OC);
+    }
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventRecord(stop, 0));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    CUDA_CHECK(cudaEventDestroy(start)); CUDA_CHECK(cudaEventDestroy(stop));
+    cuda_free(buf);
+    cuda_time_sgemm = timing;
+    return ms * 1e-3 / reps;
 }
 
 // ----------------------------------------------------------------------------
@@ -574,6 +635,100 @@ extern "C" void cuda_attention_backward(float *dinp, float *datt, const float *d
     LAUNCH_CHECK(attention_backward_scores_kernel);
     attention_backward_qkv_kernel<<<blocks_for(n, bs), bs>>>(dinp, datt, dout, inp, att, B, T, C, NH);
     LAUNCH_CHECK(attention_backward_qkv_kernel);
+}
+
+// ----------------------------------------------------------------------------
+// Incremental decoding (gpt_decode_step): one new token per sequence, sequence b at its own
+// position pos[b]. The cache of one layer has grpo.c's layout: keys kt (kvB, C, Tp)
+// transposed, Tp = maxT rounded up to a multiple of 8; values v (kvB, maxT, C). B <= kvB.
+
+/* encoder_forward_pos_kernel: out (B,C) = wte[tokens[b]] + wpe[pos[b]]. Replaces
+   encoder_forward_pos. Launch: 1-D, one thread per output element (B·C). */
+__global__ void encoder_forward_pos_kernel(float *out, const int *tokens, const int *pos, const float *wte,
+                                           const float *wpe, int B, int C) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;   // = b*C + c
+    if (idx >= (size_t)B * C) return;
+    int b = (int)(idx / C), c = (int)(idx % C);
+    out[idx] = wte[(size_t)tokens[b] * C + c] + wpe[(size_t)pos[b] * C + c];
+}
+
+extern "C" void cuda_encoder_forward_pos(float *out, const int *tokens, const int *pos, const float *wte,
+                                         const float *wpe, int B, int C) {
+    size_t n = (size_t)B * C;
+    if (n == 0) return;
+    int bs = threads_per_block();
+    encoder_forward_pos_kernel<<<blocks_for(n, bs), bs>>>(out, tokens, pos, wte, wpe, B, C);
+    LAUNCH_CHECK(encoder_forward_pos_kernel);
+}
+
+/* kv_append_kernel: channel c of sequence b's new key and value, from qkv (B,3C), into the
+   cache at position pos[b]: kt[b][c][pos[b]] = k, v[b][pos[b]][c] = v. Replaces kv_append.
+   Launch: 1-D, one thread per (b,c), B·C threads (the key writes are strided by Tp: a few
+   KB per token, not worth a transpose). */
+__global__ void kv_append_kernel(float *kt, float *v, const float *qkv, const int *pos, int B, int C, int maxT) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;   // = b*C + c
+    if (idx >= (size_t)B * C) return;
+    int b = (int)(idx / C), c = (int)(idx % C), Tp = (maxT + 7) / 8 * 8, t = pos[b];
+    const float *x = qkv + (size_t)b * 3 * C;
+    kt[((size_t)b * C + c) * Tp + t] = x[C + c];
+    v[((size_t)b * maxT + t) * C + c] = x[2 * C + c];
+}
+
+extern "C" void cuda_kv_append(float *kt, float *v, const float *qkv, const int *pos, int B, int C, int maxT) {
+    size_t n = (size_t)B * C;
+    if (n == 0) return;
+    int bs = threads_per_block();
+    kv_append_kernel<<<blocks_for(n, bs), bs>>>(kt, v, qkv, pos, B, C, maxT);
+    LAUNCH_CHECK(kv_append_kernel);
+}
+
+/* attention_decode_kernel: head h of sequence b: the new query (in qkv (B,3C)) against the
+   cached keys 0..t = pos[b], softmax, out (B,C) = Σ a·v. Replaces attention_decode; same
+   steps as attention_forward_kernel for one query row. att (B·NH, Tp) is scratch for the
+   probabilities. Launch: one warp per (b,h): blocks of warps_per_block() warps,
+   ceil(B·NH / warps) blocks; lanes split the keys (t2 = lane, lane+32, …; loads of kt are
+   coalesced across lanes) for the scores and the channels for the output. */
+__global__ void attention_decode_kernel(float *out, float *att, const float *kt, const float *v,
+                                        const float *qkv, const int *pos, int B, int C, int NH, int maxT) {
+    int lane = threadIdx.x % 32;
+    size_t row = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;   // = b*NH + h
+    if (row >= (size_t)B * NH) return;                                         // whole warp leaves together
+    int b = (int)(row / NH), h = (int)(row % NH), hs = C / NH, Tp = (maxT + 7) / 8 * 8, t = pos[b];
+    float scale = 1.0f / sqrtf((float)hs);
+    const float *q = qkv + (size_t)b * 3 * C + h * hs;
+    const float *k = kt + ((size_t)b * C + h * hs) * Tp;       // k[i*Tp + t2]: channel i of key t2
+    const float *vb = v + (size_t)b * maxT * C + h * hs;       // vb[t2*C + i]: channel i of value t2
+    float *a = att + row * Tp;
+    float maxv = -FLT_MAX;
+    for (int t2 = lane; t2 <= t; t2 += 32) {
+        float s = 0.0f;
+        for (int i = 0; i < hs; i++) s += q[i] * k[(size_t)i * Tp + t2];
+        s *= scale;
+        a[t2] = s;
+        maxv = fmaxf(maxv, s);
+    }
+    maxv = warp_max(maxv);
+    float sum = 0.0f;
+    for (int t2 = lane; t2 <= t; t2 += 32) { float e = expf(a[t2] - maxv); a[t2] = e; sum += e; }
+    float inv = 1.0f / warp_sum(sum);
+    for (int t2 = lane; t2 <= t; t2 += 32) a[t2] *= inv;
+    __syncwarp();    // every lane's probabilities are now visible to the whole warp
+    float *o = out + (size_t)b * C + h * hs;
+    for (int i = lane; i < hs; i += 32) {
+        float acc = 0.0f;
+        for (int t2 = 0; t2 <= t; t2++) acc += a[t2] * vb[(size_t)t2 * C + i];
+        o[i] = acc;
+    }
+}
+
+extern "C" void cuda_attention_decode(float *atty, const float *kt, const float *v, const float *qkv, const int *pos,
+                                      int B, int C, int NH, int maxT) {
+    size_t rows = (size_t)B * NH;
+    if (rows == 0) return;
+    int w = warps_per_block(), Tp = (maxT + 7) / 8 * 8;
+    float *att = (float *)scratch(SCRATCH_ATT, rows * Tp * sizeof(float));
+    attention_decode_kernel<<<blocks_for(rows, w), w * 32>>>(atty, att, kt, v, qkv, pos, B, C, NH, maxT);
+    LAUNCH_CHECK(attention_decode_kernel);
 }
 
 // ----------------------------------------------------------------------------

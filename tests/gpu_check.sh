@@ -1,36 +1,53 @@
 #!/usr/bin/env bash
-# tests/gpu_check.sh: the CUDA backend's checks, for a machine with a GPU. Under a minute on
-# an H200, builds included; each step has a time limit, so the script ends within 5 minutes.
-#   1. builds `make cuda` (./grpo_cuda) and tests/test_cuda (with the Makefile's rule when it
-#      has one, else the same nvcc command), for sm_90 unless CUDA_ARCH is set (-arch=sm_80);
-#   2. runs every kernel test (tests/test_cuda: each CUDA kernel against grpo.c's CPU function);
-#   3. runs the kernel test again under compute-sanitizer memcheck, racecheck, initcheck and
-#      synccheck (1 to 5 s each on an H200) when compute-sanitizer is installed; where it
-#      refuses the device (some runtimes) the step fails with the reason in the log.
-# Full log: $OUT/gpu_check.log when OUT is set, else /tmp/gpu_check.log. Prints a table last.
-# Exit status 1 when a step fails.
+# tests/gpu_check.sh: the CUDA build's checks, for a machine with a GPU. The whole script
+# stays within 5 minutes: every step has its own time limit, cut further to what is left of
+# a 290 s budget (a step with under 5 s left is skipped and reported so).
+#   1. builds ./grpo (CPU) and `make cuda` (./grpo_cuda) and tests/test_cuda, for sm_90 unless
+#      CUDA_ARCH is set (-arch=sm_80);
+#   2. tests/test_cuda: every CUDA kernel against grpo.c's CPU function, then full GRPO and
+#      λ-GRPO steps on the GPU against the CPU from one checkpoint, and GPU determinism;
+#   3. the same under compute-sanitizer memcheck (when installed);
+#   4. make bench-cuda: training and sampling tokens/s of grpo_cuda (default model and
+#      L=8 C=512 maxT=256), the step's sgemms against cuBLAS alone, PyTorch beside it;
+#   5. the default main job (sft, then train) with ./grpo_cuda, then with ./grpo, each in a
+#      temporary run directory, timed;
+#   6. compute-sanitizer racecheck, initcheck and synccheck on tests/test_cuda --quick.
+# Full log: $OUT/gpu_check.log when OUT is set, else /tmp/gpu_check.log. Prints the main-job
+# table and the step table last. Exit status 1 when a step fails.
 set -u
 cd "$(dirname "$0")/.."
 LOG=${OUT:-/tmp}/gpu_check.log
 ARCH=${CUDA_ARCH:--arch=sm_90}
 NVCC=${NVCC:-nvcc}
+BUDGET=290
+START=$(date +%s)
 : >"$LOG"
 rows=()
+declare -A took
 status=0
 
-# run_step NAME SECONDS COMMAND...: runs COMMAND with a time limit, output to the log
+# run_step NAME SECONDS COMMAND...: runs COMMAND with a time limit (at most what is left of
+# the budget), output to the log; records the seconds it took in took[NAME]
 run_step() {
   local name=$1 limit=$2; shift 2
-  local t0 rc dt
+  local t0 rc dt left
+  left=$((BUDGET - ($(date +%s) - START)))
+  if [ "$left" -lt 5 ]; then
+    rows+=("$(printf '%-40s %-16s' "$name" "skipped (time)")"); status=1
+    echo "gpu_check: $name: skipped, the 5-minute budget is spent"
+    return 1
+  fi
+  [ "$limit" -gt "$left" ] && limit=$left
   t0=$(date +%s.%N)
   printf '\n== %s: %s\n' "$name" "$*" >>"$LOG"
   timeout "$limit" "$@" >>"$LOG" 2>&1
   rc=$?
   dt=$(awk -v a="$t0" -v b="$(date +%s.%N)" 'BEGIN { printf "%.1f", b - a }')
+  took[$name]=$dt
   local what=ok
   if [ $rc -eq 124 ]; then what="timeout ${limit}s"; elif [ $rc -ne 0 ]; then what="FAIL rc=$rc"; fi
   [ $rc -ne 0 ] && status=1
-  rows+=("$(printf '%-34s %-16s %7ss' "$name" "$what" "$dt")")
+  rows+=("$(printf '%-40s %-16s %7ss' "$name" "$what" "$dt")")
   echo "gpu_check: $name: $what (${dt}s)"
   return $rc
 }
@@ -38,34 +55,55 @@ run_step() {
 # the CUDA libraries next to nvcc, in case the loader does not know them
 CUDA_LIB=$(dirname "$(command -v "$NVCC")")/../lib64
 export LD_LIBRARY_PATH="${LD_LIBRARY_PATH:+$LD_LIBRARY_PATH:}$CUDA_LIB"
+SAN=$(command -v compute-sanitizer || true)
 
 run_step "nvidia-smi" 30 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv
 run_step "nvcc --version" 30 "$NVCC" --version
+run_step "make grpo (CPU)" 60 make grpo
 run_step "make cuda" 150 make cuda CUDA_ARCH="$ARCH"
-if grep -q '^tests/test_cuda:' Makefile; then
-  run_step "build tests/test_cuda (make)" 150 make tests/test_cuda CUDA_ARCH="$ARCH"
-else
-  run_step "build tests/test_cuda (nvcc)" 150 bash -c "$NVCC -O3 $ARCH -Xcompiler -fopenmp,-Wall,-Wno-unused-function \
-    tests/test_cuda.cu grpo_kernels.cu -o tests/test_cuda -lcublas"
-fi
+run_step "build tests/test_cuda" 150 make tests/test_cuda CUDA_ARCH="$ARCH"
 
 if [ -x tests/test_cuda ]; then
-  run_step "test_cuda (full)" 150 ./tests/test_cuda
-  if command -v compute-sanitizer >/dev/null 2>&1; then
-    for tool in memcheck racecheck initcheck synccheck; do
-      run_step "compute-sanitizer $tool" 90 \
-        compute-sanitizer --tool "$tool" --error-exitcode 9 ./tests/test_cuda
-    done
+  run_step "test_cuda (kernels + full steps)" 120 ./tests/test_cuda
+  if [ -n "$SAN" ]; then
+    run_step "compute-sanitizer memcheck" 60 "$SAN" --tool memcheck --error-exitcode 9 ./tests/test_cuda --quick
   else
-    rows+=("$(printf '%-34s %-16s' "compute-sanitizer" "not installed")")
+    rows+=("$(printf '%-40s %-16s' "compute-sanitizer" "not installed")")
   fi
+fi
+
+[ -x grpo_cuda ] && run_step "make bench-cuda" 90 make bench-cuda CUDA_ARCH="$ARCH"
+
+# the default main job, CUDA build then CPU build, each from scratch in its own directory
+RUN=$(mktemp -d /tmp/gpu_check_run.XXXXXX)
+for b in cuda cpu; do
+  bin=./grpo_cuda; [ $b = cpu ] && bin=./grpo
+  [ -x "$bin" ] || continue
+  run_step "main job $b: sft" 120 "$bin" sft --run-dir "$RUN/$b/sft" &&
+    run_step "main job $b: train" 150 "$bin" train --init "$RUN/$b/sft/model.bin" --run-dir "$RUN/$b/grpo"
+done
+
+if [ -n "$SAN" ] && [ -x tests/test_cuda ]; then
+  for tool in racecheck initcheck synccheck; do
+    run_step "compute-sanitizer $tool" 60 "$SAN" --tool "$tool" --error-exitcode 9 ./tests/test_cuda --quick
+  done
 fi
 
 echo
 echo "== gpu_check: full log in $LOG"
-# the kernel table of the full test run (between its '== summary' line and the end)
-awk '/^== test_cuda \(full\)/ { on = 1 } on && /^== summary/ { show = 1 } show && /^== / && !/^== summary/ { show = 0; on = 0 } show' "$LOG"
+# the kernel and step table of the full test run (between its '== summary' line and the next step)
+awk '/^== test_cuda \(kernels/ { on = 1 } on && /^== summary/ { show = 1 } show && /^== / && !/^== summary/ { show = 0; on = 0 } show' "$LOG"
 grep -E '^FAIL' "$LOG" | head -20
-printf '%-34s %-16s %8s\n' "step" "result" "time"
+grep -E '^(train|sample|sgemm|bench) ' "$LOG" | head -12
+echo
+printf '%-6s %10s %10s  %s\n' "build" "sft (s)" "train (s)" "result"
+for b in cuda cpu; do
+  res=$(awk -v b="$b" '$0 ~ "^== main job " b ": train" { on = 1 } on && /^result:/ { print; exit }' "$LOG")
+  printf '%-6s %10s %10s  %s\n' "$b" "${took["main job $b: sft"]:--}" "${took["main job $b: train"]:--}" "${res:-(none)}"
+done
+echo
+printf '%-40s %-16s %8s\n' "step" "result" "time"
 for r in "${rows[@]}"; do echo "$r"; done
+printf 'total %ds of the %ds budget\n' $(( $(date +%s) - START )) "$BUDGET"
+rm -rf "$RUN"
 exit $status

@@ -3,14 +3,15 @@ tests/test_cuda.cu: every CUDA kernel of grpo_kernels.cu against the CPU functio
 it replaces. Built with nvcc (make test-cuda), linked with grpo_kernels.o and cuBLAS.
 
 grpo.c is included as CUDA C++ (it compiles so: g++ accepts its two C99 constructs, the
-variable-length arrays in gpt_decode_step and the compound literals, as extensions). For each
-kernel: seeded random inputs (never all zeros; accumulated-into gradients start non-zero so
-+= is checked), several sizes including ones that are not multiples of the block size or of
-32, and several block sizes (cuda_block_size 32, 100, 128, 256, 1024: 100 is neither a power
-of two nor whole warps). The CPU result is computed once per size; the GPU runs once per block
-size on fresh copies of the inputs. A check passes when |gpu − cpu| <= atol + rtol·|cpu| for
-every element; each line prints the worst difference. Sums reduced in a different order get
-atol growing with the length K of the sum (rounding of float partial sums of size ~sqrt(K)).
+variable-length arrays (attention_decode, the matmuls) and the compound literals, as
+extensions). For each kernel: seeded random inputs (never all zeros; accumulated-into
+gradients start non-zero so += is checked), several sizes including ones that are not
+multiples of the block size or of 32, and several block sizes (cuda_block_size 32, 100, 128,
+256, 1024: 100 is neither a power of two nor whole warps). The CPU result is computed once per
+size; the GPU runs once per block size on fresh copies of the inputs. A check passes when
+|gpu − cpu| <= atol + rtol·|cpu| for every element; each line prints the worst difference.
+Sums reduced in a different order get atol growing with the length K of the sum (rounding of
+float partial sums of size ~sqrt(K)).
 Reductions that must be deterministic are also run twice and compared bit for bit.
 
   ./tests/test_cuda            all sizes and block sizes
@@ -19,66 +20,30 @@ Reductions that must be deterministic are also run twice and compared bit for bi
 Without a GPU it prints `test-cuda: no GPU found, skipped` and exits 0. Otherwise it ends with
 a table per kernel and `N passed, N failed`; exit status 1 on any failure.
 
-TODO (needs the integration of the CUDA backend into grpo.c's training loop): a full GRPO
-step on the GPU against the CPU build, from the same checkpoint, batch and seed. It must
-check the loss of the step, every parameter gradient (all 16 tensors, after clipping), the
-gradient norm, the updated parameters and AdamW moments after one step, the per-token
-ratio/kl/clipped outputs, the sampler's token ids with a fixed seed, and determinism: the same
-seed run twice on the GPU gives bit-identical losses, gradient norms and parameters.
+Then the CUDA build itself (grpo.c with GRPO_CUDA: a model built while cuda_enabled = 1
+lives on the GPU): a checkpoint saved from the GPU and reloaded on the CPU; one GRPO and one
+λ-GRPO step (2 prompts x 8 completions, T = 0.9, β = 0.04, μ = 2, micro-batches of 5 on the
+GPU) against the same step on the CPU from one checkpoint and seed: sampled token ids and
+their log-probs, per-token logp/logp_ref/logp_old/ratio/kl/dlogp/clipped, the loss, all 16
+gradient tensors before and after clipping, the gradient norm, and AdamW's parameters and
+moments (tolerances stated at test_full_step); then grpo_update run twice on the GPU from the
+same seed must give the same bits (tokens, loss, norm, kl, parameters).
+
+  ./tests/test_cuda --steps    only the full-step tests
 */
 #define TESTING
+#ifndef GRPO_CUDA
+#define GRPO_CUDA     // grpo.c's CUDA build: the cuda_* prototypes, models on the GPU after cuda_enabled = 1
+#endif
 #include "../grpo.c"
 #include <cuda_runtime.h>
-
-// The API of grpo_kernels.cu (device pointers; see that file for each function).
-extern "C" {
-extern int cuda_block_size, cuda_sync_launches;
-void cuda_init(int tf32);
-void cuda_shutdown(void);
-int cuda_device_count(void);
-void *cuda_malloc(size_t bytes);
-void cuda_free(void *p);
-void cuda_memcpy_h2d(void *dst, const void *src, size_t bytes);
-void cuda_memcpy_d2h(void *dst, const void *src, size_t bytes);
-void cuda_memset_zero(void *p, size_t bytes);
-void cuda_synchronize(void);
-void cuda_encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B, int T, int C);
-void cuda_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp, int B, int T, int C, int V);
-void cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
-                            const float *bias, int N, int C);
-void cuda_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                             const float *weight, const float *mean, const float *rstd, int N, int C);
-void cuda_matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
-void cuda_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                          const float *weight, int N, int C, int OC);
-void cuda_attention_forward(float *out, float *att, const float *inp, int B, int T, int C, int NH);
-void cuda_attention_backward(float *dinp, float *datt, const float *dout, const float *inp, const float *att,
-                             int B, int T, int C, int NH);
-void cuda_gelu_forward(float *out, const float *inp, size_t N);
-void cuda_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N);
-void cuda_residual_forward(float *out, const float *a, const float *b, size_t N);
-void cuda_residual_backward(float *da, float *db, const float *dout, size_t N);
-void cuda_logprob_forward(float *logp, float *probs, const float *logits, const int *targets, int N, int V,
-                          float temperature, const unsigned char *allowed);
-void cuda_logprob_backward(float *dlogits, const float *probs, const int *targets, const float *dlogp, int N,
-                           int V, float temperature);
-double cuda_grpo_token_loss(float clip_eps_low, float clip_eps_high, float beta, int n, const float *logp,
-                            const float *logp_old, const float *logp_ref, const float *advantage,
-                            const float *weight, const float *coef, float *dlogp, float *ratio, float *kl,
-                            unsigned char *clipped);
-void cuda_adamw_update(float *params, const float *grads, float *m, float *v, const size_t *sizes,
-                       const int *decay, int num_tensors, float lr, float beta1, float beta2, float eps,
-                       float weight_decay, int t);
-double cuda_sum_squares(const float *x, size_t n);
-float cuda_clip_grad_norm(float *grads, size_t n, float max_norm);
-}
 
 // ----------------------------------------------------------------------------
 // Bookkeeping: one check = one output array of one kernel at one size and block size
 
 static int g_pass = 0, g_fail = 0, g_quick = 0;
 typedef struct { const char *kernel; int checks, failed; double max_diff; } KernelStat;
-static KernelStat g_stats[32];
+static KernelStat g_stats[128];
 static int g_nstats = 0;
 
 static KernelStat *stat_for(const char *kernel) {
@@ -525,10 +490,368 @@ static void test_optimizer(void) {
     }
 }
 
+// ----------------------------------------------------------------------------
+// Decode-step kernels (the sampler's KV cache): encoder_forward_pos, kv_append, attention_decode
+
+static void test_decode(void) {
+    // B, C, NH, maxT, kvB (cache rows, >= B), in quick mode; maxT 37 and 300 are not multiples
+    // of 8 or 32 (keys cross warp boundaries), NH = 3 gives hs = 16
+    int cases[][6] = {{1, 8, 1, 8, 1, 1}, {3, 48, 3, 37, 5, 1}, {5, 128, 4, 64, 8, 1}, {64, 128, 4, 64, 64, 0},
+                      {7, 64, 2, 300, 9, 0}};
+    for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
+        int B = cases[ci][0], C = cases[ci][1], NH = cases[ci][2], maxT = cases[ci][3], kvB = cases[ci][4];
+        if (g_quick && !cases[ci][5]) continue;
+        int V = VOCAB_SIZE, Tp = (maxT + 7) / 8 * 8;
+        char label[80];
+        snprintf(label, sizeof label, "B=%d C=%d NH=%d maxT=%d", B, C, NH, maxT);
+        size_t nk = (size_t)kvB * C * Tp, nv = (size_t)kvB * maxT * C, BC = (size_t)B * C;
+        int *tokens = rand_ints(B, 0, V), *pos = rand_ints(B, 0, maxT);
+        pos[0] = maxT - 1;   // the last position of the context
+        float *wte = rand_floats((size_t)V * C, -1, 1), *wpe = rand_floats((size_t)maxT * C, -1, 1);
+        float *qkv = rand_floats(3 * BC, -1, 1), *kt = rand_floats(nk, -1, 1), *v = rand_floats(nv, -1, 1);
+        float *x = (float *)mallocCheck(BC * sizeof(float)), *atty = (float *)mallocCheck(BC * sizeof(float));
+        float *kt0 = copy_floats(kt, nk), *v0 = copy_floats(v, nv);
+        encoder_forward_pos(x, tokens, pos, wte, wpe, B, C);
+        kv_append(kt, v, qkv, pos, B, C, maxT);                   // the CPU cache after the append
+        attention_decode(atty, kt, v, qkv, pos, B, C, NH, maxT);
+        int *d_tokens = DEV_I(tokens, B), *d_pos = DEV_I(pos, B);
+        float *d_wte = DEV_F(wte, V * C), *d_wpe = DEV_F(wpe, maxT * C), *d_qkv = DEV_F(qkv, 3 * BC);
+        float *d_x = (float *)cuda_malloc(BC * sizeof(float)), *d_atty = (float *)cuda_malloc(BC * sizeof(float));
+        float *d_kt_ref = DEV_F(kt, nk), *d_v_ref = DEV_F(v, nv);   // attention from the CPU's cache
+        FOR_BLOCK_SIZES {
+            float *d_kt = DEV_F(kt0, nk), *d_v = DEV_F(v0, nv);
+            cuda_encoder_forward_pos(d_x, d_tokens, d_pos, d_wte, d_wpe, B, C);
+            cuda_kv_append(d_kt, d_v, d_qkv, d_pos, B, C, maxT);
+            cuda_attention_decode(d_atty, d_kt_ref, d_v_ref, d_qkv, d_pos, B, C, NH, maxT);
+            check("encoder_forward_pos", label, "out", x, d_x, BC, 0, 0, NULL);        // one add: exact
+            check("kv_append", label, "keys", kt, d_kt, nk, 0, 0, NULL);               // copies: exact
+            check("kv_append", label, "values", v, d_v, nv, 0, 0, NULL);
+            check("attention_decode", label, "out", atty, d_atty, BC, 2e-6, 1e-5, NULL);
+            cuda_free(d_kt); cuda_free(d_v);
+        }
+        cuda_free(d_tokens); cuda_free(d_pos); cuda_free(d_wte); cuda_free(d_wpe); cuda_free(d_qkv); cuda_free(d_x);
+        cuda_free(d_atty); cuda_free(d_kt_ref); cuda_free(d_v_ref);
+        free(tokens); free(pos); free(wte); free(wpe); free(qkv); free(kt); free(v); free(x); free(atty); free(kt0);
+        free(v0);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// Full steps through grpo.c's CUDA build: a model on the GPU (built with cuda_enabled = 1)
+// against the same model on the CPU, from the same checkpoint, batch and seeds.
+//
+// Tolerances (float32 everywhere; the two paths sum in different orders, and the CPU's exp
+// and GELU are polynomial/one-exp forms, the GPU's expf/tanhf):
+//   sampled token ids and lengths: identical; their log-probs 2e-5
+//   per-token logp, logp_ref 2e-5; ratio 1e-5; kl 1e-6 + 1e-3|kl|; dlogp 1e-8 + 1e-4|dlogp|;
+//   clipped identical (tokens whose ratio is within 1e-5 of a clip bound left out)
+//   loss 1e-7 + 1e-5|loss|; gradient norm 1e-5 relative
+//   each of the 16 gradient tensors, before and after clipping: 2e-4·max|cpu tensor| + 1e-4|cpu|
+//   AdamW: params, m, v on the GPU against the CPU's adamw_update applied to the GPU's own
+//   (clipped) gradients from the same state: 1e-7 + 1e-6|ref| (params), 1e-10/1e-12 + 1e-6|ref|
+//   (m, v); the GPU's params, m and v against the CPU's own step are printed for information.
+// Between the μ = 2 iterations the GPU model is reset to the CPU's parameters and moments, so
+// each iteration is compared from the same state instead of accumulating differences.
+
+#define STEP_P 2
+#define STEP_K 8
+#define STEP_MAX_NEW 12
+static const char *STEP_PROMPTS[STEP_P] = {"7 3 5>26:", "8 2 9>25:"};
+static const GPTConfig STEP_CONFIG = {32, VOCAB_SIZE, 2, 3, 48};   // hs = 16; C not a power of two
+static char g_step_ckpt[256];
+
+typedef struct { GPT policy, ref; KVCache kv; GroupBatch g; int prompt[STEP_P][16]; } StepSide;
+
+// A small random model with logits far from uniform (parameters x4), saved as a checkpoint.
+static void write_step_checkpoint(void) {
+    snprintf(g_step_ckpt, sizeof g_step_ckpt, "%s/grpo_test_cuda_%d.bin", getenv("TMPDIR") ? getenv("TMPDIR") : "/tmp",
+             (int)getpid());
+    GPT m;
+    cuda_enabled = 0;
+    build_gpt(&m, STEP_CONFIG, 1, 4242);
+    for (size_t i = 0; i < m.num_parameters; i++) m.params_memory[i] *= 4.0f;
+    save_checkpoint(g_step_ckpt, &m, 0, NULL);
+    free_gpt(&m);
+}
+
+static Options step_options(int objective, int micro) {
+    Options o;
+    default_options(&o);
+    o.obj.objective = objective;
+    o.max_new_tokens = o.obj.max_new_tokens = STEP_MAX_NEW;
+    o.temperature = 0.9f;                                    // T != 1 everywhere
+    o.obj.beta = 0.04f;                                      // the reference model and k3
+    o.obj.clip_eps_low = o.obj.clip_eps_high = 0.02f;        // clipping in the second iteration
+    o.num_iterations = 2;
+    o.micro_batch = micro;
+    o.lr = 3e-3f; o.warmup = 0; o.schedule = 2; o.weight_decay = 0.1f;
+    return o;
+}
+
+static void step_setup(StepSide *s, int on_device, const Options *o) {
+    int N = STEP_P * STEP_K, mb = o->micro_batch > 0 && o->micro_batch < N ? o->micro_batch : N;
+    cuda_enabled = on_device;
+    load_checkpoint(g_step_ckpt, &s->policy, mb, NULL);
+    load_checkpoint(g_step_ckpt, &s->ref, mb, NULL);
+    build_kvcache(&s->kv, &s->policy.config, N);
+    cuda_enabled = 0;
+    build_group_batch(&s->g, STEP_P, STEP_K, STEP_MAX_NEW, mb, s->policy.config.max_seq_len);
+    for (int p = 0; p < STEP_P; p++) {
+        int bad = 0;
+        s->prompt[p][0] = TOK_BOS;
+        encode(STEP_PROMPTS[p], (int)strlen(STEP_PROMPTS[p]), s->prompt[p] + 1, &bad);
+    }
+    for (int i = 0; i < N; i++) {
+        s->g.prompt[i] = s->prompt[i / STEP_K];
+        s->g.plen[i] = 1 + (int)strlen(STEP_PROMPTS[i / STEP_K]);
+        rng_seed(&s->g.rngs[i], 1234, 65536 + i);
+    }
+}
+
+static void step_free(StepSide *s) {
+    free_gpt(&s->policy); free_gpt(&s->ref); free_kvcache(&s->kv); free_group_batch(&s->g);
+}
+
+static void step_sample(StepSide *s, const Options *o) {
+    sample_completions(&s->policy, &s->kv, s->g.N, s->g.prompt, s->g.plen, s->g.max_new, o->temperature, 0, s->g.rngs,
+                       NULL, s->g.comp, s->g.sample_logp, s->g.clen);
+}
+
+// rewards with variation inside every group (the random model solves nothing), then the trees
+static void step_rewards_trees(StepSide *s, const Options *o) {
+    for (int i = 0; i < s->g.N; i++) s->g.reward[i] = (i * 5 + 3) % 7 < 3 ? 1.0f : 0.0f;
+    int eq;
+    build_group_trees(&s->g, &o->obj, &eq);
+}
+
+static float *host_copy(const float *dev, size_t n) {
+    float *h = (float *)mallocCheck(n * sizeof(float) + 1);
+    cuda_memcpy_d2h(h, dev, n * sizeof(float));
+    return h;
+}
+
+// each of the 16 tensors of a flat (params or grads) array against the CPU model's
+static void check_tensors(const char *kernel, const char *label, const GPT *cpu, const float *cpu_mem,
+                          const float *dev_mem) {
+    size_t off = 0;
+    for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
+        size_t n = cpu->param_sizes[t];
+        double mx = 0.0;
+        for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs(cpu_mem[off + i]));
+        check(kernel, label, PARAM_NAMES[t], cpu_mem + off, dev_mem + off, n, 2e-4 * mx + 1e-12, 1e-4, NULL);
+        off += n;
+    }
+}
+
+// max |a − b| over n floats of a host array and a device array (for information)
+static double max_diff_dev(const float *host, const float *dev, size_t n) {
+    float *h = host_copy(dev, n);
+    double mx = 0.0;
+    for (size_t i = 0; i < n; i++) mx = fmax(mx, fabs((double)h[i] - host[i]));
+    free(h);
+    return mx;
+}
+
+/* One GRPO or λ-GRPO step on both sides, stage by stage: sampling, trees, then μ = 2
+   iterations of loss + backward, gradient norm and clipping, AdamW (grpo_update's loop). */
+static void test_full_step(int objective) {
+    const char *obj = OBJECTIVE_NAMES[objective];
+    Options oc = step_options(objective, 0), og = step_options(objective, 5);   // GPU: micro-batches 5,5,5,1
+    StepSide c, g;
+    step_setup(&c, 0, &oc);
+    step_setup(&g, 1, &og);
+    int N = c.g.N, MN = STEP_MAX_NEW;
+    size_t NT = (size_t)N * MN, np = c.policy.num_parameters, nb = np * sizeof(float);
+    char label[120];
+    snprintf(label, sizeof label, "%s sampling", obj);
+    // sampling: the same seeds give the same tokens (the logits agree to ~1e-6)
+    step_sample(&c, &oc);
+    step_sample(&g, &og);
+    int same_len = memcmp(c.g.clen, g.g.clen, N * sizeof(int)) == 0, tok_mismatch = 0, ntok = 0;
+    float *lp_ref = (float *)callocCheck(NT, sizeof(float)), *lp_got = (float *)callocCheck(NT, sizeof(float));
+    for (int i = 0; i < N; i++)
+        for (int j = 0; j < c.g.clen[i] && j < g.g.clen[i]; j++) {
+            size_t at = (size_t)i * MN + j;
+            tok_mismatch += c.g.comp[at] != g.g.comp[at];
+            lp_ref[ntok] = c.g.sample_logp[at]; lp_got[ntok] = g.g.sample_logp[at]; ntok++;
+        }
+    record("step_sample", label, "clen", same_len, !same_len, 0, 0);
+    record("step_sample", label, "token ids", tok_mismatch == 0, tok_mismatch, 0, 0);
+    float *d_lp = DEV_F(lp_got, ntok);
+    check("step_sample", label, "sample_logp", lp_ref, d_lp, ntok, 2e-5, 0, NULL);
+    cuda_free(d_lp); free(lp_ref); free(lp_got);
+    printf("      (%d completions, %d tokens sampled; %d token ids differ)\n", N, ntok, tok_mismatch);
+    // the same batch on both sides from here on (the CPU's), then rewards, advantages, trees
+    memcpy(g.g.comp, c.g.comp, NT * sizeof(int)); memcpy(g.g.clen, c.g.clen, N * sizeof(int));
+    step_rewards_trees(&c, &oc);
+    step_rewards_trees(&g, &og);
+    UpdateStats usc = {0}, usg = {0};
+    grpo_prepare_tokens(&c.g, &oc, &usc);
+    grpo_prepare_tokens(&g.g, &og, &usg);
+    printf("      (%d tokens, mean |λ| %.2f)\n", usc.tokens, usc.mean_lambda);
+    AdamWConfig opt = adamw_from_options(&oc, 10);
+    GPT h;                               // host scratch: the CPU's AdamW on the GPU's gradients
+    cuda_enabled = 0;
+    build_gpt(&h, c.policy.config, 1, 0);
+    for (int iter = 0; iter < oc.num_iterations; iter++) {
+        snprintf(label, sizeof label, "%s iter %d", obj, iter);
+        float *p0 = (float *)mallocCheck(nb), *m0 = (float *)mallocCheck(nb), *v0 = (float *)mallocCheck(nb);
+        memcpy(p0, c.policy.params_memory, nb); memcpy(m0, c.policy.m_memory, nb); memcpy(v0, c.policy.v_memory, nb);
+        double klc = 0, klg = 0;
+        int clc = 0, clg = 0;
+        double loss_c = grpo_loss_backward(&c.policy, &c.ref, &c.g, &oc, iter, NULL, &klc, &clc);
+        double loss_g = grpo_loss_backward(&g.policy, &g.ref, &g.g, &og, iter, NULL, &klg, &clg);
+        // per-token outputs (host arrays on both sides): gathered over the completion tokens
+        unsigned char *near = (unsigned char *)callocCheck(NT, 1);
+        int n_near = 0, clip_mismatch = 0, n_clipped = 0;
+        for (size_t at = 0; at < NT; at++) {
+            float r = c.g.ratio[at];
+            near[at] = fabsf(r - (1 - oc.obj.clip_eps_low)) < 1e-5f || fabsf(r - (1 + oc.obj.clip_eps_high)) < 1e-5f;
+        }
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < c.g.clen[i]; j++) {
+                size_t at = (size_t)i * MN + j;
+                n_near += near[at]; n_clipped += c.g.clipped[at];
+                clip_mismatch += !near[at] && c.g.clipped[at] != g.g.clipped[at];
+            }
+        check_scalar("step_loss", label, "loss", loss_c, loss_g, 1e-7, 1e-5);
+        const float *cpu_tok[6] = {c.g.logp, c.g.logp_ref, c.g.logp_old, c.g.ratio, c.g.kl, c.g.dlogp};
+        const float *gpu_tok[6] = {g.g.logp, g.g.logp_ref, g.g.logp_old, g.g.ratio, g.g.kl, g.g.dlogp};
+        const char *names[6] = {"logp", "logp_ref", "logp_old", "ratio", "kl", "dlogp"};
+        double atol[6] = {2e-5, 2e-5, 2e-5, 1e-5, 1e-6, 1e-8}, rtol[6] = {0, 0, 0, 0, 1e-3, 1e-4};
+        for (int a = 0; a < 6; a++) {   // rows of max_new tokens: entries past a completion are 0 on both
+            float *d = DEV_F(gpu_tok[a], NT);
+            check("step_tokens", label, names[a], cpu_tok[a], d, NT, atol[a], rtol[a], a == 5 ? near : NULL);
+            cuda_free(d);
+        }
+        record("step_tokens", label, "clipped", clip_mismatch == 0, clip_mismatch, 0, 0);
+        printf("      (loss %.9g / %.9g; %d tokens clipped on the CPU, %d on the GPU; %d within 1e-5 of a bound)\n",
+               loss_c, loss_g, clc, clg, n_near);
+        if (n_near) {   // the two sides may take different branches there: their gradients differ by design
+            printf("      (gradient and update checks of this iteration skipped: a ratio at a clip bound)\n");
+            free(near); free(p0); free(m0); free(v0);
+            continue;
+        }
+        check_tensors("step_grads", label, &c.policy, c.policy.grads_memory, g.policy.grads_memory);
+        float norm_c = clip_grad_norm(&c.policy, 0.0f), norm_g = clip_grad_norm(&g.policy, 0.0f);   // 0: no clipping
+        check_scalar("step_grad_norm", label, "norm", norm_c, norm_g, 0, 1e-5);
+        float max_norm = 0.5f * norm_c;                                // so that clipping happens
+        clip_grad_norm(&c.policy, max_norm);
+        clip_grad_norm(&g.policy, max_norm);
+        char lab2[160];
+        snprintf(lab2, sizeof lab2, "%s clipped", label);
+        check_tensors("step_grads", lab2, &c.policy, c.policy.grads_memory, g.policy.grads_memory);
+        float lr = lr_at(&opt, iter);
+        adamw_update(&c.policy, &opt, lr, iter + 1);
+        adamw_update(&g.policy, &opt, lr, iter + 1);
+        memcpy(h.params_memory, p0, nb); memcpy(h.m_memory, m0, nb); memcpy(h.v_memory, v0, nb);
+        cuda_memcpy_d2h(h.grads_memory, g.policy.grads_memory, nb);
+        adamw_update(&h, &opt, lr, iter + 1);
+        check("step_adamw", label, "params", h.params_memory, g.policy.params_memory, np, 1e-7, 1e-6, NULL);
+        check("step_adamw", label, "m", h.m_memory, g.policy.m_memory, np, 1e-10, 1e-6, NULL);
+        check("step_adamw", label, "v", h.v_memory, g.policy.v_memory, np, 1e-12, 1e-6, NULL);
+        printf("      (GPU vs CPU step: max|Δparams| %.3g, max|Δm| %.3g, max|Δv| %.3g; lr %g)\n",
+               max_diff_dev(c.policy.params_memory, g.policy.params_memory, np),
+               max_diff_dev(c.policy.m_memory, g.policy.m_memory, np),
+               max_diff_dev(c.policy.v_memory, g.policy.v_memory, np), lr);
+        // the next iteration starts from the CPU's state on both sides
+        cuda_memcpy_h2d(g.policy.params_memory, c.policy.params_memory, nb);
+        cuda_memcpy_h2d(g.policy.m_memory, c.policy.m_memory, nb);
+        cuda_memcpy_h2d(g.policy.v_memory, c.policy.v_memory, nb);
+        free(near); free(p0); free(m0); free(v0);
+    }
+    free_gpt(&h);
+    step_free(&c); step_free(&g);
+}
+
+/* Checkpoints through the GPU: load on the GPU, save from the GPU, reload on the CPU: the
+   bytes of the parameters are those of the file. */
+static void test_checkpoint_roundtrip(void) {
+    GPT c, g, back;
+    cuda_enabled = 0; load_checkpoint(g_step_ckpt, &c, 1, NULL);
+    cuda_enabled = 1; load_checkpoint(g_step_ckpt, &g, 1, NULL);
+    char path[300];
+    snprintf(path, sizeof path, "%s.gpu", g_step_ckpt);
+    TrainState st = {3, {{1, 2, 3, 4}}, 2};
+    save_checkpoint(path, &g, 1, &st);
+    cuda_enabled = 0;
+    TrainState st2 = {0};
+    st2.kind = 2;
+    load_checkpoint(path, &back, 1, &st2);
+    size_t nb = c.num_parameters * sizeof(float);
+    check_bits("checkpoint", "GPU save, CPU load", "params", c.params_memory, back.params_memory, nb);
+    float *zeros = (float *)callocCheck(c.num_parameters, sizeof(float));
+    check_bits("checkpoint", "GPU save, CPU load", "m (zero)", zeros, back.m_memory, nb);
+    record("checkpoint", "GPU save, CPU load", "step", st2.step == 3, st2.step, 0, 0);
+    free(zeros); remove(path);
+    free_gpt(&c); free_gpt(&g); free_gpt(&back);
+}
+
+typedef struct { double loss, grad_norm, kl, clip_frac; float *params; int *comp; } RunResult;
+
+// one whole GRPO step through grpo_update (μ = 2, micro-batches of 5), from the checkpoint
+static RunResult run_grpo_update(int on_device, int objective) {
+    Options o = step_options(objective, 5);
+    StepSide s;
+    step_setup(&s, on_device, &o);
+    step_sample(&s, &o);
+    step_rewards_trees(&s, &o);
+    AdamWConfig opt = adamw_from_options(&o, 10);
+    int adam_t = 0;
+    UpdateStats us = grpo_update(&s.policy, &s.ref, &s.g, &o, &opt, &adam_t, NULL, 0, "");
+    RunResult r = {us.loss, us.grad_norm, us.kl, us.clip_frac, NULL, NULL};
+    size_t np = s.policy.num_parameters, NT = (size_t)s.g.N * s.g.max_new;
+    r.params = (float *)mallocCheck(np * sizeof(float));
+    if (on_device) cuda_memcpy_d2h(r.params, s.policy.params_memory, np * sizeof(float));
+    else memcpy(r.params, s.policy.params_memory, np * sizeof(float));
+    r.comp = (int *)mallocCheck(NT * sizeof(int));
+    memcpy(r.comp, s.g.comp, NT * sizeof(int));
+    step_free(&s);
+    return r;
+}
+
+/* Determinism: the same seed twice on the GPU gives the same bits (sampled tokens, loss,
+   gradient norm, kl, parameters after the step); and grpo_update's loss and norm (iteration 0,
+   before any update) against the CPU's. */
+static void test_determinism(int objective) {
+    const char *obj = OBJECTIVE_NAMES[objective];
+    char label[80];
+    snprintf(label, sizeof label, "%s grpo_update", obj);
+    RunResult a = run_grpo_update(1, objective), b = run_grpo_update(1, objective), c = run_grpo_update(0, objective);
+    size_t np, NT = (size_t)STEP_P * STEP_K * STEP_MAX_NEW;
+    {   GPT tmp; cuda_enabled = 0; build_gpt(&tmp, STEP_CONFIG, 1, 0); np = tmp.num_parameters; free_gpt(&tmp); }
+    check_bits("determinism", label, "tokens", a.comp, b.comp, NT * sizeof(int));
+    check_bits("determinism", label, "loss", &a.loss, &b.loss, sizeof a.loss);
+    check_bits("determinism", label, "grad_norm", &a.grad_norm, &b.grad_norm, sizeof a.grad_norm);
+    check_bits("determinism", label, "kl", &a.kl, &b.kl, sizeof a.kl);
+    check_bits("determinism", label, "params", a.params, b.params, np * sizeof(float));
+    check_scalar("step_update", label, "loss vs CPU", c.loss, a.loss, 1e-7, 1e-5);
+    check_scalar("step_update", label, "norm vs CPU", c.grad_norm, a.grad_norm, 0, 1e-5);
+    printf("      (GPU loss %.9g norm %.9g kl %.3g clip %.3f; CPU loss %.9g norm %.9g kl %.3g clip %.3f)\n", a.loss,
+           a.grad_norm, a.kl, a.clip_frac, c.loss, c.grad_norm, c.kl, c.clip_frac);
+    free(a.params); free(b.params); free(c.params); free(a.comp); free(b.comp); free(c.comp);
+}
+
+static void test_full_steps(void) {
+    int bs = cuda_block_size;
+    cuda_block_size = 256;           // the program's default
+    write_step_checkpoint();
+    test_checkpoint_roundtrip();
+    test_full_step(OBJ_GRPO);
+    test_full_step(OBJ_LAMBDA_GRPO);
+    test_determinism(OBJ_GRPO);
+    test_determinism(OBJ_LAMBDA_GRPO);
+    remove(g_step_ckpt);
+    cuda_enabled = 0;
+    cuda_block_size = bs;
+}
+
 int main(int argc, char **argv) {
+    int only_steps = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) g_quick = 1;
-        else { fprintf(stderr, "usage: %s [--quick]\n", argv[0]); return 2; }
+        else if (!strcmp(argv[i], "--steps")) only_steps = 1;
+        else { fprintf(stderr, "usage: %s [--quick] [--steps]\n", argv[0]); return 2; }
     }
     if (cuda_device_count() == 0) {
         printf("test-cuda: no GPU found, skipped\n");
@@ -542,14 +865,18 @@ int main(int argc, char **argv) {
     cuda_init(0);
     rng_seed(&g_rng, 1234, 5);
     double t0 = wall_seconds();
-    test_encoder();
-    test_layernorm();
-    test_matmul();
-    test_attention();
-    test_elementwise();
-    test_logprob();
-    test_grpo_token_loss();
-    test_optimizer();
+    if (!only_steps) {
+        test_encoder();
+        test_layernorm();
+        test_matmul();
+        test_attention();
+        test_elementwise();
+        test_logprob();
+        test_grpo_token_loss();
+        test_optimizer();
+        test_decode();
+    }
+    test_full_steps();
     cuda_shutdown();
     printf("\n== summary (%.1f s)\n%-24s %7s %7s  %s\n", wall_seconds() - t0, "kernel", "checks", "failed", "worst max|diff|");
     for (int i = 0; i < g_nstats; i++)
