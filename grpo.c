@@ -2182,7 +2182,7 @@ static const OptSpec OPTIONS[] = {
     {"val-data", OPT_STR, OFF(val_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN, "validation prompts"},
     {"test-data", OPT_STR, OFF(test_data), 0, 0, NULL, CMD_TRAIN, "test prompts (reasoning-gym), scored at start and end"},
     {"data", OPT_STR, OFF(data), 0, 0, NULL, CMD_EVAL, "prompts to score"},
-    {"prompt", OPT_STR, OFF(prompt), 0, 0, NULL, CMD_SAMPLE, "countdown prompt, e.g. '7 3 5>26:'"},
+    {"prompt", OPT_STR, OFF(prompt), 0, 0, NULL, CMD_SAMPLE, "countdown prompt, e.g. '9 7 3 2>26:'"},
     {"completions", OPT_STR, OFF(completions_out), 0, 0, NULL, CMD_EVAL, "write each greedy completion here: prompt<TAB>completion<TAB>reward"},
     {"steps", OPT_INT, OFF(steps), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "optimizer steps (GRPO: sampling steps)"},
     {"batch-size", OPT_INT, OFF(batch_size), 1, 4096, NULL, CMD_SFT | CMD_BENCH, "sequences per SFT step"},
@@ -2228,11 +2228,11 @@ static void default_options(Options *o) {
     o->layers = 4; o->heads = 4; o->channels = 128; o->context = 64;
     strcpy(o->train_data, "data/countdown_train.txt"); strcpy(o->val_data, "data/countdown_val.txt");
     strcpy(o->test_data, "data/countdown_test.txt"); strcpy(o->data, "data/countdown_test.txt");
-    strcpy(o->prompt, "7 3 5>26:");
+    strcpy(o->prompt, "9 7 3 2>26:");
     o->steps = 0; o->batch_size = 32; o->warmup = 0; o->eval_every = 0; o->save_every = 0; o->eval_limit = 0;
     o->lr = 0; o->min_lr_frac = 0.1f; o->weight_decay = 0.0f; o->grad_clip = 1.0f; o->beta1 = 0.9f; o->beta2 = 0.95f;
     o->schedule = 0;
-    o->prompts_per_step = 8; o->group_size = 8; o->max_new_tokens = 24; o->num_iterations = 1; o->micro_batch = 0;
+    o->prompts_per_step = 8; o->group_size = 8; o->max_new_tokens = 26; o->num_iterations = 1; o->micro_batch = 0;
     o->mask_truncated = 0; o->pass_k = 8; o->temperature = 1.0f; o->format_reward = 0.0f;
     o->obj = (ObjectiveConfig){OBJ_LAMBDA_GRPO, AGG_TOKEN_MEAN, STD_SAMPLE, SCOPE_GROUP, 1e-4f, 0.2f, 0.2f, 0.0f, 40};
 }
@@ -2397,7 +2397,7 @@ static void stop_on_nan(const char *what, int step, float value, const char *las
 // SFT: supervised training on task demonstrations (loss on completion tokens only)
 
 static int cmd_sft(int argc, char **argv, Options *o) {
-    o->steps = 1000; o->lr = 2e-3f; o->warmup = 50; o->weight_decay = 0.1f; o->eval_every = 250;
+    o->steps = 3000; o->lr = 2e-3f; o->warmup = 50; o->weight_decay = 0.1f; o->eval_every = 500;
     strcpy(o->run_dir, "runs/sft");
     const char *syn = "Supervised fine-tuning on demonstrations (prompt<TAB>completion lines).\n"
                       "Loss: mean −log p of completion tokens and <eos>; prompt tokens are masked.\n"
@@ -2771,7 +2771,8 @@ static TreeStats build_group_trees(GroupBatch *g, const ObjectiveConfig *cfg, in
 }
 
 static int cmd_train(int argc, char **argv, Options *o) {
-    o->steps = 500; o->lr = 1e-4f; o->warmup = 10; o->schedule = 2; o->eval_every = 100; o->eval_limit = 0;
+    o->steps = 400; o->lr = 1e-4f; o->warmup = 10; o->schedule = 2; o->eval_every = 100; o->eval_limit = 0;
+    o->group_size = 16;
     strcpy(o->run_dir, "runs/grpo");
     const char *syn = "GRPO / λ-GRPO on countdown, starting from an SFT checkpoint (--init, also π_ref).\n"
                       "Each step: sample P prompts x k completions, score them, build each group's\n"
