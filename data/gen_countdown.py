@@ -6,7 +6,7 @@ Task format (fixed; grpo.c's tokenizer knows only "0123456789+-*/=,>:" and space
     prompt      "7 3 5>26:"          numbers separated by single spaces, '>', target, ':'
     completion  "7*3=21,21+5=26"     steps "a op b=c" joined by ',', no spaces
 
-Rules (identical to countdown_verify() in tests/verifier_snippet.c):
+Rules (identical to countdown_verify() in grpo.c):
   * the pool starts as the multiset of given numbers; a step "a op b=c" needs a and b
     in the pool, removes them and adds c, so every given number and every
     intermediate result is used at most once;

@@ -5,8 +5,8 @@ Reads (whichever exist):
   runs/tree/tree_steps.csv         ./grpo tree: per-step target frequency of every run
   runs/stats_k6/train.csv          ./grpo train --objective grpo --group-size 6 (paper §3.2)
   runs/stats_k36/train.csv         ./grpo train --objective grpo --group-size 36
-  runs/main900_{lambda-grpo,grpo}/train.csv (or runs/grpo, runs/grpo_plain)  the main job,
-                                   λ-GRPO and GRPO from the same SFT checkpoint
+  runs/grpo/train.csv, runs/grpo_plain/train.csv   the main job (λ-GRPO) and GRPO with the
+                                   same settings from the same SFT checkpoint
 Writes PNG files to notes/figures/. Needs matplotlib (pip install matplotlib); the build and
 the tests never need it.
 """
@@ -129,9 +129,7 @@ def main():
     stats = [(l, p) for l, p in stats if os.path.exists(p)]
     if stats:
         stats_figure(stats); made += 1
-    jobs = [("λ-GRPO, 900 steps", "runs/main900_lambda-grpo/train.csv"), ("GRPO, 900 steps", "runs/main900_grpo/train.csv")]
-    if not any(os.path.exists(p) for _, p in jobs):
-        jobs = [("λ-GRPO", "runs/grpo/train.csv"), ("GRPO", "runs/grpo_plain/train.csv")]
+    jobs = [("λ-GRPO", "runs/grpo/train.csv"), ("GRPO", "runs/grpo_plain/train.csv")]
     jobs = [(l, p) for l, p in jobs if os.path.exists(p)]
     if jobs:
         main_job_figure(jobs); made += 1

@@ -11,9 +11,8 @@ numbers, trailing comma / junk, empty, leading zeros, spaces, NUL bytes,
 truncation, deleted characters, bare expressions).
 
 Each completion gets three verdicts:
-  ours   -- the verifier CLI (--verifier CMD, run as `CMD FILE`; default
-            tests/verify_cli, built from tests/verify_cli.c if missing; use
-            --verifier "./grpo verify" for grpo.c's copy);
+  ours   -- grpo.c's verifier through `./grpo verify FILE` (built with make if
+            missing), or any command given with --verifier CMD, run as `CMD FILE`;
   ref    -- reference_verify() below, an independent Python implementation of
             the same rules; `ours` must equal `ref` on every completion;
   rg     -- reasoning-gym's CountdownDataset.score_answer(answer, entry), where
@@ -473,18 +472,17 @@ def run_verifier(cmd, items):
 
 
 def default_verifier():
-    """tests/verify_cli, compiled from tests/verify_cli.c if missing or stale."""
-    exe, src = os.path.join(HERE, "verify_cli"), os.path.join(HERE, "verify_cli.c")
-    deps = [src, os.path.join(HERE, "verifier_snippet.c")]
-    if not os.path.exists(exe) or any(os.path.getmtime(d) > os.path.getmtime(exe) for d in deps):
-        subprocess.run(["gcc", "-std=c99", "-O2", "-Wall", "-Wextra", src, "-o", exe], check=True)
-    return exe
+    """`./grpo verify` (countdown_verify in grpo.c), built with make if missing."""
+    exe = os.path.join(ROOT, "grpo")
+    if not os.path.exists(exe):
+        subprocess.run(["make", "-C", ROOT, "grpo"], check=True)
+    return exe + " verify"
 
 
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--verifier", help='command run as `CMD FILE`, e.g. "./grpo verify" '
-                                      "(default: tests/verify_cli, built if needed)")
+                                      "(default: ./grpo verify, built if needed)")
     p.add_argument("--val", default=os.path.join(ROOT, "data", "countdown_val.txt"))
     p.add_argument("--test", default=os.path.join(ROOT, "data", "countdown_test.txt"))
     p.add_argument("--problems", type=int, default=150, help="problems taken from each of val and test")
@@ -545,7 +543,7 @@ def main(argv=None):
 
     # ---- report ----
     lines = [f"reasoning-gym {version('reasoning-gym')}, sympy {version('sympy')}; "
-             f"verifier: {args.verifier or 'tests/verify_cli'}; {len(items)} completions on "
+             f"verifier: {args.verifier or './grpo verify'}; {len(items)} completions on "
              f"{len(problems)} val/test problems + {args.big} synthetic large-number problems "
              f"({valid_corruptions} corruptions that happened to be valid solutions were skipped)",
              "rg scores: 1 = solved, 0.05 = parseable but wrong, 0.01 = empty or unparseable", ""]
