@@ -128,6 +128,12 @@ static void fclose_check(FILE *f, const char *file, int line) {
 }
 #define fcloseCheck(f) fclose_check(f, __FILE__, __LINE__)
 
+// 1 when paths a and b name the same existing file (same device and inode), else 0
+static int same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
 // Usage error: names the option and what was expected, exit status 2.
 static void usage_error(const char *fmt, ...) {
     va_list ap;
@@ -1700,9 +1706,11 @@ static void data_error(const char *path, int line, const char *what) {
     exit(EXIT_INPUT);
 }
 
-/* load_dataset: reads a task file; every sequence <bos> prompt completion <eos> must fit in
-   maxT tokens. need_completion: every line must carry a demonstration (SFT data). Errors
-   name FILE:LINE and what was expected. */
+/* load_dataset: reads a task file. need_completion = 1 (SFT data): every line must carry a
+   demonstration and <bos> prompt completion <eos> must fit in maxT tokens. need_completion
+   = 0 (prompts for train, eval): a demonstration is allowed but ignored, and <bos> prompt
+   must fit (the caller checks prompt + --max-new-tokens). Errors name FILE:LINE and what
+   was expected. */
 static void load_dataset(Dataset *d, const char *path, int maxT, int need_completion) {
     FILE *f = fopenCheck(path, "r");
     memset(d, 0, sizeof *d);
@@ -1731,6 +1739,7 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
         int clen = tab ? len - plen - 1 : 0;
         if (tab && strchr(tab + 1, '\t')) data_error(path, lineno, "more than one TAB: expected `prompt<TAB>completion`");
         if (need_completion && clen == 0) data_error(path, lineno, "no demonstration: expected `prompt<TAB>completion`");
+        if (!need_completion) clen = 0;    // prompts only: the demonstration is not used
         if (1 + plen + clen + 1 > maxT) {
             snprintf(msg, sizeof msg, "example needs %d tokens, the model's context is %d", plen + clen + 2, maxT);
             data_error(path, lineno, msg);
@@ -2698,7 +2707,7 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
                 if (pass == 0) correct += rw == 1.0f;
                 else solved[i] |= rw == 1.0f;
                 if (pass == 0 && dump) {
-                    char ptext[512], ctext[512];
+                    char ptext[4096], ctext[8 * 1024 + 16];   // a token decodes to at most 5 characters
                     const int *cb = comp + (size_t)b * max_new;
                     int ended = clen[b] > 0 && cb[clen[b] - 1] == TOK_EOS;
                     decode(pp[b] + 1, plen[b] - 1, ptext, sizeof ptext);   // without <bos>
@@ -3066,7 +3075,9 @@ static int cmd_eval(int argc, char **argv, Options *o) {
     const char *syn = "Scores a checkpoint on a task file: greedy accuracy, and pass@k from k samples.";
     int first = parse_options(argc, argv, CMD_EVAL, o, "eval", syn);
     if (first < argc) usage_error("unexpected argument '%s' for './grpo eval'", argv[first]);
-    if (o->pass_k > 0 && o->temperature <= 0.0f) usage_error("--temperature must be > 0 for --pass-k");
+    if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 (logits / T overflow below; greedy decoding does not use it)");
+    if (o->completions_out[0] && (same_file(o->completions_out, o->model) || same_file(o->completions_out, o->data)))
+        usage_error("--completions %s: that is the --model or --data file; give another path", o->completions_out);
     print_options(stdout, o, CMD_EVAL);
     GPT m;
     load_checkpoint(o->model, &m, 1, NULL);
@@ -3074,7 +3085,8 @@ static int cmd_eval(int argc, char **argv, Options *o) {
     load_dataset(&d, o->data, m.config.max_seq_len, 0);
     for (int i = 0; i < d.n; i++)
         if (d.prompt_len[i] + o->max_new_tokens > m.config.max_seq_len)
-            usage_error("--max-new-tokens: prompt plus new tokens exceed the model's context (%s)", o->data);
+            usage_error("--max-new-tokens: %s line with a prompt of %d tokens: %d + %d new tokens exceed the model's context of %d",
+                        o->data, d.prompt_len[i], d.prompt_len[i], o->max_new_tokens, m.config.max_seq_len);
     KVCache kv;
     build_kvcache(&kv, &m.config, 64);
     FILE *dump = o->completions_out[0] ? fopenCheck(o->completions_out, "w") : NULL;
@@ -3122,7 +3134,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
                       "group's prefix tree B(G) with |λ|, step rewards R̂ and step advantages A_λ.";
     int first = parse_options(argc, argv, CMD_SAMPLE, o, "sample", syn);
     if (first < argc) usage_error("unexpected argument '%s' for './grpo sample'", argv[first]);
-    if (o->temperature <= 0.0f) usage_error("--temperature must be > 0");
+    if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 (logits / T overflow below)");
     if (o->group_size > 4096) usage_error("--group-size must be <= 4096");
     int k = o->group_size, plen = (int)strlen(o->prompt), bad = 0;
     int nums[MAX_NUMS], n, target;
@@ -3131,11 +3143,13 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     if (encode(o->prompt, plen, prompt + 1, &bad) < 0)
         usage_error("--prompt: character '%c' at position %d is not in the vocabulary \"%s\"", o->prompt[bad], bad + 1, VOCAB_CHARS);
     if (countdown_parse_prompt(o->prompt, plen, nums, MAX_NUMS, &n, &target) != 0)
-        usage_error("--prompt: '%s' is not `n1 n2 ... nk>target:`", o->prompt);
+        usage_error("--prompt: '%s' is not `n1 n2 ... nk>target:` with 1 to %d numbers of at most 6 digits", o->prompt, MAX_NUMS);
     GPT m;
     load_checkpoint(o->model, &m, 1, NULL);
     int maxT = m.config.max_seq_len;
-    if (1 + plen + o->max_new_tokens > maxT) usage_error("--max-new-tokens: prompt plus new tokens exceed the context");
+    if (1 + plen + o->max_new_tokens > maxT)
+        usage_error("--max-new-tokens: %d prompt tokens + %d new tokens exceed the model's context of %d",
+                    1 + plen, o->max_new_tokens, maxT);
     const int **pp = (const int **)mallocCheck(k * sizeof(int *));
     int *pl = (int *)mallocCheck(k * sizeof(int)), *clen = (int *)mallocCheck(k * sizeof(int));
     int *comp = (int *)mallocCheck((size_t)k * o->max_new_tokens * sizeof(int));
@@ -3191,8 +3205,14 @@ static int cmd_verify(int argc, char **argv, Options *o) {
         if (len == 0 || line[0] == '#') continue;
         char *tab = (char *)memchr(line, '\t', len);
         int plen = tab ? (int)(tab - line) : len, nums[MAX_NUMS], n, target;
+        if (tab && memchr(tab + 1, '\t', len - plen - 1)) {
+            fprintf(stderr, "%s:%d: more than one TAB: expected `prompt<TAB>completion` "
+                            "(for a file from eval --completions: cut -f1,2 FILE)\n", argv[first], lineno);
+            exit(EXIT_INPUT);
+        }
         if (countdown_parse_prompt(line, plen, nums, MAX_NUMS, &n, &target) != 0) {
-            fprintf(stderr, "%s:%d: prompt is not `n1 n2 ... nk>target:`\n", argv[first], lineno);
+            fprintf(stderr, "%s:%d: prompt is not `n1 n2 ... nk>target:` with 1 to %d numbers of at most 6 digits\n",
+                    argv[first], lineno, MAX_NUMS);
             exit(EXIT_INPUT);
         }
         printf("%g\n", countdown_verify(nums, n, target, tab ? tab + 1 : "", tab ? len - plen - 1 : 0));

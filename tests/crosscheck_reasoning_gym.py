@@ -32,6 +32,7 @@ import argparse
 import os
 import random
 import re
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -456,13 +457,16 @@ def read_prompts(path):
 
 
 def run_verifier(cmd, items):
-    """Run `cmd FILE` on prompt<TAB>completion lines; return list of float rewards."""
+    """Run cmd (argument list) + [FILE] on prompt<TAB>completion lines, in the caller's
+    directory; return the list of float rewards."""
     with tempfile.NamedTemporaryFile("wb", suffix=".txt", delete=False) as f:
         for nums, target, _, text in items:
             f.write(gc.format_prompt(nums, target).encode() + b"\t" + text + b"\n")
         path = f.name
     try:
-        res = subprocess.run(cmd + " " + path, shell=True, cwd=ROOT, capture_output=True, check=True)
+        res = subprocess.run(cmd + [path], capture_output=True)
+        if res.returncode != 0:
+            sys.exit(f"verifier {' '.join(cmd)} failed (exit {res.returncode}): {res.stderr.decode(errors='replace').strip()}")
     finally:
         os.unlink(path)
     out = [float(x) for x in res.stdout.decode().split()]
@@ -472,11 +476,11 @@ def run_verifier(cmd, items):
 
 
 def default_verifier():
-    """`./grpo verify` (countdown_verify in grpo.c), built with make if missing."""
+    """[ROOT/grpo, "verify"] (countdown_verify in grpo.c), built with make if missing."""
     exe = os.path.join(ROOT, "grpo")
     if not os.path.exists(exe):
         subprocess.run(["make", "-C", ROOT, "grpo"], check=True)
-    return exe + " verify"
+    return [exe, "verify"]
 
 
 def main(argv=None):
@@ -510,7 +514,7 @@ def main(argv=None):
     for nums, target, sol in big_number_problems(rng, args.big):
         items.append((nums, target, "seven_digit_intermediate", steps_text(sol)))
 
-    ours = run_verifier(args.verifier or default_verifier(), items)
+    ours = run_verifier(shlex.split(args.verifier) if args.verifier else default_verifier(), items)
 
     per_kind = defaultdict(Counter)
     categories = defaultdict(lambda: {"n": 0, "kinds": Counter(), "example": None})
@@ -576,7 +580,10 @@ def main(argv=None):
         with open(args.markdown, "w") as f:
             f.write(report + "\n")
     if mismatches or unexplained or len(items) < 1000:
-        print("FAILED", file=sys.stderr)
+        why = [f"{mismatches} mismatches with the Python reference"] if mismatches else []
+        why += [f"{unexplained} unexplained disagreements"] if unexplained else []
+        why += [f"only {len(items)} completions (at least 1000 needed)"] if len(items) < 1000 else []
+        print("FAILED: " + "; ".join(why), file=sys.stderr)
         return 1
     return 0
 

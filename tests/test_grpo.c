@@ -513,6 +513,32 @@ static void test_usage_errors(void) {
     expect_exit("data: a character outside the vocabulary names FILE:LINE", cmd_call_fn, &badfile, 1, "bad_char.txt:3:");
     static CmdCall nodemo = {cmd_sft, "--steps 1 --train-data data/countdown_test.txt --run-dir /tmp/grpo_test/x"};
     expect_exit("data: SFT data without demonstrations names FILE:LINE", cmd_call_fn, &nodemo, 1, "countdown_test.txt:");
+    static CmdCall eval_t0 = {cmd_eval, "--temperature 0 --pass-k 0 --model /tmp/grpo_test/tiny_model.bin"};
+    expect_exit("usage: eval refuses --temperature 0 (logits / T)", cmd_call_fn, &eval_t0, 2, "--temperature");
+    static CmdCall eval_self = {cmd_eval, "--pass-k 0 --model /tmp/grpo_test/tiny_model.bin "
+                                          "--completions /tmp/grpo_test/../grpo_test/tiny_model.bin"};
+    expect_exit("usage: eval --completions refuses the model's own path", cmd_call_fn, &eval_self, 2, "--completions");
+    GPT back;
+    load_checkpoint("/tmp/grpo_test/tiny_model.bin", &back, 1, NULL);   // exits (fails the suite) if it was overwritten
+    check(back.config.max_seq_len == 64, "usage: ... and leaves the model file intact", "");
+    free_gpt(&back);
+    // a second TAB in `./grpo verify` input is an error, not a silently wrong completion
+    FILE *f = fopenCheck("/tmp/grpo_test/two_tabs.txt", "w");
+    fprintf(f, "9 7 3 2>26:\t2+3=5,5*7=35,35-9=26\t1\n");
+    fcloseCheck(f);
+    static CmdCall two_tabs = {cmd_verify, "/tmp/grpo_test/two_tabs.txt"};
+    expect_exit("verify: a line with two TABs names FILE:LINE", cmd_call_fn, &two_tabs, 1, "two_tabs.txt:1: more than one TAB");
+    // prompts-only commands ignore a demonstration, even one longer than the context
+    f = fopenCheck("/tmp/grpo_test/long_demo.txt", "w");
+    fprintf(f, "9 7 3 2>26:\t");
+    for (int i = 0; i < 8; i++) fprintf(f, "2+3=5,");
+    fprintf(f, "5*7=35\n");
+    fcloseCheck(f);
+    static CmdCall long_sft = {cmd_sft, "--steps 1 --train-data /tmp/grpo_test/long_demo.txt --run-dir /tmp/grpo_test/x"};
+    expect_exit("data: SFT refuses a demonstration longer than the context", cmd_call_fn, &long_sft, 1, "long_demo.txt:1:");
+    int rc = run_cmd_quiet(cmd_eval, "--pass-k 0 --max-new-tokens 4 --model /tmp/grpo_test/tiny_model.bin "
+                                     "--data /tmp/grpo_test/long_demo.txt", "/tmp/grpo_test/eval.log");
+    check(rc == 0, "data: eval ignores the demonstration (only prompt + max-new-tokens must fit)", "rc %d", rc);
 }
 
 // ----------------------------------------------------------------------------
