@@ -1989,7 +1989,7 @@ static TreeStats prefix_tree_stats(const PrefixTree *tree, const int *len, int k
 }
 
 // ----------------------------------------------------------------------------
-// Objectives: GRPO and λ-GRPO (conventions in ../shared/conventions.md)
+// Objectives: GRPO and λ-GRPO (conventions in notes/conventions.md)
 
 enum { OBJ_GRPO = 0, OBJ_LAMBDA_GRPO = 1 };
 enum { AGG_TOKEN_MEAN = 0, AGG_SEQ_MEAN_TOKEN_MEAN, AGG_SEQ_MEAN_TOKEN_SUM, AGG_SEQ_MEAN_TOKEN_SUM_NORM };
@@ -2028,7 +2028,7 @@ static double std_of(const float *r, int n, int mode, double mean) {
    reward and advantage (group_start: num_groups+1 entries). Mean over the group; std per
    cfg (sample with k−1, population with k, or none: a_i = r_i − mean) over the group or,
    with scope batch, over all rewards (TRL scale_rewards="batch"). A group whose rewards
-   are all equal gets a_i = 0 exactly. Source: paper eq. 2 and conventions.md (authors'
+   are all equal gets a_i = 0 exactly. Source: paper eq. 2 and notes/conventions.md (authors'
    code and TRL: sample std, eps 1e-4). A sample std needs k >= 2: callers reject k = 1. */
 static void compute_advantages(float *advantage, const float *reward, int num_groups,
                                const int *group_start, const ObjectiveConfig *cfg) {
@@ -2059,7 +2059,7 @@ static void equal_groups(int *starts, int num_groups, int k) {
 }
 
 /* loss_agg_coef: the factor c_i that multiplies Σ_t ℓ_{i,t} of completion i in the loss
-   (conventions.md "Loss aggregation"); len (N) completion lengths of every completion in
+   (notes/conventions.md "loss aggregation"); len (N) completion lengths of every completion in
    the optimizer step, so the normaliser is the step's, however the step is micro-batched.
    token-mean 1/Σ len; seq-mean-token-mean 1/(N len_i); seq-mean-token-sum 1/N;
    seq-mean-token-sum-norm (Dr. GRPO) 1/(N · max_new_tokens). An empty completion gets 0. */
@@ -2191,7 +2191,7 @@ static const OptSpec OPTIONS[] = {
     {"val-data", OPT_STR, OFF(val_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN, "validation prompts"},
     {"test-data", OPT_STR, OFF(test_data), 0, 0, NULL, CMD_TRAIN, "test prompts (reasoning-gym), scored at start and end"},
     {"data", OPT_STR, OFF(data), 0, 0, NULL, CMD_EVAL, "prompts to score"},
-    {"prompt", OPT_STR, OFF(prompt), 0, 0, NULL, CMD_SAMPLE, "countdown prompt, e.g. '9 7 3 2>26:'"},
+    {"prompt", OPT_STR, OFF(prompt), 0, 0, NULL, CMD_SAMPLE, "countdown prompt, e.g. '8 4 5 8>9:'"},
     {"completions", OPT_STR, OFF(completions_out), 0, 0, NULL, CMD_EVAL, "write each greedy completion here: prompt<TAB>completion<TAB>reward"},
     {"steps", OPT_INT, OFF(steps), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "optimizer steps (GRPO: sampling steps)"},
     {"batch-size", OPT_INT, OFF(batch_size), 1, 4096, NULL, CMD_SFT | CMD_BENCH, "sequences per SFT step"},
@@ -2212,7 +2212,7 @@ static const OptSpec OPTIONS[] = {
     {"max-new-tokens", OPT_INT, OFF(max_new_tokens), 1, 1000000, NULL, CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_CHECK, "completion budget (also the Dr. GRPO constant)"},
     {"pass-k", OPT_INT, OFF(pass_k), 0, 4096, NULL, CMD_TRAIN | CMD_EVAL, "samples per prompt for pass@k at the end (0: off)"},
     {"objective", OPT_ENUM, OFF(obj.objective), 0, 0, OBJECTIVE_NAMES, CMD_TRAIN | CMD_CHECK, "grpo, or lambda-grpo (each token's term divided by |λ(i,t)|)"},
-    {"loss-agg", OPT_ENUM, OFF(obj.loss_agg), 0, 0, LOSS_AGG_NAMES, OBJ_CMDS, "loss aggregation (conventions.md)"},
+    {"loss-agg", OPT_ENUM, OFF(obj.loss_agg), 0, 0, LOSS_AGG_NAMES, OBJ_CMDS, "loss aggregation (notes/conventions.md)"},
     {"adv-std", OPT_ENUM, OFF(obj.adv_std), 0, 0, ADV_STD_NAMES, OBJ_CMDS, "std in the advantage: sample (k-1), population (k), none"},
     {"adv-std-scope", OPT_ENUM, OFF(obj.adv_std_scope), 0, 0, SCOPE_NAMES, OBJ_CMDS, "std over each group or over the batch"},
     {"adv-eps", OPT_FLOAT, OFF(obj.adv_eps), 0, 1, NULL, OBJ_CMDS, "added to the std (TRL 1e-4, verl 1e-6)"},
@@ -2237,7 +2237,7 @@ static void default_options(Options *o) {
     o->layers = 4; o->heads = 4; o->channels = 128; o->context = 64;
     strcpy(o->train_data, "data/countdown_train.txt"); strcpy(o->val_data, "data/countdown_val.txt");
     strcpy(o->test_data, "data/countdown_test.txt"); strcpy(o->data, "data/countdown_test.txt");
-    strcpy(o->prompt, "9 7 3 2>26:");
+    strcpy(o->prompt, "8 4 5 8>9:");
     o->steps = 0; o->batch_size = 32; o->warmup = 0; o->eval_every = 0; o->save_every = 0; o->eval_limit = 0;
     o->lr = 0; o->min_lr_frac = 0.1f; o->weight_decay = 0.0f; o->grad_clip = 1.0f; o->beta1 = 0.9f; o->beta2 = 0.95f;
     o->schedule = 0;

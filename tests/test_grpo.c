@@ -836,7 +836,7 @@ static void test_kl_and_clip(void) {
     }
 }
 
-// The paper's worked example (shared/paper.md): six completions, letters are tokens.
+// The paper's worked example (notes/paper.md): six completions, letters are tokens.
 static const char *WE[6] = {"ABCD", "ABEFHI", "JKLM", "JKLNQST", "JKLNQU", "VWYZ"};
 static const float WE_R[6] = {0.5f, 0.5f, 1.0f, 0.0f, 0.0f, 0.5f};
 
@@ -1072,8 +1072,8 @@ static void test_train_end_to_end(void) {
              grpo_bin(), common, pa, TMPDIR_);
     int code = run_binary(nan_args, nan_out, sizeof nan_out);
     char *msg = strstr(nan_out, "error:");
-    check(code == 1 && msg && strstr(nan_out, "nan"), "train: a NaN loss stops the run with a message", "exit %d: %.80s", code,
-          msg ? msg : nan_out);
+    check(code == 1 && msg && strstr(nan_out, "nan"), "train: a NaN loss stops the run with a message", "exit %d: %.*s", code,
+          (int)strcspn(msg ? msg : nan_out, "\n"), msg ? msg : nan_out);
     snprintf(pb, sizeof pb, "%s/grpo_nan/model.bin", TMPDIR_);
     struct stat sb;
     check(stat(pb, &sb) != 0, "train: no checkpoint written after a NaN", "");

@@ -211,7 +211,7 @@ static void fz_run_check(const char *path, const uint8_t *data, size_t size) {
 #define FZ_CKPT_B 2
 static void fz_exercise_model(GPT *m) {
     int V = m->config.vocab_size, T = m->config.max_seq_len < 9 ? m->config.max_seq_len : 9, B = FZ_CKPT_B;
-    int inputs[FZ_CKPT_B * 9], targets[FZ_CKPT_B * 9], tok[FZ_CKPT_B], pos[FZ_CKPT_B];
+    int inputs[FZ_CKPT_B * 9] = {0}, targets[FZ_CKPT_B * 9] = {0}, tok[FZ_CKPT_B], pos[FZ_CKPT_B];
     float logp[FZ_CKPT_B * 9], dlogp[FZ_CKPT_B * 9];
     for (int i = 0; i < B * T; i++) {
         inputs[i] = i % T == 0 ? TOK_BOS : NUM_SPECIAL + (i * 7) % (V - NUM_SPECIAL);
