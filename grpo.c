@@ -3085,8 +3085,8 @@ static int cmd_eval(int argc, char **argv, Options *o) {
     load_dataset(&d, o->data, m.config.max_seq_len, 0);
     for (int i = 0; i < d.n; i++)
         if (d.prompt_len[i] + o->max_new_tokens > m.config.max_seq_len)
-            usage_error("--max-new-tokens: %s line with a prompt of %d tokens: %d + %d new tokens exceed the model's context of %d",
-                        o->data, d.prompt_len[i], d.prompt_len[i], o->max_new_tokens, m.config.max_seq_len);
+            usage_error("--max-new-tokens: %d prompt tokens + %d new tokens exceed the model's context of %d (%s, prompt %d)",
+                        d.prompt_len[i], o->max_new_tokens, m.config.max_seq_len, o->data, i + 1);
     KVCache kv;
     build_kvcache(&kv, &m.config, 64);
     FILE *dump = o->completions_out[0] ? fopenCheck(o->completions_out, "w") : NULL;
