@@ -523,6 +523,18 @@ extern "C" double cuda_time_sgemms(int N, int C, int OC, int reps) {
 // Causal multi-head self-attention. inp (B,T,3C) holds q,k,v; head h uses channels
 // h·hs … h·hs+hs−1 of each, hs = C/NH; scores scaled by 1/sqrt(hs).
 
+/* warp_softmax_causal: the softmax of one query row, by one warp. On entry a[0..t] holds the
+   row's scaled scores, lane L having written t2 = L, L+32, …, and maxv is that lane's
+   maximum of them; on exit a[0..t] holds the probabilities (same lanes, same arithmetic as
+   attention_forward's softmax). The caller __syncwarp()s before lanes read each other's. */
+__device__ __forceinline__ void warp_softmax_causal(float *a, int t, float maxv, int lane) {
+    maxv = warp_max(maxv);
+    float sum = 0.0f;
+    for (int t2 = lane; t2 <= t; t2 += 32) { float e = expf(a[t2] - maxv); a[t2] = e; sum += e; }
+    float inv = 1.0f / warp_sum(sum);
+    for (int t2 = lane; t2 <= t; t2 += 32) a[t2] *= inv;
+}
+
 /* attention_forward_kernel: one query row (b,h,t) of attention_forward: scores against keys
    t2 ≤ t, softmax, saved to att (B,NH,T,T) with zeros above the diagonal, then out = Σ a·v.
    Launch: one warp per row, rows ordered (b,h,t) so a warp's row of att is contiguous:
@@ -548,11 +560,8 @@ __global__ void attention_forward_kernel(float *out, float *att, const float *in
         a[t2] = s;
         maxv = fmaxf(maxv, s);
     }
-    maxv = warp_max(maxv);
-    float sum = 0.0f;
-    for (int t2 = lane; t2 <= t; t2 += 32) { float e = expf(a[t2] - maxv); a[t2] = e; sum += e; }
-    float inv = 1.0f / warp_sum(sum);
-    for (int t2 = lane; t2 < T; t2 += 32) a[t2] = t2 <= t ? a[t2] * inv : 0.0f;
+    warp_softmax_causal(a, t, maxv, lane);
+    for (int t2 = t + 1 + lane; t2 < T; t2 += 32) a[t2] = 0.0f;   // above the diagonal
     __syncwarp();    // every lane's probabilities are now visible to the whole warp
     float *o = out + ((size_t)b * T + t) * C + h * hs;
     for (int i = lane; i < hs; i += 32) {
@@ -707,11 +716,7 @@ __global__ void attention_decode_kernel(float *out, float *att, const float *kt,
         a[t2] = s;
         maxv = fmaxf(maxv, s);
     }
-    maxv = warp_max(maxv);
-    float sum = 0.0f;
-    for (int t2 = lane; t2 <= t; t2 += 32) { float e = expf(a[t2] - maxv); a[t2] = e; sum += e; }
-    float inv = 1.0f / warp_sum(sum);
-    for (int t2 = lane; t2 <= t; t2 += 32) a[t2] *= inv;
+    warp_softmax_causal(a, t, maxv, lane);
     __syncwarp();    // every lane's probabilities are now visible to the whole warp
     float *o = out + (size_t)b * C + h * hs;
     for (int i = lane; i < hs; i += 32) {
