@@ -681,7 +681,9 @@ static void memset_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
 #ifdef __cplusplus
 extern "C" {
 #endif
-extern int cuda_block_size, cuda_sync_launches, cuda_time_sgemm;
+extern int cuda_block_size, cuda_sync_launches, cuda_time_sgemm, cuda_kernel_times, cuda_attention_cublas;
+void cuda_kernel_times_start(void);
+void cuda_kernel_times_report(FILE *f, int steps);
 extern double cuda_sgemm_seconds;
 void cuda_init(int tf32);
 void cuda_shutdown(void);
@@ -2157,6 +2159,7 @@ typedef struct {
     float format_reward;
 #ifdef GRPO_CUDA
     int tf32;              // 1: cuBLAS may use TF32 tensor cores
+    int kernel_times;      // bench: 1 prints the GPU time of each kernel (CUDA build)
 #endif
 } Options;
 
@@ -2226,6 +2229,7 @@ static const OptSpec OPTIONS[] = {
     {"format-reward", OPT_FLOAT, OFF(format_reward), 0, 1, NULL, CMD_TRAIN | CMD_EVAL, "extra reward for a well-formed but wrong completion (0: off)"},
 #ifdef GRPO_CUDA
     {"tf32", OPT_INT, OFF(tf32), 0, 1, NULL, CUDA_CMDS, "1: cuBLAS matmuls on TF32 tensor cores (faster; ~1e-3 relative error); 0: full fp32"},
+    {"kernel-times", OPT_INT, OFF(kernel_times), 0, 1, NULL, CMD_BENCH, "1: then GPU time per kernel over 3 training steps, each launch waited for"},
 #endif
 };
 #define NUM_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
@@ -3549,6 +3553,19 @@ static int cmd_bench(int argc, char **argv, Options *o) {
                "(%.0f GFLOP/s): %.0f%% of isolated cuBLAS; the step takes %.3f ms\n",
                cuda_sgemm_seconds * 1e3, mm_flops / cuda_sgemm_seconds / 1e9, alone * 1e3, mm_flops / alone / 1e9,
                100.0 * alone / cuda_sgemm_seconds, 1e3 * B * T / train_tok_s);
+        if (o->kernel_times) {
+            cuda_kernel_times_start();
+            for (int it = 0; it < 3; it++) {
+                gpt_forward(&m, inputs, B, T);
+                gpt_logprob_forward(&m, logp, targets, B * T, 1.0f, NULL);
+                gpt_zero_grad(&m);
+                gpt_logprob_backward(&m, targets, dlogp, B * T, 1.0f);
+                gpt_backward(&m, inputs);
+                clip_grad_norm(&m, 1.0f);
+                adamw_update(&m, &opt, 1e-4f, 4 + o->steps + it);
+            }
+            cuda_kernel_times_report(stdout, 3);
+        }
     }
 #endif
     printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f threads=%d\n", train_tok_s, sample_tok_s, gflops, num_threads());

@@ -36,12 +36,15 @@ Conventions
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 extern "C" {
 int cuda_block_size = 256;    // threads per block of every launch (tests try several)
 int cuda_sync_launches = 0;   // 1: synchronise after each launch (debugging; tests set it)
 int cuda_time_sgemm = 0;      // 1: time every sgemm of the matmuls with CUDA events (./grpo bench)
 double cuda_sgemm_seconds = 0.0;   // their GPU time, summed while cuda_time_sgemm is 1
+int cuda_kernel_times = 0;    // 1: charge GPU time to each kernel by name (./grpo_cuda bench --kernel-times)
+int cuda_attention_cublas = 1;   // 1: attention's products through cuBLAS; 0: the warp-per-row kernels
 }
 
 // ----------------------------------------------------------------------------
@@ -61,14 +64,67 @@ static void cublas_check(cublasStatus_t s, const char *call, const char *file, i
     exit(1);
 }
 
+static void time_mark(const char *name);
+
 static void launch_check(const char *kernel, const char *file, int line) {
     cuda_check(cudaGetLastError(), kernel, file, line);                    // bad launch shape
     if (cuda_sync_launches) cuda_check(cudaDeviceSynchronize(), kernel, file, line);  // fault inside
+    time_mark(kernel);
 }
 
 #define CUDA_CHECK(call) cuda_check((call), #call, __FILE__, __LINE__)
 #define CUBLAS_CHECK(call) cublas_check((call), #call, __FILE__, __LINE__)
 #define LAUNCH_CHECK(kernel) launch_check(#kernel, __FILE__, __LINE__)
+
+/* Kernel times (./grpo_cuda bench --kernel-times). While cuda_kernel_times is 1, every launch
+   check, cuBLAS call and copy records a CUDA event and waits for it, and the GPU time since
+   the previous mark is charged to that name. The interval includes the launch gap after the
+   previous mark (a few microseconds), so the total runs above an unprofiled step: the table
+   is for seeing where a step's time goes, not for throughput. */
+#define MAX_TIMED 64
+static struct { const char *name; double ms; long calls; } g_timed[MAX_TIMED];
+static int g_num_timed = 0;
+static cudaEvent_t g_marks[2];
+
+// cuda_kernel_times_start: empties the table and sets the first mark (turns timing on).
+extern "C" void cuda_kernel_times_start(void) {
+    if (!g_marks[0]) { CUDA_CHECK(cudaEventCreate(&g_marks[0])); CUDA_CHECK(cudaEventCreate(&g_marks[1])); }
+    g_num_timed = 0;
+    cuda_kernel_times = 1;
+    CUDA_CHECK(cudaEventRecord(g_marks[0], 0));
+    CUDA_CHECK(cudaEventSynchronize(g_marks[0]));
+}
+
+static void time_mark(const char *name) {
+    if (!cuda_kernel_times) return;
+    float ms = 0.0f;
+    CUDA_CHECK(cudaEventRecord(g_marks[1], 0));
+    CUDA_CHECK(cudaEventSynchronize(g_marks[1]));
+    CUDA_CHECK(cudaEventElapsedTime(&ms, g_marks[0], g_marks[1]));
+    cudaEvent_t e = g_marks[0]; g_marks[0] = g_marks[1]; g_marks[1] = e;
+    int i = 0;
+    while (i < g_num_timed && strcmp(g_timed[i].name, name)) i++;
+    if (i == MAX_TIMED) i = MAX_TIMED - 1;   // (more names than rows: the last row takes the rest)
+    if (i == g_num_timed) { g_timed[i].name = name; g_timed[i].ms = 0; g_timed[i].calls = 0; g_num_timed++; }
+    g_timed[i].ms += ms; g_timed[i].calls++;
+}
+
+/* cuda_kernel_times_report: turns timing off and prints the table, longest first, per step
+   (steps: how many steps ran since cuda_kernel_times_start). */
+extern "C" void cuda_kernel_times_report(FILE *f, int steps) {
+    cuda_kernel_times = 0;
+    double total = 0;
+    for (int i = 0; i < g_num_timed; i++) total += g_timed[i].ms;
+    for (int i = 0; i < g_num_timed; i++)   // selection sort: a few dozen rows
+        for (int j = i + 1; j < g_num_timed; j++)
+            if (g_timed[j].ms > g_timed[i].ms) { auto t = g_timed[i]; g_timed[i] = g_timed[j]; g_timed[j] = t; }
+    fprintf(f, "kernel times per training step (%d steps, each launch waited for):\n", steps);
+    fprintf(f, "  %-42s %8s %10s %6s\n", "kernel", "calls", "ms", "share");
+    for (int i = 0; i < g_num_timed; i++)
+        fprintf(f, "  %-42s %8.0f %10.3f %5.1f%%\n", g_timed[i].name, (double)g_timed[i].calls / steps,
+                g_timed[i].ms / steps, 100.0 * g_timed[i].ms / (total > 0 ? total : 1));
+    fprintf(f, "  %-42s %8s %10.3f\n", "total", "", total / steps);
+}
 
 // ----------------------------------------------------------------------------
 // Set-up, memory, launch shapes
@@ -84,6 +140,8 @@ extern "C" void cuda_init(int tf32) {
     CUBLAS_CHECK(cublasSetMathMode(g_cublas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     const char *sync = getenv("GRPO_CUDA_SYNC");
     if (sync && sync[0] == '1') cuda_sync_launches = 1;
+    const char *attn = getenv("GRPO_CUDA_ATTENTION");   // cublas (default) or warps
+    if (attn && !strcmp(attn, "warps")) cuda_attention_cublas = 0;
 }
 
 static cublasHandle_t cublas(void) {
@@ -119,21 +177,25 @@ extern "C" void *cuda_malloc(size_t bytes) {
 extern "C" void cuda_free(void *p) { if (p) CUDA_CHECK(cudaFree(p)); }
 extern "C" void cuda_memcpy_h2d(void *dst, const void *src, size_t bytes) {
     if (bytes) CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice));
+    time_mark("cudaMemcpy host to device");
 }
 extern "C" void cuda_memcpy_d2h(void *dst, const void *src, size_t bytes) {
     if (bytes) CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToHost));
+    time_mark("cudaMemcpy device to host");
 }
 extern "C" void cuda_memcpy_d2d(void *dst, const void *src, size_t bytes) {
     if (bytes) CUDA_CHECK(cudaMemcpy(dst, src, bytes, cudaMemcpyDeviceToDevice));
+    time_mark("cudaMemcpy device to device");
 }
 extern "C" void cuda_memset_zero(void *p, size_t bytes) {   // gpt_zero_grad's memset
     if (bytes) CUDA_CHECK(cudaMemset(p, 0, bytes));
+    time_mark("cudaMemset");
 }
 extern "C" void cuda_synchronize(void) { CUDA_CHECK(cudaDeviceSynchronize()); }
 
 /* Scratch: a few device buffers reused across calls (partial sums, per-token losses), grown
    on demand. cudaFree waits for the GPU, so growing never frees memory a kernel still uses. */
-enum { SCRATCH_PARTIAL = 0, SCRATCH_TOKENS, SCRATCH_REDUCE, SCRATCH_ATT, NUM_SCRATCH };
+enum { SCRATCH_PARTIAL = 0, SCRATCH_TOKENS, SCRATCH_REDUCE, SCRATCH_ATT, SCRATCH_HEADS, NUM_SCRATCH };
 static void *g_scratch[NUM_SCRATCH];
 static size_t g_scratch_bytes[NUM_SCRATCH];
 
@@ -426,6 +488,7 @@ static void sgemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int 
         CUDA_CHECK(cudaEventRecord(start, 0));
     }
     CUBLAS_CHECK(cublasSgemm(cublas(), ta, tb, m, n, k, &one, A, lda, B, ldb, &beta, C, ldc));
+    time_mark("cublasSgemm (matmul)");
     if (cuda_time_sgemm) {
         float ms = 0.0f;
         CUDA_CHECK(cudaEventRecord(stop, 0));
@@ -571,7 +634,7 @@ __global__ void attention_forward_kernel(float *out, float *att, const float *in
     }
 }
 
-extern "C" void cuda_attention_forward(float *out, float *att, const float *inp, int B, int T, int C, int NH) {
+static void attention_forward_warps(float *out, float *att, const float *inp, int B, int T, int C, int NH) {
     size_t rows = (size_t)B * NH * T;
     if (rows == 0) return;
     int w = warps_per_block();
@@ -632,11 +695,8 @@ __global__ void attention_backward_qkv_kernel(float *dinp, const float *datt, co
     dx[0] = dq; dx[C] = dk; dx[2 * C] = dv;
 }
 
-/* cuda_attention_backward: dinp (B,T,3C) += ∂L/∂(q,k,v) given dout (B,T,C). Replaces
-   attention_backward. datt (B,NH,T,T) is scratch as on the CPU; here it ends holding the
-   score gradients ds (the CPU leaves ∂L/∂att there). */
-extern "C" void cuda_attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
-                                        const float *att, int B, int T, int C, int NH) {
+static void attention_backward_warps(float *dinp, float *datt, const float *dout, const float *inp,
+                                     const float *att, int B, int T, int C, int NH) {
     size_t rows = (size_t)B * NH * T, n = (size_t)B * T * C;
     if (rows == 0 || C == 0) return;
     int w = warps_per_block(), bs = threads_per_block();
@@ -644,6 +704,153 @@ extern "C" void cuda_attention_backward(float *dinp, float *datt, const float *d
     LAUNCH_CHECK(attention_backward_scores_kernel);
     attention_backward_qkv_kernel<<<blocks_for(n, bs), bs>>>(dinp, datt, dout, inp, att, B, T, C, NH);
     LAUNCH_CHECK(attention_backward_qkv_kernel);
+}
+
+// The same attention with its four products through cuBLAS, llm.c's layout: q, k, v are
+// split into heads (B,NH,T,hs), each (b,h) one contiguous matrix, and one strided-batched
+// sgemm over the B·NH heads does a product for all of them. The full T×T score matrices are
+// multiplied (att is zero above the diagonal, so the sums are those of the CPU, in cuBLAS's
+// order); our kernels do the layout changes and the masked softmax and its backward.
+
+/* split_heads_kernel: dst (B,NH,T,hs) = the C channels of each row of src, rows ld floats
+   apart (ld = 3C for q, k or v inside qkv; C for dout). Launch: 1-D, one thread per (b,t,c),
+   B·T·C threads, so reads along a row and writes along a head's row are both coalesced. */
+__global__ void split_heads_kernel(float *dst, const float *src, int B, int T, int C, int NH, int ld) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;   // = (b*T + t)*C + c
+    if (idx >= (size_t)B * T * C) return;
+    int hs = C / NH, c = (int)(idx % C), t = (int)(idx / C % T), b = (int)(idx / ((size_t)T * C));
+    int h = c / hs, i = c % hs;
+    dst[(((size_t)b * NH + h) * T + t) * hs + i] = src[((size_t)b * T + t) * ld + c];
+}
+
+/* merge_heads_kernel: the inverse: dst row (b,t) channels c (rows ld floats apart) = src
+   (B,NH,T,hs), or += it when accumulate (the backward's dinp +=). Launch as split_heads. */
+__global__ void merge_heads_kernel(float *dst, const float *src, int B, int T, int C, int NH, int ld, int accumulate) {
+    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;   // = (b*T + t)*C + c
+    if (idx >= (size_t)B * T * C) return;
+    int hs = C / NH, c = (int)(idx % C), t = (int)(idx / C % T), b = (int)(idx / ((size_t)T * C));
+    int h = c / hs, i = c % hs;
+    float x = src[(((size_t)b * NH + h) * T + t) * hs + i];
+    float *d = dst + ((size_t)b * T + t) * ld + c;
+    *d = accumulate ? *d + x : x;
+}
+
+static void split_heads(float *dst, const float *src, int B, int T, int C, int NH, int ld) {
+    int bs = threads_per_block();
+    split_heads_kernel<<<blocks_for((size_t)B * T * C, bs), bs>>>(dst, src, B, T, C, NH, ld);
+    LAUNCH_CHECK(split_heads_kernel);
+}
+static void merge_heads(float *dst, const float *src, int B, int T, int C, int NH, int ld, int accumulate) {
+    int bs = threads_per_block();
+    merge_heads_kernel<<<blocks_for((size_t)B * T * C, bs), bs>>>(dst, src, B, T, C, NH, ld, accumulate);
+    LAUNCH_CHECK(merge_heads_kernel);
+}
+
+/* causal_softmax_kernel: in place on att (B·NH rows of T×T): row t, which holds the scaled
+   scores of every key, becomes the softmax over keys t2 ≤ t, zeros above the diagonal.
+   Launch: one warp per row (b,h,t), as attention_forward_kernel, whose softmax it shares. */
+__global__ void causal_softmax_kernel(float *att, size_t rows, int T) {
+    int lane = threadIdx.x % 32;
+    size_t row = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (row >= rows) return;
+    int t = (int)(row % T);
+    float *a = att + row * T, maxv = -FLT_MAX;
+    for (int t2 = lane; t2 <= t; t2 += 32) maxv = fmaxf(maxv, a[t2]);
+    warp_softmax_causal(a, t, maxv, lane);
+    for (int t2 = t + 1 + lane; t2 < T; t2 += 32) a[t2] = 0.0f;
+}
+
+/* causal_softmax_backward_kernel: in place on datt, which holds da = ∂L/∂att for every key:
+   ds[t2] = a[t2]·(da[t2] − Σ a·da)·scale for t2 ≤ t, zeros above the diagonal, as
+   attention_backward_scores_kernel. Launch: one warp per row (b,h,t). */
+__global__ void causal_softmax_backward_kernel(float *datt, const float *att, size_t rows, int T, float scale) {
+    int lane = threadIdx.x % 32;
+    size_t row = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
+    if (row >= rows) return;
+    int t = (int)(row % T);
+    const float *a = att + row * T;
+    float *da = datt + row * T, dot = 0.0f;
+    for (int t2 = lane; t2 <= t; t2 += 32) dot += a[t2] * da[t2];
+    dot = warp_sum(dot);
+    for (int t2 = lane; t2 < T; t2 += 32) da[t2] = t2 <= t ? a[t2] * (da[t2] - dot) * scale : 0.0f;
+}
+
+/* sgemm_heads: C_h = alpha·op(A_h)·op(B_h) for each of the batch heads h (column-major,
+   beta 0), A_h = A + h·sa and so on: one cublasSgemmStridedBatched. */
+static void sgemm_heads(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,
+                        const float *A, int lda, long long sa, const float *B, int ldb, long long sb,
+                        float *C, int ldc, long long sc, int batch) {
+    const float zero = 0.0f;
+    CUBLAS_CHECK(cublasSgemmStridedBatched(cublas(), ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &zero,
+                                           C, ldc, sc, batch));
+    time_mark("cublasSgemmStridedBatched (attention)");
+}
+
+/* attention_forward_cublas: as attention_forward. Row-major (T,hs) head matrices are
+   column-major (hs,T), so att (T,T) row-major = (k·q^T) column-major, and so on.
+   Scratch: 4·B·T·C floats (qh, kh, vh, yh). */
+static void attention_forward_cublas(float *out, float *att, const float *inp, int B, int T, int C, int NH) {
+    size_t n = (size_t)B * T * C;
+    if (n == 0) return;
+    int hs = C / NH, BH = B * NH;
+    long long sh = (long long)T * hs, sa = (long long)T * T;
+    float *qh = (float *)scratch(SCRATCH_HEADS, 4 * n * sizeof(float)), *kh = qh + n, *vh = kh + n, *yh = vh + n;
+    split_heads(qh, inp, B, T, C, NH, 3 * C);
+    split_heads(kh, inp + C, B, T, C, NH, 3 * C);
+    split_heads(vh, inp + 2 * C, B, T, C, NH, 3 * C);
+    // att[t][t2] = scale · q[t]·k[t2], every (t, t2)
+    sgemm_heads(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, 1.0f / sqrtf((float)hs), kh, hs, sh, qh, hs, sh, att, T, sa, BH);
+    int w = warps_per_block();
+    causal_softmax_kernel<<<blocks_for((size_t)BH * T, w), w * 32>>>(att, (size_t)BH * T, T);
+    LAUNCH_CHECK(causal_softmax_kernel);
+    // y[t] = Σ_t2 att[t][t2] v[t2]
+    sgemm_heads(CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, 1.0f, vh, hs, sh, att, T, sa, yh, hs, sh, BH);
+    merge_heads(out, yh, B, T, C, NH, C, 0);
+}
+
+/* attention_backward_cublas: as attention_backward (dinp +=), datt ends holding ds.
+   Scratch: 7·B·T·C floats (qh, kh, vh, dyh, dqh, dkh, dvh). */
+static void attention_backward_cublas(float *dinp, float *datt, const float *dout, const float *inp,
+                                      const float *att, int B, int T, int C, int NH) {
+    size_t n = (size_t)B * T * C;
+    if (n == 0) return;
+    int hs = C / NH, BH = B * NH;
+    long long sh = (long long)T * hs, sa = (long long)T * T;
+    float *qh = (float *)scratch(SCRATCH_HEADS, 7 * n * sizeof(float)), *kh = qh + n, *vh = kh + n;
+    float *dyh = vh + n, *dqh = dyh + n, *dkh = dqh + n, *dvh = dkh + n;
+    split_heads(qh, inp, B, T, C, NH, 3 * C);
+    split_heads(kh, inp + C, B, T, C, NH, 3 * C);
+    split_heads(vh, inp + 2 * C, B, T, C, NH, 3 * C);
+    split_heads(dyh, dout, B, T, C, NH, C);
+    // da[t][t2] = dy[t]·v[t2];  dv[t2] = Σ_t att[t][t2] dy[t]
+    sgemm_heads(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, 1.0f, vh, hs, sh, dyh, hs, sh, datt, T, sa, BH);
+    sgemm_heads(CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, dyh, hs, sh, att, T, sa, dvh, hs, sh, BH);
+    int w = warps_per_block();
+    causal_softmax_backward_kernel<<<blocks_for((size_t)BH * T, w), w * 32>>>(datt, att, (size_t)BH * T, T,
+                                                                              1.0f / sqrtf((float)hs));
+    LAUNCH_CHECK(causal_softmax_backward_kernel);
+    // dq[t] = Σ_t2 ds[t][t2] k[t2];  dk[t2] = Σ_t ds[t][t2] q[t]
+    sgemm_heads(CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, 1.0f, kh, hs, sh, datt, T, sa, dqh, hs, sh, BH);
+    sgemm_heads(CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, qh, hs, sh, datt, T, sa, dkh, hs, sh, BH);
+    merge_heads(dinp, dqh, B, T, C, NH, 3 * C, 1);
+    merge_heads(dinp + C, dkh, B, T, C, NH, 3 * C, 1);
+    merge_heads(dinp + 2 * C, dvh, B, T, C, NH, 3 * C, 1);
+}
+
+/* cuda_attention_forward: out (B,T,C), att (B,NH,T,T) with zeros above the diagonal, from
+   inp (B,T,3C). Replaces attention_forward. */
+extern "C" void cuda_attention_forward(float *out, float *att, const float *inp, int B, int T, int C, int NH) {
+    if (cuda_attention_cublas) attention_forward_cublas(out, att, inp, B, T, C, NH);
+    else attention_forward_warps(out, att, inp, B, T, C, NH);
+}
+
+/* cuda_attention_backward: dinp (B,T,3C) += ∂L/∂(q,k,v) given dout (B,T,C). Replaces
+   attention_backward. datt (B,NH,T,T) is scratch as on the CPU; here it ends holding the
+   score gradients ds (the CPU leaves ∂L/∂att there). */
+extern "C" void cuda_attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
+                                        const float *att, int B, int T, int C, int NH) {
+    if (cuda_attention_cublas) attention_backward_cublas(dinp, datt, dout, inp, att, B, T, C, NH);
+    else attention_backward_warps(dinp, datt, dout, inp, att, B, T, C, NH);
 }
 
 // ----------------------------------------------------------------------------

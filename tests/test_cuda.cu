@@ -278,16 +278,22 @@ static void test_attention(void) {
         float *d_inp = DEV_F(inp, n3), *d_dout = DEV_F(dout, n1), *d_att_ref = DEV_F(att, na);
         float *d_out = (float *)cuda_malloc(n1 * sizeof(float)), *d_att = (float *)cuda_malloc(na * sizeof(float));
         float *d_datt = (float *)cuda_malloc(na * sizeof(float));
-        FOR_BLOCK_SIZES {
+        for (int variant = 0; variant < 2; variant++) {   // the warp-per-row kernels, then cuBLAS
+          cuda_attention_cublas = variant;
+          char vlabel[100];
+          snprintf(vlabel, sizeof vlabel, "%s %s", label, variant ? "cublas" : "warps");
+          FOR_BLOCK_SIZES {
             float *d_dinp = DEV_F(dinp0, n3);
             cuda_memcpy_h2d(d_att, junk, na * sizeof(float));
             cuda_attention_forward(d_out, d_att, d_inp, B, T, C, NH);
             cuda_attention_backward(d_dinp, d_datt, d_dout, d_inp, d_att_ref, B, T, C, NH);
-            check("attention_forward", label, "out", out, d_out, n1, 2e-6, 1e-5, NULL);
-            check("attention_forward", label, "att", att, d_att, na, 1e-6, 1e-5, NULL);  // zeros above diagonal too
-            check("attention_backward", label, "dinp", dinp, d_dinp, n3, 1e-5 + 1e-7 * T, 1e-5, NULL);
+            check("attention_forward", vlabel, "out", out, d_out, n1, 2e-6, 1e-5, NULL);
+            check("attention_forward", vlabel, "att", att, d_att, na, 1e-6, 1e-5, NULL);  // zeros above diagonal too
+            check("attention_backward", vlabel, "dinp", dinp, d_dinp, n3, 1e-5 + 1e-7 * T, 1e-5, NULL);
             cuda_free(d_dinp);
+          }
         }
+        cuda_attention_cublas = 1;
         cuda_free(d_inp); cuda_free(d_dout); cuda_free(d_att_ref); cuda_free(d_out); cuda_free(d_att); cuda_free(d_datt);
         free(inp); free(dout); free(dinp0); free(out); free(att); free(datt); free(dinp); free(junk);
     }
@@ -718,7 +724,10 @@ static void test_full_step(int objective) {
         const float *cpu_tok[6] = {c.g.logp, c.g.logp_ref, c.g.logp_old, c.g.ratio, c.g.kl, c.g.dlogp};
         const float *gpu_tok[6] = {g.g.logp, g.g.logp_ref, g.g.logp_old, g.g.ratio, g.g.kl, g.g.dlogp};
         const char *names[6] = {"logp", "logp_ref", "logp_old", "ratio", "kl", "dlogp"};
-        double atol[6] = {2e-5, 2e-5, 2e-5, 1e-5, 1e-6, 1e-8}, rtol[6] = {0, 0, 0, 0, 1e-3, 1e-4};
+        // ratio = exp(logp - logp_old): log-prob errors e1, e2 change it by about ratio·(e1 + e2),
+        // so its tolerance is relative, the sum of the two log-prob tolerances (after an update at
+        // lr 3e-3 ratios reach 3 and more, and 1e-5 absolute was tighter than the log-probs allow)
+        double atol[6] = {2e-5, 2e-5, 2e-5, 1e-6, 1e-6, 1e-8}, rtol[6] = {0, 0, 0, 4e-5, 1e-3, 1e-4};
         for (int a = 0; a < 6; a++) {   // rows of max_new tokens: entries past a completion are 0 on both
             float *d = DEV_F(gpu_tok[a], NT);
             check("step_tokens", label, names[a], cpu_tok[a], d, NT, atol[a], rtol[a], a == 5 ? near : NULL);
@@ -782,7 +791,7 @@ static void test_checkpoint_roundtrip(void) {
     check_bits("checkpoint", "GPU save, CPU load", "params", c.params_memory, back.params_memory, nb);
     float *zeros = (float *)callocCheck(c.num_parameters, sizeof(float));
     check_bits("checkpoint", "GPU save, CPU load", "m (zero)", zeros, back.m_memory, nb);
-    record("checkpoint", "GPU save, CPU load", "step", st2.step == 3, st2.step, 0, 0);
+    record("checkpoint", "GPU save, CPU load", "step", st2.step == 3, fabs((double)st2.step - 3), 0, 0);  // |step - 3|
     free(zeros); remove(path);
     free_gpt(&c); free_gpt(&g); free_gpt(&back);
 }
