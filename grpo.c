@@ -681,7 +681,7 @@ static void memset_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
 #ifdef __cplusplus
 extern "C" {
 #endif
-extern int cuda_block_size, cuda_sync_launches, cuda_time_sgemm, cuda_kernel_times, cuda_attention_cublas;
+extern int cuda_block_size, cuda_sync_launches, cuda_time_sgemm, cuda_kernel_times;
 void cuda_kernel_times_start(void);
 void cuda_kernel_times_report(FILE *f, int steps);
 extern double cuda_sgemm_seconds;

@@ -33,6 +33,7 @@ Conventions
 #include <cuda_runtime.h>
 #include <cublas_v2.h>
 #include <float.h>
+#include <limits.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -44,7 +45,6 @@ int cuda_sync_launches = 0;   // 1: synchronise after each launch (debugging; te
 int cuda_time_sgemm = 0;      // 1: time every sgemm of the matmuls with CUDA events (./grpo bench)
 double cuda_sgemm_seconds = 0.0;   // their GPU time, summed while cuda_time_sgemm is 1
 int cuda_kernel_times = 0;    // 1: charge GPU time to each kernel by name (./grpo_cuda bench --kernel-times)
-int cuda_attention_cublas = 1;   // 1: attention's products through cuBLAS; 0: the warp-per-row kernels
 }
 
 // ----------------------------------------------------------------------------
@@ -140,8 +140,6 @@ extern "C" void cuda_init(int tf32) {
     CUBLAS_CHECK(cublasSetMathMode(g_cublas, tf32 ? CUBLAS_TF32_TENSOR_OP_MATH : CUBLAS_DEFAULT_MATH));
     const char *sync = getenv("GRPO_CUDA_SYNC");
     if (sync && sync[0] == '1') cuda_sync_launches = 1;
-    const char *attn = getenv("GRPO_CUDA_ATTENTION");   // cublas (default) or warps
-    if (attn && !strcmp(attn, "warps")) cuda_attention_cublas = 0;
 }
 
 static cublasHandle_t cublas(void) {
@@ -228,6 +226,17 @@ static int threads_per_block(void) {
 // warp-per-row kernels: the block size rounded down to whole warps (at least one)
 static int warps_per_block(void) { int w = threads_per_block() / 32; return w > 0 ? w : 1; }
 static unsigned blocks_for(size_t n, size_t per_block) { return (unsigned)((n + per_block - 1) / per_block); }
+
+// int_count: n as an int for the kernels that index in 32 bits (64-bit division is
+// slow on the GPU, and these kernels are memory-bound passes that it would make compute-bound); more than 2^31 − 1 is an error.
+static int int_count(size_t n, const char *what) {
+    if (n > (size_t)INT_MAX) {
+        fprintf(stderr, "error: %s has %zu elements; the CUDA kernels index at most %d\n  at %s:%d\n", what, n,
+                INT_MAX, __FILE__, __LINE__);
+        exit(1);
+    }
+    return (int)n;
+}
 
 #define CHUNK_ROWS 32   // rows summed by one thread in the first stage of a column sum
 
@@ -501,8 +510,8 @@ static void sgemm(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int 
 /* add_bias_kernel: out (N,OC) += bias (OC) broadcast over rows: the "+ bias" of matmul_forward.
    Launch: 1-D, one thread per element of out. */
 __global__ void add_bias_kernel(float *out, const float *bias, int N, int OC) {
-    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
-    if (idx >= (size_t)N * OC) return;
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;   // 32-bit: N·OC < 2^31 (int_count)
+    if (idx >= N * OC) return;
     out[idx] += bias[idx % OC];
 }
 
@@ -515,7 +524,7 @@ extern "C" void cuda_matmul_forward(float *out, const float *inp, const float *w
     sgemm(CUBLAS_OP_T, CUBLAS_OP_N, OC, N, C, weight, C, inp, C, 0.0f, out, OC);
     if (bias) {
         int bs = threads_per_block();
-        add_bias_kernel<<<blocks_for((size_t)N * OC, bs), bs>>>(out, bias, N, OC);
+        add_bias_kernel<<<blocks_for(int_count((size_t)N * OC, "matmul_forward's output"), bs), bs>>>(out, bias, N, OC);
         LAUNCH_CHECK(add_bias_kernel);
     }
 }
@@ -598,157 +607,56 @@ __device__ __forceinline__ void warp_softmax_causal(float *a, int t, float maxv,
     for (int t2 = lane; t2 <= t; t2 += 32) a[t2] *= inv;
 }
 
-/* attention_forward_kernel: one query row (b,h,t) of attention_forward: scores against keys
-   t2 ≤ t, softmax, saved to att (B,NH,T,T) with zeros above the diagonal, then out = Σ a·v.
-   Launch: one warp per row, rows ordered (b,h,t) so a warp's row of att is contiguous:
-   blocks of warps_per_block() warps, ceil(B·NH·T / warps) blocks. Lanes split the keys
-   (t2 = lane, lane+32, …) for the scores and the channels for the output; each score is a
-   serial dot product as on the CPU. Plain and readable rather than tiled (T ≤ 1024 here). */
-__global__ void attention_forward_kernel(float *out, float *att, const float *inp, int B, int T, int C, int NH) {
-    int lane = threadIdx.x % 32;
-    size_t row = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (row >= (size_t)B * NH * T) return;
-    int t = (int)(row % T), h = (int)(row / T % NH), b = (int)(row / ((size_t)T * NH));
-    int C3 = 3 * C, hs = C / NH;
-    float scale = 1.0f / sqrtf((float)hs);
-    const float *base = inp + (size_t)b * T * C3 + h * hs;      // q of position 0, head h
-    const float *q = base + (size_t)t * C3;
-    float *a = att + row * T;
-    float maxv = -FLT_MAX;
-    for (int t2 = lane; t2 <= t; t2 += 32) {
-        const float *k = base + (size_t)t2 * C3 + C;
-        float s = 0.0f;
-        for (int i = 0; i < hs; i++) s += q[i] * k[i];
-        s *= scale;
-        a[t2] = s;
-        maxv = fmaxf(maxv, s);
-    }
-    warp_softmax_causal(a, t, maxv, lane);
-    for (int t2 = t + 1 + lane; t2 < T; t2 += 32) a[t2] = 0.0f;   // above the diagonal
-    __syncwarp();    // every lane's probabilities are now visible to the whole warp
-    float *o = out + ((size_t)b * T + t) * C + h * hs;
-    for (int i = lane; i < hs; i += 32) {
-        float acc = 0.0f;
-        for (int t2 = 0; t2 <= t; t2++) acc += a[t2] * base[(size_t)t2 * C3 + 2 * C + i];
-        o[i] = acc;
+// Attention's four products go through cuBLAS, in llm.c's layout: q, k, v are split into
+// heads (B,NH,T,hs), each (b,h) one contiguous matrix, and one strided-batched sgemm over the
+// B·NH heads does a product for all of them. The full T×T score matrices are multiplied (att
+// is zero above the diagonal, so the sums are the CPU's, in cuBLAS's order); our kernels do
+// the layout changes and the masked softmax and its backward. (A warp-per-row version that
+// summed like the CPU loops ran 2.0x slower at L=8, C=512, T=256 on an H200: 97.8k against
+// 193.8k training tokens/s in one run; notes/cuda-integration.md.)
+
+/* split_heads_kernel: for each of the parts p (3: q, k, v of qkv; 1: dout), dst + p·n
+   (B,NH,T,hs) = channels p·C … p·C+C−1 of src's rows, rows ld floats apart (n = B·T·C).
+   Launch: 1-D, one thread per (b,t,c), n threads (32-bit indices: int_count), so reads along
+   a row and writes along a head's row are both coalesced. */
+__global__ void split_heads_kernel(float *dst, const float *src, int parts, int B, int T, int C, int NH, int ld) {
+    int n = B * T * C, idx = blockIdx.x * blockDim.x + threadIdx.x;   // = (b*T + t)*C + c
+    if (idx >= n) return;
+    int hs = C / NH, c = idx % C, bt = idx / C, t = bt % T, b = bt / T;
+    int to = ((b * NH + c / hs) * T + t) * hs + c % hs;
+    for (int p = 0; p < parts; p++) dst[p * n + to] = src[bt * ld + p * C + c];
+}
+
+/* merge_heads_kernel: the inverse: channels p·C + c of dst's rows (ld floats apart) = src +
+   p·n (B,NH,T,hs), or += it when accumulate (the backward's dinp +=). Launch as split_heads. */
+__global__ void merge_heads_kernel(float *dst, const float *src, int parts, int B, int T, int C, int NH, int ld,
+                                   int accumulate) {
+    int n = B * T * C, idx = blockIdx.x * blockDim.x + threadIdx.x;   // = (b*T + t)*C + c
+    if (idx >= n) return;
+    int hs = C / NH, c = idx % C, bt = idx / C, t = bt % T, b = bt / T;
+    int from = ((b * NH + c / hs) * T + t) * hs + c % hs;
+    for (int p = 0; p < parts; p++) {
+        float x = src[p * n + from], *d = dst + bt * ld + p * C + c;
+        *d = accumulate ? *d + x : x;
     }
 }
 
-static void attention_forward_warps(float *out, float *att, const float *inp, int B, int T, int C, int NH) {
-    size_t rows = (size_t)B * NH * T;
-    if (rows == 0) return;
-    int w = warps_per_block();
-    attention_forward_kernel<<<blocks_for(rows, w), w * 32>>>(out, att, inp, B, T, C, NH);
-    LAUNCH_CHECK(attention_forward_kernel);
-}
-
-/* attention_backward_scores_kernel: for query row (b,h,t): da[t2] = dout[t]·v[t2], then the
-   softmax backward ds[t2] = a[t2]·(da[t2] − Σ a·da)·scale, written to datt (zeros above the
-   diagonal). The first half of attention_backward's inner loop.
-   Launch: one warp per row (b,h,t), as attention_forward_kernel; each lane reads back only
-   the entries it wrote, so no synchronisation is needed. */
-__global__ void attention_backward_scores_kernel(float *datt, const float *dout, const float *inp,
-                                                 const float *att, int B, int T, int C, int NH) {
-    int lane = threadIdx.x % 32;
-    size_t row = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
-    if (row >= (size_t)B * NH * T) return;
-    int t = (int)(row % T), h = (int)(row / T % NH), b = (int)(row / ((size_t)T * NH));
-    int C3 = 3 * C, hs = C / NH;
-    float scale = 1.0f / sqrtf((float)hs);
-    const float *a = att + row * T, *d = dout + ((size_t)b * T + t) * C + h * hs;
-    float *da = datt + row * T, dot = 0.0f;
-    for (int t2 = lane; t2 <= t; t2 += 32) {
-        const float *v = inp + ((size_t)b * T + t2) * C3 + 2 * C + h * hs;
-        float s = 0.0f;
-        for (int i = 0; i < hs; i++) s += v[i] * d[i];
-        da[t2] = s;
-        dot += a[t2] * s;
-    }
-    dot = warp_sum(dot);
-    for (int t2 = lane; t2 < T; t2 += 32) da[t2] = t2 <= t ? a[t2] * (da[t2] - dot) * scale : 0.0f;
-}
-
-/* attention_backward_qkv_kernel: the gradients of one channel c (head h = c / hs) at one
-   position t, gathered instead of scattered:
-     dq[t] += Σ_{t2 ≤ t} ds[t,t2] k[t2]     dk[t] += Σ_{t' ≥ t} ds[t',t] q[t']
-     dv[t] += Σ_{t' ≥ t} a[t',t] dout[t']
-   The CPU scatters into dk, dv from every later query (hence its parallel loop over (b,h)
-   only); gathering gives each output one owner and the CPU's summation order.
-   Launch: 1-D, one thread per (b,t,c), B·T·C threads; a warp covers consecutive channels
-   of one position, so q/k/v/dout loads are coalesced and att/datt loads are broadcasts. */
-__global__ void attention_backward_qkv_kernel(float *dinp, const float *datt, const float *dout, const float *inp,
-                                              const float *att, int B, int T, int C, int NH) {
-    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;   // = (b*T + t)*C + c
-    if (idx >= (size_t)B * T * C) return;
-    int c = (int)(idx % C), t = (int)(idx / C % T), b = (int)(idx / ((size_t)T * C));
-    int C3 = 3 * C, h = c / (C / NH);
-    const float *x = inp + (size_t)b * T * C3 + c;                // q channel c of position 0
-    const float *s_rows = datt + ((size_t)b * NH + h) * T * T;   // ds (T,T) of (b,h)
-    const float *a_rows = att + ((size_t)b * NH + h) * T * T;
-    float *dx = dinp + ((size_t)b * T + t) * C3 + c;
-    float dq = dx[0], dk = dx[C], dv = dx[2 * C];
-    for (int t2 = 0; t2 <= t; t2++) dq += s_rows[(size_t)t * T + t2] * x[(size_t)t2 * C3 + C];
-    for (int tq = t; tq < T; tq++) {
-        dv += a_rows[(size_t)tq * T + t] * dout[((size_t)b * T + tq) * C + c];
-        dk += s_rows[(size_t)tq * T + t] * x[(size_t)tq * C3];
-    }
-    dx[0] = dq; dx[C] = dk; dx[2 * C] = dv;
-}
-
-static void attention_backward_warps(float *dinp, float *datt, const float *dout, const float *inp,
-                                     const float *att, int B, int T, int C, int NH) {
-    size_t rows = (size_t)B * NH * T, n = (size_t)B * T * C;
-    if (rows == 0 || C == 0) return;
-    int w = warps_per_block(), bs = threads_per_block();
-    attention_backward_scores_kernel<<<blocks_for(rows, w), w * 32>>>(datt, dout, inp, att, B, T, C, NH);
-    LAUNCH_CHECK(attention_backward_scores_kernel);
-    attention_backward_qkv_kernel<<<blocks_for(n, bs), bs>>>(dinp, datt, dout, inp, att, B, T, C, NH);
-    LAUNCH_CHECK(attention_backward_qkv_kernel);
-}
-
-// The same attention with its four products through cuBLAS, llm.c's layout: q, k, v are
-// split into heads (B,NH,T,hs), each (b,h) one contiguous matrix, and one strided-batched
-// sgemm over the B·NH heads does a product for all of them. The full T×T score matrices are
-// multiplied (att is zero above the diagonal, so the sums are those of the CPU, in cuBLAS's
-// order); our kernels do the layout changes and the masked softmax and its backward.
-
-/* split_heads_kernel: dst (B,NH,T,hs) = the C channels of each row of src, rows ld floats
-   apart (ld = 3C for q, k or v inside qkv; C for dout). Launch: 1-D, one thread per (b,t,c),
-   B·T·C threads, so reads along a row and writes along a head's row are both coalesced. */
-__global__ void split_heads_kernel(float *dst, const float *src, int B, int T, int C, int NH, int ld) {
-    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;   // = (b*T + t)*C + c
-    if (idx >= (size_t)B * T * C) return;
-    int hs = C / NH, c = (int)(idx % C), t = (int)(idx / C % T), b = (int)(idx / ((size_t)T * C));
-    int h = c / hs, i = c % hs;
-    dst[(((size_t)b * NH + h) * T + t) * hs + i] = src[((size_t)b * T + t) * ld + c];
-}
-
-/* merge_heads_kernel: the inverse: dst row (b,t) channels c (rows ld floats apart) = src
-   (B,NH,T,hs), or += it when accumulate (the backward's dinp +=). Launch as split_heads. */
-__global__ void merge_heads_kernel(float *dst, const float *src, int B, int T, int C, int NH, int ld, int accumulate) {
-    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;   // = (b*T + t)*C + c
-    if (idx >= (size_t)B * T * C) return;
-    int hs = C / NH, c = (int)(idx % C), t = (int)(idx / C % T), b = (int)(idx / ((size_t)T * C));
-    int h = c / hs, i = c % hs;
-    float x = src[(((size_t)b * NH + h) * T + t) * hs + i];
-    float *d = dst + ((size_t)b * T + t) * ld + c;
-    *d = accumulate ? *d + x : x;
-}
-
-static void split_heads(float *dst, const float *src, int B, int T, int C, int NH, int ld) {
+static void split_heads(float *dst, const float *src, int parts, int B, int T, int C, int NH, int ld) {
     int bs = threads_per_block();
-    split_heads_kernel<<<blocks_for((size_t)B * T * C, bs), bs>>>(dst, src, B, T, C, NH, ld);
+    int_count((size_t)B * T * ld, "split_heads' input");
+    split_heads_kernel<<<blocks_for((size_t)B * T * C, bs), bs>>>(dst, src, parts, B, T, C, NH, ld);
     LAUNCH_CHECK(split_heads_kernel);
 }
-static void merge_heads(float *dst, const float *src, int B, int T, int C, int NH, int ld, int accumulate) {
+static void merge_heads(float *dst, const float *src, int parts, int B, int T, int C, int NH, int ld, int accumulate) {
     int bs = threads_per_block();
-    merge_heads_kernel<<<blocks_for((size_t)B * T * C, bs), bs>>>(dst, src, B, T, C, NH, ld, accumulate);
+    int_count((size_t)B * T * ld, "merge_heads' output");
+    merge_heads_kernel<<<blocks_for((size_t)B * T * C, bs), bs>>>(dst, src, parts, B, T, C, NH, ld, accumulate);
     LAUNCH_CHECK(merge_heads_kernel);
 }
 
 /* causal_softmax_kernel: in place on att (B·NH rows of T×T): row t, which holds the scaled
    scores of every key, becomes the softmax over keys t2 ≤ t, zeros above the diagonal.
-   Launch: one warp per row (b,h,t), as attention_forward_kernel, whose softmax it shares. */
+   Launch: one warp per row (b,h,t): blocks of warps_per_block() warps. */
 __global__ void causal_softmax_kernel(float *att, size_t rows, int T) {
     int lane = threadIdx.x % 32;
     size_t row = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
@@ -761,8 +669,8 @@ __global__ void causal_softmax_kernel(float *att, size_t rows, int T) {
 }
 
 /* causal_softmax_backward_kernel: in place on datt, which holds da = ∂L/∂att for every key:
-   ds[t2] = a[t2]·(da[t2] − Σ a·da)·scale for t2 ≤ t, zeros above the diagonal, as
-   attention_backward_scores_kernel. Launch: one warp per row (b,h,t). */
+   ds[t2] = a[t2]·(da[t2] − Σ a·da)·scale for t2 ≤ t, zeros above the diagonal: the softmax
+   backward of attention_backward. Launch: one warp per row (b,h,t). */
 __global__ void causal_softmax_backward_kernel(float *datt, const float *att, size_t rows, int T, float scale) {
     int lane = threadIdx.x % 32;
     size_t row = (size_t)blockIdx.x * (blockDim.x / 32) + threadIdx.x / 32;
@@ -795,9 +703,7 @@ static void attention_forward_cublas(float *out, float *att, const float *inp, i
     int hs = C / NH, BH = B * NH;
     long long sh = (long long)T * hs, sa = (long long)T * T;
     float *qh = (float *)scratch(SCRATCH_HEADS, 4 * n * sizeof(float)), *kh = qh + n, *vh = kh + n, *yh = vh + n;
-    split_heads(qh, inp, B, T, C, NH, 3 * C);
-    split_heads(kh, inp + C, B, T, C, NH, 3 * C);
-    split_heads(vh, inp + 2 * C, B, T, C, NH, 3 * C);
+    split_heads(qh, inp, 3, B, T, C, NH, 3 * C);   // qh, kh, vh
     // att[t][t2] = scale · q[t]·k[t2], every (t, t2)
     sgemm_heads(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, 1.0f / sqrtf((float)hs), kh, hs, sh, qh, hs, sh, att, T, sa, BH);
     int w = warps_per_block();
@@ -805,7 +711,7 @@ static void attention_forward_cublas(float *out, float *att, const float *inp, i
     LAUNCH_CHECK(causal_softmax_kernel);
     // y[t] = Σ_t2 att[t][t2] v[t2]
     sgemm_heads(CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, 1.0f, vh, hs, sh, att, T, sa, yh, hs, sh, BH);
-    merge_heads(out, yh, B, T, C, NH, C, 0);
+    merge_heads(out, yh, 1, B, T, C, NH, C, 0);
 }
 
 /* attention_backward_cublas: as attention_backward (dinp +=), datt ends holding ds.
@@ -818,10 +724,8 @@ static void attention_backward_cublas(float *dinp, float *datt, const float *dou
     long long sh = (long long)T * hs, sa = (long long)T * T;
     float *qh = (float *)scratch(SCRATCH_HEADS, 7 * n * sizeof(float)), *kh = qh + n, *vh = kh + n;
     float *dyh = vh + n, *dqh = dyh + n, *dkh = dqh + n, *dvh = dkh + n;
-    split_heads(qh, inp, B, T, C, NH, 3 * C);
-    split_heads(kh, inp + C, B, T, C, NH, 3 * C);
-    split_heads(vh, inp + 2 * C, B, T, C, NH, 3 * C);
-    split_heads(dyh, dout, B, T, C, NH, C);
+    split_heads(qh, inp, 3, B, T, C, NH, 3 * C);   // qh, kh, vh
+    split_heads(dyh, dout, 1, B, T, C, NH, C);
     // da[t][t2] = dy[t]·v[t2];  dv[t2] = Σ_t att[t][t2] dy[t]
     sgemm_heads(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, 1.0f, vh, hs, sh, dyh, hs, sh, datt, T, sa, BH);
     sgemm_heads(CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, dyh, hs, sh, att, T, sa, dvh, hs, sh, BH);
@@ -832,16 +736,13 @@ static void attention_backward_cublas(float *dinp, float *datt, const float *dou
     // dq[t] = Σ_t2 ds[t][t2] k[t2];  dk[t2] = Σ_t ds[t][t2] q[t]
     sgemm_heads(CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, 1.0f, kh, hs, sh, datt, T, sa, dqh, hs, sh, BH);
     sgemm_heads(CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, qh, hs, sh, datt, T, sa, dkh, hs, sh, BH);
-    merge_heads(dinp, dqh, B, T, C, NH, 3 * C, 1);
-    merge_heads(dinp + C, dkh, B, T, C, NH, 3 * C, 1);
-    merge_heads(dinp + 2 * C, dvh, B, T, C, NH, 3 * C, 1);
+    merge_heads(dinp, dqh, 3, B, T, C, NH, 3 * C, 1);   // dqh, dkh, dvh into dinp's q, k, v
 }
 
 /* cuda_attention_forward: out (B,T,C), att (B,NH,T,T) with zeros above the diagonal, from
    inp (B,T,3C). Replaces attention_forward. */
 extern "C" void cuda_attention_forward(float *out, float *att, const float *inp, int B, int T, int C, int NH) {
-    if (cuda_attention_cublas) attention_forward_cublas(out, att, inp, B, T, C, NH);
-    else attention_forward_warps(out, att, inp, B, T, C, NH);
+    attention_forward_cublas(out, att, inp, B, T, C, NH);
 }
 
 /* cuda_attention_backward: dinp (B,T,3C) += ∂L/∂(q,k,v) given dout (B,T,C). Replaces
@@ -849,8 +750,7 @@ extern "C" void cuda_attention_forward(float *out, float *att, const float *inp,
    score gradients ds (the CPU leaves ∂L/∂att there). */
 extern "C" void cuda_attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
                                         const float *att, int B, int T, int C, int NH) {
-    if (cuda_attention_cublas) attention_backward_cublas(dinp, datt, dout, inp, att, B, T, C, NH);
-    else attention_backward_warps(dinp, datt, dout, inp, att, B, T, C, NH);
+    attention_backward_cublas(dinp, datt, dout, inp, att, B, T, C, NH);
 }
 
 // ----------------------------------------------------------------------------
@@ -900,7 +800,7 @@ extern "C" void cuda_kv_append(float *kt, float *v, const float *qkv, const int 
 
 /* attention_decode_kernel: head h of sequence b: the new query (in qkv (B,3C)) against the
    cached keys 0..t = pos[b], softmax, out (B,C) = Σ a·v. Replaces attention_decode; same
-   steps as attention_forward_kernel for one query row. att (B·NH, Tp) is scratch for the
+   steps as attention_forward (CPU) for one query row. att (B·NH, Tp) is scratch for the
    probabilities. Launch: one warp per (b,h): blocks of warps_per_block() warps,
    ceil(B·NH / warps) blocks; lanes split the keys (t2 = lane, lane+32, …; loads of kt are
    coalesced across lanes) for the scores and the channels for the output. */

@@ -16,6 +16,7 @@ Reductions that must be deterministic are also run twice and compared bit for bi
 
   ./tests/test_cuda            all sizes and block sizes
   ./tests/test_cuda --quick    small sizes, block sizes 100 and 1024 (for compute-sanitizer)
+  ./tests/test_cuda --kernels  the kernel tests alone; --steps: the full steps alone
 
 Without a GPU it prints `test-cuda: no GPU found, skipped` and exits 0. Otherwise it ends with
 a table per kernel and `N passed, N failed`; exit status 1 on any failure.
@@ -262,7 +263,7 @@ static void test_matmul(void) {
 static void test_attention(void) {
     // B, T, C, NH, in quick mode; T = 37 and 70 cross warp boundaries, NH = 3 gives hs = 16
     int cases[][5] = {{1, 1, 4, 1, 1}, {2, 5, 8, 2, 1}, {3, 37, 48, 3, 1}, {2, 64, 128, 4, 1},
-                      {1, 70, 64, 4, 0}, {16, 64, 128, 4, 0}};
+                      {1, 70, 64, 4, 0}, {16, 64, 128, 4, 0}, {2, 256, 512, 8, 0}, {1, 300, 40, 5, 0}};
     for (size_t ci = 0; ci < sizeof cases / sizeof cases[0]; ci++) {
         int B = cases[ci][0], T = cases[ci][1], C = cases[ci][2], NH = cases[ci][3];
         if (g_quick && !cases[ci][4]) continue;
@@ -278,22 +279,16 @@ static void test_attention(void) {
         float *d_inp = DEV_F(inp, n3), *d_dout = DEV_F(dout, n1), *d_att_ref = DEV_F(att, na);
         float *d_out = (float *)cuda_malloc(n1 * sizeof(float)), *d_att = (float *)cuda_malloc(na * sizeof(float));
         float *d_datt = (float *)cuda_malloc(na * sizeof(float));
-        for (int variant = 0; variant < 2; variant++) {   // the warp-per-row kernels, then cuBLAS
-          cuda_attention_cublas = variant;
-          char vlabel[100];
-          snprintf(vlabel, sizeof vlabel, "%s %s", label, variant ? "cublas" : "warps");
-          FOR_BLOCK_SIZES {
+        FOR_BLOCK_SIZES {
             float *d_dinp = DEV_F(dinp0, n3);
             cuda_memcpy_h2d(d_att, junk, na * sizeof(float));
             cuda_attention_forward(d_out, d_att, d_inp, B, T, C, NH);
             cuda_attention_backward(d_dinp, d_datt, d_dout, d_inp, d_att_ref, B, T, C, NH);
-            check("attention_forward", vlabel, "out", out, d_out, n1, 2e-6, 1e-5, NULL);
-            check("attention_forward", vlabel, "att", att, d_att, na, 1e-6, 1e-5, NULL);  // zeros above diagonal too
-            check("attention_backward", vlabel, "dinp", dinp, d_dinp, n3, 1e-5 + 1e-7 * T, 1e-5, NULL);
+            check("attention_forward", label, "out", out, d_out, n1, 2e-6, 1e-5, NULL);
+            check("attention_forward", label, "att", att, d_att, na, 1e-6, 1e-5, NULL);  // zeros above diagonal too
+            check("attention_backward", label, "dinp", dinp, d_dinp, n3, 1e-5 + 1e-7 * T, 1e-5, NULL);
             cuda_free(d_dinp);
-          }
         }
-        cuda_attention_cublas = 1;
         cuda_free(d_inp); cuda_free(d_dout); cuda_free(d_att_ref); cuda_free(d_out); cuda_free(d_att); cuda_free(d_datt);
         free(inp); free(dout); free(dinp0); free(out); free(att); free(datt); free(dinp); free(junk);
     }
@@ -856,11 +851,12 @@ static void test_full_steps(void) {
 }
 
 int main(int argc, char **argv) {
-    int only_steps = 0;
+    int only_steps = 0, only_kernels = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) g_quick = 1;
         else if (!strcmp(argv[i], "--steps")) only_steps = 1;
-        else { fprintf(stderr, "usage: %s [--quick] [--steps]\n", argv[0]); return 2; }
+        else if (!strcmp(argv[i], "--kernels")) only_kernels = 1;
+        else { fprintf(stderr, "usage: %s [--quick] [--steps | --kernels]\n", argv[0]); return 2; }
     }
     if (cuda_device_count() == 0) {
         printf("test-cuda: no GPU found, skipped\n");
@@ -885,7 +881,7 @@ int main(int argc, char **argv) {
         test_optimizer();
         test_decode();
     }
-    test_full_steps();
+    if (!only_kernels) test_full_steps();
     cuda_shutdown();
     printf("\n== summary (%.1f s)\n%-24s %7s %7s  %s\n", wall_seconds() - t0, "kernel", "checks", "failed", "worst max|diff|");
     for (int i = 0; i < g_nstats; i++)
