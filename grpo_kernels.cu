@@ -85,14 +85,19 @@ static void launch_check(const char *kernel, const char *file, int line) {
 static struct { const char *name; double ms; long calls; } g_timed[MAX_TIMED];
 static int g_num_timed = 0;
 static cudaEvent_t g_marks[2];
+static double g_empty_mark_ms = 0.0;   // the time charged by a mark with nothing launched before it
 
-// cuda_kernel_times_start: empties the table and sets the first mark (turns timing on).
+/* cuda_kernel_times_start: empties the table and sets the first mark (turns timing on). First
+   times 20 empty marks: what each row's calls carry of waiting, reported with the table. */
 extern "C" void cuda_kernel_times_start(void) {
     if (!g_marks[0]) { CUDA_CHECK(cudaEventCreate(&g_marks[0])); CUDA_CHECK(cudaEventCreate(&g_marks[1])); }
-    g_num_timed = 0;
     cuda_kernel_times = 1;
     CUDA_CHECK(cudaEventRecord(g_marks[0], 0));
     CUDA_CHECK(cudaEventSynchronize(g_marks[0]));
+    g_num_timed = 0;
+    for (int i = 0; i < 20; i++) time_mark("(empty mark)");
+    g_empty_mark_ms = g_timed[0].ms / 20;
+    g_num_timed = 0;
 }
 
 static void time_mark(const char *name) {
@@ -118,7 +123,8 @@ extern "C" void cuda_kernel_times_report(FILE *f, int steps) {
     for (int i = 0; i < g_num_timed; i++)   // selection sort: a few dozen rows
         for (int j = i + 1; j < g_num_timed; j++)
             if (g_timed[j].ms > g_timed[i].ms) { auto t = g_timed[i]; g_timed[i] = g_timed[j]; g_timed[j] = t; }
-    fprintf(f, "kernel times per training step (%d steps, each launch waited for):\n", steps);
+    fprintf(f, "kernel times per training step (%d steps, each launch waited for; an empty mark takes %.1f us,\n"
+               "which every call below carries):\n", steps, 1e3 * g_empty_mark_ms);
     fprintf(f, "  %-42s %8s %10s %6s\n", "kernel", "calls", "ms", "share");
     for (int i = 0; i < g_num_timed; i++)
         fprintf(f, "  %-42s %8.0f %10.3f %5.1f%%\n", g_timed[i].name, (double)g_timed[i].calls / steps,
