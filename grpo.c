@@ -3470,6 +3470,18 @@ static int cmd_check(int argc, char **argv, Options *o) {
 // ----------------------------------------------------------------------------
 // bench: training and sampling throughput of the model (make bench compares with PyTorch)
 
+// one timed training step of bench: forward, log-probs, backward, clipping, AdamW step t
+static void bench_train_step(GPT *m, const int *inputs, const int *targets, float *logp, const float *dlogp,
+                             int B, int T, const AdamWConfig *opt, int t) {
+    gpt_forward(m, inputs, B, T);
+    gpt_logprob_forward(m, logp, targets, B * T, 1.0f, NULL);
+    gpt_zero_grad(m);
+    gpt_logprob_backward(m, targets, dlogp, B * T, 1.0f);
+    gpt_backward(m, inputs);
+    clip_grad_norm(m, 1.0f);
+    adamw_update(m, opt, 1e-4f, t);
+}
+
 static int cmd_bench(int argc, char **argv, Options *o) {
     o->batch_size = 16; o->steps = 10;
     const char *syn = "Training throughput (forward + backward + AdamW on a fixed B x maxT batch) and\n"
@@ -3490,13 +3502,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     double t0 = 0;
     for (int it = 0; it < 3 + o->steps; it++) {
         if (it == 3) t0 = wall_seconds();
-        gpt_forward(&m, inputs, B, T);
-        gpt_logprob_forward(&m, logp, targets, B * T, 1.0f, NULL);
-        gpt_zero_grad(&m);
-        gpt_logprob_backward(&m, targets, dlogp, B * T, 1.0f);
-        gpt_backward(&m, inputs);
-        clip_grad_norm(&m, 1.0f);
-        adamw_update(&m, &opt, 1e-4f, it + 1);
+        bench_train_step(&m, inputs, targets, logp, dlogp, B, T, &opt, it + 1);
     }
 #ifdef GRPO_CUDA
     if (m.on_device) cuda_synchronize();   // the GPU runs behind the host: wait for the last step
@@ -3555,15 +3561,8 @@ static int cmd_bench(int argc, char **argv, Options *o) {
                100.0 * alone / cuda_sgemm_seconds, 1e3 * B * T / train_tok_s);
         if (o->kernel_times) {
             cuda_kernel_times_start();
-            for (int it = 0; it < 3; it++) {
-                gpt_forward(&m, inputs, B, T);
-                gpt_logprob_forward(&m, logp, targets, B * T, 1.0f, NULL);
-                gpt_zero_grad(&m);
-                gpt_logprob_backward(&m, targets, dlogp, B * T, 1.0f);
-                gpt_backward(&m, inputs);
-                clip_grad_norm(&m, 1.0f);
-                adamw_update(&m, &opt, 1e-4f, 4 + o->steps + it);
-            }
+            for (int it = 0; it < 3; it++)
+                bench_train_step(&m, inputs, targets, logp, dlogp, B, T, &opt, 4 + o->steps + it);
             cuda_kernel_times_report(stdout, 3);
         }
     }

@@ -613,7 +613,7 @@ __device__ __forceinline__ void warp_softmax_causal(float *a, int t, float maxv,
     for (int t2 = lane; t2 <= t; t2 += 32) a[t2] *= inv;
 }
 
-// Attention's four products go through cuBLAS, in llm.c's layout: q, k, v are split into
+// Attention's six products go through cuBLAS, in llm.c's layout: q, k, v are split into
 // heads (B,NH,T,hs), each (b,h) one contiguous matrix, and one strided-batched sgemm over the
 // B·NH heads does a product for all of them. The full T×T score matrices are multiplied (att
 // is zero above the diagonal, so the sums are the CPU's, in cuBLAS's order); our kernels do
