@@ -18,11 +18,11 @@ grpo: grpo.c
 	@echo "make: OpenMP $(if $(OMP),on ($(OMP)),off: the compiler does not accept -fopenmp; building single-threaded)"
 	$(CC) $(CFLAGS) $(if $(OMP),$(OMP),$(NOOMP)) grpo.c -o $@ $(LDLIBS)
 
-tests/test_grpo: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c tests/fuzz/replay.c tests/fuzz/fz_entry.h
+tests/test_grpo: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c tests/fuzz/replay.c tests/fuzz/fz_entry.h tests/ref_model.h
 	$(CC) $(CFLAGS) $(OMP) tests/test_grpo.c -o $@ $(LDLIBS)
 
 # the same suite built without OpenMP: the file must compile and run correctly single-threaded
-tests/test_grpo_noomp: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c tests/fuzz/replay.c tests/fuzz/fz_entry.h
+tests/test_grpo_noomp: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c tests/fuzz/replay.c tests/fuzz/fz_entry.h tests/ref_model.h
 	$(CC) $(CFLAGS) $(NOOMP) tests/test_grpo.c -o $@ $(LDLIBS)
 
 test: grpo tests/test_grpo tests/test_grpo_noomp cuda-compile
@@ -30,7 +30,7 @@ test: grpo tests/test_grpo tests/test_grpo_noomp cuda-compile
 
 # the whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (single-threaded
 # build: libgomp's thread pool is not instrumented and would hide nothing but add noise)
-tests/test_grpo_asan: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c tests/fuzz/replay.c tests/fuzz/fz_entry.h
+tests/test_grpo_asan: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c tests/fuzz/replay.c tests/fuzz/fz_entry.h tests/ref_model.h
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	  -Wall -Wextra -Wno-unused-function tests/test_grpo.c -o $@ $(LDLIBS)
 
@@ -66,7 +66,7 @@ grpo_cuda: grpo.c grpo_kernels.o
 	$(CC) $(CFLAGS) $(OMP) -DGRPO_CUDA grpo.c grpo_kernels.o -o $@ $(LDLIBS) -L$(CUDA_LIB) -lcudart -lcublas -lstdc++
 
 # every CUDA kernel against the grpo.c CPU function it replaces
-tests/test_cuda: tests/test_cuda.cu grpo.c grpo_kernels.o
+tests/test_cuda: tests/test_cuda.cu grpo.c grpo_kernels.o tests/ref_model.h
 	$(NVCC) $(NVCCFLAGS) --diag-suppress=1675 -Xcompiler -Wall,-Wno-unused-function $(if $(OMP),-Xcompiler $(OMP)) \
 	  tests/test_cuda.cu grpo_kernels.o -o $@ -lcublas
 

@@ -16,7 +16,10 @@ Reductions that must be deterministic are also run twice and compared bit for bi
 
   ./tests/test_cuda            all sizes and block sizes
   ./tests/test_cuda --quick    small sizes, block sizes 100 and 1024 (for compute-sanitizer)
-  ./tests/test_cuda --kernels  the kernel tests alone; --steps: the full steps alone
+  ./tests/test_cuda --kernels  the kernel tests alone; --steps: the PyTorch reference and the
+                               full steps alone
+  ./tests/test_cuda --reference-cpu   the PyTorch-reference test on the CPU model (no GPU
+                               needed): checks the harness that runs on the GPU model
 
 Without a GPU it prints `test-cuda: no GPU found, skipped` and exits 0. Otherwise it ends with
 a table per kernel and `N passed, N failed`; exit status 1 on any failure.
@@ -37,6 +40,7 @@ same seed must give the same bits (tokens, loss, norm, kl, parameters).
 #define GRPO_CUDA     // grpo.c's CUDA build: the cuda_* prototypes, models on the GPU after cuda_enabled = 1
 #endif
 #include "../grpo.c"
+#include "ref_model.h"
 #include <cuda_runtime.h>
 
 // ----------------------------------------------------------------------------
@@ -64,11 +68,9 @@ static void record(const char *kernel, const char *label, const char *what, int 
            label, cuda_block_size, what, max_diff, atol, rtol);
 }
 
-// Compares n floats at dev (device) with ref (host); skip (host, may be NULL) marks elements left out.
-static int check(const char *kernel, const char *label, const char *what, const float *ref, const float *dev,
-                 size_t n, double atol, double rtol, const unsigned char *skip) {
-    float *got = (float *)mallocCheck(n * sizeof(float) + 1);
-    cuda_memcpy_d2h(got, dev, n * sizeof(float));
+// Compares n floats got with ref (both host); skip (may be NULL) marks elements left out.
+static int check_values(const char *kernel, const char *label, const char *what, const float *ref,
+                        const float *got, size_t n, double atol, double rtol, const unsigned char *skip) {
     double max_diff = 0.0;
     int ok = 1;
     for (size_t i = 0; i < n; i++) {
@@ -77,8 +79,17 @@ static int check(const char *kernel, const char *label, const char *what, const 
         if (!(d <= atol + rtol * fabs((double)ref[i]))) ok = 0;    // NaN fails
         if (!(d <= max_diff)) max_diff = isnan(d) ? INFINITY : d;
     }
-    free(got);
     record(kernel, label, what, ok, max_diff, atol, rtol);
+    return ok;
+}
+
+// As check_values, for n floats at dev (device memory).
+static int check(const char *kernel, const char *label, const char *what, const float *ref, const float *dev,
+                 size_t n, double atol, double rtol, const unsigned char *skip) {
+    float *got = (float *)mallocCheck(n * sizeof(float) + 1);
+    cuda_memcpy_d2h(got, dev, n * sizeof(float));
+    int ok = check_values(kernel, label, what, ref, got, n, atol, rtol, skip);
+    free(got);
     return ok;
 }
 
@@ -850,13 +861,99 @@ static void test_full_steps(void) {
     cuda_block_size = bs;
 }
 
+// ----------------------------------------------------------------------------
+// The model against PyTorch (tests/ref_model.bin, the core tests' reference)
+
+// n floats of model m (device or host memory) as a fresh host array
+static float *model_floats(const GPT *m, const float *p, size_t n) {
+    float *h = (float *)mallocCheck(n * sizeof(float) + 1);
+    if (m->on_device) cuda_memcpy_d2h(h, p, n * sizeof(float));
+    else memcpy(h, p, n * sizeof(float));
+    return h;
+}
+
+// got (from model m) against PyTorch's ref with test_grpo.c's rule |d| <= tol·(|ref| + floor)
+static void check_model(const GPT *m, const char *label, const char *what, const float *ref, const float *got,
+                        size_t n, double tol, double floor_) {
+    float *h = model_floats(m, got, n);
+    check_values("pytorch_reference", label, what, ref, h, n, tol * floor_, tol, NULL);
+    free(h);
+}
+
+/* test_pytorch_reference: the model, on the GPU (on_device = 1) or the CPU, against PyTorch
+   float64 autograd (tests/gen_reference.py) with the tolerances of test_grpo.c's
+   test_model_vs_pytorch: logits, log-probs at T = 0.7, the masked SFT loss, every parameter
+   gradient, the gradient of Σ w·logp at T = 0.7, the losses of five clipped AdamW steps and
+   the parameters after them (the key bias left out: its exact gradient is zero and its float
+   one is rounding noise that Adam turns into full steps; test_grpo.c explains). Run on the CPU
+   (./tests/test_cuda --reference-cpu, no GPU needed) it checks this harness itself. */
+static void test_pytorch_reference(int on_device) {
+    const char *label = on_device ? "GPU model vs PyTorch" : "CPU model vs PyTorch";
+    Reference r;
+    cuda_enabled = on_device;
+    load_reference(&r, "tests/ref_model.bin");
+    cuda_enabled = 0;
+    GPT *m = &r.m;
+    int BT = r.B * r.T, V = m->config.vocab_size;
+    size_t P = m->num_parameters;
+    gpt_forward(m, r.inputs, r.B, r.T);
+    check_model(m, label, "logits", r.logits, m->acts.logits, (size_t)BT * V, 1e-4, 1e-2);
+    float *lp = (float *)mallocCheck(BT * sizeof(float));
+    gpt_logprob_forward(m, lp, r.targets, BT, r.hp[0], NULL);                  // host out on both sides
+    check_values("pytorch_reference", label, "logp T=0.7", r.logp, lp, BT, 1e-6, 1e-4, NULL);
+    float loss = reference_loss_backward(&r, 1);
+    check_scalar("pytorch_reference", label, "loss", r.loss, loss, 0, 1e-5);
+    size_t off = 0;
+    for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
+        char what[32];
+        snprintf(what, sizeof what, "d%s", PARAM_NAMES[t]);
+        check_model(m, label, what, r.grads + off, m->grads_memory + off, m->param_sizes[t], 2e-3, 1e-3);
+        off += m->param_sizes[t];
+    }
+    float *w = (float *)mallocCheck(BT * sizeof(float));
+    for (int i = 0; i < BT; i++) w[i] = (i % 7 - 3) / 10.0f;
+    gpt_forward(m, r.inputs, r.B, r.T);
+    gpt_logprob_forward(m, lp, r.targets, BT, r.hp[0], NULL);
+    gpt_zero_grad(m);
+    gpt_logprob_backward(m, r.targets, w, BT, r.hp[0]);
+    gpt_backward(m, r.inputs);
+    check_model(m, label, "d(Σw·logp)", r.grad_logp, m->grads_memory, P, 2e-3, 1e-3);
+    AdamWConfig opt = {r.hp[1], r.hp[2], r.hp[3], r.hp[4], r.hp[5], r.hp[6], 0, 100, 2, 1.0f};
+    float losses[16];
+    reference_set_params(m, r.params0);
+    for (int s = 0; s < r.h[9] && s < 16; s++) {
+        losses[s] = reference_loss_backward(&r, 1);
+        clip_grad_norm(m, opt.grad_clip);
+        adamw_update(m, &opt, opt.lr, s + 1);
+    }
+    check_values("pytorch_reference", label, "AdamW losses", r.adam_losses, losses, r.h[9] < 16 ? r.h[9] : 16, 0,
+                 1e-5, NULL);
+    float *mine = model_floats(m, m->params_memory, P), *theirs = copy_floats(r.final_params, P);
+    int C = m->config.channels, L = m->config.num_layers;
+    size_t kb = 0;   // offset of qkvb: the tensors before it
+    for (int t = 0; t < NUM_PARAM_TENSORS && strcmp(PARAM_NAMES[t], "qkvb"); t++) kb += m->param_sizes[t];
+    for (int l = 0; l < L; l++)
+        for (int i = C; i < 2 * C; i++) mine[kb + (size_t)l * 3 * C + i] = theirs[kb + (size_t)l * 3 * C + i] = 0.0f;
+    check_values("pytorch_reference", label, "AdamW params", theirs, mine, P, 1e-4 * 0.5, 1e-4, NULL);
+    free(mine); free(theirs); free(lp); free(w);
+    free(r.params0); free(r.inputs); free(r.targets); free(r.mask); free(r.logits); free(r.logp); free(r.grads);
+    free(r.grad_logp); free(r.adam_losses); free(r.final_params);
+    free_gpt(m);
+}
+
 int main(int argc, char **argv) {
-    int only_steps = 0, only_kernels = 0;
+    int only_steps = 0, only_kernels = 0, reference_cpu = 0;
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) g_quick = 1;
         else if (!strcmp(argv[i], "--steps")) only_steps = 1;
         else if (!strcmp(argv[i], "--kernels")) only_kernels = 1;
-        else { fprintf(stderr, "usage: %s [--quick] [--steps | --kernels]\n", argv[0]); return 2; }
+        else if (!strcmp(argv[i], "--reference-cpu")) reference_cpu = 1;
+        else { fprintf(stderr, "usage: %s [--quick] [--steps | --kernels | --reference-cpu]\n", argv[0]); return 2; }
+    }
+    if (reference_cpu) {   // the PyTorch-reference harness on the CPU model: needs no GPU
+        test_pytorch_reference(0);
+        printf("%d passed, %d failed\n", g_pass, g_fail);
+        return g_fail ? 1 : 0;
     }
     if (cuda_device_count() == 0) {
         printf("test-cuda: no GPU found, skipped\n");
@@ -881,6 +978,7 @@ int main(int argc, char **argv) {
         test_optimizer();
         test_decode();
     }
+    if (!only_kernels) test_pytorch_reference(1);
     if (!only_kernels) test_full_steps();
     cuda_shutdown();
     printf("\n== summary (%.1f s)\n%-24s %7s %7s  %s\n", wall_seconds() - t0, "kernel", "checks", "failed", "worst max|diff|");

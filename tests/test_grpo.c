@@ -110,59 +110,7 @@ static int want(const char *group, const char *only) { return !only || !strcmp(g
 // ----------------------------------------------------------------------------
 // The model against PyTorch (tests/ref_model.bin)
 
-typedef struct {
-    int32_t h[32];
-    float hp[16];
-    GPT m;
-    int B, T;
-    int *inputs, *targets;
-    float *mask, *logits, *logp, loss, *grads, *grad_logp, *adam_losses, *final_params, *params0;
-} Reference;
-
-static void load_reference(Reference *r, const char *path) {
-    FILE *f = fopenCheck(path, "rb");
-    freadCheck(r->h, 4, 32, f, "header");
-    if (r->h[0] != 20261129 || r->h[1] != 1) { fprintf(stderr, "%s: bad reference header\n", path); exit(1); }
-    freadCheck(r->hp, 4, 16, f, "hparams");
-    GPTConfig c = {r->h[3], r->h[2], r->h[4], r->h[5], r->h[6]};
-    r->B = r->h[7]; r->T = r->h[8];
-    build_gpt(&r->m, c, r->B, 0);
-    size_t P = r->m.num_parameters, BT = (size_t)r->B * r->T, V = c.vocab_size;
-    r->params0 = (float *)mallocCheck(P * 4);
-    freadCheck(r->params0, 4, P, f, "params");
-    memcpy(r->m.params_memory, r->params0, P * 4);
-    r->inputs = (int *)mallocCheck(BT * 4); r->targets = (int *)mallocCheck(BT * 4);
-    r->mask = (float *)mallocCheck(BT * 4); r->logits = (float *)mallocCheck(BT * V * 4);
-    r->logp = (float *)mallocCheck(BT * 4); r->grads = (float *)mallocCheck(P * 4);
-    r->grad_logp = (float *)mallocCheck(P * 4); r->adam_losses = (float *)mallocCheck(r->h[9] * 4);
-    r->final_params = (float *)mallocCheck(P * 4);
-    freadCheck(r->inputs, 4, BT, f, "inputs"); freadCheck(r->targets, 4, BT, f, "targets");
-    freadCheck(r->mask, 4, BT, f, "mask"); freadCheck(r->logits, 4, BT * V, f, "logits");
-    freadCheck(r->logp, 4, BT, f, "logp"); freadCheck(&r->loss, 4, 1, f, "loss");
-    freadCheck(r->grads, 4, P, f, "grads"); freadCheck(r->grad_logp, 4, P, f, "grad_logp");
-    freadCheck(r->adam_losses, 4, r->h[9], f, "adam_losses"); freadCheck(r->final_params, 4, P, f, "final_params");
-    fclose(f);
-}
-
-// masked SFT loss of the reference batch and its gradient (grads zeroed first); returns loss
-static float reference_loss_backward(Reference *r, int backward) {
-    int BT = r->B * r->T, V = r->m.config.vocab_size;
-    int *tg = (int *)mallocCheck(BT * 4);
-    float *lp = (float *)mallocCheck(BT * 4), *dl = (float *)mallocCheck(BT * 4);
-    float count = 0;
-    for (int i = 0; i < BT; i++) { tg[i] = r->mask[i] > 0 ? r->targets[i] : -1; count += r->mask[i]; }
-    gpt_forward(&r->m, r->inputs, r->B, r->T);
-    logprob_forward(lp, r->m.acts.probs, r->m.acts.logits, tg, BT, V, 1.0f, NULL);
-    double loss = 0;
-    for (int i = 0; i < BT; i++) { if (tg[i] >= 0) loss -= lp[i]; dl[i] = tg[i] >= 0 ? -1.0f / count : 0.0f; }
-    if (backward) {
-        gpt_zero_grad(&r->m);
-        logprob_backward(r->m.grads_acts.logits, r->m.acts.probs, tg, dl, BT, V, 1.0f);
-        gpt_backward(&r->m, r->inputs);
-    }
-    free(tg); free(lp); free(dl);
-    return (float)(loss / count);
-}
+#include "ref_model.h"
 
 static void test_model_vs_pytorch(void) {
     Reference r;
