@@ -63,7 +63,7 @@ grpo_kernels.o: grpo_kernels.cu
 	$(NVCC) $(NVCCFLAGS) -Xcompiler -Wall,-Wextra -c grpo_kernels.cu -o $@
 
 grpo_cuda: grpo.c grpo_kernels.o
-	$(CC) $(CFLAGS) $(OMP) -DGRPO_CUDA grpo.c grpo_kernels.o -o $@ $(LDLIBS) -L$(CUDA_LIB) -lcudart -lcublas -lstdc++
+	$(CC) $(CFLAGS) $(OMP) -DGRPO_CUDA grpo.c grpo_kernels.o -o $@ $(LDLIBS) -L$(CUDA_LIB) -Wl,-rpath,$(CUDA_LIB) -lcudart -lcublas -lstdc++
 
 # every CUDA kernel against the grpo.c CPU function it replaces
 tests/test_cuda: tests/test_cuda.cu grpo.c grpo_kernels.o tests/ref_model.h
@@ -81,7 +81,7 @@ bench: grpo
 
 # The CUDA build's bench (needs a GPU): the default model, then a larger one (8 layers, width
 # 512, context 256); each beside PyTorch eager on the GPU when PyTorch with CUDA is installed.
-# grpo_cuda bench also times the step's cuBLAS products alone (the "sgemm" line).
+# grpo_cuda bench also times the step's matmul products (cuBLAS) alone (the "sgemm" line).
 BENCH_LARGE := --layers 8 --heads 8 --channels 512 --context 256
 TORCH_LARGE := --L 8 --NH 8 --C 512 --maxT 256
 TORCH_CUDA  := python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2>/dev/null

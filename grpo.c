@@ -134,13 +134,20 @@ static int same_file(const char *a, const char *b) {
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+// the program's name in usage messages
+#ifdef GRPO_CUDA
+#define PROG "./grpo_cuda"
+#else
+#define PROG "./grpo"
+#endif
+
 // Usage error: names the option and what was expected, exit status 2.
 static void usage_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "usage error: ");
     vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n  (run './grpo --help' or './grpo <command> --help')\n");
+    fprintf(stderr, "\n  (run '" PROG " --help' or '" PROG " <command> --help')\n");
     va_end(ap);
     exit(EXIT_USAGE);
 }
@@ -743,7 +750,8 @@ static void cuda_startup(int tf32) {
     const char *why = "unknown";
     if (!cuda_enabled && cuda_probe(&why) == 0) {
         fprintf(stderr, "error: this is the CUDA build (grpo_cuda), and it found no usable NVIDIA GPU: %s\n"
-                        "  hint: check the GPU and its driver with nvidia-smi, or use the CPU build (make; ./grpo)\n", why);
+                        "  hint: no NVIDIA driver, or one older than this CUDA runtime, or no GPU: check with nvidia-smi,\n"
+                        "  or use the CPU build (make; ./grpo)\n", why);
         exit(EXIT_INPUT);
     }
     cuda_init(tf32);
@@ -2261,7 +2269,7 @@ static void print_option_value(FILE *f, const Options *o, const OptSpec *s) {
 }
 
 static void print_help(const char *cmd, unsigned mask, const char *synopsis, const Options *defaults) {
-    printf("usage: ./grpo %s%s\n\n%s\n\noptions (default in brackets):\n", cmd, mask ? " [--option value ...]" : "", synopsis);
+    printf("usage: " PROG " %s%s\n\n%s\n\noptions (default in brackets):\n", cmd, mask ? " [--option value ...]" : "", synopsis);
     for (int i = 0; i < NUM_OPTIONS; i++) {
         const OptSpec *s = &OPTIONS[i];
         if (!(s->cmds & mask)) continue;
@@ -2297,7 +2305,14 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
         int c = getopt_long(argc, argv, ":h", longopts, NULL);
         if (c == -1) break;
         if (c == 'h') { print_help(cmd, mask, synopsis, &defaults); exit(0); }
-        if (c == '?') usage_error("unknown option '%s' for './grpo %s'", argv[optind - 1], cmd);
+        if (c == '?') {
+#ifndef GRPO_CUDA
+            const char *bad = argv[optind - 1];
+            if (!strncmp(bad, "--tf32", 6) || !strncmp(bad, "--kernel-times", 14))
+                usage_error("option '%s' is in the CUDA build only (make cuda; ./grpo_cuda %s)", bad, cmd);
+#endif
+            usage_error("unknown option '%s' for '" PROG " %s'", argv[optind - 1], cmd);
+        }
         if (c == ':') usage_error("option '%s' needs a value", argv[optind - 1]);
         const OptSpec *s = &OPTIONS[map[c - 1000]];
         char *p = (char *)o + s->offset, *end = NULL, name[64];
@@ -2417,7 +2432,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
                       "Writes RUN_DIR/model.bin (with optimizer state), RUN_DIR/sft.csv, and with\n"
                       "--save-every a resumable RUN_DIR/ckpt.bin.";
     int first = parse_options(argc, argv, CMD_SFT, o, "sft", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for './grpo sft'", argv[first]);
+    if (first < argc) usage_error("unexpected argument '%s' for '" PROG " sft'", argv[first]);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
     print_options(stdout, o, CMD_SFT);
     GPT model;
@@ -2792,7 +2807,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
                       "prefix tree B(G), compute the objective, update. Logs RUN_DIR/train.csv;\n"
                       "writes RUN_DIR/model.bin. Ends with 'result: test accuracy A -> B (...)'.";
     int first = parse_options(argc, argv, CMD_TRAIN, o, "train", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for './grpo train'", argv[first]);
+    if (first < argc) usage_error("unexpected argument '%s' for '" PROG " train'", argv[first]);
     o->obj.max_new_tokens = o->max_new_tokens;
     check_grpo_options(o);
     int N = o->prompts_per_step * o->group_size, micro = o->micro_batch > 0 && o->micro_batch < N ? o->micro_batch : N;
@@ -2999,7 +3014,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
                       "grid n in {1,2} x r_neg in {-0.5,-1,-1.5} x seeds x {GRPO, λ-GRPO} from random\n"
                       "initialisation, prints the table beside the paper's, writes RUN_DIR/tree_steps.csv.";
     int first = parse_options(argc, argv, CMD_TREE, o, "tree", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for './grpo tree'", argv[first]);
+    if (first < argc) usage_error("unexpected argument '%s' for '" PROG " tree'", argv[first]);
     check_grpo_options(o);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
     print_options(stdout, o, CMD_TREE);
@@ -3078,7 +3093,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
 static int cmd_eval(int argc, char **argv, Options *o) {
     const char *syn = "Scores a checkpoint on a task file: greedy accuracy, and pass@k from k samples.";
     int first = parse_options(argc, argv, CMD_EVAL, o, "eval", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for './grpo eval'", argv[first]);
+    if (first < argc) usage_error("unexpected argument '%s' for '" PROG " eval'", argv[first]);
     if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 (logits / T overflow below; greedy decoding does not use it)");
     if (o->completions_out[0] && (same_file(o->completions_out, o->model) || same_file(o->completions_out, o->data)))
         usage_error("--completions %s: that is the --model or --data file; give another path", o->completions_out);
@@ -3137,7 +3152,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     const char *syn = "Samples a group of k completions for one prompt, scores them, and draws the\n"
                       "group's prefix tree B(G) with |λ|, step rewards R̂ and step advantages A_λ.";
     int first = parse_options(argc, argv, CMD_SAMPLE, o, "sample", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for './grpo sample'", argv[first]);
+    if (first < argc) usage_error("unexpected argument '%s' for '" PROG " sample'", argv[first]);
     if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 (logits / T overflow below)");
     if (o->group_size > 4096) usage_error("--group-size must be <= 4096");
     int k = o->group_size, plen = (int)strlen(o->prompt), bad = 0;
@@ -3195,7 +3210,7 @@ static int cmd_verify(int argc, char **argv, Options *o) {
     const char *syn = "verify FILE: scores `prompt<TAB>completion` lines with the countdown verifier,\n"
                       "printing one reward per line (the format of tests/crosscheck_reasoning_gym.py).";
     int first = parse_options(argc, argv, CMD_VERIFY, o, "verify FILE", syn);
-    if (first != argc - 1) usage_error("'./grpo verify' needs exactly one FILE argument");
+    if (first != argc - 1) usage_error("'" PROG " verify' needs exactly one FILE argument");
     FILE *f = strcmp(argv[first], "-") ? fopenCheck(argv[first], "r") : stdin;
     char *line = NULL;
     size_t cap = 0;
@@ -3374,7 +3389,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
                       "fields: group=<int> reward=<num> tokens=<id,...> [logp=...] [logp_old=...]\n"
                       "[logp_ref=...]. Prints one tab-separated row per token and 'loss <value>'.";
     int first = parse_options(argc, argv, CMD_CHECK, o, "check FILE", syn);
-    if (first != argc - 1) usage_error("'./grpo check' needs exactly one FILE argument ('-' for stdin)");
+    if (first != argc - 1) usage_error("'" PROG " check' needs exactly one FILE argument ('-' for stdin)");
     ObjectiveConfig cfg = o->obj;
     cfg.max_new_tokens = o->max_new_tokens;
     const char *path = argv[first];
@@ -3488,7 +3503,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
                       "sampling throughput (64 sequences, 8-token prompt, KV cache, to maxT).\n"
                       "Last line: 'bench train_tok_s=... sample_tok_s=... gflops=... threads=...'.";
     int first = parse_options(argc, argv, CMD_BENCH | CMD_SFT * 0, o, "bench", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for './grpo bench'", argv[first]);
+    if (first < argc) usage_error("unexpected argument '%s' for '" PROG " bench'", argv[first]);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
     int B = o->batch_size, T = o->context, S = 64, P = 8;
     GPT m;
@@ -3555,7 +3570,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
                              cuda_time_sgemms(BT, Ci, 4 * Ci, reps) + cuda_time_sgemms(BT, 4 * Ci, Ci, reps)) +
                        cuda_time_sgemms(BT, Ci, VOCAB_SIZE, reps);
         double mm_flops = 6.0 * BT * ((double)Li * 12 * Ci * Ci + (double)Ci * VOCAB_SIZE);   // 3 products of 2·N·C·OC
-        printf("sgemm  %.3f ms of cuBLAS products per training step (%.0f GFLOP/s); the same products alone: %.3f ms "
+        printf("sgemm  %.3f ms of matmul products (cuBLAS) per training step (%.0f GFLOP/s); the same products alone: %.3f ms "
                "(%.0f GFLOP/s): %.0f%% of isolated cuBLAS; the step takes %.3f ms\n",
                cuda_sgemm_seconds * 1e3, mm_flops / cuda_sgemm_seconds / 1e9, alone * 1e3, mm_flops / alone / 1e9,
                100.0 * alone / cuda_sgemm_seconds, 1e3 * B * T / train_tok_s);
@@ -3578,7 +3593,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 
 static void print_usage(void) {
     printf("grpo.c: GRPO and λ-GRPO (Sullivan & Koller, arXiv 2509.21154) in one C file\n\n"
-           "usage: ./grpo <command> [--option value ...]    (./grpo <command> --help for options)\n\n"
+           "usage: " PROG " <command> [--option value ...]    (" PROG " <command> --help for options)\n\n"
            "commands:\n"
            "  sft      supervised fine-tuning on demonstrations (data/countdown_train.txt)\n"
            "  train    GRPO / λ-GRPO on countdown from an SFT checkpoint\n"
@@ -3608,7 +3623,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "verify")) return cmd_verify(argc, argv, &o);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv, &o);
     if (!strcmp(cmd, "tree")) return cmd_tree(argc, argv, &o);
-    fprintf(stderr, "usage error: unknown command '%s'\n  (run './grpo --help')\n", cmd);
+    fprintf(stderr, "usage error: unknown command '%s'\n  (run '" PROG " --help')\n", cmd);
     return EXIT_USAGE;
 }
 #endif

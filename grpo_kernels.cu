@@ -104,7 +104,7 @@ static void time_mark(const char *name) {
     if (!cuda_kernel_times) return;
     float ms = 0.0f;
     CUDA_CHECK(cudaEventRecord(g_marks[1], 0));
-    CUDA_CHECK(cudaEventSynchronize(g_marks[1]));
+    cuda_check(cudaEventSynchronize(g_marks[1]), name, __FILE__, __LINE__);   // a fault names the kernel
     CUDA_CHECK(cudaEventElapsedTime(&ms, g_marks[0], g_marks[1]));
     cudaEvent_t e = g_marks[0]; g_marks[0] = g_marks[1]; g_marks[1] = e;
     int i = 0;
@@ -127,7 +127,7 @@ extern "C" void cuda_kernel_times_report(FILE *f, int steps) {
                "which every call below carries):\n", steps, 1e3 * g_empty_mark_ms);
     fprintf(f, "  %-42s %8s %10s %6s\n", "kernel", "calls", "ms", "share");
     for (int i = 0; i < g_num_timed; i++)
-        fprintf(f, "  %-42s %8.0f %10.3f %5.1f%%\n", g_timed[i].name, (double)g_timed[i].calls / steps,
+        fprintf(f, "  %-42s %8.1f %10.3f %5.1f%%\n", g_timed[i].name, (double)g_timed[i].calls / steps,
                 g_timed[i].ms / steps, 100.0 * g_timed[i].ms / (total > 0 ? total : 1));
     fprintf(f, "  %-42s %8s %10.3f\n", "total", "", total / steps);
 }
@@ -218,6 +218,7 @@ static cudaEvent_t g_sgemm_events[2];   // start and stop of a timed sgemm (cuda
 extern "C" void cuda_shutdown(void) {
     for (int i = 0; i < NUM_SCRATCH; i++) { cuda_free(g_scratch[i]); g_scratch[i] = NULL; g_scratch_bytes[i] = 0; }
     for (int i = 0; i < 2; i++) if (g_sgemm_events[i]) { CUDA_CHECK(cudaEventDestroy(g_sgemm_events[i])); g_sgemm_events[i] = NULL; }
+    for (int i = 0; i < 2; i++) if (g_marks[i]) { CUDA_CHECK(cudaEventDestroy(g_marks[i])); g_marks[i] = NULL; }
     if (g_cublas) CUBLAS_CHECK(cublasDestroy(g_cublas));
     g_cublas = NULL;
 }
@@ -236,9 +237,9 @@ static unsigned blocks_for(size_t n, size_t per_block) { return (unsigned)((n + 
 // int_count: n as an int for the kernels that index in 32 bits (64-bit division is
 // slow on the GPU, and these kernels are memory-bound passes that it would make compute-bound); more than 2^31 − 1 is an error.
 static int int_count(size_t n, const char *what) {
-    if (n > (size_t)INT_MAX) {
+    if (n > (size_t)INT_MAX - 1024) {   // a grid of n threads rounded up to a block must stay positive
         fprintf(stderr, "error: %s has %zu elements; the CUDA kernels index at most %d\n  at %s:%d\n", what, n,
-                INT_MAX, __FILE__, __LINE__);
+                INT_MAX - 1024, __FILE__, __LINE__);
         exit(1);
     }
     return (int)n;
@@ -753,7 +754,7 @@ extern "C" void cuda_attention_forward(float *out, float *att, const float *inp,
 
 /* cuda_attention_backward: dinp (B,T,3C) += ∂L/∂(q,k,v) given dout (B,T,C). Replaces
    attention_backward. datt (B,NH,T,T) is scratch as on the CPU; here it ends holding the
-   score gradients ds (the CPU leaves ∂L/∂att there). */
+   score gradients ds, as on the CPU. */
 extern "C" void cuda_attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
                                         const float *att, int B, int T, int C, int NH) {
     attention_backward_cublas(dinp, datt, dout, inp, att, B, T, C, NH);

@@ -951,7 +951,15 @@ int main(int argc, char **argv) {
         else if (!strcmp(argv[i], "--steps")) only_steps = 1;
         else if (!strcmp(argv[i], "--kernels")) only_kernels = 1;
         else if (!strcmp(argv[i], "--reference-cpu")) reference_cpu = 1;
-        else { fprintf(stderr, "usage: %s [--quick] [--steps | --kernels | --reference-cpu]\n", argv[0]); return 2; }
+        else {
+            fprintf(stderr, "%s: unknown argument '%s'\nusage: %s [--quick] [--steps | --kernels | --reference-cpu]\n",
+                    argv[0], argv[i], argv[0]);
+            return 2;
+        }
+    }
+    if (only_steps && only_kernels) {
+        fprintf(stderr, "%s: --steps and --kernels exclude each other (together they would run nothing)\n", argv[0]);
+        return 2;
     }
     if (reference_cpu) {   // the PyTorch-reference harness on the CPU model: needs no GPU
         test_pytorch_reference(0);

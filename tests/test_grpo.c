@@ -290,7 +290,30 @@ static void test_tokenizer(void) {
 // ----------------------------------------------------------------------------
 // Checkpoints and bad input
 
-static const char *TMPDIR_ = "/tmp/grpo_test";
+/* This run's own directory (mkdtemp in main), so that two test runs at once share no files.
+   Tests write its paths as "/tmp/grpo_test/..."; run_cmd and tmp_path rewrite that prefix to
+   it (the real directory is /tmp/grpo-test.XXXXXX, which the prefix cannot match twice). */
+#define TMP_PREFIX "/tmp/grpo_test"
+static char TMPDIR_[64] = TMP_PREFIX;
+
+// s with every TMP_PREFIX replaced by TMPDIR_, into out (n bytes)
+static void rewrite_tmp(char *out, size_t n, const char *s) {
+    size_t len = strlen(TMP_PREFIX), o = 0;
+    while (*s && o + 1 < n) {
+        if (!strncmp(s, TMP_PREFIX, len)) { o += (size_t)snprintf(out + o, n - o, "%s", TMPDIR_); s += len; }
+        else out[o++] = *s++;
+    }
+    out[o < n ? o : n - 1] = 0;
+}
+
+// a "/tmp/grpo_test/..." path inside this run's directory (four calls may be in use at once)
+static const char *tmp_path(const char *path) {
+    static char buf[4][512];
+    static int next = 0;
+    next = (next + 1) % 4;
+    rewrite_tmp(buf[next], sizeof buf[next], path);
+    return buf[next];
+}
 
 static void write_bytes(const char *path, const void *data, size_t n) {
     FILE *f = fopenCheck(path, "wb");
@@ -375,7 +398,8 @@ typedef int (*CmdFn)(int, char **, Options *);
 static int run_cmd(CmdFn fn, const char *args) {
     char buf[2048], *argv[64];
     int argc = 0;
-    snprintf(buf, sizeof buf, "cmd %s", args);
+    memcpy(buf, "cmd ", 4);
+    rewrite_tmp(buf + 4, sizeof buf - 4, args);
     for (char *t = strtok(buf, " "); t && argc < 63; t = strtok(NULL, " ")) argv[argc++] = t;
     argv[argc] = NULL;
     Options o;
@@ -390,7 +414,7 @@ static void cmd_call_fn(void *p) { CmdCall *c = (CmdCall *)p; run_cmd(c->fn, c->
 static int run_cmd_quiet(CmdFn fn, const char *args, const char *log) {
     fflush(stdout);
     int saved = dup(1);
-    FILE *f = fopenCheck(log, "w");
+    FILE *f = fopenCheck(tmp_path(log), "w");
     dup2(fileno(f), 1);
     int rc = run_cmd(fn, args);
     fflush(stdout);
@@ -453,7 +477,7 @@ static void test_usage_errors(void) {
     for (int i = 0; i < (int)(sizeof calls / sizeof calls[0]); i++) expect_exit(names[i], cmd_call_fn, &calls[i], 2, needles[i]);
     GPT tiny;
     build_gpt(&tiny, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 1);
-    save_checkpoint("/tmp/grpo_test/tiny_model.bin", &tiny, 0, NULL);
+    save_checkpoint(tmp_path("/tmp/grpo_test/tiny_model.bin"), &tiny, 0, NULL);
     free_gpt(&tiny);
     static CmdCall ctx = {cmd_train, "--max-new-tokens 60 --init /tmp/grpo_test/tiny_model.bin"};
     expect_exit("usage: prompt + max-new-tokens beyond the context is rejected", cmd_call_fn, &ctx, 2, "context");
@@ -464,20 +488,20 @@ static void test_usage_errors(void) {
     static CmdCall eval_t0 = {cmd_eval, "--temperature 0 --pass-k 0 --model /tmp/grpo_test/tiny_model.bin"};
     expect_exit("usage: eval refuses --temperature 0 (logits / T)", cmd_call_fn, &eval_t0, 2, "--temperature");
     static CmdCall eval_self = {cmd_eval, "--pass-k 0 --model /tmp/grpo_test/tiny_model.bin "
-                                          "--completions /tmp/grpo_test/../grpo_test/tiny_model.bin"};
+                                          "--completions /tmp/grpo_test/./tiny_model.bin"};
     expect_exit("usage: eval --completions refuses the model's own path", cmd_call_fn, &eval_self, 2, "--completions");
     GPT back;
-    load_checkpoint("/tmp/grpo_test/tiny_model.bin", &back, 1, NULL);   // exits (fails the suite) if it was overwritten
+    load_checkpoint(tmp_path("/tmp/grpo_test/tiny_model.bin"), &back, 1, NULL);   // exits (fails the suite) if it was overwritten
     check(back.config.max_seq_len == 64, "usage: ... and leaves the model file intact", "");
     free_gpt(&back);
     // a second TAB in `./grpo verify` input is an error, not a silently wrong completion
-    FILE *f = fopenCheck("/tmp/grpo_test/two_tabs.txt", "w");
+    FILE *f = fopenCheck(tmp_path("/tmp/grpo_test/two_tabs.txt"), "w");
     fprintf(f, "9 7 3 2>26:\t2+3=5,5*7=35,35-9=26\t1\n");
     fcloseCheck(f);
     static CmdCall two_tabs = {cmd_verify, "/tmp/grpo_test/two_tabs.txt"};
     expect_exit("verify: a line with two TABs names FILE:LINE", cmd_call_fn, &two_tabs, 1, "two_tabs.txt:1: more than one TAB");
     // prompts-only commands ignore a demonstration, even one longer than the context
-    f = fopenCheck("/tmp/grpo_test/long_demo.txt", "w");
+    f = fopenCheck(tmp_path("/tmp/grpo_test/long_demo.txt"), "w");
     fprintf(f, "9 7 3 2>26:\t");
     for (int i = 0; i < 8; i++) fprintf(f, "2+3=5,");
     fprintf(f, "5*7=35\n");
@@ -1131,7 +1155,8 @@ static void test_tree_task(void) {
 
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : NULL;
-    make_dir(TMPDIR_);
+    snprintf(TMPDIR_, sizeof TMPDIR_, "/tmp/grpo-test.XXXXXX");
+    if (!mkdtemp(TMPDIR_)) { perror("test_grpo: mkdtemp /tmp/grpo-test.XXXXXX"); return 1; }
     printf("# grpo.c tests, %d threads%s\n", num_threads(),
 #ifdef _OPENMP
            ""
@@ -1151,6 +1176,12 @@ int main(int argc, char **argv) {
     if (want("treetask", only)) test_tree_task();
     if (want("check", only)) test_check_fixtures();
     if (want("fuzz", only)) test_fuzz_regressions();
+    if (tests_failed) printf("# files of this run kept in %s\n", TMPDIR_);
+    else {   // the directory and what the tests wrote in it
+        char rm[128];
+        snprintf(rm, sizeof rm, "rm -rf '%s'", TMPDIR_);
+        if (system(rm) != 0) printf("# could not remove %s\n", TMPDIR_);
+    }
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
     return tests_failed != 0;
 }
