@@ -234,8 +234,9 @@ static int threads_per_block(void) {
 static int warps_per_block(void) { int w = threads_per_block() / 32; return w > 0 ? w : 1; }
 static unsigned blocks_for(size_t n, size_t per_block) { return (unsigned)((n + per_block - 1) / per_block); }
 
-// int_count: n as an int for the kernels that index in 32 bits (64-bit division is
-// slow on the GPU, and these kernels are memory-bound passes that it would make compute-bound); more than 2^31 − 1 is an error.
+// int_count: n as an int for the kernels that index in 32 bits (64-bit division is slow on
+// the GPU and would make these memory-bound passes compute-bound). More than INT_MAX − 1024
+// (room for the last block of a grid) is an error.
 static int int_count(size_t n, const char *what) {
     if (n > (size_t)INT_MAX - 1024) {   // a grid of n threads rounded up to a block must stay positive
         fprintf(stderr, "error: %s has %zu elements; the CUDA kernels index at most %d\n  at %s:%d\n", what, n,
@@ -604,8 +605,9 @@ extern "C" double cuda_time_sgemms(int N, int C, int OC, int reps) {
 
 /* warp_softmax_causal: the softmax of one query row, by one warp. On entry a[0..t] holds the
    row's scaled scores, lane L having written t2 = L, L+32, …, and maxv is that lane's
-   maximum of them; on exit a[0..t] holds the probabilities (same lanes, same arithmetic as
-   attention_forward's softmax). The caller __syncwarp()s before lanes read each other's. */
+   maximum of them; on exit a[0..t] holds the probabilities, each written by the lane that
+   read it. Used by causal_softmax_kernel and attention_decode_kernel; a caller whose lanes
+   then read each other's entries __syncwarp()s first. */
 __device__ __forceinline__ void warp_softmax_causal(float *a, int t, float maxv, int lane) {
     maxv = warp_max(maxv);
     float sum = 0.0f;
@@ -701,10 +703,11 @@ static void sgemm_heads(cublasOperation_t ta, cublasOperation_t tb, int m, int n
     time_mark("cublasSgemmStridedBatched (attention)");
 }
 
-/* attention_forward_cublas: as attention_forward. Row-major (T,hs) head matrices are
-   column-major (hs,T), so att (T,T) row-major = (k·q^T) column-major, and so on.
+/* cuda_attention_forward: out (B,T,C), att (B,NH,T,T) with zeros above the diagonal, from
+   inp (B,T,3C). Replaces attention_forward. Row-major (T,hs) head matrices are column-major
+   (hs,T), so att (T,T) row-major = (k·q^T) column-major, and so on.
    Scratch: 4·B·T·C floats (qh, kh, vh, yh). */
-static void attention_forward_cublas(float *out, float *att, const float *inp, int B, int T, int C, int NH) {
+extern "C" void cuda_attention_forward(float *out, float *att, const float *inp, int B, int T, int C, int NH) {
     size_t n = (size_t)B * T * C;
     if (n == 0) return;
     int hs = C / NH, BH = B * NH;
@@ -721,10 +724,11 @@ static void attention_forward_cublas(float *out, float *att, const float *inp, i
     merge_heads(out, yh, 1, B, T, C, NH, C, 0);
 }
 
-/* attention_backward_cublas: as attention_backward (dinp +=), datt ends holding ds.
-   Scratch: 7·B·T·C floats (qh, kh, vh, dyh, dqh, dkh, dvh). */
-static void attention_backward_cublas(float *dinp, float *datt, const float *dout, const float *inp,
-                                      const float *att, int B, int T, int C, int NH) {
+/* cuda_attention_backward: dinp (B,T,3C) += ∂L/∂(q,k,v) given dout (B,T,C). Replaces
+   attention_backward. datt (B,NH,T,T) is scratch as on the CPU, and ends holding the score
+   gradients ds, as there. Scratch: 7·B·T·C floats (qh, kh, vh, dyh, dqh, dkh, dvh). */
+extern "C" void cuda_attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
+                                        const float *att, int B, int T, int C, int NH) {
     size_t n = (size_t)B * T * C;
     if (n == 0) return;
     int hs = C / NH, BH = B * NH;
@@ -744,20 +748,6 @@ static void attention_backward_cublas(float *dinp, float *datt, const float *dou
     sgemm_heads(CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, 1.0f, kh, hs, sh, datt, T, sa, dqh, hs, sh, BH);
     sgemm_heads(CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, qh, hs, sh, datt, T, sa, dkh, hs, sh, BH);
     merge_heads(dinp, dqh, 3, B, T, C, NH, 3 * C, 1);   // dqh, dkh, dvh into dinp's q, k, v
-}
-
-/* cuda_attention_forward: out (B,T,C), att (B,NH,T,T) with zeros above the diagonal, from
-   inp (B,T,3C). Replaces attention_forward. */
-extern "C" void cuda_attention_forward(float *out, float *att, const float *inp, int B, int T, int C, int NH) {
-    attention_forward_cublas(out, att, inp, B, T, C, NH);
-}
-
-/* cuda_attention_backward: dinp (B,T,3C) += ∂L/∂(q,k,v) given dout (B,T,C). Replaces
-   attention_backward. datt (B,NH,T,T) is scratch as on the CPU; here it ends holding the
-   score gradients ds, as on the CPU. */
-extern "C" void cuda_attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
-                                        const float *att, int B, int T, int C, int NH) {
-    attention_backward_cublas(dinp, datt, dout, inp, att, B, T, C, NH);
 }
 
 // ----------------------------------------------------------------------------
