@@ -415,6 +415,24 @@ static void pack_panel(float *panel, const float *src, size_t ld, int rows, int 
     }
 }
 
+/* mm_rows: rows [n0, nend) of out (rows ldo apart, columns [0, w)) from rows of A (N rows of
+   K floats, lda apart) times panel (K, MM_W), MM_R rows at a time (past row N-1 the tile
+   reads row N-1 again and stores nothing): out = acc + bias[j] (bias may be NULL), or
+   out += acc with accumulate. The row loop of matmul_forward and of matmul_backward's dinp. */
+static inline void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, int n0, int nend,
+                           const float *panel, int K, int w, const float *bias, int accumulate) {
+    for (int n = n0; n < nend; n += MM_R) {
+        const float *a[MM_R];
+        for (int r = 0; r < MM_R; r++) a[r] = A + (size_t)imin(n + r, N - 1) * lda;
+        float acc[MM_R][MM_W];
+        mm_tile(acc, a, 1, panel, K);
+        for (int r = 0; r < MM_R && n + r < nend; r++) {
+            float *o = out + (size_t)(n + r) * ldo;
+            for (int j = 0; j < w; j++) o[j] = accumulate ? o[j] + acc[r][j] : acc[r][j] + (bias ? bias[j] : 0.0f);
+        }
+    }
+}
+
 static void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                            int N, int C, int OC) {
     int nob = (OC + MM_W - 1) / MM_W, nnb = (N + MM_NB - 1) / MM_NB;
@@ -426,16 +444,8 @@ static void matmul_forward(float *out, const float *inp, const float *weight, co
             for (int j = 0; j < MM_W; j++)
                 for (int k = 0; k < C; k++)
                     panel[(size_t)k * MM_W + j] = j < ow ? weight[(size_t)(o0 + j) * C + k] : 0.0f;
-            int nend = imin(N, (nb + 1) * MM_NB);
-            for (int n = nb * MM_NB; n < nend; n += MM_R) {
-                const float *a[MM_R];
-                for (int r = 0; r < MM_R; r++) a[r] = inp + (size_t)imin(n + r, N - 1) * C;
-                float acc[MM_R][MM_W];
-                mm_tile(acc, a, 1, panel, C);
-                for (int r = 0; r < MM_R && n + r < nend; r++)
-                    for (int j = 0; j < ow; j++)
-                        out[(size_t)(n + r) * OC + o0 + j] = acc[r][j] + (bias ? bias[o0 + j] : 0.0f);
-            }
+            mm_rows(out + o0, OC, inp, C, N, nb * MM_NB, imin(N, (nb + 1) * MM_NB), panel, C, ow,
+                    bias ? bias + o0 : NULL, 0);
         }
 }
 
@@ -450,15 +460,7 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
             int i0 = ib * MM_W, iw = imin(MM_W, C - i0);
             float panel[(size_t)OC * MM_W];
             pack_panel(panel, weight + i0, C, OC, iw);
-            int nend = imin(N, (nb + 1) * MM_NB);
-            for (int n = nb * MM_NB; n < nend; n += MM_R) {
-                const float *a[MM_R];
-                for (int r = 0; r < MM_R; r++) a[r] = dout + (size_t)imin(n + r, N - 1) * OC;
-                float acc[MM_R][MM_W];
-                mm_tile(acc, a, 1, panel, OC);
-                for (int r = 0; r < MM_R && n + r < nend; r++)
-                    for (int j = 0; j < iw; j++) dinp[(size_t)(n + r) * C + i0 + j] += acc[r][j];
-            }
+            mm_rows(dinp + i0, C, dout, OC, N, nb * MM_NB, imin(N, (nb + 1) * MM_NB), panel, OC, iw, NULL, 1);
         }
     // dW[o, i0:i0+16] = Σ_n dout[n,o] inp[n, i0:i0+16]: panel = columns i0.. of MM_KB rows of
     // inp; the task (column block, block of MM_OB outputs) adds its sums chunk by chunk of n
