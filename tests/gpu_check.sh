@@ -11,7 +11,8 @@
 #      L=8 C=512 maxT=256), the step's sgemms against cuBLAS alone, PyTorch beside it;
 #   5. the default main job (sft, then train) with ./grpo_cuda, then with ./grpo, each in a
 #      temporary run directory, timed;
-#   6. compute-sanitizer racecheck (kernel tests only: with the full steps it ran past 150 s),
+#   6. ./grpo_cuda sample and ./grpo_cuda tree (20 steps), checked to run;
+#   7. compute-sanitizer racecheck (kernel tests only: with the full steps it ran past 150 s),
 #      initcheck and synccheck on tests/test_cuda --quick.
 # Full log: $OUT/gpu_check.log when OUT is set, else /tmp/gpu_check.log. Prints the main-job
 # table and the step table last. Exit status 1 when a step fails or is skipped for time.
@@ -90,6 +91,13 @@ for b in cuda cpu; do
   run_step "main job $b: sft" 120 "$bin" sft --run-dir "$RUN/$b/sft" &&
     run_step "main job $b: train" 150 "$bin" train --init "$RUN/$b/sft/model.bin" --run-dir "$RUN/$b/grpo"
 done
+
+# the CUDA build's other commands that use the model: sample (one group and its prefix tree,
+# from the main job's SFT checkpoint) and tree (the synthetic experiment, a short grid)
+if [ -x grpo_cuda ] && [ -f "$RUN/cuda/sft/model.bin" ]; then
+  run_step "grpo_cuda sample" 30 ./grpo_cuda sample --model "$RUN/cuda/sft/model.bin"
+fi
+[ -x grpo_cuda ] && run_step "grpo_cuda tree (20 steps)" 45 ./grpo_cuda tree --steps 20 --run-dir "$RUN/tree"
 
 if [ -n "$SAN" ] && [ -x tests/test_cuda ]; then
   for tool in racecheck initcheck synccheck; do
