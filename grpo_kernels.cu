@@ -12,14 +12,17 @@ take grpo.c's structs (AdamW, clipping, the token loss), the extra or flattened 
 listed at the function.
 
 Conventions
-  - Matrix products go through cuBLAS sgemm. TF32 is off unless cuda_init(1) turns it on, so
-    results stay comparable with the CPU path (tests/test_cuda.cu states the tolerances).
+  - Matrix products go through cuBLAS sgemm (and the matmul's bias gradient through one
+    sgemv with a vector of ones). TF32 is off unless cuda_init(1) turns it on, so results
+    stay comparable with the CPU path (tests/test_cuda.cu states the tolerances). cuBLAS
+    gives the same bits on every run on one GPU model (its atomics mode stays off).
   - Our own kernels for the rest, one thread (or one warp) per output element or row. No
     atomics: every output is summed by one thread in a fixed order, or by a fixed-shape tree,
     so the same inputs with the same block size give the same bits on every run.
-  - Sums over many rows (weight/bias gradients) use two fixed-order stages: each thread sums
-    CHUNK_ROWS rows of one column into a partial, then column_reduce_kernel adds the partials
-    in chunk order. The loss and the gradient norm are summed in double the same way.
+  - Other sums over many rows (LayerNorm's and the embeddings' gradients) use two
+    fixed-order stages: each thread sums CHUNK_ROWS rows of one column into a partial, then
+    column_reduce_kernel adds the partials in chunk order. The loss and the gradient norm
+    are summed in double the same way.
   - Every CUDA and cuBLAS call is checked (CUDA_CHECK, CUBLAS_CHECK report file and line),
     and cudaGetLastError() after every launch (LAUNCH_CHECK). With cuda_sync_launches = 1 (or
     GRPO_CUDA_SYNC=1 at cuda_init) each launch is also synchronised, so a fault inside a
@@ -199,9 +202,10 @@ extern "C" void cuda_synchronize(void) { CUDA_CHECK(cudaDeviceSynchronize()); }
 
 /* Scratch: a few device buffers reused across calls (partial sums, per-token losses), grown
    on demand. cudaFree waits for the GPU, so growing never frees memory a kernel still uses. */
-enum { SCRATCH_PARTIAL = 0, SCRATCH_TOKENS, SCRATCH_REDUCE, SCRATCH_ATT, SCRATCH_HEADS, NUM_SCRATCH };
+enum { SCRATCH_PARTIAL = 0, SCRATCH_TOKENS, SCRATCH_REDUCE, SCRATCH_ATT, SCRATCH_HEADS, SCRATCH_ONES, NUM_SCRATCH };
 static void *g_scratch[NUM_SCRATCH];
 static size_t g_scratch_bytes[NUM_SCRATCH];
+static size_t g_ones_filled = 0;   // how many of SCRATCH_ONES' floats hold 1 (device_ones)
 
 static void *scratch(int slot, size_t bytes) {
     if (bytes > g_scratch_bytes[slot]) {
@@ -217,6 +221,7 @@ static cudaEvent_t g_sgemm_events[2];   // start and stop of a timed sgemm (cuda
 // Frees the scratch buffers, the timing events and the cuBLAS handle (end of the program).
 extern "C" void cuda_shutdown(void) {
     for (int i = 0; i < NUM_SCRATCH; i++) { cuda_free(g_scratch[i]); g_scratch[i] = NULL; g_scratch_bytes[i] = 0; }
+    g_ones_filled = 0;
     for (int i = 0; i < 2; i++) if (g_sgemm_events[i]) { CUDA_CHECK(cudaEventDestroy(g_sgemm_events[i])); g_sgemm_events[i] = NULL; }
     for (int i = 0; i < 2; i++) if (g_marks[i]) { CUDA_CHECK(cudaEventDestroy(g_marks[i])); g_marks[i] = NULL; }
     if (g_cublas) CUBLAS_CHECK(cublasDestroy(g_cublas));
@@ -263,8 +268,8 @@ __device__ __forceinline__ float warp_max(float x) {
 
 /* column_reduce_kernel: second stage of every column sum. acc (ncols) += Σ_k partial[k][col]
    over the nchunks partial rows, in chunk order.
-   Launch: 1-D, one thread per column. Replaces the inner row loops of layernorm_backward,
-   matmul_backward (dbias) and encoder_backward (dwte). */
+   Launch: 1-D, one thread per column. Replaces the inner row loops of layernorm_backward
+   and encoder_backward (dwte). */
 __global__ void column_reduce_kernel(float *acc, const float *partial, int nchunks, int ncols) {
     int col = blockIdx.x * blockDim.x + threadIdx.x;
     if (col >= ncols) return;
@@ -537,17 +542,23 @@ extern "C" void cuda_matmul_forward(float *out, const float *inp, const float *w
     }
 }
 
-/* column_partial_kernel: first stage of acc (ncols) += Σ_n x[n,:] for x (N, ncols): thread
-   (chunk, col) sums its chunk of CHUNK_ROWS rows. Used for matmul_backward's dbias.
-   Launch: 1-D, nchunks·ncols threads. */
-__global__ void column_partial_kernel(float *partial, const float *x, int N, int ncols) {
-    size_t idx = (size_t)blockIdx.x * blockDim.x + threadIdx.x;   // = chunk*ncols + col
-    int nchunks = (N + CHUNK_ROWS - 1) / CHUNK_ROWS;
-    if (idx >= (size_t)nchunks * ncols) return;
-    int chunk = (int)(idx / ncols), col = (int)(idx % ncols), end = min(N, (chunk + 1) * CHUNK_ROWS);
-    float s = 0.0f;
-    for (int n = chunk * CHUNK_ROWS; n < end; n++) s += x[(size_t)n * ncols + col];
-    partial[idx] = s;
+/* fill_kernel: x[i] = value for i < n. Launch: 1-D, one thread per element. */
+__global__ void fill_kernel(float *x, float value, size_t n) {
+    size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) x[i] = value;
+}
+
+/* device_ones: a device vector of at least n ones (scratch, filled when it grows): the x of
+   the gemv that sums dout's rows into dbias. */
+static const float *device_ones(size_t n) {
+    float *x = (float *)scratch(SCRATCH_ONES, n * sizeof(float));
+    if (n > g_ones_filled) {
+        int bs = threads_per_block();
+        fill_kernel<<<blocks_for(n, bs), bs>>>(x, 1.0f, n);
+        LAUNCH_CHECK(fill_kernel);
+        g_ones_filled = n;
+    }
+    return x;
 }
 
 /* cuda_matmul_backward: dinp (N,C) += dout (N,OC) @ weight (OC,C); dweight (OC,C) += dout^T @ inp;
@@ -560,13 +571,10 @@ extern "C" void cuda_matmul_backward(float *dinp, float *dweight, float *dbias, 
     if (dinp) sgemm(CUBLAS_OP_N, CUBLAS_OP_N, C, N, OC, weight, C, dout, OC, 1.0f, dinp, C);
     // column-major: dweight^T (C,OC) += inp^T (C,N) · op_T(dout^T (OC,N))
     sgemm(CUBLAS_OP_N, CUBLAS_OP_T, C, OC, N, inp, C, dout, OC, 1.0f, dweight, C);
-    if (dbias) {
-        int bs = threads_per_block(), nchunks = (N + CHUNK_ROWS - 1) / CHUNK_ROWS;
-        size_t n = (size_t)nchunks * OC;
-        float *partial = (float *)scratch(SCRATCH_PARTIAL, n * sizeof(float));
-        column_partial_kernel<<<blocks_for(n, bs), bs>>>(partial, dout, N, OC);
-        LAUNCH_CHECK(column_partial_kernel);
-        column_reduce(dbias, partial, nchunks, OC);
+    if (dbias) {   // dbias (OC) += dout^T (OC,N column-major) · ones (N): one cuBLAS gemv
+        const float one = 1.0f;
+        CUBLAS_CHECK(cublasSgemv(cublas(), CUBLAS_OP_N, OC, N, &one, dout, OC, device_ones(N), 1, &one, dbias, 1));
+        time_mark("cublasSgemv (matmul dbias)");
     }
 }
 
@@ -616,51 +624,44 @@ __device__ __forceinline__ void warp_softmax_causal(float *a, int t, float maxv,
     for (int t2 = lane; t2 <= t; t2 += 32) a[t2] *= inv;
 }
 
-// Attention's six products go through cuBLAS, in llm.c's layout: q, k, v are split into
-// heads (B,NH,T,hs), each (b,h) one contiguous matrix, and one strided-batched sgemm over the
-// B·NH heads does a product for all of them. The full T×T score matrices are multiplied (att
+// Attention's six products go through cuBLAS: one batched sgemm over the B·NH heads does a
+// product for all of them. A head's q, k, v are read where they lie in inp (B,T,3C) (rows 3C
+// floats apart) and its output is written into out (B,T,C) (rows C apart), so no copies
+// change the layout: cublasSgemmBatched takes one pointer per head and matrix, which
+// head_pointers_kernel computes on the GPU. The full T×T score matrices are multiplied (att
 // is zero above the diagonal, so the sums are the CPU's, in cuBLAS's order); our kernels do
-// the layout changes and the masked softmax and its backward. (A warp-per-row version that
-// summed like the CPU loops ran 2.0x slower at L=8, C=512, T=256 on an H200: 97.8k against
-// 193.8k training tokens/s in one run; notes/cuda-integration.md.)
+// the masked softmax and its backward. (Two earlier versions ran slower at L=8, C=512,
+// T=256 on an H200, each side by side with its successor: a warp-per-row attention that
+// summed like the CPU loops, 97.8k against 193.8k training tokens/s; then strided-batched
+// products on copies of q, k, v split into heads (B,NH,T,hs), 201.8k against 209.7k with
+// this version and the gemv bias gradient together; notes/cuda-integration.md.)
 
-/* split_heads_kernel: for each of the parts p (3: q, k, v of qkv; 1: dout), dst + p·n
-   (B,NH,T,hs) = channels p·C … p·C+C−1 of src's rows, rows ld floats apart (n = B·T·C).
-   Launch: 1-D, one thread per (b,t,c), n threads (32-bit indices: int_count), so reads along
-   a row and writes along a head's row are both coalesced. */
-__global__ void split_heads_kernel(float *dst, const float *src, int parts, int B, int T, int C, int NH, int ld) {
-    int n = B * T * C, idx = blockIdx.x * blockDim.x + threadIdx.x;   // = (b*T + t)*C + c
-    if (idx >= n) return;
-    int hs = C / NH, c = idx % C, bt = idx / C, t = bt % T, b = bt / T;
-    int to = ((b * NH + c / hs) * T + t) * hs + c % hs;
-    for (int p = 0; p < parts; p++) dst[p * n + to] = src[bt * ld + p * C + c];
+/* HeadMatrices: up to 9 matrices with one block per head (b,h): matrix j of head (b,h)
+   starts at base[j] + b·stride_b[j] + h·stride_h[j] floats. */
+#define MAX_HEAD_MATRICES 9
+struct HeadMatrices {
+    const float *base[MAX_HEAD_MATRICES];
+    long long stride_b[MAX_HEAD_MATRICES], stride_h[MAX_HEAD_MATRICES];
+    int count;
+};
+
+/* head_pointers_kernel: ptr[j·BH + b·NH + h] = start of matrix j of head (b,h), for the
+   pointer arrays of cublasSgemmBatched. Launch: 1-D, one thread per pointer (count·BH). */
+__global__ void head_pointers_kernel(const float **ptr, HeadMatrices m, int BH, int NH) {
+    int idx = blockIdx.x * blockDim.x + threadIdx.x;   // = j*BH + b*NH + h
+    if (idx >= m.count * BH) return;
+    int j = idx / BH, bh = idx % BH, b = bh / NH, h = bh % NH;
+    ptr[idx] = m.base[j] + b * m.stride_b[j] + h * m.stride_h[j];
 }
 
-/* merge_heads_kernel: the inverse: channels p·C + c of dst's rows (ld floats apart) = src +
-   p·n (B,NH,T,hs), or += it when accumulate (the backward's dinp +=). Launch as split_heads. */
-__global__ void merge_heads_kernel(float *dst, const float *src, int parts, int B, int T, int C, int NH, int ld,
-                                   int accumulate) {
-    int n = B * T * C, idx = blockIdx.x * blockDim.x + threadIdx.x;   // = (b*T + t)*C + c
-    if (idx >= n) return;
-    int hs = C / NH, c = idx % C, bt = idx / C, t = bt % T, b = bt / T;
-    int from = ((b * NH + c / hs) * T + t) * hs + c % hs;
-    for (int p = 0; p < parts; p++) {
-        float x = src[p * n + from], *d = dst + bt * ld + p * C + c;
-        *d = accumulate ? *d + x : x;
-    }
-}
-
-static void split_heads(float *dst, const float *src, int parts, int B, int T, int C, int NH, int ld) {
-    int bs = threads_per_block();
-    int_count((size_t)B * T * ld, "split_heads' input");
-    split_heads_kernel<<<blocks_for((size_t)B * T * C, bs), bs>>>(dst, src, parts, B, T, C, NH, ld);
-    LAUNCH_CHECK(split_heads_kernel);
-}
-static void merge_heads(float *dst, const float *src, int parts, int B, int T, int C, int NH, int ld, int accumulate) {
-    int bs = threads_per_block();
-    int_count((size_t)B * T * ld, "merge_heads' output");
-    merge_heads_kernel<<<blocks_for((size_t)B * T * C, bs), bs>>>(dst, src, parts, B, T, C, NH, ld, accumulate);
-    LAUNCH_CHECK(merge_heads_kernel);
+/* head_pointers: fills the device array of m.count·BH pointers (scratch) and returns it;
+   matrix j's pointers start at index j·BH. */
+static const float **head_pointers(const HeadMatrices &m, int B, int NH) {
+    int BH = B * NH, bs = threads_per_block();
+    const float **ptr = (const float **)scratch(SCRATCH_HEADS, (size_t)m.count * BH * sizeof(float *));
+    head_pointers_kernel<<<blocks_for((size_t)m.count * BH, bs), bs>>>(ptr, m, BH, NH);
+    LAUNCH_CHECK(head_pointers_kernel);
+    return ptr;
 }
 
 /* causal_softmax_kernel: in place on att (B·NH rows of T×T): row t, which holds the scaled
@@ -692,62 +693,61 @@ __global__ void causal_softmax_backward_kernel(float *datt, const float *att, si
     for (int t2 = lane; t2 < T; t2 += 32) da[t2] = t2 <= t ? a[t2] * (da[t2] - dot) * scale : 0.0f;
 }
 
-/* sgemm_heads: C_h = alpha·op(A_h)·op(B_h) for each of the batch heads h (column-major,
-   beta 0), A_h = A + h·sa and so on: one cublasSgemmStridedBatched. */
+/* sgemm_heads: C_h = alpha·op(A_h)·op(B_h) + beta·C_h for each of the batch heads h
+   (column-major), A_h = A[h] and so on: one cublasSgemmBatched over device pointer arrays. */
 static void sgemm_heads(cublasOperation_t ta, cublasOperation_t tb, int m, int n, int k, float alpha,
-                        const float *A, int lda, long long sa, const float *B, int ldb, long long sb,
-                        float *C, int ldc, long long sc, int batch) {
-    const float zero = 0.0f;
-    CUBLAS_CHECK(cublasSgemmStridedBatched(cublas(), ta, tb, m, n, k, &alpha, A, lda, sa, B, ldb, sb, &zero,
-                                           C, ldc, sc, batch));
-    time_mark("cublasSgemmStridedBatched (attention)");
+                        const float *const *A, int lda, const float *const *B, int ldb, float beta,
+                        const float *const *C, int ldc, int batch) {
+    CUBLAS_CHECK(cublasSgemmBatched(cublas(), ta, tb, m, n, k, &alpha, A, lda, B, ldb, &beta,
+                                    (float *const *)C, ldc, batch));
+    time_mark("cublasSgemmBatched (attention)");
 }
 
 /* cuda_attention_forward: out (B,T,C), att (B,NH,T,T) with zeros above the diagonal, from
-   inp (B,T,3C). Replaces attention_forward. Row-major (T,hs) head matrices are column-major
-   (hs,T), so att (T,T) row-major = (k·q^T) column-major, and so on.
-   Scratch: 4·B·T·C floats (qh, kh, vh, yh). */
+   inp (B,T,3C). Replaces attention_forward. A head's row-major (T,hs) q, k, v (rows 3C apart)
+   are column-major (hs,T) matrices with ld 3C, and att (T,T) row-major = (k^T·q) column-major;
+   y = v·att lands in out's channels h·hs… (ld C). Scratch: 5·B·NH pointers. */
 extern "C" void cuda_attention_forward(float *out, float *att, const float *inp, int B, int T, int C, int NH) {
-    size_t n = (size_t)B * T * C;
-    if (n == 0) return;
+    if ((size_t)B * T * C == 0) return;
     int hs = C / NH, BH = B * NH;
-    long long sh = (long long)T * hs, sa = (long long)T * T;
-    float *qh = (float *)scratch(SCRATCH_HEADS, 4 * n * sizeof(float)), *kh = qh + n, *vh = kh + n, *yh = vh + n;
-    split_heads(qh, inp, 3, B, T, C, NH, 3 * C);   // qh, kh, vh
+    long long T3C = (long long)T * 3 * C, TT = (long long)T * T, TC = (long long)T * C;
+    HeadMatrices m = {{inp, inp + C, inp + 2 * C, att, out},   // q, k, v, att, y
+                      {T3C, T3C, T3C, NH * TT, TC}, {hs, hs, hs, TT, hs}, 5};
+    const float **p = head_pointers(m, B, NH), **q = p, **k = p + BH, **v = p + 2 * BH, **a = p + 3 * BH,
+                **y = p + 4 * BH;
     // att[t][t2] = scale · q[t]·k[t2], every (t, t2)
-    sgemm_heads(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, 1.0f / sqrtf((float)hs), kh, hs, sh, qh, hs, sh, att, T, sa, BH);
+    sgemm_heads(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, 1.0f / sqrtf((float)hs), k, 3 * C, q, 3 * C, 0.0f, a, T, BH);
     int w = warps_per_block();
     causal_softmax_kernel<<<blocks_for((size_t)BH * T, w), w * 32>>>(att, (size_t)BH * T, T);
     LAUNCH_CHECK(causal_softmax_kernel);
     // y[t] = Σ_t2 att[t][t2] v[t2]
-    sgemm_heads(CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, 1.0f, vh, hs, sh, att, T, sa, yh, hs, sh, BH);
-    merge_heads(out, yh, 1, B, T, C, NH, C, 0);
+    sgemm_heads(CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, 1.0f, v, 3 * C, a, T, 0.0f, y, C, BH);
 }
 
 /* cuda_attention_backward: dinp (B,T,3C) += ∂L/∂(q,k,v) given dout (B,T,C). Replaces
    attention_backward. datt (B,NH,T,T) is scratch as on the CPU, and ends holding the score
-   gradients ds, as there. Scratch: 7·B·T·C floats (qh, kh, vh, dyh, dqh, dkh, dvh). */
+   gradients ds, as there. The products of dq, dk, dv add into dinp (beta 1), read and
+   written in place as in the forward. Scratch: 9·B·NH pointers. */
 extern "C" void cuda_attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
                                         const float *att, int B, int T, int C, int NH) {
-    size_t n = (size_t)B * T * C;
-    if (n == 0) return;
+    if ((size_t)B * T * C == 0) return;
     int hs = C / NH, BH = B * NH;
-    long long sh = (long long)T * hs, sa = (long long)T * T;
-    float *qh = (float *)scratch(SCRATCH_HEADS, 7 * n * sizeof(float)), *kh = qh + n, *vh = kh + n;
-    float *dyh = vh + n, *dqh = dyh + n, *dkh = dqh + n, *dvh = dkh + n;
-    split_heads(qh, inp, 3, B, T, C, NH, 3 * C);   // qh, kh, vh
-    split_heads(dyh, dout, 1, B, T, C, NH, C);
-    // da[t][t2] = dy[t]·v[t2];  dv[t2] = Σ_t att[t][t2] dy[t]
-    sgemm_heads(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, 1.0f, vh, hs, sh, dyh, hs, sh, datt, T, sa, BH);
-    sgemm_heads(CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, dyh, hs, sh, att, T, sa, dvh, hs, sh, BH);
+    long long T3C = (long long)T * 3 * C, TT = (long long)T * T, TC = (long long)T * C;
+    HeadMatrices m = {{inp, inp + C, inp + 2 * C, dout, att, datt, dinp, dinp + C, dinp + 2 * C},
+                      {T3C, T3C, T3C, TC, NH * TT, NH * TT, T3C, T3C, T3C},
+                      {hs, hs, hs, hs, TT, TT, hs, hs, hs}, 9};
+    const float **p = head_pointers(m, B, NH), **q = p, **k = p + BH, **v = p + 2 * BH, **dy = p + 3 * BH,
+                **a = p + 4 * BH, **da = p + 5 * BH, **dq = p + 6 * BH, **dk = p + 7 * BH, **dv = p + 8 * BH;
+    // da[t][t2] = dy[t]·v[t2];  dv[t2] += Σ_t att[t][t2] dy[t]
+    sgemm_heads(CUBLAS_OP_T, CUBLAS_OP_N, T, T, hs, 1.0f, v, 3 * C, dy, C, 0.0f, da, T, BH);
+    sgemm_heads(CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, dy, C, a, T, 1.0f, dv, 3 * C, BH);
     int w = warps_per_block();
     causal_softmax_backward_kernel<<<blocks_for((size_t)BH * T, w), w * 32>>>(datt, att, (size_t)BH * T, T,
                                                                               1.0f / sqrtf((float)hs));
     LAUNCH_CHECK(causal_softmax_backward_kernel);
-    // dq[t] = Σ_t2 ds[t][t2] k[t2];  dk[t2] = Σ_t ds[t][t2] q[t]
-    sgemm_heads(CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, 1.0f, kh, hs, sh, datt, T, sa, dqh, hs, sh, BH);
-    sgemm_heads(CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, qh, hs, sh, datt, T, sa, dkh, hs, sh, BH);
-    merge_heads(dinp, dqh, 3, B, T, C, NH, 3 * C, 1);   // dqh, dkh, dvh into dinp's q, k, v
+    // dq[t] += Σ_t2 ds[t][t2] k[t2];  dk[t2] += Σ_t ds[t][t2] q[t]
+    sgemm_heads(CUBLAS_OP_N, CUBLAS_OP_N, hs, T, T, 1.0f, k, 3 * C, da, T, 1.0f, dq, 3 * C, BH);
+    sgemm_heads(CUBLAS_OP_N, CUBLAS_OP_T, hs, T, T, 1.0f, q, 3 * C, da, T, 1.0f, dk, 3 * C, BH);
 }
 
 // ----------------------------------------------------------------------------
