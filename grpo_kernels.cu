@@ -15,11 +15,12 @@ Conventions
   - Matrix products go through cuBLAS sgemm (and the matmul's bias gradient through one
     sgemv with a vector of ones). TF32 is off unless cuda_init(1) turns it on, so results
     stay comparable with the CPU path (tests/test_cuda.cu states the tolerances). cuBLAS
-    gives the same bits on every run on one GPU model (its atomics mode stays off).
+    gives the same bits on every run with the same cuBLAS version, GPU architecture and SM
+    count, on one stream, with its atomics mode off (the default, which we keep).
   - Our own kernels for the rest, one thread (or one warp) per output element or row. No
     atomics: every output is summed by one thread in a fixed order, or by a fixed-shape tree,
     so the same inputs with the same block size give the same bits on every run.
-  - Other sums over many rows (LayerNorm's and the embeddings' gradients) use two
+  - Other sums over many rows (LayerNorm's parameter gradients and dwte) use two
     fixed-order stages: each thread sums CHUNK_ROWS rows of one column into a partial, then
     column_reduce_kernel adds the partials in chunk order. The loss and the gradient norm
     are summed in double the same way.
@@ -200,8 +201,9 @@ extern "C" void cuda_memset_zero(void *p, size_t bytes) {   // gpt_zero_grad's m
 }
 extern "C" void cuda_synchronize(void) { CUDA_CHECK(cudaDeviceSynchronize()); }
 
-/* Scratch: a few device buffers reused across calls (partial sums, per-token losses), grown
-   on demand. cudaFree waits for the GPU, so growing never frees memory a kernel still uses. */
+/* Scratch: a few device buffers reused across calls (partial sums, per-token losses, decode
+   scores, attention's pointer arrays, a vector of ones), grown on demand. cudaFree waits for
+   the GPU, so growing never frees memory a kernel still uses. */
 enum { SCRATCH_PARTIAL = 0, SCRATCH_TOKENS, SCRATCH_REDUCE, SCRATCH_ATT, SCRATCH_HEADS, SCRATCH_ONES, NUM_SCRATCH };
 static void *g_scratch[NUM_SCRATCH];
 static size_t g_scratch_bytes[NUM_SCRATCH];
