@@ -1455,6 +1455,11 @@ static void ckpt_read(void *ptr, size_t size, size_t n, FILE *f, const char *pat
    version, an impossible config, a vocabulary different from this build's, a truncated
    file, and trailing bytes. Returns 1 if the file holds optimizer state. */
 static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *st) {
+    struct stat sb;
+    if (stat(path, &sb) != 0 && errno == ENOENT)   // the usual case: no SFT run yet
+        ckpt_error(path, "no such file",
+                   "./grpo sft writes runs/sft/model.bin and ./grpo train runs/grpo/model.bin "
+                   "(make run does both); or name another file (--init, --model, --resume)");
     FILE *f = fopenCheck(path, "rb");
     int32_t h[CKPT_HEADER_INTS];
     char msg[1024];
@@ -2217,7 +2222,7 @@ static const OptSpec OPTIONS[] = {
     {"beta2", OPT_FLOAT, OFF(beta2), 0, 0.999999, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "AdamW β2"},
     {"grad-clip", OPT_FLOAT, OFF(grad_clip), 0, 1e9, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "max global gradient norm (0: off)"},
     {"eval-every", OPT_INT, OFF(eval_every), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN, "validate every N steps (0: off)"},
-    {"eval-limit", OPT_INT, OFF(eval_limit), 0, 10000000, NULL, CMD_TRAIN | CMD_EVAL, "score at most N prompts per evaluation (0: all)"},
+    {"eval-limit", OPT_INT, OFF(eval_limit), 0, 10000000, NULL, CMD_TRAIN | CMD_EVAL, "score at most N prompts per evaluation (0: all); train scores the whole test file at its start and end regardless"},
     {"save-every", OPT_INT, OFF(save_every), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN, "write a resumable checkpoint every N steps (0: only at the end)"},
     {"prompts-per-step", OPT_INT, OFF(prompts_per_step), 1, 4096, NULL, CMD_TRAIN | CMD_TREE, "prompts P per GRPO step"},
     {"group-size", OPT_INT, OFF(group_size), 1, 4096, NULL, CMD_TRAIN | CMD_SAMPLE | CMD_TREE, "completions k per prompt (G in TRL/verl); training needs k >= 2"},

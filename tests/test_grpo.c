@@ -386,6 +386,7 @@ static void test_checkpoints(void) {
     save_checkpoint(path, &a, 0, NULL);
     expect_exit("checkpoint: resume needs optimizer state", load_resume_fn, path, 1, "optimizer state");
     expect_exit("checkpoint: missing file names the path", load_ckpt_fn, "/nonexistent/x.bin", 1, "/nonexistent/x.bin");
+    expect_exit("checkpoint: missing file says which command writes one", load_ckpt_fn, "/nonexistent/x.bin", 1, "./grpo sft writes");
     expect_exit("checkpoint: a directory is refused as a file", load_ckpt_fn, "/tmp", 1, "is a directory");
     st.kind = 1;   // written by sft: train --resume must refuse it
     save_checkpoint(path, &a, 1, &st);
