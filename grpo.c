@@ -13,8 +13,9 @@ What this file is
   It runs on the CPU with OpenMP. `make cuda` builds the CUDA variant (-DGRPO_CUDA, with
   grpo_kernels.cu): models, optimizer state, activations and the KV cache in GPU memory,
   every layer routed to its cuda_ twin through LAYER(), the loop, sampler control, verifier,
-  tree and objectives still here on the host (compiled and tested against this file by
-  tests/test_cuda.cu, not yet run on a GPU: notes/cuda-integration.md). Everything here is checked by tests/test_grpo.c against independent references
+  tree and objectives still here on the host (tested against this file, kernel by kernel
+  and step by step, by tests/test_cuda.cu on an H200: notes/cuda-integration.md).
+  Everything here is checked by tests/test_grpo.c against independent references
   (PyTorch autograd, brute-force counts, closed-form vectors, finite differences).
 
 What it deliberately does not do
@@ -3565,11 +3566,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #ifdef GRPO_CUDA
     if (m.on_device) {   // the step's cuBLAS products timed inside one training step, then alone
         cuda_time_sgemm = 1; cuda_sgemm_seconds = 0.0;
-        gpt_forward(&m, inputs, B, T);
-        gpt_logprob_forward(&m, logp, targets, B * T, 1.0f, NULL);
-        gpt_zero_grad(&m);
-        gpt_logprob_backward(&m, targets, dlogp, B * T, 1.0f);
-        gpt_backward(&m, inputs);
+        bench_train_step(&m, inputs, targets, logp, dlogp, B, T, &opt, 4 + o->steps);
         cuda_synchronize();
         cuda_time_sgemm = 0;
         int BT = B * T, Ci = o->channels, Li = o->layers, reps = 20;
@@ -3584,7 +3581,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
         if (o->kernel_times) {
             cuda_kernel_times_start();
             for (int it = 0; it < 3; it++)
-                bench_train_step(&m, inputs, targets, logp, dlogp, B, T, &opt, 4 + o->steps + it);
+                bench_train_step(&m, inputs, targets, logp, dlogp, B, T, &opt, 5 + o->steps + it);
             cuda_kernel_times_report(stdout, 3);
         }
     }
