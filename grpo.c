@@ -58,12 +58,16 @@ static void fail_at(const char *file, int line, const char *what, const char *hi
     exit(EXIT_INPUT);
 }
 
+// What to shrink when memory runs out: parse_options sets it to the options of the command
+// being run, so the hint never names an option that command does not have.
+static const char *oom_hint = "the machine has too little free memory for this command";
+
 static void *malloc_check(size_t size, const char *file, int line) {
     void *p = malloc(size ? size : 1);
     if (!p) {
         char msg[128];
         snprintf(msg, sizeof msg, "out of memory allocating %zu bytes", size);
-        fail_at(file, line, msg, "use a smaller --batch-size or model");
+        fail_at(file, line, msg, oom_hint);
     }
     return p;
 }
@@ -74,7 +78,7 @@ static void *calloc_check(size_t n, size_t size, const char *file, int line) {
     if (!p) {
         char msg[128];
         snprintf(msg, sizeof msg, "out of memory allocating %zu x %zu bytes", n, size);
-        fail_at(file, line, msg, "use a smaller --batch-size or model");
+        fail_at(file, line, msg, oom_hint);
     }
     return p;
 }
@@ -120,14 +124,33 @@ static void fwrite_check(const void *ptr, size_t size, size_t n, FILE *f, const 
 }
 #define fwriteCheck(ptr, size, n, f) fwrite_check(ptr, size, n, f, __FILE__, __LINE__)
 
+// fclose that also reports an earlier failed write: fprintf into a full disk fails when the
+// buffer is written out, which may be long before fclose (whose own flush then succeeds).
 static void fclose_check(FILE *f, const char *file, int line) {
-    if (fclose(f) != 0) {
+    int failed_before = ferror(f);
+    errno = 0;
+    if (fclose(f) != 0 || failed_before) {
         char msg[256];
-        snprintf(msg, sizeof msg, "close failed: %s", strerror(errno));
+        snprintf(msg, sizeof msg, "write failed: %s",
+                 errno ? strerror(errno) : "an earlier write to the file failed");
         fail_at(file, line, msg, "is the disk full?");
     }
 }
 #define fcloseCheck(f) fclose_check(f, __FILE__, __LINE__)
+
+/* check_stdout: run at exit (main registers it). Standard output is buffered, so a write
+   error (`./grpo check F > /dev/full`, a full disk) may only show when it is flushed at
+   exit, after the command returned 0; the error then ends the program with status 1. */
+static void check_stdout(void) {
+    errno = 0;
+    int failed = fflush(stdout) != 0;
+    int err = errno;
+    if (failed || ferror(stdout)) {
+        fprintf(stderr, "error: writing standard output: %s\n",
+                err ? strerror(err) : "an earlier write failed");
+        _exit(EXIT_INPUT);
+    }
+}
 
 // 1 when paths a and b name the same existing file (same device and inode), else 0
 static int same_file(const char *a, const char *b) {
@@ -1443,11 +1466,59 @@ static void ckpt_error(const char *path, const char *what, const char *hint) {
 
 // Reads n items of a checkpoint; a short read means the file is truncated.
 static void ckpt_read(void *ptr, size_t size, size_t n, FILE *f, const char *path, const char *what) {
+    errno = 0;
     if (fread(ptr, size, n, f) != n) {
         char msg[256];
+        if (ferror(f)) {   // not the end of the file: the disk or the file system failed
+            snprintf(msg, sizeof msg, "read error in %s: %s", what, errno ? strerror(errno) : "unknown");
+            ckpt_error(path, msg, NULL);
+        }
         snprintf(msg, sizeof msg, "truncated: the file ends inside %s", what);
         ckpt_error(path, msg, "the file is incomplete (interrupted copy?); use an intact checkpoint");
     }
+}
+
+// The next name of a vocabulary string (each name followed by '\n', n bytes) from *pos:
+// its start and length; *pos moves past it. Returns 0 when no name is left.
+static int vocab_next(const char *v, int n, int *pos, int *start, int *len) {
+    if (*pos >= n) return 0;
+    *start = *pos;
+    while (*pos < n && v[*pos] != '\n') (*pos)++;
+    *len = *pos - *start;
+    (*pos)++;
+    return 1;
+}
+
+// A printable copy of name[0..len) (at most 24 characters; other bytes as '?').
+static void printable_name(char *out, const char *name, int len) {
+    int j = 0;
+    for (; j < len && j < 24; j++) out[j] = name[j] >= 32 && name[j] < 127 ? name[j] : '?';
+    out[j] = 0;
+}
+
+// Says how a checkpoint's vocabulary (file_v, file_n bytes; file_size tokens in the header)
+// differs from this build's: the first token whose name differs, or else the counts.
+static void vocab_mismatch(char *msg, size_t cap, const char *file_v, int file_n, int file_size) {
+    char ours[512], theirs_name[32] = "(none)", ours_name[32] = "(none)";
+    int ours_n = vocab_string(ours, sizeof ours);
+    int pa = 0, pb = 0, tok = 0;
+    for (;;) {
+        int sa = 0, la = 0, sb = 0, lb = 0;
+        int more_a = vocab_next(file_v, file_n, &pa, &sa, &la);
+        int more_b = vocab_next(ours, ours_n, &pb, &sb, &lb);
+        if (!more_a && !more_b) break;   // the names agree: only the header's count differs
+        if (!more_a || !more_b || la != lb || memcmp(file_v + sa, ours + sb, la)) {
+            if (more_a) printable_name(theirs_name, file_v + sa, la);
+            if (more_b) printable_name(ours_name, ours + sb, lb);
+            snprintf(msg, cap, "vocabulary differs from this build's: token %d is '%s' in the file, "
+                     "'%s' here (%d tokens in file, %d here)", tok, theirs_name, ours_name, file_size,
+                     VOCAB_SIZE);
+            return;
+        }
+        tok++;
+    }
+    snprintf(msg, cap, "vocabulary differs from this build's (%d tokens in file, %d here)",
+             file_size, VOCAB_SIZE);
 }
 
 /* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences).
@@ -1465,7 +1536,8 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     int32_t h[CKPT_HEADER_INTS];
     char msg[1024];
     if (fread(h, sizeof(int32_t), CKPT_HEADER_INTS, f) != CKPT_HEADER_INTS)
-        ckpt_error(path, "file too short for a header (truncated, or not a checkpoint)", NULL);
+        ckpt_error(path, ferror(f) ? "read error in the header"
+                                   : "file too short for a header (truncated, or not a checkpoint)", NULL);
     if (h[0] != CKPT_MAGIC)
         ckpt_error(path, "bad magic number: not a grpo.c checkpoint", "pass a model.bin written by ./grpo sft or ./grpo train");
     if (h[1] != CKPT_VERSION) {
@@ -1497,8 +1569,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     vocab[h[9]] = 0;
     int vlen = vocab_string(ours, sizeof ours);
     if (c.vocab_size != VOCAB_SIZE || h[9] != vlen || memcmp(vocab, ours, vlen) != 0) {
-        snprintf(msg, sizeof msg, "vocabulary differs from this build's (%d tokens in file, %d here)",
-                 c.vocab_size, VOCAB_SIZE);
+        vocab_mismatch(msg, sizeof msg, vocab, h[9], c.vocab_size);
         ckpt_error(path, msg, "a model can only be used with the tokenizer it was trained with");
     }
     if (st && !h[7])
@@ -1518,10 +1589,17 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         Rng r;
         ckpt_read(r.s, sizeof(uint64_t), 4, f, path, "the RNG state");
         if (st) {
-            if (st->kind && h[10] != st->kind) {
+            const char *resumer = st->kind == 1 ? "sft" : "train";
+            if (st->kind && h[10] != st->kind && (h[10] == 1 || h[10] == 2)) {
                 snprintf(msg, sizeof msg, "was written by ./grpo %s, so './grpo %s --resume' cannot continue it",
-                         h[10] == 1 ? "sft" : (h[10] == 2 ? "train" : "an older build"), st->kind == 1 ? "sft" : "train");
-                ckpt_error(path, msg, "use --init to start a GRPO run from an SFT checkpoint");
+                         h[10] == 1 ? "sft" : "train", resumer);
+                ckpt_error(path, msg, st->kind == 2 ? "use --init to start a GRPO run from an SFT checkpoint"
+                                                    : "resume from a checkpoint that ./grpo sft wrote");
+            }
+            if (st->kind && h[10] != st->kind) {   // 0: written before the kind was recorded
+                snprintf(msg, sizeof msg, "unknown checkpoint kind %d (this build knows sft=1, train=2), "
+                         "so './grpo %s --resume' cannot continue it", h[10], resumer);
+                ckpt_error(path, msg, "re-create it with this build, or start a new run from it with --init");
             }
             st->rng = r; st->step = h[8];
         }
@@ -1529,6 +1607,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
                memset(mom2, 0, m->num_parameters * sizeof(float)); }
     }
     if (fgetc(f) != EOF) ckpt_error(path, "trailing bytes after the last tensor (corrupt file?)", NULL);
+    if (ferror(f)) ckpt_error(path, "read error after the last tensor", NULL);
     fclose(f);
 #ifdef GRPO_CUDA
     if (m->on_device) {   // without optimizer state in the file the moments stay at build_gpt's zeros
@@ -1716,6 +1795,8 @@ typedef struct {
     int *nums;             // (n, MAX_NUMS) the numbers offered
     int *num_count;        // (n)
     int *target;           // (n)
+    int *line;             // (n) line of the file the example is on
+    const char *path;      // the file (for messages)
     int maxT;
 } Dataset;
 
@@ -1724,11 +1805,55 @@ static void data_error(const char *path, int line, const char *what) {
     exit(EXIT_INPUT);
 }
 
+/* read_line: reads line `lineno` of f (path: its name in messages) into *buf (capacity *cap,
+   grown as needed), '\n' included, NUL-terminated. Returns its length in bytes (NUL bytes
+   in the line count), or -1 at the end of the file. Unlike getline it tells a read error
+   from the end of the file (then: FILE:LINE: read error, exit 1), and it stops at max_len
+   bytes before the '\n' (then: FILE:LINE: line too long) instead of reading a file without
+   newlines (/dev/zero) into memory. */
+static long read_line(FILE *f, char **buf, size_t *cap, long max_len, const char *path, int lineno) {
+    long n = 0;
+    int c = 0;
+    char msg[128];
+    errno = 0;
+    while ((c = getc(f)) != EOF) {
+        if ((size_t)n + 2 > *cap) {
+            size_t grown = *cap < 256 ? 256 : 2 * *cap;
+            char *p = (char *)realloc(*buf, grown);
+            if (!p) data_error(path, lineno, "out of memory reading the line");
+            *buf = p;
+            *cap = grown;
+        }
+        (*buf)[n++] = (char)c;
+        if (c == '\n') break;
+        if (n > max_len) {
+            snprintf(msg, sizeof msg, "line too long (over %ld characters)", max_len);
+            data_error(path, lineno, msg);
+        }
+    }
+    if (c == EOF && ferror(f)) {
+        snprintf(msg, sizeof msg, "read error: %s", errno ? strerror(errno) : "unknown");
+        data_error(path, lineno, msg);
+    }
+    if (n == 0) return -1;
+    (*buf)[n] = 0;
+    return n;
+}
+
+// Line 1 of a text file must not start with a UTF-8 byte-order mark (EF BB BF, written by
+// some Windows editors and Python's utf-8-sig): it would read as three invisible characters.
+static void refuse_bom(const char *line, long len, const char *path, int lineno) {
+    if (lineno == 1 && len >= 3 && !memcmp(line, "\xEF\xBB\xBF", 3))
+        data_error(path, 1, "UTF-8 byte-order mark (bytes EF BB BF) at the start of the file; "
+                            "save it without one (sed -i '1s/^\\xEF\\xBB\\xBF//' FILE)");
+}
+
 /* load_dataset: reads a task file. need_completion = 1 (SFT data): every line must carry a
    demonstration and <bos> prompt completion <eos> must fit in maxT tokens. need_completion
    = 0 (prompts for train, eval): a demonstration is allowed but ignored, and <bos> prompt
    must fit (the caller checks prompt + --max-new-tokens). Errors name FILE:LINE and what
-   was expected. */
+   was expected. An SFT demonstration must score 1 with the verifier: the model would
+   learn whatever it is shown. */
 static void load_dataset(Dataset *d, const char *path, int maxT, int need_completion) {
     FILE *f = fopenCheck(path, "r");
     memset(d, 0, sizeof *d);
@@ -1741,14 +1866,16 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
     d->nums = (int *)mallocCheck((size_t)cap * MAX_NUMS * sizeof(int));
     d->num_count = (int *)mallocCheck(cap * sizeof(int));
     d->target = (int *)mallocCheck(cap * sizeof(int));
+    d->line = (int *)mallocCheck(cap * sizeof(int));
+    d->path = path;
     char *line = NULL, msg[256];
     size_t lcap = 0;
-    ssize_t got;
+    long got;
     int lineno = 0;
-    while ((got = getline(&line, &lcap, f)) != -1) {   // getline: the length counts NUL bytes too
+    while ((got = read_line(f, &line, &lcap, 4095, path, lineno + 1)) != -1) {   // counts NUL bytes too
         lineno++;
-        int len = (int)(got > 4097 ? 4097 : got);
-        if (len - (line[len - 1] == '\n') > 4095) data_error(path, lineno, "line too long (over 4095 characters)");
+        refuse_bom(line, got, path, lineno);
+        int len = (int)got;
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r')) line[--len] = 0;
         if (len == 0 || line[0] == '#') continue;
         if ((int)strlen(line) != len) data_error(path, lineno, "NUL byte in line");
@@ -1771,8 +1898,10 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
             d->nums = (int *)realloc(d->nums, (size_t)cap * MAX_NUMS * sizeof(int));
             d->num_count = (int *)realloc(d->num_count, cap * sizeof(int));
             d->target = (int *)realloc(d->target, cap * sizeof(int));
+            d->line = (int *)realloc(d->line, cap * sizeof(int));
             if (!d->prompt || !d->completion || !d->prompt_len || !d->completion_len || !d->nums ||
-                !d->num_count || !d->target) fail_at(__FILE__, __LINE__, "out of memory reading data", path);
+                !d->num_count || !d->target || !d->line)
+                fail_at(__FILE__, __LINE__, "out of memory reading data", path);
         }
         int i = d->n, bad = 0;
         int *pt = d->prompt + (size_t)i * maxT, *ct = d->completion + (size_t)i * maxT;
@@ -1794,6 +1923,16 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
             snprintf(msg, sizeof msg, "prompt is not `n1 n2 ... nk>target:` with 1 to %d numbers of at most 6 digits", MAX_NUMS);
             data_error(path, lineno, msg);
         }
+        const int *nums = d->nums + (size_t)i * MAX_NUMS;
+        if (clen && countdown_verify(nums, d->num_count[i], d->target[i], tab + 1, clen) != 1.0f) {
+            const char *why = "steps `a op b=c` joined by `,` must use each number once and end at the "
+                              "target";
+            if (memchr(tab + 1, ' ', clen)) why = "it contains a space, which the verifier does not allow";
+            snprintf(msg, sizeof msg, "demonstration does not solve the prompt "
+                                      "(the verifier scores it 0): %s", why);
+            data_error(path, lineno, msg);
+        }
+        d->line[i] = lineno;
         d->n++;
     }
     free(line);
@@ -1803,7 +1942,7 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
 
 static void free_dataset(Dataset *d) {
     free(d->prompt); free(d->prompt_len); free(d->completion); free(d->completion_len);
-    free(d->nums); free(d->num_count); free(d->target);
+    free(d->nums); free(d->num_count); free(d->target); free(d->line);
 }
 
 // ----------------------------------------------------------------------------
@@ -2307,6 +2446,12 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
         }
     longopts[n] = (struct option){"help", no_argument, NULL, 'h'};
     longopts[n + 1] = (struct option){NULL, 0, NULL, 0};
+    if (mask & (CMD_SFT | CMD_BENCH)) oom_hint = "use a smaller --batch-size or model";
+    else if (mask & (CMD_TRAIN | CMD_TREE))
+        oom_hint = "use a smaller --prompts-per-step or --group-size, or set --micro-batch";
+    else if (mask & CMD_SAMPLE) oom_hint = "use a smaller --group-size";
+    else if (mask & CMD_EVAL) oom_hint = "the model or the --data file is too large for the free memory";
+    else oom_hint = "the input file is too large for this machine's free memory";
     Options defaults = *o;
     opterr = 0; optind = 1;
     for (;;) {
@@ -2314,12 +2459,21 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
         if (c == -1) break;
         if (c == 'h') { print_help(cmd, mask, synopsis, &defaults); exit(0); }
         if (c == '?') {
-#ifndef GRPO_CUDA
             const char *bad = argv[optind - 1];
+            if (optopt) {
+                // a short option (-x): -h is the only one, so the bad letter is the first of its
+                // argument; getopt moves optind past that argument only when nothing follows the
+                // letter (-x), and leaves it on the argument otherwise (-xy)
+                if (optind < argc && argv[optind][0] == '-' && argv[optind][1] == optopt && argv[optind][2])
+                    bad = argv[optind];
+                usage_error("unknown option '%s' for '" PROG " %s' "
+                            "(options start with two dashes: --name value)", bad, cmd);
+            }
+#ifndef GRPO_CUDA
             if (!strncmp(bad, "--tf32", 6) || !strncmp(bad, "--kernel-times", 14))
                 usage_error("option '%s' is in the CUDA build only (make cuda; ./grpo_cuda %s)", bad, cmd);
 #endif
-            usage_error("unknown option '%s' for '" PROG " %s'", argv[optind - 1], cmd);
+            usage_error("unknown option '%s' for '" PROG " %s'", bad, cmd);
         }
         if (c == ':') usage_error("option '%s' needs a value", argv[optind - 1]);
         const OptSpec *s = &OPTIONS[map[c - 1000]];
@@ -2760,14 +2914,15 @@ static void check_grpo_options(const Options *o) {
     if (o->prompts_per_step * o->group_size > 4096) usage_error("--prompts-per-step x --group-size must be <= 4096");
 }
 
-// The longest prompt plus --max-new-tokens must fit in the model's context.
-static void check_context(const Options *o, int maxT, int max_prompt_len) {
-    if (max_prompt_len + o->max_new_tokens > maxT) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "%d prompt tokens + %d new tokens exceed the model's context of %d",
-                 max_prompt_len, o->max_new_tokens, maxT);
-        usage_error("--max-new-tokens: %s", msg);
-    }
+// The longest prompt of d plus --max-new-tokens must fit in the model's context; the
+// error names that prompt's FILE:LINE.
+static void check_context(const Options *o, int maxT, const Dataset *d) {
+    int longest = 0;
+    for (int i = 1; i < d->n; i++) if (d->prompt_len[i] > d->prompt_len[longest]) longest = i;
+    if (d->n > 0 && d->prompt_len[longest] + o->max_new_tokens > maxT)
+        usage_error("--max-new-tokens: %d prompt tokens (%s:%d, the longest prompt) + %d new tokens exceed "
+                    "the model's context of %d", d->prompt_len[longest], d->path, d->line[longest],
+                    o->max_new_tokens, maxT);
 }
 
 /* sample_and_score: draws the step's prompts and k completions each, and their rewards. */
@@ -2835,10 +2990,8 @@ static int cmd_train(int argc, char **argv, Options *o) {
     load_dataset(&train, o->train_data, maxT, 0);
     load_dataset(&val, o->val_data, maxT, 0);
     load_dataset(&test, o->test_data, maxT, 0);
-    int max_plen = 0;
     const Dataset *sets[3] = {&train, &val, &test};
-    for (int s = 0; s < 3; s++) for (int i = 0; i < sets[s]->n; i++) if (sets[s]->prompt_len[i] > max_plen) max_plen = sets[s]->prompt_len[i];
-    check_context(o, maxT, max_plen);
+    for (int s = 0; s < 3; s++) check_context(o, maxT, sets[s]);
     print_options(stdout, o, CMD_TRAIN);
     printf("# objective %s: advantage (r - mean)/(%s std + %g), loss %s, clip [%g, %g], beta %g, mu %d\n",
            OBJECTIVE_NAMES[o->obj.objective], ADV_STD_NAMES[o->obj.adv_std], o->obj.adv_eps,
@@ -3110,10 +3263,7 @@ static int cmd_eval(int argc, char **argv, Options *o) {
     load_checkpoint(o->model, &m, 1, NULL);
     Dataset d;
     load_dataset(&d, o->data, m.config.max_seq_len, 0);
-    for (int i = 0; i < d.n; i++)
-        if (d.prompt_len[i] + o->max_new_tokens > m.config.max_seq_len)
-            usage_error("--max-new-tokens: %d prompt tokens + %d new tokens exceed the model's context of %d (%s, prompt %d)",
-                        d.prompt_len[i], o->max_new_tokens, m.config.max_seq_len, o->data, i + 1);
+    check_context(o, m.config.max_seq_len, &d);
     KVCache kv;
     build_kvcache(&kv, &m.config, 64);
     FILE *dump = o->completions_out[0] ? fopenCheck(o->completions_out, "w") : NULL;
@@ -3222,10 +3372,12 @@ static int cmd_verify(int argc, char **argv, Options *o) {
     FILE *f = strcmp(argv[first], "-") ? fopenCheck(argv[first], "r") : stdin;
     char *line = NULL;
     size_t cap = 0;
-    ssize_t got;
+    long got;
     int lineno = 0;
-    while ((got = getline(&line, &cap, f)) != -1) {   // exact length: NUL bytes stay in the text
+    // exact length: NUL bytes stay in the text
+    while ((got = read_line(f, &line, &cap, 1 << 20, argv[first], lineno + 1)) != -1) {
         lineno++;
+        refuse_bom(line, got, argv[first], lineno);
         int len = (int)got;
         if (len > 0 && line[len - 1] == '\n') len--;   // only the line ending is stripped (LF or CRLF)
         if (len > 0 && line[len - 1] == '\r') len--;
@@ -3316,6 +3468,8 @@ static int parse_list(const char *s, int is_int, void **out, const char *path, i
     return n;
 }
 
+#define CHECK_MAX_LINE (1L << 24)   // bytes in one line of a check file: about a million numbers
+
 /* read_check_file: parses every line of a check file (FILE or "-" for stdin) into
    records, or exits with FILE:LINE: what is wrong. Nothing is printed to stdout. */
 static int read_check_file(const char *path, CheckRecord **out) {
@@ -3324,9 +3478,10 @@ static int read_check_file(const char *path, CheckRecord **out) {
     CheckRecord *recs = (CheckRecord *)mallocCheck(cap * sizeof(CheckRecord));
     char *line = NULL;
     size_t lcap = 0;
-    ssize_t len;
-    while ((len = getline(&line, &lcap, f)) != -1) {
+    long len;
+    while ((len = read_line(f, &line, &lcap, CHECK_MAX_LINE, path, lineno + 1)) != -1) {
         lineno++;
+        refuse_bom(line, len, path, lineno);
         if ((size_t)len != strlen(line)) check_error(path, lineno, "NUL byte in line", NULL);
         char *hash = strchr(line, '#');
         if (hash) *hash = 0;
@@ -3423,6 +3578,11 @@ static int cmd_check(int argc, char **argv, Options *o) {
     if (cfg.beta != 0.0f)
         for (int i = 0; i < N; i++)
             if (!rec[i].logp_ref) check_error(path, rec[i].line, "logp_ref is required when --beta is not 0", NULL);
+    if (cfg.beta != 0.0f)   // a missing logp is taken as 0 below: with a KL term, a wrong KL, silently
+        for (int i = 0; i < N; i++)
+            if (!rec[i].logp)
+                check_error(path, rec[i].line, "logp_ref given without logp: the KL term needs the "
+                            "policy's log-probs (logp=...) when --beta is not 0", NULL);
     float *reward = (float *)mallocCheck(N * sizeof(float)), *adv = (float *)mallocCheck(N * sizeof(float));
     int *len = (int *)mallocCheck(N * sizeof(int)), maxlen = 1;
     const int **toks = (const int **)mallocCheck(N * sizeof(int *));
@@ -3611,6 +3771,7 @@ static void print_usage(void) {
 
 #ifndef TESTING
 int main(int argc, char **argv) {
+    atexit(check_stdout);   // also covers the exit(0) paths, such as --help
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         print_usage();
         return argc < 2 ? EXIT_USAGE : 0;

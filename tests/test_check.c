@@ -24,7 +24,8 @@ token must match exactly.
 
 Malformed inputs: every tests/fixtures/check/bad_*.txt names its options and the line of the
 error in two comments (`# check-options: ...`, `# check-error-line: N`); grpo check must exit
-with status 1, print nothing on stdout, and start stderr with `FILE:N:`.
+with status 1, print nothing on stdout, and start stderr with `FILE:N:`. An optional third
+comment, `# check-error-contains: TEXT`, names text the message must hold.
 */
 #include <glob.h>
 #include <math.h>
@@ -206,13 +207,14 @@ static void chk_comment_field(const char *text, const char *key, char *val, size
 }
 
 static void chk_one_bad(const char *path) {
-    char name[256], opts[256], line[32], cmd[2048], prefix[600];
+    char name[256], opts[256], line[32], cmd[2048], prefix[600], contains[256];
     char outpath[] = "/tmp/grpo_chk_out_XXXXXX", errpath[] = "/tmp/grpo_chk_err_XXXXXX";
     snprintf(name, sizeof name, "check rejects %s", strrchr(path, '/') ? strrchr(path, '/') + 1 : path);
     char *text = chk_slurp(path);
     if (!text) { check(0, name, "cannot read %s", path); return; }
     chk_comment_field(text, "# check-options:", opts, sizeof opts);
     chk_comment_field(text, "# check-error-line:", line, sizeof line);
+    chk_comment_field(text, "# check-error-contains:", contains, sizeof contains);
     free(text);
     if (!line[0]) { check(0, name, "%s lacks a '# check-error-line: N' comment", path); return; }
     int fo = mkstemp(outpath), fe = mkstemp(errpath);
@@ -226,9 +228,12 @@ static void chk_one_bad(const char *path) {
     snprintf(prefix, sizeof prefix, "%s:%s:", path, line);
     int out_empty = out && out[0] == 0;
     int err_ok = err && !strncmp(err, prefix, strlen(prefix));
+    int text_ok = !contains[0] || (err && strstr(err, contains));
     if (err) err[strcspn(err, "\n")] = 0;
-    check(rc == 1 && out_empty && err_ok, name, "exit %d (want 1), stdout %s, stderr: %.150s%s", rc,
-          out_empty ? "empty" : "NOT empty", err ? err : "(none)", err_ok ? "" : "  <- want prefix FILE:LINE:");
+    check(rc == 1 && out_empty && err_ok && text_ok, name,
+          "exit %d (want 1), stdout %s, stderr: %.150s%s%s%s", rc, out_empty ? "empty" : "NOT empty",
+          err ? err : "(none)", err_ok ? "" : "  <- want prefix FILE:LINE:",
+          text_ok ? "" : "  <- want text: ", text_ok ? "" : contains);
     free(out);
     free(err);
     unlink(outpath);

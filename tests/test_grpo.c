@@ -515,6 +515,215 @@ static void test_usage_errors(void) {
 }
 
 // ----------------------------------------------------------------------------
+// Read and write errors, over-long lines, byte-order marks, and the messages they give
+
+#include <ctype.h>
+#include <sys/resource.h>
+#if defined(__SANITIZE_ADDRESS__)
+#define TEST_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define TEST_UNDER_ASAN 1
+#endif
+#endif
+
+// Caps the child's address space (about 512 MiB above what it uses now), so that a reader
+// that takes a file without newlines into memory fails fast instead of eating the machine
+// (not under AddressSanitizer, whose shadow memory needs a huge address space).
+static void limit_memory(void) {
+#ifndef TEST_UNDER_ASAN
+    long pages = 0;
+    FILE *f = fopen("/proc/self/statm", "r");
+    if (f && fscanf(f, "%ld", &pages) != 1) pages = 0;
+    if (f) fclose(f);
+    rlim_t cap = (rlim_t)pages * (rlim_t)sysconf(_SC_PAGESIZE) + ((rlim_t)512 << 20);
+    struct rlimit r = {cap, cap};
+    setrlimit(RLIMIT_AS, &r);
+#endif
+}
+static void load_prompts_fn(void *path) {
+    Dataset d;
+    limit_memory();
+    load_dataset(&d, (const char *)path, 64, 0);
+    free_dataset(&d);
+}
+static void load_sft_data_fn(void *path) {
+    Dataset d;
+    limit_memory();
+    load_dataset(&d, (const char *)path, 64, 1);
+    free_dataset(&d);
+}
+static void read_check_fn(void *path) {
+    CheckRecord *r;
+    limit_memory();
+    read_check_file((const char *)path, &r);
+}
+
+static void test_io_errors(void) {
+    char out[4096], cmd[1024];
+    int rc;
+    // a full standard output is an error, not a result that looks complete (exit 0)
+    if (access("/dev/full", W_OK) == 0) {
+        const char *full[3] = {"check tests/fixtures/check/trl_grpo.txt",
+                               "verify tests/fixtures/val_small.txt", "--help"};
+        for (int i = 0; i < 3; i++) {
+            snprintf(cmd, sizeof cmd, "{ %s %s > /dev/full; }", grpo_bin(), full[i]);
+            rc = run_binary(cmd, out, sizeof out);
+            char name[128];
+            snprintf(name, sizeof name, "io: './grpo %.20s ... > /dev/full' exits 1 with a message", full[i]);
+            int ok = rc == 1 && strstr(out, "error: writing standard output: No space left on device");
+            check(ok, name, "exit %d: %.*s", rc, (int)strcspn(out, "\n"), out);
+        }
+    }
+    // a read error is not the end of the file: standard input that is a directory (EISDIR)
+    const char *dir_cmds[2] = {"check -", "verify -"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "%s %s < tests", grpo_bin(), dir_cmds[i]);
+        rc = run_binary(cmd, out, sizeof out);
+        char name[128];
+        snprintf(name, sizeof name, "io: '%s < DIRECTORY' is a read error, exit 1", dir_cmds[i]);
+        int ok = rc == 1 && strstr(out, "-:1: read error: Is a directory");
+        check(ok, name, "exit %d: %.*s", rc, (int)strcspn(out, "\n"), out);
+    }
+    // reading /proc/self/mem at offset 0 fails with EIO: a data file that cannot be read
+    if (access("/proc/self/mem", R_OK) == 0)
+        expect_exit("io: a data file that fails to read is an error, not 'no examples'", load_prompts_fn,
+                    "/proc/self/mem", 1, "/proc/self/mem:1: read error: Input/output error");
+    // a line is cut off at the maximum length, not read whole into memory first
+    expect_exit("io: --data /dev/zero: line too long, at once", load_prompts_fn, "/dev/zero", 1,
+                "/dev/zero:1: line too long (over 4095 characters)");
+    expect_exit("io: check /dev/zero: line too long, at once", read_check_fn, "/dev/zero", 1,
+                "/dev/zero:1: line too long");
+    // a UTF-8 byte-order mark is named, not taken as part of the first prompt or key
+    write_bytes(tmp_path("/tmp/grpo_test/bom.txt"), "\xEF\xBB\xBF" "7 3 5>26:\t7*3=21,21+5=26\n", 28);
+    expect_exit("io: a data file with a UTF-8 BOM names it", load_prompts_fn,
+                (void *)tmp_path("/tmp/grpo_test/bom.txt"), 1, "bom.txt:1: UTF-8 byte-order mark");
+    static CmdCall verify_bom = {cmd_verify, "/tmp/grpo_test/bom.txt"};
+    expect_exit("io: verify input with a UTF-8 BOM names it", cmd_call_fn, &verify_bom, 1,
+                "bom.txt:1: UTF-8 byte-order mark");
+}
+
+// A command's hint for an allocation that fails names only options that command has.
+static void oom_fn(void *arg) {
+    unsigned mask = *(const unsigned *)arg;
+    char name[] = "cmd", *argv[2] = {name, NULL};
+    Options o;
+    default_options(&o);
+    parse_options(1, argv, mask, &o, "cmd", "");
+    mallocCheck((size_t)1 << 62);
+}
+
+static void test_input_messages(void) {
+    // -xy: getopt is still inside the argument, so argv[optind - 1] is the one before it
+    static CmdCall xy = {cmd_sft, "-xy"};
+    expect_exit("usage: '-xy' is named in the message", cmd_call_fn, &xy, 2, "unknown option '-xy'");
+    static CmdCall xy2 = {cmd_check, "F --beta 0.1 -xy"};
+    expect_exit("usage: '-xy' after other options is named", cmd_call_fn, &xy2, 2, "unknown option '-xy'");
+    // a prompt that does not fit with --max-new-tokens is named by FILE:LINE, in train and eval
+    GPT tiny;
+    build_gpt(&tiny, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 1);
+    save_checkpoint(tmp_path("/tmp/grpo_test/tiny_msg.bin"), &tiny, 0, NULL);
+    free_gpt(&tiny);
+    static CmdCall train_ctx = {cmd_train, "--max-new-tokens 60 --init /tmp/grpo_test/tiny_msg.bin"};
+    expect_exit("usage: train names the too-long prompt's FILE:LINE", cmd_call_fn, &train_ctx, 2,
+                "(data/countdown_train.txt:");
+    FILE *f = fopenCheck(tmp_path("/tmp/grpo_test/prompts.txt"), "w");
+    fprintf(f, "# prompts\n7 3 5>26:\n70 30 50 2>260:\n7 3>21:\n");
+    fcloseCheck(f);
+    static CmdCall eval_ctx = {cmd_eval, "--max-new-tokens 50 --pass-k 0 --model /tmp/grpo_test/tiny_msg.bin "
+                                         "--data /tmp/grpo_test/prompts.txt"};
+    expect_exit("usage: eval names the too-long prompt's FILE:LINE", cmd_call_fn, &eval_ctx, 2,
+                "prompts.txt:3, the longest prompt");
+    // SFT demonstrations must be what the verifier scores 1; the shipped files are
+    f = fopenCheck(tmp_path("/tmp/grpo_test/demo_space.txt"), "w");
+    fprintf(f, "7 3 5>26:\t7*3=21,21+5=26\n7 3 5>26:\t7*3=21,21+5=26 \n");
+    fcloseCheck(f);
+    expect_exit("data: SFT refuses a demonstration with a trailing space", load_sft_data_fn,
+                (void *)tmp_path("/tmp/grpo_test/demo_space.txt"), 1,
+                "demo_space.txt:2: demonstration does not solve the prompt");
+    f = fopenCheck(tmp_path("/tmp/grpo_test/demo_wrong.txt"), "w");
+    fprintf(f, "7 3 5>26:\t7*3=21,21+5=27\n");
+    fcloseCheck(f);
+    expect_exit("data: SFT refuses a demonstration that misses the target", load_sft_data_fn,
+                (void *)tmp_path("/tmp/grpo_test/demo_wrong.txt"), 1,
+                "demo_wrong.txt:1: demonstration does not solve the prompt");
+    expect_exit("data: every demonstration of data/countdown_train.txt verifies", load_sft_data_fn,
+                "data/countdown_train.txt", 0, "");
+    expect_exit("data: every demonstration of data/countdown_val.txt verifies", load_sft_data_fn,
+                "data/countdown_val.txt", 0, "");
+    // the out-of-memory hint names only options of the command that ran out
+#ifndef TEST_UNDER_ASAN
+    static const unsigned masks[8] = {CMD_SFT, CMD_TRAIN, CMD_EVAL, CMD_SAMPLE,
+                                      CMD_CHECK, CMD_VERIFY, CMD_TREE, CMD_BENCH};
+    static const char *cmds[8] = {"sft", "train", "eval", "sample", "check", "verify", "tree", "bench"};
+    for (int c = 0; c < 8; c++) {
+        int fds[2];
+        if (pipe(fds) != 0) continue;
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(fds[0]);
+            dup2(fds[1], 2);
+            oom_fn((void *)&masks[c]);
+            _exit(0);
+        }
+        close(fds[1]);
+        char err[2048];
+        size_t got = 0;
+        ssize_t r;
+        while ((r = read(fds[0], err + got, sizeof err - 1 - got)) > 0) got += r;
+        err[got] = 0;
+        close(fds[0]);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        int ok = WIFEXITED(status) && WEXITSTATUS(status) == 1;
+        ok = ok && strstr(err, "out of memory") && strstr(err, "hint:");
+        char bad[64] = "";
+        for (const char *p = strstr(err, "--"); p; p = strstr(p + 2, "--")) {   // each --name in the message
+            char opt[48];
+            int n = 0;
+            while (n < 47 && (isalnum((unsigned char)p[2 + n]) || p[2 + n] == '-')) {
+                opt[n] = p[2 + n];
+                n++;
+            }
+            opt[n] = 0;
+            int known = 0;
+            for (int i = 0; i < NUM_OPTIONS; i++)
+                if (!strcmp(OPTIONS[i].name, opt) && (OPTIONS[i].cmds & masks[c])) known = 1;
+            if (!known) { snprintf(bad, sizeof bad, "--%s", opt); ok = 0; }
+        }
+        char name[128], *nl = strstr(err, "hint:");
+        snprintf(name, sizeof name, "oom: the hint of './grpo %s' names only its own options", cmds[c]);
+        if (nl) nl[strcspn(nl, "\n")] = 0;
+        check(ok, name, "%s%s%s", bad, bad[0] ? " is not an option of it; " : "", nl ? nl : err);
+    }
+#endif
+}
+
+// The checkpoint messages for an unknown kind and a vocabulary of the same size.
+static void test_checkpoint_messages(void) {
+    char path[256];
+    snprintf(path, sizeof path, "%s/kind.bin", TMPDIR_);
+    GPT a;
+    build_gpt(&a, (GPTConfig){16, VOCAB_SIZE, 1, 1, 8}, 1, 3);
+    TrainState st = {3, {{1, 2, 3, 4}}, 7};
+    save_checkpoint(path, &a, 1, &st);
+    expect_exit("checkpoint: an unknown kind is named as such", load_train_resume_fn, path, 1,
+                "unknown checkpoint kind 7 (this build knows sft=1, train=2)");
+    save_checkpoint(path, &a, 0, NULL);
+    size_t n;
+    unsigned char *buf = (unsigned char *)read_all(path, &n);
+    buf[CKPT_HEADER_INTS * 4 + 6] = 'X';   // "<pad>\n<bos>\n...": token 1 becomes "Xbos>"
+    char bad[300];
+    snprintf(bad, sizeof bad, "%s/vocab_same_size.bin", TMPDIR_);
+    write_bytes(bad, buf, n);
+    expect_exit("checkpoint: a changed vocabulary names the token that differs", load_ckpt_fn, bad, 1,
+                "token 1 is 'Xbos>' in the file, '<bos>' here");
+    free(buf);
+    free_gpt(&a);
+}
+
+// ----------------------------------------------------------------------------
 // The countdown verifier (cases in tests/verifier_cases.h)
 
 #include "verifier_cases.h"
@@ -1168,6 +1377,9 @@ int main(int argc, char **argv) {
     if (want("model", only)) { test_model_vs_pytorch(); test_finite_differences(); test_kv_cache(); test_logprob(); test_tokenizer(); }
     if (want("checkpoint", only)) test_checkpoints();
     if (want("cli", only)) test_usage_errors();
+    if (want("cli", only)) test_io_errors();
+    if (want("cli", only)) test_input_messages();
+    if (want("checkpoint", only)) test_checkpoint_messages();
     if (want("sft", only)) test_sft_end_to_end();
     if (want("verifier", only)) test_verifier();
     if (want("tree", only)) { test_tree_brute_force(); test_tree_cases(); }
