@@ -703,6 +703,12 @@ static void residual_backward(float *da, float *db, const float *dout, size_t N)
 // the memset of a model's buffers, as a layer so that LAYER() can route it to the GPU
 static void memset_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
 
+// ----------------------------------------------------------------------------
+// CUDA seam: the CPU/GPU boundary, every function of grpo_kernels.cu that grpo.c calls.
+// gpt_* call each layer through LAYER(), which picks cuda_<name> for a model built once
+// cuda_enabled is set; functions only the tests call are declared in tests/test_cuda.cu.
+// More in notes/cuda-integration.md.
+
 #ifdef GRPO_CUDA
 /* The CUDA build (make cuda, -DGRPO_CUDA): grpo_kernels.cu implements every layer above as
    cuda_<name>, same arguments, DEVICE pointers (see that file's header). A model or KV cache
@@ -714,19 +720,16 @@ static void memset_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
 #ifdef __cplusplus
 extern "C" {
 #endif
-extern int cuda_block_size, cuda_sync_launches, cuda_time_sgemm, cuda_kernel_times;
+extern int cuda_time_sgemm;
 void cuda_kernel_times_start(void);
 void cuda_kernel_times_report(FILE *f, int steps);
 extern double cuda_sgemm_seconds;
 void cuda_init(int tf32);
-void cuda_shutdown(void);
-int cuda_device_count(void);
 int cuda_probe(const char **why);
 void *cuda_malloc(size_t bytes);
 void cuda_free(void *p);
 void cuda_memcpy_h2d(void *dst, const void *src, size_t bytes);
 void cuda_memcpy_d2h(void *dst, const void *src, size_t bytes);
-void cuda_memcpy_d2d(void *dst, const void *src, size_t bytes);
 void cuda_memset_zero(void *p, size_t bytes);
 void cuda_synchronize(void);
 void cuda_encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B, int T, int C);
@@ -754,14 +757,9 @@ void cuda_logprob_forward(float *logp, float *probs, const float *logits, const 
                           float temperature, const unsigned char *allowed);
 void cuda_logprob_backward(float *dlogits, const float *probs, const int *targets, const float *dlogp, int N,
                            int V, float temperature);
-double cuda_grpo_token_loss(float clip_eps_low, float clip_eps_high, float beta, int n, const float *logp,
-                            const float *logp_old, const float *logp_ref, const float *advantage,
-                            const float *weight, const float *coef, float *dlogp, float *ratio, float *kl,
-                            unsigned char *clipped);
 void cuda_adamw_update(float *params, const float *grads, float *m, float *v, const size_t *sizes,
                        const int *decay, int num_tensors, float lr, float beta1, float beta2, float eps,
                        float weight_decay, int t);
-double cuda_sum_squares(const float *x, size_t n);
 float cuda_clip_grad_norm(float *grads, size_t n, float max_norm);
 double cuda_time_sgemms(int N, int C, int OC, int reps);
 #ifdef __cplusplus

@@ -632,11 +632,9 @@ __device__ __forceinline__ void warp_softmax_causal(float *a, int t, float maxv,
 // change the layout: cublasSgemmBatched takes one pointer per head and matrix, which
 // head_pointers_kernel computes on the GPU. The full T×T score matrices are multiplied (att
 // is zero above the diagonal, so the sums are the CPU's, in cuBLAS's order); our kernels do
-// the masked softmax and its backward. (Two earlier versions ran slower at L=8, C=512,
-// T=256 on an H200, each side by side with its successor: a warp-per-row attention that
-// summed like the CPU loops, 97.8k against 193.8k training tokens/s; then strided-batched
-// products on copies of q, k, v split into heads (B,NH,T,hs), 201.8k against 209.7k with
-// this version and the gemv bias gradient together; notes/cuda-integration.md.)
+// the masked softmax and its backward. Two earlier versions measured slower than their
+// successors: a warp-per-row attention that summed like the CPU loops, then strided-batched
+// products on copies of q, k, v split into heads (measurements: notes/cuda-integration.md).
 
 /* HeadMatrices: up to 9 matrices with one block per head (b,h): matrix j of head (b,h)
    starts at base[j] + b·stride_b[j] + h·stride_h[j] floats. */

@@ -43,6 +43,21 @@ same seed must give the same bits (tokens, loss, norm, kl, parameters).
 #include "ref_model.h"
 #include <cuda_runtime.h>
 
+// The part of grpo_kernels.cu's interface that only the tests use (grpo.c's CUDA seam
+// declares the rest): launch settings, device count and teardown, the gradient norm's sum
+// (grpo.c gets it inside cuda_clip_grad_norm) and a GPU token loss (grpo.c computes the
+// loss on the host).
+extern "C" {
+extern int cuda_block_size, cuda_sync_launches;
+void cuda_shutdown(void);
+int cuda_device_count(void);
+double cuda_grpo_token_loss(float clip_eps_low, float clip_eps_high, float beta, int n, const float *logp,
+                            const float *logp_old, const float *logp_ref, const float *advantage,
+                            const float *weight, const float *coef, float *dlogp, float *ratio, float *kl,
+                            unsigned char *clipped);
+double cuda_sum_squares(const float *x, size_t n);
+}
+
 // ----------------------------------------------------------------------------
 // Bookkeeping: one check = one output array of one kernel at one size and block size
 
