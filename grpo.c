@@ -569,6 +569,38 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
     }
 }
 
+// Causal multi-head self-attention in textbook form: the readable version of attention_forward
+// below (same arguments, shapes in its comment, same result up to float rounding) and the
+// oracle it is tested against. For each sequence b, head h and query t: scores q_t·k_t2 /
+// sqrt(hs) for t2 <= t, softmax into att, out_t = Σ_t2 a_t2 v_t2. Only the tests call it.
+static void attention_forward_ref(float *out, float *att, const float *inp, int B, int T, int C, int NH) {
+    int C3 = 3 * C, hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            const float *x = inp + (size_t)b * T * C3 + h * hs;   // position t: q at x + t*C3, k +C, v +2C
+            for (int t = 0; t < T; t++) {
+                const float *q = x + (size_t)t * C3;
+                float *a = att + (((size_t)b * NH + h) * T + t) * T;
+                float maxv = -FLT_MAX, sum = 0.0f;
+                for (int t2 = 0; t2 <= t; t2++) {   // causal: query t sees positions t2 <= t only
+                    const float *k = x + (size_t)t2 * C3 + C;
+                    float s = 0.0f;
+                    for (int i = 0; i < hs; i++) s += q[i] * k[i];
+                    a[t2] = s * scale;
+                    if (a[t2] > maxv) maxv = a[t2];
+                }
+                for (int t2 = 0; t2 <= t; t2++) { a[t2] = expf(a[t2] - maxv); sum += a[t2]; }
+                for (int t2 = 0; t2 < T; t2++) a[t2] = t2 <= t ? a[t2] / sum : 0.0f;
+                float *o = out + ((size_t)b * T + t) * C + h * hs;
+                for (int i = 0; i < hs; i++) {   // out_t = Σ_{t2<=t} a[t2] v_t2
+                    o[i] = 0.0f;
+                    for (int t2 = 0; t2 <= t; t2++) o[i] += a[t2] * x[(size_t)t2 * C3 + 2 * C + i];
+                }
+            }
+        }
+}
+
 // causal multi-head self-attention.
 // inp (B,T,3C) holds q,k,v; out (B,T,C); att (B,NH,T,T) keeps the softmax for the backward
 // pass (entries above the diagonal are 0). Scores are scaled by 1/sqrt(hs), hs = C/NH.
