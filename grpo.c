@@ -304,6 +304,149 @@ static void decode(const int *tokens, int n, char *out, int cap) {
 // NH = heads, V = vocabulary. Backward functions accumulate (+=) into gradients.
 // OpenMP parallelises outer loops only; every output element is computed by one thread
 // in a fixed order, so results do not depend on the number of threads.
+// Read from "---- layers" below: the fast-path helpers come first only because C wants
+// them declared before the layers call them.
+
+// ---- fast paths: skip on first reading (register tiles, panel packing, vector exp; notes/cpu-fast-paths.md)
+// Each helper computes the plain formula stated above it, in an order that keeps the vector
+// units busy; the long why is in the notes file.
+
+// matmul's register tile: MM_R rows x MM_W outputs, 12 of the 16 AVX registers
+#define MM_R 6      // rows per register tile
+#define MM_W 16     // outputs per register tile: two 8-float vectors
+#define MM_NB 128   // rows per task in out and dinp
+#define MM_OB 96    // outputs per task in dweight
+#define MM_KB 256   // rows of inp per dweight panel
+#define MM_KC 64    // terms per partial sum in mm_tile
+
+static inline int imin(int a, int b) { return a < b ? a : b; }
+
+// acc[r][j] = Σ_k a[r][k*ks] * panel[k][j], r < MM_R, j < MM_W (pragmas: keep the sums in
+// registers). Summed in blocks of MM_KC terms: one long sequential float sum loses accuracy.
+static inline void mm_tile(float acc[MM_R][MM_W], const float *const a[MM_R], size_t ks,
+                           const float *panel, int K) {
+    for (int r = 0; r < MM_R; r++)
+        for (int j = 0; j < MM_W; j++) acc[r][j] = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += MM_KC) {
+        float part[MM_R][MM_W] = {{0}};
+        int kend = imin(K, k0 + MM_KC);
+        for (int k = k0; k < kend; k++) {
+            const float *p = panel + (size_t)k * MM_W;
+            #pragma GCC unroll 8
+            for (int r = 0; r < MM_R; r++) {
+                float x = a[r][(size_t)k * ks];
+                #pragma omp simd
+                for (int j = 0; j < MM_W; j++) part[r][j] += x * p[j];
+            }
+        }
+        #pragma GCC unroll 8
+        for (int r = 0; r < MM_R; r++)
+            #pragma omp simd
+            for (int j = 0; j < MM_W; j++) acc[r][j] += part[r][j];
+    }
+}
+
+// panel (rows, MM_W) = columns [0, w) of src (rows, ld), zero beyond w. The full-width case
+// is a fixed-size copy that gcc does in two vector moves (it would call memcpy per row).
+static void pack_panel(float *panel, const float *src, size_t ld, int rows, int w) {
+    for (int k = 0; k < rows; k++) {
+        float *p = panel + (size_t)k * MM_W;
+        const float *s = src + (size_t)k * ld;
+        if (w == MM_W) {
+            #pragma omp simd
+            for (int j = 0; j < MM_W; j++) p[j] = s[j];
+        } else {
+            for (int j = 0; j < MM_W; j++) p[j] = j < w ? s[j] : 0.0f;
+        }
+    }
+}
+
+/* mm_rows: rows [n0, nend) of out (rows ldo apart, columns [0, w)) from rows of A (N rows of
+   K floats, lda apart) times panel (K, MM_W), MM_R rows at a time (past row N-1 the tile
+   reads row N-1 again and stores nothing): out = acc + bias[j] (bias may be NULL), or
+   out += acc with accumulate. The row loop of matmul_forward and of matmul_backward's dinp. */
+static inline void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, int n0, int nend,
+                           const float *panel, int K, int w, const float *bias, int accumulate) {
+    for (int n = n0; n < nend; n += MM_R) {
+        const float *a[MM_R];
+        for (int r = 0; r < MM_R; r++) a[r] = A + (size_t)imin(n + r, N - 1) * lda;
+        float acc[MM_R][MM_W];
+        mm_tile(acc, a, 1, panel, K);
+        for (int r = 0; r < MM_R && n + r < nend; r++) {
+            float *o = out + (size_t)(n + r) * ldo;
+            for (int j = 0; j < w; j++) o[j] = accumulate ? o[j] + acc[r][j] : acc[r][j] + (bias ? bias[j] : 0.0f);
+        }
+    }
+}
+
+// expf that gcc can vectorize (glibc's vector expf needs -ffast-math): Cephes polynomial,
+// error ~1 ulp; x clamped to [-87, 88] with 0/1 masks (vectorizable); x = ±inf gives NaN.
+static inline float exp_simd(float x) {
+    float lo = x < -87.0f, hi = x > 88.0f;
+    x = lo * -87.0f + hi * 88.0f + (1.0f - lo - hi) * x;
+    float k = rintf(x * 1.44269504088896341f);
+    float r = x - k * 0.693359375f - k * -2.12194440e-4f;   // ln2 split in two for exactness
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    float kb = k + (12582912.0f + 127.0f);     // 1.5*2^23 + 127 + k: k + 127 in the low mantissa bits
+    uint32_t bits;
+    memcpy(&bits, &kb, sizeof bits);
+    bits <<= 23;                               // 2^k, with no float->int conversion (UB for NaN)
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
+// Attention's sums: vector loops across 8 positions or 8 channels, never along a dot product.
+
+// s[t2] = scale * Σ_i q[i] kt[i*Tp + t2] for t2 < n8 (a multiple of 8; kt padded to match).
+// Even and odd i go to two sums, so that two FMA chains are in flight instead of one.
+static inline void attn_scores(float *s, const float *q, const float *kt, int hs, int Tp, int n8, float scale) {
+    for (int t0 = 0; t0 < n8; t0 += 8) {
+        float x[8] = {0}, y[8] = {0};
+        int i = 0;
+        for (; i + 1 < hs; i += 2) {
+            float q0 = q[i], q1 = q[i + 1];
+            #pragma omp simd
+            for (int j = 0; j < 8; j++) { x[j] += q0 * kt[i * Tp + t0 + j]; y[j] += q1 * kt[(i + 1) * Tp + t0 + j]; }
+        }
+        if (i < hs)
+            for (int j = 0; j < 8; j++) x[j] += q[i] * kt[i * Tp + t0 + j];
+        for (int j = 0; j < 8; j++) s[t0 + j] = (x[j] + y[j]) * scale;
+    }
+}
+
+// y[i] = (accumulate ? y[i] : 0) + Σ_{t0 <= t < t1} w[t*ws] x[t*xs + i], for i < hs.
+// Blocks of 8 channels; even and odd t go to two sums (two FMA chains in flight).
+static inline void attn_rows(float *y, int accumulate, const float *w, size_t ws,
+                             const float *x, size_t xs, int t0, int t1, int hs) {
+    int i8 = hs / 8 * 8;
+    for (int i0 = 0; i0 < i8; i0 += 8) {
+        float acc[8] = {0}, acc2[8] = {0};
+        int t = t0;
+        for (; t + 1 < t1; t += 2) {
+            float w0 = w[t * ws], w1 = w[(t + 1) * ws];
+            const float *x0 = x + t * xs + i0, *x1 = x0 + xs;
+            #pragma omp simd
+            for (int j = 0; j < 8; j++) { acc[j] += w0 * x0[j]; acc2[j] += w1 * x1[j]; }
+        }
+        if (t < t1)
+            for (int j = 0; j < 8; j++) acc[j] += w[t * ws] * x[t * xs + i0 + j];
+        for (int j = 0; j < 8; j++) y[i0 + j] = (accumulate ? y[i0 + j] : 0.0f) + (acc[j] + acc2[j]);
+    }
+    for (int i = i8; i < hs; i++) {   // channels left over when hs is not a multiple of 8
+        float acc = 0.0f;
+        for (int t = t0; t < t1; t++) acc += w[t * ws] * x[t * xs + i];
+        y[i] = (accumulate ? y[i] : 0.0f) + acc;
+    }
+}
+
+// ---- layers: the first reading starts here
 
 // encoder: out (B,T,C) = wte[inp[b,t]] (V,C) + wpe[t] (maxT,C)
 static void encoder_forward(float *out, const int *inp, const float *wte, const float *wpe,
@@ -378,85 +521,11 @@ static void layernorm_backward(float *dinp, float *dweight, float *dbias, const 
 }
 
 // matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC) (bias may be NULL).
-// All three products (out, dinp, dweight) use one register tile, mm_tile: MM_R rows x MM_W
-// outputs = 6 x 16 sums, held in 12 of the 16 AVX registers. Each step k loads one 16-wide
-// row of a "panel" (two vectors) and broadcasts one value per row, for 12 FMAs: the FMA
-// units, not loads or horizontal sums, set the pace. The panel is the other operand's block
-// copied into a contiguous, zero-padded (K, 16) array on the stack; for out it is weight
-// transposed, so each output is summed over C in the same order whatever N is (decoding one
-// position gives the logits of the full forward, bit for bit). Rows past the
-// end repeat the last row and are not stored. Each output element is computed by one
-// thread in a fixed order, so results do not depend on the number of threads.
+// All three products (out, dinp, dweight) run on mm_tile against a "panel": the other
+// operand's block copied into a zero-padded (K, MM_W) array on the stack. Each output is
+// summed over C by one thread in the same order whatever N is (decoding one position gives
+// the logits of the full forward, bit for bit) and whatever the number of threads.
 // Stack per thread: panels of 16*max(C, OC) floats (32 KiB for C = 128, OC = 4C).
-#define MM_R 6      // rows per register tile
-#define MM_W 16     // outputs per register tile: two 8-float vectors
-#define MM_NB 128   // rows per task in out and dinp
-#define MM_OB 96    // outputs per task in dweight
-#define MM_KB 256   // rows of inp per dweight panel
-#define MM_KC 64    // terms per partial sum in mm_tile
-
-static inline int imin(int a, int b) { return a < b ? a : b; }
-
-// acc[r][j] = Σ_k a[r][k*ks] * panel[k][j], r < MM_R, j < MM_W. The pragmas unroll the rows
-// and vectorize the outputs so that the sums live in registers (without them gcc keeps them
-// in memory). The sum runs in blocks of MM_KC terms added to acc: a long sequential float
-// sum loses accuracy (error ~ K), blocks keep it near that of the old 8-lane dot product.
-static inline void mm_tile(float acc[MM_R][MM_W], const float *const a[MM_R], size_t ks,
-                           const float *panel, int K) {
-    for (int r = 0; r < MM_R; r++)
-        for (int j = 0; j < MM_W; j++) acc[r][j] = 0.0f;
-    for (int k0 = 0; k0 < K; k0 += MM_KC) {
-        float part[MM_R][MM_W] = {{0}};
-        int kend = imin(K, k0 + MM_KC);
-        for (int k = k0; k < kend; k++) {
-            const float *p = panel + (size_t)k * MM_W;
-            #pragma GCC unroll 8
-            for (int r = 0; r < MM_R; r++) {
-                float x = a[r][(size_t)k * ks];
-                #pragma omp simd
-                for (int j = 0; j < MM_W; j++) part[r][j] += x * p[j];
-            }
-        }
-        #pragma GCC unroll 8
-        for (int r = 0; r < MM_R; r++)
-            #pragma omp simd
-            for (int j = 0; j < MM_W; j++) acc[r][j] += part[r][j];
-    }
-}
-
-// panel (rows, MM_W) = columns [0, w) of src (rows, ld), zero beyond w. The full-width case
-// is a fixed-size copy that gcc does in two vector moves (it would call memcpy per row).
-static void pack_panel(float *panel, const float *src, size_t ld, int rows, int w) {
-    for (int k = 0; k < rows; k++) {
-        float *p = panel + (size_t)k * MM_W;
-        const float *s = src + (size_t)k * ld;
-        if (w == MM_W) {
-            #pragma omp simd
-            for (int j = 0; j < MM_W; j++) p[j] = s[j];
-        } else {
-            for (int j = 0; j < MM_W; j++) p[j] = j < w ? s[j] : 0.0f;
-        }
-    }
-}
-
-/* mm_rows: rows [n0, nend) of out (rows ldo apart, columns [0, w)) from rows of A (N rows of
-   K floats, lda apart) times panel (K, MM_W), MM_R rows at a time (past row N-1 the tile
-   reads row N-1 again and stores nothing): out = acc + bias[j] (bias may be NULL), or
-   out += acc with accumulate. The row loop of matmul_forward and of matmul_backward's dinp. */
-static inline void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, int n0, int nend,
-                           const float *panel, int K, int w, const float *bias, int accumulate) {
-    for (int n = n0; n < nend; n += MM_R) {
-        const float *a[MM_R];
-        for (int r = 0; r < MM_R; r++) a[r] = A + (size_t)imin(n + r, N - 1) * lda;
-        float acc[MM_R][MM_W];
-        mm_tile(acc, a, 1, panel, K);
-        for (int r = 0; r < MM_R && n + r < nend; r++) {
-            float *o = out + (size_t)(n + r) * ldo;
-            for (int j = 0; j < w; j++) o[j] = accumulate ? o[j] + acc[r][j] : acc[r][j] + (bias ? bias[j] : 0.0f);
-        }
-    }
-}
-
 static void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                            int N, int C, int OC) {
     int nob = (OC + MM_W - 1) / MM_W, nnb = (N + MM_NB - 1) / MM_NB;
@@ -523,76 +592,36 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
     }
 }
 
-// expf that gcc can vectorize (glibc's vector expf is only declared under -ffast-math):
-// x = k ln2 + r with |r| <= ln2/2, e^r by the Cephes polynomial (error ~1 ulp), 2^k written
-// into the exponent bits. x is clamped to [-87, 88], where 2^k stays a normal float, with
-// 0/1 masks: a ?: on floats is not vectorized by gcc under the default -ftrapping-math.
-// (x = ±inf gives NaN.)
-static inline float exp_simd(float x) {
-    float lo = x < -87.0f, hi = x > 88.0f;
-    x = lo * -87.0f + hi * 88.0f + (1.0f - lo - hi) * x;
-    float k = rintf(x * 1.44269504088896341f);
-    float r = x - k * 0.693359375f - k * -2.12194440e-4f;   // ln2 split in two for exactness
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    float kb = k + (12582912.0f + 127.0f);     // 1.5*2^23 + 127 + k: k + 127 in the low mantissa bits
-    uint32_t bits;
-    memcpy(&bits, &kb, sizeof bits);
-    bits <<= 23;                               // 2^k, with no float->int conversion (UB for NaN)
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
-}
-
-// Attention helpers. Vector loops run across 8 positions or 8 channels at a time, never along
-// a dot product (a float sum that gcc may not reorder runs one element at a time), and each
-// block of 8 sums stays in a register.
-
-// s[t2] = scale * Σ_i q[i] kt[i*Tp + t2] for t2 < n8 (a multiple of 8; kt padded to match).
-// Even and odd i go to two sums, so that two FMA chains are in flight instead of one.
-static inline void attn_scores(float *s, const float *q, const float *kt, int hs, int Tp, int n8, float scale) {
-    for (int t0 = 0; t0 < n8; t0 += 8) {
-        float x[8] = {0}, y[8] = {0};
-        int i = 0;
-        for (; i + 1 < hs; i += 2) {
-            float q0 = q[i], q1 = q[i + 1];
-            #pragma omp simd
-            for (int j = 0; j < 8; j++) { x[j] += q0 * kt[i * Tp + t0 + j]; y[j] += q1 * kt[(i + 1) * Tp + t0 + j]; }
+// Causal multi-head self-attention in textbook form: the readable version of attention_forward
+// below (same arguments, shapes in its comment, same result up to float rounding) and the
+// oracle it is tested against. For each sequence b, head h and query t: scores q_t·k_t2 /
+// sqrt(hs) for t2 <= t, softmax into att, out_t = Σ_t2 a_t2 v_t2. Only the tests call it.
+static void attention_forward_ref(float *out, float *att, const float *inp, int B, int T, int C, int NH) {
+    int C3 = 3 * C, hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < NH; h++) {
+            const float *x = inp + (size_t)b * T * C3 + h * hs;   // position t: q at x + t*C3, k +C, v +2C
+            for (int t = 0; t < T; t++) {
+                const float *q = x + (size_t)t * C3;
+                float *a = att + (((size_t)b * NH + h) * T + t) * T;
+                float maxv = -FLT_MAX, sum = 0.0f;
+                for (int t2 = 0; t2 <= t; t2++) {   // causal: query t sees positions t2 <= t only
+                    const float *k = x + (size_t)t2 * C3 + C;
+                    float s = 0.0f;
+                    for (int i = 0; i < hs; i++) s += q[i] * k[i];
+                    a[t2] = s * scale;
+                    if (a[t2] > maxv) maxv = a[t2];
+                }
+                for (int t2 = 0; t2 <= t; t2++) { a[t2] = expf(a[t2] - maxv); sum += a[t2]; }
+                for (int t2 = 0; t2 < T; t2++) a[t2] = t2 <= t ? a[t2] / sum : 0.0f;
+                float *o = out + ((size_t)b * T + t) * C + h * hs;
+                for (int i = 0; i < hs; i++) {   // out_t = Σ_{t2<=t} a[t2] v_t2
+                    o[i] = 0.0f;
+                    for (int t2 = 0; t2 <= t; t2++) o[i] += a[t2] * x[(size_t)t2 * C3 + 2 * C + i];
+                }
+            }
         }
-        if (i < hs)
-            for (int j = 0; j < 8; j++) x[j] += q[i] * kt[i * Tp + t0 + j];
-        for (int j = 0; j < 8; j++) s[t0 + j] = (x[j] + y[j]) * scale;
-    }
-}
-
-// y[i] = (accumulate ? y[i] : 0) + Σ_{t0 <= t < t1} w[t*ws] x[t*xs + i], for i < hs.
-// Blocks of 8 channels; even and odd t go to two sums (two FMA chains in flight).
-static inline void attn_rows(float *y, int accumulate, const float *w, size_t ws,
-                             const float *x, size_t xs, int t0, int t1, int hs) {
-    int i8 = hs / 8 * 8;
-    for (int i0 = 0; i0 < i8; i0 += 8) {
-        float acc[8] = {0}, acc2[8] = {0};
-        int t = t0;
-        for (; t + 1 < t1; t += 2) {
-            float w0 = w[t * ws], w1 = w[(t + 1) * ws];
-            const float *x0 = x + t * xs + i0, *x1 = x0 + xs;
-            #pragma omp simd
-            for (int j = 0; j < 8; j++) { acc[j] += w0 * x0[j]; acc2[j] += w1 * x1[j]; }
-        }
-        if (t < t1)
-            for (int j = 0; j < 8; j++) acc[j] += w[t * ws] * x[t * xs + i0 + j];
-        for (int j = 0; j < 8; j++) y[i0 + j] = (accumulate ? y[i0 + j] : 0.0f) + (acc[j] + acc2[j]);
-    }
-    for (int i = i8; i < hs; i++) {   // channels left over when hs is not a multiple of 8
-        float acc = 0.0f;
-        for (int t = t0; t < t1; t++) acc += w[t * ws] * x[t * xs + i];
-        y[i] = (accumulate ? y[i] : 0.0f) + acc;
-    }
 }
 
 // causal multi-head self-attention.

@@ -249,6 +249,50 @@ static void test_kv_cache(void) {
     free(inc); free_kvcache(&kv); free_gpt(&m);
 }
 
+/* attention_forward (vector sums, exp_simd) against attention_forward_ref (textbook loops,
+   expf) on random q, k, v in [-1, 1]. Error argument, u = 2^-24: a score q·k/sqrt(hs) is a
+   dot product of length hs, so each version's rounding error is at most (hs+1)·u·Σ|q_i k_i|
+   /sqrt(hs) <= (hs+1)·sqrt(hs)·u, and the two differ by ds <= 2(hs+1)sqrt(hs)·u. A shift of
+   ds in the scores moves each softmax weight by a factor of at most e^{2ds} ≈ 1 + 2ds; the
+   exps (exp_simd ~1 ulp, expf <= 1 ulp), the sum of <= T terms and the division add at most
+   (T+4)·u per version. So |Δatt| <= (2ds + 2(T+4)u)·max|att_ref| (max|att_ref| = 1: the
+   first row), and out = Σ_{t2<=t} a v (<= T terms, weights >= 0 summing to 1) adds 2T·u:
+   |Δout| <= (2ds + 2(T+4)u + 2T·u)·max|v|, max|v| being the scale of Σ a|v|. These are
+   worst-case bounds; typical errors are a few u. Shapes cover T = 1, T not a multiple of 8
+   (padding of the transposed keys), hs not a multiple of 8 (attn_rows' leftover channels)
+   and odd hs (attn_scores' odd tail). out and att start as NaN: entries not written fail. */
+static void test_attention_ref(void) {
+    static const int shapes[][4] = {{2, 13, 48, 3}, {1, 1, 32, 2}, {3, 8, 24, 4}, {2, 37, 30, 2}, {1, 9, 5, 1},
+                                    {1, 64, 128, 2}};
+    const double u = 1.0 / 16777216.0;
+    Rng rng;
+    rng_seed(&rng, 13, 0);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int B = shapes[s][0], T = shapes[s][1], C = shapes[s][2], NH = shapes[s][3], hs = C / NH;
+        size_t ni = (size_t)B * T * 3 * C, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+        float *inp = (float *)mallocCheck(ni * 4), *out = (float *)mallocCheck(no * 4), *att = (float *)mallocCheck(na * 4);
+        float *out_ref = (float *)mallocCheck(no * 4), *att_ref = (float *)mallocCheck(na * 4);
+        for (size_t i = 0; i < ni; i++) inp[i] = 2.0f * rng_uniform(&rng) - 1.0f;
+        memset(out, 0xff, no * 4); memset(att, 0xff, na * 4);   // NaN
+        memset(out_ref, 0xff, no * 4); memset(att_ref, 0xff, na * 4);
+        attention_forward(out, att, inp, B, T, C, NH);
+        attention_forward_ref(out_ref, att_ref, inp, B, T, C, NH);
+        double vmax = 0.0, amax = 0.0, dout = 0.0, datt = 0.0;
+        for (size_t i = 0; i < ni; i++)
+            if ((i / C) % 3 == 2 && fabs(inp[i]) > vmax) vmax = fabs(inp[i]);   // v: third C of each row
+        for (size_t i = 0; i < na; i++) if (fabs(att_ref[i]) > amax) amax = fabs(att_ref[i]);
+        for (size_t i = 0; i < no; i++) { double d = fabs((double)out[i] - out_ref[i]); if (!(d <= dout)) dout = d; }
+        for (size_t i = 0; i < na; i++) { double d = fabs((double)att[i] - att_ref[i]); if (!(d <= datt)) datt = d; }
+        double ds = 2.0 * (hs + 1) * sqrt((double)hs) * u;
+        double tol_att = (2 * ds + 2 * (T + 4) * u) * amax, tol_out = (2 * ds + 2 * (T + 4) * u + 2 * T * u) * vmax;
+        char name[96];
+        snprintf(name, sizeof name, "model: attention_forward vs _ref B%d T%d C%d NH%d", B, T, C, NH);
+        check(dout <= tol_out && datt <= tol_att, name, "out max diff %.2e (tol %.1e), att %.2e (tol %.1e)",
+              dout, tol_out, datt, tol_att);
+        free(inp); free(out); free(att); free(out_ref); free(att_ref);
+    }
+}
+
 static void test_logprob(void) {
     float logits[3] = {1000.0f, 1000.0f, 0.0f}, probs[3], lp[3];
     int tg[3] = {0, 1, 2};
@@ -1375,6 +1419,7 @@ int main(int argc, char **argv) {
 #endif
     );
     if (want("model", only)) { test_model_vs_pytorch(); test_finite_differences(); test_kv_cache(); test_logprob(); test_tokenizer(); }
+    if (want("model", only)) test_attention_ref();
     if (want("checkpoint", only)) test_checkpoints();
     if (want("cli", only)) test_usage_errors();
     if (want("cli", only)) test_io_errors();
