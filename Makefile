@@ -58,8 +58,9 @@ grpo_asan: grpo.c
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	  -Wall -Wextra -Wno-unused-function grpo.c -o $@ $(LDLIBS)
 
+# (its last line is the summary too, as for make test)
 test-asan: tests/test_grpo_asan grpo_asan
-	@GRPO_BIN=./grpo_asan ASAN_OPTIONS=detect_leaks=0 ./tests/test_grpo_asan
+	@GRPO_BIN=./grpo_asan ASAN_OPTIONS=detect_leaks=0 ./tests/test_grpo_asan || { kill -PIPE $$PPID; exit 1; }
 
 # compile and link the CUDA build when nvcc is installed (CI has nvcc but no GPU: the kernel
 # test then prints "no GPU found, skipped")
