@@ -43,10 +43,12 @@ tests/test_grpo_wide: $(TEST_SRC) tests/isa.sh
 
 # The recipe's last line is the suite's `N passed, N failed`. On a failure, GNU make would
 # print its own "make: *** [Makefile:N: test] Error 1" after it, whatever the recipe does, so
-# the recipe ends make with SIGPIPE instead, which no shell reports (exit status 141); where
-# make ignores SIGPIPE, `exit 1` fails the target the usual way.
+# the recipe ends make with SIGPIPE instead, which no shell reports (exit status 141). Where
+# make ignores SIGPIPE, and with --output-sync (make still holds the recipe's output then),
+# `exit 1` fails the target the usual way.
+STOP_MAKE = { $(if $(filter -O% --output-sync%,$(MAKEFLAGS)),,kill -PIPE $$PPID;) exit 1; }
 test: grpo tests/test_grpo tests/test_grpo_noomp tests/test_grpo_portable tests/test_grpo_wide cuda-compile
-	@bash tests/run_tests.sh || { kill -PIPE $$PPID; exit 1; }
+	@bash tests/run_tests.sh || $(STOP_MAKE)
 
 # the whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (single-threaded
 # build: libgomp's thread pool is not instrumented and would hide nothing but add noise)
@@ -60,7 +62,7 @@ grpo_asan: grpo.c
 
 # (its last line is the summary too, as for make test)
 test-asan: tests/test_grpo_asan grpo_asan
-	@GRPO_BIN=./grpo_asan ASAN_OPTIONS=detect_leaks=0 ./tests/test_grpo_asan || { kill -PIPE $$PPID; exit 1; }
+	@GRPO_BIN=./grpo_asan ASAN_OPTIONS=detect_leaks=0 ./tests/test_grpo_asan || $(STOP_MAKE)
 
 # compile and link the CUDA build when nvcc is installed (CI has nvcc but no GPU: the kernel
 # test then prints "no GPU found, skipped")
