@@ -25,8 +25,30 @@ tests/test_grpo: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_chec
 tests/test_grpo_noomp: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c tests/fuzz/replay.c tests/fuzz/fz_entry.h tests/ref_model.h
 	$(CC) $(CFLAGS) $(NOOMP) tests/test_grpo.c -o $@ $(LDLIBS)
 
-test: grpo tests/test_grpo tests/test_grpo_noomp cuda-compile
-	@bash tests/run_tests.sh
+# The float-sensitive groups once more, built for both ends of the instruction sets (float32
+# results depend on vector width and FMA contraction; the suite's tolerances must hold on any
+# CPU): tests/isa.sh prints the flags. portable: -march=x86-64 -ffp-contract=off (SSE2, no
+# FMA); wide: the widest vector ISA that the compiler and this CPU both support.
+TEST_SRC   := tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c tests/fuzz/replay.c \
+              tests/fuzz/fz_entry.h tests/ref_model.h
+TEST_WARN  := -Wall -Wextra -Wno-unused-function
+tests/test_grpo_portable: $(TEST_SRC) tests/isa.sh
+	@isa=$$(CC="$(CC)" sh tests/isa.sh portable) && echo "make: $@: -O3 $$isa (portable)" && \
+	  $(CC) -O3 $$isa $(TEST_WARN) $(OMP) tests/test_grpo.c -o $@ $(LDLIBS)
+
+tests/test_grpo_wide: $(TEST_SRC) tests/isa.sh
+	@isa=$$(CC="$(CC)" sh tests/isa.sh wide) && \
+	  echo "make: $@: -O3 $$isa (the widest vector ISA this compiler and CPU support)" && \
+	  $(CC) -O3 $$isa $(TEST_WARN) $(OMP) tests/test_grpo.c -o $@ $(LDLIBS)
+
+# The recipe's last line is the suite's `N passed, N failed`. On a failure, GNU make would
+# print its own "make: *** [Makefile:N: test] Error 1" after it, whatever the recipe does, so
+# the recipe ends make with SIGPIPE instead, which no shell reports (exit status 141). Where
+# make ignores SIGPIPE, and with --output-sync (make still holds the recipe's output then),
+# `exit 1` fails the target the usual way.
+STOP_MAKE = { $(if $(filter -O% --output-sync%,$(MAKEFLAGS)),,kill -PIPE $$PPID;) exit 1; }
+test: grpo tests/test_grpo tests/test_grpo_noomp tests/test_grpo_portable tests/test_grpo_wide cuda-compile
+	@bash tests/run_tests.sh || $(STOP_MAKE)
 
 # the whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (single-threaded
 # build: libgomp's thread pool is not instrumented and would hide nothing but add noise)
@@ -38,8 +60,9 @@ grpo_asan: grpo.c
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	  -Wall -Wextra -Wno-unused-function grpo.c -o $@ $(LDLIBS)
 
+# (its last line is the summary too, as for make test)
 test-asan: tests/test_grpo_asan grpo_asan
-	@GRPO_BIN=./grpo_asan ASAN_OPTIONS=detect_leaks=0 ./tests/test_grpo_asan
+	@GRPO_BIN=./grpo_asan ASAN_OPTIONS=detect_leaks=0 ./tests/test_grpo_asan || $(STOP_MAKE)
 
 # compile and link the CUDA build when nvcc is installed (CI has nvcc but no GPU: the kernel
 # test then prints "no GPU found, skipped")
@@ -110,6 +133,7 @@ grade:
 
 clean:
 	rm -f grpo grpo_cuda grpo_asan grpo_kernels.o tests/test_cuda tests/test_grpo tests/test_grpo_noomp tests/test_grpo_asan
+	rm -f tests/test_grpo_portable tests/test_grpo_wide
 	rm -rf build/assignment
 
 # figures for notes/ from the CSV logs under runs/ (needs matplotlib: pip install matplotlib)

@@ -119,7 +119,10 @@ if command -v timeout > /dev/null 2>&1; then to="timeout -k 5 $TIMEOUT"; else ec
 for g in $groups; do
   : > "$tmp/$g.out"
   if [ $built = 0 ]; then echo "did not compile" > "$tmp/$g.status"; continue; fi
-  OMP_NUM_THREADS=$THREADS GRPO_BIN="$tmp/grpo" $to "$tmp/test_grpo" "$g" > "$tmp/$g.out" 2>&1 < /dev/null
+  # TMPDIR: the suite makes its run's directory in ours, which goes with ours even when the
+  # group crashes or times out
+  OMP_NUM_THREADS=$THREADS GRPO_BIN="$tmp/grpo" TMPDIR="$tmp" $to "$tmp/test_grpo" "$g" \
+    > "$tmp/$g.out" 2>&1 < /dev/null
   rc=$?
   if grep -Eq '^[0-9]+ passed, [0-9]+ failed$' "$tmp/$g.out"; then echo ok > "$tmp/$g.status"
   elif [ $rc -eq 124 ] || [ $rc -eq 137 ]; then echo "timed out after ${TIMEOUT}s" > "$tmp/$g.status"

@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
 # Runs the test suite twice (OpenMP build, then the single-threaded build without OpenMP),
-# then the assignment tooling's self-test (tests/test_assignment.sh), and ends with one line
-# `N passed, N failed` summing all three; exit status 1 on any failure.
+# its float-sensitive groups in the portable and the widest-ISA builds (tests/isa.sh), then
+# the assignment tooling's self-test (tests/test_assignment.sh), and ends with one line
+# `N passed, N failed` summing all of them; exit status 1 on any failure.
 set -u
 cd "$(dirname "$0")/.."
+FLOAT_GROUPS=model,objective,sampler,tree,treetask
 total_pass=0; total_fail=0; status=0
-for bin in tests/test_grpo tests/test_grpo_noomp tests/test_assignment.sh; do
-  echo "== $bin"
+for run in tests/test_grpo tests/test_grpo_noomp "tests/test_grpo_portable $FLOAT_GROUPS" \
+           "tests/test_grpo_wide $FLOAT_GROUPS" tests/test_assignment.sh; do
+  bin=${run%% *}
+  args=${run#"$bin"}
+  echo "== $run"
   out=$(mktemp)
-  case $bin in *.sh) sh "$bin" ;; *) "./$bin" ;; esac 2>&1 | tee "$out"
+  case $bin in *.sh) sh "$bin" ;; *) "./$bin" $args ;; esac 2>&1 | tee "$out"
   rc=${PIPESTATUS[0]}
   line=$(grep -E '^[0-9]+ passed, [0-9]+ failed$' "$out" | tail -1)
   rm -f "$out"

@@ -5,7 +5,8 @@
 #   2. tests/grade.sh gives grpo.c every check, with the table in step with the suite;
 #   3. it gives the all-stub copy zero for every function and end-to-end row;
 #   4. for each function, a copy with only that function stubbed scores zero on it
-#      (so the single-assignment copies of notes/assignments.md give no free marks).
+#      (so the single-assignment copies of notes/assignments.md give no free marks);
+#   5. the grading runs leave nothing in TMPDIR (the suite's run directories included).
 # Prints PASS/FAIL lines and ends with `N passed, N failed`; exit status 1 on any failure.
 # Needs sh, awk and the C compiler; no Python. 9 grading runs in parallel: about 15 s of CPU,
 # 10-30 s of wall time on 2 cores.
@@ -58,13 +59,20 @@ all_warn=$(grep -c 'warning:' "$tmp/all_cc.log")
 [ "$all_warn" -le "$ref_warn" ] || ok=0
 check $ok "assignment: the student copy compiles (-Wall -Wextra)" "$all_warn warnings (grpo.c: $ref_warn)$( [ $ok = 1 ] || { echo; sed 's/^/      /' "$tmp/all_cc.log" | head -20; })"
 
-# the grading runs are independent single-threaded processes: run them all at once
-sh tests/grade.sh grpo.c > "$tmp/grade_ref.txt" 2>&1 &
-sh tests/grade.sh "$tmp/all/grpo.c" > "$tmp/grade_all.txt" 2>&1 &
+# the grading runs are independent single-threaded processes: run them all at once, with a
+# TMPDIR of their own, which must be empty afterwards (grade.sh's directory and the suite's
+# run directories in it, also of the stubbed copies' failing and crashing groups)
+gtmp="$tmp/grade_tmpdir"
+mkdir "$gtmp"
+TMPDIR="$gtmp" sh tests/grade.sh grpo.c > "$tmp/grade_ref.txt" 2>&1 &
+TMPDIR="$gtmp" sh tests/grade.sh "$tmp/all/grpo.c" > "$tmp/grade_all.txt" 2>&1 &
 for id in $IDS; do   # -O0: these only have to score zero, and compile twice as fast
-  GRADE_CFLAGS="-O0 -Wall -Wextra -Wno-unused-function" sh tests/grade.sh "$tmp/one_$id/grpo.c" "$id" > "$tmp/grade_$id.txt" 2>&1 &
+  TMPDIR="$gtmp" GRADE_CFLAGS="-O0 -Wall -Wextra -Wno-unused-function" \
+    sh tests/grade.sh "$tmp/one_$id/grpo.c" "$id" > "$tmp/grade_$id.txt" 2>&1 &
 done
 wait
+gleft=$(ls -A "$gtmp" | tr '\n' ' ')
+check "$([ -z "$gleft" ] && echo 1)" "grade: leaves nothing in TMPDIR" "${gleft:-empty}"
 
 # 2. the reference gets every check
 last=$(tail -1 "$tmp/grade_ref.txt")
