@@ -15,6 +15,9 @@ import os
 import sys
 from collections import defaultdict
 
+plt = None   # matplotlib.pyplot, imported in main() after the logs are found: a missing log is reported without it
+
+
 def figures(runs):
     """(file name, what it shows, [(label, csv path, command that writes it)], draw function)"""
     stats = "./grpo train --objective grpo --prompts-per-step 4 --temperature 0.75"
@@ -39,7 +42,10 @@ def figures(runs):
 
 def read_csv(path):
     with open(path) as f:
-        return list(csv.DictReader(f))
+        rows = list(csv.DictReader(f))
+    if not rows:
+        raise ValueError("no rows after the header (a run stopped before its first step?)")
+    return rows
 
 
 def smooth(xs, w=10):
