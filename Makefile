@@ -124,8 +124,9 @@ run: grpo
 # build/assignment/grpo.c with those functions' bodies (all of them without IDS) replaced by
 # TODO stubs that compile; `make grade SRC=path/to/grpo.c [IDS=...]` scores a copy function
 # by function with the test suite (tests/grade.sh; exit status 0 whatever the score).
+# It does not overwrite a copy edited since it was written (your work) unless FORCE=1.
 assignment:
-	@sh tests/make_assignment.sh -o build/assignment/grpo.c $(IDS)
+	@FORCE="$(FORCE)" sh tests/make_assignment.sh -o build/assignment/grpo.c $(IDS)
 
 grade:
 	@if [ -z "$(SRC)" ]; then echo 'usage: make grade SRC=path/to/grpo.c [IDS="prefix_tree lambda_weight"]' >&2; exit 2; fi
@@ -136,6 +137,10 @@ clean:
 	rm -f tests/test_grpo_portable tests/test_grpo_wide
 	rm -rf build/assignment
 
-# figures for notes/ from the CSV logs under runs/ (needs matplotlib: pip install matplotlib)
+# Figures from the CSV logs under runs/, written to runs/figures/; each figure whose logs are
+# missing is skipped, with the command that writes them. `make figures OUT=notes/figures`
+# replaces the committed figures, on purpose (only OUT given on the command line counts, not
+# an environment variable of that name). Needs matplotlib (pip install matplotlib).
+FIGURES_OUT := $(if $(filter command line,$(origin OUT)),$(OUT),runs/figures)
 figures:
-	python3 notes/plot.py
+	python3 notes/plot.py --runs runs --out $(FIGURES_OUT)

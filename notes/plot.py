@@ -1,30 +1,51 @@
 #!/usr/bin/env python3
 """Figures for notes/ from the CSV logs of grpo.c runs (make figures).
 
-Reads (whichever exist):
-  runs/tree/tree_steps.csv         ./grpo tree: per-step target frequency of every run
-  runs/stats_k6/train.csv          ./grpo train --objective grpo --group-size 6 (paper §3.2)
-  runs/stats_k36/train.csv         ./grpo train --objective grpo --group-size 36
-  runs/grpo/train.csv, runs/grpo_plain/train.csv   the main job (λ-GRPO) and GRPO with the
-                                   same settings from the same SFT checkpoint
-Writes PNG files to notes/figures/. Needs matplotlib (pip install matplotlib); the build and
-the tests never need it.
+    python3 notes/plot.py [--runs runs] [--out runs/figures]
+
+Each figure is drawn only when all of its logs exist under --runs; for a missing log it
+prints the command that writes it. PNG files go to --out (runs/figures by default; the
+committed figures are in notes/figures, and `make figures OUT=notes/figures` replaces them).
+Exit status 1 when no figure could be drawn. Needs matplotlib (pip install matplotlib); the
+build and the tests never need it.
 """
+import argparse
 import csv
 import os
 import sys
 from collections import defaultdict
 
-import matplotlib
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt
+plt = None   # matplotlib.pyplot, imported in main() after the logs are found: a missing log is reported without it
 
-OUT = "notes/figures"
+
+def figures(runs):
+    """(file name, what it shows, [(label, csv path, command that writes it)], draw function)"""
+    stats = "./grpo train --objective grpo --prompts-per-step 4 --temperature 0.75"
+    return [
+        ("tree_task.png", "the synthetic tree task; the README's is from 20 seeds",
+         [("", f"{runs}/tree/tree_steps.csv", f"./grpo tree --seeds 20 --run-dir {runs}/tree")],
+         tree_figure),
+        ("process_sets.png", "process-set statistics of plain GRPO on countdown, paper §3.2",
+         [("k = 6", f"{runs}/stats_k6/train.csv",
+           f"{stats} --group-size 6 --steps 300 --run-dir {runs}/stats_k6"),
+          ("k = 36", f"{runs}/stats_k36/train.csv",
+           f"{stats} --group-size 36 --steps 100 --run-dir {runs}/stats_k36")],
+         stats_figure),
+        ("main_job.png", "the main job, λ-GRPO beside GRPO from the same SFT checkpoint",
+         [("λ-GRPO", f"{runs}/grpo/train.csv",
+           f"./grpo train --run-dir {runs}/grpo  (make run does this after SFT)"),
+          ("GRPO", f"{runs}/grpo_plain/train.csv",
+           f"./grpo train --objective grpo --run-dir {runs}/grpo_plain")],
+         main_job_figure),
+    ]
 
 
 def read_csv(path):
     with open(path) as f:
-        return list(csv.DictReader(f))
+        rows = list(csv.DictReader(f))
+    if not rows:
+        raise ValueError("no rows after the header (a run stopped before its first step?)")
+    return rows
 
 
 def smooth(xs, w=10):
@@ -37,8 +58,8 @@ def smooth(xs, w=10):
     return out
 
 
-def tree_figure(path):
-    rows = read_csv(path)
+def tree_figure(inputs, out):
+    rows = read_csv(inputs[0][1])
     runs = defaultdict(list)  # (n, r_neg, objective) -> list of per-seed curves
     per = defaultdict(dict)
     for r in rows:
@@ -73,17 +94,15 @@ def tree_figure(path):
     axes[0][0].legend(loc="upper left", fontsize=8)
     fig.suptitle("Synthetic binary-tree task (paper §4.3): frequency of the target leaf")
     fig.tight_layout()
-    out = os.path.join(OUT, "tree_task.png")
     fig.savefig(out, dpi=80)
-    print("wrote", out)
 
 
-def stats_figure(paths):
+def stats_figure(paths, out):
     fig, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     cols = [("nontrivial", "share of groups with a non-trivial tree"),
             ("path_depth", "mean path depth (process steps)"),
             ("intermediate", "intermediate proportion")]
-    for label, path in paths:
+    for label, path, _ in paths:
         rows = read_csv(path)
         steps = [int(r["step"]) for r in rows]
         for ax, (col, title) in zip(axes, cols):
@@ -94,14 +113,12 @@ def stats_figure(paths):
     axes[0].legend(fontsize=8)
     fig.suptitle("Process-set statistics of plain GRPO on countdown (paper §3.2)")
     fig.tight_layout()
-    out = os.path.join(OUT, "process_sets.png")
     fig.savefig(out, dpi=80)
-    print("wrote", out)
 
 
-def main_job_figure(paths):
+def main_job_figure(paths, out):
     fig, axes = plt.subplots(1, 2, figsize=(11, 3.8))
-    for label, path in paths:
+    for label, path, _ in paths:
         rows = read_csv(path)
         steps = [int(r["step"]) for r in rows]
         axes[0].plot(steps, smooth([float(r["mean_reward"]) for r in rows]), label=label)
@@ -115,26 +132,57 @@ def main_job_figure(paths):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    out = os.path.join(OUT, "main_job.png")
     fig.savefig(out, dpi=80)
-    print("wrote", out)
 
 
 def main():
-    os.makedirs(OUT, exist_ok=True)
-    made = 0
-    if os.path.exists("runs/tree/tree_steps.csv"):
-        tree_figure("runs/tree/tree_steps.csv"); made += 1
-    stats = [(f"k = {k}", f"runs/stats_k{k}/train.csv") for k in (6, 36)]
-    stats = [(l, p) for l, p in stats if os.path.exists(p)]
-    if stats:
-        stats_figure(stats); made += 1
-    jobs = [("λ-GRPO", "runs/grpo/train.csv"), ("GRPO", "runs/grpo_plain/train.csv")]
-    jobs = [(l, p) for l, p in jobs if os.path.exists(p)]
-    if jobs:
-        main_job_figure(jobs); made += 1
-    if not made:
-        sys.exit("plot.py: no CSV logs found under runs/ (run ./grpo tree or ./grpo train first)")
+    ap = argparse.ArgumentParser(description="Figures from the CSV logs of grpo.c runs.")
+    ap.add_argument("--runs", default="runs", help="directory holding the run directories [runs]")
+    ap.add_argument("--out", default="runs/figures",
+                    help="directory for the PNG files [runs/figures]; notes/figures holds the committed ones")
+    args = ap.parse_args()
+    runs = args.runs.rstrip("/") or "/"
+    print(f"plot.py: logs from {runs}/, figures to {args.out}/")
+    ready, skipped, train = [], [], False
+    for name, what, inputs, draw in figures(runs):
+        missing = [(p, cmd) for _, p, cmd in inputs if not os.path.isfile(p) or os.path.getsize(p) == 0]
+        if missing:
+            print(f"  {name} ({what}): skipped, missing:")
+            for p, cmd in missing:
+                print(f"      {p}\n          written by: {cmd}")
+                train = train or cmd.startswith("./grpo train")
+            skipped.append(name)
+        else:
+            ready.append((name, inputs, draw))
+    if train:
+        print("  (./grpo train starts from the SFT checkpoint runs/sft/model.bin: ./grpo sft writes it)")
+    drawn = []
+    if ready:
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot
+        except ImportError:
+            names = ", ".join(n for n, _, _ in ready)
+            sys.exit(f"plot.py: matplotlib is not installed (pip install matplotlib): not drawn: {names}")
+        global plt
+        plt = matplotlib.pyplot
+        os.makedirs(args.out, exist_ok=True)
+        for name, inputs, draw in ready:
+            out = os.path.join(args.out, name)
+            try:
+                draw(inputs, out)
+            except (KeyError, ValueError, IndexError) as e:   # a log of another program or version
+                print(f"  {name}: skipped, cannot read {', '.join(p for _, p, _ in inputs)}: "
+                      f"{type(e).__name__} {e}")
+                skipped.append(name)
+                continue
+            print(f"  {name}: wrote {out} from {', '.join(p for _, p, _ in inputs)}")
+            drawn.append(name)
+    print(f"plot.py: drew {len(drawn)} of {len(drawn) + len(skipped)} figures into {args.out}/"
+          + (f" (skipped: {', '.join(skipped)})" if skipped else ""))
+    if not drawn:
+        sys.exit(1)
 
 
 if __name__ == "__main__":

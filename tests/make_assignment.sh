@@ -4,6 +4,7 @@
 #   sh tests/make_assignment.sh [-i grpo.c] [-o build/assignment/grpo.c] [ID ...]
 #   sh tests/make_assignment.sh -l [-i grpo.c]        # list the solution regions
 #   sh tests/make_assignment.sh -n [-i ...] [-o ...]  # no stubs: only drop the markers
+#   -f (or FORCE=1): overwrite the output even when it was edited since this script wrote it
 #
 # grpo.c marks the bodies a student writes:
 #
@@ -20,17 +21,22 @@
 # function and `return 0;` for any other. Regions of ids not selected keep the reference
 # body; every marker line is dropped. The copy compiles wherever grpo.c does, and the
 # stubs are chosen to fail every graded check (tests/test_assignment.sh verifies both).
+# The output is never overwritten once edited: the checksum of what this script wrote is kept
+# beside it (.<name>.written), and a file that no longer matches it, and differs from the new
+# copy, is a student's work; the script then stops (exit 1) unless -f or FORCE=1.
 # Needs only sh and a POSIX awk.
 set -eu
 cd "$(dirname "$0")/.."
 in=grpo.c; out=build/assignment/grpo.c; list=0; none=0
-while getopts "i:o:lnh" opt; do
+force=0; case ${FORCE:-0} in ""|0) ;; *) force=1 ;; esac
+while getopts "i:o:lnfh" opt; do
   case $opt in
     i) in=$OPTARG ;;
     o) out=$OPTARG ;;
     l) list=1 ;;
     n) none=1 ;;
-    *) sed -n '2,8p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    f) force=1 ;;
+    *) sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
   esac
 done
 shift $((OPTIND - 1))
@@ -124,5 +130,16 @@ tmp="$out.tmp.$$"
 trap 'rm -f "$tmp" "$tmp.n"' EXIT
 trap 'exit 130' INT TERM
 strip strip > "$tmp" 2> "$tmp.n" || { cat "$tmp.n" >&2; exit 2; }
+stamp=$(dirname "$out")/.$(basename "$out").written    # cksum of the copy written last time
+if [ -f "$out" ] && ! cmp -s "$tmp" "$out" && [ $force = 0 ] &&
+   ! { [ -f "$stamp" ] && [ "$(cksum < "$out")" = "$(cat "$stamp")" ]; }; then
+  {
+    echo "make_assignment: $out was edited since it was written (or not written by this script): not overwriting it."
+    echo "  Keep your work first, e.g.:  mkdir -p student && cp $out student/grpo.c"
+    echo "  then overwrite it:           make assignment FORCE=1  (sh tests/make_assignment.sh -f ...)"
+  } >&2
+  exit 1
+fi
 mv "$tmp" "$out"
+cksum < "$out" > "$stamp"
 echo "make_assignment: wrote $out ($(cat "$tmp.n") regions replaced by TODO stubs: $([ $none = 1 ] && echo none || echo "${ids:-all ids}"))"
