@@ -205,7 +205,7 @@ if [ -n "$crashed" ] && [ "$ASAN" = 1 ]; then
   if $CC -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined -w \
        -DGRPO_SRC="\"$abs\"" tests/test_grpo.c -o "$tmp/test_asan" -lm > "$tmp/cc_asan.log" 2>&1; then
     for g in $crashed; do
-      ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=1 GRPO_BIN="$tmp/grpo" \
+      ASAN_OPTIONS=detect_leaks=0 UBSAN_OPTIONS=print_stacktrace=1 OMP_NUM_THREADS=1 GRPO_BIN="$tmp/grpo" TMPDIR="$tmp" \
         $to_asan "$tmp/test_asan" "$g" > "$tmp/$g.asan" 2>&1 < /dev/null
       arc=$?
       asan_excerpt < "$tmp/$g.asan" | shorten > "$tmp/$g.diag"
