@@ -1815,11 +1815,19 @@ static void free_dataset(Dataset *d) {
    A sequence stops after <eos> (which is kept as its last token) or at max_new tokens.
    Writes comp (B, max_new) token ids, comp_logp (B, max_new) their log-probs under the
    sampling distribution (nats, temperature applied), comp_len (B).
-   Requires prompt_len[b] + max_new <= maxT and B <= kv->B (checked by the callers). */
+   Requires max_new >= 1, prompt_len[b] + max_new <= maxT and B <= kv->B: the commands refuse
+   options that break them with a usage error; the budget is checked here again because a
+   caller that gets it wrong would otherwise write past comp (max_new = 0 stores one token). */
 static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *prompts,
                                const int *prompt_len, int max_new, float temperature, int greedy,
                                Rng *rngs, const unsigned char *allowed,
                                int *comp, float *comp_logp, int *comp_len) {
+    const char *hint = "a command did not check its token budget; please report this";
+    if (max_new < 1)
+        fail_at(__FILE__, __LINE__, "sample_completions: max_new < 1 leaves no room for a new token", hint);
+    for (int b = 0; b < B; b++)
+        if (prompt_len[b] < 1 || prompt_len[b] + max_new > m->config.max_seq_len)
+            fail_at(__FILE__, __LINE__, "sample_completions: prompt + max_new exceed the context", hint);
     int V = m->config.vocab_size;
     int *tok = (int *)mallocCheck(B * sizeof(int)), *pos = (int *)mallocCheck(B * sizeof(int));
     int *done = (int *)callocCheck(B, sizeof(int));
@@ -2205,7 +2213,8 @@ static const OptSpec OPTIONS[] = {
     {"layers", OPT_INT, OFF(layers), 1, 64, NULL, CMD_SFT | CMD_BENCH | CMD_TREE, "transformer blocks L"},
     {"heads", OPT_INT, OFF(heads), 1, 64, NULL, CMD_SFT | CMD_BENCH | CMD_TREE, "attention heads NH (must divide --channels)"},
     {"channels", OPT_INT, OFF(channels), 8, 4096, NULL, CMD_SFT | CMD_BENCH | CMD_TREE, "width C"},
-    {"context", OPT_INT, OFF(context), 8, 1024, NULL, CMD_SFT | CMD_BENCH, "context length maxT in tokens"},
+    {"context", OPT_INT, OFF(context), 8, 1024, NULL, CMD_SFT | CMD_BENCH,
+     "context length maxT in tokens (bench: at least 9)"},
     {"train-data", OPT_STR, OFF(train_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN, "training prompts (prompt<TAB>demonstration per line)"},
     {"val-data", OPT_STR, OFF(val_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN, "validation prompts"},
     {"test-data", OPT_STR, OFF(test_data), 0, 0, NULL, CMD_TRAIN, "test prompts (reasoning-gym), scored at start and end"},
@@ -3514,6 +3523,10 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " bench'", argv[first]);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
     int B = o->batch_size, T = o->context, S = 64, P = 8;
+    // the sampling benchmark continues an 8-token prompt to the end of the context
+    if (T < P + 1)
+        usage_error("--context %d: bench samples after an %d-token prompt, so it needs at least %d",
+                    T, P, P + 1);
     GPT m;
     build_gpt(&m, (GPTConfig){T, VOCAB_SIZE, o->layers, o->heads, o->channels}, B, o->seed);
     Rng rng;

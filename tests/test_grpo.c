@@ -1000,6 +1000,42 @@ static void test_sampler_logp(void) {
     free(copy); free_kvcache(&kv); free_group_batch(&g); free_gpt(&m);
 }
 
+// sample_completions with max_new = 0: must stop with a message, not write past comp
+static void sample_no_budget_fn(void *arg) {
+    (void)arg;
+    alarm(20);   // without the check it would run on past the buffers: end it as a failure
+    GPT m;
+    build_gpt(&m, (GPTConfig){16, VOCAB_SIZE, 1, 1, 8}, 1, 1);
+    KVCache kv;
+    build_kvcache(&kv, &m.config, 1);
+    static const int prompt[2] = {TOK_BOS, TOK_BOS};
+    const int *pp[1] = {prompt};
+    int plen[1] = {2}, comp[1], clen[1];
+    float lp[1];
+    Rng rng;
+    rng_seed(&rng, 1, 1);
+    sample_completions(&m, &kv, 1, pp, plen, 0, 1.0f, 0, &rng, NULL, comp, lp, clen);
+}
+
+/* Token budgets: a command whose budget leaves no room for a new token is a usage error
+   naming the flag (exit 2), never a write past a buffer. bench samples after a fixed 8-token
+   prompt, so --context 8 (inside the option's range) left max_new = 0. */
+static void test_token_budget(void) {
+    static char out[16384];
+    char cmd[512];
+    const char *tiny = "--layers 1 --heads 1 --channels 8 --batch-size 1";
+    snprintf(cmd, sizeof cmd, "%s bench --context 8 %s", grpo_bin(), tiny);
+    int rc = run_binary(cmd, out, sizeof out);
+    check(rc == 2 && strstr(out, "--context"), "budget: bench --context 8 is a usage error naming --context",
+          "exit %d: %.*s", rc, (int)strcspn(out, "\n"), out);
+    snprintf(cmd, sizeof cmd, "%s bench --context 9 %s", grpo_bin(), tiny);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 0 && strstr(out, "bench train_tok_s="), "budget: bench --context 9 samples one new token",
+          "exit %d", rc);
+    expect_exit("budget: sample_completions refuses max_new = 0 itself", sample_no_budget_fn, NULL, 1,
+                "max_new");
+}
+
 // ----------------------------------------------------------------------------
 // GRPO end to end: a few steps from a tiny SFT checkpoint
 
@@ -1173,6 +1209,7 @@ int main(int argc, char **argv) {
     if (want("tree", only)) { test_tree_brute_force(); test_tree_cases(); }
     if (want("objective", only)) { test_advantages(); test_aggregation(); test_kl_and_clip(); test_worked_example(); test_theorem1_and_lambda(); }
     if (want("sampler", only)) test_sampler_logp();
+    if (want("sampler", only)) test_token_budget();
     if (want("train", only)) test_train_end_to_end();
     if (want("treetask", only)) test_tree_task();
     if (want("check", only)) test_check_fixtures();
