@@ -2708,10 +2708,11 @@ static UpdateStats grpo_update(GPT *policy, GPT *ref, GroupBatch *g, const Optio
 typedef struct { float accuracy, pass_k; int n; } EvalResult;
 
 /* evaluate: greedy accuracy on (the first `limit` of) d's prompts, and pass@k from k
-   samples at the temperature (k = pass_k; 0 skips it). Sampling streams derive from seed
-   and the prompt index, so the result does not depend on the batch size. When dump is not
-   NULL, each greedy completion goes there as `prompt<TAB>completion<TAB>reward` (the
-   completion without <eos>; `<eos>` missing means it ran out of tokens). */
+   samples at the temperature (k = pass_k; 0 skips it); both count answers the verifier
+   accepts, whatever format_reward is. Sampling streams derive from seed and the prompt
+   index, so the result does not depend on the batch size. When dump is not NULL, each
+   greedy completion goes there as `prompt<TAB>completion<TAB>reward` (the reward with
+   format_reward; the completion without <eos>; `<eos>` missing means it ran out of tokens). */
 static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int max_new,
                            float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump) {
     EvalResult r = {0.0f, 0.0f, limit > 0 && limit < d->n ? limit : d->n};
@@ -2738,13 +2739,18 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
             sample_completions(m, kv, B, pp, plen, max_new, temperature, pass == 0, rngs, NULL, comp, lp, clen);
             for (int b = 0; b < B; b++) {
                 int i = idx[b];
-                float rw = countdown_reward(d->nums + (size_t)i * MAX_NUMS, d->num_count[i], d->target[i],
-                                            comp + (size_t)b * max_new, clen[b], format_reward);
-                if (pass == 0) correct += rw == 1.0f;
-                else solved[i] |= rw == 1.0f;
+                const int *cb = comp + (size_t)b * max_new;
+                const int *nums = d->nums + (size_t)i * MAX_NUMS;
+                // accuracy and pass@k count verified answers only: a format reward of 1 would
+                // otherwise count every well-formed wrong answer as solved
+                int verified = countdown_reward(nums, d->num_count[i], d->target[i], cb, clen[b], 0.0f) == 1;
+                if (pass == 0) correct += verified;
+                else solved[i] |= verified;
                 if (pass == 0 && dump) {
+                    // the dump shows the reward training would give (with --format-reward)
+                    float rw = countdown_reward(nums, d->num_count[i], d->target[i], cb, clen[b],
+                                                format_reward);
                     char ptext[4096], ctext[8 * 1024 + 16];   // a token decodes to at most 5 characters
-                    const int *cb = comp + (size_t)b * max_new;
                     int ended = clen[b] > 0 && cb[clen[b] - 1] == TOK_EOS;
                     decode(pp[b] + 1, plen[b] - 1, ptext, sizeof ptext);   // without <bos>
                     decode(cb, clen[b] - ended, ctext, sizeof ctext);
@@ -3108,7 +3114,9 @@ static int cmd_tree(int argc, char **argv, Options *o) {
 // eval, sample, verify: scoring checkpoints and looking at groups
 
 static int cmd_eval(int argc, char **argv, Options *o) {
-    const char *syn = "Scores a checkpoint on a task file: greedy accuracy, and pass@k from k samples.";
+    const char *syn = "Scores a checkpoint on a task file: greedy accuracy, and pass@k from k samples.\n"
+                      "Both count verified answers; --format-reward changes only the reward column of\n"
+                      "--completions.";
     int first = parse_options(argc, argv, CMD_EVAL, o, "eval", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " eval'", argv[first]);
     if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 (logits / T overflow below; greedy decoding does not use it)");

@@ -1036,6 +1036,48 @@ static void test_token_budget(void) {
                 "max_new");
 }
 
+/* eval counts verified answers only: a model that writes one well-formed answer to a
+   problem with no solution (1 1 1 1 cannot reach 50) solves 0 of 20, whatever
+   --format-reward gives that answer as a reward. */
+static void test_eval_counts_verified(void) {
+    const char *data = tmp_path("/tmp/grpo_test/unsolvable.txt");
+    FILE *f = fopenCheck(data, "w");
+    for (int i = 0; i < 20; i++) fprintf(f, "1 1 1 1>50:\t1+1=2,2+1=3,3+1=4\n");
+    fcloseCheck(f);
+    static char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "%s sft --layers 1 --heads 1 --channels 16 --context 32 --batch-size 4 "
+             "--steps 150 --lr 1e-2 --eval-every 0 --train-data %s --val-data %s --run-dir %s/memorise",
+             grpo_bin(), data, data, TMPDIR_);
+    int rc = run_binary(cmd, out, sizeof out);
+    char dump[256];
+    snprintf(dump, sizeof dump, "%s/memorise/completions.tsv", TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s eval --model %s/memorise/model.bin --data %s --max-new-tokens 20 "
+             "--pass-k 4 --format-reward 1 --completions %s", grpo_bin(), TMPDIR_, data, dump);
+    if (rc == 0) rc = run_binary(cmd, out, sizeof out);
+    // the answers are well formed and end with <eos> (so the format reward applies), and wrong
+    int well_formed = 0;
+    size_t n = 0;
+    char *text = rc == 0 ? (char *)read_all(dump, &n) : NULL;
+    for (char *line = text; line && line < text + n; ) {
+        char *end = strchr(line, '\n');
+        if (!end) break;
+        *end = 0;
+        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        if (t2) {
+            *t2 = 0;
+            well_formed += countdown_well_formed(t1 + 1, (int)strlen(t1 + 1)) && atof(t2 + 1) == 1.0;
+        }
+        line = end + 1;
+    }
+    free(text);
+    check(rc == 0 && well_formed == 20, "eval: the memorised answers are well formed (format reward 1)",
+          "exit %d, %d of 20", rc, well_formed);
+    const char *result = strstr(out, "eval:") ? strstr(out, "eval:") : out;
+    check(rc == 0 && strstr(out, "greedy accuracy 0.0000, pass@4 0.0000"),
+          "eval --format-reward 1: accuracy and pass@k count verified answers (0 of 20)", "%.*s",
+          (int)strcspn(result, "\n"), result);
+}
+
 // ----------------------------------------------------------------------------
 // GRPO end to end: a few steps from a tiny SFT checkpoint
 
@@ -1210,6 +1252,7 @@ int main(int argc, char **argv) {
     if (want("objective", only)) { test_advantages(); test_aggregation(); test_kl_and_clip(); test_worked_example(); test_theorem1_and_lambda(); }
     if (want("sampler", only)) test_sampler_logp();
     if (want("sampler", only)) test_token_budget();
+    if (want("sampler", only)) test_eval_counts_verified();
     if (want("train", only)) test_train_end_to_end();
     if (want("treetask", only)) test_tree_task();
     if (want("check", only)) test_check_fixtures();
