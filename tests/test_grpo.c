@@ -809,6 +809,79 @@ static void test_kl_and_clip(void) {
     }
 }
 
+/* --mask-truncated 1 in training (grpo_prepare_tokens): one group of 4 with max_new 4, GRPO,
+   ratio 1, β 0, so ℓ_{i,t} = −a_i and ∂loss/∂logp_{i,t} = −c_i a_i. Completion 1 is cut at
+   max_new without <eos> (truncated); completion 3 also has max_new tokens but ends with
+   <eos> (not truncated: TRL's test is the last token). Masked, completion 1 contributes 0 and
+   the normalisers see only lengths 3, 2, 4 (Σ 9, N 3):
+     token-mean            −(3·1 + 2·0.5 − 4·0.5)/9     = −2/9;  ∂: −1/9, −0.5/9, +0.5/9
+     seq-mean-token-mean   −(1 + 0.5 − 0.5)/3           = −1/3;  ∂: −1/9, −0.5/6, +0.5/12
+     seq-mean-token-sum    −(3 + 1 − 2)/3               = −2/3;  ∂: −1/3, −0.5/3, +0.5/3
+     seq-mean-token-sum-norm −(3 + 1 − 2)/(3·4)         = −1/6;  ∂: −1/12, −0.5/12, +0.5/12
+   Unmasked (the default), token-mean is −(3 − 4 + 1 − 2)/13 = 2/13. */
+static void test_mask_truncated(void) {
+    Options o;
+    default_options(&o);
+    o.obj.objective = OBJ_GRPO;
+    o.obj.max_new_tokens = 4;
+    const int k = 4, MN = 4;
+    GroupBatch g;
+    build_group_batch(&g, 1, k, MN, k, 32);
+    const char *comps[4] = {"12$", "1234", "5$", "567$"};
+    float adv[4] = {1.0f, -1.0f, 0.5f, -0.5f};
+    for (int i = 0; i < k; i++) {
+        int n = (int)strlen(comps[i]);
+        for (int t = 0; t < n; t++) {
+            g.comp[i * MN + t] = comps[i][t] == '$' ? TOK_EOS : char_to_token(comps[i][t]);
+            g.lambda_size[i * MN + t] = 1;
+        }
+        g.clen[i] = n;
+        g.advantage[i] = adv[i];
+    }
+    const char *names[4] = {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
+                            "seq-mean-token-sum-norm"};
+    float want_loss[4] = {-2.0f / 9, -1.0f / 3, -2.0f / 3, -1.0f / 6};
+    float want_d[4][4] = {{-1.0f / 9, 0.0f, -0.5f / 9, 0.5f / 9},
+                          {-1.0f / 9, 0.0f, -0.5f / 6, 0.5f / 12},
+                          {-1.0f / 3, 0.0f, -0.5f / 3, 0.5f / 3},
+                          {-1.0f / 12, 0.0f, -0.5f / 12, 0.5f / 12}};
+    for (int mask = 1; mask >= 0; mask--)
+        for (int m = 0; m < 4; m++) {
+            if (!mask && m > 0) break;          // unmasked: token-mean, the default, is enough here
+            o.mask_truncated = mask;
+            o.obj.loss_agg = m;
+            UpdateStats us;
+            grpo_prepare_tokens(&g, &o, &us);
+            float lp[4] = {-1.0f, -1.0f, -1.0f, -1.0f}, dl[16] = {0}, got_d[4];
+            double loss = 0.0;
+            for (int i = 0; i < k; i++) {
+                TokenLossOut out = {dl + i * MN, NULL, NULL, NULL};
+                size_t row = (size_t)i * MN;
+                loss += grpo_token_loss(&o.obj, g.clen[i], lp, lp, NULL, g.adv_tok + row, g.weight + row,
+                                        g.coef + row, &out);
+            }
+            int same_in_row = 1;                // one ∂ per completion: every token of it alike
+            for (int i = 0; i < k; i++) {
+                got_d[i] = dl[i * MN];
+                for (int t = 1; t < g.clen[i]; t++) same_in_row &= dl[i * MN + t] == dl[i * MN];
+            }
+            float got_loss = (float)loss, unmasked = 2.0f / 13;
+            char name[128];
+            if (mask) {
+                snprintf(name, sizeof name, "mask-truncated: %s loss, the truncated one out of N", names[m]);
+                compare(name, &got_loss, &want_loss[m], 1, 1e-6f, 0.1f);
+                snprintf(name, sizeof name, "mask-truncated: %s dloss/dlogp, 0 on the truncated", names[m]);
+                compare(name, got_d, want_d[m], 4, 1e-6f, 0.01f);
+                snprintf(name, sizeof name, "mask-truncated: %s, one dloss/dlogp per completion", names[m]);
+                check(same_in_row, name, "");
+            } else {
+                compare("mask-truncated 0 (default): the truncated completion is trained, token-mean 2/13",
+                        &got_loss, &unmasked, 1, 1e-6f, 0.1f);
+            }
+        }
+    free_group_batch(&g);
+}
+
 // The paper's worked example (notes/paper.md): six completions, letters are tokens.
 static const char *WE[6] = {"ABCD", "ABEFHI", "JKLM", "JKLNQST", "JKLNQU", "VWYZ"};
 static const float WE_R[6] = {0.5f, 0.5f, 1.0f, 0.0f, 0.0f, 0.5f};
@@ -1250,12 +1323,14 @@ int main(int argc, char **argv) {
     if (want("verifier", only)) test_verifier();
     if (want("tree", only)) { test_tree_brute_force(); test_tree_cases(); }
     if (want("objective", only)) { test_advantages(); test_aggregation(); test_kl_and_clip(); test_worked_example(); test_theorem1_and_lambda(); }
+    if (want("objective", only)) test_mask_truncated();
     if (want("sampler", only)) test_sampler_logp();
     if (want("sampler", only)) test_token_budget();
     if (want("sampler", only)) test_eval_counts_verified();
     if (want("train", only)) test_train_end_to_end();
     if (want("treetask", only)) test_tree_task();
     if (want("check", only)) test_check_fixtures();
+    if (want("check", only)) test_check_mask_truncated();
     if (want("fuzz", only)) test_fuzz_regressions();
     if (tests_failed) printf("# files of this run kept in %s\n", TMPDIR_);
     else {   // the directory and what the tests wrote in it
