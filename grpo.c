@@ -1981,11 +1981,19 @@ static void free_dataset(Dataset *d) {
    A sequence stops after <eos> (which is kept as its last token) or at max_new tokens.
    Writes comp (B, max_new) token ids, comp_logp (B, max_new) their log-probs under the
    sampling distribution (nats, temperature applied), comp_len (B).
-   Requires prompt_len[b] + max_new <= maxT and B <= kv->B (checked by the callers). */
+   Requires max_new >= 1, prompt_len[b] + max_new <= maxT and B <= kv->B: the commands refuse
+   options that break them with a usage error; the budget is checked here again because a
+   caller that gets it wrong would otherwise write past comp (max_new = 0 stores one token). */
 static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *prompts,
                                const int *prompt_len, int max_new, float temperature, int greedy,
                                Rng *rngs, const unsigned char *allowed,
                                int *comp, float *comp_logp, int *comp_len) {
+    const char *hint = "a command did not check its token budget; please report this";
+    if (max_new < 1)
+        fail_at(__FILE__, __LINE__, "sample_completions: max_new < 1 leaves no room for a new token", hint);
+    for (int b = 0; b < B; b++)
+        if (prompt_len[b] < 1 || prompt_len[b] + max_new > m->config.max_seq_len)
+            fail_at(__FILE__, __LINE__, "sample_completions: prompt + max_new exceed the context", hint);
     int V = m->config.vocab_size;
     int *tok = (int *)mallocCheck(B * sizeof(int)), *pos = (int *)mallocCheck(B * sizeof(int));
     int *done = (int *)callocCheck(B, sizeof(int));
@@ -2264,6 +2272,31 @@ static void loss_agg_coef(float *coef, const int *len, int N, const ObjectiveCon
     /* END SOLUTION: loss_agg_coef */
 }
 
+/* loss_agg_coef_masked: loss_agg_coef over the completions that are not masked (masked (N),
+   NULL: none is). A masked completion (--mask-truncated) gets c_i = 0 and counts in no
+   normaliser: not in token-mean's token count, not in the N of the seq-mean modes and of
+   Dr. GRPO; the others get exactly the factors of a step without it. Its reward stays in
+   its group's advantages and its tokens in |λ| (notes/conventions.md, EOS row). */
+static void loss_agg_coef_masked(float *coef, const int *len, const unsigned char *masked, int N,
+                                 const ObjectiveConfig *cfg) {
+    int kept = 0;
+    for (int i = 0; i < N; i++) kept += !(masked && masked[i]);
+    if (kept == N) {                 // nothing masked: the plain factors, bit for bit
+        loss_agg_coef(coef, len, N, cfg);
+        return;
+    }
+    int *kept_len = (int *)callocCheck(N, sizeof(int));
+    float *kept_coef = (float *)callocCheck(N, sizeof(float));
+    int j = 0;
+    for (int i = 0; i < N; i++)
+        if (!masked[i]) kept_len[j++] = len[i];
+    if (kept > 0) loss_agg_coef(kept_coef, kept_len, kept, cfg);
+    j = 0;
+    for (int i = 0; i < N; i++) coef[i] = masked[i] ? 0.0f : kept_coef[j++];
+    free(kept_len);
+    free(kept_coef);
+}
+
 /* lambda_weight: the factor the objective applies to token (i,t): 1 for GRPO,
    1/|λ(i,t)| for λ-GRPO (paper eq. 11: the whole per-token term, policy and KL, no
    renormalisation). */
@@ -2371,7 +2404,8 @@ static const OptSpec OPTIONS[] = {
     {"layers", OPT_INT, OFF(layers), 1, 64, NULL, CMD_SFT | CMD_BENCH | CMD_TREE, "transformer blocks L"},
     {"heads", OPT_INT, OFF(heads), 1, 64, NULL, CMD_SFT | CMD_BENCH | CMD_TREE, "attention heads NH (must divide --channels)"},
     {"channels", OPT_INT, OFF(channels), 8, 4096, NULL, CMD_SFT | CMD_BENCH | CMD_TREE, "width C"},
-    {"context", OPT_INT, OFF(context), 8, 1024, NULL, CMD_SFT | CMD_BENCH, "context length maxT in tokens"},
+    {"context", OPT_INT, OFF(context), 8, 1024, NULL, CMD_SFT | CMD_BENCH,
+     "context length maxT in tokens (bench: at least 9)"},
     {"train-data", OPT_STR, OFF(train_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN, "training prompts (prompt<TAB>demonstration per line)"},
     {"val-data", OPT_STR, OFF(val_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN, "validation prompts"},
     {"test-data", OPT_STR, OFF(test_data), 0, 0, NULL, CMD_TRAIN, "test prompts (reasoning-gym), scored at start and end"},
@@ -2406,7 +2440,8 @@ static const OptSpec OPTIONS[] = {
     {"beta", OPT_FLOAT, OFF(obj.beta), 0, 1e6, NULL, OBJ_CMDS, "k3 KL coefficient against π_ref"},
     {"num-iterations", OPT_INT, OFF(num_iterations), 1, 64, NULL, CMD_TRAIN | CMD_TREE, "updates μ per sampled batch (π_old frozen at sampling)"},
     {"micro-batch", OPT_INT, OFF(micro_batch), 0, 4096, NULL, CMD_TRAIN | CMD_TREE, "sequences per forward/backward (0: whole step); changes no gradient"},
-    {"mask-truncated", OPT_INT, OFF(mask_truncated), 0, 1, NULL, CMD_TRAIN, "1: completions cut at max-new-tokens get no loss"},
+    {"mask-truncated", OPT_INT, OFF(mask_truncated), 0, 1, NULL, CMD_TRAIN | CMD_CHECK,
+     "1: completions cut at max-new-tokens without <eos> (check: truncated=1) get no loss, no normaliser"},
     {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_TREE, "seeds per cell of the grid (paper: 5)"},
     {"format-reward", OPT_FLOAT, OFF(format_reward), 0, 1, NULL, CMD_TRAIN | CMD_EVAL, "extra reward for a well-formed but wrong completion (0: off)"},
 #ifdef GRPO_CUDA
@@ -2795,15 +2830,17 @@ typedef struct {
 
 /* grpo_prepare_tokens: per completion token, the advantage a_i, the objective's weight
    (1 or 1/|λ(i,t)|) and the aggregation factor. The normaliser is computed here, once over
-   the whole step, before any backward pass, so micro-batching changes no gradient. */
+   the whole step, before any backward pass, so micro-batching changes no gradient. With
+   --mask-truncated 1, a completion cut at max_new tokens without <eos> gets factor 0 and
+   leaves every normaliser (loss_agg_coef_masked). */
 static void grpo_prepare_tokens(GroupBatch *g, const Options *o, UpdateStats *us) {
     int N = g->N, MN = g->max_new;
-    int norm_len[4096] = {0};
-    for (int i = 0; i < N; i++) {
+    unsigned char masked[4096] = {0};
+    for (int i = 0; i < N; i++) {   // truncated: cut at max_new tokens without <eos> (TRL's test)
         int truncated = g->clen[i] == MN && g->comp[(size_t)i * MN + MN - 1] != TOK_EOS;
-        norm_len[i] = (o->mask_truncated && truncated) ? 0 : g->clen[i];
+        masked[i] = (unsigned char)(o->mask_truncated && truncated);
     }
-    loss_agg_coef(g->seq_coef, norm_len, N, &o->obj);
+    loss_agg_coef_masked(g->seq_coef, g->clen, masked, N, &o->obj);
     us->mean_lambda = 0; us->tokens = 0;
     for (int i = 0; i < N; i++)
         for (int j = 0; j < g->clen[i]; j++) {
@@ -2880,10 +2917,11 @@ static UpdateStats grpo_update(GPT *policy, GPT *ref, GroupBatch *g, const Optio
 typedef struct { float accuracy, pass_k; int n; } EvalResult;
 
 /* evaluate: greedy accuracy on (the first `limit` of) d's prompts, and pass@k from k
-   samples at the temperature (k = pass_k; 0 skips it). Sampling streams derive from seed
-   and the prompt index, so the result does not depend on the batch size. When dump is not
-   NULL, each greedy completion goes there as `prompt<TAB>completion<TAB>reward` (the
-   completion without <eos>; `<eos>` missing means it ran out of tokens). */
+   samples at the temperature (k = pass_k; 0 skips it); both count answers the verifier
+   accepts, whatever format_reward is. Sampling streams derive from seed and the prompt
+   index, so the result does not depend on the batch size. When dump is not NULL, each
+   greedy completion goes there as `prompt<TAB>completion<TAB>reward` (the reward with
+   format_reward; the completion without <eos>; `<eos>` missing means it ran out of tokens). */
 static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int max_new,
                            float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump) {
     EvalResult r = {0.0f, 0.0f, limit > 0 && limit < d->n ? limit : d->n};
@@ -2910,13 +2948,18 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
             sample_completions(m, kv, B, pp, plen, max_new, temperature, pass == 0, rngs, NULL, comp, lp, clen);
             for (int b = 0; b < B; b++) {
                 int i = idx[b];
-                float rw = countdown_reward(d->nums + (size_t)i * MAX_NUMS, d->num_count[i], d->target[i],
-                                            comp + (size_t)b * max_new, clen[b], format_reward);
-                if (pass == 0) correct += rw == 1.0f;
-                else solved[i] |= rw == 1.0f;
+                const int *cb = comp + (size_t)b * max_new;
+                const int *nums = d->nums + (size_t)i * MAX_NUMS;
+                // accuracy and pass@k count verified answers only: a format reward of 1 would
+                // otherwise count every well-formed wrong answer as solved
+                int verified = countdown_reward(nums, d->num_count[i], d->target[i], cb, clen[b], 0.0f) == 1;
+                if (pass == 0) correct += verified;
+                else solved[i] |= verified;
                 if (pass == 0 && dump) {
+                    // the dump shows the reward training would give (with --format-reward)
+                    float rw = countdown_reward(nums, d->num_count[i], d->target[i], cb, clen[b],
+                                                format_reward);
                     char ptext[4096], ctext[8 * 1024 + 16];   // a token decodes to at most 5 characters
-                    const int *cb = comp + (size_t)b * max_new;
                     int ended = clen[b] > 0 && cb[clen[b] - 1] == TOK_EOS;
                     decode(pp[b] + 1, plen[b] - 1, ptext, sizeof ptext);   // without <bos>
                     decode(cb, clen[b] - ended, ctext, sizeof ctext);
@@ -3279,7 +3322,9 @@ static int cmd_tree(int argc, char **argv, Options *o) {
 // eval, sample, verify: scoring checkpoints and looking at groups
 
 static int cmd_eval(int argc, char **argv, Options *o) {
-    const char *syn = "Scores a checkpoint on a task file: greedy accuracy, and pass@k from k samples.";
+    const char *syn = "Scores a checkpoint on a task file: greedy accuracy, and pass@k from k samples.\n"
+                      "Both count verified answers; --format-reward changes only the reward column of\n"
+                      "--completions.";
     int first = parse_options(argc, argv, CMD_EVAL, o, "eval", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " eval'", argv[first]);
     if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 (logits / T overflow below; greedy decoding does not use it)");
@@ -3440,6 +3485,7 @@ typedef struct {
     int n;                      // tokens
     int *tokens;
     float *logp, *logp_old, *logp_ref;   // (n) each; NULL when absent
+    int truncated;              // truncated=: 1 cut at the trainer's budget without EOS, 0 not, -1 absent
 } CheckRecord;
 
 typedef struct { long group; int index; } GroupKey;
@@ -3512,7 +3558,7 @@ static int read_check_file(const char *path, CheckRecord **out) {
         if ((size_t)len != strlen(line)) check_error(path, lineno, "NUL byte in line", NULL);
         char *hash = strchr(line, '#');
         if (hash) *hash = 0;
-        CheckRecord r = {lineno, 0, 0.0f, -1, NULL, NULL, NULL, NULL};
+        CheckRecord r = {lineno, 0, 0.0f, -1, NULL, NULL, NULL, NULL, -1};
         int have_group = 0, have_reward = 0, nlogp = -1, nold = -1, nref = -1, fields = 0;
         char *save = NULL;
         for (char *tok = strtok_r(line, " \t\r\n", &save); tok; tok = strtok_r(NULL, " \t\r\n", &save)) {
@@ -3545,8 +3591,14 @@ static int read_check_file(const char *path, CheckRecord **out) {
             } else if (!strcmp(key, "logp_ref")) {
                 dup = nref >= 0;
                 nref = parse_list(val, 0, (void **)&r.logp_ref, path, lineno, "logp_ref");
+            } else if (!strcmp(key, "truncated")) {
+                dup = r.truncated >= 0;
+                if (strcmp(val, "0") && strcmp(val, "1"))
+                    check_error(path, lineno, "truncated must be 0 or 1, got: ", val);
+                r.truncated = val[0] == '1';
             } else {
-                check_error(path, lineno, "unknown key (expected group, reward, tokens, logp, logp_old, logp_ref): ", key);
+                check_error(path, lineno, "unknown key (expected group, reward, tokens, logp, logp_old, "
+                                          "logp_ref, truncated): ", key);
             }
             if (dup) check_error(path, lineno, "key given twice: ", key);
         }
@@ -3577,7 +3629,8 @@ static int cmd_check(int argc, char **argv, Options *o) {
     const char *syn = "check FILE: runs one batch dumped from another trainer through grpo.c's tree and\n"
                       "objective code. FILE ('-' for stdin) has one completion per line of key=value\n"
                       "fields: group=<int> reward=<num> tokens=<id,...> [logp=...] [logp_old=...]\n"
-                      "[logp_ref=...]. Prints one tab-separated row per token and 'loss <value>'.";
+                      "[logp_ref=...] [truncated=0|1]. Prints one tab-separated row per token and\n"
+                      "'loss <value>'. --mask-truncated 1 gives the lines with truncated=1 no loss.";
     int first = parse_options(argc, argv, CMD_CHECK, o, "check FILE", syn);
     if (first != argc - 1) usage_error("'" PROG " check' needs exactly one FILE argument ('-' for stdin)");
     ObjectiveConfig cfg = o->obj;
@@ -3610,6 +3663,11 @@ static int cmd_check(int argc, char **argv, Options *o) {
             if (!rec[i].logp)
                 check_error(path, rec[i].line, "logp_ref given without logp: the KL term needs the "
                             "policy's log-probs (logp=...) when --beta is not 0", NULL);
+    // masking needs the trainer's own verdict: only it knows its EOS ids and its budget
+    if (o->mask_truncated)
+        for (int i = 0; i < N; i++)
+            if (rec[i].truncated < 0)
+                check_error(path, rec[i].line, "truncated=0|1 is required when --mask-truncated is 1", NULL);
     float *reward = (float *)mallocCheck(N * sizeof(float)), *adv = (float *)mallocCheck(N * sizeof(float));
     int *len = (int *)mallocCheck(N * sizeof(int)), maxlen = 1;
     const int **toks = (const int **)mallocCheck(N * sizeof(int *));
@@ -3635,7 +3693,10 @@ static int cmd_check(int argc, char **argv, Options *o) {
                 step_adv[(size_t)i * maxlen + t] = tree.nodes[node[(size_t)i * maxlen + t]].step_advantage;
     }
     float *coef = (float *)mallocCheck(N * sizeof(float));
-    loss_agg_coef(coef, len, N, &cfg);
+    unsigned char *masked = (unsigned char *)callocCheck(N, 1);
+    for (int a = 0; a < N; a++)
+        masked[a] = (unsigned char)(o->mask_truncated && rec[order[a]].truncated == 1);
+    loss_agg_coef_masked(coef, len, masked, N, &cfg);
     if (cfg.loss_agg == AGG_SEQ_MEAN_TOKEN_SUM_NORM && maxlen > cfg.max_new_tokens)
         fprintf(stderr, "warning: %s: a completion has %d tokens, more than --max-new-tokens %d (the Dr. GRPO "
                         "constant); pass your trainer's budget\n", path, maxlen, cfg.max_new_tokens);
@@ -3674,6 +3735,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
     free(rec); free(order); free(starts); free(reward); free(adv); free(len); free(toks); free(lam); free(node);
     free(step_adv); free_prefix_tree(&tree); free(coef); free(zeros); free(w); free(at); free(ct); free(dl);
     free(ratio); free(kl); free(pos_of);
+    free(masked);
     return 0;
 }
 
@@ -3701,6 +3763,10 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " bench'", argv[first]);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
     int B = o->batch_size, T = o->context, S = 64, P = 8;
+    // the sampling benchmark continues an 8-token prompt to the end of the context
+    if (T < P + 1)
+        usage_error("--context %d: bench samples after an %d-token prompt, so it needs at least %d",
+                    T, P, P + 1);
     GPT m;
     build_gpt(&m, (GPTConfig){T, VOCAB_SIZE, o->layers, o->heads, o->channels}, B, o->seed);
     Rng rng;

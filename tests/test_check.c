@@ -258,3 +258,69 @@ static void test_check_fixtures(void) {
     }
     check(n >= 8, "check malformed-input files found", "%zu bad_*.txt in " CHK_DIR, n);
 }
+
+/* `./grpo check --mask-truncated 1`: a line with truncated=1 (the trainer's verdict: cut at its
+   budget without EOS) contributes no loss and is in no normaliser, under every --loss-agg.
+   Group of 4, rewards 1,0,1,0 with --adv-std none: a = ±0.5; ratio 1, β 0, GRPO, so
+   ℓ_{i,t} = −a_i and ∂loss/∂logp_{i,t} = −c_i a_i with the factors c_i of the definition
+   (notes/conventions.md) over the kept completions, lengths 3, 2, 4 (Σ 9, N 3). Line 2
+   (4 tokens, a = −0.5) is truncated; line 4 has 4 tokens too but is not. */
+static void test_check_mask_truncated(void) {
+    const char *path = tmp_path("/tmp/grpo_test/mask_truncated.txt");
+    FILE *f = fopenCheck(path, "w");
+    fprintf(f, "group=0 reward=1 tokens=5,6,151645 logp=-1,-1,-1 truncated=0\n"
+               "group=0 reward=0 tokens=5,7,8,9 logp=-1,-1,-1,-1 truncated=1\n"
+               "group=0 reward=1 tokens=4,151645 logp=-1,-1 truncated=0\n"
+               "group=0 reward=0 tokens=4,6,7,151645 logp=-1,-1,-1,-1 truncated=0\n");
+    fcloseCheck(f);
+    const int len[4] = {3, 4, 2, 4}, masked[4] = {0, 1, 0, 0}, max_new = 4;
+    const float a[4] = {0.5f, -0.5f, 0.5f, -0.5f};
+    const char *modes[4] = {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
+                            "seq-mean-token-sum-norm"};
+    for (int mask = 1; mask >= 0; mask--)
+        for (int m = 0; m < 4; m++) {
+            double kept = 0, kept_tokens = 0, coef[4], want_loss = 0;
+            for (int i = 0; i < 4; i++)
+                if (!(mask && masked[i])) { kept++; kept_tokens += len[i]; }
+            for (int i = 0; i < 4; i++) {
+                double c = 1.0 / (kept * max_new);               // seq-mean-token-sum-norm
+                if (m == 0) c = 1.0 / kept_tokens;                // token-mean
+                if (m == 1) c = 1.0 / (kept * len[i]);            // seq-mean-token-mean
+                if (m == 2) c = 1.0 / kept;                       // seq-mean-token-sum
+                coef[i] = (mask && masked[i]) ? 0.0 : c;
+                want_loss -= coef[i] * len[i] * a[i];
+            }
+            char cmd[1024], *out = NULL, name[160];
+            snprintf(cmd, sizeof cmd, "%s check --objective grpo --adv-std none --loss-agg %s "
+                     "--max-new-tokens %d --mask-truncated %d %s 2>/dev/null", grpo_bin(), modes[m], max_new,
+                     mask, path);
+            int rc = chk_run(cmd, &out);
+            ChkTable tb;
+            chk_parse(out ? out : (char *)"", &tb);
+            int bad = rc != 0 || tb.err[0] || tb.n != 13;
+            double worst = 0;
+            for (int r = 0; r < tb.n && !bad; r++) {
+                int i = (int)tb.row[r][0] - 1;            // the completion's line in the file
+                double want = -coef[i] * a[i], got = tb.row[r][10];
+                worst = fmax(worst, fabs(got - want));
+                if (mask && masked[i]) bad |= got != 0.0;
+            }
+            worst = fmax(worst, fabs(tb.loss - want_loss));
+            snprintf(name, sizeof name, "check --mask-truncated %d, %s: loss %.6g and dloss_dlogp", mask,
+                     modes[m], want_loss);
+            check(!bad && worst <= 1e-7, name, "exit %d, %d rows, max abs diff %.2e%s", rc, tb.n, worst,
+                  tb.err[0] ? tb.err : "");
+            free(tb.row);
+            free(out);
+        }
+    // masking needs every line's verdict; a missing or malformed one is the file's error
+    char cmd[1024];
+    snprintf(cmd, sizeof cmd, "printf 'group=0 reward=1 tokens=1 truncated=0\\n"
+             "group=0 reward=0 tokens=2,3\\n' | %s check --mask-truncated 1 - 2>&1 >/dev/null", grpo_bin());
+    char *out = NULL;
+    int rc = chk_run(cmd, &out);
+    check(rc == 1 && out && !strncmp(out, "-:2: truncated=0|1 is required", 30),
+          "check --mask-truncated 1: a line without truncated= is refused, FILE:LINE", "exit %d: %.100s", rc,
+          out ? out : "");
+    free(out);
+}

@@ -1241,6 +1241,79 @@ static void test_kl_and_clip(void) {
     }
 }
 
+/* --mask-truncated 1 in training (grpo_prepare_tokens): one group of 4 with max_new 4, GRPO,
+   ratio 1, β 0, so ℓ_{i,t} = −a_i and ∂loss/∂logp_{i,t} = −c_i a_i. Completion 1 is cut at
+   max_new without <eos> (truncated); completion 3 also has max_new tokens but ends with
+   <eos> (not truncated: TRL's test is the last token). Masked, completion 1 contributes 0 and
+   the normalisers see only lengths 3, 2, 4 (Σ 9, N 3):
+     token-mean            −(3·1 + 2·0.5 − 4·0.5)/9     = −2/9;  ∂: −1/9, −0.5/9, +0.5/9
+     seq-mean-token-mean   −(1 + 0.5 − 0.5)/3           = −1/3;  ∂: −1/9, −0.5/6, +0.5/12
+     seq-mean-token-sum    −(3 + 1 − 2)/3               = −2/3;  ∂: −1/3, −0.5/3, +0.5/3
+     seq-mean-token-sum-norm −(3 + 1 − 2)/(3·4)         = −1/6;  ∂: −1/12, −0.5/12, +0.5/12
+   Unmasked (the default), token-mean is −(3 − 4 + 1 − 2)/13 = 2/13. */
+static void test_mask_truncated(void) {
+    Options o;
+    default_options(&o);
+    o.obj.objective = OBJ_GRPO;
+    o.obj.max_new_tokens = 4;
+    const int k = 4, MN = 4;
+    GroupBatch g;
+    build_group_batch(&g, 1, k, MN, k, 32);
+    const char *comps[4] = {"12$", "1234", "5$", "567$"};
+    float adv[4] = {1.0f, -1.0f, 0.5f, -0.5f};
+    for (int i = 0; i < k; i++) {
+        int n = (int)strlen(comps[i]);
+        for (int t = 0; t < n; t++) {
+            g.comp[i * MN + t] = comps[i][t] == '$' ? TOK_EOS : char_to_token(comps[i][t]);
+            g.lambda_size[i * MN + t] = 1;
+        }
+        g.clen[i] = n;
+        g.advantage[i] = adv[i];
+    }
+    const char *names[4] = {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
+                            "seq-mean-token-sum-norm"};
+    float want_loss[4] = {-2.0f / 9, -1.0f / 3, -2.0f / 3, -1.0f / 6};
+    float want_d[4][4] = {{-1.0f / 9, 0.0f, -0.5f / 9, 0.5f / 9},
+                          {-1.0f / 9, 0.0f, -0.5f / 6, 0.5f / 12},
+                          {-1.0f / 3, 0.0f, -0.5f / 3, 0.5f / 3},
+                          {-1.0f / 12, 0.0f, -0.5f / 12, 0.5f / 12}};
+    for (int mask = 1; mask >= 0; mask--)
+        for (int m = 0; m < 4; m++) {
+            if (!mask && m > 0) break;          // unmasked: token-mean, the default, is enough here
+            o.mask_truncated = mask;
+            o.obj.loss_agg = m;
+            UpdateStats us;
+            grpo_prepare_tokens(&g, &o, &us);
+            float lp[4] = {-1.0f, -1.0f, -1.0f, -1.0f}, dl[16] = {0}, got_d[4];
+            double loss = 0.0;
+            for (int i = 0; i < k; i++) {
+                TokenLossOut out = {dl + i * MN, NULL, NULL, NULL};
+                size_t row = (size_t)i * MN;
+                loss += grpo_token_loss(&o.obj, g.clen[i], lp, lp, NULL, g.adv_tok + row, g.weight + row,
+                                        g.coef + row, &out);
+            }
+            int same_in_row = 1;                // one ∂ per completion: every token of it alike
+            for (int i = 0; i < k; i++) {
+                got_d[i] = dl[i * MN];
+                for (int t = 1; t < g.clen[i]; t++) same_in_row &= dl[i * MN + t] == dl[i * MN];
+            }
+            float got_loss = (float)loss, unmasked = 2.0f / 13;
+            char name[128];
+            if (mask) {
+                snprintf(name, sizeof name, "mask-truncated: %s loss, the truncated one out of N", names[m]);
+                compare(name, &got_loss, &want_loss[m], 1, 1e-6f, 0.1f);
+                snprintf(name, sizeof name, "mask-truncated: %s dloss/dlogp, 0 on the truncated", names[m]);
+                compare(name, got_d, want_d[m], 4, 1e-6f, 0.01f);
+                snprintf(name, sizeof name, "mask-truncated: %s, one dloss/dlogp per completion", names[m]);
+                check(same_in_row, name, "");
+            } else {
+                compare("mask-truncated 0 (default): the truncated completion is trained, token-mean 2/13",
+                        &got_loss, &unmasked, 1, 1e-6f, 0.1f);
+            }
+        }
+    free_group_batch(&g);
+}
+
 // The paper's worked example (notes/paper.md): six completions, letters are tokens.
 static const char *WE[6] = {"ABCD", "ABEFHI", "JKLM", "JKLNQST", "JKLNQU", "VWYZ"};
 static const float WE_R[6] = {0.5f, 0.5f, 1.0f, 0.0f, 0.0f, 0.5f};
@@ -1464,6 +1537,84 @@ static void test_sampler_logp(void) {
     free(copy); free_kvcache(&kv); free_group_batch(&g); free_gpt(&m);
 }
 
+// sample_completions with max_new = 0: must stop with a message, not write past comp
+static void sample_no_budget_fn(void *arg) {
+    (void)arg;
+    alarm(20);   // without the check it would run on past the buffers: end it as a failure
+    GPT m;
+    build_gpt(&m, (GPTConfig){16, VOCAB_SIZE, 1, 1, 8}, 1, 1);
+    KVCache kv;
+    build_kvcache(&kv, &m.config, 1);
+    static const int prompt[2] = {TOK_BOS, TOK_BOS};
+    const int *pp[1] = {prompt};
+    int plen[1] = {2}, comp[1], clen[1];
+    float lp[1];
+    Rng rng;
+    rng_seed(&rng, 1, 1);
+    sample_completions(&m, &kv, 1, pp, plen, 0, 1.0f, 0, &rng, NULL, comp, lp, clen);
+}
+
+/* Token budgets: a command whose budget leaves no room for a new token is a usage error
+   naming the flag (exit 2), never a write past a buffer. bench samples after a fixed 8-token
+   prompt, so --context 8 (inside the option's range) left max_new = 0. */
+static void test_token_budget(void) {
+    static char out[16384];
+    char cmd[512];
+    const char *tiny = "--layers 1 --heads 1 --channels 8 --batch-size 1";
+    snprintf(cmd, sizeof cmd, "%s bench --context 8 %s", grpo_bin(), tiny);
+    int rc = run_binary(cmd, out, sizeof out);
+    check(rc == 2 && strstr(out, "--context"), "budget: bench --context 8 is a usage error naming --context",
+          "exit %d: %.*s", rc, (int)strcspn(out, "\n"), out);
+    snprintf(cmd, sizeof cmd, "%s bench --context 9 %s", grpo_bin(), tiny);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 0 && strstr(out, "bench train_tok_s="), "budget: bench --context 9 samples one new token",
+          "exit %d", rc);
+    expect_exit("budget: sample_completions refuses max_new = 0 itself", sample_no_budget_fn, NULL, 1,
+                "max_new");
+}
+
+/* eval counts verified answers only: a model that writes one well-formed answer to a
+   problem with no solution (1 1 1 1 cannot reach 50) solves 0 of 20, whatever
+   --format-reward gives that answer as a reward. */
+static void test_eval_counts_verified(void) {
+    const char *data = tmp_path("/tmp/grpo_test/unsolvable.txt");
+    FILE *f = fopenCheck(data, "w");
+    for (int i = 0; i < 20; i++) fprintf(f, "1 1 1 1>50:\t1+1=2,2+1=3,3+1=4\n");
+    fcloseCheck(f);
+    static char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "%s sft --layers 1 --heads 1 --channels 16 --context 32 --batch-size 4 "
+             "--steps 150 --lr 1e-2 --eval-every 0 --train-data %s --val-data %s --run-dir %s/memorise",
+             grpo_bin(), data, data, TMPDIR_);
+    int rc = run_binary(cmd, out, sizeof out);
+    char dump[256];
+    snprintf(dump, sizeof dump, "%s/memorise/completions.tsv", TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s eval --model %s/memorise/model.bin --data %s --max-new-tokens 20 "
+             "--pass-k 4 --format-reward 1 --completions %s", grpo_bin(), TMPDIR_, data, dump);
+    if (rc == 0) rc = run_binary(cmd, out, sizeof out);
+    // the answers are well formed and end with <eos> (so the format reward applies), and wrong
+    int well_formed = 0;
+    size_t n = 0;
+    char *text = rc == 0 ? (char *)read_all(dump, &n) : NULL;
+    for (char *line = text; line && line < text + n; ) {
+        char *end = strchr(line, '\n');
+        if (!end) break;
+        *end = 0;
+        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        if (t2) {
+            *t2 = 0;
+            well_formed += countdown_well_formed(t1 + 1, (int)strlen(t1 + 1)) && atof(t2 + 1) == 1.0;
+        }
+        line = end + 1;
+    }
+    free(text);
+    check(rc == 0 && well_formed == 20, "eval: the memorised answers are well formed (format reward 1)",
+          "exit %d, %d of 20", rc, well_formed);
+    const char *result = strstr(out, "eval:") ? strstr(out, "eval:") : out;
+    check(rc == 0 && strstr(out, "greedy accuracy 0.0000, pass@4 0.0000"),
+          "eval --format-reward 1: accuracy and pass@k count verified answers (0 of 20)", "%.*s",
+          (int)strcspn(result, "\n"), result);
+}
+
 // ----------------------------------------------------------------------------
 // GRPO end to end: a few steps from a tiny SFT checkpoint
 
@@ -1663,10 +1814,14 @@ int main(int argc, char **argv) {
     if (want("verifier", only)) test_verifier();
     if (want("tree", only)) { test_tree_brute_force(); test_tree_cases(); }
     if (want("objective", only)) { test_advantages(); test_aggregation(); test_kl_and_clip(); test_worked_example(); test_theorem1_and_lambda(); }
+    if (want("objective", only)) test_mask_truncated();
     if (want("sampler", only)) test_sampler_logp();
+    if (want("sampler", only)) test_token_budget();
+    if (want("sampler", only)) test_eval_counts_verified();
     if (want("train", only)) test_train_end_to_end();
     if (want("treetask", only)) test_tree_task();
     if (want("check", only)) test_check_fixtures();
+    if (want("check", only)) test_check_mask_truncated();
     if (want("fuzz", only)) test_fuzz_regressions();
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
