@@ -3291,7 +3291,8 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     check_grpo_options(o);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
     if (o->steps < 1)
-        usage_error("--steps %d: tree needs at least 1 step (its metric is a mean over the last steps)", o->steps);
+        usage_error("--steps %d: tree needs at least 1 step (its metric is a mean over the last steps)",
+                    o->steps);
     check_weight_decay(o);
     print_options(stdout, o, CMD_TREE);
     make_dir(o->run_dir);

@@ -504,8 +504,12 @@ static int run_binary_fsize(const char *cmdline, long limit, char *out, size_t c
     size_t got = 0;
     ssize_t r;
     char sink[4096];
-    while ((r = read(fds[0], got < cap - 1 ? out + got : sink, got < cap - 1 ? cap - 1 - got : sizeof sink)) > 0)
-        if (got < cap - 1) got += (size_t)r;
+    for (;;) {
+        int room = got < cap - 1;
+        r = read(fds[0], room ? out + got : sink, room ? cap - 1 - got : sizeof sink);
+        if (r <= 0) break;
+        if (room) got += (size_t)r;
+    }
     out[got] = 0;
     close(fds[0]);
     int status = 0;
@@ -610,16 +614,18 @@ static void test_save_failure(void) {
     void *after = read_all(path, &n1);
     check(count_prefixed(dir, "model.bin.tmp") == 0, "checkpoint: ... and leaves no temporary file behind",
           "%d left", count_prefixed(dir, "model.bin.tmp"));
-    check(n0 == n1 && !memcmp(before, after, n0), "checkpoint: ... and the older file under that name is intact", "");
+    check(n0 == n1 && !memcmp(before, after, n0),
+          "checkpoint: ... and the older file under that name is intact", "");
     free(before); free(after);
     // the rename fails when the target is a directory
     char target[320];
     snprintf(target, sizeof target, "%s/sub", dir);
     make_dir(target);
     SaveCall into_dir = {target, &m, 0};
-    expect_exit("checkpoint: a failed rename stops the run, naming the file", save_limited_fn, &into_dir, 1, "sub");
-    check(count_prefixed(dir, "sub.tmp") == 0, "checkpoint: ... and leaves no temporary file behind", "%d left",
-          count_prefixed(dir, "sub.tmp"));
+    expect_exit("checkpoint: a failed rename stops the run, naming the file", save_limited_fn, &into_dir, 1,
+                "sub");
+    check(count_prefixed(dir, "sub.tmp") == 0, "checkpoint: ... and leaves no temporary file behind",
+          "%d left", count_prefixed(dir, "sub.tmp"));
     free_gpt(&m);
 }
 
@@ -653,8 +659,8 @@ static int csv_well_formed(const char *path, const char *header_start, int *rows
 static void test_csv_resume(void) {
     char args[1024], log[256], csv[300], straight[300];
     snprintf(log, sizeof log, "%s/csv_resume.log", TMPDIR_);
-    const char *common = "--layers 1 --heads 1 --channels 16 --batch-size 4 --eval-every 0 --lr 1e-3 --seed 9 "
-                         "--val-data tests/fixtures/val_small.txt --steps 6 --save-every 3";
+    const char *common = "--layers 1 --heads 1 --channels 16 --batch-size 4 --eval-every 0 --lr 1e-3 "
+                         "--seed 9 --val-data tests/fixtures/val_small.txt --steps 6 --save-every 3";
     snprintf(args, sizeof args, "%s --run-dir %s/csv_a", common, TMPDIR_);
     run_cmd_quiet(cmd_sft, args, log);
     snprintf(straight, sizeof straight, "%s/csv_a/sft.csv", TMPDIR_);
@@ -698,8 +704,9 @@ static void test_csv_resume(void) {
     free(c);
     // a write error on the log (a 2,000-byte file size limit: about 36 rows) ends the run
     static char cmd[2048], out[16384];
-    snprintf(cmd, sizeof cmd, "%s sft --threads 1 --steps 80 --layers 1 --heads 1 --channels 8 --batch-size 2 "
-             "--eval-every 0 --val-data tests/fixtures/val_small.txt --run-dir %s/csv_full", grpo_bin(), TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s sft --threads 1 --steps 80 --layers 1 --heads 1 --channels 8 "
+             "--batch-size 2 --eval-every 0 --val-data tests/fixtures/val_small.txt --run-dir %s/csv_full",
+             grpo_bin(), TMPDIR_);
     int code = run_binary_fsize(cmd, 2000, out, sizeof out);
     const char *err = line_with(out, "error");
     check(code == 1 && strstr(err, "sft.csv"), "csv: a write error on the log stops the run, naming the file",
@@ -720,13 +727,13 @@ static void test_train_keeps_init(void) {
     save_checkpoint(copy, &m, 0, NULL);
     free_gpt(&m);
     static char cmd[2048], out[16384];
-    snprintf(cmd, sizeof cmd, "%s train --threads 1 --steps 1 --prompts-per-step 1 --group-size 2 --max-new-tokens 4 "
-             "--eval-every 0 --pass-k 0 --val-data tests/fixtures/val_small.txt --test-data tests/fixtures/val_small.txt "
-             "--init %s --run-dir %s", grpo_bin(), init, dir);
+    snprintf(cmd, sizeof cmd, "%s train --threads 1 --steps 1 --prompts-per-step 1 --group-size 2 "
+             "--max-new-tokens 4 --eval-every 0 --pass-k 0 --val-data tests/fixtures/val_small.txt "
+             "--test-data tests/fixtures/val_small.txt --init %s --run-dir %s", grpo_bin(), init, dir);
     int code = run_binary(cmd, out, sizeof out);
     const char *err = line_with(out, "error");
-    check(code == 2 && strstr(err, "--init") && strstr(err, dir), "train: a --run-dir holding the --init is refused",
-          "exit %d: %s", code, err);
+    check(code == 2 && strstr(err, "--init") && strstr(err, dir),
+          "train: a --run-dir holding the --init is refused", "exit %d: %s", code, err);
     check(files_equal(init, copy), "train: ... and the --init checkpoint is unchanged", "");
 }
 
@@ -734,12 +741,13 @@ static void test_train_keeps_init(void) {
    never saved (so "last good checkpoint" is good); a NaN's step is the log's step. */
 static void test_divergence(void) {
     static char cmd[2048], out[16384];
-    snprintf(cmd, sizeof cmd, "%s sft --threads 1 --steps 2 --layers 1 --heads 1 --channels 8 --batch-size 2 "
-             "--lr 10 --weight-decay 0.3 --eval-every 0 --val-data tests/fixtures/val_small.txt --run-dir %s/wd",
-             grpo_bin(), TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s sft --threads 1 --steps 2 --layers 1 --heads 1 --channels 8 "
+             "--batch-size 2 --lr 10 --weight-decay 0.3 --eval-every 0 "
+             "--val-data tests/fixtures/val_small.txt --run-dir %s/wd", grpo_bin(), TMPDIR_);
     int code = run_binary(cmd, out, sizeof out);
-    check(code == 2 && strstr(line_with(out, "error"), "--weight-decay"), "diverge: lr x weight-decay >= 1 is a usage error",
-          "exit %d: %s", code, line_with(out, "error"));
+    const char *wd_err = line_with(out, "error");
+    check(code == 2 && strstr(wd_err, "--weight-decay"), "diverge: lr x weight-decay >= 1 is a usage error",
+          "exit %d: %s", code, wd_err);
     // an --init with one weight at 1e5: finite loss and gradients, but not a model to save
     GPT m;
     build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 8);
@@ -748,10 +756,11 @@ static void test_divergence(void) {
     snprintf(init, sizeof init, "%s/huge_weight.bin", TMPDIR_);
     save_checkpoint(init, &m, 0, NULL);
     snprintf(dir, sizeof dir, "%s/diverged", TMPDIR_);
-    const char *common = "--threads 1 --prompts-per-step 1 --group-size 2 --max-new-tokens 4 --eval-every 0 --pass-k 0 "
-                         "--val-data tests/fixtures/val_small.txt --test-data tests/fixtures/val_small.txt";
-    snprintf(cmd, sizeof cmd, "%s train %s --steps 3 --save-every 1 --init %s --run-dir %s", grpo_bin(), common, init,
-             dir);
+    const char *common = "--threads 1 --prompts-per-step 1 --group-size 2 --max-new-tokens 4 --eval-every 0 "
+                         "--pass-k 0 --val-data tests/fixtures/val_small.txt "
+                         "--test-data tests/fixtures/val_small.txt";
+    snprintf(cmd, sizeof cmd, "%s train %s --steps 3 --save-every 1 --init %s --run-dir %s", grpo_bin(),
+             common, init, dir);
     code = run_binary(cmd, out, sizeof out);
     snprintf(path, sizeof path, "%s/ckpt.bin", dir);
     struct stat sb;
@@ -760,14 +769,15 @@ static void test_divergence(void) {
     saved += stat(path, &sb) == 0;
     const char *err = line_with(out, "error");
     check(code == 1 && strstr(err, "step 1:") && strstr(err, "diverged") && !saved,
-          "diverge: parameters beyond the limit are never saved", "exit %d, %d files saved: %s", code, saved, err);
+          "diverge: parameters beyond the limit are never saved", "exit %d, %d files saved: %s", code, saved,
+          err);
     // a NaN weight: the loss is NaN at the first step, which the log calls step 1
     m.params_memory[50] = NAN;
     snprintf(init, sizeof init, "%s/nan_weight.bin", TMPDIR_);
     save_checkpoint(init, &m, 0, NULL);
     free_gpt(&m);
-    snprintf(cmd, sizeof cmd, "%s train %s --steps 2 --init %s --run-dir %s/nan_step", grpo_bin(), common, init,
-             TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s train %s --steps 2 --init %s --run-dir %s/nan_step", grpo_bin(), common,
+             init, TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
     const char *nan_err = line_with(out, "error");
     check(code == 1 && strstr(nan_err, "error: step 1: the loss is") && strstr(nan_err, "nan"),
@@ -784,8 +794,9 @@ static void test_resume_before(void) {
     FILE *f = fopenCheck(data, "w");
     fprintf(f, "8 4 5 8>9:\t8-5=3,8-3=5,5+4=9\n");
     fcloseCheck(f);
-    snprintf(args, sizeof args, "--layers 1 --heads 1 --channels 16 --batch-size 4 --steps 30 --lr 1e-2 --warmup 0 "
-             "--eval-every 0 --train-data %s --val-data %s --run-dir %s/memorised", data, data, TMPDIR_);
+    snprintf(args, sizeof args, "--layers 1 --heads 1 --channels 16 --batch-size 4 --steps 30 --lr 1e-2 "
+             "--warmup 0 --eval-every 0 --train-data %s --val-data %s --run-dir %s/memorised", data, data,
+             TMPDIR_);
     run_cmd_quiet(cmd_sft, args, log);
     snprintf(mem, sizeof mem, "%s/memorised/model.bin", TMPDIR_);
     GPT m;
@@ -810,15 +821,16 @@ static void test_resume_before(void) {
         const char *at = strstr(out, "greedy accuracy ");
         acc[i] = at ? atof(at + 16) : -1.0;
     }
-    snprintf(cmd, sizeof cmd, "%s train --threads 1 --steps 2 --prompts-per-step 1 --group-size 2 --max-new-tokens 20 "
-             "--eval-every 0 --pass-k 0 --train-data %s --val-data %s --test-data %s --init %s --resume %s "
-             "--run-dir %s/resumed", grpo_bin(), data, data, data, init, resume, TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s train --threads 1 --steps 2 --prompts-per-step 1 --group-size 2 "
+             "--max-new-tokens 20 --eval-every 0 --pass-k 0 --train-data %s --val-data %s --test-data %s "
+             "--init %s --resume %s --run-dir %s/resumed", grpo_bin(), data, data, data, init, resume,
+             TMPDIR_);
     int code = run_binary(cmd, out, sizeof out);
     const char *res = strstr(out, "result: test accuracy ");
     double before = res ? atof(res + 22) : -1.0;
     check(code == 0 && acc[0] != acc[1] && before == acc[0],
-          "train --resume: the result line's 'before' is the --init model's", "exit %d, before %.4f; --init %.4f, "
-          "resumed checkpoint %.4f", code, before, acc[0], acc[1]);
+          "train --resume: the result line's 'before' is the --init model's",
+          "exit %d, before %.4f; --init %.4f, resumed checkpoint %.4f", code, before, acc[0], acc[1]);
 }
 
 /* --test-limit: 0 skips the test evaluation at the start and end (short try-outs), N scores
@@ -831,16 +843,17 @@ static void test_test_limit(void) {
     save_checkpoint(init, &m, 0, NULL);
     free_gpt(&m);
     static char cmd[2048], out[16384];
-    const char *common = "--threads 1 --steps 1 --prompts-per-step 1 --group-size 2 --max-new-tokens 4 --eval-every 0 "
-                         "--pass-k 2 --val-data tests/fixtures/val_small.txt --test-data tests/fixtures/val_small.txt";
-    snprintf(cmd, sizeof cmd, "%s train %s --test-limit 0 --init %s --run-dir %s/limit0", grpo_bin(), common, init,
-             TMPDIR_);
+    const char *common = "--threads 1 --steps 1 --prompts-per-step 1 --group-size 2 --max-new-tokens 4 "
+                         "--eval-every 0 --pass-k 2 --val-data tests/fixtures/val_small.txt "
+                         "--test-data tests/fixtures/val_small.txt";
+    snprintf(cmd, sizeof cmd, "%s train %s --test-limit 0 --init %s --run-dir %s/limit0", grpo_bin(), common,
+             init, TMPDIR_);
     int code = run_binary(cmd, out, sizeof out);
     check(code == 0 && strstr(out, "result: no test evaluation") && !strstr(out, "# start: test") &&
-          !strstr(out, "pass@"), "train --test-limit 0: no test evaluation at the start or end", "exit %d: %s", code,
-          line_with(out, "result"));
-    snprintf(cmd, sizeof cmd, "%s train %s --test-limit 5 --init %s --run-dir %s/limit5", grpo_bin(), common, init,
-             TMPDIR_);
+          !strstr(out, "pass@"), "train --test-limit 0: no test evaluation at the start or end",
+          "exit %d: %s", code, line_with(out, "result"));
+    snprintf(cmd, sizeof cmd, "%s train %s --test-limit 5 --init %s --run-dir %s/limit5", grpo_bin(), common,
+             init, TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
     check(code == 0 && strstr(out, "(5 problems, "), "train --test-limit 5: scores the first 5 test prompts",
           "exit %d: %s", code, line_with(out, "result"));
@@ -851,10 +864,11 @@ static void test_test_limit(void) {
    threads meet one at once. */
 static void test_tree_errors(void) {
     static char cmd[2048], out[16384];
-    snprintf(cmd, sizeof cmd, "%s tree --threads 1 --steps 0 --seeds 1 --run-dir %s/tree0", grpo_bin(), TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s tree --threads 1 --steps 0 --seeds 1 --run-dir %s/tree0", grpo_bin(),
+             TMPDIR_);
     int code = run_binary(cmd, out, sizeof out);
-    check(code == 2 && strstr(line_with(out, "error"), "--steps") && !strstr(out, "-nan"), "tree: --steps 0 is a usage error",
-          "exit %d: %s", code, line_with(out, "error"));
+    check(code == 2 && strstr(line_with(out, "error"), "--steps") && !strstr(out, "-nan"),
+          "tree: --steps 0 is a usage error", "exit %d: %s", code, line_with(out, "error"));
     // lr 10 with beta2 0 makes AdamW's step g/|g| x 10 per weight: NaN within a few steps
     snprintf(cmd, sizeof cmd, "%s tree --threads 2 --seeds 5 --steps 30 --lr 10 --beta1 0.99 --beta2 0 "
              "--run-dir %s/tree_nan", grpo_bin(), TMPDIR_);
@@ -1606,7 +1620,8 @@ int main(int argc, char **argv) {
     if (want("cli", only)) test_usage_errors();
     if (want("sft", only)) test_sft_end_to_end();
     if (want("sft", only)) { test_run_dir_lock(); test_save_failure(); test_csv_resume(); }
-    if (want("train", only)) { test_train_keeps_init(); test_divergence(); test_resume_before(); test_test_limit(); }
+    if (want("train", only)) { test_train_keeps_init(); test_divergence(); test_resume_before(); }
+    if (want("train", only)) test_test_limit();
     if (want("treetask", only)) test_tree_errors();
     if (want("verifier", only)) test_verifier();
     if (want("tree", only)) { test_tree_brute_force(); test_tree_cases(); }
