@@ -41,6 +41,8 @@ eval/sample/verify → check → bench → command line.
 #include <stdarg.h>
 #include <getopt.h>
 #include <unistd.h>
+#include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #ifdef _OPENMP
 #include <omp.h>
@@ -189,6 +191,44 @@ static void make_dir(const char *path) {
         fail_at(__FILE__, __LINE__, msg, "check --run-dir");
     }
 }
+
+/* lock_run_dir: an exclusive lock on RUN_DIR/.lock for the rest of the run, so that two
+   runs never write the same checkpoints and logs (their files would interleave, and the
+   run that printed '# saved' could own the other's model). The kernel drops the lock when
+   the process ends, however it ends, so a .lock file left behind is harmless. The file
+   holds the owner's pid for the message. Returns the descriptor for unlock_run_dir. */
+static int lock_run_dir(const char *run_dir) {
+    char path[1100], msg[1400];
+    snprintf(path, sizeof path, "%s/.lock", run_dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        snprintf(msg, sizeof msg, "cannot create lock file '%s': %s", path, strerror(errno));
+        fail_at(__FILE__, __LINE__, msg, "check that --run-dir is writable");
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno;
+        char owner[32] = "";
+        ssize_t n = pread(fd, owner, sizeof owner - 1, 0);
+        owner[n > 0 ? n : 0] = 0;
+        owner[strcspn(owner, "\n")] = 0;
+        if (err == EWOULDBLOCK)
+            snprintf(msg, sizeof msg, "run directory '%s' is in use by another run (pid %s)", run_dir,
+                     owner[0] ? owner : "unknown");
+        else
+            snprintf(msg, sizeof msg, "cannot lock '%s': %s", path, strerror(err));
+        fail_at(__FILE__, __LINE__, msg, "wait for that run to end, or give this one another --run-dir");
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, len, 0) != len) {
+        snprintf(msg, sizeof msg, "cannot write lock file '%s': %s", path, strerror(errno));
+        fail_at(__FILE__, __LINE__, msg, "is the disk full?");
+    }
+    return fd;
+}
+
+// Ends the run's hold on its directory (the lock goes with the descriptor).
+static void unlock_run_dir(int fd) { close(fd); }
 
 static double wall_seconds(void) {
     struct timespec ts;
@@ -1426,8 +1466,9 @@ static void adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
 // ----------------------------------------------------------------------------
 // Checkpoints: header (magic, version, config, vocabulary), parameters, and optionally
 // the AdamW state, the step counter and the RNG state so a resumed run continues bit
-// for bit. Written to PATH.tmp, flushed, synced and renamed, so a crash never leaves a
-// half-written checkpoint under the real name.
+// for bit. Written to a temporary file of its own (PATH.tmp.<pid>.<n>), flushed, synced and
+// renamed, so a crash never leaves a half-written checkpoint under the real name, and two
+// processes saving to one path never write into the same file.
 
 #define CKPT_MAGIC 0x4f505247   // "GRPO" in a little-endian file
 #define CKPT_VERSION 1
@@ -1438,6 +1479,42 @@ typedef struct {
     Rng rng;        // the run's data/sampling RNG after `step` steps
     int kind;       // 1: written by ./grpo sft, 2: by ./grpo train (a run resumes only its own kind)
 } TrainState;
+
+/* open_ckpt_tmp: creates a new temporary file next to path, PATH.tmp.<pid>.<n> (O_EXCL:
+   never one that exists, so two processes or two saves never share one), and names it in
+   tmp. The directory is the same as path's, so the final rename cannot cross file systems. */
+static FILE *open_ckpt_tmp(const char *path, char *tmp, size_t cap) {
+    static unsigned long counter = 0;   // saves by this process
+    for (int attempt = 0; ; attempt++) {
+        snprintf(tmp, cap, "%s.tmp.%ld.%lu", path, (long)getpid(), counter++);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            FILE *f = fdopen(fd, "wb");
+            if (f) return f;
+            close(fd);
+            unlink(tmp);
+        }
+        if (fd >= 0 || errno != EEXIST || attempt == 1000) {
+            char msg[1300];
+            snprintf(msg, sizeof msg, "cannot create '%s': %s", tmp, strerror(errno));
+            fail_at(__FILE__, __LINE__, msg, "check that the directory exists and is writable");
+        }
+    }
+}
+
+/* ckpt_write_failed: a checkpoint could not be written (disk full, file size limit, I/O
+   error) at stage `what`: closes f (when still open), removes the temporary file so that
+   nothing half-written stays behind, and stops the run naming the checkpoint. Whatever was
+   under path before is untouched. */
+static void ckpt_write_failed(FILE *f, const char *tmp, const char *path, const char *what) {
+    int err = errno;
+    if (f) fclose(f);
+    unlink(tmp);
+    char msg[1400];
+    snprintf(msg, sizeof msg, "cannot save checkpoint '%s': %s failed: %s", path, what, strerror(err));
+    fail_at(__FILE__, __LINE__, msg, "is the disk full? the temporary file was removed; an older file "
+                                     "under that name, if any, is intact");
+}
 
 static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, const TrainState *st) {
 #ifdef GRPO_CUDA
@@ -1458,8 +1535,7 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     }
 #endif
     char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopenCheck(tmp, "wb");
+    FILE *f = open_ckpt_tmp(path, tmp, sizeof tmp);
     char vocab[512];
     int vlen = vocab_string(vocab, sizeof vocab);
     int32_t h[CKPT_HEADER_INTS] = {0};
@@ -1468,21 +1544,20 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     h[5] = m->config.num_heads; h[6] = m->config.channels;
     h[7] = with_optimizer; h[8] = st ? st->step : 0; h[9] = vlen;
     h[10] = st ? st->kind : 0;   // which run wrote the optimizer state: 1 sft, 2 train
-    fwriteCheck(h, sizeof(int32_t), CKPT_HEADER_INTS, f);
-    fwriteCheck(vocab, 1, vlen, f);
-    fwriteCheck(m->params_memory, sizeof(float), m->num_parameters, f);
+    size_t np = m->num_parameters;
+    int ok = fwrite(h, sizeof(int32_t), CKPT_HEADER_INTS, f) == CKPT_HEADER_INTS;
+    ok = ok && fwrite(vocab, 1, vlen, f) == (size_t)vlen;
+    ok = ok && fwrite(m->params_memory, sizeof(float), np, f) == np;
     if (with_optimizer) {
-        fwriteCheck(m->m_memory, sizeof(float), m->num_parameters, f);
-        fwriteCheck(m->v_memory, sizeof(float), m->num_parameters, f);
-        fwriteCheck(st->rng.s, sizeof(uint64_t), 4, f);
+        ok = ok && fwrite(m->m_memory, sizeof(float), np, f) == np;
+        ok = ok && fwrite(m->v_memory, sizeof(float), np, f) == np;
+        ok = ok && fwrite(st->rng.s, sizeof(uint64_t), 4, f) == 4;
     }
-    if (fflush(f) != 0 || fsync(fileno(f)) != 0) fail_at(__FILE__, __LINE__, "flush failed", tmp);
-    fcloseCheck(f);
-    if (rename(tmp, path) != 0) {
-        char msg[2400];
-        snprintf(msg, sizeof msg, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "");
-    }
+    if (!ok) ckpt_write_failed(f, tmp, path, "write");
+    if (fflush(f) != 0) ckpt_write_failed(f, tmp, path, "flush");
+    if (fsync(fileno(f)) != 0) ckpt_write_failed(f, tmp, path, "fsync");
+    if (fclose(f) != 0) ckpt_write_failed(NULL, tmp, path, "close");
+    if (rename(tmp, path) != 0) ckpt_write_failed(NULL, tmp, path, "rename");
 }
 
 static void ckpt_error(const char *path, const char *what, const char *hint) {
@@ -2365,6 +2440,7 @@ typedef struct {
     char train_data[512], val_data[512], test_data[512], data[512], prompt[256], completions_out[512];
     // optimisation
     int steps, batch_size, warmup, eval_every, save_every, eval_limit, schedule;
+    int test_limit;        // train: test prompts scored at the start and end (-1: all, 0: none)
     float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2;
     // GRPO
     int prompts_per_step, group_size, max_new_tokens, num_iterations, micro_batch, mask_truncated;
@@ -2423,7 +2499,8 @@ static const OptSpec OPTIONS[] = {
     {"beta2", OPT_FLOAT, OFF(beta2), 0, 0.999999, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "AdamW β2"},
     {"grad-clip", OPT_FLOAT, OFF(grad_clip), 0, 1e9, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "max global gradient norm (0: off)"},
     {"eval-every", OPT_INT, OFF(eval_every), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN, "validate every N steps (0: off)"},
-    {"eval-limit", OPT_INT, OFF(eval_limit), 0, 10000000, NULL, CMD_TRAIN | CMD_EVAL, "score at most N prompts per evaluation (0: all); train scores the whole test file at its start and end regardless"},
+    {"eval-limit", OPT_INT, OFF(eval_limit), 0, 10000000, NULL, CMD_TRAIN | CMD_EVAL, "score at most N prompts per evaluation (0: all); for train's test file see --test-limit"},
+    {"test-limit", OPT_INT, OFF(test_limit), -1, 10000000, NULL, CMD_TRAIN, "score the first N test prompts at the start and end (-1: all; 0: none, for short try-outs)"},
     {"save-every", OPT_INT, OFF(save_every), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN, "write a resumable checkpoint every N steps (0: only at the end)"},
     {"prompts-per-step", OPT_INT, OFF(prompts_per_step), 1, 4096, NULL, CMD_TRAIN | CMD_TREE, "prompts P per GRPO step"},
     {"group-size", OPT_INT, OFF(group_size), 1, 4096, NULL, CMD_TRAIN | CMD_SAMPLE | CMD_TREE, "completions k per prompt (G in TRL/verl); training needs k >= 2"},
@@ -2628,21 +2705,167 @@ static float dataset_loss(GPT *m, const Dataset *d, int batch, int limit, int *i
     return count ? (float)(sum / count) : 0.0f;
 }
 
-// Opens the run's CSV log: appended to when resuming, else created with a header.
-static FILE *open_csv(const char *run_dir, const char *name, const char *header, int append) {
+/* The run's CSV log, one row per step, flushed row by row: a run that is killed loses at
+   most the row being written, and a write error (disk full) stops the run at once. */
+typedef struct {
+    FILE *f;
     char path[1100];
-    snprintf(path, sizeof path, "%s/%s", run_dir, name);
-    FILE *f = fopenCheck(path, append ? "a" : "w");
-    if (!append) fprintf(f, "%s\n", header);
-    return f;
+} CsvLog;
+
+static void csv_failed(const CsvLog *c) {
+    char msg[1300];
+    snprintf(msg, sizeof msg, "cannot write the log '%s': %s", c->path, strerror(errno));
+    fail_at(__FILE__, __LINE__, msg, "is the disk full?");
 }
 
+// Ends a row: the row reaches the file now, or the run stops naming the file.
+static void csv_row_done(CsvLog *c) {
+    if (ferror(c->f) || fflush(c->f) != 0) csv_failed(c);
+}
+
+static void close_csv(CsvLog *c) {
+    if (ferror(c->f) || fclose(c->f) != 0) csv_failed(c);
+}
+
+/* csv_keep: the length of the part of text (n bytes) that a run resuming after step `step`
+   keeps: the header line, then complete rows numbered 1, 2, ... up to `step`, each with the
+   header's number of fields. It stops at the first row that is past the checkpoint (the
+   killed run went on after its last save), out of sequence, or malformed (a half-written
+   last row, or one fused with the next). *rows gets the number of rows kept; returns −1
+   when the file does not start with this header. */
+static long csv_keep(const char *text, long n, const char *header, int step, int *rows) {
+    long hlen = (long)strlen(header);
+    int fields = 1;
+    for (const char *p = header; *p; p++) fields += *p == ',';
+    *rows = 0;
+    if (n < hlen + 1 || memcmp(text, header, hlen) != 0 || text[hlen] != '\n') return -1;
+    long keep = hlen + 1;
+    while (keep < n && *rows < step) {
+        const char *line = text + keep, *nl = (const char *)memchr(line, '\n', n - keep);
+        if (!nl) break;                                  // half-written last row
+        char *end;
+        long num = strtol(line, &end, 10);
+        int f = 1;
+        for (const char *p = line; p < nl; p++) f += *p == ',';
+        if (end == line || *end != ',' || num != *rows + 1 || f != fields) break;
+        keep = (long)(nl - text) + 1;
+        (*rows)++;
+    }
+    return keep;
+}
+
+/* open_csv: the run's log RUN_DIR/NAME. A new run (step 0) creates it with the header. A
+   run resuming after `step` steps keeps what csv_keep keeps and cuts the rest off, so the
+   file again holds one row per step taken; a missing or empty file (resuming into a new
+   run directory) gets the header. */
+static CsvLog open_csv(const char *run_dir, const char *name, const char *header, int step) {
+    CsvLog c;
+    snprintf(c.path, sizeof c.path, "%s/%s", run_dir, name);
+    struct stat sb;
+    if (step == 0 || stat(c.path, &sb) != 0 || sb.st_size == 0) {
+        c.f = fopenCheck(c.path, "w");
+        fprintf(c.f, "%s\n", header);
+        csv_row_done(&c);
+        return c;
+    }
+    c.f = fopenCheck(c.path, "r+");
+    long n = (long)sb.st_size;
+    char *text = (char *)mallocCheck((size_t)n);
+    if (fread(text, 1, (size_t)n, c.f) != (size_t)n) csv_failed(&c);
+    int rows;
+    long keep = csv_keep(text, n, header, step, &rows);
+    free(text);
+    if (keep < 0) {
+        char msg[1300];
+        snprintf(msg, sizeof msg, "'%s' does not start with the header this run writes", c.path);
+        fail_at(__FILE__, __LINE__, msg, "move the file away, or resume into another --run-dir");
+    }
+    if (keep < n)
+        fprintf(stderr, "note: %s: dropped %ld bytes after step %d (written after the checkpoint, or cut "
+                        "off when the run stopped)\n", c.path, n - keep, rows);
+    if (rows < step)
+        fprintf(stderr, "note: %s holds rows for steps 1-%d only; steps %d-%d were not logged\n",
+                c.path, rows, rows + 1, step);
+    if (fflush(c.f) != 0 || ftruncate(fileno(c.f), (off_t)keep) != 0 || fseek(c.f, 0, SEEK_END) != 0)
+        csv_failed(&c);
+    return c;
+}
+
+/* stop_on_nan: the run has met a non-finite value at step `step` (numbered as in the log
+   and the CSV): stop before anything is saved. last_good names the newest checkpoint that
+   passed check_params (NULL: the command writes none). Threads of ./grpo tree may get here
+   at once: the critical section lets one print and end the process. */
 static void stop_on_nan(const char *what, int step, float value, const char *last_good) {
-    fprintf(stderr, "error: step %d: %s is %g; stopping so the model is not corrupted.\n"
-                    "  last good checkpoint: %s (left untouched)\n"
-                    "  hint: lower --lr, raise --grad-clip strictness, or check the data\n",
-            step, what, value, last_good[0] ? last_good : "(none written yet)");
-    exit(EXIT_INPUT);
+    #pragma omp critical(stop_on_nan)
+    {
+        fprintf(stderr, "error: step %d: %s is %g; stopping so the model is not corrupted.\n",
+                step, what, value);
+        if (last_good)
+            fprintf(stderr, "  last good checkpoint: %s\n",
+                    last_good[0] ? last_good : "none yet (this run has saved nothing)");
+        fprintf(stderr, "  hint: lower --lr, lower --grad-clip, or check the data\n");
+        exit(EXIT_INPUT);
+    }
+}
+
+/* Largest |parameter| a checkpoint may hold. Weights start at N(0, 0.02²) (LayerNorm gains
+   at 1), and AdamW moves each by at most about lr per step (|m̂|/sqrt(v̂) is about 1 when
+   β1² < β2), so healthy runs stay far below it: SFT runs of 600–2,000 steps and GRPO after
+   them end below 1.6, and even 200 steps at --lr 10 stay under 600. Past it, attention and
+   output logits (products of two such weights summed over the channels) are 1e8 and more,
+   where the softmax is one-hot and float32 overflows soon after: the run is diverging (a
+   run with lr × weight_decay = 3 reached 3e9 within 70 steps, then NaN). */
+#define PARAM_LIMIT 1e4f
+
+/* check_params: called before every save. If a parameter is not finite or exceeds
+   PARAM_LIMIT, stops the run at step `step` (as numbered in the log) without saving, and
+   names last_good, the newest checkpoint that passed this check. So a "last good"
+   checkpoint always holds parameters a run can resume from. */
+static void check_params(const GPT *m, int step, const char *last_good) {
+    const float *p = m->params_memory;
+#ifdef GRPO_CUDA
+    float *host = NULL;
+    if (m->on_device) {   // once per save: the copy costs what writing the file costs
+        host = (float *)mallocCheck(m->num_parameters * sizeof(float));
+        cuda_memcpy_d2h(host, m->params_memory, m->num_parameters * sizeof(float));
+        p = host;
+    }
+#endif
+    size_t worst = 0;
+    float worst_abs = 0.0f;
+    for (size_t i = 0; i < m->num_parameters; i++) {
+        float a = fabsf(p[i]);
+        if (!(a <= worst_abs)) {   // true for NaN too, so a NaN is always kept
+            worst_abs = a;
+            worst = i;
+        }
+        if (isnan(a)) break;
+    }
+#ifdef GRPO_CUDA
+    free(host);
+#endif
+    if (worst_abs <= PARAM_LIMIT) return;
+    int t = 0;
+    size_t off = 0;
+    while (t < NUM_PARAM_TENSORS - 1 && worst >= off + m->param_sizes[t]) off += m->param_sizes[t++];
+    #pragma omp critical(stop_on_nan)
+    {
+        fprintf(stderr, "error: step %d: the parameters have diverged (|%s[%zu]| = %g, limit %g); stopping "
+                        "without saving them.\n", step, PARAM_NAMES[t], worst - off, worst_abs, PARAM_LIMIT);
+        fprintf(stderr, "  last good checkpoint: %s\n",
+                last_good[0] ? last_good : "none yet (this run has saved nothing)");
+        fprintf(stderr, "  hint: lower --lr; keep lr x weight-decay well below 1\n");
+        exit(EXIT_INPUT);
+    }
+}
+
+// AdamW multiplies each decayed weight by 1 − lr·wd every step: at lr·wd >= 1 that flips
+// its sign and, past 2, doubles it and more, so the run explodes (a usage error).
+static void check_weight_decay(const Options *o) {
+    if (o->lr * o->weight_decay >= 1.0f)
+        usage_error("--lr %g x --weight-decay %g = %g: must be < 1 "
+                    "(AdamW scales weights by 1 - lr x weight-decay each step)",
+                    o->lr, o->weight_decay, o->lr * o->weight_decay);
 }
 
 // ----------------------------------------------------------------------------
@@ -2658,6 +2881,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     int first = parse_options(argc, argv, CMD_SFT, o, "sft", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " sft'", argv[first]);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
+    check_weight_decay(o);
     print_options(stdout, o, CMD_SFT);
     GPT model;
     TrainState st = {0};
@@ -2682,10 +2906,12 @@ static int cmd_sft(int argc, char **argv, Options *o) {
            model.num_parameters, model.config.num_layers, model.config.num_heads, model.config.channels,
            maxT, VOCAB_SIZE, train.n, val.n);
     make_dir(o->run_dir);
+    int lock = lock_run_dir(o->run_dir);
     char ckpt[1100], periodic[1100];   // final model; periodic resumable checkpoint
     snprintf(ckpt, sizeof ckpt, "%s/model.bin", o->run_dir);
     snprintf(periodic, sizeof periodic, "%s/ckpt.bin", o->run_dir);
-    FILE *csv = open_csv(o->run_dir, "sft.csv", "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s", st.step > 0);
+    CsvLog csv = open_csv(o->run_dir, "sft.csv", "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s",
+                          st.step);
     AdamWConfig opt = adamw_from_options(o, o->steps);
     int B = o->batch_size;
     int *inputs = (int *)mallocCheck((size_t)B * maxT * sizeof(int));
@@ -2711,12 +2937,12 @@ static int cmd_sft(int argc, char **argv, Options *o) {
         for (int i = 0; i < B * T; i++) if (targets[i] >= 0) { count++; loss -= logp[i]; }
         loss /= count;
         for (int i = 0; i < B * T; i++) dlogp[i] = targets[i] >= 0 ? -1.0f / count : 0.0f;
-        if (!isfinite(loss)) stop_on_nan("the loss", st.step, (float)loss, last_good);
+        if (!isfinite(loss)) stop_on_nan("the loss", st.step + 1, (float)loss, last_good);
         gpt_zero_grad(&model);
         gpt_logprob_backward(&model, targets, dlogp, B * T, 1.0f);
         gpt_backward(&model, inputs);
         float norm = clip_grad_norm(&model, opt.grad_clip);
-        if (!isfinite(norm)) stop_on_nan("the gradient norm", st.step, norm, last_good);
+        if (!isfinite(norm)) stop_on_nan("the gradient norm", st.step + 1, norm, last_good);
         float lr = lr_at(&opt, st.step);
         adamw_update(&model, &opt, lr, st.step + 1);
         double dt = wall_seconds() - t0;
@@ -2731,16 +2957,20 @@ static int cmd_sft(int argc, char **argv, Options *o) {
             printf("\n");
             fflush(stdout);
         }
-        fprintf(csv, "%d,%.6f,%.6f,%.6g,%.6f,%.1f,%.3f\n", st.step + 1, loss, vloss, lr, norm, B * T / dt,
+        fprintf(csv.f, "%d,%.6f,%.6f,%.6g,%.6f,%.1f,%.3f\n", st.step + 1, loss, vloss, lr, norm, B * T / dt,
                 wall_seconds() - t_start);
+        csv_row_done(&csv);
         if (o->save_every && (st.step + 1) % o->save_every == 0 && !last) {
             TrainState next = st; next.step = st.step + 1;
+            check_params(&model, st.step + 1, last_good);
             save_checkpoint(periodic, &model, 1, &next);
             snprintf(last_good, sizeof last_good, "%s", periodic);
         }
     }
+    check_params(&model, st.step, last_good);
     save_checkpoint(ckpt, &model, 1, &st);
-    fclose(csv);
+    close_csv(&csv);
+    unlock_run_dir(lock);
     printf("# saved %s (%d steps, %.1f s)\n", ckpt, st.step, wall_seconds() - t_start);
     free(inputs); free(targets); free(logp); free(dlogp);
     free_dataset(&train); free_dataset(&val); free_gpt(&model);
@@ -3033,7 +3263,7 @@ static TreeStats build_group_trees(GroupBatch *g, const ObjectiveConfig *cfg, in
 
 static int cmd_train(int argc, char **argv, Options *o) {
     o->steps = 400; o->lr = 1e-4f; o->warmup = 10; o->schedule = 2; o->eval_every = 100; o->eval_limit = 0;
-    o->group_size = 16;
+    o->group_size = 16; o->test_limit = -1;
     strcpy(o->run_dir, "runs/grpo");
     const char *syn = "GRPO / λ-GRPO on countdown, starting from an SFT checkpoint (--init, also π_ref).\n"
                       "Each step: sample P prompts x k completions, score them, build each group's\n"
@@ -3043,8 +3273,16 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " train'", argv[first]);
     o->obj.max_new_tokens = o->max_new_tokens;
     check_grpo_options(o);
+    check_weight_decay(o);
+    char ckpt[1100], periodic[1100], last_good[1100] = "";   // final model; periodic resumable checkpoint
+    snprintf(ckpt, sizeof ckpt, "%s/model.bin", o->run_dir);
+    snprintf(periodic, sizeof periodic, "%s/ckpt.bin", o->run_dir);
+    // the run overwrites these two files: never the SFT checkpoint it starts from, also π_ref
+    if (same_file(ckpt, o->init) || same_file(periodic, o->init))
+        usage_error("--run-dir %s: it holds the --init checkpoint '%s' (the SFT model, also π_ref), "
+                    "which this run would overwrite; give another --run-dir", o->run_dir, o->init);
     int N = o->prompts_per_step * o->group_size, micro = o->micro_batch > 0 && o->micro_batch < N ? o->micro_batch : N;
-    GPT policy, ref;
+    GPT policy, ref, init_model;
     TrainState st = {0};
     st.kind = 2;
     rng_seed(&st.rng, o->seed, 2);
@@ -3055,6 +3293,17 @@ static int cmd_train(int argc, char **argv, Options *o) {
     else load_checkpoint(o->init, &policy, micro, NULL);
     int use_ref = o->obj.beta != 0.0f;
     if (use_ref) load_checkpoint(o->init, &ref, micro, NULL);
+    // The result line compares the SFT model (--init) with the trained one, so a resumed run
+    // scores --init at its start as well, not the checkpoint it continues.
+    int load_init = o->resume[0] && !use_ref && o->test_limit != 0;
+    if (load_init) load_checkpoint(o->init, &init_model, micro, NULL);
+    GPT *sft_model = !o->resume[0] ? &policy : (use_ref ? &ref : &init_model);
+    if ((use_ref || load_init) && memcmp(&sft_model->config, &policy.config, sizeof(GPTConfig)) != 0) {
+        char msg[1400];
+        snprintf(msg, sizeof msg, "--init '%s' is not the model that '%s' continues (another configuration)",
+                 o->init, o->resume);
+        fail_at(__FILE__, __LINE__, msg, "give the --init the resumed run started from");
+    }
     int maxT = policy.config.max_seq_len;
     Dataset train, val, test;
     load_dataset(&train, o->train_data, maxT, 0);
@@ -3068,9 +3317,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
            LOSS_AGG_NAMES[o->obj.loss_agg], 1.0f - o->obj.clip_eps_low, 1.0f + o->obj.clip_eps_high,
            o->obj.beta, o->num_iterations);
     make_dir(o->run_dir);
-    char ckpt[1100], periodic[1100], last_good[1100] = "";   // final model; periodic resumable checkpoint
-    snprintf(ckpt, sizeof ckpt, "%s/model.bin", o->run_dir);
-    snprintf(periodic, sizeof periodic, "%s/ckpt.bin", o->run_dir);
+    int lock = lock_run_dir(o->run_dir);
     if (o->resume[0]) snprintf(last_good, sizeof last_good, "%s", o->resume);
     KVCache kv;
     build_kvcache(&kv, &policy.config, N);
@@ -3078,11 +3325,17 @@ static int cmd_train(int argc, char **argv, Options *o) {
     build_group_batch(&g, o->prompts_per_step, o->group_size, o->max_new_tokens, micro, maxT);
     AdamWConfig opt = adamw_from_options(o, o->steps * o->num_iterations);
     double t_start = wall_seconds();
-    EvalResult before = evaluate(&policy, &kv, &test, 0, o->max_new_tokens, o->temperature, 0, o->seed, 0.0f, NULL);
-    printf("# start: test greedy accuracy %.4f (%d problems)\n", before.accuracy, before.n);
-    FILE *csv = open_csv(o->run_dir, "train.csv",
+    EvalResult before = {0.0f, 0.0f, 0};
+    if (o->test_limit != 0) {
+        before = evaluate(sft_model, &kv, &test, o->test_limit, o->max_new_tokens, o->temperature, 0, o->seed,
+                          0.0f, NULL);
+        printf("# start: test greedy accuracy of %s %.4f (%d problems)\n",
+               o->resume[0] ? o->init : "the model", before.accuracy, before.n);
+    }
+    if (load_init) free_gpt(&init_model);
+    CsvLog csv = open_csv(o->run_dir, "train.csv",
         "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,loss,kl,"
-        "clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc", st.step > 0);
+        "clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc", st.step);
     long gen_tokens = 0;
     int adam_t = st.step * o->num_iterations;
     for (; st.step < o->steps; st.step++) {
@@ -3101,7 +3354,8 @@ static int cmd_train(int argc, char **argv, Options *o) {
         int all_eq;
         TreeStats ts = build_group_trees(&g, &o->obj, &all_eq);
         double t3 = wall_seconds();
-        UpdateStats us = grpo_update(&policy, use_ref ? &ref : NULL, &g, o, &opt, &adam_t, NULL, st.step, last_good);
+        UpdateStats us = grpo_update(&policy, use_ref ? &ref : NULL, &g, o, &opt, &adam_t, NULL, st.step + 1,
+                                     last_good);
         double t4 = wall_seconds();
         int last = st.step + 1 == o->steps;
         float val_acc = -1.0f;
@@ -3118,25 +3372,36 @@ static int cmd_train(int argc, char **argv, Options *o) {
             printf("\n");
             fflush(stdout);
         }
-        fprintf(csv, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%ld,%.4f,%.5f,%.6f,%.4f,%.1f,%.4f\n",
+        fprintf(csv.f, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%ld,%.4f,%.5f,%.6f,%.4f,%.1f,%.4f\n",
                 st.step + 1, mean_r, (double)all_eq / g.P, mean_len, us.mean_lambda, (double)ts.nontrivial / g.P,
                 ts.mean_depth, ts.intermediate, us.loss, us.kl, us.clip_frac, us.grad_norm, gen_tokens, t1 - t0,
                 t2 - t1, t3 - t2, t4 - t3, tok_s, val_acc);
+        csv_row_done(&csv);
         if (o->save_every && (st.step + 1) % o->save_every == 0 && !last) {
             TrainState next = st; next.step = st.step + 1;
+            check_params(&policy, st.step + 1, last_good);
             save_checkpoint(periodic, &policy, 1, &next);
             snprintf(last_good, sizeof last_good, "%s", periodic);
         }
     }
+    check_params(&policy, st.step, last_good);
     save_checkpoint(ckpt, &policy, 1, &st);
-    fclose(csv);
-    EvalResult after = evaluate(&policy, &kv, &test, 0, o->max_new_tokens, o->temperature, o->pass_k, o->seed, 0.0f, NULL);
+    close_csv(&csv);
+    unlock_run_dir(lock);
+    EvalResult after = {0.0f, 0.0f, 0};
+    if (o->test_limit != 0)
+        after = evaluate(&policy, &kv, &test, o->test_limit, o->max_new_tokens, o->temperature, o->pass_k,
+                         o->seed, 0.0f, NULL);
     double minutes = (wall_seconds() - t_start) / 60.0;
     printf("# saved %s", ckpt);
-    if (o->pass_k > 0) printf("; test pass@%d %.4f", o->pass_k, after.pass_k);
+    if (o->pass_k > 0 && o->test_limit != 0) printf("; test pass@%d %.4f", o->pass_k, after.pass_k);
     printf("\n");
-    printf("result: test accuracy %.4f -> %.4f (%d problems, %s, %.1f min)\n", before.accuracy, after.accuracy,
-           after.n, OBJECTIVE_NAMES[o->obj.objective], minutes);
+    if (o->test_limit != 0)
+        printf("result: test accuracy %.4f -> %.4f (%d problems, %s, %.1f min)\n", before.accuracy,
+               after.accuracy, after.n, OBJECTIVE_NAMES[o->obj.objective], minutes);
+    else
+        printf("result: no test evaluation (--test-limit 0; %s, %.1f min)\n",
+               OBJECTIVE_NAMES[o->obj.objective], minutes);
     free_group_batch(&g); free_kvcache(&kv);
     free_dataset(&train); free_dataset(&val); free_dataset(&test);
     free_gpt(&policy); if (use_ref) free_gpt(&ref);
@@ -3226,7 +3491,7 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
         }
         int eq;
         build_group_trees(&g, &ro.obj, &eq);
-        grpo_update(&m, NULL, &g, &ro, &opt, &adam_t, allowed, step, "");
+        grpo_update(&m, NULL, &g, &ro, &opt, &adam_t, allowed, step + 1, NULL);   // no checkpoints
         freq[step] = (float)hits / N;
         reward[step] = (float)(mean_r / N);
         if (step >= o->steps - tail_steps) tail += freq[step];
@@ -3248,8 +3513,13 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " tree'", argv[first]);
     check_grpo_options(o);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
+    if (o->steps < 1)
+        usage_error("--steps %d: tree needs at least 1 step (its metric is a mean over the last steps)",
+                    o->steps);
+    check_weight_decay(o);
     print_options(stdout, o, CMD_TREE);
     make_dir(o->run_dir);
+    int lock = lock_run_dir(o->run_dir);
     char path[1100];
     snprintf(path, sizeof path, "%s/tree_steps.csv", o->run_dir);
     FILE *csv = fopenCheck(path, "w");
@@ -3315,6 +3585,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     printf("\n# %d runs x %d steps in %.1f s; per-step target frequency in %s\n", 2 * 3 * 2 * S, o->steps,
            wall_seconds() - t0, path);
     free(metric); free(curve); free(rcurve); free(targets);
+    unlock_run_dir(lock);
     return 0;
 }
 

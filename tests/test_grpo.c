@@ -16,8 +16,14 @@ GROUP,GROUP,...
 #include GRPO_SRC
 #include <stdarg.h>
 #include <sys/wait.h>
+#include <sys/resource.h>
+#include <sys/file.h>
+#include <fcntl.h>
+#include <dirent.h>
+#include <signal.h>
 
 static int tests_passed = 0, tests_failed = 0;
+static const char *self_bin = "./tests/test_grpo";   // this program (argv[0]), for child processes
 
 // the program under test for tests that run it as a process (make test-asan sets GRPO_BIN)
 static const char *grpo_bin(void) {
@@ -656,6 +662,448 @@ static void test_sft_end_to_end(void) {
     for (size_t i = 0; i < n; i++) lines += csv[i] == '\n';
     check(lines == 7 && strstr(csv, "step,loss,val_loss"), "sft: CSV log has a header and one row per step", "%d lines", lines);
     free(csv);
+}
+
+// ----------------------------------------------------------------------------
+// Run directories, logs and checkpoints under failure: concurrent runs, killed runs, a full
+// disk, a diverging run (issue 18)
+
+// the number of entries of directory dir whose name starts with prefix
+static int count_prefixed(const char *dir, const char *prefix) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL; ) n += !strncmp(e->d_name, prefix, strlen(prefix));
+    closedir(d);
+    return n;
+}
+
+/* run_binary_fsize: run_binary with the file size limit RLIMIT_FSIZE at `limit` bytes and
+   SIGXFSZ ignored (both survive exec), so writes past the limit fail with EFBIG as they
+   would on a full disk. */
+static int run_binary_fsize(const char *cmdline, long limit, char *out, size_t cap) {
+    int fds[2];
+    if (pipe(fds) != 0) return -1;
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(fds[0]);
+        dup2(fds[1], 1);
+        dup2(fds[1], 2);
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit rl = {(rlim_t)limit, (rlim_t)limit};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        execl("/bin/sh", "sh", "-c", cmdline, (char *)NULL);
+        _exit(127);
+    }
+    close(fds[1]);
+    size_t got = 0;
+    ssize_t r;
+    char sink[4096];
+    for (;;) {
+        int room = got < cap - 1;
+        r = read(fds[0], room ? out + got : sink, room ? cap - 1 - got : sizeof sink);
+        if (r <= 0) break;
+        if (room) got += (size_t)r;
+    }
+    out[got] = 0;
+    close(fds[0]);
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+// the first line of s that contains needle, for a check's message (static buffer)
+static const char *line_with(const char *s, const char *needle) {
+    static char buf[256];
+    const char *at = strstr(s, needle);
+    if (!at) return "(not found)";
+    while (at > s && at[-1] != '\n') at--;
+    snprintf(buf, sizeof buf, "%.*s", (int)strcspn(at, "\n"), at);
+    return buf;
+}
+
+/* Two runs on one --run-dir: the second is refused (exit 1, naming the directory) while the
+   first holds it; here the test holds the lock itself, as a live run would. And a save
+   writes its own temporary file, so it never writes into (or renames away) another
+   process's PATH.tmp. */
+static void test_run_dir_lock(void) {
+    static char cmd[2048], out[16384];
+    char dir[256], lockpath[300];
+    snprintf(dir, sizeof dir, "%s/locked_run", TMPDIR_);
+    make_dir(dir);
+    snprintf(lockpath, sizeof lockpath, "%s/.lock", dir);
+    int fd = open(lockpath, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    int locked = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (locked && (ftruncate(fd, 0) != 0 || pwrite(fd, pid, len, 0) != len)) locked = 0;
+    snprintf(cmd, sizeof cmd, "%s sft --threads 1 --steps 2 --layers 1 --heads 1 --channels 8 --batch-size 2 "
+             "--eval-every 0 --val-data tests/fixtures/val_small.txt --run-dir %s", grpo_bin(), dir);
+    int code = run_binary(cmd, out, sizeof out);
+    pid[len - 1] = 0;
+    const char *err = line_with(out, "error");
+    check(locked && code == 1 && strstr(err, dir) && strstr(err, "in use") && strstr(err, pid),
+          "run dir: a second run on a run dir in use is refused, naming it", "exit %d: %s", code, err);
+    char model[300];
+    snprintf(model, sizeof model, "%s/model.bin", dir);
+    struct stat sb;
+    check(stat(model, &sb) != 0, "run dir: ... and writes nothing there", "");
+    if (fd >= 0) close(fd);   // the "first run" ends: its lock goes with it
+    code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && stat(model, &sb) == 0, "run dir: once the first run has ended, the directory is free",
+          "exit %d", code);
+    // another process's temporary file for the same checkpoint is left alone
+    char foreign[320];
+    snprintf(foreign, sizeof foreign, "%s.tmp", model);
+    write_bytes(foreign, "another run's bytes", 19);
+    GPT m;
+    build_gpt(&m, (GPTConfig){16, VOCAB_SIZE, 1, 1, 8}, 1, 4);
+    TrainState st = {3, {{1, 2, 3, 4}}, 1};
+    save_checkpoint(model, &m, 1, &st);
+    size_t n = 0;
+    char *back = stat(foreign, &sb) == 0 ? (char *)read_all(foreign, &n) : NULL;
+    check(back && n == 19 && !memcmp(back, "another run's bytes", 19),
+          "checkpoint: a save never writes into another process's PATH.tmp", "%s", back ? "intact" : "gone");
+    free(back);
+    unlink(foreign);
+    GPT b;
+    TrainState st2 = {0};
+    load_checkpoint(model, &b, 1, &st2);
+    check(st2.step == 3 && !memcmp(m.params_memory, b.params_memory, m.num_parameters * sizeof(float)) &&
+          count_prefixed(dir, "model.bin.tmp") == 0,
+          "checkpoint: ... the checkpoint is complete, and no temporary file is left", "");
+    free_gpt(&m); free_gpt(&b);
+}
+
+typedef struct { const char *path; const GPT *m; long fsize; } SaveCall;
+
+// saves a checkpoint under a file size limit (the full disk of the test)
+static void save_limited_fn(void *p) {
+    SaveCall *c = (SaveCall *)p;
+    signal(SIGXFSZ, SIG_IGN);
+    if (c->fsize > 0) {
+        struct rlimit rl = {(rlim_t)c->fsize, (rlim_t)c->fsize};
+        setrlimit(RLIMIT_FSIZE, &rl);
+    }
+    TrainState st = {5, {{1, 2, 3, 4}}, 1};
+    save_checkpoint(c->path, c->m, 1, &st);
+}
+
+// A save that fails (disk full, or the rename) stops with a message, leaves no temporary
+// file, and leaves the checkpoint already under that name as it was.
+static void test_save_failure(void) {
+    char dir[256], path[300];
+    snprintf(dir, sizeof dir, "%s/full_disk", TMPDIR_);
+    make_dir(dir);
+    snprintf(path, sizeof path, "%s/model.bin", dir);
+    GPT m;
+    build_gpt(&m, (GPTConfig){16, VOCAB_SIZE, 2, 2, 16}, 1, 6);
+    SaveCall ok = {path, &m, 0};
+    save_limited_fn(&ok);
+    size_t n0, n1;
+    void *before = read_all(path, &n0);
+    m.params_memory[0] += 1.0f;   // a different model, which must not reach the file
+    SaveCall full = {path, &m, 4096};
+    expect_exit("checkpoint: a save on a full disk stops the run, naming the file", save_limited_fn, &full, 1,
+                "model.bin");
+    void *after = read_all(path, &n1);
+    check(count_prefixed(dir, "model.bin.tmp") == 0, "checkpoint: ... and leaves no temporary file behind",
+          "%d left", count_prefixed(dir, "model.bin.tmp"));
+    check(n0 == n1 && !memcmp(before, after, n0),
+          "checkpoint: ... and the older file under that name is intact", "");
+    free(before); free(after);
+    // the rename fails when the target is a directory
+    char target[320];
+    snprintf(target, sizeof target, "%s/sub", dir);
+    make_dir(target);
+    SaveCall into_dir = {target, &m, 0};
+    expect_exit("checkpoint: a failed rename stops the run, naming the file", save_limited_fn, &into_dir, 1,
+                "sub");
+    check(count_prefixed(dir, "sub.tmp") == 0, "checkpoint: ... and leaves no temporary file behind",
+          "%d left", count_prefixed(dir, "sub.tmp"));
+    free_gpt(&m);
+}
+
+// the rows of a CSV log: 1 when it is the header then rows 1..n in order, each with the
+// header's number of fields and ending in a newline; *rows gets n
+static int csv_well_formed(const char *path, const char *header_start, int *rows) {
+    size_t n;
+    char *text = (char *)read_all(path, &n);
+    int ok = n > 0 && text[n - 1] == '\n' && !strncmp(text, header_start, strlen(header_start));
+    int fields = 0, line = 0;
+    *rows = 0;
+    for (char *p = text; ok && p < text + n; line++) {
+        char *nl = (char *)memchr(p, '\n', text + n - p);
+        int f = 1;
+        for (char *q = p; q < nl; q++) f += *q == ',';
+        if (line == 0) fields = f;
+        else {
+            ok = f == fields && atoi(p) == line;
+            *rows += ok;
+        }
+        p = nl + 1;
+    }
+    free(text);
+    return ok;
+}
+
+/* A run killed after its last checkpoint leaves rows past it and possibly a half-written
+   row; --resume must cut them off, so that the log again has exactly one row per step,
+   and the resumed rows equal those of a run straight through. Resuming into a new run dir
+   writes the header. A CSV write error stops the run, naming the file. */
+static void test_csv_resume(void) {
+    char args[1024], log[256], csv[300], straight[300];
+    snprintf(log, sizeof log, "%s/csv_resume.log", TMPDIR_);
+    const char *common = "--layers 1 --heads 1 --channels 16 --batch-size 4 --eval-every 0 --lr 1e-3 "
+                         "--seed 9 --val-data tests/fixtures/val_small.txt --steps 6 --save-every 3";
+    snprintf(args, sizeof args, "%s --run-dir %s/csv_a", common, TMPDIR_);
+    run_cmd_quiet(cmd_sft, args, log);
+    snprintf(straight, sizeof straight, "%s/csv_a/sft.csv", TMPDIR_);
+    snprintf(args, sizeof args, "%s --run-dir %s/csv_b", common, TMPDIR_);
+    run_cmd_quiet(cmd_sft, args, log);
+    snprintf(csv, sizeof csv, "%s/csv_b/sft.csv", TMPDIR_);
+    // the kill: csv_b's ckpt.bin holds step 3, its log rows 1-6, then half of a row 7
+    FILE *f = fopenCheck(csv, "a");
+    fprintf(f, "7,2.71");
+    fcloseCheck(f);
+    snprintf(args, sizeof args, "%s --run-dir %s/csv_b --resume %s/csv_b/ckpt.bin", common, TMPDIR_, TMPDIR_);
+    int rc = run_cmd_quiet(cmd_sft, args, log);
+    int rows = 0;
+    int ok = csv_well_formed(csv, "step,loss", &rows);
+    check(rc == 0 && ok && rows == 6, "csv: resume after a kill leaves one well-formed row per step",
+          "%d rows, %s", rows, ok ? "well-formed" : "malformed");
+    // rows 4-6 were written again by the resumed run: step and loss as in a straight run
+    size_t n1, n2;
+    char *a = (char *)read_all(straight, &n1), *b = (char *)read_all(csv, &n2);
+    int same = ok && rows == 6;
+    char *pa = a, *pb = b;
+    for (int line = 0; line <= 6 && same; line++) {   // the fields before the second comma
+        size_t ka = strcspn(pa, ","), kb = strcspn(pb, ",");
+        ka += 1 + strcspn(pa + ka + 1, ",");
+        kb += 1 + strcspn(pb + kb + 1, ",");
+        same = ka == kb && !memcmp(pa, pb, ka);
+        pa += strcspn(pa, "\n") + 1;
+        pb += strcspn(pb, "\n") + 1;
+    }
+    check(same, "csv: ... the resumed rows hold the losses of a run straight through", "");
+    free(a); free(b);
+    // resuming into a new run dir: the header, then the rows of steps 4-6
+    snprintf(args, sizeof args, "%s --run-dir %s/csv_c --resume %s/csv_a/ckpt.bin", common, TMPDIR_, TMPDIR_);
+    rc = run_cmd_quiet(cmd_sft, args, log);
+    snprintf(csv, sizeof csv, "%s/csv_c/sft.csv", TMPDIR_);
+    char *c = (char *)read_all(csv, &n1);
+    int lines = 0;
+    for (size_t i = 0; i < n1; i++) lines += c[i] == '\n';
+    check(rc == 0 && !strncmp(c, "step,loss", 9) && lines == 4 && atoi(strchr(c, '\n') + 1) == 4,
+          "csv: resuming into a new run dir writes the header, then steps 4-6", "%d lines", lines);
+    free(c);
+    // a write error on the log (a 2,000-byte file size limit: about 36 rows) ends the run
+    static char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "%s sft --threads 1 --steps 80 --layers 1 --heads 1 --channels 8 "
+             "--batch-size 2 --eval-every 0 --val-data tests/fixtures/val_small.txt --run-dir %s/csv_full",
+             grpo_bin(), TMPDIR_);
+    int code = run_binary_fsize(cmd, 2000, out, sizeof out);
+    const char *err = line_with(out, "error");
+    check(code == 1 && strstr(err, "sft.csv"), "csv: a write error on the log stops the run, naming the file",
+          "exit %d: %s", code, err);
+}
+
+/* train never overwrites its --init (the SFT model, also π_ref): a --run-dir that holds it
+   is refused before anything runs. */
+static void test_train_keeps_init(void) {
+    char dir[256], init[300], copy[300];
+    snprintf(dir, sizeof dir, "%s/own_init", TMPDIR_);
+    make_dir(dir);
+    snprintf(init, sizeof init, "%s/model.bin", dir);
+    snprintf(copy, sizeof copy, "%s/own_init_copy.bin", TMPDIR_);
+    GPT m;
+    build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 8);
+    save_checkpoint(init, &m, 0, NULL);
+    save_checkpoint(copy, &m, 0, NULL);
+    free_gpt(&m);
+    static char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "%s train --threads 1 --steps 1 --prompts-per-step 1 --group-size 2 "
+             "--max-new-tokens 4 --eval-every 0 --pass-k 0 --val-data tests/fixtures/val_small.txt "
+             "--test-data tests/fixtures/val_small.txt --init %s --run-dir %s", grpo_bin(), init, dir);
+    int code = run_binary(cmd, out, sizeof out);
+    const char *err = line_with(out, "error");
+    check(code == 2 && strstr(err, "--init") && strstr(err, dir),
+          "train: a --run-dir holding the --init is refused", "exit %d: %s", code, err);
+    check(files_equal(init, copy), "train: ... and the --init checkpoint is unchanged", "");
+}
+
+/* A diverging run: lr x weight decay >= 1 is refused; parameters beyond PARAM_LIMIT are
+   never saved (so "last good checkpoint" is good); a NaN's step is the log's step. */
+static void test_divergence(void) {
+    static char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "%s sft --threads 1 --steps 2 --layers 1 --heads 1 --channels 8 "
+             "--batch-size 2 --lr 10 --weight-decay 0.3 --eval-every 0 "
+             "--val-data tests/fixtures/val_small.txt --run-dir %s/wd", grpo_bin(), TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    const char *wd_err = line_with(out, "error");
+    check(code == 2 && strstr(wd_err, "--weight-decay"), "diverge: lr x weight-decay >= 1 is a usage error",
+          "exit %d: %s", code, wd_err);
+    // an --init with one weight at 1e5: finite loss and gradients, but not a model to save
+    GPT m;
+    build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 8);
+    m.params_memory[50] = 1e5f;
+    char init[300], dir[300], path[400];
+    snprintf(init, sizeof init, "%s/huge_weight.bin", TMPDIR_);
+    save_checkpoint(init, &m, 0, NULL);
+    snprintf(dir, sizeof dir, "%s/diverged", TMPDIR_);
+    const char *common = "--threads 1 --prompts-per-step 1 --group-size 2 --max-new-tokens 4 --eval-every 0 "
+                         "--pass-k 0 --val-data tests/fixtures/val_small.txt "
+                         "--test-data tests/fixtures/val_small.txt";
+    snprintf(cmd, sizeof cmd, "%s train %s --steps 3 --save-every 1 --init %s --run-dir %s", grpo_bin(),
+             common, init, dir);
+    code = run_binary(cmd, out, sizeof out);
+    snprintf(path, sizeof path, "%s/ckpt.bin", dir);
+    struct stat sb;
+    int saved = stat(path, &sb) == 0;
+    snprintf(path, sizeof path, "%s/model.bin", dir);
+    saved += stat(path, &sb) == 0;
+    const char *err = line_with(out, "error");
+    check(code == 1 && strstr(err, "step 1:") && strstr(err, "diverged") && !saved,
+          "diverge: parameters beyond the limit are never saved", "exit %d, %d files saved: %s", code, saved,
+          err);
+    // a NaN weight: the loss is NaN at the first step, which the log calls step 1
+    m.params_memory[50] = NAN;
+    snprintf(init, sizeof init, "%s/nan_weight.bin", TMPDIR_);
+    save_checkpoint(init, &m, 0, NULL);
+    free_gpt(&m);
+    snprintf(cmd, sizeof cmd, "%s train %s --steps 2 --init %s --run-dir %s/nan_step", grpo_bin(), common,
+             init, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    const char *nan_err = line_with(out, "error");
+    check(code == 1 && strstr(nan_err, "error: step 1: the loss is") && strstr(nan_err, "nan"),
+          "diverge: the NaN's step number is the log's", "exit %d: %s", code, nan_err);
+}
+
+/* After train --resume, the result line's 'before' is the --init (SFT) model's accuracy,
+   not the resumed checkpoint's: here --init is a random model (accuracy 0 on one prompt)
+   and the resumed checkpoint has learnt that prompt by heart (accuracy 1). */
+static void test_resume_before(void) {
+    char args[1024], log[256], data[256], mem[300], init[300], resume[300];
+    snprintf(log, sizeof log, "%s/resume_before.log", TMPDIR_);
+    snprintf(data, sizeof data, "%s/one_prompt.txt", TMPDIR_);
+    FILE *f = fopenCheck(data, "w");
+    fprintf(f, "8 4 5 8>9:\t8-5=3,8-3=5,5+4=9\n");
+    fcloseCheck(f);
+    snprintf(args, sizeof args, "--layers 1 --heads 1 --channels 16 --batch-size 4 --steps 30 --lr 1e-2 "
+             "--warmup 0 --eval-every 0 --train-data %s --val-data %s --run-dir %s/memorised", data, data,
+             TMPDIR_);
+    run_cmd_quiet(cmd_sft, args, log);
+    snprintf(mem, sizeof mem, "%s/memorised/model.bin", TMPDIR_);
+    GPT m;
+    TrainState st = {0};
+    load_checkpoint(mem, &m, 1, &st);
+    st.kind = 2;   // as if ./grpo train had written it after 1 step
+    st.step = 1;
+    snprintf(resume, sizeof resume, "%s/memorised_train.bin", TMPDIR_);
+    save_checkpoint(resume, &m, 1, &st);
+    GPT r;
+    build_gpt(&r, m.config, 1, 11);
+    snprintf(init, sizeof init, "%s/random_init.bin", TMPDIR_);
+    save_checkpoint(init, &r, 0, NULL);
+    free_gpt(&m); free_gpt(&r);
+    static char cmd[2048], out[16384];
+    double acc[2];
+    const char *models[2] = {init, resume};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "%s eval --threads 1 --pass-k 0 --max-new-tokens 20 --model %s --data %s",
+                 grpo_bin(), models[i], data);
+        run_binary(cmd, out, sizeof out);
+        const char *at = strstr(out, "greedy accuracy ");
+        acc[i] = at ? atof(at + 16) : -1.0;
+    }
+    snprintf(cmd, sizeof cmd, "%s train --threads 1 --steps 2 --prompts-per-step 1 --group-size 2 "
+             "--max-new-tokens 20 --eval-every 0 --pass-k 0 --train-data %s --val-data %s --test-data %s "
+             "--init %s --resume %s --run-dir %s/resumed", grpo_bin(), data, data, data, init, resume,
+             TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    const char *res = strstr(out, "result: test accuracy ");
+    double before = res ? atof(res + 22) : -1.0;
+    check(code == 0 && acc[0] != acc[1] && before == acc[0],
+          "train --resume: the result line's 'before' is the --init model's",
+          "exit %d, before %.4f; --init %.4f, resumed checkpoint %.4f", code, before, acc[0], acc[1]);
+}
+
+/* --test-limit: 0 skips the test evaluation at the start and end (short try-outs), N scores
+   the first N test prompts. */
+static void test_test_limit(void) {
+    char init[300];
+    snprintf(init, sizeof init, "%s/limit_init.bin", TMPDIR_);
+    GPT m;
+    build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 12);
+    save_checkpoint(init, &m, 0, NULL);
+    free_gpt(&m);
+    static char cmd[2048], out[16384];
+    const char *common = "--threads 1 --steps 1 --prompts-per-step 1 --group-size 2 --max-new-tokens 4 "
+                         "--eval-every 0 --pass-k 2 --val-data tests/fixtures/val_small.txt "
+                         "--test-data tests/fixtures/val_small.txt";
+    snprintf(cmd, sizeof cmd, "%s train %s --test-limit 0 --init %s --run-dir %s/limit0", grpo_bin(), common,
+             init, TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "result: no test evaluation") && !strstr(out, "# start: test") &&
+          !strstr(out, "pass@"), "train --test-limit 0: no test evaluation at the start or end",
+          "exit %d: %s", code, line_with(out, "result"));
+    snprintf(cmd, sizeof cmd, "%s train %s --test-limit 5 --init %s --run-dir %s/limit5", grpo_bin(), common,
+             init, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "(5 problems, "), "train --test-limit 5: scores the first 5 test prompts",
+          "exit %d: %s", code, line_with(out, "result"));
+}
+
+/* ./grpo tree: --steps 0 is a usage error (it printed a table of NaN), and a NaN in a run
+   prints one error, without a "last good checkpoint" (tree writes none), even when two
+   threads meet one at once. */
+static void test_tree_errors(void) {
+    static char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "%s tree --threads 1 --steps 0 --seeds 1 --run-dir %s/tree0", grpo_bin(),
+             TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    check(code == 2 && strstr(line_with(out, "error"), "--steps") && !strstr(out, "-nan"),
+          "tree: --steps 0 is a usage error", "exit %d: %s", code, line_with(out, "error"));
+    // lr 10 with beta2 0 makes AdamW's step g/|g| x 10 per weight: NaN within a few steps
+    snprintf(cmd, sizeof cmd, "%s tree --threads 2 --seeds 5 --steps 30 --lr 10 --beta1 0.99 --beta2 0 "
+             "--run-dir %s/tree_nan", grpo_bin(), TMPDIR_);
+    int twice = 0, last_good = 0, codes_ok = 1;
+    for (int i = 0; i < 3; i++) {
+        code = run_binary(cmd, out, sizeof out);
+        int errors = 0;
+        for (const char *p = out; (p = strstr(p, "error:")) != NULL; p++) errors++;
+        twice += errors != 1;
+        last_good += strstr(out, "last good") != NULL;
+        codes_ok &= code == 1;
+    }
+    check(codes_ok && !twice && !last_good, "tree: a NaN prints one error and names no checkpoint",
+          "%d of 3 runs printed it more than once, %d named a checkpoint", twice, last_good);
+    // stop_on_nan itself, called by 8 threads at once (in a fresh process: OpenMP does not
+    // survive fork), 30 times: without the critical section two or more threads printed in
+    // 10 to 20 runs of 30 on this 2-core machine
+    snprintf(cmd, sizeof cmd, "%s --stop-on-nan-threads", self_bin);
+    int more = 0;
+    codes_ok = 1;
+    for (int i = 0; i < 30; i++) {
+        code = run_binary(cmd, out, sizeof out);
+        int errors = 0;
+        for (const char *p = out; (p = strstr(p, "error:")) != NULL; p++) errors++;
+        more += errors != 1;
+        codes_ok &= code == 1;
+    }
+    check(codes_ok && more == 0, "tree: stop_on_nan from 8 threads at once prints once",
+          "%d of 30 runs printed it more than once", more);
+}
+
+// the child process of test_tree_errors: eight threads call stop_on_nan at the same moment
+static int stop_on_nan_threads(void) {
+    #pragma omp parallel num_threads(8)
+    {
+        #pragma omp barrier
+        stop_on_nan("the loss", 1, NAN, "");
+    }
+    return 0;
 }
 
 static void test_usage_errors(void) {
@@ -1791,6 +2239,8 @@ static const char *build_isa(void) {
 
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : NULL;
+    self_bin = argv[0];
+    if (only && !strcmp(only, "--stop-on-nan-threads")) return stop_on_nan_threads();
     if (make_run_tmpdir(TMPDIR_, sizeof TMPDIR_) != 0) {
         perror("test_grpo: mkdtemp $TMPDIR/grpo-test.XXXXXX");
         return 1;
@@ -1811,6 +2261,10 @@ int main(int argc, char **argv) {
     if (want("cli", only)) test_input_messages();
     if (want("checkpoint", only)) test_checkpoint_messages();
     if (want("sft", only)) test_sft_end_to_end();
+    if (want("sft", only)) { test_run_dir_lock(); test_save_failure(); test_csv_resume(); }
+    if (want("train", only)) { test_train_keeps_init(); test_divergence(); test_resume_before(); }
+    if (want("train", only)) test_test_limit();
+    if (want("treetask", only)) test_tree_errors();
     if (want("verifier", only)) test_verifier();
     if (want("tree", only)) { test_tree_brute_force(); test_tree_cases(); }
     if (want("objective", only)) { test_advantages(); test_aggregation(); test_kl_and_clip(); test_worked_example(); test_theorem1_and_lambda(); }
