@@ -2025,14 +2025,20 @@ static void test_token_budget(void) {
    problem with no solution (1 1 1 1 cannot reach 50) solves 0 of 20, whatever
    --format-reward gives that answer as a reward. */
 static void test_eval_counts_verified(void) {
+    // SFT memorises a correct answer to 1 1 1 1>4 (SFT refuses demonstrations the verifier
+    // rejects); eval asks for target 9 (no solution: four 1s reach at most 4) and gets it back
+    const char *train = tmp_path("/tmp/grpo_test/memorise.txt");
     const char *data = tmp_path("/tmp/grpo_test/unsolvable.txt");
-    FILE *f = fopenCheck(data, "w");
-    for (int i = 0; i < 20; i++) fprintf(f, "1 1 1 1>50:\t1+1=2,2+1=3,3+1=4\n");
+    FILE *f = fopenCheck(train, "w");
+    for (int i = 0; i < 20; i++) fprintf(f, "1 1 1 1>4:\t1+1=2,2+1=3,3+1=4\n");
+    fcloseCheck(f);
+    f = fopenCheck(data, "w");
+    for (int i = 0; i < 20; i++) fprintf(f, "1 1 1 1>9:\n");
     fcloseCheck(f);
     static char cmd[2048], out[16384];
     snprintf(cmd, sizeof cmd, "%s sft --layers 1 --heads 1 --channels 16 --context 32 --batch-size 4 "
              "--steps 150 --lr 1e-2 --eval-every 0 --train-data %s --val-data %s --run-dir %s/memorise",
-             grpo_bin(), data, data, TMPDIR_);
+             grpo_bin(), train, train, TMPDIR_);
     int rc = run_binary(cmd, out, sizeof out);
     char dump[256];
     snprintf(dump, sizeof dump, "%s/memorise/completions.tsv", TMPDIR_);
