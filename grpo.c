@@ -2978,105 +2978,241 @@ static int cmd_sft(int argc, char **argv, Options *o) {
 }
 
 // ----------------------------------------------------------------------------
-// GRPO / λ-GRPO training: sample → score → tree → objective → update
+// The GRPO step: sample → score → advantages → trees → update (paper §2–§4)
+//
+// One step of cmd_train's loop, phase by phase: draw_prompts and sample_group (x, y(i)),
+// score_group (r_i), compute_advantages (a_i, eq. 2), build_group_trees (B(G), |λ(i,t)|),
+// grpo_update (μ AdamW steps on the objective, eqs. 3–4 and 11). ./grpo check and ./grpo sample
+// run the same functions on their batches.
 
-typedef struct {           // one GRPO step: P prompts × k completions, N = P·k
-    int P, k, N, max_new;
-    int *prompt_idx;       // (P) dataset index of each prompt
-    const int **prompt;    // (N) <bos>+prompt tokens of completion i's prompt
-    int *plen;             // (N)
-    int *comp;             // (N, max_new) completion token ids
-    float *sample_logp;    // (N, max_new) the sampler's log-probs
-    int *clen;             // (N) completion length (with <eos> when it finished)
-    float *reward, *advantage;   // (N)
-    int *lambda_size, *node_of;  // (N, max_new) |λ(i,t)| and the owning node
+/* GRPOConfig: what a GRPO step needs and nothing more. cmd_train and the tree task fill it
+   from their options (grpo_config_from_options, tooling section). */
+typedef struct {
+    ObjectiveConfig obj;   // advantages, clipping, β, loss aggregation, GRPO or λ-GRPO
+    float temperature;     // T of the sampler and of every log-prob: π_θ, π_old and π_ref
+    int num_iterations;    // μ: optimizer steps per sampled batch (π_old frozen at sampling)
+    int micro_batch;       // sequences per forward/backward (0: all N at once); changes no gradient
+    int mask_truncated;    // 1: a completion cut at max_new tokens without <eos> gets no loss
+    int seed;              // the sampling streams derive from it and the step number
+} GRPOConfig;
+
+/* GroupBatch: the completions of one step, in num_groups groups (one prompt each; train and
+   the tree task: P groups of k, N = P·k), and every per-completion and per-token array the
+   step fills. Per-token arrays are (N, max_new): row i holds completion i's tokens 0..clen[i]−1. */
+typedef struct {
+    int num_groups;              // P: groups, one prompt each
+    int N;                       // completions in all groups
+    int max_new;                 // the completion budget: the row length of every per-token array
+    int *group_start;            // (P+1) group p is completions group_start[p] .. group_start[p+1]−1
+    int *prompt_idx;             // (P) dataset index of each group's prompt
+    const int **prompt;          // (N) <bos>+prompt tokens of completion i's prompt
+    int *plen;                   // (N)
+    int *comp;                   // (N, max_new) completion token ids
+    const int **comp_row;        // (N) comp_row[i] = comp + i·max_new: completion i as the tree reads it
+    float *sample_logp;          // (N, max_new) the sampler's log-probs
+    int *clen;                   // (N) completion length (with <eos> when it finished)
+    unsigned char *truncated;    // (N) 1: cut at max_new tokens without <eos>
+    float *reward, *advantage;   // (N) r_i and a_i
+    int *lambda_size, *node_of;  // (N, max_new) |λ(i,t)| and the node of B(G) that owns the token
+    float *step_adv;             // (N, max_new) A_λ(i,t): reported (./grpo check), not trained on
     // per completion token, (N, max_new)
     float *logp, *logp_old, *logp_ref, *adv_tok, *weight, *coef, *dlogp, *ratio, *kl;
     unsigned char *clipped;
-    float *seq_coef;       // (N)
-    Rng *rngs;             // (N) one stream per completion
-    PrefixTree tree;
+    float *seq_coef;             // (N) the aggregation factor c_i of each completion
+    Rng *rngs;                   // (N) one sampling stream per completion
+    PrefixTree tree;             // the tree of the group built last (capacity: the largest group)
     // per-position scratch for one micro-batch, (micro, maxT)
     int *inputs, *targets;
     float *logp_pos, *dlogp_pos;
 } GroupBatch;
 
-static void build_group_batch(GroupBatch *g, int P, int k, int max_new, int micro, int maxT) {
+/* build_group_batch_starts: the buffers of a step whose num_groups groups have any sizes:
+   group p is completions group_start[p] .. group_start[p+1]−1 (num_groups+1 entries, the first
+   0; copied), of up to max_new tokens each, with scratch for forward passes of micro
+   sequences of up to maxT positions (micro = 0: no model is run on the batch). */
+static void build_group_batch_starts(GroupBatch *g, int num_groups, const int *group_start, int max_new,
+                                     int micro, int maxT) {
     memset(g, 0, sizeof *g);
-    g->P = P; g->k = k; g->N = P * k; g->max_new = max_new;
+    g->num_groups = num_groups;
+    g->N = group_start[num_groups];
+    g->max_new = max_new;
     size_t N = g->N, NT = N * max_new, MT = (size_t)micro * maxT;
-    g->prompt_idx = (int *)callocCheck(P, sizeof(int));
+    g->group_start = (int *)mallocCheck((size_t)(num_groups + 1) * sizeof(int));
+    memcpy(g->group_start, group_start, (size_t)(num_groups + 1) * sizeof(int));
+    int largest = 1;
+    for (int p = 0; p < num_groups; p++) {
+        int size = group_start[p + 1] - group_start[p];
+        if (size > largest) largest = size;
+    }
+    g->prompt_idx = (int *)callocCheck(num_groups, sizeof(int));
     g->prompt = (const int **)callocCheck(N, sizeof(int *));
     g->plen = (int *)callocCheck(N, sizeof(int));
     g->comp = (int *)callocCheck(NT, sizeof(int));
+    g->comp_row = (const int **)callocCheck(N, sizeof(int *));
+    for (size_t i = 0; i < N; i++) g->comp_row[i] = g->comp + i * max_new;
     g->sample_logp = (float *)callocCheck(NT, sizeof(float));
     g->clen = (int *)callocCheck(N, sizeof(int));
+    g->truncated = (unsigned char *)callocCheck(N, 1);
     g->reward = (float *)callocCheck(N, sizeof(float));
     g->advantage = (float *)callocCheck(N, sizeof(float));
     g->lambda_size = (int *)callocCheck(NT, sizeof(int));
     g->node_of = (int *)callocCheck(NT, sizeof(int));
-    float **fs[] = {&g->logp, &g->logp_old, &g->logp_ref, &g->adv_tok, &g->weight, &g->coef,
-                    &g->dlogp, &g->ratio, &g->kl};
-    for (size_t i = 0; i < sizeof fs / sizeof fs[0]; i++) *fs[i] = (float *)callocCheck(NT, sizeof(float));
+    float **per_token[] = {&g->step_adv, &g->logp, &g->logp_old, &g->logp_ref, &g->adv_tok, &g->weight,
+                           &g->coef, &g->dlogp, &g->ratio, &g->kl};
+    for (size_t a = 0; a < sizeof per_token / sizeof per_token[0]; a++)
+        *per_token[a] = (float *)callocCheck(NT, sizeof(float));
     g->clipped = (unsigned char *)callocCheck(NT, 1);
     g->seq_coef = (float *)callocCheck(N, sizeof(float));
     g->rngs = (Rng *)callocCheck(N, sizeof(Rng));
-    build_prefix_tree_buffers(&g->tree, k);
+    build_prefix_tree_buffers(&g->tree, largest);
     g->inputs = (int *)callocCheck(MT, sizeof(int));
     g->targets = (int *)callocCheck(MT, sizeof(int));
     g->logp_pos = (float *)callocCheck(MT, sizeof(float));
     g->dlogp_pos = (float *)callocCheck(MT, sizeof(float));
 }
 
-static void free_group_batch(GroupBatch *g) {
-    free(g->prompt_idx); free(g->prompt); free(g->plen); free(g->comp); free(g->sample_logp);
-    free(g->clen); free(g->reward); free(g->advantage); free(g->lambda_size); free(g->node_of);
-    free(g->logp); free(g->logp_old); free(g->logp_ref); free(g->adv_tok); free(g->weight);
-    free(g->coef); free(g->dlogp); free(g->ratio); free(g->kl); free(g->clipped); free(g->seq_coef);
-    free(g->rngs); free_prefix_tree(&g->tree); free(g->inputs); free(g->targets);
-    free(g->logp_pos); free(g->dlogp_pos);
+// build_group_batch: the buffers of a step of P groups of k completions each (train, tree, sample).
+static void build_group_batch(GroupBatch *g, int P, int k, int max_new, int micro, int maxT) {
+    int *starts = (int *)mallocCheck((size_t)(P + 1) * sizeof(int));
+    equal_groups(starts, P, k);
+    build_group_batch_starts(g, P, starts, max_new, micro, maxT);
+    free(starts);
 }
 
-/* policy_logp: teacher-forced forward of completions [s, s+B) of the batch through model m;
-   writes out (N, max_new) rows s..s+B−1 with log π(y_t | x, y_<t) at the temperature.
-   Leaves m's activations in place for a backward pass. Returns T of the batch. */
-static int policy_logp(GPT *m, GroupBatch *g, int s, int B, float temperature,
+static void free_group_batch(GroupBatch *g) {
+    void *arrays[] = {g->group_start, g->prompt_idx, g->prompt, g->plen, g->comp, g->comp_row, g->sample_logp,
+                      g->clen, g->truncated, g->reward, g->advantage, g->lambda_size, g->node_of, g->step_adv,
+                      g->logp, g->logp_old, g->logp_ref, g->adv_tok, g->weight, g->coef, g->dlogp, g->ratio,
+                      g->kl, g->clipped, g->seq_coef, g->rngs, g->inputs, g->targets, g->logp_pos, g->dlogp_pos};
+    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
+    free_prefix_tree(&g->tree);
+}
+
+/* draw_prompts: the step's prompts x, one per group, drawn with replacement from d by the run's
+   RNG; every completion of group p gets group p's prompt. */
+static void draw_prompts(GroupBatch *g, const Dataset *d, Rng *run_rng) {
+    for (int p = 0; p < g->num_groups; p++) g->prompt_idx[p] = rng_int(run_rng, d->n);
+    for (int p = 0; p < g->num_groups; p++) {
+        int q = g->prompt_idx[p];
+        for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++) {
+            g->prompt[i] = d->prompt + (size_t)q * d->maxT;
+            g->plen[i] = d->prompt_len[q];
+        }
+    }
+}
+
+// mark_truncated: truncated[i] = 1 when completion i was cut at max_new tokens without <eos>
+// (TRL's test: its last token is not <eos>), else 0.
+static void mark_truncated(GroupBatch *g) {
+    int budget = g->max_new;
+    for (int i = 0; i < g->N; i++) {
+        int truncated = g->clen[i] == budget && g->comp[(size_t)i * budget + budget - 1] != TOK_EOS;
+        g->truncated[i] = (unsigned char)truncated;
+    }
+}
+
+/* sample_group: y(i) ~ π_old(·|x) (paper §2) for every completion i of the batch, from the
+   prompts already in g: up to max_new tokens at the temperature over the allowed tokens
+   (NULL: all), each completion from its own stream (seed, (step+1)·65536 + i), so a
+   completion does not depend on how many are sampled with it. Marks the truncated ones. */
+static void sample_group(GPT *policy, KVCache *kv, GroupBatch *g, const GRPOConfig *cfg, int step,
+                         const unsigned char *allowed) {
+    for (int i = 0; i < g->N; i++) rng_seed(&g->rngs[i], cfg->seed, ((uint64_t)step + 1) * 65536 + i);
+    sample_completions(policy, kv, g->N, g->prompt, g->plen, g->max_new, cfg->temperature, 0, g->rngs, allowed,
+                       g->comp, g->sample_logp, g->clen);
+    mark_truncated(g);
+}
+
+/* score_group: the outcome reward r_i of every completion (paper §2): 1 when the countdown
+   verifier accepts it for its prompt's numbers and target, else format_reward for a
+   well-formed answer that ended (when > 0), else 0 (countdown_reward). */
+static void score_group(GroupBatch *g, const Dataset *d, float format_reward) {
+    for (int p = 0; p < g->num_groups; p++) {
+        int q = g->prompt_idx[p];
+        const int *nums = d->nums + (size_t)q * MAX_NUMS;
+        for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++)
+            g->reward[i] = countdown_reward(nums, d->num_count[q], d->target[q], g->comp_row[i], g->clen[i],
+                                            format_reward);
+    }
+}
+
+/* build_group_trees: for each group, its tree B(G) (paper §3.1, build_prefix_tree), and for
+   every completion token |λ(i,t)|, the node that owns it and its step advantage A_λ(i,t).
+   Needs reward and advantage (for R̂ and A_λ). Returns the tree statistics of §3.2: the count
+   of non-trivial groups, and path depth and intermediate proportion averaged over the groups.
+   g->tree is left holding the last group's tree. */
+static TreeStats build_group_trees(GroupBatch *g) {
+    int stride = g->max_new;
+    TreeStats total = {0, 0.0, 0.0, 0};
+    for (int p = 0; p < g->num_groups; p++) {
+        int first = g->group_start[p];
+        int k = g->group_start[p + 1] - first;
+        int *lambda_size = g->lambda_size + (size_t)first * stride;
+        int *node_of = g->node_of + (size_t)first * stride;
+        build_prefix_tree(&g->tree, g->comp_row + first, g->clen + first, k, g->reward + first,
+                          g->advantage + first, lambda_size, node_of, stride);
+        for (int i = first; i < first + k; i++)
+            for (int t = 0; t < g->clen[i]; t++) {
+                size_t at = (size_t)i * stride + t;
+                g->step_adv[at] = g->tree.nodes[g->node_of[at]].step_advantage;
+            }
+        TreeStats group = prefix_tree_stats(&g->tree, g->clen + first, k, node_of, stride);
+        total.nontrivial += group.nontrivial;
+        total.mean_depth += group.mean_depth;
+        total.intermediate += group.intermediate;
+        total.counted++;
+    }
+    total.mean_depth /= g->num_groups;
+    total.intermediate /= g->num_groups;
+    return total;
+}
+
+/* policy_logp: teacher-forced forward of completions [first, first+B) of the batch through
+   model m; writes rows first..first+B−1 of out (N, max_new) with log π(y_t | x, y_<t) at the
+   temperature. Leaves m's activations in place for a backward pass. Returns T of the batch. */
+static int policy_logp(GPT *m, GroupBatch *g, int first, int B, float temperature,
                        const unsigned char *allowed, float *out) {
-    const int *cp[4096];
-    for (int b = 0; b < B; b++) cp[b] = g->comp + (size_t)(s + b) * g->max_new;
-    int T = make_batch(g->inputs, g->targets, B, g->prompt + s, g->plen + s, cp, g->clen + s);
+    int T = make_batch(g->inputs, g->targets, B, g->prompt + first, g->plen + first, g->comp_row + first,
+                       g->clen + first);
     gpt_forward(m, g->inputs, B, T);
     gpt_logprob_forward(m, g->logp_pos, g->targets, B * T, temperature, allowed);
-    for (int b = 0; b < B; b++)
-        for (int j = 0; j < g->clen[s + b]; j++)   // completion token j is predicted at plen−1+j
-            out[(size_t)(s + b) * g->max_new + j] = g->logp_pos[b * T + g->plen[s + b] - 1 + j];
+    for (int b = 0; b < B; b++) {
+        int i = first + b;
+        for (int j = 0; j < g->clen[i]; j++)   // completion token j is predicted at position plen−1+j
+            out[(size_t)i * g->max_new + j] = g->logp_pos[b * T + g->plen[i] - 1 + j];
+    }
     return T;
 }
 
-typedef struct {
+typedef struct {                 // what grpo_update reports: iteration 0's values (before any update)
     double loss, kl, clip_frac, mean_lambda, grad_norm;
-    int tokens;
+    int tokens;                  // completion tokens in the step
+    float not_finite;            // the loss or gradient norm that stopped the update
 } UpdateStats;
 
-/* grpo_prepare_tokens: per completion token, the advantage a_i, the objective's weight
-   (1 or 1/|λ(i,t)|) and the aggregation factor. The normaliser is computed here, once over
-   the whole step, before any backward pass, so micro-batching changes no gradient. With
-   --mask-truncated 1, a completion cut at max_new tokens without <eos> gets factor 0 and
-   leaves every normaliser (loss_agg_coef_masked). */
-static void grpo_prepare_tokens(GroupBatch *g, const Options *o, UpdateStats *us) {
-    int N = g->N, MN = g->max_new;
-    unsigned char masked[4096] = {0};
-    for (int i = 0; i < N; i++) {   // truncated: cut at max_new tokens without <eos> (TRL's test)
-        int truncated = g->clen[i] == MN && g->comp[(size_t)i * MN + MN - 1] != TOK_EOS;
-        masked[i] = (unsigned char)(o->mask_truncated && truncated);
-    }
-    loss_agg_coef_masked(g->seq_coef, g->clen, masked, N, &o->obj);
-    us->mean_lambda = 0; us->tokens = 0;
-    for (int i = 0; i < N; i++)
-        for (int j = 0; j < g->clen[i]; j++) {
-            size_t at = (size_t)i * MN + j;
+// grpo_update's status: done, or stopped (nothing applied) at a non-finite loss or gradient norm
+typedef enum { UPDATE_DONE = 0, UPDATE_LOSS_NOT_FINITE, UPDATE_GRAD_NORM_NOT_FINITE } UpdateStatus;
+static const char *UPDATE_STOPPED_BY[] = {"", "the loss", "the gradient norm"};
+
+/* grpo_prepare_tokens: per completion token, its advantage, the objective's weight (1, or
+   1/|λ(i,t)| for λ-GRPO) and its completion's aggregation factor c_i. The normaliser is
+   computed here, once over the whole step, before any backward pass, so micro-batching
+   changes no gradient. With cfg->mask_truncated, a completion marked truncated gets c_i = 0
+   and leaves every normaliser (loss_agg_coef_masked). Also counts the tokens and mean |λ|. */
+static void grpo_prepare_tokens(GroupBatch *g, const GRPOConfig *cfg, UpdateStats *us) {
+    int stride = g->max_new;
+    const unsigned char *masked = cfg->mask_truncated ? g->truncated : NULL;
+    loss_agg_coef_masked(g->seq_coef, g->clen, masked, g->N, &cfg->obj);
+    us->mean_lambda = 0;
+    us->tokens = 0;
+    for (int i = 0; i < g->N; i++)
+        for (int t = 0; t < g->clen[i]; t++) {
+            size_t at = (size_t)i * stride + t;
+            // Theorem 1: at μ = 1 under token-mean, a_i here gives the loss and gradient of the step
+            // advantage A_λ(i,t) (step_adv): members of a node share its log-probs and Σ a_j = |λ|·A_λ.
+            // So training needs only |λ| from the tree; test_theorem1_and_lambda checks it.
             g->adv_tok[at] = g->advantage[i];
-            g->weight[at] = lambda_weight(&o->obj, g->lambda_size[at]);
+            g->weight[at] = lambda_weight(&cfg->obj, g->lambda_size[at]);
             g->coef[at] = g->seq_coef[i];
             us->mean_lambda += g->lambda_size[at];
             us->tokens++;
@@ -3086,62 +3222,82 @@ static void grpo_prepare_tokens(GroupBatch *g, const Options *o, UpdateStats *us
 
 /* grpo_loss_backward: the loss of the step (Σ coef·weight·ℓ over every completion token)
    and its gradient, accumulated into policy->grads (zeroed here), in micro-batches of
-   o->micro_batch sequences. Iteration 0 records π_old = detached π_θ (so the ratio is
+   cfg->micro_batch sequences. Iteration 0 records π_old = detached π_θ (so the ratio is
    exactly 1 at μ = 1) and, when β > 0, π_ref from `ref`. Returns the loss; adds the
    summed k3 and the count of clipped tokens to *kl_sum and *clipped. */
-static double grpo_loss_backward(GPT *policy, GPT *ref, GroupBatch *g, const Options *o, int iter,
+static double grpo_loss_backward(GPT *policy, GPT *ref, GroupBatch *g, const GRPOConfig *cfg, int iter,
                                  const unsigned char *allowed, double *kl_sum, int *clipped) {
-    const ObjectiveConfig *cfg = &o->obj;
-    int N = g->N, MN = g->max_new, micro = o->micro_batch > 0 ? o->micro_batch : N;
+    const ObjectiveConfig *obj = &cfg->obj;
+    int N = g->N;
+    int stride = g->max_new;
+    int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
+    int use_ref = iter == 0 && ref && obj->beta != 0.0f;
     double loss = 0.0;
     gpt_zero_grad(policy);
-    for (int s = 0; s < N; s += micro) {
-        int B = s + micro <= N ? micro : N - s;
-        if (iter == 0 && ref && cfg->beta != 0.0f) policy_logp(ref, g, s, B, o->temperature, allowed, g->logp_ref);
-        int T = policy_logp(policy, g, s, B, o->temperature, allowed, g->logp);
-        for (int b = s; b < s + B; b++) {
-            size_t row = (size_t)b * MN;
-            if (iter == 0) memcpy(g->logp_old + row, g->logp + row, g->clen[b] * sizeof(float));
+    for (int first = 0; first < N; first += micro) {
+        int B = first + micro <= N ? micro : N - first;
+        if (use_ref) policy_logp(ref, g, first, B, cfg->temperature, allowed, g->logp_ref);
+        int T = policy_logp(policy, g, first, B, cfg->temperature, allowed, g->logp);
+        for (int i = first; i < first + B; i++) {
+            size_t row = (size_t)i * stride;
+            if (iter == 0) memcpy(g->logp_old + row, g->logp + row, g->clen[i] * sizeof(float));
             TokenLossOut out = {g->dlogp + row, g->ratio + row, g->kl + row, g->clipped + row};
-            loss += grpo_token_loss(cfg, g->clen[b], g->logp + row, g->logp_old + row,
-                                    cfg->beta != 0.0f ? g->logp_ref + row : NULL, g->adv_tok + row,
-                                    g->weight + row, g->coef + row, &out);
-            for (int j = 0; j < g->clen[b]; j++) { *kl_sum += g->kl[row + j]; *clipped += g->clipped[row + j]; }
+            const float *logp_ref = obj->beta != 0.0f ? g->logp_ref + row : NULL;
+            loss += grpo_token_loss(obj, g->clen[i], g->logp + row, g->logp_old + row, logp_ref,
+                                    g->adv_tok + row, g->weight + row, g->coef + row, &out);
+            for (int j = 0; j < g->clen[i]; j++) {
+                *kl_sum += g->kl[row + j];
+                *clipped += g->clipped[row + j];
+            }
         }
         for (int b = 0; b < B; b++)         // scatter ∂loss/∂logp back to sequence positions
             for (int t = 0; t < T; t++) {
-                int j = t + 1 - g->plen[s + b];
-                g->dlogp_pos[b * T + t] = g->targets[b * T + t] >= 0 ? g->dlogp[(size_t)(s + b) * MN + j] : 0.0f;
+                int i = first + b;
+                int j = t + 1 - g->plen[i];
+                int scored = g->targets[b * T + t] >= 0;
+                g->dlogp_pos[b * T + t] = scored ? g->dlogp[(size_t)i * stride + j] : 0.0f;
             }
-        gpt_logprob_backward(policy, g->targets, g->dlogp_pos, B * T, o->temperature);
+        gpt_logprob_backward(policy, g->targets, g->dlogp_pos, B * T, cfg->temperature);
         gpt_backward(policy, g->inputs);
     }
     return loss;
 }
 
-/* grpo_update: μ = o->num_iterations optimizer steps on the sampled batch g (advantages
-   and |λ| already set). A non-finite loss or gradient norm stops the run (the last good
-   checkpoint is left as it is). */
-static UpdateStats grpo_update(GPT *policy, GPT *ref, GroupBatch *g, const Options *o,
-                               const AdamWConfig *opt, int *adam_t, const unsigned char *allowed,
-                               int step, const char *last_good) {
-    UpdateStats us = {0};
-    grpo_prepare_tokens(g, o, &us);
-    for (int iter = 0; iter < o->num_iterations; iter++) {
-        double kl = 0.0; int clipped = 0;
-        double loss = grpo_loss_backward(policy, ref, g, o, iter, allowed, &kl, &clipped);
-        if (!isfinite(loss)) stop_on_nan("the loss", step, (float)loss, last_good);
+/* grpo_update: μ = cfg->num_iterations optimizer steps on the sampled batch g (advantages
+   and |λ| already set): per iteration the loss and its gradient (grpo_loss_backward), global
+   norm clipping and AdamW at the schedule's rate for step *adam_t (counted up). Fills *stats.
+   A non-finite loss or gradient norm stops it before that iteration's update: it returns
+   UPDATE_LOSS_NOT_FINITE or UPDATE_GRAD_NORM_NOT_FINITE with the value in stats->not_finite,
+   and stopping the run is the caller's job (stop_on_nan). */
+static UpdateStatus grpo_update(GPT *policy, GPT *ref, GroupBatch *g, const GRPOConfig *cfg,
+                                const AdamWConfig *opt, int *adam_t, const unsigned char *allowed,
+                                UpdateStats *stats) {
+    memset(stats, 0, sizeof *stats);
+    grpo_prepare_tokens(g, cfg, stats);
+    for (int iter = 0; iter < cfg->num_iterations; iter++) {
+        double kl_sum = 0.0;
+        int clipped = 0;
+        double loss = grpo_loss_backward(policy, ref, g, cfg, iter, allowed, &kl_sum, &clipped);
+        if (!isfinite(loss)) {
+            stats->not_finite = (float)loss;
+            return UPDATE_LOSS_NOT_FINITE;
+        }
         float norm = clip_grad_norm(policy, opt->grad_clip);
-        if (!isfinite(norm)) stop_on_nan("the gradient norm", step, norm, last_good);
+        if (!isfinite(norm)) {
+            stats->not_finite = norm;
+            return UPDATE_GRAD_NORM_NOT_FINITE;
+        }
         float lr = lr_at(opt, *adam_t);
-        adamw_update(policy, opt, lr, ++*adam_t);
+        *adam_t += 1;
+        adamw_update(policy, opt, lr, *adam_t);
         if (iter == 0) {
-            us.loss = loss; us.grad_norm = norm;
-            us.kl = us.tokens ? kl / us.tokens : 0.0;
-            us.clip_frac = us.tokens ? (double)clipped / us.tokens : 0.0;
+            stats->loss = loss;
+            stats->grad_norm = norm;
+            stats->kl = stats->tokens ? kl_sum / stats->tokens : 0.0;
+            stats->clip_frac = stats->tokens ? (double)clipped / stats->tokens : 0.0;
         }
     }
-    return us;
+    return UPDATE_DONE;
 }
 
 typedef struct { float accuracy, pass_k; int n; } EvalResult;
@@ -3225,42 +3381,151 @@ static void check_context(const Options *o, int maxT, const Dataset *d) {
                     o->max_new_tokens, maxT);
 }
 
-/* sample_and_score: draws the step's prompts and k completions each, and their rewards. */
-static void sample_and_score(GPT *policy, KVCache *kv, GroupBatch *g, const Dataset *d, Rng *run_rng,
-                             const Options *o, int step) {
-    for (int p = 0; p < g->P; p++) g->prompt_idx[p] = rng_int(run_rng, d->n);
-    for (int i = 0; i < g->N; i++) {
-        int q = g->prompt_idx[i / g->k];
-        g->prompt[i] = d->prompt + (size_t)q * d->maxT;
-        g->plen[i] = d->prompt_len[q];
-        rng_seed(&g->rngs[i], o->seed, ((uint64_t)step + 1) * 65536 + i);  // one stream per completion
-    }
-    sample_completions(policy, kv, g->N, g->prompt, g->plen, g->max_new, o->temperature, 0, g->rngs, NULL,
-                       g->comp, g->sample_logp, g->clen);
+// ----------------------------------------------------------------------------
+// The training loop: GRPO steps until --steps (cmd_train, in the tooling section, sets it up)
+
+typedef struct {                 // one GRPO run, set up by cmd_train
+    GPT *policy;                 // π_θ, trained
+    GPT *ref;                    // π_ref (the --init model) when β != 0, else NULL
+    KVCache *kv;                 // the sampler's cache for the N sequences of a step
+    GroupBatch *batch;           // the step's P groups of k completions
+    const Dataset *train, *val;  // prompts to train on, and to validate on every eval_every steps
+    GRPOConfig cfg;
+    AdamWConfig opt;             // its schedule counts steps·μ optimizer steps
+    TrainState *state;           // steps taken and the run's RNG: what a resumable checkpoint holds
+    int steps;                   // the step the run ends after
+    int eval_every, eval_limit, save_every;
+    float format_reward;
+    CsvLog *csv;                 // RUN_DIR/train.csv
+    char periodic[1100];         // RUN_DIR/ckpt.bin, written every save_every steps
+    char last_good[1100];        // the newest checkpoint that passed check_params ("": none yet)
+} TrainRun;
+
+typedef struct {                 // one step, as log_step prints it and writes its CSV row
+    int step;                    // 1-based, as in the log
+    double t[5];                 // wall-clock seconds: start, sampled, scored, trees built, updated
+    TreeStats trees;
+    UpdateStats update;
+    long gen_tokens;             // completion tokens sampled by this process so far
+    float val_acc;               // validation accuracy; −1 when not validated at this step
+    int last;                    // 1 at the run's last step
+} StepReport;
+
+/* save_periodic_checkpoint: after step st->step+1 of a run, a resumable checkpoint at path
+   holding the state after that step; check_params first stops the run, naming last_good, if
+   the parameters diverged. Then path is the last good checkpoint (last_good, capacity cap). */
+static void save_periodic_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good,
+                                     size_t cap) {
+    TrainState next = *st;
+    next.step = st->step + 1;
+    check_params(m, next.step, last_good);
+    save_checkpoint(path, m, 1, &next);
+    snprintf(last_good, cap, "%s", path);
 }
 
-/* build_group_trees: advantages, then per group the tree B(G), |λ(i,t)| and its statistics. */
-static TreeStats build_group_trees(GroupBatch *g, const ObjectiveConfig *cfg, int *all_equal_groups) {
-    int starts[4097];
-    equal_groups(starts, g->P, g->k);
-    compute_advantages(g->advantage, g->reward, g->P, starts, cfg);
-    TreeStats total = {0, 0.0, 0.0, 0};
-    *all_equal_groups = 0;
-    for (int p = 0; p < g->P; p++) {
-        int o = p * g->k, eq = 1;
-        const int *toks[4096];
-        for (int i = 0; i < g->k; i++) { toks[i] = g->comp + (size_t)(o + i) * g->max_new; eq &= g->reward[o + i] == g->reward[o]; }
-        *all_equal_groups += eq;
-        build_prefix_tree(&g->tree, toks, g->clen + o, g->k, g->reward + o, g->advantage + o,
-                          g->lambda_size + (size_t)o * g->max_new, g->node_of + (size_t)o * g->max_new, g->max_new);
-        TreeStats s = prefix_tree_stats(&g->tree, g->clen + o, g->k, g->node_of + (size_t)o * g->max_new, g->max_new);
-        total.nontrivial += s.nontrivial; total.mean_depth += s.mean_depth; total.intermediate += s.intermediate;
-        total.counted++;
+// The number of groups whose rewards are all equal: their advantages are 0, they teach nothing.
+static int count_all_equal_groups(const GroupBatch *g) {
+    int count = 0;
+    for (int p = 0; p < g->num_groups; p++) {
+        int first = g->group_start[p];
+        int equal = 1;
+        for (int i = first; i < g->group_start[p + 1]; i++) equal &= g->reward[i] == g->reward[first];
+        count += equal;
     }
-    total.mean_depth /= g->P; total.intermediate /= g->P;
-    return total;
+    return count;
 }
 
+/* log_step: one GRPO step on stdout (every 10th step, the last one and every validated one)
+   and as a row of train.csv: mean reward, share of groups with equal rewards, mean length,
+   mean |λ|, tree statistics, loss, KL, clipped share, gradient norm, tokens sampled, the
+   seconds of each phase (sample, score, tree, update), throughput, validation accuracy. */
+static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
+    int N = g->N, P = g->num_groups;
+    double mean_reward = 0.0, mean_len = 0.0;
+    for (int i = 0; i < N; i++) {
+        mean_reward += g->reward[i];
+        mean_len += g->clen[i];
+    }
+    mean_reward /= N;
+    mean_len /= N;
+    double all_equal = (double)count_all_equal_groups(g) / P;
+    double nontrivial = (double)r->trees.nontrivial / P;
+    double t_sample = r->t[1] - r->t[0], t_score = r->t[2] - r->t[1];
+    double t_tree = r->t[3] - r->t[2], t_update = r->t[4] - r->t[3];
+    double tok_s = (mean_len * N) / (r->t[4] - r->t[0]);
+    const UpdateStats *u = &r->update;
+    if ((r->step - 1) % 10 == 0 || r->last || r->val_acc >= 0) {
+        printf("step %4d | reward %.3f | eq %.2f | len %.1f | |λ| %.2f | tree %.2f d%.2f i%.2f | loss %+.5f"
+               " | kl %.4f | clip %.3f | gen %ld | t %.2f/%.3f/%.4f/%.2f s | %.0f tok/s",
+               r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
+               r->trees.intermediate, u->loss, u->kl, u->clip_frac, r->gen_tokens, t_sample, t_score, t_tree,
+               t_update, tok_s);
+        if (r->val_acc >= 0) printf(" | val acc %.3f", r->val_acc);
+        printf("\n");
+        fflush(stdout);
+    }
+    fprintf(csv->f, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%ld,%.4f,%.5f,%.6f,%.4f,%.1f,%.4f\n",
+            r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
+            r->trees.intermediate, u->loss, u->kl, u->clip_frac, u->grad_norm, r->gen_tokens, t_sample, t_score,
+            t_tree, t_update, tok_s, r->val_acc);
+    csv_row_done(csv);
+}
+
+// The options of a GRPO step (train, tree; check and sample use the objective and sampling ones).
+static GRPOConfig grpo_config_from_options(const Options *o) {
+    GRPOConfig cfg = {o->obj, o->temperature, o->num_iterations, o->micro_batch, o->mask_truncated, o->seed};
+    return cfg;
+}
+
+/* train_loop: GRPO steps state->step+1 .. steps. Each step runs the phases of the paper's
+   GRPO (DeepSeekMath's Algorithm 1 with μ updates per sampled batch) in order, then
+   validates every eval_every steps, logs (log_step) and every save_every steps writes a
+   resumable checkpoint. A non-finite loss or gradient norm stops the process at once, with
+   nothing saved (stop_on_nan). */
+static void train_loop(TrainRun *run) {
+    GroupBatch *g = run->batch;
+    TrainState *st = run->state;
+    const GRPOConfig *cfg = &run->cfg;
+    long gen_tokens = 0;
+    int adam_t = st->step * cfg->num_iterations;   // AdamW steps taken: μ per GRPO step
+    for (; st->step < run->steps; st->step++) {
+        StepReport report;
+        report.step = st->step + 1;
+        report.t[0] = wall_seconds();
+        // x: one prompt per group from the training set; y(i) ~ π_old(·|x), k per prompt (§2)
+        draw_prompts(g, run->train, &st->rng);
+        sample_group(run->policy, run->kv, g, cfg, st->step, NULL);
+        report.t[1] = wall_seconds();
+        // r_i: the verifier's outcome reward of each completion (§2)
+        score_group(g, run->train, run->format_reward);
+        report.t[2] = wall_seconds();
+        // a_i = (r_i − mean r) / (std r + eps) within each group (eq. 2)
+        compute_advantages(g->advantage, g->reward, g->num_groups, g->group_start, &cfg->obj);
+        // B(G): each group's prefix tree and |λ(i,t)| of every token (§3.1)
+        report.trees = build_group_trees(g);
+        report.t[3] = wall_seconds();
+        // μ AdamW steps on the clipped objective (eqs. 3–4), λ-GRPO dividing by |λ(i,t)| (eq. 11)
+        UpdateStatus status = grpo_update(run->policy, run->ref, g, cfg, &run->opt, &adam_t, NULL,
+                                          &report.update);
+        if (status != UPDATE_DONE)
+            stop_on_nan(UPDATE_STOPPED_BY[status], report.step, report.update.not_finite, run->last_good);
+        report.t[4] = wall_seconds();
+        for (int i = 0; i < g->N; i++) gen_tokens += g->clen[i];
+        report.gen_tokens = gen_tokens;
+        report.last = report.step == run->steps;
+        report.val_acc = -1.0f;
+        if (run->eval_every && (report.step % run->eval_every == 0 || report.last))
+            report.val_acc = evaluate(run->policy, run->kv, run->val, run->eval_limit, g->max_new,
+                                      cfg->temperature, 0, cfg->seed, 0.0f, NULL).accuracy;
+        log_step(g, &report, run->csv);
+        if (run->save_every && report.step % run->save_every == 0 && !report.last)
+            save_periodic_checkpoint(run->periodic, run->policy, st, run->last_good, sizeof run->last_good);
+    }
+}
+
+/* cmd_train: ./grpo train. Loads π_θ (and π_ref when β != 0) from --init, or resumes
+   --resume; scores the test prompts; runs train_loop; saves RUN_DIR/model.bin; scores the
+   test prompts again and prints the result line. */
 static int cmd_train(int argc, char **argv, Options *o) {
     o->steps = 400; o->lr = 1e-4f; o->warmup = 10; o->schedule = 2; o->eval_every = 100; o->eval_limit = 0;
     o->group_size = 16; o->test_limit = -1;
@@ -3274,21 +3539,25 @@ static int cmd_train(int argc, char **argv, Options *o) {
     o->obj.max_new_tokens = o->max_new_tokens;
     check_grpo_options(o);
     check_weight_decay(o);
-    char ckpt[1100], periodic[1100], last_good[1100] = "";   // final model; periodic resumable checkpoint
+    TrainRun run;
+    memset(&run, 0, sizeof run);
+    char ckpt[1100];   // the final model; run.periodic: the periodic resumable checkpoint
     snprintf(ckpt, sizeof ckpt, "%s/model.bin", o->run_dir);
-    snprintf(periodic, sizeof periodic, "%s/ckpt.bin", o->run_dir);
+    snprintf(run.periodic, sizeof run.periodic, "%s/ckpt.bin", o->run_dir);
     // the run overwrites these two files: never the SFT checkpoint it starts from, also π_ref
-    if (same_file(ckpt, o->init) || same_file(periodic, o->init))
+    if (same_file(ckpt, o->init) || same_file(run.periodic, o->init))
         usage_error("--run-dir %s: it holds the --init checkpoint '%s' (the SFT model, also π_ref), "
                     "which this run would overwrite; give another --run-dir", o->run_dir, o->init);
-    int N = o->prompts_per_step * o->group_size, micro = o->micro_batch > 0 && o->micro_batch < N ? o->micro_batch : N;
+    int N = o->prompts_per_step * o->group_size;
+    int micro = o->micro_batch > 0 && o->micro_batch < N ? o->micro_batch : N;
     GPT policy, ref, init_model;
     TrainState st = {0};
     st.kind = 2;
     rng_seed(&st.rng, o->seed, 2);
     if (o->resume[0]) {
         load_checkpoint(o->resume, &policy, micro, &st);
-        if (st.step >= o->steps) usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
+        if (st.step >= o->steps)
+            usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
     }
     else load_checkpoint(o->init, &policy, micro, NULL);
     int use_ref = o->obj.beta != 0.0f;
@@ -3318,12 +3587,11 @@ static int cmd_train(int argc, char **argv, Options *o) {
            o->obj.beta, o->num_iterations);
     make_dir(o->run_dir);
     int lock = lock_run_dir(o->run_dir);
-    if (o->resume[0]) snprintf(last_good, sizeof last_good, "%s", o->resume);
+    if (o->resume[0]) snprintf(run.last_good, sizeof run.last_good, "%s", o->resume);
     KVCache kv;
     build_kvcache(&kv, &policy.config, N);
     GroupBatch g;
     build_group_batch(&g, o->prompts_per_step, o->group_size, o->max_new_tokens, micro, maxT);
-    AdamWConfig opt = adamw_from_options(o, o->steps * o->num_iterations);
     double t_start = wall_seconds();
     EvalResult before = {0.0f, 0.0f, 0};
     if (o->test_limit != 0) {
@@ -3336,55 +3604,23 @@ static int cmd_train(int argc, char **argv, Options *o) {
     CsvLog csv = open_csv(o->run_dir, "train.csv",
         "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,loss,kl,"
         "clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc", st.step);
-    long gen_tokens = 0;
-    int adam_t = st.step * o->num_iterations;
-    for (; st.step < o->steps; st.step++) {
-        double t0 = wall_seconds();
-        sample_and_score(&policy, &kv, &g, &train, &st.rng, o, st.step);
-        double t1 = wall_seconds();
-        double mean_r = 0.0, mean_len = 0.0;
-        for (int i = 0; i < N; i++) {
-            int q = g.prompt_idx[i / g.k];
-            g.reward[i] = countdown_reward(train.nums + (size_t)q * MAX_NUMS, train.num_count[q], train.target[q],
-                                           g.comp + (size_t)i * g.max_new, g.clen[i], o->format_reward);
-            mean_r += g.reward[i]; mean_len += g.clen[i]; gen_tokens += g.clen[i];
-        }
-        mean_r /= N; mean_len /= N;
-        double t2 = wall_seconds();
-        int all_eq;
-        TreeStats ts = build_group_trees(&g, &o->obj, &all_eq);
-        double t3 = wall_seconds();
-        UpdateStats us = grpo_update(&policy, use_ref ? &ref : NULL, &g, o, &opt, &adam_t, NULL, st.step + 1,
-                                     last_good);
-        double t4 = wall_seconds();
-        int last = st.step + 1 == o->steps;
-        float val_acc = -1.0f;
-        if (o->eval_every && ((st.step + 1) % o->eval_every == 0 || last))
-            val_acc = evaluate(&policy, &kv, &val, o->eval_limit, o->max_new_tokens, o->temperature, 0, o->seed, 0.0f, NULL).accuracy;
-        double tok_s = (mean_len * N) / (t4 - t0);
-        if (st.step % 10 == 0 || last || val_acc >= 0) {
-            printf("step %4d | reward %.3f | eq %.2f | len %.1f | |λ| %.2f | tree %.2f d%.2f i%.2f | loss %+.5f | kl %.4f"
-                   " | clip %.3f | gen %ld | t %.2f/%.3f/%.4f/%.2f s | %.0f tok/s",
-                   st.step + 1, mean_r, (double)all_eq / g.P, mean_len, us.mean_lambda, (double)ts.nontrivial / g.P,
-                   ts.mean_depth, ts.intermediate, us.loss, us.kl, us.clip_frac, gen_tokens, t1 - t0, t2 - t1, t3 - t2,
-                   t4 - t3, tok_s);
-            if (val_acc >= 0) printf(" | val acc %.3f", val_acc);
-            printf("\n");
-            fflush(stdout);
-        }
-        fprintf(csv.f, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%ld,%.4f,%.5f,%.6f,%.4f,%.1f,%.4f\n",
-                st.step + 1, mean_r, (double)all_eq / g.P, mean_len, us.mean_lambda, (double)ts.nontrivial / g.P,
-                ts.mean_depth, ts.intermediate, us.loss, us.kl, us.clip_frac, us.grad_norm, gen_tokens, t1 - t0,
-                t2 - t1, t3 - t2, t4 - t3, tok_s, val_acc);
-        csv_row_done(&csv);
-        if (o->save_every && (st.step + 1) % o->save_every == 0 && !last) {
-            TrainState next = st; next.step = st.step + 1;
-            check_params(&policy, st.step + 1, last_good);
-            save_checkpoint(periodic, &policy, 1, &next);
-            snprintf(last_good, sizeof last_good, "%s", periodic);
-        }
-    }
-    check_params(&policy, st.step, last_good);
+    run.policy = &policy;
+    run.ref = use_ref ? &ref : NULL;
+    run.kv = &kv;
+    run.batch = &g;
+    run.train = &train;
+    run.val = &val;
+    run.cfg = grpo_config_from_options(o);
+    run.opt = adamw_from_options(o, o->steps * o->num_iterations);
+    run.state = &st;
+    run.steps = o->steps;
+    run.eval_every = o->eval_every;
+    run.eval_limit = o->eval_limit;
+    run.save_every = o->save_every;
+    run.format_reward = o->format_reward;
+    run.csv = &csv;
+    train_loop(&run);
+    check_params(&policy, st.step, run.last_good);
     save_checkpoint(ckpt, &policy, 1, &st);
     close_csv(&csv);
     unlock_run_dir(lock);
@@ -3402,9 +3638,13 @@ static int cmd_train(int argc, char **argv, Options *o) {
     else
         printf("result: no test evaluation (--test-limit 0; %s, %.1f min)\n",
                OBJECTIVE_NAMES[o->obj.objective], minutes);
-    free_group_batch(&g); free_kvcache(&kv);
-    free_dataset(&train); free_dataset(&val); free_dataset(&test);
-    free_gpt(&policy); if (use_ref) free_gpt(&ref);
+    free_group_batch(&g);
+    free_kvcache(&kv);
+    free_dataset(&train);
+    free_dataset(&val);
+    free_dataset(&test);
+    free_gpt(&policy);
+    if (use_ref) free_gpt(&ref);
     return 0;
 }
 
@@ -3447,18 +3687,19 @@ static void tree_allowed(unsigned char *allowed) {
 }
 
 /* tree_run: one run of the synthetic experiment (one objective, one cell, one seed) from a
-   random initialisation. freq (steps) receives, per step, the share of the k sampled
-   completions that hit the target. Returns the metric of the paper: the frequency of T
-   over the last min(50, steps) steps. The target leaf is drawn from the seed alone, so both
-   objectives face the same target and the same sampling streams. */
+   random initialisation, through the GRPO step's functions. freq (steps) receives, per step,
+   the share of the k sampled completions that hit the target. Returns the metric of the
+   paper: the frequency of T over the last min(50, steps) steps. The target leaf is drawn
+   from the seed alone, so both objectives face the same target and the same sampling streams. */
 static float tree_run(const Options *o, int objective, int n, float r_neg, int seed, float *freq, float *reward,
                       int *target_out) {
-    Options ro = *o;
-    ro.obj.objective = objective;
-    ro.seed = seed;
+    GRPOConfig cfg = grpo_config_from_options(o);
+    cfg.obj.objective = objective;
+    cfg.seed = seed;
     int k = o->group_size, P = o->prompts_per_step, N = P * k;
-    GPT m;
-    build_gpt(&m, (GPTConfig){8, VOCAB_SIZE, o->layers, o->heads, o->channels}, N, (uint64_t)seed * 7919 + 1);
+    GPT model;
+    GPTConfig shape = {8, VOCAB_SIZE, o->layers, o->heads, o->channels};
+    build_gpt(&model, shape, N, (uint64_t)seed * 7919 + 1);
     Rng target_rng;
     rng_seed(&target_rng, seed, 0x7ee);
     int target = rng_int(&target_rng, TREE_LEAVES);
@@ -3466,37 +3707,41 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
     unsigned char allowed[VOCAB_SIZE];
     tree_allowed(allowed);
     KVCache kv;
-    build_kvcache(&kv, &m.config, N);
+    build_kvcache(&kv, &model.config, N);
     GroupBatch g;
-    build_group_batch(&g, P, k, TREE_DEPTH, N, m.config.max_seq_len);
+    build_group_batch(&g, P, k, TREE_DEPTH, N, model.config.max_seq_len);
     static const int bos[1] = {TOK_BOS};
+    for (int i = 0; i < N; i++) {   // the prompt is <bos> alone
+        g.prompt[i] = bos;
+        g.plen[i] = 1;
+    }
     AdamWConfig opt = adamw_from_options(o, o->steps);
     int adam_t = 0;
     double tail = 0.0;
     int tail_steps = o->steps < 50 ? o->steps : 50;
     for (int step = 0; step < o->steps; step++) {
-        for (int i = 0; i < N; i++) {
-            g.prompt[i] = bos; g.plen[i] = 1;
-            rng_seed(&g.rngs[i], seed, ((uint64_t)step + 1) * 65536 + i);
-        }
-        sample_completions(&m, &kv, N, g.prompt, g.plen, TREE_DEPTH, o->temperature, 0, g.rngs, allowed,
-                           g.comp, g.sample_logp, g.clen);
+        sample_group(&model, &kv, &g, &cfg, step, allowed);
         int hits = 0;
-        double mean_r = 0.0;
+        double mean_reward = 0.0;
         for (int i = 0; i < N; i++) {
-            int leaf = tree_leaf(g.comp + (size_t)i * TREE_DEPTH, g.clen[i]);
+            int leaf = tree_leaf(g.comp_row[i], g.clen[i]);
             g.reward[i] = tree_reward(leaf, target, n, r_neg);
             hits += leaf == target;
-            mean_r += g.reward[i];
+            mean_reward += g.reward[i];
         }
-        int eq;
-        build_group_trees(&g, &ro.obj, &eq);
-        grpo_update(&m, NULL, &g, &ro, &opt, &adam_t, allowed, step + 1, NULL);   // no checkpoints
+        compute_advantages(g.advantage, g.reward, g.num_groups, g.group_start, &cfg.obj);
+        build_group_trees(&g);
+        UpdateStats update;
+        UpdateStatus status = grpo_update(&model, NULL, &g, &cfg, &opt, &adam_t, allowed, &update);
+        if (status != UPDATE_DONE)   // no checkpoints: no last good one to name
+            stop_on_nan(UPDATE_STOPPED_BY[status], step + 1, update.not_finite, NULL);
         freq[step] = (float)hits / N;
-        reward[step] = (float)(mean_r / N);
+        reward[step] = (float)(mean_reward / N);
         if (step >= o->steps - tail_steps) tail += freq[step];
     }
-    free_group_batch(&g); free_kvcache(&kv); free_gpt(&m);
+    free_group_batch(&g);
+    free_kvcache(&kv);
+    free_gpt(&model);
     return (float)(tail / tail_steps);
 }
 
@@ -3664,46 +3909,41 @@ static int cmd_sample(int argc, char **argv, Options *o) {
         usage_error("--prompt: character '%c' at position %d is not in the vocabulary \"%s\"", o->prompt[bad], bad + 1, VOCAB_CHARS);
     if (countdown_parse_prompt(o->prompt, plen, nums, MAX_NUMS, &n, &target) != 0)
         usage_error("--prompt: '%s' is not `n1 n2 ... nk>target:` with 1 to %d numbers of at most 6 digits", o->prompt, MAX_NUMS);
-    GPT m;
-    load_checkpoint(o->model, &m, 1, NULL);
-    int maxT = m.config.max_seq_len;
+    GPT model;
+    load_checkpoint(o->model, &model, 1, NULL);
+    int maxT = model.config.max_seq_len;
     if (1 + plen + o->max_new_tokens > maxT)
         usage_error("--max-new-tokens: %d prompt tokens + %d new tokens exceed the model's context of %d",
                     1 + plen, o->max_new_tokens, maxT);
-    const int **pp = (const int **)mallocCheck(k * sizeof(int *));
-    int *pl = (int *)mallocCheck(k * sizeof(int)), *clen = (int *)mallocCheck(k * sizeof(int));
-    int *comp = (int *)mallocCheck((size_t)k * o->max_new_tokens * sizeof(int));
-    float *lp = (float *)mallocCheck((size_t)k * o->max_new_tokens * sizeof(float));
-    float *r = (float *)mallocCheck(k * sizeof(float)), *a = (float *)mallocCheck(k * sizeof(float));
-    int *lam = (int *)mallocCheck((size_t)k * o->max_new_tokens * sizeof(int));
-    int *node = (int *)mallocCheck((size_t)k * o->max_new_tokens * sizeof(int));
-    Rng *rngs = (Rng *)mallocCheck(k * sizeof(Rng));
-    for (int i = 0; i < k; i++) { pp[i] = prompt; pl[i] = plen + 1; rng_seed(&rngs[i], o->seed, 65536 + i); }
+    // one group of k, through the functions of a training step (its first step's streams)
+    GroupBatch g;
+    build_group_batch(&g, 1, k, o->max_new_tokens, 0, 0);
+    for (int i = 0; i < k; i++) {
+        g.prompt[i] = prompt;
+        g.plen[i] = plen + 1;
+    }
     KVCache kv;
-    build_kvcache(&kv, &m.config, k);
-    sample_completions(&m, &kv, k, pp, pl, o->max_new_tokens, o->temperature, 0, rngs, NULL, comp, lp, clen);
-    ObjectiveConfig cfg = o->obj;
-    for (int i = 0; i < k; i++) r[i] = countdown_reward(nums, n, target, comp + (size_t)i * o->max_new_tokens, clen[i], 0.0f);
-    int starts[2] = {0, k};
-    if (k >= 2) compute_advantages(a, r, 1, starts, &cfg); else a[0] = 0.0f;
+    build_kvcache(&kv, &model.config, k);
+    GRPOConfig cfg = grpo_config_from_options(o);
+    sample_group(&model, &kv, &g, &cfg, 0, NULL);
+    for (int i = 0; i < k; i++) g.reward[i] = countdown_reward(nums, n, target, g.comp_row[i], g.clen[i], 0.0f);
+    if (k >= 2) compute_advantages(g.advantage, g.reward, 1, g.group_start, &cfg.obj);
+    else g.advantage[0] = 0.0f;
+    TreeStats ts = build_group_trees(&g);
     printf("prompt %s  (k=%d, T=%g, model %s)\n\n", o->prompt, k, o->temperature, o->model);
-    const int *toks[4096];
     for (int i = 0; i < k; i++) {
         char text[4096];
-        toks[i] = comp + (size_t)i * o->max_new_tokens;
-        decode(toks[i], clen[i], text, sizeof text);
-        printf("  y(%d)  r=%.0f  a=%+.4f  %s\n", i + 1, r[i], a[i], text);
+        decode(g.comp_row[i], g.clen[i], text, sizeof text);
+        printf("  y(%d)  r=%.0f  a=%+.4f  %s\n", i + 1, g.reward[i], g.advantage[i], text);
     }
-    PrefixTree tree;
-    build_prefix_tree_buffers(&tree, k);
-    build_prefix_tree(&tree, toks, clen, k, r, a, lam, node, o->max_new_tokens);
-    TreeStats ts = prefix_tree_stats(&tree, clen, k, node, o->max_new_tokens);
     printf("\nB(G): %d process steps, mean path depth %.2f, intermediate proportion %.2f\n",
-           tree.num_nodes, ts.mean_depth, ts.intermediate);
+           g.tree.num_nodes, ts.mean_depth, ts.intermediate);
     printf("GRPO pushes each step's tokens |λ| times with A_λ; λ-GRPO once.\n\n<prompt>\n");
-    print_tree(&tree, toks, clen, k, node, o->max_new_tokens);
-    free_prefix_tree(&tree); free_kvcache(&kv); free_gpt(&m);
-    free(prompt); free(pp); free(pl); free(clen); free(comp); free(lp); free(r); free(a); free(lam); free(node); free(rngs);
+    print_tree(&g.tree, g.comp_row, g.clen, k, g.node_of, g.max_new);
+    free_group_batch(&g);
+    free_kvcache(&kv);
+    free_gpt(&model);
+    free(prompt);
     return 0;
 }
 
@@ -3904,8 +4144,8 @@ static int cmd_check(int argc, char **argv, Options *o) {
                       "'loss <value>'. --mask-truncated 1 gives the lines with truncated=1 no loss.";
     int first = parse_options(argc, argv, CMD_CHECK, o, "check FILE", syn);
     if (first != argc - 1) usage_error("'" PROG " check' needs exactly one FILE argument ('-' for stdin)");
-    ObjectiveConfig cfg = o->obj;
-    cfg.max_new_tokens = o->max_new_tokens;
+    GRPOConfig cfg = grpo_config_from_options(o);
+    cfg.obj.max_new_tokens = o->max_new_tokens;
     const char *path = argv[first];
     CheckRecord *rec;
     int N = read_check_file(path, &rec);
@@ -3920,16 +4160,16 @@ static int cmd_check(int argc, char **argv, Options *o) {
     for (int a = 0; a < N; a++) if (a == 0 || rec[order[a]].group != rec[order[a - 1]].group) starts[G++] = a;
     starts[G] = N;
     for (int g = 0; g < G; g++)
-        if (starts[g + 1] - starts[g] < 2 && cfg.adv_std != STD_NONE && cfg.adv_std_scope == SCOPE_GROUP) {
+        if (starts[g + 1] - starts[g] < 2 && cfg.obj.adv_std != STD_NONE && cfg.obj.adv_std_scope == SCOPE_GROUP) {
             char detail[128];
             snprintf(detail, sizeof detail, " (group %ld has one completion; --adv-std %s needs k >= 2, or use --adv-std none)",
-                     rec[order[starts[g]]].group, ADV_STD_NAMES[cfg.adv_std]);
+                     rec[order[starts[g]]].group, ADV_STD_NAMES[cfg.obj.adv_std]);
             check_error(path, rec[order[starts[g]]].line, "group of size 1", detail);
         }
-    if (cfg.beta != 0.0f)
+    if (cfg.obj.beta != 0.0f)
         for (int i = 0; i < N; i++)
             if (!rec[i].logp_ref) check_error(path, rec[i].line, "logp_ref is required when --beta is not 0", NULL);
-    if (cfg.beta != 0.0f)   // a missing logp is taken as 0 below: with a KL term, a wrong KL, silently
+    if (cfg.obj.beta != 0.0f)   // a missing logp is taken as 0 below: with a KL term, a wrong KL, silently
         for (int i = 0; i < N; i++)
             if (!rec[i].logp)
                 check_error(path, rec[i].line, "logp_ref given without logp: the KL term needs the "
@@ -3939,55 +4179,37 @@ static int cmd_check(int argc, char **argv, Options *o) {
         for (int i = 0; i < N; i++)
             if (rec[i].truncated < 0)
                 check_error(path, rec[i].line, "truncated=0|1 is required when --mask-truncated is 1", NULL);
-    float *reward = (float *)mallocCheck(N * sizeof(float)), *adv = (float *)mallocCheck(N * sizeof(float));
-    int *len = (int *)mallocCheck(N * sizeof(int)), maxlen = 1;
-    const int **toks = (const int **)mallocCheck(N * sizeof(int *));
+    // the batch as a training step holds it: completion a is line order[a] of the file, rows of
+    // the longest completion's length
+    int maxlen = 1;
+    for (int i = 0; i < N; i++) if (rec[i].n > maxlen) maxlen = rec[i].n;
+    GroupBatch batch;
+    build_group_batch_starts(&batch, G, starts, maxlen, 0, 0);
     for (int a = 0; a < N; a++) {
-        CheckRecord *r = &rec[order[a]];
-        reward[a] = r->reward; len[a] = r->n; toks[a] = r->tokens;
-        if (r->n > maxlen) maxlen = r->n;
+        const CheckRecord *r = &rec[order[a]];
+        memcpy(batch.comp + (size_t)a * maxlen, r->tokens, (size_t)r->n * sizeof(int));
+        batch.clen[a] = r->n;
+        batch.reward[a] = r->reward;
+        batch.truncated[a] = (unsigned char)(r->truncated == 1);
     }
-    compute_advantages(adv, reward, G, starts, &cfg);
-    int *lam = (int *)callocCheck((size_t)N * maxlen, sizeof(int));
-    int *node = (int *)callocCheck((size_t)N * maxlen, sizeof(int));
-    float *step_adv = (float *)callocCheck((size_t)N * maxlen, sizeof(float));
-    PrefixTree tree;
-    int kmax = 1;
-    for (int g = 0; g < G; g++) if (starts[g + 1] - starts[g] > kmax) kmax = starts[g + 1] - starts[g];
-    build_prefix_tree_buffers(&tree, kmax);
-    for (int g = 0; g < G; g++) {
-        int s = starts[g], k = starts[g + 1] - s;
-        build_prefix_tree(&tree, toks + s, len + s, k, reward + s, adv + s,
-                          lam + (size_t)s * maxlen, node + (size_t)s * maxlen, maxlen);
-        for (int i = s; i < s + k; i++)
-            for (int t = 0; t < len[i]; t++)
-                step_adv[(size_t)i * maxlen + t] = tree.nodes[node[(size_t)i * maxlen + t]].step_advantage;
-    }
-    float *coef = (float *)mallocCheck(N * sizeof(float));
-    unsigned char *masked = (unsigned char *)callocCheck(N, 1);
-    for (int a = 0; a < N; a++)
-        masked[a] = (unsigned char)(o->mask_truncated && rec[order[a]].truncated == 1);
-    loss_agg_coef_masked(coef, len, masked, N, &cfg);
-    if (cfg.loss_agg == AGG_SEQ_MEAN_TOKEN_SUM_NORM && maxlen > cfg.max_new_tokens)
+    // then the phases of a training step: advantages, trees, per-token preparation, the loss
+    compute_advantages(batch.advantage, batch.reward, G, batch.group_start, &cfg.obj);
+    build_group_trees(&batch);
+    UpdateStats stats;
+    grpo_prepare_tokens(&batch, &cfg, &stats);
+    if (cfg.obj.loss_agg == AGG_SEQ_MEAN_TOKEN_SUM_NORM && maxlen > cfg.obj.max_new_tokens)
         fprintf(stderr, "warning: %s: a completion has %d tokens, more than --max-new-tokens %d (the Dr. GRPO "
-                        "constant); pass your trainer's budget\n", path, maxlen, cfg.max_new_tokens);
-    size_t NT = (size_t)N * maxlen;
-    float *zeros = (float *)callocCheck(NT, sizeof(float));
-    float *w = (float *)mallocCheck(NT * sizeof(float)), *at = (float *)mallocCheck(NT * sizeof(float));
-    float *ct = (float *)mallocCheck(NT * sizeof(float)), *dl = (float *)mallocCheck(NT * sizeof(float));
-    float *ratio = (float *)mallocCheck(NT * sizeof(float)), *kl = (float *)mallocCheck(NT * sizeof(float));
+                        "constant); pass your trainer's budget\n", path, maxlen, cfg.obj.max_new_tokens);
+    float *zeros = (float *)callocCheck(maxlen, sizeof(float));
     double loss = 0.0;
     for (int a = 0; a < N; a++) {
-        CheckRecord *r = &rec[order[a]];
+        const CheckRecord *r = &rec[order[a]];
         size_t row = (size_t)a * maxlen;
-        for (int t = 0; t < len[a]; t++) {
-            w[row + t] = lambda_weight(&cfg, lam[row + t]);
-            at[row + t] = adv[a]; ct[row + t] = coef[a];
-        }
-        const float *lp = r->logp ? r->logp : zeros;            // missing logp: 0 for every token
-        const float *lo = r->logp_old ? r->logp_old : lp;        // missing logp_old: ratio 1
-        TokenLossOut out = {dl + row, ratio + row, kl + row, NULL};
-        loss += grpo_token_loss(&cfg, len[a], lp, lo, r->logp_ref, at + row, w + row, ct + row, &out);
+        const float *logp = r->logp ? r->logp : zeros;               // missing logp: 0 for every token
+        const float *logp_old = r->logp_old ? r->logp_old : logp;    // missing logp_old: ratio 1
+        TokenLossOut out = {batch.dlogp + row, batch.ratio + row, batch.kl + row, NULL};
+        loss += grpo_token_loss(&cfg.obj, batch.clen[a], logp, logp_old, r->logp_ref, batch.adv_tok + row,
+                                batch.weight + row, batch.coef + row, &out);
     }
     // print in file order
     int *pos_of = (int *)mallocCheck(N * sizeof(int));
@@ -3996,17 +4218,26 @@ static int cmd_check(int argc, char **argv, Options *o) {
     for (int i = 0; i < N; i++) {
         int a = pos_of[i];
         size_t row = (size_t)a * maxlen;
-        for (int t = 0; t < len[a]; t++)
+        for (int t = 0; t < batch.clen[a]; t++) {
+            size_t at = row + t;
             printf("%d\t%ld\t%d\t%d\t%d\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\t%.9g\n", rec[i].line, rec[i].group, t,
-                   rec[i].tokens[t], lam[row + t], w[row + t], adv[a], step_adv[row + t], ratio[row + t],
-                   kl[row + t], dl[row + t]);
+                   rec[i].tokens[t], batch.lambda_size[at], batch.weight[at], batch.advantage[a],
+                   batch.step_adv[at], batch.ratio[at], batch.kl[at], batch.dlogp[at]);
+        }
     }
     printf("loss\t%.9g\n", loss);
-    for (int i = 0; i < N; i++) { free(rec[i].tokens); free(rec[i].logp); free(rec[i].logp_old); free(rec[i].logp_ref); }
-    free(rec); free(order); free(starts); free(reward); free(adv); free(len); free(toks); free(lam); free(node);
-    free(step_adv); free_prefix_tree(&tree); free(coef); free(zeros); free(w); free(at); free(ct); free(dl);
-    free(ratio); free(kl); free(pos_of);
-    free(masked);
+    for (int i = 0; i < N; i++) {
+        free(rec[i].tokens);
+        free(rec[i].logp);
+        free(rec[i].logp_old);
+        free(rec[i].logp_ref);
+    }
+    free(rec);
+    free(order);
+    free(starts);
+    free_group_batch(&batch);
+    free(zeros);
+    free(pos_of);
     return 0;
 }
 

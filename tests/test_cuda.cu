@@ -644,11 +644,11 @@ static void step_sample(StepSide *s, const Options *o) {
                        NULL, s->g.comp, s->g.sample_logp, s->g.clen);
 }
 
-// rewards with variation inside every group (the random model solves nothing), then the trees
+// rewards with variation inside every group (the random model solves nothing), advantages, trees
 static void step_rewards_trees(StepSide *s, const Options *o) {
     for (int i = 0; i < s->g.N; i++) s->g.reward[i] = (i * 5 + 3) % 7 < 3 ? 1.0f : 0.0f;
-    int eq;
-    build_group_trees(&s->g, &o->obj, &eq);
+    compute_advantages(s->g.advantage, s->g.reward, s->g.num_groups, s->g.group_start, &o->obj);
+    build_group_trees(&s->g);
 }
 
 static float *host_copy(const float *dev, size_t n) {
@@ -713,8 +713,9 @@ static void test_full_step(int objective) {
     step_rewards_trees(&c, &oc);
     step_rewards_trees(&g, &og);
     UpdateStats usc = {0}, usg = {0};
-    grpo_prepare_tokens(&c.g, &oc, &usc);
-    grpo_prepare_tokens(&g.g, &og, &usg);
+    GRPOConfig cfg_c = grpo_config_from_options(&oc), cfg_g = grpo_config_from_options(&og);
+    grpo_prepare_tokens(&c.g, &cfg_c, &usc);
+    grpo_prepare_tokens(&g.g, &cfg_g, &usg);
     printf("      (%d tokens, mean |λ| %.2f)\n", usc.tokens, usc.mean_lambda);
     AdamWConfig opt = adamw_from_options(&oc, 10);
     GPT h;                               // host scratch: the CPU's AdamW on the GPU's gradients
@@ -726,8 +727,8 @@ static void test_full_step(int objective) {
         memcpy(p0, c.policy.params_memory, nb); memcpy(m0, c.policy.m_memory, nb); memcpy(v0, c.policy.v_memory, nb);
         double klc = 0, klg = 0;
         int clc = 0, clg = 0;
-        double loss_c = grpo_loss_backward(&c.policy, &c.ref, &c.g, &oc, iter, NULL, &klc, &clc);
-        double loss_g = grpo_loss_backward(&g.policy, &g.ref, &g.g, &og, iter, NULL, &klg, &clg);
+        double loss_c = grpo_loss_backward(&c.policy, &c.ref, &c.g, &cfg_c, iter, NULL, &klc, &clc);
+        double loss_g = grpo_loss_backward(&g.policy, &g.ref, &g.g, &cfg_g, iter, NULL, &klg, &clg);
         // per-token outputs (host arrays on both sides): gathered over the completion tokens
         unsigned char *near = (unsigned char *)callocCheck(NT, 1);
         int n_near = 0, clip_mismatch = 0, n_clipped = 0;
@@ -828,7 +829,11 @@ static RunResult run_grpo_update(int on_device, int objective) {
     step_rewards_trees(&s, &o);
     AdamWConfig opt = adamw_from_options(&o, 10);
     int adam_t = 0;
-    UpdateStats us = grpo_update(&s.policy, &s.ref, &s.g, &o, &opt, &adam_t, NULL, 0, "");
+    GRPOConfig cfg = grpo_config_from_options(&o);
+    UpdateStats us;
+    UpdateStatus status = grpo_update(&s.policy, &s.ref, &s.g, &cfg, &opt, &adam_t, NULL, &us);
+    if (status != UPDATE_DONE)   // the program would stop here (stop_on_nan): a failed check
+        record("step_update", UPDATE_STOPPED_BY[status], "not finite", 0, us.not_finite, 0, 0);
     RunResult r = {us.loss, us.grad_norm, us.kl, us.clip_frac, NULL, NULL};
     size_t np = s.policy.num_parameters, NT = (size_t)s.g.N * s.g.max_new;
     r.params = (float *)mallocCheck(np * sizeof(float));

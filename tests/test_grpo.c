@@ -1689,7 +1689,7 @@ static void test_kl_and_clip(void) {
     }
 }
 
-/* --mask-truncated 1 in training (grpo_prepare_tokens): one group of 4 with max_new 4, GRPO,
+/* --mask-truncated 1 in training (mark_truncated, grpo_prepare_tokens): one group of 4 with max_new 4, GRPO,
    ratio 1, β 0, so ℓ_{i,t} = −a_i and ∂loss/∂logp_{i,t} = −c_i a_i. Completion 1 is cut at
    max_new without <eos> (truncated); completion 3 also has max_new tokens but ends with
    <eos> (not truncated: TRL's test is the last token). Masked, completion 1 contributes 0 and
@@ -1702,8 +1702,9 @@ static void test_kl_and_clip(void) {
 static void test_mask_truncated(void) {
     Options o;
     default_options(&o);
-    o.obj.objective = OBJ_GRPO;
-    o.obj.max_new_tokens = 4;
+    GRPOConfig cfg = grpo_config_from_options(&o);
+    cfg.obj.objective = OBJ_GRPO;
+    cfg.obj.max_new_tokens = 4;
     const int k = 4, MN = 4;
     GroupBatch g;
     build_group_batch(&g, 1, k, MN, k, 32);
@@ -1718,6 +1719,7 @@ static void test_mask_truncated(void) {
         g.clen[i] = n;
         g.advantage[i] = adv[i];
     }
+    mark_truncated(&g);   // as sample_group does after sampling: completion 1 only
     const char *names[4] = {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
                             "seq-mean-token-sum-norm"};
     float want_loss[4] = {-2.0f / 9, -1.0f / 3, -2.0f / 3, -1.0f / 6};
@@ -1728,16 +1730,16 @@ static void test_mask_truncated(void) {
     for (int mask = 1; mask >= 0; mask--)
         for (int m = 0; m < 4; m++) {
             if (!mask && m > 0) break;          // unmasked: token-mean, the default, is enough here
-            o.mask_truncated = mask;
-            o.obj.loss_agg = m;
+            cfg.mask_truncated = mask;
+            cfg.obj.loss_agg = m;
             UpdateStats us;
-            grpo_prepare_tokens(&g, &o, &us);
+            grpo_prepare_tokens(&g, &cfg, &us);
             float lp[4] = {-1.0f, -1.0f, -1.0f, -1.0f}, dl[16] = {0}, got_d[4];
             double loss = 0.0;
             for (int i = 0; i < k; i++) {
                 TokenLossOut out = {dl + i * MN, NULL, NULL, NULL};
                 size_t row = (size_t)i * MN;
-                loss += grpo_token_loss(&o.obj, g.clen[i], lp, lp, NULL, g.adv_tok + row, g.weight + row,
+                loss += grpo_token_loss(&cfg.obj, g.clen[i], lp, lp, NULL, g.adv_tok + row, g.weight + row,
                                         g.coef + row, &out);
             }
             int same_in_row = 1;                // one ∂ per completion: every token of it alike
@@ -1824,8 +1826,8 @@ static void fill_group(GroupBatch *g, const int *prompt, int plen, const char **
         g->clen[i] = n;
         g->reward[i] = r[i];
     }
-    int eq;
-    build_group_trees(g, cfg, &eq);
+    compute_advantages(g->advantage, g->reward, g->num_groups, g->group_start, cfg);
+    build_group_trees(g);
 }
 
 static GPT test_model(int max_batch, uint64_t seed) {
@@ -1844,27 +1846,28 @@ static const float GROUP_R[8] = {1, 0, 1, 0, 1, 1, 0, 0};
 static void test_theorem1_and_lambda(void) {
     Options o;
     default_options(&o);
-    o.obj.objective = OBJ_GRPO; o.obj.beta = 0.04f; o.temperature = 0.9f;
+    GRPOConfig cfg = grpo_config_from_options(&o);
+    cfg.obj.objective = OBJ_GRPO; cfg.obj.beta = 0.04f; cfg.temperature = 0.9f;
     int k = 8, MN = 20, prompt[12], bad;
     prompt[0] = TOK_BOS;
     encode("7 3 5>26:", 9, prompt + 1, &bad);
     GPT m = test_model(k, 3), ref = test_model(k, 4);
     GroupBatch g;
     build_group_batch(&g, 1, k, MN, k, 32);
-    fill_group(&g, prompt, 10, GROUP, GROUP_R, &o.obj);
+    fill_group(&g, prompt, 10, GROUP, GROUP_R, &cfg.obj);
     size_t P = m.num_parameters;
     float *g1 = (float *)mallocCheck(P * 4), *g2 = (float *)mallocCheck(P * 4);
     UpdateStats us;
     double kl = 0; int clipped = 0;
     // GRPO with outcome advantages a_i
-    grpo_prepare_tokens(&g, &o, &us);
-    float l1 = (float)grpo_loss_backward(&m, &ref, &g, &o, 0, NULL, &kl, &clipped);
+    grpo_prepare_tokens(&g, &cfg, &us);
+    float l1 = (float)grpo_loss_backward(&m, &ref, &g, &cfg, 0, NULL, &kl, &clipped);
     memcpy(g1, m.grads_memory, P * 4);
     // the PRM form: every token carries its step advantage A_λ(i,t) (Theorem 1)
     PrefixTree *tr = &g.tree;   // the group's tree is the last one built (P = 1)
     for (int i = 0; i < k; i++)
         for (int t = 0; t < g.clen[i]; t++) g.adv_tok[i * MN + t] = tr->nodes[g.node_of[i * MN + t]].step_advantage;
-    float l2 = (float)grpo_loss_backward(&m, &ref, &g, &o, 0, NULL, &kl, &clipped);
+    float l2 = (float)grpo_loss_backward(&m, &ref, &g, &cfg, 0, NULL, &kl, &clipped);
     memcpy(g2, m.grads_memory, P * 4);
     // Both sides run the same float32 forward; only the advantages on the tokens differ, so the
     // losses differ by the rounding of a token mean of terms A·ratio + β·k3 of size ~1 (|A| <=
@@ -1875,13 +1878,13 @@ static void test_theorem1_and_lambda(void) {
     compare("theorem 1: GRPO loss with a_i == loss with A_λ(i,t)", &l2, &l1, 1, TOL_FEW, 1.0f);
     compare_params("theorem 1: GRPO gradient with a_i == gradient with A_λ(i,t)", &m, g2, g1, TOL_BWD, 0.0f);
     // the same substitution under per-sequence normalisation does change the gradient
-    o.obj.loss_agg = AGG_SEQ_MEAN_TOKEN_MEAN;
-    grpo_prepare_tokens(&g, &o, &us);
-    grpo_loss_backward(&m, &ref, &g, &o, 0, NULL, &kl, &clipped);
+    cfg.obj.loss_agg = AGG_SEQ_MEAN_TOKEN_MEAN;
+    grpo_prepare_tokens(&g, &cfg, &us);
+    grpo_loss_backward(&m, &ref, &g, &cfg, 0, NULL, &kl, &clipped);
     memcpy(g1, m.grads_memory, P * 4);
     for (int i = 0; i < k; i++)
         for (int t = 0; t < g.clen[i]; t++) g.adv_tok[i * MN + t] = tr->nodes[g.node_of[i * MN + t]].step_advantage;
-    grpo_loss_backward(&m, &ref, &g, &o, 0, NULL, &kl, &clipped);
+    grpo_loss_backward(&m, &ref, &g, &cfg, 0, NULL, &kl, &clipped);
     // a real difference, far above rounding: at least 100 TOL_BWD of the gradient's max
     double diff = 0, gmax = 0;
     for (size_t i = 0; i < P; i++) {
@@ -1891,11 +1894,11 @@ static void test_theorem1_and_lambda(void) {
     check(diff > 100 * TOL_BWD * gmax,
           "theorem 1: does not hold under seq-mean-token-mean (as the paper says)",
           "max grad diff = %.2e of the gradient's max %.3g (want > 2e-03)", diff / gmax, gmax);
-    o.obj.loss_agg = AGG_TOKEN_MEAN;
+    cfg.obj.loss_agg = AGG_TOKEN_MEAN;
     // λ-GRPO == each node once with A_λ: a representative member carries the node's tokens
-    o.obj.objective = OBJ_LAMBDA_GRPO; o.obj.beta = 0.0f;
-    grpo_prepare_tokens(&g, &o, &us);
-    float l3 = (float)grpo_loss_backward(&m, NULL, &g, &o, 0, NULL, &kl, &clipped);
+    cfg.obj.objective = OBJ_LAMBDA_GRPO; cfg.obj.beta = 0.0f;
+    grpo_prepare_tokens(&g, &cfg, &us);
+    float l3 = (float)grpo_loss_backward(&m, NULL, &g, &cfg, 0, NULL, &kl, &clipped);
     memcpy(g1, m.grads_memory, P * 4);
     for (int i = 0; i < k; i++)
         for (int t = 0; t < g.clen[i]; t++) {
@@ -1903,29 +1906,29 @@ static void test_theorem1_and_lambda(void) {
             g.weight[i * MN + t] = nd->member == i ? 1.0f : 0.0f;
             g.adv_tok[i * MN + t] = nd->step_advantage;
         }
-    float l4 = (float)grpo_loss_backward(&m, NULL, &g, &o, 0, NULL, &kl, &clipped);
+    float l4 = (float)grpo_loss_backward(&m, NULL, &g, &cfg, 0, NULL, &kl, &clipped);
     // as for Theorem 1 above; measured 7.5e-9 (loss) and 2.9e-7 / 4.0e-7 / 2.8e-7 (gradient)
     compare("λ-GRPO: loss == each tree node once with A_λ", &l4, &l3, 1, TOL_FEW, 1.0f);
     compare_params("λ-GRPO: gradient == each tree node once with A_λ", &m, m.grads_memory, g1, TOL_BWD, 0.0f);
     // no shared first token: λ-GRPO is GRPO exactly
     const char *distinct[8] = {"7*3=21$", "3*7=21$", "5+3=8$", "1$", "2*", "4$", "6$", "8+$"};
-    fill_group(&g, prompt, 10, distinct, GROUP_R, &o.obj);
-    grpo_prepare_tokens(&g, &o, &us);
-    float l5 = (float)grpo_loss_backward(&m, NULL, &g, &o, 0, NULL, &kl, &clipped);
+    fill_group(&g, prompt, 10, distinct, GROUP_R, &cfg.obj);
+    grpo_prepare_tokens(&g, &cfg, &us);
+    float l5 = (float)grpo_loss_backward(&m, NULL, &g, &cfg, 0, NULL, &kl, &clipped);
     memcpy(g1, m.grads_memory, P * 4);
-    o.obj.objective = OBJ_GRPO;
-    grpo_prepare_tokens(&g, &o, &us);
-    float l6 = (float)grpo_loss_backward(&m, NULL, &g, &o, 0, NULL, &kl, &clipped);
+    cfg.obj.objective = OBJ_GRPO;
+    grpo_prepare_tokens(&g, &cfg, &us);
+    float l6 = (float)grpo_loss_backward(&m, NULL, &g, &cfg, 0, NULL, &kl, &clipped);
     check(l5 == l6 && !memcmp(g1, m.grads_memory, P * 4), "λ-GRPO: equals GRPO exactly when no first token is shared",
           "loss %g vs %g", l5, l6);
     // micro-batches change no gradient
-    fill_group(&g, prompt, 10, GROUP, GROUP_R, &o.obj);
-    o.obj.objective = OBJ_LAMBDA_GRPO; o.obj.beta = 0.04f; o.micro_batch = 0;
-    grpo_prepare_tokens(&g, &o, &us);
-    float l7 = (float)grpo_loss_backward(&m, &ref, &g, &o, 0, NULL, &kl, &clipped);
+    fill_group(&g, prompt, 10, GROUP, GROUP_R, &cfg.obj);
+    cfg.obj.objective = OBJ_LAMBDA_GRPO; cfg.obj.beta = 0.04f; cfg.micro_batch = 0;
+    grpo_prepare_tokens(&g, &cfg, &us);
+    float l7 = (float)grpo_loss_backward(&m, &ref, &g, &cfg, 0, NULL, &kl, &clipped);
     memcpy(g1, m.grads_memory, P * 4);
-    o.micro_batch = 3;
-    float l8 = (float)grpo_loss_backward(&m, &ref, &g, &o, 0, NULL, &kl, &clipped);
+    cfg.micro_batch = 3;
+    float l8 = (float)grpo_loss_backward(&m, &ref, &g, &cfg, 0, NULL, &kl, &clipped);
     // micro-batches run the forward on 3 sequences at a time (the same per-row dot products,
     // which a kernel may order otherwise for another row count: TOL_FWD of S >= 1 for the
     // loss) and add up the gradients in another order (TOL_BWD). Measured 0 (loss) and
@@ -1933,7 +1936,7 @@ static void test_theorem1_and_lambda(void) {
     compare("micro-batch: loss with micro-batches of 3 == whole step", &l8, &l7, 1, TOL_FWD, 1.0f);
     compare_params("micro-batch: gradient with micro-batches of 3 == whole step", &m, m.grads_memory, g1,
                    TOL_BWD, 0.0f);
-    o.micro_batch = 0;
+    cfg.micro_batch = 0;
     // ratio is exactly 1 at μ = 1 (π_old = detached π_θ)
     int ones = 1;
     for (int i = 0; i < k; i++) for (int t = 0; t < g.clen[i]; t++) ones &= g.ratio[i * MN + t] == 1.0f;
