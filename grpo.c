@@ -1464,265 +1464,6 @@ static void adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
 }
 
 // ----------------------------------------------------------------------------
-// Checkpoints: header (magic, version, config, vocabulary), parameters, and optionally
-// the AdamW state, the step counter and the RNG state so a resumed run continues bit
-// for bit. Written to a temporary file of its own (PATH.tmp.<pid>.<n>), flushed, synced and
-// renamed, so a crash never leaves a half-written checkpoint under the real name, and two
-// processes saving to one path never write into the same file.
-
-#define CKPT_MAGIC 0x4f505247   // "GRPO" in a little-endian file
-#define CKPT_VERSION 1
-#define CKPT_HEADER_INTS 32
-
-typedef struct {
-    int step;       // optimizer steps taken
-    Rng rng;        // the run's data/sampling RNG after `step` steps
-    int kind;       // 1: written by ./grpo sft, 2: by ./grpo train (a run resumes only its own kind)
-} TrainState;
-
-/* open_ckpt_tmp: creates a new temporary file next to path, PATH.tmp.<pid>.<n> (O_EXCL:
-   never one that exists, so two processes or two saves never share one), and names it in
-   tmp. The directory is the same as path's, so the final rename cannot cross file systems. */
-static FILE *open_ckpt_tmp(const char *path, char *tmp, size_t cap) {
-    static unsigned long counter = 0;   // saves by this process
-    for (int attempt = 0; ; attempt++) {
-        snprintf(tmp, cap, "%s.tmp.%ld.%lu", path, (long)getpid(), counter++);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        if (fd >= 0) {
-            FILE *f = fdopen(fd, "wb");
-            if (f) return f;
-            close(fd);
-            unlink(tmp);
-        }
-        if (fd >= 0 || errno != EEXIST || attempt == 1000) {
-            char msg[1300];
-            snprintf(msg, sizeof msg, "cannot create '%s': %s", tmp, strerror(errno));
-            fail_at(__FILE__, __LINE__, msg, "check that the directory exists and is writable");
-        }
-    }
-}
-
-/* ckpt_write_failed: a checkpoint could not be written (disk full, file size limit, I/O
-   error) at stage `what`: closes f (when still open), removes the temporary file so that
-   nothing half-written stays behind, and stops the run naming the checkpoint. Whatever was
-   under path before is untouched. */
-static void ckpt_write_failed(FILE *f, const char *tmp, const char *path, const char *what) {
-    int err = errno;
-    if (f) fclose(f);
-    unlink(tmp);
-    char msg[1400];
-    snprintf(msg, sizeof msg, "cannot save checkpoint '%s': %s failed: %s", path, what, strerror(err));
-    fail_at(__FILE__, __LINE__, msg, "is the disk full? the temporary file was removed; an older file "
-                                     "under that name, if any, is intact");
-}
-
-static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, const TrainState *st) {
-#ifdef GRPO_CUDA
-    if (m->on_device) {   // a host copy of what the file holds, written by the code below
-        GPT h = *m;
-        size_t nb = m->num_parameters * sizeof(float);
-        h.on_device = 0;
-        h.params_memory = (float *)mallocCheck(nb);
-        cuda_memcpy_d2h(h.params_memory, m->params_memory, nb);
-        h.m_memory = h.v_memory = NULL;
-        if (with_optimizer) {
-            h.m_memory = (float *)mallocCheck(nb); h.v_memory = (float *)mallocCheck(nb);
-            cuda_memcpy_d2h(h.m_memory, m->m_memory, nb); cuda_memcpy_d2h(h.v_memory, m->v_memory, nb);
-        }
-        save_checkpoint(path, &h, with_optimizer, st);
-        free(h.params_memory); free(h.m_memory); free(h.v_memory);
-        return;
-    }
-#endif
-    char tmp[1100];
-    FILE *f = open_ckpt_tmp(path, tmp, sizeof tmp);
-    char vocab[512];
-    int vlen = vocab_string(vocab, sizeof vocab);
-    int32_t h[CKPT_HEADER_INTS] = {0};
-    h[0] = CKPT_MAGIC; h[1] = CKPT_VERSION;
-    h[2] = m->config.max_seq_len; h[3] = m->config.vocab_size; h[4] = m->config.num_layers;
-    h[5] = m->config.num_heads; h[6] = m->config.channels;
-    h[7] = with_optimizer; h[8] = st ? st->step : 0; h[9] = vlen;
-    h[10] = st ? st->kind : 0;   // which run wrote the optimizer state: 1 sft, 2 train
-    size_t np = m->num_parameters;
-    int ok = fwrite(h, sizeof(int32_t), CKPT_HEADER_INTS, f) == CKPT_HEADER_INTS;
-    ok = ok && fwrite(vocab, 1, vlen, f) == (size_t)vlen;
-    ok = ok && fwrite(m->params_memory, sizeof(float), np, f) == np;
-    if (with_optimizer) {
-        ok = ok && fwrite(m->m_memory, sizeof(float), np, f) == np;
-        ok = ok && fwrite(m->v_memory, sizeof(float), np, f) == np;
-        ok = ok && fwrite(st->rng.s, sizeof(uint64_t), 4, f) == 4;
-    }
-    if (!ok) ckpt_write_failed(f, tmp, path, "write");
-    if (fflush(f) != 0) ckpt_write_failed(f, tmp, path, "flush");
-    if (fsync(fileno(f)) != 0) ckpt_write_failed(f, tmp, path, "fsync");
-    if (fclose(f) != 0) ckpt_write_failed(NULL, tmp, path, "close");
-    if (rename(tmp, path) != 0) ckpt_write_failed(NULL, tmp, path, "rename");
-}
-
-static void ckpt_error(const char *path, const char *what, const char *hint) {
-    fprintf(stderr, "error: checkpoint '%s': %s\n", path, what);
-    if (hint) fprintf(stderr, "  hint: %s\n", hint);
-    exit(EXIT_INPUT);
-}
-
-// Reads n items of a checkpoint; a short read means the file is truncated.
-static void ckpt_read(void *ptr, size_t size, size_t n, FILE *f, const char *path, const char *what) {
-    errno = 0;
-    if (fread(ptr, size, n, f) != n) {
-        char msg[256];
-        if (ferror(f)) {   // not the end of the file: the disk or the file system failed
-            snprintf(msg, sizeof msg, "read error in %s: %s", what, errno ? strerror(errno) : "unknown");
-            ckpt_error(path, msg, NULL);
-        }
-        snprintf(msg, sizeof msg, "truncated: the file ends inside %s", what);
-        ckpt_error(path, msg, "the file is incomplete (interrupted copy?); use an intact checkpoint");
-    }
-}
-
-// The next name of a vocabulary string (each name followed by '\n', n bytes) from *pos:
-// its start and length; *pos moves past it. Returns 0 when no name is left.
-static int vocab_next(const char *v, int n, int *pos, int *start, int *len) {
-    if (*pos >= n) return 0;
-    *start = *pos;
-    while (*pos < n && v[*pos] != '\n') (*pos)++;
-    *len = *pos - *start;
-    (*pos)++;
-    return 1;
-}
-
-// A printable copy of name[0..len) (at most 24 characters; other bytes as '?').
-static void printable_name(char *out, const char *name, int len) {
-    int j = 0;
-    for (; j < len && j < 24; j++) out[j] = name[j] >= 32 && name[j] < 127 ? name[j] : '?';
-    out[j] = 0;
-}
-
-// Says how a checkpoint's vocabulary (file_v, file_n bytes; file_size tokens in the header)
-// differs from this build's: the first token whose name differs, or else the counts.
-static void vocab_mismatch(char *msg, size_t cap, const char *file_v, int file_n, int file_size) {
-    char ours[512], theirs_name[32] = "(none)", ours_name[32] = "(none)";
-    int ours_n = vocab_string(ours, sizeof ours);
-    int pa = 0, pb = 0, tok = 0;
-    for (;;) {
-        int sa = 0, la = 0, sb = 0, lb = 0;
-        int more_a = vocab_next(file_v, file_n, &pa, &sa, &la);
-        int more_b = vocab_next(ours, ours_n, &pb, &sb, &lb);
-        if (!more_a && !more_b) break;   // the names agree: only the header's count differs
-        if (!more_a || !more_b || la != lb || memcmp(file_v + sa, ours + sb, la)) {
-            if (more_a) printable_name(theirs_name, file_v + sa, la);
-            if (more_b) printable_name(ours_name, ours + sb, lb);
-            snprintf(msg, cap, "vocabulary differs from this build's: token %d is '%s' in the file, "
-                     "'%s' here (%d tokens in file, %d here)", tok, theirs_name, ours_name, file_size,
-                     VOCAB_SIZE);
-            return;
-        }
-        tok++;
-    }
-    snprintf(msg, cap, "vocabulary differs from this build's (%d tokens in file, %d here)",
-             file_size, VOCAB_SIZE);
-}
-
-/* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences).
-   If st is not NULL the file must hold optimizer state, which is restored with the step
-   and RNG. Refuses, with a message naming the file: another format (magic), another
-   version, an impossible config, a vocabulary different from this build's, a truncated
-   file, and trailing bytes. Returns 1 if the file holds optimizer state. */
-static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *st) {
-    struct stat sb;
-    if (stat(path, &sb) != 0 && errno == ENOENT)   // the usual case: no SFT run yet
-        ckpt_error(path, "no such file",
-                   "./grpo sft writes runs/sft/model.bin and ./grpo train runs/grpo/model.bin "
-                   "(make run does both); or name another file (--init, --model, --resume)");
-    FILE *f = fopenCheck(path, "rb");
-    int32_t h[CKPT_HEADER_INTS];
-    char msg[1024];
-    if (fread(h, sizeof(int32_t), CKPT_HEADER_INTS, f) != CKPT_HEADER_INTS)
-        ckpt_error(path, ferror(f) ? "read error in the header"
-                                   : "file too short for a header (truncated, or not a checkpoint)", NULL);
-    if (h[0] != CKPT_MAGIC)
-        ckpt_error(path, "bad magic number: not a grpo.c checkpoint", "pass a model.bin written by ./grpo sft or ./grpo train");
-    if (h[1] != CKPT_VERSION) {
-        snprintf(msg, sizeof msg, "format version %d, this build reads version %d", h[1], CKPT_VERSION);
-        ckpt_error(path, msg, "re-create the checkpoint with this build");
-    }
-    GPTConfig c = {h[2], h[3], h[4], h[5], h[6]};
-    // the ranges of --context, --layers, --heads, --channels: every file ./grpo can write
-    if (c.max_seq_len < 1 || c.max_seq_len > 1024 || c.num_layers < 1 || c.num_layers > 64 ||
-        c.num_heads < 1 || c.num_heads > 64 || c.channels < 1 || c.channels > 4096 || c.channels % c.num_heads ||
-        h[7] < 0 || h[7] > 1 || h[8] < 0 || h[9] < 0 || h[9] > 4096)
-        ckpt_error(path, "header holds an impossible model configuration (corrupt file?)", NULL);
-    {   // the file must be exactly as long as its header says, checked BEFORE allocating the model
-        size_t sz[NUM_PARAM_TENSORS], np = 0;
-        param_sizes(sz, &c);
-        for (int i = 0; i < NUM_PARAM_TENSORS; i++) np += sz[i];
-        long long want = (long long)sizeof h + h[9] + (long long)np * (long long)sizeof(float) * (h[7] ? 3 : 1) +
-                         (h[7] ? 4 * (long long)sizeof(uint64_t) : 0);
-        struct stat sb;
-        if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (long long)sb.st_size != want) {
-            snprintf(msg, sizeof msg, "%s: the file is %lld bytes, its header describes %lld",
-                     sb.st_size < want ? "file truncated" : "trailing bytes after the last tensor",
-                     (long long)sb.st_size, want);
-            ckpt_error(path, msg, "the file is incomplete or corrupt; re-create it");
-        }
-    }
-    char vocab[4097], ours[512];
-    ckpt_read(vocab, 1, h[9], f, path, "the vocabulary");
-    vocab[h[9]] = 0;
-    int vlen = vocab_string(ours, sizeof ours);
-    if (c.vocab_size != VOCAB_SIZE || h[9] != vlen || memcmp(vocab, ours, vlen) != 0) {
-        vocab_mismatch(msg, sizeof msg, vocab, h[9], c.vocab_size);
-        ckpt_error(path, msg, "a model can only be used with the tokenizer it was trained with");
-    }
-    if (st && !h[7])
-        ckpt_error(path, "holds no optimizer state, so a run cannot resume from it", "use --init to start a new run from it");
-    build_gpt(m, c, max_batch, 0);
-    float *params = m->params_memory, *mom1 = m->m_memory, *mom2 = m->v_memory;   // read into these
-#ifdef GRPO_CUDA
-    if (m->on_device) {   // through a host staging buffer, copied to the GPU below
-        params = (float *)mallocCheck(3 * m->num_parameters * sizeof(float));
-        mom1 = params + m->num_parameters; mom2 = mom1 + m->num_parameters;
-    }
-#endif
-    ckpt_read(params, sizeof(float), m->num_parameters, f, path, "the parameters");
-    if (h[7]) {
-        ckpt_read(mom1, sizeof(float), m->num_parameters, f, path, "the AdamW first moments");
-        ckpt_read(mom2, sizeof(float), m->num_parameters, f, path, "the AdamW second moments");
-        Rng r;
-        ckpt_read(r.s, sizeof(uint64_t), 4, f, path, "the RNG state");
-        if (st) {
-            const char *resumer = st->kind == 1 ? "sft" : "train";
-            if (st->kind && h[10] != st->kind && (h[10] == 1 || h[10] == 2)) {
-                snprintf(msg, sizeof msg, "was written by ./grpo %s, so './grpo %s --resume' cannot continue it",
-                         h[10] == 1 ? "sft" : "train", resumer);
-                ckpt_error(path, msg, st->kind == 2 ? "use --init to start a GRPO run from an SFT checkpoint"
-                                                    : "resume from a checkpoint that ./grpo sft wrote");
-            }
-            if (st->kind && h[10] != st->kind) {   // 0: written before the kind was recorded
-                snprintf(msg, sizeof msg, "unknown checkpoint kind %d (this build knows sft=1, train=2), "
-                         "so './grpo %s --resume' cannot continue it", h[10], resumer);
-                ckpt_error(path, msg, "re-create it with this build, or start a new run from it with --init");
-            }
-            st->rng = r; st->step = h[8];
-        }
-        else { memset(mom1, 0, m->num_parameters * sizeof(float));
-               memset(mom2, 0, m->num_parameters * sizeof(float)); }
-    }
-    if (fgetc(f) != EOF) ckpt_error(path, "trailing bytes after the last tensor (corrupt file?)", NULL);
-    if (ferror(f)) ckpt_error(path, "read error after the last tensor", NULL);
-    fclose(f);
-#ifdef GRPO_CUDA
-    if (m->on_device) {   // without optimizer state in the file the moments stay at build_gpt's zeros
-        size_t nb = m->num_parameters * sizeof(float);
-        cuda_memcpy_h2d(m->params_memory, params, nb);
-        if (h[7]) { cuda_memcpy_h2d(m->m_memory, mom1, nb); cuda_memcpy_h2d(m->v_memory, mom2, nb); }
-        free(params);
-    }
-#endif
-    return h[7];
-}
-
-// ----------------------------------------------------------------------------
 // Task and verifier: countdown (the completion must reach the target with + − × ÷)
 /* ---------------------------------------------------------------------------
  * Countdown verifier (C99, no globals, no heap allocation).
@@ -2427,7 +2168,451 @@ static double grpo_token_loss(const ObjectiveConfig *cfg, int n, const float *lo
 }
 
 // ----------------------------------------------------------------------------
-// Configuration: every option of every command, with its default, range and help.
+// The GRPO step: sample → score → advantages → trees → update (paper §2–§4)
+//
+// One step of cmd_train's loop, phase by phase: draw_prompts and sample_group (x, y(i)),
+// score_group (r_i), compute_advantages (a_i, eq. 2), build_group_trees (B(G), |λ(i,t)|),
+// grpo_update (μ AdamW steps on the objective, eqs. 3–4 and 11). ./grpo check and ./grpo sample
+// run the same functions on their batches.
+
+/* GRPOConfig: what a GRPO step needs and nothing more. cmd_train and the tree task fill it
+   from their options (grpo_config_from_options, tooling section). */
+typedef struct {
+    ObjectiveConfig obj;   // advantages, clipping, β, loss aggregation, GRPO or λ-GRPO
+    float temperature;     // T of the sampler and of every log-prob: π_θ, π_old and π_ref
+    int num_iterations;    // μ: optimizer steps per sampled batch (π_old frozen at sampling)
+    int micro_batch;       // sequences per forward/backward (0: all N at once); changes no gradient
+    int mask_truncated;    // 1: a completion cut at max_new tokens without <eos> gets no loss
+    int seed;              // the sampling streams derive from it and the step number
+} GRPOConfig;
+
+/* GroupBatch: the completions of one step, in num_groups groups (one prompt each; train and
+   the tree task: P groups of k, N = P·k), and every per-completion and per-token array the
+   step fills. Per-token arrays are (N, max_new): row i holds completion i's tokens 0..clen[i]−1. */
+typedef struct {
+    int num_groups;              // P: groups, one prompt each
+    int N;                       // completions in all groups
+    int max_new;                 // the completion budget: the row length of every per-token array
+    int *group_start;            // (P+1) group p is completions group_start[p] .. group_start[p+1]−1
+    int *prompt_idx;             // (P) dataset index of each group's prompt
+    const int **prompt;          // (N) <bos>+prompt tokens of completion i's prompt
+    int *plen;                   // (N)
+    int *comp;                   // (N, max_new) completion token ids
+    const int **comp_row;        // (N) comp_row[i] = comp + i·max_new: completion i as the tree reads it
+    float *sample_logp;          // (N, max_new) the sampler's log-probs
+    int *clen;                   // (N) completion length (with <eos> when it finished)
+    unsigned char *truncated;    // (N) 1: cut at max_new tokens without <eos>
+    float *reward, *advantage;   // (N) r_i and a_i
+    int *lambda_size, *node_of;  // (N, max_new) |λ(i,t)| and the node of B(G) that owns the token
+    float *step_adv;             // (N, max_new) A_λ(i,t): reported (./grpo check), not trained on
+    // per completion token, (N, max_new)
+    float *logp, *logp_old, *logp_ref, *adv_tok, *weight, *coef, *dlogp, *ratio, *kl;
+    unsigned char *clipped;
+    float *seq_coef;             // (N) the aggregation factor c_i of each completion
+    Rng *rngs;                   // (N) one sampling stream per completion
+    PrefixTree tree;             // the tree of the group built last (capacity: the largest group)
+    // per-position scratch for one micro-batch, (micro, maxT)
+    int *inputs, *targets;
+    float *logp_pos, *dlogp_pos;
+} GroupBatch;
+
+/* build_group_batch_starts: the buffers of a step whose num_groups groups have any sizes:
+   group p is completions group_start[p] .. group_start[p+1]−1 (num_groups+1 entries, the first
+   0; copied), of up to max_new tokens each, with scratch for forward passes of micro
+   sequences of up to maxT positions (micro = 0: no model is run on the batch). */
+static void build_group_batch_starts(GroupBatch *g, int num_groups, const int *group_start, int max_new,
+                                     int micro, int maxT) {
+    memset(g, 0, sizeof *g);
+    g->num_groups = num_groups;
+    g->N = group_start[num_groups];
+    g->max_new = max_new;
+    size_t N = g->N, NT = N * max_new, MT = (size_t)micro * maxT;
+    g->group_start = (int *)mallocCheck((size_t)(num_groups + 1) * sizeof(int));
+    memcpy(g->group_start, group_start, (size_t)(num_groups + 1) * sizeof(int));
+    int largest = 1;
+    for (int p = 0; p < num_groups; p++) {
+        int size = group_start[p + 1] - group_start[p];
+        if (size > largest) largest = size;
+    }
+    g->prompt_idx = (int *)callocCheck(num_groups, sizeof(int));
+    g->prompt = (const int **)callocCheck(N, sizeof(int *));
+    g->plen = (int *)callocCheck(N, sizeof(int));
+    g->comp = (int *)callocCheck(NT, sizeof(int));
+    g->comp_row = (const int **)callocCheck(N, sizeof(int *));
+    for (size_t i = 0; i < N; i++) g->comp_row[i] = g->comp + i * max_new;
+    g->sample_logp = (float *)callocCheck(NT, sizeof(float));
+    g->clen = (int *)callocCheck(N, sizeof(int));
+    g->truncated = (unsigned char *)callocCheck(N, 1);
+    g->reward = (float *)callocCheck(N, sizeof(float));
+    g->advantage = (float *)callocCheck(N, sizeof(float));
+    g->lambda_size = (int *)callocCheck(NT, sizeof(int));
+    g->node_of = (int *)callocCheck(NT, sizeof(int));
+    float **per_token[] = {&g->step_adv, &g->logp, &g->logp_old, &g->logp_ref, &g->adv_tok, &g->weight,
+                           &g->coef, &g->dlogp, &g->ratio, &g->kl};
+    for (size_t a = 0; a < sizeof per_token / sizeof per_token[0]; a++)
+        *per_token[a] = (float *)callocCheck(NT, sizeof(float));
+    g->clipped = (unsigned char *)callocCheck(NT, 1);
+    g->seq_coef = (float *)callocCheck(N, sizeof(float));
+    g->rngs = (Rng *)callocCheck(N, sizeof(Rng));
+    build_prefix_tree_buffers(&g->tree, largest);
+    g->inputs = (int *)callocCheck(MT, sizeof(int));
+    g->targets = (int *)callocCheck(MT, sizeof(int));
+    g->logp_pos = (float *)callocCheck(MT, sizeof(float));
+    g->dlogp_pos = (float *)callocCheck(MT, sizeof(float));
+}
+
+// build_group_batch: the buffers of a step of P groups of k completions each (train, tree, sample).
+static void build_group_batch(GroupBatch *g, int P, int k, int max_new, int micro, int maxT) {
+    int *starts = (int *)mallocCheck((size_t)(P + 1) * sizeof(int));
+    equal_groups(starts, P, k);
+    build_group_batch_starts(g, P, starts, max_new, micro, maxT);
+    free(starts);
+}
+
+static void free_group_batch(GroupBatch *g) {
+    void *arrays[] = {g->group_start, g->prompt_idx, g->prompt, g->plen, g->comp, g->comp_row, g->sample_logp,
+                      g->clen, g->truncated, g->reward, g->advantage, g->lambda_size, g->node_of, g->step_adv,
+                      g->logp, g->logp_old, g->logp_ref, g->adv_tok, g->weight, g->coef, g->dlogp, g->ratio,
+                      g->kl, g->clipped, g->seq_coef, g->rngs, g->inputs, g->targets, g->logp_pos, g->dlogp_pos};
+    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
+    free_prefix_tree(&g->tree);
+}
+
+/* draw_prompts: the step's prompts x, one per group, drawn with replacement from d by the run's
+   RNG; every completion of group p gets group p's prompt. */
+static void draw_prompts(GroupBatch *g, const Dataset *d, Rng *run_rng) {
+    for (int p = 0; p < g->num_groups; p++) g->prompt_idx[p] = rng_int(run_rng, d->n);
+    for (int p = 0; p < g->num_groups; p++) {
+        int q = g->prompt_idx[p];
+        for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++) {
+            g->prompt[i] = d->prompt + (size_t)q * d->maxT;
+            g->plen[i] = d->prompt_len[q];
+        }
+    }
+}
+
+// mark_truncated: truncated[i] = 1 when completion i was cut at max_new tokens without <eos>
+// (TRL's test: its last token is not <eos>), else 0.
+static void mark_truncated(GroupBatch *g) {
+    int budget = g->max_new;
+    for (int i = 0; i < g->N; i++) {
+        int truncated = g->clen[i] == budget && g->comp[(size_t)i * budget + budget - 1] != TOK_EOS;
+        g->truncated[i] = (unsigned char)truncated;
+    }
+}
+
+/* sample_group: y(i) ~ π_old(·|x) (paper §2) for every completion i of the batch, from the
+   prompts already in g: up to max_new tokens at the temperature over the allowed tokens
+   (NULL: all), each completion from its own stream (seed, (step+1)·65536 + i), so a
+   completion does not depend on how many are sampled with it. Marks the truncated ones. */
+static void sample_group(GPT *policy, KVCache *kv, GroupBatch *g, const GRPOConfig *cfg, int step,
+                         const unsigned char *allowed) {
+    for (int i = 0; i < g->N; i++) rng_seed(&g->rngs[i], cfg->seed, ((uint64_t)step + 1) * 65536 + i);
+    sample_completions(policy, kv, g->N, g->prompt, g->plen, g->max_new, cfg->temperature, 0, g->rngs, allowed,
+                       g->comp, g->sample_logp, g->clen);
+    mark_truncated(g);
+}
+
+/* score_group: the outcome reward r_i of every completion (paper §2): 1 when the countdown
+   verifier accepts it for its prompt's numbers and target, else format_reward for a
+   well-formed answer that ended (when > 0), else 0 (countdown_reward). */
+static void score_group(GroupBatch *g, const Dataset *d, float format_reward) {
+    for (int p = 0; p < g->num_groups; p++) {
+        int q = g->prompt_idx[p];
+        const int *nums = d->nums + (size_t)q * MAX_NUMS;
+        for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++)
+            g->reward[i] = countdown_reward(nums, d->num_count[q], d->target[q], g->comp_row[i], g->clen[i],
+                                            format_reward);
+    }
+}
+
+/* build_group_trees: for each group, its tree B(G) (paper §3.1, build_prefix_tree), and for
+   every completion token |λ(i,t)|, the node that owns it and its step advantage A_λ(i,t).
+   Needs reward and advantage (for R̂ and A_λ). Returns the tree statistics of §3.2: the count
+   of non-trivial groups, and path depth and intermediate proportion averaged over the groups.
+   g->tree is left holding the last group's tree. */
+static TreeStats build_group_trees(GroupBatch *g) {
+    int stride = g->max_new;
+    TreeStats total = {0, 0.0, 0.0, 0};
+    for (int p = 0; p < g->num_groups; p++) {
+        int first = g->group_start[p];
+        int k = g->group_start[p + 1] - first;
+        int *lambda_size = g->lambda_size + (size_t)first * stride;
+        int *node_of = g->node_of + (size_t)first * stride;
+        build_prefix_tree(&g->tree, g->comp_row + first, g->clen + first, k, g->reward + first,
+                          g->advantage + first, lambda_size, node_of, stride);
+        for (int i = first; i < first + k; i++)
+            for (int t = 0; t < g->clen[i]; t++) {
+                size_t at = (size_t)i * stride + t;
+                g->step_adv[at] = g->tree.nodes[g->node_of[at]].step_advantage;
+            }
+        TreeStats group = prefix_tree_stats(&g->tree, g->clen + first, k, node_of, stride);
+        total.nontrivial += group.nontrivial;
+        total.mean_depth += group.mean_depth;
+        total.intermediate += group.intermediate;
+        total.counted++;
+    }
+    total.mean_depth /= g->num_groups;
+    total.intermediate /= g->num_groups;
+    return total;
+}
+
+/* make_batch: B sequences <bos> prompt completion (prompt[b] holds <bos>; lengths plen[b],
+   clen[b]). inputs (B,T): the sequence without its last token, padded with <pad>; targets
+   (B,T): the next token at completion positions, −1 elsewhere (prompt and padding are
+   never scored). Returns T = the longest sequence minus one. */
+static int make_batch(int *inputs, int *targets, int B, const int *const *prompt, const int *plen,
+                      const int *const *comp, const int *clen) {
+    int T = 1;
+    for (int b = 0; b < B; b++) if (plen[b] + clen[b] - 1 > T) T = plen[b] + clen[b] - 1;
+    for (int b = 0; b < B; b++)
+        for (int t = 0; t < T; t++) {
+            int n = plen[b] + clen[b];
+            int tok = t < plen[b] ? prompt[b][t] : (t < n ? comp[b][t - plen[b]] : TOK_PAD);
+            inputs[b * T + t] = t < n - 1 ? tok : TOK_PAD;
+            targets[b * T + t] = (t + 1 >= plen[b] && t + 1 < n) ? comp[b][t + 1 - plen[b]] : -1;
+        }
+    return T;
+}
+
+/* policy_logp: teacher-forced forward of completions [first, first+B) of the batch through
+   model m; writes rows first..first+B−1 of out (N, max_new) with log π(y_t | x, y_<t) at the
+   temperature. Leaves m's activations in place for a backward pass. Returns T of the batch. */
+static int policy_logp(GPT *m, GroupBatch *g, int first, int B, float temperature,
+                       const unsigned char *allowed, float *out) {
+    int T = make_batch(g->inputs, g->targets, B, g->prompt + first, g->plen + first, g->comp_row + first,
+                       g->clen + first);
+    gpt_forward(m, g->inputs, B, T);
+    gpt_logprob_forward(m, g->logp_pos, g->targets, B * T, temperature, allowed);
+    for (int b = 0; b < B; b++) {
+        int i = first + b;
+        for (int j = 0; j < g->clen[i]; j++)   // completion token j is predicted at position plen−1+j
+            out[(size_t)i * g->max_new + j] = g->logp_pos[b * T + g->plen[i] - 1 + j];
+    }
+    return T;
+}
+
+typedef struct {                 // what grpo_update reports: iteration 0's values (before any update)
+    double loss, kl, clip_frac, mean_lambda, grad_norm;
+    int tokens;                  // completion tokens in the step
+    float not_finite;            // the loss or gradient norm that stopped the update
+} UpdateStats;
+
+// grpo_update's status: done, or stopped (nothing applied) at a non-finite loss or gradient norm
+typedef enum { UPDATE_DONE = 0, UPDATE_LOSS_NOT_FINITE, UPDATE_GRAD_NORM_NOT_FINITE } UpdateStatus;
+static const char *UPDATE_STOPPED_BY[] = {"", "the loss", "the gradient norm"};
+
+/* grpo_prepare_tokens: per completion token, its advantage, the objective's weight (1, or
+   1/|λ(i,t)| for λ-GRPO) and its completion's aggregation factor c_i. The normaliser is
+   computed here, once over the whole step, before any backward pass, so micro-batching
+   changes no gradient. With cfg->mask_truncated, a completion marked truncated gets c_i = 0
+   and leaves every normaliser (loss_agg_coef_masked). Also counts the tokens and mean |λ|. */
+static void grpo_prepare_tokens(GroupBatch *g, const GRPOConfig *cfg, UpdateStats *us) {
+    int stride = g->max_new;
+    const unsigned char *masked = cfg->mask_truncated ? g->truncated : NULL;
+    loss_agg_coef_masked(g->seq_coef, g->clen, masked, g->N, &cfg->obj);
+    us->mean_lambda = 0;
+    us->tokens = 0;
+    for (int i = 0; i < g->N; i++)
+        for (int t = 0; t < g->clen[i]; t++) {
+            size_t at = (size_t)i * stride + t;
+            // Theorem 1: at μ = 1 under token-mean, a_i here gives the loss and gradient of the step
+            // advantage A_λ(i,t) (step_adv): members of a node share its log-probs and Σ a_j = |λ|·A_λ.
+            // So training needs only |λ| from the tree; test_theorem1_and_lambda checks it.
+            g->adv_tok[at] = g->advantage[i];
+            g->weight[at] = lambda_weight(&cfg->obj, g->lambda_size[at]);
+            g->coef[at] = g->seq_coef[i];
+            us->mean_lambda += g->lambda_size[at];
+            us->tokens++;
+        }
+    if (us->tokens) us->mean_lambda /= us->tokens;
+}
+
+/* grpo_loss_backward: the loss of the step (Σ coef·weight·ℓ over every completion token)
+   and its gradient, accumulated into policy->grads (zeroed here), in micro-batches of
+   cfg->micro_batch sequences. Iteration 0 records π_old = detached π_θ (so the ratio is
+   exactly 1 at μ = 1) and, when β > 0, π_ref from `ref`. Returns the loss; adds the
+   summed k3 and the count of clipped tokens to *kl_sum and *clipped. */
+static double grpo_loss_backward(GPT *policy, GPT *ref, GroupBatch *g, const GRPOConfig *cfg, int iter,
+                                 const unsigned char *allowed, double *kl_sum, int *clipped) {
+    const ObjectiveConfig *obj = &cfg->obj;
+    int N = g->N;
+    int stride = g->max_new;
+    int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
+    int use_ref = iter == 0 && ref && obj->beta != 0.0f;
+    double loss = 0.0;
+    gpt_zero_grad(policy);
+    for (int first = 0; first < N; first += micro) {
+        int B = first + micro <= N ? micro : N - first;
+        if (use_ref) policy_logp(ref, g, first, B, cfg->temperature, allowed, g->logp_ref);
+        int T = policy_logp(policy, g, first, B, cfg->temperature, allowed, g->logp);
+        for (int i = first; i < first + B; i++) {
+            size_t row = (size_t)i * stride;
+            if (iter == 0) memcpy(g->logp_old + row, g->logp + row, g->clen[i] * sizeof(float));
+            TokenLossOut out = {g->dlogp + row, g->ratio + row, g->kl + row, g->clipped + row};
+            const float *logp_ref = obj->beta != 0.0f ? g->logp_ref + row : NULL;
+            loss += grpo_token_loss(obj, g->clen[i], g->logp + row, g->logp_old + row, logp_ref,
+                                    g->adv_tok + row, g->weight + row, g->coef + row, &out);
+            for (int j = 0; j < g->clen[i]; j++) {
+                *kl_sum += g->kl[row + j];
+                *clipped += g->clipped[row + j];
+            }
+        }
+        for (int b = 0; b < B; b++)         // scatter ∂loss/∂logp back to sequence positions
+            for (int t = 0; t < T; t++) {
+                int i = first + b;
+                int j = t + 1 - g->plen[i];
+                int scored = g->targets[b * T + t] >= 0;
+                g->dlogp_pos[b * T + t] = scored ? g->dlogp[(size_t)i * stride + j] : 0.0f;
+            }
+        gpt_logprob_backward(policy, g->targets, g->dlogp_pos, B * T, cfg->temperature);
+        gpt_backward(policy, g->inputs);
+    }
+    return loss;
+}
+
+/* grpo_update: μ = cfg->num_iterations optimizer steps on the sampled batch g (advantages
+   and |λ| already set): per iteration the loss and its gradient (grpo_loss_backward), global
+   norm clipping and AdamW at the schedule's rate for step *adam_t (counted up). Fills *stats.
+   A non-finite loss or gradient norm stops it before that iteration's update: it returns
+   UPDATE_LOSS_NOT_FINITE or UPDATE_GRAD_NORM_NOT_FINITE with the value in stats->not_finite,
+   and stopping the run is the caller's job (stop_on_nan). */
+static UpdateStatus grpo_update(GPT *policy, GPT *ref, GroupBatch *g, const GRPOConfig *cfg,
+                                const AdamWConfig *opt, int *adam_t, const unsigned char *allowed,
+                                UpdateStats *stats) {
+    memset(stats, 0, sizeof *stats);
+    grpo_prepare_tokens(g, cfg, stats);
+    for (int iter = 0; iter < cfg->num_iterations; iter++) {
+        double kl_sum = 0.0;
+        int clipped = 0;
+        double loss = grpo_loss_backward(policy, ref, g, cfg, iter, allowed, &kl_sum, &clipped);
+        if (!isfinite(loss)) {
+            stats->not_finite = (float)loss;
+            return UPDATE_LOSS_NOT_FINITE;
+        }
+        float norm = clip_grad_norm(policy, opt->grad_clip);
+        if (!isfinite(norm)) {
+            stats->not_finite = norm;
+            return UPDATE_GRAD_NORM_NOT_FINITE;
+        }
+        float lr = lr_at(opt, *adam_t);
+        *adam_t += 1;
+        adamw_update(policy, opt, lr, *adam_t);
+        if (iter == 0) {
+            stats->loss = loss;
+            stats->grad_norm = norm;
+            stats->kl = stats->tokens ? kl_sum / stats->tokens : 0.0;
+            stats->clip_frac = stats->tokens ? (double)clipped / stats->tokens : 0.0;
+        }
+    }
+    return UPDATE_DONE;
+}
+
+// ----------------------------------------------------------------------------
+// The training loop: GRPO steps until --steps (cmd_train, in the tooling section, sets it up)
+
+/* TrainState: a run's progress besides the model, what a resumable checkpoint holds with
+   the parameters and AdamW moments. */
+typedef struct {
+    int step;       // steps taken (sft: optimizer steps; train: GRPO steps)
+    Rng rng;        // the run's data/sampling RNG after `step` steps
+    int kind;       // 1: written by ./grpo sft, 2: by ./grpo train (a run resumes only its own kind)
+} TrainState;
+
+// The run's CSV log and an evaluation's result: tooling types (defined after the banner below)
+typedef struct CsvLog CsvLog;
+typedef struct { float accuracy, pass_k; int n; } EvalResult;
+
+typedef struct {                 // one GRPO run, set up by cmd_train
+    GPT *policy;                 // π_θ, trained
+    GPT *ref;                    // π_ref (the --init model) when β != 0, else NULL
+    KVCache *kv;                 // the sampler's cache for the N sequences of a step
+    GroupBatch *batch;           // the step's P groups of k completions
+    const Dataset *train, *val;  // prompts to train on, and to validate on every eval_every steps
+    GRPOConfig cfg;
+    AdamWConfig opt;             // its schedule counts steps·μ optimizer steps
+    TrainState *state;           // steps taken and the run's RNG: what a resumable checkpoint holds
+    int steps;                   // the step the run ends after
+    int eval_every, eval_limit, save_every;
+    float format_reward;
+    CsvLog *csv;                 // RUN_DIR/train.csv
+    char periodic[1100];         // RUN_DIR/ckpt.bin, written every save_every steps
+    char last_good[1100];        // the newest checkpoint that passed check_params ("": none yet)
+} TrainRun;
+
+typedef struct {                 // one step, as log_step prints it and writes its CSV row
+    int step;                    // 1-based, as in the log
+    double t[5];                 // wall-clock seconds: start, sampled, scored, trees built, updated
+    TreeStats trees;
+    UpdateStats update;
+    long gen_tokens;             // completion tokens sampled by this process so far
+    float val_acc;               // validation accuracy; −1 when not validated at this step
+    int last;                    // 1 at the run's last step
+} StepReport;
+
+// The tooling the loop calls, defined after the banner below (it is not GRPO): the step's log
+// line and CSV row, validation, stopping on NaN, periodic checkpoints.
+static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv);
+static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int max_new,
+                           float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump);
+static void stop_on_nan(const char *what, int step, float value, const char *last_good);
+static void save_periodic_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good,
+                                     size_t cap);
+
+/* train_loop: GRPO steps state->step+1 .. steps. Each step runs the phases of the paper's
+   GRPO (DeepSeekMath's Algorithm 1 with μ updates per sampled batch) in order, then
+   validates every eval_every steps, logs (log_step) and every save_every steps writes a
+   resumable checkpoint. A non-finite loss or gradient norm stops the process at once, with
+   nothing saved (stop_on_nan). */
+static void train_loop(TrainRun *run) {
+    GroupBatch *g = run->batch;
+    TrainState *st = run->state;
+    const GRPOConfig *cfg = &run->cfg;
+    long gen_tokens = 0;
+    int adam_t = st->step * cfg->num_iterations;   // AdamW steps taken: μ per GRPO step
+    for (; st->step < run->steps; st->step++) {
+        StepReport report;
+        report.step = st->step + 1;
+        report.t[0] = wall_seconds();
+        // x: one prompt per group from the training set; y(i) ~ π_old(·|x), k per prompt (§2)
+        draw_prompts(g, run->train, &st->rng);
+        sample_group(run->policy, run->kv, g, cfg, st->step, NULL);
+        report.t[1] = wall_seconds();
+        // r_i: the verifier's outcome reward of each completion (§2)
+        score_group(g, run->train, run->format_reward);
+        report.t[2] = wall_seconds();
+        // a_i = (r_i − mean r) / (std r + eps) within each group (eq. 2)
+        compute_advantages(g->advantage, g->reward, g->num_groups, g->group_start, &cfg->obj);
+        // B(G): each group's prefix tree and |λ(i,t)| of every token (§3.1)
+        report.trees = build_group_trees(g);
+        report.t[3] = wall_seconds();
+        // μ AdamW steps on the clipped objective (eqs. 3–4), λ-GRPO dividing by |λ(i,t)| (eq. 11)
+        UpdateStatus status = grpo_update(run->policy, run->ref, g, cfg, &run->opt, &adam_t, NULL,
+                                          &report.update);
+        if (status != UPDATE_DONE)
+            stop_on_nan(UPDATE_STOPPED_BY[status], report.step, report.update.not_finite, run->last_good);
+        report.t[4] = wall_seconds();
+        for (int i = 0; i < g->N; i++) gen_tokens += g->clen[i];
+        report.gen_tokens = gen_tokens;
+        report.last = report.step == run->steps;
+        report.val_acc = -1.0f;
+        if (run->eval_every && (report.step % run->eval_every == 0 || report.last))
+            report.val_acc = evaluate(run->policy, run->kv, run->val, run->eval_limit, g->max_new,
+                                      cfg->temperature, 0, cfg->seed, 0.0f, NULL).accuracy;
+        log_step(g, &report, run->csv);
+        if (run->save_every && report.step % run->save_every == 0 && !report.last)
+            save_periodic_checkpoint(run->periodic, run->policy, st, run->last_good, sizeof run->last_good);
+    }
+}
+
+// ============================================================================
+// TOOLING: everything below serves the commands, not the algorithm. Options, checkpoints,
+// run logs, SFT, the train command around train_loop, the synthetic tree task, eval,
+// sample, verify, check, bench, and the command line. A first reading can stop here.
+// ============================================================================
+
+// ----------------------------------------------------------------------------
+// Options: every option of every command, with its default, range and help.
 // The table drives getopt_long, --help, range checks and the start-up printout.
 
 typedef struct {
@@ -2659,8 +2844,11 @@ static void print_options(FILE *f, const Options *o, unsigned mask) {
     fprintf(f, " threads=%d\n", num_threads());
 }
 
-// ----------------------------------------------------------------------------
-// Training loops: shared pieces
+// The options of a GRPO step (train, tree; check and sample use the objective and sampling ones).
+static GRPOConfig grpo_config_from_options(const Options *o) {
+    GRPOConfig cfg = {o->obj, o->temperature, o->num_iterations, o->micro_batch, o->mask_truncated, o->seed};
+    return cfg;
+}
 
 static AdamWConfig adamw_from_options(const Options *o, int total_steps) {
     AdamWConfig a = {o->lr, o->beta1, o->beta2, 1e-8f, o->weight_decay, o->grad_clip,
@@ -2668,49 +2856,361 @@ static AdamWConfig adamw_from_options(const Options *o, int total_steps) {
     return a;
 }
 
-/* make_batch: B sequences <bos> prompt completion (prompt[b] holds <bos>; lengths plen[b],
-   clen[b]). inputs (B,T): the sequence without its last token, padded with <pad>; targets
-   (B,T): the next token at completion positions, −1 elsewhere (prompt and padding are
-   never scored). Returns T = the longest sequence minus one. */
-static int make_batch(int *inputs, int *targets, int B, const int *const *prompt, const int *plen,
-                      const int *const *comp, const int *clen) {
-    int T = 1;
-    for (int b = 0; b < B; b++) if (plen[b] + clen[b] - 1 > T) T = plen[b] + clen[b] - 1;
-    for (int b = 0; b < B; b++)
-        for (int t = 0; t < T; t++) {
-            int n = plen[b] + clen[b];
-            int tok = t < plen[b] ? prompt[b][t] : (t < n ? comp[b][t - plen[b]] : TOK_PAD);
-            inputs[b * T + t] = t < n - 1 ? tok : TOK_PAD;
-            targets[b * T + t] = (t + 1 >= plen[b] && t + 1 < n) ? comp[b][t + 1 - plen[b]] : -1;
-        }
-    return T;
+// AdamW multiplies each decayed weight by 1 − lr·wd every step: at lr·wd >= 1 that flips
+// its sign and, past 2, doubles it and more, so the run explodes (a usage error).
+static void check_weight_decay(const Options *o) {
+    if (o->lr * o->weight_decay >= 1.0f)
+        usage_error("--lr %g x --weight-decay %g = %g: must be < 1 "
+                    "(AdamW scales weights by 1 - lr x weight-decay each step)",
+                    o->lr, o->weight_decay, o->lr * o->weight_decay);
 }
 
-// Mean completion log-loss (nats/token) of a dataset's demonstrations, forward only.
-static float dataset_loss(GPT *m, const Dataset *d, int batch, int limit, int *inputs, int *targets,
-                          float *logp) {
-    int n = limit > 0 && limit < d->n ? limit : d->n;
-    double sum = 0.0; long count = 0;
-    const int *pp[4096], *cp[4096];
-    for (int s = 0; s < n; s += batch) {
-        int B = s + batch <= n ? batch : n - s;
-        for (int b = 0; b < B; b++) {
-            pp[b] = d->prompt + (size_t)(s + b) * d->maxT; cp[b] = d->completion + (size_t)(s + b) * d->maxT;
-        }
-        int T = make_batch(inputs, targets, B, pp, d->prompt_len + s, cp, d->completion_len + s);
-        gpt_forward(m, inputs, B, T);
-        gpt_logprob_forward(m, logp, targets, B * T, 1.0f, NULL);
-        for (int i = 0; i < B * T; i++) if (targets[i] >= 0) { sum -= logp[i]; count++; }
-    }
-    return count ? (float)(sum / count) : 0.0f;
+// Checks shared by train and tree, made before anything is loaded: options that would
+// make a GRPO run meaningless.
+static void check_grpo_options(const Options *o) {
+    if (o->group_size < 2)
+        usage_error("--group-size %d: training needs k >= 2 (a group of one has no std and no relative advantage)", o->group_size);
+    if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 for training (logits / T overflow below)");
+    if (o->obj.clip_eps_low < 0.0f || o->obj.clip_eps_low >= 1.0f) usage_error("--clip-eps-low must be in [0, 1)");
+    if (o->prompts_per_step * o->group_size > 4096) usage_error("--prompts-per-step x --group-size must be <= 4096");
 }
+
+// The longest prompt of d plus --max-new-tokens must fit in the model's context; the
+// error names that prompt's FILE:LINE.
+static void check_context(const Options *o, int maxT, const Dataset *d) {
+    int longest = 0;
+    for (int i = 1; i < d->n; i++) if (d->prompt_len[i] > d->prompt_len[longest]) longest = i;
+    if (d->n > 0 && d->prompt_len[longest] + o->max_new_tokens > maxT)
+        usage_error("--max-new-tokens: %d prompt tokens (%s:%d, the longest prompt) + %d new tokens exceed "
+                    "the model's context of %d", d->prompt_len[longest], d->path, d->line[longest],
+                    o->max_new_tokens, maxT);
+}
+
+// ----------------------------------------------------------------------------
+// Checkpoints: header (magic, version, config, vocabulary), parameters, and optionally
+// the AdamW state, the step counter and the RNG state so a resumed run continues bit
+// for bit. Written to a temporary file of its own (PATH.tmp.<pid>.<n>), flushed, synced and
+// renamed, so a crash never leaves a half-written checkpoint under the real name, and two
+// processes saving to one path never write into the same file.
+
+#define CKPT_MAGIC 0x4f505247   // "GRPO" in a little-endian file
+#define CKPT_VERSION 1
+#define CKPT_HEADER_INTS 32
+
+/* open_ckpt_tmp: creates a new temporary file next to path, PATH.tmp.<pid>.<n> (O_EXCL:
+   never one that exists, so two processes or two saves never share one), and names it in
+   tmp. The directory is the same as path's, so the final rename cannot cross file systems. */
+static FILE *open_ckpt_tmp(const char *path, char *tmp, size_t cap) {
+    static unsigned long counter = 0;   // saves by this process
+    for (int attempt = 0; ; attempt++) {
+        snprintf(tmp, cap, "%s.tmp.%ld.%lu", path, (long)getpid(), counter++);
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        if (fd >= 0) {
+            FILE *f = fdopen(fd, "wb");
+            if (f) return f;
+            close(fd);
+            unlink(tmp);
+        }
+        if (fd >= 0 || errno != EEXIST || attempt == 1000) {
+            char msg[1300];
+            snprintf(msg, sizeof msg, "cannot create '%s': %s", tmp, strerror(errno));
+            fail_at(__FILE__, __LINE__, msg, "check that the directory exists and is writable");
+        }
+    }
+}
+
+/* ckpt_write_failed: a checkpoint could not be written (disk full, file size limit, I/O
+   error) at stage `what`: closes f (when still open), removes the temporary file so that
+   nothing half-written stays behind, and stops the run naming the checkpoint. Whatever was
+   under path before is untouched. */
+static void ckpt_write_failed(FILE *f, const char *tmp, const char *path, const char *what) {
+    int err = errno;
+    if (f) fclose(f);
+    unlink(tmp);
+    char msg[1400];
+    snprintf(msg, sizeof msg, "cannot save checkpoint '%s': %s failed: %s", path, what, strerror(err));
+    fail_at(__FILE__, __LINE__, msg, "is the disk full? the temporary file was removed; an older file "
+                                     "under that name, if any, is intact");
+}
+
+static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, const TrainState *st) {
+#ifdef GRPO_CUDA
+    if (m->on_device) {   // a host copy of what the file holds, written by the code below
+        GPT h = *m;
+        size_t nb = m->num_parameters * sizeof(float);
+        h.on_device = 0;
+        h.params_memory = (float *)mallocCheck(nb);
+        cuda_memcpy_d2h(h.params_memory, m->params_memory, nb);
+        h.m_memory = h.v_memory = NULL;
+        if (with_optimizer) {
+            h.m_memory = (float *)mallocCheck(nb); h.v_memory = (float *)mallocCheck(nb);
+            cuda_memcpy_d2h(h.m_memory, m->m_memory, nb); cuda_memcpy_d2h(h.v_memory, m->v_memory, nb);
+        }
+        save_checkpoint(path, &h, with_optimizer, st);
+        free(h.params_memory); free(h.m_memory); free(h.v_memory);
+        return;
+    }
+#endif
+    char tmp[1100];
+    FILE *f = open_ckpt_tmp(path, tmp, sizeof tmp);
+    char vocab[512];
+    int vlen = vocab_string(vocab, sizeof vocab);
+    int32_t h[CKPT_HEADER_INTS] = {0};
+    h[0] = CKPT_MAGIC; h[1] = CKPT_VERSION;
+    h[2] = m->config.max_seq_len; h[3] = m->config.vocab_size; h[4] = m->config.num_layers;
+    h[5] = m->config.num_heads; h[6] = m->config.channels;
+    h[7] = with_optimizer; h[8] = st ? st->step : 0; h[9] = vlen;
+    h[10] = st ? st->kind : 0;   // which run wrote the optimizer state: 1 sft, 2 train
+    size_t np = m->num_parameters;
+    int ok = fwrite(h, sizeof(int32_t), CKPT_HEADER_INTS, f) == CKPT_HEADER_INTS;
+    ok = ok && fwrite(vocab, 1, vlen, f) == (size_t)vlen;
+    ok = ok && fwrite(m->params_memory, sizeof(float), np, f) == np;
+    if (with_optimizer) {
+        ok = ok && fwrite(m->m_memory, sizeof(float), np, f) == np;
+        ok = ok && fwrite(m->v_memory, sizeof(float), np, f) == np;
+        ok = ok && fwrite(st->rng.s, sizeof(uint64_t), 4, f) == 4;
+    }
+    if (!ok) ckpt_write_failed(f, tmp, path, "write");
+    if (fflush(f) != 0) ckpt_write_failed(f, tmp, path, "flush");
+    if (fsync(fileno(f)) != 0) ckpt_write_failed(f, tmp, path, "fsync");
+    if (fclose(f) != 0) ckpt_write_failed(NULL, tmp, path, "close");
+    if (rename(tmp, path) != 0) ckpt_write_failed(NULL, tmp, path, "rename");
+}
+
+static void ckpt_error(const char *path, const char *what, const char *hint) {
+    fprintf(stderr, "error: checkpoint '%s': %s\n", path, what);
+    if (hint) fprintf(stderr, "  hint: %s\n", hint);
+    exit(EXIT_INPUT);
+}
+
+// Reads n items of a checkpoint; a short read means the file is truncated.
+static void ckpt_read(void *ptr, size_t size, size_t n, FILE *f, const char *path, const char *what) {
+    errno = 0;
+    if (fread(ptr, size, n, f) != n) {
+        char msg[256];
+        if (ferror(f)) {   // not the end of the file: the disk or the file system failed
+            snprintf(msg, sizeof msg, "read error in %s: %s", what, errno ? strerror(errno) : "unknown");
+            ckpt_error(path, msg, NULL);
+        }
+        snprintf(msg, sizeof msg, "truncated: the file ends inside %s", what);
+        ckpt_error(path, msg, "the file is incomplete (interrupted copy?); use an intact checkpoint");
+    }
+}
+
+// The next name of a vocabulary string (each name followed by '\n', n bytes) from *pos:
+// its start and length; *pos moves past it. Returns 0 when no name is left.
+static int vocab_next(const char *v, int n, int *pos, int *start, int *len) {
+    if (*pos >= n) return 0;
+    *start = *pos;
+    while (*pos < n && v[*pos] != '\n') (*pos)++;
+    *len = *pos - *start;
+    (*pos)++;
+    return 1;
+}
+
+// A printable copy of name[0..len) (at most 24 characters; other bytes as '?').
+static void printable_name(char *out, const char *name, int len) {
+    int j = 0;
+    for (; j < len && j < 24; j++) out[j] = name[j] >= 32 && name[j] < 127 ? name[j] : '?';
+    out[j] = 0;
+}
+
+// Says how a checkpoint's vocabulary (file_v, file_n bytes; file_size tokens in the header)
+// differs from this build's: the first token whose name differs, or else the counts.
+static void vocab_mismatch(char *msg, size_t cap, const char *file_v, int file_n, int file_size) {
+    char ours[512], theirs_name[32] = "(none)", ours_name[32] = "(none)";
+    int ours_n = vocab_string(ours, sizeof ours);
+    int pa = 0, pb = 0, tok = 0;
+    for (;;) {
+        int sa = 0, la = 0, sb = 0, lb = 0;
+        int more_a = vocab_next(file_v, file_n, &pa, &sa, &la);
+        int more_b = vocab_next(ours, ours_n, &pb, &sb, &lb);
+        if (!more_a && !more_b) break;   // the names agree: only the header's count differs
+        if (!more_a || !more_b || la != lb || memcmp(file_v + sa, ours + sb, la)) {
+            if (more_a) printable_name(theirs_name, file_v + sa, la);
+            if (more_b) printable_name(ours_name, ours + sb, lb);
+            snprintf(msg, cap, "vocabulary differs from this build's: token %d is '%s' in the file, "
+                     "'%s' here (%d tokens in file, %d here)", tok, theirs_name, ours_name, file_size,
+                     VOCAB_SIZE);
+            return;
+        }
+        tok++;
+    }
+    snprintf(msg, cap, "vocabulary differs from this build's (%d tokens in file, %d here)",
+             file_size, VOCAB_SIZE);
+}
+
+/* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences).
+   If st is not NULL the file must hold optimizer state, which is restored with the step
+   and RNG. Refuses, with a message naming the file: another format (magic), another
+   version, an impossible config, a vocabulary different from this build's, a truncated
+   file, and trailing bytes. Returns 1 if the file holds optimizer state. */
+static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *st) {
+    struct stat sb;
+    if (stat(path, &sb) != 0 && errno == ENOENT)   // the usual case: no SFT run yet
+        ckpt_error(path, "no such file",
+                   "./grpo sft writes runs/sft/model.bin and ./grpo train runs/grpo/model.bin "
+                   "(make run does both); or name another file (--init, --model, --resume)");
+    FILE *f = fopenCheck(path, "rb");
+    int32_t h[CKPT_HEADER_INTS];
+    char msg[1024];
+    if (fread(h, sizeof(int32_t), CKPT_HEADER_INTS, f) != CKPT_HEADER_INTS)
+        ckpt_error(path, ferror(f) ? "read error in the header"
+                                   : "file too short for a header (truncated, or not a checkpoint)", NULL);
+    if (h[0] != CKPT_MAGIC)
+        ckpt_error(path, "bad magic number: not a grpo.c checkpoint", "pass a model.bin written by ./grpo sft or ./grpo train");
+    if (h[1] != CKPT_VERSION) {
+        snprintf(msg, sizeof msg, "format version %d, this build reads version %d", h[1], CKPT_VERSION);
+        ckpt_error(path, msg, "re-create the checkpoint with this build");
+    }
+    GPTConfig c = {h[2], h[3], h[4], h[5], h[6]};
+    // the ranges of --context, --layers, --heads, --channels: every file ./grpo can write
+    if (c.max_seq_len < 1 || c.max_seq_len > 1024 || c.num_layers < 1 || c.num_layers > 64 ||
+        c.num_heads < 1 || c.num_heads > 64 || c.channels < 1 || c.channels > 4096 || c.channels % c.num_heads ||
+        h[7] < 0 || h[7] > 1 || h[8] < 0 || h[9] < 0 || h[9] > 4096)
+        ckpt_error(path, "header holds an impossible model configuration (corrupt file?)", NULL);
+    {   // the file must be exactly as long as its header says, checked BEFORE allocating the model
+        size_t sz[NUM_PARAM_TENSORS], np = 0;
+        param_sizes(sz, &c);
+        for (int i = 0; i < NUM_PARAM_TENSORS; i++) np += sz[i];
+        long long want = (long long)sizeof h + h[9] + (long long)np * (long long)sizeof(float) * (h[7] ? 3 : 1) +
+                         (h[7] ? 4 * (long long)sizeof(uint64_t) : 0);
+        struct stat sb;
+        if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (long long)sb.st_size != want) {
+            snprintf(msg, sizeof msg, "%s: the file is %lld bytes, its header describes %lld",
+                     sb.st_size < want ? "file truncated" : "trailing bytes after the last tensor",
+                     (long long)sb.st_size, want);
+            ckpt_error(path, msg, "the file is incomplete or corrupt; re-create it");
+        }
+    }
+    char vocab[4097], ours[512];
+    ckpt_read(vocab, 1, h[9], f, path, "the vocabulary");
+    vocab[h[9]] = 0;
+    int vlen = vocab_string(ours, sizeof ours);
+    if (c.vocab_size != VOCAB_SIZE || h[9] != vlen || memcmp(vocab, ours, vlen) != 0) {
+        vocab_mismatch(msg, sizeof msg, vocab, h[9], c.vocab_size);
+        ckpt_error(path, msg, "a model can only be used with the tokenizer it was trained with");
+    }
+    if (st && !h[7])
+        ckpt_error(path, "holds no optimizer state, so a run cannot resume from it", "use --init to start a new run from it");
+    build_gpt(m, c, max_batch, 0);
+    float *params = m->params_memory, *mom1 = m->m_memory, *mom2 = m->v_memory;   // read into these
+#ifdef GRPO_CUDA
+    if (m->on_device) {   // through a host staging buffer, copied to the GPU below
+        params = (float *)mallocCheck(3 * m->num_parameters * sizeof(float));
+        mom1 = params + m->num_parameters; mom2 = mom1 + m->num_parameters;
+    }
+#endif
+    ckpt_read(params, sizeof(float), m->num_parameters, f, path, "the parameters");
+    if (h[7]) {
+        ckpt_read(mom1, sizeof(float), m->num_parameters, f, path, "the AdamW first moments");
+        ckpt_read(mom2, sizeof(float), m->num_parameters, f, path, "the AdamW second moments");
+        Rng r;
+        ckpt_read(r.s, sizeof(uint64_t), 4, f, path, "the RNG state");
+        if (st) {
+            const char *resumer = st->kind == 1 ? "sft" : "train";
+            if (st->kind && h[10] != st->kind && (h[10] == 1 || h[10] == 2)) {
+                snprintf(msg, sizeof msg, "was written by ./grpo %s, so './grpo %s --resume' cannot continue it",
+                         h[10] == 1 ? "sft" : "train", resumer);
+                ckpt_error(path, msg, st->kind == 2 ? "use --init to start a GRPO run from an SFT checkpoint"
+                                                    : "resume from a checkpoint that ./grpo sft wrote");
+            }
+            if (st->kind && h[10] != st->kind) {   // 0: written before the kind was recorded
+                snprintf(msg, sizeof msg, "unknown checkpoint kind %d (this build knows sft=1, train=2), "
+                         "so './grpo %s --resume' cannot continue it", h[10], resumer);
+                ckpt_error(path, msg, "re-create it with this build, or start a new run from it with --init");
+            }
+            st->rng = r; st->step = h[8];
+        }
+        else { memset(mom1, 0, m->num_parameters * sizeof(float));
+               memset(mom2, 0, m->num_parameters * sizeof(float)); }
+    }
+    if (fgetc(f) != EOF) ckpt_error(path, "trailing bytes after the last tensor (corrupt file?)", NULL);
+    if (ferror(f)) ckpt_error(path, "read error after the last tensor", NULL);
+    fclose(f);
+#ifdef GRPO_CUDA
+    if (m->on_device) {   // without optimizer state in the file the moments stay at build_gpt's zeros
+        size_t nb = m->num_parameters * sizeof(float);
+        cuda_memcpy_h2d(m->params_memory, params, nb);
+        if (h[7]) { cuda_memcpy_h2d(m->m_memory, mom1, nb); cuda_memcpy_h2d(m->v_memory, mom2, nb); }
+        free(params);
+    }
+#endif
+    return h[7];
+}
+
+/* Largest |parameter| a checkpoint may hold. Weights start at N(0, 0.02²) (LayerNorm gains
+   at 1), and AdamW moves each by at most about lr per step (|m̂|/sqrt(v̂) is about 1 when
+   β1² < β2), so healthy runs stay far below it: SFT runs of 600–2,000 steps and GRPO after
+   them end below 1.6, and even 200 steps at --lr 10 stay under 600. Past it, attention and
+   output logits (products of two such weights summed over the channels) are 1e8 and more,
+   where the softmax is one-hot and float32 overflows soon after: the run is diverging (a
+   run with lr × weight_decay = 3 reached 3e9 within 70 steps, then NaN). */
+#define PARAM_LIMIT 1e4f
+
+/* check_params: called before every save. If a parameter is not finite or exceeds
+   PARAM_LIMIT, stops the run at step `step` (as numbered in the log) without saving, and
+   names last_good, the newest checkpoint that passed this check. So a "last good"
+   checkpoint always holds parameters a run can resume from. */
+static void check_params(const GPT *m, int step, const char *last_good) {
+    const float *p = m->params_memory;
+#ifdef GRPO_CUDA
+    float *host = NULL;
+    if (m->on_device) {   // once per save: the copy costs what writing the file costs
+        host = (float *)mallocCheck(m->num_parameters * sizeof(float));
+        cuda_memcpy_d2h(host, m->params_memory, m->num_parameters * sizeof(float));
+        p = host;
+    }
+#endif
+    size_t worst = 0;
+    float worst_abs = 0.0f;
+    for (size_t i = 0; i < m->num_parameters; i++) {
+        float a = fabsf(p[i]);
+        if (!(a <= worst_abs)) {   // true for NaN too, so a NaN is always kept
+            worst_abs = a;
+            worst = i;
+        }
+        if (isnan(a)) break;
+    }
+#ifdef GRPO_CUDA
+    free(host);
+#endif
+    if (worst_abs <= PARAM_LIMIT) return;
+    int t = 0;
+    size_t off = 0;
+    while (t < NUM_PARAM_TENSORS - 1 && worst >= off + m->param_sizes[t]) off += m->param_sizes[t++];
+    #pragma omp critical(stop_on_nan)
+    {
+        fprintf(stderr, "error: step %d: the parameters have diverged (|%s[%zu]| = %g, limit %g); stopping "
+                        "without saving them.\n", step, PARAM_NAMES[t], worst - off, worst_abs, PARAM_LIMIT);
+        fprintf(stderr, "  last good checkpoint: %s\n",
+                last_good[0] ? last_good : "none yet (this run has saved nothing)");
+        fprintf(stderr, "  hint: lower --lr; keep lr x weight-decay well below 1\n");
+        exit(EXIT_INPUT);
+    }
+}
+
+/* save_periodic_checkpoint: after step st->step+1 of a run, a resumable checkpoint at path
+   holding the state after that step; check_params first stops the run, naming last_good, if
+   the parameters diverged. Then path is the last good checkpoint (last_good, capacity cap). */
+static void save_periodic_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good,
+                                     size_t cap) {
+    TrainState next = *st;
+    next.step = st->step + 1;
+    check_params(m, next.step, last_good);
+    save_checkpoint(path, m, 1, &next);
+    snprintf(last_good, cap, "%s", path);
+}
+
+// ----------------------------------------------------------------------------
+// Run logs: the CSV log of a run, its per-step log line, stopping on NaN
 
 /* The run's CSV log, one row per step, flushed row by row: a run that is killed loses at
    most the row being written, and a write error (disk full) stops the run at once. */
-typedef struct {
+struct CsvLog {
     FILE *f;
     char path[1100];
-} CsvLog;
+};
 
 static void csv_failed(const CsvLog *c) {
     char msg[1300];
@@ -2791,6 +3291,54 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
     return c;
 }
 
+// The number of groups whose rewards are all equal: their advantages are 0, they teach nothing.
+static int count_all_equal_groups(const GroupBatch *g) {
+    int count = 0;
+    for (int p = 0; p < g->num_groups; p++) {
+        int first = g->group_start[p];
+        int equal = 1;
+        for (int i = first; i < g->group_start[p + 1]; i++) equal &= g->reward[i] == g->reward[first];
+        count += equal;
+    }
+    return count;
+}
+
+/* log_step: one GRPO step on stdout (every 10th step, the last one and every validated one)
+   and as a row of train.csv: mean reward, share of groups with equal rewards, mean length,
+   mean |λ|, tree statistics, loss, KL, clipped share, gradient norm, tokens sampled, the
+   seconds of each phase (sample, score, tree, update), throughput, validation accuracy. */
+static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
+    int N = g->N, P = g->num_groups;
+    double mean_reward = 0.0, mean_len = 0.0;
+    for (int i = 0; i < N; i++) {
+        mean_reward += g->reward[i];
+        mean_len += g->clen[i];
+    }
+    mean_reward /= N;
+    mean_len /= N;
+    double all_equal = (double)count_all_equal_groups(g) / P;
+    double nontrivial = (double)r->trees.nontrivial / P;
+    double t_sample = r->t[1] - r->t[0], t_score = r->t[2] - r->t[1];
+    double t_tree = r->t[3] - r->t[2], t_update = r->t[4] - r->t[3];
+    double tok_s = (mean_len * N) / (r->t[4] - r->t[0]);
+    const UpdateStats *u = &r->update;
+    if ((r->step - 1) % 10 == 0 || r->last || r->val_acc >= 0) {
+        printf("step %4d | reward %.3f | eq %.2f | len %.1f | |λ| %.2f | tree %.2f d%.2f i%.2f | loss %+.5f"
+               " | kl %.4f | clip %.3f | gen %ld | t %.2f/%.3f/%.4f/%.2f s | %.0f tok/s",
+               r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
+               r->trees.intermediate, u->loss, u->kl, u->clip_frac, r->gen_tokens, t_sample, t_score, t_tree,
+               t_update, tok_s);
+        if (r->val_acc >= 0) printf(" | val acc %.3f", r->val_acc);
+        printf("\n");
+        fflush(stdout);
+    }
+    fprintf(csv->f, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%ld,%.4f,%.5f,%.6f,%.4f,%.1f,%.4f\n",
+            r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
+            r->trees.intermediate, u->loss, u->kl, u->clip_frac, u->grad_norm, r->gen_tokens, t_sample, t_score,
+            t_tree, t_update, tok_s, r->val_acc);
+    csv_row_done(csv);
+}
+
 /* stop_on_nan: the run has met a non-finite value at step `step` (numbered as in the log
    and the CSV): stop before anything is saved. last_good names the newest checkpoint that
    passed check_params (NULL: the command writes none). Threads of ./grpo tree may get here
@@ -2808,68 +3356,27 @@ static void stop_on_nan(const char *what, int step, float value, const char *las
     }
 }
 
-/* Largest |parameter| a checkpoint may hold. Weights start at N(0, 0.02²) (LayerNorm gains
-   at 1), and AdamW moves each by at most about lr per step (|m̂|/sqrt(v̂) is about 1 when
-   β1² < β2), so healthy runs stay far below it: SFT runs of 600–2,000 steps and GRPO after
-   them end below 1.6, and even 200 steps at --lr 10 stay under 600. Past it, attention and
-   output logits (products of two such weights summed over the channels) are 1e8 and more,
-   where the softmax is one-hot and float32 overflows soon after: the run is diverging (a
-   run with lr × weight_decay = 3 reached 3e9 within 70 steps, then NaN). */
-#define PARAM_LIMIT 1e4f
-
-/* check_params: called before every save. If a parameter is not finite or exceeds
-   PARAM_LIMIT, stops the run at step `step` (as numbered in the log) without saving, and
-   names last_good, the newest checkpoint that passed this check. So a "last good"
-   checkpoint always holds parameters a run can resume from. */
-static void check_params(const GPT *m, int step, const char *last_good) {
-    const float *p = m->params_memory;
-#ifdef GRPO_CUDA
-    float *host = NULL;
-    if (m->on_device) {   // once per save: the copy costs what writing the file costs
-        host = (float *)mallocCheck(m->num_parameters * sizeof(float));
-        cuda_memcpy_d2h(host, m->params_memory, m->num_parameters * sizeof(float));
-        p = host;
-    }
-#endif
-    size_t worst = 0;
-    float worst_abs = 0.0f;
-    for (size_t i = 0; i < m->num_parameters; i++) {
-        float a = fabsf(p[i]);
-        if (!(a <= worst_abs)) {   // true for NaN too, so a NaN is always kept
-            worst_abs = a;
-            worst = i;
-        }
-        if (isnan(a)) break;
-    }
-#ifdef GRPO_CUDA
-    free(host);
-#endif
-    if (worst_abs <= PARAM_LIMIT) return;
-    int t = 0;
-    size_t off = 0;
-    while (t < NUM_PARAM_TENSORS - 1 && worst >= off + m->param_sizes[t]) off += m->param_sizes[t++];
-    #pragma omp critical(stop_on_nan)
-    {
-        fprintf(stderr, "error: step %d: the parameters have diverged (|%s[%zu]| = %g, limit %g); stopping "
-                        "without saving them.\n", step, PARAM_NAMES[t], worst - off, worst_abs, PARAM_LIMIT);
-        fprintf(stderr, "  last good checkpoint: %s\n",
-                last_good[0] ? last_good : "none yet (this run has saved nothing)");
-        fprintf(stderr, "  hint: lower --lr; keep lr x weight-decay well below 1\n");
-        exit(EXIT_INPUT);
-    }
-}
-
-// AdamW multiplies each decayed weight by 1 − lr·wd every step: at lr·wd >= 1 that flips
-// its sign and, past 2, doubles it and more, so the run explodes (a usage error).
-static void check_weight_decay(const Options *o) {
-    if (o->lr * o->weight_decay >= 1.0f)
-        usage_error("--lr %g x --weight-decay %g = %g: must be < 1 "
-                    "(AdamW scales weights by 1 - lr x weight-decay each step)",
-                    o->lr, o->weight_decay, o->lr * o->weight_decay);
-}
-
 // ----------------------------------------------------------------------------
 // SFT: supervised training on task demonstrations (loss on completion tokens only)
+
+// Mean completion log-loss (nats/token) of a dataset's demonstrations, forward only.
+static float dataset_loss(GPT *m, const Dataset *d, int batch, int limit, int *inputs, int *targets,
+                          float *logp) {
+    int n = limit > 0 && limit < d->n ? limit : d->n;
+    double sum = 0.0; long count = 0;
+    const int *pp[4096], *cp[4096];
+    for (int s = 0; s < n; s += batch) {
+        int B = s + batch <= n ? batch : n - s;
+        for (int b = 0; b < B; b++) {
+            pp[b] = d->prompt + (size_t)(s + b) * d->maxT; cp[b] = d->completion + (size_t)(s + b) * d->maxT;
+        }
+        int T = make_batch(inputs, targets, B, pp, d->prompt_len + s, cp, d->completion_len + s);
+        gpt_forward(m, inputs, B, T);
+        gpt_logprob_forward(m, logp, targets, B * T, 1.0f, NULL);
+        for (int i = 0; i < B * T; i++) if (targets[i] >= 0) { sum -= logp[i]; count++; }
+    }
+    return count ? (float)(sum / count) : 0.0f;
+}
 
 static int cmd_sft(int argc, char **argv, Options *o) {
     o->steps = 3000; o->lr = 2e-3f; o->warmup = 50; o->weight_decay = 0.1f; o->eval_every = 500;
@@ -2960,12 +3467,8 @@ static int cmd_sft(int argc, char **argv, Options *o) {
         fprintf(csv.f, "%d,%.6f,%.6f,%.6g,%.6f,%.1f,%.3f\n", st.step + 1, loss, vloss, lr, norm, B * T / dt,
                 wall_seconds() - t_start);
         csv_row_done(&csv);
-        if (o->save_every && (st.step + 1) % o->save_every == 0 && !last) {
-            TrainState next = st; next.step = st.step + 1;
-            check_params(&model, st.step + 1, last_good);
-            save_checkpoint(periodic, &model, 1, &next);
-            snprintf(last_good, sizeof last_good, "%s", periodic);
-        }
+        if (o->save_every && (st.step + 1) % o->save_every == 0 && !last)
+            save_periodic_checkpoint(periodic, &model, &st, last_good, sizeof last_good);
     }
     check_params(&model, st.step, last_good);
     save_checkpoint(ckpt, &model, 1, &st);
@@ -2978,550 +3481,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
 }
 
 // ----------------------------------------------------------------------------
-// The GRPO step: sample → score → advantages → trees → update (paper §2–§4)
-//
-// One step of cmd_train's loop, phase by phase: draw_prompts and sample_group (x, y(i)),
-// score_group (r_i), compute_advantages (a_i, eq. 2), build_group_trees (B(G), |λ(i,t)|),
-// grpo_update (μ AdamW steps on the objective, eqs. 3–4 and 11). ./grpo check and ./grpo sample
-// run the same functions on their batches.
-
-/* GRPOConfig: what a GRPO step needs and nothing more. cmd_train and the tree task fill it
-   from their options (grpo_config_from_options, tooling section). */
-typedef struct {
-    ObjectiveConfig obj;   // advantages, clipping, β, loss aggregation, GRPO or λ-GRPO
-    float temperature;     // T of the sampler and of every log-prob: π_θ, π_old and π_ref
-    int num_iterations;    // μ: optimizer steps per sampled batch (π_old frozen at sampling)
-    int micro_batch;       // sequences per forward/backward (0: all N at once); changes no gradient
-    int mask_truncated;    // 1: a completion cut at max_new tokens without <eos> gets no loss
-    int seed;              // the sampling streams derive from it and the step number
-} GRPOConfig;
-
-/* GroupBatch: the completions of one step, in num_groups groups (one prompt each; train and
-   the tree task: P groups of k, N = P·k), and every per-completion and per-token array the
-   step fills. Per-token arrays are (N, max_new): row i holds completion i's tokens 0..clen[i]−1. */
-typedef struct {
-    int num_groups;              // P: groups, one prompt each
-    int N;                       // completions in all groups
-    int max_new;                 // the completion budget: the row length of every per-token array
-    int *group_start;            // (P+1) group p is completions group_start[p] .. group_start[p+1]−1
-    int *prompt_idx;             // (P) dataset index of each group's prompt
-    const int **prompt;          // (N) <bos>+prompt tokens of completion i's prompt
-    int *plen;                   // (N)
-    int *comp;                   // (N, max_new) completion token ids
-    const int **comp_row;        // (N) comp_row[i] = comp + i·max_new: completion i as the tree reads it
-    float *sample_logp;          // (N, max_new) the sampler's log-probs
-    int *clen;                   // (N) completion length (with <eos> when it finished)
-    unsigned char *truncated;    // (N) 1: cut at max_new tokens without <eos>
-    float *reward, *advantage;   // (N) r_i and a_i
-    int *lambda_size, *node_of;  // (N, max_new) |λ(i,t)| and the node of B(G) that owns the token
-    float *step_adv;             // (N, max_new) A_λ(i,t): reported (./grpo check), not trained on
-    // per completion token, (N, max_new)
-    float *logp, *logp_old, *logp_ref, *adv_tok, *weight, *coef, *dlogp, *ratio, *kl;
-    unsigned char *clipped;
-    float *seq_coef;             // (N) the aggregation factor c_i of each completion
-    Rng *rngs;                   // (N) one sampling stream per completion
-    PrefixTree tree;             // the tree of the group built last (capacity: the largest group)
-    // per-position scratch for one micro-batch, (micro, maxT)
-    int *inputs, *targets;
-    float *logp_pos, *dlogp_pos;
-} GroupBatch;
-
-/* build_group_batch_starts: the buffers of a step whose num_groups groups have any sizes:
-   group p is completions group_start[p] .. group_start[p+1]−1 (num_groups+1 entries, the first
-   0; copied), of up to max_new tokens each, with scratch for forward passes of micro
-   sequences of up to maxT positions (micro = 0: no model is run on the batch). */
-static void build_group_batch_starts(GroupBatch *g, int num_groups, const int *group_start, int max_new,
-                                     int micro, int maxT) {
-    memset(g, 0, sizeof *g);
-    g->num_groups = num_groups;
-    g->N = group_start[num_groups];
-    g->max_new = max_new;
-    size_t N = g->N, NT = N * max_new, MT = (size_t)micro * maxT;
-    g->group_start = (int *)mallocCheck((size_t)(num_groups + 1) * sizeof(int));
-    memcpy(g->group_start, group_start, (size_t)(num_groups + 1) * sizeof(int));
-    int largest = 1;
-    for (int p = 0; p < num_groups; p++) {
-        int size = group_start[p + 1] - group_start[p];
-        if (size > largest) largest = size;
-    }
-    g->prompt_idx = (int *)callocCheck(num_groups, sizeof(int));
-    g->prompt = (const int **)callocCheck(N, sizeof(int *));
-    g->plen = (int *)callocCheck(N, sizeof(int));
-    g->comp = (int *)callocCheck(NT, sizeof(int));
-    g->comp_row = (const int **)callocCheck(N, sizeof(int *));
-    for (size_t i = 0; i < N; i++) g->comp_row[i] = g->comp + i * max_new;
-    g->sample_logp = (float *)callocCheck(NT, sizeof(float));
-    g->clen = (int *)callocCheck(N, sizeof(int));
-    g->truncated = (unsigned char *)callocCheck(N, 1);
-    g->reward = (float *)callocCheck(N, sizeof(float));
-    g->advantage = (float *)callocCheck(N, sizeof(float));
-    g->lambda_size = (int *)callocCheck(NT, sizeof(int));
-    g->node_of = (int *)callocCheck(NT, sizeof(int));
-    float **per_token[] = {&g->step_adv, &g->logp, &g->logp_old, &g->logp_ref, &g->adv_tok, &g->weight,
-                           &g->coef, &g->dlogp, &g->ratio, &g->kl};
-    for (size_t a = 0; a < sizeof per_token / sizeof per_token[0]; a++)
-        *per_token[a] = (float *)callocCheck(NT, sizeof(float));
-    g->clipped = (unsigned char *)callocCheck(NT, 1);
-    g->seq_coef = (float *)callocCheck(N, sizeof(float));
-    g->rngs = (Rng *)callocCheck(N, sizeof(Rng));
-    build_prefix_tree_buffers(&g->tree, largest);
-    g->inputs = (int *)callocCheck(MT, sizeof(int));
-    g->targets = (int *)callocCheck(MT, sizeof(int));
-    g->logp_pos = (float *)callocCheck(MT, sizeof(float));
-    g->dlogp_pos = (float *)callocCheck(MT, sizeof(float));
-}
-
-// build_group_batch: the buffers of a step of P groups of k completions each (train, tree, sample).
-static void build_group_batch(GroupBatch *g, int P, int k, int max_new, int micro, int maxT) {
-    int *starts = (int *)mallocCheck((size_t)(P + 1) * sizeof(int));
-    equal_groups(starts, P, k);
-    build_group_batch_starts(g, P, starts, max_new, micro, maxT);
-    free(starts);
-}
-
-static void free_group_batch(GroupBatch *g) {
-    void *arrays[] = {g->group_start, g->prompt_idx, g->prompt, g->plen, g->comp, g->comp_row, g->sample_logp,
-                      g->clen, g->truncated, g->reward, g->advantage, g->lambda_size, g->node_of, g->step_adv,
-                      g->logp, g->logp_old, g->logp_ref, g->adv_tok, g->weight, g->coef, g->dlogp, g->ratio,
-                      g->kl, g->clipped, g->seq_coef, g->rngs, g->inputs, g->targets, g->logp_pos, g->dlogp_pos};
-    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
-    free_prefix_tree(&g->tree);
-}
-
-/* draw_prompts: the step's prompts x, one per group, drawn with replacement from d by the run's
-   RNG; every completion of group p gets group p's prompt. */
-static void draw_prompts(GroupBatch *g, const Dataset *d, Rng *run_rng) {
-    for (int p = 0; p < g->num_groups; p++) g->prompt_idx[p] = rng_int(run_rng, d->n);
-    for (int p = 0; p < g->num_groups; p++) {
-        int q = g->prompt_idx[p];
-        for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++) {
-            g->prompt[i] = d->prompt + (size_t)q * d->maxT;
-            g->plen[i] = d->prompt_len[q];
-        }
-    }
-}
-
-// mark_truncated: truncated[i] = 1 when completion i was cut at max_new tokens without <eos>
-// (TRL's test: its last token is not <eos>), else 0.
-static void mark_truncated(GroupBatch *g) {
-    int budget = g->max_new;
-    for (int i = 0; i < g->N; i++) {
-        int truncated = g->clen[i] == budget && g->comp[(size_t)i * budget + budget - 1] != TOK_EOS;
-        g->truncated[i] = (unsigned char)truncated;
-    }
-}
-
-/* sample_group: y(i) ~ π_old(·|x) (paper §2) for every completion i of the batch, from the
-   prompts already in g: up to max_new tokens at the temperature over the allowed tokens
-   (NULL: all), each completion from its own stream (seed, (step+1)·65536 + i), so a
-   completion does not depend on how many are sampled with it. Marks the truncated ones. */
-static void sample_group(GPT *policy, KVCache *kv, GroupBatch *g, const GRPOConfig *cfg, int step,
-                         const unsigned char *allowed) {
-    for (int i = 0; i < g->N; i++) rng_seed(&g->rngs[i], cfg->seed, ((uint64_t)step + 1) * 65536 + i);
-    sample_completions(policy, kv, g->N, g->prompt, g->plen, g->max_new, cfg->temperature, 0, g->rngs, allowed,
-                       g->comp, g->sample_logp, g->clen);
-    mark_truncated(g);
-}
-
-/* score_group: the outcome reward r_i of every completion (paper §2): 1 when the countdown
-   verifier accepts it for its prompt's numbers and target, else format_reward for a
-   well-formed answer that ended (when > 0), else 0 (countdown_reward). */
-static void score_group(GroupBatch *g, const Dataset *d, float format_reward) {
-    for (int p = 0; p < g->num_groups; p++) {
-        int q = g->prompt_idx[p];
-        const int *nums = d->nums + (size_t)q * MAX_NUMS;
-        for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++)
-            g->reward[i] = countdown_reward(nums, d->num_count[q], d->target[q], g->comp_row[i], g->clen[i],
-                                            format_reward);
-    }
-}
-
-/* build_group_trees: for each group, its tree B(G) (paper §3.1, build_prefix_tree), and for
-   every completion token |λ(i,t)|, the node that owns it and its step advantage A_λ(i,t).
-   Needs reward and advantage (for R̂ and A_λ). Returns the tree statistics of §3.2: the count
-   of non-trivial groups, and path depth and intermediate proportion averaged over the groups.
-   g->tree is left holding the last group's tree. */
-static TreeStats build_group_trees(GroupBatch *g) {
-    int stride = g->max_new;
-    TreeStats total = {0, 0.0, 0.0, 0};
-    for (int p = 0; p < g->num_groups; p++) {
-        int first = g->group_start[p];
-        int k = g->group_start[p + 1] - first;
-        int *lambda_size = g->lambda_size + (size_t)first * stride;
-        int *node_of = g->node_of + (size_t)first * stride;
-        build_prefix_tree(&g->tree, g->comp_row + first, g->clen + first, k, g->reward + first,
-                          g->advantage + first, lambda_size, node_of, stride);
-        for (int i = first; i < first + k; i++)
-            for (int t = 0; t < g->clen[i]; t++) {
-                size_t at = (size_t)i * stride + t;
-                g->step_adv[at] = g->tree.nodes[g->node_of[at]].step_advantage;
-            }
-        TreeStats group = prefix_tree_stats(&g->tree, g->clen + first, k, node_of, stride);
-        total.nontrivial += group.nontrivial;
-        total.mean_depth += group.mean_depth;
-        total.intermediate += group.intermediate;
-        total.counted++;
-    }
-    total.mean_depth /= g->num_groups;
-    total.intermediate /= g->num_groups;
-    return total;
-}
-
-/* policy_logp: teacher-forced forward of completions [first, first+B) of the batch through
-   model m; writes rows first..first+B−1 of out (N, max_new) with log π(y_t | x, y_<t) at the
-   temperature. Leaves m's activations in place for a backward pass. Returns T of the batch. */
-static int policy_logp(GPT *m, GroupBatch *g, int first, int B, float temperature,
-                       const unsigned char *allowed, float *out) {
-    int T = make_batch(g->inputs, g->targets, B, g->prompt + first, g->plen + first, g->comp_row + first,
-                       g->clen + first);
-    gpt_forward(m, g->inputs, B, T);
-    gpt_logprob_forward(m, g->logp_pos, g->targets, B * T, temperature, allowed);
-    for (int b = 0; b < B; b++) {
-        int i = first + b;
-        for (int j = 0; j < g->clen[i]; j++)   // completion token j is predicted at position plen−1+j
-            out[(size_t)i * g->max_new + j] = g->logp_pos[b * T + g->plen[i] - 1 + j];
-    }
-    return T;
-}
-
-typedef struct {                 // what grpo_update reports: iteration 0's values (before any update)
-    double loss, kl, clip_frac, mean_lambda, grad_norm;
-    int tokens;                  // completion tokens in the step
-    float not_finite;            // the loss or gradient norm that stopped the update
-} UpdateStats;
-
-// grpo_update's status: done, or stopped (nothing applied) at a non-finite loss or gradient norm
-typedef enum { UPDATE_DONE = 0, UPDATE_LOSS_NOT_FINITE, UPDATE_GRAD_NORM_NOT_FINITE } UpdateStatus;
-static const char *UPDATE_STOPPED_BY[] = {"", "the loss", "the gradient norm"};
-
-/* grpo_prepare_tokens: per completion token, its advantage, the objective's weight (1, or
-   1/|λ(i,t)| for λ-GRPO) and its completion's aggregation factor c_i. The normaliser is
-   computed here, once over the whole step, before any backward pass, so micro-batching
-   changes no gradient. With cfg->mask_truncated, a completion marked truncated gets c_i = 0
-   and leaves every normaliser (loss_agg_coef_masked). Also counts the tokens and mean |λ|. */
-static void grpo_prepare_tokens(GroupBatch *g, const GRPOConfig *cfg, UpdateStats *us) {
-    int stride = g->max_new;
-    const unsigned char *masked = cfg->mask_truncated ? g->truncated : NULL;
-    loss_agg_coef_masked(g->seq_coef, g->clen, masked, g->N, &cfg->obj);
-    us->mean_lambda = 0;
-    us->tokens = 0;
-    for (int i = 0; i < g->N; i++)
-        for (int t = 0; t < g->clen[i]; t++) {
-            size_t at = (size_t)i * stride + t;
-            // Theorem 1: at μ = 1 under token-mean, a_i here gives the loss and gradient of the step
-            // advantage A_λ(i,t) (step_adv): members of a node share its log-probs and Σ a_j = |λ|·A_λ.
-            // So training needs only |λ| from the tree; test_theorem1_and_lambda checks it.
-            g->adv_tok[at] = g->advantage[i];
-            g->weight[at] = lambda_weight(&cfg->obj, g->lambda_size[at]);
-            g->coef[at] = g->seq_coef[i];
-            us->mean_lambda += g->lambda_size[at];
-            us->tokens++;
-        }
-    if (us->tokens) us->mean_lambda /= us->tokens;
-}
-
-/* grpo_loss_backward: the loss of the step (Σ coef·weight·ℓ over every completion token)
-   and its gradient, accumulated into policy->grads (zeroed here), in micro-batches of
-   cfg->micro_batch sequences. Iteration 0 records π_old = detached π_θ (so the ratio is
-   exactly 1 at μ = 1) and, when β > 0, π_ref from `ref`. Returns the loss; adds the
-   summed k3 and the count of clipped tokens to *kl_sum and *clipped. */
-static double grpo_loss_backward(GPT *policy, GPT *ref, GroupBatch *g, const GRPOConfig *cfg, int iter,
-                                 const unsigned char *allowed, double *kl_sum, int *clipped) {
-    const ObjectiveConfig *obj = &cfg->obj;
-    int N = g->N;
-    int stride = g->max_new;
-    int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
-    int use_ref = iter == 0 && ref && obj->beta != 0.0f;
-    double loss = 0.0;
-    gpt_zero_grad(policy);
-    for (int first = 0; first < N; first += micro) {
-        int B = first + micro <= N ? micro : N - first;
-        if (use_ref) policy_logp(ref, g, first, B, cfg->temperature, allowed, g->logp_ref);
-        int T = policy_logp(policy, g, first, B, cfg->temperature, allowed, g->logp);
-        for (int i = first; i < first + B; i++) {
-            size_t row = (size_t)i * stride;
-            if (iter == 0) memcpy(g->logp_old + row, g->logp + row, g->clen[i] * sizeof(float));
-            TokenLossOut out = {g->dlogp + row, g->ratio + row, g->kl + row, g->clipped + row};
-            const float *logp_ref = obj->beta != 0.0f ? g->logp_ref + row : NULL;
-            loss += grpo_token_loss(obj, g->clen[i], g->logp + row, g->logp_old + row, logp_ref,
-                                    g->adv_tok + row, g->weight + row, g->coef + row, &out);
-            for (int j = 0; j < g->clen[i]; j++) {
-                *kl_sum += g->kl[row + j];
-                *clipped += g->clipped[row + j];
-            }
-        }
-        for (int b = 0; b < B; b++)         // scatter ∂loss/∂logp back to sequence positions
-            for (int t = 0; t < T; t++) {
-                int i = first + b;
-                int j = t + 1 - g->plen[i];
-                int scored = g->targets[b * T + t] >= 0;
-                g->dlogp_pos[b * T + t] = scored ? g->dlogp[(size_t)i * stride + j] : 0.0f;
-            }
-        gpt_logprob_backward(policy, g->targets, g->dlogp_pos, B * T, cfg->temperature);
-        gpt_backward(policy, g->inputs);
-    }
-    return loss;
-}
-
-/* grpo_update: μ = cfg->num_iterations optimizer steps on the sampled batch g (advantages
-   and |λ| already set): per iteration the loss and its gradient (grpo_loss_backward), global
-   norm clipping and AdamW at the schedule's rate for step *adam_t (counted up). Fills *stats.
-   A non-finite loss or gradient norm stops it before that iteration's update: it returns
-   UPDATE_LOSS_NOT_FINITE or UPDATE_GRAD_NORM_NOT_FINITE with the value in stats->not_finite,
-   and stopping the run is the caller's job (stop_on_nan). */
-static UpdateStatus grpo_update(GPT *policy, GPT *ref, GroupBatch *g, const GRPOConfig *cfg,
-                                const AdamWConfig *opt, int *adam_t, const unsigned char *allowed,
-                                UpdateStats *stats) {
-    memset(stats, 0, sizeof *stats);
-    grpo_prepare_tokens(g, cfg, stats);
-    for (int iter = 0; iter < cfg->num_iterations; iter++) {
-        double kl_sum = 0.0;
-        int clipped = 0;
-        double loss = grpo_loss_backward(policy, ref, g, cfg, iter, allowed, &kl_sum, &clipped);
-        if (!isfinite(loss)) {
-            stats->not_finite = (float)loss;
-            return UPDATE_LOSS_NOT_FINITE;
-        }
-        float norm = clip_grad_norm(policy, opt->grad_clip);
-        if (!isfinite(norm)) {
-            stats->not_finite = norm;
-            return UPDATE_GRAD_NORM_NOT_FINITE;
-        }
-        float lr = lr_at(opt, *adam_t);
-        *adam_t += 1;
-        adamw_update(policy, opt, lr, *adam_t);
-        if (iter == 0) {
-            stats->loss = loss;
-            stats->grad_norm = norm;
-            stats->kl = stats->tokens ? kl_sum / stats->tokens : 0.0;
-            stats->clip_frac = stats->tokens ? (double)clipped / stats->tokens : 0.0;
-        }
-    }
-    return UPDATE_DONE;
-}
-
-typedef struct { float accuracy, pass_k; int n; } EvalResult;
-
-/* evaluate: greedy accuracy on (the first `limit` of) d's prompts, and pass@k from k
-   samples at the temperature (k = pass_k; 0 skips it); both count answers the verifier
-   accepts, whatever format_reward is. Sampling streams derive from seed and the prompt
-   index, so the result does not depend on the batch size. When dump is not NULL, each
-   greedy completion goes there as `prompt<TAB>completion<TAB>reward` (the reward with
-   format_reward; the completion without <eos>; `<eos>` missing means it ran out of tokens). */
-static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int max_new,
-                           float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump) {
-    EvalResult r = {0.0f, 0.0f, limit > 0 && limit < d->n ? limit : d->n};
-    int Bmax = kv->B;
-    const int *pp[4096]; int plen[4096], idx[4096];
-    int *comp = (int *)mallocCheck((size_t)Bmax * max_new * sizeof(int));
-    float *lp = (float *)mallocCheck((size_t)Bmax * max_new * sizeof(float));
-    int *clen = (int *)mallocCheck(Bmax * sizeof(int));
-    Rng *rngs = (Rng *)mallocCheck(Bmax * sizeof(Rng));
-    int samples = pass_k > 0 ? pass_k : 0;
-    int *solved = (int *)callocCheck(r.n, sizeof(int));
-    int correct = 0;
-    for (int pass = 0; pass < (samples ? 2 : 1); pass++) {
-        int per = pass == 0 ? 1 : samples;   // sequences per prompt
-        long total = (long)r.n * per;
-        for (long s = 0; s < total; s += Bmax) {
-            int B = (int)(s + Bmax <= total ? Bmax : total - s);
-            for (int b = 0; b < B; b++) {
-                long q = s + b;
-                int i = (int)(q / per);
-                idx[b] = i; pp[b] = d->prompt + (size_t)i * d->maxT; plen[b] = d->prompt_len[i];
-                rng_seed(&rngs[b], seed, (1ull << 40) + (uint64_t)q);
-            }
-            sample_completions(m, kv, B, pp, plen, max_new, temperature, pass == 0, rngs, NULL, comp, lp, clen);
-            for (int b = 0; b < B; b++) {
-                int i = idx[b];
-                const int *cb = comp + (size_t)b * max_new;
-                const int *nums = d->nums + (size_t)i * MAX_NUMS;
-                // accuracy and pass@k count verified answers only: a format reward of 1 would
-                // otherwise count every well-formed wrong answer as solved
-                int verified = countdown_reward(nums, d->num_count[i], d->target[i], cb, clen[b], 0.0f) == 1;
-                if (pass == 0) correct += verified;
-                else solved[i] |= verified;
-                if (pass == 0 && dump) {
-                    // the dump shows the reward training would give (with --format-reward)
-                    float rw = countdown_reward(nums, d->num_count[i], d->target[i], cb, clen[b],
-                                                format_reward);
-                    char ptext[4096], ctext[8 * 1024 + 16];   // a token decodes to at most 5 characters
-                    int ended = clen[b] > 0 && cb[clen[b] - 1] == TOK_EOS;
-                    decode(pp[b] + 1, plen[b] - 1, ptext, sizeof ptext);   // without <bos>
-                    decode(cb, clen[b] - ended, ctext, sizeof ctext);
-                    fprintf(dump, "%s\t%s%s\t%g\n", ptext, ctext, ended ? "" : " [no <eos>]", rw);
-                }
-            }
-        }
-    }
-    r.accuracy = (float)correct / r.n;
-    if (samples) { int c = 0; for (int i = 0; i < r.n; i++) c += solved[i]; r.pass_k = (float)c / r.n; }
-    free(comp); free(lp); free(clen); free(rngs); free(solved);
-    return r;
-}
-
-// Checks shared by train and tree, made before anything is loaded: options that would
-// make a GRPO run meaningless.
-static void check_grpo_options(const Options *o) {
-    if (o->group_size < 2)
-        usage_error("--group-size %d: training needs k >= 2 (a group of one has no std and no relative advantage)", o->group_size);
-    if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 for training (logits / T overflow below)");
-    if (o->obj.clip_eps_low < 0.0f || o->obj.clip_eps_low >= 1.0f) usage_error("--clip-eps-low must be in [0, 1)");
-    if (o->prompts_per_step * o->group_size > 4096) usage_error("--prompts-per-step x --group-size must be <= 4096");
-}
-
-// The longest prompt of d plus --max-new-tokens must fit in the model's context; the
-// error names that prompt's FILE:LINE.
-static void check_context(const Options *o, int maxT, const Dataset *d) {
-    int longest = 0;
-    for (int i = 1; i < d->n; i++) if (d->prompt_len[i] > d->prompt_len[longest]) longest = i;
-    if (d->n > 0 && d->prompt_len[longest] + o->max_new_tokens > maxT)
-        usage_error("--max-new-tokens: %d prompt tokens (%s:%d, the longest prompt) + %d new tokens exceed "
-                    "the model's context of %d", d->prompt_len[longest], d->path, d->line[longest],
-                    o->max_new_tokens, maxT);
-}
-
-// ----------------------------------------------------------------------------
-// The training loop: GRPO steps until --steps (cmd_train, in the tooling section, sets it up)
-
-typedef struct {                 // one GRPO run, set up by cmd_train
-    GPT *policy;                 // π_θ, trained
-    GPT *ref;                    // π_ref (the --init model) when β != 0, else NULL
-    KVCache *kv;                 // the sampler's cache for the N sequences of a step
-    GroupBatch *batch;           // the step's P groups of k completions
-    const Dataset *train, *val;  // prompts to train on, and to validate on every eval_every steps
-    GRPOConfig cfg;
-    AdamWConfig opt;             // its schedule counts steps·μ optimizer steps
-    TrainState *state;           // steps taken and the run's RNG: what a resumable checkpoint holds
-    int steps;                   // the step the run ends after
-    int eval_every, eval_limit, save_every;
-    float format_reward;
-    CsvLog *csv;                 // RUN_DIR/train.csv
-    char periodic[1100];         // RUN_DIR/ckpt.bin, written every save_every steps
-    char last_good[1100];        // the newest checkpoint that passed check_params ("": none yet)
-} TrainRun;
-
-typedef struct {                 // one step, as log_step prints it and writes its CSV row
-    int step;                    // 1-based, as in the log
-    double t[5];                 // wall-clock seconds: start, sampled, scored, trees built, updated
-    TreeStats trees;
-    UpdateStats update;
-    long gen_tokens;             // completion tokens sampled by this process so far
-    float val_acc;               // validation accuracy; −1 when not validated at this step
-    int last;                    // 1 at the run's last step
-} StepReport;
-
-/* save_periodic_checkpoint: after step st->step+1 of a run, a resumable checkpoint at path
-   holding the state after that step; check_params first stops the run, naming last_good, if
-   the parameters diverged. Then path is the last good checkpoint (last_good, capacity cap). */
-static void save_periodic_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good,
-                                     size_t cap) {
-    TrainState next = *st;
-    next.step = st->step + 1;
-    check_params(m, next.step, last_good);
-    save_checkpoint(path, m, 1, &next);
-    snprintf(last_good, cap, "%s", path);
-}
-
-// The number of groups whose rewards are all equal: their advantages are 0, they teach nothing.
-static int count_all_equal_groups(const GroupBatch *g) {
-    int count = 0;
-    for (int p = 0; p < g->num_groups; p++) {
-        int first = g->group_start[p];
-        int equal = 1;
-        for (int i = first; i < g->group_start[p + 1]; i++) equal &= g->reward[i] == g->reward[first];
-        count += equal;
-    }
-    return count;
-}
-
-/* log_step: one GRPO step on stdout (every 10th step, the last one and every validated one)
-   and as a row of train.csv: mean reward, share of groups with equal rewards, mean length,
-   mean |λ|, tree statistics, loss, KL, clipped share, gradient norm, tokens sampled, the
-   seconds of each phase (sample, score, tree, update), throughput, validation accuracy. */
-static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
-    int N = g->N, P = g->num_groups;
-    double mean_reward = 0.0, mean_len = 0.0;
-    for (int i = 0; i < N; i++) {
-        mean_reward += g->reward[i];
-        mean_len += g->clen[i];
-    }
-    mean_reward /= N;
-    mean_len /= N;
-    double all_equal = (double)count_all_equal_groups(g) / P;
-    double nontrivial = (double)r->trees.nontrivial / P;
-    double t_sample = r->t[1] - r->t[0], t_score = r->t[2] - r->t[1];
-    double t_tree = r->t[3] - r->t[2], t_update = r->t[4] - r->t[3];
-    double tok_s = (mean_len * N) / (r->t[4] - r->t[0]);
-    const UpdateStats *u = &r->update;
-    if ((r->step - 1) % 10 == 0 || r->last || r->val_acc >= 0) {
-        printf("step %4d | reward %.3f | eq %.2f | len %.1f | |λ| %.2f | tree %.2f d%.2f i%.2f | loss %+.5f"
-               " | kl %.4f | clip %.3f | gen %ld | t %.2f/%.3f/%.4f/%.2f s | %.0f tok/s",
-               r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
-               r->trees.intermediate, u->loss, u->kl, u->clip_frac, r->gen_tokens, t_sample, t_score, t_tree,
-               t_update, tok_s);
-        if (r->val_acc >= 0) printf(" | val acc %.3f", r->val_acc);
-        printf("\n");
-        fflush(stdout);
-    }
-    fprintf(csv->f, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%ld,%.4f,%.5f,%.6f,%.4f,%.1f,%.4f\n",
-            r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
-            r->trees.intermediate, u->loss, u->kl, u->clip_frac, u->grad_norm, r->gen_tokens, t_sample, t_score,
-            t_tree, t_update, tok_s, r->val_acc);
-    csv_row_done(csv);
-}
-
-// The options of a GRPO step (train, tree; check and sample use the objective and sampling ones).
-static GRPOConfig grpo_config_from_options(const Options *o) {
-    GRPOConfig cfg = {o->obj, o->temperature, o->num_iterations, o->micro_batch, o->mask_truncated, o->seed};
-    return cfg;
-}
-
-/* train_loop: GRPO steps state->step+1 .. steps. Each step runs the phases of the paper's
-   GRPO (DeepSeekMath's Algorithm 1 with μ updates per sampled batch) in order, then
-   validates every eval_every steps, logs (log_step) and every save_every steps writes a
-   resumable checkpoint. A non-finite loss or gradient norm stops the process at once, with
-   nothing saved (stop_on_nan). */
-static void train_loop(TrainRun *run) {
-    GroupBatch *g = run->batch;
-    TrainState *st = run->state;
-    const GRPOConfig *cfg = &run->cfg;
-    long gen_tokens = 0;
-    int adam_t = st->step * cfg->num_iterations;   // AdamW steps taken: μ per GRPO step
-    for (; st->step < run->steps; st->step++) {
-        StepReport report;
-        report.step = st->step + 1;
-        report.t[0] = wall_seconds();
-        // x: one prompt per group from the training set; y(i) ~ π_old(·|x), k per prompt (§2)
-        draw_prompts(g, run->train, &st->rng);
-        sample_group(run->policy, run->kv, g, cfg, st->step, NULL);
-        report.t[1] = wall_seconds();
-        // r_i: the verifier's outcome reward of each completion (§2)
-        score_group(g, run->train, run->format_reward);
-        report.t[2] = wall_seconds();
-        // a_i = (r_i − mean r) / (std r + eps) within each group (eq. 2)
-        compute_advantages(g->advantage, g->reward, g->num_groups, g->group_start, &cfg->obj);
-        // B(G): each group's prefix tree and |λ(i,t)| of every token (§3.1)
-        report.trees = build_group_trees(g);
-        report.t[3] = wall_seconds();
-        // μ AdamW steps on the clipped objective (eqs. 3–4), λ-GRPO dividing by |λ(i,t)| (eq. 11)
-        UpdateStatus status = grpo_update(run->policy, run->ref, g, cfg, &run->opt, &adam_t, NULL,
-                                          &report.update);
-        if (status != UPDATE_DONE)
-            stop_on_nan(UPDATE_STOPPED_BY[status], report.step, report.update.not_finite, run->last_good);
-        report.t[4] = wall_seconds();
-        for (int i = 0; i < g->N; i++) gen_tokens += g->clen[i];
-        report.gen_tokens = gen_tokens;
-        report.last = report.step == run->steps;
-        report.val_acc = -1.0f;
-        if (run->eval_every && (report.step % run->eval_every == 0 || report.last))
-            report.val_acc = evaluate(run->policy, run->kv, run->val, run->eval_limit, g->max_new,
-                                      cfg->temperature, 0, cfg->seed, 0.0f, NULL).accuracy;
-        log_step(g, &report, run->csv);
-        if (run->save_every && report.step % run->save_every == 0 && !report.last)
-            save_periodic_checkpoint(run->periodic, run->policy, st, run->last_good, sizeof run->last_good);
-    }
-}
+// train: the GRPO command around train_loop: options, models, data, test scores, the result
 
 /* cmd_train: ./grpo train. Loads π_θ (and π_ref when β != 0) from --init, or resumes
    --resume; scores the test prompts; runs train_loop; saves RUN_DIR/model.bin; scores the
@@ -3836,6 +3796,64 @@ static int cmd_tree(int argc, char **argv, Options *o) {
 
 // ----------------------------------------------------------------------------
 // eval, sample, verify: scoring checkpoints and looking at groups
+
+/* evaluate: greedy accuracy on (the first `limit` of) d's prompts, and pass@k from k
+   samples at the temperature (k = pass_k; 0 skips it); both count answers the verifier
+   accepts, whatever format_reward is. Sampling streams derive from seed and the prompt
+   index, so the result does not depend on the batch size. When dump is not NULL, each
+   greedy completion goes there as `prompt<TAB>completion<TAB>reward` (the reward with
+   format_reward; the completion without <eos>; `<eos>` missing means it ran out of tokens). */
+static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int max_new,
+                           float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump) {
+    EvalResult r = {0.0f, 0.0f, limit > 0 && limit < d->n ? limit : d->n};
+    int Bmax = kv->B;
+    const int *pp[4096]; int plen[4096], idx[4096];
+    int *comp = (int *)mallocCheck((size_t)Bmax * max_new * sizeof(int));
+    float *lp = (float *)mallocCheck((size_t)Bmax * max_new * sizeof(float));
+    int *clen = (int *)mallocCheck(Bmax * sizeof(int));
+    Rng *rngs = (Rng *)mallocCheck(Bmax * sizeof(Rng));
+    int samples = pass_k > 0 ? pass_k : 0;
+    int *solved = (int *)callocCheck(r.n, sizeof(int));
+    int correct = 0;
+    for (int pass = 0; pass < (samples ? 2 : 1); pass++) {
+        int per = pass == 0 ? 1 : samples;   // sequences per prompt
+        long total = (long)r.n * per;
+        for (long s = 0; s < total; s += Bmax) {
+            int B = (int)(s + Bmax <= total ? Bmax : total - s);
+            for (int b = 0; b < B; b++) {
+                long q = s + b;
+                int i = (int)(q / per);
+                idx[b] = i; pp[b] = d->prompt + (size_t)i * d->maxT; plen[b] = d->prompt_len[i];
+                rng_seed(&rngs[b], seed, (1ull << 40) + (uint64_t)q);
+            }
+            sample_completions(m, kv, B, pp, plen, max_new, temperature, pass == 0, rngs, NULL, comp, lp, clen);
+            for (int b = 0; b < B; b++) {
+                int i = idx[b];
+                const int *cb = comp + (size_t)b * max_new;
+                const int *nums = d->nums + (size_t)i * MAX_NUMS;
+                // accuracy and pass@k count verified answers only: a format reward of 1 would
+                // otherwise count every well-formed wrong answer as solved
+                int verified = countdown_reward(nums, d->num_count[i], d->target[i], cb, clen[b], 0.0f) == 1;
+                if (pass == 0) correct += verified;
+                else solved[i] |= verified;
+                if (pass == 0 && dump) {
+                    // the dump shows the reward training would give (with --format-reward)
+                    float rw = countdown_reward(nums, d->num_count[i], d->target[i], cb, clen[b],
+                                                format_reward);
+                    char ptext[4096], ctext[8 * 1024 + 16];   // a token decodes to at most 5 characters
+                    int ended = clen[b] > 0 && cb[clen[b] - 1] == TOK_EOS;
+                    decode(pp[b] + 1, plen[b] - 1, ptext, sizeof ptext);   // without <bos>
+                    decode(cb, clen[b] - ended, ctext, sizeof ctext);
+                    fprintf(dump, "%s\t%s%s\t%g\n", ptext, ctext, ended ? "" : " [no <eos>]", rw);
+                }
+            }
+        }
+    }
+    r.accuracy = (float)correct / r.n;
+    if (samples) { int c = 0; for (int i = 0; i < r.n; i++) c += solved[i]; r.pass_k = (float)c / r.n; }
+    free(comp); free(lp); free(clen); free(rngs); free(solved);
+    return r;
+}
 
 static int cmd_eval(int argc, char **argv, Options *o) {
     const char *syn = "Scores a checkpoint on a task file: greedy accuracy, and pass@k from k samples.\n"
