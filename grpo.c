@@ -183,7 +183,11 @@ static void make_dir(const char *path) {
     char tmp[1024];
     snprintf(tmp, sizeof tmp, "%s", path);
     for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') { *p = 0; mkdir(tmp, 0777); *p = '/'; }
+        if (*p == '/') {   // each parent in turn
+            *p = 0;
+            mkdir(tmp, 0777);
+            *p = '/';
+        }
     }
     if (mkdir(tmp, 0777) != 0 && errno != EEXIST) {
         char msg[1200];
@@ -247,7 +251,9 @@ static int num_threads(void) {
 // Random numbers: SplitMix64 seeds a xoshiro256** generator. A stream is identified by
 // (seed, stream id); two different stream ids give independent sequences, so every
 // sampled completion can own one (completion c of step s uses stream id s*65536 + c).
-typedef struct { uint64_t s[4]; } Rng;
+typedef struct {
+    uint64_t s[4];
+} Rng;
 
 static uint64_t splitmix64(uint64_t *x) {
     uint64_t z = (*x += 0x9E3779B97F4A7C15ull);
@@ -266,7 +272,12 @@ static inline uint64_t rotl64(uint64_t x, int k) { return (x << k) | (x >> (64 -
 static uint64_t rng_u64(Rng *r) {
     uint64_t *s = r->s;
     uint64_t result = rotl64(s[1] * 5, 7) * 9, t = s[1] << 17;
-    s[2] ^= s[0]; s[3] ^= s[1]; s[1] ^= s[2]; s[0] ^= s[3]; s[2] ^= t; s[3] = rotl64(s[3], 45);
+    s[2] ^= s[0];
+    s[3] ^= s[1];
+    s[1] ^= s[2];
+    s[0] ^= s[3];
+    s[2] ^= t;
+    s[3] = rotl64(s[3], 45);
     return result;
 }
 
@@ -315,7 +326,10 @@ static int char_to_token(unsigned char c) {
 static int encode(const char *text, int len, int *tokens, int *bad_pos) {
     for (int i = 0; i < len; i++) {
         int t = char_to_token((unsigned char)text[i]);
-        if (t < 0) { if (bad_pos) *bad_pos = i; return -1; }
+        if (t < 0) {
+            if (bad_pos) *bad_pos = i;
+            return -1;
+        }
         tokens[i] = t;
     }
     return len;
@@ -330,9 +344,10 @@ static void decode(const int *tokens, int n, char *out, int cap) {
         if (t >= NUM_SPECIAL && t < VOCAB_SIZE) out[k++] = VOCAB_CHARS[t - NUM_SPECIAL];
         else {
             const char *name = (t >= 0 && t < NUM_SPECIAL) ? SPECIAL_NAMES[t] : "<?>";
-            int m = (int)strlen(name);
-            if (k + m >= cap) break;
-            memcpy(out + k, name, m); k += m;
+            int name_len = (int)strlen(name);
+            if (k + name_len >= cap) break;
+            memcpy(out + k, name, name_len);
+            k += name_len;
         }
     }
     out[k] = 0;
@@ -907,7 +922,10 @@ static void param_sizes(size_t *sizes, const GPTConfig *c) {
 
 // Carves one allocation into named tensors (same order as the struct's members).
 static void point_tensors(float **ptrs, float *memory, const size_t *sizes, int n) {
-    for (int i = 0; i < n; i++) { ptrs[i] = memory; memory += sizes[i]; }
+    for (int i = 0; i < n; i++) {
+        ptrs[i] = memory;
+        memory += sizes[i];
+    }
 }
 
 #define NUM_ACT_TENSORS 21
@@ -962,13 +980,19 @@ typedef struct {
 
 typedef struct {
     GPTConfig config;
-    ParameterTensors params;  size_t param_sizes[NUM_PARAM_TENSORS];
-    float *params_memory;     size_t num_parameters;
-    ParameterTensors grads;   float *grads_memory;
+    ParameterTensors params;            // the tensors, pointing into params_memory
+    size_t param_sizes[NUM_PARAM_TENSORS];
+    float *params_memory;               // all parameters, one allocation
+    size_t num_parameters;
+    ParameterTensors grads;             // their gradients, pointing into grads_memory
+    float *grads_memory;
     float *m_memory, *v_memory;         // AdamW first and second moments
     int max_batch;                      // activations are allocated for (max_batch, maxT)
-    ActivationTensors acts;   float *acts_memory;  size_t acts_capacity;
-    ActivationTensors grads_acts; float *grads_acts_memory;
+    ActivationTensors acts;             // pointing into acts_memory (acts_capacity floats)
+    float *acts_memory;
+    size_t acts_capacity;
+    ActivationTensors grads_acts;       // their gradients, pointing into grads_acts_memory
+    float *grads_acts_memory;
     int B, T;                           // shape of the last forward pass
 #ifdef GRPO_CUDA
     int on_device;                      // 1: every array above lives in GPU memory
@@ -991,7 +1015,8 @@ static void gpt_to_device(GPT *m) {
         cuda_memcpy_h2d(*dev[i], host[i], pb);
         free(host[i]);
     }
-    free(m->acts_memory); free(m->grads_acts_memory);
+    free(m->acts_memory);
+    free(m->grads_acts_memory);
     m->acts_memory = (float *)cuda_malloc(ab);
     m->grads_acts_memory = (float *)cuda_malloc(ab);
     point_tensors((float **)&m->params, m->params_memory, m->param_sizes, NUM_PARAM_TENSORS);
@@ -1005,10 +1030,10 @@ static void gpt_to_device(GPT *m) {
 }
 
 static void free_gpt_device(GPT *m) {
-    cuda_free(m->params_memory); cuda_free(m->grads_memory); cuda_free(m->m_memory); cuda_free(m->v_memory);
-    cuda_free(m->acts_memory); cuda_free(m->grads_acts_memory);
-    cuda_free(m->dev_inputs); cuda_free(m->dev_targets); cuda_free(m->dev_logp); cuda_free(m->dev_dlogp);
-    cuda_free(m->dev_allowed);
+    void *arrays[] = {m->params_memory, m->grads_memory, m->m_memory, m->v_memory, m->acts_memory,
+                      m->grads_acts_memory, m->dev_inputs, m->dev_targets, m->dev_logp, m->dev_dlogp,
+                      m->dev_allowed};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) cuda_free(arrays[i]);
 }
 #endif
 
@@ -1051,10 +1076,17 @@ static void build_gpt(GPT *m, GPTConfig cfg, int max_batch, uint64_t seed) {
 
 static void free_gpt(GPT *m) {
 #ifdef GRPO_CUDA
-    if (m->on_device) { free_gpt_device(m); return; }
+    if (m->on_device) {
+        free_gpt_device(m);
+        return;
+    }
 #endif
-    free(m->params_memory); free(m->grads_memory); free(m->m_memory); free(m->v_memory);
-    free(m->acts_memory); free(m->grads_acts_memory);
+    free(m->params_memory);
+    free(m->grads_memory);
+    free(m->m_memory);
+    free(m->v_memory);
+    free(m->acts_memory);
+    free(m->grads_acts_memory);
 }
 
 // Points the activation structs at the buffers for a batch of shape (B, T).
@@ -1334,7 +1366,11 @@ static void logprob_forward(float *logp, float *probs, const float *logits, cons
     for (int n = 0; n < N; n++) {
         const float *z = logits + (size_t)n * V;
         float *pr = probs + (size_t)n * V;
-        if (targets[n] < 0) { logp[n] = 0.0f; memset(pr, 0, V * sizeof(float)); continue; }
+        if (targets[n] < 0) {   // not scored
+            logp[n] = 0.0f;
+            memset(pr, 0, V * sizeof(float));
+            continue;
+        }
         float maxv, logsum = softmax_temperature(pr, &maxv, z, V, temperature, allowed);
         logp[n] = (z[targets[n]] * (1.0f / temperature) - maxv) - logsum;
     }
@@ -1349,7 +1385,10 @@ static void logprob_backward(float *dlogits, const float *probs, const int *targ
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
         float *d = dlogits + (size_t)n * V;
-        if (targets[n] < 0) { memset(d, 0, V * sizeof(float)); continue; }
+        if (targets[n] < 0) {
+            memset(d, 0, V * sizeof(float));
+            continue;
+        }
         const float *pr = probs + (size_t)n * V;
         float g = dlogp[n] * inv_t;
         for (int v = 0; v < V; v++) d[v] = -g * pr[v];
@@ -1367,13 +1406,14 @@ static void gpt_logprob_forward(GPT *m, float *logp, const int *targets, int N, 
     if (m->on_device) {
         cuda_memcpy_h2d(m->dev_targets, targets, (size_t)N * sizeof(int));
         if (allowed) cuda_memcpy_h2d(m->dev_allowed, allowed, m->config.vocab_size);
-        cuda_logprob_forward(m->dev_logp, m->acts.probs, m->acts.logits, m->dev_targets, N, m->config.vocab_size,
-                             temperature, allowed ? m->dev_allowed : NULL);
+        cuda_logprob_forward(m->dev_logp, m->acts.probs, m->acts.logits, m->dev_targets, N,
+                             m->config.vocab_size, temperature, allowed ? m->dev_allowed : NULL);
         cuda_memcpy_d2h(logp, m->dev_logp, (size_t)N * sizeof(float));
         return;
     }
 #endif
-    logprob_forward(logp, m->acts.probs, m->acts.logits, targets, N, m->config.vocab_size, temperature, allowed);
+    logprob_forward(logp, m->acts.probs, m->acts.logits, targets, N, m->config.vocab_size, temperature,
+                    allowed);
 }
 
 static void gpt_logprob_backward(GPT *m, const int *targets, const float *dlogp, int N, float temperature) {
@@ -1386,7 +1426,8 @@ static void gpt_logprob_backward(GPT *m, const int *targets, const float *dlogp,
         return;
     }
 #endif
-    logprob_backward(m->grads_acts.logits, m->acts.probs, targets, dlogp, N, m->config.vocab_size, temperature);
+    logprob_backward(m->grads_acts.logits, m->acts.probs, targets, dlogp, N, m->config.vocab_size,
+                     temperature);
 }
 
 // ----------------------------------------------------------------------------
@@ -1438,8 +1479,8 @@ static float clip_grad_norm(GPT *m, float max_norm) {
 static void adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
 #ifdef GRPO_CUDA
     if (m->on_device) {
-        cuda_adamw_update(m->params_memory, m->grads_memory, m->m_memory, m->v_memory, m->param_sizes, PARAM_DECAY,
-                          NUM_PARAM_TENSORS, lr, o->beta1, o->beta2, o->eps, o->weight_decay, t);
+        cuda_adamw_update(m->params_memory, m->grads_memory, m->m_memory, m->v_memory, m->param_sizes,
+                          PARAM_DECAY, NUM_PARAM_TENSORS, lr, o->beta1, o->beta2, o->eps, o->weight_decay, t);
         return;
     }
 #endif
@@ -1454,7 +1495,8 @@ static void adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
             float g = m->grads_memory[i];
             float mi = o->beta1 * m->m_memory[i] + (1.0f - o->beta1) * g;
             float vi = o->beta2 * m->v_memory[i] + (1.0f - o->beta2) * g * g;
-            m->m_memory[i] = mi; m->v_memory[i] = vi;
+            m->m_memory[i] = mi;
+            m->v_memory[i] = vi;
             float p = m->params_memory[i] * (1.0f - lr * wd);
             m->params_memory[i] = p - lr * (mi / bc1) / (sqrtf(vi / bc2) + o->eps);
         }
@@ -1465,52 +1507,46 @@ static void adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
 
 // ----------------------------------------------------------------------------
 // Task and verifier: countdown (the completion must reach the target with + − × ÷)
-/* ---------------------------------------------------------------------------
- * Countdown verifier (C99, no globals, no heap allocation).
- *
- * Prompt:      "n1 n2 ... nk>target:"   e.g. "7 3 5>26:"
- * Completion:  steps "a op b=c" joined by ',', op in + - * /, no spaces,
- *              e.g. "7*3=21,21+5=26" (the <eos> token is not part of the text).
- *
- * Rules (a completion earns 1.0 only if all hold, else 0.0):
- *  - Numbers are decimal digits only: no sign, no leading zeros ("0" alone is
- *    a number but can never be in the pool legitimately), at most 6 digits.
- *  - The pool starts as the multiset of given numbers. In a step "a op b=c",
- *    a and b must both be in the pool (a == b needs two copies); the step
- *    removes a and b and adds c. So every given number and every intermediate
- *    result is used at most once.
- *  - c must equal a op b exactly, and must be a positive integer:
- *    a-b needs a > b; a/b needs b != 0 and a % b == 0.
- *  - Steps are separated by exactly one ','; nothing may precede the first
- *    step or follow the last one (no trailing comma, spaces, junk or NUL).
- *  - At least one step. After the last step the pool must contain exactly one
- *    number (so every given number was used) and it must equal the target.
- * ------------------------------------------------------------------------- */
+//
+// Prompt:      "n1 n2 ... nk>target:"   e.g. "7 3 5>26:"
+// Completion:  steps "a op b=c" joined by ',', op in + - * /, no spaces, e.g. "7*3=21,21+5=26"
+//              (the <eos> token is not part of the text).
+// The verifier (C99, no globals, no heap allocation) gives a completion 1.0 only if all hold,
+// else 0.0:
+//  - Numbers are decimal digits only: no sign, no leading zeros ("0" alone is a number but can
+//    never be in the pool legitimately), at most 6 digits.
+//  - The pool starts as the multiset of given numbers. In a step "a op b=c", a and b must both
+//    be in the pool (a == b needs two copies); the step removes a and b and adds c. So every
+//    given number and every intermediate result is used at most once.
+//  - c must equal a op b exactly, and must be a positive integer: a-b needs a > b; a/b needs
+//    b != 0 and a % b == 0.
+//  - Steps are separated by exactly one ','; nothing may precede the first step or follow the
+//    last one (no trailing comma, spaces, junk or NUL).
+//  - At least one step. After the last step the pool must contain exactly one number (so every
+//    given number was used) and it must equal the target.
 
-#define COUNTDOWN_MAX_DIGITS 6  /* numbers have at most 6 digits */
-#define COUNTDOWN_MAX_POOL 16   /* countdown_verify rejects problems with more numbers */
+#define COUNTDOWN_MAX_DIGITS 6   // numbers have at most 6 digits
+#define COUNTDOWN_MAX_POOL 16    // countdown_verify rejects problems with more numbers
 
-/* Parse a number at s[*pos..len): 1..COUNTDOWN_MAX_DIGITS decimal digits, no
-   leading zero unless the number is exactly "0". On success advances *pos past
-   it and returns the value; returns -1 (and leaves *pos) otherwise. */
-static long long countdown_parse_number(const char *s, int len, int *pos)
-{
+/* countdown_parse_number: a number at s[*pos..len): 1..COUNTDOWN_MAX_DIGITS decimal digits,
+   no leading zero unless the number is exactly "0". On success advances *pos past it and
+   returns the value; returns -1 (and leaves *pos) otherwise. */
+static long long countdown_parse_number(const char *s, int len, int *pos) {
     int start = *pos, i = *pos;
     long long v = 0;
     while (i < len && s[i] >= '0' && s[i] <= '9') {
-        if (i - start == COUNTDOWN_MAX_DIGITS) return -1; /* a 7th digit */
+        if (i - start == COUNTDOWN_MAX_DIGITS) return -1;   // a 7th digit
         v = v * 10 + (s[i] - '0');
         i++;
     }
-    if (i == start) return -1;                         /* no digits */
-    if (s[start] == '0' && i - start > 1) return -1;   /* leading zero */
+    if (i == start) return -1;                         // no digits
+    if (s[start] == '0' && i - start > 1) return -1;   // leading zero
     *pos = i;
     return v;
 }
 
-/* Remove one copy of v from pool[0..*size); returns 1 if found, else 0. */
-static int countdown_pool_take(long long *pool, int *size, long long v)
-{
+// Removes one copy of v from pool[0..*size); returns 1 if found, else 0.
+static int countdown_pool_take(long long *pool, int *size, long long v) {
     for (int i = 0; i < *size; i++) {
         if (pool[i] == v) {
             pool[i] = pool[*size - 1];
@@ -1521,42 +1557,44 @@ static int countdown_pool_take(long long *pool, int *size, long long v)
     return 0;
 }
 
-/* Parse "n1 n2 ... nk>target:" (exactly the prompt text, len chars, not NUL-terminated).
-   Returns 0 and fills nums[0..*n), *target on success; -1 if malformed or more than max_nums numbers. */
-static int countdown_parse_prompt(const char *prompt, int len, int *nums, int max_nums, int *n, int *target)
-{
+/* countdown_parse_prompt: "n1 n2 ... nk>target:" (exactly the prompt text, len chars, not
+   NUL-terminated). Returns 0 and fills nums[0..*n), *target on success; -1 if malformed or
+   more than max_nums numbers. */
+static int countdown_parse_prompt(const char *prompt, int len, int *nums, int max_nums, int *n, int *target) {
     int pos = 0, k = 0;
     long long v;
     if (!prompt || !nums || !n || !target || len <= 0) return -1;
-    for (;;) {                                   /* numbers separated by single spaces */
+    for (;;) {   // numbers separated by single spaces
         v = countdown_parse_number(prompt, len, &pos);
         if (v < 0 || k >= max_nums) return -1;
         nums[k++] = (int)v;
         if (pos >= len) return -1;
-        if (prompt[pos] == '>') { pos++; break; }
+        if (prompt[pos] == '>') {
+            pos++;
+            break;
+        }
         if (prompt[pos] != ' ') return -1;
         pos++;
     }
-    v = countdown_parse_number(prompt, len, &pos); /* target, then ':' ends the prompt */
+    v = countdown_parse_number(prompt, len, &pos);   // the target, then ':' ends the prompt
     if (v < 0 || pos != len - 1 || prompt[pos] != ':') return -1;
     *n = k;
     *target = (int)v;
     return 0;
 }
 
-/* Score a completion (text without <eos>, exactly len chars, may be len 0, may contain any bytes):
-   1.0f if it solves the problem by the rules above, else 0.0f. Never reads outside completion[0..len). */
-static float countdown_verify(const int *nums, int n, int target, const char *completion, int len)
-{
+/* countdown_verify: scores a completion (the text without <eos>, exactly len chars, may be
+   len 0, may contain any bytes): 1.0f if it solves the problem by the rules above, else 0.0f.
+   Never reads outside completion[0..len). */
+static float countdown_verify(const int *nums, int n, int target, const char *completion, int len) {
     long long pool[COUNTDOWN_MAX_POOL];
     int size = n, pos = 0;
     if (!nums || n < 1 || n > COUNTDOWN_MAX_POOL || !completion || len <= 0) return 0.0f;
     for (int i = 0; i < n; i++) pool[i] = nums[i];
-
     for (;;) {
         long long a, b, c, r;
         char op;
-        /* syntax: a op b = c */
+        // syntax: a op b = c
         if ((a = countdown_parse_number(completion, len, &pos)) < 0) return 0.0f;
         if (pos >= len) return 0.0f;
         op = completion[pos++];
@@ -1565,22 +1603,20 @@ static float countdown_verify(const int *nums, int n, int target, const char *co
         if (pos >= len || completion[pos] != '=') return 0.0f;
         pos++;
         if ((c = countdown_parse_number(completion, len, &pos)) < 0) return 0.0f;
-        /* a and b must be available; they are consumed */
+        // a and b must be available; they are consumed
         if (!countdown_pool_take(pool, &size, a)) return 0.0f;
         if (!countdown_pool_take(pool, &size, b)) return 0.0f;
-        /* exact positive-integer arithmetic (operands <= 999999: no overflow) */
-        switch (op) {
-        case '+': r = a + b; break;
-        case '-': r = a - b; break;
-        case '*': r = a * b; break;
-        default:
+        // exact positive-integer arithmetic (operands <= 999999: no overflow)
+        if (op == '+') r = a + b;
+        else if (op == '-') r = a - b;
+        else if (op == '*') r = a * b;
+        else {
             if (b == 0 || a % b != 0) return 0.0f;
             r = a / b;
-            break;
         }
         if (r <= 0 || r != c) return 0.0f;
-        pool[size++] = c;                        /* size < n here: no overflow */
-        /* then either the end, or ',' and another step */
+        pool[size++] = c;   // size < n here: no overflow
+        // then either the end, or ',' and another step
         if (pos == len) break;
         if (completion[pos] != ',') return 0.0f;
         pos++;
@@ -1596,7 +1632,8 @@ static int countdown_well_formed(const char *completion, int len) {
         if (countdown_parse_number(completion, len, &pos) < 0 || pos >= len) return 0;
         char op = completion[pos++];
         if (op != '+' && op != '-' && op != '*' && op != '/') return 0;
-        if (countdown_parse_number(completion, len, &pos) < 0 || pos >= len || completion[pos++] != '=') return 0;
+        if (countdown_parse_number(completion, len, &pos) < 0 || pos >= len) return 0;
+        if (completion[pos++] != '=') return 0;
         if (countdown_parse_number(completion, len, &pos) < 0) return 0;
         if (pos == len) return 1;
         if (completion[pos++] != ',') return 0;
@@ -1610,13 +1647,14 @@ static int countdown_well_formed(const char *completion, int len) {
 static float countdown_reward(const int *nums, int n, int target, const int *comp, int len,
                               float format_reward) {
     char text[4096] = {0};
-    int m = 0, ended = len > 0 && comp[len - 1] == TOK_EOS;
-    for (int j = 0; j < len - ended && m < (int)sizeof text; j++) {
+    int text_len = 0, ended = len > 0 && comp[len - 1] == TOK_EOS;
+    for (int j = 0; j < len - ended && text_len < (int)sizeof text; j++) {
         int t = comp[j];
-        text[m++] = (t >= NUM_SPECIAL && t < VOCAB_SIZE) ? VOCAB_CHARS[t - NUM_SPECIAL] : '\x01';
+        text[text_len++] = (t >= NUM_SPECIAL && t < VOCAB_SIZE) ? VOCAB_CHARS[t - NUM_SPECIAL] : '\x01';
     }
-    float r = countdown_verify(nums, n, target, text, m);
-    if (r == 0.0f && format_reward > 0.0f && ended && countdown_well_formed(text, m)) r = format_reward;
+    float r = countdown_verify(nums, n, target, text, text_len);
+    int well_formed_end = ended && countdown_well_formed(text, text_len);
+    if (r == 0.0f && format_reward > 0.0f && well_formed_end) r = format_reward;
     return r;
 }
 
@@ -1725,11 +1763,14 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
         char *tab = strchr(line, '\t');
         int plen = tab ? (int)(tab - line) : len;
         int clen = tab ? len - plen - 1 : 0;
-        if (tab && strchr(tab + 1, '\t')) data_error(path, lineno, "more than one TAB: expected `prompt<TAB>completion`");
-        if (need_completion && clen == 0) data_error(path, lineno, "no demonstration: expected `prompt<TAB>completion`");
+        if (tab && strchr(tab + 1, '\t'))
+            data_error(path, lineno, "more than one TAB: expected `prompt<TAB>completion`");
+        if (need_completion && clen == 0)
+            data_error(path, lineno, "no demonstration: expected `prompt<TAB>completion`");
         if (!need_completion) clen = 0;    // prompts only: the demonstration is not used
         if (1 + plen + clen + 1 > maxT) {
-            snprintf(msg, sizeof msg, "example needs %d tokens, the model's context is %d", plen + clen + 2, maxT);
+            snprintf(msg, sizeof msg, "example needs %d tokens, the model's context is %d", plen + clen + 2,
+                     maxT);
             data_error(path, lineno, msg);
         }
         if (d->n == cap) {
@@ -1763,7 +1804,8 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
         if (clen) ct[clen] = TOK_EOS;
         if (countdown_parse_prompt(line, plen, d->nums + (size_t)i * MAX_NUMS, MAX_NUMS,
                                    &d->num_count[i], &d->target[i]) != 0) {
-            snprintf(msg, sizeof msg, "prompt is not `n1 n2 ... nk>target:` with 1 to %d numbers of at most 6 digits", MAX_NUMS);
+            snprintf(msg, sizeof msg, "prompt is not `n1 n2 ... nk>target:` with 1 to %d numbers of at most "
+                                      "6 digits", MAX_NUMS);
             data_error(path, lineno, msg);
         }
         const int *nums = d->nums + (size_t)i * MAX_NUMS;
@@ -1784,8 +1826,14 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
 }
 
 static void free_dataset(Dataset *d) {
-    free(d->prompt); free(d->prompt_len); free(d->completion); free(d->completion_len);
-    free(d->nums); free(d->num_count); free(d->target); free(d->line);
+    free(d->prompt);
+    free(d->prompt_len);
+    free(d->completion);
+    free(d->completion_len);
+    free(d->nums);
+    free(d->num_count);
+    free(d->target);
+    free(d->line);
 }
 
 // ----------------------------------------------------------------------------
@@ -1883,10 +1931,15 @@ static void build_prefix_tree_buffers(PrefixTree *tree, int k) {
     tree->num_nodes = 0;
 }
 
-static void free_prefix_tree(PrefixTree *tree) { free(tree->nodes); free(tree->members); free(tree->scratch); }
+static void free_prefix_tree(PrefixTree *tree) {
+    free(tree->nodes);
+    free(tree->members);
+    free(tree->scratch);
+}
 
 typedef struct {           // the group being built (read-only inputs and outputs)
-    const int *const *tokens; const int *len;
+    const int *const *tokens;     // (k) completion i's token ids
+    const int *len;               // (k)
     const float *reward, *advantage;
     int *lambda_size, *node_of;   // (k, stride) outputs
     int stride;
@@ -1898,7 +1951,8 @@ static void sort_by_token(int *members, int n, int t, const TreeInput *in) {
         int x = members[a], tx = in->tokens[x][t], b = a - 1;
         while (b >= 0 && (in->tokens[members[b]][t] > tx ||
                           (in->tokens[members[b]][t] == tx && members[b] > x))) {
-            members[b + 1] = members[b]; b--;
+            members[b + 1] = members[b];
+            b--;
         }
         members[b + 1] = x;
     }
@@ -1913,12 +1967,19 @@ static void tree_add_node(PrefixTree *tree, const TreeInput *in, int *members, i
     /* BEGIN SOLUTION: prefix_tree */
     int id = tree->num_nodes++;
     ProcessNode *node = &tree->nodes[id];
-    node->parent = parent; node->start = s; node->size = n; node->depth = depth;
-    node->num_children = 0; node->member = members[0];
-    double rsum = 0.0, asum = 0.0;
-    for (int a = 0; a < n; a++) { rsum += in->reward[members[a]]; asum += in->advantage[members[a]]; }
-    node->step_reward = (float)(rsum / n);
-    node->step_advantage = (float)(asum / n);
+    node->parent = parent;
+    node->start = s;
+    node->size = n;
+    node->depth = depth;
+    node->num_children = 0;
+    node->member = members[0];
+    double reward_sum = 0.0, advantage_sum = 0.0;
+    for (int a = 0; a < n; a++) {
+        reward_sum += in->reward[members[a]];
+        advantage_sum += in->advantage[members[a]];
+    }
+    node->step_reward = (float)(reward_sum / n);
+    node->step_advantage = (float)(advantage_sum / n);
     int t = s;
     for (;;) {   // positions t in this process step
         for (int a = 0; a < n; a++) {
@@ -1933,12 +1994,13 @@ static void tree_add_node(PrefixTree *tree, const TreeInput *in, int *members, i
     }
     node->end = t + 1;
     // children: members that continue past t, grouped by their token at t+1
-    int m = 0, next = t + 1;
-    for (int a = 0; a < n; a++) if (in->len[members[a]] > next) members[m++] = members[a];
-    sort_by_token(members, m, next, in);
-    for (int a = 0; a < m;) {
+    int continuing = 0, next = t + 1;
+    for (int a = 0; a < n; a++)
+        if (in->len[members[a]] > next) members[continuing++] = members[a];
+    sort_by_token(members, continuing, next, in);
+    for (int a = 0; a < continuing;) {   // members[a..b) share their token at t+1: one child
         int b = a + 1;
-        while (b < m && in->tokens[members[b]][next] == in->tokens[members[a]][next]) b++;
+        while (b < continuing && in->tokens[members[b]][next] == in->tokens[members[a]][next]) b++;
         tree->nodes[id].num_children++;
         tree_add_node(tree, in, members + a, b - a, next, id, depth + 1);
         a = b;
@@ -1959,12 +2021,13 @@ static int build_prefix_tree(PrefixTree *tree, const int *const *tokens, const i
     /* BEGIN SOLUTION: prefix_tree stub: tree->num_nodes = 0; return 0; */
     TreeInput in = {tokens, len, reward, advantage, lambda_size, node_of, stride};
     tree->num_nodes = 0;
-    int m = 0;
-    for (int i = 0; i < k; i++) if (len[i] > 0) tree->members[m++] = i;
-    sort_by_token(tree->members, m, 0, &in);
-    for (int a = 0; a < m;) {
+    int nonempty = 0;
+    for (int i = 0; i < k; i++)
+        if (len[i] > 0) tree->members[nonempty++] = i;
+    sort_by_token(tree->members, nonempty, 0, &in);
+    for (int a = 0; a < nonempty;) {   // members[a..b) share their first token: a child of the root
         int b = a + 1;
-        while (b < m && tokens[tree->members[b]][0] == tokens[tree->members[a]][0]) b++;
+        while (b < nonempty && tokens[tree->members[b]][0] == tokens[tree->members[a]][0]) b++;
         tree_add_node(tree, &in, tree->members + a, b - a, 0, -1, 1);
         a = b;
     }
@@ -1977,22 +2040,31 @@ static int build_prefix_tree(PrefixTree *tree, const int *const *tokens, const i
    path depth: process steps on a completion's root-to-leaf path, mean over completions;
    intermediate proportion: share of a completion's tokens that lie in shared, non-leaf
    steps (nodes with children), mean over completions. Empty completions are skipped. */
-typedef struct { int nontrivial; double mean_depth, intermediate; int counted; } TreeStats;
+typedef struct {
+    int nontrivial;                    // 1 (or, summed over groups, their number)
+    double mean_depth, intermediate;   // path depth and intermediate proportion
+    int counted;                       // completions (or groups) averaged over
+} TreeStats;
 
 static TreeStats prefix_tree_stats(const PrefixTree *tree, const int *len, int k,
                                    const int *node_of, int stride) {
     TreeStats st = {0, 0.0, 0.0, 0};
-    for (int n = 0; n < tree->num_nodes; n++) if (tree->nodes[n].size > 1) st.nontrivial = 1;
+    for (int n = 0; n < tree->num_nodes; n++)
+        if (tree->nodes[n].size > 1) st.nontrivial = 1;
     for (int i = 0; i < k; i++) {
         if (len[i] == 0) continue;
-        const ProcessNode *leaf = &tree->nodes[node_of[(size_t)i * stride + len[i] - 1]];
-        int inter = 0;
-        for (int t = 0; t < len[i]; t++) inter += tree->nodes[node_of[(size_t)i * stride + t]].num_children > 0;
+        const int *node_row = node_of + (size_t)i * stride;
+        const ProcessNode *leaf = &tree->nodes[node_row[len[i] - 1]];
+        int intermediate_tokens = 0;
+        for (int t = 0; t < len[i]; t++) intermediate_tokens += tree->nodes[node_row[t]].num_children > 0;
         st.mean_depth += leaf->depth;
-        st.intermediate += (double)inter / len[i];
+        st.intermediate += (double)intermediate_tokens / len[i];
         st.counted++;
     }
-    if (st.counted) { st.mean_depth /= st.counted; st.intermediate /= st.counted; }
+    if (st.counted) {
+        st.mean_depth /= st.counted;
+        st.intermediate /= st.counted;
+    }
     return st;
 }
 
@@ -2052,7 +2124,10 @@ static void compute_advantages(float *advantage, const float *reward, int num_gr
         float *a = advantage + group_start[g];
         int all_equal = 1;
         double mean = 0.0;
-        for (int i = 0; i < k; i++) { mean += r[i]; all_equal &= r[i] == r[0]; }
+        for (int i = 0; i < k; i++) {
+            mean += r[i];
+            all_equal &= r[i] == r[0];
+        }
         mean /= k;
         double sd = cfg->adv_std_scope == SCOPE_BATCH ? batch_std : std_of(r, k, cfg->adv_std, mean);
         double denom = cfg->adv_std == STD_NONE ? 1.0 : sd + cfg->adv_eps;
@@ -2078,10 +2153,18 @@ static void loss_agg_coef(float *coef, const int *len, int N, const ObjectiveCon
     for (int i = 0; i < N; i++) {
         double c = 0.0;
         switch (cfg->loss_agg) {
-            case AGG_TOKEN_MEAN: c = total > 0 ? 1.0 / total : 0.0; break;
-            case AGG_SEQ_MEAN_TOKEN_MEAN: c = len[i] > 0 ? 1.0 / ((double)N * len[i]) : 0.0; break;
-            case AGG_SEQ_MEAN_TOKEN_SUM: c = 1.0 / N; break;
-            default: c = 1.0 / ((double)N * cfg->max_new_tokens); break;
+            case AGG_TOKEN_MEAN:
+                c = total > 0 ? 1.0 / total : 0.0;
+                break;
+            case AGG_SEQ_MEAN_TOKEN_MEAN:
+                c = len[i] > 0 ? 1.0 / ((double)N * len[i]) : 0.0;
+                break;
+            case AGG_SEQ_MEAN_TOKEN_SUM:
+                c = 1.0 / N;
+                break;
+            default:   // AGG_SEQ_MEAN_TOKEN_SUM_NORM
+                c = 1.0 / ((double)N * cfg->max_new_tokens);
+                break;
         }
         coef[i] = (float)c;
     }
@@ -2140,7 +2223,7 @@ typedef struct {                // per-token outputs of grpo_token_loss, all (n)
 static double grpo_token_loss(const ObjectiveConfig *cfg, int n, const float *logp,
                               const float *logp_old, const float *logp_ref, const float *advantage,
                               const float *weight, const float *coef, TokenLossOut *out) {
-    /* BEGIN SOLUTION: grpo_token_loss stub: for (int j = 0; j < n; j++) { out->dlogp[j] = NAN; } return NAN; */
+    /* BEGIN SOLUTION: grpo_token_loss stub: for (int j = 0; j < n; j++) out->dlogp[j] = NAN; return NAN; */
     double loss = 0.0;
     for (int j = 0; j < n; j++) {
         float ratio = expf(logp[j] - logp_old[j]), A = advantage[j];
@@ -2270,10 +2353,11 @@ static void build_group_batch(GroupBatch *g, int P, int k, int max_new, int micr
 }
 
 static void free_group_batch(GroupBatch *g) {
-    void *arrays[] = {g->group_start, g->prompt_idx, g->prompt, g->plen, g->comp, g->comp_row, g->sample_logp,
-                      g->clen, g->truncated, g->reward, g->advantage, g->lambda_size, g->node_of, g->step_adv,
-                      g->logp, g->logp_old, g->logp_ref, g->adv_tok, g->weight, g->coef, g->dlogp, g->ratio,
-                      g->kl, g->clipped, g->seq_coef, g->rngs, g->inputs, g->targets, g->logp_pos, g->dlogp_pos};
+    void *arrays[] = {g->group_start, g->prompt_idx, g->prompt, g->plen, g->comp, g->comp_row,
+                      g->sample_logp, g->clen, g->truncated, g->reward, g->advantage, g->lambda_size,
+                      g->node_of, g->step_adv, g->logp, g->logp_old, g->logp_ref, g->adv_tok, g->weight,
+                      g->coef, g->dlogp, g->ratio, g->kl, g->clipped, g->seq_coef, g->rngs, g->inputs,
+                      g->targets, g->logp_pos, g->dlogp_pos};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
     free_prefix_tree(&g->tree);
 }
@@ -2308,8 +2392,8 @@ static void mark_truncated(GroupBatch *g) {
 static void sample_group(GPT *policy, KVCache *kv, GroupBatch *g, const GRPOConfig *cfg, int step,
                          const unsigned char *allowed) {
     for (int i = 0; i < g->N; i++) rng_seed(&g->rngs[i], cfg->seed, ((uint64_t)step + 1) * 65536 + i);
-    sample_completions(policy, kv, g->N, g->prompt, g->plen, g->max_new, cfg->temperature, 0, g->rngs, allowed,
-                       g->comp, g->sample_logp, g->clen);
+    sample_completions(policy, kv, g->N, g->prompt, g->plen, g->max_new, cfg->temperature, 0, g->rngs,
+                       allowed, g->comp, g->sample_logp, g->clen);
     mark_truncated(g);
 }
 
@@ -2521,7 +2605,11 @@ typedef struct {
 
 // The run's CSV log and an evaluation's result: tooling types (defined after the banner below)
 typedef struct CsvLog CsvLog;
-typedef struct { float accuracy, pass_k; int n; } EvalResult;
+typedef struct {
+    float accuracy;   // greedy: share of prompts whose completion the verifier accepts
+    float pass_k;     // share of prompts with an accepted completion among pass_k samples
+    int n;            // prompts scored
+} EvalResult;
 
 typedef struct {                 // one GRPO run, set up by cmd_train
     GPT *policy;                 // π_θ, trained
@@ -2645,8 +2733,13 @@ enum { CMD_SFT = 1, CMD_TRAIN = 2, CMD_EVAL = 4, CMD_SAMPLE = 8, CMD_CHECK = 16,
        CMD_VERIFY = 64, CMD_TREE = 128 };
 typedef enum { OPT_INT, OPT_FLOAT, OPT_STR, OPT_ENUM } OptType;
 typedef struct {
-    const char *name; OptType type; size_t offset; double min, max;
-    const char **choices; unsigned cmds; const char *help;
+    const char *name;        // --name
+    OptType type;
+    size_t offset;           // of the value in Options
+    double min, max;         // range of a number
+    const char **choices;    // OPT_ENUM: the names, NULL-terminated
+    unsigned cmds;           // CMD_* bits: the commands that take it
+    const char *help;
 } OptSpec;
 
 #define OFF(field) offsetof(Options, field)
@@ -2656,91 +2749,161 @@ typedef struct {
 #define CUDA_CMDS (CMD_SFT | GEN_CMDS | CMD_BENCH)   // the commands that build a model: on the GPU
 #endif
 static const OptSpec OPTIONS[] = {
-    {"seed", OPT_INT, OFF(seed), 0, 2147483647, NULL, CMD_SFT | GEN_CMDS | CMD_BENCH, "random seed (same seed, same build: same run, bit for bit)"},
-    {"threads", OPT_INT, OFF(threads), 0, 1024, NULL, 0xffff, "OpenMP threads (0: OMP_NUM_THREADS or all cores)"},
-    {"run-dir", OPT_STR, OFF(run_dir), 0, 0, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "directory for checkpoints and CSV logs"},
-    {"init", OPT_STR, OFF(init), 0, 0, NULL, CMD_TRAIN, "SFT checkpoint to start from; also the reference policy π_ref"},
-    {"resume", OPT_STR, OFF(resume), 0, 0, NULL, CMD_SFT | CMD_TRAIN, "checkpoint with optimizer state to continue from (bit-identical)"},
+    {"seed", OPT_INT, OFF(seed), 0, 2147483647, NULL, CMD_SFT | GEN_CMDS | CMD_BENCH,
+     "random seed (same seed, same build: same run, bit for bit)"},
+    {"threads", OPT_INT, OFF(threads), 0, 1024, NULL, 0xffff,
+     "OpenMP threads (0: OMP_NUM_THREADS or all cores)"},
+    {"run-dir", OPT_STR, OFF(run_dir), 0, 0, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
+     "directory for checkpoints and CSV logs"},
+    {"init", OPT_STR, OFF(init), 0, 0, NULL, CMD_TRAIN,
+     "SFT checkpoint to start from; also the reference policy π_ref"},
+    {"resume", OPT_STR, OFF(resume), 0, 0, NULL, CMD_SFT | CMD_TRAIN,
+     "checkpoint with optimizer state to continue from (bit-identical)"},
     {"model", OPT_STR, OFF(model), 0, 0, NULL, CMD_EVAL | CMD_SAMPLE, "checkpoint to load"},
     {"layers", OPT_INT, OFF(layers), 1, 64, NULL, CMD_SFT | CMD_BENCH | CMD_TREE, "transformer blocks L"},
-    {"heads", OPT_INT, OFF(heads), 1, 64, NULL, CMD_SFT | CMD_BENCH | CMD_TREE, "attention heads NH (must divide --channels)"},
+    {"heads", OPT_INT, OFF(heads), 1, 64, NULL, CMD_SFT | CMD_BENCH | CMD_TREE,
+     "attention heads NH (must divide --channels)"},
     {"channels", OPT_INT, OFF(channels), 8, 4096, NULL, CMD_SFT | CMD_BENCH | CMD_TREE, "width C"},
     {"context", OPT_INT, OFF(context), 8, 1024, NULL, CMD_SFT | CMD_BENCH,
      "context length maxT in tokens (bench: at least 9)"},
-    {"train-data", OPT_STR, OFF(train_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN, "training prompts (prompt<TAB>demonstration per line)"},
+    {"train-data", OPT_STR, OFF(train_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN,
+     "training prompts (prompt<TAB>demonstration per line)"},
     {"val-data", OPT_STR, OFF(val_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN, "validation prompts"},
-    {"test-data", OPT_STR, OFF(test_data), 0, 0, NULL, CMD_TRAIN, "test prompts (reasoning-gym), scored at start and end"},
+    {"test-data", OPT_STR, OFF(test_data), 0, 0, NULL, CMD_TRAIN,
+     "test prompts (reasoning-gym), scored at start and end"},
     {"data", OPT_STR, OFF(data), 0, 0, NULL, CMD_EVAL, "prompts to score"},
     {"prompt", OPT_STR, OFF(prompt), 0, 0, NULL, CMD_SAMPLE, "countdown prompt, e.g. '8 4 5 8>9:'"},
-    {"completions", OPT_STR, OFF(completions_out), 0, 0, NULL, CMD_EVAL, "write each greedy completion here: prompt<TAB>completion<TAB>reward"},
-    {"steps", OPT_INT, OFF(steps), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "optimizer steps (GRPO: sampling steps)"},
+    {"completions", OPT_STR, OFF(completions_out), 0, 0, NULL, CMD_EVAL,
+     "write each greedy completion here: prompt<TAB>completion<TAB>reward"},
+    {"steps", OPT_INT, OFF(steps), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
+     "optimizer steps (GRPO: sampling steps)"},
     {"batch-size", OPT_INT, OFF(batch_size), 1, 4096, NULL, CMD_SFT | CMD_BENCH, "sequences per SFT step"},
     {"lr", OPT_FLOAT, OFF(lr), 0, 10, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "peak learning rate"},
-    {"min-lr-frac", OPT_FLOAT, OFF(min_lr_frac), 0, 1, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "final learning rate as a fraction of --lr"},
-    {"schedule", OPT_ENUM, OFF(schedule), 0, 0, SCHEDULE_NAMES, CMD_SFT | CMD_TRAIN | CMD_TREE, "learning-rate decay after warm-up"},
-    {"warmup", OPT_INT, OFF(warmup), 0, 1000000, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "linear warm-up steps"},
-    {"weight-decay", OPT_FLOAT, OFF(weight_decay), 0, 10, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "AdamW decoupled weight decay (2-D weights only)"},
+    {"min-lr-frac", OPT_FLOAT, OFF(min_lr_frac), 0, 1, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
+     "final learning rate as a fraction of --lr"},
+    {"schedule", OPT_ENUM, OFF(schedule), 0, 0, SCHEDULE_NAMES, CMD_SFT | CMD_TRAIN | CMD_TREE,
+     "learning-rate decay after warm-up"},
+    {"warmup", OPT_INT, OFF(warmup), 0, 1000000, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
+     "linear warm-up steps"},
+    {"weight-decay", OPT_FLOAT, OFF(weight_decay), 0, 10, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
+     "AdamW decoupled weight decay (2-D weights only)"},
     {"beta1", OPT_FLOAT, OFF(beta1), 0, 0.999999, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "AdamW β1"},
     {"beta2", OPT_FLOAT, OFF(beta2), 0, 0.999999, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "AdamW β2"},
-    {"grad-clip", OPT_FLOAT, OFF(grad_clip), 0, 1e9, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "max global gradient norm (0: off)"},
-    {"eval-every", OPT_INT, OFF(eval_every), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN, "validate every N steps (0: off)"},
-    {"eval-limit", OPT_INT, OFF(eval_limit), 0, 10000000, NULL, CMD_TRAIN | CMD_EVAL, "score at most N prompts per evaluation (0: all); for train's test file see --test-limit"},
-    {"test-limit", OPT_INT, OFF(test_limit), -1, 10000000, NULL, CMD_TRAIN, "score the first N test prompts at the start and end (-1: all; 0: none, for short try-outs)"},
-    {"save-every", OPT_INT, OFF(save_every), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN, "write a resumable checkpoint every N steps (0: only at the end)"},
-    {"prompts-per-step", OPT_INT, OFF(prompts_per_step), 1, 4096, NULL, CMD_TRAIN | CMD_TREE, "prompts P per GRPO step"},
-    {"group-size", OPT_INT, OFF(group_size), 1, 4096, NULL, CMD_TRAIN | CMD_SAMPLE | CMD_TREE, "completions k per prompt (G in TRL/verl); training needs k >= 2"},
-    {"temperature", OPT_FLOAT, OFF(temperature), 0, 100, NULL, GEN_CMDS, "sampling temperature T; log-probs use logits/T everywhere"},
-    {"max-new-tokens", OPT_INT, OFF(max_new_tokens), 1, 1000000, NULL, CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_CHECK, "completion budget (also the Dr. GRPO constant)"},
-    {"pass-k", OPT_INT, OFF(pass_k), 0, 4096, NULL, CMD_TRAIN | CMD_EVAL, "samples per prompt for pass@k at the end (0: off)"},
-    {"objective", OPT_ENUM, OFF(obj.objective), 0, 0, OBJECTIVE_NAMES, CMD_TRAIN | CMD_CHECK, "grpo, or lambda-grpo (each token's term divided by |λ(i,t)|)"},
-    {"loss-agg", OPT_ENUM, OFF(obj.loss_agg), 0, 0, LOSS_AGG_NAMES, OBJ_CMDS, "loss aggregation (notes/conventions.md)"},
-    {"adv-std", OPT_ENUM, OFF(obj.adv_std), 0, 0, ADV_STD_NAMES, OBJ_CMDS, "std in the advantage: sample (k-1), population (k), none"},
-    {"adv-std-scope", OPT_ENUM, OFF(obj.adv_std_scope), 0, 0, SCOPE_NAMES, OBJ_CMDS, "std over each group or over the batch"},
+    {"grad-clip", OPT_FLOAT, OFF(grad_clip), 0, 1e9, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
+     "max global gradient norm (0: off)"},
+    {"eval-every", OPT_INT, OFF(eval_every), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN,
+     "validate every N steps (0: off)"},
+    {"eval-limit", OPT_INT, OFF(eval_limit), 0, 10000000, NULL, CMD_TRAIN | CMD_EVAL,
+     "score at most N prompts per evaluation (0: all); for train's test file see --test-limit"},
+    {"test-limit", OPT_INT, OFF(test_limit), -1, 10000000, NULL, CMD_TRAIN,
+     "score the first N test prompts at the start and end (-1: all; 0: none, for short try-outs)"},
+    {"save-every", OPT_INT, OFF(save_every), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN,
+     "write a resumable checkpoint every N steps (0: only at the end)"},
+    {"prompts-per-step", OPT_INT, OFF(prompts_per_step), 1, 4096, NULL, CMD_TRAIN | CMD_TREE,
+     "prompts P per GRPO step"},
+    {"group-size", OPT_INT, OFF(group_size), 1, 4096, NULL, CMD_TRAIN | CMD_SAMPLE | CMD_TREE,
+     "completions k per prompt (G in TRL/verl); training needs k >= 2"},
+    {"temperature", OPT_FLOAT, OFF(temperature), 0, 100, NULL, GEN_CMDS,
+     "sampling temperature T; log-probs use logits/T everywhere"},
+    {"max-new-tokens", OPT_INT, OFF(max_new_tokens), 1, 1000000, NULL,
+     CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_CHECK, "completion budget (also the Dr. GRPO constant)"},
+    {"pass-k", OPT_INT, OFF(pass_k), 0, 4096, NULL, CMD_TRAIN | CMD_EVAL,
+     "samples per prompt for pass@k at the end (0: off)"},
+    {"objective", OPT_ENUM, OFF(obj.objective), 0, 0, OBJECTIVE_NAMES, CMD_TRAIN | CMD_CHECK,
+     "grpo, or lambda-grpo (each token's term divided by |λ(i,t)|)"},
+    {"loss-agg", OPT_ENUM, OFF(obj.loss_agg), 0, 0, LOSS_AGG_NAMES, OBJ_CMDS,
+     "loss aggregation (notes/conventions.md)"},
+    {"adv-std", OPT_ENUM, OFF(obj.adv_std), 0, 0, ADV_STD_NAMES, OBJ_CMDS,
+     "std in the advantage: sample (k-1), population (k), none"},
+    {"adv-std-scope", OPT_ENUM, OFF(obj.adv_std_scope), 0, 0, SCOPE_NAMES, OBJ_CMDS,
+     "std over each group or over the batch"},
     {"adv-eps", OPT_FLOAT, OFF(obj.adv_eps), 0, 1, NULL, OBJ_CMDS, "added to the std (TRL 1e-4, verl 1e-6)"},
-    {"clip-eps-low", OPT_FLOAT, OFF(obj.clip_eps_low), 0, 0.999999, NULL, OBJ_CMDS, "ratio clipped below at 1 - eps_low, in [0, 1)"},
-    {"clip-eps-high", OPT_FLOAT, OFF(obj.clip_eps_high), 0, 1e6, NULL, OBJ_CMDS, "ratio clipped above at 1 + eps_high (DAPO: 0.28)"},
+    {"clip-eps-low", OPT_FLOAT, OFF(obj.clip_eps_low), 0, 0.999999, NULL, OBJ_CMDS,
+     "ratio clipped below at 1 - eps_low, in [0, 1)"},
+    {"clip-eps-high", OPT_FLOAT, OFF(obj.clip_eps_high), 0, 1e6, NULL, OBJ_CMDS,
+     "ratio clipped above at 1 + eps_high (DAPO: 0.28)"},
     {"beta", OPT_FLOAT, OFF(obj.beta), 0, 1e6, NULL, OBJ_CMDS, "k3 KL coefficient against π_ref"},
-    {"num-iterations", OPT_INT, OFF(num_iterations), 1, 64, NULL, CMD_TRAIN | CMD_TREE, "updates μ per sampled batch (π_old frozen at sampling)"},
-    {"micro-batch", OPT_INT, OFF(micro_batch), 0, 4096, NULL, CMD_TRAIN | CMD_TREE, "sequences per forward/backward (0: whole step); changes no gradient"},
+    {"num-iterations", OPT_INT, OFF(num_iterations), 1, 64, NULL, CMD_TRAIN | CMD_TREE,
+     "updates μ per sampled batch (π_old frozen at sampling)"},
+    {"micro-batch", OPT_INT, OFF(micro_batch), 0, 4096, NULL, CMD_TRAIN | CMD_TREE,
+     "sequences per forward/backward (0: whole step); changes no gradient"},
     {"mask-truncated", OPT_INT, OFF(mask_truncated), 0, 1, NULL, CMD_TRAIN | CMD_CHECK,
      "1: completions cut at max-new-tokens without <eos> (check: truncated=1) get no loss, no normaliser"},
     {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_TREE, "seeds per cell of the grid (paper: 5)"},
-    {"format-reward", OPT_FLOAT, OFF(format_reward), 0, 1, NULL, CMD_TRAIN | CMD_EVAL, "extra reward for a well-formed but wrong completion (0: off)"},
+    {"format-reward", OPT_FLOAT, OFF(format_reward), 0, 1, NULL, CMD_TRAIN | CMD_EVAL,
+     "extra reward for a well-formed but wrong completion (0: off)"},
 #ifdef GRPO_CUDA
-    {"tf32", OPT_INT, OFF(tf32), 0, 1, NULL, CUDA_CMDS, "1: cuBLAS matmuls on TF32 tensor cores (faster; ~1e-3 relative error); 0: full fp32"},
-    {"kernel-times", OPT_INT, OFF(kernel_times), 0, 1, NULL, CMD_BENCH, "1: then GPU time per kernel over 3 training steps, each launch waited for"},
+    {"tf32", OPT_INT, OFF(tf32), 0, 1, NULL, CUDA_CMDS,
+     "1: cuBLAS matmuls on TF32 tensor cores (faster; ~1e-3 relative error); 0: full fp32"},
+    {"kernel-times", OPT_INT, OFF(kernel_times), 0, 1, NULL, CMD_BENCH,
+     "1: then GPU time per kernel over 3 training steps, each launch waited for"},
 #endif
 };
 #define NUM_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
 
 static void default_options(Options *o) {
     memset(o, 0, sizeof *o);
-    o->seed = 1337; o->threads = 0;
-    strcpy(o->run_dir, ""); strcpy(o->init, "runs/sft/model.bin"); strcpy(o->model, "runs/grpo/model.bin");
-    o->layers = 4; o->heads = 4; o->channels = 128; o->context = 64;
-    strcpy(o->train_data, "data/countdown_train.txt"); strcpy(o->val_data, "data/countdown_val.txt");
-    strcpy(o->test_data, "data/countdown_test.txt"); strcpy(o->data, "data/countdown_test.txt");
+    o->seed = 1337;
+    o->threads = 0;
+    strcpy(o->run_dir, "");
+    strcpy(o->init, "runs/sft/model.bin");
+    strcpy(o->model, "runs/grpo/model.bin");
+    o->layers = 4;
+    o->heads = 4;
+    o->channels = 128;
+    o->context = 64;
+    strcpy(o->train_data, "data/countdown_train.txt");
+    strcpy(o->val_data, "data/countdown_val.txt");
+    strcpy(o->test_data, "data/countdown_test.txt");
+    strcpy(o->data, "data/countdown_test.txt");
     strcpy(o->prompt, "8 4 5 8>9:");
-    o->steps = 0; o->batch_size = 32; o->warmup = 0; o->eval_every = 0; o->save_every = 0; o->eval_limit = 0;
-    o->lr = 0; o->min_lr_frac = 0.1f; o->weight_decay = 0.0f; o->grad_clip = 1.0f; o->beta1 = 0.9f; o->beta2 = 0.95f;
+    o->steps = 0;
+    o->batch_size = 32;
+    o->warmup = 0;
+    o->eval_every = 0;
+    o->save_every = 0;
+    o->eval_limit = 0;
+    o->lr = 0;
+    o->min_lr_frac = 0.1f;
+    o->weight_decay = 0.0f;
+    o->grad_clip = 1.0f;
+    o->beta1 = 0.9f;
+    o->beta2 = 0.95f;
     o->schedule = 0;
-    o->prompts_per_step = 8; o->group_size = 8; o->max_new_tokens = 26; o->num_iterations = 1; o->micro_batch = 0;
-    o->mask_truncated = 0; o->pass_k = 8; o->temperature = 1.0f; o->format_reward = 0.0f;
-    o->obj = (ObjectiveConfig){OBJ_LAMBDA_GRPO, AGG_TOKEN_MEAN, STD_SAMPLE, SCOPE_GROUP, 1e-4f, 0.2f, 0.2f, 0.0f, 40};
+    o->prompts_per_step = 8;
+    o->group_size = 8;
+    o->max_new_tokens = 26;
+    o->num_iterations = 1;
+    o->micro_batch = 0;
+    o->mask_truncated = 0;
+    o->pass_k = 8;
+    o->temperature = 1.0f;
+    o->format_reward = 0.0f;
+    o->obj = (ObjectiveConfig){OBJ_LAMBDA_GRPO, AGG_TOKEN_MEAN, STD_SAMPLE, SCOPE_GROUP, 1e-4f, 0.2f, 0.2f,
+                               0.0f, 40};
 }
 
 static void print_option_value(FILE *f, const Options *o, const OptSpec *s) {
     const char *p = (const char *)o + s->offset;
     switch (s->type) {
-        case OPT_INT: fprintf(f, "%d", *(const int *)p); break;
-        case OPT_FLOAT: fprintf(f, "%g", *(const float *)p); break;
-        case OPT_STR: fprintf(f, "%s", p[0] ? p : "(none)"); break;
-        case OPT_ENUM: fprintf(f, "%s", s->choices[*(const int *)p]); break;
+        case OPT_INT:
+            fprintf(f, "%d", *(const int *)p);
+            break;
+        case OPT_FLOAT:
+            fprintf(f, "%g", *(const float *)p);
+            break;
+        case OPT_STR:
+            fprintf(f, "%s", p[0] ? p : "(none)");
+            break;
+        case OPT_ENUM:
+            fprintf(f, "%s", s->choices[*(const int *)p]);
+            break;
     }
 }
 
 static void print_help(const char *cmd, unsigned mask, const char *synopsis, const Options *defaults) {
-    printf("usage: " PROG " %s%s\n\n%s\n\noptions (default in brackets):\n", cmd, mask ? " [--option value ...]" : "", synopsis);
+    printf("usage: " PROG " %s%s\n\n%s\n\noptions (default in brackets):\n", cmd,
+           mask ? " [--option value ...]" : "", synopsis);
     for (int i = 0; i < NUM_OPTIONS; i++) {
         const OptSpec *s = &OPTIONS[i];
         if (!(s->cmds & mask)) continue;
@@ -2777,11 +2940,15 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     else if (mask & CMD_EVAL) oom_hint = "the model or the --data file is too large for the free memory";
     else oom_hint = "the input file is too large for this machine's free memory";
     Options defaults = *o;
-    opterr = 0; optind = 1;
+    opterr = 0;
+    optind = 1;
     for (;;) {
         int c = getopt_long(argc, argv, ":h", longopts, NULL);
         if (c == -1) break;
-        if (c == 'h') { print_help(cmd, mask, synopsis, &defaults); exit(0); }
+        if (c == 'h') {
+            print_help(cmd, mask, synopsis, &defaults);
+            exit(0);
+        }
         if (c == '?') {
             const char *bad = argv[optind - 1];
             if (optopt) {
@@ -2813,7 +2980,8 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
                 snprintf(range, sizeof range, "'%s' is out of range [%g, %g]", optarg, s->min, s->max);
                 usage_error("%s: %s", name, range);
             }
-            if (s->type == OPT_INT) *(int *)p = (int)v; else *(float *)p = (float)v;
+            if (s->type == OPT_INT) *(int *)p = (int)v;
+            else *(float *)p = (float)v;
         } else if (s->type == OPT_STR) {
             if (strlen(optarg) >= 255) usage_error("%s: value too long ('%s')", name, optarg);
             strcpy(p, optarg);
@@ -2869,10 +3037,14 @@ static void check_weight_decay(const Options *o) {
 // make a GRPO run meaningless.
 static void check_grpo_options(const Options *o) {
     if (o->group_size < 2)
-        usage_error("--group-size %d: training needs k >= 2 (a group of one has no std and no relative advantage)", o->group_size);
-    if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 for training (logits / T overflow below)");
-    if (o->obj.clip_eps_low < 0.0f || o->obj.clip_eps_low >= 1.0f) usage_error("--clip-eps-low must be in [0, 1)");
-    if (o->prompts_per_step * o->group_size > 4096) usage_error("--prompts-per-step x --group-size must be <= 4096");
+        usage_error("--group-size %d: training needs k >= 2 (a group of one has no std and no relative "
+                    "advantage)", o->group_size);
+    if (o->temperature < 0.01f)
+        usage_error("--temperature must be >= 0.01 for training (logits / T overflow below)");
+    if (o->obj.clip_eps_low < 0.0f || o->obj.clip_eps_low >= 1.0f)
+        usage_error("--clip-eps-low must be in [0, 1)");
+    if (o->prompts_per_step * o->group_size > 4096)
+        usage_error("--prompts-per-step x --group-size must be <= 4096");
 }
 
 // The longest prompt of d plus --max-new-tokens must fit in the model's context; the
@@ -2943,11 +3115,15 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
         cuda_memcpy_d2h(h.params_memory, m->params_memory, nb);
         h.m_memory = h.v_memory = NULL;
         if (with_optimizer) {
-            h.m_memory = (float *)mallocCheck(nb); h.v_memory = (float *)mallocCheck(nb);
-            cuda_memcpy_d2h(h.m_memory, m->m_memory, nb); cuda_memcpy_d2h(h.v_memory, m->v_memory, nb);
+            h.m_memory = (float *)mallocCheck(nb);
+            h.v_memory = (float *)mallocCheck(nb);
+            cuda_memcpy_d2h(h.m_memory, m->m_memory, nb);
+            cuda_memcpy_d2h(h.v_memory, m->v_memory, nb);
         }
         save_checkpoint(path, &h, with_optimizer, st);
-        free(h.params_memory); free(h.m_memory); free(h.v_memory);
+        free(h.params_memory);
+        free(h.m_memory);
+        free(h.v_memory);
         return;
     }
 #endif
@@ -2956,10 +3132,16 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     char vocab[512];
     int vlen = vocab_string(vocab, sizeof vocab);
     int32_t h[CKPT_HEADER_INTS] = {0};
-    h[0] = CKPT_MAGIC; h[1] = CKPT_VERSION;
-    h[2] = m->config.max_seq_len; h[3] = m->config.vocab_size; h[4] = m->config.num_layers;
-    h[5] = m->config.num_heads; h[6] = m->config.channels;
-    h[7] = with_optimizer; h[8] = st ? st->step : 0; h[9] = vlen;
+    h[0] = CKPT_MAGIC;
+    h[1] = CKPT_VERSION;
+    h[2] = m->config.max_seq_len;
+    h[3] = m->config.vocab_size;
+    h[4] = m->config.num_layers;
+    h[5] = m->config.num_heads;
+    h[6] = m->config.channels;
+    h[7] = with_optimizer;
+    h[8] = st ? st->step : 0;
+    h[9] = vlen;
     h[10] = st ? st->kind : 0;   // which run wrote the optimizer state: 1 sft, 2 train
     size_t np = m->num_parameters;
     int ok = fwrite(h, sizeof(int32_t), CKPT_HEADER_INTS, f) == CKPT_HEADER_INTS;
@@ -3058,7 +3240,8 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         ckpt_error(path, ferror(f) ? "read error in the header"
                                    : "file too short for a header (truncated, or not a checkpoint)", NULL);
     if (h[0] != CKPT_MAGIC)
-        ckpt_error(path, "bad magic number: not a grpo.c checkpoint", "pass a model.bin written by ./grpo sft or ./grpo train");
+        ckpt_error(path, "bad magic number: not a grpo.c checkpoint",
+                   "pass a model.bin written by ./grpo sft or ./grpo train");
     if (h[1] != CKPT_VERSION) {
         snprintf(msg, sizeof msg, "format version %d, this build reads version %d", h[1], CKPT_VERSION);
         ckpt_error(path, msg, "re-create the checkpoint with this build");
@@ -3066,14 +3249,15 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     GPTConfig c = {h[2], h[3], h[4], h[5], h[6]};
     // the ranges of --context, --layers, --heads, --channels: every file ./grpo can write
     if (c.max_seq_len < 1 || c.max_seq_len > 1024 || c.num_layers < 1 || c.num_layers > 64 ||
-        c.num_heads < 1 || c.num_heads > 64 || c.channels < 1 || c.channels > 4096 || c.channels % c.num_heads ||
-        h[7] < 0 || h[7] > 1 || h[8] < 0 || h[9] < 0 || h[9] > 4096)
+        c.num_heads < 1 || c.num_heads > 64 || c.channels < 1 || c.channels > 4096 ||
+        c.channels % c.num_heads || h[7] < 0 || h[7] > 1 || h[8] < 0 || h[9] < 0 || h[9] > 4096)
         ckpt_error(path, "header holds an impossible model configuration (corrupt file?)", NULL);
     {   // the file must be exactly as long as its header says, checked BEFORE allocating the model
         size_t sz[NUM_PARAM_TENSORS], np = 0;
         param_sizes(sz, &c);
         for (int i = 0; i < NUM_PARAM_TENSORS; i++) np += sz[i];
-        long long want = (long long)sizeof h + h[9] + (long long)np * (long long)sizeof(float) * (h[7] ? 3 : 1) +
+        long long want = (long long)sizeof h + h[9] +
+                         (long long)np * (long long)sizeof(float) * (h[7] ? 3 : 1) +
                          (h[7] ? 4 * (long long)sizeof(uint64_t) : 0);
         struct stat sb;
         if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (long long)sb.st_size != want) {
@@ -3092,13 +3276,15 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         ckpt_error(path, msg, "a model can only be used with the tokenizer it was trained with");
     }
     if (st && !h[7])
-        ckpt_error(path, "holds no optimizer state, so a run cannot resume from it", "use --init to start a new run from it");
+        ckpt_error(path, "holds no optimizer state, so a run cannot resume from it",
+                   "use --init to start a new run from it");
     build_gpt(m, c, max_batch, 0);
     float *params = m->params_memory, *mom1 = m->m_memory, *mom2 = m->v_memory;   // read into these
 #ifdef GRPO_CUDA
     if (m->on_device) {   // through a host staging buffer, copied to the GPU below
         params = (float *)mallocCheck(3 * m->num_parameters * sizeof(float));
-        mom1 = params + m->num_parameters; mom2 = mom1 + m->num_parameters;
+        mom1 = params + m->num_parameters;
+        mom2 = mom1 + m->num_parameters;
     }
 #endif
     ckpt_read(params, sizeof(float), m->num_parameters, f, path, "the parameters");
@@ -3110,8 +3296,8 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         if (st) {
             const char *resumer = st->kind == 1 ? "sft" : "train";
             if (st->kind && h[10] != st->kind && (h[10] == 1 || h[10] == 2)) {
-                snprintf(msg, sizeof msg, "was written by ./grpo %s, so './grpo %s --resume' cannot continue it",
-                         h[10] == 1 ? "sft" : "train", resumer);
+                snprintf(msg, sizeof msg, "was written by ./grpo %s, so './grpo %s --resume' cannot "
+                         "continue it", h[10] == 1 ? "sft" : "train", resumer);
                 ckpt_error(path, msg, st->kind == 2 ? "use --init to start a GRPO run from an SFT checkpoint"
                                                     : "resume from a checkpoint that ./grpo sft wrote");
             }
@@ -3120,10 +3306,13 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
                          "so './grpo %s --resume' cannot continue it", h[10], resumer);
                 ckpt_error(path, msg, "re-create it with this build, or start a new run from it with --init");
             }
-            st->rng = r; st->step = h[8];
+            st->rng = r;
+            st->step = h[8];
         }
-        else { memset(mom1, 0, m->num_parameters * sizeof(float));
-               memset(mom2, 0, m->num_parameters * sizeof(float)); }
+        else {   // --init: the weights only, the moments start at zero
+            memset(mom1, 0, m->num_parameters * sizeof(float));
+            memset(mom2, 0, m->num_parameters * sizeof(float));
+        }
     }
     if (fgetc(f) != EOF) ckpt_error(path, "trailing bytes after the last tensor (corrupt file?)", NULL);
     if (ferror(f)) ckpt_error(path, "read error after the last tensor", NULL);
@@ -3132,7 +3321,10 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     if (m->on_device) {   // without optimizer state in the file the moments stay at build_gpt's zeros
         size_t nb = m->num_parameters * sizeof(float);
         cuda_memcpy_h2d(m->params_memory, params, nb);
-        if (h[7]) { cuda_memcpy_h2d(m->m_memory, mom1, nb); cuda_memcpy_h2d(m->v_memory, mom2, nb); }
+        if (h[7]) {
+            cuda_memcpy_h2d(m->m_memory, mom1, nb);
+            cuda_memcpy_h2d(m->v_memory, mom2, nb);
+        }
         free(params);
     }
 #endif
@@ -3332,10 +3524,11 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
         printf("\n");
         fflush(stdout);
     }
-    fprintf(csv->f, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%ld,%.4f,%.5f,%.6f,%.4f,%.1f,%.4f\n",
+    fprintf(csv->f, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%ld,"
+                    "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f\n",
             r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
-            r->trees.intermediate, u->loss, u->kl, u->clip_frac, u->grad_norm, r->gen_tokens, t_sample, t_score,
-            t_tree, t_update, tok_s, r->val_acc);
+            r->trees.intermediate, u->loss, u->kl, u->clip_frac, u->grad_norm, r->gen_tokens, t_sample,
+            t_score, t_tree, t_update, tok_s, r->val_acc);
     csv_row_done(csv);
 }
 
@@ -3363,23 +3556,33 @@ static void stop_on_nan(const char *what, int step, float value, const char *las
 static float dataset_loss(GPT *m, const Dataset *d, int batch, int limit, int *inputs, int *targets,
                           float *logp) {
     int n = limit > 0 && limit < d->n ? limit : d->n;
-    double sum = 0.0; long count = 0;
+    double sum = 0.0;
+    long count = 0;
     const int *pp[4096], *cp[4096];
     for (int s = 0; s < n; s += batch) {
         int B = s + batch <= n ? batch : n - s;
         for (int b = 0; b < B; b++) {
-            pp[b] = d->prompt + (size_t)(s + b) * d->maxT; cp[b] = d->completion + (size_t)(s + b) * d->maxT;
+            pp[b] = d->prompt + (size_t)(s + b) * d->maxT;
+            cp[b] = d->completion + (size_t)(s + b) * d->maxT;
         }
         int T = make_batch(inputs, targets, B, pp, d->prompt_len + s, cp, d->completion_len + s);
         gpt_forward(m, inputs, B, T);
         gpt_logprob_forward(m, logp, targets, B * T, 1.0f, NULL);
-        for (int i = 0; i < B * T; i++) if (targets[i] >= 0) { sum -= logp[i]; count++; }
+        for (int i = 0; i < B * T; i++)
+            if (targets[i] >= 0) {
+                sum -= logp[i];
+                count++;
+            }
     }
     return count ? (float)(sum / count) : 0.0f;
 }
 
 static int cmd_sft(int argc, char **argv, Options *o) {
-    o->steps = 3000; o->lr = 2e-3f; o->warmup = 50; o->weight_decay = 0.1f; o->eval_every = 500;
+    o->steps = 3000;   // SFT's defaults
+    o->lr = 2e-3f;
+    o->warmup = 50;
+    o->weight_decay = 0.1f;
+    o->eval_every = 500;
     strcpy(o->run_dir, "runs/sft");
     const char *syn = "Supervised fine-tuning on demonstrations (prompt<TAB>completion lines).\n"
                       "Loss: mean −log p of completion tokens and <eos>; prompt tokens are masked.\n"
@@ -3396,9 +3599,11 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     rng_seed(&st.rng, o->seed, 1);
     if (o->resume[0]) {
         load_checkpoint(o->resume, &model, o->batch_size, &st);
-        if (st.step >= o->steps) usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
+        if (st.step >= o->steps)
+            usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
         GPTConfig c = model.config;
-        if (c.num_layers != o->layers || c.num_heads != o->heads || c.channels != o->channels || c.max_seq_len != o->context)
+        if (c.num_layers != o->layers || c.num_heads != o->heads || c.channels != o->channels ||
+            c.max_seq_len != o->context)
             fprintf(stderr, "note: --resume continues the checkpoint's model (L=%d NH=%d C=%d maxT=%d); "
                             "--layers/--heads/--channels/--context are ignored\n",
                     c.num_layers, c.num_heads, c.channels, c.max_seq_len);
@@ -3434,14 +3639,21 @@ static int cmd_sft(int argc, char **argv, Options *o) {
         double t0 = wall_seconds();
         for (int b = 0; b < B; b++) {   // examples drawn with replacement from the run's RNG
             int i = rng_int(&st.rng, train.n);
-            pp[b] = train.prompt + (size_t)i * maxT; cp[b] = train.completion + (size_t)i * maxT;
-            plen[b] = train.prompt_len[i]; clen[b] = train.completion_len[i];
+            pp[b] = train.prompt + (size_t)i * maxT;
+            cp[b] = train.completion + (size_t)i * maxT;
+            plen[b] = train.prompt_len[i];
+            clen[b] = train.completion_len[i];
         }
         int T = make_batch(inputs, targets, B, pp, plen, cp, clen);
         gpt_forward(&model, inputs, B, T);
         gpt_logprob_forward(&model, logp, targets, B * T, 1.0f, NULL);
-        int count = 0; double loss = 0.0;
-        for (int i = 0; i < B * T; i++) if (targets[i] >= 0) { count++; loss -= logp[i]; }
+        int count = 0;
+        double loss = 0.0;
+        for (int i = 0; i < B * T; i++)
+            if (targets[i] >= 0) {
+                count++;
+                loss -= logp[i];
+            }
         loss /= count;
         for (int i = 0; i < B * T; i++) dlogp[i] = targets[i] >= 0 ? -1.0f / count : 0.0f;
         if (!isfinite(loss)) stop_on_nan("the loss", st.step + 1, (float)loss, last_good);
@@ -3475,8 +3687,13 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     close_csv(&csv);
     unlock_run_dir(lock);
     printf("# saved %s (%d steps, %.1f s)\n", ckpt, st.step, wall_seconds() - t_start);
-    free(inputs); free(targets); free(logp); free(dlogp);
-    free_dataset(&train); free_dataset(&val); free_gpt(&model);
+    free(inputs);
+    free(targets);
+    free(logp);
+    free(dlogp);
+    free_dataset(&train);
+    free_dataset(&val);
+    free_gpt(&model);
     return 0;
 }
 
@@ -3487,8 +3704,14 @@ static int cmd_sft(int argc, char **argv, Options *o) {
    --resume; scores the test prompts; runs train_loop; saves RUN_DIR/model.bin; scores the
    test prompts again and prints the result line. */
 static int cmd_train(int argc, char **argv, Options *o) {
-    o->steps = 400; o->lr = 1e-4f; o->warmup = 10; o->schedule = 2; o->eval_every = 100; o->eval_limit = 0;
-    o->group_size = 16; o->test_limit = -1;
+    o->steps = 400;   // train's defaults
+    o->lr = 1e-4f;
+    o->warmup = 10;
+    o->schedule = 2;
+    o->eval_every = 100;
+    o->eval_limit = 0;
+    o->group_size = 16;
+    o->test_limit = -1;
     strcpy(o->run_dir, "runs/grpo");
     const char *syn = "GRPO / λ-GRPO on countdown, starting from an SFT checkpoint (--init, also π_ref).\n"
                       "Each step: sample P prompts x k completions, score them, build each group's\n"
@@ -3651,8 +3874,8 @@ static void tree_allowed(unsigned char *allowed) {
    the share of the k sampled completions that hit the target. Returns the metric of the
    paper: the frequency of T over the last min(50, steps) steps. The target leaf is drawn
    from the seed alone, so both objectives face the same target and the same sampling streams. */
-static float tree_run(const Options *o, int objective, int n, float r_neg, int seed, float *freq, float *reward,
-                      int *target_out) {
+static float tree_run(const Options *o, int objective, int n, float r_neg, int seed, float *freq,
+                      float *reward, int *target_out) {
     GRPOConfig cfg = grpo_config_from_options(o);
     cfg.obj.objective = objective;
     cfg.seed = seed;
@@ -3706,9 +3929,18 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
 }
 
 static int cmd_tree(int argc, char **argv, Options *o) {
-    o->steps = 250; o->group_size = 16; o->prompts_per_step = 1; o->seeds = 5;
-    o->lr = 1e-3f; o->warmup = 0; o->schedule = 2; o->weight_decay = 0.0f; o->temperature = 1.0f;
-    o->layers = 2; o->heads = 2; o->channels = 32;
+    o->steps = 250;   // tree's defaults
+    o->group_size = 16;
+    o->prompts_per_step = 1;
+    o->seeds = 5;
+    o->lr = 1e-3f;
+    o->warmup = 0;
+    o->schedule = 2;
+    o->weight_decay = 0.0f;
+    o->temperature = 1.0f;
+    o->layers = 2;
+    o->heads = 2;
+    o->channels = 32;
     strcpy(o->run_dir, "runs/tree");
     const char *syn = "The paper's synthetic experiment (§4.3, Table 1): a depth-4 binary tree of L/R\n"
                       "tokens, target leaf +1.0, its n-prefix siblings r_neg, other leaves +0.7. Runs the\n"
@@ -3742,7 +3974,8 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     // The runs are independent and tiny: one thread per run (inner loops run serially
     // inside the parallel region) beats splitting each small matmul across threads.
 #ifdef GRPO_CUDA
-    #pragma omp parallel for schedule(dynamic) if (!cuda_enabled)   // on the GPU: one run at a time (one cuBLAS handle, shared scratch)
+    // on the GPU: one run at a time (one cuBLAS handle, shared scratch)
+    #pragma omp parallel for schedule(dynamic) if (!cuda_enabled)
 #else
     #pragma omp parallel for schedule(dynamic)
 #endif
@@ -3754,8 +3987,9 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     for (int idx = 0; idx < runs; idx++) {
         int s = idx % S, obj = (idx / S) % 2, b = (idx / (2 * S)) % 3, a = idx / (6 * S);
         for (int t = 0; t < o->steps; t++)
-            fprintf(csv, "%s,%d,%g,%d,%d,%d,%.6f,%.6f\n", OBJECTIVE_NAMES[obj], NS[a], RNEG[b], s + 1, targets[idx], t + 1,
-                    curve[(size_t)idx * o->steps + t], rcurve[(size_t)idx * o->steps + t]);
+            fprintf(csv, "%s,%d,%g,%d,%d,%d,%.6f,%.6f\n", OBJECTIVE_NAMES[obj], NS[a], RNEG[b], s + 1,
+                    targets[idx], t + 1, curve[(size_t)idx * o->steps + t],
+                    rcurve[(size_t)idx * o->steps + t]);
     }
     fclose(csv);
     printf("\nTable 1: frequency of the target leaf over the last %d steps (mean ± std over %d seed%s)\n",
@@ -3766,30 +4000,38 @@ static int cmd_tree(int argc, char **argv, Options *o) {
             double mean[2], sd[2];
             for (int obj = 0; obj < 2; obj++) {
                 const float *v = metric + ((size_t)(a * 3 + b) * 2 + obj) * S;
-                double m = 0, ss = 0;
-                for (int s = 0; s < S; s++) m += v[s];
-                m /= S;
-                for (int s = 0; s < S; s++) ss += (v[s] - m) * (v[s] - m);
-                mean[obj] = m; sd[obj] = S > 1 ? sqrt(ss / (S - 1)) : 0.0;
+                double seed_mean = 0, ss = 0;
+                for (int s = 0; s < S; s++) seed_mean += v[s];
+                seed_mean /= S;
+                for (int s = 0; s < S; s++) ss += (v[s] - seed_mean) * (v[s] - seed_mean);
+                mean[obj] = seed_mean;
+                sd[obj] = S > 1 ? sqrt(ss / (S - 1)) : 0.0;
             }
-            printf("  %d  %5.1f |  %.4f ± %.4f   %.4f ± %.4f |  %.4f        %.4f\n", NS[a], RNEG[b], mean[0], sd[0],
-                   mean[1], sd[1], PAPER[a][b][0], PAPER[a][b][1]);
+            printf("  %d  %5.1f |  %.4f ± %.4f   %.4f ± %.4f |  %.4f        %.4f\n", NS[a], RNEG[b], mean[0],
+                   sd[0], mean[1], sd[1], PAPER[a][b][0], PAPER[a][b][1]);
         }
     // the paper's per-seed picture for n = 1, r_neg = −1.0: found early, then abandoned?
     int early = o->steps < 10 ? o->steps : 10;
-    printf("\nn = 1, r_neg = -1.0, per seed: target frequency in the first %d steps (max of any step) and the last 50\n", early);
+    printf("\nn = 1, r_neg = -1.0, per seed: target frequency in the first %d steps (max of any step) "
+           "and the last 50\n", early);
     for (int obj = 0; obj < 2; obj++)
         for (int s = 0; s < S; s++) {
             size_t idx = ((size_t)(0 * 3 + 1) * 2 + obj) * S + s;
             const float *c = curve + idx * o->steps;
             double first = 0, peak = 0;
-            for (int t = 0; t < early; t++) { first += c[t]; if (c[t] > peak) peak = c[t]; }
-            printf("  %-11s seed %d: first %2d steps %.3f (max %.3f), last 50 steps %.3f\n", OBJECTIVE_NAMES[obj], s + 1,
-                   early, first / early, peak, metric[idx]);
+            for (int t = 0; t < early; t++) {
+                first += c[t];
+                if (c[t] > peak) peak = c[t];
+            }
+            printf("  %-11s seed %d: first %2d steps %.3f (max %.3f), last 50 steps %.3f\n",
+                   OBJECTIVE_NAMES[obj], s + 1, early, first / early, peak, metric[idx]);
         }
     printf("\n# %d runs x %d steps in %.1f s; per-step target frequency in %s\n", 2 * 3 * 2 * S, o->steps,
            wall_seconds() - t0, path);
-    free(metric); free(curve); free(rcurve); free(targets);
+    free(metric);
+    free(curve);
+    free(rcurve);
+    free(targets);
     unlock_run_dir(lock);
     return 0;
 }
@@ -3807,7 +4049,8 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
                            float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump) {
     EvalResult r = {0.0f, 0.0f, limit > 0 && limit < d->n ? limit : d->n};
     int Bmax = kv->B;
-    const int *pp[4096]; int plen[4096], idx[4096];
+    const int *pp[4096];
+    int plen[4096], idx[4096];
     int *comp = (int *)mallocCheck((size_t)Bmax * max_new * sizeof(int));
     float *lp = (float *)mallocCheck((size_t)Bmax * max_new * sizeof(float));
     int *clen = (int *)mallocCheck(Bmax * sizeof(int));
@@ -3823,10 +4066,13 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
             for (int b = 0; b < B; b++) {
                 long q = s + b;
                 int i = (int)(q / per);
-                idx[b] = i; pp[b] = d->prompt + (size_t)i * d->maxT; plen[b] = d->prompt_len[i];
+                idx[b] = i;
+                pp[b] = d->prompt + (size_t)i * d->maxT;
+                plen[b] = d->prompt_len[i];
                 rng_seed(&rngs[b], seed, (1ull << 40) + (uint64_t)q);
             }
-            sample_completions(m, kv, B, pp, plen, max_new, temperature, pass == 0, rngs, NULL, comp, lp, clen);
+            sample_completions(m, kv, B, pp, plen, max_new, temperature, pass == 0, rngs, NULL, comp, lp,
+                               clen);
             for (int b = 0; b < B; b++) {
                 int i = idx[b];
                 const int *cb = comp + (size_t)b * max_new;
@@ -3850,8 +4096,16 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
         }
     }
     r.accuracy = (float)correct / r.n;
-    if (samples) { int c = 0; for (int i = 0; i < r.n; i++) c += solved[i]; r.pass_k = (float)c / r.n; }
-    free(comp); free(lp); free(clen); free(rngs); free(solved);
+    if (samples) {
+        int num_solved = 0;
+        for (int i = 0; i < r.n; i++) num_solved += solved[i];
+        r.pass_k = (float)num_solved / r.n;
+    }
+    free(comp);
+    free(lp);
+    free(clen);
+    free(rngs);
+    free(solved);
     return r;
 }
 
@@ -3861,9 +4115,13 @@ static int cmd_eval(int argc, char **argv, Options *o) {
                       "--completions.";
     int first = parse_options(argc, argv, CMD_EVAL, o, "eval", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " eval'", argv[first]);
-    if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 (logits / T overflow below; greedy decoding does not use it)");
-    if (o->completions_out[0] && (same_file(o->completions_out, o->model) || same_file(o->completions_out, o->data)))
-        usage_error("--completions %s: that is the --model or --data file; give another path", o->completions_out);
+    if (o->temperature < 0.01f)
+        usage_error("--temperature must be >= 0.01 (logits / T overflow below; greedy decoding does not "
+                    "use it)");
+    int overwrites_input = same_file(o->completions_out, o->model) || same_file(o->completions_out, o->data);
+    if (o->completions_out[0] && overwrites_input)
+        usage_error("--completions %s: that is the --model or --data file; give another path",
+                    o->completions_out);
     print_options(stdout, o, CMD_EVAL);
     GPT m;
     load_checkpoint(o->model, &m, 1, NULL);
@@ -3879,7 +4137,9 @@ static int cmd_eval(int argc, char **argv, Options *o) {
     printf("eval: %s on %s: greedy accuracy %.4f", o->model, o->data, r.accuracy);
     if (o->pass_k) printf(", pass@%d %.4f (T=%g)", o->pass_k, r.pass_k, o->temperature);
     printf(" (%d problems)\n", r.n);
-    free_kvcache(&kv); free_dataset(&d); free_gpt(&m);
+    free_kvcache(&kv);
+    free_dataset(&d);
+    free_gpt(&m);
     return 0;
 }
 
@@ -3891,7 +4151,8 @@ static void print_tree(const PrefixTree *tree, const int *const *tokens, const i
     unsigned char *is_last = (unsigned char *)callocCheck(n_nodes + 1, 1);
     for (int n = 0; n < n_nodes; n++) {       // last child: no later node has the same parent
         is_last[n] = 1;
-        for (int m = n + 1; m < n_nodes; m++) if (tree->nodes[m].parent == tree->nodes[n].parent) { is_last[n] = 0; break; }
+        for (int later = n + 1; later < n_nodes && is_last[n]; later++)
+            if (tree->nodes[later].parent == tree->nodes[n].parent) is_last[n] = 0;
     }
     for (int n = 0; n < n_nodes; n++) {
         const ProcessNode *nd = &tree->nodes[n];
@@ -3901,11 +4162,14 @@ static void print_tree(const PrefixTree *tree, const int *const *tokens, const i
         char text[4096];
         decode(tokens[nd->member] + nd->start, nd->end - nd->start, text, sizeof text);
         int width = 32 - 4 * depth;   // keeps the numbers in one column
-        printf("%s%-*s |λ|=%-2d R̂=%.3f  A_λ=%+.4f  y(", is_last[n] ? "└── " : "├── ", width > 1 ? width : 1, text,
-               nd->size, nd->step_reward, nd->step_advantage);
+        printf("%s%-*s |λ|=%-2d R̂=%.3f  A_λ=%+.4f  y(", is_last[n] ? "└── " : "├── ", width > 1 ? width : 1,
+               text, nd->size, nd->step_reward, nd->step_advantage);
         int first = 1;
         for (int i = 0; i < k; i++)
-            if (len[i] > nd->start && node_of[(size_t)i * stride + nd->start] == n) { printf(first ? "%d" : ",%d", i + 1); first = 0; }
+            if (len[i] > nd->start && node_of[(size_t)i * stride + nd->start] == n) {   // a member
+                printf(first ? "%d" : ",%d", i + 1);
+                first = 0;
+            }
         printf(")\n");
     }
     free(is_last);
@@ -3924,9 +4188,11 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     int *prompt = (int *)mallocCheck((size_t)(plen + 1) * sizeof(int));
     prompt[0] = TOK_BOS;
     if (encode(o->prompt, plen, prompt + 1, &bad) < 0)
-        usage_error("--prompt: character '%c' at position %d is not in the vocabulary \"%s\"", o->prompt[bad], bad + 1, VOCAB_CHARS);
+        usage_error("--prompt: character '%c' at position %d is not in the vocabulary \"%s\"", o->prompt[bad],
+                    bad + 1, VOCAB_CHARS);
     if (countdown_parse_prompt(o->prompt, plen, nums, MAX_NUMS, &n, &target) != 0)
-        usage_error("--prompt: '%s' is not `n1 n2 ... nk>target:` with 1 to %d numbers of at most 6 digits", o->prompt, MAX_NUMS);
+        usage_error("--prompt: '%s' is not `n1 n2 ... nk>target:` with 1 to %d numbers of at most 6 digits",
+                    o->prompt, MAX_NUMS);
     GPT model;
     load_checkpoint(o->model, &model, 1, NULL);
     int maxT = model.config.max_seq_len;
@@ -3944,7 +4210,8 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     build_kvcache(&kv, &model.config, k);
     GRPOConfig cfg = grpo_config_from_options(o);
     sample_group(&model, &kv, &g, &cfg, 0, NULL);
-    for (int i = 0; i < k; i++) g.reward[i] = countdown_reward(nums, n, target, g.comp_row[i], g.clen[i], 0.0f);
+    for (int i = 0; i < k; i++)
+        g.reward[i] = countdown_reward(nums, n, target, g.comp_row[i], g.clen[i], 0.0f);
     if (k >= 2) compute_advantages(g.advantage, g.reward, 1, g.group_start, &cfg.obj);
     else g.advantage[0] = 0.0f;
     TreeStats ts = build_group_trees(&g);
@@ -3991,8 +4258,8 @@ static int cmd_verify(int argc, char **argv, Options *o) {
             exit(EXIT_INPUT);
         }
         if (countdown_parse_prompt(line, plen, nums, MAX_NUMS, &n, &target) != 0) {
-            fprintf(stderr, "%s:%d: prompt is not `n1 n2 ... nk>target:` with 1 to %d numbers of at most 6 digits\n",
-                    argv[first], lineno, MAX_NUMS);
+            fprintf(stderr, "%s:%d: prompt is not `n1 n2 ... nk>target:` with 1 to %d numbers of at most "
+                            "6 digits\n", argv[first], lineno, MAX_NUMS);
             exit(EXIT_INPUT);
         }
         printf("%g\n", countdown_verify(nums, n, target, tab ? tab + 1 : "", tab ? len - plen - 1 : 0));
@@ -4017,7 +4284,10 @@ typedef struct {
     int truncated;              // truncated=: 1 cut at the trainer's budget without EOS, 0 not, -1 absent
 } CheckRecord;
 
-typedef struct { long group; int index; } GroupKey;
+typedef struct {
+    long group;   // the line's group id
+    int index;    // the line's record
+} GroupKey;
 static int group_key_cmp(const void *a, const void *b) {   // by group id, then file order
     const GroupKey *x = (const GroupKey *)a, *y = (const GroupKey *)b;
     if (x->group != y->group) return x->group < y->group ? -1 : 1;
@@ -4034,11 +4304,18 @@ static int parse_list(const char *s, int is_int, void **out, const char *path, i
     int cap = 16, n = 0;
     char detail[160];
     void *buf = mallocCheck((size_t)cap * 4);
-    if (*s == 0) { *out = buf; return 0; }
+    if (*s == 0) {
+        *out = buf;
+        return 0;
+    }
     for (;;) {
         char *end;
         errno = 0;
-        if (n == cap) { cap *= 2; buf = realloc(buf, (size_t)cap * 4); if (!buf) check_error(path, line, "out of memory", NULL); }
+        if (n == cap) {
+            cap *= 2;
+            buf = realloc(buf, (size_t)cap * 4);
+            if (!buf) check_error(path, line, "out of memory", NULL);
+        }
         if (is_int) {
             long v = strtol(s, &end, 10);
             if (end == s || (*end && *end != ',') || errno) {
@@ -4058,7 +4335,8 @@ static int parse_list(const char *s, int is_int, void **out, const char *path, i
             }
             if (!isfinite(v) || fabs(v) > FLT_MAX) {
                 snprintf(detail, sizeof detail, " (item %d of %s)", n + 1, key);
-                check_error(path, line, "number is not finite or outside the float range (|x| <= 3.4e38)", detail);
+                check_error(path, line, "number is not finite or outside the float range (|x| <= 3.4e38)",
+                            detail);
             }
             ((float *)buf)[n++] = (float)v;
         }
@@ -4106,7 +4384,9 @@ static int read_check_file(const char *path, CheckRecord **out) {
                 dup = have_reward++;
                 double v = strtod(val, &end);
                 if (end == val || *end) check_error(path, lineno, "reward does not parse: ", val);
-                if (!isfinite(v) || fabs(v) > FLT_MAX) check_error(path, lineno, "reward is not finite or outside the float range (|x| <= 3.4e38): ", val);
+                if (!isfinite(v) || fabs(v) > FLT_MAX)
+                    check_error(path, lineno, "reward is not finite or outside the float range "
+                                "(|x| <= 3.4e38): ", val);
                 r.reward = (float)v;
             } else if (!strcmp(key, "tokens")) {
                 dup = r.n >= 0;
@@ -4134,7 +4414,9 @@ static int read_check_file(const char *path, CheckRecord **out) {
         if (fields == 0) continue;   // blank or comment-only line
         if (!have_group) check_error(path, lineno, "missing required key: group", NULL);
         if (!have_reward) check_error(path, lineno, "missing required key: reward", NULL);
-        if (r.n < 0) check_error(path, lineno, "missing required key: tokens (use `tokens=` for an empty completion)", NULL);
+        if (r.n < 0)
+            check_error(path, lineno, "missing required key: tokens (use `tokens=` for an empty completion)",
+                        NULL);
         char detail[96];
         int counts[3] = {nlogp, nold, nref};
         const char *names[3] = {"logp", "logp_old", "logp_ref"};
@@ -4143,7 +4425,11 @@ static int read_check_file(const char *path, CheckRecord **out) {
                 snprintf(detail, sizeof detail, "%s has %d numbers, tokens has %d", names[c], counts[c], r.n);
                 check_error(path, lineno, detail, NULL);
             }
-        if (n == cap) { cap *= 2; recs = (CheckRecord *)realloc(recs, cap * sizeof(CheckRecord)); if (!recs) check_error(path, lineno, "out of memory", NULL); }
+        if (n == cap) {
+            cap *= 2;
+            recs = (CheckRecord *)realloc(recs, cap * sizeof(CheckRecord));
+            if (!recs) check_error(path, lineno, "out of memory", NULL);
+        }
         recs[n++] = r;
     }
     free(line);
@@ -4177,16 +4463,18 @@ static int cmd_check(int argc, char **argv, Options *o) {
     int *starts = (int *)mallocCheck((N + 1) * sizeof(int)), G = 0;
     for (int a = 0; a < N; a++) if (a == 0 || rec[order[a]].group != rec[order[a - 1]].group) starts[G++] = a;
     starts[G] = N;
+    int needs_pairs = cfg.obj.adv_std != STD_NONE && cfg.obj.adv_std_scope == SCOPE_GROUP;
     for (int g = 0; g < G; g++)
-        if (starts[g + 1] - starts[g] < 2 && cfg.obj.adv_std != STD_NONE && cfg.obj.adv_std_scope == SCOPE_GROUP) {
+        if (starts[g + 1] - starts[g] < 2 && needs_pairs) {
             char detail[128];
-            snprintf(detail, sizeof detail, " (group %ld has one completion; --adv-std %s needs k >= 2, or use --adv-std none)",
-                     rec[order[starts[g]]].group, ADV_STD_NAMES[cfg.obj.adv_std]);
+            snprintf(detail, sizeof detail, " (group %ld has one completion; --adv-std %s needs k >= 2, "
+                     "or use --adv-std none)", rec[order[starts[g]]].group, ADV_STD_NAMES[cfg.obj.adv_std]);
             check_error(path, rec[order[starts[g]]].line, "group of size 1", detail);
         }
     if (cfg.obj.beta != 0.0f)
         for (int i = 0; i < N; i++)
-            if (!rec[i].logp_ref) check_error(path, rec[i].line, "logp_ref is required when --beta is not 0", NULL);
+            if (!rec[i].logp_ref)
+                check_error(path, rec[i].line, "logp_ref is required when --beta is not 0", NULL);
     if (cfg.obj.beta != 0.0f)   // a missing logp is taken as 0 below: with a KL term, a wrong KL, silently
         for (int i = 0; i < N; i++)
             if (!rec[i].logp)
@@ -4216,8 +4504,8 @@ static int cmd_check(int argc, char **argv, Options *o) {
     UpdateStats stats;
     grpo_prepare_tokens(&batch, &cfg, &stats);
     if (cfg.obj.loss_agg == AGG_SEQ_MEAN_TOKEN_SUM_NORM && maxlen > cfg.obj.max_new_tokens)
-        fprintf(stderr, "warning: %s: a completion has %d tokens, more than --max-new-tokens %d (the Dr. GRPO "
-                        "constant); pass your trainer's budget\n", path, maxlen, cfg.obj.max_new_tokens);
+        fprintf(stderr, "warning: %s: a completion has %d tokens, more than --max-new-tokens %d (the Dr. "
+                        "GRPO constant); pass your trainer's budget\n", path, maxlen, cfg.obj.max_new_tokens);
     float *zeros = (float *)callocCheck(maxlen, sizeof(float));
     double loss = 0.0;
     for (int a = 0; a < N; a++) {
@@ -4275,7 +4563,8 @@ static void bench_train_step(GPT *m, const int *inputs, const int *targets, floa
 }
 
 static int cmd_bench(int argc, char **argv, Options *o) {
-    o->batch_size = 16; o->steps = 10;
+    o->batch_size = 16;   // bench's defaults
+    o->steps = 10;
     const char *syn = "Training throughput (forward + backward + AdamW on a fixed B x maxT batch) and\n"
                       "sampling throughput (64 sequences, 8-token prompt, KV cache, to maxT).\n"
                       "Last line: 'bench train_tok_s=... sample_tok_s=... gflops=... threads=...'.";
@@ -4291,9 +4580,15 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     build_gpt(&m, (GPTConfig){T, VOCAB_SIZE, o->layers, o->heads, o->channels}, B, o->seed);
     Rng rng;
     rng_seed(&rng, o->seed, 3);
-    int *inputs = (int *)mallocCheck((size_t)B * T * sizeof(int)), *targets = (int *)mallocCheck((size_t)B * T * sizeof(int));
-    float *logp = (float *)mallocCheck((size_t)B * T * sizeof(float)), *dlogp = (float *)mallocCheck((size_t)B * T * sizeof(float));
-    for (int i = 0; i < B * T; i++) { inputs[i] = rng_int(&rng, VOCAB_SIZE); targets[i] = rng_int(&rng, VOCAB_SIZE); dlogp[i] = -1.0f / (B * T); }
+    int *inputs = (int *)mallocCheck((size_t)B * T * sizeof(int));
+    int *targets = (int *)mallocCheck((size_t)B * T * sizeof(int));
+    float *logp = (float *)mallocCheck((size_t)B * T * sizeof(float));
+    float *dlogp = (float *)mallocCheck((size_t)B * T * sizeof(float));
+    for (int i = 0; i < B * T; i++) {   // random tokens, the gradient of a mean log-loss
+        inputs[i] = rng_int(&rng, VOCAB_SIZE);
+        targets[i] = rng_int(&rng, VOCAB_SIZE);
+        dlogp[i] = -1.0f / (B * T);
+    }
     AdamWConfig opt = {1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0, 1000, 2, 1.0f};
     double t0 = 0;
     for (int it = 0; it < 3 + o->steps; it++) {
@@ -4318,7 +4613,9 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     Rng rngs[64];
     for (int b = 0; b < S; b++) {
         for (int t = 0; t < P; t++) prompts[b * P + t] = rng_int(&rng, VOCAB_SIZE);
-        pp[b] = prompts + b * P; plen[b] = P; rng_seed(&rngs[b], o->seed, 100 + b);
+        pp[b] = prompts + b * P;
+        plen[b] = P;
+        rng_seed(&rngs[b], o->seed, 100 + b);
     }
     int max_new = T - P;
     int *comp = (int *)mallocCheck((size_t)S * max_new * sizeof(int)), clen[64];
@@ -4330,27 +4627,31 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     printf("# model: %zu parameters (L=%d NH=%d C=%d maxT=%d), train batch %dx%d, sample batch %d\n",
            m.num_parameters, o->layers, o->heads, o->channels, T, B, T, S);
 #ifdef GRPO_CUDA
-    printf("train  %10.0f tokens/s  (%.2f GFLOP/s on the GPU, TF32 %s)\n", train_tok_s, gflops, o->tf32 ? "on" : "off");
+    printf("train  %10.0f tokens/s  (%.2f GFLOP/s on the GPU, TF32 %s)\n", train_tok_s, gflops,
+           o->tf32 ? "on" : "off");
 #else
-    printf("train  %10.0f tokens/s  (%.2f GFLOP/s; fp32 peak of 2 cores x 32 FLOP/cycle is ~%.0f GFLOP/s at 3 GHz)\n",
+    printf("train  %10.0f tokens/s  (%.2f GFLOP/s; fp32 peak of 2 cores x 32 FLOP/cycle is ~%.0f GFLOP/s "
+           "at 3 GHz)\n",
            train_tok_s, gflops, 2 * 32 * 3.0);
 #endif
     printf("sample %10.0f new tokens/s\n", sample_tok_s);
 #ifdef GRPO_CUDA
     if (m.on_device) {   // the step's cuBLAS products timed inside one training step, then alone
-        cuda_time_sgemm = 1; cuda_sgemm_seconds = 0.0;
+        cuda_time_sgemm = 1;
+        cuda_sgemm_seconds = 0.0;
         bench_train_step(&m, inputs, targets, logp, dlogp, B, T, &opt, 4 + o->steps);
         cuda_synchronize();
         cuda_time_sgemm = 0;
         int BT = B * T, Ci = o->channels, Li = o->layers, reps = 20;
-        double alone = Li * (cuda_time_sgemms(BT, Ci, 3 * Ci, reps) + cuda_time_sgemms(BT, Ci, Ci, reps) +
-                             cuda_time_sgemms(BT, Ci, 4 * Ci, reps) + cuda_time_sgemms(BT, 4 * Ci, Ci, reps)) +
-                       cuda_time_sgemms(BT, Ci, VOCAB_SIZE, reps);
-        double mm_flops = 6.0 * BT * ((double)Li * 12 * Ci * Ci + (double)Ci * VOCAB_SIZE);   // 3 products of 2·N·C·OC
-        printf("sgemm  %.3f ms of matmul products (cuBLAS) per training step (%.0f GFLOP/s); the same products alone: %.3f ms "
-               "(%.0f GFLOP/s): %.0f%% of isolated cuBLAS; the step takes %.3f ms\n",
-               cuda_sgemm_seconds * 1e3, mm_flops / cuda_sgemm_seconds / 1e9, alone * 1e3, mm_flops / alone / 1e9,
-               100.0 * alone / cuda_sgemm_seconds, 1e3 * B * T / train_tok_s);
+        double per_layer = cuda_time_sgemms(BT, Ci, 3 * Ci, reps) + cuda_time_sgemms(BT, Ci, Ci, reps) +
+                           cuda_time_sgemms(BT, Ci, 4 * Ci, reps) + cuda_time_sgemms(BT, 4 * Ci, Ci, reps);
+        double alone = Li * per_layer + cuda_time_sgemms(BT, Ci, VOCAB_SIZE, reps);
+        // 3 products of 2·N·C·OC per matmul
+        double mm_flops = 6.0 * BT * ((double)Li * 12 * Ci * Ci + (double)Ci * VOCAB_SIZE);
+        printf("sgemm  %.3f ms of matmul products (cuBLAS) per training step (%.0f GFLOP/s); the same "
+               "products alone: %.3f ms (%.0f GFLOP/s): %.0f%% of isolated cuBLAS; the step takes %.3f ms\n",
+               cuda_sgemm_seconds * 1e3, mm_flops / cuda_sgemm_seconds / 1e9, alone * 1e3,
+               mm_flops / alone / 1e9, 100.0 * alone / cuda_sgemm_seconds, 1e3 * B * T / train_tok_s);
         if (o->kernel_times) {
             cuda_kernel_times_start();
             for (int it = 0; it < 3; it++)
@@ -4359,9 +4660,17 @@ static int cmd_bench(int argc, char **argv, Options *o) {
         }
     }
 #endif
-    printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f threads=%d\n", train_tok_s, sample_tok_s, gflops, num_threads());
-    free(inputs); free(targets); free(logp); free(dlogp); free(prompts); free(comp); free(clp);
-    free_kvcache(&kv); free_gpt(&m);
+    printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f threads=%d\n", train_tok_s, sample_tok_s,
+           gflops, num_threads());
+    free(inputs);
+    free(targets);
+    free(logp);
+    free(dlogp);
+    free(prompts);
+    free(comp);
+    free(clp);
+    free_kvcache(&kv);
+    free_gpt(&m);
     return 0;
 }
 
@@ -4392,7 +4701,8 @@ int main(int argc, char **argv) {
     Options o;
     default_options(&o);
     const char *cmd = argv[1];
-    argc--; argv++;
+    argc--;   // the command's options follow its name
+    argv++;
     if (!strcmp(cmd, "sft")) return cmd_sft(argc, argv, &o);
     if (!strcmp(cmd, "train")) return cmd_train(argc, argv, &o);
     if (!strcmp(cmd, "eval")) return cmd_eval(argc, argv, &o);
