@@ -24,10 +24,14 @@ What it deliberately does not do
   disagree (std, epsilon, loss aggregation, KL, EOS), the choice is an option; the defaults
   are listed in README.md ("Conventions and options") and printed at start-up.
 
-Reading order follows one GRPO step: utilities → tokenizer → model layers → model →
-KV-cache decoding → log-probs → optimizer → checkpoints → task and verifier → task data →
-sampler → prefix tree → objectives → training loops (SFT, GRPO, the synthetic tree task) →
-eval/sample/verify → check → bench → command line.
+Reading order: the file is one GRPO step from the bottom up, then its tooling. Sections:
+  Utilities → Tokenizer → Model layers (its fast paths first, skip them) → CUDA seam →
+  Model → Incremental decoding with a key/value cache → Log-probabilities → Optimizer: AdamW →
+  Task and verifier → Task data → Group sampler → Prefix tree B(G) → Objectives →
+  The GRPO step → The training loop (train_loop),
+then, behind the TOOLING banner, what the commands need around the algorithm:
+  Options → Checkpoints → Run logs → SFT → train (cmd_train) → The paper's synthetic
+  experiment (./grpo tree) → eval, sample, verify → check → bench → Command line.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -1912,7 +1916,9 @@ typedef struct {
     int num_children;
     int member;            // one member completion (to print the step's tokens)
     float step_reward;     // R̂(λ): mean outcome reward of the members (paper eq. 5)
-    float step_advantage;  // A_λ = (R̂(λ) − mean r) / (std r + eps) = mean of the members' a_j
+    float step_advantage;  // A_λ = (R̂(λ) − mean r) / (std r + eps) = mean of the members' a_j;
+                           // reported (./grpo sample, ./grpo check), not trained on: Theorem 1
+                           // makes a_i on every token equivalent (see grpo_prepare_tokens)
 } ProcessNode;
 
 typedef struct {
@@ -2223,7 +2229,7 @@ typedef struct {                // per-token outputs of grpo_token_loss, all (n)
 static double grpo_token_loss(const ObjectiveConfig *cfg, int n, const float *logp,
                               const float *logp_old, const float *logp_ref, const float *advantage,
                               const float *weight, const float *coef, TokenLossOut *out) {
-    /* BEGIN SOLUTION: grpo_token_loss stub: for (int j = 0; j < n; j++) out->dlogp[j] = NAN; return NAN; */
+    /* BEGIN SOLUTION: grpo_token_loss stub: for (int j = 0; j < n; j++) { out->dlogp[j] = NAN; } return NAN; */
     double loss = 0.0;
     for (int j = 0; j < n; j++) {
         float ratio = expf(logp[j] - logp_old[j]), A = advantage[j];
@@ -2258,8 +2264,8 @@ static double grpo_token_loss(const ObjectiveConfig *cfg, int n, const float *lo
 // grpo_update (μ AdamW steps on the objective, eqs. 3–4 and 11). ./grpo check and ./grpo sample
 // run the same functions on their batches.
 
-/* GRPOConfig: what a GRPO step needs and nothing more. cmd_train and the tree task fill it
-   from their options (grpo_config_from_options, tooling section). */
+/* GRPOConfig: what a GRPO step needs and nothing more. The commands (train, tree, check,
+   sample) fill it from their options with grpo_config_from_options (tooling section). */
 typedef struct {
     ObjectiveConfig obj;   // advantages, clipping, β, loss aggregation, GRPO or λ-GRPO
     float temperature;     // T of the sampler and of every log-prob: π_θ, π_old and π_ref
@@ -2500,9 +2506,9 @@ static void grpo_prepare_tokens(GroupBatch *g, const GRPOConfig *cfg, UpdateStat
     for (int i = 0; i < g->N; i++)
         for (int t = 0; t < g->clen[i]; t++) {
             size_t at = (size_t)i * stride + t;
-            // Theorem 1: at μ = 1 under token-mean, a_i here gives the loss and gradient of the step
-            // advantage A_λ(i,t) (step_adv): members of a node share its log-probs and Σ a_j = |λ|·A_λ.
-            // So training needs only |λ| from the tree; test_theorem1_and_lambda checks it.
+            // a_i, not the step advantage A_λ(i,t) (step_adv): by Theorem 1 both give the same loss
+            // and gradient at μ = 1 under token-mean (a node's members share its log-probs and
+            // Σ_{j∈λ} a_j = |λ|·A_λ). Checked by test_theorem1_and_lambda in tests/test_grpo.c.
             g->adv_tok[at] = g->advantage[i];
             g->weight[at] = lambda_weight(&cfg->obj, g->lambda_size[at]);
             g->coef[at] = g->seq_coef[i];
