@@ -2095,7 +2095,9 @@ static int shared_prompts(int *leader, int B, const int *const *prompts, const i
             h ^= (uint32_t)prompts[b][t];
             h *= 1099511628211ull;
         }
-        int i = (int)(h & (uint64_t)(size - 1));
+        h ^= h >> 32;   // FNV's low bits depend on the tokens' low bits only: mix in the high ones
+        h *= 0x9e3779b97f4a7c15ull;
+        int i = (int)(h >> 32 & (uint64_t)(size - 1));
         leader[b] = b;
         while (table[i] >= 0) {
             int a = table[i];
