@@ -951,6 +951,7 @@ static void act_sizes(size_t *s, const GPTConfig *c, int B, int T) {
 // plus scratch for one position of each of the B sequences.
 typedef struct {
     int B;
+    int pack;                 // the sampler shares prompts and packs unfinished rows (kv_copy_positions)
     float *k, *v;
     float *x, *ln, *qkv, *atty, *proj, *fch, *fch_gelu, *logits;
     float *mean, *rstd;       // (B) LayerNorm statistics of the step (not kept)
@@ -1184,10 +1185,14 @@ static void build_kvcache(KVCache *kv, const GPTConfig *c, int B) {
         kv->pos = (int *)cuda_malloc((size_t)B * sizeof(int));
         kv->logits = (float *)mallocCheck((size_t)B * V * sizeof(float));   // host: the sampler reads it
         kv->on_device = 1;
+        // a GPU decode step costs about the same for any row count, and each slot copy is 2L
+        // memcpy calls: there the sampler keeps every row in its slot
+        kv->pack = 0;
         return;
     }
 #endif
     kv->B = B;
+    kv->pack = 1;
     kv->k = (float *)callocCheck(L * B * C * Tp, sizeof(float));  // zeros: padding is read, never used
     kv->v = (float *)mallocCheck(L * B * T * C * sizeof(float));
     kv->x = (float *)mallocCheck((size_t)B * C * sizeof(float));
@@ -2153,12 +2158,13 @@ static int draw_token(const float *z, int V, float temperature, int greedy, Rng 
    options that break them with a usage error; the budget is checked here again because a
    caller that gets it wrong would otherwise write past comp (max_new = 0 stores one token).
 
-   The decode step computes cache slots 0..n-1 only, so the sampler keeps the work there:
-   each distinct prompt is fed once (rows with equal prompts, a GRPO group, share it: its
-   cache is copied to the other rows' slots), and a finished sequence leaves the front slots
-   (the last unfinished one moves into its slot). Every row of a decode step is computed on
-   its own, in the same order whatever the other rows and the row count are, so a sequence's
-   tokens and log-probs do not depend on the batch it is sampled in (notes/cpu-fast-paths.md). */
+   The decode step computes cache slots 0..n-1 only, so the sampler keeps the work there
+   (kv->pack, the CPU): each distinct prompt is fed once (rows with equal prompts, a GRPO
+   group, share it: its cache is copied to the other rows' slots), and a finished sequence
+   leaves the front slots (the last unfinished one moves into its slot). Every row of a
+   decode step is computed on its own, in the same order whatever the other rows and the row
+   count are, so a sequence's tokens and log-probs do not depend on the batch it is sampled
+   in (notes/cpu-fast-paths.md). */
 static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *prompts,
                                const int *prompt_len, int max_new, float temperature, int greedy,
                                Rng *rngs, const unsigned char *allowed,
@@ -2182,7 +2188,9 @@ static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *pro
     int *pos = (int *)mallocCheck((size_t)B * sizeof(int));       // and its position
     int *done = (int *)mallocCheck((size_t)B * sizeof(int));
     float *probs = (float *)mallocCheck((size_t)V * sizeof(float));
-    int D = shared_prompts(leader, B, prompts, prompt_len);
+    int D = B;
+    if (kv->pack) D = shared_prompts(leader, B, prompts, prompt_len);
+    for (int b = 0; b < B && !kv->pack; b++) leader[b] = b;
     float *first = (float *)mallocCheck((size_t)D * V * sizeof(float));   // logits after each prompt
     // slots 0..D-1: the distinct prompts, longest first, so that the prompts still being fed
     // at any position are slots 0..n-1; then the other rows
@@ -2219,10 +2227,13 @@ static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *pro
         done[b] = comp[(size_t)b * max_new] == TOK_EOS || max_new == 1;
     }
     int active = B;
-    while (1) {
+    int left = 0;   // unfinished rows
+    for (int b = 0; b < B; b++) left += !done[b];
+    while (left > 0) {
         // a finished row's slot takes the last unfinished row (with its cache): slots
-        // 0..active-1 hold the unfinished rows
-        for (int s = 0; s < active; s++) {
+        // 0..active-1 hold the unfinished rows (without kv->pack, all rows stay, and the
+        // finished ones are fed again past their end, harmlessly)
+        for (int s = 0; s < active && kv->pack; s++) {
             if (!done[row_of[s]]) continue;
             while (active - 1 > s && done[row_of[active - 1]]) active--;
             active--;
@@ -2232,8 +2243,7 @@ static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *pro
             row_of[active] = row_of[s];
             row_of[s] = b;
         }
-        if (active == 0) break;
-        // each unfinished row feeds its last token
+        // each row feeds its last token
         for (int s = 0; s < active; s++) {
             int b = row_of[s];
             tok[s] = comp[(size_t)b * max_new + comp_len[b] - 1];
@@ -2242,11 +2252,13 @@ static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *pro
         gpt_decode_step(m, kv, tok, pos, active);
         for (int s = 0; s < active; s++) {
             int b = row_of[s];
+            if (done[b]) continue;
             size_t j = (size_t)b * max_new + comp_len[b];
             comp[j] = draw_token(kv->logits + (size_t)s * V, V, temperature, greedy, &rngs[b], allowed, probs,
                                  &comp_logp[j]);
             comp_len[b]++;
             done[b] = comp[j] == TOK_EOS || comp_len[b] == max_new;
+            left -= done[b];
         }
     }
     free(leader);

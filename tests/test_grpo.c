@@ -2009,8 +2009,8 @@ static void ref_sample_row(GPT *m, const int *prompt, int plen, int max_new, flo
    prompt, and drops finished rows from the decode step (the last unfinished row moves into
    their cache slot). A sequence's tokens and log-probs must not depend on that: 19 rows with 4
    prompts of 4 lengths, groups interleaved, rows ending at different steps, sampled together,
-   one by one, as one group alone and in reverse order, on 1 and 3 threads, all equal bit for
-   bit to ref_sample_row. Bit for bit, not within a tolerance: every row of a decode step is
+   one by one, as one group alone and in reverse order, on 1 and 3 threads, and with
+   kv->pack off (no sharing or packing, as on the GPU), all equal bit for bit to ref_sample_row. Bit for bit, not within a tolerance: every row of a decode step is
    computed on its own, in an order that does not depend on the other rows or the row count
    (matmul_forward's comment), and a copied cache holds the very floats that feeding the
    prompt would have written, so equal inputs give equal floats. A copy one position short,
@@ -2059,7 +2059,7 @@ static void test_sampler_batch_independent(void) {
         check(greedy || (nlens >= 3 && eos_early > 0 && eos_early < B && distinct > 0),
               "sampler: the batch-independence test has rows of different lengths",
               "mode %d: %d lengths, %d of %d end before max_new", mode, nlens, eos_early, B);
-        for (int variant = 0; variant < 5; variant++) {
+        for (int variant = 0; variant < 6; variant++) {
             int order[B], n = B, threads = 0;
             for (int b = 0; b < B; b++) order[b] = variant == 3 ? B - 1 - b : b;
             if (variant == 2) {   // the rows of prompt 0 alone
@@ -2072,6 +2072,7 @@ static void test_sampler_batch_independent(void) {
             if (variant == 4) omp_set_num_threads(3);
             if (variant == 3) omp_set_num_threads(1);
 #endif
+            kv.pack = variant != 5;   // 0: every row keeps its slot (the GPU's way)
             memset(comp, 0xff, sizeof comp);
             memset(lp, 0xff, sizeof lp);
             if (variant == 1) {   // one row per call
@@ -2110,8 +2111,8 @@ static void test_sampler_batch_independent(void) {
                 same += eq;
                 if (!eq && first_bad < 0) first_bad = b;
             }
-            static const char *names[5] = {"19 rows together", "one row per call", "one group alone",
-                                           "reverse order, 1 thread", "3 threads"};
+            static const char *names[6] = {"19 rows together", "one row per call", "one group alone",
+                                           "reverse order, 1 thread", "3 threads", "no packing"};
             char name[160];
             snprintf(name, sizeof name, "sampler: %s (%s) == each row alone, bit for bit", names[variant],
                      mode == 0 ? "T = 1.3" : mode == 1 ? "greedy" : "masked");
