@@ -4243,6 +4243,43 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     t0 = wall_seconds();
     sample_completions(&m, &kv, S, pp, plen, max_new, 1.0f, 0, rngs, allowed, comp, clp, clen);
     double sample_tok_s = (double)S * max_new / (wall_seconds() - t0);
+    // sampling the way a GRPO step does: 8 prompts x 16 completions that stop at <eos> (the
+    // sampler feeds each prompt once and drops finished sequences from the decode step)
+    double grpo_tok_s = 0.0;
+    int gp = 12;
+    int gk = 16;
+    int gnew = imin(26, T - gp);
+    if (gnew >= 1) {
+        KVCache gkv;
+        build_kvcache(&gkv, &m.config, 8 * gk);
+        int gprompts[8][12];
+        const int *gpp[8 * 16];
+        int gplen[8 * 16];
+        int *gcomp = (int *)mallocCheck((size_t)8 * gk * gnew * sizeof(int));
+        float *glp = (float *)mallocCheck((size_t)8 * gk * gnew * sizeof(float));
+        int glen[8 * 16];
+        Rng grng[8 * 16];
+        long gtokens = 0;
+        for (int p = 0; p < 8; p++) {
+            gprompts[p][0] = TOK_BOS;
+            for (int t = 1; t < gp; t++) gprompts[p][t] = rng_int(&rng, VOCAB_SIZE);
+        }
+        for (int it = 0; it < 2; it++) {   // a warm-up, then the timed call
+            for (int i = 0; i < 8 * gk; i++) {
+                gpp[i] = gprompts[i / gk];
+                gplen[i] = gp;
+                rng_seed(&grng[i], o->seed, 200 + i);
+            }
+            t0 = wall_seconds();
+            sample_completions(&m, &gkv, 8 * gk, gpp, gplen, gnew, 1.0f, 0, grng, NULL, gcomp, glp, glen);
+        }
+        double dt = wall_seconds() - t0;
+        for (int i = 0; i < 8 * gk; i++) gtokens += glen[i];
+        grpo_tok_s = gtokens / dt;
+        free(gcomp);
+        free(glp);
+        free_kvcache(&gkv);
+    }
     printf("# model: %zu parameters (L=%d NH=%d C=%d maxT=%d), train batch %dx%d, sample batch %d\n",
            m.num_parameters, o->layers, o->heads, o->channels, T, B, T, S);
 #ifdef GRPO_CUDA
@@ -4252,6 +4289,9 @@ static int cmd_bench(int argc, char **argv, Options *o) {
            train_tok_s, gflops, 2 * 32 * 3.0);
 #endif
     printf("sample %10.0f new tokens/s\n", sample_tok_s);
+    if (gnew >= 1)
+        printf("sample %10.0f new tokens/s as in a GRPO step (8 prompts x 16, <= %d new tokens, to <eos>)\n",
+               grpo_tok_s, gnew);
 #ifdef GRPO_CUDA
     if (m.on_device) {   // the step's cuBLAS products timed inside one training step, then alone
         cuda_time_sgemm = 1; cuda_sgemm_seconds = 0.0;
