@@ -818,6 +818,7 @@ void *cuda_malloc(size_t bytes);
 void cuda_free(void *p);
 void cuda_memcpy_h2d(void *dst, const void *src, size_t bytes);
 void cuda_memcpy_d2h(void *dst, const void *src, size_t bytes);
+void cuda_memcpy_d2d(void *dst, const void *src, size_t bytes);
 void cuda_memset_zero(void *p, size_t bytes);
 void cuda_synchronize(void);
 void cuda_encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B, int T, int C);
@@ -972,6 +973,7 @@ static void act_sizes(size_t *s, const GPTConfig *c, int B, int T) {
 // plus scratch for one position of each of the B sequences.
 typedef struct {
     int B;
+    int pack;                 // the sampler shares prompts and packs unfinished rows (kv_copy_positions)
     float *k, *v;
     float *x, *ln, *qkv, *atty, *proj, *fch, *fch_gelu, *logits;
     float *mean, *rstd;       // (B) LayerNorm statistics of the step (not kept)
@@ -1219,10 +1221,14 @@ static void build_kvcache(KVCache *kv, const GPTConfig *c, int B) {
         kv->pos = (int *)cuda_malloc((size_t)B * sizeof(int));
         kv->logits = (float *)mallocCheck((size_t)B * V * sizeof(float));   // host: the sampler reads it
         kv->on_device = 1;
+        // a GPU decode step costs about the same for any row count, and each slot copy is 2L
+        // memcpy calls: there the sampler keeps every row in its slot
+        kv->pack = 0;
         return;
     }
 #endif
     kv->B = B;
+    kv->pack = 1;
     kv->k = (float *)callocCheck(L * B * C * Tp, sizeof(float));  // zeros: padding is read, never used
     kv->v = (float *)mallocCheck(L * B * T * C * sizeof(float));
     kv->x = (float *)mallocCheck((size_t)B * C * sizeof(float));
@@ -1336,6 +1342,34 @@ static void gpt_decode_step(GPT *m, KVCache *kv, const int *tokens, const int *p
 #ifdef GRPO_CUDA
     if (m->on_device) cuda_memcpy_d2h(kv->logits, logits, (size_t)B * V * sizeof(float));
 #endif
+}
+
+/* kv_copy_positions: slot dst's cache of positions [0, n) becomes slot src's, in every layer.
+   The sampler gives a group's members their shared prompt this way, and keeps the unfinished
+   sequences in the first slots (a decode step computes slots 0..B-1). */
+static void kv_copy_positions(KVCache *kv, const GPTConfig *c, int dst, int src, int n) {
+    size_t C = c->channels;
+    size_t maxT = c->max_seq_len;
+    size_t Tp = (maxT + 7) / 8 * 8;
+    size_t kd = (size_t)dst * C * Tp;
+    size_t ks = (size_t)src * C * Tp;
+    size_t vd = (size_t)dst * maxT * C;
+    size_t vs = (size_t)src * maxT * C;
+    for (int l = 0; l < c->num_layers; l++) {
+        float *kt = kv->k + (size_t)l * kv->B * C * Tp;
+        float *v = kv->v + (size_t)l * kv->B * maxT * C;
+#ifdef GRPO_CUDA
+        if (kv->on_device) {   // the slot's whole key block: one copy instead of C short ones
+            cuda_memcpy_d2d(kt + kd, kt + ks, C * Tp * sizeof(float));
+            cuda_memcpy_d2d(v + vd, v + vs, (size_t)n * C * sizeof(float));
+            continue;
+        }
+#endif
+        // keys are transposed: positions [0, n) of each channel's row
+        for (size_t i = 0; i < C; i++)
+            memcpy(kt + kd + i * Tp, kt + ks + i * Tp, (size_t)n * sizeof(float));
+        memcpy(v + vd, v + vs, (size_t)n * C * sizeof(float));
+    }
 }
 
 // ----------------------------------------------------------------------------
@@ -1843,6 +1877,70 @@ static void free_dataset(Dataset *d) {
 // ----------------------------------------------------------------------------
 // Group sampler: k completions per prompt with the KV cache, one RNG stream each
 
+/* shared_prompts: leader[b] = the first row whose prompt equals row b's (same length, same
+   tokens), b itself for the first row of each distinct prompt; returns how many are distinct.
+   Rows are compared by content, so callers need not say which rows form a group; a hash
+   table of 2B to 4B entries keeps it linear. */
+static int shared_prompts(int *leader, int B, const int *const *prompts, const int *prompt_len) {
+    int size = 1;
+    while (size < 2 * B) size *= 2;
+    int *table = (int *)mallocCheck((size_t)size * sizeof(int));
+    for (int i = 0; i < size; i++) table[i] = -1;
+    int distinct = 0;
+    for (int b = 0; b < B; b++) {
+        uint64_t h = 1469598103934665603ull ^ (uint64_t)prompt_len[b];   // FNV-1a
+        for (int t = 0; t < prompt_len[b]; t++) {
+            h ^= (uint32_t)prompts[b][t];
+            h *= 1099511628211ull;
+        }
+        h ^= h >> 32;   // FNV's low bits depend on the tokens' low bits only: mix in the high ones
+        h *= 0x9e3779b97f4a7c15ull;
+        int i = (int)(h >> 32 & (uint64_t)(size - 1));
+        leader[b] = b;
+        while (table[i] >= 0) {
+            int a = table[i];
+            size_t bytes = (size_t)prompt_len[b] * sizeof(int);
+            if (prompt_len[a] == prompt_len[b] && memcmp(prompts[a], prompts[b], bytes) == 0) {
+                leader[b] = a;
+                break;
+            }
+            i = (i + 1) & (size - 1);
+        }
+        if (leader[b] == b) {
+            table[i] = b;
+            distinct++;
+        }
+    }
+    free(table);
+    return distinct;
+}
+
+/* draw_token: the next token from logits z (V): softmax(z / temperature) over the allowed
+   tokens, then the argmax when greedy, else a draw with rng. *logp: its log-prob under that
+   distribution (nats). probs (V) is scratch. */
+static int draw_token(const float *z, int V, float temperature, int greedy, Rng *rng,
+                      const unsigned char *allowed, float *probs, float *logp) {
+    float maxv;
+    float logsum = softmax_temperature(probs, &maxv, z, V, temperature, allowed);
+    int next = 0;
+    if (greedy) {
+        for (int v = 1; v < V; v++)
+            if (probs[v] > probs[next]) next = v;
+    } else {
+        float u = rng_uniform(rng);
+        float cdf = 0.0f;
+        next = -1;
+        for (int v = 0; v < V; v++) {
+            if (probs[v] <= 0.0f) continue;
+            next = v;                 // falls back to the last allowed token on rounding
+            cdf += probs[v];
+            if (u < cdf) break;
+        }
+    }
+    *logp = (z[next] * (1.0f / temperature) - maxv) - logsum;
+    return next;
+}
+
 /* sample_completions: B sequences; sequence b starts from prompts[b] (prompt_len[b] tokens,
    <bos> included) and draws up to max_new tokens from softmax(logits / temperature) over the
    allowed tokens (NULL: all), or the argmax when greedy, using its own stream rngs[b].
@@ -1851,7 +1949,15 @@ static void free_dataset(Dataset *d) {
    sampling distribution (nats, temperature applied), comp_len (B).
    Requires max_new >= 1, prompt_len[b] + max_new <= maxT and B <= kv->B: the commands refuse
    options that break them with a usage error; the budget is checked here again because a
-   caller that gets it wrong would otherwise write past comp (max_new = 0 stores one token). */
+   caller that gets it wrong would otherwise write past comp (max_new = 0 stores one token).
+
+   The decode step computes cache slots 0..n-1 only, so the sampler keeps the work there
+   (kv->pack, the CPU): each distinct prompt is fed once (rows with equal prompts, a GRPO
+   group, share it: its cache is copied to the other rows' slots), and a finished sequence
+   leaves the front slots (the last unfinished one moves into its slot). Every row of a
+   decode step is computed on its own, in the same order whatever the other rows and the row
+   count are, so a sequence's tokens and log-probs do not depend on the batch it is sampled
+   in (notes/cpu-fast-paths.md). */
 static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *prompts,
                                const int *prompt_len, int max_new, float temperature, int greedy,
                                Rng *rngs, const unsigned char *allowed,
@@ -1862,41 +1968,100 @@ static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *pro
     for (int b = 0; b < B; b++)
         if (prompt_len[b] < 1 || prompt_len[b] + max_new > m->config.max_seq_len)
             fail_at(__FILE__, __LINE__, "sample_completions: prompt + max_new exceed the context", hint);
+    if (B > kv->B)
+        fail_at(__FILE__, __LINE__, "sample_completions: more sequences than the KV cache holds",
+                "a command built its KV cache too small; please report this");
+    if (B < 1) return;
     int V = m->config.vocab_size;
-    int *tok = (int *)mallocCheck(B * sizeof(int)), *pos = (int *)mallocCheck(B * sizeof(int));
-    int *done = (int *)callocCheck(B, sizeof(int));
+    int maxT = m->config.max_seq_len;
+    int *leader = (int *)mallocCheck((size_t)B * sizeof(int));
+    int *row_of = (int *)mallocCheck((size_t)B * sizeof(int));    // row_of[s]: the row in slot s
+    int *slot_of = (int *)mallocCheck((size_t)B * sizeof(int));
+    int *tok = (int *)mallocCheck((size_t)B * sizeof(int));       // per slot: the step's token
+    int *pos = (int *)mallocCheck((size_t)B * sizeof(int));       // and its position
+    int *done = (int *)mallocCheck((size_t)B * sizeof(int));
     float *probs = (float *)mallocCheck((size_t)V * sizeof(float));
-    for (int b = 0; b < B; b++) { tok[b] = prompts[b][0]; pos[b] = 0; comp_len[b] = 0; }
-    int remaining = B;
-    while (remaining > 0) {
-        // finished sequences are fed again at their last position: harmless and keeps B fixed
-        gpt_decode_step(m, kv, tok, pos, B);
-        for (int b = 0; b < B; b++) {
+    int D = B;
+    if (kv->pack) D = shared_prompts(leader, B, prompts, prompt_len);
+    for (int b = 0; b < B && !kv->pack; b++) leader[b] = b;
+    float *first = (float *)mallocCheck((size_t)D * V * sizeof(float));   // logits after each prompt
+    // slots 0..D-1: the distinct prompts, longest first, so that the prompts still being fed
+    // at any position are slots 0..n-1; then the other rows
+    int nslot = 0;
+    for (int len = maxT; len >= 1; len--)
+        for (int b = 0; b < B; b++)
+            if (leader[b] == b && prompt_len[b] == len) row_of[nslot++] = b;
+    for (int b = 0; b < B; b++)
+        if (leader[b] != b) row_of[nslot++] = b;
+    for (int s = 0; s < B; s++) slot_of[row_of[s]] = s;
+    // feed the distinct prompts, one position per step
+    int n = D;
+    for (int t = 0; t < prompt_len[row_of[0]]; t++) {
+        while (prompt_len[row_of[n - 1]] <= t) n--;
+        for (int s = 0; s < n; s++) {
+            tok[s] = prompts[row_of[s]][t];
+            pos[s] = t;
+        }
+        gpt_decode_step(m, kv, tok, pos, n);
+        for (int s = 0; s < n; s++)
+            if (prompt_len[row_of[s]] == t + 1)
+                memcpy(first + (size_t)s * V, kv->logits + (size_t)s * V, (size_t)V * sizeof(float));
+    }
+    // the other rows get their prompt's cache, and every row draws its first token
+    for (int s = D; s < B; s++) {
+        int b = row_of[s];
+        kv_copy_positions(kv, &m->config, s, slot_of[leader[b]], prompt_len[b]);
+    }
+    for (int b = 0; b < B; b++) {
+        const float *z = first + (size_t)slot_of[leader[b]] * V;
+        comp[(size_t)b * max_new] = draw_token(z, V, temperature, greedy, &rngs[b], allowed, probs,
+                                               &comp_logp[(size_t)b * max_new]);
+        comp_len[b] = 1;
+        done[b] = comp[(size_t)b * max_new] == TOK_EOS || max_new == 1;
+    }
+    int active = B;
+    int left = 0;   // unfinished rows
+    for (int b = 0; b < B; b++) left += !done[b];
+    while (left > 0) {
+        // a finished row's slot takes the last unfinished row (with its cache): slots
+        // 0..active-1 hold the unfinished rows (without kv->pack, all rows stay, and the
+        // finished ones are fed again past their end, harmlessly)
+        for (int s = 0; s < active && kv->pack; s++) {
+            if (!done[row_of[s]]) continue;
+            while (active - 1 > s && done[row_of[active - 1]]) active--;
+            active--;
+            if (active == s) break;
+            int b = row_of[active];
+            kv_copy_positions(kv, &m->config, s, active, prompt_len[b] + comp_len[b] - 1);
+            row_of[active] = row_of[s];
+            row_of[s] = b;
+        }
+        // each row feeds its last token
+        for (int s = 0; s < active; s++) {
+            int b = row_of[s];
+            tok[s] = comp[(size_t)b * max_new + comp_len[b] - 1];
+            pos[s] = prompt_len[b] + comp_len[b] - 1;
+        }
+        gpt_decode_step(m, kv, tok, pos, active);
+        for (int s = 0; s < active; s++) {
+            int b = row_of[s];
             if (done[b]) continue;
-            if (pos[b] + 1 < prompt_len[b]) { tok[b] = prompts[b][++pos[b]]; continue; }
-            const float *z = kv->logits + (size_t)b * V;
-            float maxv, logsum = softmax_temperature(probs, &maxv, z, V, temperature, allowed);
-            int next = 0;
-            if (greedy) {
-                for (int v = 1; v < V; v++) if (probs[v] > probs[next]) next = v;
-            } else {
-                float u = rng_uniform(&rngs[b]), cdf = 0.0f;
-                next = -1;
-                for (int v = 0; v < V; v++) {
-                    if (probs[v] <= 0.0f) continue;
-                    next = v;                 // falls back to the last allowed token on rounding
-                    cdf += probs[v];
-                    if (u < cdf) break;
-                }
-            }
-            int j = comp_len[b]++;
-            comp[(size_t)b * max_new + j] = next;
-            comp_logp[(size_t)b * max_new + j] = (z[next] * (1.0f / temperature) - maxv) - logsum;
-            if (next == TOK_EOS || comp_len[b] == max_new) { done[b] = 1; remaining--; }
-            else { tok[b] = next; pos[b]++; }
+            size_t j = (size_t)b * max_new + comp_len[b];
+            comp[j] = draw_token(kv->logits + (size_t)s * V, V, temperature, greedy, &rngs[b], allowed, probs,
+                                 &comp_logp[j]);
+            comp_len[b]++;
+            done[b] = comp[j] == TOK_EOS || comp_len[b] == max_new;
+            left -= done[b];
         }
     }
-    free(tok); free(pos); free(done); free(probs);
+    free(leader);
+    free(row_of);
+    free(slot_of);
+    free(tok);
+    free(pos);
+    free(done);
+    free(probs);
+    free(first);
 }
 
 // ----------------------------------------------------------------------------
@@ -4630,6 +4795,43 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     t0 = wall_seconds();
     sample_completions(&m, &kv, S, pp, plen, max_new, 1.0f, 0, rngs, allowed, comp, clp, clen);
     double sample_tok_s = (double)S * max_new / (wall_seconds() - t0);
+    // sampling the way a GRPO step does: 8 prompts x 16 completions that stop at <eos> (the
+    // sampler feeds each prompt once and drops finished sequences from the decode step)
+    double grpo_tok_s = 0.0;
+    int gp = 12;
+    int gk = 16;
+    int gnew = imin(26, T - gp);
+    if (gnew >= 1) {
+        KVCache gkv;
+        build_kvcache(&gkv, &m.config, 8 * gk);
+        int gprompts[8][12];
+        const int *gpp[8 * 16];
+        int gplen[8 * 16];
+        int *gcomp = (int *)mallocCheck((size_t)8 * gk * gnew * sizeof(int));
+        float *glp = (float *)mallocCheck((size_t)8 * gk * gnew * sizeof(float));
+        int glen[8 * 16];
+        Rng grng[8 * 16];
+        long gtokens = 0;
+        for (int p = 0; p < 8; p++) {
+            gprompts[p][0] = TOK_BOS;
+            for (int t = 1; t < gp; t++) gprompts[p][t] = rng_int(&rng, VOCAB_SIZE);
+        }
+        for (int it = 0; it < 2; it++) {   // a warm-up, then the timed call
+            for (int i = 0; i < 8 * gk; i++) {
+                gpp[i] = gprompts[i / gk];
+                gplen[i] = gp;
+                rng_seed(&grng[i], o->seed, 200 + i);
+            }
+            t0 = wall_seconds();
+            sample_completions(&m, &gkv, 8 * gk, gpp, gplen, gnew, 1.0f, 0, grng, NULL, gcomp, glp, glen);
+        }
+        double dt = wall_seconds() - t0;
+        for (int i = 0; i < 8 * gk; i++) gtokens += glen[i];
+        grpo_tok_s = gtokens / dt;
+        free(gcomp);
+        free(glp);
+        free_kvcache(&gkv);
+    }
     printf("# model: %zu parameters (L=%d NH=%d C=%d maxT=%d), train batch %dx%d, sample batch %d\n",
            m.num_parameters, o->layers, o->heads, o->channels, T, B, T, S);
 #ifdef GRPO_CUDA
@@ -4641,6 +4843,9 @@ static int cmd_bench(int argc, char **argv, Options *o) {
            train_tok_s, gflops, 2 * 32 * 3.0);
 #endif
     printf("sample %10.0f new tokens/s\n", sample_tok_s);
+    if (gnew >= 1)
+        printf("sample %10.0f new tokens/s as in a GRPO step (8 prompts x 16, <= %d new tokens, to <eos>)\n",
+               grpo_tok_s, gnew);
 #ifdef GRPO_CUDA
     if (m.on_device) {   // the step's cuBLAS products timed inside one training step, then alone
         cuda_time_sgemm = 1;

@@ -1988,6 +1988,196 @@ static void test_sampler_logp(void) {
     free(copy); free_kvcache(&kv); free_group_batch(&g); free_gpt(&m);
 }
 
+/* ref_sample_row: the reference for one sequence of sample_completions: a KV cache of its
+   own, the prompt fed one token per decode step, then one new token per step until <eos> or
+   max_new (the sampler before prompt sharing and packing, for one row). */
+static void ref_sample_row(GPT *m, const int *prompt, int plen, int max_new, float temp, int greedy, Rng *rng,
+                           const unsigned char *allowed, int *comp, float *lp, int *clen) {
+    KVCache kv;
+    build_kvcache(&kv, &m->config, 1);
+    float probs[VOCAB_SIZE];
+    int n = 0;
+    for (int t = 0; n == 0 || (comp[n - 1] != TOK_EOS && n < max_new); t++) {
+        int tok = t < plen ? prompt[t] : comp[n - 1];
+        gpt_decode_step(m, &kv, &tok, &t, 1);
+        if (t + 1 < plen) continue;
+        comp[n] = draw_token(kv.logits, VOCAB_SIZE, temp, greedy, rng, allowed, probs, &lp[n]);
+        n++;
+    }
+    *clen = n;
+    free_kvcache(&kv);
+}
+
+/* The sampler feeds each distinct prompt once, copies its cache to the other rows with that
+   prompt, and drops finished rows from the decode step (the last unfinished row moves into
+   their cache slot). A sequence's tokens and log-probs must not depend on that: 19 rows with 4
+   prompts of 4 lengths, groups interleaved, rows ending at different steps, sampled together,
+   one by one, as one group alone and in reverse order, on 1 and 3 threads, and with
+   kv->pack off (no sharing or packing, as on the GPU), all equal bit for bit to ref_sample_row. Bit for bit, not within a tolerance: every row of a decode step is
+   computed on its own, in an order that does not depend on the other rows or the row count
+   (matmul_forward's comment), and a copied cache holds the very floats that feeding the
+   prompt would have written, so equal inputs give equal floats. A copy one position short,
+   or a moved row losing its last position, changes the logits by O(1). */
+static void test_sampler_batch_independent(void) {
+    enum { B = 19, MN = 20 };
+    static const char *texts[4] = {"7 3 5>26:", "1 2>3:", "9 9 9 9>81:", "4>4:"};
+    static const int which[B] = {0, 1, 0, 2, 0, 3, 1, 1, 2, 0, 0, 2, 1, 3, 0, 2, 1, 0, 0};
+    int prompts[4][16], plens[4], bad;
+    for (int p = 0; p < 4; p++) {
+        prompts[p][0] = TOK_BOS;
+        plens[p] = 1 + encode(texts[p], (int)strlen(texts[p]), prompts[p] + 1, &bad);
+    }
+    const int *pp[B];
+    int pl[B];
+    for (int b = 0; b < B; b++) {
+        pp[b] = prompts[which[b]];
+        pl[b] = plens[which[b]];
+    }
+    GPT m = test_model(B, 21);
+    KVCache kv;
+    build_kvcache(&kv, &m.config, B);
+    unsigned char allowed[VOCAB_SIZE];
+    for (int v = 0; v < VOCAB_SIZE; v++) allowed[v] = v == TOK_EOS || v % 5 != 2;
+    static int ref[B * MN], comp[B * MN], rlen[B], clen[B];
+    static float rlp[B * MN], lp[B * MN];
+    Rng rngs[B];
+    for (int mode = 0; mode < 3; mode++) {   // sampling at T = 1.3; greedy at 0.9; masked at 1.3
+        float temp = mode == 1 ? 0.9f : 1.3f;
+        int greedy = mode == 1;
+        const unsigned char *mask = mode == 2 ? allowed : NULL;
+        for (int b = 0; b < B; b++) {
+            Rng r;
+            rng_seed(&r, 31 + mode, b);
+            ref_sample_row(&m, pp[b], pl[b], MN, temp, greedy, &r, mask, ref + b * MN, rlp + b * MN, &rlen[b]);
+        }
+        int lens[MN + 1] = {0}, eos_early = 0, distinct = 0;
+        for (int b = 0; b < B; b++) {
+            lens[rlen[b]] = 1;
+            eos_early += rlen[b] < MN;
+            distinct += b > 0 && memcmp(ref + b * MN, ref, MN * sizeof(int)) != 0;
+        }
+        int nlens = 0;
+        for (int n = 0; n <= MN; n++) nlens += lens[n];
+        // the test needs rows that end at different steps (greedy ones here all run to max_new)
+        check(greedy || (nlens >= 3 && eos_early > 0 && eos_early < B && distinct > 0),
+              "sampler: the batch-independence test has rows of different lengths",
+              "mode %d: %d lengths, %d of %d end before max_new", mode, nlens, eos_early, B);
+        for (int variant = 0; variant < 6; variant++) {
+            int order[B], n = B, threads = 0;
+            for (int b = 0; b < B; b++) order[b] = variant == 3 ? B - 1 - b : b;
+            if (variant == 2) {   // the rows of prompt 0 alone
+                n = 0;
+                for (int b = 0; b < B; b++)
+                    if (which[b] == 0) order[n++] = b;
+            }
+#ifdef _OPENMP
+            threads = omp_get_max_threads();
+            if (variant == 4) omp_set_num_threads(3);
+            if (variant == 3) omp_set_num_threads(1);
+#endif
+            kv.pack = variant != 5;   // 0: every row keeps its slot (the GPU's way)
+            memset(comp, 0xff, sizeof comp);
+            memset(lp, 0xff, sizeof lp);
+            if (variant == 1) {   // one row per call
+                for (int i = 0; i < n; i++) {
+                    int b = order[i];
+                    rng_seed(&rngs[0], 31 + mode, b);
+                    sample_completions(&m, &kv, 1, pp + b, pl + b, MN, temp, greedy, rngs, mask, comp + b * MN,
+                                       lp + b * MN, clen + b);
+                }
+            } else {
+                const int *qp[B];
+                int ql[B], qc[B * MN], qn[B];
+                float qlp[B * MN];
+                for (int i = 0; i < n; i++) {
+                    qp[i] = pp[order[i]];
+                    ql[i] = pl[order[i]];
+                    rng_seed(&rngs[i], 31 + mode, order[i]);
+                }
+                sample_completions(&m, &kv, n, qp, ql, MN, temp, greedy, rngs, mask, qc, qlp, qn);
+                for (int i = 0; i < n; i++) {
+                    int b = order[i];
+                    clen[b] = qn[i];
+                    memcpy(comp + b * MN, qc + i * MN, qn[i] * sizeof(int));
+                    memcpy(lp + b * MN, qlp + i * MN, qn[i] * sizeof(float));
+                }
+            }
+#ifdef _OPENMP
+            omp_set_num_threads(threads);
+#endif
+            (void)threads;
+            int same = 0, first_bad = -1;
+            for (int i = 0; i < n; i++) {
+                int b = order[i];
+                int eq = clen[b] == rlen[b] && !memcmp(comp + b * MN, ref + b * MN, rlen[b] * sizeof(int)) &&
+                         !memcmp(lp + b * MN, rlp + b * MN, rlen[b] * sizeof(float));
+                same += eq;
+                if (!eq && first_bad < 0) first_bad = b;
+            }
+            static const char *names[6] = {"19 rows together", "one row per call", "one group alone",
+                                           "reverse order, 1 thread", "3 threads", "no packing"};
+            char name[160];
+            snprintf(name, sizeof name, "sampler: %s (%s) == each row alone, bit for bit", names[variant],
+                     mode == 0 ? "T = 1.3" : mode == 1 ? "greedy" : "masked");
+            check(same == n, name, "%d of %d rows equal; row %d: length %d vs %d", same, n, first_bad,
+                  first_bad >= 0 ? clen[first_bad] : 0, first_bad >= 0 ? rlen[first_bad] : 0);
+        }
+    }
+    free_kvcache(&kv);
+    free_gpt(&m);
+}
+
+/* shared_prompts (which rows the sampler feeds as one prompt) against a brute-force search.
+   Rows drawn from prompts of 1 to 8 tokens over 2 token ids, zero past their length, each
+   row at its own address (equal content, not pointers, makes rows share); many prompts are
+   prefixes of others (equal tokens up to the shorter length: not shared). 3,000 rows from
+   60 prompts (long probe runs of equal prompts); 500 rows, most of them distinct (the hash
+   table 40% full: collisions between different prompts); 400 batches of 2 rows, a prompt
+   and itself one token longer or not (a table of 4 entries: they often collide). */
+static void test_shared_prompts(void) {
+    enum { N = 3000, NP = 2000 };
+    static int pool[NP][8], rows[N][8], leader[N];
+    static const int *pp[N];
+    static int pl[N], plen_of[NP];
+    Rng rng;
+    rng_seed(&rng, 41, 0);
+    for (int p = 0; p < NP; p++) {
+        plen_of[p] = 1 + rng_int(&rng, 8);
+        for (int t = 0; t < 8; t++) pool[p][t] = t < plen_of[p] ? rng_int(&rng, 2) : 0;
+    }
+    int pairs_ok = 0;
+    for (int run = 0; run < 402; run++) {
+        int n = run == 0 ? N : run == 1 ? 500 : 2;
+        int np = run == 0 ? 60 : NP;
+        for (int b = 0; b < n; b++) {
+            int p = rng_int(&rng, np);
+            memcpy(rows[b], pool[p], sizeof rows[b]);
+            pp[b] = rows[b];
+            pl[b] = plen_of[p];
+        }
+        if (run >= 2) {   // row 1: row 0, or row 0 with one more token (0, as the padding)
+            memcpy(rows[1], rows[0], sizeof rows[1]);
+            pl[1] = pl[0] + (pl[0] < 8 ? rng_int(&rng, 2) : 0);
+        }
+        int distinct = shared_prompts(leader, n, pp, pl);
+        int ok = 0, want_distinct = 0;
+        for (int b = 0; b < n; b++) {
+            int first = b;
+            for (int a = 0; a < b && first == b; a++)
+                if (pl[a] == pl[b] && !memcmp(rows[a], rows[b], pl[b] * sizeof(int))) first = a;
+            ok += leader[b] == first;
+            want_distinct += first == b;
+        }
+        if (run < 2)
+            check(ok == n && distinct == want_distinct, "sampler: rows with equal prompts share one (brute force)",
+                  "%d of %d leaders right, %d distinct (want %d)", ok, n, distinct, want_distinct);
+        else
+            pairs_ok += ok == n && distinct == want_distinct;
+    }
+    check(pairs_ok == 400, "sampler: a prompt and its one-token extension are not shared",
+          "%d of 400 pairs right", pairs_ok);
+}
+
 // sample_completions with max_new = 0: must stop with a message, not write past comp
 static void sample_no_budget_fn(void *arg) {
     (void)arg;
@@ -2279,6 +2469,8 @@ int main(int argc, char **argv) {
     if (want("objective", only)) { test_advantages(); test_aggregation(); test_kl_and_clip(); test_worked_example(); test_theorem1_and_lambda(); }
     if (want("objective", only)) test_mask_truncated();
     if (want("sampler", only)) test_sampler_logp();
+    if (want("sampler", only)) test_sampler_batch_independent();
+    if (want("sampler", only)) test_shared_prompts();
     if (want("sampler", only)) test_token_budget();
     if (want("sampler", only)) test_eval_counts_verified();
     if (want("train", only)) test_train_end_to_end();
