@@ -2979,9 +2979,18 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
         errno = 0;
         if (s->type == OPT_INT || s->type == OPT_FLOAT) {
             double v = s->type == OPT_INT ? (double)strtol(optarg, &end, 10) : strtod(optarg, &end);
-            if (end == optarg || *end || errno || !isfinite(v))
+            int out_of_range = errno == ERANGE;   // strtol/strtod saturated (or, strtod, underflowed)
+            if (end == optarg || *end || (errno && !out_of_range) || isnan(v))
                 usage_error("%s: '%s' is not a number", name, optarg);
-            if (v < s->min || v > s->max) {
+            // a float option holds a float: beyond its range, or a non-zero value that would be
+            // stored as 0 (1e-50, or 1e-320 where strtod itself underflows), is refused, not rounded
+            int is_float = s->type == OPT_FLOAT;
+            int to_zero = is_float && (out_of_range ? fabs(v) < 1.0 : v != 0.0 && (float)v == 0.0f);
+            if (is_float && (to_zero || out_of_range || isinf(v)))
+                usage_error("%s: '%s' is out of float range (%s)", name, optarg,
+                            to_zero ? "not 0, but it would be stored as 0: the smallest float is about 1.4e-45"
+                                    : "|x| <= 3.4e38");
+            if (out_of_range || v < s->min || v > s->max) {
                 char range[96];
                 snprintf(range, sizeof range, "'%s' is out of range [%g, %g]", optarg, s->min, s->max);
                 usage_error("%s: %s", name, range);
@@ -3998,8 +4007,9 @@ static int cmd_tree(int argc, char **argv, Options *o) {
                     rcurve[(size_t)idx * o->steps + t]);
     }
     fclose(csv);
+    int window = o->steps < 50 ? o->steps : 50;   // tree_run's metric: the last min(50, steps) steps
     printf("\nTable 1: frequency of the target leaf over the last %d steps (mean ± std over %d seed%s)\n",
-           o->steps < 50 ? o->steps : 50, S, S > 1 ? "s" : "");
+           window, S, S > 1 ? "s" : "");
     printf("  n  r_neg |   GRPO (ours)     λ-GRPO (ours)  |  GRPO (paper)  λ-GRPO (paper)\n");
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 3; b++) {
@@ -4019,7 +4029,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     // the paper's per-seed picture for n = 1, r_neg = −1.0: found early, then abandoned?
     int early = o->steps < 10 ? o->steps : 10;
     printf("\nn = 1, r_neg = -1.0, per seed: target frequency in the first %d steps (max of any step) "
-           "and the last 50\n", early);
+           "and the last %d\n", early, window);
     for (int obj = 0; obj < 2; obj++)
         for (int s = 0; s < S; s++) {
             size_t idx = ((size_t)(0 * 3 + 1) * 2 + obj) * S + s;
@@ -4029,8 +4039,8 @@ static int cmd_tree(int argc, char **argv, Options *o) {
                 first += c[t];
                 if (c[t] > peak) peak = c[t];
             }
-            printf("  %-11s seed %d: first %2d steps %.3f (max %.3f), last 50 steps %.3f\n",
-                   OBJECTIVE_NAMES[obj], s + 1, early, first / early, peak, metric[idx]);
+            printf("  %-11s seed %d: first %2d steps %.3f (max %.3f), last %d steps %.3f\n",
+                   OBJECTIVE_NAMES[obj], s + 1, early, first / early, peak, window, metric[idx]);
         }
     printf("\n# %d runs x %d steps in %.1f s; per-step target frequency in %s\n", 2 * 3 * 2 * S, o->steps,
            wall_seconds() - t0, path);

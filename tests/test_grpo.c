@@ -2228,6 +2228,45 @@ static void test_tree_task(void) {
 }
 
 // ----------------------------------------------------------------------------
+// Issue 18, break findings: regression tests of the fixes (each failed before its fix)
+
+/* parse_options: a number beyond a float's range says so (it said "is not a number"), a
+   non-zero value that a float would store as 0 is refused (--lr 1e-50 ran at lr 0), and an
+   integer beyond a long is out of the option's range. */
+static void parse_float_fn(void *arg) {
+    char name[] = "cmd", *argv[4] = {name, (char *)"--lr", (char *)arg, NULL};
+    Options o;
+    default_options(&o);
+    parse_options(3, argv, CMD_SFT, &o, "cmd", "");
+    exit(o.lr != 0.0f ? 0 : 3);   // 3: accepted, but stored as 0
+}
+static void test_option_float_range(void) {
+    static CmdCall tiny_eps = {cmd_train, "--adv-eps 1e-320"};
+    expect_exit("usage: --adv-eps 1e-320 (strtod underflows) is out of float range", cmd_call_fn, &tiny_eps,
+                2, "--adv-eps: '1e-320' is out of float range");
+    expect_exit("usage: --lr 1e-50 (0 as a float) is refused, not run at lr 0", parse_float_fn, "1e-50", 2,
+                "--lr: '1e-50' is out of float range");
+    expect_exit("usage: --lr 1e999 is out of float range", parse_float_fn, "1e999", 2,
+                "--lr: '1e999' is out of float range");
+    expect_exit("usage: --lr 1e-40 (a subnormal float, not 0) is kept", parse_float_fn, "1e-40", 0, "");
+    static CmdCall huge_int = {cmd_sft, "--steps 99999999999999999999"};
+    expect_exit("usage: --steps beyond a long is out of range, not 'not a number'", cmd_call_fn, &huge_int, 2,
+                "--steps: '99999999999999999999' is out of range [0, 1e+07]");
+}
+
+/* ./grpo tree's per-seed lines name the window of its metric, min(50, --steps) steps (they
+   said "last 50 steps" whatever --steps was). */
+static void test_tree_window(void) {
+    static char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "%s tree --threads 1 --steps 10 --seeds 1 --run-dir %s/tree_window", grpo_bin(),
+             TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "seed 1: first 10 steps") && strstr(out, "last 10 steps") &&
+          !strstr(out, "last 50"), "tree --steps 10: the per-seed lines say 'last 10 steps'", "exit %d: %s",
+          code, line_with(out, "seed 1:"));
+}
+
+// ----------------------------------------------------------------------------
 
 // the vector instructions and FMA this build may use (float32 results depend on them)
 static const char *build_isa(void) {
@@ -2286,6 +2325,8 @@ int main(int argc, char **argv) {
     if (want("check", only)) test_check_fixtures();
     if (want("check", only)) test_check_mask_truncated();
     if (want("fuzz", only)) test_fuzz_regressions();
+    if (want("cli", only)) test_option_float_range();
+    if (want("treetask", only)) test_tree_window();
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
