@@ -4496,6 +4496,10 @@ static int cmd_check(int argc, char **argv, Options *o) {
             if (!rec[i].logp)
                 check_error(path, rec[i].line, "logp_ref given without logp: the KL term needs the "
                             "policy's log-probs (logp=...) when --beta is not 0", NULL);
+    for (int i = 0; i < N; i++)   // a missing logp is taken as 0 below: with logp_old, a wrong ratio, silently
+        if (rec[i].logp_old && !rec[i].logp)
+            check_error(path, rec[i].line, "logp_old given without logp: the ratio exp(logp - logp_old) needs "
+                        "the policy's log-probs (logp=...)", NULL);
     // masking needs the trainer's own verdict: only it knows its EOS ids and its budget
     if (o->mask_truncated)
         for (int i = 0; i < N; i++)
@@ -4523,6 +4527,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
         fprintf(stderr, "warning: %s: a completion has %d tokens, more than --max-new-tokens %d (the Dr. "
                         "GRPO constant); pass your trainer's budget\n", path, maxlen, cfg.obj.max_new_tokens);
     float *zeros = (float *)callocCheck(maxlen, sizeof(float));
+    double *line_loss = (double *)mallocCheck(N * sizeof(double));   // each completion's term of the loss
     double loss = 0.0;
     for (int a = 0; a < N; a++) {
         const CheckRecord *r = &rec[order[a]];
@@ -4530,12 +4535,36 @@ static int cmd_check(int argc, char **argv, Options *o) {
         const float *logp = r->logp ? r->logp : zeros;               // missing logp: 0 for every token
         const float *logp_old = r->logp_old ? r->logp_old : logp;    // missing logp_old: ratio 1
         TokenLossOut out = {batch.dlogp + row, batch.ratio + row, batch.kl + row, NULL};
-        loss += grpo_token_loss(&cfg.obj, batch.clen[a], logp, logp_old, r->logp_ref, batch.adv_tok + row,
-                                batch.weight + row, batch.coef + row, &out);
+        line_loss[a] = grpo_token_loss(&cfg.obj, batch.clen[a], logp, logp_old, r->logp_ref,
+                                       batch.adv_tok + row, batch.weight + row, batch.coef + row, &out);
+        loss += line_loss[a];
     }
     // print in file order
     int *pos_of = (int *)mallocCheck(N * sizeof(int));
     for (int a = 0; a < N; a++) pos_of[order[a]] = a;
+    // finite inputs can still overflow float32 (rewards far apart, logp far from logp_old or
+    // logp_ref): an inf or NaN in the output is the first offending line's error, not a result
+    for (int i = 0; i < N; i++) {
+        int a = pos_of[i];
+        size_t row = (size_t)a * maxlen;
+        char what[160];
+        what[0] = 0;
+        if (!isfinite(batch.advantage[a]))
+            snprintf(what, sizeof what, "advantage is %g: the group's rewards are too far apart for float32",
+                     batch.advantage[a]);
+        const float *column[3] = {batch.ratio, batch.kl, batch.dlogp};
+        static const char *column_name[3] = {"ratio", "kl", "dloss_dlogp"};
+        for (int t = 0; t < batch.clen[a] && !what[0]; t++)
+            for (int c = 0; c < 3 && !what[0]; c++)
+                if (!isfinite(column[c][row + t]))
+                    snprintf(what, sizeof what, "%s at t=%d is %g: float32 overflows (logp far from logp_old "
+                             "or logp_ref, or rewards far apart)", column_name[c], t, column[c][row + t]);
+        if (!what[0] && !isfinite(line_loss[a]))
+            snprintf(what, sizeof what, "its term of the loss is %g", line_loss[a]);
+        if (what[0]) check_error(path, rec[i].line, what, " (outputs must be finite; nothing was printed)");
+    }
+    if (!isfinite(loss))   // every term finite, their sum not (in double: not expected to happen)
+        check_error(path, rec[N - 1].line, "the loss (the sum over every line) is not finite", NULL);
     printf("line\tgroup\tt\ttoken\tlambda_size\tweight\tadvantage\tstep_advantage\tratio\tkl\tdloss_dlogp\n");
     for (int i = 0; i < N; i++) {
         int a = pos_of[i];
@@ -4559,6 +4588,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
     free(starts);
     free_group_batch(&batch);
     free(zeros);
+    free(line_loss);
     free(pos_of);
     return 0;
 }
