@@ -3884,20 +3884,37 @@ static void tree_allowed(unsigned char *allowed) {
     for (int v = 0; v < VOCAB_SIZE; v++) allowed[v] = v == char_to_token('L') || v == char_to_token('R');
 }
 
+/* tree_step_config: the GRPO step and the optimizer of one tree run. Every completion has
+   exactly TREE_DEPTH tokens, so that is the Dr. GRPO constant of seq-mean-token-sum-norm
+   (the option --max-new-tokens is not the tree's); the schedule counts steps·μ AdamW steps,
+   as train's does, since grpo_update takes μ of them per sampling step. */
+static void tree_step_config(const Options *o, int objective, int seed, GRPOConfig *cfg, AdamWConfig *opt) {
+    *cfg = grpo_config_from_options(o);
+    cfg->obj.objective = objective;
+    cfg->obj.max_new_tokens = TREE_DEPTH;
+    cfg->seed = seed;
+    *opt = adamw_from_options(o, o->steps * o->num_iterations);
+}
+
 /* tree_run: one run of the synthetic experiment (one objective, one cell, one seed) from a
    random initialisation, through the GRPO step's functions. freq (steps) receives, per step,
    the share of the k sampled completions that hit the target. Returns the metric of the
    paper: the frequency of T over the last min(50, steps) steps. The target leaf is drawn
-   from the seed alone, so both objectives face the same target and the same sampling streams. */
+   from the seed alone, so both objectives face the same target and the same sampling streams.
+   With β != 0, π_ref is the run's initial policy (as train's π_ref is the model it starts
+   from): a copy built from the same seed. */
 static float tree_run(const Options *o, int objective, int n, float r_neg, int seed, float *freq,
                       float *reward, int *target_out) {
-    GRPOConfig cfg = grpo_config_from_options(o);
-    cfg.obj.objective = objective;
-    cfg.seed = seed;
+    GRPOConfig cfg;
+    AdamWConfig opt;
+    tree_step_config(o, objective, seed, &cfg, &opt);
     int k = o->group_size, P = o->prompts_per_step, N = P * k;
-    GPT model;
+    GPT model, ref;
     GPTConfig shape = {8, VOCAB_SIZE, o->layers, o->heads, o->channels};
-    build_gpt(&model, shape, N, (uint64_t)seed * 7919 + 1);
+    uint64_t init_seed = (uint64_t)seed * 7919 + 1;
+    build_gpt(&model, shape, N, init_seed);
+    int use_ref = cfg.obj.beta != 0.0f;
+    if (use_ref) build_gpt(&ref, shape, N, init_seed);
     Rng target_rng;
     rng_seed(&target_rng, seed, 0x7ee);
     int target = rng_int(&target_rng, TREE_LEAVES);
@@ -3913,7 +3930,6 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
         g.prompt[i] = bos;
         g.plen[i] = 1;
     }
-    AdamWConfig opt = adamw_from_options(o, o->steps);
     int adam_t = 0;
     double tail = 0.0;
     int tail_steps = o->steps < 50 ? o->steps : 50;
@@ -3930,7 +3946,8 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
         compute_advantages(g.advantage, g.reward, g.num_groups, g.group_start, &cfg.obj);
         build_group_trees(&g);
         UpdateStats update;
-        UpdateStatus status = grpo_update(&model, NULL, &g, &cfg, &opt, &adam_t, allowed, &update);
+        UpdateStatus status = grpo_update(&model, use_ref ? &ref : NULL, &g, &cfg, &opt, &adam_t, allowed,
+                                          &update);
         if (status != UPDATE_DONE)   // no checkpoints: no last good one to name
             stop_on_nan(UPDATE_STOPPED_BY[status], step + 1, update.not_finite, NULL);
         freq[step] = (float)hits / N;
@@ -3940,6 +3957,7 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
     free_group_batch(&g);
     free_kvcache(&kv);
     free_gpt(&model);
+    if (use_ref) free_gpt(&ref);
     return (float)(tail / tail_steps);
 }
 
@@ -3970,12 +3988,14 @@ static int cmd_tree(int argc, char **argv, Options *o) {
                     o->steps);
     check_weight_decay(o);
     print_options(stdout, o, CMD_TREE);
+    if (o->obj.loss_agg == AGG_SEQ_MEAN_TOKEN_SUM_NORM)
+        printf("# loss %s: Dr. GRPO constant %d (every completion has %d tokens)\n",
+               LOSS_AGG_NAMES[o->obj.loss_agg], TREE_DEPTH, TREE_DEPTH);
+    if (o->obj.beta != 0.0f) printf("# beta %g: π_ref is each run's initial (random) policy\n", o->obj.beta);
     make_dir(o->run_dir);
     int lock = lock_run_dir(o->run_dir);
-    char path[1100];
-    snprintf(path, sizeof path, "%s/tree_steps.csv", o->run_dir);
-    FILE *csv = fopenCheck(path, "w");
-    fprintf(csv, "objective,n,r_neg,seed,target,step,target_freq,mean_reward\n");
+    const char *header = "objective,n,r_neg,seed,target,step,target_freq,mean_reward";
+    CsvLog csv = open_csv(o->run_dir, "tree_steps.csv", header, 0);
     static const int NS[2] = {1, 2};
     static const float RNEG[3] = {-0.5f, -1.0f, -1.5f};
     static const float PAPER[2][3][2] = {{{0.3995f, 0.5663f}, {0.0000f, 0.7535f}, {0.2000f, 0.4463f}},
@@ -4002,11 +4022,12 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     for (int idx = 0; idx < runs; idx++) {
         int s = idx % S, obj = (idx / S) % 2, b = (idx / (2 * S)) % 3, a = idx / (6 * S);
         for (int t = 0; t < o->steps; t++)
-            fprintf(csv, "%s,%d,%g,%d,%d,%d,%.6f,%.6f\n", OBJECTIVE_NAMES[obj], NS[a], RNEG[b], s + 1,
+            fprintf(csv.f, "%s,%d,%g,%d,%d,%d,%.6f,%.6f\n", OBJECTIVE_NAMES[obj], NS[a], RNEG[b], s + 1,
                     targets[idx], t + 1, curve[(size_t)idx * o->steps + t],
                     rcurve[(size_t)idx * o->steps + t]);
+        csv_row_done(&csv);   // a run's rows reach the file, or a write error stops here naming it
     }
-    fclose(csv);
+    close_csv(&csv);
     int window = o->steps < 50 ? o->steps : 50;   // tree_run's metric: the last min(50, steps) steps
     printf("\nTable 1: frequency of the target leaf over the last %d steps (mean ± std over %d seed%s)\n",
            window, S, S > 1 ? "s" : "");
@@ -4043,7 +4064,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
                    OBJECTIVE_NAMES[obj], s + 1, early, first / early, peak, window, metric[idx]);
         }
     printf("\n# %d runs x %d steps in %.1f s; per-step target frequency in %s\n", 2 * 3 * 2 * S, o->steps,
-           wall_seconds() - t0, path);
+           wall_seconds() - t0, csv.path);
     free(metric);
     free(curve);
     free(rcurve);

@@ -2266,6 +2266,77 @@ static void test_tree_window(void) {
           code, line_with(out, "seed 1:"));
 }
 
+/* ./grpo tree: a write error on tree_steps.csv (a 2,000-byte file size limit) stops the
+   command with exit 1 naming the file (it ended with exit 0 and a truncated CSV). */
+static void test_tree_csv_write_error(void) {
+    static char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "%s tree --threads 1 --steps 30 --seeds 1 --run-dir %s/tree_full", grpo_bin(),
+             TMPDIR_);
+    int code = run_binary_fsize(cmd, 2000, out, sizeof out);
+    const char *err = line_with(out, "error");
+    check(code == 1 && strstr(err, "tree_steps.csv") && !strstr(out, "Table 1"),
+          "tree: a write error on tree_steps.csv stops it (exit 1), naming the file", "exit %d: %s", code, err);
+}
+
+/* tree --beta: π_ref is the run's initial policy. At step 1 π_θ = π_ref, so k3 and its gradient
+   are exactly 0 and the first update is the one of β = 0: step 2 samples the same completions
+   (its target frequency and mean reward are equal, in every run). With π_ref's log-probs taken
+   as 0 (the bug), k3's gradient 1 − 1/π is about −1 per token, and step 2 differs. */
+static void test_tree_beta_ref(void) {
+    Options o;
+    default_options(&o);
+    o.steps = 2; o.group_size = 16; o.prompts_per_step = 1; o.lr = 5e-2f; o.schedule = 2;
+    o.layers = 1; o.heads = 1; o.channels = 16;
+    int same = 0, runs = 0;
+    for (int seed = 1; seed <= 3; seed++)
+        for (int obj = 0; obj < 2; obj++) {
+            float f0[2], f1[2], r0[2], r1[2];
+            int t0, t1;
+            o.obj.beta = 0.0f;
+            tree_run(&o, obj, 1, -1.0f, seed, f0, r0, &t0);
+            o.obj.beta = 1.0f;
+            tree_run(&o, obj, 1, -1.0f, seed, f1, r1, &t1);
+            same += f0[1] == f1[1] && r0[1] == r1[1];
+            runs++;
+        }
+    check(same == runs, "tree --beta 1: π_ref is the initial policy (step 1's update equals β = 0's)",
+          "%d of %d runs sample the same step 2", same, runs);
+}
+
+/* tree's Dr. GRPO constant is its completion length, 4 (it was --max-new-tokens' default, 40):
+   every tree completion has 4 tokens, so seq-mean-token-sum-norm's factor 1/(N·4) equals
+   token-mean's 1/Σ len. And its schedule spans steps·μ AdamW steps, as train's (it spanned
+   steps, so with μ = 4 the last three quarters of a linear decay to 0 ran at lr 0). */
+static void test_tree_step_config(void) {
+    Options o;
+    default_options(&o);
+    o.steps = 10; o.num_iterations = 4; o.lr = 1e-3f; o.warmup = 0; o.schedule = 1; o.min_lr_frac = 0.0f;
+    o.obj.loss_agg = AGG_SEQ_MEAN_TOKEN_SUM_NORM;
+    GRPOConfig cfg;
+    AdamWConfig opt;
+    tree_step_config(&o, OBJ_LAMBDA_GRPO, 1, &cfg, &opt);
+    int len[16];
+    float norm[16], mean[16];
+    for (int i = 0; i < 16; i++) len[i] = TREE_DEPTH;
+    loss_agg_coef(norm, len, 16, &cfg.obj);
+    ObjectiveConfig token_mean = cfg.obj;
+    token_mean.loss_agg = AGG_TOKEN_MEAN;
+    loss_agg_coef(mean, len, 16, &token_mean);
+    check(cfg.obj.max_new_tokens == TREE_DEPTH && !memcmp(norm, mean, sizeof norm),
+          "tree: Dr. GRPO constant = the completion length 4 (sum-norm == token-mean)", "constant %d, c %g vs %g",
+          cfg.obj.max_new_tokens, norm[0], mean[0]);
+    int last = o.steps * o.num_iterations - 1;
+    check(lr_at(&opt, last) > 0.0f && lr_at(&opt, o.steps) > 0.5f * o.lr,
+          "tree --num-iterations 4: the schedule spans steps x μ AdamW steps", "lr at AdamW step %d: %g, at %d: %g",
+          last, lr_at(&opt, last), o.steps, lr_at(&opt, o.steps));
+    static char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "%s tree --threads 1 --steps 2 --seeds 1 --loss-agg seq-mean-token-sum-norm "
+             "--run-dir %s/tree_norm", grpo_bin(), TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "Dr. GRPO constant 4"), "tree --loss-agg seq-mean-token-sum-norm prints its "
+          "constant, 4", "exit %d: %s", code, line_with(out, "# loss"));
+}
+
 // ----------------------------------------------------------------------------
 
 // the vector instructions and FMA this build may use (float32 results depend on them)
@@ -2327,6 +2398,9 @@ int main(int argc, char **argv) {
     if (want("fuzz", only)) test_fuzz_regressions();
     if (want("cli", only)) test_option_float_range();
     if (want("treetask", only)) test_tree_window();
+    if (want("treetask", only)) test_tree_csv_write_error();
+    if (want("treetask", only)) test_tree_beta_ref();
+    if (want("treetask", only)) test_tree_step_config();
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
