@@ -3237,11 +3237,30 @@ static void vocab_mismatch(char *msg, size_t cap, const char *file_v, int file_n
              file_size, VOCAB_SIZE);
 }
 
+/* ckpt_refuse_not_finite: a checkpoint's tensor data (a, laid out like m's parameters) must
+   be finite: a NaN or Inf (a diverged run's weights, a corrupt file) would give accuracy 0,
+   a NaN loss at the first step, or a "last good" checkpoint that is not. The first one stops
+   the load, naming the file, `what` ("parameter", "AdamW first moment", ...), the tensor and
+   the index in it. A pass over memory just read from disk: negligible beside the read. */
+static void ckpt_refuse_not_finite(const char *path, const GPT *m, const float *a, const char *what) {
+    size_t i = 0;
+    while (i < m->num_parameters && isfinite(a[i])) i++;
+    if (i == m->num_parameters) return;
+    int t = 0;
+    size_t off = 0;
+    while (t < NUM_PARAM_TENSORS - 1 && i >= off + m->param_sizes[t]) off += m->param_sizes[t++];
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s tensor %s holds a%s at index %zu", what, PARAM_NAMES[t],
+             isnan(a[i]) ? " NaN" : (a[i] > 0 ? "n Inf" : " -Inf"), i - off);
+    ckpt_error(path, msg, "the run that wrote it diverged, or the file is corrupt; use an earlier checkpoint");
+}
+
 /* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences).
    If st is not NULL the file must hold optimizer state, which is restored with the step
    and RNG. Refuses, with a message naming the file: another format (magic), another
    version, an impossible config, a vocabulary different from this build's, a truncated
-   file, and trailing bytes. Returns 1 if the file holds optimizer state. */
+   file, trailing bytes, and a parameter (or, for a resume, an AdamW moment) that is NaN or
+   Inf. Returns 1 if the file holds optimizer state. */
 static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *st) {
     struct stat sb;
     if (stat(path, &sb) != 0 && errno == ENOENT)   // the usual case: no SFT run yet
@@ -3303,9 +3322,14 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     }
 #endif
     ckpt_read(params, sizeof(float), m->num_parameters, f, path, "the parameters");
+    ckpt_refuse_not_finite(path, m, params, "parameter");
     if (h[7]) {
         ckpt_read(mom1, sizeof(float), m->num_parameters, f, path, "the AdamW first moments");
         ckpt_read(mom2, sizeof(float), m->num_parameters, f, path, "the AdamW second moments");
+        if (st) {   // a resume steps with them (--init discards them)
+            ckpt_refuse_not_finite(path, m, mom1, "AdamW first moment of");
+            ckpt_refuse_not_finite(path, m, mom2, "AdamW second moment of");
+        }
         Rng r;
         ckpt_read(r.s, sizeof(uint64_t), 4, f, path, "the RNG state");
         if (st) {

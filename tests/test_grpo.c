@@ -933,6 +933,14 @@ static void test_train_keeps_init(void) {
     check(files_equal(init, copy), "train: ... and the --init checkpoint is unchanged", "");
 }
 
+/* overflow_logits: finite weights that give NaN logits: every token embedding 1 and every final
+   LayerNorm bias 3e38, so each logit is C·3e38 = +inf and the softmax computes inf − inf. (A
+   checkpoint with a NaN or Inf weight is refused at load; this one is not.) */
+static void overflow_logits(GPT *m) {
+    for (size_t i = 0; i < m->param_sizes[0]; i++) m->params.wte[i] = 1.0f;
+    for (int c = 0; c < m->config.channels; c++) m->params.lnfb[c] = 3e38f;
+}
+
 /* A diverging run: lr x weight decay >= 1 is refused; parameters beyond PARAM_LIMIT are
    never saved (so "last good checkpoint" is good); a NaN's step is the log's step. */
 static void test_divergence(void) {
@@ -967,8 +975,9 @@ static void test_divergence(void) {
     check(code == 1 && strstr(err, "step 1:") && strstr(err, "diverged") && !saved,
           "diverge: parameters beyond the limit are never saved", "exit %d, %d files saved: %s", code, saved,
           err);
-    // a NaN weight: the loss is NaN at the first step, which the log calls step 1
-    m.params_memory[50] = NAN;
+    // finite weights whose logits overflow (overflow_logits): the loss is NaN at the first step,
+    // which the log calls step 1 (a NaN weight itself is refused when the checkpoint is loaded)
+    overflow_logits(&m);
     snprintf(init, sizeof init, "%s/nan_weight.bin", TMPDIR_);
     save_checkpoint(init, &m, 0, NULL);
     free_gpt(&m);
@@ -2105,10 +2114,11 @@ static void test_train_end_to_end(void) {
     for (size_t i = 0; i < n; i++) lines += csv[i] == '\n';
     check(lines == 5 && strstr(csv, "mean_lambda"), "train: CSV has one row per step with the tree statistics", "%d lines", lines);
     free(csv);
-    // a model with a NaN weight: the run stops with a message and writes nothing
+    // a model whose logits overflow to NaN (finite weights: a NaN weight is refused at load):
+    // the run stops with a message and writes nothing
     GPT m;
     load_checkpoint(sft, &m, 1, NULL);
-    m.params_memory[100] = NAN;
+    overflow_logits(&m);
     snprintf(pa, sizeof pa, "%s/nan_model.bin", TMPDIR_);
     save_checkpoint(pa, &m, 0, NULL);
     free_gpt(&m);
@@ -2337,6 +2347,37 @@ static void test_tree_step_config(void) {
           "constant, 4", "exit %d: %s", code, line_with(out, "# loss"));
 }
 
+/* load_checkpoint refuses a NaN or Inf parameter, naming the file, the tensor and the index
+   (it loaded them: eval printed accuracy 0, sft --resume called the file "last good"), and a
+   resume refuses a non-finite AdamW moment (--init, which discards the moments, does not). */
+static void test_checkpoint_not_finite(void) {
+    GPT m;
+    build_gpt(&m, (GPTConfig){16, VOCAB_SIZE, 1, 1, 8}, 1, 3);
+    TrainState st = {3, {{1, 2, 3, 4}}, 2};
+    char path[256], want[400];
+    snprintf(path, sizeof path, "%s/nan_param.bin", TMPDIR_);
+    m.params.wte[50] = NAN;
+    save_checkpoint(path, &m, 0, NULL);
+    snprintf(want, sizeof want, "checkpoint '%s': parameter tensor wte holds a NaN at index 50", path);
+    expect_exit("checkpoint: a NaN parameter is refused, naming file, tensor and index", load_ckpt_fn, path, 1,
+                want);
+    m.params.wte[50] = 0.0f;
+    m.params.lnfb[3] = -INFINITY;
+    snprintf(path, sizeof path, "%s/inf_param.bin", TMPDIR_);
+    save_checkpoint(path, &m, 0, NULL);
+    snprintf(want, sizeof want, "checkpoint '%s': parameter tensor lnfb holds a -Inf at index 3", path);
+    expect_exit("checkpoint: an Inf parameter is refused, naming file, tensor and index", load_ckpt_fn, path, 1,
+                want);
+    m.params.lnfb[3] = 0.0f;
+    m.v_memory[m.param_sizes[0] + 7] = INFINITY;   // wpe[7]'s second moment
+    snprintf(path, sizeof path, "%s/inf_moment.bin", TMPDIR_);
+    save_checkpoint(path, &m, 1, &st);
+    expect_exit("checkpoint: resume refuses an Inf AdamW moment", load_train_resume_fn, path, 1,
+                "AdamW second moment of tensor wpe holds an Inf at index 7");
+    expect_exit("checkpoint: ... --init, which discards the moments, takes that file", load_ckpt_fn, path, 0, "");
+    free_gpt(&m);
+}
+
 // ----------------------------------------------------------------------------
 
 // the vector instructions and FMA this build may use (float32 results depend on them)
@@ -2401,6 +2442,7 @@ int main(int argc, char **argv) {
     if (want("treetask", only)) test_tree_csv_write_error();
     if (want("treetask", only)) test_tree_beta_ref();
     if (want("treetask", only)) test_tree_step_config();
+    if (want("checkpoint", only)) test_checkpoint_not_finite();
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
