@@ -2780,7 +2780,7 @@ static const OptSpec OPTIONS[] = {
     {"data", OPT_STR, OFF(data), 0, 0, NULL, CMD_EVAL, "prompts to score"},
     {"prompt", OPT_STR, OFF(prompt), 0, 0, NULL, CMD_SAMPLE, "countdown prompt, e.g. '8 4 5 8>9:'"},
     {"completions", OPT_STR, OFF(completions_out), 0, 0, NULL, CMD_EVAL,
-     "write each greedy completion here: prompt<TAB>completion<TAB>reward"},
+     "write each greedy completion here: prompt<TAB>completion<TAB>reward<TAB>eos|no-eos"},
     {"steps", OPT_INT, OFF(steps), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
      "optimizer steps (GRPO: sampling steps)"},
     {"batch-size", OPT_INT, OFF(batch_size), 1, 4096, NULL, CMD_SFT | CMD_BENCH, "sequences per SFT step"},
@@ -2988,8 +2988,8 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
             int to_zero = is_float && (out_of_range ? fabs(v) < 1.0 : v != 0.0 && (float)v == 0.0f);
             if (is_float && (to_zero || out_of_range || isinf(v)))
                 usage_error("%s: '%s' is out of float range (%s)", name, optarg,
-                            to_zero ? "not 0, but it would be stored as 0: the smallest float is about 1.4e-45"
-                                    : "|x| <= 3.4e38");
+                            to_zero ? "not 0, but it would be stored as 0: the smallest float is about "
+                                      "1.4e-45" : "|x| <= 3.4e38");
             if (out_of_range || v < s->min || v > s->max) {
                 char range[96];
                 snprintf(range, sizeof range, "'%s' is out of range [%g, %g]", optarg, s->min, s->max);
@@ -3252,7 +3252,8 @@ static void ckpt_refuse_not_finite(const char *path, const GPT *m, const float *
     char msg[256];
     snprintf(msg, sizeof msg, "%s tensor %s holds a%s at index %zu", what, PARAM_NAMES[t],
              isnan(a[i]) ? " NaN" : (a[i] > 0 ? "n Inf" : " -Inf"), i - off);
-    ckpt_error(path, msg, "the run that wrote it diverged, or the file is corrupt; use an earlier checkpoint");
+    ckpt_error(path, msg, "the run that wrote it diverged, or the file is corrupt; use an earlier "
+                          "checkpoint");
 }
 
 /* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences).
@@ -4104,8 +4105,8 @@ static int cmd_tree(int argc, char **argv, Options *o) {
    samples at the temperature (k = pass_k; 0 skips it); both count answers the verifier
    accepts, whatever format_reward is. Sampling streams derive from seed and the prompt
    index, so the result does not depend on the batch size. When dump is not NULL, each
-   greedy completion goes there as `prompt<TAB>completion<TAB>reward` (the reward with
-   format_reward; the completion without <eos>; `<eos>` missing means it ran out of tokens). */
+   greedy completion goes there as `prompt<TAB>completion<TAB>reward<TAB>eos|no-eos` (the
+   reward with format_reward; the completion without <eos>; no-eos: it ran out of tokens). */
 static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int max_new,
                            float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump) {
     EvalResult r = {0.0f, 0.0f, limit > 0 && limit < d->n ? limit : d->n};
@@ -4151,7 +4152,9 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
                     int ended = clen[b] > 0 && cb[clen[b] - 1] == TOK_EOS;
                     decode(pp[b] + 1, plen[b] - 1, ptext, sizeof ptext);   // without <bos>
                     decode(cb, clen[b] - ended, ctext, sizeof ctext);
-                    fprintf(dump, "%s\t%s%s\t%g\n", ptext, ctext, ended ? "" : " [no <eos>]", rw);
+                    // the completion column is exactly the text the verifier scored, so
+                    // `cut -f1,2 FILE | ./grpo verify -` gives the reward column back
+                    fprintf(dump, "%s\t%s\t%g\t%s\n", ptext, ctext, rw, ended ? "eos" : "no-eos");
                 }
             }
         }
@@ -4541,10 +4544,11 @@ static int cmd_check(int argc, char **argv, Options *o) {
             if (!rec[i].logp)
                 check_error(path, rec[i].line, "logp_ref given without logp: the KL term needs the "
                             "policy's log-probs (logp=...) when --beta is not 0", NULL);
-    for (int i = 0; i < N; i++)   // a missing logp is taken as 0 below: with logp_old, a wrong ratio, silently
+    // a missing logp is taken as 0 below: with logp_old given, a wrong ratio, silently
+    for (int i = 0; i < N; i++)
         if (rec[i].logp_old && !rec[i].logp)
-            check_error(path, rec[i].line, "logp_old given without logp: the ratio exp(logp - logp_old) needs "
-                        "the policy's log-probs (logp=...)", NULL);
+            check_error(path, rec[i].line, "logp_old given without logp: the ratio exp(logp - logp_old) "
+                        "needs the policy's log-probs (logp=...)", NULL);
     // masking needs the trainer's own verdict: only it knows its EOS ids and its budget
     if (o->mask_truncated)
         for (int i = 0; i < N; i++)

@@ -2132,8 +2132,8 @@ static void test_train_end_to_end(void) {
     snprintf(pb, sizeof pb, "%s/grpo_nan/model.bin", TMPDIR_);
     struct stat sb;
     check(stat(pb, &sb) != 0, "train: no checkpoint written after a NaN", "");
-    // eval --completions: one line per prompt, prompt<TAB>completion<TAB>reward, and the
-    // rewards agree with the accuracy it prints
+    // eval --completions: one line per prompt, prompt<TAB>completion<TAB>reward<TAB>eos|no-eos,
+    // and the rewards agree with the accuracy it prints
     snprintf(pb, sizeof pb, "%s/eval_completions.tsv", TMPDIR_);
     snprintf(args, sizeof args, "--model %s --data tests/fixtures/val_small.txt --pass-k 0 --completions %s", sft, pb);
     rc = run_cmd_quiet(cmd_eval, args, log);
@@ -2149,21 +2149,22 @@ static void test_train_end_to_end(void) {
         char *end = strchr(line, '\n');
         if (!end) { well_formed = 0; break; }
         *end = 0;
-        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
-        if (!t1 || !t2 || strchr(t2 + 1, '\t') || t1 == line) well_formed = 0;
+        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL, *t3 = t2 ? strchr(t2 + 1, '\t') : NULL;
+        if (!t1 || !t2 || !t3 || strchr(t3 + 1, '\t') || t1 == line || (strcmp(t3 + 1, "eos") && strcmp(t3 + 1, "no-eos")))
+            well_formed = 0;
         else {                              // the reward column is the verifier's verdict on the text
             int nums[MAX_NUMS], nn, target;
             float r = (float)atof(t2 + 1);
             solved += r == 1.0f;
             *t2 = 0;
             if (countdown_parse_prompt(line, (int)(t1 - line), nums, MAX_NUMS, &nn, &target) != 0 ||
-                (strstr(t1 + 1, "[no <eos>]") == NULL && countdown_verify(nums, nn, target, t1 + 1, (int)strlen(t1 + 1)) != r))
+                countdown_verify(nums, nn, target, t1 + 1, (int)strlen(t1 + 1)) != r)
                 well_formed = 0;
         }
         rows++;
         line = end + 1;
     }
-    check(rc == 0 && well_formed && rows == vd.n, "eval --completions: one prompt<TAB>completion<TAB>reward line per prompt",
+    check(rc == 0 && well_formed && rows == vd.n, "eval --completions: one prompt<TAB>completion<TAB>reward<TAB>eos line per prompt",
           "%d lines for %d prompts", rows, vd.n);
     // eval prints the accuracy with 4 decimals: ±5e-5
     check(fabs(acc - (double)solved / vd.n) < 1e-4, "eval --completions: rewards agree with the printed accuracy",
@@ -2378,6 +2379,69 @@ static void test_checkpoint_not_finite(void) {
     free_gpt(&m);
 }
 
+/* eval --completions: `cut -f1,2 FILE | ./grpo verify -` scores every line as its reward
+   column says, and a fourth column says whether the completion ended with <eos>. A model
+   that has memorised one answer (17 characters) writes it whole at --max-new-tokens 17,
+   without <eos>: reward 1, and the completion column must still verify (the " [no <eos>]"
+   appended to it made verify score it 0). */
+static void test_eval_completions_verify(void) {
+    const char *train = tmp_path("/tmp/grpo_test/memorise_eos.txt");
+    FILE *f = fopenCheck(train, "w");
+    for (int i = 0; i < 20; i++) fprintf(f, "1 1 1 1>4:\t1+1=2,2+1=3,3+1=4\n");
+    fcloseCheck(f);
+    static char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "%s sft --threads 1 --layers 1 --heads 1 --channels 16 --context 32 --batch-size 4 "
+             "--steps 150 --lr 1e-2 --eval-every 0 --train-data %s --val-data %s --run-dir %s/memorise_eos",
+             grpo_bin(), train, train, TMPDIR_);
+    int rc = run_binary(cmd, out, sizeof out);
+    const int budgets[2] = {17, 20};
+    const char *marks[2] = {"no-eos", "eos"};
+    for (int b = 0; b < 2; b++) {
+        char dump[300], scores[300];
+        snprintf(dump, sizeof dump, "%s/memorise_eos/completions_%d.tsv", TMPDIR_, budgets[b]);
+        snprintf(scores, sizeof scores, "%s/memorise_eos/verify_%d.txt", TMPDIR_, budgets[b]);
+        snprintf(cmd, sizeof cmd, "%s eval --threads 1 --model %s/memorise_eos/model.bin --data %s "
+                 "--max-new-tokens %d --pass-k 0 --completions %s && cut -f1,2 %s | %s verify - > %s", grpo_bin(),
+                 TMPDIR_, train, budgets[b], dump, dump, grpo_bin(), scores);
+        if (rc == 0) rc = run_binary(cmd, out, sizeof out);
+        size_t n1 = 0, n2 = 0;
+        char *rows = NULL, *verdicts = NULL;
+        if (rc == 0) {   // as strings (read_all does not end them with a NUL)
+            char *a = (char *)read_all(dump, &n1), *v = (char *)read_all(scores, &n2);
+            rows = (char *)realloc(a, n1 + 1);
+            verdicts = (char *)realloc(v, n2 + 1);
+            rows[n1] = 0;
+            verdicts[n2] = 0;
+        }
+        int lines = 0, agree = 0, marked = 0, solved = 0;
+        char *save1 = NULL, *save2 = NULL;
+        char *row = rows ? strtok_r(rows, "\n", &save1) : NULL;
+        char *verdict = verdicts ? strtok_r(verdicts, "\n", &save2) : NULL;
+        for (; row && verdict; row = strtok_r(NULL, "\n", &save1), verdict = strtok_r(NULL, "\n", &save2)) {
+            char *col[4] = {row, NULL, NULL, NULL};
+            int cols = 1;
+            for (char *p = row; *p && cols < 5; p++)
+                if (*p == '\t') {
+                    *p = 0;
+                    if (cols < 4) col[cols] = p + 1;
+                    cols++;
+                }
+            lines++;
+            agree += cols == 4 && atof(col[2]) == atof(verdict);
+            marked += cols == 4 && !strcmp(col[3], marks[b]);
+            solved += cols == 4 && atof(col[2]) == 1.0;
+        }
+        free(rows);
+        free(verdicts);
+        char name[160];
+        snprintf(name, sizeof name, "eval --completions at --max-new-tokens %d: verify agrees with the reward, "
+                 "column 4 '%s'", budgets[b], marks[b]);
+        check(rc == 0 && lines == 20 && agree == 20 && marked == 20 && solved == 20, name,
+              "exit %d, %d lines: %d agree, %d marked %s, %d with reward 1", rc, lines, agree, marked, marks[b],
+              solved);
+    }
+}
+
 // ----------------------------------------------------------------------------
 
 // the vector instructions and FMA this build may use (float32 results depend on them)
@@ -2443,6 +2507,7 @@ int main(int argc, char **argv) {
     if (want("treetask", only)) test_tree_beta_ref();
     if (want("treetask", only)) test_tree_step_config();
     if (want("checkpoint", only)) test_checkpoint_not_finite();
+    if (want("sampler", only)) test_eval_completions_verify();
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
