@@ -48,6 +48,7 @@ then, behind the TOOLING banner, what the commands need around the algorithm:
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <signal.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -3084,14 +3085,54 @@ static void check_context(const Options *o, int maxT, const Dataset *d) {
 #define CKPT_VERSION 1
 #define CKPT_HEADER_INTS 32
 
+/* A save that SIGINT, SIGTERM or SIGHUP interrupts (Ctrl-C, kill, a closed terminal) removes
+   its temporary file before the process dies. For the length of a save, ckpt_on_signal
+   handles them (a signal that was ignored stays ignored): it unlinks the temporary file
+   named here (unlink is async-signal-safe; the name is written before the file is created,
+   so no file exists that the handler does not know) and raises the signal again, now with
+   its default action, so the process ends as the signal says. */
+static char ckpt_tmp_name[1100];
+static volatile sig_atomic_t ckpt_tmp_live = 0;   // 1: ckpt_tmp_name may exist and is ours
+static const int CKPT_SIGNALS[3] = {SIGINT, SIGTERM, SIGHUP};
+
+static void ckpt_on_signal(int sig) {
+    if (ckpt_tmp_live) unlink(ckpt_tmp_name);
+    raise(sig);   // SA_RESETHAND restored the default action on entry
+}
+
+// Installs ckpt_on_signal for the save (saved: the actions to restore) or, restore = 1, restores.
+static void ckpt_signals(struct sigaction *saved, int restore) {
+    for (int i = 0; i < 3; i++) {
+        if (restore) {
+            sigaction(CKPT_SIGNALS[i], &saved[i], NULL);
+            continue;
+        }
+        sigaction(CKPT_SIGNALS[i], NULL, &saved[i]);
+        if (saved[i].sa_handler == SIG_IGN) continue;   // e.g. SIGHUP under nohup
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = ckpt_on_signal;
+        sa.sa_flags = SA_RESETHAND;
+        sigemptyset(&sa.sa_mask);
+        sigaction(CKPT_SIGNALS[i], &sa, NULL);
+    }
+}
+
 /* open_ckpt_tmp: creates a new temporary file next to path, PATH.tmp.<pid>.<n> (O_EXCL:
    never one that exists, so two processes or two saves never share one), and names it in
-   tmp. The directory is the same as path's, so the final rename cannot cross file systems. */
+   tmp and in ckpt_tmp_name. The directory is the same as path's, so the final rename cannot
+   cross file systems. */
 static FILE *open_ckpt_tmp(const char *path, char *tmp, size_t cap) {
     static unsigned long counter = 0;   // saves by this process
     for (int attempt = 0; ; attempt++) {
         snprintf(tmp, cap, "%s.tmp.%ld.%lu", path, (long)getpid(), counter++);
+        ckpt_tmp_live = 0;
+        snprintf(ckpt_tmp_name, sizeof ckpt_tmp_name, "%s", tmp);
+        ckpt_tmp_live = 1;   // before the file exists: a signal from here on removes it
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        int err = errno;
+        if (fd < 0) ckpt_tmp_live = 0;   // not created (a file of that name is a dead process's)
+        errno = err;
         if (fd >= 0) {
             FILE *f = fdopen(fd, "wb");
             if (f) return f;
@@ -3143,6 +3184,8 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     }
 #endif
     char tmp[1100];
+    struct sigaction saved[3];
+    ckpt_signals(saved, 0);
     FILE *f = open_ckpt_tmp(path, tmp, sizeof tmp);
     char vocab[512];
     int vlen = vocab_string(vocab, sizeof vocab);
@@ -3172,6 +3215,8 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     if (fsync(fileno(f)) != 0) ckpt_write_failed(f, tmp, path, "fsync");
     if (fclose(f) != 0) ckpt_write_failed(NULL, tmp, path, "close");
     if (rename(tmp, path) != 0) ckpt_write_failed(NULL, tmp, path, "rename");
+    ckpt_tmp_live = 0;   // renamed: no temporary file left to remove
+    ckpt_signals(saved, 1);
 }
 
 static void ckpt_error(const char *path, const char *what, const char *hint) {

@@ -2442,6 +2442,51 @@ static void test_eval_completions_verify(void) {
     }
 }
 
+/* A save interrupted by SIGTERM or SIGINT leaves no PATH.tmp.<pid>.<n> behind (it stayed
+   forever), and the process still ends by that signal. A forked child saves a 10 MB
+   checkpoint (0.8 M parameters with the AdamW moments) over and over, after telling the
+   parent that the first save is done; the parent kills it a few milliseconds later, almost
+   always in the middle of a save (which is nearly all the child does). */
+static void test_save_interrupted(void) {
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/interrupted_save", TMPDIR_);
+    make_dir(dir);
+    int killed_ok = 0, left = 0, tries = 6;
+    for (int k = 0; k < tries; k++) {
+        int sig = k % 2 ? SIGINT : SIGTERM;
+        int ready[2];
+        if (pipe(ready) != 0) break;
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(ready[0]);
+#ifdef _OPENMP
+            omp_set_num_threads(1);   // the parent's thread pool does not survive fork
+#endif
+            char path[300];
+            snprintf(path, sizeof path, "%s/ckpt.bin", dir);
+            GPT m;
+            build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 4, 4, 128}, 1, 5);
+            TrainState st = {1, {{1, 2, 3, 4}}, 2};
+            save_checkpoint(path, &m, 1, &st);
+            if (write(ready[1], "x", 1) != 1) _exit(98);
+            for (;;) save_checkpoint(path, &m, 1, &st);
+        }
+        close(ready[1]);
+        char c;
+        int up = read(ready[0], &c, 1) == 1;
+        close(ready[0]);
+        usleep(2000 + 3000 * k);
+        kill(pid, sig);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        killed_ok += up && WIFSIGNALED(status) && WTERMSIG(status) == sig;
+        left += count_prefixed(dir, "ckpt.bin.tmp");
+    }
+    check(killed_ok == tries && left == 0, "checkpoint: SIGTERM/SIGINT during a save leaves no temporary file",
+          "%d of %d children ended by the signal; %d temporary files left", killed_ok, tries, left);
+}
+
 // ----------------------------------------------------------------------------
 
 // the vector instructions and FMA this build may use (float32 results depend on them)
@@ -2508,6 +2553,7 @@ int main(int argc, char **argv) {
     if (want("treetask", only)) test_tree_step_config();
     if (want("checkpoint", only)) test_checkpoint_not_finite();
     if (want("sampler", only)) test_eval_completions_verify();
+    if (want("checkpoint", only)) test_save_interrupted();
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
