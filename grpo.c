@@ -2605,9 +2605,13 @@ static UpdateStatus grpo_update(GPT *policy, GPT *ref, GroupBatch *g, const GRPO
 /* TrainState: a run's progress besides the model, what a resumable checkpoint holds with
    the parameters and AdamW moments. */
 typedef struct {
-    int step;       // steps taken (sft: optimizer steps; train: GRPO steps)
-    Rng rng;        // the run's data/sampling RNG after `step` steps
-    int kind;       // 1: written by ./grpo sft, 2: by ./grpo train (a run resumes only its own kind)
+    int step;              // steps taken (sft: optimizer steps; train: GRPO steps)
+    Rng rng;               // the run's data/sampling RNG after `step` steps
+    int kind;              // 1: written by ./grpo sft, 2: by ./grpo train (a run resumes only its own kind)
+    long long gen_tokens;  // train: completion tokens sampled so far (the log's gen_tokens column)
+    char options[1024];    // the options that shape the run, "name=value\n" each ("": not recorded)
+    char log_row[256];     // its log's last row at the save, the fields before the timings ("": unknown)
+    const struct CsvLog *log;   // the run's log: a save records its last row (NULL: none)
 } TrainState;
 
 // The run's CSV log and an evaluation's result: tooling types (defined after the banner below)
@@ -2640,7 +2644,7 @@ typedef struct {                 // one step, as log_step prints it and writes i
     double t[5];                 // wall-clock seconds: start, sampled, scored, trees built, updated
     TreeStats trees;
     UpdateStats update;
-    long gen_tokens;             // completion tokens sampled by this process so far
+    long long gen_tokens;        // completion tokens sampled by the run so far (a resume goes on counting)
     float val_acc;               // validation accuracy; −1 when not validated at this step
     int last;                    // 1 at the run's last step
 } StepReport;
@@ -2663,7 +2667,6 @@ static void train_loop(TrainRun *run) {
     GroupBatch *g = run->batch;
     TrainState *st = run->state;
     const GRPOConfig *cfg = &run->cfg;
-    long gen_tokens = 0;
     int adam_t = st->step * cfg->num_iterations;   // AdamW steps taken: μ per GRPO step
     for (; st->step < run->steps; st->step++) {
         StepReport report;
@@ -2687,8 +2690,8 @@ static void train_loop(TrainRun *run) {
         if (status != UPDATE_DONE)
             stop_on_nan(UPDATE_STOPPED_BY[status], report.step, report.update.not_finite, run->last_good);
         report.t[4] = wall_seconds();
-        for (int i = 0; i < g->N; i++) gen_tokens += g->clen[i];
-        report.gen_tokens = gen_tokens;
+        for (int i = 0; i < g->N; i++) st->gen_tokens += g->clen[i];
+        report.gen_tokens = st->gen_tokens;
         report.last = report.step == run->steps;
         report.val_acc = -1.0f;
         if (run->eval_every && (report.step % run->eval_every == 0 || report.last))
@@ -3049,6 +3052,105 @@ static void check_weight_decay(const Options *o) {
                     o->lr, o->weight_decay, o->lr * o->weight_decay);
 }
 
+/* The options that shape a run's samples and updates. A checkpoint's run record holds them, and
+   a resume must give the same values, else the resumed run is not the run it continues (its
+   samples come from --seed, its groups from --group-size, ...): a usage error naming the
+   option and both values. The optimizer's options may change on a resume, with a note:
+   lowering --lr and resuming is how a diverging run is rescued. --steps may change too (a
+   resume may extend a run); paths and reporting options (--eval-every, ...) do not count. */
+static const char *TRAIN_RUN_OPTIONS[] = {"seed", "prompts-per-step", "group-size", "temperature",
+                                          "max-new-tokens", "objective", "loss-agg", "adv-std", "adv-std-scope",
+                                          "adv-eps", "clip-eps-low", "clip-eps-high", "beta", "num-iterations",
+                                          "mask-truncated", "format-reward", NULL};
+static const char *SFT_RUN_OPTIONS[] = {"batch-size", NULL};
+static const char *OPTIMIZER_OPTIONS[] = {"lr", "min-lr-frac", "schedule", "warmup", "weight-decay", "beta1",
+                                          "beta2", "grad-clip", NULL};
+
+static const OptSpec *find_option(const char *name) {
+    for (int i = 0; i < NUM_OPTIONS; i++)
+        if (!strcmp(OPTIONS[i].name, name)) return &OPTIONS[i];
+    return NULL;
+}
+
+// The value of option s in o as text; exact: a float with 9 digits (the run record's form).
+static void option_text(char *out, size_t cap, const Options *o, const OptSpec *s, int exact) {
+    const char *p = (const char *)o + s->offset;
+    if (s->type == OPT_FLOAT) snprintf(out, cap, exact ? "%.9g" : "%g", *(const float *)p);
+    else if (s->type == OPT_INT) snprintf(out, cap, "%d", *(const int *)p);
+    else if (s->type == OPT_ENUM) snprintf(out, cap, "%s", s->choices[*(const int *)p]);
+    else snprintf(out, cap, "%s", p);
+}
+
+// The run record's options: "name=value\n" for each of the names lists (NULL-terminated).
+static void record_options(char *out, size_t cap, const Options *o, const char *const *fixed,
+                           const char *const *optimizer) {
+    size_t used = 0;
+    const char *const *lists[2] = {fixed, optimizer};
+    out[0] = 0;
+    for (int l = 0; l < 2; l++)
+        for (int i = 0; lists[l][i]; i++) {
+            char value[64];
+            option_text(value, sizeof value, o, find_option(lists[l][i]), 1);
+            if (used < cap) used += snprintf(out + used, cap - used, "%s=%s\n", lists[l][i], value);
+        }
+}
+
+/* check_resume_options: the options recorded in the checkpoint at path (st->options) against
+   this command's o. Another value of an option in `fixed` is a usage error naming it and both
+   values; of any other recorded option (the optimizer's), a note. A checkpoint of format 1
+   records none: a note says that nothing is checked. */
+static void check_resume_options(const Options *o, const TrainState *st, const char *path,
+                                 const char *const *fixed) {
+    if (!st->options[0]) {
+        fprintf(stderr, "note: '%s' records no options (checkpoint format 1): the resumed run's options are "
+                        "not checked against its own%s\n", path,
+                st->kind == 2 ? "; the log's gen_tokens counts from 0 again" : "");
+        return;
+    }
+    for (const char *line = st->options; *line; ) {
+        const char *nl = strchr(line, '\n'), *eq = strchr(line, '=');
+        if (!nl) nl = line + strlen(line);
+        char name[64], saved[64], ours[64];
+        snprintf(name, sizeof name, "%.*s", (int)(eq && eq < nl ? eq - line : 0), line);
+        snprintf(saved, sizeof saved, "%.*s", (int)(eq && eq < nl ? nl - eq - 1 : 0), eq ? eq + 1 : "");
+        line = *nl ? nl + 1 : nl;
+        const OptSpec *s = find_option(name);
+        if (!s) continue;   // an option this build does not know
+        option_text(ours, sizeof ours, o, s, 1);
+        if (!strcmp(ours, saved)) continue;
+        char theirs_shown[64], ours_shown[64];
+        snprintf(theirs_shown, sizeof theirs_shown, "%s", saved);
+        snprintf(ours_shown, sizeof ours_shown, "%s", ours);
+        if (s->type == OPT_FLOAT) {   // %g, unless that shows the two values alike
+            snprintf(theirs_shown, sizeof theirs_shown, "%g", (float)strtod(saved, NULL));
+            option_text(ours_shown, sizeof ours_shown, o, s, 0);
+            if (!strcmp(theirs_shown, ours_shown)) {
+                snprintf(theirs_shown, sizeof theirs_shown, "%s", saved);
+                snprintf(ours_shown, sizeof ours_shown, "%s", ours);
+            }
+        }
+        int is_fixed = 0;
+        for (int i = 0; fixed[i]; i++) is_fixed |= !strcmp(fixed[i], name);
+        if (is_fixed)
+            usage_error("--%s %s: '%s' was saved by a run with --%s %s, and a resumed run must go on with the "
+                        "options that shape its samples and updates: give --%s %s, or start a new run",
+                        name, ours_shown, path, name, theirs_shown, name, theirs_shown);
+        fprintf(stderr, "note: --%s %s: the run in '%s' had --%s %s; the resumed run goes on with %s\n", name,
+                ours_shown, path, name, theirs_shown, ours_shown);
+    }
+}
+
+/* A new run (no --resume) in a run directory that holds a resumable checkpoint (ckpt.bin) of
+   an earlier run is refused: the new run would overwrite that run's log but leave its
+   checkpoint beside it, and a later --resume would mix the two. */
+static void refuse_stale_checkpoint(const Options *o, const char *periodic) {
+    struct stat sb;
+    if (!o->resume[0] && stat(periodic, &sb) == 0)
+        usage_error("--run-dir %s holds '%s', the resumable checkpoint of an earlier run: continue that run "
+                    "with --resume %s, or give another --run-dir (or remove the file)", o->run_dir, periodic,
+                    periodic);
+}
+
 // Checks shared by train and tree, made before anything is loaded: options that would
 // make a GRPO run meaningless.
 static void check_grpo_options(const Options *o) {
@@ -3076,14 +3178,16 @@ static void check_context(const Options *o, int maxT, const Dataset *d) {
 
 // ----------------------------------------------------------------------------
 // Checkpoints: header (magic, version, config, vocabulary), parameters, and optionally
-// the AdamW state, the step counter and the RNG state so a resumed run continues bit
-// for bit. Written to a temporary file of its own (PATH.tmp.<pid>.<n>), flushed, synced and
+// the AdamW state, the step counter, the RNG state and the run record (the options that
+// shape the run, its sampled-token count, its log's last row) so a resumed run continues
+// bit for bit, and only as the run it continues. Written to a temporary file of its own (PATH.tmp.<pid>.<n>), flushed, synced and
 // renamed, so a crash never leaves a half-written checkpoint under the real name, and two
 // processes saving to one path never write into the same file.
 
 #define CKPT_MAGIC 0x4f505247   // "GRPO" in a little-endian file
-#define CKPT_VERSION 1
+#define CKPT_VERSION 2          // 2: the run record after the RNG state (h[11] bytes); 1: none
 #define CKPT_HEADER_INTS 32
+#define CKPT_RECORD_MAX 4096    // bytes of a run record
 
 /* A save that SIGINT, SIGTERM or SIGHUP interrupts (Ctrl-C, kill, a closed terminal) removes
    its temporary file before the process dies. For the length of a save, ckpt_on_signal
@@ -3161,6 +3265,8 @@ static void ckpt_write_failed(FILE *f, const char *tmp, const char *path, const 
                                      "under that name, if any, is intact");
 }
 
+static const char *csv_last_row(const struct CsvLog *c);   // run logs, below
+
 static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, const TrainState *st) {
 #ifdef GRPO_CUDA
     if (m->on_device) {   // a host copy of what the file holds, written by the code below
@@ -3201,6 +3307,17 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     h[8] = st ? st->step : 0;
     h[9] = vlen;
     h[10] = st ? st->kind : 0;   // which run wrote the optimizer state: 1 sft, 2 train
+    // the run record, text after the RNG state: the options that shape the run, the tokens
+    // sampled so far, and the first two fields of the log's last row (load_checkpoint)
+    char record[CKPT_RECORD_MAX];
+    int rlen = 0;
+    if (with_optimizer && st) {
+        const char *row = st->log ? csv_last_row(st->log) : st->log_row;
+        rlen = snprintf(record, sizeof record, "%sgen_tokens=%lld\nlog_row=%s\n", st->options, st->gen_tokens,
+                        row);
+        if (rlen >= (int)sizeof record) rlen = 0;   // cannot happen: options < 1024, row < 64 bytes
+    }
+    h[11] = rlen;
     size_t np = m->num_parameters;
     int ok = fwrite(h, sizeof(int32_t), CKPT_HEADER_INTS, f) == CKPT_HEADER_INTS;
     ok = ok && fwrite(vocab, 1, vlen, f) == (size_t)vlen;
@@ -3209,6 +3326,7 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
         ok = ok && fwrite(m->m_memory, sizeof(float), np, f) == np;
         ok = ok && fwrite(m->v_memory, sizeof(float), np, f) == np;
         ok = ok && fwrite(st->rng.s, sizeof(uint64_t), 4, f) == 4;
+        ok = ok && fwrite(record, 1, rlen, f) == (size_t)rlen;
     }
     if (!ok) ckpt_write_failed(f, tmp, path, "write");
     if (fflush(f) != 0) ckpt_write_failed(f, tmp, path, "flush");
@@ -3301,12 +3419,39 @@ static void ckpt_refuse_not_finite(const char *path, const GPT *m, const float *
                           "checkpoint");
 }
 
+/* ckpt_parse_record: a run record ("key=value\n" lines; version 1 files have none: len 0)
+   into st: gen_tokens, log_row, and every other line into st->options. */
+static void ckpt_parse_record(const char *path, const char *record, int len, TrainState *st) {
+    st->gen_tokens = 0;
+    st->options[0] = 0;
+    st->log_row[0] = 0;
+    size_t used = 0;
+    for (const char *line = record; line < record + len; ) {
+        const char *nl = (const char *)memchr(line, '\n', record + len - line);
+        const char *eq = nl ? (const char *)memchr(line, '=', nl - line) : NULL;
+        if (!eq || memchr(line, 0, nl - line))
+            ckpt_error(path, "the run record (after the RNG state) is malformed (corrupt file?)", NULL);
+        int n = (int)(nl - line) + 1;
+        if (!strncmp(line, "gen_tokens=", 11)) st->gen_tokens = strtoll(eq + 1, NULL, 10);
+        else if (!strncmp(line, "log_row=", 8))
+            snprintf(st->log_row, sizeof st->log_row, "%.*s", (int)(nl - eq - 1), eq + 1);
+        else if (used + n < sizeof st->options) {
+            memcpy(st->options + used, line, n);
+            used += n;
+            st->options[used] = 0;
+        }
+        else ckpt_error(path, "the run record's options are too long (corrupt file?)", NULL);
+        line = nl + 1;
+    }
+}
+
 /* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences).
-   If st is not NULL the file must hold optimizer state, which is restored with the step
-   and RNG. Refuses, with a message naming the file: another format (magic), another
-   version, an impossible config, a vocabulary different from this build's, a truncated
-   file, trailing bytes, and a parameter (or, for a resume, an AdamW moment) that is NaN or
-   Inf. Returns 1 if the file holds optimizer state. */
+   If st is not NULL the file must hold optimizer state, which is restored with the step,
+   RNG and run record (options, tokens sampled, log row: version 2). Refuses, with a message
+   naming the file: another format (magic), another version, an impossible config, a
+   vocabulary different from this build's, a truncated file, trailing bytes, and a parameter
+   (or, for a resume, an AdamW moment) that is NaN or Inf. Returns 1 if the file holds
+   optimizer state. */
 static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *st) {
     struct stat sb;
     if (stat(path, &sb) != 0 && errno == ENOENT)   // the usual case: no SFT run yet
@@ -3322,15 +3467,17 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     if (h[0] != CKPT_MAGIC)
         ckpt_error(path, "bad magic number: not a grpo.c checkpoint",
                    "pass a model.bin written by ./grpo sft or ./grpo train");
-    if (h[1] != CKPT_VERSION) {
-        snprintf(msg, sizeof msg, "format version %d, this build reads version %d", h[1], CKPT_VERSION);
+    if (h[1] != CKPT_VERSION && h[1] != 1) {   // version 1: the same, without the run record
+        snprintf(msg, sizeof msg, "format version %d, this build reads versions 1 and %d", h[1], CKPT_VERSION);
         ckpt_error(path, msg, "re-create the checkpoint with this build");
     }
+    int record_len = h[1] >= 2 && h[7] ? h[11] : 0;
     GPTConfig c = {h[2], h[3], h[4], h[5], h[6]};
     // the ranges of --context, --layers, --heads, --channels: every file ./grpo can write
     if (c.max_seq_len < 1 || c.max_seq_len > 1024 || c.num_layers < 1 || c.num_layers > 64 ||
         c.num_heads < 1 || c.num_heads > 64 || c.channels < 1 || c.channels > 4096 ||
-        c.channels % c.num_heads || h[7] < 0 || h[7] > 1 || h[8] < 0 || h[9] < 0 || h[9] > 4096)
+        c.channels % c.num_heads || h[7] < 0 || h[7] > 1 || h[8] < 0 || h[9] < 0 || h[9] > 4096 ||
+        record_len < 0 || record_len >= CKPT_RECORD_MAX)
         ckpt_error(path, "header holds an impossible model configuration (corrupt file?)", NULL);
     {   // the file must be exactly as long as its header says, checked BEFORE allocating the model
         size_t sz[NUM_PARAM_TENSORS], np = 0;
@@ -3338,7 +3485,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         for (int i = 0; i < NUM_PARAM_TENSORS; i++) np += sz[i];
         long long want = (long long)sizeof h + h[9] +
                          (long long)np * (long long)sizeof(float) * (h[7] ? 3 : 1) +
-                         (h[7] ? 4 * (long long)sizeof(uint64_t) : 0);
+                         (h[7] ? 4 * (long long)sizeof(uint64_t) : 0) + record_len;
         struct stat sb;
         if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (long long)sb.st_size != want) {
             snprintf(msg, sizeof msg, "%s: the file is %lld bytes, its header describes %lld",
@@ -3378,6 +3525,9 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         }
         Rng r;
         ckpt_read(r.s, sizeof(uint64_t), 4, f, path, "the RNG state");
+        char record[CKPT_RECORD_MAX];
+        ckpt_read(record, 1, record_len, f, path, "the run record");
+        record[record_len] = 0;
         if (st) {
             const char *resumer = st->kind == 1 ? "sft" : "train";
             if (st->kind && h[10] != st->kind && (h[10] == 1 || h[10] == 2)) {
@@ -3393,6 +3543,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
             }
             st->rng = r;
             st->step = h[8];
+            ckpt_parse_record(path, record, record_len, st);
         }
         else {   // --init: the weights only, the moments start at zero
             memset(mom1, 0, m->num_parameters * sizeof(float));
@@ -3487,7 +3638,20 @@ static void save_periodic_checkpoint(const char *path, const GPT *m, const Train
 struct CsvLog {
     FILE *f;
     char path[1100];
+    int key_fields;       // a row's leading fields that the same run always writes alike (not timings)
+    char last_row[256];   // those fields of the last row: a checkpoint records them, a resume checks them
 };
+
+static const char *csv_last_row(const CsvLog *c) { return c->last_row; }
+
+// The first `fields` fields of a row (n bytes) into key (at most 255 bytes).
+static void csv_row_key(char *key, const char *row, long n, int fields) {
+    long end = 0;
+    for (int commas = 0; end < n && end < 255 && row[end] != '\n'; end++)
+        if (row[end] == ',' && ++commas == fields) break;
+    memcpy(key, row, (size_t)end);
+    key[end] = 0;
+}
 
 static void csv_failed(const CsvLog *c) {
     char msg[1300];
@@ -3498,6 +3662,19 @@ static void csv_failed(const CsvLog *c) {
 // Ends a row: the row reaches the file now, or the run stops naming the file.
 static void csv_row_done(CsvLog *c) {
     if (ferror(c->f) || fflush(c->f) != 0) csv_failed(c);
+}
+
+// Writes one row (printf format, with its newline) and ends it; remembers its key fields.
+static void csv_row(CsvLog *c, const char *fmt, ...) {
+    char row[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(row, sizeof row, fmt, ap);
+    va_end(ap);
+    if (n < 0 || n >= (int)sizeof row) fail_at(__FILE__, __LINE__, "CSV row longer than 1023 bytes", NULL);
+    fputs(row, c->f);
+    csv_row_key(c->last_row, row, n, c->key_fields);
+    csv_row_done(c);
 }
 
 static void close_csv(CsvLog *c) {
@@ -3534,9 +3711,16 @@ static long csv_keep(const char *text, long n, const char *header, int step, int
 /* open_csv: the run's log RUN_DIR/NAME. A new run (step 0) creates it with the header. A
    run resuming after `step` steps keeps what csv_keep keeps and cuts the rest off, so the
    file again holds one row per step taken; a missing or empty file (resuming into a new
-   run directory) gets the header. */
-static CsvLog open_csv(const char *run_dir, const char *name, const char *header, int step) {
+   run directory) gets the header. A row's first key_fields fields are what the same run
+   always writes alike (the fields before the timings); log_row ("" or NULL: unknown) is
+   those of the row the checkpoint was saved after: the log's row `step` must start with
+   them, or it is another run's log (a resume would append this run's rows to it), and the
+   run stops. */
+static CsvLog open_csv(const char *run_dir, const char *name, const char *header, int step, int key_fields,
+                       const char *log_row) {
     CsvLog c;
+    c.key_fields = key_fields;
+    c.last_row[0] = 0;
     snprintf(c.path, sizeof c.path, "%s/%s", run_dir, name);
     struct stat sb;
     if (step == 0 || stat(c.path, &sb) != 0 || sb.st_size == 0) {
@@ -3551,11 +3735,22 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
     if (fread(text, 1, (size_t)n, c.f) != (size_t)n) csv_failed(&c);
     int rows;
     long keep = csv_keep(text, n, header, step, &rows);
-    free(text);
     if (keep < 0) {
         char msg[1300];
         snprintf(msg, sizeof msg, "'%s' does not start with the header this run writes", c.path);
         fail_at(__FILE__, __LINE__, msg, "move the file away, or resume into another --run-dir");
+    }
+    if (rows > 0) {   // the last row kept: row `rows`
+        long start = keep - 1;
+        while (start > 0 && text[start - 1] != '\n') start--;
+        csv_row_key(c.last_row, text + start, keep - start, key_fields);
+    }
+    free(text);
+    if (log_row && log_row[0] && rows == step && strcmp(c.last_row, log_row) != 0) {
+        char msg[1800];
+        snprintf(msg, sizeof msg, "'%s' is another run's log: its row %d starts '%s', the checkpoint was "
+                 "saved after the row '%s'", c.path, step, c.last_row, log_row);
+        fail_at(__FILE__, __LINE__, msg, "move the log away, or resume into another --run-dir");
     }
     if (keep < n)
         fprintf(stderr, "note: %s: dropped %ld bytes after step %d (written after the checkpoint, or cut "
@@ -3601,7 +3796,7 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     const UpdateStats *u = &r->update;
     if ((r->step - 1) % 10 == 0 || r->last || r->val_acc >= 0) {
         printf("step %4d | reward %.3f | eq %.2f | len %.1f | |λ| %.2f | tree %.2f d%.2f i%.2f | loss %+.5f"
-               " | kl %.4f | clip %.3f | gen %ld | t %.2f/%.3f/%.4f/%.2f s | %.0f tok/s",
+               " | kl %.4f | clip %.3f | gen %lld | t %.2f/%.3f/%.4f/%.2f s | %.0f tok/s",
                r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
                r->trees.intermediate, u->loss, u->kl, u->clip_frac, r->gen_tokens, t_sample, t_score, t_tree,
                t_update, tok_s);
@@ -3609,12 +3804,11 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
         printf("\n");
         fflush(stdout);
     }
-    fprintf(csv->f, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%ld,"
-                    "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f\n",
+    csv_row(csv, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%lld,"
+                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f\n",
             r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
             r->trees.intermediate, u->loss, u->kl, u->clip_frac, u->grad_norm, r->gen_tokens, t_sample,
             t_score, t_tree, t_update, tok_s, r->val_acc);
-    csv_row_done(csv);
 }
 
 /* stop_on_nan: the run has met a non-finite value at step `step` (numbered as in the log
@@ -3686,6 +3880,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
         load_checkpoint(o->resume, &model, o->batch_size, &st);
         if (st.step >= o->steps)
             usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
+        check_resume_options(o, &st, o->resume, SFT_RUN_OPTIONS);
         GPTConfig c = model.config;
         if (c.num_layers != o->layers || c.num_heads != o->heads || c.channels != o->channels ||
             c.max_seq_len != o->context)
@@ -3707,8 +3902,11 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     char ckpt[1100], periodic[1100];   // final model; periodic resumable checkpoint
     snprintf(ckpt, sizeof ckpt, "%s/model.bin", o->run_dir);
     snprintf(periodic, sizeof periodic, "%s/ckpt.bin", o->run_dir);
+    refuse_stale_checkpoint(o, periodic);
     CsvLog csv = open_csv(o->run_dir, "sft.csv", "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s",
-                          st.step);
+                          st.step, 5, st.log_row);   // 5: step,loss,val_loss,lr,grad_norm
+    record_options(st.options, sizeof st.options, o, SFT_RUN_OPTIONS, OPTIMIZER_OPTIONS);
+    st.log = &csv;
     AdamWConfig opt = adamw_from_options(o, o->steps);
     int B = o->batch_size;
     int *inputs = (int *)mallocCheck((size_t)B * maxT * sizeof(int));
@@ -3761,9 +3959,8 @@ static int cmd_sft(int argc, char **argv, Options *o) {
             printf("\n");
             fflush(stdout);
         }
-        fprintf(csv.f, "%d,%.6f,%.6f,%.6g,%.6f,%.1f,%.3f\n", st.step + 1, loss, vloss, lr, norm, B * T / dt,
+        csv_row(&csv, "%d,%.6f,%.6f,%.6g,%.6f,%.1f,%.3f\n", st.step + 1, loss, vloss, lr, norm, B * T / dt,
                 wall_seconds() - t_start);
-        csv_row_done(&csv);
         if (o->save_every && (st.step + 1) % o->save_every == 0 && !last)
             save_periodic_checkpoint(periodic, &model, &st, last_good, sizeof last_good);
     }
@@ -3826,6 +4023,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
         load_checkpoint(o->resume, &policy, micro, &st);
         if (st.step >= o->steps)
             usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
+        check_resume_options(o, &st, o->resume, TRAIN_RUN_OPTIONS);
     }
     else load_checkpoint(o->init, &policy, micro, NULL);
     int use_ref = o->obj.beta != 0.0f;
@@ -3855,6 +4053,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
            o->obj.beta, o->num_iterations);
     make_dir(o->run_dir);
     int lock = lock_run_dir(o->run_dir);
+    refuse_stale_checkpoint(o, run.periodic);
     if (o->resume[0]) snprintf(run.last_good, sizeof run.last_good, "%s", o->resume);
     KVCache kv;
     build_kvcache(&kv, &policy.config, N);
@@ -3871,7 +4070,10 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (load_init) free_gpt(&init_model);
     CsvLog csv = open_csv(o->run_dir, "train.csv",
         "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,loss,kl,"
-        "clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc", st.step);
+        "clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc", st.step,
+        13, st.log_row);   // 13: the fields before t_sample
+    record_options(st.options, sizeof st.options, o, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);
+    st.log = &csv;
     run.policy = &policy;
     run.ref = use_ref ? &ref : NULL;
     run.kv = &kv;
@@ -4065,7 +4267,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     make_dir(o->run_dir);
     int lock = lock_run_dir(o->run_dir);
     const char *header = "objective,n,r_neg,seed,target,step,target_freq,mean_reward";
-    CsvLog csv = open_csv(o->run_dir, "tree_steps.csv", header, 0);
+    CsvLog csv = open_csv(o->run_dir, "tree_steps.csv", header, 0, 0, NULL);
     static const int NS[2] = {1, 2};
     static const float RNEG[3] = {-0.5f, -1.0f, -1.5f};
     static const float PAPER[2][3][2] = {{{0.3995f, 0.5663f}, {0.0000f, 0.7535f}, {0.2000f, 0.4463f}},

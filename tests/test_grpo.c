@@ -545,7 +545,7 @@ static void test_checkpoints(void) {
     GPTConfig c = {16, VOCAB_SIZE, 2, 2, 16};
     GPT a, b;
     build_gpt(&a, c, 2, 3);
-    TrainState st = {17, {{1, 2, 3, 4}}, 2};
+    TrainState st = {.step = 17, .rng = {{1, 2, 3, 4}}, .kind = 2};
     for (size_t i = 0; i < a.num_parameters; i++) a.m_memory[i] = 0.001f * i;
     save_checkpoint(path, &a, 1, &st);
     TrainState st2 = {0};   // kind 0: accept any writer
@@ -759,7 +759,7 @@ static void test_run_dir_lock(void) {
     write_bytes(foreign, "another run's bytes", 19);
     GPT m;
     build_gpt(&m, (GPTConfig){16, VOCAB_SIZE, 1, 1, 8}, 1, 4);
-    TrainState st = {3, {{1, 2, 3, 4}}, 1};
+    TrainState st = {.step = 3, .rng = {{1, 2, 3, 4}}, .kind = 1};
     save_checkpoint(model, &m, 1, &st);
     size_t n = 0;
     char *back = stat(foreign, &sb) == 0 ? (char *)read_all(foreign, &n) : NULL;
@@ -786,7 +786,7 @@ static void save_limited_fn(void *p) {
         struct rlimit rl = {(rlim_t)c->fsize, (rlim_t)c->fsize};
         setrlimit(RLIMIT_FSIZE, &rl);
     }
-    TrainState st = {5, {{1, 2, 3, 4}}, 1};
+    TrainState st = {.step = 5, .rng = {{1, 2, 3, 4}}, .kind = 1};
     save_checkpoint(c->path, c->m, 1, &st);
 }
 
@@ -1359,7 +1359,7 @@ static void test_checkpoint_messages(void) {
     snprintf(path, sizeof path, "%s/kind.bin", TMPDIR_);
     GPT a;
     build_gpt(&a, (GPTConfig){16, VOCAB_SIZE, 1, 1, 8}, 1, 3);
-    TrainState st = {3, {{1, 2, 3, 4}}, 7};
+    TrainState st = {.step = 3, .rng = {{1, 2, 3, 4}}, .kind = 7};
     save_checkpoint(path, &a, 1, &st);
     expect_exit("checkpoint: an unknown kind is named as such", load_train_resume_fn, path, 1,
                 "unknown checkpoint kind 7 (this build knows sft=1, train=2)");
@@ -2354,7 +2354,7 @@ static void test_tree_step_config(void) {
 static void test_checkpoint_not_finite(void) {
     GPT m;
     build_gpt(&m, (GPTConfig){16, VOCAB_SIZE, 1, 1, 8}, 1, 3);
-    TrainState st = {3, {{1, 2, 3, 4}}, 2};
+    TrainState st = {.step = 3, .rng = {{1, 2, 3, 4}}, .kind = 2};
     char path[256], want[400];
     snprintf(path, sizeof path, "%s/nan_param.bin", TMPDIR_);
     m.params.wte[50] = NAN;
@@ -2467,7 +2467,7 @@ static void test_save_interrupted(void) {
             snprintf(path, sizeof path, "%s/ckpt.bin", dir);
             GPT m;
             build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 4, 4, 128}, 1, 5);
-            TrainState st = {1, {{1, 2, 3, 4}}, 2};
+            TrainState st = {.step = 1, .rng = {{1, 2, 3, 4}}, .kind = 2};
             save_checkpoint(path, &m, 1, &st);
             if (write(ready[1], "x", 1) != 1) _exit(98);
             for (;;) save_checkpoint(path, &m, 1, &st);
@@ -2485,6 +2485,149 @@ static void test_save_interrupted(void) {
     }
     check(killed_ok == tries && left == 0, "checkpoint: SIGTERM/SIGINT during a save leaves no temporary file",
           "%d of %d children ended by the signal; %d temporary files left", killed_ok, tries, left);
+}
+
+// the n-th field (0-based) of row `row` (1-based) of a CSV file, as a number (-1: absent)
+static double csv_field(const char *path, int row, int n) {
+    size_t len;
+    char *text = (char *)read_all(path, &len);
+    char *p = text, *end = text + len;
+    for (int r = 0; r < row && p < end; r++) {   // past the header and rows 1 .. row-1
+        char *nl = (char *)memchr(p, '\n', end - p);
+        p = nl ? nl + 1 : end;
+    }
+    for (int f = 0; f < n && p < end && *p != '\n'; p++) f += *p == ',';
+    double v = p < end && *p != '\n' ? atof(p) : -1.0;
+    free(text);
+    return v;
+}
+
+/* train --resume continues the run's gen_tokens column (it started again at 0), and refuses
+   another --seed or another option that shapes the samples (usage error naming the option and
+   both values; it went on with the command line's seed: another model), while another --lr is
+   taken with a note (lowering it is how a diverging run is rescued). A checkpoint of format 1
+   (no run record) still resumes, with a note. */
+static void test_resume_run_record(void) {
+    char init[300], ckpt[300], csv_a[300], csv_b[300];
+    snprintf(init, sizeof init, "%s/record_init.bin", TMPDIR_);
+    GPT m;
+    build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 21);
+    save_checkpoint(init, &m, 0, NULL);
+    free_gpt(&m);
+    static char cmd[2048], out[16384];
+    char common[1024];
+    snprintf(common, sizeof common, "--threads 1 --steps 4 --prompts-per-step 2 --group-size 4 --max-new-tokens 8 "
+             "--eval-every 0 --pass-k 0 --test-limit 0 --val-data tests/fixtures/val_small.txt --init %s", init);
+    snprintf(cmd, sizeof cmd, "%s train %s --save-every 2 --run-dir %s/record_a", grpo_bin(), common, TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    snprintf(ckpt, sizeof ckpt, "%s/record_a/ckpt.bin", TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s train %s --resume %s --run-dir %s/record_b", grpo_bin(), common, ckpt, TMPDIR_);
+    if (code == 0) code = run_binary(cmd, out, sizeof out);
+    snprintf(csv_a, sizeof csv_a, "%s/record_a/train.csv", TMPDIR_);
+    snprintf(csv_b, sizeof csv_b, "%s/record_b/train.csv", TMPDIR_);
+    double straight = code == 0 ? csv_field(csv_a, 4, 12) : -1, resumed = code == 0 ? csv_field(csv_b, 2, 12) : -2;
+    double at_step2 = code == 0 ? csv_field(csv_a, 2, 12) : -1;
+    check(code == 0 && straight > at_step2 && at_step2 > 0 && resumed == straight,
+          "train --resume: gen_tokens goes on counting (step 4 as in a run straight through)",
+          "exit %d: step 4 gen_tokens %.0f straight, %.0f resumed (step 2: %.0f)", code, straight, resumed, at_step2);
+    // another seed, another group size: refused, naming the option and both values
+    const char *bad[2] = {"--seed 7", "--group-size 2"};
+    const char *want[2] = {"--seed 7: '", "--group-size 2: '"};
+    const char *then[2] = {"with --seed 1337", "with --group-size 4"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "%s train %s %s --resume %s --run-dir %s/record_c", grpo_bin(), common, bad[i],
+                 ckpt, TMPDIR_);
+        code = run_binary(cmd, out, sizeof out);
+        const char *err = line_with(out, "usage error");
+        char name[128];
+        snprintf(name, sizeof name, "train --resume with %s: a usage error naming both values", bad[i]);
+        check(code == 2 && strstr(err, want[i]) && strstr(err, then[i]), name, "exit %d: %s", code, err);
+    }
+    snprintf(cmd, sizeof cmd, "%s train %s --lr 5e-5 --resume %s --run-dir %s/record_d", grpo_bin(), common, ckpt,
+             TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "note: --lr 5e-05: the run in") && strstr(out, "had --lr 0.0001"),
+          "train --resume with another --lr: goes on, with a note naming both values", "exit %d: %s", code,
+          line_with(out, "note: --lr"));
+    // the same checkpoint in format 1: header version 1, no run record
+    size_t n;
+    unsigned char *buf = (unsigned char *)read_all(ckpt, &n);
+    int32_t h[CKPT_HEADER_INTS];
+    memcpy(h, buf, sizeof h);
+    size_t record = (size_t)h[11];
+    h[1] = 1;
+    h[11] = 0;
+    memcpy(buf, h, sizeof h);
+    char old[300];
+    snprintf(old, sizeof old, "%s/record_v1.bin", TMPDIR_);
+    write_bytes(old, buf, n - record);
+    free(buf);
+    snprintf(cmd, sizeof cmd, "%s train %s --resume %s --run-dir %s/record_e", grpo_bin(), common, old, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "records no options (checkpoint format 1)"),
+          "train --resume of a format-1 checkpoint: resumes, noting that nothing is checked", "exit %d: %s", code,
+          line_with(out, "note"));
+}
+
+/* A new run in a run dir that holds ckpt.bin from an earlier run is refused (a later --resume
+   mixed the two: the new run's log rows, then the old run); and a checkpoint is tied to its
+   log: resuming into a run dir whose log is another run's stops, naming the log (it kept the
+   other run's rows up to the checkpoint's step and went on after them). */
+static void test_stale_checkpoint(void) {
+    char init[300];
+    snprintf(init, sizeof init, "%s/stale_init.bin", TMPDIR_);
+    GPT m;
+    build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 22);
+    save_checkpoint(init, &m, 0, NULL);
+    free_gpt(&m);
+    static char cmd[2048], out[16384];
+    char common[1024];
+    snprintf(common, sizeof common, "--threads 1 --steps 4 --prompts-per-step 2 --group-size 4 --max-new-tokens 8 "
+             "--eval-every 0 --pass-k 0 --test-limit 0 --val-data tests/fixtures/val_small.txt --init %s", init);
+    snprintf(cmd, sizeof cmd, "%s train %s --save-every 2 --run-dir %s/stale_a", grpo_bin(), common, TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    snprintf(cmd, sizeof cmd, "%s train %s --seed 5 --run-dir %s/stale_a", grpo_bin(), common, TMPDIR_);
+    if (code == 0) code = run_binary(cmd, out, sizeof out);
+    const char *err = line_with(out, "usage error");
+    check(code == 2 && strstr(err, "stale_a/ckpt.bin") && strstr(err, "--resume"),
+          "run dir: a new run beside an earlier run's ckpt.bin is refused", "exit %d: %s", code, err);
+    // run B's log in its own dir (another seed: other samples), then run A resumed into it
+    snprintf(cmd, sizeof cmd, "%s train %s --seed 5 --run-dir %s/stale_b", grpo_bin(), common, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    snprintf(cmd, sizeof cmd, "%s train %s --resume %s/stale_a/ckpt.bin --run-dir %s/stale_b", grpo_bin(), common,
+             TMPDIR_, TMPDIR_);
+    if (code == 0) code = run_binary(cmd, out, sizeof out);
+    err = line_with(out, "error");
+    check(code == 1 && strstr(err, "stale_b/train.csv' is another run's log"),
+          "run dir: resuming into a run dir whose log is another run's stops, naming the log", "exit %d: %s", code,
+          err);
+    // the run's own log is accepted: A resumed into its own run dir
+    snprintf(cmd, sizeof cmd, "%s train %s --resume %s/stale_a/ckpt.bin --run-dir %s/stale_a", grpo_bin(), common,
+             TMPDIR_, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    check(code == 0, "run dir: ... and resuming into the run's own run dir goes on", "exit %d: %s", code,
+          line_with(out, "error"));
+}
+
+/* The same rules for sft: a resume refuses another --batch-size (its examples per step), and a
+   new run beside an earlier run's ckpt.bin is refused. */
+static void test_sft_run_record(void) {
+    static char cmd[2048], out[16384];
+    const char *common = "--threads 1 --steps 4 --layers 1 --heads 1 --channels 8 --batch-size 2 --eval-every 0 "
+                         "--val-data tests/fixtures/val_small.txt";
+    snprintf(cmd, sizeof cmd, "%s sft %s --save-every 2 --run-dir %s/sft_record", grpo_bin(), common, TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    snprintf(cmd, sizeof cmd, "%s sft %s --batch-size 4 --resume %s/sft_record/ckpt.bin --run-dir %s/sft_record2",
+             grpo_bin(), common, TMPDIR_, TMPDIR_);
+    if (code == 0) code = run_binary(cmd, out, sizeof out);
+    const char *err = line_with(out, "usage error");
+    check(code == 2 && strstr(err, "--batch-size 4: '") && strstr(err, "with --batch-size 2"),
+          "sft --resume with another --batch-size: a usage error naming both values", "exit %d: %s", code, err);
+    snprintf(cmd, sizeof cmd, "%s sft %s --run-dir %s/sft_record", grpo_bin(), common, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    err = line_with(out, "usage error");
+    check(code == 2 && strstr(err, "sft_record/ckpt.bin") && strstr(err, "--resume"),
+          "sft: a new run beside an earlier run's ckpt.bin is refused", "exit %d: %s", code, err);
 }
 
 // ----------------------------------------------------------------------------
@@ -2554,6 +2697,9 @@ int main(int argc, char **argv) {
     if (want("checkpoint", only)) test_checkpoint_not_finite();
     if (want("sampler", only)) test_eval_completions_verify();
     if (want("checkpoint", only)) test_save_interrupted();
+    if (want("train", only)) test_resume_run_record();
+    if (want("train", only)) test_stale_checkpoint();
+    if (want("sft", only)) test_sft_run_record();
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
