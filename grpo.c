@@ -3058,10 +3058,10 @@ static void check_weight_decay(const Options *o) {
    option and both values. The optimizer's options may change on a resume, with a note:
    lowering --lr and resuming is how a diverging run is rescued. --steps may change too (a
    resume may extend a run); paths and reporting options (--eval-every, ...) do not count. */
-static const char *TRAIN_RUN_OPTIONS[] = {"seed", "prompts-per-step", "group-size", "temperature",
-                                          "max-new-tokens", "objective", "loss-agg", "adv-std", "adv-std-scope",
-                                          "adv-eps", "clip-eps-low", "clip-eps-high", "beta", "num-iterations",
-                                          "mask-truncated", "format-reward", NULL};
+static const char *TRAIN_RUN_OPTIONS[] = {
+    "seed", "prompts-per-step", "group-size", "temperature", "max-new-tokens", "objective", "loss-agg",
+    "adv-std", "adv-std-scope", "adv-eps", "clip-eps-low", "clip-eps-high", "beta", "num-iterations",
+    "mask-truncated", "format-reward", NULL};
 static const char *SFT_RUN_OPTIONS[] = {"batch-size", NULL};
 static const char *OPTIMIZER_OPTIONS[] = {"lr", "min-lr-frac", "schedule", "warmup", "weight-decay", "beta1",
                                           "beta2", "grad-clip", NULL};
@@ -3132,8 +3132,8 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
         int is_fixed = 0;
         for (int i = 0; fixed[i]; i++) is_fixed |= !strcmp(fixed[i], name);
         if (is_fixed)
-            usage_error("--%s %s: '%s' was saved by a run with --%s %s, and a resumed run must go on with the "
-                        "options that shape its samples and updates: give --%s %s, or start a new run",
+            usage_error("--%s %s: '%s' was saved by a run with --%s %s, and a resumed run must go on with "
+                        "the options that shape its samples and updates: give --%s %s, or start a new run",
                         name, ours_shown, path, name, theirs_shown, name, theirs_shown);
         fprintf(stderr, "note: --%s %s: the run in '%s' had --%s %s; the resumed run goes on with %s\n", name,
                 ours_shown, path, name, theirs_shown, ours_shown);
@@ -3180,9 +3180,10 @@ static void check_context(const Options *o, int maxT, const Dataset *d) {
 // Checkpoints: header (magic, version, config, vocabulary), parameters, and optionally
 // the AdamW state, the step counter, the RNG state and the run record (the options that
 // shape the run, its sampled-token count, its log's last row) so a resumed run continues
-// bit for bit, and only as the run it continues. Written to a temporary file of its own (PATH.tmp.<pid>.<n>), flushed, synced and
-// renamed, so a crash never leaves a half-written checkpoint under the real name, and two
-// processes saving to one path never write into the same file.
+// bit for bit, and only as the run it continues. Written to a temporary file of its own
+// (PATH.tmp.<pid>.<n>), flushed, synced and renamed, so a crash never leaves a half-written
+// checkpoint under the real name, and two processes saving to one path never write into the
+// same file.
 
 #define CKPT_MAGIC 0x4f505247   // "GRPO" in a little-endian file
 #define CKPT_VERSION 2          // 2: the run record after the RNG state (h[11] bytes); 1: none
@@ -3468,7 +3469,8 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         ckpt_error(path, "bad magic number: not a grpo.c checkpoint",
                    "pass a model.bin written by ./grpo sft or ./grpo train");
     if (h[1] != CKPT_VERSION && h[1] != 1) {   // version 1: the same, without the run record
-        snprintf(msg, sizeof msg, "format version %d, this build reads versions 1 and %d", h[1], CKPT_VERSION);
+        snprintf(msg, sizeof msg, "format version %d, this build reads versions 1 and %d", h[1],
+                 CKPT_VERSION);
         ckpt_error(path, msg, "re-create the checkpoint with this build");
     }
     int record_len = h[1] >= 2 && h[7] ? h[11] : 0;

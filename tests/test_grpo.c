@@ -2149,9 +2149,10 @@ static void test_train_end_to_end(void) {
         char *end = strchr(line, '\n');
         if (!end) { well_formed = 0; break; }
         *end = 0;
-        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL, *t3 = t2 ? strchr(t2 + 1, '\t') : NULL;
-        if (!t1 || !t2 || !t3 || strchr(t3 + 1, '\t') || t1 == line || (strcmp(t3 + 1, "eos") && strcmp(t3 + 1, "no-eos")))
-            well_formed = 0;
+        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        char *t3 = t2 ? strchr(t2 + 1, '\t') : NULL;
+        int eos_column = t3 && (!strcmp(t3 + 1, "eos") || !strcmp(t3 + 1, "no-eos"));
+        if (!t1 || !t2 || !eos_column || t1 == line) well_formed = 0;
         else {                              // the reward column is the verifier's verdict on the text
             int nums[MAX_NUMS], nn, target;
             float r = (float)atof(t2 + 1);
@@ -2164,7 +2165,8 @@ static void test_train_end_to_end(void) {
         rows++;
         line = end + 1;
     }
-    check(rc == 0 && well_formed && rows == vd.n, "eval --completions: one prompt<TAB>completion<TAB>reward<TAB>eos line per prompt",
+    check(rc == 0 && well_formed && rows == vd.n,
+          "eval --completions: one prompt<TAB>completion<TAB>reward<TAB>eos line per prompt",
           "%d lines for %d prompts", rows, vd.n);
     // eval prints the accuracy with 4 decimals: ±5e-5
     check(fabs(acc - (double)solved / vd.n) < 1e-4, "eval --completions: rewards agree with the printed accuracy",
@@ -2286,7 +2288,8 @@ static void test_tree_csv_write_error(void) {
     int code = run_binary_fsize(cmd, 2000, out, sizeof out);
     const char *err = line_with(out, "error");
     check(code == 1 && strstr(err, "tree_steps.csv") && !strstr(out, "Table 1"),
-          "tree: a write error on tree_steps.csv stops it (exit 1), naming the file", "exit %d: %s", code, err);
+          "tree: a write error on tree_steps.csv stops it (exit 1), naming the file", "exit %d: %s", code,
+          err);
 }
 
 /* tree --beta: π_ref is the run's initial policy. At step 1 π_θ = π_ref, so k3 and its gradient
@@ -2334,17 +2337,20 @@ static void test_tree_step_config(void) {
     token_mean.loss_agg = AGG_TOKEN_MEAN;
     loss_agg_coef(mean, len, 16, &token_mean);
     check(cfg.obj.max_new_tokens == TREE_DEPTH && !memcmp(norm, mean, sizeof norm),
-          "tree: Dr. GRPO constant = the completion length 4 (sum-norm == token-mean)", "constant %d, c %g vs %g",
+          "tree: Dr. GRPO constant = the completion length 4 (sum-norm == token-mean)",
+          "constant %d, c %g vs %g",
           cfg.obj.max_new_tokens, norm[0], mean[0]);
     int last = o.steps * o.num_iterations - 1;
     check(lr_at(&opt, last) > 0.0f && lr_at(&opt, o.steps) > 0.5f * o.lr,
-          "tree --num-iterations 4: the schedule spans steps x μ AdamW steps", "lr at AdamW step %d: %g, at %d: %g",
+          "tree --num-iterations 4: the schedule spans steps x μ AdamW steps",
+          "lr at AdamW step %d: %g, at %d: %g",
           last, lr_at(&opt, last), o.steps, lr_at(&opt, o.steps));
     static char cmd[2048], out[16384];
     snprintf(cmd, sizeof cmd, "%s tree --threads 1 --steps 2 --seeds 1 --loss-agg seq-mean-token-sum-norm "
              "--run-dir %s/tree_norm", grpo_bin(), TMPDIR_);
     int code = run_binary(cmd, out, sizeof out);
-    check(code == 0 && strstr(out, "Dr. GRPO constant 4"), "tree --loss-agg seq-mean-token-sum-norm prints its "
+    check(code == 0 && strstr(out, "Dr. GRPO constant 4"),
+          "tree --loss-agg seq-mean-token-sum-norm prints its "
           "constant, 4", "exit %d: %s", code, line_with(out, "# loss"));
 }
 
@@ -2360,14 +2366,16 @@ static void test_checkpoint_not_finite(void) {
     m.params.wte[50] = NAN;
     save_checkpoint(path, &m, 0, NULL);
     snprintf(want, sizeof want, "checkpoint '%s': parameter tensor wte holds a NaN at index 50", path);
-    expect_exit("checkpoint: a NaN parameter is refused, naming file, tensor and index", load_ckpt_fn, path, 1,
+    expect_exit("checkpoint: a NaN parameter is refused, naming file, tensor and index", load_ckpt_fn, path,
+                1,
                 want);
     m.params.wte[50] = 0.0f;
     m.params.lnfb[3] = -INFINITY;
     snprintf(path, sizeof path, "%s/inf_param.bin", TMPDIR_);
     save_checkpoint(path, &m, 0, NULL);
     snprintf(want, sizeof want, "checkpoint '%s': parameter tensor lnfb holds a -Inf at index 3", path);
-    expect_exit("checkpoint: an Inf parameter is refused, naming file, tensor and index", load_ckpt_fn, path, 1,
+    expect_exit("checkpoint: an Inf parameter is refused, naming file, tensor and index", load_ckpt_fn, path,
+                1,
                 want);
     m.params.lnfb[3] = 0.0f;
     m.v_memory[m.param_sizes[0] + 7] = INFINITY;   // wpe[7]'s second moment
@@ -2375,7 +2383,8 @@ static void test_checkpoint_not_finite(void) {
     save_checkpoint(path, &m, 1, &st);
     expect_exit("checkpoint: resume refuses an Inf AdamW moment", load_train_resume_fn, path, 1,
                 "AdamW second moment of tensor wpe holds an Inf at index 7");
-    expect_exit("checkpoint: ... --init, which discards the moments, takes that file", load_ckpt_fn, path, 0, "");
+    expect_exit("checkpoint: ... --init, which discards the moments, takes that file", load_ckpt_fn, path, 0,
+                "");
     free_gpt(&m);
 }
 
@@ -2390,7 +2399,8 @@ static void test_eval_completions_verify(void) {
     for (int i = 0; i < 20; i++) fprintf(f, "1 1 1 1>4:\t1+1=2,2+1=3,3+1=4\n");
     fcloseCheck(f);
     static char cmd[2048], out[16384];
-    snprintf(cmd, sizeof cmd, "%s sft --threads 1 --layers 1 --heads 1 --channels 16 --context 32 --batch-size 4 "
+    snprintf(cmd, sizeof cmd,
+             "%s sft --threads 1 --layers 1 --heads 1 --channels 16 --context 32 --batch-size 4 "
              "--steps 150 --lr 1e-2 --eval-every 0 --train-data %s --val-data %s --run-dir %s/memorise_eos",
              grpo_bin(), train, train, TMPDIR_);
     int rc = run_binary(cmd, out, sizeof out);
@@ -2401,7 +2411,8 @@ static void test_eval_completions_verify(void) {
         snprintf(dump, sizeof dump, "%s/memorise_eos/completions_%d.tsv", TMPDIR_, budgets[b]);
         snprintf(scores, sizeof scores, "%s/memorise_eos/verify_%d.txt", TMPDIR_, budgets[b]);
         snprintf(cmd, sizeof cmd, "%s eval --threads 1 --model %s/memorise_eos/model.bin --data %s "
-                 "--max-new-tokens %d --pass-k 0 --completions %s && cut -f1,2 %s | %s verify - > %s", grpo_bin(),
+                 "--max-new-tokens %d --pass-k 0 --completions %s && cut -f1,2 %s | %s verify - > %s",
+                 grpo_bin(),
                  TMPDIR_, train, budgets[b], dump, dump, grpo_bin(), scores);
         if (rc == 0) rc = run_binary(cmd, out, sizeof out);
         size_t n1 = 0, n2 = 0;
@@ -2434,10 +2445,12 @@ static void test_eval_completions_verify(void) {
         free(rows);
         free(verdicts);
         char name[160];
-        snprintf(name, sizeof name, "eval --completions at --max-new-tokens %d: verify agrees with the reward, "
+        snprintf(name, sizeof name,
+                 "eval --completions at --max-new-tokens %d: verify agrees with the reward, "
                  "column 4 '%s'", budgets[b], marks[b]);
         check(rc == 0 && lines == 20 && agree == 20 && marked == 20 && solved == 20, name,
-              "exit %d, %d lines: %d agree, %d marked %s, %d with reward 1", rc, lines, agree, marked, marks[b],
+              "exit %d, %d lines: %d agree, %d marked %s, %d with reward 1", rc, lines, agree, marked,
+              marks[b],
               solved);
     }
 }
@@ -2483,7 +2496,8 @@ static void test_save_interrupted(void) {
         killed_ok += up && WIFSIGNALED(status) && WTERMSIG(status) == sig;
         left += count_prefixed(dir, "ckpt.bin.tmp");
     }
-    check(killed_ok == tries && left == 0, "checkpoint: SIGTERM/SIGINT during a save leaves no temporary file",
+    check(killed_ok == tries && left == 0,
+          "checkpoint: SIGTERM/SIGINT during a save leaves no temporary file",
           "%d of %d children ended by the signal; %d temporary files left", killed_ok, tries, left);
 }
 
@@ -2516,26 +2530,33 @@ static void test_resume_run_record(void) {
     free_gpt(&m);
     static char cmd[2048], out[16384];
     char common[1024];
-    snprintf(common, sizeof common, "--threads 1 --steps 4 --prompts-per-step 2 --group-size 4 --max-new-tokens 8 "
-             "--eval-every 0 --pass-k 0 --test-limit 0 --val-data tests/fixtures/val_small.txt --init %s", init);
-    snprintf(cmd, sizeof cmd, "%s train %s --save-every 2 --run-dir %s/record_a", grpo_bin(), common, TMPDIR_);
+    snprintf(common, sizeof common,
+             "--threads 1 --steps 4 --prompts-per-step 2 --group-size 4 --max-new-tokens 8 "
+             "--eval-every 0 --pass-k 0 --test-limit 0 --val-data tests/fixtures/val_small.txt --init %s",
+             init);
+    snprintf(cmd, sizeof cmd, "%s train %s --save-every 2 --run-dir %s/record_a", grpo_bin(), common,
+             TMPDIR_);
     int code = run_binary(cmd, out, sizeof out);
     snprintf(ckpt, sizeof ckpt, "%s/record_a/ckpt.bin", TMPDIR_);
-    snprintf(cmd, sizeof cmd, "%s train %s --resume %s --run-dir %s/record_b", grpo_bin(), common, ckpt, TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s train %s --resume %s --run-dir %s/record_b", grpo_bin(), common, ckpt,
+             TMPDIR_);
     if (code == 0) code = run_binary(cmd, out, sizeof out);
     snprintf(csv_a, sizeof csv_a, "%s/record_a/train.csv", TMPDIR_);
     snprintf(csv_b, sizeof csv_b, "%s/record_b/train.csv", TMPDIR_);
-    double straight = code == 0 ? csv_field(csv_a, 4, 12) : -1, resumed = code == 0 ? csv_field(csv_b, 2, 12) : -2;
+    double straight = code == 0 ? csv_field(csv_a, 4, 12) : -1, resumed = code == 0 ? csv_field(csv_b, 2,
+                                                                                                12) : -2;
     double at_step2 = code == 0 ? csv_field(csv_a, 2, 12) : -1;
     check(code == 0 && straight > at_step2 && at_step2 > 0 && resumed == straight,
           "train --resume: gen_tokens goes on counting (step 4 as in a run straight through)",
-          "exit %d: step 4 gen_tokens %.0f straight, %.0f resumed (step 2: %.0f)", code, straight, resumed, at_step2);
+          "exit %d: step 4 gen_tokens %.0f straight, %.0f resumed (step 2: %.0f)", code, straight, resumed,
+          at_step2);
     // another seed, another group size: refused, naming the option and both values
     const char *bad[2] = {"--seed 7", "--group-size 2"};
     const char *want[2] = {"--seed 7: '", "--group-size 2: '"};
     const char *then[2] = {"with --seed 1337", "with --group-size 4"};
     for (int i = 0; i < 2; i++) {
-        snprintf(cmd, sizeof cmd, "%s train %s %s --resume %s --run-dir %s/record_c", grpo_bin(), common, bad[i],
+        snprintf(cmd, sizeof cmd, "%s train %s %s --resume %s --run-dir %s/record_c", grpo_bin(), common,
+                 bad[i],
                  ckpt, TMPDIR_);
         code = run_binary(cmd, out, sizeof out);
         const char *err = line_with(out, "usage error");
@@ -2543,7 +2564,8 @@ static void test_resume_run_record(void) {
         snprintf(name, sizeof name, "train --resume with %s: a usage error naming both values", bad[i]);
         check(code == 2 && strstr(err, want[i]) && strstr(err, then[i]), name, "exit %d: %s", code, err);
     }
-    snprintf(cmd, sizeof cmd, "%s train %s --lr 5e-5 --resume %s --run-dir %s/record_d", grpo_bin(), common, ckpt,
+    snprintf(cmd, sizeof cmd, "%s train %s --lr 5e-5 --resume %s --run-dir %s/record_d", grpo_bin(), common,
+             ckpt,
              TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
     check(code == 0 && strstr(out, "note: --lr 5e-05: the run in") && strstr(out, "had --lr 0.0001"),
@@ -2562,10 +2584,12 @@ static void test_resume_run_record(void) {
     snprintf(old, sizeof old, "%s/record_v1.bin", TMPDIR_);
     write_bytes(old, buf, n - record);
     free(buf);
-    snprintf(cmd, sizeof cmd, "%s train %s --resume %s --run-dir %s/record_e", grpo_bin(), common, old, TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s train %s --resume %s --run-dir %s/record_e", grpo_bin(), common, old,
+             TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
     check(code == 0 && strstr(out, "records no options (checkpoint format 1)"),
-          "train --resume of a format-1 checkpoint: resumes, noting that nothing is checked", "exit %d: %s", code,
+          "train --resume of a format-1 checkpoint: resumes, noting that nothing is checked", "exit %d: %s",
+          code,
           line_with(out, "note"));
 }
 
@@ -2582,8 +2606,10 @@ static void test_stale_checkpoint(void) {
     free_gpt(&m);
     static char cmd[2048], out[16384];
     char common[1024];
-    snprintf(common, sizeof common, "--threads 1 --steps 4 --prompts-per-step 2 --group-size 4 --max-new-tokens 8 "
-             "--eval-every 0 --pass-k 0 --test-limit 0 --val-data tests/fixtures/val_small.txt --init %s", init);
+    snprintf(common, sizeof common,
+             "--threads 1 --steps 4 --prompts-per-step 2 --group-size 4 --max-new-tokens 8 "
+             "--eval-every 0 --pass-k 0 --test-limit 0 --val-data tests/fixtures/val_small.txt --init %s",
+             init);
     snprintf(cmd, sizeof cmd, "%s train %s --save-every 2 --run-dir %s/stale_a", grpo_bin(), common, TMPDIR_);
     int code = run_binary(cmd, out, sizeof out);
     snprintf(cmd, sizeof cmd, "%s train %s --seed 5 --run-dir %s/stale_a", grpo_bin(), common, TMPDIR_);
@@ -2594,15 +2620,18 @@ static void test_stale_checkpoint(void) {
     // run B's log in its own dir (another seed: other samples), then run A resumed into it
     snprintf(cmd, sizeof cmd, "%s train %s --seed 5 --run-dir %s/stale_b", grpo_bin(), common, TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
-    snprintf(cmd, sizeof cmd, "%s train %s --resume %s/stale_a/ckpt.bin --run-dir %s/stale_b", grpo_bin(), common,
+    snprintf(cmd, sizeof cmd, "%s train %s --resume %s/stale_a/ckpt.bin --run-dir %s/stale_b", grpo_bin(),
+             common,
              TMPDIR_, TMPDIR_);
     if (code == 0) code = run_binary(cmd, out, sizeof out);
     err = line_with(out, "error");
     check(code == 1 && strstr(err, "stale_b/train.csv' is another run's log"),
-          "run dir: resuming into a run dir whose log is another run's stops, naming the log", "exit %d: %s", code,
+          "run dir: resuming into a run dir whose log is another run's stops, naming the log", "exit %d: %s",
+          code,
           err);
     // the run's own log is accepted: A resumed into its own run dir
-    snprintf(cmd, sizeof cmd, "%s train %s --resume %s/stale_a/ckpt.bin --run-dir %s/stale_a", grpo_bin(), common,
+    snprintf(cmd, sizeof cmd, "%s train %s --resume %s/stale_a/ckpt.bin --run-dir %s/stale_a", grpo_bin(),
+             common,
              TMPDIR_, TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
     check(code == 0, "run dir: ... and resuming into the run's own run dir goes on", "exit %d: %s", code,
@@ -2613,16 +2642,20 @@ static void test_stale_checkpoint(void) {
    new run beside an earlier run's ckpt.bin is refused. */
 static void test_sft_run_record(void) {
     static char cmd[2048], out[16384];
-    const char *common = "--threads 1 --steps 4 --layers 1 --heads 1 --channels 8 --batch-size 2 --eval-every 0 "
+    const char *common = "--threads 1 --steps 4 --layers 1 --heads 1 --channels 8 --batch-size 2 "
+                         "--eval-every 0 "
                          "--val-data tests/fixtures/val_small.txt";
-    snprintf(cmd, sizeof cmd, "%s sft %s --save-every 2 --run-dir %s/sft_record", grpo_bin(), common, TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s sft %s --save-every 2 --run-dir %s/sft_record", grpo_bin(), common,
+             TMPDIR_);
     int code = run_binary(cmd, out, sizeof out);
-    snprintf(cmd, sizeof cmd, "%s sft %s --batch-size 4 --resume %s/sft_record/ckpt.bin --run-dir %s/sft_record2",
+    snprintf(cmd, sizeof cmd,
+             "%s sft %s --batch-size 4 --resume %s/sft_record/ckpt.bin --run-dir %s/sft_record2",
              grpo_bin(), common, TMPDIR_, TMPDIR_);
     if (code == 0) code = run_binary(cmd, out, sizeof out);
     const char *err = line_with(out, "usage error");
     check(code == 2 && strstr(err, "--batch-size 4: '") && strstr(err, "with --batch-size 2"),
-          "sft --resume with another --batch-size: a usage error naming both values", "exit %d: %s", code, err);
+          "sft --resume with another --batch-size: a usage error naming both values", "exit %d: %s", code,
+          err);
     snprintf(cmd, sizeof cmd, "%s sft %s --run-dir %s/sft_record", grpo_bin(), common, TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
     err = line_with(out, "usage error");

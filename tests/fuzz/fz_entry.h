@@ -258,9 +258,9 @@ static void fz_run_checkpoint(const char *path, const uint8_t *data, size_t size
     int vlen = vocab_string(ours, sizeof ours);
     FZ_ASSERT(h[9] == vlen && !memcmp(data + sizeof h, ours, vlen),
               "checkpoint: accepted a vocabulary of %d bytes that is not this build's %d bytes", h[9], vlen);
-    size_t record = has_opt && h[1] >= 2 ? (size_t)h[11] : 0;   // format 2: the run record after the RNG state
-    size_t want = sizeof h + (size_t)h[9] + m.num_parameters * sizeof(float) * (has_opt ? 3 : 1) + (has_opt ? 32 : 0) +
-                  record;
+    size_t record = has_opt && h[1] >= 2 ? (size_t)h[11] : 0;   // format 2: the run record, after the RNG
+    size_t want = sizeof h + (size_t)h[9] + m.num_parameters * sizeof(float) * (has_opt ? 3 : 1) +
+                  (has_opt ? 32 : 0) + record;
     FZ_ASSERT(want == size, "checkpoint: accepted %zu bytes, the header implies %zu", size, want);
     fz_exercise_model(&m);
     free_gpt(&m);
