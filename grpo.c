@@ -48,6 +48,7 @@ then, behind the TOOLING banner, what the commands need around the algorithm:
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <signal.h>
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -2769,9 +2770,13 @@ static UpdateStatus grpo_update(GPT *policy, GPT *ref, GroupBatch *g, const GRPO
 /* TrainState: a run's progress besides the model, what a resumable checkpoint holds with
    the parameters and AdamW moments. */
 typedef struct {
-    int step;       // steps taken (sft: optimizer steps; train: GRPO steps)
-    Rng rng;        // the run's data/sampling RNG after `step` steps
-    int kind;       // 1: written by ./grpo sft, 2: by ./grpo train (a run resumes only its own kind)
+    int step;              // steps taken (sft: optimizer steps; train: GRPO steps)
+    Rng rng;               // the run's data/sampling RNG after `step` steps
+    int kind;              // 1: written by ./grpo sft, 2: by ./grpo train (a run resumes only its own kind)
+    long long gen_tokens;  // train: completion tokens sampled so far (the log's gen_tokens column)
+    char options[1024];    // the options that shape the run, "name=value\n" each ("": not recorded)
+    char log_row[256];     // its log's last row at the save, the fields before the timings ("": unknown)
+    const struct CsvLog *log;   // the run's log: a save records its last row (NULL: none)
 } TrainState;
 
 // The run's CSV log and an evaluation's result: tooling types (defined after the banner below)
@@ -2804,7 +2809,7 @@ typedef struct {                 // one step, as log_step prints it and writes i
     double t[5];                 // wall-clock seconds: start, sampled, scored, trees built, updated
     TreeStats trees;
     UpdateStats update;
-    long gen_tokens;             // completion tokens sampled by this process so far
+    long long gen_tokens;        // completion tokens sampled by the run so far (a resume goes on counting)
     float val_acc;               // validation accuracy; −1 when not validated at this step
     int last;                    // 1 at the run's last step
 } StepReport;
@@ -2827,7 +2832,6 @@ static void train_loop(TrainRun *run) {
     GroupBatch *g = run->batch;
     TrainState *st = run->state;
     const GRPOConfig *cfg = &run->cfg;
-    long gen_tokens = 0;
     int adam_t = st->step * cfg->num_iterations;   // AdamW steps taken: μ per GRPO step
     for (; st->step < run->steps; st->step++) {
         StepReport report;
@@ -2851,8 +2855,8 @@ static void train_loop(TrainRun *run) {
         if (status != UPDATE_DONE)
             stop_on_nan(UPDATE_STOPPED_BY[status], report.step, report.update.not_finite, run->last_good);
         report.t[4] = wall_seconds();
-        for (int i = 0; i < g->N; i++) gen_tokens += g->clen[i];
-        report.gen_tokens = gen_tokens;
+        for (int i = 0; i < g->N; i++) st->gen_tokens += g->clen[i];
+        report.gen_tokens = st->gen_tokens;
         report.last = report.step == run->steps;
         report.val_acc = -1.0f;
         if (run->eval_every && (report.step % run->eval_every == 0 || report.last))
@@ -2945,7 +2949,7 @@ static const OptSpec OPTIONS[] = {
     {"data", OPT_STR, OFF(data), 0, 0, NULL, CMD_EVAL, "prompts to score"},
     {"prompt", OPT_STR, OFF(prompt), 0, 0, NULL, CMD_SAMPLE, "countdown prompt, e.g. '8 4 5 8>9:'"},
     {"completions", OPT_STR, OFF(completions_out), 0, 0, NULL, CMD_EVAL,
-     "write each greedy completion here: prompt<TAB>completion<TAB>reward"},
+     "write each greedy completion here: prompt<TAB>completion<TAB>reward<TAB>eos|no-eos"},
     {"steps", OPT_INT, OFF(steps), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
      "optimizer steps (GRPO: sampling steps)"},
     {"batch-size", OPT_INT, OFF(batch_size), 1, 4096, NULL, CMD_SFT | CMD_BENCH, "sequences per SFT step"},
@@ -3144,9 +3148,18 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
         errno = 0;
         if (s->type == OPT_INT || s->type == OPT_FLOAT) {
             double v = s->type == OPT_INT ? (double)strtol(optarg, &end, 10) : strtod(optarg, &end);
-            if (end == optarg || *end || errno || !isfinite(v))
+            int out_of_range = errno == ERANGE;   // strtol/strtod saturated (or, strtod, underflowed)
+            if (end == optarg || *end || (errno && !out_of_range) || isnan(v))
                 usage_error("%s: '%s' is not a number", name, optarg);
-            if (v < s->min || v > s->max) {
+            // a float option holds a float: beyond its range, or a non-zero value that would be
+            // stored as 0 (1e-50, or 1e-320 where strtod itself underflows), is refused, not rounded
+            int is_float = s->type == OPT_FLOAT;
+            int to_zero = is_float && (out_of_range ? fabs(v) < 1.0 : v != 0.0 && (float)v == 0.0f);
+            if (is_float && (to_zero || out_of_range || isinf(v)))
+                usage_error("%s: '%s' is out of float range (%s)", name, optarg,
+                            to_zero ? "not 0, but it would be stored as 0: the smallest float is about "
+                                      "1.4e-45" : "|x| <= 3.4e38");
+            if (out_of_range || v < s->min || v > s->max) {
                 char range[96];
                 snprintf(range, sizeof range, "'%s' is out of range [%g, %g]", optarg, s->min, s->max);
                 usage_error("%s: %s", name, range);
@@ -3204,6 +3217,105 @@ static void check_weight_decay(const Options *o) {
                     o->lr, o->weight_decay, o->lr * o->weight_decay);
 }
 
+/* The options that shape a run's samples and updates. A checkpoint's run record holds them, and
+   a resume must give the same values, else the resumed run is not the run it continues (its
+   samples come from --seed, its groups from --group-size, ...): a usage error naming the
+   option and both values. The optimizer's options may change on a resume, with a note:
+   lowering --lr and resuming is how a diverging run is rescued. --steps may change too (a
+   resume may extend a run); paths and reporting options (--eval-every, ...) do not count. */
+static const char *TRAIN_RUN_OPTIONS[] = {
+    "seed", "prompts-per-step", "group-size", "temperature", "max-new-tokens", "objective", "loss-agg",
+    "adv-std", "adv-std-scope", "adv-eps", "clip-eps-low", "clip-eps-high", "beta", "num-iterations",
+    "mask-truncated", "format-reward", NULL};
+static const char *SFT_RUN_OPTIONS[] = {"batch-size", NULL};
+static const char *OPTIMIZER_OPTIONS[] = {"lr", "min-lr-frac", "schedule", "warmup", "weight-decay", "beta1",
+                                          "beta2", "grad-clip", NULL};
+
+static const OptSpec *find_option(const char *name) {
+    for (int i = 0; i < NUM_OPTIONS; i++)
+        if (!strcmp(OPTIONS[i].name, name)) return &OPTIONS[i];
+    return NULL;
+}
+
+// The value of option s in o as text; exact: a float with 9 digits (the run record's form).
+static void option_text(char *out, size_t cap, const Options *o, const OptSpec *s, int exact) {
+    const char *p = (const char *)o + s->offset;
+    if (s->type == OPT_FLOAT) snprintf(out, cap, exact ? "%.9g" : "%g", *(const float *)p);
+    else if (s->type == OPT_INT) snprintf(out, cap, "%d", *(const int *)p);
+    else if (s->type == OPT_ENUM) snprintf(out, cap, "%s", s->choices[*(const int *)p]);
+    else snprintf(out, cap, "%s", p);
+}
+
+// The run record's options: "name=value\n" for each of the names lists (NULL-terminated).
+static void record_options(char *out, size_t cap, const Options *o, const char *const *fixed,
+                           const char *const *optimizer) {
+    size_t used = 0;
+    const char *const *lists[2] = {fixed, optimizer};
+    out[0] = 0;
+    for (int l = 0; l < 2; l++)
+        for (int i = 0; lists[l][i]; i++) {
+            char value[64];
+            option_text(value, sizeof value, o, find_option(lists[l][i]), 1);
+            if (used < cap) used += snprintf(out + used, cap - used, "%s=%s\n", lists[l][i], value);
+        }
+}
+
+/* check_resume_options: the options recorded in the checkpoint at path (st->options) against
+   this command's o. Another value of an option in `fixed` is a usage error naming it and both
+   values; of any other recorded option (the optimizer's), a note. A checkpoint of format 1
+   records none: a note says that nothing is checked. */
+static void check_resume_options(const Options *o, const TrainState *st, const char *path,
+                                 const char *const *fixed) {
+    if (!st->options[0]) {
+        fprintf(stderr, "note: '%s' records no options (checkpoint format 1): the resumed run's options are "
+                        "not checked against its own%s\n", path,
+                st->kind == 2 ? "; the log's gen_tokens counts from 0 again" : "");
+        return;
+    }
+    for (const char *line = st->options; *line; ) {
+        const char *nl = strchr(line, '\n'), *eq = strchr(line, '=');
+        if (!nl) nl = line + strlen(line);
+        char name[64], saved[64], ours[64];
+        snprintf(name, sizeof name, "%.*s", (int)(eq && eq < nl ? eq - line : 0), line);
+        snprintf(saved, sizeof saved, "%.*s", (int)(eq && eq < nl ? nl - eq - 1 : 0), eq ? eq + 1 : "");
+        line = *nl ? nl + 1 : nl;
+        const OptSpec *s = find_option(name);
+        if (!s) continue;   // an option this build does not know
+        option_text(ours, sizeof ours, o, s, 1);
+        if (!strcmp(ours, saved)) continue;
+        char theirs_shown[64], ours_shown[64];
+        snprintf(theirs_shown, sizeof theirs_shown, "%s", saved);
+        snprintf(ours_shown, sizeof ours_shown, "%s", ours);
+        if (s->type == OPT_FLOAT) {   // %g, unless that shows the two values alike
+            snprintf(theirs_shown, sizeof theirs_shown, "%g", (float)strtod(saved, NULL));
+            option_text(ours_shown, sizeof ours_shown, o, s, 0);
+            if (!strcmp(theirs_shown, ours_shown)) {
+                snprintf(theirs_shown, sizeof theirs_shown, "%s", saved);
+                snprintf(ours_shown, sizeof ours_shown, "%s", ours);
+            }
+        }
+        int is_fixed = 0;
+        for (int i = 0; fixed[i]; i++) is_fixed |= !strcmp(fixed[i], name);
+        if (is_fixed)
+            usage_error("--%s %s: '%s' was saved by a run with --%s %s, and a resumed run must go on with "
+                        "the options that shape its samples and updates: give --%s %s, or start a new run",
+                        name, ours_shown, path, name, theirs_shown, name, theirs_shown);
+        fprintf(stderr, "note: --%s %s: the run in '%s' had --%s %s; the resumed run goes on with %s\n", name,
+                ours_shown, path, name, theirs_shown, ours_shown);
+    }
+}
+
+/* A new run (no --resume) in a run directory that holds a resumable checkpoint (ckpt.bin) of
+   an earlier run is refused: the new run would overwrite that run's log but leave its
+   checkpoint beside it, and a later --resume would mix the two. */
+static void refuse_stale_checkpoint(const Options *o, const char *periodic) {
+    struct stat sb;
+    if (!o->resume[0] && stat(periodic, &sb) == 0)
+        usage_error("--run-dir %s holds '%s', the resumable checkpoint of an earlier run: continue that run "
+                    "with --resume %s, or give another --run-dir (or remove the file)", o->run_dir, periodic,
+                    periodic);
+}
+
 // Checks shared by train and tree, made before anything is loaded: options that would
 // make a GRPO run meaningless.
 static void check_grpo_options(const Options *o) {
@@ -3231,23 +3343,66 @@ static void check_context(const Options *o, int maxT, const Dataset *d) {
 
 // ----------------------------------------------------------------------------
 // Checkpoints: header (magic, version, config, vocabulary), parameters, and optionally
-// the AdamW state, the step counter and the RNG state so a resumed run continues bit
-// for bit. Written to a temporary file of its own (PATH.tmp.<pid>.<n>), flushed, synced and
-// renamed, so a crash never leaves a half-written checkpoint under the real name, and two
-// processes saving to one path never write into the same file.
+// the AdamW state, the step counter, the RNG state and the run record (the options that
+// shape the run, its sampled-token count, its log's last row) so a resumed run continues
+// bit for bit, and only as the run it continues. Written to a temporary file of its own
+// (PATH.tmp.<pid>.<n>), flushed, synced and renamed, so a crash never leaves a half-written
+// checkpoint under the real name, and two processes saving to one path never write into the
+// same file.
 
 #define CKPT_MAGIC 0x4f505247   // "GRPO" in a little-endian file
-#define CKPT_VERSION 1
+#define CKPT_VERSION 2          // 2: the run record after the RNG state (h[11] bytes); 1: none
 #define CKPT_HEADER_INTS 32
+#define CKPT_RECORD_MAX 4096    // bytes of a run record
+
+/* A save that SIGINT, SIGTERM or SIGHUP interrupts (Ctrl-C, kill, a closed terminal) removes
+   its temporary file before the process dies. For the length of a save, ckpt_on_signal
+   handles them (a signal that was ignored stays ignored): it unlinks the temporary file
+   named here (unlink is async-signal-safe; the name is written before the file is created,
+   so no file exists that the handler does not know) and raises the signal again, now with
+   its default action, so the process ends as the signal says. */
+static char ckpt_tmp_name[1100];
+static volatile sig_atomic_t ckpt_tmp_live = 0;   // 1: ckpt_tmp_name may exist and is ours
+static const int CKPT_SIGNALS[3] = {SIGINT, SIGTERM, SIGHUP};
+
+static void ckpt_on_signal(int sig) {
+    if (ckpt_tmp_live) unlink(ckpt_tmp_name);
+    raise(sig);   // SA_RESETHAND restored the default action on entry
+}
+
+// Installs ckpt_on_signal for the save (saved: the actions to restore) or, restore = 1, restores.
+static void ckpt_signals(struct sigaction *saved, int restore) {
+    for (int i = 0; i < 3; i++) {
+        if (restore) {
+            sigaction(CKPT_SIGNALS[i], &saved[i], NULL);
+            continue;
+        }
+        sigaction(CKPT_SIGNALS[i], NULL, &saved[i]);
+        if (saved[i].sa_handler == SIG_IGN) continue;   // e.g. SIGHUP under nohup
+        struct sigaction sa;
+        memset(&sa, 0, sizeof sa);
+        sa.sa_handler = ckpt_on_signal;
+        sa.sa_flags = SA_RESETHAND;
+        sigemptyset(&sa.sa_mask);
+        sigaction(CKPT_SIGNALS[i], &sa, NULL);
+    }
+}
 
 /* open_ckpt_tmp: creates a new temporary file next to path, PATH.tmp.<pid>.<n> (O_EXCL:
    never one that exists, so two processes or two saves never share one), and names it in
-   tmp. The directory is the same as path's, so the final rename cannot cross file systems. */
+   tmp and in ckpt_tmp_name. The directory is the same as path's, so the final rename cannot
+   cross file systems. */
 static FILE *open_ckpt_tmp(const char *path, char *tmp, size_t cap) {
     static unsigned long counter = 0;   // saves by this process
     for (int attempt = 0; ; attempt++) {
         snprintf(tmp, cap, "%s.tmp.%ld.%lu", path, (long)getpid(), counter++);
+        ckpt_tmp_live = 0;
+        snprintf(ckpt_tmp_name, sizeof ckpt_tmp_name, "%s", tmp);
+        ckpt_tmp_live = 1;   // before the file exists: a signal from here on removes it
         int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
+        int err = errno;
+        if (fd < 0) ckpt_tmp_live = 0;   // not created (a file of that name is a dead process's)
+        errno = err;
         if (fd >= 0) {
             FILE *f = fdopen(fd, "wb");
             if (f) return f;
@@ -3276,6 +3431,8 @@ static void ckpt_write_failed(FILE *f, const char *tmp, const char *path, const 
                                      "under that name, if any, is intact");
 }
 
+static const char *csv_last_row(const struct CsvLog *c);   // run logs, below
+
 static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, const TrainState *st) {
 #ifdef GRPO_CUDA
     if (m->on_device) {   // a host copy of what the file holds, written by the code below
@@ -3299,6 +3456,8 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     }
 #endif
     char tmp[1100];
+    struct sigaction saved[3];
+    ckpt_signals(saved, 0);
     FILE *f = open_ckpt_tmp(path, tmp, sizeof tmp);
     char vocab[512];
     int vlen = vocab_string(vocab, sizeof vocab);
@@ -3314,6 +3473,17 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     h[8] = st ? st->step : 0;
     h[9] = vlen;
     h[10] = st ? st->kind : 0;   // which run wrote the optimizer state: 1 sft, 2 train
+    // the run record, text after the RNG state: the options that shape the run, the tokens
+    // sampled so far, and the first two fields of the log's last row (load_checkpoint)
+    char record[CKPT_RECORD_MAX];
+    int rlen = 0;
+    if (with_optimizer && st) {
+        const char *row = st->log ? csv_last_row(st->log) : st->log_row;
+        rlen = snprintf(record, sizeof record, "%sgen_tokens=%lld\nlog_row=%s\n", st->options, st->gen_tokens,
+                        row);
+        if (rlen >= (int)sizeof record) rlen = 0;   // cannot happen: options < 1024, row < 64 bytes
+    }
+    h[11] = rlen;
     size_t np = m->num_parameters;
     int ok = fwrite(h, sizeof(int32_t), CKPT_HEADER_INTS, f) == CKPT_HEADER_INTS;
     ok = ok && fwrite(vocab, 1, vlen, f) == (size_t)vlen;
@@ -3322,12 +3492,15 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
         ok = ok && fwrite(m->m_memory, sizeof(float), np, f) == np;
         ok = ok && fwrite(m->v_memory, sizeof(float), np, f) == np;
         ok = ok && fwrite(st->rng.s, sizeof(uint64_t), 4, f) == 4;
+        ok = ok && fwrite(record, 1, rlen, f) == (size_t)rlen;
     }
     if (!ok) ckpt_write_failed(f, tmp, path, "write");
     if (fflush(f) != 0) ckpt_write_failed(f, tmp, path, "flush");
     if (fsync(fileno(f)) != 0) ckpt_write_failed(f, tmp, path, "fsync");
     if (fclose(f) != 0) ckpt_write_failed(NULL, tmp, path, "close");
     if (rename(tmp, path) != 0) ckpt_write_failed(NULL, tmp, path, "rename");
+    ckpt_tmp_live = 0;   // renamed: no temporary file left to remove
+    ckpt_signals(saved, 1);
 }
 
 static void ckpt_error(const char *path, const char *what, const char *hint) {
@@ -3393,11 +3566,58 @@ static void vocab_mismatch(char *msg, size_t cap, const char *file_v, int file_n
              file_size, VOCAB_SIZE);
 }
 
+/* ckpt_refuse_not_finite: a checkpoint's tensor data (a, laid out like m's parameters) must
+   be finite: a NaN or Inf (a diverged run's weights, a corrupt file) would give accuracy 0,
+   a NaN loss at the first step, or a "last good" checkpoint that is not. The first one stops
+   the load, naming the file, `what` ("parameter", "AdamW first moment", ...), the tensor and
+   the index in it. A pass over memory just read from disk: negligible beside the read. */
+static void ckpt_refuse_not_finite(const char *path, const GPT *m, const float *a, const char *what) {
+    size_t i = 0;
+    while (i < m->num_parameters && isfinite(a[i])) i++;
+    if (i == m->num_parameters) return;
+    int t = 0;
+    size_t off = 0;
+    while (t < NUM_PARAM_TENSORS - 1 && i >= off + m->param_sizes[t]) off += m->param_sizes[t++];
+    char msg[256];
+    snprintf(msg, sizeof msg, "%s tensor %s holds a%s at index %zu", what, PARAM_NAMES[t],
+             isnan(a[i]) ? " NaN" : (a[i] > 0 ? "n Inf" : " -Inf"), i - off);
+    ckpt_error(path, msg, "the run that wrote it diverged, or the file is corrupt; use an earlier "
+                          "checkpoint");
+}
+
+/* ckpt_parse_record: a run record ("key=value\n" lines; version 1 files have none: len 0)
+   into st: gen_tokens, log_row, and every other line into st->options. */
+static void ckpt_parse_record(const char *path, const char *record, int len, TrainState *st) {
+    st->gen_tokens = 0;
+    st->options[0] = 0;
+    st->log_row[0] = 0;
+    size_t used = 0;
+    for (const char *line = record; line < record + len; ) {
+        const char *nl = (const char *)memchr(line, '\n', record + len - line);
+        const char *eq = nl ? (const char *)memchr(line, '=', nl - line) : NULL;
+        if (!eq || memchr(line, 0, nl - line))
+            ckpt_error(path, "the run record (after the RNG state) is malformed (corrupt file?)", NULL);
+        int n = (int)(nl - line) + 1;
+        if (!strncmp(line, "gen_tokens=", 11)) st->gen_tokens = strtoll(eq + 1, NULL, 10);
+        else if (!strncmp(line, "log_row=", 8))
+            snprintf(st->log_row, sizeof st->log_row, "%.*s", (int)(nl - eq - 1), eq + 1);
+        else if (used + n < sizeof st->options) {
+            memcpy(st->options + used, line, n);
+            used += n;
+            st->options[used] = 0;
+        }
+        else ckpt_error(path, "the run record's options are too long (corrupt file?)", NULL);
+        line = nl + 1;
+    }
+}
+
 /* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences).
-   If st is not NULL the file must hold optimizer state, which is restored with the step
-   and RNG. Refuses, with a message naming the file: another format (magic), another
-   version, an impossible config, a vocabulary different from this build's, a truncated
-   file, and trailing bytes. Returns 1 if the file holds optimizer state. */
+   If st is not NULL the file must hold optimizer state, which is restored with the step,
+   RNG and run record (options, tokens sampled, log row: version 2). Refuses, with a message
+   naming the file: another format (magic), another version, an impossible config, a
+   vocabulary different from this build's, a truncated file, trailing bytes, and a parameter
+   (or, for a resume, an AdamW moment) that is NaN or Inf. Returns 1 if the file holds
+   optimizer state. */
 static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *st) {
     struct stat sb;
     if (stat(path, &sb) != 0 && errno == ENOENT)   // the usual case: no SFT run yet
@@ -3413,15 +3633,18 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     if (h[0] != CKPT_MAGIC)
         ckpt_error(path, "bad magic number: not a grpo.c checkpoint",
                    "pass a model.bin written by ./grpo sft or ./grpo train");
-    if (h[1] != CKPT_VERSION) {
-        snprintf(msg, sizeof msg, "format version %d, this build reads version %d", h[1], CKPT_VERSION);
+    if (h[1] != CKPT_VERSION && h[1] != 1) {   // version 1: the same, without the run record
+        snprintf(msg, sizeof msg, "format version %d, this build reads versions 1 and %d", h[1],
+                 CKPT_VERSION);
         ckpt_error(path, msg, "re-create the checkpoint with this build");
     }
+    int record_len = h[1] >= 2 && h[7] ? h[11] : 0;
     GPTConfig c = {h[2], h[3], h[4], h[5], h[6]};
     // the ranges of --context, --layers, --heads, --channels: every file ./grpo can write
     if (c.max_seq_len < 1 || c.max_seq_len > 1024 || c.num_layers < 1 || c.num_layers > 64 ||
         c.num_heads < 1 || c.num_heads > 64 || c.channels < 1 || c.channels > 4096 ||
-        c.channels % c.num_heads || h[7] < 0 || h[7] > 1 || h[8] < 0 || h[9] < 0 || h[9] > 4096)
+        c.channels % c.num_heads || h[7] < 0 || h[7] > 1 || h[8] < 0 || h[9] < 0 || h[9] > 4096 ||
+        record_len < 0 || record_len >= CKPT_RECORD_MAX)
         ckpt_error(path, "header holds an impossible model configuration (corrupt file?)", NULL);
     {   // the file must be exactly as long as its header says, checked BEFORE allocating the model
         size_t sz[NUM_PARAM_TENSORS], np = 0;
@@ -3429,7 +3652,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         for (int i = 0; i < NUM_PARAM_TENSORS; i++) np += sz[i];
         long long want = (long long)sizeof h + h[9] +
                          (long long)np * (long long)sizeof(float) * (h[7] ? 3 : 1) +
-                         (h[7] ? 4 * (long long)sizeof(uint64_t) : 0);
+                         (h[7] ? 4 * (long long)sizeof(uint64_t) : 0) + record_len;
         struct stat sb;
         if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (long long)sb.st_size != want) {
             snprintf(msg, sizeof msg, "%s: the file is %lld bytes, its header describes %lld",
@@ -3459,11 +3682,19 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     }
 #endif
     ckpt_read(params, sizeof(float), m->num_parameters, f, path, "the parameters");
+    ckpt_refuse_not_finite(path, m, params, "parameter");
     if (h[7]) {
         ckpt_read(mom1, sizeof(float), m->num_parameters, f, path, "the AdamW first moments");
         ckpt_read(mom2, sizeof(float), m->num_parameters, f, path, "the AdamW second moments");
+        if (st) {   // a resume steps with them (--init discards them)
+            ckpt_refuse_not_finite(path, m, mom1, "AdamW first moment of");
+            ckpt_refuse_not_finite(path, m, mom2, "AdamW second moment of");
+        }
         Rng r;
         ckpt_read(r.s, sizeof(uint64_t), 4, f, path, "the RNG state");
+        char record[CKPT_RECORD_MAX];
+        ckpt_read(record, 1, record_len, f, path, "the run record");
+        record[record_len] = 0;
         if (st) {
             const char *resumer = st->kind == 1 ? "sft" : "train";
             if (st->kind && h[10] != st->kind && (h[10] == 1 || h[10] == 2)) {
@@ -3479,6 +3710,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
             }
             st->rng = r;
             st->step = h[8];
+            ckpt_parse_record(path, record, record_len, st);
         }
         else {   // --init: the weights only, the moments start at zero
             memset(mom1, 0, m->num_parameters * sizeof(float));
@@ -3573,7 +3805,20 @@ static void save_periodic_checkpoint(const char *path, const GPT *m, const Train
 struct CsvLog {
     FILE *f;
     char path[1100];
+    int key_fields;       // a row's leading fields that the same run always writes alike (not timings)
+    char last_row[256];   // those fields of the last row: a checkpoint records them, a resume checks them
 };
+
+static const char *csv_last_row(const CsvLog *c) { return c->last_row; }
+
+// The first `fields` fields of a row (n bytes) into key (at most 255 bytes).
+static void csv_row_key(char *key, const char *row, long n, int fields) {
+    long end = 0;
+    for (int commas = 0; end < n && end < 255 && row[end] != '\n'; end++)
+        if (row[end] == ',' && ++commas == fields) break;
+    memcpy(key, row, (size_t)end);
+    key[end] = 0;
+}
 
 static void csv_failed(const CsvLog *c) {
     char msg[1300];
@@ -3584,6 +3829,19 @@ static void csv_failed(const CsvLog *c) {
 // Ends a row: the row reaches the file now, or the run stops naming the file.
 static void csv_row_done(CsvLog *c) {
     if (ferror(c->f) || fflush(c->f) != 0) csv_failed(c);
+}
+
+// Writes one row (printf format, with its newline) and ends it; remembers its key fields.
+static void csv_row(CsvLog *c, const char *fmt, ...) {
+    char row[1024];
+    va_list ap;
+    va_start(ap, fmt);
+    int n = vsnprintf(row, sizeof row, fmt, ap);
+    va_end(ap);
+    if (n < 0 || n >= (int)sizeof row) fail_at(__FILE__, __LINE__, "CSV row longer than 1023 bytes", NULL);
+    fputs(row, c->f);
+    csv_row_key(c->last_row, row, n, c->key_fields);
+    csv_row_done(c);
 }
 
 static void close_csv(CsvLog *c) {
@@ -3620,9 +3878,16 @@ static long csv_keep(const char *text, long n, const char *header, int step, int
 /* open_csv: the run's log RUN_DIR/NAME. A new run (step 0) creates it with the header. A
    run resuming after `step` steps keeps what csv_keep keeps and cuts the rest off, so the
    file again holds one row per step taken; a missing or empty file (resuming into a new
-   run directory) gets the header. */
-static CsvLog open_csv(const char *run_dir, const char *name, const char *header, int step) {
+   run directory) gets the header. A row's first key_fields fields are what the same run
+   always writes alike (the fields before the timings); log_row ("" or NULL: unknown) is
+   those of the row the checkpoint was saved after: the log's row `step` must start with
+   them, or it is another run's log (a resume would append this run's rows to it), and the
+   run stops. */
+static CsvLog open_csv(const char *run_dir, const char *name, const char *header, int step, int key_fields,
+                       const char *log_row) {
     CsvLog c;
+    c.key_fields = key_fields;
+    c.last_row[0] = 0;
     snprintf(c.path, sizeof c.path, "%s/%s", run_dir, name);
     struct stat sb;
     if (step == 0 || stat(c.path, &sb) != 0 || sb.st_size == 0) {
@@ -3637,11 +3902,22 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
     if (fread(text, 1, (size_t)n, c.f) != (size_t)n) csv_failed(&c);
     int rows;
     long keep = csv_keep(text, n, header, step, &rows);
-    free(text);
     if (keep < 0) {
         char msg[1300];
         snprintf(msg, sizeof msg, "'%s' does not start with the header this run writes", c.path);
         fail_at(__FILE__, __LINE__, msg, "move the file away, or resume into another --run-dir");
+    }
+    if (rows > 0) {   // the last row kept: row `rows`
+        long start = keep - 1;
+        while (start > 0 && text[start - 1] != '\n') start--;
+        csv_row_key(c.last_row, text + start, keep - start, key_fields);
+    }
+    free(text);
+    if (log_row && log_row[0] && rows == step && strcmp(c.last_row, log_row) != 0) {
+        char msg[1800];
+        snprintf(msg, sizeof msg, "'%s' is another run's log: its row %d starts '%s', the checkpoint was "
+                 "saved after the row '%s'", c.path, step, c.last_row, log_row);
+        fail_at(__FILE__, __LINE__, msg, "move the log away, or resume into another --run-dir");
     }
     if (keep < n)
         fprintf(stderr, "note: %s: dropped %ld bytes after step %d (written after the checkpoint, or cut "
@@ -3687,7 +3963,7 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     const UpdateStats *u = &r->update;
     if ((r->step - 1) % 10 == 0 || r->last || r->val_acc >= 0) {
         printf("step %4d | reward %.3f | eq %.2f | len %.1f | |λ| %.2f | tree %.2f d%.2f i%.2f | loss %+.5f"
-               " | kl %.4f | clip %.3f | gen %ld | t %.2f/%.3f/%.4f/%.2f s | %.0f tok/s",
+               " | kl %.4f | clip %.3f | gen %lld | t %.2f/%.3f/%.4f/%.2f s | %.0f tok/s",
                r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
                r->trees.intermediate, u->loss, u->kl, u->clip_frac, r->gen_tokens, t_sample, t_score, t_tree,
                t_update, tok_s);
@@ -3695,12 +3971,11 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
         printf("\n");
         fflush(stdout);
     }
-    fprintf(csv->f, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%ld,"
-                    "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f\n",
+    csv_row(csv, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%lld,"
+                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f\n",
             r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
             r->trees.intermediate, u->loss, u->kl, u->clip_frac, u->grad_norm, r->gen_tokens, t_sample,
             t_score, t_tree, t_update, tok_s, r->val_acc);
-    csv_row_done(csv);
 }
 
 /* stop_on_nan: the run has met a non-finite value at step `step` (numbered as in the log
@@ -3772,6 +4047,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
         load_checkpoint(o->resume, &model, o->batch_size, &st);
         if (st.step >= o->steps)
             usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
+        check_resume_options(o, &st, o->resume, SFT_RUN_OPTIONS);
         GPTConfig c = model.config;
         if (c.num_layers != o->layers || c.num_heads != o->heads || c.channels != o->channels ||
             c.max_seq_len != o->context)
@@ -3793,8 +4069,11 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     char ckpt[1100], periodic[1100];   // final model; periodic resumable checkpoint
     snprintf(ckpt, sizeof ckpt, "%s/model.bin", o->run_dir);
     snprintf(periodic, sizeof periodic, "%s/ckpt.bin", o->run_dir);
+    refuse_stale_checkpoint(o, periodic);
     CsvLog csv = open_csv(o->run_dir, "sft.csv", "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s",
-                          st.step);
+                          st.step, 5, st.log_row);   // 5: step,loss,val_loss,lr,grad_norm
+    record_options(st.options, sizeof st.options, o, SFT_RUN_OPTIONS, OPTIMIZER_OPTIONS);
+    st.log = &csv;
     AdamWConfig opt = adamw_from_options(o, o->steps);
     int B = o->batch_size;
     int *inputs = (int *)mallocCheck((size_t)B * maxT * sizeof(int));
@@ -3847,9 +4126,8 @@ static int cmd_sft(int argc, char **argv, Options *o) {
             printf("\n");
             fflush(stdout);
         }
-        fprintf(csv.f, "%d,%.6f,%.6f,%.6g,%.6f,%.1f,%.3f\n", st.step + 1, loss, vloss, lr, norm, B * T / dt,
+        csv_row(&csv, "%d,%.6f,%.6f,%.6g,%.6f,%.1f,%.3f\n", st.step + 1, loss, vloss, lr, norm, B * T / dt,
                 wall_seconds() - t_start);
-        csv_row_done(&csv);
         if (o->save_every && (st.step + 1) % o->save_every == 0 && !last)
             save_periodic_checkpoint(periodic, &model, &st, last_good, sizeof last_good);
     }
@@ -3912,6 +4190,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
         load_checkpoint(o->resume, &policy, micro, &st);
         if (st.step >= o->steps)
             usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
+        check_resume_options(o, &st, o->resume, TRAIN_RUN_OPTIONS);
     }
     else load_checkpoint(o->init, &policy, micro, NULL);
     int use_ref = o->obj.beta != 0.0f;
@@ -3941,6 +4220,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
            o->obj.beta, o->num_iterations);
     make_dir(o->run_dir);
     int lock = lock_run_dir(o->run_dir);
+    refuse_stale_checkpoint(o, run.periodic);
     if (o->resume[0]) snprintf(run.last_good, sizeof run.last_good, "%s", o->resume);
     KVCache kv;
     build_kvcache(&kv, &policy.config, N);
@@ -3957,7 +4237,10 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (load_init) free_gpt(&init_model);
     CsvLog csv = open_csv(o->run_dir, "train.csv",
         "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,loss,kl,"
-        "clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc", st.step);
+        "clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc", st.step,
+        13, st.log_row);   // 13: the fields before t_sample
+    record_options(st.options, sizeof st.options, o, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);
+    st.log = &csv;
     run.policy = &policy;
     run.ref = use_ref ? &ref : NULL;
     run.kv = &kv;
@@ -4040,20 +4323,37 @@ static void tree_allowed(unsigned char *allowed) {
     for (int v = 0; v < VOCAB_SIZE; v++) allowed[v] = v == char_to_token('L') || v == char_to_token('R');
 }
 
+/* tree_step_config: the GRPO step and the optimizer of one tree run. Every completion has
+   exactly TREE_DEPTH tokens, so that is the Dr. GRPO constant of seq-mean-token-sum-norm
+   (the option --max-new-tokens is not the tree's); the schedule counts steps·μ AdamW steps,
+   as train's does, since grpo_update takes μ of them per sampling step. */
+static void tree_step_config(const Options *o, int objective, int seed, GRPOConfig *cfg, AdamWConfig *opt) {
+    *cfg = grpo_config_from_options(o);
+    cfg->obj.objective = objective;
+    cfg->obj.max_new_tokens = TREE_DEPTH;
+    cfg->seed = seed;
+    *opt = adamw_from_options(o, o->steps * o->num_iterations);
+}
+
 /* tree_run: one run of the synthetic experiment (one objective, one cell, one seed) from a
    random initialisation, through the GRPO step's functions. freq (steps) receives, per step,
    the share of the k sampled completions that hit the target. Returns the metric of the
    paper: the frequency of T over the last min(50, steps) steps. The target leaf is drawn
-   from the seed alone, so both objectives face the same target and the same sampling streams. */
+   from the seed alone, so both objectives face the same target and the same sampling streams.
+   With β != 0, π_ref is the run's initial policy (as train's π_ref is the model it starts
+   from): a copy built from the same seed. */
 static float tree_run(const Options *o, int objective, int n, float r_neg, int seed, float *freq,
                       float *reward, int *target_out) {
-    GRPOConfig cfg = grpo_config_from_options(o);
-    cfg.obj.objective = objective;
-    cfg.seed = seed;
+    GRPOConfig cfg;
+    AdamWConfig opt;
+    tree_step_config(o, objective, seed, &cfg, &opt);
     int k = o->group_size, P = o->prompts_per_step, N = P * k;
-    GPT model;
+    GPT model, ref;
     GPTConfig shape = {8, VOCAB_SIZE, o->layers, o->heads, o->channels};
-    build_gpt(&model, shape, N, (uint64_t)seed * 7919 + 1);
+    uint64_t init_seed = (uint64_t)seed * 7919 + 1;
+    build_gpt(&model, shape, N, init_seed);
+    int use_ref = cfg.obj.beta != 0.0f;
+    if (use_ref) build_gpt(&ref, shape, N, init_seed);
     Rng target_rng;
     rng_seed(&target_rng, seed, 0x7ee);
     int target = rng_int(&target_rng, TREE_LEAVES);
@@ -4069,7 +4369,6 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
         g.prompt[i] = bos;
         g.plen[i] = 1;
     }
-    AdamWConfig opt = adamw_from_options(o, o->steps);
     int adam_t = 0;
     double tail = 0.0;
     int tail_steps = o->steps < 50 ? o->steps : 50;
@@ -4086,7 +4385,8 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
         compute_advantages(g.advantage, g.reward, g.num_groups, g.group_start, &cfg.obj);
         build_group_trees(&g);
         UpdateStats update;
-        UpdateStatus status = grpo_update(&model, NULL, &g, &cfg, &opt, &adam_t, allowed, &update);
+        UpdateStatus status = grpo_update(&model, use_ref ? &ref : NULL, &g, &cfg, &opt, &adam_t, allowed,
+                                          &update);
         if (status != UPDATE_DONE)   // no checkpoints: no last good one to name
             stop_on_nan(UPDATE_STOPPED_BY[status], step + 1, update.not_finite, NULL);
         freq[step] = (float)hits / N;
@@ -4096,6 +4396,7 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
     free_group_batch(&g);
     free_kvcache(&kv);
     free_gpt(&model);
+    if (use_ref) free_gpt(&ref);
     return (float)(tail / tail_steps);
 }
 
@@ -4126,12 +4427,14 @@ static int cmd_tree(int argc, char **argv, Options *o) {
                     o->steps);
     check_weight_decay(o);
     print_options(stdout, o, CMD_TREE);
+    if (o->obj.loss_agg == AGG_SEQ_MEAN_TOKEN_SUM_NORM)
+        printf("# loss %s: Dr. GRPO constant %d (every completion has %d tokens)\n",
+               LOSS_AGG_NAMES[o->obj.loss_agg], TREE_DEPTH, TREE_DEPTH);
+    if (o->obj.beta != 0.0f) printf("# beta %g: π_ref is each run's initial (random) policy\n", o->obj.beta);
     make_dir(o->run_dir);
     int lock = lock_run_dir(o->run_dir);
-    char path[1100];
-    snprintf(path, sizeof path, "%s/tree_steps.csv", o->run_dir);
-    FILE *csv = fopenCheck(path, "w");
-    fprintf(csv, "objective,n,r_neg,seed,target,step,target_freq,mean_reward\n");
+    const char *header = "objective,n,r_neg,seed,target,step,target_freq,mean_reward";
+    CsvLog csv = open_csv(o->run_dir, "tree_steps.csv", header, 0, 0, NULL);
     static const int NS[2] = {1, 2};
     static const float RNEG[3] = {-0.5f, -1.0f, -1.5f};
     static const float PAPER[2][3][2] = {{{0.3995f, 0.5663f}, {0.0000f, 0.7535f}, {0.2000f, 0.4463f}},
@@ -4158,13 +4461,15 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     for (int idx = 0; idx < runs; idx++) {
         int s = idx % S, obj = (idx / S) % 2, b = (idx / (2 * S)) % 3, a = idx / (6 * S);
         for (int t = 0; t < o->steps; t++)
-            fprintf(csv, "%s,%d,%g,%d,%d,%d,%.6f,%.6f\n", OBJECTIVE_NAMES[obj], NS[a], RNEG[b], s + 1,
+            fprintf(csv.f, "%s,%d,%g,%d,%d,%d,%.6f,%.6f\n", OBJECTIVE_NAMES[obj], NS[a], RNEG[b], s + 1,
                     targets[idx], t + 1, curve[(size_t)idx * o->steps + t],
                     rcurve[(size_t)idx * o->steps + t]);
+        csv_row_done(&csv);   // a run's rows reach the file, or a write error stops here naming it
     }
-    fclose(csv);
+    close_csv(&csv);
+    int window = o->steps < 50 ? o->steps : 50;   // tree_run's metric: the last min(50, steps) steps
     printf("\nTable 1: frequency of the target leaf over the last %d steps (mean ± std over %d seed%s)\n",
-           o->steps < 50 ? o->steps : 50, S, S > 1 ? "s" : "");
+           window, S, S > 1 ? "s" : "");
     printf("  n  r_neg |   GRPO (ours)     λ-GRPO (ours)  |  GRPO (paper)  λ-GRPO (paper)\n");
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 3; b++) {
@@ -4184,7 +4489,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     // the paper's per-seed picture for n = 1, r_neg = −1.0: found early, then abandoned?
     int early = o->steps < 10 ? o->steps : 10;
     printf("\nn = 1, r_neg = -1.0, per seed: target frequency in the first %d steps (max of any step) "
-           "and the last 50\n", early);
+           "and the last %d\n", early, window);
     for (int obj = 0; obj < 2; obj++)
         for (int s = 0; s < S; s++) {
             size_t idx = ((size_t)(0 * 3 + 1) * 2 + obj) * S + s;
@@ -4194,11 +4499,11 @@ static int cmd_tree(int argc, char **argv, Options *o) {
                 first += c[t];
                 if (c[t] > peak) peak = c[t];
             }
-            printf("  %-11s seed %d: first %2d steps %.3f (max %.3f), last 50 steps %.3f\n",
-                   OBJECTIVE_NAMES[obj], s + 1, early, first / early, peak, metric[idx]);
+            printf("  %-11s seed %d: first %2d steps %.3f (max %.3f), last %d steps %.3f\n",
+                   OBJECTIVE_NAMES[obj], s + 1, early, first / early, peak, window, metric[idx]);
         }
     printf("\n# %d runs x %d steps in %.1f s; per-step target frequency in %s\n", 2 * 3 * 2 * S, o->steps,
-           wall_seconds() - t0, path);
+           wall_seconds() - t0, csv.path);
     free(metric);
     free(curve);
     free(rcurve);
@@ -4214,8 +4519,8 @@ static int cmd_tree(int argc, char **argv, Options *o) {
    samples at the temperature (k = pass_k; 0 skips it); both count answers the verifier
    accepts, whatever format_reward is. Sampling streams derive from seed and the prompt
    index, so the result does not depend on the batch size. When dump is not NULL, each
-   greedy completion goes there as `prompt<TAB>completion<TAB>reward` (the reward with
-   format_reward; the completion without <eos>; `<eos>` missing means it ran out of tokens). */
+   greedy completion goes there as `prompt<TAB>completion<TAB>reward<TAB>eos|no-eos` (the
+   reward with format_reward; the completion without <eos>; no-eos: it ran out of tokens). */
 static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int max_new,
                            float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump) {
     EvalResult r = {0.0f, 0.0f, limit > 0 && limit < d->n ? limit : d->n};
@@ -4261,7 +4566,9 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
                     int ended = clen[b] > 0 && cb[clen[b] - 1] == TOK_EOS;
                     decode(pp[b] + 1, plen[b] - 1, ptext, sizeof ptext);   // without <bos>
                     decode(cb, clen[b] - ended, ctext, sizeof ctext);
-                    fprintf(dump, "%s\t%s%s\t%g\n", ptext, ctext, ended ? "" : " [no <eos>]", rw);
+                    // the completion column is exactly the text the verifier scored, so
+                    // `cut -f1,2 FILE | ./grpo verify -` gives the reward column back
+                    fprintf(dump, "%s\t%s\t%g\t%s\n", ptext, ctext, rw, ended ? "eos" : "no-eos");
                 }
             }
         }
@@ -4651,6 +4958,11 @@ static int cmd_check(int argc, char **argv, Options *o) {
             if (!rec[i].logp)
                 check_error(path, rec[i].line, "logp_ref given without logp: the KL term needs the "
                             "policy's log-probs (logp=...) when --beta is not 0", NULL);
+    // a missing logp is taken as 0 below: with logp_old given, a wrong ratio, silently
+    for (int i = 0; i < N; i++)
+        if (rec[i].logp_old && !rec[i].logp)
+            check_error(path, rec[i].line, "logp_old given without logp: the ratio exp(logp - logp_old) "
+                        "needs the policy's log-probs (logp=...)", NULL);
     // masking needs the trainer's own verdict: only it knows its EOS ids and its budget
     if (o->mask_truncated)
         for (int i = 0; i < N; i++)
@@ -4678,6 +4990,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
         fprintf(stderr, "warning: %s: a completion has %d tokens, more than --max-new-tokens %d (the Dr. "
                         "GRPO constant); pass your trainer's budget\n", path, maxlen, cfg.obj.max_new_tokens);
     float *zeros = (float *)callocCheck(maxlen, sizeof(float));
+    double *line_loss = (double *)mallocCheck(N * sizeof(double));   // each completion's term of the loss
     double loss = 0.0;
     for (int a = 0; a < N; a++) {
         const CheckRecord *r = &rec[order[a]];
@@ -4685,12 +4998,36 @@ static int cmd_check(int argc, char **argv, Options *o) {
         const float *logp = r->logp ? r->logp : zeros;               // missing logp: 0 for every token
         const float *logp_old = r->logp_old ? r->logp_old : logp;    // missing logp_old: ratio 1
         TokenLossOut out = {batch.dlogp + row, batch.ratio + row, batch.kl + row, NULL};
-        loss += grpo_token_loss(&cfg.obj, batch.clen[a], logp, logp_old, r->logp_ref, batch.adv_tok + row,
-                                batch.weight + row, batch.coef + row, &out);
+        line_loss[a] = grpo_token_loss(&cfg.obj, batch.clen[a], logp, logp_old, r->logp_ref,
+                                       batch.adv_tok + row, batch.weight + row, batch.coef + row, &out);
+        loss += line_loss[a];
     }
     // print in file order
     int *pos_of = (int *)mallocCheck(N * sizeof(int));
     for (int a = 0; a < N; a++) pos_of[order[a]] = a;
+    // finite inputs can still overflow float32 (rewards far apart, logp far from logp_old or
+    // logp_ref): an inf or NaN in the output is the first offending line's error, not a result
+    for (int i = 0; i < N; i++) {
+        int a = pos_of[i];
+        size_t row = (size_t)a * maxlen;
+        char what[160];
+        what[0] = 0;
+        if (!isfinite(batch.advantage[a]))
+            snprintf(what, sizeof what, "advantage is %g: the group's rewards are too far apart for float32",
+                     batch.advantage[a]);
+        const float *column[3] = {batch.ratio, batch.kl, batch.dlogp};
+        static const char *column_name[3] = {"ratio", "kl", "dloss_dlogp"};
+        for (int t = 0; t < batch.clen[a] && !what[0]; t++)
+            for (int c = 0; c < 3 && !what[0]; c++)
+                if (!isfinite(column[c][row + t]))
+                    snprintf(what, sizeof what, "%s at t=%d is %g: float32 overflows (logp far from logp_old "
+                             "or logp_ref, or rewards far apart)", column_name[c], t, column[c][row + t]);
+        if (!what[0] && !isfinite(line_loss[a]))
+            snprintf(what, sizeof what, "its term of the loss is %g", line_loss[a]);
+        if (what[0]) check_error(path, rec[i].line, what, " (outputs must be finite; nothing was printed)");
+    }
+    if (!isfinite(loss))   // every term finite, their sum not (in double: not expected to happen)
+        check_error(path, rec[N - 1].line, "the loss (the sum over every line) is not finite", NULL);
     printf("line\tgroup\tt\ttoken\tlambda_size\tweight\tadvantage\tstep_advantage\tratio\tkl\tdloss_dlogp\n");
     for (int i = 0; i < N; i++) {
         int a = pos_of[i];
@@ -4714,6 +5051,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
     free(starts);
     free_group_batch(&batch);
     free(zeros);
+    free(line_loss);
     free(pos_of);
     return 0;
 }

@@ -545,7 +545,7 @@ static void test_checkpoints(void) {
     GPTConfig c = {16, VOCAB_SIZE, 2, 2, 16};
     GPT a, b;
     build_gpt(&a, c, 2, 3);
-    TrainState st = {17, {{1, 2, 3, 4}}, 2};
+    TrainState st = {.step = 17, .rng = {{1, 2, 3, 4}}, .kind = 2};
     for (size_t i = 0; i < a.num_parameters; i++) a.m_memory[i] = 0.001f * i;
     save_checkpoint(path, &a, 1, &st);
     TrainState st2 = {0};   // kind 0: accept any writer
@@ -759,7 +759,7 @@ static void test_run_dir_lock(void) {
     write_bytes(foreign, "another run's bytes", 19);
     GPT m;
     build_gpt(&m, (GPTConfig){16, VOCAB_SIZE, 1, 1, 8}, 1, 4);
-    TrainState st = {3, {{1, 2, 3, 4}}, 1};
+    TrainState st = {.step = 3, .rng = {{1, 2, 3, 4}}, .kind = 1};
     save_checkpoint(model, &m, 1, &st);
     size_t n = 0;
     char *back = stat(foreign, &sb) == 0 ? (char *)read_all(foreign, &n) : NULL;
@@ -786,7 +786,7 @@ static void save_limited_fn(void *p) {
         struct rlimit rl = {(rlim_t)c->fsize, (rlim_t)c->fsize};
         setrlimit(RLIMIT_FSIZE, &rl);
     }
-    TrainState st = {5, {{1, 2, 3, 4}}, 1};
+    TrainState st = {.step = 5, .rng = {{1, 2, 3, 4}}, .kind = 1};
     save_checkpoint(c->path, c->m, 1, &st);
 }
 
@@ -933,6 +933,14 @@ static void test_train_keeps_init(void) {
     check(files_equal(init, copy), "train: ... and the --init checkpoint is unchanged", "");
 }
 
+/* overflow_logits: finite weights that give NaN logits: every token embedding 1 and every final
+   LayerNorm bias 3e38, so each logit is C·3e38 = +inf and the softmax computes inf − inf. (A
+   checkpoint with a NaN or Inf weight is refused at load; this one is not.) */
+static void overflow_logits(GPT *m) {
+    for (size_t i = 0; i < m->param_sizes[0]; i++) m->params.wte[i] = 1.0f;
+    for (int c = 0; c < m->config.channels; c++) m->params.lnfb[c] = 3e38f;
+}
+
 /* A diverging run: lr x weight decay >= 1 is refused; parameters beyond PARAM_LIMIT are
    never saved (so "last good checkpoint" is good); a NaN's step is the log's step. */
 static void test_divergence(void) {
@@ -967,8 +975,9 @@ static void test_divergence(void) {
     check(code == 1 && strstr(err, "step 1:") && strstr(err, "diverged") && !saved,
           "diverge: parameters beyond the limit are never saved", "exit %d, %d files saved: %s", code, saved,
           err);
-    // a NaN weight: the loss is NaN at the first step, which the log calls step 1
-    m.params_memory[50] = NAN;
+    // finite weights whose logits overflow (overflow_logits): the loss is NaN at the first step,
+    // which the log calls step 1 (a NaN weight itself is refused when the checkpoint is loaded)
+    overflow_logits(&m);
     snprintf(init, sizeof init, "%s/nan_weight.bin", TMPDIR_);
     save_checkpoint(init, &m, 0, NULL);
     free_gpt(&m);
@@ -1350,7 +1359,7 @@ static void test_checkpoint_messages(void) {
     snprintf(path, sizeof path, "%s/kind.bin", TMPDIR_);
     GPT a;
     build_gpt(&a, (GPTConfig){16, VOCAB_SIZE, 1, 1, 8}, 1, 3);
-    TrainState st = {3, {{1, 2, 3, 4}}, 7};
+    TrainState st = {.step = 3, .rng = {{1, 2, 3, 4}}, .kind = 7};
     save_checkpoint(path, &a, 1, &st);
     expect_exit("checkpoint: an unknown kind is named as such", load_train_resume_fn, path, 1,
                 "unknown checkpoint kind 7 (this build knows sft=1, train=2)");
@@ -2295,10 +2304,11 @@ static void test_train_end_to_end(void) {
     for (size_t i = 0; i < n; i++) lines += csv[i] == '\n';
     check(lines == 5 && strstr(csv, "mean_lambda"), "train: CSV has one row per step with the tree statistics", "%d lines", lines);
     free(csv);
-    // a model with a NaN weight: the run stops with a message and writes nothing
+    // a model whose logits overflow to NaN (finite weights: a NaN weight is refused at load):
+    // the run stops with a message and writes nothing
     GPT m;
     load_checkpoint(sft, &m, 1, NULL);
-    m.params_memory[100] = NAN;
+    overflow_logits(&m);
     snprintf(pa, sizeof pa, "%s/nan_model.bin", TMPDIR_);
     save_checkpoint(pa, &m, 0, NULL);
     free_gpt(&m);
@@ -2312,8 +2322,8 @@ static void test_train_end_to_end(void) {
     snprintf(pb, sizeof pb, "%s/grpo_nan/model.bin", TMPDIR_);
     struct stat sb;
     check(stat(pb, &sb) != 0, "train: no checkpoint written after a NaN", "");
-    // eval --completions: one line per prompt, prompt<TAB>completion<TAB>reward, and the
-    // rewards agree with the accuracy it prints
+    // eval --completions: one line per prompt, prompt<TAB>completion<TAB>reward<TAB>eos|no-eos,
+    // and the rewards agree with the accuracy it prints
     snprintf(pb, sizeof pb, "%s/eval_completions.tsv", TMPDIR_);
     snprintf(args, sizeof args, "--model %s --data tests/fixtures/val_small.txt --pass-k 0 --completions %s", sft, pb);
     rc = run_cmd_quiet(cmd_eval, args, log);
@@ -2330,20 +2340,23 @@ static void test_train_end_to_end(void) {
         if (!end) { well_formed = 0; break; }
         *end = 0;
         char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
-        if (!t1 || !t2 || strchr(t2 + 1, '\t') || t1 == line) well_formed = 0;
+        char *t3 = t2 ? strchr(t2 + 1, '\t') : NULL;
+        int eos_column = t3 && (!strcmp(t3 + 1, "eos") || !strcmp(t3 + 1, "no-eos"));
+        if (!t1 || !t2 || !eos_column || t1 == line) well_formed = 0;
         else {                              // the reward column is the verifier's verdict on the text
             int nums[MAX_NUMS], nn, target;
             float r = (float)atof(t2 + 1);
             solved += r == 1.0f;
             *t2 = 0;
             if (countdown_parse_prompt(line, (int)(t1 - line), nums, MAX_NUMS, &nn, &target) != 0 ||
-                (strstr(t1 + 1, "[no <eos>]") == NULL && countdown_verify(nums, nn, target, t1 + 1, (int)strlen(t1 + 1)) != r))
+                countdown_verify(nums, nn, target, t1 + 1, (int)strlen(t1 + 1)) != r)
                 well_formed = 0;
         }
         rows++;
         line = end + 1;
     }
-    check(rc == 0 && well_formed && rows == vd.n, "eval --completions: one prompt<TAB>completion<TAB>reward line per prompt",
+    check(rc == 0 && well_formed && rows == vd.n,
+          "eval --completions: one prompt<TAB>completion<TAB>reward<TAB>eos line per prompt",
           "%d lines for %d prompts", rows, vd.n);
     // eval prints the accuracy with 4 decimals: ±5e-5
     check(fabs(acc - (double)solved / vd.n) < 1e-4, "eval --completions: rewards agree with the printed accuracy",
@@ -2418,6 +2431,429 @@ static void test_tree_task(void) {
 }
 
 // ----------------------------------------------------------------------------
+// Issue 18, break findings: regression tests of the fixes (each failed before its fix)
+
+/* parse_options: a number beyond a float's range says so (it said "is not a number"), a
+   non-zero value that a float would store as 0 is refused (--lr 1e-50 ran at lr 0), and an
+   integer beyond a long is out of the option's range. */
+static void parse_float_fn(void *arg) {
+    char name[] = "cmd", *argv[4] = {name, (char *)"--lr", (char *)arg, NULL};
+    Options o;
+    default_options(&o);
+    parse_options(3, argv, CMD_SFT, &o, "cmd", "");
+    exit(o.lr != 0.0f ? 0 : 3);   // 3: accepted, but stored as 0
+}
+static void test_option_float_range(void) {
+    static CmdCall tiny_eps = {cmd_train, "--adv-eps 1e-320"};
+    expect_exit("usage: --adv-eps 1e-320 (strtod underflows) is out of float range", cmd_call_fn, &tiny_eps,
+                2, "--adv-eps: '1e-320' is out of float range");
+    expect_exit("usage: --lr 1e-50 (0 as a float) is refused, not run at lr 0", parse_float_fn, "1e-50", 2,
+                "--lr: '1e-50' is out of float range");
+    expect_exit("usage: --lr 1e999 is out of float range", parse_float_fn, "1e999", 2,
+                "--lr: '1e999' is out of float range");
+    expect_exit("usage: --lr 1e-40 (a subnormal float, not 0) is kept", parse_float_fn, "1e-40", 0, "");
+    static CmdCall huge_int = {cmd_sft, "--steps 99999999999999999999"};
+    expect_exit("usage: --steps beyond a long is out of range, not 'not a number'", cmd_call_fn, &huge_int, 2,
+                "--steps: '99999999999999999999' is out of range [0, 1e+07]");
+}
+
+/* ./grpo tree's per-seed lines name the window of its metric, min(50, --steps) steps (they
+   said "last 50 steps" whatever --steps was). */
+static void test_tree_window(void) {
+    static char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "%s tree --threads 1 --steps 10 --seeds 1 --run-dir %s/tree_window", grpo_bin(),
+             TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "seed 1: first 10 steps") && strstr(out, "last 10 steps") &&
+          !strstr(out, "last 50"), "tree --steps 10: the per-seed lines say 'last 10 steps'", "exit %d: %s",
+          code, line_with(out, "seed 1:"));
+}
+
+/* ./grpo tree: a write error on tree_steps.csv (a 2,000-byte file size limit) stops the
+   command with exit 1 naming the file (it ended with exit 0 and a truncated CSV). */
+static void test_tree_csv_write_error(void) {
+    static char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "%s tree --threads 1 --steps 30 --seeds 1 --run-dir %s/tree_full", grpo_bin(),
+             TMPDIR_);
+    int code = run_binary_fsize(cmd, 2000, out, sizeof out);
+    const char *err = line_with(out, "error");
+    check(code == 1 && strstr(err, "tree_steps.csv") && !strstr(out, "Table 1"),
+          "tree: a write error on tree_steps.csv stops it (exit 1), naming the file", "exit %d: %s", code,
+          err);
+}
+
+/* tree --beta: π_ref is the run's initial policy. At step 1 π_θ = π_ref, so k3 and its gradient
+   are exactly 0 and the first update is the one of β = 0: step 2 samples the same completions
+   (its target frequency and mean reward are equal, in every run). With π_ref's log-probs taken
+   as 0 (the bug), k3's gradient 1 − 1/π is about −1 per token, and step 2 differs. */
+static void test_tree_beta_ref(void) {
+    Options o;
+    default_options(&o);
+    o.steps = 2; o.group_size = 16; o.prompts_per_step = 1; o.lr = 5e-2f; o.schedule = 2;
+    o.layers = 1; o.heads = 1; o.channels = 16;
+    int same = 0, runs = 0;
+    for (int seed = 1; seed <= 3; seed++)
+        for (int obj = 0; obj < 2; obj++) {
+            float f0[2], f1[2], r0[2], r1[2];
+            int t0, t1;
+            o.obj.beta = 0.0f;
+            tree_run(&o, obj, 1, -1.0f, seed, f0, r0, &t0);
+            o.obj.beta = 1.0f;
+            tree_run(&o, obj, 1, -1.0f, seed, f1, r1, &t1);
+            same += f0[1] == f1[1] && r0[1] == r1[1];
+            runs++;
+        }
+    check(same == runs, "tree --beta 1: π_ref is the initial policy (step 1's update equals β = 0's)",
+          "%d of %d runs sample the same step 2", same, runs);
+}
+
+/* tree's Dr. GRPO constant is its completion length, 4 (it was --max-new-tokens' default, 40):
+   every tree completion has 4 tokens, so seq-mean-token-sum-norm's factor 1/(N·4) equals
+   token-mean's 1/Σ len. And its schedule spans steps·μ AdamW steps, as train's (it spanned
+   steps, so with μ = 4 the last three quarters of a linear decay to 0 ran at lr 0). */
+static void test_tree_step_config(void) {
+    Options o;
+    default_options(&o);
+    o.steps = 10; o.num_iterations = 4; o.lr = 1e-3f; o.warmup = 0; o.schedule = 1; o.min_lr_frac = 0.0f;
+    o.obj.loss_agg = AGG_SEQ_MEAN_TOKEN_SUM_NORM;
+    GRPOConfig cfg;
+    AdamWConfig opt;
+    tree_step_config(&o, OBJ_LAMBDA_GRPO, 1, &cfg, &opt);
+    int len[16];
+    float norm[16], mean[16];
+    for (int i = 0; i < 16; i++) len[i] = TREE_DEPTH;
+    loss_agg_coef(norm, len, 16, &cfg.obj);
+    ObjectiveConfig token_mean = cfg.obj;
+    token_mean.loss_agg = AGG_TOKEN_MEAN;
+    loss_agg_coef(mean, len, 16, &token_mean);
+    check(cfg.obj.max_new_tokens == TREE_DEPTH && !memcmp(norm, mean, sizeof norm),
+          "tree: Dr. GRPO constant = the completion length 4 (sum-norm == token-mean)",
+          "constant %d, c %g vs %g",
+          cfg.obj.max_new_tokens, norm[0], mean[0]);
+    int last = o.steps * o.num_iterations - 1;
+    check(lr_at(&opt, last) > 0.0f && lr_at(&opt, o.steps) > 0.5f * o.lr,
+          "tree --num-iterations 4: the schedule spans steps x μ AdamW steps",
+          "lr at AdamW step %d: %g, at %d: %g",
+          last, lr_at(&opt, last), o.steps, lr_at(&opt, o.steps));
+    static char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd, "%s tree --threads 1 --steps 2 --seeds 1 --loss-agg seq-mean-token-sum-norm "
+             "--run-dir %s/tree_norm", grpo_bin(), TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "Dr. GRPO constant 4"),
+          "tree --loss-agg seq-mean-token-sum-norm prints its "
+          "constant, 4", "exit %d: %s", code, line_with(out, "# loss"));
+}
+
+/* load_checkpoint refuses a NaN or Inf parameter, naming the file, the tensor and the index
+   (it loaded them: eval printed accuracy 0, sft --resume called the file "last good"), and a
+   resume refuses a non-finite AdamW moment (--init, which discards the moments, does not). */
+static void test_checkpoint_not_finite(void) {
+    GPT m;
+    build_gpt(&m, (GPTConfig){16, VOCAB_SIZE, 1, 1, 8}, 1, 3);
+    TrainState st = {.step = 3, .rng = {{1, 2, 3, 4}}, .kind = 2};
+    char path[256], want[400];
+    snprintf(path, sizeof path, "%s/nan_param.bin", TMPDIR_);
+    m.params.wte[50] = NAN;
+    save_checkpoint(path, &m, 0, NULL);
+    snprintf(want, sizeof want, "checkpoint '%s': parameter tensor wte holds a NaN at index 50", path);
+    expect_exit("checkpoint: a NaN parameter is refused, naming file, tensor and index", load_ckpt_fn, path,
+                1,
+                want);
+    m.params.wte[50] = 0.0f;
+    m.params.lnfb[3] = -INFINITY;
+    snprintf(path, sizeof path, "%s/inf_param.bin", TMPDIR_);
+    save_checkpoint(path, &m, 0, NULL);
+    snprintf(want, sizeof want, "checkpoint '%s': parameter tensor lnfb holds a -Inf at index 3", path);
+    expect_exit("checkpoint: an Inf parameter is refused, naming file, tensor and index", load_ckpt_fn, path,
+                1,
+                want);
+    m.params.lnfb[3] = 0.0f;
+    m.v_memory[m.param_sizes[0] + 7] = INFINITY;   // wpe[7]'s second moment
+    snprintf(path, sizeof path, "%s/inf_moment.bin", TMPDIR_);
+    save_checkpoint(path, &m, 1, &st);
+    expect_exit("checkpoint: resume refuses an Inf AdamW moment", load_train_resume_fn, path, 1,
+                "AdamW second moment of tensor wpe holds an Inf at index 7");
+    expect_exit("checkpoint: ... --init, which discards the moments, takes that file", load_ckpt_fn, path, 0,
+                "");
+    free_gpt(&m);
+}
+
+/* eval --completions: `cut -f1,2 FILE | ./grpo verify -` scores every line as its reward
+   column says, and a fourth column says whether the completion ended with <eos>. A model
+   that has memorised one answer (17 characters) writes it whole at --max-new-tokens 17,
+   without <eos>: reward 1, and the completion column must still verify (the " [no <eos>]"
+   appended to it made verify score it 0). */
+static void test_eval_completions_verify(void) {
+    const char *train = tmp_path("/tmp/grpo_test/memorise_eos.txt");
+    FILE *f = fopenCheck(train, "w");
+    for (int i = 0; i < 20; i++) fprintf(f, "1 1 1 1>4:\t1+1=2,2+1=3,3+1=4\n");
+    fcloseCheck(f);
+    static char cmd[2048], out[16384];
+    snprintf(cmd, sizeof cmd,
+             "%s sft --threads 1 --layers 1 --heads 1 --channels 16 --context 32 --batch-size 4 "
+             "--steps 150 --lr 1e-2 --eval-every 0 --train-data %s --val-data %s --run-dir %s/memorise_eos",
+             grpo_bin(), train, train, TMPDIR_);
+    int rc = run_binary(cmd, out, sizeof out);
+    const int budgets[2] = {17, 20};
+    const char *marks[2] = {"no-eos", "eos"};
+    for (int b = 0; b < 2; b++) {
+        char dump[300], scores[300];
+        snprintf(dump, sizeof dump, "%s/memorise_eos/completions_%d.tsv", TMPDIR_, budgets[b]);
+        snprintf(scores, sizeof scores, "%s/memorise_eos/verify_%d.txt", TMPDIR_, budgets[b]);
+        snprintf(cmd, sizeof cmd, "%s eval --threads 1 --model %s/memorise_eos/model.bin --data %s "
+                 "--max-new-tokens %d --pass-k 0 --completions %s && cut -f1,2 %s | %s verify - > %s",
+                 grpo_bin(),
+                 TMPDIR_, train, budgets[b], dump, dump, grpo_bin(), scores);
+        if (rc == 0) rc = run_binary(cmd, out, sizeof out);
+        size_t n1 = 0, n2 = 0;
+        char *rows = NULL, *verdicts = NULL;
+        if (rc == 0) {   // as strings (read_all does not end them with a NUL)
+            char *a = (char *)read_all(dump, &n1), *v = (char *)read_all(scores, &n2);
+            rows = (char *)realloc(a, n1 + 1);
+            verdicts = (char *)realloc(v, n2 + 1);
+            rows[n1] = 0;
+            verdicts[n2] = 0;
+        }
+        int lines = 0, agree = 0, marked = 0, solved = 0;
+        char *save1 = NULL, *save2 = NULL;
+        char *row = rows ? strtok_r(rows, "\n", &save1) : NULL;
+        char *verdict = verdicts ? strtok_r(verdicts, "\n", &save2) : NULL;
+        for (; row && verdict; row = strtok_r(NULL, "\n", &save1), verdict = strtok_r(NULL, "\n", &save2)) {
+            char *col[4] = {row, NULL, NULL, NULL};
+            int cols = 1;
+            for (char *p = row; *p && cols < 5; p++)
+                if (*p == '\t') {
+                    *p = 0;
+                    if (cols < 4) col[cols] = p + 1;
+                    cols++;
+                }
+            lines++;
+            agree += cols == 4 && atof(col[2]) == atof(verdict);
+            marked += cols == 4 && !strcmp(col[3], marks[b]);
+            solved += cols == 4 && atof(col[2]) == 1.0;
+        }
+        free(rows);
+        free(verdicts);
+        char name[160];
+        snprintf(name, sizeof name,
+                 "eval --completions at --max-new-tokens %d: verify agrees with the reward, "
+                 "column 4 '%s'", budgets[b], marks[b]);
+        check(rc == 0 && lines == 20 && agree == 20 && marked == 20 && solved == 20, name,
+              "exit %d, %d lines: %d agree, %d marked %s, %d with reward 1", rc, lines, agree, marked,
+              marks[b],
+              solved);
+    }
+}
+
+/* A save interrupted by SIGTERM or SIGINT leaves no PATH.tmp.<pid>.<n> behind (it stayed
+   forever), and the process still ends by that signal. A forked child saves a 10 MB
+   checkpoint (0.8 M parameters with the AdamW moments) over and over, after telling the
+   parent that the first save is done; the parent kills it a few milliseconds later, almost
+   always in the middle of a save (which is nearly all the child does). */
+static void test_save_interrupted(void) {
+    char dir[256];
+    snprintf(dir, sizeof dir, "%s/interrupted_save", TMPDIR_);
+    make_dir(dir);
+    int killed_ok = 0, left = 0, tries = 6;
+    for (int k = 0; k < tries; k++) {
+        int sig = k % 2 ? SIGINT : SIGTERM;
+        int ready[2];
+        if (pipe(ready) != 0) break;
+        fflush(stdout);
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(ready[0]);
+#ifdef _OPENMP
+            omp_set_num_threads(1);   // the parent's thread pool does not survive fork
+#endif
+            char path[300];
+            snprintf(path, sizeof path, "%s/ckpt.bin", dir);
+            GPT m;
+            build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 4, 4, 128}, 1, 5);
+            TrainState st = {.step = 1, .rng = {{1, 2, 3, 4}}, .kind = 2};
+            save_checkpoint(path, &m, 1, &st);
+            if (write(ready[1], "x", 1) != 1) _exit(98);
+            for (;;) save_checkpoint(path, &m, 1, &st);
+        }
+        close(ready[1]);
+        char c;
+        int up = read(ready[0], &c, 1) == 1;
+        close(ready[0]);
+        usleep(2000 + 3000 * k);
+        kill(pid, sig);
+        int status = 0;
+        waitpid(pid, &status, 0);
+        killed_ok += up && WIFSIGNALED(status) && WTERMSIG(status) == sig;
+        left += count_prefixed(dir, "ckpt.bin.tmp");
+    }
+    check(killed_ok == tries && left == 0,
+          "checkpoint: SIGTERM/SIGINT during a save leaves no temporary file",
+          "%d of %d children ended by the signal; %d temporary files left", killed_ok, tries, left);
+}
+
+// the n-th field (0-based) of row `row` (1-based) of a CSV file, as a number (-1: absent)
+static double csv_field(const char *path, int row, int n) {
+    size_t len;
+    char *text = (char *)read_all(path, &len);
+    char *p = text, *end = text + len;
+    for (int r = 0; r < row && p < end; r++) {   // past the header and rows 1 .. row-1
+        char *nl = (char *)memchr(p, '\n', end - p);
+        p = nl ? nl + 1 : end;
+    }
+    for (int f = 0; f < n && p < end && *p != '\n'; p++) f += *p == ',';
+    double v = p < end && *p != '\n' ? atof(p) : -1.0;
+    free(text);
+    return v;
+}
+
+/* train --resume continues the run's gen_tokens column (it started again at 0), and refuses
+   another --seed or another option that shapes the samples (usage error naming the option and
+   both values; it went on with the command line's seed: another model), while another --lr is
+   taken with a note (lowering it is how a diverging run is rescued). A checkpoint of format 1
+   (no run record) still resumes, with a note. */
+static void test_resume_run_record(void) {
+    char init[300], ckpt[300], csv_a[300], csv_b[300];
+    snprintf(init, sizeof init, "%s/record_init.bin", TMPDIR_);
+    GPT m;
+    build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 21);
+    save_checkpoint(init, &m, 0, NULL);
+    free_gpt(&m);
+    static char cmd[2048], out[16384];
+    char common[1024];
+    snprintf(common, sizeof common,
+             "--threads 1 --steps 4 --prompts-per-step 2 --group-size 4 --max-new-tokens 8 "
+             "--eval-every 0 --pass-k 0 --test-limit 0 --val-data tests/fixtures/val_small.txt --init %s",
+             init);
+    snprintf(cmd, sizeof cmd, "%s train %s --save-every 2 --run-dir %s/record_a", grpo_bin(), common,
+             TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    snprintf(ckpt, sizeof ckpt, "%s/record_a/ckpt.bin", TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s train %s --resume %s --run-dir %s/record_b", grpo_bin(), common, ckpt,
+             TMPDIR_);
+    if (code == 0) code = run_binary(cmd, out, sizeof out);
+    snprintf(csv_a, sizeof csv_a, "%s/record_a/train.csv", TMPDIR_);
+    snprintf(csv_b, sizeof csv_b, "%s/record_b/train.csv", TMPDIR_);
+    double straight = code == 0 ? csv_field(csv_a, 4, 12) : -1, resumed = code == 0 ? csv_field(csv_b, 2,
+                                                                                                12) : -2;
+    double at_step2 = code == 0 ? csv_field(csv_a, 2, 12) : -1;
+    check(code == 0 && straight > at_step2 && at_step2 > 0 && resumed == straight,
+          "train --resume: gen_tokens goes on counting (step 4 as in a run straight through)",
+          "exit %d: step 4 gen_tokens %.0f straight, %.0f resumed (step 2: %.0f)", code, straight, resumed,
+          at_step2);
+    // another seed, another group size: refused, naming the option and both values
+    const char *bad[2] = {"--seed 7", "--group-size 2"};
+    const char *want[2] = {"--seed 7: '", "--group-size 2: '"};
+    const char *then[2] = {"with --seed 1337", "with --group-size 4"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "%s train %s %s --resume %s --run-dir %s/record_c", grpo_bin(), common,
+                 bad[i],
+                 ckpt, TMPDIR_);
+        code = run_binary(cmd, out, sizeof out);
+        const char *err = line_with(out, "usage error");
+        char name[128];
+        snprintf(name, sizeof name, "train --resume with %s: a usage error naming both values", bad[i]);
+        check(code == 2 && strstr(err, want[i]) && strstr(err, then[i]), name, "exit %d: %s", code, err);
+    }
+    snprintf(cmd, sizeof cmd, "%s train %s --lr 5e-5 --resume %s --run-dir %s/record_d", grpo_bin(), common,
+             ckpt,
+             TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "note: --lr 5e-05: the run in") && strstr(out, "had --lr 0.0001"),
+          "train --resume with another --lr: goes on, with a note naming both values", "exit %d: %s", code,
+          line_with(out, "note: --lr"));
+    // the same checkpoint in format 1: header version 1, no run record
+    size_t n;
+    unsigned char *buf = (unsigned char *)read_all(ckpt, &n);
+    int32_t h[CKPT_HEADER_INTS];
+    memcpy(h, buf, sizeof h);
+    size_t record = (size_t)h[11];
+    h[1] = 1;
+    h[11] = 0;
+    memcpy(buf, h, sizeof h);
+    char old[300];
+    snprintf(old, sizeof old, "%s/record_v1.bin", TMPDIR_);
+    write_bytes(old, buf, n - record);
+    free(buf);
+    snprintf(cmd, sizeof cmd, "%s train %s --resume %s --run-dir %s/record_e", grpo_bin(), common, old,
+             TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "records no options (checkpoint format 1)"),
+          "train --resume of a format-1 checkpoint: resumes, noting that nothing is checked", "exit %d: %s",
+          code,
+          line_with(out, "note"));
+}
+
+/* A new run in a run dir that holds ckpt.bin from an earlier run is refused (a later --resume
+   mixed the two: the new run's log rows, then the old run); and a checkpoint is tied to its
+   log: resuming into a run dir whose log is another run's stops, naming the log (it kept the
+   other run's rows up to the checkpoint's step and went on after them). */
+static void test_stale_checkpoint(void) {
+    char init[300];
+    snprintf(init, sizeof init, "%s/stale_init.bin", TMPDIR_);
+    GPT m;
+    build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 22);
+    save_checkpoint(init, &m, 0, NULL);
+    free_gpt(&m);
+    static char cmd[2048], out[16384];
+    char common[1024];
+    snprintf(common, sizeof common,
+             "--threads 1 --steps 4 --prompts-per-step 2 --group-size 4 --max-new-tokens 8 "
+             "--eval-every 0 --pass-k 0 --test-limit 0 --val-data tests/fixtures/val_small.txt --init %s",
+             init);
+    snprintf(cmd, sizeof cmd, "%s train %s --save-every 2 --run-dir %s/stale_a", grpo_bin(), common, TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    snprintf(cmd, sizeof cmd, "%s train %s --seed 5 --run-dir %s/stale_a", grpo_bin(), common, TMPDIR_);
+    if (code == 0) code = run_binary(cmd, out, sizeof out);
+    const char *err = line_with(out, "usage error");
+    check(code == 2 && strstr(err, "stale_a/ckpt.bin") && strstr(err, "--resume"),
+          "run dir: a new run beside an earlier run's ckpt.bin is refused", "exit %d: %s", code, err);
+    // run B's log in its own dir (another seed: other samples), then run A resumed into it
+    snprintf(cmd, sizeof cmd, "%s train %s --seed 5 --run-dir %s/stale_b", grpo_bin(), common, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    snprintf(cmd, sizeof cmd, "%s train %s --resume %s/stale_a/ckpt.bin --run-dir %s/stale_b", grpo_bin(),
+             common,
+             TMPDIR_, TMPDIR_);
+    if (code == 0) code = run_binary(cmd, out, sizeof out);
+    err = line_with(out, "error");
+    check(code == 1 && strstr(err, "stale_b/train.csv' is another run's log"),
+          "run dir: resuming into a run dir whose log is another run's stops, naming the log", "exit %d: %s",
+          code,
+          err);
+    // the run's own log is accepted: A resumed into its own run dir
+    snprintf(cmd, sizeof cmd, "%s train %s --resume %s/stale_a/ckpt.bin --run-dir %s/stale_a", grpo_bin(),
+             common,
+             TMPDIR_, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    check(code == 0, "run dir: ... and resuming into the run's own run dir goes on", "exit %d: %s", code,
+          line_with(out, "error"));
+}
+
+/* The same rules for sft: a resume refuses another --batch-size (its examples per step), and a
+   new run beside an earlier run's ckpt.bin is refused. */
+static void test_sft_run_record(void) {
+    static char cmd[2048], out[16384];
+    const char *common = "--threads 1 --steps 4 --layers 1 --heads 1 --channels 8 --batch-size 2 "
+                         "--eval-every 0 "
+                         "--val-data tests/fixtures/val_small.txt";
+    snprintf(cmd, sizeof cmd, "%s sft %s --save-every 2 --run-dir %s/sft_record", grpo_bin(), common,
+             TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    snprintf(cmd, sizeof cmd,
+             "%s sft %s --batch-size 4 --resume %s/sft_record/ckpt.bin --run-dir %s/sft_record2",
+             grpo_bin(), common, TMPDIR_, TMPDIR_);
+    if (code == 0) code = run_binary(cmd, out, sizeof out);
+    const char *err = line_with(out, "usage error");
+    check(code == 2 && strstr(err, "--batch-size 4: '") && strstr(err, "with --batch-size 2"),
+          "sft --resume with another --batch-size: a usage error naming both values", "exit %d: %s", code,
+          err);
+    snprintf(cmd, sizeof cmd, "%s sft %s --run-dir %s/sft_record", grpo_bin(), common, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    err = line_with(out, "usage error");
+    check(code == 2 && strstr(err, "sft_record/ckpt.bin") && strstr(err, "--resume"),
+          "sft: a new run beside an earlier run's ckpt.bin is refused", "exit %d: %s", code, err);
+}
+
+// ----------------------------------------------------------------------------
 
 // the vector instructions and FMA this build may use (float32 results depend on them)
 static const char *build_isa(void) {
@@ -2478,6 +2914,17 @@ int main(int argc, char **argv) {
     if (want("check", only)) test_check_fixtures();
     if (want("check", only)) test_check_mask_truncated();
     if (want("fuzz", only)) test_fuzz_regressions();
+    if (want("cli", only)) test_option_float_range();
+    if (want("treetask", only)) test_tree_window();
+    if (want("treetask", only)) test_tree_csv_write_error();
+    if (want("treetask", only)) test_tree_beta_ref();
+    if (want("treetask", only)) test_tree_step_config();
+    if (want("checkpoint", only)) test_checkpoint_not_finite();
+    if (want("sampler", only)) test_eval_completions_verify();
+    if (want("checkpoint", only)) test_save_interrupted();
+    if (want("train", only)) test_resume_run_record();
+    if (want("train", only)) test_stale_checkpoint();
+    if (want("sft", only)) test_sft_run_record();
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);

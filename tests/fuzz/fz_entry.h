@@ -200,7 +200,7 @@ static void fz_run_check(const char *path, const uint8_t *data, size_t size) {
 /* ------------------------------------------------------------------------------------
    3. checkpoint: load_checkpoint(path, &m, max_batch 2, NULL); when the file holds
    optimizer state, again with a TrainState. Oracles for an accepted file: its size is
-   exactly header + vocabulary + parameters (+ AdamW m, v and the RNG state), its
+   exactly header + vocabulary + parameters (+ AdamW m, v, the RNG state and the run record), its
    vocabulary bytes are exactly this build's, and the model (any shape the header allows)
    runs forward, backward and the KV-cache decode, whose logits match the forward pass. */
 /* Runs the loaded model on a batch of FZ_CKPT_B sequences of T = min(9, maxT) tokens
@@ -258,7 +258,9 @@ static void fz_run_checkpoint(const char *path, const uint8_t *data, size_t size
     int vlen = vocab_string(ours, sizeof ours);
     FZ_ASSERT(h[9] == vlen && !memcmp(data + sizeof h, ours, vlen),
               "checkpoint: accepted a vocabulary of %d bytes that is not this build's %d bytes", h[9], vlen);
-    size_t want = sizeof h + (size_t)h[9] + m.num_parameters * sizeof(float) * (has_opt ? 3 : 1) + (has_opt ? 32 : 0);
+    size_t record = has_opt && h[1] >= 2 ? (size_t)h[11] : 0;   // format 2: the run record, after the RNG
+    size_t want = sizeof h + (size_t)h[9] + m.num_parameters * sizeof(float) * (has_opt ? 3 : 1) +
+                  (has_opt ? 32 : 0) + record;
     FZ_ASSERT(want == size, "checkpoint: accepted %zu bytes, the header implies %zu", size, want);
     fz_exercise_model(&m);
     free_gpt(&m);
