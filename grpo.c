@@ -351,15 +351,17 @@ static void decode(const int *tokens, int n, char *out, int cap) {
 // Each helper computes the plain formula stated above it, in an order that keeps the vector
 // units busy; the long why is in the notes file.
 
-// matmul's register tile: MM_R rows x MM_W outputs, 12 of the 16 AVX registers
+// matmul's register tile: MM_R rows x MM_W outputs, 12 of the 16 AVX registers (6 of AVX-512's 32)
 #define MM_R 6      // rows per register tile
-#define MM_W 16     // outputs per register tile: two 8-float vectors
+#define MM_W 16     // outputs per register tile: two AVX vectors, one AVX-512 vector
 #define MM_NB 128   // rows per task in out and dinp
-#define MM_OB 96    // outputs per task in dweight
+#define MM_OB 96    // outputs per task in dweight (at most)
+#define MM_IG 8     // column panels per task in dweight
 #define MM_KB 256   // rows of inp per dweight panel
 #define MM_KC 64    // terms per partial sum in mm_tile
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
+static inline int imax(int a, int b) { return a > b ? a : b; }
 
 // acc[r][j] = Σ_k a[r][k*ks] * panel[k][j], r < MM_R, j < MM_W (pragmas: keep the sums in
 // registers). Summed in blocks of MM_KC terms: one long sequential float sum loses accuracy.
@@ -372,14 +374,14 @@ static inline void mm_tile(float acc[MM_R][MM_W], const float *const a[MM_R], si
         int kend = imin(K, k0 + MM_KC);
         for (int k = k0; k < kend; k++) {
             const float *p = panel + (size_t)k * MM_W;
-            #pragma GCC unroll 8
+            #pragma GCC unroll 16
             for (int r = 0; r < MM_R; r++) {
                 float x = a[r][(size_t)k * ks];
                 #pragma omp simd
                 for (int j = 0; j < MM_W; j++) part[r][j] += x * p[j];
             }
         }
-        #pragma GCC unroll 8
+        #pragma GCC unroll 16
         for (int r = 0; r < MM_R; r++)
             #pragma omp simd
             for (int j = 0; j < MM_W; j++) acc[r][j] += part[r][j];
@@ -401,20 +403,66 @@ static void pack_panel(float *panel, const float *src, size_t ld, int rows, int 
     }
 }
 
+// panel (K, MM_W) = rows [0, w) of src (w, K) transposed, zero beyond w
+static void pack_panel_t(float *panel, const float *src, int K, int w) {
+    for (int j = 0; j < MM_W; j++)
+        for (int k = 0; k < K; k++)
+            panel[(size_t)k * MM_W + j] = j < w ? src[(size_t)j * K + k] : 0.0f;
+}
+
 /* mm_rows: rows [n0, nend) of out (rows ldo apart, columns [0, w)) from rows of A (N rows of
    K floats, lda apart) times panel (K, MM_W), MM_R rows at a time (past row N-1 the tile
    reads row N-1 again and stores nothing): out = acc + bias[j] (bias may be NULL), or
-   out += acc with accumulate. The row loop of matmul_forward and of matmul_backward's dinp. */
-static inline void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, int n0, int nend,
-                           const float *panel, int K, int w, const float *bias, int accumulate) {
+   out += acc with accumulate. The row loop of matmul_forward and of matmul_backward's dinp.
+   Not inlined: inside the callers' parallel regions gcc spills the tile's row pointers. */
+__attribute__((noinline))
+static void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, int n0, int nend,
+                    const float *panel, int K, int w, const float *bias, int accumulate) {
+    float b[MM_W];
+    for (int j = 0; j < MM_W; j++) b[j] = bias && j < w ? bias[j] : 0.0f;
     for (int n = n0; n < nend; n += MM_R) {
         const float *a[MM_R];
         for (int r = 0; r < MM_R; r++) a[r] = A + (size_t)imin(n + r, N - 1) * lda;
+        // the next tile's output rows (ldo floats apart, so not prefetched by the CPU) load
+        // while this tile computes
+        for (int r = MM_R; r < 2 * MM_R && n + r < nend; r++)
+            __builtin_prefetch(out + (size_t)(n + r) * ldo, 1);
         float acc[MM_R][MM_W];
         mm_tile(acc, a, 1, panel, K);
         for (int r = 0; r < MM_R && n + r < nend; r++) {
             float *o = out + (size_t)(n + r) * ldo;
-            for (int j = 0; j < w; j++) o[j] = accumulate ? o[j] + acc[r][j] : acc[r][j] + (bias ? bias[j] : 0.0f);
+            if (w == MM_W && accumulate) {
+                #pragma omp simd
+                for (int j = 0; j < MM_W; j++) o[j] += acc[r][j];
+            } else if (w == MM_W) {
+                #pragma omp simd
+                for (int j = 0; j < MM_W; j++) o[j] = acc[r][j] + b[j];
+            } else {
+                for (int j = 0; j < w; j++) o[j] = accumulate ? o[j] + acc[r][j] : acc[r][j] + b[j];
+            }
+        }
+    }
+}
+
+/* mm_cols: outputs [o0, oend) of a dweight-like product, out[o, 0:w) += Σ_k A[k, o] panel[k, :]
+   for k < K (A: K rows of lda floats, panel (K, MM_W)), MM_R outputs at a time (past output
+   lda-1 the tile reads it again and stores nothing). The tile loop of matmul_backward's dweight. */
+__attribute__((noinline))
+static void mm_cols(float *out, size_t ldo, const float *A, size_t lda, int o0, int oend,
+                    const float *panel, int K, int w) {
+    for (int o = o0; o < oend; o += MM_R) {
+        const float *a[MM_R];
+        for (int r = 0; r < MM_R; r++) a[r] = A + imin(o + r, (int)lda - 1);
+        float acc[MM_R][MM_W];
+        mm_tile(acc, a, lda, panel, K);
+        for (int r = 0; r < MM_R && o + r < oend; r++) {
+            float *d = out + (size_t)(o + r) * ldo;
+            if (w == MM_W) {
+                #pragma omp simd
+                for (int j = 0; j < MM_W; j++) d[j] += acc[r][j];
+            } else {
+                for (int j = 0; j < w; j++) d[j] += acc[r][j];
+            }
         }
     }
 }
@@ -562,74 +610,99 @@ static void layernorm_backward(float *dinp, float *dweight, float *dbias, const 
 
 // matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC) (bias may be NULL).
 // All three products (out, dinp, dweight) run on mm_tile against a "panel": the other
-// operand's block copied into a zero-padded (K, MM_W) array on the stack. Each output is
-// summed over C by one thread in the same order whatever N is (decoding one position gives
-// the logits of the full forward, bit for bit) and whatever the number of threads.
-// Stack per thread: panels of 16*max(C, OC) floats (32 KiB for C = 128, OC = 4C).
+// operand's block copied into a zero-padded (K, MM_W) array. Each output is summed over C
+// by one thread in the same order whatever N is (decoding one position gives the logits of
+// the full forward, bit for bit) and whatever the number of threads. The weight's panels
+// are packed once per call, into one buffer of ~OC*C floats, before the row loop.
 static void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                            int N, int C, int OC) {
-    int nob = (OC + MM_W - 1) / MM_W, nnb = (N + MM_NB - 1) / MM_NB;
-    #pragma omp parallel for collapse(2)
-    for (int ob = 0; ob < nob; ob++)
-        for (int nb = 0; nb < nnb; nb++) {
-            int o0 = ob * MM_W, ow = imin(MM_W, OC - o0);
-            float panel[(size_t)C * MM_W];   // weight rows o0.. transposed: (C, 16)
-            for (int j = 0; j < MM_W; j++)
-                for (int k = 0; k < C; k++)
-                    panel[(size_t)k * MM_W + j] = j < ow ? weight[(size_t)(o0 + j) * C + k] : 0.0f;
-            mm_rows(out + o0, OC, inp, C, N, nb * MM_NB, imin(N, (nb + 1) * MM_NB), panel, C, ow,
-                    bias ? bias + o0 : NULL, 0);
-        }
+    int nob = (OC + MM_W - 1) / MM_W;
+    int nnb = (N + MM_NB - 1) / MM_NB;
+    size_t psize = (size_t)C * MM_W;
+    float *panels = (float *)mallocCheck(nob * psize * sizeof(float));
+    #pragma omp parallel
+    {
+        // panel ob: weight rows ob*16.. transposed, (C, 16)
+        #pragma omp for
+        for (int ob = 0; ob < nob; ob++)
+            pack_panel_t(panels + ob * psize, weight + (size_t)ob * MM_W * C, C, imin(MM_W, OC - ob * MM_W));
+        // a block of rows against every panel in turn: the rows stay in cache
+        #pragma omp for collapse(2)
+        for (int nb = 0; nb < nnb; nb++)
+            for (int ob = 0; ob < nob; ob++) {
+                int o0 = ob * MM_W;
+                int ow = imin(MM_W, OC - o0);
+                int nend = imin(N, (nb + 1) * MM_NB);
+                const float *b = bias ? bias + o0 : NULL;
+                mm_rows(out + o0, OC, inp, C, N, nb * MM_NB, nend, panels + ob * psize, C, ow, b, 0);
+            }
+    }
+    free(panels);
 }
 
-// dinp (N,C) += dout (N,OC) @ weight (OC,C); dweight (OC,C) += dout^T @ inp; dbias += Σ_n dout
+// dinp (N,C) += dout (N,OC) @ weight (OC,C); dweight (OC,C) += dout^T @ inp; dbias += Σ_n dout.
+// One parallel region: the three products are independent once the panels are packed.
 static void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                             const float *inp, const float *weight, int N, int C, int OC) {
-    int nib = (C + MM_W - 1) / MM_W, nnb = (N + MM_NB - 1) / MM_NB;
-    // dinp[n, i0:i0+16] = Σ_o dout[n,o] W[o, i0:i0+16]: panel = columns i0.. of W (OC x 16)
-    #pragma omp parallel for collapse(2)
-    for (int ib = 0; ib < nib; ib++)
-        for (int nb = 0; nb < nnb; nb++) {
-            int i0 = ib * MM_W, iw = imin(MM_W, C - i0);
-            float panel[(size_t)OC * MM_W];
-            pack_panel(panel, weight + i0, C, OC, iw);
-            mm_rows(dinp + i0, C, dout, OC, N, nb * MM_NB, imin(N, (nb + 1) * MM_NB), panel, OC, iw, NULL, 1);
-        }
-    // dW[o, i0:i0+16] = Σ_n dout[n,o] inp[n, i0:i0+16]: panel = columns i0.. of MM_KB rows of
-    // inp; the task (column block, block of MM_OB outputs) adds its sums chunk by chunk of n
-    int nob = (OC + MM_OB - 1) / MM_OB;
-    #pragma omp parallel for collapse(2)
-    for (int ib = 0; ib < nib; ib++)
-        for (int ob = 0; ob < nob; ob++) {
-            int i0 = ib * MM_W, iw = imin(MM_W, C - i0);
-            int oend = imin(OC, (ob + 1) * MM_OB);
-            float panel[MM_KB * MM_W];
-            for (int n0 = 0; n0 < N; n0 += MM_KB) {
-                int kn = imin(MM_KB, N - n0);
-                pack_panel(panel, inp + (size_t)n0 * C + i0, C, kn, iw);
-                for (int o = ob * MM_OB; o < oend; o += MM_R) {
-                    const float *a[MM_R];
-                    for (int r = 0; r < MM_R; r++) a[r] = dout + (size_t)n0 * OC + imin(o + r, OC - 1);
-                    float acc[MM_R][MM_W];
-                    mm_tile(acc, a, OC, panel, kn);
-                    for (int r = 0; r < MM_R && o + r < oend; r++)
-                        for (int j = 0; j < iw; j++) dweight[(size_t)(o + r) * C + i0 + j] += acc[r][j];
+    int nib = (C + MM_W - 1) / MM_W;
+    int nnb = (N + MM_NB - 1) / MM_NB;
+    size_t psize = (size_t)OC * MM_W;
+    // dweight's tasks: groups of MM_IG column panels times blocks of osz outputs, osz a
+    // multiple of MM_R of at most MM_OB, with at least one block per thread (no effect on sums)
+    int ngb = (nib + MM_IG - 1) / MM_IG;
+    int nob = imax((OC + MM_OB - 1) / MM_OB, num_threads());
+    int osz = ((OC + nob - 1) / nob + MM_R - 1) / MM_R * MM_R;
+    nob = (OC + osz - 1) / osz;
+    float *panels = (float *)mallocCheck(nib * psize * sizeof(float));
+    #pragma omp parallel
+    {
+        // panel ib: columns ib*16.. of weight, (OC, 16)
+        #pragma omp for
+        for (int ib = 0; ib < nib; ib++)
+            pack_panel(panels + ib * psize, weight + ib * MM_W, C, OC, imin(MM_W, C - ib * MM_W));
+        // dinp[n, i0:i0+16] = Σ_o dout[n,o] W[o, i0:i0+16]
+        #pragma omp for collapse(2) nowait
+        for (int nb = 0; nb < nnb; nb++)
+            for (int ib = 0; ib < nib; ib++) {
+                int i0 = ib * MM_W;
+                int iw = imin(MM_W, C - i0);
+                int nend = imin(N, (nb + 1) * MM_NB);
+                mm_rows(dinp + i0, C, dout, OC, N, nb * MM_NB, nend, panels + ib * psize, OC, iw, NULL, 1);
+            }
+        // dW[o, i0:i0+16] = Σ_n dout[n,o] inp[n, i0:i0+16]. A task is a block of outputs times
+        // MM_IG column panels: it walks n in chunks of MM_KB rows, packs each panel's chunk of inp
+        // and adds the chunk's sums (every output sums chunk by chunk, in the same order).
+        #pragma omp for collapse(2) schedule(dynamic) nowait
+        for (int gb = 0; gb < ngb; gb++)
+            for (int ob = 0; ob < nob; ob++) {
+                int oend = imin(OC, (ob + 1) * osz);
+                float panel[MM_KB * MM_W];
+                for (int n0 = 0; n0 < N; n0 += MM_KB) {
+                    int kn = imin(MM_KB, N - n0);
+                    for (int ib = gb * MM_IG; ib < imin(nib, (gb + 1) * MM_IG); ib++) {
+                        int i0 = ib * MM_W;
+                        int iw = imin(MM_W, C - i0);
+                        pack_panel(panel, inp + (size_t)n0 * C + i0, C, kn, iw);
+                        mm_cols(dweight + i0, C, dout + (size_t)n0 * OC, OC, ob * osz, oend, panel, kn, iw);
+                    }
                 }
             }
-        }
-    if (dbias) {  // vector across 64 outputs at a time, summing over rows
-        #pragma omp parallel for
-        for (int o0 = 0; o0 < OC; o0 += 64) {
-            float acc[64] = {0};
-            int ow = imin(64, OC - o0);
-            for (int n = 0; n < N; n++) {
-                const float *d = dout + (size_t)n * OC + o0;
-                #pragma omp simd
-                for (int j = 0; j < ow; j++) acc[j] += d[j];
+        // dbias: vector across 64 outputs at a time, summing over rows
+        if (dbias) {
+            #pragma omp for nowait
+            for (int o0 = 0; o0 < OC; o0 += 64) {
+                float acc[64] = {0};
+                int ow = imin(64, OC - o0);
+                for (int n = 0; n < N; n++) {
+                    const float *d = dout + (size_t)n * OC + o0;
+                    #pragma omp simd
+                    for (int j = 0; j < ow; j++) acc[j] += d[j];
+                }
+                for (int j = 0; j < ow; j++) dbias[o0 + j] += acc[j];
             }
-            for (int j = 0; j < ow; j++) dbias[o0 + j] += acc[j];
         }
     }
+    free(panels);
 }
 
 // Causal multi-head self-attention in textbook form: the readable version of attention_forward
