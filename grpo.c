@@ -490,6 +490,37 @@ static inline float exp_simd(float x) {
     return p * scale;
 }
 
+// Row sums, 16 partial sums wide: a float sum written as one chain runs one term at a time
+// (gcc may not reorder it). The 16 partial sums are added pairwise at the end, so the order is
+// the same on every instruction set and thread count.
+#define SUM_W 16
+
+// Σ_i x[i], i < n
+static inline float sum16(const float *x, int n) {
+    float acc[SUM_W] = {0};
+    int nw = n / SUM_W * SUM_W;
+    for (int i = 0; i < nw; i += SUM_W)
+        #pragma omp simd
+        for (int j = 0; j < SUM_W; j++) acc[j] += x[i + j];
+    for (int i = nw; i < n; i++) acc[i - nw] += x[i];
+    for (int w = SUM_W / 2; w > 0; w /= 2)
+        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
+    return acc[0];
+}
+
+// Σ_i x[i] y[i], i < n
+static inline float dot16(const float *x, const float *y, int n) {
+    float acc[SUM_W] = {0};
+    int nw = n / SUM_W * SUM_W;
+    for (int i = 0; i < nw; i += SUM_W)
+        #pragma omp simd
+        for (int j = 0; j < SUM_W; j++) acc[j] += x[i + j] * y[i + j];
+    for (int i = nw; i < n; i++) acc[i - nw] += x[i] * y[i];
+    for (int w = SUM_W / 2; w > 0; w /= 2)
+        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
+    return acc[0];
+}
+
 // Attention's sums: vector loops across 8 positions or 8 channels, never along a dot product.
 
 // s[t2] = scale * Σ_i q[i] kt[i*Tp + t2] for t2 < n8 (a multiple of 8; kt padded to match).
@@ -565,47 +596,67 @@ static void layernorm_forward(float *out, float *mean, float *rstd, const float 
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
-        float m = 0.0f, v = 0.0f;
-        for (int i = 0; i < C; i++) m += x[i];
-        m /= C;
-        for (int i = 0; i < C; i++) { float d = x[i] - m; v += d * d; }
-        v /= C;
-        float s = 1.0f / sqrtf(v + 1e-5f);
         float *o = out + (size_t)n * C;
-        for (int i = 0; i < C; i++) o[i] = (x[i] - m) * s * weight[i] + bias[i];
-        mean[n] = m; rstd[n] = s;
+        float m = sum16(x, C) / C;
+        for (int i = 0; i < C; i++) o[i] = x[i] - m;   // o holds x - m until the last line
+        float v = dot16(o, o, C) / C;
+        float s = 1.0f / sqrtf(v + 1e-5f);
+        for (int i = 0; i < C; i++) o[i] = o[i] * s * weight[i] + bias[i];
+        mean[n] = m;
+        rstd[n] = s;
     }
 }
+
+// Rows per task in layernorm_backward: each task sums its rows' dweight and dbias terms, and
+// the tasks' sums are then added in row order (the same order whatever the thread count).
+#define LN_RB 64
 
 static void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                                const float *inp, const float *weight, const float *mean,
                                const float *rstd, int N, int C) {
-    #pragma omp parallel for
-    for (int n = 0; n < N; n++) {
-        const float *d = dout + (size_t)n * C, *x = inp + (size_t)n * C;
-        float m = mean[n], s = rstd[n], dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
-        for (int i = 0; i < C; i++) {
-            float norm = (x[i] - m) * s, dnorm = weight[i] * d[i];
-            dnorm_mean += dnorm; dnorm_norm_mean += dnorm * norm;
+    int nrb = (N + LN_RB - 1) / LN_RB;
+    float *part = (float *)mallocCheck((size_t)nrb * 2 * C * sizeof(float));   // (nrb, 2, C)
+    #pragma omp parallel
+    {
+        float *norm = (float *)mallocCheck(2 * (size_t)C * sizeof(float));
+        float *dnorm = norm + C;
+        #pragma omp for
+        for (int rb = 0; rb < nrb; rb++) {
+            float *pw = part + (size_t)rb * 2 * C;
+            float *pb = pw + C;
+            for (int i = 0; i < 2 * C; i++) pw[i] = 0.0f;
+            for (int n = rb * LN_RB; n < imin(N, (rb + 1) * LN_RB); n++) {
+                const float *d = dout + (size_t)n * C;
+                const float *x = inp + (size_t)n * C;
+                float *di = dinp + (size_t)n * C;
+                float m = mean[n];
+                float s = rstd[n];
+                for (int i = 0; i < C; i++) {
+                    norm[i] = (x[i] - m) * s;
+                    dnorm[i] = weight[i] * d[i];
+                    pw[i] += norm[i] * d[i];
+                    pb[i] += d[i];
+                }
+                float dnorm_mean = sum16(dnorm, C) / C;
+                float dnorm_norm_mean = dot16(dnorm, norm, C) / C;
+                for (int i = 0; i < C; i++) di[i] += (dnorm[i] - dnorm_mean - norm[i] * dnorm_norm_mean) * s;
+            }
         }
-        dnorm_mean /= C; dnorm_norm_mean /= C;
-        float *di = dinp + (size_t)n * C;
+        free(norm);
+        // weight and bias gradients: the row blocks' sums, in row order, one thread per channel
+        #pragma omp for
         for (int i = 0; i < C; i++) {
-            float norm = (x[i] - m) * s, dnorm = weight[i] * d[i];
-            di[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+            float dw = 0.0f;
+            float db = 0.0f;
+            for (int rb = 0; rb < nrb; rb++) {
+                dw += part[(size_t)rb * 2 * C + i];
+                db += part[(size_t)rb * 2 * C + C + i];
+            }
+            dweight[i] += dw;
+            dbias[i] += db;
         }
     }
-    // weight and bias gradients sum over rows: one thread per channel avoids a race
-    #pragma omp parallel for
-    for (int i = 0; i < C; i++) {
-        float dw = 0.0f, db = 0.0f;
-        for (int n = 0; n < N; n++) {
-            float dd = dout[(size_t)n * C + i];
-            dw += (inp[(size_t)n * C + i] - mean[n]) * rstd[n] * dd;
-            db += dd;
-        }
-        dweight[i] += dw; dbias[i] += db;
-    }
+    free(part);
 }
 
 // matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC) (bias may be NULL).
