@@ -390,6 +390,70 @@ static void test_attention_ref(void) {
     }
 }
 
+/* attention_backward against the textbook gradient in double precision, given the same
+   float att (from attention_forward): da[t2] = dout_t·v_t2, dscore = a (da − Σ a da)/sqrt(hs),
+   dq_t = Σ_t2 dscore k_t2, dk_t2 = Σ_t dscore q_t, dv_t2 = Σ_t a dout_t. Shapes: hs = 64 and
+   32 with T = 37 and 64 (the 32-wide blocks of attn_scores and attn_rows and their tails), hs
+   = 15 (8-wide block and single channels), T = 1. dinp starts non-zero (the function adds).
+   Error: every value is a sum of at most hs terms (da) or T terms (the rest) of float products,
+   each sum within (K+1)·u of Σ|terms| (Higham §3.1), da feeds dscore through one more sum of T
+   terms, and dscore feeds dq/dk: at most (2T + hs + 8)·u of the size of the terms, which is
+   max|ref| or less for inputs in [-1, 1]: tol = 2(2T + hs + 8)·u of max|ref| (measured at
+   most 4u on all three builds). A dropped block of positions or channels errs by O(1). */
+static void test_attention_backward_ref(void) {
+    static const int shapes[][4] = {{2, 37, 128, 2}, {2, 64, 128, 4}, {1, 37, 30, 2}, {2, 1, 64, 2}};
+    const double u = 1.0 / 16777216.0;
+    Rng rng;
+    rng_seed(&rng, 23, 0);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int B = shapes[s][0], T = shapes[s][1], C = shapes[s][2], NH = shapes[s][3], hs = C / NH, C3 = 3 * C;
+        size_t ni = (size_t)B * T * C3, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+        float *inp = (float *)mallocCheck(ni * 4), *out = (float *)mallocCheck(no * 4);
+        float *att = (float *)mallocCheck(na * 4), *datt = (float *)mallocCheck(na * 4);
+        float *dout = (float *)mallocCheck(no * 4), *dinp = (float *)mallocCheck(ni * 4);
+        float *init = (float *)mallocCheck(ni * 4), *want_ = (float *)mallocCheck(ni * 4);
+        double *ref = (double *)mallocCheck(ni * sizeof(double)), *ds = (double *)mallocCheck((size_t)T * T * 8);
+        for (size_t i = 0; i < ni; i++) inp[i] = 2.0f * rng_uniform(&rng) - 1.0f;
+        for (size_t i = 0; i < ni; i++) init[i] = 2.0f * rng_uniform(&rng) - 1.0f;
+        for (size_t i = 0; i < no; i++) dout[i] = 2.0f * rng_uniform(&rng) - 1.0f;
+        attention_forward(out, att, inp, B, T, C, NH);
+        memcpy(dinp, init, ni * 4);
+        attention_backward(dinp, datt, dout, inp, att, B, T, C, NH);
+        for (size_t i = 0; i < ni; i++) ref[i] = init[i];
+        double scale = 1.0 / sqrt((double)hs);
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < NH; h++) {
+                const float *x = inp + (size_t)b * T * C3 + h * hs, *a = att + ((size_t)b * NH + h) * T * T;
+                const float *d = dout + (size_t)b * T * C + h * hs;
+                double *r = ref + (size_t)b * T * C3 + h * hs;
+                for (int t = 0; t < T; t++) {
+                    double dot = 0.0;
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        double da = 0.0;
+                        for (int i = 0; i < hs; i++) da += (double)d[(size_t)t * C + i] * x[(size_t)t2 * C3 + 2 * C + i];
+                        ds[(size_t)t * T + t2] = da;
+                        dot += a[(size_t)t * T + t2] * da;
+                    }
+                    for (int t2 = 0; t2 <= t; t2++)
+                        ds[(size_t)t * T + t2] = a[(size_t)t * T + t2] * (ds[(size_t)t * T + t2] - dot) * scale;
+                }
+                for (int t = 0; t < T; t++)
+                    for (int t2 = 0; t2 <= t; t2++)
+                        for (int i = 0; i < hs; i++) {
+                            double g = ds[(size_t)t * T + t2];
+                            r[(size_t)t * C3 + i] += g * x[(size_t)t2 * C3 + C + i];   // dq
+                            r[(size_t)t2 * C3 + C + i] += g * x[(size_t)t * C3 + i];   // dk
+                            r[(size_t)t2 * C3 + 2 * C + i] += a[(size_t)t * T + t2] * d[(size_t)t * C + i];   // dv
+                        }
+            }
+        for (size_t i = 0; i < ni; i++) want_[i] = (float)ref[i];
+        char name[96];
+        snprintf(name, sizeof name, "model: attention_backward vs double loops B%d T%d C%d NH%d", B, T, C, NH);
+        compare(name, dinp, want_, ni, (float)(2 * (2 * T + hs + 8) * u), 0.0f);
+        free(inp); free(out); free(att); free(datt); free(dout); free(dinp); free(init); free(want_); free(ref); free(ds);
+    }
+}
+
 /* matmul_forward, matmul_backward, layernorm_forward and layernorm_backward against textbook
    double-precision loops, on shapes that span several of the fast paths' blocks (N > MM_NB,
    MM_KB and LN_RB rows, not multiples of them; C and OC not multiples of MM_W = 16, and up to
@@ -2456,6 +2520,7 @@ int main(int argc, char **argv) {
     if (want("model", only)) { test_model_vs_pytorch(); test_finite_differences(); test_kv_cache(); test_logprob(); test_tokenizer(); }
     if (want("model", only)) test_attention_ref();
     if (want("model", only)) test_layers_ref();
+    if (want("model", only)) test_attention_backward_ref();
     if (want("checkpoint", only)) test_checkpoints();
     if (want("checkpoint", only)) test_run_tmpdir();
     if (want("cli", only)) test_usage_errors();
