@@ -1616,21 +1616,34 @@ static void adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
     }
 #endif
     /* BEGIN SOLUTION: adamw_update */
-    float bc1 = 1.0f - powf(o->beta1, (float)t), bc2 = 1.0f - powf(o->beta2, (float)t);
-    size_t off = 0;
-    for (int k = 0; k < NUM_PARAM_TENSORS; k++) {
-        float wd = PARAM_DECAY[k] ? o->weight_decay : 0.0f;
-        size_t n = m->param_sizes[k];
-        #pragma omp parallel for
-        for (size_t i = off; i < off + n; i++) {
-            float g = m->grads_memory[i];
-            float mi = o->beta1 * m->m_memory[i] + (1.0f - o->beta1) * g;
-            float vi = o->beta2 * m->v_memory[i] + (1.0f - o->beta2) * g * g;
-            m->m_memory[i] = mi; m->v_memory[i] = vi;
-            float p = m->params_memory[i] * (1.0f - lr * wd);
-            m->params_memory[i] = p - lr * (mi / bc1) / (sqrtf(vi / bc2) + o->eps);
+    float bc1 = 1.0f - powf(o->beta1, (float)t);
+    float bc2 = 1.0f - powf(o->beta2, (float)t);
+    float beta1 = o->beta1;
+    float beta2 = o->beta2;
+    float eps = o->eps;
+    float *params = m->params_memory;
+    float *grads = m->grads_memory;
+    float *mom = m->m_memory;
+    float *vel = m->v_memory;
+    // one parallel region for all the tensors; no barrier between them (each element is its own)
+    #pragma omp parallel
+    {
+        size_t off = 0;
+        for (int k = 0; k < NUM_PARAM_TENSORS; k++) {
+            float wd = PARAM_DECAY[k] ? o->weight_decay : 0.0f;
+            size_t n = m->param_sizes[k];
+            #pragma omp for nowait
+            for (size_t i = off; i < off + n; i++) {
+                float g = grads[i];
+                float mi = beta1 * mom[i] + (1.0f - beta1) * g;
+                float vi = beta2 * vel[i] + (1.0f - beta2) * g * g;
+                mom[i] = mi;
+                vel[i] = vi;
+                float p = params[i] * (1.0f - lr * wd);
+                params[i] = p - lr * (mi / bc1) / (sqrtf(vi / bc2) + eps);
+            }
+            off += n;
         }
-        off += n;
     }
     /* END SOLUTION: adamw_update */
 }
