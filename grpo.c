@@ -1290,47 +1290,63 @@ static void gpt_zero_grad(GPT *m) {
 }
 
 /* gpt_backward: given grads_acts.logits (B,T,V) = ∂loss/∂logits for the last forward pass,
-   accumulates ∂loss/∂θ into m->grads (call gpt_zero_grad first for a fresh step). */
+   accumulates ∂loss/∂θ into m->grads (call gpt_zero_grad first for a fresh step).
+   The residual stream's gradient lives in one buffer, dres, from the final LayerNorm down to
+   the embeddings: a residual connection passes its gradient on unchanged to both branches, so
+   each block reads dres as the gradient of its two projections and its LayerNorms add into
+   it. (This replaces residual_backward's copies; the values and their order of addition are
+   the same.) */
 static void gpt_backward(GPT *m, const int *inputs) {
     GPTConfig c = m->config;
-    int B = m->B, T = m->T, L = c.num_layers, C = c.channels, NH = c.num_heads, V = c.vocab_size;
+    int B = m->B;
+    int T = m->T;
+    int L = c.num_layers;
+    int C = c.channels;
+    int NH = c.num_heads;
+    int V = c.vocab_size;
     size_t BT = (size_t)B * T;
-    ParameterTensors p = m->params, g = m->grads;
-    ActivationTensors a = m->acts, d = m->grads_acts;
+    ParameterTensors p = m->params;
+    ParameterTensors g = m->grads;
+    ActivationTensors a = m->acts;
+    ActivationTensors d = m->grads_acts;
     // every activation gradient except dlogits starts at zero
     size_t skip = (size_t)(d.logits - m->grads_acts_memory);
     LAYER(m, memset_zero)(m->grads_acts_memory, skip * sizeof(float));
+    float *dres = d.residual3 + (L - 1) * BT * C;
     LAYER(m, matmul_backward)(d.lnf, g.wte, NULL, d.logits, a.lnf, p.wte, BT, C, V);
-    float *last = a.residual3 + (L - 1) * BT * C, *dlast = d.residual3 + (L - 1) * BT * C;
-    LAYER(m, layernorm_backward)(dlast, g.lnfw, g.lnfb, d.lnf, last, p.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
+    LAYER(m, layernorm_backward)(dres, g.lnfw, g.lnfb, d.lnf, a.residual3 + (L - 1) * BT * C, p.lnfw,
+                                 a.lnf_mean, a.lnf_rstd, BT, C);
     for (int l = L - 1; l >= 0; l--) {
         float *residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;
-        float *dresidual = l == 0 ? d.encoded : d.residual3 + (l - 1) * BT * C;
-        size_t o1 = l * BT * C, o3 = l * BT * 3 * C, o4 = l * BT * 4 * C, oa = (size_t)l * B * NH * T * T;
-        LAYER(m, residual_backward)(d.residual2 + o1, d.fcproj + o1, d.residual3 + o1, BT * C);
-        LAYER(m, matmul_backward)(d.fch_gelu + o4, g.fcprojw + (size_t)l * 4 * C * C, g.fcprojb + l * C,
-                                  d.fcproj + o1, a.fch_gelu + o4, p.fcprojw + (size_t)l * 4 * C * C, BT, 4 * C, C);
+        size_t o1 = l * BT * C;
+        size_t o3 = l * BT * 3 * C;
+        size_t o4 = l * BT * 4 * C;
+        size_t oa = (size_t)l * B * NH * T * T;
+        size_t w1 = (size_t)l * C * C;
+        // MLP: dres is ∂loss/∂fcproj; then ln2 adds its part, making dres ∂loss/∂residual2
+        LAYER(m, matmul_backward)(d.fch_gelu + o4, g.fcprojw + 4 * w1, g.fcprojb + l * C, dres, a.fch_gelu + o4,
+                                  p.fcprojw + 4 * w1, BT, 4 * C, C);
         LAYER(m, gelu_backward)(d.fch + o4, a.fch + o4, d.fch_gelu + o4, BT * 4 * C);
-        LAYER(m, matmul_backward)(d.ln2 + o1, g.fcw + (size_t)l * 4 * C * C, g.fcb + l * 4 * C, d.fch + o4,
-                                  a.ln2 + o1, p.fcw + (size_t)l * 4 * C * C, BT, C, 4 * C);
-        LAYER(m, layernorm_backward)(d.residual2 + o1, g.ln2w + l * C, g.ln2b + l * C, d.ln2 + o1,
-                                     a.residual2 + o1, p.ln2w + l * C, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, BT, C);
-        LAYER(m, residual_backward)(dresidual, d.attproj + o1, d.residual2 + o1, BT * C);
-        LAYER(m, matmul_backward)(d.atty + o1, g.attprojw + (size_t)l * C * C, g.attprojb + l * C, d.attproj + o1,
-                                  a.atty + o1, p.attprojw + (size_t)l * C * C, BT, C, C);
+        LAYER(m, matmul_backward)(d.ln2 + o1, g.fcw + 4 * w1, g.fcb + l * 4 * C, d.fch + o4, a.ln2 + o1,
+                                  p.fcw + 4 * w1, BT, C, 4 * C);
+        LAYER(m, layernorm_backward)(dres, g.ln2w + l * C, g.ln2b + l * C, d.ln2 + o1, a.residual2 + o1,
+                                     p.ln2w + l * C, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, BT, C);
+        // attention: dres is ∂loss/∂attproj; then ln1 adds its part: ∂loss/∂(the block's input)
+        LAYER(m, matmul_backward)(d.atty + o1, g.attprojw + w1, g.attprojb + l * C, dres, a.atty + o1,
+                                  p.attprojw + w1, BT, C, C);
         LAYER(m, attention_backward)(d.qkv + o3, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, B, T, C, NH);
-        LAYER(m, matmul_backward)(d.ln1 + o1, g.qkvw + (size_t)l * 3 * C * C, g.qkvb + l * 3 * C, d.qkv + o3,
-                                  a.ln1 + o1, p.qkvw + (size_t)l * 3 * C * C, BT, C, 3 * C);
-        LAYER(m, layernorm_backward)(dresidual, g.ln1w + l * C, g.ln1b + l * C, d.ln1 + o1, residual,
+        LAYER(m, matmul_backward)(d.ln1 + o1, g.qkvw + 3 * w1, g.qkvb + l * 3 * C, d.qkv + o3, a.ln1 + o1,
+                                  p.qkvw + 3 * w1, BT, C, 3 * C);
+        LAYER(m, layernorm_backward)(dres, g.ln1w + l * C, g.ln1b + l * C, d.ln1 + o1, residual,
                                      p.ln1w + l * C, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, BT, C);
     }
 #ifdef GRPO_CUDA
     if (m->on_device) {   // the GPU needs V to give each (token, channel) of dwte one thread
-        cuda_encoder_backward(g.wte, g.wpe, d.encoded, m->dev_inputs, B, T, C, V);
+        cuda_encoder_backward(g.wte, g.wpe, dres, m->dev_inputs, B, T, C, V);
         return;
     }
 #endif
-    encoder_backward(g.wte, g.wpe, d.encoded, inputs, B, T, C);
+    encoder_backward(g.wte, g.wpe, dres, inputs, B, T, C);
 }
 
 // ----------------------------------------------------------------------------
