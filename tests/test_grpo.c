@@ -454,6 +454,43 @@ static void test_attention_backward_ref(void) {
     }
 }
 
+/* clip_grad_norm on a model of ~160,000 parameters (many CLIP_BLOCK blocks, the last one
+   partial) against a plain double sum, and with 1 and 3 threads: the norm and the clipped
+   gradients must be the same bit for bit. Error: a double sum of n terms errs by at most
+   n·2^-53 of the sum (~2e-11 here), far below float's rounding of the norm: the two norms
+   may differ by 1 ulp of a float (6e-8 relative) at most. A block missed or added twice
+   changes the norm by ~1/sqrt(#blocks) of itself. */
+static void test_clip_ref(void) {
+    GPT m;
+    build_gpt(&m, (GPTConfig){16, VOCAB_SIZE, 2, 2, 80}, 1, 3);
+    Rng rng;
+    rng_seed(&rng, 29, 0);
+    size_t n = m.num_parameters;
+    float *g0 = (float *)mallocCheck(n * 4), *g1 = (float *)mallocCheck(n * 4);
+    for (size_t i = 0; i < n; i++) g0[i] = rng_normal(&rng);
+    double ss = 0.0;
+    for (size_t i = 0; i < n; i++) ss += (double)g0[i] * g0[i];
+    memcpy(m.grads_memory, g0, n * 4);
+    float norm = clip_grad_norm(&m, 1.0f);
+    double rel = fabs(norm - sqrt(ss)) / sqrt(ss);
+    check(rel <= 1.2e-7 && n > 8 * 16384, "model: clip_grad_norm vs a double sum", "%zu parameters, norm %.6g, "
+          "relative difference %.2e (tol 1.2e-7)", n, norm, rel);
+#ifdef _OPENMP
+    int nt = omp_get_max_threads();
+    omp_set_num_threads(1);
+    memcpy(m.grads_memory, g0, n * 4);
+    float n1 = clip_grad_norm(&m, 1.0f);
+    memcpy(g1, m.grads_memory, n * 4);
+    omp_set_num_threads(3);
+    memcpy(m.grads_memory, g0, n * 4);
+    float n3 = clip_grad_norm(&m, 1.0f);
+    omp_set_num_threads(nt);
+    check(n1 == n3 && memcmp(g1, m.grads_memory, n * 4) == 0, "model: clip_grad_norm, 1 thread == 3 threads",
+          "norm %.9g vs %.9g", n1, n3);
+#endif
+    free(g0); free(g1); free_gpt(&m);
+}
+
 /* matmul_forward, matmul_backward, layernorm_forward and layernorm_backward against textbook
    double-precision loops, on shapes that span several of the fast paths' blocks (N > MM_NB,
    MM_KB and LN_RB rows, not multiples of them; C and OC not multiples of MM_W = 16, and up to
@@ -2521,6 +2558,7 @@ int main(int argc, char **argv) {
     if (want("model", only)) test_attention_ref();
     if (want("model", only)) test_layers_ref();
     if (want("model", only)) test_attention_backward_ref();
+    if (want("model", only)) test_clip_ref();
     if (want("checkpoint", only)) test_checkpoints();
     if (want("checkpoint", only)) test_run_tmpdir();
     if (want("cli", only)) test_usage_errors();
