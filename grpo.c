@@ -410,6 +410,25 @@ static void pack_panel_t(float *panel, const float *src, int K, int w) {
             panel[(size_t)k * MM_W + j] = j < w ? src[(size_t)j * K + k] : 0.0f;
 }
 
+// panels s = 0, 1, ... (rows, MM_W), pstride floats apart: columns [16s, 16s + 16) of src
+// (rows, ld) up to column w, zero beyond. Reads src row by row (one contiguous stretch per
+// row), which the hardware prefetcher streams, unlike one panel's 16 columns of every row.
+static void pack_panels(float *panels, size_t pstride, const float *src, size_t ld, int rows, int w) {
+    for (int k = 0; k < rows; k++) {
+        const float *s = src + (size_t)k * ld;
+        for (int j0 = 0; j0 < w && k + 8 < rows; j0 += MM_W) __builtin_prefetch(s + 8 * ld + j0);
+        for (int j0 = 0; j0 < w; j0 += MM_W) {
+            float *p = panels + (size_t)(j0 / MM_W) * pstride + (size_t)k * MM_W;
+            if (w - j0 >= MM_W) {
+                #pragma omp simd
+                for (int j = 0; j < MM_W; j++) p[j] = s[j0 + j];
+            } else {
+                for (int j = 0; j < MM_W; j++) p[j] = j0 + j < w ? s[j0 + j] : 0.0f;
+            }
+        }
+    }
+}
+
 /* mm_rows: rows [n0, nend) of out (rows ldo apart, columns [0, w)) from rows of A (N rows of
    K floats, lda apart) times panel (K, MM_W), MM_R rows at a time (past row N-1 the tile
    reads row N-1 again and stores nothing): out = acc + bias[j] (bias may be NULL), or
@@ -763,37 +782,36 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
                 mm_rows(dinp + i0, C, dout, OC, N, nb * MM_NB, nend, panels + ib * psize, OC, iw, NULL, 1);
             }
         // dW[o, i0:i0+16] = Σ_n dout[n,o] inp[n, i0:i0+16]. A task is a block of outputs times
-        // MM_IG column panels: it walks n in chunks of MM_KB rows, packs each panel's chunk of inp
-        // and adds the chunk's sums (every output sums chunk by chunk, in the same order).
+        // MM_IG column panels: it walks n in chunks of MM_KB rows, packs the chunk's panels of
+        // inp and adds each panel's sums (every output sums chunk by chunk, in the same order).
+        // dbias[o] = Σ_n dout[n,o], summed row by row by the tasks of the first column group,
+        // while their chunk of dout is in cache.
+        float *ipanels = (float *)mallocCheck((size_t)MM_IG * MM_KB * MM_W * sizeof(float));
         #pragma omp for collapse(2) schedule(dynamic) nowait
         for (int gb = 0; gb < ngb; gb++)
             for (int ob = 0; ob < nob; ob++) {
-                int oend = imin(OC, (ob + 1) * osz);
-                float panel[MM_KB * MM_W];
+                int o0 = ob * osz;
+                int oend = imin(OC, o0 + osz);
+                int i0 = gb * MM_IG * MM_W;
+                int gw = imin(MM_IG * MM_W, C - i0);
+                float bsum[MM_OB] = {0};
                 for (int n0 = 0; n0 < N; n0 += MM_KB) {
                     int kn = imin(MM_KB, N - n0);
-                    for (int ib = gb * MM_IG; ib < imin(nib, (gb + 1) * MM_IG); ib++) {
-                        int i0 = ib * MM_W;
-                        int iw = imin(MM_W, C - i0);
-                        pack_panel(panel, inp + (size_t)n0 * C + i0, C, kn, iw);
-                        mm_cols(dweight + i0, C, dout + (size_t)n0 * OC, OC, ob * osz, oend, panel, kn, iw);
+                    const float *d = dout + (size_t)n0 * OC;
+                    pack_panels(ipanels, (size_t)MM_KB * MM_W, inp + (size_t)n0 * C + i0, C, kn, gw);
+                    for (int j0 = 0; j0 < gw; j0 += MM_W) {
+                        const float *panel = ipanels + (size_t)(j0 / MM_W) * MM_KB * MM_W;
+                        mm_cols(dweight + i0 + j0, C, d, OC, o0, oend, panel, kn, imin(MM_W, gw - j0));
                     }
+                    if (dbias && gb == 0)
+                        for (int n = 0; n < kn; n++)
+                            #pragma omp simd
+                            for (int o = o0; o < oend; o++) bsum[o - o0] += d[(size_t)n * OC + o];
                 }
+                if (dbias && gb == 0)
+                    for (int o = o0; o < oend; o++) dbias[o] += bsum[o - o0];
             }
-        // dbias: vector across 64 outputs at a time, summing over rows
-        if (dbias) {
-            #pragma omp for nowait
-            for (int o0 = 0; o0 < OC; o0 += 64) {
-                float acc[64] = {0};
-                int ow = imin(64, OC - o0);
-                for (int n = 0; n < N; n++) {
-                    const float *d = dout + (size_t)n * OC + o0;
-                    #pragma omp simd
-                    for (int j = 0; j < ow; j++) acc[j] += d[j];
-                }
-                for (int j = 0; j < ow; j++) dbias[o0 + j] += acc[j];
-            }
-        }
+        free(ipanels);
     }
     free(panels);
 }
