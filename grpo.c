@@ -4269,7 +4269,9 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     o->batch_size = 16; o->steps = 10;
     const char *syn = "Training throughput (forward + backward + AdamW on a fixed B x maxT batch) and\n"
                       "sampling throughput (64 sequences, 8-token prompt, KV cache, to maxT).\n"
-                      "Last line: 'bench train_tok_s=... sample_tok_s=... gflops=... threads=...'.";
+                      "Then the training step at the GRPO update's shape (128 x 37).\n"
+                      "Last line: 'bench train_tok_s=... sample_tok_s=... gflops=... update_tok_s=...\n"
+                      "update_gflops=... threads=...'.";
     int first = parse_options(argc, argv, CMD_BENCH | CMD_SFT * 0, o, "bench", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " bench'", argv[first]);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
@@ -4299,6 +4301,36 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     size_t n_nonemb = m.num_parameters - m.param_sizes[0] - m.param_sizes[1];
     double fwd_flops = 2.0 * n_nonemb + 2.0 * L * T * C + 2.0 * C * V;
     double gflops = train_tok_s * 3.0 * fwd_flops / 1e9;
+    // the same step at the shape of the main job's GRPO update: 8 prompts x 16 completions,
+    // sequences of up to 37 tokens (11-token prompt, 26 new), on a model of the same size
+    int UB = 128;
+    int UT = imin(37, T);
+    GPT mu;
+    build_gpt(&mu, (GPTConfig){T, VOCAB_SIZE, o->layers, o->heads, o->channels}, UB, o->seed);
+    int *uin = (int *)mallocCheck((size_t)UB * UT * sizeof(int));
+    int *utg = (int *)mallocCheck((size_t)UB * UT * sizeof(int));
+    float *ulp = (float *)mallocCheck((size_t)UB * UT * sizeof(float));
+    float *udlp = (float *)mallocCheck((size_t)UB * UT * sizeof(float));
+    for (int i = 0; i < UB * UT; i++) {
+        uin[i] = rng_int(&rng, VOCAB_SIZE);
+        utg[i] = rng_int(&rng, VOCAB_SIZE);
+        udlp[i] = -1.0f / (UB * UT);
+    }
+    int usteps = imax(3, o->steps / 2);
+    for (int it = 0; it < 1 + usteps; it++) {
+        if (it == 1) t0 = wall_seconds();
+        bench_train_step(&mu, uin, utg, ulp, udlp, UB, UT, &opt, it + 1);
+    }
+#ifdef GRPO_CUDA
+    if (mu.on_device) cuda_synchronize();
+#endif
+    double update_tok_s = (double)UB * UT * usteps / (wall_seconds() - t0);
+    double update_gflops = update_tok_s * 3.0 * (2.0 * n_nonemb + 2.0 * L * UT * C + 2.0 * C * V) / 1e9;
+    free(uin);
+    free(utg);
+    free(ulp);
+    free(udlp);
+    free_gpt(&mu);
     // sampling: eos masked so every sequence runs to the end of the context
     KVCache kv;
     build_kvcache(&kv, &m.config, S);
@@ -4323,9 +4355,11 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #ifdef GRPO_CUDA
     printf("train  %10.0f tokens/s  (%.2f GFLOP/s on the GPU, TF32 %s)\n", train_tok_s, gflops, o->tf32 ? "on" : "off");
 #else
-    printf("train  %10.0f tokens/s  (%.2f GFLOP/s; fp32 peak of 2 cores x 32 FLOP/cycle is ~%.0f GFLOP/s at 3 GHz)\n",
-           train_tok_s, gflops, 2 * 32 * 3.0);
+    printf("train  %10.0f tokens/s  (%.2f GFLOP/s; fp32 peak: 32 FLOP/cycle per core, ~116 GFLOP/s at 3.6 GHz)\n",
+           train_tok_s, gflops);
 #endif
+    printf("update %10.0f tokens/s  (%.2f GFLOP/s): the same step at the GRPO update's shape, %d x %d\n",
+           update_tok_s, update_gflops, UB, UT);
     printf("sample %10.0f new tokens/s\n", sample_tok_s);
 #ifdef GRPO_CUDA
     if (m.on_device) {   // the step's cuBLAS products timed inside one training step, then alone
@@ -4350,7 +4384,8 @@ static int cmd_bench(int argc, char **argv, Options *o) {
         }
     }
 #endif
-    printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f threads=%d\n", train_tok_s, sample_tok_s, gflops, num_threads());
+    printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f update_tok_s=%.1f update_gflops=%.2f threads=%d\n",
+           train_tok_s, sample_tok_s, gflops, update_tok_s, update_gflops, num_threads());
     free(inputs); free(targets); free(logp); free(dlogp); free(prompts); free(comp); free(clp);
     free_kvcache(&kv); free_gpt(&m);
     return 0;
