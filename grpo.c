@@ -555,7 +555,10 @@ static inline void attn_scores(float *s, const float *q, const float *kt, int hs
             float q0 = q[i], q1 = q[i + 1];
             const float *k0 = kt + i * Tp + t0, *k1 = k0 + Tp;
             #pragma omp simd
-            for (int j = 0; j < 32; j++) { x[j] += q0 * k0[j]; y[j] += q1 * k1[j]; }
+            for (int j = 0; j < 32; j++) {
+                x[j] += q0 * k0[j];
+                y[j] += q1 * k1[j];
+            }
         }
         if (i < hs)
             for (int j = 0; j < 32; j++) x[j] += q[i] * kt[i * Tp + t0 + j];
@@ -568,7 +571,10 @@ static inline void attn_scores(float *s, const float *q, const float *kt, int hs
         for (; i + 1 < hs; i += 2) {
             float q0 = q[i], q1 = q[i + 1];
             #pragma omp simd
-            for (int j = 0; j < 8; j++) { x[j] += q0 * kt[i * Tp + t0 + j]; y[j] += q1 * kt[(i + 1) * Tp + t0 + j]; }
+            for (int j = 0; j < 8; j++) {
+                x[j] += q0 * kt[i * Tp + t0 + j];
+                y[j] += q1 * kt[(i + 1) * Tp + t0 + j];
+            }
         }
         if (i < hs)
             for (int j = 0; j < 8; j++) x[j] += q[i] * kt[i * Tp + t0 + j];
@@ -589,7 +595,10 @@ static inline void attn_rows(float *y, int accumulate, const float *w, size_t ws
             float w0 = w[t * ws], w1 = w[(t + 1) * ws];
             const float *x0 = x + t * xs + i0, *x1 = x0 + xs;
             #pragma omp simd
-            for (int j = 0; j < 32; j++) { acc[j] += w0 * x0[j]; acc2[j] += w1 * x1[j]; }
+            for (int j = 0; j < 32; j++) {
+                acc[j] += w0 * x0[j];
+                acc2[j] += w1 * x1[j];
+            }
         }
         if (t < t1)
             for (int j = 0; j < 32; j++) acc[j] += w[t * ws] * x[t * xs + i0 + j];
@@ -603,7 +612,10 @@ static inline void attn_rows(float *y, int accumulate, const float *w, size_t ws
             float w0 = w[t * ws], w1 = w[(t + 1) * ws];
             const float *x0 = x + t * xs + i0, *x1 = x0 + xs;
             #pragma omp simd
-            for (int j = 0; j < 8; j++) { acc[j] += w0 * x0[j]; acc2[j] += w1 * x1[j]; }
+            for (int j = 0; j < 8; j++) {
+                acc[j] += w0 * x0[j];
+                acc2[j] += w1 * x1[j];
+            }
         }
         if (t < t1)
             for (int j = 0; j < 8; j++) acc[j] += w[t * ws] * x[t * xs + i0 + j];
@@ -1342,8 +1354,8 @@ static void gpt_backward(GPT *m, const int *inputs) {
         size_t oa = (size_t)l * B * NH * T * T;
         size_t w1 = (size_t)l * C * C;
         // MLP: dres is ∂loss/∂fcproj; then ln2 adds its part, making dres ∂loss/∂residual2
-        LAYER(m, matmul_backward)(d.fch_gelu + o4, g.fcprojw + 4 * w1, g.fcprojb + l * C, dres, a.fch_gelu + o4,
-                                  p.fcprojw + 4 * w1, BT, 4 * C, C);
+        LAYER(m, matmul_backward)(d.fch_gelu + o4, g.fcprojw + 4 * w1, g.fcprojb + l * C, dres,
+                                  a.fch_gelu + o4, p.fcprojw + 4 * w1, BT, 4 * C, C);
         LAYER(m, gelu_backward)(d.fch + o4, a.fch + o4, d.fch_gelu + o4, BT * 4 * C);
         LAYER(m, matmul_backward)(d.ln2 + o1, g.fcw + 4 * w1, g.fcb + l * 4 * C, d.fch + o4, a.ln2 + o1,
                                   p.fcw + 4 * w1, BT, C, 4 * C);
@@ -4355,8 +4367,8 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #ifdef GRPO_CUDA
     printf("train  %10.0f tokens/s  (%.2f GFLOP/s on the GPU, TF32 %s)\n", train_tok_s, gflops, o->tf32 ? "on" : "off");
 #else
-    printf("train  %10.0f tokens/s  (%.2f GFLOP/s; fp32 peak: 32 FLOP/cycle per core, ~116 GFLOP/s at 3.6 GHz)\n",
-           train_tok_s, gflops);
+    printf("train  %10.0f tokens/s  (%.2f GFLOP/s; fp32 peak: 32 FLOP/cycle per core, ~116 GFLOP/s "
+           "at 3.6 GHz)\n", train_tok_s, gflops);
 #endif
     printf("update %10.0f tokens/s  (%.2f GFLOP/s): the same step at the GRPO update's shape, %d x %d\n",
            update_tok_s, update_gflops, UB, UT);
@@ -4384,8 +4396,8 @@ static int cmd_bench(int argc, char **argv, Options *o) {
         }
     }
 #endif
-    printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f update_tok_s=%.1f update_gflops=%.2f threads=%d\n",
-           train_tok_s, sample_tok_s, gflops, update_tok_s, update_gflops, num_threads());
+    printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f update_tok_s=%.1f update_gflops=%.2f "
+           "threads=%d\n", train_tok_s, sample_tok_s, gflops, update_tok_s, update_gflops, num_threads());
     free(inputs); free(targets); free(logp); free(dlogp); free(prompts); free(comp); free(clp);
     free_kvcache(&kv); free_gpt(&m);
     return 0;

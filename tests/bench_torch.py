@@ -293,8 +293,8 @@ def main():
     print(f"torch train_tok_s={train_tok_s:.1f} sample_tok_s={sample_tok_s:.1f} "
           f"gflops={train_gflops:.2f} update_tok_s={update_tok_s:.1f} update_gflops={update_gflops:.2f} "
           f"threads={torch.get_num_threads()}")
-    print(f"  (train: B={B} T={T} iters={args.iters}; sample: {nsample} seqs x {args.maxT - prompt_len} new tokens; "
-          f"update: B={UB} T={UT})")
+    print(f"  (train: B={B} T={T} iters={args.iters}; "
+          f"sample: {nsample} seqs x {args.maxT - prompt_len} new tokens; update: B={UB} T={UT})")
 
     if args.c_results:
         c = read_c_results(args.c_results)

@@ -412,7 +412,8 @@ static void test_attention_backward_ref(void) {
         float *att = (float *)mallocCheck(na * 4), *datt = (float *)mallocCheck(na * 4);
         float *dout = (float *)mallocCheck(no * 4), *dinp = (float *)mallocCheck(ni * 4);
         float *init = (float *)mallocCheck(ni * 4), *want_ = (float *)mallocCheck(ni * 4);
-        double *ref = (double *)mallocCheck(ni * sizeof(double)), *ds = (double *)mallocCheck((size_t)T * T * 8);
+        double *ref = (double *)mallocCheck(ni * sizeof(double));
+        double *ds = (double *)mallocCheck((size_t)T * T * 8);
         for (size_t i = 0; i < ni; i++) inp[i] = 2.0f * rng_uniform(&rng) - 1.0f;
         for (size_t i = 0; i < ni; i++) init[i] = 2.0f * rng_uniform(&rng) - 1.0f;
         for (size_t i = 0; i < no; i++) dout[i] = 2.0f * rng_uniform(&rng) - 1.0f;
@@ -430,12 +431,15 @@ static void test_attention_backward_ref(void) {
                     double dot = 0.0;
                     for (int t2 = 0; t2 <= t; t2++) {
                         double da = 0.0;
-                        for (int i = 0; i < hs; i++) da += (double)d[(size_t)t * C + i] * x[(size_t)t2 * C3 + 2 * C + i];
+                        for (int i = 0; i < hs; i++)
+                            da += (double)d[(size_t)t * C + i] * x[(size_t)t2 * C3 + 2 * C + i];
                         ds[(size_t)t * T + t2] = da;
                         dot += a[(size_t)t * T + t2] * da;
                     }
-                    for (int t2 = 0; t2 <= t; t2++)
-                        ds[(size_t)t * T + t2] = a[(size_t)t * T + t2] * (ds[(size_t)t * T + t2] - dot) * scale;
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        double *g = ds + (size_t)t * T + t2;
+                        *g = a[(size_t)t * T + t2] * (*g - dot) * scale;
+                    }
                 }
                 for (int t = 0; t < T; t++)
                     for (int t2 = 0; t2 <= t; t2++)
@@ -443,14 +447,24 @@ static void test_attention_backward_ref(void) {
                             double g = ds[(size_t)t * T + t2];
                             r[(size_t)t * C3 + i] += g * x[(size_t)t2 * C3 + C + i];   // dq
                             r[(size_t)t2 * C3 + C + i] += g * x[(size_t)t * C3 + i];   // dk
-                            r[(size_t)t2 * C3 + 2 * C + i] += a[(size_t)t * T + t2] * d[(size_t)t * C + i];   // dv
+                            r[(size_t)t2 * C3 + 2 * C + i] += a[(size_t)t * T + t2] * d[(size_t)t * C + i];
                         }
             }
         for (size_t i = 0; i < ni; i++) want_[i] = (float)ref[i];
         char name[96];
-        snprintf(name, sizeof name, "model: attention_backward vs double loops B%d T%d C%d NH%d", B, T, C, NH);
+        snprintf(name, sizeof name, "model: attention_backward vs double loops B%d T%d C%d NH%d", B, T, C,
+                 NH);
         compare(name, dinp, want_, ni, (float)(2 * (2 * T + hs + 8) * u), 0.0f);
-        free(inp); free(out); free(att); free(datt); free(dout); free(dinp); free(init); free(want_); free(ref); free(ds);
+        free(inp);
+        free(out);
+        free(att);
+        free(datt);
+        free(dout);
+        free(dinp);
+        free(init);
+        free(want_);
+        free(ref);
+        free(ds);
     }
 }
 
@@ -473,8 +487,8 @@ static void test_clip_ref(void) {
     memcpy(m.grads_memory, g0, n * 4);
     float norm = clip_grad_norm(&m, 1.0f);
     double rel = fabs(norm - sqrt(ss)) / sqrt(ss);
-    check(rel <= 1.2e-7 && n > 8 * 16384, "model: clip_grad_norm vs a double sum", "%zu parameters, norm %.6g, "
-          "relative difference %.2e (tol 1.2e-7)", n, norm, rel);
+    check(rel <= 1.2e-7 && n > 8 * 16384, "model: clip_grad_norm vs a double sum",
+          "%zu parameters, norm %.6g, relative difference %.2e (tol 1.2e-7)", n, norm, rel);
 #ifdef _OPENMP
     int nt = omp_get_max_threads();
     omp_set_num_threads(1);
@@ -488,7 +502,9 @@ static void test_clip_ref(void) {
     check(n1 == n3 && memcmp(g1, m.grads_memory, n * 4) == 0, "model: clip_grad_norm, 1 thread == 3 threads",
           "norm %.9g vs %.9g", n1, n3);
 #endif
-    free(g0); free(g1); free_gpt(&m);
+    free(g0);
+    free(g1);
+    free_gpt(&m);
 }
 
 /* matmul_forward, matmul_backward, layernorm_forward and layernorm_backward against textbook
@@ -662,7 +678,8 @@ static void test_layers_ref(void) {
         // x̂ itself carries 4(C+4)u of relative error into each term of dw
         double e_dlw = layer_err(o->dlw, ref, sc, C) / ((N + 2 + 4 * (C + 4)) * u);
         double e_dlb = layer_err(o->dlb, ref + C, sc + C, C) / ((N + 2) * u);
-        double worst = fmax(fmax(fmax(e_y, e_dx), fmax(e_dw, e_db)), fmax(fmax(e_ln, e_dln), fmax(e_dlw, e_dlb)));
+        double worst = fmax(fmax(fmax(e_y, e_dx), fmax(e_dw, e_db)),
+                            fmax(fmax(e_ln, e_dln), fmax(e_dlw, e_dlb)));
         char name[96];
         snprintf(name, sizeof name, "model: matmul and layernorm vs double loops N%d C%d OC%d", N, C, OC);
         check(worst <= 1.0, name, "error / bound: worst %.3f (out %.3f dinp %.3f dW %.3f db %.3f ln %.3f "
@@ -677,12 +694,19 @@ static void test_layers_ref(void) {
         omp_set_num_threads(nt);
         for (int j = 0; j < LAYER_OUTS; j++)
             same &= memcmp(((float **)&r[0])[j], ((float **)&r[1])[j], sizes[j] * 4) == 0;
-        snprintf(name, sizeof name, "model: matmul and layernorm, 1 thread == 3 threads N%d C%d OC%d", N, C, OC);
+        snprintf(name, sizeof name, "model: matmul and layernorm, 1 thread == 3 threads N%d C%d OC%d", N, C,
+                 OC);
         check(same, name, "");
 #endif
         for (int k = 0; k < 2; k++)
             for (int j = 0; j < LAYER_OUTS; j++) free(((float **)&r[k])[j]);
-        free(x); free(dy); free(init); free(w); free(b); free(ref); free(xh);
+        free(x);
+        free(dy);
+        free(init);
+        free(w);
+        free(b);
+        free(ref);
+        free(xh);
     }
 }
 
