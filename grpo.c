@@ -371,15 +371,17 @@ static void decode(const int *tokens, int n, char *out, int cap) {
 // Each helper computes the plain formula stated above it, in an order that keeps the vector
 // units busy; the long why is in the notes file.
 
-// matmul's register tile: MM_R rows x MM_W outputs, 12 of the 16 AVX registers
+// matmul's register tile: MM_R rows x MM_W outputs, 12 of the 16 AVX registers (6 of AVX-512's 32)
 #define MM_R 6      // rows per register tile
-#define MM_W 16     // outputs per register tile: two 8-float vectors
+#define MM_W 16     // outputs per register tile: two AVX vectors, one AVX-512 vector
 #define MM_NB 128   // rows per task in out and dinp
-#define MM_OB 96    // outputs per task in dweight
+#define MM_OB 96    // outputs per task in dweight (at most)
+#define MM_IG 8     // column panels per task in dweight
 #define MM_KB 256   // rows of inp per dweight panel
 #define MM_KC 64    // terms per partial sum in mm_tile
 
 static inline int imin(int a, int b) { return a < b ? a : b; }
+static inline int imax(int a, int b) { return a > b ? a : b; }
 
 // acc[r][j] = Σ_k a[r][k*ks] * panel[k][j], r < MM_R, j < MM_W (pragmas: keep the sums in
 // registers). Summed in blocks of MM_KC terms: one long sequential float sum loses accuracy.
@@ -392,14 +394,14 @@ static inline void mm_tile(float acc[MM_R][MM_W], const float *const a[MM_R], si
         int kend = imin(K, k0 + MM_KC);
         for (int k = k0; k < kend; k++) {
             const float *p = panel + (size_t)k * MM_W;
-            #pragma GCC unroll 8
+            #pragma GCC unroll 16
             for (int r = 0; r < MM_R; r++) {
                 float x = a[r][(size_t)k * ks];
                 #pragma omp simd
                 for (int j = 0; j < MM_W; j++) part[r][j] += x * p[j];
             }
         }
-        #pragma GCC unroll 8
+        #pragma GCC unroll 16
         for (int r = 0; r < MM_R; r++)
             #pragma omp simd
             for (int j = 0; j < MM_W; j++) acc[r][j] += part[r][j];
@@ -421,20 +423,85 @@ static void pack_panel(float *panel, const float *src, size_t ld, int rows, int 
     }
 }
 
+// panel (K, MM_W) = rows [0, w) of src (w, K) transposed, zero beyond w
+static void pack_panel_t(float *panel, const float *src, int K, int w) {
+    for (int j = 0; j < MM_W; j++)
+        for (int k = 0; k < K; k++)
+            panel[(size_t)k * MM_W + j] = j < w ? src[(size_t)j * K + k] : 0.0f;
+}
+
+// panels s = 0, 1, ... (rows, MM_W), pstride floats apart: columns [16s, 16s + 16) of src
+// (rows, ld) up to column w, zero beyond. Reads src row by row (one contiguous stretch per
+// row), which the hardware prefetcher streams, unlike one panel's 16 columns of every row.
+static void pack_panels(float *panels, size_t pstride, const float *src, size_t ld, int rows, int w) {
+    for (int k = 0; k < rows; k++) {
+        const float *s = src + (size_t)k * ld;
+        for (int j0 = 0; j0 < w && k + 8 < rows; j0 += MM_W) __builtin_prefetch(s + 8 * ld + j0);
+        for (int j0 = 0; j0 < w; j0 += MM_W) {
+            float *p = panels + (size_t)(j0 / MM_W) * pstride + (size_t)k * MM_W;
+            if (w - j0 >= MM_W) {
+                #pragma omp simd
+                for (int j = 0; j < MM_W; j++) p[j] = s[j0 + j];
+            } else {
+                for (int j = 0; j < MM_W; j++) p[j] = j0 + j < w ? s[j0 + j] : 0.0f;
+            }
+        }
+    }
+}
+
 /* mm_rows: rows [n0, nend) of out (rows ldo apart, columns [0, w)) from rows of A (N rows of
    K floats, lda apart) times panel (K, MM_W), MM_R rows at a time (past row N-1 the tile
    reads row N-1 again and stores nothing): out = acc + bias[j] (bias may be NULL), or
-   out += acc with accumulate. The row loop of matmul_forward and of matmul_backward's dinp. */
-static inline void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, int n0, int nend,
-                           const float *panel, int K, int w, const float *bias, int accumulate) {
+   out += acc with accumulate. The row loop of matmul_forward and of matmul_backward's dinp.
+   Not inlined: inside the callers' parallel regions gcc spills the tile's row pointers. */
+__attribute__((noinline))
+static void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, int n0, int nend,
+                    const float *panel, int K, int w, const float *bias, int accumulate) {
+    float b[MM_W];
+    for (int j = 0; j < MM_W; j++) b[j] = bias && j < w ? bias[j] : 0.0f;
     for (int n = n0; n < nend; n += MM_R) {
         const float *a[MM_R];
         for (int r = 0; r < MM_R; r++) a[r] = A + (size_t)imin(n + r, N - 1) * lda;
+        // the next tile's output rows (ldo floats apart, so not prefetched by the CPU) load
+        // while this tile computes
+        for (int r = MM_R; r < 2 * MM_R && n + r < nend; r++)
+            __builtin_prefetch(out + (size_t)(n + r) * ldo, 1);
         float acc[MM_R][MM_W];
         mm_tile(acc, a, 1, panel, K);
         for (int r = 0; r < MM_R && n + r < nend; r++) {
             float *o = out + (size_t)(n + r) * ldo;
-            for (int j = 0; j < w; j++) o[j] = accumulate ? o[j] + acc[r][j] : acc[r][j] + (bias ? bias[j] : 0.0f);
+            if (w == MM_W && accumulate) {
+                #pragma omp simd
+                for (int j = 0; j < MM_W; j++) o[j] += acc[r][j];
+            } else if (w == MM_W) {
+                #pragma omp simd
+                for (int j = 0; j < MM_W; j++) o[j] = acc[r][j] + b[j];
+            } else {
+                for (int j = 0; j < w; j++) o[j] = accumulate ? o[j] + acc[r][j] : acc[r][j] + b[j];
+            }
+        }
+    }
+}
+
+/* mm_cols: outputs [o0, oend) of a dweight-like product, out[o, 0:w) += Σ_k A[k, o] panel[k, :]
+   for k < K (A: K rows of lda floats, panel (K, MM_W)), MM_R outputs at a time (past output
+   lda-1 the tile reads it again and stores nothing). The tile loop of matmul_backward's dweight. */
+__attribute__((noinline))
+static void mm_cols(float *out, size_t ldo, const float *A, size_t lda, int o0, int oend,
+                    const float *panel, int K, int w) {
+    for (int o = o0; o < oend; o += MM_R) {
+        const float *a[MM_R];
+        for (int r = 0; r < MM_R; r++) a[r] = A + imin(o + r, (int)lda - 1);
+        float acc[MM_R][MM_W];
+        mm_tile(acc, a, lda, panel, K);
+        for (int r = 0; r < MM_R && o + r < oend; r++) {
+            float *d = out + (size_t)(o + r) * ldo;
+            if (w == MM_W) {
+                #pragma omp simd
+                for (int j = 0; j < MM_W; j++) d[j] += acc[r][j];
+            } else {
+                for (int j = 0; j < w; j++) d[j] += acc[r][j];
+            }
         }
     }
 }
@@ -462,18 +529,72 @@ static inline float exp_simd(float x) {
     return p * scale;
 }
 
+// Row sums, 16 partial sums wide: a float sum written as one chain runs one term at a time
+// (gcc may not reorder it). The 16 partial sums are added pairwise at the end, so the order is
+// the same on every instruction set and thread count.
+#define SUM_W 16
+
+// Σ_i x[i], i < n
+static inline float sum16(const float *x, int n) {
+    float acc[SUM_W] = {0};
+    int nw = n / SUM_W * SUM_W;
+    for (int i = 0; i < nw; i += SUM_W)
+        #pragma omp simd
+        for (int j = 0; j < SUM_W; j++) acc[j] += x[i + j];
+    for (int i = nw; i < n; i++) acc[i - nw] += x[i];
+    for (int w = SUM_W / 2; w > 0; w /= 2)
+        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
+    return acc[0];
+}
+
+// Σ_i x[i] y[i], i < n
+static inline float dot16(const float *x, const float *y, int n) {
+    float acc[SUM_W] = {0};
+    int nw = n / SUM_W * SUM_W;
+    for (int i = 0; i < nw; i += SUM_W)
+        #pragma omp simd
+        for (int j = 0; j < SUM_W; j++) acc[j] += x[i + j] * y[i + j];
+    for (int i = nw; i < n; i++) acc[i - nw] += x[i] * y[i];
+    for (int w = SUM_W / 2; w > 0; w /= 2)
+        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
+    return acc[0];
+}
+
 // Attention's sums: vector loops across 8 positions or 8 channels, never along a dot product.
 
 // s[t2] = scale * Σ_i q[i] kt[i*Tp + t2] for t2 < n8 (a multiple of 8; kt padded to match).
-// Even and odd i go to two sums, so that two FMA chains are in flight instead of one.
+// Even and odd i go to two sums. The positions go 32 at a time while they can (8 sums in
+// flight, not 2: a head's sums are too short to hide the FMA latency otherwise), then 8 at a
+// time; each sum is the same either way.
 static inline void attn_scores(float *s, const float *q, const float *kt, int hs, int Tp, int n8, float scale) {
-    for (int t0 = 0; t0 < n8; t0 += 8) {
+    int t0 = 0;
+    for (; t0 + 32 <= n8; t0 += 32) {
+        float x[32] = {0}, y[32] = {0};
+        int i = 0;
+        for (; i + 1 < hs; i += 2) {
+            float q0 = q[i], q1 = q[i + 1];
+            const float *k0 = kt + i * Tp + t0, *k1 = k0 + Tp;
+            #pragma omp simd
+            for (int j = 0; j < 32; j++) {
+                x[j] += q0 * k0[j];
+                y[j] += q1 * k1[j];
+            }
+        }
+        if (i < hs)
+            for (int j = 0; j < 32; j++) x[j] += q[i] * kt[i * Tp + t0 + j];
+        #pragma omp simd
+        for (int j = 0; j < 32; j++) s[t0 + j] = (x[j] + y[j]) * scale;
+    }
+    for (; t0 < n8; t0 += 8) {
         float x[8] = {0}, y[8] = {0};
         int i = 0;
         for (; i + 1 < hs; i += 2) {
             float q0 = q[i], q1 = q[i + 1];
             #pragma omp simd
-            for (int j = 0; j < 8; j++) { x[j] += q0 * kt[i * Tp + t0 + j]; y[j] += q1 * kt[(i + 1) * Tp + t0 + j]; }
+            for (int j = 0; j < 8; j++) {
+                x[j] += q0 * kt[i * Tp + t0 + j];
+                y[j] += q1 * kt[(i + 1) * Tp + t0 + j];
+            }
         }
         if (i < hs)
             for (int j = 0; j < 8; j++) x[j] += q[i] * kt[i * Tp + t0 + j];
@@ -482,28 +603,59 @@ static inline void attn_scores(float *s, const float *q, const float *kt, int hs
 }
 
 // y[i] = (accumulate ? y[i] : 0) + Σ_{t0 <= t < t1} w[t*ws] x[t*xs + i], for i < hs.
-// Blocks of 8 channels; even and odd t go to two sums (two FMA chains in flight).
+// Even and odd t go to two sums; the channels go 32 at a time while they can (8 sums in
+// flight), then 8 at a time, then one by one; each sum is the same either way.
 static inline void attn_rows(float *y, int accumulate, const float *w, size_t ws,
                              const float *x, size_t xs, int t0, int t1, int hs) {
-    int i8 = hs / 8 * 8;
-    for (int i0 = 0; i0 < i8; i0 += 8) {
+    int i0 = 0;
+    for (; i0 + 32 <= hs; i0 += 32) {
+        float acc[32] = {0}, acc2[32] = {0};
+        int t = t0;
+        for (; t + 1 < t1; t += 2) {
+            float w0 = w[t * ws], w1 = w[(t + 1) * ws];
+            const float *x0 = x + t * xs + i0, *x1 = x0 + xs;
+            #pragma omp simd
+            for (int j = 0; j < 32; j++) {
+                acc[j] += w0 * x0[j];
+                acc2[j] += w1 * x1[j];
+            }
+        }
+        if (t < t1)
+            for (int j = 0; j < 32; j++) acc[j] += w[t * ws] * x[t * xs + i0 + j];
+        #pragma omp simd
+        for (int j = 0; j < 32; j++) y[i0 + j] = (accumulate ? y[i0 + j] : 0.0f) + (acc[j] + acc2[j]);
+    }
+    for (; i0 + 8 <= hs; i0 += 8) {
         float acc[8] = {0}, acc2[8] = {0};
         int t = t0;
         for (; t + 1 < t1; t += 2) {
             float w0 = w[t * ws], w1 = w[(t + 1) * ws];
             const float *x0 = x + t * xs + i0, *x1 = x0 + xs;
             #pragma omp simd
-            for (int j = 0; j < 8; j++) { acc[j] += w0 * x0[j]; acc2[j] += w1 * x1[j]; }
+            for (int j = 0; j < 8; j++) {
+                acc[j] += w0 * x0[j];
+                acc2[j] += w1 * x1[j];
+            }
         }
         if (t < t1)
             for (int j = 0; j < 8; j++) acc[j] += w[t * ws] * x[t * xs + i0 + j];
         for (int j = 0; j < 8; j++) y[i0 + j] = (accumulate ? y[i0 + j] : 0.0f) + (acc[j] + acc2[j]);
     }
-    for (int i = i8; i < hs; i++) {   // channels left over when hs is not a multiple of 8
+    for (int i = i0; i < hs; i++) {   // channels left over when hs is not a multiple of 8
         float acc = 0.0f;
         for (int t = t0; t < t1; t++) acc += w[t * ws] * x[t * xs + i];
         y[i] = (accumulate ? y[i] : 0.0f) + acc;
     }
+}
+
+// Reads p[0..n) once, front to back, one float per cache line, so that the hardware
+// prefetcher streams it into the cache: attention then reads a sequence's rows head by head,
+// hs floats out of every 3C, a pattern it picks up too late (measured: the backward pass 1.9x
+// faster on cold data). The empty asm keeps the otherwise unused loads.
+static inline void warm_cache(const float *p, size_t n) {
+    float s = 0.0f;
+    for (size_t i = 0; i < n; i += 16) s += p[i];
+    __asm__ __volatile__("" : : "g"(s));
 }
 
 // ---- layers: the first reading starts here
@@ -537,119 +689,163 @@ static void layernorm_forward(float *out, float *mean, float *rstd, const float 
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
         const float *x = inp + (size_t)n * C;
-        float m = 0.0f, v = 0.0f;
-        for (int i = 0; i < C; i++) m += x[i];
-        m /= C;
-        for (int i = 0; i < C; i++) { float d = x[i] - m; v += d * d; }
-        v /= C;
-        float s = 1.0f / sqrtf(v + 1e-5f);
         float *o = out + (size_t)n * C;
-        for (int i = 0; i < C; i++) o[i] = (x[i] - m) * s * weight[i] + bias[i];
-        mean[n] = m; rstd[n] = s;
+        float m = sum16(x, C) / C;
+        for (int i = 0; i < C; i++) o[i] = x[i] - m;   // o holds x - m until the last line
+        float v = dot16(o, o, C) / C;
+        float s = 1.0f / sqrtf(v + 1e-5f);
+        for (int i = 0; i < C; i++) o[i] = o[i] * s * weight[i] + bias[i];
+        mean[n] = m;
+        rstd[n] = s;
     }
 }
+
+// Rows per task in layernorm_backward: each task sums its rows' dweight and dbias terms, and
+// the tasks' sums are then added in row order (the same order whatever the thread count).
+#define LN_RB 64
 
 static void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                                const float *inp, const float *weight, const float *mean,
                                const float *rstd, int N, int C) {
-    #pragma omp parallel for
-    for (int n = 0; n < N; n++) {
-        const float *d = dout + (size_t)n * C, *x = inp + (size_t)n * C;
-        float m = mean[n], s = rstd[n], dnorm_mean = 0.0f, dnorm_norm_mean = 0.0f;
-        for (int i = 0; i < C; i++) {
-            float norm = (x[i] - m) * s, dnorm = weight[i] * d[i];
-            dnorm_mean += dnorm; dnorm_norm_mean += dnorm * norm;
+    int nrb = (N + LN_RB - 1) / LN_RB;
+    float *part = (float *)mallocCheck((size_t)nrb * 2 * C * sizeof(float));   // (nrb, 2, C)
+    #pragma omp parallel
+    {
+        float *norm = (float *)mallocCheck(2 * (size_t)C * sizeof(float));
+        float *dnorm = norm + C;
+        #pragma omp for
+        for (int rb = 0; rb < nrb; rb++) {
+            float *pw = part + (size_t)rb * 2 * C;
+            float *pb = pw + C;
+            for (int i = 0; i < 2 * C; i++) pw[i] = 0.0f;
+            for (int n = rb * LN_RB; n < imin(N, (rb + 1) * LN_RB); n++) {
+                const float *d = dout + (size_t)n * C;
+                const float *x = inp + (size_t)n * C;
+                float *di = dinp + (size_t)n * C;
+                float m = mean[n];
+                float s = rstd[n];
+                for (int i = 0; i < C; i++) {
+                    norm[i] = (x[i] - m) * s;
+                    dnorm[i] = weight[i] * d[i];
+                    pw[i] += norm[i] * d[i];
+                    pb[i] += d[i];
+                }
+                float dnorm_mean = sum16(dnorm, C) / C;
+                float dnorm_norm_mean = dot16(dnorm, norm, C) / C;
+                for (int i = 0; i < C; i++) di[i] += (dnorm[i] - dnorm_mean - norm[i] * dnorm_norm_mean) * s;
+            }
         }
-        dnorm_mean /= C; dnorm_norm_mean /= C;
-        float *di = dinp + (size_t)n * C;
+        free(norm);
+        // weight and bias gradients: the row blocks' sums, in row order, one thread per channel
+        #pragma omp for
         for (int i = 0; i < C; i++) {
-            float norm = (x[i] - m) * s, dnorm = weight[i] * d[i];
-            di[i] += (dnorm - dnorm_mean - norm * dnorm_norm_mean) * s;
+            float dw = 0.0f;
+            float db = 0.0f;
+            for (int rb = 0; rb < nrb; rb++) {
+                dw += part[(size_t)rb * 2 * C + i];
+                db += part[(size_t)rb * 2 * C + C + i];
+            }
+            dweight[i] += dw;
+            dbias[i] += db;
         }
     }
-    // weight and bias gradients sum over rows: one thread per channel avoids a race
-    #pragma omp parallel for
-    for (int i = 0; i < C; i++) {
-        float dw = 0.0f, db = 0.0f;
-        for (int n = 0; n < N; n++) {
-            float dd = dout[(size_t)n * C + i];
-            dw += (inp[(size_t)n * C + i] - mean[n]) * rstd[n] * dd;
-            db += dd;
-        }
-        dweight[i] += dw; dbias[i] += db;
-    }
+    free(part);
 }
 
 // matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC) (bias may be NULL).
 // All three products (out, dinp, dweight) run on mm_tile against a "panel": the other
-// operand's block copied into a zero-padded (K, MM_W) array on the stack. Each output is
-// summed over C by one thread in the same order whatever N is (decoding one position gives
-// the logits of the full forward, bit for bit) and whatever the number of threads.
-// Stack per thread: panels of 16*max(C, OC) floats (32 KiB for C = 128, OC = 4C).
+// operand's block copied into a zero-padded (K, MM_W) array. Each output is summed over C
+// by one thread in the same order whatever N is (decoding one position gives the logits of
+// the full forward, bit for bit) and whatever the number of threads. The weight's panels
+// are packed once per call, into one buffer of ~OC*C floats, before the row loop.
 static void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                            int N, int C, int OC) {
-    int nob = (OC + MM_W - 1) / MM_W, nnb = (N + MM_NB - 1) / MM_NB;
-    #pragma omp parallel for collapse(2)
-    for (int ob = 0; ob < nob; ob++)
-        for (int nb = 0; nb < nnb; nb++) {
-            int o0 = ob * MM_W, ow = imin(MM_W, OC - o0);
-            float panel[(size_t)C * MM_W];   // weight rows o0.. transposed: (C, 16)
-            for (int j = 0; j < MM_W; j++)
-                for (int k = 0; k < C; k++)
-                    panel[(size_t)k * MM_W + j] = j < ow ? weight[(size_t)(o0 + j) * C + k] : 0.0f;
-            mm_rows(out + o0, OC, inp, C, N, nb * MM_NB, imin(N, (nb + 1) * MM_NB), panel, C, ow,
-                    bias ? bias + o0 : NULL, 0);
-        }
+    int nob = (OC + MM_W - 1) / MM_W;
+    int nnb = (N + MM_NB - 1) / MM_NB;
+    size_t psize = (size_t)C * MM_W;
+    float *panels = (float *)mallocCheck(nob * psize * sizeof(float));
+    #pragma omp parallel
+    {
+        // panel ob: weight rows ob*16.. transposed, (C, 16)
+        #pragma omp for
+        for (int ob = 0; ob < nob; ob++)
+            pack_panel_t(panels + ob * psize, weight + (size_t)ob * MM_W * C, C, imin(MM_W, OC - ob * MM_W));
+        // a block of rows against every panel in turn: the rows stay in cache
+        #pragma omp for collapse(2)
+        for (int nb = 0; nb < nnb; nb++)
+            for (int ob = 0; ob < nob; ob++) {
+                int o0 = ob * MM_W;
+                int ow = imin(MM_W, OC - o0);
+                int nend = imin(N, (nb + 1) * MM_NB);
+                const float *b = bias ? bias + o0 : NULL;
+                mm_rows(out + o0, OC, inp, C, N, nb * MM_NB, nend, panels + ob * psize, C, ow, b, 0);
+            }
+    }
+    free(panels);
 }
 
-// dinp (N,C) += dout (N,OC) @ weight (OC,C); dweight (OC,C) += dout^T @ inp; dbias += Σ_n dout
+// dinp (N,C) += dout (N,OC) @ weight (OC,C); dweight (OC,C) += dout^T @ inp; dbias += Σ_n dout.
+// One parallel region: the three products are independent once the panels are packed.
 static void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                             const float *inp, const float *weight, int N, int C, int OC) {
-    int nib = (C + MM_W - 1) / MM_W, nnb = (N + MM_NB - 1) / MM_NB;
-    // dinp[n, i0:i0+16] = Σ_o dout[n,o] W[o, i0:i0+16]: panel = columns i0.. of W (OC x 16)
-    #pragma omp parallel for collapse(2)
-    for (int ib = 0; ib < nib; ib++)
-        for (int nb = 0; nb < nnb; nb++) {
-            int i0 = ib * MM_W, iw = imin(MM_W, C - i0);
-            float panel[(size_t)OC * MM_W];
-            pack_panel(panel, weight + i0, C, OC, iw);
-            mm_rows(dinp + i0, C, dout, OC, N, nb * MM_NB, imin(N, (nb + 1) * MM_NB), panel, OC, iw, NULL, 1);
-        }
-    // dW[o, i0:i0+16] = Σ_n dout[n,o] inp[n, i0:i0+16]: panel = columns i0.. of MM_KB rows of
-    // inp; the task (column block, block of MM_OB outputs) adds its sums chunk by chunk of n
-    int nob = (OC + MM_OB - 1) / MM_OB;
-    #pragma omp parallel for collapse(2)
-    for (int ib = 0; ib < nib; ib++)
-        for (int ob = 0; ob < nob; ob++) {
-            int i0 = ib * MM_W, iw = imin(MM_W, C - i0);
-            int oend = imin(OC, (ob + 1) * MM_OB);
-            float panel[MM_KB * MM_W];
-            for (int n0 = 0; n0 < N; n0 += MM_KB) {
-                int kn = imin(MM_KB, N - n0);
-                pack_panel(panel, inp + (size_t)n0 * C + i0, C, kn, iw);
-                for (int o = ob * MM_OB; o < oend; o += MM_R) {
-                    const float *a[MM_R];
-                    for (int r = 0; r < MM_R; r++) a[r] = dout + (size_t)n0 * OC + imin(o + r, OC - 1);
-                    float acc[MM_R][MM_W];
-                    mm_tile(acc, a, OC, panel, kn);
-                    for (int r = 0; r < MM_R && o + r < oend; r++)
-                        for (int j = 0; j < iw; j++) dweight[(size_t)(o + r) * C + i0 + j] += acc[r][j];
+    int nib = (C + MM_W - 1) / MM_W;
+    int nnb = (N + MM_NB - 1) / MM_NB;
+    size_t psize = (size_t)OC * MM_W;
+    // dweight's tasks: groups of MM_IG column panels times blocks of osz outputs, osz a
+    // multiple of MM_R of at most MM_OB, with at least one block per thread (no effect on sums)
+    int ngb = (nib + MM_IG - 1) / MM_IG;
+    int nob = imax((OC + MM_OB - 1) / MM_OB, num_threads());
+    int osz = ((OC + nob - 1) / nob + MM_R - 1) / MM_R * MM_R;
+    nob = (OC + osz - 1) / osz;
+    float *panels = (float *)mallocCheck(nib * psize * sizeof(float));
+    #pragma omp parallel
+    {
+        // panel ib: columns ib*16.. of weight, (OC, 16)
+        #pragma omp for
+        for (int ib = 0; ib < nib; ib++)
+            pack_panel(panels + ib * psize, weight + ib * MM_W, C, OC, imin(MM_W, C - ib * MM_W));
+        // dinp[n, i0:i0+16] = Σ_o dout[n,o] W[o, i0:i0+16]
+        #pragma omp for collapse(2) nowait
+        for (int nb = 0; nb < nnb; nb++)
+            for (int ib = 0; ib < nib; ib++) {
+                int i0 = ib * MM_W;
+                int iw = imin(MM_W, C - i0);
+                int nend = imin(N, (nb + 1) * MM_NB);
+                mm_rows(dinp + i0, C, dout, OC, N, nb * MM_NB, nend, panels + ib * psize, OC, iw, NULL, 1);
+            }
+        // dW[o, i0:i0+16] = Σ_n dout[n,o] inp[n, i0:i0+16]. A task is a block of outputs times
+        // MM_IG column panels: it walks n in chunks of MM_KB rows, packs the chunk's panels of
+        // inp and adds each panel's sums (every output sums chunk by chunk, in the same order).
+        // dbias[o] = Σ_n dout[n,o], summed row by row by the tasks of the first column group,
+        // while their chunk of dout is in cache.
+        float *ipanels = (float *)mallocCheck((size_t)MM_IG * MM_KB * MM_W * sizeof(float));
+        #pragma omp for collapse(2) schedule(dynamic) nowait
+        for (int gb = 0; gb < ngb; gb++)
+            for (int ob = 0; ob < nob; ob++) {
+                int o0 = ob * osz;
+                int oend = imin(OC, o0 + osz);
+                int i0 = gb * MM_IG * MM_W;
+                int gw = imin(MM_IG * MM_W, C - i0);
+                float bsum[MM_OB] = {0};
+                for (int n0 = 0; n0 < N; n0 += MM_KB) {
+                    int kn = imin(MM_KB, N - n0);
+                    const float *d = dout + (size_t)n0 * OC;
+                    pack_panels(ipanels, (size_t)MM_KB * MM_W, inp + (size_t)n0 * C + i0, C, kn, gw);
+                    for (int j0 = 0; j0 < gw; j0 += MM_W) {
+                        const float *panel = ipanels + (size_t)(j0 / MM_W) * MM_KB * MM_W;
+                        mm_cols(dweight + i0 + j0, C, d, OC, o0, oend, panel, kn, imin(MM_W, gw - j0));
+                    }
+                    if (dbias && gb == 0)
+                        for (int n = 0; n < kn; n++)
+                            #pragma omp simd
+                            for (int o = o0; o < oend; o++) bsum[o - o0] += d[(size_t)n * OC + o];
                 }
+                if (dbias && gb == 0)
+                    for (int o = o0; o < oend; o++) dbias[o] += bsum[o - o0];
             }
-        }
-    if (dbias) {  // vector across 64 outputs at a time, summing over rows
-        #pragma omp parallel for
-        for (int o0 = 0; o0 < OC; o0 += 64) {
-            float acc[64] = {0};
-            int ow = imin(64, OC - o0);
-            for (int n = 0; n < N; n++) {
-                const float *d = dout + (size_t)n * OC + o0;
-                #pragma omp simd
-                for (int j = 0; j < ow; j++) acc[j] += d[j];
-            }
-            for (int j = 0; j < ow; j++) dbias[o0 + j] += acc[j];
-        }
+        free(ipanels);
     }
+    free(panels);
 }
 
 // Causal multi-head self-attention in textbook form: the readable version of attention_forward
@@ -692,8 +888,9 @@ static void attention_forward_ref(float *out, float *att, const float *inp, int 
 static void attention_forward(float *out, float *att, const float *inp, int B, int T, int C, int NH) {
     int C3 = 3 * C, hs = C / NH, Tp = (T + 7) / 8 * 8;
     float scale = 1.0f / sqrtf((float)hs);
-    #pragma omp parallel for collapse(2)
-    for (int b = 0; b < B; b++)
+    #pragma omp parallel for
+    for (int b = 0; b < B; b++) {
+        warm_cache(inp + (size_t)b * T * C3, (size_t)T * C3);
         for (int h = 0; h < NH; h++) {
             const float *qkv = inp + (size_t)b * T * C3 + h * hs;  // q of position t at qkv + t*C3
             float kt[hs * Tp], s[Tp];
@@ -712,6 +909,7 @@ static void attention_forward(float *out, float *att, const float *inp, int B, i
                 attn_rows(out + ((size_t)b * T + t) * C + h * hs, 0, a, 1, qkv + 2 * C, C3, 0, t + 1, hs);
             }
         }
+    }
 }
 
 // dinp (B,T,3C) += ∂L/∂(q,k,v) given dout (B,T,C); datt (B,NH,T,T) is scratch (it ends
@@ -724,8 +922,11 @@ static void attention_backward(float *dinp, float *datt, const float *dout, cons
     /* BEGIN SOLUTION: attention_backward */
     int C3 = 3 * C, hs = C / NH, Tp = (T + 7) / 8 * 8;
     float scale = 1.0f / sqrtf((float)hs);
-    #pragma omp parallel for collapse(2)
-    for (int b = 0; b < B; b++)
+    #pragma omp parallel for
+    for (int b = 0; b < B; b++) {
+        warm_cache(inp + (size_t)b * T * C3, (size_t)T * C3);
+        warm_cache(dinp + (size_t)b * T * C3, (size_t)T * C3);
+        warm_cache(dout + (size_t)b * T * C, (size_t)T * C);
         for (int h = 0; h < NH; h++) {
             const float *qkv = inp + (size_t)b * T * C3 + h * hs, *d = dout + (size_t)b * T * C + h * hs;
             float *dqkv = dinp + (size_t)b * T * C3 + h * hs;
@@ -751,6 +952,7 @@ static void attention_backward(float *dinp, float *datt, const float *dout, cons
                 attn_rows(dqkv + (size_t)t2 * C3 + 2 * C, 1, A + t2, T, d, C, t2, T, hs);
             }
         }
+    }
     /* END SOLUTION: attention_backward */
 }
 
@@ -1157,47 +1359,63 @@ static void gpt_zero_grad(GPT *m) {
 }
 
 /* gpt_backward: given grads_acts.logits (B,T,V) = ∂loss/∂logits for the last forward pass,
-   accumulates ∂loss/∂θ into m->grads (call gpt_zero_grad first for a fresh step). */
+   accumulates ∂loss/∂θ into m->grads (call gpt_zero_grad first for a fresh step).
+   The residual stream's gradient lives in one buffer, dres, from the final LayerNorm down to
+   the embeddings: a residual connection passes its gradient on unchanged to both branches, so
+   each block reads dres as the gradient of its two projections and its LayerNorms add into
+   it. (This replaces residual_backward's copies; the values and their order of addition are
+   the same.) */
 static void gpt_backward(GPT *m, const int *inputs) {
     GPTConfig c = m->config;
-    int B = m->B, T = m->T, L = c.num_layers, C = c.channels, NH = c.num_heads, V = c.vocab_size;
+    int B = m->B;
+    int T = m->T;
+    int L = c.num_layers;
+    int C = c.channels;
+    int NH = c.num_heads;
+    int V = c.vocab_size;
     size_t BT = (size_t)B * T;
-    ParameterTensors p = m->params, g = m->grads;
-    ActivationTensors a = m->acts, d = m->grads_acts;
+    ParameterTensors p = m->params;
+    ParameterTensors g = m->grads;
+    ActivationTensors a = m->acts;
+    ActivationTensors d = m->grads_acts;
     // every activation gradient except dlogits starts at zero
     size_t skip = (size_t)(d.logits - m->grads_acts_memory);
     LAYER(m, memset_zero)(m->grads_acts_memory, skip * sizeof(float));
+    float *dres = d.residual3 + (L - 1) * BT * C;
     LAYER(m, matmul_backward)(d.lnf, g.wte, NULL, d.logits, a.lnf, p.wte, BT, C, V);
-    float *last = a.residual3 + (L - 1) * BT * C, *dlast = d.residual3 + (L - 1) * BT * C;
-    LAYER(m, layernorm_backward)(dlast, g.lnfw, g.lnfb, d.lnf, last, p.lnfw, a.lnf_mean, a.lnf_rstd, BT, C);
+    LAYER(m, layernorm_backward)(dres, g.lnfw, g.lnfb, d.lnf, a.residual3 + (L - 1) * BT * C, p.lnfw,
+                                 a.lnf_mean, a.lnf_rstd, BT, C);
     for (int l = L - 1; l >= 0; l--) {
         float *residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;
-        float *dresidual = l == 0 ? d.encoded : d.residual3 + (l - 1) * BT * C;
-        size_t o1 = l * BT * C, o3 = l * BT * 3 * C, o4 = l * BT * 4 * C, oa = (size_t)l * B * NH * T * T;
-        LAYER(m, residual_backward)(d.residual2 + o1, d.fcproj + o1, d.residual3 + o1, BT * C);
-        LAYER(m, matmul_backward)(d.fch_gelu + o4, g.fcprojw + (size_t)l * 4 * C * C, g.fcprojb + l * C,
-                                  d.fcproj + o1, a.fch_gelu + o4, p.fcprojw + (size_t)l * 4 * C * C, BT, 4 * C, C);
+        size_t o1 = l * BT * C;
+        size_t o3 = l * BT * 3 * C;
+        size_t o4 = l * BT * 4 * C;
+        size_t oa = (size_t)l * B * NH * T * T;
+        size_t w1 = (size_t)l * C * C;
+        // MLP: dres is ∂loss/∂fcproj; then ln2 adds its part, making dres ∂loss/∂residual2
+        LAYER(m, matmul_backward)(d.fch_gelu + o4, g.fcprojw + 4 * w1, g.fcprojb + l * C, dres,
+                                  a.fch_gelu + o4, p.fcprojw + 4 * w1, BT, 4 * C, C);
         LAYER(m, gelu_backward)(d.fch + o4, a.fch + o4, d.fch_gelu + o4, BT * 4 * C);
-        LAYER(m, matmul_backward)(d.ln2 + o1, g.fcw + (size_t)l * 4 * C * C, g.fcb + l * 4 * C, d.fch + o4,
-                                  a.ln2 + o1, p.fcw + (size_t)l * 4 * C * C, BT, C, 4 * C);
-        LAYER(m, layernorm_backward)(d.residual2 + o1, g.ln2w + l * C, g.ln2b + l * C, d.ln2 + o1,
-                                     a.residual2 + o1, p.ln2w + l * C, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, BT, C);
-        LAYER(m, residual_backward)(dresidual, d.attproj + o1, d.residual2 + o1, BT * C);
-        LAYER(m, matmul_backward)(d.atty + o1, g.attprojw + (size_t)l * C * C, g.attprojb + l * C, d.attproj + o1,
-                                  a.atty + o1, p.attprojw + (size_t)l * C * C, BT, C, C);
+        LAYER(m, matmul_backward)(d.ln2 + o1, g.fcw + 4 * w1, g.fcb + l * 4 * C, d.fch + o4, a.ln2 + o1,
+                                  p.fcw + 4 * w1, BT, C, 4 * C);
+        LAYER(m, layernorm_backward)(dres, g.ln2w + l * C, g.ln2b + l * C, d.ln2 + o1, a.residual2 + o1,
+                                     p.ln2w + l * C, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, BT, C);
+        // attention: dres is ∂loss/∂attproj; then ln1 adds its part: ∂loss/∂(the block's input)
+        LAYER(m, matmul_backward)(d.atty + o1, g.attprojw + w1, g.attprojb + l * C, dres, a.atty + o1,
+                                  p.attprojw + w1, BT, C, C);
         LAYER(m, attention_backward)(d.qkv + o3, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, B, T, C, NH);
-        LAYER(m, matmul_backward)(d.ln1 + o1, g.qkvw + (size_t)l * 3 * C * C, g.qkvb + l * 3 * C, d.qkv + o3,
-                                  a.ln1 + o1, p.qkvw + (size_t)l * 3 * C * C, BT, C, 3 * C);
-        LAYER(m, layernorm_backward)(dresidual, g.ln1w + l * C, g.ln1b + l * C, d.ln1 + o1, residual,
+        LAYER(m, matmul_backward)(d.ln1 + o1, g.qkvw + 3 * w1, g.qkvb + l * 3 * C, d.qkv + o3, a.ln1 + o1,
+                                  p.qkvw + 3 * w1, BT, C, 3 * C);
+        LAYER(m, layernorm_backward)(dres, g.ln1w + l * C, g.ln1b + l * C, d.ln1 + o1, residual,
                                      p.ln1w + l * C, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, BT, C);
     }
 #ifdef GRPO_CUDA
     if (m->on_device) {   // the GPU needs V to give each (token, channel) of dwte one thread
-        cuda_encoder_backward(g.wte, g.wpe, d.encoded, m->dev_inputs, B, T, C, V);
+        cuda_encoder_backward(g.wte, g.wpe, dres, m->dev_inputs, B, T, C, V);
         return;
     }
 #endif
-    encoder_backward(g.wte, g.wpe, d.encoded, inputs, B, T, C);
+    encoder_backward(g.wte, g.wpe, dres, inputs, B, T, C);
 }
 
 // ----------------------------------------------------------------------------
@@ -1494,21 +1712,42 @@ static float lr_at(const AdamWConfig *o, int step) {
     return o->lr * (o->min_lr_frac + (1.0f - o->min_lr_frac) * decay);
 }
 
-/* clip_grad_norm: global L2 norm over all gradients (summed in double, serially, so
-   the result does not depend on the thread count); scales gradients by
+/* clip_grad_norm: global L2 norm over all gradients, summed in double: each block of
+   CLIP_BLOCK gradients in 8 interleaved sums (vectorized), the blocks' sums then added in
+   order, so the result does not depend on the thread count; scales gradients by
    max_norm / (norm + 1e-6) when that is < 1 (as torch.nn.utils.clip_grad_norm_).
    Returns the norm before clipping (NaN/Inf if any gradient is not finite). */
+#define CLIP_BLOCK 16384
 static float clip_grad_norm(GPT *m, float max_norm) {
 #ifdef GRPO_CUDA
     if (m->on_device) return cuda_clip_grad_norm(m->grads_memory, m->num_parameters, max_norm);
 #endif
+    float *grads = m->grads_memory;
+    size_t n = m->num_parameters;
+    int nblocks = (int)((n + CLIP_BLOCK - 1) / CLIP_BLOCK);
+    double *part = (double *)mallocCheck((size_t)nblocks * sizeof(double));
+    #pragma omp parallel for
+    for (int k = 0; k < nblocks; k++) {
+        size_t i0 = (size_t)k * CLIP_BLOCK;
+        size_t len = n - i0 < CLIP_BLOCK ? n - i0 : CLIP_BLOCK;
+        double acc[8] = {0};
+        size_t len8 = len / 8 * 8;
+        for (size_t i = 0; i < len8; i += 8)
+            #pragma omp simd
+            for (int j = 0; j < 8; j++) acc[j] += (double)grads[i0 + i + j] * grads[i0 + i + j];
+        for (size_t i = len8; i < len; i++) acc[i - len8] += (double)grads[i0 + i] * grads[i0 + i];
+        part[k] = ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]));
+    }
     double ss = 0.0;
-    for (size_t i = 0; i < m->num_parameters; i++) ss += (double)m->grads_memory[i] * m->grads_memory[i];
+    for (int k = 0; k < nblocks; k++) ss += part[k];
+    free(part);
     float norm = (float)sqrt(ss);
     if (max_norm > 0.0f && isfinite(norm)) {
         float coef = max_norm / (norm + 1e-6f);
-        if (coef < 1.0f)
-            for (size_t i = 0; i < m->num_parameters; i++) m->grads_memory[i] *= coef;
+        if (coef < 1.0f) {
+            #pragma omp parallel for
+            for (size_t i = 0; i < n; i++) grads[i] *= coef;
+        }
     }
     return norm;
 }
@@ -1524,22 +1763,34 @@ static void adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
     }
 #endif
     /* BEGIN SOLUTION: adamw_update */
-    float bc1 = 1.0f - powf(o->beta1, (float)t), bc2 = 1.0f - powf(o->beta2, (float)t);
-    size_t off = 0;
-    for (int k = 0; k < NUM_PARAM_TENSORS; k++) {
-        float wd = PARAM_DECAY[k] ? o->weight_decay : 0.0f;
-        size_t n = m->param_sizes[k];
-        #pragma omp parallel for
-        for (size_t i = off; i < off + n; i++) {
-            float g = m->grads_memory[i];
-            float mi = o->beta1 * m->m_memory[i] + (1.0f - o->beta1) * g;
-            float vi = o->beta2 * m->v_memory[i] + (1.0f - o->beta2) * g * g;
-            m->m_memory[i] = mi;
-            m->v_memory[i] = vi;
-            float p = m->params_memory[i] * (1.0f - lr * wd);
-            m->params_memory[i] = p - lr * (mi / bc1) / (sqrtf(vi / bc2) + o->eps);
+    float bc1 = 1.0f - powf(o->beta1, (float)t);
+    float bc2 = 1.0f - powf(o->beta2, (float)t);
+    float beta1 = o->beta1;
+    float beta2 = o->beta2;
+    float eps = o->eps;
+    float *params = m->params_memory;
+    float *grads = m->grads_memory;
+    float *mom = m->m_memory;
+    float *vel = m->v_memory;
+    // one parallel region for all the tensors; no barrier between them (each element is its own)
+    #pragma omp parallel
+    {
+        size_t off = 0;
+        for (int k = 0; k < NUM_PARAM_TENSORS; k++) {
+            float wd = PARAM_DECAY[k] ? o->weight_decay : 0.0f;
+            size_t n = m->param_sizes[k];
+            #pragma omp for nowait
+            for (size_t i = off; i < off + n; i++) {
+                float g = grads[i];
+                float mi = beta1 * mom[i] + (1.0f - beta1) * g;
+                float vi = beta2 * vel[i] + (1.0f - beta2) * g * g;
+                mom[i] = mi;
+                vel[i] = vi;
+                float p = params[i] * (1.0f - lr * wd);
+                params[i] = p - lr * (mi / bc1) / (sqrtf(vi / bc2) + eps);
+            }
+            off += n;
         }
-        off += n;
     }
     /* END SOLUTION: adamw_update */
 }
@@ -5076,7 +5327,9 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     o->steps = 10;
     const char *syn = "Training throughput (forward + backward + AdamW on a fixed B x maxT batch) and\n"
                       "sampling throughput (64 sequences, 8-token prompt, KV cache, to maxT).\n"
-                      "Last line: 'bench train_tok_s=... sample_tok_s=... gflops=... threads=...'.";
+                      "Then the training step at the GRPO update's shape (128 x 37).\n"
+                      "Last line: 'bench train_tok_s=... sample_tok_s=... gflops=... update_tok_s=...\n"
+                      "update_gflops=... threads=...'.";
     int first = parse_options(argc, argv, CMD_BENCH | CMD_SFT * 0, o, "bench", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " bench'", argv[first]);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
@@ -5112,6 +5365,36 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     size_t n_nonemb = m.num_parameters - m.param_sizes[0] - m.param_sizes[1];
     double fwd_flops = 2.0 * n_nonemb + 2.0 * L * T * C + 2.0 * C * V;
     double gflops = train_tok_s * 3.0 * fwd_flops / 1e9;
+    // the same step at the shape of the main job's GRPO update: 8 prompts x 16 completions,
+    // sequences of up to 37 tokens (11-token prompt, 26 new), on a model of the same size
+    int UB = 128;
+    int UT = imin(37, T);
+    GPT mu;
+    build_gpt(&mu, (GPTConfig){T, VOCAB_SIZE, o->layers, o->heads, o->channels}, UB, o->seed);
+    int *uin = (int *)mallocCheck((size_t)UB * UT * sizeof(int));
+    int *utg = (int *)mallocCheck((size_t)UB * UT * sizeof(int));
+    float *ulp = (float *)mallocCheck((size_t)UB * UT * sizeof(float));
+    float *udlp = (float *)mallocCheck((size_t)UB * UT * sizeof(float));
+    for (int i = 0; i < UB * UT; i++) {
+        uin[i] = rng_int(&rng, VOCAB_SIZE);
+        utg[i] = rng_int(&rng, VOCAB_SIZE);
+        udlp[i] = -1.0f / (UB * UT);
+    }
+    int usteps = imax(3, o->steps / 2);
+    for (int it = 0; it < 1 + usteps; it++) {
+        if (it == 1) t0 = wall_seconds();
+        bench_train_step(&mu, uin, utg, ulp, udlp, UB, UT, &opt, it + 1);
+    }
+#ifdef GRPO_CUDA
+    if (mu.on_device) cuda_synchronize();
+#endif
+    double update_tok_s = (double)UB * UT * usteps / (wall_seconds() - t0);
+    double update_gflops = update_tok_s * 3.0 * (2.0 * n_nonemb + 2.0 * L * UT * C + 2.0 * C * V) / 1e9;
+    free(uin);
+    free(utg);
+    free(ulp);
+    free(udlp);
+    free_gpt(&mu);
     // sampling: eos masked so every sequence runs to the end of the context
     KVCache kv;
     build_kvcache(&kv, &m.config, S);
@@ -5176,10 +5459,11 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     printf("train  %10.0f tokens/s  (%.2f GFLOP/s on the GPU, TF32 %s)\n", train_tok_s, gflops,
            o->tf32 ? "on" : "off");
 #else
-    printf("train  %10.0f tokens/s  (%.2f GFLOP/s; fp32 peak of 2 cores x 32 FLOP/cycle is ~%.0f GFLOP/s "
-           "at 3 GHz)\n",
-           train_tok_s, gflops, 2 * 32 * 3.0);
+    printf("train  %10.0f tokens/s  (%.2f GFLOP/s; fp32 peak: 32 FLOP/cycle per core, ~116 GFLOP/s "
+           "at 3.6 GHz)\n", train_tok_s, gflops);
 #endif
+    printf("update %10.0f tokens/s  (%.2f GFLOP/s): the same step at the GRPO update's shape, %d x %d\n",
+           update_tok_s, update_gflops, UB, UT);
     printf("sample %10.0f new tokens/s\n", sample_tok_s);
     if (gnew >= 1)
         printf("sample %10.0f new tokens/s as in a GRPO step (8 prompts x 16, <= %d new tokens, to <eos>)\n",
@@ -5209,8 +5493,8 @@ static int cmd_bench(int argc, char **argv, Options *o) {
         }
     }
 #endif
-    printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f threads=%d\n", train_tok_s, sample_tok_s,
-           gflops, num_threads());
+    printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f update_tok_s=%.1f update_gflops=%.2f "
+           "threads=%d\n", train_tok_s, sample_tok_s, gflops, update_tok_s, update_gflops, num_threads());
     free(inputs);
     free(targets);
     free(logp);

@@ -18,6 +18,9 @@ Measurements (defaults: V=24 maxT=64 L=4 NH=4 C=128, --threads = os.cpu_count())
      the prompt is prefilled in one causal chunk, then one token per step),
      multinomial sampling from softmax(logits / 1.0), under torch.no_grad().
      One warm-up run. sample tokens/s = 64*(maxT-8) / time.
+  3. update: the training step of 1. at the shape of the main job's GRPO update, B=128
+     sequences of T=min(37, maxT) tokens (--update-B, --update-T), as ./grpo bench's
+     "update" line. 1 warm-up iteration, then max(3, iters/2) timed.
 
 FLOP count (used for GFLOP/s; same formula as grpo.c is expected to use):
   per token forward ~= 2*N + 2*L*T*C + 2*C*V
@@ -28,7 +31,7 @@ FLOP count (used for GFLOP/s; same formula as grpo.c is expected to use):
   training per token = 3 * forward;  GFLOP/s = train tokens/s * that / 1e9
 
 --c-results FILE: FILE holds a line written by grpo.c, e.g.
-    bench train_tok_s=1234.5 sample_tok_s=5678.9 gflops=12.3 threads=2
+    bench train_tok_s=1234.5 sample_tok_s=5678.9 gflops=12.3 update_tok_s=2345.6 update_gflops=23.4 threads=2
 and a side-by-side table grpo.c vs PyTorch (ratio = grpo.c / PyTorch) is printed.
 
 --device cuda runs both measurements on the GPU (fp32 matmuls unless --tf32 1, as
@@ -252,6 +255,8 @@ def main():
     ap.add_argument("--C", type=int, default=128)
     ap.add_argument("--device", default="cpu", choices=["cpu", "cuda"])
     ap.add_argument("--tf32", type=int, default=0, choices=[0, 1], help="TF32 matmuls on the GPU")
+    ap.add_argument("--update-B", dest="update_B", type=int, default=128)
+    ap.add_argument("--update-T", dest="update_T", type=int, default=37)
     ap.add_argument("--c-results", dest="c_results", default=None)
     args = ap.parse_args()
 
@@ -274,17 +279,22 @@ def main():
     nsample = 64
     train_tok_s = bench_train(model, device, B, T, args.iters)
     sample_tok_s = bench_sample(model, device, nsample, prompt_len)
+    UB, UT = args.update_B, min(args.update_T, args.maxT)
+    update_tok_s = bench_train(model, device, UB, UT, max(3, args.iters // 2), warmup=1)
 
     N = model.non_embedding_params()
     fwd_flops = 2 * N + 2 * args.L * T * args.C + 2 * args.C * args.V
     train_gflops = train_tok_s * 3 * fwd_flops / 1e9
+    update_gflops = update_tok_s * 3 * (2 * N + 2 * args.L * UT * args.C + 2 * args.C * args.V) / 1e9
 
     print(f"torch {torch.__version__} device={device} threads={torch.get_num_threads()} "
           f"config V={args.V} maxT={args.maxT} L={args.L} NH={args.NH} C={args.C} "
           f"non-embedding params={N} fwd FLOPs/token={fwd_flops}")
     print(f"torch train_tok_s={train_tok_s:.1f} sample_tok_s={sample_tok_s:.1f} "
-          f"gflops={train_gflops:.2f} threads={torch.get_num_threads()}")
-    print(f"  (train: B={B} T={T} iters={args.iters}; sample: {nsample} seqs x {args.maxT - prompt_len} new tokens)")
+          f"gflops={train_gflops:.2f} update_tok_s={update_tok_s:.1f} update_gflops={update_gflops:.2f} "
+          f"threads={torch.get_num_threads()}")
+    print(f"  (train: B={B} T={T} iters={args.iters}; "
+          f"sample: {nsample} seqs x {args.maxT - prompt_len} new tokens; update: B={UB} T={UT})")
 
     if args.c_results:
         c = read_c_results(args.c_results)
@@ -294,15 +304,18 @@ def main():
             return v if isinstance(v, float) else float("nan")
 
         ct, cs, cg = num("train_tok_s"), num("sample_tok_s"), num("gflops")
+        cu, cug = num("update_tok_s"), num("update_gflops")
         print()
         print(f"{'':22s}{'grpo.c':>11s}{'PyTorch':>12s}{'ratio':>9s}")
         print(f"{'train tokens/s':22s}{ct:11.1f}{train_tok_s:12.1f}{ct / train_tok_s:8.2f}x")
+        print(f"{'update tokens/s':22s}{cu:11.1f}{update_tok_s:12.1f}{cu / update_tok_s:8.2f}x")
         print(f"{'sample tokens/s':22s}{cs:11.1f}{sample_tok_s:12.1f}{cs / sample_tok_s:8.2f}x")
         print(f"{'train GFLOP/s':22s}{cg:11.2f}{train_gflops:12.2f}")
+        print(f"{'update GFLOP/s':22s}{cug:11.2f}{update_gflops:12.2f}")
         if "threads" in c:
             print(f"(grpo.c threads={c['threads']:g}, PyTorch threads={torch.get_num_threads()})")
         if device.type == "cpu":
-            print("goal: train >= 1.0x, sample >= 3.0x")
+            print("goal: train >= 1.0x, update >= 1.5x, sample >= 3.0x")
 
 
 if __name__ == "__main__":

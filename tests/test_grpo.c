@@ -390,6 +390,326 @@ static void test_attention_ref(void) {
     }
 }
 
+/* attention_backward against the textbook gradient in double precision, given the same
+   float att (from attention_forward): da[t2] = dout_t·v_t2, dscore = a (da − Σ a da)/sqrt(hs),
+   dq_t = Σ_t2 dscore k_t2, dk_t2 = Σ_t dscore q_t, dv_t2 = Σ_t a dout_t. Shapes: hs = 64 and
+   32 with T = 37 and 64 (the 32-wide blocks of attn_scores and attn_rows and their tails), hs
+   = 15 (8-wide block and single channels), T = 1. dinp starts non-zero (the function adds).
+   Error: every value is a sum of at most hs terms (da) or T terms (the rest) of float products,
+   each sum within (K+1)·u of Σ|terms| (Higham §3.1), da feeds dscore through one more sum of T
+   terms, and dscore feeds dq/dk: at most (2T + hs + 8)·u of the size of the terms, which is
+   max|ref| or less for inputs in [-1, 1]: tol = 2(2T + hs + 8)·u of max|ref| (measured at
+   most 4u on all three builds). A dropped block of positions or channels errs by O(1). */
+static void test_attention_backward_ref(void) {
+    static const int shapes[][4] = {{2, 37, 128, 2}, {2, 64, 128, 4}, {1, 37, 30, 2}, {2, 1, 64, 2}};
+    const double u = 1.0 / 16777216.0;
+    Rng rng;
+    rng_seed(&rng, 23, 0);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int B = shapes[s][0], T = shapes[s][1], C = shapes[s][2], NH = shapes[s][3], hs = C / NH, C3 = 3 * C;
+        size_t ni = (size_t)B * T * C3, no = (size_t)B * T * C, na = (size_t)B * NH * T * T;
+        float *inp = (float *)mallocCheck(ni * 4), *out = (float *)mallocCheck(no * 4);
+        float *att = (float *)mallocCheck(na * 4), *datt = (float *)mallocCheck(na * 4);
+        float *dout = (float *)mallocCheck(no * 4), *dinp = (float *)mallocCheck(ni * 4);
+        float *init = (float *)mallocCheck(ni * 4), *want_ = (float *)mallocCheck(ni * 4);
+        double *ref = (double *)mallocCheck(ni * sizeof(double));
+        double *ds = (double *)mallocCheck((size_t)T * T * 8);
+        for (size_t i = 0; i < ni; i++) inp[i] = 2.0f * rng_uniform(&rng) - 1.0f;
+        for (size_t i = 0; i < ni; i++) init[i] = 2.0f * rng_uniform(&rng) - 1.0f;
+        for (size_t i = 0; i < no; i++) dout[i] = 2.0f * rng_uniform(&rng) - 1.0f;
+        attention_forward(out, att, inp, B, T, C, NH);
+        memcpy(dinp, init, ni * 4);
+        attention_backward(dinp, datt, dout, inp, att, B, T, C, NH);
+        for (size_t i = 0; i < ni; i++) ref[i] = init[i];
+        double scale = 1.0 / sqrt((double)hs);
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < NH; h++) {
+                const float *x = inp + (size_t)b * T * C3 + h * hs, *a = att + ((size_t)b * NH + h) * T * T;
+                const float *d = dout + (size_t)b * T * C + h * hs;
+                double *r = ref + (size_t)b * T * C3 + h * hs;
+                for (int t = 0; t < T; t++) {
+                    double dot = 0.0;
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        double da = 0.0;
+                        for (int i = 0; i < hs; i++)
+                            da += (double)d[(size_t)t * C + i] * x[(size_t)t2 * C3 + 2 * C + i];
+                        ds[(size_t)t * T + t2] = da;
+                        dot += a[(size_t)t * T + t2] * da;
+                    }
+                    for (int t2 = 0; t2 <= t; t2++) {
+                        double *g = ds + (size_t)t * T + t2;
+                        *g = a[(size_t)t * T + t2] * (*g - dot) * scale;
+                    }
+                }
+                for (int t = 0; t < T; t++)
+                    for (int t2 = 0; t2 <= t; t2++)
+                        for (int i = 0; i < hs; i++) {
+                            double g = ds[(size_t)t * T + t2];
+                            r[(size_t)t * C3 + i] += g * x[(size_t)t2 * C3 + C + i];   // dq
+                            r[(size_t)t2 * C3 + C + i] += g * x[(size_t)t * C3 + i];   // dk
+                            r[(size_t)t2 * C3 + 2 * C + i] += a[(size_t)t * T + t2] * d[(size_t)t * C + i];
+                        }
+            }
+        for (size_t i = 0; i < ni; i++) want_[i] = (float)ref[i];
+        char name[96];
+        snprintf(name, sizeof name, "model: attention_backward vs double loops B%d T%d C%d NH%d", B, T, C,
+                 NH);
+        compare(name, dinp, want_, ni, (float)(2 * (2 * T + hs + 8) * u), 0.0f);
+        free(inp);
+        free(out);
+        free(att);
+        free(datt);
+        free(dout);
+        free(dinp);
+        free(init);
+        free(want_);
+        free(ref);
+        free(ds);
+    }
+}
+
+/* clip_grad_norm on a model of ~160,000 parameters (many CLIP_BLOCK blocks, the last one
+   partial) against a plain double sum, and with 1 and 3 threads: the norm and the clipped
+   gradients must be the same bit for bit. Error: a double sum of n terms errs by at most
+   n·2^-53 of the sum (~2e-11 here), far below float's rounding of the norm: the two norms
+   may differ by 1 ulp of a float (6e-8 relative) at most. A block missed or added twice
+   changes the norm by ~1/sqrt(#blocks) of itself. */
+static void test_clip_ref(void) {
+    GPT m;
+    build_gpt(&m, (GPTConfig){16, VOCAB_SIZE, 2, 2, 80}, 1, 3);
+    Rng rng;
+    rng_seed(&rng, 29, 0);
+    size_t n = m.num_parameters;
+    float *g0 = (float *)mallocCheck(n * 4), *g1 = (float *)mallocCheck(n * 4);
+    for (size_t i = 0; i < n; i++) g0[i] = rng_normal(&rng);
+    double ss = 0.0;
+    for (size_t i = 0; i < n; i++) ss += (double)g0[i] * g0[i];
+    memcpy(m.grads_memory, g0, n * 4);
+    float norm = clip_grad_norm(&m, 1.0f);
+    double rel = fabs(norm - sqrt(ss)) / sqrt(ss);
+    check(rel <= 1.2e-7 && n > 8 * 16384, "model: clip_grad_norm vs a double sum",
+          "%zu parameters, norm %.6g, relative difference %.2e (tol 1.2e-7)", n, norm, rel);
+#ifdef _OPENMP
+    int nt = omp_get_max_threads();
+    omp_set_num_threads(1);
+    memcpy(m.grads_memory, g0, n * 4);
+    float n1 = clip_grad_norm(&m, 1.0f);
+    memcpy(g1, m.grads_memory, n * 4);
+    omp_set_num_threads(3);
+    memcpy(m.grads_memory, g0, n * 4);
+    float n3 = clip_grad_norm(&m, 1.0f);
+    omp_set_num_threads(nt);
+    check(n1 == n3 && memcmp(g1, m.grads_memory, n * 4) == 0, "model: clip_grad_norm, 1 thread == 3 threads",
+          "norm %.9g vs %.9g", n1, n3);
+#endif
+    free(g0);
+    free(g1);
+    free_gpt(&m);
+}
+
+/* matmul_forward, matmul_backward, layernorm_forward and layernorm_backward against textbook
+   double-precision loops, on shapes that span several of the fast paths' blocks (N > MM_NB,
+   MM_KB and LN_RB rows, not multiples of them; C and OC not multiples of MM_W = 16, and up to
+   4C = 512), with gradients that start non-zero (the backward functions accumulate). Error
+   bound (Higham §3.1): a float32 sum of K products errs by at most γ_K·Σ|terms| <= (K+1)·u·Σ|
+   terms|, u = 2^-24, in any order; each output is checked against its own Σ|terms| (computed
+   in the reference), plus |initial value| for the accumulated ones. LayerNorm's outputs are
+   short chains of such sums: its bound is 4(C+4)·u of the terms' size (measured below ~C·u/20
+   on all three builds). An output summed over a missing or repeated block of rows errs by the
+   size of a term (O(1) of the bound's scale), far beyond it. Then every function again on 1
+   and on 3 threads: the results must be identical bit for bit (each output is computed by one
+   thread in a fixed order). */
+static double layer_err(const float *got, const double *want, const double *scale, size_t n) {
+    double worst = 0.0;
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs((double)got[i] - want[i]) / (scale[i] > 0 ? scale[i] : 1.0);
+        if (!(e <= worst)) worst = e;
+    }
+    return worst;
+}
+
+// the outputs of one layers_run, each its own allocation (sizes in layers_alloc)
+#define LAYER_OUTS 10
+typedef struct { float *y, *dx, *dw, *db, *ln, *mean, *rstd, *dln, *dlw, *dlb; } LayerOuts;
+
+static void layers_sizes(size_t *n, int N, int C, int OC) {
+    size_t s[LAYER_OUTS] = {(size_t)N * OC, (size_t)N * C, (size_t)OC * C, OC, (size_t)N * C, N, N,
+                            (size_t)N * C, C, C};
+    memcpy(n, s, sizeof s);
+}
+
+// inputs x (N,C), w (OC,C), b (OC), dy (N,OC); init: the gradients' starting values
+static void layers_run(LayerOuts *r, const float *x, const float *w, const float *b, const float *dy,
+                       const float *init, int N, int C, int OC) {
+    size_t NC = (size_t)N * C;
+    matmul_forward(r->y, x, w, b, N, C, OC);
+    memcpy(r->dx, init, NC * 4);
+    memcpy(r->dw, init, (size_t)OC * C * 4);
+    memcpy(r->db, init, OC * 4);
+    matmul_backward(r->dx, r->dw, r->db, dy, x, w, N, C, OC);
+    // LayerNorm's weight and bias: the first C of w and b; its dout: dy read as (N,C)
+    layernorm_forward(r->ln, r->mean, r->rstd, x, w, b, N, C);
+    memcpy(r->dln, init, NC * 4);
+    memcpy(r->dlw, init, C * 4);
+    memcpy(r->dlb, init, C * 4);
+    layernorm_backward(r->dln, r->dlw, r->dlb, dy, x, w, r->mean, r->rstd, N, C);
+}
+
+static void test_layers_ref(void) {
+    static const int shapes[][3] = {{1, 16, 16}, {7, 5, 3}, {200, 40, 24}, {301, 128, 512}, {300, 512, 128},
+                                    {513, 24, 100}};
+    const double u = 1.0 / 16777216.0;
+    Rng rng;
+    rng_seed(&rng, 17, 0);
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        int N = shapes[s][0], C = shapes[s][1], OC = shapes[s][2];
+        size_t NC = (size_t)N * C, NO = (size_t)N * OC, OCC = (size_t)OC * C;
+        size_t big = NC > NO ? NC : NO;
+        big = big > OCC ? big : OCC;
+        size_t sizes[LAYER_OUTS];
+        layers_sizes(sizes, N, C, OC);
+        LayerOuts r[2];
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j < LAYER_OUTS; j++) ((float **)&r[k])[j] = (float *)mallocCheck(sizes[j] * 4);
+        float *x = (float *)mallocCheck(big * 4), *dy = (float *)mallocCheck(big * 4);
+        float *init = (float *)mallocCheck(big * 4), *w = (float *)mallocCheck(big * 4);
+        float *b = (float *)mallocCheck(big * 4);
+        for (size_t i = 0; i < big; i++) {
+            x[i] = 2.0f * rng_uniform(&rng) - 1.0f;
+            dy[i] = 2.0f * rng_uniform(&rng) - 1.0f;
+            init[i] = 2.0f * rng_uniform(&rng) - 1.0f;
+            w[i] = 2.0f * rng_uniform(&rng) - 1.0f;
+            b[i] = 2.0f * rng_uniform(&rng) - 1.0f;
+        }
+        LayerOuts *o = &r[0];
+        layers_run(o, x, w, b, dy, init, N, C, OC);
+        // references in double: value and Σ|terms| (the error bound's scale) of every output
+        double *ref = (double *)mallocCheck(2 * big * sizeof(double)), *sc = ref + big;
+        for (int n = 0; n < N; n++)
+            for (int j = 0; j < OC; j++) {
+                double v = b[j], a = fabs(b[j]);
+                for (int i = 0; i < C; i++) {
+                    double t = (double)x[(size_t)n * C + i] * w[(size_t)j * C + i];
+                    v += t;
+                    a += fabs(t);
+                }
+                ref[(size_t)n * OC + j] = v;
+                sc[(size_t)n * OC + j] = a;
+            }
+        double e_y = layer_err(o->y, ref, sc, NO) / ((C + 2) * u);
+        for (int n = 0; n < N; n++)
+            for (int i = 0; i < C; i++) {
+                double v = init[(size_t)n * C + i], a = fabs(v);
+                for (int j = 0; j < OC; j++) {
+                    double t = (double)dy[(size_t)n * OC + j] * w[(size_t)j * C + i];
+                    v += t;
+                    a += fabs(t);
+                }
+                ref[(size_t)n * C + i] = v;
+                sc[(size_t)n * C + i] = a;
+            }
+        double e_dx = layer_err(o->dx, ref, sc, NC) / ((OC + 2) * u);
+        for (int j = 0; j < OC; j++)
+            for (int i = 0; i < C; i++) {
+                double v = init[(size_t)j * C + i], a = fabs(v);
+                for (int n = 0; n < N; n++) {
+                    double t = (double)dy[(size_t)n * OC + j] * x[(size_t)n * C + i];
+                    v += t;
+                    a += fabs(t);
+                }
+                ref[(size_t)j * C + i] = v;
+                sc[(size_t)j * C + i] = a;
+            }
+        double e_dw = layer_err(o->dw, ref, sc, OCC) / ((N + 2) * u);
+        for (int j = 0; j < OC; j++) {
+            double v = init[j], a = fabs(v);
+            for (int n = 0; n < N; n++) {
+                v += dy[(size_t)n * OC + j];
+                a += fabs(dy[(size_t)n * OC + j]);
+            }
+            ref[j] = v;
+            sc[j] = a;
+        }
+        double e_db = layer_err(o->db, ref, sc, OC) / ((N + 2) * u);
+        // LayerNorm: x̂ = (x - mean)·rstd; out = x̂·w + b; dx += rstd·(g - mean(g) - x̂·mean(g·x̂))
+        // with g = w·dout; dw += Σ_n x̂·dout; db += Σ_n dout
+        double *xh = (double *)mallocCheck(NC * sizeof(double));
+        for (int n = 0; n < N; n++) {
+            const float *xr = x + (size_t)n * C;
+            double m = 0.0, v = 0.0, gm = 0.0, gxm = 0.0, ga = 0.0;
+            for (int i = 0; i < C; i++) m += xr[i];
+            m /= C;
+            for (int i = 0; i < C; i++) v += (xr[i] - m) * (xr[i] - m);
+            v /= C;
+            double rs = 1.0 / sqrt(v + 1e-5);
+            for (int i = 0; i < C; i++) xh[(size_t)n * C + i] = (xr[i] - m) * rs;
+            for (int i = 0; i < C; i++) {
+                double g = (double)w[i] * dy[(size_t)n * C + i];
+                gm += g / C;
+                gxm += g * xh[(size_t)n * C + i] / C;
+                ga += fabs(g) / C;
+            }
+            for (int i = 0; i < C; i++) {
+                double g = (double)w[i] * dy[(size_t)n * C + i], xv = xh[(size_t)n * C + i];
+                ref[(size_t)n * C + i] = init[(size_t)n * C + i] + rs * (g - gm - xv * gxm);
+                sc[(size_t)n * C + i] = fabs(init[(size_t)n * C + i]) + rs * (fabs(g) + ga * (1 + fabs(xv)));
+            }
+        }
+        double e_dln = layer_err(o->dln, ref, sc, NC) / (4 * (C + 4) * u);
+        for (size_t i = 0; i < NC; i++) {
+            ref[i] = xh[i] * w[i % C] + b[i % C];
+            sc[i] = fabs(xh[i] * w[i % C]) + fabs(b[i % C]);
+        }
+        double e_ln = layer_err(o->ln, ref, sc, NC) / (4 * (C + 4) * u);
+        for (int i = 0; i < C; i++) {
+            double vw = init[i], aw = fabs(vw), vb = init[i], ab = fabs(vb);
+            for (int n = 0; n < N; n++) {
+                double d = dy[(size_t)n * C + i], xv = xh[(size_t)n * C + i];
+                vw += xv * d;
+                aw += fabs(xv * d);
+                vb += d;
+                ab += fabs(d);
+            }
+            ref[i] = vw;
+            sc[i] = aw;
+            ref[C + i] = vb;
+            sc[C + i] = ab;
+        }
+        // x̂ itself carries 4(C+4)u of relative error into each term of dw
+        double e_dlw = layer_err(o->dlw, ref, sc, C) / ((N + 2 + 4 * (C + 4)) * u);
+        double e_dlb = layer_err(o->dlb, ref + C, sc + C, C) / ((N + 2) * u);
+        double worst = fmax(fmax(fmax(e_y, e_dx), fmax(e_dw, e_db)),
+                            fmax(fmax(e_ln, e_dln), fmax(e_dlw, e_dlb)));
+        char name[96];
+        snprintf(name, sizeof name, "model: matmul and layernorm vs double loops N%d C%d OC%d", N, C, OC);
+        check(worst <= 1.0, name, "error / bound: worst %.3f (out %.3f dinp %.3f dW %.3f db %.3f ln %.3f "
+              "dln %.3f dlw %.3f dlb %.3f)", worst, e_y, e_dx, e_dw, e_db, e_ln, e_dln, e_dlw, e_dlb);
+#ifdef _OPENMP
+        // the same again on 1 and 3 threads: identical bits
+        int nt = omp_get_max_threads(), same = 1;
+        for (int k = 0; k < 2; k++) {
+            omp_set_num_threads(k == 0 ? 1 : 3);
+            layers_run(&r[k], x, w, b, dy, init, N, C, OC);
+        }
+        omp_set_num_threads(nt);
+        for (int j = 0; j < LAYER_OUTS; j++)
+            same &= memcmp(((float **)&r[0])[j], ((float **)&r[1])[j], sizes[j] * 4) == 0;
+        snprintf(name, sizeof name, "model: matmul and layernorm, 1 thread == 3 threads N%d C%d OC%d", N, C,
+                 OC);
+        check(same, name, "");
+#endif
+        for (int k = 0; k < 2; k++)
+            for (int j = 0; j < LAYER_OUTS; j++) free(((float **)&r[k])[j]);
+        free(x);
+        free(dy);
+        free(init);
+        free(w);
+        free(b);
+        free(ref);
+        free(xh);
+    }
+}
+
 static void test_logprob(void) {
     float logits[3] = {1000.0f, 1000.0f, 0.0f}, probs[3], lp[3];
     int tg[3] = {0, 1, 2};
@@ -2889,6 +3209,9 @@ int main(int argc, char **argv) {
            , build_isa());
     if (want("model", only)) { test_model_vs_pytorch(); test_finite_differences(); test_kv_cache(); test_logprob(); test_tokenizer(); }
     if (want("model", only)) test_attention_ref();
+    if (want("model", only)) test_layers_ref();
+    if (want("model", only)) test_attention_backward_ref();
+    if (want("model", only)) test_clip_ref();
     if (want("checkpoint", only)) test_checkpoints();
     if (want("checkpoint", only)) test_run_tmpdir();
     if (want("cli", only)) test_usage_errors();
