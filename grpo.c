@@ -2448,6 +2448,10 @@ typedef struct {
     float temperature;
     ObjectiveConfig obj;
     float format_reward;
+    // budget runs (train) and studies (compare); issue 15
+    int budget_unit, eval_points, jobs;
+    float budget;
+    char study[256], methods[256], train_args[256], sft_args[256];
 #ifdef GRPO_CUDA
     int tf32;              // 1: cuBLAS may use TF32 tensor cores
     int kernel_times;      // bench: 1 prints the GPU time of each kernel (CUDA build)
@@ -2455,9 +2459,11 @@ typedef struct {
 } Options;
 
 static const char *SCHEDULE_NAMES[] = {"cosine", "linear", "constant", NULL};
+enum { BUDGET_GEN_TOKENS, BUDGET_FLOPS, BUDGET_SECONDS };
+static const char *BUDGET_UNIT_NAMES[] = {"gen-tokens", "flops", "seconds", NULL};
 
 enum { CMD_SFT = 1, CMD_TRAIN = 2, CMD_EVAL = 4, CMD_SAMPLE = 8, CMD_CHECK = 16, CMD_BENCH = 32,
-       CMD_VERIFY = 64, CMD_TREE = 128 };
+       CMD_VERIFY = 64, CMD_TREE = 128, CMD_COMPARE = 256 };
 typedef enum { OPT_INT, OPT_FLOAT, OPT_STR, OPT_ENUM } OptType;
 typedef struct {
     const char *name; OptType type; size_t offset; double min, max;
@@ -2521,6 +2527,13 @@ static const OptSpec OPTIONS[] = {
      "1: completions cut at max-new-tokens without <eos> (check: truncated=1) get no loss, no normaliser"},
     {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_TREE, "seeds per cell of the grid (paper: 5)"},
     {"format-reward", OPT_FLOAT, OFF(format_reward), 0, 1, NULL, CMD_TRAIN | CMD_EVAL, "extra reward for a well-formed but wrong completion (0: off)"},
+    // budget runs and studies (./grpo compare, issue 15)
+    {"budget-unit", OPT_ENUM, OFF(budget_unit), 0, 0, BUDGET_UNIT_NAMES, CMD_TRAIN | CMD_COMPARE,
+     "what --budget counts: generated tokens, model FLOPs (README), or training seconds"},
+    {"budget", OPT_FLOAT, OFF(budget), 0, 1e30, NULL, CMD_TRAIN | CMD_COMPARE,
+     "stop after the first step at which this much is spent (0: off; --steps then only caps the run)"},
+    {"eval-points", OPT_INT, OFF(eval_points), 0, 1000, NULL, CMD_TRAIN | CMD_COMPARE,
+     "K: greedy val accuracy at 0 and at 1/K..K/K of --budget, to RUN_DIR/eval.csv (0: off)"},
 #ifdef GRPO_CUDA
     {"tf32", OPT_INT, OFF(tf32), 0, 1, NULL, CUDA_CMDS, "1: cuBLAS matmuls on TF32 tensor cores (faster; ~1e-3 relative error); 0: full fp32"},
     {"kernel-times", OPT_INT, OFF(kernel_times), 0, 1, NULL, CMD_BENCH, "1: then GPU time per kernel over 3 training steps, each launch waited for"},
@@ -2871,9 +2884,14 @@ static void check_weight_decay(const Options *o) {
 // ----------------------------------------------------------------------------
 // SFT: supervised training on task demonstrations (loss on completion tokens only)
 
-static int cmd_sft(int argc, char **argv, Options *o) {
+// sft's defaults where they differ from default_options (compare reads them for its prereg)
+static void sft_defaults(Options *o) {
     o->steps = 3000; o->lr = 2e-3f; o->warmup = 50; o->weight_decay = 0.1f; o->eval_every = 500;
     strcpy(o->run_dir, "runs/sft");
+}
+
+static int cmd_sft(int argc, char **argv, Options *o) {
+    sft_defaults(o);
     const char *syn = "Supervised fine-tuning on demonstrations (prompt<TAB>completion lines).\n"
                       "Loss: mean −log p of completion tokens and <eos>; prompt tokens are masked.\n"
                       "Writes RUN_DIR/model.bin (with optimizer state), RUN_DIR/sft.csv, and with\n"
@@ -3261,10 +3279,44 @@ static TreeStats build_group_trees(GroupBatch *g, const ObjectiveConfig *cfg, in
     return total;
 }
 
-static int cmd_train(int argc, char **argv, Options *o) {
+/* ---- budget accounting (issue 15; ./grpo compare relies on it, see its section) ----
+   Model FLOPs, as Kaplan et al. 2020 ("Scaling Laws for Neural Language Models", §2.1) count
+   them: a forward pass costs per token
+       F = 2·N + 2·C·V + 2·L·maxT·C
+   with N the non-embedding parameters (all but wte and wpe), 2·C·V the LM head (tied to wte,
+   so in no N) and 2·L·maxT·C attention's products (Kaplan's 2·n_layer·n_ctx·d_attn, n_ctx
+   the context length); a backward pass costs 2·F. A step of R = Σ_i (plen_i + clen_i − 1)
+   positions (what the sampler feeds through the KV cache and what a training forward scores;
+   padding and finished sequences are not counted) costs
+       F·(R_sampled + 3·μ·R + R_ref),   R_ref = R when --beta is not 0 (π_ref's forward), else 0.
+   The count is deterministic and machine-independent; evaluations are not counted. */
+static double model_flops_per_token(const GPTConfig *c) {
+    size_t sizes[NUM_PARAM_TENSORS], n = 0;
+    param_sizes(sizes, c);
+    for (int t = 2; t < NUM_PARAM_TENSORS; t++) n += sizes[t];   // skips wte (0) and wpe (1)
+    return 2.0 * n + 2.0 * c->channels * c->vocab_size + 2.0 * c->num_layers * c->max_seq_len * c->channels;
+}
+
+typedef struct {           // a run's spending so far (cumulative)
+    long gen_traj, gen_aux, trained;
+    double flops, seconds;
+} BudgetSpent;
+
+static double budget_spent(const BudgetSpent *b, int unit) {
+    if (unit == BUDGET_FLOPS) return b->flops;
+    if (unit == BUDGET_SECONDS) return b->seconds;
+    return (double)(b->gen_traj + b->gen_aux);
+}
+
+// train's defaults where they differ from default_options (compare reads them for its prereg)
+static void train_defaults(Options *o) {
     o->steps = 400; o->lr = 1e-4f; o->warmup = 10; o->schedule = 2; o->eval_every = 100; o->eval_limit = 0;
     o->group_size = 16; o->test_limit = -1;
     strcpy(o->run_dir, "runs/grpo");
+}
+
+static int cmd_train(int argc, char **argv, Options *o) {
+    train_defaults(o);
     const char *syn = "GRPO / λ-GRPO on countdown, starting from an SFT checkpoint (--init, also π_ref).\n"
                       "Each step: sample P prompts x k completions, score them, build each group's\n"
                       "prefix tree B(G), compute the objective, update. Logs RUN_DIR/train.csv;\n"
@@ -3274,6 +3326,11 @@ static int cmd_train(int argc, char **argv, Options *o) {
     o->obj.max_new_tokens = o->max_new_tokens;
     check_grpo_options(o);
     check_weight_decay(o);
+    // ---- budget (issue 15): the counters start at 0, and a checkpoint does not hold them
+    if (o->budget > 0 && o->resume[0])
+        usage_error("--budget with --resume: the budget counters are not in the checkpoint; rerun from --init");
+    if (o->eval_points > 0 && o->budget <= 0)
+        usage_error("--eval-points %d needs --budget (the points are fractions of it)", o->eval_points);
     char ckpt[1100], periodic[1100], last_good[1100] = "";   // final model; periodic resumable checkpoint
     snprintf(ckpt, sizeof ckpt, "%s/model.bin", o->run_dir);
     snprintf(periodic, sizeof periodic, "%s/ckpt.bin", o->run_dir);
@@ -3335,9 +3392,23 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (load_init) free_gpt(&init_model);
     CsvLog csv = open_csv(o->run_dir, "train.csv",
         "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,loss,kl,"
-        "clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc", st.step);
+        "clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
+        "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent", st.step);
     long gen_tokens = 0;
     int adam_t = st.step * o->num_iterations;
+    // ---- budget (issue 15): counters, and the evaluation points in RUN_DIR/eval.csv (point 0:
+    // the --init model). A point j is evaluated after the first step that spends >= j/K of it.
+    double flops_per_token = model_flops_per_token(&policy.config);
+    BudgetSpent spent = {0, 0, 0, 0.0, 0.0};
+    int next_point = 1, budget_done = 0;
+    CsvLog evcsv = {NULL, ""};
+    if (o->eval_points > 0) {
+        evcsv = open_csv(o->run_dir, "eval.csv", "point,budget_spent,step,gen_tokens,flops,seconds,val_acc", 0);
+        float acc0 = evaluate(&policy, &kv, &val, o->eval_limit, o->max_new_tokens, o->temperature, 0, o->seed,
+                              0.0f, NULL).accuracy;
+        fprintf(evcsv.f, "0,0,0,0,0,0,%.6f\n", acc0);
+        csv_row_done(&evcsv);
+    }
     for (; st.step < o->steps; st.step++) {
         double t0 = wall_seconds();
         sample_and_score(&policy, &kv, &g, &train, &st.rng, o, st.step);
@@ -3357,7 +3428,21 @@ static int cmd_train(int argc, char **argv, Options *o) {
         UpdateStats us = grpo_update(&policy, use_ref ? &ref : NULL, &g, o, &opt, &adam_t, NULL, st.step + 1,
                                      last_good);
         double t4 = wall_seconds();
-        int last = st.step + 1 == o->steps;
+        // ---- budget (issue 15): this step's counts (formula above model_flops_per_token)
+        long step_traj = 0, positions = 0;
+        for (int i = 0; i < N; i++) {
+            step_traj += g.clen[i];
+            positions += g.plen[i] + g.clen[i] - 1;
+        }
+        long step_trained = (long)o->num_iterations * positions;
+        double step_flops = flops_per_token * (positions + 3.0 * step_trained + (use_ref ? positions : 0));
+        spent.gen_traj += step_traj;
+        spent.trained += step_trained;
+        spent.flops += step_flops;
+        spent.seconds += t4 - t0;
+        double spent_now = budget_spent(&spent, o->budget_unit);
+        budget_done = o->budget > 0 && spent_now >= o->budget;
+        int last = st.step + 1 == o->steps || budget_done;
         float val_acc = -1.0f;
         if (o->eval_every && ((st.step + 1) % o->eval_every == 0 || last))
             val_acc = evaluate(&policy, &kv, &val, o->eval_limit, o->max_new_tokens, o->temperature, 0, o->seed, 0.0f, NULL).accuracy;
@@ -3372,21 +3457,41 @@ static int cmd_train(int argc, char **argv, Options *o) {
             printf("\n");
             fflush(stdout);
         }
-        fprintf(csv.f, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%ld,%.4f,%.5f,%.6f,%.4f,%.1f,%.4f\n",
+        fprintf(csv.f, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%ld,%.4f,%.5f,%.6f,%.4f,%.1f,%.4f",
                 st.step + 1, mean_r, (double)all_eq / g.P, mean_len, us.mean_lambda, (double)ts.nontrivial / g.P,
                 ts.mean_depth, ts.intermediate, us.loss, us.kl, us.clip_frac, us.grad_norm, gen_tokens, t1 - t0,
                 t2 - t1, t3 - t2, t4 - t3, tok_s, val_acc);
+        fprintf(csv.f, ",%ld,%ld,%ld,%.0f,%.17g\n", step_traj, 0L, step_trained, step_flops, spent_now);
         csv_row_done(&csv);
+        // ---- budget (issue 15): every point this step reached gets one evaluation's accuracy
+        if (evcsv.f && next_point <= o->eval_points &&
+            spent_now >= (double)o->budget * next_point / o->eval_points) {
+            float acc = evaluate(&policy, &kv, &val, o->eval_limit, o->max_new_tokens, o->temperature, 0,
+                                 o->seed, 0.0f, NULL).accuracy;
+            for (; next_point <= o->eval_points && spent_now >= (double)o->budget * next_point / o->eval_points;
+                 next_point++)
+                fprintf(evcsv.f, "%d,%.17g,%d,%ld,%.0f,%.6f,%.6f\n", next_point, spent_now, st.step + 1,
+                        spent.gen_traj + spent.gen_aux, spent.flops, spent.seconds, acc);
+            csv_row_done(&evcsv);
+        }
         if (o->save_every && (st.step + 1) % o->save_every == 0 && !last) {
             TrainState next = st; next.step = st.step + 1;
             check_params(&policy, st.step + 1, last_good);
             save_checkpoint(periodic, &policy, 1, &next);
             snprintf(last_good, sizeof last_good, "%s", periodic);
         }
+        if (budget_done) {   // ---- budget (issue 15): spent; the step counts as taken
+            st.step++;
+            break;
+        }
     }
+    if (o->budget > 0 && !budget_done)
+        fprintf(stderr, "note: --steps %d reached with %g of the --budget %g %s spent\n", o->steps,
+                budget_spent(&spent, o->budget_unit), o->budget, BUDGET_UNIT_NAMES[o->budget_unit]);
     check_params(&policy, st.step, last_good);
     save_checkpoint(ckpt, &policy, 1, &st);
     close_csv(&csv);
+    if (evcsv.f) close_csv(&evcsv);
     unlock_run_dir(lock);
     EvalResult after = {0.0f, 0.0f, 0};
     if (o->test_limit != 0)
@@ -3402,6 +3507,16 @@ static int cmd_train(int argc, char **argv, Options *o) {
     else
         printf("result: no test evaluation (--test-limit 0; %s, %.1f min)\n",
                OBJECTIVE_NAMES[o->obj.objective], minutes);
+    if (o->budget > 0) {   // ---- budget (issue 15): what the run spent and scored, for compare
+        char path[1100];
+        snprintf(path, sizeof path, "%s/result.txt", o->run_dir);
+        FILE *f = fopenCheck(path, "w");
+        fprintf(f, "test_acc %.6f\ntest_n %d\nsft_test_acc %.6f\nsteps %d\nbudget_done %d\n", after.accuracy,
+                after.n, before.accuracy, st.step, budget_done);
+        fprintf(f, "gen_tokens_traj %ld\ngen_tokens_aux %ld\ntrained_tokens %ld\nflops %.0f\nseconds %.6f\n",
+                spent.gen_traj, spent.gen_aux, spent.trained, spent.flops, spent.seconds);
+        fcloseCheck(f);
+    }
     free_group_batch(&g); free_kvcache(&kv);
     free_dataset(&train); free_dataset(&val); free_dataset(&test);
     free_gpt(&policy); if (use_ref) free_gpt(&ref);
