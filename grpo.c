@@ -4773,6 +4773,19 @@ static double run_spent(const CmpRun *r) {
     return spent;
 }
 
+// The first line of a failed run's log that says what went wrong (error: or usage error:), indented.
+static void print_log_error(const char *log) {
+    char *text = slurp(log);
+    if (!text) return;
+    char *at = strstr(text, "error: ");
+    if (at) {
+        while (at > text && at[-1] != '\n') at--;
+        at[strcspn(at, "\n")] = 0;
+        fprintf(stderr, "  %s\n", at);
+    }
+    free(text);
+}
+
 // A run's name in messages: METHOD/seed_N.
 static const char *run_name(const CmpRun *r, const Method *m, char *buf, size_t n) {
     snprintf(buf, n, "%s/seed_%d", m[r->method].dir, r->seed);
@@ -4784,7 +4797,7 @@ static const char *run_name(const CmpRun *r, const Method *m, char *buf, size_t 
    duration of a run (of those finished by this invocation; before the first, from the running
    ones' pace), divided by the runs going at once. */
 static void print_progress(const CmpRun *runs, int n, const Method *m, double budget, int jobs, double t0) {
-    int done = 0, pending = 0, running = 0;
+    int done = 0, pending = 0, running = 0, failed = 0;
     double left = 0.0, dur_sum = 0.0, pace_sum = 0.0;
     int dur_n = 0, pace_n = 0;
     char line[1024] = "", name[300];
@@ -4809,6 +4822,8 @@ static void print_progress(const CmpRun *runs, int n, const Method *m, double bu
             if (used < sizeof line - 100)
                 used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%", running > 1 ? ", " : "",
                                          run_name(r, m, name, sizeof name), 100.0 * frac);
+        } else if (r->state == CMP_FAILED) {
+            failed++;
         } else {
             pending++;
             left += 1.0;
@@ -4820,8 +4835,10 @@ static void print_progress(const CmpRun *runs, int n, const Method *m, double bu
         snprintf(eta, sizeof eta, "about %.1f min left", left * per_run / jobs / 60.0);
     else
         snprintf(eta, sizeof eta, "time left: known after the first steps");
-    printf("progress: %d/%d runs done, %d running%s%s%s, %d waiting; %.1f min so far, %s\n", done, n, running,
-           running ? " (" : "", line, running ? ")" : "", pending, (wall_seconds() - t0) / 60.0, eta);
+    char fails[32] = "";
+    if (failed) snprintf(fails, sizeof fails, ", %d failed", failed);
+    printf("progress: %d/%d runs done, %d running%s%s%s, %d waiting%s; %.1f min so far, %s\n", done, n, running,
+           running ? " (" : "", line, running ? ")" : "", pending, fails, (wall_seconds() - t0) / 60.0, eta);
     fflush(stdout);
 }
 
@@ -5434,6 +5451,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
             r->state = CMP_FAILED;
             failed++;
             fprintf(stderr, "error: run %s failed (%s); its log: %s\n", name, err, log);
+            print_log_error(log);
         }
         print_progress(runs, nruns, methods, o->budget, jobs, t0);
         last_print = wall_seconds();
