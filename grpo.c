@@ -2544,11 +2544,14 @@ static const OptSpec OPTIONS[] = {
      "study directory: prereg.txt, sft/, runs/METHOD/seed_N/, points.csv, curves.csv"},
     {"methods", OPT_STR, OFF(methods), 0, 0, NULL, CMD_COMPARE,
      "comma-separated name[:--option=value...]; name: an objective or a label"},
-    {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_COMPARE, "seeds 1..N of every method (paired across methods)"},
-    {"jobs", OPT_INT, OFF(jobs), 0, 1024, NULL, CMD_COMPARE, "runs at once, one thread each (0: the core count)"},
+    {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_COMPARE,
+     "seeds 1..N of every method (paired across methods)"},
+    {"jobs", OPT_INT, OFF(jobs), 0, 1024, NULL, CMD_COMPARE,
+     "runs at once, one thread each (0: the core count)"},
     {"init", OPT_STR, OFF(init), 0, 0, NULL, CMD_COMPARE,
      "SFT checkpoint of every run (none: STUDY/sft/model.bin, made with --sft-args if missing)"},
-    {"train-args", OPT_STR, OFF(train_args), 0, 0, NULL, CMD_COMPARE, "train options of every run, e.g. '--group-size 8'"},
+    {"train-args", OPT_STR, OFF(train_args), 0, 0, NULL, CMD_COMPARE,
+     "train options of every run, e.g. '--group-size 8'"},
     {"sft-args", OPT_STR, OFF(sft_args), 0, 0, NULL, CMD_COMPARE, "sft options of the study's own SFT run"},
 #ifdef GRPO_CUDA
     {"tf32", OPT_INT, OFF(tf32), 0, 1, NULL, CUDA_CMDS, "1: cuBLAS matmuls on TF32 tensor cores (faster; ~1e-3 relative error); 0: full fp32"},
@@ -3344,7 +3347,8 @@ static int cmd_train(int argc, char **argv, Options *o) {
     check_weight_decay(o);
     // ---- budget (issue 15): the counters start at 0, and a checkpoint does not hold them
     if (o->budget > 0 && o->resume[0])
-        usage_error("--budget with --resume: the budget counters are not in the checkpoint; rerun from --init");
+        usage_error("--budget with --resume: the budget counters are not in the checkpoint; "
+                    "rerun from --init");
     if (o->eval_points > 0 && o->budget <= 0)
         usage_error("--eval-points %d needs --budget (the points are fractions of it)", o->eval_points);
     char ckpt[1100], periodic[1100], last_good[1100] = "";   // final model; periodic resumable checkpoint
@@ -3419,9 +3423,10 @@ static int cmd_train(int argc, char **argv, Options *o) {
     int next_point = 1, budget_done = 0;
     CsvLog evcsv = {NULL, ""};
     if (o->eval_points > 0) {
-        evcsv = open_csv(o->run_dir, "eval.csv", "point,budget_spent,step,gen_tokens,flops,seconds,val_acc", 0);
-        float acc0 = evaluate(&policy, &kv, &val, o->eval_limit, o->max_new_tokens, o->temperature, 0, o->seed,
-                              0.0f, NULL).accuracy;
+        evcsv = open_csv(o->run_dir, "eval.csv", "point,budget_spent,step,gen_tokens,flops,seconds,val_acc",
+                         0);
+        float acc0 = evaluate(&policy, &kv, &val, o->eval_limit, o->max_new_tokens, o->temperature, 0,
+                              o->seed, 0.0f, NULL).accuracy;
         fprintf(evcsv.f, "0,0,0,0,0,0,%.6f\n", acc0);
         csv_row_done(&evcsv);
     }
@@ -3480,12 +3485,11 @@ static int cmd_train(int argc, char **argv, Options *o) {
         fprintf(csv.f, ",%ld,%ld,%ld,%.0f,%.17g\n", step_traj, 0L, step_trained, step_flops, spent_now);
         csv_row_done(&csv);
         // ---- budget (issue 15): every point this step reached gets one evaluation's accuracy
-        if (evcsv.f && next_point <= o->eval_points &&
-            spent_now >= (double)o->budget * next_point / o->eval_points) {
+        int K = o->eval_points;
+        if (evcsv.f && next_point <= K && spent_now >= (double)o->budget * next_point / K) {
             float acc = evaluate(&policy, &kv, &val, o->eval_limit, o->max_new_tokens, o->temperature, 0,
                                  o->seed, 0.0f, NULL).accuracy;
-            for (; next_point <= o->eval_points && spent_now >= (double)o->budget * next_point / o->eval_points;
-                 next_point++)
+            for (; next_point <= K && spent_now >= (double)o->budget * next_point / K; next_point++)
                 fprintf(evcsv.f, "%d,%.17g,%d,%ld,%.0f,%.6f,%.6f\n", next_point, spent_now, st.step + 1,
                         spent.gen_traj + spent.gen_aux, spent.flops, spent.seconds, acc);
             csv_row_done(&evcsv);
@@ -4504,7 +4508,8 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
             }
             *eq = 0;
             if (strlen(rest + 2) >= 128 || strlen(eq + 1) >= 128) {
-                snprintf(err, errn, "method '%.200s': an option or value longer than 127 characters", x->label);
+                snprintf(err, errn, "method '%.200s': an option or value longer than 127 characters",
+                         x->label);
                 return -1;
             }
             char why[160];
@@ -4513,8 +4518,8 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
                 return -1;
             }
             if (x->objective >= 0 && !strcmp(rest + 2, "objective")) {
-                snprintf(err, errn, "method '%.200s': its name is an objective already; give --objective to a "
-                         "label (e.g. mine:--objective=grpo)", x->label);
+                snprintf(err, errn, "method '%.200s': its name is an objective already; give "
+                         "--objective to a label (e.g. mine:--objective=grpo)", x->label);
                 return -1;
             }
             strcpy(x->opt[x->nopts][0], rest + 2);
@@ -4570,7 +4575,8 @@ static void arg_add(ArgList *a, const char *s) {
 /* split_options: the words of `text` ("--name value" or "--name=value", separated by blanks)
    appended to a as "--name" "value", each name checked with check_pass_option; `flag` names
    the compare option in messages. */
-static void split_options(ArgList *a, const char *text, unsigned mask, const char **reserved, const char *flag) {
+static void split_options(ArgList *a, const char *text, unsigned mask, const char **reserved,
+                          const char *flag) {
     char copy[256], why[160];
     snprintf(copy, sizeof copy, "%s", text);
     char *save = NULL;
@@ -4607,7 +4613,8 @@ typedef struct {
 } CmpRun;
 enum { CMP_PENDING, CMP_RUNNING, CMP_DONE, CMP_FAILED };
 enum { AX_STEP, AX_TOKENS, AX_FLOPS, AX_SECONDS };
-static const char *AXIS_VIEW[] = {"per-step view", "matched generated tokens", "matched FLOPs", "matched time"};
+static const char *AXIS_VIEW[] = {"per-step view", "matched generated tokens", "matched FLOPs",
+                                  "matched time"};
 static const char *AXIS_COLUMN[] = {"step", "gen_tokens", "flops", "seconds"};
 
 static int unit_axis(int unit) {
@@ -4681,9 +4688,9 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     }
     free(text);
     if (!ok || rows != K + 1) {
-        snprintf(err, errn, "%.400s: %s (%d evaluation points of %d)", path,
-                 ok ? "the run ended before it spent its budget (--steps too low?)" : "unexpected header or row",
-                 rows, K + 1);
+        const char *why = ok ? "the run ended before it spent its budget (--steps too low?)"
+                             : "unexpected header or row";
+        snprintf(err, errn, "%.400s: %s (%d evaluation points of %d)", path, why, rows, K + 1);
         return -1;
     }
     snprintf(path, sizeof path, "%s/result.txt", r->dir);
@@ -4705,7 +4712,8 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     return 0;
 }
 
-/* spawn: starts `exe argv...` (argv: the command and its options) as a child process writing its standard output and error to
+/* spawn: starts this program (/proc/self/exe; exe, its path, is argv[0]) with argv (the
+   command and its options) as a child process writing its standard output and error to
    log_path (truncated). On Linux the child is ended (SIGTERM) if compare dies first, so that
    an interrupted study leaves no run behind holding its run directory. */
 static pid_t spawn(const char *exe, char *const *argv, const char *log_path) {
@@ -4739,8 +4747,8 @@ static pid_t spawn(const char *exe, char *const *argv, const char *log_path) {
     full[n++] = (char *)exe;
     for (int i = 0; argv[i] && n <= CMP_MAX_ARGS; i++) full[n++] = argv[i];
     full[n] = NULL;
-    execv(exe, full);
-    fprintf(stderr, "error: cannot run '%s': %s\n", exe, strerror(errno));
+    execv("/proc/self/exe", full);   // this very binary, even if the file was rebuilt since
+    fprintf(stderr, "error: cannot run '/proc/self/exe' (%s): %s\n", exe, strerror(errno));
     _exit(127);
 }
 
@@ -4819,8 +4827,9 @@ static void print_progress(const CmpRun *runs, int n, const Method *m, double bu
                 pace_sum += elapsed / frac;
                 pace_n++;
             }
+            const char *sep = running > 1 ? ", " : "";
             if (used < sizeof line - 100)
-                used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%", running > 1 ? ", " : "",
+                used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%", sep,
                                          run_name(r, m, name, sizeof name), 100.0 * frac);
         } else if (r->state == CMP_FAILED) {
             failed++;
@@ -4837,8 +4846,9 @@ static void print_progress(const CmpRun *runs, int n, const Method *m, double bu
         snprintf(eta, sizeof eta, "time left: known after the first steps");
     char fails[32] = "";
     if (failed) snprintf(fails, sizeof fails, ", %d failed", failed);
-    printf("progress: %d/%d runs done, %d running%s%s%s, %d waiting%s; %.1f min so far, %s\n", done, n, running,
-           running ? " (" : "", line, running ? ")" : "", pending, fails, (wall_seconds() - t0) / 60.0, eta);
+    double minutes = (wall_seconds() - t0) / 60.0;
+    printf("progress: %d/%d runs done, %d running%s%s%s, %d waiting%s; %.1f min so far, %s\n", done, n,
+           running, running ? " (" : "", line, running ? ")" : "", pending, fails, minutes, eta);
     fflush(stdout);
 }
 
@@ -4910,10 +4920,10 @@ static void print_view(const CmpReport *R, int axis, FILE *curves) {
     view_values(axis, R->runs, n, K, R->budget_axis, R->budget, xs, v);
     for (int i = 0; i < R->nm; i++) wl = (int)fmax(wl, strlen(R->m[i].label) + 2);
     format_amount(axis, xs[K], amount, sizeof amount);
-    fprintf(R->out, "\n%s: greedy validation accuracy, mean ± 95%% CI over %d seeds, at %s\n", AXIS_VIEW[axis],
-            R->S, axis == R->budget_axis ? "the evaluation points (fractions of the budget)"
-                                          : "evenly spaced points, interpolated between evaluations");
-    if (axis != R->budget_axis) fprintf(R->out, "  (up to %s, where the shortest run ends)\n", amount);
+    fprintf(R->out, "\n%s: greedy validation accuracy, mean ± 95%% CI over %d seeds,\n", AXIS_VIEW[axis],
+            R->S);
+    if (axis == R->budget_axis) fprintf(R->out, "  at the evaluation points (fractions of the budget)\n");
+    else fprintf(R->out, "  interpolated between evaluations, up to %s (the shortest run's end)\n", amount);
     print_padded(R->out, "", wl, 0);
     for (int j = 1; j <= K; j++) {
         format_amount(axis, xs[j], amount, sizeof amount);
@@ -4929,8 +4939,9 @@ static void print_view(const CmpReport *R, int axis, FILE *curves) {
                 format_ci(&c, 0, cell, sizeof cell);
                 print_padded(R->out, cell, 20, 1);
             }
-            fprintf(curves, "%s,%s,%d,%.10g,%d,%.6f,%.6f,%.6f\n", AXIS_COLUMN[axis], R->m[mi].label, j, xs[j], c.n,
-                    c.mean, isnan(c.half) ? c.mean : c.mean - c.half, isnan(c.half) ? c.mean : c.mean + c.half);
+            double half = isnan(c.half) ? 0.0 : c.half;   // one seed: no interval, the band is the mean
+            fprintf(curves, "%s,%s,%d,%.10g,%d,%.6f,%.6f,%.6f\n", AXIS_COLUMN[axis], R->m[mi].label, j, xs[j],
+                    c.n, c.mean, c.mean - half, c.mean + half);
         }
         fprintf(R->out, "\n");
         if (mi == R->ref) continue;
@@ -4970,7 +4981,8 @@ static void print_verdict(FILE *f, int h, const char *what, const Method *m, int
             p.favour_b);
     if (isnan(p.d.half)) fprintf(f, "not testable (fewer than 2 seeds)\n");
     else if (p.d.mean - p.d.half > 0 || p.d.mean + p.d.half < 0)
-        fprintf(f, "supported: the 95%% CI excludes 0, favouring %s\n", p.d.mean > 0 ? m[mi].label : m[ref].label);
+        fprintf(f, "supported: the 95%% CI excludes 0, favouring %s\n",
+                p.d.mean > 0 ? m[mi].label : m[ref].label);
     else fprintf(f, "not supported: the 95%% CI includes 0\n");
 }
 
@@ -5027,8 +5039,8 @@ static void print_report(const CmpReport *R, FILE *curves) {
         fprintf(f, "\n");
     }
     // peak validation accuracy over the evaluation points (point 0 included: the SFT model)
-    fprintf(f, "\npeak validation accuracy over the %d evaluation points (and the SFT model), mean ± 95%% CI:\n",
-            K);
+    fprintf(f, "\npeak validation accuracy over the %d evaluation points (and the SFT model), "
+               "mean ± 95%% CI:\n", K);
     print_padded(f, "", wl, 0);
     print_padded(f, "peak val accuracy", 20, 1);
     print_padded(f, "steps to peak", 20, 1);
@@ -5069,8 +5081,8 @@ static void print_report(const CmpReport *R, FILE *curves) {
             }
             print_verdict(f, h, "test accuracy at the end", R->m, mi, R->ref, paired_diff(a, b, R->S));
         } else {
-            fprintf(f, "  H%d %s vs %s, test accuracy at the end: not testable (the runs had no test set)\n", h,
-                    R->m[mi].label, R->m[R->ref].label);
+            fprintf(f, "  H%d %s vs %s, test accuracy at the end: not testable (the runs had no test set)\n",
+                    h, R->m[mi].label, R->m[R->ref].label);
         }
         print_verdict(f, h + 1, "val accuracy at matched generated tokens (last point)", R->m, mi, R->ref,
                       last_point_diff(R, AX_TOKENS, mi));
@@ -5197,7 +5209,8 @@ static uint64_t write_prereg(const char *study, const char *text) {
             free(full);
             snprintf(msg, sizeof msg, "study '%s' was pre-registered with another configuration (its "
                      "prereg.txt; this command's is in %s)", study, rejected);
-            fail_at(__FILE__, __LINE__, msg, "rerun with the options prereg.txt lists, or give another --study");
+            fail_at(__FILE__, __LINE__, msg,
+                    "rerun with the options prereg.txt lists, or give another --study");
         }
         return hash;
     }
@@ -5219,7 +5232,8 @@ static uint64_t write_prereg(const char *study, const char *text) {
 }
 
 // The settings of ./grpo compare --quick: a tiny model (2 layers, width 32) and budget.
-#define CMP_QUICK_SFT "--layers 2 --heads 2 --channels 32 --batch-size 16 --lr 3e-3 --steps 300 --eval-every 0"
+#define CMP_QUICK_SFT \
+    "--layers 2 --heads 2 --channels 32 --batch-size 16 --lr 3e-3 --steps 300 --eval-every 0"
 #define CMP_QUICK_TRAIN "--prompts-per-step 4 --group-size 4 --lr 1e-3 --eval-limit 40 --test-limit 40"
 
 static int cmd_compare(int argc, char **argv, Options *o) {
@@ -5251,8 +5265,9 @@ static int cmd_compare(int argc, char **argv, Options *o) {
                       "parallel (one thread per run), evaluates them at fixed fractions of the budget and\n"
                       "prints per-step, matched-token and matched-time views with 95% intervals and paired\n"
                       "differences against grpo. Resumable: rerun the same command to continue.\n"
-                      "--quick: 2 seeds, a tiny model (" CMP_QUICK_SFT ")\n"
-                      "and budget (8000 gen-tokens, 2 points), in runs/compare-quick; under a minute.";
+                      "--threads: the study's SFT run (every compare run has one thread).\n"
+                      "--quick (no value): 2 seeds, a tiny model (2 layers, width 32, 300 SFT steps) and\n"
+                      "budget (8000 gen-tokens, 2 points) in runs/compare-quick; later options override it.";
     int first = parse_options(argc, argv, CMD_COMPARE, o, "compare", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " compare'", argv[first]);
 #ifdef GRPO_CUDA
@@ -5290,13 +5305,14 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     FILE *pr = open_memstream(&text, &text_n);
     if (!pr) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
     fprintf(pr, "# grpo.c compare: pre-registration of the study '%s'\n", study);
-    fprintf(pr, "# written before its first run; the hash line covers every byte above it (FNV-1a, 64 bits)\n\n");
+    fprintf(pr, "# written before its first run; the hash line covers every byte above it "
+                "(FNV-1a, 64 bits)\n\n");
     fprintf(pr, "configuration\n");
     fprintf(pr, "  methods: %s (paired differences against %s, on the same seeds)\n", o->methods,
             methods[ref].label);
     fprintf(pr, "  seeds: 1..%d for every method; every run starts from the same SFT checkpoint\n", S);
-    fprintf(pr, "  budget: %.9g %s per run; greedy validation accuracy at 0 and at %d points (1/%d..%d/%d of\n"
-                "    the budget); greedy test accuracy at the end; one thread per run\n",
+    fprintf(pr, "  budget: %.9g %s per run; greedy validation accuracy at 0 and at %d points "
+                "(1/%d..%d/%d of\n    the budget); greedy test accuracy at the end; one thread per run\n",
             o->budget, BUDGET_UNIT_NAMES[o->budget_unit], K, K, K, K);
     fprintf(pr, "  statistics: mean and 95%% interval over seeds (Student t, n-1 df); paired differences\n"
                 "    against %s (mean, 95%% interval, seeds favouring each)\n", methods[ref].label);
@@ -5341,12 +5357,14 @@ static int cmd_compare(int argc, char **argv, Options *o) {
         fprintf(pr, "  H%d %s vs %s: greedy test accuracy at the end of the budget differs\n", h, a, b);
         fprintf(pr, "  H%d %s vs %s: validation accuracy at matched generated tokens (last point) differs\n",
                 h + 1, a, b);
-        fprintf(pr, "  H%d %s vs %s: validation accuracy at matched time (last point) differs\n", h + 2, a, b);
+        fprintf(pr, "  H%d %s vs %s: validation accuracy at matched time (last point) differs\n",
+                h + 2, a, b);
         h += 3;
     }
     fprintf(pr, "exploratory (reported, not tested): the per-step view; steps and tokens to peak validation\n"
                 "accuracy\n");
-    if (fclose(pr) != 0) fail_at(__FILE__, __LINE__, "compare: writing the pre-registration failed", oom_hint);
+    if (fclose(pr) != 0)
+        fail_at(__FILE__, __LINE__, "compare: writing the pre-registration failed", oom_hint);
     make_dir(study);
     int lock = lock_run_dir(study);   // one compare per study at a time
     uint64_t hash = write_prereg(study, text);
@@ -5470,9 +5488,9 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     for (int i = 0; i < nruns; i++) {
         const CmpRun *r = &runs[i];
         for (int j = 0; j <= K; j++)
-            fprintf(pts, "%s,%d,%d,%.10g,%.0f,%.0f,%.0f,%.6f,%.6f,%.6f\n", methods[r->method].label, r->seed, j,
-                    r->x[unit_axis(o->budget_unit)][j], r->x[AX_STEP][j], r->x[AX_TOKENS][j], r->x[AX_FLOPS][j],
-                    r->x[AX_SECONDS][j], r->val[j], r->test_acc);
+            fprintf(pts, "%s,%d,%d,%.10g,%.0f,%.0f,%.0f,%.6f,%.6f,%.6f\n", methods[r->method].label, r->seed,
+                    j, r->x[unit_axis(o->budget_unit)][j], r->x[AX_STEP][j], r->x[AX_TOKENS][j],
+                    r->x[AX_FLOPS][j], r->x[AX_SECONDS][j], r->val[j], r->test_acc);
     }
     fcloseCheck(pts);
     snprintf(path, sizeof path, "%s/curves.csv", study);
@@ -5490,8 +5508,8 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     snprintf(path, sizeof path, "%s/summary.txt", study);
     write_file_atomic(path, report);
     free(report);
-    printf("\nwrote %s/points.csv, %s/curves.csv, %s/summary.txt; figure: python3 notes/plot.py --compare %s\n",
-           study, study, study, study);
+    printf("\nwrote %s/points.csv, %s/curves.csv, %s/summary.txt;\n"
+           "figure: python3 notes/plot.py --compare %s\n", study, study, study, study);
     free(runs);
     unlock_run_dir(lock);
     return 0;

@@ -2242,15 +2242,16 @@ static void test_compare_stats(void) {
                             1.95998770753461};
     worst = 0.0;
     for (int i = 0; i < 5; i++) worst = fmax(worst, fabs(t_quantile_975(df2[i]) - exact[i]));
-    check(worst < 1e-9 && isnan(t_quantile_975(0)), "compare: t quantile to 1e-9 at df 1, 30, 1000, 1001, 1e5",
-          "worst |error| %.1e", worst);
+    check(worst < 1e-9 && isnan(t_quantile_975(0)),
+          "compare: t quantile to 1e-9 at df 1, 30, 1000, 1001, 1e5", "worst |error| %.1e", worst);
     // mean and 95% CI of 1..5: mean 3, sd sqrt(10/4) = 1.58113883008419, half-width
     // t(4)·sd/sqrt(5) = 2.77644510519779 · 0.707106781186548 = 1.96324316147756
     double x[5] = {1, 2, 3, 4, 5};
     MeanCI c = mean_ci(x, 5), one = mean_ci(x, 1);
     check(c.n == 5 && fabs(c.mean - 3.0) < 1e-12 && fabs(c.sd - 1.58113883008419) < 1e-12 &&
           fabs(c.half - 1.96324316147756) < 1e-9 && one.mean == 1.0 && isnan(one.half),
-          "compare: mean and 95% CI of 1..5 (3 ± 1.9632); one value has no interval", "%.6f ± %.6f", c.mean, c.half);
+          "compare: mean and 95% CI of 1..5 (3 ± 1.9632); one value has no interval", "%.6f ± %.6f",
+          c.mean, c.half);
     // paired: d = (0.05, 0, 0.10, -0.02): mean 0.0325, sd 0.0537742193496723, half-width
     // t(3)·sd/2 = 3.18244630528371 · 0.0268871096748361 = 0.0855667828444401; 2 favour a, 1 b, 1 tie
     double a[4] = {0.30, 0.25, 0.40, 0.20}, b[4] = {0.25, 0.25, 0.30, 0.22};
@@ -2286,15 +2287,18 @@ static void test_compare_stats(void) {
     view_values(AX_TOKENS, runs, 2, 2, AX_TOKENS, 2000, tx, tv);
     double want_v[6] = {0.1, 0.3, 0.5, 0.1, 0.1 + 0.1 * 10 / 12, 0.2 + 0.2 * 8 / 12};
     worst = 0.0;
-    for (int i = 0; i < 6; i++) worst = fmax(worst, fabs(v[i] - want_v[i]) + fabs(tv[i] - (i < 3 ? val_a : val_b)[i % 3]));
+    for (int i = 0; i < 6; i++) {
+        double direct = i < 3 ? val_a[i] : val_b[i - 3];
+        worst = fmax(worst, fabs(v[i] - want_v[i]) + fabs(tv[i] - direct));
+    }
     check(worst < 1e-12 && vx[1] == 10 && vx[2] == 20 && tx[1] == 1000 && tx[2] == 2000,
           "compare: views: interpolated grid up to the shortest run; the budget's unit read directly",
           "worst %.1e; grid %g %g, %g %g", worst, vx[1], vx[2], tx[1], tx[2]);
     // methods: name[:--option=value...]
     Method m[CMP_MAX_METHODS];
     char err[512];
-    int n = parse_methods("grpo,lambda-grpo,lambda-grpo:--temperature=0.7,mine:--objective=grpo:--group-size=8",
-                          m, CMP_MAX_METHODS, err, sizeof err);
+    const char *list = "grpo,lambda-grpo,lambda-grpo:--temperature=0.7,mine:--objective=grpo:--group-size=8";
+    int n = parse_methods(list, m, CMP_MAX_METHODS, err, sizeof err);
     check(n == 4 && m[0].objective == OBJ_GRPO && m[1].objective == OBJ_LAMBDA_GRPO && m[1].nopts == 0 &&
           m[2].objective == OBJ_LAMBDA_GRPO && m[2].nopts == 1 && !strcmp(m[2].opt[0][0], "temperature") &&
           !strcmp(m[2].opt[0][1], "0.7") && !strcmp(m[2].dir, "lambda-grpo+temperature=0.7") &&
@@ -2366,8 +2370,9 @@ static void check_budget_run(const char *dir, const char *unit, double budget, i
     csv_column(csv, "gen_tokens", gen, 4096);
     free(csv);
     snprintf(name, sizeof name, "budget: a %s run stops at the first step that spends %g", unit, budget);
-    check(rows >= 1 && spent[rows - 1] >= budget && (rows == 1 || spent[rows - 2] < budget), name,
-          "%d steps, spent %g then %g", rows, rows >= 2 ? spent[rows - 2] : 0.0, rows >= 1 ? spent[rows - 1] : 0.0);
+    double before = rows >= 2 ? spent[rows - 2] : 0.0, after = rows >= 1 ? spent[rows - 1] : 0.0;
+    check(rows >= 1 && after >= budget && before < budget, name, "%d steps, spent %g then %g", rows, before,
+          after);
     int formula = rows > 0, sums = rows > 0;
     double cum_traj = 0.0, cum_flops = 0.0;
     for (int i = 0; i < rows; i++) {
@@ -2378,7 +2383,8 @@ static void check_budget_run(const char *dir, const char *unit, double budget, i
         if (!strcmp(unit, "gen-tokens")) sums &= spent[i] == cum_traj;
         if (!strcmp(unit, "flops")) sums &= spent[i] == cum_flops;
     }
-    snprintf(name, sizeof name, "budget: %s run: FLOPs = %g·F·trained tokens every step, F = %.0f", unit, ratio, F);
+    snprintf(name, sizeof name, "budget: %s run: FLOPs = %g·F·trained tokens every step, F = %.0f", unit,
+             ratio, F);
     check(formula && sums, name, "%d steps; counts add up: %s", rows, sums ? "yes" : "no");
     // eval.csv: point 0, then point j at the first step whose spending reaches j/K of the budget
     snprintf(path, sizeof path, "%s/eval.csv", dir);
@@ -2395,17 +2401,19 @@ static void check_budget_run(const char *dir, const char *unit, double budget, i
         int s = (int)estep[j];   // steps are numbered from 1: row s−1 of train.csv
         double mark = budget * j / K, sum = 0.0;
         for (int i = 0; i < s && i < rows; i++) sum += flops[i];
-        ok &= point[j] == j && s >= 1 && s <= rows && spent[s - 1] >= mark && (s == 1 || spent[s - 2] < mark) &&
-              eflops[j] == sum;
+        ok &= point[j] == j && s >= 1 && s <= rows && spent[s - 1] >= mark;
+        ok &= (s == 1 || spent[s - 2] < mark) && eflops[j] == sum;
     }
-    snprintf(name, sizeof name, "budget: %s run: eval.csv holds points 0..%d at the first steps past j/%d", unit, K, K);
+    snprintf(name, sizeof name, "budget: %s run: eval.csv holds points 0..%d at the first steps past j/%d",
+             unit, K, K);
     check(ok, name, "%d rows", erows);
 }
 
 static void test_budget_accounting(void) {
     // F = 2N + 2CV + 2L·maxT·C with N = L(12C² + 13C) + 2C (non-embedding parameters)
     GPTConfig tiny = {64, VOCAB_SIZE, 2, 2, 32}, base = {64, VOCAB_SIZE, 4, 4, 128};
-    double n_tiny = 2.0 * (12 * 32 * 32 + 13 * 32) + 2 * 32, n_base = 4.0 * (12 * 128 * 128 + 13 * 128) + 2 * 128;
+    double n_tiny = 2.0 * (12 * 32 * 32 + 13 * 32) + 2 * 32;
+    double n_base = 4.0 * (12 * 128 * 128 + 13 * 128) + 2 * 128;
     check(model_flops_per_token(&tiny) == 2 * n_tiny + 2.0 * 32 * VOCAB_SIZE + 2.0 * 2 * 64 * 32 &&
           model_flops_per_token(&base) == 2 * n_base + 2.0 * 128 * VOCAB_SIZE + 2.0 * 4 * 64 * 128 &&
           n_tiny == 25472 && n_base == 793344,
@@ -2413,11 +2421,13 @@ static void test_budget_accounting(void) {
           model_flops_per_token(&tiny), model_flops_per_token(&base));
     char args[2048], log[256];
     snprintf(log, sizeof log, "%s/budget.log", TMPDIR_);
-    run_cmd_quiet(cmd_sft, "--layers 2 --heads 2 --channels 32 --batch-size 8 --steps 20 --lr 3e-3 --eval-every 0 "
-                  "--val-data tests/fixtures/val_small.txt --run-dir /tmp/grpo_test/budget_sft", log);
+    run_cmd_quiet(cmd_sft, "--layers 2 --heads 2 --channels 32 --batch-size 8 --steps 20 --lr 3e-3 "
+                  "--eval-every 0 --val-data tests/fixtures/val_small.txt "
+                  "--run-dir /tmp/grpo_test/budget_sft", log);
     const char *common = "--init /tmp/grpo_test/budget_sft/model.bin --prompts-per-step 2 --group-size 4 "
-                         "--max-new-tokens 24 --eval-limit 8 --test-limit 8 --pass-k 0 --eval-every 0 --steps 1000 "
-                         "--val-data tests/fixtures/val_small.txt --test-data tests/fixtures/val_small.txt --seed 2";
+                         "--max-new-tokens 24 --eval-limit 8 --test-limit 8 --pass-k 0 --eval-every 0 "
+                         "--steps 1000 --val-data tests/fixtures/val_small.txt "
+                         "--test-data tests/fixtures/val_small.txt --seed 2";
     // μ = 1, β = 0: sampled R + trained 3R: 4·F·R, R = trained tokens
     snprintf(args, sizeof args, "%s --budget-unit gen-tokens --budget 1500 --eval-points 3 "
              "--run-dir /tmp/grpo_test/budget_tok", common);
@@ -2438,12 +2448,15 @@ static void test_budget_accounting(void) {
     check(rc == 0, "budget: seconds run exits 0", "exit %d", rc);
     check_budget_run(tmp_path("/tmp/grpo_test/budget_sec"), "seconds", 0.02, 1, 5.0);
     static char call_args[2][1024];
-    snprintf(call_args[0], sizeof call_args[0], "%s --budget 1000 --resume /tmp/grpo_test/budget_tok/model.bin "
-             "--run-dir /tmp/grpo_test/budget_r", common);
-    snprintf(call_args[1], sizeof call_args[1], "%s --eval-points 2 --run-dir /tmp/grpo_test/budget_r", common);
+    snprintf(call_args[0], sizeof call_args[0], "%s --budget 1000 --resume "
+             "/tmp/grpo_test/budget_tok/model.bin --run-dir /tmp/grpo_test/budget_r", common);
+    snprintf(call_args[1], sizeof call_args[1], "%s --eval-points 2 --run-dir /tmp/grpo_test/budget_r",
+             common);
     CmdCall resume = {cmd_train, call_args[0]}, points = {cmd_train, call_args[1]};
-    expect_exit("budget: --budget with --resume is refused", cmd_call_fn, &resume, 2, "--budget with --resume");
-    expect_exit("budget: --eval-points without --budget is refused", cmd_call_fn, &points, 2, "needs --budget");
+    expect_exit("budget: --budget with --resume is refused", cmd_call_fn, &resume, 2,
+                "--budget with --resume");
+    expect_exit("budget: --eval-points without --budget is refused", cmd_call_fn, &points, 2,
+                "needs --budget");
 }
 
 // modification time of a file in nanoseconds (0 when missing)
@@ -2481,9 +2494,11 @@ static void test_compare_quick(void) {
     if (hash_line) snprintf(want, sizeof want, "hash: fnv1a64 %016llx",
                             (unsigned long long)fnv1a64(pre, (size_t)(hash_line + 1 - pre)));
     char *printed = strstr(out, "hash: fnv1a64 ");
-    check(hash_line && !strncmp(hash_line + 1, want, strlen(want)) && printed && !strncmp(printed, want, strlen(want))
-          && strstr(pre, "hypotheses") && strstr(pre, "# config:") && printed < strstr(out, "start:"),
-          "compare --quick: prereg.txt (config + hypotheses) and its hash, printed before the first run", "%s", want);
+    int hashed = hash_line && !strncmp(hash_line + 1, want, strlen(want));
+    int shown = printed && !strncmp(printed, want, strlen(want)) && printed < strstr(out, "start:");
+    check(hashed && shown && strstr(pre, "hypotheses") && strstr(pre, "# config:"),
+          "compare --quick: prereg.txt (config, hypotheses) and its hash, printed before the first run",
+          "%s", want);
     free(pre);
     // points.csv: every point of every run (2 methods x 2 seeds x points 0..2)
     snprintf(path, sizeof path, "%s/points.csv", study);
@@ -2502,8 +2517,9 @@ static void test_compare_quick(void) {
     snprintf(path2, sizeof path2, "%s/sft/model.bin", study);
     long long m1 = mtime_ns(path), s1 = mtime_ns(path2);
     rc = run_binary(cmd, out, sizeof out);
-    check(rc == 0 && strstr(out, "4 done already, 0 to run") && !strstr(out, "start:") && !strstr(out, "sft: making") &&
-          mtime_ns(path) == m1 && mtime_ns(path2) == s1 && strstr(out, "per-step view"),
+    int redone = strstr(out, "start:") || strstr(out, "sft: making") || mtime_ns(path) != m1 ||
+                 mtime_ns(path2) != s1;
+    check(rc == 0 && strstr(out, "4 done already, 0 to run") && !redone && strstr(out, "per-step view"),
           "compare --quick: a second invocation redoes nothing", "exit %d", rc);
     // an interrupted run (no done marker) is rerun, alone: the same model bit for bit
     char saved[512], done[512];
@@ -2515,8 +2531,8 @@ static void test_compare_quick(void) {
     snprintf(cmd, sizeof cmd, "%s compare --quick --study %s --jobs 1", grpo_bin(), study);
     rc = run_binary(cmd, out, sizeof out);
     check(rc == 0 && strstr(out, "3 done already, 1 to run") && strstr(out, "start: lambda-grpo/seed_2") &&
-          files_equal(path, saved), "compare --quick: an interrupted run is rerun to the same model (1 job, not 2)",
-          "exit %d", rc);
+          files_equal(path, saved),
+          "compare --quick: an interrupted run is rerun to the same model (1 job, not 2)", "exit %d", rc);
     // another configuration is refused; so is a study whose runs fail (the log is named)
     snprintf(cmd, sizeof cmd, "%s compare --quick --study %s --seeds 3", grpo_bin(), study);
     rc = run_binary(cmd, out, sizeof out);
@@ -2525,14 +2541,14 @@ static void test_compare_quick(void) {
     snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/study_bad --init %s/sft/model.bin "
              "--methods grpo:--max-new-tokens=60", grpo_bin(), TMPDIR_, study);
     rc = run_binary(cmd, out, sizeof out);
-    check(rc == 1 && strstr(out, "error: run grpo+max-new-tokens=60/seed_1 failed") && strstr(out, "seed_1/run.log")
-          && strstr(out, "exceed the model's context"),
+    check(rc == 1 && strstr(out, "error: run grpo+max-new-tokens=60/seed_1 failed") &&
+          strstr(out, "seed_1/run.log") && strstr(out, "exceed the model's context"),
           "compare: a failing run is reported with its log, exit 1", "exit %d", rc);
     snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/study_bad2 --methods grpo:--steps=5", grpo_bin(),
              TMPDIR_);
     rc = run_binary(cmd, out, sizeof out);
-    check(rc == 2 && strstr(out, "--steps is set by compare"), "compare: a method may not set what compare sets",
-          "exit %d", rc);
+    check(rc == 2 && strstr(out, "--steps is set by compare"),
+          "compare: a method may not set what compare sets", "exit %d", rc);
 }
 
 // ----------------------------------------------------------------------------
