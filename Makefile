@@ -11,6 +11,7 @@ SIMD    := $(shell printf 'int main(void){return 0;}' | $(CC) -fopenmp-simd -x c
 NOOMP   := $(SIMD) -Wno-unknown-pragmas
 
 .PHONY: all test test-asan bench bench-cuda run sft train cuda cuda-compile test-cuda clean figures assignment grade
+.PHONY: compare
 
 all: grpo
 
@@ -119,6 +120,15 @@ bench-cuda: grpo_cuda
 run: grpo
 	@if [ ! -f runs/sft/model.bin ]; then ./grpo sft; fi
 	./grpo train
+
+# The default study (README "Comparing methods at matched compute"): grpo and lambda-grpo x 5
+# seeds at 1M generated tokens each, from one SFT checkpoint (runs/compare/sft, made if missing),
+# one thread per run; about 30-40 min on 2 cores. Rerun to continue an interrupted study. Then
+# the figure (runs/compare/compare.png) when matplotlib is installed.
+compare: grpo
+	./grpo compare
+	@if python3 -c 'import matplotlib' 2>/dev/null; then python3 notes/plot.py --compare runs/compare; \
+	else echo "make compare: matplotlib not installed (pip install matplotlib): no figure"; fi
 
 # Course assignments (notes/assignments.md). `make assignment [IDS="prefix_tree ..."]` writes
 # build/assignment/grpo.c with those functions' bodies (all of them without IDS) replaced by

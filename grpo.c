@@ -31,7 +31,7 @@ Reading order: the file is one GRPO step from the bottom up, then its tooling. S
   The GRPO step → The training loop (train_loop),
 then, behind the TOOLING banner, what the commands need around the algorithm:
   Options → Checkpoints → Run logs → SFT → train (cmd_train) → The paper's synthetic
-  experiment (./grpo tree) → eval, sample, verify → check → bench → Command line.
+  experiment (./grpo tree) → eval, sample, verify → check → bench → compare → Command line.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -48,7 +48,11 @@ then, behind the TOOLING banner, what the commands need around the algorithm:
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <signal.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #ifdef _OPENMP
 #include <omp.h>
 #endif
@@ -3030,8 +3034,10 @@ typedef struct {
     const struct CsvLog *log;   // the run's log: a save records its last row (NULL: none)
 } TrainState;
 
-// The run's CSV log and an evaluation's result: tooling types (defined after the banner below)
+// The run's CSV log, its --budget and an evaluation's result: tooling types (defined after the
+// banner below)
 typedef struct CsvLog CsvLog;
+typedef struct Budget Budget;
 typedef struct {
     float accuracy;   // greedy: share of prompts whose completion the verifier accepts
     float pass_k;     // share of prompts with an accepted completion among pass_k samples
@@ -3051,6 +3057,7 @@ typedef struct {                 // one GRPO run, set up by cmd_train
     int eval_every, eval_limit, save_every;
     float format_reward;
     CsvLog *csv;                 // RUN_DIR/train.csv
+    Budget *budget;              // what the run has spent; --budget ends it (./grpo compare, issue 15)
     char periodic[1100];         // RUN_DIR/ckpt.bin, written every save_every steps
     char last_good[1100];        // the newest checkpoint that passed check_params ("": none yet)
 } TrainRun;
@@ -3063,28 +3070,38 @@ typedef struct {                 // one step, as log_step prints it and writes i
     long long gen_tokens;        // completion tokens sampled by the run so far (a resume goes on counting)
     float val_acc;               // validation accuracy; −1 when not validated at this step
     int last;                    // 1 at the run's last step
+    // what this step spent (spend_budget): completion tokens of the trajectories and of auxiliary
+    // generations, positions trained on (μ per sampled position), model FLOPs; and the run's
+    // spending so far in --budget-unit
+    long gen_traj, gen_aux, trained_tokens;
+    double flops, budget_spent;
 } StepReport;
 
 // The tooling the loop calls, defined after the banner below (it is not GRPO): the step's log
-// line and CSV row, validation, stopping on NaN, periodic checkpoints.
+// line and CSV row, validation, stopping on NaN, periodic checkpoints, the --budget's counts
+// and its evaluation points.
 static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv);
 static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int max_new,
                            float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump);
 static void stop_on_nan(const char *what, int step, float value, const char *last_good);
 static void save_periodic_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good,
                                      size_t cap);
+static int spend_budget(TrainRun *run, StepReport *r);
+static void eval_budget_points(TrainRun *run, const StepReport *r);
 
 /* train_loop: GRPO steps state->step+1 .. steps. Each step runs the phases of the paper's
-   GRPO (DeepSeekMath's Algorithm 1 with μ updates per sampled batch) in order, then
-   validates every eval_every steps, logs (log_step) and every save_every steps writes a
-   resumable checkpoint. A non-finite loss or gradient norm stops the process at once, with
+   GRPO (DeepSeekMath's Algorithm 1 with μ updates per sampled batch) in order, then counts
+   what it spent (spend_budget), validates every eval_every steps, logs (log_step) and every
+   save_every steps writes a resumable checkpoint. A run with --budget ends after the first
+   step that spends it. A non-finite loss or gradient norm stops the process at once, with
    nothing saved (stop_on_nan). */
 static void train_loop(TrainRun *run) {
     GroupBatch *g = run->batch;
     TrainState *st = run->state;
     const GRPOConfig *cfg = &run->cfg;
     int adam_t = st->step * cfg->num_iterations;   // AdamW steps taken: μ per GRPO step
-    for (; st->step < run->steps; st->step++) {
+    int budget_done = 0;
+    for (; st->step < run->steps && !budget_done; st->step++) {
         StepReport report;
         report.step = st->step + 1;
         report.t[0] = wall_seconds();
@@ -3108,12 +3125,15 @@ static void train_loop(TrainRun *run) {
         report.t[4] = wall_seconds();
         for (int i = 0; i < g->N; i++) st->gen_tokens += g->clen[i];
         report.gen_tokens = st->gen_tokens;
-        report.last = report.step == run->steps;
+        // what the step spent (tokens, FLOPs, seconds); 1 once the run's --budget is spent
+        budget_done = spend_budget(run, &report);
+        report.last = report.step == run->steps || budget_done;
         report.val_acc = -1.0f;
         if (run->eval_every && (report.step % run->eval_every == 0 || report.last))
             report.val_acc = evaluate(run->policy, run->kv, run->val, run->eval_limit, g->max_new,
                                       cfg->temperature, 0, cfg->seed, 0.0f, NULL).accuracy;
         log_step(g, &report, run->csv);
+        eval_budget_points(run, &report);   // --eval-points: val accuracy at j/K of the budget
         if (run->save_every && report.step % run->save_every == 0 && !report.last)
             save_periodic_checkpoint(run->periodic, run->policy, st, run->last_good, sizeof run->last_good);
     }
@@ -3122,7 +3142,8 @@ static void train_loop(TrainRun *run) {
 // ============================================================================
 // TOOLING: everything below serves the commands, not the algorithm. Options, checkpoints,
 // run logs, SFT, the train command around train_loop, the synthetic tree task, eval,
-// sample, verify, check, bench, and the command line. A first reading can stop here.
+// sample, verify, check, bench, compare (methods at a matched budget), and the command line.
+// A first reading can stop here.
 // ============================================================================
 
 // ----------------------------------------------------------------------------
@@ -3147,6 +3168,10 @@ typedef struct {
     float temperature;
     ObjectiveConfig obj;
     float format_reward;
+    // budget runs (train) and studies (compare); issue 15
+    int budget_unit, eval_points, jobs;
+    float budget;
+    char study[256], methods[256], train_args[256], sft_args[256];
 #ifdef GRPO_CUDA
     int tf32;              // 1: cuBLAS may use TF32 tensor cores
     int kernel_times;      // bench: 1 prints the GPU time of each kernel (CUDA build)
@@ -3154,9 +3179,11 @@ typedef struct {
 } Options;
 
 static const char *SCHEDULE_NAMES[] = {"cosine", "linear", "constant", NULL};
+enum { BUDGET_GEN_TOKENS, BUDGET_FLOPS, BUDGET_SECONDS };
+static const char *BUDGET_UNIT_NAMES[] = {"gen-tokens", "flops", "seconds", NULL};
 
 enum { CMD_SFT = 1, CMD_TRAIN = 2, CMD_EVAL = 4, CMD_SAMPLE = 8, CMD_CHECK = 16, CMD_BENCH = 32,
-       CMD_VERIFY = 64, CMD_TREE = 128 };
+       CMD_VERIFY = 64, CMD_TREE = 128, CMD_COMPARE = 256 };
 typedef enum { OPT_INT, OPT_FLOAT, OPT_STR, OPT_ENUM } OptType;
 typedef struct {
     const char *name;        // --name
@@ -3258,6 +3285,27 @@ static const OptSpec OPTIONS[] = {
     {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_TREE, "seeds per cell of the grid (paper: 5)"},
     {"format-reward", OPT_FLOAT, OFF(format_reward), 0, 1, NULL, CMD_TRAIN | CMD_EVAL,
      "extra reward for a well-formed but wrong completion (0: off)"},
+    // budget runs and studies (./grpo compare, issue 15); "seeds" and "init" of compare are rows
+    // of their own (other help, same fields) so that tree's and train's rows stay as they are
+    {"budget-unit", OPT_ENUM, OFF(budget_unit), 0, 0, BUDGET_UNIT_NAMES, CMD_TRAIN | CMD_COMPARE,
+     "what --budget counts: generated tokens, model FLOPs (README), or training seconds"},
+    {"budget", OPT_FLOAT, OFF(budget), 0, 1e30, NULL, CMD_TRAIN | CMD_COMPARE,
+     "stop after the first step at which this much is spent (0: off; --steps then only caps the run)"},
+    {"eval-points", OPT_INT, OFF(eval_points), 0, 1000, NULL, CMD_TRAIN | CMD_COMPARE,
+     "K: greedy val accuracy at 0 and at 1/K..K/K of --budget, to RUN_DIR/eval.csv (0: off)"},
+    {"study", OPT_STR, OFF(study), 0, 0, NULL, CMD_COMPARE,
+     "study directory: prereg.txt, sft/, runs/METHOD/seed_N/, points.csv, curves.csv"},
+    {"methods", OPT_STR, OFF(methods), 0, 0, NULL, CMD_COMPARE,
+     "comma-separated name[:--option=value...]; name: an objective or a label"},
+    {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_COMPARE,
+     "seeds 1..N of every method (paired across methods)"},
+    {"jobs", OPT_INT, OFF(jobs), 0, 1024, NULL, CMD_COMPARE,
+     "runs at once, one thread each (0: the core count)"},
+    {"init", OPT_STR, OFF(init), 0, 0, NULL, CMD_COMPARE,
+     "SFT checkpoint of every run (none: STUDY/sft/model.bin, made with --sft-args if missing)"},
+    {"train-args", OPT_STR, OFF(train_args), 0, 0, NULL, CMD_COMPARE,
+     "train options of every run, e.g. '--group-size 8'"},
+    {"sft-args", OPT_STR, OFF(sft_args), 0, 0, NULL, CMD_COMPARE, "sft options of the study's own SFT run"},
 #ifdef GRPO_CUDA
     {"tf32", OPT_INT, OFF(tf32), 0, 1, NULL, CUDA_CMDS,
      "1: cuBLAS matmuls on TF32 tensor cores (faster; ~1e-3 relative error); 0: full fp32"},
@@ -4196,7 +4244,8 @@ static int count_all_equal_groups(const GroupBatch *g) {
 /* log_step: one GRPO step on stdout (every 10th step, the last one and every validated one)
    and as a row of train.csv: mean reward, share of groups with equal rewards, mean length,
    mean |λ|, tree statistics, loss, KL, clipped share, gradient norm, tokens sampled, the
-   seconds of each phase (sample, score, tree, update), throughput, validation accuracy. */
+   seconds of each phase (sample, score, tree, update), throughput, validation accuracy, and
+   what the step spent (spend_budget) with the run's spending so far in --budget-unit. */
 static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     int N = g->N, P = g->num_groups;
     double mean_reward = 0.0, mean_len = 0.0;
@@ -4223,10 +4272,11 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
         fflush(stdout);
     }
     csv_row(csv, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%lld,"
-                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f\n",
+                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g\n",
             r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
             r->trees.intermediate, u->loss, u->kl, u->clip_frac, u->grad_norm, r->gen_tokens, t_sample,
-            t_score, t_tree, t_update, tok_s, r->val_acc);
+            t_score, t_tree, t_update, tok_s, r->val_acc, r->gen_traj, r->gen_aux, r->trained_tokens,
+            r->flops, r->budget_spent);
 }
 
 /* stop_on_nan: the run has met a non-finite value at step `step` (numbered as in the log
@@ -4274,13 +4324,18 @@ static float dataset_loss(GPT *m, const Dataset *d, int batch, int limit, int *i
     return count ? (float)(sum / count) : 0.0f;
 }
 
-static int cmd_sft(int argc, char **argv, Options *o) {
-    o->steps = 3000;   // SFT's defaults
+// sft's defaults where they differ from default_options (compare reads them for its prereg)
+static void sft_defaults(Options *o) {
+    o->steps = 3000;
     o->lr = 2e-3f;
     o->warmup = 50;
     o->weight_decay = 0.1f;
     o->eval_every = 500;
     strcpy(o->run_dir, "runs/sft");
+}
+
+static int cmd_sft(int argc, char **argv, Options *o) {
+    sft_defaults(o);
     const char *syn = "Supervised fine-tuning on demonstrations (prompt<TAB>completion lines).\n"
                       "Loss: mean −log p of completion tokens and <eos>; prompt tokens are masked.\n"
                       "Writes RUN_DIR/model.bin (with optimizer state), RUN_DIR/sft.csv, and with\n"
@@ -4398,13 +4453,109 @@ static int cmd_sft(int argc, char **argv, Options *o) {
 }
 
 // ----------------------------------------------------------------------------
-// train: the GRPO command around train_loop: options, models, data, test scores, the result
+// train: the GRPO command around train_loop: options, models, data, the --budget, test scores, the result
 
-/* cmd_train: ./grpo train. Loads π_θ (and π_ref when β != 0) from --init, or resumes
-   --resume; scores the test prompts; runs train_loop; saves RUN_DIR/model.bin; scores the
-   test prompts again and prints the result line. */
-static int cmd_train(int argc, char **argv, Options *o) {
-    o->steps = 400;   // train's defaults
+/* ---- budget accounting (issue 15; ./grpo compare relies on it, see its section) ----
+   Model FLOPs, as Kaplan et al. 2020 ("Scaling Laws for Neural Language Models", §2.1) count
+   them: a forward pass costs per token
+       F = 2·N + 2·C·V + 2·L·maxT·C
+   with N the non-embedding parameters (all but wte and wpe), 2·C·V the LM head (tied to wte,
+   so in no N) and 2·L·maxT·C attention's products (Kaplan's 2·n_layer·n_ctx·d_attn, n_ctx
+   the context length); a backward pass costs 2·F. A step of R = Σ_i (plen_i + clen_i − 1)
+   positions (each sequence counted whole, as a training forward scores it; the sampler's
+   sharing of a group's prompt is not credited; padding and finished sequences are not
+   counted) costs
+       F·(R_sampled + 3·μ·R + R_ref),   R_ref = R when --beta is not 0 (π_ref's forward), else 0.
+   The count is deterministic and machine-independent; evaluations are not counted. */
+static double model_flops_per_token(const GPTConfig *c) {
+    size_t sizes[NUM_PARAM_TENSORS], n = 0;
+    param_sizes(sizes, c);
+    for (int t = 2; t < NUM_PARAM_TENSORS; t++) n += sizes[t];   // skips wte (0) and wpe (1)
+    return 2.0 * n + 2.0 * c->channels * c->vocab_size + 2.0 * c->num_layers * c->max_seq_len * c->channels;
+}
+
+struct Budget {                  // a run's --budget and what it has spent so far (cumulative)
+    int unit;                    // --budget-unit: BUDGET_GEN_TOKENS, BUDGET_FLOPS or BUDGET_SECONDS
+    double amount;               // --budget (0: off; the counts are still kept and logged)
+    double flops_per_token;      // model_flops_per_token of the policy
+    long gen_traj, gen_aux;      // completion tokens sampled: trajectories, auxiliary generations
+    long trained;                // positions the updates scored (μ per sampled position)
+    double flops, seconds;       // model FLOPs; wall seconds of the steps (evaluations excluded)
+    int done;                    // 1 once the run has spent amount
+    int points, next_point;      // --eval-points K, and the next point j (1..K) to evaluate at
+    CsvLog eval_csv;             // RUN_DIR/eval.csv (f is NULL without --eval-points)
+};
+
+// What the run has spent so far, in its --budget-unit.
+static double budget_spent(const Budget *b) {
+    if (b->unit == BUDGET_FLOPS) return b->flops;
+    if (b->unit == BUDGET_SECONDS) return b->seconds;
+    return (double)(b->gen_traj + b->gen_aux);
+}
+
+/* start_budget: the run's budget from its options, counters at 0 (a checkpoint does not hold
+   them, so --budget refuses --resume). With --eval-points it opens RUN_DIR/eval.csv and writes
+   point 0: the greedy val accuracy of the --init model. */
+static void start_budget(Budget *b, const Options *o, TrainRun *run) {
+    memset(b, 0, sizeof *b);
+    b->unit = o->budget_unit;
+    b->amount = o->budget;
+    b->flops_per_token = model_flops_per_token(&run->policy->config);
+    b->points = o->eval_points;
+    b->next_point = 1;
+    if (b->points == 0) return;
+    const char *header = "point,budget_spent,step,gen_tokens,flops,seconds,val_acc";
+    b->eval_csv = open_csv(o->run_dir, "eval.csv", header, 0, 0, NULL);
+    float acc0 = evaluate(run->policy, run->kv, run->val, run->eval_limit, o->max_new_tokens, o->temperature,
+                          0, o->seed, 0.0f, NULL).accuracy;
+    fprintf(b->eval_csv.f, "0,0,0,0,0,0,%.6f\n", acc0);
+    csv_row_done(&b->eval_csv);
+}
+
+/* spend_budget: adds what step r spent (the formula above model_flops_per_token) to the run's
+   budget and to r's CSV columns. Returns 1 when the run has now spent its --budget: the run
+   ends after this step, which counts as taken. */
+static int spend_budget(TrainRun *run, StepReport *r) {
+    Budget *b = run->budget;
+    const GroupBatch *g = run->batch;
+    long positions = 0;
+    r->gen_traj = 0;
+    for (int i = 0; i < g->N; i++) {
+        r->gen_traj += g->clen[i];
+        positions += g->plen[i] + g->clen[i] - 1;
+    }
+    r->gen_aux = 0;   // GRPO generates nothing besides its trajectories
+    r->trained_tokens = (long)run->cfg.num_iterations * positions;
+    long ref_positions = run->ref ? positions : 0;   // π_ref's forward pass when β != 0
+    r->flops = b->flops_per_token * (positions + 3.0 * r->trained_tokens + ref_positions);
+    b->gen_traj += r->gen_traj;
+    b->gen_aux += r->gen_aux;
+    b->trained += r->trained_tokens;
+    b->flops += r->flops;
+    b->seconds += r->t[4] - r->t[0];
+    r->budget_spent = budget_spent(b);
+    b->done = b->amount > 0 && r->budget_spent >= b->amount;
+    return b->done;
+}
+
+/* eval_budget_points: with --eval-points K, point j (1..K) is the greedy val accuracy after the
+   first step whose spending reaches j/K of --budget; the points one step reaches share one
+   evaluation. One eval.csv row per point. */
+static void eval_budget_points(TrainRun *run, const StepReport *r) {
+    Budget *b = run->budget;
+    int K = b->points;
+    if (!b->eval_csv.f || b->next_point > K || r->budget_spent < b->amount * b->next_point / K) return;
+    float acc = evaluate(run->policy, run->kv, run->val, run->eval_limit, run->batch->max_new,
+                         run->cfg.temperature, 0, run->cfg.seed, 0.0f, NULL).accuracy;
+    for (; b->next_point <= K && r->budget_spent >= b->amount * b->next_point / K; b->next_point++)
+        fprintf(b->eval_csv.f, "%d,%.17g,%d,%ld,%.0f,%.6f,%.6f\n", b->next_point, r->budget_spent, r->step,
+                b->gen_traj + b->gen_aux, b->flops, b->seconds, acc);
+    csv_row_done(&b->eval_csv);
+}
+
+// train's defaults where they differ from default_options (compare reads them for its prereg)
+static void train_defaults(Options *o) {
+    o->steps = 400;
     o->lr = 1e-4f;
     o->warmup = 10;
     o->schedule = 2;
@@ -4413,6 +4564,13 @@ static int cmd_train(int argc, char **argv, Options *o) {
     o->group_size = 16;
     o->test_limit = -1;
     strcpy(o->run_dir, "runs/grpo");
+}
+
+/* cmd_train: ./grpo train. Loads π_θ (and π_ref when β != 0) from --init, or resumes
+   --resume; scores the test prompts; runs train_loop; saves RUN_DIR/model.bin; scores the
+   test prompts again and prints the result line (with --budget also RUN_DIR/result.txt). */
+static int cmd_train(int argc, char **argv, Options *o) {
+    train_defaults(o);
     const char *syn = "GRPO / λ-GRPO on countdown, starting from an SFT checkpoint (--init, also π_ref).\n"
                       "Each step: sample P prompts x k completions, score them, build each group's\n"
                       "prefix tree B(G), compute the objective, update. Logs RUN_DIR/train.csv;\n"
@@ -4422,6 +4580,12 @@ static int cmd_train(int argc, char **argv, Options *o) {
     o->obj.max_new_tokens = o->max_new_tokens;
     check_grpo_options(o);
     check_weight_decay(o);
+    // ---- budget (issue 15): the counters start at 0, and a checkpoint does not hold them
+    if (o->budget > 0 && o->resume[0])
+        usage_error("--budget with --resume: the budget counters are not in the checkpoint; "
+                    "rerun from --init");
+    if (o->eval_points > 0 && o->budget <= 0)
+        usage_error("--eval-points %d needs --budget (the points are fractions of it)", o->eval_points);
     TrainRun run;
     memset(&run, 0, sizeof run);
     char ckpt[1100];   // the final model; run.periodic: the periodic resumable checkpoint
@@ -4488,7 +4652,8 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (load_init) free_gpt(&init_model);
     CsvLog csv = open_csv(o->run_dir, "train.csv",
         "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,loss,kl,"
-        "clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc", st.step,
+        "clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
+        "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent", st.step,
         13, st.log_row);   // 13: the fields before t_sample
     record_options(st.options, sizeof st.options, o, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);
     st.log = &csv;
@@ -4507,10 +4672,17 @@ static int cmd_train(int argc, char **argv, Options *o) {
     run.save_every = o->save_every;
     run.format_reward = o->format_reward;
     run.csv = &csv;
+    Budget budget;   // ---- budget (issue 15)
+    run.budget = &budget;
+    start_budget(&budget, o, &run);
     train_loop(&run);
+    if (budget.amount > 0 && !budget.done)
+        fprintf(stderr, "note: --steps %d reached with %g of the --budget %g %s spent\n", o->steps,
+                budget_spent(&budget), budget.amount, BUDGET_UNIT_NAMES[budget.unit]);
     check_params(&policy, st.step, run.last_good);
     save_checkpoint(ckpt, &policy, 1, &st);
     close_csv(&csv);
+    if (budget.eval_csv.f) close_csv(&budget.eval_csv);
     unlock_run_dir(lock);
     EvalResult after = {0.0f, 0.0f, 0};
     if (o->test_limit != 0)
@@ -4526,6 +4698,16 @@ static int cmd_train(int argc, char **argv, Options *o) {
     else
         printf("result: no test evaluation (--test-limit 0; %s, %.1f min)\n",
                OBJECTIVE_NAMES[o->obj.objective], minutes);
+    if (budget.amount > 0) {   // ---- budget (issue 15): what the run spent and scored, for compare
+        char path[1100];
+        snprintf(path, sizeof path, "%s/result.txt", o->run_dir);
+        FILE *f = fopenCheck(path, "w");
+        fprintf(f, "test_acc %.6f\ntest_n %d\nsft_test_acc %.6f\nsteps %d\nbudget_done %d\n", after.accuracy,
+                after.n, before.accuracy, st.step, budget.done);
+        fprintf(f, "gen_tokens_traj %ld\ngen_tokens_aux %ld\ntrained_tokens %ld\nflops %.0f\nseconds %.6f\n",
+                budget.gen_traj, budget.gen_aux, budget.trained, budget.flops, budget.seconds);
+        fcloseCheck(f);
+    }
     free_group_batch(&g);
     free_kvcache(&kv);
     free_dataset(&train);
@@ -5508,6 +5690,1270 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 }
 
 // ----------------------------------------------------------------------------
+// compare: methods x seeds at one budget, from one SFT checkpoint (issue 15)
+//
+// A study is a directory (--study):
+//   prereg.txt             the configuration and the hypotheses, with their hash, written before
+//                          the first run; a rerun with another configuration is refused
+//   sft/model.bin          the shared SFT checkpoint, made by `./grpo sft` if missing (or --init P)
+//   runs/METHOD/seed_N/    one `./grpo train` run: run.log, train.csv, eval.csv, result.txt, and
+//                          `done`, written last by compare once the run's files check out; a run
+//                          with `done` is never redone, one without it is rerun from scratch
+//   points.csv, curves.csv every evaluation of every run; the views' means and intervals
+//   summary.txt            the tables printed at the end
+// Runs are child processes of this same binary (/proc/self/exe train ... --threads 1), up to
+// --jobs at once; one thread each, so a run's result does not depend on how many run beside it
+// (except under --budget-unit seconds, where the budget itself is wall time).
+//
+// What compare needs from `./grpo train` (its "budget" blocks; every run gets these options):
+//   --budget-unit gen-tokens|flops|seconds, --budget X > 0: the run stops after the first step at
+//       which the amount spent is >= X. gen-tokens: generated tokens (trajectory + auxiliary);
+//       flops: model FLOPs (model_flops_per_token); seconds: wall seconds of the training steps
+//       (sample, score, tree, update; evaluations not counted). --steps only caps the run.
+//   --eval-points K: greedy validation accuracy (--val-data, --eval-limit) of the --init model
+//       (point 0) and after the first step at which spent >= j/K·X (j = 1..K), appended to
+//       RUN_DIR/eval.csv: point,budget_spent,step,gen_tokens,flops,seconds,val_acc (cumulative
+//       amounts at that step; a step that reaches two points gives both rows one evaluation).
+//   train.csv, per step: gen_tokens_traj, gen_tokens_aux, trained_tokens, flops (that step's),
+//       budget_spent (cumulative), beside t_sample, t_score, t_tree, t_update (seconds).
+//   RUN_DIR/result.txt at the end: `key value` lines test_acc, test_n, sft_test_acc, steps,
+//       budget_done, gen_tokens_traj, gen_tokens_aux, trained_tokens, flops, seconds.
+//   --budget with --resume is refused (the counters are not in the checkpoint).
+
+#define CMP_MAX_METHODS 16
+#define CMP_MAX_OPTS 16
+#define CMP_MAX_POINTS 64
+#define CMP_MAX_ARGS 160
+
+// ---- statistics
+
+/* incomplete_beta: the regularized incomplete beta function I_x(a, b), by its continued
+   fraction (modified Lentz; Numerical Recipes §6.4), on the side of x where it converges fast. */
+static double beta_fraction(double a, double b, double x) {
+    const double tiny = 1e-300;
+    double c = 1.0;
+    double d = 1.0 - (a + b) * x / (a + 1.0);
+    if (fabs(d) < tiny) d = tiny;
+    d = 1.0 / d;
+    double h = d;
+    for (int m = 1; m <= 100000; m++) {
+        double aa = m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m));
+        d = 1.0 + aa * d;
+        if (fabs(d) < tiny) d = tiny;
+        c = 1.0 + aa / c;
+        if (fabs(c) < tiny) c = tiny;
+        d = 1.0 / d;
+        h *= d * c;
+        aa = -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0));
+        d = 1.0 + aa * d;
+        if (fabs(d) < tiny) d = tiny;
+        c = 1.0 + aa / c;
+        if (fabs(c) < tiny) c = tiny;
+        d = 1.0 / d;
+        double step = d * c;
+        h *= step;
+        if (fabs(step - 1.0) < 1e-15) break;
+    }
+    return h;
+}
+
+static double incomplete_beta(double a, double b, double x) {
+    if (x <= 0.0) return 0.0;
+    if (x >= 1.0) return 1.0;
+    double front = exp(lgamma(a + b) - lgamma(a) - lgamma(b) + a * log(x) + b * log1p(-x));
+    if (x < (a + 1.0) / (a + b + 2.0)) return front * beta_fraction(a, b, x) / a;
+    return 1.0 - front * beta_fraction(b, a, 1.0 - x) / b;
+}
+
+/* t_quantile_975: the 0.975 quantile of Student's t with df degrees of freedom, the factor of
+   a two-sided 95% interval. Up to df = 1000: the t solving P(|T| > t) = I_{df/(df+t²)}(df/2, 1/2)
+   = 0.05, by bisection (to 1e-12). Beyond: the Cornish-Fisher expansion around the normal
+   quantile z = 1.959964 (Abramowitz & Stegun 26.7.5, terms to 1/df⁴; its error at df = 1000 is
+   below 1e-12). NaN for df < 1. */
+static double t_quantile_975(double df) {
+    if (!(df >= 1.0)) return NAN;
+    if (df > 1000.0) {
+        double z = 1.959963984540054, z2 = z * z;
+        double g1 = (z2 + 1.0) * z / 4.0;
+        double g2 = ((5.0 * z2 + 16.0) * z2 + 3.0) * z / 96.0;
+        double g3 = (((3.0 * z2 + 19.0) * z2 + 17.0) * z2 - 15.0) * z / 384.0;
+        double g4 = ((((79.0 * z2 + 776.0) * z2 + 1482.0) * z2 - 1920.0) * z2 - 945.0) * z / 92160.0;
+        return z + g1 / df + g2 / (df * df) + g3 / (df * df * df) + g4 / (df * df * df * df);
+    }
+    double lo = 0.0, hi = 1000.0;   // P(|T| > 1000) < 0.05 for every df >= 1
+    while (hi - lo > 1e-12) {
+        double t = 0.5 * (lo + hi);
+        if (incomplete_beta(df / 2.0, 0.5, df / (df + t * t)) > 0.05) lo = t;
+        else hi = t;
+    }
+    return 0.5 * (lo + hi);
+}
+
+typedef struct {
+    int n;
+    double mean, sd;    // sd: sample standard deviation (n − 1); NaN for n < 2
+    double half;        // half-width of the 95% interval mean ± t(0.975, n−1)·sd/√n; NaN for n < 2
+} MeanCI;
+
+static MeanCI mean_ci(const double *x, int n) {
+    MeanCI r = {n, NAN, NAN, NAN};
+    if (n < 1) return r;
+    double sum = 0.0;
+    for (int i = 0; i < n; i++) sum += x[i];
+    r.mean = sum / n;
+    if (n < 2) return r;
+    double ss = 0.0;
+    for (int i = 0; i < n; i++) ss += (x[i] - r.mean) * (x[i] - r.mean);
+    r.sd = sqrt(ss / (n - 1));
+    r.half = t_quantile_975(n - 1) * r.sd / sqrt((double)n);
+    return r;
+}
+
+typedef struct {
+    MeanCI d;           // of the differences a_i − b_i
+    int favour_a, favour_b, ties;
+} PairedDiff;
+
+// paired_diff: a (a method) against b (the reference) on the same seeds, i = 0..n−1.
+static PairedDiff paired_diff(const double *a, const double *b, int n) {
+    double d[1024];
+    PairedDiff p = {{0, NAN, NAN, NAN}, 0, 0, 0};
+    if (n > 1024) n = 1024;
+    for (int i = 0; i < n; i++) {
+        d[i] = a[i] - b[i];
+        p.favour_a += d[i] > 0;
+        p.favour_b += d[i] < 0;
+        p.ties += d[i] == 0;
+    }
+    p.d = mean_ci(d, n);
+    return p;
+}
+
+/* interp_at: the curve (xs[i], ys[i]), i < n, xs non-decreasing, linearly interpolated at x;
+   NaN outside [xs[0], xs[n−1]] (no extrapolation). Where points share an x, the first
+   segment that reaches x decides. */
+static double interp_at(const double *xs, const double *ys, int n, double x) {
+    if (n < 1 || !(x >= xs[0]) || !(x <= xs[n - 1])) return NAN;
+    for (int i = 0; i + 1 < n; i++)
+        if (x <= xs[i + 1]) {
+            if (xs[i + 1] == xs[i]) return ys[i + 1];
+            return ys[i] + (ys[i + 1] - ys[i]) * (x - xs[i]) / (xs[i + 1] - xs[i]);
+        }
+    return ys[n - 1];
+}
+
+// FNV-1a, 64 bits (offset basis 14695981039346656037, prime 1099511628211): the prereg's hash
+static uint64_t fnv1a64(const void *data, size_t n) {
+    const unsigned char *p = (const unsigned char *)data;
+    uint64_t h = 14695981039346656037ull;
+    for (size_t i = 0; i < n; i++) {
+        h ^= p[i];
+        h *= 1099511628211ull;
+    }
+    return h;
+}
+
+// ---- methods and pass-through options
+
+typedef struct {
+    char label[256];        // as given: name[:--option=value...]
+    char dir[256];          // its directory name: the label with each ":--" written "+"
+    int objective;          // index into OBJECTIVE_NAMES, or −1: a label (its options say what it runs)
+    int nopts;
+    char opt[CMP_MAX_OPTS][2][128];   // option name (without --) and value
+} Method;
+
+// options that compare sets for every run itself; no method or --train-args may give them
+static const char *CMP_RESERVED_TRAIN[] = {"threads", "seed", "run-dir", "init", "resume", "steps",
+                                           "budget-unit", "budget", "eval-points", NULL};
+static const char *CMP_RESERVED_SFT[] = {"threads", "run-dir", "resume", NULL};
+
+// 0 when --name is an option of the command `mask` that compare passes on; else a message in err
+static int check_pass_option(const char *name, unsigned mask, const char **reserved, char *err, size_t n) {
+    for (int r = 0; reserved[r]; r++)
+        if (!strcmp(name, reserved[r])) {
+            snprintf(err, n, "--%s is set by compare for every run", name);
+            return -1;
+        }
+    for (int i = 0; i < NUM_OPTIONS; i++)
+        if (!strcmp(OPTIONS[i].name, name) && (OPTIONS[i].cmds & mask)) return 0;
+    snprintf(err, n, "--%s is not an option of '" PROG " %s'", name, mask == CMD_SFT ? "sft" : "train");
+    return -1;
+}
+
+/* parse_methods: "name[:--opt=value[:--opt=value...]],..." into m (at most max). A name that is an
+   objective (grpo, lambda-grpo, ...) runs with --objective name; any other name is a label and
+   runs train's default objective unless its options give --objective. Option values are checked
+   later, when compare resolves each method's configuration. Returns the count, or −1 with a
+   message in err. */
+static int parse_methods(const char *spec, Method *m, int max, char *err, size_t errn) {
+    int count = 0;
+    const char *p = spec;
+    if (!*spec) {
+        snprintf(err, errn, "no method given");
+        return -1;
+    }
+    for (;;) {
+        size_t len = strcspn(p, ",");
+        if (len == 0) {
+            snprintf(err, errn, "an empty method (two commas, or a comma at an end)");
+            return -1;
+        }
+        if (count == max) {
+            snprintf(err, errn, "more than %d methods", max);
+            return -1;
+        }
+        Method *x = &m[count];
+        memset(x, 0, sizeof *x);
+        if (len >= sizeof x->label) {
+            snprintf(err, errn, "method '%.40s...' is longer than %zu characters", p, sizeof x->label - 1);
+            return -1;
+        }
+        memcpy(x->label, p, len);
+        for (size_t i = 0; i < len; i++) {
+            unsigned char ch = (unsigned char)p[i];
+            int alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
+            if (!alnum && !strchr("-_.:=+", ch)) {
+                snprintf(err, errn, "method '%.200s': character '%c' (use letters, digits and - _ . : = +)",
+                         x->label, ch);
+                return -1;
+            }
+        }
+        // the name, then each ":--opt=value"
+        char copy[256];
+        memcpy(copy, x->label, sizeof copy);
+        char *colon = strchr(copy, ':');
+        if (colon) *colon = 0;
+        if (!copy[0]) {
+            snprintf(err, errn, "method '%.200s' has no name before ':'", x->label);
+            return -1;
+        }
+        x->objective = -1;
+        for (int k = 0; OBJECTIVE_NAMES[k]; k++)
+            if (!strcmp(copy, OBJECTIVE_NAMES[k])) x->objective = k;
+        char *rest = colon ? colon + 1 : NULL;
+        while (rest) {
+            char *next = strchr(rest, ':');
+            if (next) *next = 0;
+            char *eq = strchr(rest, '=');
+            if (strncmp(rest, "--", 2) != 0 || !eq || eq == rest + 2 || !eq[1]) {
+                snprintf(err, errn, "method '%.200s': '%s' is not --option=value", x->label, rest);
+                return -1;
+            }
+            if (x->nopts == CMP_MAX_OPTS) {
+                snprintf(err, errn, "method '%.200s': more than %d options", x->label, CMP_MAX_OPTS);
+                return -1;
+            }
+            *eq = 0;
+            if (strlen(rest + 2) >= 128 || strlen(eq + 1) >= 128) {
+                snprintf(err, errn, "method '%.200s': an option or value longer than 127 characters",
+                         x->label);
+                return -1;
+            }
+            char why[160];
+            if (check_pass_option(rest + 2, CMD_TRAIN, CMP_RESERVED_TRAIN, why, sizeof why) != 0) {
+                snprintf(err, errn, "method '%.200s': %s", x->label, why);
+                return -1;
+            }
+            if (x->objective >= 0 && !strcmp(rest + 2, "objective")) {
+                snprintf(err, errn, "method '%.200s': its name is an objective already; give "
+                         "--objective to a label (e.g. mine:--objective=grpo)", x->label);
+                return -1;
+            }
+            strcpy(x->opt[x->nopts][0], rest + 2);
+            strcpy(x->opt[x->nopts][1], eq + 1);
+            x->nopts++;
+            rest = next ? next + 1 : NULL;
+        }
+        // directory name: ":--" becomes "+" (lambda-grpo:--temperature=0.7 -> lambda-grpo+temperature=0.7)
+        size_t o = 0;
+        for (const char *q = x->label; *q; ) {
+            if (!strncmp(q, ":--", 3)) {
+                x->dir[o++] = '+';
+                q += 3;
+            } else {
+                x->dir[o++] = *q++;
+            }
+        }
+        x->dir[o] = 0;
+        for (int j = 0; j < count; j++)
+            if (!strcmp(m[j].label, x->label) || !strcmp(m[j].dir, x->dir)) {
+                snprintf(err, errn, "method '%.200s' is given twice", x->label);
+                return -1;
+            }
+        count++;
+        p += len;
+        if (!*p) break;
+        p++;
+        if (!*p) {
+            snprintf(err, errn, "an empty method (two commas, or a comma at an end)");
+            return -1;
+        }
+    }
+    return count;
+}
+
+typedef struct {
+    int argc;
+    char *argv[CMP_MAX_ARGS + 1];   // NULL-terminated for execv
+    char store[8192];
+    size_t used;
+} ArgList;
+
+static void arg_add(ArgList *a, const char *s) {
+    size_t n = strlen(s) + 1;
+    if (a->argc == CMP_MAX_ARGS || a->used + n > sizeof a->store)
+        usage_error("compare: too many options for one run (at most %d words)", CMP_MAX_ARGS);
+    memcpy(a->store + a->used, s, n);
+    a->argv[a->argc++] = a->store + a->used;
+    a->argv[a->argc] = NULL;
+    a->used += n;
+}
+
+/* split_options: the words of `text` ("--name value" or "--name=value", separated by blanks)
+   appended to a as "--name" "value", each name checked with check_pass_option; `flag` names
+   the compare option in messages. */
+static void split_options(ArgList *a, const char *text, unsigned mask, const char **reserved,
+                          const char *flag) {
+    char copy[256], why[160];
+    snprintf(copy, sizeof copy, "%s", text);
+    char *save = NULL;
+    for (char *w = strtok_r(copy, " \t\n", &save); w; w = strtok_r(NULL, " \t\n", &save)) {
+        if (strncmp(w, "--", 2) != 0 || !w[2])
+            usage_error("%s: '%s' is not an option (--name value)", flag, w);
+        char *eq = strchr(w, '=');
+        char *value = NULL;
+        if (eq) {
+            *eq = 0;
+            value = eq + 1;
+        } else {
+            value = strtok_r(NULL, " \t\n", &save);
+        }
+        if (check_pass_option(w + 2, mask, reserved, why, sizeof why) != 0) usage_error("%s: %s", flag, why);
+        if (!value || !*value) usage_error("%s: --%s needs a value", flag, w + 2);
+        arg_add(a, w);
+        arg_add(a, value);
+    }
+}
+
+// ---- the study's runs
+
+typedef struct {
+    int method, seed;
+    char dir[600];
+    int state;                          // CMP_PENDING, CMP_RUNNING, CMP_DONE, CMP_FAILED
+    pid_t pid;
+    double t_start, wall;               // wall seconds of the process (for the time left)
+    double x[4][CMP_MAX_POINTS + 1];    // at each evaluation point: step, gen tokens, FLOPs, seconds
+    double val[CMP_MAX_POINTS + 1];     // greedy validation accuracy
+    double test_acc;                    // at the end; −1 without a test evaluation
+    int test_n;
+} CmpRun;
+enum { CMP_PENDING, CMP_RUNNING, CMP_DONE, CMP_FAILED };
+enum { AX_STEP, AX_TOKENS, AX_FLOPS, AX_SECONDS };
+static const char *AXIS_VIEW[] = {"per-step view", "matched generated tokens", "matched FLOPs",
+                                  "matched time"};
+static const char *AXIS_COLUMN[] = {"step", "gen_tokens", "flops", "seconds"};
+
+static int unit_axis(int unit) {
+    if (unit == BUDGET_FLOPS) return AX_FLOPS;
+    if (unit == BUDGET_SECONDS) return AX_SECONDS;
+    return AX_TOKENS;
+}
+
+// A whole small file into a NUL-terminated buffer (NULL when it cannot be read).
+static char *slurp(const char *path) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    size_t cap = 4096, n = 0, got;
+    char *buf = (char *)mallocCheck(cap);
+    while ((got = fread(buf + n, 1, cap - 1 - n, f)) > 0) {
+        n += got;
+        if (n + 1 == cap) {
+            cap *= 2;
+            buf = (char *)realloc(buf, cap);
+            if (!buf) fail_at(__FILE__, __LINE__, "out of memory reading a study file", oom_hint);
+        }
+    }
+    fclose(f);
+    buf[n] = 0;
+    return buf;
+}
+
+// Writes text to path through a temporary file and a rename: a reader sees all of it or none.
+static void write_file_atomic(const char *path, const char *text) {
+    char tmp[1200];
+    snprintf(tmp, sizeof tmp, "%s.tmp", path);
+    FILE *f = fopenCheck(tmp, "w");
+    fputs(text, f);
+    fcloseCheck(f);
+    if (rename(tmp, path) != 0) {
+        char msg[1400];
+        snprintf(msg, sizeof msg, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
+        fail_at(__FILE__, __LINE__, msg, "check that the study directory is writable");
+    }
+}
+
+/* load_run: reads a finished run's eval.csv (points 0..K, in order) and result.txt into r.
+   Returns 0, or −1 with what is wrong in err. */
+static int load_run(CmpRun *r, int K, char *err, size_t errn) {
+    char path[700];
+    snprintf(path, sizeof path, "%s/eval.csv", r->dir);
+    char *text = slurp(path);
+    if (!text) {
+        snprintf(err, errn, "cannot read %.400s: %s", path, strerror(errno));
+        return -1;
+    }
+    const char *header = "point,budget_spent,step,gen_tokens,flops,seconds,val_acc\n";
+    int rows = 0, ok = strncmp(text, header, strlen(header)) == 0;
+    for (char *line = text + strlen(header); ok && *line; rows++) {
+        char *nl = strchr(line, '\n');
+        double v[7];
+        char *p = line, *end;
+        for (int f = 0; f < 7 && ok; f++) {
+            v[f] = strtod(p, &end);
+            ok = end != p && *end == (f < 6 ? ',' : '\n');
+            p = end + 1;
+        }
+        ok = ok && nl && rows <= K && v[0] == rows;
+        if (!ok) break;
+        r->x[AX_STEP][rows] = v[2];
+        r->x[AX_TOKENS][rows] = v[3];
+        r->x[AX_FLOPS][rows] = v[4];
+        r->x[AX_SECONDS][rows] = v[5];
+        r->val[rows] = v[6];
+        line = nl + 1;
+    }
+    free(text);
+    if (!ok || rows != K + 1) {
+        const char *why = ok ? "the run ended before it spent its budget (--steps too low?)"
+                             : "unexpected header or row";
+        snprintf(err, errn, "%.400s: %s (%d evaluation points of %d)", path, why, rows, K + 1);
+        return -1;
+    }
+    snprintf(path, sizeof path, "%s/result.txt", r->dir);
+    text = slurp(path);
+    if (!text) {
+        snprintf(err, errn, "cannot read %.400s: %s", path, strerror(errno));
+        return -1;
+    }
+    const char *acc = strstr(text, "test_acc ");
+    const char *n = strstr(text, "test_n ");
+    const char *done = strstr(text, "budget_done 1");
+    r->test_n = n ? atoi(n + 7) : 0;
+    r->test_acc = acc && r->test_n > 0 ? atof(acc + 9) : -1.0;
+    free(text);
+    if (!acc || !n || !done) {
+        snprintf(err, errn, "%.400s: no test_acc, test_n or 'budget_done 1' line", path);
+        return -1;
+    }
+    return 0;
+}
+
+/* spawn: starts this program (/proc/self/exe; exe, its path, is argv[0]) with argv (the
+   command and its options) as a child process writing its standard output and error to
+   log_path (truncated). On Linux the child is ended (SIGTERM) if compare dies first, so that
+   an interrupted study leaves no run behind holding its run directory. */
+static pid_t spawn(const char *exe, char *const *argv, const char *log_path) {
+    fflush(stdout);
+    fflush(stderr);
+    pid_t parent = getpid();
+    pid_t pid = fork();
+    if (pid < 0) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "cannot start a run: fork failed: %s", strerror(errno));
+        fail_at(__FILE__, __LINE__, msg, "too many processes? lower --jobs");
+    }
+    if (pid > 0) return pid;
+#ifdef __linux__
+    prctl(PR_SET_PDEATHSIG, SIGTERM);
+    if (getppid() != parent) _exit(127);
+#else
+    (void)parent;
+#endif
+    int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0) {
+        fprintf(stderr, "error: cannot create '%s': %s\n", log_path, strerror(errno));
+        _exit(127);
+    }
+    int null_in = open("/dev/null", O_RDONLY);
+    if (null_in >= 0) dup2(null_in, 0);
+    dup2(fd, 1);
+    dup2(fd, 2);
+    char *full[CMP_MAX_ARGS + 2];   // argv[0]: the program; argv (from "train" or "sft" on) after it
+    int n = 0;
+    full[n++] = (char *)exe;
+    for (int i = 0; argv[i] && n <= CMP_MAX_ARGS; i++) full[n++] = argv[i];
+    full[n] = NULL;
+    execv("/proc/self/exe", full);   // this very binary, even if the file was rebuilt since
+    fprintf(stderr, "error: cannot run '/proc/self/exe' (%s): %s\n", exe, strerror(errno));
+    _exit(127);
+}
+
+// The budget a running run has spent: the budget_spent column of the last row of its train.csv.
+static double run_spent(const CmpRun *r) {
+    char path[1200];
+    snprintf(path, sizeof path, "%s/train.csv", r->dir);
+    char *text = slurp(path);
+    if (!text) return 0.0;
+    double spent = 0.0;
+    char *nl = strchr(text, '\n');
+    if (nl) {
+        *nl = 0;
+        int col = -1, c = 0;
+        for (char *f = text; f; f = strchr(f, ','), f = f ? f + 1 : NULL, c++)
+            if (!strncmp(f, "budget_spent", 12) && (f[12] == ',' || f[12] == 0)) col = c;
+        char *end = strrchr(nl + 1, '\n');   // the last complete row ends there
+        if (end && col >= 0) {
+            *end = 0;
+            char *row = strrchr(nl + 1, '\n');
+            row = row ? row + 1 : nl + 1;
+            for (c = 0; row && c < col; c++) {
+                row = strchr(row, ',');
+                if (row) row++;
+            }
+            if (row) spent = atof(row);
+        }
+    }
+    free(text);
+    return spent;
+}
+
+// The first line of a failed run's log that says what went wrong (error: or usage error:), indented.
+static void print_log_error(const char *log) {
+    char *text = slurp(log);
+    if (!text) return;
+    char *at = strstr(text, "error: ");
+    if (at) {
+        while (at > text && at[-1] != '\n') at--;
+        at[strcspn(at, "\n")] = 0;
+        fprintf(stderr, "  %s\n", at);
+    }
+    free(text);
+}
+
+// A run's name in messages: METHOD/seed_N.
+static const char *run_name(const CmpRun *r, const Method *m, char *buf, size_t n) {
+    snprintf(buf, n, "%s/seed_%d", m[r->method].dir, r->seed);
+    return buf;
+}
+
+/* print_progress: runs done, those running with their share of the budget, and the time left:
+   the remaining work (pending runs, plus what running runs have left) in runs, times the mean
+   duration of a run (of those finished by this invocation; before the first, from the running
+   ones' pace), divided by the runs going at once. */
+static void print_progress(const CmpRun *runs, int n, const Method *m, double budget, int jobs, double t0) {
+    int done = 0, pending = 0, running = 0, failed = 0;
+    double left = 0.0, dur_sum = 0.0, pace_sum = 0.0;
+    int dur_n = 0, pace_n = 0;
+    char line[1024] = "", name[300];
+    size_t used = 0;
+    for (int i = 0; i < n; i++) {
+        const CmpRun *r = &runs[i];
+        if (r->state == CMP_DONE) {
+            done++;
+            if (r->wall > 0) {
+                dur_sum += r->wall;
+                dur_n++;
+            }
+        } else if (r->state == CMP_RUNNING) {
+            double frac = fmin(1.0, run_spent(r) / budget);
+            double elapsed = wall_seconds() - r->t_start;
+            running++;
+            left += 1.0 - frac;
+            if (frac > 0.02) {
+                pace_sum += elapsed / frac;
+                pace_n++;
+            }
+            const char *sep = running > 1 ? ", " : "";
+            if (used < sizeof line - 100)
+                used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%", sep,
+                                         run_name(r, m, name, sizeof name), 100.0 * frac);
+        } else if (r->state == CMP_FAILED) {
+            failed++;
+        } else {
+            pending++;
+            left += 1.0;
+        }
+    }
+    double per_run = dur_n ? dur_sum / dur_n : (pace_n ? pace_sum / pace_n : -1.0);
+    char eta[64];
+    if (per_run > 0 && jobs > 0)
+        snprintf(eta, sizeof eta, "about %.1f min left", left * per_run / jobs / 60.0);
+    else
+        snprintf(eta, sizeof eta, "time left: known after the first steps");
+    char fails[32] = "";
+    if (failed) snprintf(fails, sizeof fails, ", %d failed", failed);
+    double minutes = (wall_seconds() - t0) / 60.0;
+    printf("progress: %d/%d runs done, %d running%s%s%s, %d waiting%s; %.1f min so far, %s\n", done, n,
+           running, running ? " (" : "", line, running ? ")" : "", pending, fails, minutes, eta);
+    fflush(stdout);
+}
+
+// ---- the views and the tables
+
+/* view_values: every run's validation accuracy at the view's points 0..K (v: runs x (K+1)) and
+   the points' x (xs). The view of the budget's own unit reads each run's evaluations (point j
+   was evaluated after the first step that spent >= j/K of the budget, within one step of it;
+   xs: the nominal j/K·budget). Any other view interpolates each run's curve linearly between
+   its evaluations at K evenly spaced points up to the smallest final x over all runs, so that
+   every run covers them. */
+static void view_values(int axis, const CmpRun *runs, int n, int K, int budget_axis, double budget,
+                        double *xs, double *v) {
+    double end = INFINITY;
+    for (int i = 0; i < n; i++) end = fmin(end, runs[i].x[axis][K]);
+    for (int j = 0; j <= K; j++) {
+        double scale = axis == budget_axis ? budget : end;
+        xs[j] = j == K ? scale : scale * j / K;
+        for (int i = 0; i < n; i++)
+            v[i * (K + 1) + j] = axis == budget_axis ? runs[i].val[j]
+                                                     : interp_at(runs[i].x[axis], runs[i].val, K + 1, xs[j]);
+    }
+}
+
+static void format_amount(int axis, double x, char *buf, size_t n) {
+    if (axis == AX_STEP) snprintf(buf, n, "step %.4g", x);
+    else if (axis == AX_SECONDS) snprintf(buf, n, "%.*f s", x < 100 ? 1 : 0, x);
+    else if (axis == AX_FLOPS) snprintf(buf, n, "%.3g FLOP", x);
+    else if (x >= 1e6) snprintf(buf, n, "%.3gM tok", x / 1e6);
+    else if (x >= 1e4) snprintf(buf, n, "%.0fk tok", x / 1e3);
+    else snprintf(buf, n, "%.0f tok", x);
+}
+
+// s padded with blanks to `width` columns (UTF-8: ± and Δ take one column, two bytes)
+static void print_padded(FILE *f, const char *s, int width, int right) {
+    int cols = 0;
+    for (const char *p = s; *p; p++) cols += ((unsigned char)*p & 0xC0) != 0x80;
+    if (right) fprintf(f, "%*s%s", width > cols ? width - cols : 0, "", s);
+    else fprintf(f, "%s%*s", s, width > cols ? width - cols : 0, "");
+}
+
+static void format_ci(const MeanCI *c, int sign, char *buf, size_t n) {
+    if (isnan(c->half)) snprintf(buf, n, sign ? "%+.3f" : "%.3f", c->mean);
+    else snprintf(buf, n, sign ? "%+.3f±%.3f" : "%.3f±%.3f", c->mean, c->half);
+}
+
+typedef struct {
+    FILE *out;          // the summary (stdout and summary.txt get the same text)
+    const CmpRun *runs;
+    const Method *m;
+    int nm, S, K, ref, budget_axis;
+    double budget;
+} CmpReport;
+
+// values of method mi at column j of v (runs are ordered seed-major: run i = seed_index·nm + method)
+static void method_column(const CmpReport *R, const double *v, int mi, int j, double *out) {
+    for (int s = 0; s < R->S; s++) out[s] = v[(s * R->nm + mi) * (R->K + 1) + j];
+}
+
+/* print_view: one table: a row per method (mean ± half-width of the 95% CI over seeds) and
+   under each other method its paired difference against the reference (favouring it/ref).
+   Appends the view's rows to curves.csv. */
+static void print_view(const CmpReport *R, int axis, FILE *curves) {
+    int n = R->nm * R->S, K = R->K, wl = 14;
+    double xs[CMP_MAX_POINTS + 1];
+    double *v = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
+    double a[1024], b[1024];
+    char cell[96], amount[64];
+    view_values(axis, R->runs, n, K, R->budget_axis, R->budget, xs, v);
+    for (int i = 0; i < R->nm; i++) wl = (int)fmax(wl, strlen(R->m[i].label) + 2);
+    format_amount(axis, xs[K], amount, sizeof amount);
+    fprintf(R->out, "\n%s: greedy validation accuracy, mean ± 95%% CI over %d seeds,\n", AXIS_VIEW[axis],
+            R->S);
+    if (axis == R->budget_axis) fprintf(R->out, "  at the evaluation points (fractions of the budget)\n");
+    else fprintf(R->out, "  interpolated between evaluations, up to %s (the shortest run's end)\n", amount);
+    print_padded(R->out, "", wl, 0);
+    for (int j = 1; j <= K; j++) {
+        format_amount(axis, xs[j], amount, sizeof amount);
+        print_padded(R->out, amount, 20, 1);
+    }
+    fprintf(R->out, "\n");
+    for (int mi = 0; mi < R->nm; mi++) {
+        print_padded(R->out, R->m[mi].label, wl, 0);
+        for (int j = 0; j <= K; j++) {
+            method_column(R, v, mi, j, a);
+            MeanCI c = mean_ci(a, R->S);
+            if (j > 0) {
+                format_ci(&c, 0, cell, sizeof cell);
+                print_padded(R->out, cell, 20, 1);
+            }
+            double half = isnan(c.half) ? 0.0 : c.half;   // one seed: no interval, the band is the mean
+            fprintf(curves, "%s,%s,%d,%.10g,%d,%.6f,%.6f,%.6f\n", AXIS_COLUMN[axis], R->m[mi].label, j, xs[j],
+                    c.n, c.mean, c.mean - half, c.mean + half);
+        }
+        fprintf(R->out, "\n");
+        if (mi == R->ref) continue;
+        snprintf(cell, sizeof cell, "  Δ vs %.80s", R->m[R->ref].label);
+        print_padded(R->out, cell, wl, 0);
+        for (int j = 1; j <= K; j++) {
+            method_column(R, v, mi, j, a);
+            method_column(R, v, R->ref, j, b);
+            PairedDiff p = paired_diff(a, b, R->S);
+            char diff[64];
+            format_ci(&p.d, 1, diff, sizeof diff);
+            snprintf(cell, sizeof cell, "%s %d/%d", diff, p.favour_a, p.favour_b);
+            print_padded(R->out, cell, 20, 1);
+        }
+        fprintf(R->out, "\n");
+    }
+    free(v);
+}
+
+/* last_point_diff: the paired difference of method mi against the reference at the view's
+   last point (hypotheses H2, H3). */
+static PairedDiff last_point_diff(const CmpReport *R, int axis, int mi) {
+    int n = R->nm * R->S, K = R->K;
+    double xs[CMP_MAX_POINTS + 1], a[1024], b[1024];
+    double *v = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
+    view_values(axis, R->runs, n, K, R->budget_axis, R->budget, xs, v);
+    method_column(R, v, mi, K, a);
+    method_column(R, v, R->ref, K, b);
+    free(v);
+    return paired_diff(a, b, R->S);
+}
+
+static void print_verdict(FILE *f, int h, const char *what, const Method *m, int mi, int ref, PairedDiff p) {
+    char diff[64];
+    format_ci(&p.d, 1, diff, sizeof diff);
+    fprintf(f, "  H%d %s vs %s, %s: %s (%d/%d seeds): ", h, m[mi].label, m[ref].label, what, diff, p.favour_a,
+            p.favour_b);
+    if (isnan(p.d.half)) fprintf(f, "not testable (fewer than 2 seeds)\n");
+    else if (p.d.mean - p.d.half > 0 || p.d.mean + p.d.half < 0)
+        fprintf(f, "supported: the 95%% CI excludes 0, favouring %s\n",
+                p.d.mean > 0 ? m[mi].label : m[ref].label);
+    else fprintf(f, "not supported: the 95%% CI includes 0\n");
+}
+
+// The tables of a finished study, into R->out.
+static void print_report(const CmpReport *R, FILE *curves) {
+    FILE *f = R->out;
+    int K = R->K, has_test = 1, wl = 14;
+    double a[1024], b[1024];
+    char cell[96];
+    for (int i = 0; i < R->nm * R->S; i++) has_test &= R->runs[i].test_acc >= 0;
+    for (int i = 0; i < R->nm; i++) wl = (int)fmax(wl, strlen(R->m[i].label) + 2);
+    fprintf(f, "\n== results: %d methods x %d seeds; the ± are half-widths of 95%% t intervals over seeds;\n"
+               "   'Δ vs %s' is the paired difference on the same seeds, then the seeds favouring each\n"
+               "   (the method / %s)\n", R->nm, R->S, R->m[R->ref].label, R->m[R->ref].label);
+    print_view(R, AX_STEP, curves);
+    print_view(R, AX_TOKENS, curves);
+    if (R->budget_axis == AX_FLOPS) print_view(R, AX_FLOPS, curves);
+    print_view(R, AX_SECONDS, curves);
+    // the end of the budget: test accuracy, and what each method spent
+    fprintf(f, "\nat the end of the budget (mean over seeds):\n");
+    print_padded(f, "", wl, 0);
+    char delta[300];
+    snprintf(delta, sizeof delta, "Δ vs %s", R->m[R->ref].label);
+    const char *heads[] = {"test accuracy", delta, "steps", "gen tokens", "FLOPs", "seconds"};
+    for (int c = 0; c < 6; c++) print_padded(f, heads[c], c < 2 ? 20 : 12, 1);
+    fprintf(f, "\n");
+    for (int mi = 0; mi < R->nm; mi++) {
+        print_padded(f, R->m[mi].label, wl, 0);
+        for (int s = 0; s < R->S; s++) {
+            a[s] = R->runs[s * R->nm + mi].test_acc;
+            b[s] = R->runs[s * R->nm + R->ref].test_acc;
+        }
+        MeanCI c = mean_ci(a, R->S);
+        if (has_test) format_ci(&c, 0, cell, sizeof cell);
+        else snprintf(cell, sizeof cell, "(not evaluated)");
+        print_padded(f, cell, 20, 1);
+        if (mi != R->ref && has_test) {
+            PairedDiff p = paired_diff(a, b, R->S);
+            char diff[64];
+            format_ci(&p.d, 1, diff, sizeof diff);
+            snprintf(cell, sizeof cell, "%s %d/%d", diff, p.favour_a, p.favour_b);
+        } else {
+            snprintf(cell, sizeof cell, "-");
+        }
+        print_padded(f, cell, 20, 1);
+        for (int ax = 0; ax < 4; ax++) {
+            double sum = 0.0;
+            for (int s = 0; s < R->S; s++) sum += R->runs[s * R->nm + mi].x[ax][K];
+            if (ax == AX_STEP || ax == AX_TOKENS) snprintf(cell, sizeof cell, "%.0f", sum / R->S);
+            else if (ax == AX_FLOPS) snprintf(cell, sizeof cell, "%.3g", sum / R->S);
+            else snprintf(cell, sizeof cell, "%.1f", sum / R->S);
+            print_padded(f, cell, 12, 1);
+        }
+        fprintf(f, "\n");
+    }
+    // peak validation accuracy over the evaluation points (point 0 included: the SFT model)
+    fprintf(f, "\npeak validation accuracy over the %d evaluation points (and the SFT model), "
+               "mean ± 95%% CI:\n", K);
+    print_padded(f, "", wl, 0);
+    print_padded(f, "peak val accuracy", 20, 1);
+    print_padded(f, "steps to peak", 20, 1);
+    print_padded(f, "gen tokens to peak", 24, 1);
+    fprintf(f, "\n");
+    for (int mi = 0; mi < R->nm; mi++) {
+        double pk[1024], st[1024], tk[1024];
+        for (int s = 0; s < R->S; s++) {
+            const CmpRun *r = &R->runs[s * R->nm + mi];
+            int best = 0;
+            for (int j = 1; j <= K; j++)
+                if (r->val[j] > r->val[best]) best = j;
+            pk[s] = r->val[best];
+            st[s] = r->x[AX_STEP][best];
+            tk[s] = r->x[AX_TOKENS][best];
+        }
+        MeanCI cp = mean_ci(pk, R->S), cs = mean_ci(st, R->S), ct = mean_ci(tk, R->S);
+        print_padded(f, R->m[mi].label, wl, 0);
+        format_ci(&cp, 0, cell, sizeof cell);
+        print_padded(f, cell, 20, 1);
+        if (isnan(cs.half)) snprintf(cell, sizeof cell, "%.0f", cs.mean);
+        else snprintf(cell, sizeof cell, "%.0f±%.0f", cs.mean, cs.half);
+        print_padded(f, cell, 20, 1);
+        if (isnan(ct.half)) snprintf(cell, sizeof cell, "%.0f", ct.mean);
+        else snprintf(cell, sizeof cell, "%.0f±%.0f", ct.mean, ct.half);
+        print_padded(f, cell, 24, 1);
+        fprintf(f, "\n");
+    }
+    // the pre-registered hypotheses
+    fprintf(f, "\nhypotheses (as pre-registered; two-sided, no correction for multiple comparisons):\n");
+    int h = 1;
+    for (int mi = 0; mi < R->nm; mi++) {
+        if (mi == R->ref) continue;
+        if (has_test) {
+            for (int s = 0; s < R->S; s++) {
+                a[s] = R->runs[s * R->nm + mi].test_acc;
+                b[s] = R->runs[s * R->nm + R->ref].test_acc;
+            }
+            print_verdict(f, h, "test accuracy at the end", R->m, mi, R->ref, paired_diff(a, b, R->S));
+        } else {
+            fprintf(f, "  H%d %s vs %s, test accuracy at the end: not testable (the runs had no test set)\n",
+                    h, R->m[mi].label, R->m[R->ref].label);
+        }
+        print_verdict(f, h + 1, "val accuracy at matched generated tokens (last point)", R->m, mi, R->ref,
+                      last_point_diff(R, AX_TOKENS, mi));
+        print_verdict(f, h + 2, "val accuracy at matched time (last point)", R->m, mi, R->ref,
+                      last_point_diff(R, AX_SECONDS, mi));
+        h += 3;
+    }
+}
+
+// ---- the command
+
+/* method_args: the train command line of method mi, seed `seed`, in run directory dir: fixed
+   options first, then --train-args, the method's own, and last those compare sets itself. */
+static void method_args(ArgList *a, const Options *o, const Method *m, int seed, const char *dir,
+                        const char *sft) {
+    char num[64];
+    memset(a, 0, sizeof *a);
+    arg_add(a, "train");
+    arg_add(a, "--threads");
+    arg_add(a, "1");
+    arg_add(a, "--eval-every");
+    arg_add(a, "0");
+    arg_add(a, "--pass-k");
+    arg_add(a, "0");
+    split_options(a, o->train_args, CMD_TRAIN, CMP_RESERVED_TRAIN, "--train-args");
+    if (m->objective >= 0) {
+        arg_add(a, "--objective");
+        arg_add(a, OBJECTIVE_NAMES[m->objective]);
+    }
+    for (int k = 0; k < m->nopts; k++) {
+        char name[160];
+        snprintf(name, sizeof name, "--%s", m->opt[k][0]);
+        arg_add(a, name);
+        arg_add(a, m->opt[k][1]);
+    }
+    arg_add(a, "--steps");
+    arg_add(a, "10000000");
+    arg_add(a, "--budget-unit");
+    arg_add(a, BUDGET_UNIT_NAMES[o->budget_unit]);
+    snprintf(num, sizeof num, "%.9g", o->budget);
+    arg_add(a, "--budget");
+    arg_add(a, num);
+    snprintf(num, sizeof num, "%d", o->eval_points);
+    arg_add(a, "--eval-points");
+    arg_add(a, num);
+    arg_add(a, "--init");
+    arg_add(a, sft);
+    snprintf(num, sizeof num, "%d", seed);
+    arg_add(a, "--seed");
+    arg_add(a, num);
+    arg_add(a, "--run-dir");
+    arg_add(a, dir);
+}
+
+static void sft_args(ArgList *a, const Options *o, const char *dir, int threads) {
+    char num[32];
+    memset(a, 0, sizeof *a);
+    arg_add(a, "sft");
+    split_options(a, o->sft_args, CMD_SFT, CMP_RESERVED_SFT, "--sft-args");
+    arg_add(a, "--run-dir");
+    arg_add(a, dir);
+    snprintf(num, sizeof num, "%d", threads);
+    arg_add(a, "--threads");
+    arg_add(a, num);
+}
+
+/* resolved_config: the full configuration a command line gives (`# config: ...`, as the run
+   prints it at start-up), from this build's defaults; a bad option or value stops compare here
+   with the message the run would give, before anything runs. */
+static void resolved_config(FILE *f, ArgList *a, int is_train) {
+    Options t;
+    default_options(&t);
+    if (is_train) train_defaults(&t);
+    else sft_defaults(&t);
+    ArgList copy = *a;   // getopt_long may reorder the words
+    for (int i = 0; i < copy.argc; i++) copy.argv[i] = copy.store + (a->argv[i] - a->store);
+    parse_options(copy.argc, copy.argv, is_train ? CMD_TRAIN : CMD_SFT, &t, is_train ? "train" : "sft", "");
+    if (is_train) {
+        t.obj.max_new_tokens = t.max_new_tokens;
+        check_grpo_options(&t);
+    } else if (t.channels % t.heads) {
+        usage_error("--sft-args: --heads must divide --channels");
+    }
+    check_weight_decay(&t);
+    // without the trailing threads=N: this machine's core count is no part of the configuration
+    char *line = NULL;
+    size_t n = 0;
+    FILE *mem = open_memstream(&line, &n);
+    if (!mem) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
+    print_options(mem, &t, is_train ? CMD_TRAIN : CMD_SFT);
+    fclose(mem);
+    char *threads = strstr(line, " threads=");
+    if (threads) strcpy(threads, "\n");
+    fputs(line, f);
+    free(line);
+}
+
+// The command line as text, with PROG for the binary (not this machine's path: the hash stays the same).
+static void print_command(FILE *f, const ArgList *a) {
+    fprintf(f, "    " PROG);
+    for (int i = 0; i < a->argc; i++) fprintf(f, " %s", a->argv[i]);
+    fprintf(f, "\n");
+}
+
+/* write_prereg: the configuration and the hypotheses (text), then their hash; an existing
+   prereg.txt must carry the same hash (the same study), else compare stops. */
+static uint64_t write_prereg(const char *study, const char *text) {
+    uint64_t hash = fnv1a64(text, strlen(text));
+    char path[1100], line[64];
+    snprintf(path, sizeof path, "%s/prereg.txt", study);
+    snprintf(line, sizeof line, "hash: fnv1a64 %016llx\n", (unsigned long long)hash);
+    char *old = slurp(path);
+    if (old) {
+        const char *at = strstr(old, "\nhash: fnv1a64 ");
+        int same = at && !strncmp(at + 1, line, strlen(line));
+        free(old);
+        if (!same) {
+            char rejected[1100], msg[2600];
+            snprintf(rejected, sizeof rejected, "%s/prereg.rejected.txt", study);
+            size_t n = strlen(text) + strlen(line) + 1;
+            char *full = (char *)mallocCheck(n);
+            snprintf(full, n, "%s%s", text, line);
+            write_file_atomic(rejected, full);
+            free(full);
+            snprintf(msg, sizeof msg, "study '%s' was pre-registered with another configuration (its "
+                     "prereg.txt; this command's is in %s)", study, rejected);
+            fail_at(__FILE__, __LINE__, msg,
+                    "rerun with the options prereg.txt lists, or give another --study");
+        }
+        return hash;
+    }
+    char runs_dir[1100];
+    struct stat sb;
+    snprintf(runs_dir, sizeof runs_dir, "%s/runs", study);
+    if (stat(runs_dir, &sb) == 0) {
+        char msg[1300];
+        snprintf(msg, sizeof msg, "'%s' holds runs but no prereg.txt (which is written before the first run)",
+                 study);
+        fail_at(__FILE__, __LINE__, msg, "give another --study, or remove its runs/ directory");
+    }
+    size_t n = strlen(text) + strlen(line) + 1;
+    char *full = (char *)mallocCheck(n);
+    snprintf(full, n, "%s%s", text, line);
+    write_file_atomic(path, full);
+    free(full);
+    return hash;
+}
+
+// The settings of ./grpo compare --quick: a tiny model (2 layers, width 32) and budget.
+#define CMP_QUICK_SFT \
+    "--layers 2 --heads 2 --channels 32 --batch-size 16 --lr 3e-3 --steps 300 --eval-every 0"
+#define CMP_QUICK_TRAIN "--prompts-per-step 4 --group-size 4 --lr 1e-3 --eval-limit 40 --test-limit 40"
+
+static int cmd_compare(int argc, char **argv, Options *o) {
+    o->seeds = 5;
+    o->budget_unit = BUDGET_GEN_TOKENS;
+    o->budget = 1e6f;
+    o->eval_points = 4;
+    o->init[0] = 0;
+    strcpy(o->study, "runs/compare");
+    strcpy(o->methods, "grpo,lambda-grpo");
+    // --quick is a flag (the option table holds options with a value): taken out before parsing,
+    // so that the options after it override its settings
+    int quick = 0, n = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--quick")) quick = 1;
+        else argv[n++] = argv[i];
+    }
+    argc = n;
+    if (quick) {
+        o->seeds = 2;
+        o->budget = 8000.0f;
+        o->eval_points = 2;
+        strcpy(o->study, "runs/compare-quick");
+        strcpy(o->sft_args, CMP_QUICK_SFT);
+        strcpy(o->train_args, CMP_QUICK_TRAIN);
+        o->threads = 1;   // the tiny SFT run: more threads cost more in start-up than they save
+    }
+    const char *syn = "Runs every method with every seed from one SFT checkpoint at the same budget, in\n"
+                      "parallel (one thread per run), evaluates them at fixed fractions of the budget and\n"
+                      "prints per-step, matched-token and matched-time views with 95% intervals and paired\n"
+                      "differences against grpo. Resumable: rerun the same command to continue.\n"
+                      "--threads: the study's SFT run (every compare run has one thread).\n"
+                      "--quick (no value): 2 seeds, a tiny model (2 layers, width 32, 300 SFT steps) and\n"
+                      "budget (8000 gen-tokens, 2 points) in runs/compare-quick; later options override it.";
+    int first = parse_options(argc, argv, CMD_COMPARE, o, "compare", syn);
+    if (first < argc) usage_error("unexpected argument '%s' for '" PROG " compare'", argv[first]);
+#ifdef GRPO_CUDA
+    usage_error("compare runs one CPU process per core: use the CPU build (" PROG " is the CUDA build)");
+#endif
+    if (!(o->budget > 0)) usage_error("--budget %g: compare needs a budget > 0", o->budget);
+    if (o->eval_points < 1 || o->eval_points > CMP_MAX_POINTS)
+        usage_error("--eval-points %d: compare needs 1 to %d points", o->eval_points, CMP_MAX_POINTS);
+    if (o->seeds > 1024) usage_error("--seeds %d: at most 1024", o->seeds);
+    Method methods[CMP_MAX_METHODS];
+    char err[512];
+    int nm = parse_methods(o->methods, methods, CMP_MAX_METHODS, err, sizeof err);
+    if (nm < 0) usage_error("--methods '%s': %s", o->methods, err);
+    int ref = 0;   // the reference of the paired differences: grpo, else the first method
+    for (int i = nm - 1; i >= 0; i--)
+        if (!strcmp(methods[i].label, "grpo")) ref = i;
+    char exe[1024];
+    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (len <= 0) fail_at(__FILE__, __LINE__, "compare: cannot read /proc/self/exe (the program's own path)",
+                          "compare starts its runs through /proc/self/exe (Linux)");
+    exe[len] = 0;
+    long cores = sysconf(_SC_NPROCESSORS_ONLN);
+    int jobs = o->jobs > 0 ? o->jobs : (cores > 0 ? (int)cores : 1);
+    int S = o->seeds, K = o->eval_points, nruns = nm * S;
+    // the study directory and its SFT checkpoint
+    char study[256], sft_dir[300], sft[600], runs_dir[300];
+    snprintf(study, sizeof study, "%s", o->study);
+    snprintf(sft_dir, sizeof sft_dir, "%s/sft", study);
+    snprintf(runs_dir, sizeof runs_dir, "%s/runs", study);
+    if (o->init[0]) snprintf(sft, sizeof sft, "%s", o->init);
+    else snprintf(sft, sizeof sft, "%s/model.bin", sft_dir);
+    // the pre-registration: configuration and hypotheses, then their hash
+    char *text = NULL;
+    size_t text_n = 0;
+    FILE *pr = open_memstream(&text, &text_n);
+    if (!pr) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
+    fprintf(pr, "# grpo.c compare: pre-registration of the study '%s'\n", study);
+    fprintf(pr, "# written before its first run; the hash line covers every byte above it "
+                "(FNV-1a, 64 bits)\n\n");
+    fprintf(pr, "configuration\n");
+    fprintf(pr, "  methods: %s (paired differences against %s, on the same seeds)\n", o->methods,
+            methods[ref].label);
+    fprintf(pr, "  seeds: 1..%d for every method; every run starts from the same SFT checkpoint\n", S);
+    fprintf(pr, "  budget: %.9g %s per run; greedy validation accuracy at 0 and at %d points "
+                "(1/%d..%d/%d of\n    the budget); greedy test accuracy at the end; one thread per run\n",
+            o->budget, BUDGET_UNIT_NAMES[o->budget_unit], K, K, K, K);
+    fprintf(pr, "  statistics: mean and 95%% interval over seeds (Student t, n-1 df); paired differences\n"
+                "    against %s (mean, 95%% interval, seeds favouring each)\n", methods[ref].label);
+    ArgList args;
+    if (o->init[0]) {
+        char *blob = slurp(sft);
+        if (!blob) {
+            char msg[1300];
+            snprintf(msg, sizeof msg, "--init '%s': cannot read it: %s", sft, strerror(errno));
+            fail_at(__FILE__, __LINE__, msg, "give an SFT checkpoint written by ./grpo sft");
+        }
+        struct stat sb;
+        stat(sft, &sb);
+        fprintf(pr, "  sft: %s (given; %lld bytes, fnv1a64 %016llx)\n", sft, (long long)sb.st_size,
+                (unsigned long long)fnv1a64(blob, (size_t)sb.st_size));
+        free(blob);
+    } else {
+        sft_args(&args, o, sft_dir, 1);
+        args.argc -= 2;   // the thread count is not part of the configuration (same result)
+        args.argv[args.argc] = NULL;
+        fprintf(pr, "  sft: %s, made if missing by\n", sft);
+        print_command(pr, &args);
+        fprintf(pr, "  ");
+        resolved_config(pr, &args, 0);
+    }
+    for (int mi = 0; mi < nm; mi++) {
+        char dir[600];
+        snprintf(dir, sizeof dir, "%s/%s/seed_1", runs_dir, methods[mi].dir);
+        method_args(&args, o, &methods[mi], 1, dir, sft);
+        fprintf(pr, "  method %s (seed 1; the other seeds differ in --seed and --run-dir only):\n",
+                methods[mi].label);
+        print_command(pr, &args);
+        fprintf(pr, "  ");
+        resolved_config(pr, &args, 1);
+    }
+    fprintf(pr, "\nhypotheses (two-sided; each is supported when the 95%% t interval of the paired\n"
+                "difference over the seeds excludes 0; no correction for multiple comparisons)\n");
+    int h = 1;
+    for (int mi = 0; mi < nm; mi++) {
+        if (mi == ref) continue;
+        const char *a = methods[mi].label, *b = methods[ref].label;
+        fprintf(pr, "  H%d %s vs %s: greedy test accuracy at the end of the budget differs\n", h, a, b);
+        fprintf(pr, "  H%d %s vs %s: validation accuracy at matched generated tokens (last point) differs\n",
+                h + 1, a, b);
+        fprintf(pr, "  H%d %s vs %s: validation accuracy at matched time (last point) differs\n",
+                h + 2, a, b);
+        h += 3;
+    }
+    fprintf(pr, "exploratory (reported, not tested): the per-step view; steps and tokens to peak validation\n"
+                "accuracy\n");
+    if (fclose(pr) != 0)
+        fail_at(__FILE__, __LINE__, "compare: writing the pre-registration failed", oom_hint);
+    make_dir(study);
+    int lock = lock_run_dir(study);   // one compare per study at a time
+    uint64_t hash = write_prereg(study, text);
+    printf("%shash: fnv1a64 %016llx (in %s/prereg.txt)\n\n", text, (unsigned long long)hash, study);
+    free(text);
+    double t0 = wall_seconds();
+    // the shared SFT checkpoint, once
+    struct stat sb;
+    if (!o->init[0] && stat(sft, &sb) != 0) {
+        char log[1200];
+        make_dir(sft_dir);
+        snprintf(log, sizeof log, "%s/run.log", sft_dir);
+        sft_args(&args, o, sft_dir, o->threads);
+        printf("sft: making %s (log %s)\n", sft, log);
+        fflush(stdout);
+        pid_t pid = spawn(exe, args.argv, log);
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || stat(sft, &sb) != 0) {
+            fprintf(stderr, "error: the study's SFT run failed (%s %d); its log: %s\n",
+                    WIFEXITED(status) ? "exit status" : "signal",
+                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), log);
+            exit(EXIT_INPUT);
+        }
+        printf("sft: done in %.1f min\n", (wall_seconds() - t0) / 60.0);
+    }
+    // the runs, seed-major (every method's seed 1, then seed 2, ...: complete pairs come first)
+    CmpRun *runs = (CmpRun *)callocCheck((size_t)nruns, sizeof(CmpRun));
+    int skipped = 0;
+    for (int s = 0; s < S; s++)
+        for (int mi = 0; mi < nm; mi++) {
+            CmpRun *r = &runs[s * nm + mi];
+            char done[1200];
+            r->method = mi;
+            r->seed = s + 1;
+            snprintf(r->dir, sizeof r->dir, "%s/%s/seed_%d", runs_dir, methods[mi].dir, r->seed);
+            snprintf(done, sizeof done, "%s/done", r->dir);
+            if (stat(done, &sb) != 0) continue;
+            if (load_run(r, K, err, sizeof err) != 0) {
+                fprintf(stderr, "error: run %s is marked done but %s\n  hint: delete %s to redo the run\n",
+                        r->dir, err, done);
+                exit(EXIT_INPUT);
+            }
+            r->state = CMP_DONE;
+            skipped++;
+        }
+    printf("runs: %d (%d methods x %d seeds), %d done already, %d to run, %d at once (one thread each)\n",
+           nruns, nm, S, skipped, nruns - skipped, jobs);
+    int running = 0, failed = 0, next = 0;
+    double last_print = wall_seconds();
+    for (;;) {
+        while (!failed && running < jobs && next < nruns) {
+            CmpRun *r = &runs[next++];
+            if (r->state == CMP_DONE) continue;
+            char log[1200], name[300];
+            make_dir(r->dir);
+            snprintf(log, sizeof log, "%s/run.log", r->dir);
+            method_args(&args, o, &methods[r->method], r->seed, r->dir, sft);
+            r->pid = spawn(exe, args.argv, log);
+            r->state = CMP_RUNNING;
+            r->t_start = wall_seconds();
+            running++;
+            printf("start: %s (log %s)\n", run_name(r, methods, name, sizeof name), log);
+            print_progress(runs, nruns, methods, o->budget, jobs, t0);
+            last_print = wall_seconds();
+        }
+        if (running == 0) break;
+        int status = 0;
+        pid_t pid = waitpid(-1, &status, WNOHANG);
+        if (pid == 0) {
+            struct timespec pause = {0, 200000000};
+            nanosleep(&pause, NULL);
+            if (wall_seconds() - last_print >= 30.0) {
+                print_progress(runs, nruns, methods, o->budget, jobs, t0);
+                last_print = wall_seconds();
+            }
+            continue;
+        }
+        if (pid < 0) {
+            if (errno == EINTR) continue;
+            fail_at(__FILE__, __LINE__, "compare: waitpid failed", "");
+        }
+        CmpRun *r = NULL;
+        for (int i = 0; i < nruns; i++)
+            if (runs[i].state == CMP_RUNNING && runs[i].pid == pid) r = &runs[i];
+        if (!r) continue;
+        running--;
+        r->wall = wall_seconds() - r->t_start;
+        char name[300], log[1200], done[1200];
+        run_name(r, methods, name, sizeof name);
+        snprintf(log, sizeof log, "%s/run.log", r->dir);
+        int exited_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+        if (!exited_ok)
+            snprintf(err, sizeof err, "%s %d", WIFEXITED(status) ? "exit status" : "killed by signal",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+        if (exited_ok && load_run(r, K, err, sizeof err) == 0) {
+            snprintf(done, sizeof done, "%s/done", r->dir);
+            write_file_atomic(done, "done\n");   // last: the run's files are complete and checked
+            r->state = CMP_DONE;
+            printf("done: %s in %.1f min\n", name, r->wall / 60.0);
+        } else {
+            r->state = CMP_FAILED;
+            failed++;
+            fprintf(stderr, "error: run %s failed (%s); its log: %s\n", name, err, log);
+            print_log_error(log);
+        }
+        print_progress(runs, nruns, methods, o->budget, jobs, t0);
+        last_print = wall_seconds();
+    }
+    if (failed) {
+        fprintf(stderr, "error: %d run%s failed (logs named above); no new run was started after the first "
+                        "failure. Finished runs are kept: rerun the same command to run the rest.\n",
+                failed, failed > 1 ? "s" : "");
+        exit(EXIT_INPUT);
+    }
+    // every point of every run, then the report (stdout and summary.txt) and the views' curves
+    char path[1200];
+    snprintf(path, sizeof path, "%s/points.csv", study);
+    FILE *pts = fopenCheck(path, "w");
+    fprintf(pts, "method,seed,point,budget_spent,step,gen_tokens,flops,seconds,val_acc,test_acc\n");
+    for (int i = 0; i < nruns; i++) {
+        const CmpRun *r = &runs[i];
+        for (int j = 0; j <= K; j++)
+            fprintf(pts, "%s,%d,%d,%.10g,%.0f,%.0f,%.0f,%.6f,%.6f,%.6f\n", methods[r->method].label, r->seed,
+                    j, r->x[unit_axis(o->budget_unit)][j], r->x[AX_STEP][j], r->x[AX_TOKENS][j],
+                    r->x[AX_FLOPS][j], r->x[AX_SECONDS][j], r->val[j], r->test_acc);
+    }
+    fcloseCheck(pts);
+    snprintf(path, sizeof path, "%s/curves.csv", study);
+    FILE *curves = fopenCheck(path, "w");
+    fprintf(curves, "view,method,point,x,n,mean,ci_lo,ci_hi\n");
+    char *report = NULL;
+    size_t report_n = 0;
+    FILE *rf = open_memstream(&report, &report_n);
+    if (!rf) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
+    CmpReport R = {rf, runs, methods, nm, S, K, ref, unit_axis(o->budget_unit), o->budget};
+    print_report(&R, curves);
+    fcloseCheck(curves);
+    if (fclose(rf) != 0) fail_at(__FILE__, __LINE__, "compare: writing the report failed", oom_hint);
+    fputs(report, stdout);
+    snprintf(path, sizeof path, "%s/summary.txt", study);
+    write_file_atomic(path, report);
+    free(report);
+    printf("\nwrote %s/points.csv, %s/curves.csv, %s/summary.txt;\n"
+           "figure: python3 notes/plot.py --compare %s\n", study, study, study, study);
+    free(runs);
+    unlock_run_dir(lock);
+    return 0;
+}
+
+// ----------------------------------------------------------------------------
 // Command line
 
 static void print_usage(void) {
@@ -5521,7 +6967,8 @@ static void print_usage(void) {
            "  tree     the paper's synthetic experiment (Table 1): GRPO vs λ-GRPO on a binary tree\n"
            "  check    advantages, |λ|, weights, loss and gradients for a batch from another trainer\n"
            "  verify   score prompt<TAB>completion lines with the countdown verifier\n"
-           "  bench    training and sampling throughput\n");
+           "  bench    training and sampling throughput\n"
+           "  compare  methods x seeds at one budget from one SFT checkpoint, with confidence intervals\n");
 }
 
 #ifndef TESTING
@@ -5544,6 +6991,7 @@ int main(int argc, char **argv) {
     if (!strcmp(cmd, "verify")) return cmd_verify(argc, argv, &o);
     if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv, &o);
     if (!strcmp(cmd, "tree")) return cmd_tree(argc, argv, &o);
+    if (!strcmp(cmd, "compare")) return cmd_compare(argc, argv, &o);
     fprintf(stderr, "usage error: unknown command '%s'\n  (run '" PROG " --help')\n", cmd);
     return EXIT_USAGE;
 }

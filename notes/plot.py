@@ -2,6 +2,7 @@
 """Figures for notes/ from the CSV logs of grpo.c runs (make figures).
 
     python3 notes/plot.py [--runs runs] [--out runs/figures]
+    python3 notes/plot.py --compare STUDY [--out FILE]     (the figure of ./grpo compare)
 
 Each figure is drawn only when all of its logs exist under --runs; for a missing log it
 prints the command that writes it. PNG files go to --out (runs/figures by default; the
@@ -135,12 +136,65 @@ def main_job_figure(paths, out):
     fig.savefig(out, dpi=80)
 
 
+def compare_figure(study, out):
+    """./grpo compare's figure: validation accuracy against generated tokens and against seconds,
+    each method's mean over seeds with its 95% interval as a band, from STUDY/curves.csv (the
+    views that compare printed: the same points, means and Student-t intervals)."""
+    path = os.path.join(study, "curves.csv")
+    if not os.path.isfile(path):
+        sys.exit(f"plot.py: {path} is missing: ./grpo compare --study {study} writes it when its runs "
+                 "are done")
+    rows = read_csv(path)
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as pyplot
+    except ImportError:
+        sys.exit("plot.py: matplotlib is not installed (pip install matplotlib): compare figure not drawn")
+    views = [("gen_tokens", "generated tokens"), ("seconds", "training seconds (one thread per run)")]
+    fig, axes = pyplot.subplots(1, 2, figsize=(11, 3.8))
+    for ax, (view, xlabel) in zip(axes, views):
+        curves = defaultdict(list)   # method -> [(x, mean, lo, hi, n)]
+        for r in rows:
+            if r["view"] == view:
+                point = [float(r[k]) for k in ("x", "mean", "ci_lo", "ci_hi")]
+                curves[r["method"]].append((*point, int(r["n"])))
+        if not curves:
+            raise ValueError(f"no rows of the view '{view}' in {path}")
+        for method, pts in curves.items():
+            pts.sort()
+            xs = [p[0] for p in pts]
+            line, = ax.plot(xs, [p[1] for p in pts], marker="o", label=f"{method} ({pts[0][4]} seeds)")
+            ax.fill_between(xs, [p[2] for p in pts], [p[3] for p in pts], color=line.get_color(), alpha=0.2)
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("greedy validation accuracy")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8)
+    axes[0].set_title("at matched generated tokens (mean, 95% CI)", fontsize=10)
+    axes[1].set_title("at matched time (mean, 95% CI)", fontsize=10)
+    fig.suptitle(f"./grpo compare: {study}")
+    fig.tight_layout()
+    fig.savefig(out, dpi=80)
+    print(f"plot.py: wrote {out} from {path}")
+
+
 def main():
     ap = argparse.ArgumentParser(description="Figures from the CSV logs of grpo.c runs.")
     ap.add_argument("--runs", default="runs", help="directory holding the run directories [runs]")
-    ap.add_argument("--out", default="runs/figures",
-                    help="directory for the PNG files [runs/figures]; notes/figures holds the committed ones")
+    ap.add_argument("--out", default=None,
+                    help="directory for the PNG files [runs/figures]; notes/figures holds the committed ones "
+                         "(with --compare: the PNG file [STUDY/compare.png])")
+    ap.add_argument("--compare", metavar="STUDY",
+                    help="draw the figure of ./grpo compare's study STUDY instead")
     args = ap.parse_args()
+    if args.compare:
+        try:
+            compare_figure(args.compare, args.out or os.path.join(args.compare, "compare.png"))
+        except (KeyError, ValueError) as e:
+            sys.exit(f"plot.py: cannot read {args.compare}/curves.csv: {type(e).__name__} {e}")
+        return
+    if args.out is None:
+        args.out = "runs/figures"
     runs = args.runs.rstrip("/") or "/"
     print(f"plot.py: logs from {runs}/, figures to {args.out}/")
     ready, skipped, train = [], [], False

@@ -3174,6 +3174,336 @@ static void test_sft_run_record(void) {
 }
 
 // ----------------------------------------------------------------------------
+// ./grpo compare (issue 15): statistics, methods, budget accounting, a quick study
+
+static void test_compare_stats(void) {
+    // Student t, 0.975 quantile: the printed tables' values (4 decimals) ...
+    const double df[] = {1, 2, 4, 9, 29, 1e9};
+    const double table[] = {12.7062, 4.3027, 2.7764, 2.2622, 2.0452, 1.9600};
+    double worst = 0.0;
+    for (int i = 0; i < 6; i++) worst = fmax(worst, fabs(t_quantile_975(df[i]) - table[i]));
+    check(worst < 1e-4, "compare: t quantile 0.975, df 1 2 4 9 29 1e9 = the tables' values",
+          "worst |error| %.1e (tables round to 1e-4)", worst);
+    // ... and to 15 digits (mpmath's betainc root), on both sides of the switch from the
+    // incomplete beta (df <= 1000) to the Cornish-Fisher expansion (df > 1000)
+    const double df2[] = {1, 30, 1000, 1001, 100000};
+    const double exact[] = {12.7062047361747, 2.04227245630124, 1.96233908082641, 1.96233670528088,
+                            1.95998770753461};
+    worst = 0.0;
+    for (int i = 0; i < 5; i++) worst = fmax(worst, fabs(t_quantile_975(df2[i]) - exact[i]));
+    check(worst < 1e-9 && isnan(t_quantile_975(0)),
+          "compare: t quantile to 1e-9 at df 1, 30, 1000, 1001, 1e5", "worst |error| %.1e", worst);
+    // mean and 95% CI of 1..5: mean 3, sd sqrt(10/4) = 1.58113883008419, half-width
+    // t(4)·sd/sqrt(5) = 2.77644510519779 · 0.707106781186548 = 1.96324316147756
+    double x[5] = {1, 2, 3, 4, 5};
+    MeanCI c = mean_ci(x, 5), one = mean_ci(x, 1);
+    check(c.n == 5 && fabs(c.mean - 3.0) < 1e-12 && fabs(c.sd - 1.58113883008419) < 1e-12 &&
+          fabs(c.half - 1.96324316147756) < 1e-9 && one.mean == 1.0 && isnan(one.half),
+          "compare: mean and 95% CI of 1..5 (3 ± 1.9632); one value has no interval", "%.6f ± %.6f",
+          c.mean, c.half);
+    // paired: d = (0.05, 0, 0.10, -0.02): mean 0.0325, sd 0.0537742193496723, half-width
+    // t(3)·sd/2 = 3.18244630528371 · 0.0268871096748361 = 0.0855667828444401; 2 favour a, 1 b, 1 tie
+    double a[4] = {0.30, 0.25, 0.40, 0.20}, b[4] = {0.25, 0.25, 0.30, 0.22};
+    PairedDiff p = paired_diff(a, b, 4);
+    check(fabs(p.d.mean - 0.0325) < 1e-12 && fabs(p.d.sd - 0.0537742193496723) < 1e-12 &&
+          fabs(p.d.half - 0.0855667828444401) < 1e-9 && p.favour_a == 2 && p.favour_b == 1 && p.ties == 1,
+          "compare: paired difference on hand-made vectors", "%+.4f ± %.4f, %d/%d/%d", p.d.mean, p.d.half,
+          p.favour_a, p.favour_b, p.ties);
+    // interpolation between evaluations; a repeated x takes the first segment reaching it
+    double xs[5] = {0, 100, 250, 250, 400}, ys[5] = {0.1, 0.2, 0.5, 0.6, 0.3};
+    double at[6] = {0, 50, 175, 250, 325, 400}, want[6] = {0.1, 0.15, 0.35, 0.5, 0.45, 0.3};
+    worst = 0.0;
+    for (int i = 0; i < 6; i++) worst = fmax(worst, fabs(interp_at(xs, ys, 5, at[i]) - want[i]));
+    check(worst < 1e-12 && isnan(interp_at(xs, ys, 5, 401)) && isnan(interp_at(xs, ys, 5, -1)),
+          "compare: linear interpolation, none outside the curve", "worst %.1e", worst);
+    // the views: two runs with K = 2. Per-step view (not the budget's unit): a grid up to the
+    // shorter run (20 steps): run B (evaluated at steps 12, 24) at step 10 = 0.1 + 0.1·10/12,
+    // at 20 = 0.2 + 0.2·8/12. The budget's own view (tokens) reads the evaluations themselves.
+    CmpRun runs[2];
+    memset(runs, 0, sizeof runs);
+    double steps_a[3] = {0, 10, 20}, steps_b[3] = {0, 12, 24}, val_a[3] = {0.1, 0.3, 0.5},
+           val_b[3] = {0.1, 0.2, 0.4}, tok_a[3] = {0, 1010, 2030}, tok_b[3] = {0, 1005, 2001};
+    for (int j = 0; j < 3; j++) {
+        runs[0].x[AX_STEP][j] = steps_a[j];
+        runs[1].x[AX_STEP][j] = steps_b[j];
+        runs[0].x[AX_TOKENS][j] = tok_a[j];
+        runs[1].x[AX_TOKENS][j] = tok_b[j];
+        runs[0].val[j] = val_a[j];
+        runs[1].val[j] = val_b[j];
+    }
+    double vx[3], v[6], tx[3], tv[6];
+    view_values(AX_STEP, runs, 2, 2, AX_TOKENS, 2000, vx, v);
+    view_values(AX_TOKENS, runs, 2, 2, AX_TOKENS, 2000, tx, tv);
+    double want_v[6] = {0.1, 0.3, 0.5, 0.1, 0.1 + 0.1 * 10 / 12, 0.2 + 0.2 * 8 / 12};
+    worst = 0.0;
+    for (int i = 0; i < 6; i++) {
+        double direct = i < 3 ? val_a[i] : val_b[i - 3];
+        worst = fmax(worst, fabs(v[i] - want_v[i]) + fabs(tv[i] - direct));
+    }
+    check(worst < 1e-12 && vx[1] == 10 && vx[2] == 20 && tx[1] == 1000 && tx[2] == 2000,
+          "compare: views: interpolated grid up to the shortest run; the budget's unit read directly",
+          "worst %.1e; grid %g %g, %g %g", worst, vx[1], vx[2], tx[1], tx[2]);
+    // methods: name[:--option=value...]
+    Method m[CMP_MAX_METHODS];
+    char err[512];
+    const char *list = "grpo,lambda-grpo,lambda-grpo:--temperature=0.7,mine:--objective=grpo:--group-size=8";
+    int n = parse_methods(list, m, CMP_MAX_METHODS, err, sizeof err);
+    check(n == 4 && m[0].objective == OBJ_GRPO && m[1].objective == OBJ_LAMBDA_GRPO && m[1].nopts == 0 &&
+          m[2].objective == OBJ_LAMBDA_GRPO && m[2].nopts == 1 && !strcmp(m[2].opt[0][0], "temperature") &&
+          !strcmp(m[2].opt[0][1], "0.7") && !strcmp(m[2].dir, "lambda-grpo+temperature=0.7") &&
+          m[3].objective == -1 && m[3].nopts == 2 && !strcmp(m[3].dir, "mine+objective=grpo+group-size=8"),
+          "compare: --methods parses names, labels and their options", "%d methods%s%s", n, n < 0 ? ": " : "",
+          n < 0 ? err : "");
+    const char *bad[][2] = {{"grpo,grpo", "twice"}, {"grpo,,lambda-grpo", "empty"}, {"grpo,", "empty"},
+                            {"", "no method"}, {"grpo:--steps=3", "set by compare"},
+                            {"grpo:--nope=1", "not an option"}, {"grpo:temperature=0.7", "--option=value"},
+                            {"grpo:--temperature", "--option=value"}, {"a b", "character"},
+                            {"grpo:--objective=lambda-grpo", "objective already"}, {":--lr=1", "no name"}};
+    int refused = 0;
+    for (int i = 0; i < 11; i++) {
+        err[0] = 0;
+        int r = parse_methods(bad[i][0], m, CMP_MAX_METHODS, err, sizeof err);
+        if (r == -1 && strstr(err, bad[i][1])) refused++;
+        else printf("      '%s': %d, '%s'\n", bad[i][0], r, err);
+    }
+    check(refused == 11, "compare: --methods refuses bad lists with a message", "%d of 11", refused);
+    // FNV-1a 64 of the prereg: the published test vectors
+    check(fnv1a64("", 0) == 0xcbf29ce484222325ull && fnv1a64("a", 1) == 0xaf63dc4c8601ec8cull &&
+          fnv1a64("foobar", 6) == 0x85944171f73967e8ull, "compare: FNV-1a 64 test vectors", "");
+}
+
+// Column `name` of a CSV text (header, then rows) into out; returns the number of rows.
+static int csv_column(const char *text, const char *name, double *out, int max) {
+    const char *nl = strchr(text, '\n');
+    if (!nl) return -1;
+    int col = -1, c = 0;
+    size_t len = strlen(name);
+    for (const char *f = text; f && f < nl; c++) {
+        if (!strncmp(f, name, len) && (f[len] == ',' || f[len] == '\n')) col = c;
+        f = strchr(f, ',');
+        if (f) f++;
+    }
+    if (col < 0) return -1;
+    int rows = 0;
+    for (const char *line = nl + 1; *line && rows < max; rows++) {
+        const char *f = line;
+        for (int k = 0; k < col && f; k++) {
+            f = strchr(f, ',');
+            if (f) f++;
+        }
+        out[rows] = f ? atof(f) : NAN;
+        line = strchr(line, '\n');
+        if (!line) break;
+        line++;
+    }
+    return rows;
+}
+
+/* One budget run of the tiny model: checks that it stops at the first step that spends the
+   budget, that every step's FLOPs are the formula on its counts (ratio = flops/(F·trained),
+   from μ and β), and that the evaluation points sit at the first steps past j/K of it. */
+static void check_budget_run(const char *dir, const char *unit, double budget, int K, double ratio) {
+    char path[512], name[160];
+    size_t n;
+    double F = model_flops_per_token(&(GPTConfig){64, VOCAB_SIZE, 2, 2, 32});
+    snprintf(path, sizeof path, "%s/train.csv", dir);
+    char *csv = (char *)read_all(path, &n);
+    csv = (char *)realloc(csv, n + 1);
+    csv[n] = 0;
+    static double spent[4096], flops[4096], trained[4096], traj[4096], aux[4096], gen[4096];
+    int rows = csv_column(csv, "budget_spent", spent, 4096);
+    csv_column(csv, "flops", flops, 4096);
+    csv_column(csv, "trained_tokens", trained, 4096);
+    csv_column(csv, "gen_tokens_traj", traj, 4096);
+    csv_column(csv, "gen_tokens_aux", aux, 4096);
+    csv_column(csv, "gen_tokens", gen, 4096);
+    free(csv);
+    snprintf(name, sizeof name, "budget: a %s run stops at the first step that spends %g", unit, budget);
+    double before = rows >= 2 ? spent[rows - 2] : 0.0, after = rows >= 1 ? spent[rows - 1] : 0.0;
+    check(rows >= 1 && after >= budget && before < budget, name, "%d steps, spent %g then %g", rows, before,
+          after);
+    int formula = rows > 0, sums = rows > 0;
+    double cum_traj = 0.0, cum_flops = 0.0;
+    for (int i = 0; i < rows; i++) {
+        formula &= flops[i] == ratio * F * trained[i] && trained[i] > traj[i];
+        cum_traj += traj[i];
+        cum_flops += flops[i];
+        sums &= aux[i] == 0 && gen[i] == cum_traj;
+        if (!strcmp(unit, "gen-tokens")) sums &= spent[i] == cum_traj;
+        if (!strcmp(unit, "flops")) sums &= spent[i] == cum_flops;
+    }
+    snprintf(name, sizeof name, "budget: %s run: FLOPs = %g·F·trained tokens every step, F = %.0f", unit,
+             ratio, F);
+    check(formula && sums, name, "%d steps; counts add up: %s", rows, sums ? "yes" : "no");
+    // eval.csv: point 0, then point j at the first step whose spending reaches j/K of the budget
+    snprintf(path, sizeof path, "%s/eval.csv", dir);
+    csv = (char *)read_all(path, &n);
+    csv = (char *)realloc(csv, n + 1);
+    csv[n] = 0;
+    double point[128], estep[128], eflops[128];
+    int erows = csv_column(csv, "point", point, 128);
+    csv_column(csv, "step", estep, 128);
+    csv_column(csv, "flops", eflops, 128);
+    free(csv);
+    int ok = erows == K + 1 && point[0] == 0 && estep[0] == 0;
+    for (int j = 1; ok && j <= K; j++) {
+        int s = (int)estep[j];   // steps are numbered from 1: row s−1 of train.csv
+        double mark = budget * j / K, sum = 0.0;
+        for (int i = 0; i < s && i < rows; i++) sum += flops[i];
+        ok &= point[j] == j && s >= 1 && s <= rows && spent[s - 1] >= mark;
+        ok &= (s == 1 || spent[s - 2] < mark) && eflops[j] == sum;
+    }
+    snprintf(name, sizeof name, "budget: %s run: eval.csv holds points 0..%d at the first steps past j/%d",
+             unit, K, K);
+    check(ok, name, "%d rows", erows);
+}
+
+static void test_budget_accounting(void) {
+    // F = 2N + 2CV + 2L·maxT·C with N = L(12C² + 13C) + 2C (non-embedding parameters)
+    GPTConfig tiny = {64, VOCAB_SIZE, 2, 2, 32}, base = {64, VOCAB_SIZE, 4, 4, 128};
+    double n_tiny = 2.0 * (12 * 32 * 32 + 13 * 32) + 2 * 32;
+    double n_base = 4.0 * (12 * 128 * 128 + 13 * 128) + 2 * 128;
+    check(model_flops_per_token(&tiny) == 2 * n_tiny + 2.0 * 32 * VOCAB_SIZE + 2.0 * 2 * 64 * 32 &&
+          model_flops_per_token(&base) == 2 * n_base + 2.0 * 128 * VOCAB_SIZE + 2.0 * 4 * 64 * 128 &&
+          n_tiny == 25472 && n_base == 793344,
+          "budget: FLOPs per token = 2N + 2CV + 2L·maxT·C (L2 C32; L4 C128)", "%.0f, %.0f",
+          model_flops_per_token(&tiny), model_flops_per_token(&base));
+    char args[2048], log[256];
+    snprintf(log, sizeof log, "%s/budget.log", TMPDIR_);
+    run_cmd_quiet(cmd_sft, "--layers 2 --heads 2 --channels 32 --batch-size 8 --steps 20 --lr 3e-3 "
+                  "--eval-every 0 --val-data tests/fixtures/val_small.txt "
+                  "--run-dir /tmp/grpo_test/budget_sft", log);
+    const char *common = "--init /tmp/grpo_test/budget_sft/model.bin --prompts-per-step 2 --group-size 4 "
+                         "--max-new-tokens 24 --eval-limit 8 --test-limit 8 --pass-k 0 --eval-every 0 "
+                         "--steps 1000 --val-data tests/fixtures/val_small.txt "
+                         "--test-data tests/fixtures/val_small.txt --seed 2";
+    // μ = 1, β = 0: sampled R + trained 3R: 4·F·R, R = trained tokens
+    snprintf(args, sizeof args, "%s --budget-unit gen-tokens --budget 1500 --eval-points 3 "
+             "--run-dir /tmp/grpo_test/budget_tok", common);
+    int rc = run_cmd_quiet(cmd_train, args, log);
+    check(rc == 0, "budget: gen-tokens run exits 0", "exit %d", rc);
+    check_budget_run(tmp_path("/tmp/grpo_test/budget_tok"), "gen-tokens", 1500, 3, 4.0);
+    // μ = 2, β = 0: R + 3·2R = 7R, trained 2R: 3.5·F·trained
+    double F = model_flops_per_token(&tiny);
+    snprintf(args, sizeof args, "%s --num-iterations 2 --budget-unit flops --budget %.0f --eval-points 2 "
+             "--run-dir /tmp/grpo_test/budget_flops", common, 5000.0 * F);
+    rc = run_cmd_quiet(cmd_train, args, log);
+    check(rc == 0, "budget: flops run exits 0", "exit %d", rc);
+    check_budget_run(tmp_path("/tmp/grpo_test/budget_flops"), "flops", 5000.0 * F, 2, 3.5);
+    // μ = 1, β = 0.04: R + 3R + π_ref's R = 5R
+    snprintf(args, sizeof args, "%s --beta 0.04 --budget-unit seconds --budget 0.02 --eval-points 1 "
+             "--run-dir /tmp/grpo_test/budget_sec", common);
+    rc = run_cmd_quiet(cmd_train, args, log);
+    check(rc == 0, "budget: seconds run exits 0", "exit %d", rc);
+    check_budget_run(tmp_path("/tmp/grpo_test/budget_sec"), "seconds", 0.02, 1, 5.0);
+    static char call_args[2][1024];
+    snprintf(call_args[0], sizeof call_args[0], "%s --budget 1000 --resume "
+             "/tmp/grpo_test/budget_tok/model.bin --run-dir /tmp/grpo_test/budget_r", common);
+    snprintf(call_args[1], sizeof call_args[1], "%s --eval-points 2 --run-dir /tmp/grpo_test/budget_r",
+             common);
+    CmdCall resume = {cmd_train, call_args[0]}, points = {cmd_train, call_args[1]};
+    expect_exit("budget: --budget with --resume is refused", cmd_call_fn, &resume, 2,
+                "--budget with --resume");
+    expect_exit("budget: --eval-points without --budget is refused", cmd_call_fn, &points, 2,
+                "needs --budget");
+}
+
+// modification time of a file in nanoseconds (0 when missing)
+static long long mtime_ns(const char *path) {
+    struct stat sb;
+    if (stat(path, &sb) != 0) return 0;
+    return (long long)sb.st_mtim.tv_sec * 1000000000LL + sb.st_mtim.tv_nsec;
+}
+
+/* ./grpo compare --quick end to end: the table, points.csv, the prereg hash; a second
+   invocation redoes nothing; a run without its done marker is rerun to the same model (one
+   run at a time instead of two); another configuration and a failing run are refused. */
+static void test_compare_quick(void) {
+    static char cmd[2048], out[65536];
+    char study[256], path[512], path2[512];
+    snprintf(study, sizeof study, "%s/study", TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s --jobs 2", grpo_bin(), study);
+    double t0 = wall_seconds();
+    int rc = run_binary(cmd, out, sizeof out);
+    double secs = wall_seconds() - t0;
+    int table = strstr(out, "per-step view") && strstr(out, "matched generated tokens") &&
+                strstr(out, "matched time") && strstr(out, "Δ vs grpo") && strstr(out, "steps to peak") &&
+                strstr(out, "H1 lambda-grpo vs grpo");
+    check(rc == 0 && table, "compare --quick: exits 0 and prints the three views and the tests",
+          "exit %d in %.1f s%s", rc, secs, rc ? out : "");
+    // (timed for the optimised build only: make test-asan runs it under AddressSanitizer, ~50x slower)
+    int optimised = !strcmp(grpo_bin(), "./grpo");
+    check(secs < 60 || !optimised, "compare --quick: under a minute", "%.1f s%s", secs,
+          optimised ? "" : " (not timed: GRPO_BIN is not ./grpo)");
+    // the prereg's hash line: FNV-1a 64 of every byte above it, also printed before the runs
+    snprintf(path, sizeof path, "%s/prereg.txt", study);
+    size_t n;
+    char *pre = (char *)read_all(path, &n);
+    pre = (char *)realloc(pre, n + 1);
+    pre[n] = 0;
+    char *hash_line = strstr(pre, "\nhash: fnv1a64 ");
+    char want[64] = "";
+    if (hash_line) snprintf(want, sizeof want, "hash: fnv1a64 %016llx",
+                            (unsigned long long)fnv1a64(pre, (size_t)(hash_line + 1 - pre)));
+    char *printed = strstr(out, "hash: fnv1a64 ");
+    int hashed = hash_line && !strncmp(hash_line + 1, want, strlen(want));
+    int shown = printed && !strncmp(printed, want, strlen(want)) && printed < strstr(out, "start:");
+    check(hashed && shown && strstr(pre, "hypotheses") && strstr(pre, "# config:"),
+          "compare --quick: prereg.txt (config, hypotheses) and its hash, printed before the first run",
+          "%s", want);
+    free(pre);
+    // points.csv: every point of every run (2 methods x 2 seeds x points 0..2)
+    snprintf(path, sizeof path, "%s/points.csv", study);
+    char *pts = (char *)read_all(path, &n);
+    pts = (char *)realloc(pts, n + 1);
+    pts[n] = 0;
+    double point[64], seed[64];
+    int rows = csv_column(pts, "point", point, 64);
+    csv_column(pts, "seed", seed, 64);
+    int ok = rows == 12 && !strncmp(pts, "method,seed,point,", 18);
+    for (int i = 0; ok && i < rows; i++) ok &= point[i] == i % 3 && seed[i] == 1 + i / 6;
+    check(ok, "compare --quick: points.csv has every point of every run", "%d rows", rows);
+    free(pts);
+    // a second invocation: nothing is redone
+    snprintf(path, sizeof path, "%s/runs/grpo/seed_1/model.bin", study);
+    snprintf(path2, sizeof path2, "%s/sft/model.bin", study);
+    long long m1 = mtime_ns(path), s1 = mtime_ns(path2);
+    rc = run_binary(cmd, out, sizeof out);
+    int redone = strstr(out, "start:") || strstr(out, "sft: making") || mtime_ns(path) != m1 ||
+                 mtime_ns(path2) != s1;
+    check(rc == 0 && strstr(out, "4 done already, 0 to run") && !redone && strstr(out, "per-step view"),
+          "compare --quick: a second invocation redoes nothing", "exit %d", rc);
+    // an interrupted run (no done marker) is rerun, alone: the same model bit for bit
+    char saved[512], done[512];
+    snprintf(saved, sizeof saved, "%s/lambda_seed2.bin", TMPDIR_);
+    snprintf(path, sizeof path, "%s/runs/lambda-grpo/seed_2/model.bin", study);
+    snprintf(done, sizeof done, "%s/runs/lambda-grpo/seed_2/done", study);
+    rename(path, saved);
+    unlink(done);
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s --jobs 1", grpo_bin(), study);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 0 && strstr(out, "3 done already, 1 to run") && strstr(out, "start: lambda-grpo/seed_2") &&
+          files_equal(path, saved),
+          "compare --quick: an interrupted run is rerun to the same model (1 job, not 2)", "exit %d", rc);
+    // another configuration is refused; so is a study whose runs fail (the log is named)
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s --seeds 3", grpo_bin(), study);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 1 && strstr(out, "pre-registered with another configuration"),
+          "compare: another configuration in the same study is refused", "exit %d", rc);
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/study_bad --init %s/sft/model.bin "
+             "--methods grpo:--max-new-tokens=60", grpo_bin(), TMPDIR_, study);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 1 && strstr(out, "error: run grpo+max-new-tokens=60/seed_1 failed") &&
+          strstr(out, "seed_1/run.log") && strstr(out, "exceed the model's context"),
+          "compare: a failing run is reported with its log, exit 1", "exit %d", rc);
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/study_bad2 --methods grpo:--steps=5", grpo_bin(),
+             TMPDIR_);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 2 && strstr(out, "--steps is set by compare"),
+          "compare: a method may not set what compare sets", "exit %d", rc);
+}
+
+// ----------------------------------------------------------------------------
 
 // the vector instructions and FMA this build may use (float32 results depend on them)
 static const char *build_isa(void) {
@@ -3248,6 +3578,7 @@ int main(int argc, char **argv) {
     if (want("train", only)) test_resume_run_record();
     if (want("train", only)) test_stale_checkpoint();
     if (want("sft", only)) test_sft_run_record();
+    if (want("compare", only)) { test_compare_stats(); test_budget_accounting(); test_compare_quick(); }
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
