@@ -895,9 +895,11 @@ static void attention_forward(float *out, float *att, const float *inp, int B, i
     #pragma omp parallel for
     for (int b = 0; b < B; b++) {
         warm_cache(inp + (size_t)b * T * C3, (size_t)T * C3);
+        // on the heap: hs·Tp floats reach megabytes at large widths and contexts (a thread's stack)
+        float *kt = (float *)mallocCheck(((size_t)hs + 1) * Tp * sizeof(float));
+        float *s = kt + (size_t)hs * Tp;
         for (int h = 0; h < NH; h++) {
             const float *qkv = inp + (size_t)b * T * C3 + h * hs;  // q of position t at qkv + t*C3
-            float kt[hs * Tp], s[Tp];
             for (int t2 = 0; t2 < Tp; t2++)
                 for (int i = 0; i < hs; i++) kt[i * Tp + t2] = t2 < T ? qkv[(size_t)t2 * C3 + C + i] : 0.0f;
             for (int t = 0; t < T; t++) {
@@ -913,6 +915,7 @@ static void attention_forward(float *out, float *att, const float *inp, int B, i
                 attn_rows(out + ((size_t)b * T + t) * C + h * hs, 0, a, 1, qkv + 2 * C, C3, 0, t + 1, hs);
             }
         }
+        free(kt);
     }
 }
 
@@ -931,12 +934,14 @@ static void attention_backward(float *dinp, float *datt, const float *dout, cons
         warm_cache(inp + (size_t)b * T * C3, (size_t)T * C3);
         warm_cache(dinp + (size_t)b * T * C3, (size_t)T * C3);
         warm_cache(dout + (size_t)b * T * C, (size_t)T * C);
+        // on the heap: hs·Tp floats reach megabytes at large widths and contexts (a thread's stack)
+        float *vt = (float *)mallocCheck(((size_t)hs + 1) * Tp * sizeof(float));
+        float *da = vt + (size_t)hs * Tp;
         for (int h = 0; h < NH; h++) {
             const float *qkv = inp + (size_t)b * T * C3 + h * hs, *d = dout + (size_t)b * T * C + h * hs;
             float *dqkv = dinp + (size_t)b * T * C3 + h * hs;
             const float *A = att + ((size_t)b * NH + h) * T * T;
             float *dS = datt + ((size_t)b * NH + h) * T * T;
-            float vt[hs * Tp], da[Tp];
             for (int t2 = 0; t2 < Tp; t2++)
                 for (int i = 0; i < hs; i++) vt[i * Tp + t2] = t2 < T ? qkv[(size_t)t2 * C3 + 2 * C + i] : 0.0f;
             // out = Σ a v: da[t2] = dout·v[t2]; softmax: dscore = a (da - Σ a da), times scale
@@ -956,6 +961,7 @@ static void attention_backward(float *dinp, float *datt, const float *dout, cons
                 attn_rows(dqkv + (size_t)t2 * C3 + 2 * C, 1, A + t2, T, d, C, t2, T, hs);
             }
         }
+        free(vt);
     }
     /* END SOLUTION: attention_backward */
 }

@@ -358,6 +358,44 @@ static void test_kv_cache(void) {
    worst-case bounds; typical errors are a few u. Shapes cover T = 1, T not a multiple of 8
    (padding of the transposed keys), hs not a multiple of 8 (attn_rows' leftover channels)
    and odd hs (attn_scores' odd tail). out and att start as NaN: entries not written fail. */
+/* attention at a head size and context whose scratch (hs × T floats of keys, of values) is
+   8.5 MB: it was a stack array, and `./grpo bench --channels 4096 --heads 1 --context 520`
+   died of a stack overflow (break finding 1). Forward and backward must run, with every
+   softmax row summing to 1 and finite gradients. */
+static void test_attention_large_head(void) {
+    int B = 1, T = 520, C = 4096, NH = 1;
+    size_t nin = (size_t)B * T * 3 * C, natt = (size_t)B * NH * T * T;
+    float *inp = (float *)mallocCheck(nin * sizeof(float));
+    float *dinp = (float *)callocCheck(nin, sizeof(float));
+    float *out = (float *)mallocCheck((size_t)B * T * C * sizeof(float));
+    float *dout = (float *)mallocCheck((size_t)B * T * C * sizeof(float));
+    float *att = (float *)mallocCheck(natt * sizeof(float));
+    float *datt = (float *)mallocCheck(natt * sizeof(float));
+    Rng rng;
+    rng_seed(&rng, 7, 0);
+    for (size_t i = 0; i < nin; i++) inp[i] = 0.05f * rng_normal(&rng);
+    for (size_t i = 0; i < (size_t)B * T * C; i++) dout[i] = rng_normal(&rng);
+    attention_forward(out, att, inp, B, T, C, NH);
+    attention_backward(dinp, datt, dout, inp, att, B, T, C, NH);
+    double worst = 0.0;
+    for (int t = 0; t < T; t++) {
+        double sum = 0.0;
+        for (int t2 = 0; t2 < T; t2++) sum += att[(size_t)t * T + t2];
+        if (fabs(sum - 1.0) > worst) worst = fabs(sum - 1.0);
+    }
+    int finite = 1;
+    for (size_t i = 0; i < nin; i++) finite &= isfinite(dinp[i]) != 0;
+    // a row of ≤ 520 softmax terms sums to 1 within 520 float32 roundings (3.1e-5)
+    check(worst <= 520 * 6e-8 && finite, "attention: head size 4096 at T=520 (8.5 MB of scratch) runs",
+          "max |row sum - 1| %.2e, gradients finite %d", worst, finite);
+    free(inp);
+    free(dinp);
+    free(out);
+    free(dout);
+    free(att);
+    free(datt);
+}
+
 static void test_attention_ref(void) {
     static const int shapes[][4] = {{2, 13, 48, 3}, {1, 1, 32, 2}, {3, 8, 24, 4}, {2, 37, 30, 2}, {1, 9, 5, 1},
                                     {1, 64, 128, 2}};
@@ -3539,6 +3577,7 @@ int main(int argc, char **argv) {
            , build_isa());
     if (want("model", only)) { test_model_vs_pytorch(); test_finite_differences(); test_kv_cache(); test_logprob(); test_tokenizer(); }
     if (want("model", only)) test_attention_ref();
+    if (want("model", only)) test_attention_large_head();
     if (want("model", only)) test_layers_ref();
     if (want("model", only)) test_attention_backward_ref();
     if (want("model", only)) test_clip_ref();
