@@ -767,6 +767,17 @@ static void matmul_forward(float *out, const float *inp, const float *weight, co
     int nob = (OC + MM_W - 1) / MM_W;
     int nnb = (N + MM_NB - 1) / MM_NB;
     size_t psize = (size_t)C * MM_W;
+    if (nnb == 1) {   // one block of rows (a decode step): each panel is used once, packed by its task
+        #pragma omp parallel for
+        for (int ob = 0; ob < nob; ob++) {
+            int o0 = ob * MM_W;
+            int ow = imin(MM_W, OC - o0);
+            float panel[psize];
+            pack_panel_t(panel, weight + (size_t)o0 * C, C, ow);
+            mm_rows(out + o0, OC, inp, C, N, 0, N, panel, C, ow, bias ? bias + o0 : NULL, 0);
+        }
+        return;
+    }
     float *panels = (float *)mallocCheck(nob * psize * sizeof(float));
     #pragma omp parallel
     {
