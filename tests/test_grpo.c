@@ -593,6 +593,25 @@ static void layers_run(LayerOuts *r, const float *x, const float *w, const float
     layernorm_backward(r->dln, r->dlw, r->dlb, dy, x, w, r->mean, r->rstd, N, C);
 }
 
+/* ref_products: the double reference of a float matmul and the scale of its error bound:
+   ref[r*cols + c] = start[r*s_r + c*s_c] + Σ_k A[r*a_r + k*a_k] · B[c*b_c + k*b_k] and
+   sc[r*cols + c] = |start| + Σ_k |term|, k in order. Strides name the layout (forward, dx, dw). */
+static void ref_products(double *ref, double *sc, int rows, int cols, int K, const float *start, size_t s_r,
+                         size_t s_c, const float *A, size_t a_r, size_t a_k, const float *B, size_t b_c,
+                         size_t b_k) {
+    for (int r = 0; r < rows; r++)
+        for (int c = 0; c < cols; c++) {
+            double v = start[r * s_r + c * s_c], a = fabs(v);
+            for (int k = 0; k < K; k++) {
+                double t = (double)A[r * a_r + k * a_k] * B[c * b_c + k * b_k];
+                v += t;
+                a += fabs(t);
+            }
+            ref[(size_t)r * cols + c] = v;
+            sc[(size_t)r * cols + c] = a;
+        }
+}
+
 static void test_layers_ref(void) {
     static const int shapes[][3] = {{1, 16, 16}, {7, 5, 3}, {200, 40, 24}, {301, 128, 512}, {300, 512, 128},
                                     {513, 24, 100}};
@@ -623,41 +642,11 @@ static void test_layers_ref(void) {
         layers_run(o, x, w, b, dy, init, N, C, OC);
         // references in double: value and Σ|terms| (the error bound's scale) of every output
         double *ref = (double *)mallocCheck(2 * big * sizeof(double)), *sc = ref + big;
-        for (int n = 0; n < N; n++)
-            for (int j = 0; j < OC; j++) {
-                double v = b[j], a = fabs(b[j]);
-                for (int i = 0; i < C; i++) {
-                    double t = (double)x[(size_t)n * C + i] * w[(size_t)j * C + i];
-                    v += t;
-                    a += fabs(t);
-                }
-                ref[(size_t)n * OC + j] = v;
-                sc[(size_t)n * OC + j] = a;
-            }
+        ref_products(ref, sc, N, OC, C, b, 0, 1, x, C, 1, w, C, 1);   // y = x wᵀ + b
         double e_y = layer_err(o->y, ref, sc, NO) / ((C + 2) * u);
-        for (int n = 0; n < N; n++)
-            for (int i = 0; i < C; i++) {
-                double v = init[(size_t)n * C + i], a = fabs(v);
-                for (int j = 0; j < OC; j++) {
-                    double t = (double)dy[(size_t)n * OC + j] * w[(size_t)j * C + i];
-                    v += t;
-                    a += fabs(t);
-                }
-                ref[(size_t)n * C + i] = v;
-                sc[(size_t)n * C + i] = a;
-            }
+        ref_products(ref, sc, N, C, OC, init, C, 1, dy, OC, 1, w, 1, C);   // dx += dy w
         double e_dx = layer_err(o->dx, ref, sc, NC) / ((OC + 2) * u);
-        for (int j = 0; j < OC; j++)
-            for (int i = 0; i < C; i++) {
-                double v = init[(size_t)j * C + i], a = fabs(v);
-                for (int n = 0; n < N; n++) {
-                    double t = (double)dy[(size_t)n * OC + j] * x[(size_t)n * C + i];
-                    v += t;
-                    a += fabs(t);
-                }
-                ref[(size_t)j * C + i] = v;
-                sc[(size_t)j * C + i] = a;
-            }
+        ref_products(ref, sc, OC, C, N, init, C, 1, dy, 1, OC, x, 1, C);   // dw += dyᵀ x
         double e_dw = layer_err(o->dw, ref, sc, OCC) / ((N + 2) * u);
         for (int j = 0; j < OC; j++) {
             double v = init[j], a = fabs(v);
