@@ -118,11 +118,13 @@ static int compare_params(const char *name, const GPT *m, const float *a, const 
 #define TOL_FEW 1e-6f   // a value from a handful of roundings (an advantage, a coefficient, k3,
                         // one log-softmax): 16 u
 
-/* expect_exit: runs fn(arg) in a child process and checks that it exits with `code`
-   and that its standard error contains `needle`. */
-static void expect_exit(const char *name, void (*fn)(void *), void *arg, int code, const char *needle) {
+/* child_stderr: runs fn(arg) in a child process (its stdout to /dev/null), puts what it
+   wrote on standard error in err (cap bytes, NUL-terminated); returns its exit code, −1 when
+   a signal ended it, −2 when no pipe could be made. */
+static int child_stderr(void (*fn)(void *), void *arg, char *err, size_t cap) {
     int fds[2];
-    if (pipe(fds) != 0) { check(0, name, "pipe failed"); return; }
+    err[0] = 0;
+    if (pipe(fds) != 0) return -2;
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
@@ -134,15 +136,22 @@ static void expect_exit(const char *name, void (*fn)(void *), void *arg, int cod
         _exit(0);
     }
     close(fds[1]);
-    char err[8192];
     size_t got = 0;
     ssize_t r;
-    while ((r = read(fds[0], err + got, sizeof err - 1 - got)) > 0) got += r;
+    while ((r = read(fds[0], err + got, cap - 1 - got)) > 0) got += r;
     err[got] = 0;
     close(fds[0]);
     int status = 0;
     waitpid(pid, &status, 0);
-    int exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+/* expect_exit: runs fn(arg) in a child process and checks that it exits with `code`
+   and that its standard error contains `needle`. */
+static void expect_exit(const char *name, void (*fn)(void *), void *arg, int code, const char *needle) {
+    char err[8192];
+    int exit_code = child_stderr(fn, arg, err, sizeof err);
+    if (exit_code == -2) { check(0, name, "pipe failed"); return; }
     int ok = exit_code == code && strstr(err, needle) != NULL;
     char first[160];
     snprintf(first, sizeof first, "%.150s", err);
@@ -1657,26 +1666,8 @@ static void test_input_messages(void) {
                                       CMD_CHECK, CMD_VERIFY, CMD_TREE, CMD_BENCH};
     static const char *cmds[8] = {"sft", "train", "eval", "sample", "check", "verify", "tree", "bench"};
     for (int c = 0; c < 8; c++) {
-        int fds[2];
-        if (pipe(fds) != 0) continue;
-        fflush(stdout);
-        pid_t pid = fork();
-        if (pid == 0) {
-            close(fds[0]);
-            dup2(fds[1], 2);
-            oom_fn((void *)&masks[c]);
-            _exit(0);
-        }
-        close(fds[1]);
         char err[2048];
-        size_t got = 0;
-        ssize_t r;
-        while ((r = read(fds[0], err + got, sizeof err - 1 - got)) > 0) got += r;
-        err[got] = 0;
-        close(fds[0]);
-        int status = 0;
-        waitpid(pid, &status, 0);
-        int ok = WIFEXITED(status) && WEXITSTATUS(status) == 1;
+        int ok = child_stderr(oom_fn, (void *)&masks[c], err, sizeof err) == 1;
         ok = ok && strstr(err, "out of memory") && strstr(err, "hint:");
         char bad[64] = "";
         for (const char *p = strstr(err, "--"); p; p = strstr(p + 2, "--")) {   // each --name in the message
