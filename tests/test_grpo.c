@@ -1394,15 +1394,21 @@ static void test_resume_before(void) {
           "exit %d, before %.4f; --init %.4f, resumed checkpoint %.4f", code, before, acc[0], acc[1]);
 }
 
+/* save_tiny_init: TMPDIR_/file, the parameters of a random 1-layer model of width 8 (context
+   64, seed `seed`): an --init for train runs that take a second; its path goes to path. */
+static void save_tiny_init(char *path, size_t cap, const char *file, uint64_t seed) {
+    snprintf(path, cap, "%s/%s", TMPDIR_, file);
+    GPT m;
+    build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, seed);
+    save_checkpoint(path, &m, 0, NULL);
+    free_gpt(&m);
+}
+
 /* --test-limit: 0 skips the test evaluation at the start and end (short try-outs), N scores
    the first N test prompts. */
 static void test_test_limit(void) {
     char init[300];
-    snprintf(init, sizeof init, "%s/limit_init.bin", TMPDIR_);
-    GPT m;
-    build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 12);
-    save_checkpoint(init, &m, 0, NULL);
-    free_gpt(&m);
+    save_tiny_init(init, sizeof init, "limit_init.bin", 12);
     static char cmd[2048], out[16384];
     const char *common = "--threads 1 --steps 1 --prompts-per-step 1 --group-size 2 --max-new-tokens 4 "
                          "--eval-every 0 --pass-k 2 --val-data tests/fixtures/val_small.txt "
@@ -3044,6 +3050,14 @@ static double csv_field(const char *path, int row, int n) {
     return v;
 }
 
+// the train options of the resume tests: 4 steps of 2 prompts x 4 from the tiny --init
+static void tiny_train_args(char *out, size_t cap, const char *init) {
+    snprintf(out, cap,
+             "--threads 1 --steps 4 --prompts-per-step 2 --group-size 4 --max-new-tokens 8 "
+             "--eval-every 0 --pass-k 0 --test-limit 0 --val-data tests/fixtures/val_small.txt --init %s",
+             init);
+}
+
 /* train --resume continues the run's gen_tokens column (it started again at 0), and refuses
    another --seed or another option that shapes the samples (usage error naming the option and
    both values; it went on with the command line's seed: another model), while another --lr is
@@ -3051,17 +3065,10 @@ static double csv_field(const char *path, int row, int n) {
    (no run record) still resumes, with a note. */
 static void test_resume_run_record(void) {
     char init[300], ckpt[300], csv_a[300], csv_b[300];
-    snprintf(init, sizeof init, "%s/record_init.bin", TMPDIR_);
-    GPT m;
-    build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 21);
-    save_checkpoint(init, &m, 0, NULL);
-    free_gpt(&m);
+    save_tiny_init(init, sizeof init, "record_init.bin", 21);
     static char cmd[2048], out[16384];
     char common[1024];
-    snprintf(common, sizeof common,
-             "--threads 1 --steps 4 --prompts-per-step 2 --group-size 4 --max-new-tokens 8 "
-             "--eval-every 0 --pass-k 0 --test-limit 0 --val-data tests/fixtures/val_small.txt --init %s",
-             init);
+    tiny_train_args(common, sizeof common, init);
     snprintf(cmd, sizeof cmd, "%s train %s --save-every 2 --run-dir %s/record_a", grpo_bin(), common,
              TMPDIR_);
     int code = run_binary(cmd, out, sizeof out);
@@ -3127,17 +3134,10 @@ static void test_resume_run_record(void) {
    other run's rows up to the checkpoint's step and went on after them). */
 static void test_stale_checkpoint(void) {
     char init[300];
-    snprintf(init, sizeof init, "%s/stale_init.bin", TMPDIR_);
-    GPT m;
-    build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 22);
-    save_checkpoint(init, &m, 0, NULL);
-    free_gpt(&m);
+    save_tiny_init(init, sizeof init, "stale_init.bin", 22);
     static char cmd[2048], out[16384];
     char common[1024];
-    snprintf(common, sizeof common,
-             "--threads 1 --steps 4 --prompts-per-step 2 --group-size 4 --max-new-tokens 8 "
-             "--eval-every 0 --pass-k 0 --test-limit 0 --val-data tests/fixtures/val_small.txt --init %s",
-             init);
+    tiny_train_args(common, sizeof common, init);
     snprintf(cmd, sizeof cmd, "%s train %s --save-every 2 --run-dir %s/stale_a", grpo_bin(), common, TMPDIR_);
     int code = run_binary(cmd, out, sizeof out);
     snprintf(cmd, sizeof cmd, "%s train %s --seed 5 --run-dir %s/stale_a", grpo_bin(), common, TMPDIR_);
