@@ -570,42 +570,12 @@ static inline float dot16(const float *x, const float *y, int n) {
 // flight; then blocks of 8. A head's sums are too short to hide the FMA latency with fewer.
 #define ATTN_WIDE 32
 
-// One block of attn_scores: s[t0 + j] for j < width (32 or 8, a constant where it is inlined).
-static inline __attribute__((always_inline)) void attn_scores_block(float *s, const float *q,
-                                                                    const float *kt, int hs, int Tp,
-                                                                    int t0, float scale, int width) {
-    float x[ATTN_WIDE] = {0}, y[ATTN_WIDE] = {0};
-    int i = 0;
-    for (; i + 1 < hs; i += 2) {
-        float q0 = q[i], q1 = q[i + 1];
-        const float *k0 = kt + i * Tp + t0, *k1 = k0 + Tp;
-        #pragma omp simd
-        for (int j = 0; j < width; j++) {
-            x[j] += q0 * k0[j];
-            y[j] += q1 * k1[j];
-        }
-    }
-    if (i < hs)
-        for (int j = 0; j < width; j++) x[j] += q[i] * kt[i * Tp + t0 + j];
-    #pragma omp simd
-    for (int j = 0; j < width; j++) s[t0 + j] = (x[j] + y[j]) * scale;
-}
-
-// s[t2] = scale * Σ_i q[i] kt[i*Tp + t2] for t2 < n8 (a multiple of 8; kt padded to match).
-// Even and odd i go to two sums; the positions go ATTN_WIDE at a time, then 8 at a time; each
-// sum is the same either way.
-static inline void attn_scores(float *s, const float *q, const float *kt, int hs, int Tp, int n8,
-                               float scale) {
-    int t0 = 0;
-    for (; t0 + ATTN_WIDE <= n8; t0 += ATTN_WIDE)
-        attn_scores_block(s, q, kt, hs, Tp, t0, scale, ATTN_WIDE);
-    for (; t0 < n8; t0 += 8) attn_scores_block(s, q, kt, hs, Tp, t0, scale, 8);
-}
-
-// One block of attn_rows: channels i0 .. i0 + width − 1 (32 or 8, a constant where inlined).
-static inline __attribute__((always_inline)) void attn_rows_block(float *y, int accumulate, const float *w,
-                                                                  size_t ws, const float *x, size_t xs,
-                                                                  int t0, int t1, int i0, int width) {
+// The sums of attention, one block of them: for j < width (32 or 8, a constant where inlined),
+// y[i0 + j] = (accumulate ? y[i0 + j] : 0) + scale · Σ_{t0 <= t < t1} w[t*ws] x[t*xs + i0 + j],
+// even and odd t in two sums. attn_rows uses it with scale 1 (exact), attn_scores with 1/sqrt(hs).
+static inline __attribute__((always_inline)) void attn_block(float *y, int accumulate, const float *w,
+                                                             size_t ws, const float *x, size_t xs, int t0,
+                                                             int t1, int i0, int width, float scale) {
     float acc[ATTN_WIDE] = {0}, acc2[ATTN_WIDE] = {0};
     int t = t0;
     for (; t + 1 < t1; t += 2) {
@@ -620,7 +590,18 @@ static inline __attribute__((always_inline)) void attn_rows_block(float *y, int 
     if (t < t1)
         for (int j = 0; j < width; j++) acc[j] += w[t * ws] * x[t * xs + i0 + j];
     #pragma omp simd
-    for (int j = 0; j < width; j++) y[i0 + j] = (accumulate ? y[i0 + j] : 0.0f) + (acc[j] + acc2[j]);
+    for (int j = 0; j < width; j++) y[i0 + j] = (accumulate ? y[i0 + j] : 0.0f) + (acc[j] + acc2[j]) * scale;
+}
+
+// s[t2] = scale * Σ_i q[i] kt[i*Tp + t2] for t2 < n8 (a multiple of 8; kt padded to match).
+// Even and odd i go to two sums; the positions go ATTN_WIDE at a time, then 8 at a time; each
+// sum is the same either way.
+static inline void attn_scores(float *s, const float *q, const float *kt, int hs, int Tp, int n8,
+                               float scale) {
+    int t0 = 0;
+    for (; t0 + ATTN_WIDE <= n8; t0 += ATTN_WIDE)
+        attn_block(s, 0, q, 1, kt, Tp, 0, hs, t0, ATTN_WIDE, scale);
+    for (; t0 < n8; t0 += 8) attn_block(s, 0, q, 1, kt, Tp, 0, hs, t0, 8, scale);
 }
 
 // y[i] = (accumulate ? y[i] : 0) + Σ_{t0 <= t < t1} w[t*ws] x[t*xs + i], for i < hs.
@@ -630,8 +611,8 @@ static inline void attn_rows(float *y, int accumulate, const float *w, size_t ws
                              const float *x, size_t xs, int t0, int t1, int hs) {
     int i0 = 0;
     for (; i0 + ATTN_WIDE <= hs; i0 += ATTN_WIDE)
-        attn_rows_block(y, accumulate, w, ws, x, xs, t0, t1, i0, ATTN_WIDE);
-    for (; i0 + 8 <= hs; i0 += 8) attn_rows_block(y, accumulate, w, ws, x, xs, t0, t1, i0, 8);
+        attn_block(y, accumulate, w, ws, x, xs, t0, t1, i0, ATTN_WIDE, 1.0f);
+    for (; i0 + 8 <= hs; i0 += 8) attn_block(y, accumulate, w, ws, x, xs, t0, t1, i0, 8, 1.0f);
     for (int i = i0; i < hs; i++) {   // channels left over when hs is not a multiple of 8
         float acc = 0.0f;
         for (int t = t0; t < t1; t++) acc += w[t * ws] * x[t * xs + i];
