@@ -412,21 +412,6 @@ static inline void mm_tile(float acc[MM_R][MM_W], const float *const a[MM_R], si
     }
 }
 
-// panel (rows, MM_W) = columns [0, w) of src (rows, ld), zero beyond w. The full-width case
-// is a fixed-size copy that gcc does in two vector moves (it would call memcpy per row).
-static void pack_panel(float *panel, const float *src, size_t ld, int rows, int w) {
-    for (int k = 0; k < rows; k++) {
-        float *p = panel + (size_t)k * MM_W;
-        const float *s = src + (size_t)k * ld;
-        if (w == MM_W) {
-            #pragma omp simd
-            for (int j = 0; j < MM_W; j++) p[j] = s[j];
-        } else {
-            for (int j = 0; j < MM_W; j++) p[j] = j < w ? s[j] : 0.0f;
-        }
-    }
-}
-
 // panel (K, MM_W) = rows [0, w) of src (w, K) transposed, zero beyond w
 static void pack_panel_t(float *panel, const float *src, int K, int w) {
     for (int j = 0; j < MM_W; j++)
@@ -736,13 +721,18 @@ static void matmul_forward(float *out, const float *inp, const float *weight, co
     int nnb = (N + MM_NB - 1) / MM_NB;
     size_t psize = (size_t)C * MM_W;
     if (nnb == 1) {   // one block of rows (a decode step): each panel is used once, packed by its task
-        #pragma omp parallel for
-        for (int ob = 0; ob < nob; ob++) {
-            int o0 = ob * MM_W;
-            int ow = imin(MM_W, OC - o0);
-            float panel[psize];
-            pack_panel_t(panel, weight + (size_t)o0 * C, C, ow);
-            mm_rows(out + o0, OC, inp, C, N, 0, N, panel, C, ow, bias ? bias + o0 : NULL, 0);
+        #pragma omp parallel
+        {
+            // one panel per thread, on the heap: C·16 floats reach megabytes at large widths
+            float *panel = (float *)mallocCheck(psize * sizeof(float));
+            #pragma omp for
+            for (int ob = 0; ob < nob; ob++) {
+                int o0 = ob * MM_W;
+                int ow = imin(MM_W, OC - o0);
+                pack_panel_t(panel, weight + (size_t)o0 * C, C, ow);
+                mm_rows(out + o0, OC, inp, C, N, 0, N, panel, C, ow, bias ? bias + o0 : NULL, 0);
+            }
+            free(panel);
         }
         return;
     }
@@ -786,7 +776,7 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
         // panel ib: columns ib*16.. of weight, (OC, 16)
         #pragma omp for
         for (int ib = 0; ib < nib; ib++)
-            pack_panel(panels + ib * psize, weight + ib * MM_W, C, OC, imin(MM_W, C - ib * MM_W));
+            pack_panels(panels + ib * psize, psize, weight + ib * MM_W, C, OC, imin(MM_W, C - ib * MM_W));
         // dinp[n, i0:i0+16] = Σ_o dout[n,o] W[o, i0:i0+16]
         #pragma omp for collapse(2) nowait
         for (int nb = 0; nb < nnb; nb++)
@@ -871,27 +861,31 @@ static void attention_forward_ref(float *out, float *att, const float *inp, int 
 static void attention_forward(float *out, float *att, const float *inp, int B, int T, int C, int NH) {
     int C3 = 3 * C, hs = C / NH, Tp = (T + 7) / 8 * 8;
     float scale = 1.0f / sqrtf((float)hs);
-    #pragma omp parallel for
-    for (int b = 0; b < B; b++) {
-        warm_cache(inp + (size_t)b * T * C3, (size_t)T * C3);
-        // on the heap: hs·Tp floats reach megabytes at large widths and contexts (a thread's stack)
+    #pragma omp parallel
+    {
+        // one per thread, on the heap: hs·Tp floats reach megabytes at large widths and contexts
         float *kt = (float *)mallocCheck(((size_t)hs + 1) * Tp * sizeof(float));
         float *s = kt + (size_t)hs * Tp;
-        for (int h = 0; h < NH; h++) {
-            const float *qkv = inp + (size_t)b * T * C3 + h * hs;  // q of position t at qkv + t*C3
-            for (int t2 = 0; t2 < Tp; t2++)
-                for (int i = 0; i < hs; i++) kt[i * Tp + t2] = t2 < T ? qkv[(size_t)t2 * C3 + C + i] : 0.0f;
-            for (int t = 0; t < T; t++) {
-                float *a = att + (((size_t)b * NH + h) * T + t) * T;
-                attn_scores(s, qkv + (size_t)t * C3, kt, hs, Tp, (t + 8) / 8 * 8, scale);
-                float maxv = -FLT_MAX, sum = 0.0f;
-                for (int t2 = 0; t2 <= t; t2++) if (s[t2] > maxv) maxv = s[t2];
-                #pragma omp simd reduction(+:sum)
-                for (int t2 = 0; t2 <= t; t2++) { s[t2] = exp_simd(s[t2] - maxv); sum += s[t2]; }
-                float inv = 1.0f / sum;
-                for (int t2 = 0; t2 < T; t2++) a[t2] = t2 <= t ? s[t2] * inv : 0.0f;
-                // out = Σ_{t2<=t} a[t2] v[t2]
-                attn_rows(out + ((size_t)b * T + t) * C + h * hs, 0, a, 1, qkv + 2 * C, C3, 0, t + 1, hs);
+        #pragma omp for
+        for (int b = 0; b < B; b++) {
+            warm_cache(inp + (size_t)b * T * C3, (size_t)T * C3);
+            for (int h = 0; h < NH; h++) {
+                const float *qkv = inp + (size_t)b * T * C3 + h * hs;  // q of position t at qkv + t*C3
+                for (int t2 = 0; t2 < Tp; t2++)
+                    for (int i = 0; i < hs; i++)
+                        kt[i * Tp + t2] = t2 < T ? qkv[(size_t)t2 * C3 + C + i] : 0.0f;
+                for (int t = 0; t < T; t++) {
+                    float *a = att + (((size_t)b * NH + h) * T + t) * T;
+                    attn_scores(s, qkv + (size_t)t * C3, kt, hs, Tp, (t + 8) / 8 * 8, scale);
+                    float maxv = -FLT_MAX, sum = 0.0f;
+                    for (int t2 = 0; t2 <= t; t2++) if (s[t2] > maxv) maxv = s[t2];
+                    #pragma omp simd reduction(+:sum)
+                    for (int t2 = 0; t2 <= t; t2++) { s[t2] = exp_simd(s[t2] - maxv); sum += s[t2]; }
+                    float inv = 1.0f / sum;
+                    for (int t2 = 0; t2 < T; t2++) a[t2] = t2 <= t ? s[t2] * inv : 0.0f;
+                    // out = Σ_{t2<=t} a[t2] v[t2]
+                    attn_rows(out + ((size_t)b * T + t) * C + h * hs, 0, a, 1, qkv + 2 * C, C3, 0, t + 1, hs);
+                }
             }
         }
         free(kt);
@@ -908,36 +902,40 @@ static void attention_backward(float *dinp, float *datt, const float *dout, cons
     /* BEGIN SOLUTION: attention_backward */
     int C3 = 3 * C, hs = C / NH, Tp = (T + 7) / 8 * 8;
     float scale = 1.0f / sqrtf((float)hs);
-    #pragma omp parallel for
-    for (int b = 0; b < B; b++) {
-        warm_cache(inp + (size_t)b * T * C3, (size_t)T * C3);
-        warm_cache(dinp + (size_t)b * T * C3, (size_t)T * C3);
-        warm_cache(dout + (size_t)b * T * C, (size_t)T * C);
-        // on the heap: hs·Tp floats reach megabytes at large widths and contexts (a thread's stack)
+    #pragma omp parallel
+    {
+        // one per thread, on the heap: hs·Tp floats reach megabytes at large widths and contexts
         float *vt = (float *)mallocCheck(((size_t)hs + 1) * Tp * sizeof(float));
         float *da = vt + (size_t)hs * Tp;
-        for (int h = 0; h < NH; h++) {
-            const float *qkv = inp + (size_t)b * T * C3 + h * hs, *d = dout + (size_t)b * T * C + h * hs;
-            float *dqkv = dinp + (size_t)b * T * C3 + h * hs;
-            const float *A = att + ((size_t)b * NH + h) * T * T;
-            float *dS = datt + ((size_t)b * NH + h) * T * T;
-            for (int t2 = 0; t2 < Tp; t2++)
-                for (int i = 0; i < hs; i++) vt[i * Tp + t2] = t2 < T ? qkv[(size_t)t2 * C3 + 2 * C + i] : 0.0f;
-            // out = Σ a v: da[t2] = dout·v[t2]; softmax: dscore = a (da - Σ a da), times scale
-            for (int t = 0; t < T; t++) {
-                const float *a = A + (size_t)t * T;
-                attn_scores(da, d + (size_t)t * C, vt, hs, Tp, (t + 8) / 8 * 8, 1.0f);
-                float dot = 0.0f;
-                #pragma omp simd reduction(+:dot)
-                for (int t2 = 0; t2 <= t; t2++) dot += a[t2] * da[t2];
-                for (int t2 = 0; t2 <= t; t2++) dS[(size_t)t * T + t2] = a[t2] * (da[t2] - dot) * scale;
-            }
-            for (int t = 0; t < T; t++)    // dq[t] += Σ_{t2<=t} dS[t][t2] k[t2]
-                attn_rows(dqkv + (size_t)t * C3, 1, dS + (size_t)t * T, 1, qkv + C, C3, 0, t + 1, hs);
-            for (int t2 = 0; t2 < T; t2++) {
-                // dk[t2] += Σ_{t>=t2} dS[t][t2] q[t];  dv[t2] += Σ_{t>=t2} a[t][t2] dout[t]
-                attn_rows(dqkv + (size_t)t2 * C3 + C, 1, dS + t2, T, qkv, C3, t2, T, hs);
-                attn_rows(dqkv + (size_t)t2 * C3 + 2 * C, 1, A + t2, T, d, C, t2, T, hs);
+        #pragma omp for
+        for (int b = 0; b < B; b++) {
+            warm_cache(inp + (size_t)b * T * C3, (size_t)T * C3);
+            warm_cache(dinp + (size_t)b * T * C3, (size_t)T * C3);
+            warm_cache(dout + (size_t)b * T * C, (size_t)T * C);
+            for (int h = 0; h < NH; h++) {
+                const float *qkv = inp + (size_t)b * T * C3 + h * hs, *d = dout + (size_t)b * T * C + h * hs;
+                float *dqkv = dinp + (size_t)b * T * C3 + h * hs;
+                const float *A = att + ((size_t)b * NH + h) * T * T;
+                float *dS = datt + ((size_t)b * NH + h) * T * T;
+                for (int t2 = 0; t2 < Tp; t2++)
+                    for (int i = 0; i < hs; i++)
+                        vt[i * Tp + t2] = t2 < T ? qkv[(size_t)t2 * C3 + 2 * C + i] : 0.0f;
+                // out = Σ a v: da[t2] = dout·v[t2]; softmax: dscore = a (da - Σ a da), times scale
+                for (int t = 0; t < T; t++) {
+                    const float *a = A + (size_t)t * T;
+                    attn_scores(da, d + (size_t)t * C, vt, hs, Tp, (t + 8) / 8 * 8, 1.0f);
+                    float dot = 0.0f;
+                    #pragma omp simd reduction(+:dot)
+                    for (int t2 = 0; t2 <= t; t2++) dot += a[t2] * da[t2];
+                    for (int t2 = 0; t2 <= t; t2++) dS[(size_t)t * T + t2] = a[t2] * (da[t2] - dot) * scale;
+                }
+                for (int t = 0; t < T; t++)    // dq[t] += Σ_{t2<=t} dS[t][t2] k[t2]
+                    attn_rows(dqkv + (size_t)t * C3, 1, dS + (size_t)t * T, 1, qkv + C, C3, 0, t + 1, hs);
+                for (int t2 = 0; t2 < T; t2++) {
+                    // dk[t2] += Σ_{t>=t2} dS[t][t2] q[t];  dv[t2] += Σ_{t>=t2} a[t][t2] dout[t]
+                    attn_rows(dqkv + (size_t)t2 * C3 + C, 1, dS + t2, T, qkv, C3, t2, T, hs);
+                    attn_rows(dqkv + (size_t)t2 * C3 + 2 * C, 1, A + t2, T, d, C, t2, T, hs);
+                }
             }
         }
         free(vt);
@@ -2521,7 +2519,8 @@ static double std_of(const float *r, int n, int mode, double mean) {
    cfg (sample with k−1, population with k, or none: a_i = r_i − mean) over the group or,
    with scope batch, over all rewards (TRL scale_rewards="batch"). A group whose rewards
    are all equal gets a_i = 0 exactly. Source: paper eq. 2 and notes/conventions.md (authors'
-   code and TRL: sample std, eps 1e-4). A sample std needs k >= 2: callers reject k = 1. */
+   code and TRL: sample std, eps 1e-4). A group of one has equal rewards, so a = 0 (training
+   rejects k = 1: it would learn nothing). */
 static void compute_advantages(float *advantage, const float *reward, int num_groups,
                                const int *group_start, const ObjectiveConfig *cfg) {
     /* BEGIN SOLUTION: compute_advantages stub: for (int i = group_start[0]; i < group_start[num_groups]; i++) advantage[i] = reward[i]; */
@@ -2699,7 +2698,8 @@ typedef struct {
     unsigned char *truncated;    // (N) 1: cut at max_new tokens without <eos>
     float *reward, *advantage;   // (N) r_i and a_i
     int *lambda_size, *node_of;  // (N, max_new) |λ(i,t)| and the node of B(G) that owns the token
-    float *step_adv;             // (N, max_new) A_λ(i,t): reported (./grpo check), not trained on
+    float *step_adv;             // (N, max_new) A_λ(i,t): reported (./grpo check), not trained on;
+                                 // NULL unless the caller allocates it (check does)
     // per completion token, (N, max_new)
     float *logp, *logp_old, *logp_ref, *adv_tok, *weight, *coef, *dlogp, *ratio, *kl;
     unsigned char *clipped;
@@ -2742,7 +2742,7 @@ static void build_group_batch_starts(GroupBatch *g, int num_groups, const int *g
     g->advantage = (float *)callocCheck(N, sizeof(float));
     g->lambda_size = (int *)callocCheck(NT, sizeof(int));
     g->node_of = (int *)callocCheck(NT, sizeof(int));
-    float **per_token[] = {&g->step_adv, &g->logp, &g->logp_old, &g->logp_ref, &g->adv_tok, &g->weight,
+    float **per_token[] = {&g->logp, &g->logp_old, &g->logp_ref, &g->adv_tok, &g->weight,
                            &g->coef, &g->dlogp, &g->ratio, &g->kl};
     for (size_t a = 0; a < sizeof per_token / sizeof per_token[0]; a++)
         *per_token[a] = (float *)callocCheck(NT, sizeof(float));
@@ -2837,11 +2837,12 @@ static TreeStats build_group_trees(GroupBatch *g) {
         int *node_of = g->node_of + (size_t)first * stride;
         build_prefix_tree(&g->tree, g->comp_row + first, g->clen + first, k, g->reward + first,
                           g->advantage + first, lambda_size, node_of, stride);
-        for (int i = first; i < first + k; i++)
-            for (int t = 0; t < g->clen[i]; t++) {
-                size_t at = (size_t)i * stride + t;
-                g->step_adv[at] = g->tree.nodes[g->node_of[at]].step_advantage;
-            }
+        if (g->step_adv)   // only ./grpo check prints it; training never reads it
+            for (int i = first; i < first + k; i++)
+                for (int t = 0; t < g->clen[i]; t++) {
+                    size_t at = (size_t)i * stride + t;
+                    g->step_adv[at] = g->tree.nodes[g->node_of[at]].step_advantage;
+                }
         TreeStats group = prefix_tree_stats(&g->tree, g->clen + first, k, node_of, stride);
         total.nontrivial += group.nontrivial;
         total.mean_depth += group.mean_depth;
@@ -5108,8 +5109,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     sample_group(&model, &kv, &g, &cfg, 0, NULL);
     for (int i = 0; i < k; i++)
         g.reward[i] = countdown_reward(nums, n, target, g.comp_row[i], g.clen[i], 0.0f);
-    if (k >= 2) compute_advantages(g.advantage, g.reward, 1, g.group_start, &cfg.obj);
-    else g.advantage[0] = 0.0f;
+    compute_advantages(g.advantage, g.reward, 1, g.group_start, &cfg.obj);   // k = 1: a = 0
     TreeStats ts = build_group_trees(&g);
     printf("prompt %s  (k=%d, T=%g, model %s)\n\n", o->prompt, k, o->temperature, o->model);
     for (int i = 0; i < k; i++) {
@@ -5392,6 +5392,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
     for (int i = 0; i < N; i++) if (rec[i].n > maxlen) maxlen = rec[i].n;
     GroupBatch batch;
     build_group_batch_starts(&batch, G, starts, maxlen, 0, 0);
+    batch.step_adv = (float *)callocCheck((size_t)N * maxlen, sizeof(float));
     for (int a = 0; a < N; a++) {
         const CheckRecord *r = &rec[order[a]];
         memcpy(batch.comp + (size_t)a * maxlen, r->tokens, (size_t)r->n * sizeof(int));
