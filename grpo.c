@@ -661,6 +661,8 @@ static void layernorm_forward(float *out, float *mean, float *rstd, const float 
 // the tasks' sums are then added in row order (the same order whatever the thread count).
 #define LN_RB 64
 
+// layernorm's backward: dinp (N,C) += ∂L/∂inp, dweight, dbias (C) += their gradients, given
+// dout (N,C) and the forward's inp, weight, mean and rstd (N); summed as LN_RB says.
 static void layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout,
                                const float *inp, const float *weight, const float *mean,
                                const float *rstd, int N, int C) {
@@ -2329,22 +2331,17 @@ typedef struct {
     int num_nodes;
     ProcessNode *nodes;    // capacity 2k (a trie over k leaves has fewer than 2k nodes)
     int *members;          // scratch (k)
-    int *scratch;          // scratch (k)
-    int capacity_k;
 } PrefixTree;
 
 static void build_prefix_tree_buffers(PrefixTree *tree, int k) {
-    tree->capacity_k = k;
     tree->nodes = (ProcessNode *)mallocCheck((size_t)2 * (k + 1) * sizeof(ProcessNode));
     tree->members = (int *)mallocCheck((size_t)(k + 1) * sizeof(int));
-    tree->scratch = (int *)mallocCheck((size_t)(k + 1) * sizeof(int));
     tree->num_nodes = 0;
 }
 
 static void free_prefix_tree(PrefixTree *tree) {
     free(tree->nodes);
     free(tree->members);
-    free(tree->scratch);
 }
 
 typedef struct {           // the group being built (read-only inputs and outputs)
@@ -2503,6 +2500,8 @@ typedef struct {
     int max_new_tokens;   // the Dr. GRPO constant for seq-mean-token-sum-norm
 } ObjectiveConfig;
 
+/* std_of: the std of r (n) around mean for the advantage's denominator (paper eq. 2): sample
+   (n − 1; 0 when n <= 1), population (n), or 1 for STD_NONE (no division). */
 static double std_of(const float *r, int n, int mode, double mean) {
     /* BEGIN SOLUTION: compute_advantages */
     double ss = 0.0;
@@ -3109,10 +3108,10 @@ static void train_loop(TrainRun *run) {
         if (status != UPDATE_DONE)
             stop_on_nan(UPDATE_STOPPED_BY[status], report.step, report.update.not_finite, run->last_good);
         report.t[4] = wall_seconds();
-        for (int i = 0; i < g->N; i++) st->gen_tokens += g->clen[i];
-        report.gen_tokens = st->gen_tokens;
         // what the step spent (tokens, FLOPs, seconds); 1 once the run's --budget is spent
         budget_done = spend_budget(run, &report);
+        st->gen_tokens += report.gen_traj;
+        report.gen_tokens = st->gen_tokens;
         report.last = report.step == run->steps || budget_done;
         report.val_acc = -1.0f;
         if (run->eval_every && (report.step % run->eval_every == 0 || report.last))
@@ -3718,6 +3717,11 @@ static void ckpt_write_failed(FILE *f, const char *tmp, const char *path, const 
 
 static const char *csv_last_row(const struct CsvLog *c);   // run logs, below
 
+/* save_checkpoint: writes path atomically (a temporary file of its own, fsync, rename): the
+   header (CKPT_MAGIC, CKPT_VERSION, configuration, vocabulary), the parameters, and with
+   with_optimizer the AdamW moments, st's step and RNG, and the run record (the runs call
+   check_params before each save). Any write error stops the process (exit 1), the temporary file
+   removed and an older file at path intact. */
 static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, const TrainState *st) {
 #ifdef GRPO_CUDA
     if (m->on_device) {   // a host copy of what the file holds, written by the code below
@@ -4531,8 +4535,10 @@ static void eval_budget_points(TrainRun *run, const StepReport *r) {
     Budget *b = run->budget;
     int K = b->points;
     if (!b->eval_csv.f || b->next_point > K || r->budget_spent < b->amount * b->next_point / K) return;
-    float acc = evaluate(run->policy, run->kv, run->val, run->eval_limit, run->batch->max_new,
-                         run->cfg.temperature, 0, run->cfg.seed, 0.0f, NULL).accuracy;
+    float acc = r->val_acc;   // validated at this step already (--eval-every): the same evaluation
+    if (acc < 0)
+        acc = evaluate(run->policy, run->kv, run->val, run->eval_limit, run->batch->max_new,
+                       run->cfg.temperature, 0, run->cfg.seed, 0.0f, NULL).accuracy;
     for (; b->next_point <= K && r->budget_spent >= b->amount * b->next_point / K; b->next_point++)
         fprintf(b->eval_csv.f, "%d,%.17g,%d,%ld,%.0f,%.6f,%.6f\n", b->next_point, r->budget_spent, r->step,
                 b->gen_traj + b->gen_aux, b->flops, b->seconds, acc);
@@ -5713,8 +5719,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 
 // ---- statistics
 
-/* incomplete_beta: the regularized incomplete beta function I_x(a, b), by its continued
-   fraction (modified Lentz; Numerical Recipes §6.4), on the side of x where it converges fast. */
+// beta_fraction: the continued fraction of I_x(a, b) (modified Lentz; Numerical Recipes §6.4)
 static double beta_fraction(double a, double b, double x) {
     const double tiny = 1e-300;
     double c = 1.0;
@@ -5743,6 +5748,8 @@ static double beta_fraction(double a, double b, double x) {
     return h;
 }
 
+/* incomplete_beta: the regularized incomplete beta function I_x(a, b) (the t distribution's
+   CDF goes through it), by beta_fraction on the side of x where it converges fast. */
 static double incomplete_beta(double a, double b, double x) {
     if (x <= 0.0) return 0.0;
     if (x >= 1.0) return 1.0;
@@ -5781,6 +5788,7 @@ typedef struct {
     double half;        // half-width of the 95% interval mean ± t(0.975, n−1)·sd/√n; NaN for n < 2
 } MeanCI;
 
+// mean_ci: mean, sample sd and the 95% Student-t half-width of x (n values, e.g. one per seed)
 static MeanCI mean_ci(const double *x, int n) {
     MeanCI r = {n, NAN, NAN, NAN};
     if (n < 1) return r;
