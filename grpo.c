@@ -3017,7 +3017,20 @@ typedef struct {
     char options[1024];    // the options that shape the run, "name=value\n" each ("": not recorded)
     char log_row[256];     // its log's last row at the save, the fields before the timings ("": unknown)
     const struct CsvLog *log;   // the run's log: a save records its last row (NULL: none)
+    // State sections: a method's own state, saved after the run record so that --resume continues
+    // it bit for bit (e.g. a critic and its moments, a prompt selector's posteriors). Before a save
+    // a method points a section at its live data; load_checkpoint reads every section of the file
+    // into memory the state owns (free_train_state), and the method finds its own by tag
+    // (ckpt_section).
+    int num_sections;
+    struct {
+        char tag[8];       // CKPT_TAG_BYTES: the method's name for it, NUL-padded ("critic", ...)
+        void *data;        // bytes (a save reads them; a load mallocs them)
+        uint64_t bytes;
+    } section[4];          // CKPT_MAX_SECTIONS
+    unsigned char section_owned[4];   // 1: data was malloc'd by load_checkpoint (ckpt_add_section frees it)
 } TrainState;
+#define CKPT_MAX_SECTIONS 4
 
 // The run's CSV log, its --budget and an evaluation's result: tooling types (defined after the
 // banner below)
@@ -3635,9 +3648,11 @@ static void check_context(const Options *o, int maxT, const Dataset *d) {
 // same file.
 
 #define CKPT_MAGIC 0x4f505247   // "GRPO" in a little-endian file
-#define CKPT_VERSION 2          // 2: the run record after the RNG state (h[11] bytes); 1: none
+#define CKPT_VERSION 3          // 3: state sections after the run record (h[12] of them, h[13..14]
+                                // bytes); 2: the run record after the RNG state (h[11] bytes); 1: none
 #define CKPT_HEADER_INTS 32
 #define CKPT_RECORD_MAX 4096    // bytes of a run record
+#define CKPT_TAG_BYTES 8        // a state section's name, NUL-padded
 
 /* A save that SIGINT, SIGTERM or SIGHUP interrupts (Ctrl-C, kill, a closed terminal) removes
    its temporary file before the process dies. For the length of a save, ckpt_on_signal
@@ -3719,7 +3734,8 @@ static const char *csv_last_row(const struct CsvLog *c);   // run logs, below
 
 /* save_checkpoint: writes path atomically (a temporary file of its own, fsync, rename): the
    header (CKPT_MAGIC, CKPT_VERSION, configuration, vocabulary), the parameters, and with
-   with_optimizer the AdamW moments, st's step and RNG, and the run record (the runs call
+   with_optimizer the AdamW moments, st's step and RNG, the run record and st's state sections
+   (tag, uint64 length, bytes each; at most CKPT_MAX_SECTIONS) (the runs call
    check_params before each save). Any write error stops the process (exit 1), the temporary file
    removed and an older file at path intact. */
 static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, const TrainState *st) {
@@ -3773,6 +3789,12 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
         if (rlen >= (int)sizeof record) rlen = 0;   // cannot happen: options < 1024, row < 64 bytes
     }
     h[11] = rlen;
+    int nsec = with_optimizer && st ? st->num_sections : 0;
+    uint64_t sec_bytes = 0;   // every section's bytes, without their tags and lengths
+    for (int i = 0; i < nsec; i++) sec_bytes += st->section[i].bytes;
+    h[12] = nsec;
+    h[13] = (int32_t)(sec_bytes & 0x7fffffff);   // the total in two 31-bit halves
+    h[14] = (int32_t)(sec_bytes >> 31);
     size_t np = m->num_parameters;
     int ok = fwrite(h, sizeof(int32_t), CKPT_HEADER_INTS, f) == CKPT_HEADER_INTS;
     ok = ok && fwrite(vocab, 1, vlen, f) == (size_t)vlen;
@@ -3782,6 +3804,11 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
         ok = ok && fwrite(m->v_memory, sizeof(float), np, f) == np;
         ok = ok && fwrite(st->rng.s, sizeof(uint64_t), 4, f) == 4;
         ok = ok && fwrite(record, 1, rlen, f) == (size_t)rlen;
+        for (int i = 0; i < nsec; i++) {   // each: its tag, its length (uint64), its bytes
+            ok = ok && fwrite(st->section[i].tag, 1, CKPT_TAG_BYTES, f) == CKPT_TAG_BYTES;
+            ok = ok && fwrite(&st->section[i].bytes, sizeof(uint64_t), 1, f) == 1;
+            ok = ok && fwrite(st->section[i].data, 1, st->section[i].bytes, f) == st->section[i].bytes;
+        }
     }
     if (!ok) ckpt_write_failed(f, tmp, path, "write");
     if (fflush(f) != 0) ckpt_write_failed(f, tmp, path, "flush");
@@ -3902,7 +3929,8 @@ static void ckpt_parse_record(const char *path, const char *record, int len, Tra
 
 /* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences).
    If st is not NULL the file must hold optimizer state, which is restored with the step,
-   RNG and run record (options, tokens sampled, log row: version 2). Refuses, with a message
+   RNG, run record (options, tokens sampled, log row: version 2) and the state sections
+   (version 3: st->section, malloc'd; a method takes its own with ckpt_section). Refuses, with a message
    naming the file: another format (magic), another version, an impossible config, a
    vocabulary different from this build's, a truncated file, trailing bytes, and a parameter
    (or, for a resume, an AdamW moment) that is NaN or Inf. Returns 1 if the file holds
@@ -3922,18 +3950,21 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     if (h[0] != CKPT_MAGIC)
         ckpt_error(path, "bad magic number: not a grpo.c checkpoint",
                    "pass a model.bin written by ./grpo sft or ./grpo train");
-    if (h[1] != CKPT_VERSION && h[1] != 1) {   // version 1: the same, without the run record
-        snprintf(msg, sizeof msg, "format version %d, this build reads versions 1 and %d", h[1],
+    if (h[1] < 1 || h[1] > CKPT_VERSION) {   // 1: no run record; 2: no state sections
+        snprintf(msg, sizeof msg, "format version %d, this build reads versions 1 to %d", h[1],
                  CKPT_VERSION);
         ckpt_error(path, msg, "re-create the checkpoint with this build");
     }
     int record_len = h[1] >= 2 && h[7] ? h[11] : 0;
+    int nsec = h[1] >= 3 && h[7] ? h[12] : 0;
+    long long sec_bytes = nsec ? (long long)h[13] + ((long long)h[14] << 31) : 0;
     GPTConfig c = {h[2], h[3], h[4], h[5], h[6]};
     // the ranges of --context, --layers, --heads, --channels: every file ./grpo can write
     if (c.max_seq_len < 1 || c.max_seq_len > 1024 || c.num_layers < 1 || c.num_layers > 64 ||
         c.num_heads < 1 || c.num_heads > 64 || c.channels < 1 || c.channels > 4096 ||
         c.channels % c.num_heads || h[7] < 0 || h[7] > 1 || h[8] < 0 || h[9] < 0 || h[9] > 4096 ||
-        record_len < 0 || record_len >= CKPT_RECORD_MAX)
+        record_len < 0 || record_len >= CKPT_RECORD_MAX || nsec < 0 || nsec > CKPT_MAX_SECTIONS ||
+        (nsec && (h[13] < 0 || h[14] < 0 || h[14] > (1 << 20))))
         ckpt_error(path, "header holds an impossible model configuration (corrupt file?)", NULL);
     {   // the file must be exactly as long as its header says, checked BEFORE allocating the model
         size_t sz[NUM_PARAM_TENSORS], np = 0;
@@ -3941,7 +3972,8 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         for (int i = 0; i < NUM_PARAM_TENSORS; i++) np += sz[i];
         long long want = (long long)sizeof h + h[9] +
                          (long long)np * (long long)sizeof(float) * (h[7] ? 3 : 1) +
-                         (h[7] ? 4 * (long long)sizeof(uint64_t) : 0) + record_len;
+                         (h[7] ? 4 * (long long)sizeof(uint64_t) : 0) + record_len +
+                         nsec * (long long)(CKPT_TAG_BYTES + sizeof(uint64_t)) + sec_bytes;
         struct stat sb;
         if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (long long)sb.st_size != want) {
             snprintf(msg, sizeof msg, "%s: the file is %lld bytes, its header describes %lld",
@@ -4000,8 +4032,27 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
             st->rng = r;
             st->step = h[8];
             ckpt_parse_record(path, record, record_len, st);
+            st->num_sections = 0;
+            long long left = sec_bytes;   // what the header says the sections hold
+            for (int i = 0; i < nsec; i++) {
+                char tag[CKPT_TAG_BYTES];
+                uint64_t bytes;
+                ckpt_read(tag, 1, CKPT_TAG_BYTES, f, path, "a state section's tag");
+                ckpt_read(&bytes, sizeof bytes, 1, f, path, "a state section's length");
+                if ((long long)bytes > left || tag[CKPT_TAG_BYTES - 1] != 0)
+                    ckpt_error(path, "a state section disagrees with the header (corrupt file?)", NULL);
+                left -= (long long)bytes;
+                memcpy(st->section[i].tag, tag, CKPT_TAG_BYTES);
+                st->section[i].bytes = bytes;
+                st->section[i].data = mallocCheck(bytes ? bytes : 1);
+                st->section_owned[i] = 1;
+                ckpt_read(st->section[i].data, 1, bytes, f, path, "a state section");
+                st->num_sections = i + 1;
+            }
         }
-        else {   // --init: the weights only, the moments start at zero
+        else {   // --init: the weights only, the moments start at zero, state sections skipped
+            if (fseek(f, nsec * (long)(CKPT_TAG_BYTES + sizeof(uint64_t)) + (long)sec_bytes, SEEK_CUR) != 0)
+                ckpt_error(path, "cannot skip the state sections", NULL);
             memset(mom1, 0, m->num_parameters * sizeof(float));
             memset(mom2, 0, m->num_parameters * sizeof(float));
         }
@@ -4021,6 +4072,36 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     }
 #endif
     return h[7];
+}
+
+/* ckpt_section: the state section named tag of st (as load_checkpoint read it, or as a method
+   set it for a save) and its length in *bytes, or NULL when st has none of that name. */
+static void *ckpt_section(const TrainState *st, const char *tag, uint64_t *bytes) {
+    for (int i = 0; i < st->num_sections; i++)
+        if (!strncmp(st->section[i].tag, tag, CKPT_TAG_BYTES)) {
+            *bytes = st->section[i].bytes;
+            return st->section[i].data;
+        }
+    return NULL;
+}
+
+/* ckpt_add_section: names data (bytes) as st's state section tag (at most CKPT_TAG_BYTES − 1
+   characters) for the next save; replaces a section of that name (a loaded one is freed).
+   The data is not copied: it must live until the save. */
+static void ckpt_add_section(TrainState *st, const char *tag, void *data, uint64_t bytes, int owned) {
+    int i = 0;
+    while (i < st->num_sections && strncmp(st->section[i].tag, tag, CKPT_TAG_BYTES)) i++;
+    if (i == CKPT_MAX_SECTIONS || strlen(tag) >= CKPT_TAG_BYTES) {
+        fprintf(stderr, "internal error: state section '%s': too many sections or too long a tag\n", tag);
+        exit(EXIT_FAILURE);
+    }
+    if (i < st->num_sections && st->section_owned[i]) free(st->section[i].data);
+    memset(st->section[i].tag, 0, CKPT_TAG_BYTES);
+    memcpy(st->section[i].tag, tag, strlen(tag));
+    st->section[i].data = data;
+    st->section[i].bytes = bytes;
+    st->section_owned[i] = owned;
+    if (i == st->num_sections) st->num_sections++;
 }
 
 /* Largest |parameter| a checkpoint may hold. Weights start at N(0, 0.02²) (LayerNorm gains

@@ -952,6 +952,59 @@ static void test_checkpoints(void) {
     free(buf); free(mod); free(longer); free_gpt(&a); free_gpt(&b);
 }
 
+static void load_init_fn(void *path) { GPT m; load_checkpoint((const char *)path, &m, 1, NULL); free_gpt(&m); }
+
+// State sections (checkpoint format 3): what a save writes after the run record comes back by
+// tag, byte for byte; --init skips them; a section longer than the header says is refused.
+static void test_checkpoint_sections(void) {
+    char path[256], bad[300];
+    make_dir(TMPDIR_);
+    snprintf(path, sizeof path, "%s/sections.bin", TMPDIR_);
+    GPTConfig c = {16, VOCAB_SIZE, 1, 2, 16};
+    GPT a, b, d;
+    build_gpt(&a, c, 1, 5);
+    TrainState st = {.step = 4, .rng = {{5, 6, 7, 8}}, .kind = 2};
+    float beta_table[6] = {1, 2, 3.5f, 4, 5, 6.25f};
+    unsigned char blob[3] = {9, 0, 255};
+    ckpt_add_section(&st, "mopps", beta_table, sizeof beta_table, 0);
+    ckpt_add_section(&st, "x", blob, sizeof blob, 0);
+    ckpt_add_section(&st, "x", blob, 2, 0);   // replaces the section of that name
+    save_checkpoint(path, &a, 1, &st);
+    TrainState back = {0};
+    load_checkpoint(path, &b, 1, &back);
+    uint64_t n1 = 0, n2 = 0, n3 = 0;
+    float *t1 = (float *)ckpt_section(&back, "mopps", &n1);
+    unsigned char *t2 = (unsigned char *)ckpt_section(&back, "x", &n2);
+    void *t3 = ckpt_section(&back, "critic", &n3);
+    check(back.num_sections == 2 && t1 && n1 == sizeof beta_table && !memcmp(t1, beta_table, n1) && t2 &&
+          n2 == 2 && t2[0] == 9 && t2[1] == 0 && !t3 && back.step == 4,
+          "checkpoint: state sections come back by tag, byte for byte (format 3)", "%d sections, %llu and %llu bytes",
+          back.num_sections, (unsigned long long)n1, (unsigned long long)n2);
+    load_checkpoint(path, &d, 1, NULL);   // --init: weights only, sections skipped, no trailing-bytes error
+    check(!memcmp(a.params_memory, d.params_memory, a.num_parameters * sizeof(float)),
+          "checkpoint: --init skips the state sections", "");
+    size_t n;
+    unsigned char *buf = (unsigned char *)read_all(path, &n);
+    int32_t h[CKPT_HEADER_INTS];
+    memcpy(h, buf, sizeof h);
+    h[13] -= 1;   // the header now says the sections hold one byte less than they do
+    memcpy(buf, h, sizeof h);
+    snprintf(bad, sizeof bad, "%s/sections_bad.bin", TMPDIR_);
+    write_bytes(bad, buf, n - 1);
+    expect_exit("checkpoint: a section longer than the header says is refused", load_resume_fn, bad, 1,
+                "state section disagrees");
+    h[13] += 1;   // the true header, one byte short of the last section
+    memcpy(buf, h, sizeof h);
+    write_bytes(bad, buf, n - 1);
+    expect_exit("checkpoint: a file that ends inside a state section is refused (--init too)", load_init_fn, bad,
+                1, "truncated");
+    for (int i = 0; i < back.num_sections; i++) free(back.section[i].data);
+    free(buf);
+    free_gpt(&a);
+    free_gpt(&b);
+    free_gpt(&d);
+}
+
 // Runs a command function in-process with an argument vector (for end-to-end tests).
 typedef int (*CmdFn)(int, char **, Options *);
 static int run_cmd(CmdFn fn, const char *args) {
@@ -3562,6 +3615,7 @@ int main(int argc, char **argv) {
     if (want("model", only)) test_attention_backward_ref();
     if (want("model", only)) test_clip_ref();
     if (want("checkpoint", only)) test_checkpoints();
+    if (want("checkpoint", only)) test_checkpoint_sections();
     if (want("checkpoint", only)) test_run_tmpdir();
     if (want("cli", only)) test_usage_errors();
     if (want("cli", only)) test_io_errors();
