@@ -1301,13 +1301,13 @@ static void gpt_set_shape(GPT *m, int B, int T) {
     m->B = B; m->T = T;
 }
 
-/* gpt_forward: inputs (B,T) token ids → acts.logits (B,T,V), logits at position t predict
-   token t+1. Sequences shorter than T are padded at the end; causal attention means the
-   padding never changes the logits of earlier positions. */
-static void gpt_forward(GPT *m, const int *inputs, int B, int T) {
+/* gpt_forward_trunk: inputs (B,T) token ids → acts.lnf (B,T,C), the final LayerNorm's output:
+   the transformer without its LM head (gpt_forward adds the head; the critic's value head
+   reads acts.lnf instead). */
+static void gpt_forward_trunk(GPT *m, const int *inputs, int B, int T) {
     gpt_set_shape(m, B, T);
     GPTConfig c = m->config;
-    int L = c.num_layers, C = c.channels, NH = c.num_heads, V = c.vocab_size;
+    int L = c.num_layers, C = c.channels, NH = c.num_heads;
     size_t BT = (size_t)B * T;
     ParameterTensors p = m->params;
     ActivationTensors a = m->acts;
@@ -1340,38 +1340,49 @@ static void gpt_forward(GPT *m, const int *inputs, int B, int T) {
     }
     LAYER(m, layernorm_forward)(a.lnf, a.lnf_mean, a.lnf_rstd, a.residual3 + (L - 1) * BT * C,
                                 p.lnfw, p.lnfb, BT, C);
-    LAYER(m, matmul_forward)(a.logits, a.lnf, p.wte, NULL, BT, C, V);
+}
+
+/* gpt_forward: inputs (B,T) token ids → acts.logits (B,T,V), logits at position t predict
+   token t+1. Sequences shorter than T are padded at the end; causal attention means the
+   padding never changes the logits of earlier positions. */
+static void gpt_forward(GPT *m, const int *inputs, int B, int T) {
+    gpt_forward_trunk(m, inputs, B, T);
+    size_t BT = (size_t)B * T;
+    LAYER(m, matmul_forward)(m->acts.logits, m->acts.lnf, m->params.wte, NULL, BT, m->config.channels,
+                             m->config.vocab_size);
 }
 
 static void gpt_zero_grad(GPT *m) {
     LAYER(m, memset_zero)(m->grads_memory, m->num_parameters * sizeof(float));
 }
 
-/* gpt_backward: given grads_acts.logits (B,T,V) = ∂loss/∂logits for the last forward pass,
-   accumulates ∂loss/∂θ into m->grads (call gpt_zero_grad first for a fresh step).
+// Sets every activation gradient but dlogits (and dprobs) to zero: a backward pass adds into them.
+static void gpt_zero_act_grads(GPT *m) {
+    size_t skip = (size_t)(m->grads_acts.logits - m->grads_acts_memory);
+    LAYER(m, memset_zero)(m->grads_acts_memory, skip * sizeof(float));
+}
+
+/* gpt_backward_trunk: given grads_acts.lnf (B,T,C) = ∂loss/∂(the final LayerNorm's output) of
+   the last forward pass, every other activation gradient zero (gpt_zero_act_grads), accumulates
+   ∂loss/∂θ of the trunk (every parameter; wte through the embedding only) into m->grads.
    The residual stream's gradient lives in one buffer, dres, from the final LayerNorm down to
    the embeddings: a residual connection passes its gradient on unchanged to both branches, so
    each block reads dres as the gradient of its two projections and its LayerNorms add into
    it. (This replaces residual_backward's copies; the values and their order of addition are
    the same.) */
-static void gpt_backward(GPT *m, const int *inputs) {
+static void gpt_backward_trunk(GPT *m, const int *inputs) {
     GPTConfig c = m->config;
     int B = m->B;
     int T = m->T;
     int L = c.num_layers;
     int C = c.channels;
     int NH = c.num_heads;
-    int V = c.vocab_size;
     size_t BT = (size_t)B * T;
     ParameterTensors p = m->params;
     ParameterTensors g = m->grads;
     ActivationTensors a = m->acts;
     ActivationTensors d = m->grads_acts;
-    // every activation gradient except dlogits starts at zero
-    size_t skip = (size_t)(d.logits - m->grads_acts_memory);
-    LAYER(m, memset_zero)(m->grads_acts_memory, skip * sizeof(float));
     float *dres = d.residual3 + (L - 1) * BT * C;
-    LAYER(m, matmul_backward)(d.lnf, g.wte, NULL, d.logits, a.lnf, p.wte, BT, C, V);
     LAYER(m, layernorm_backward)(dres, g.lnfw, g.lnfb, d.lnf, a.residual3 + (L - 1) * BT * C, p.lnfw,
                                  a.lnf_mean, a.lnf_rstd, BT, C);
     for (int l = L - 1; l >= 0; l--) {
@@ -1400,11 +1411,22 @@ static void gpt_backward(GPT *m, const int *inputs) {
     }
 #ifdef GRPO_CUDA
     if (m->on_device) {   // the GPU needs V to give each (token, channel) of dwte one thread
-        cuda_encoder_backward(g.wte, g.wpe, dres, m->dev_inputs, B, T, C, V);
+        cuda_encoder_backward(g.wte, g.wpe, dres, m->dev_inputs, B, T, C, c.vocab_size);
         return;
     }
 #endif
     encoder_backward(g.wte, g.wpe, dres, inputs, B, T, C);
+}
+
+/* gpt_backward: given grads_acts.logits (B,T,V) = ∂loss/∂logits for the last forward pass,
+   accumulates ∂loss/∂θ into m->grads (call gpt_zero_grad first for a fresh step): the LM head
+   (tied to wte) gives ∂loss/∂lnf, and gpt_backward_trunk goes on from there. */
+static void gpt_backward(GPT *m, const int *inputs) {
+    size_t BT = (size_t)m->B * m->T;
+    gpt_zero_act_grads(m);
+    LAYER(m, matmul_backward)(m->grads_acts.lnf, m->grads.wte, NULL, m->grads_acts.logits, m->acts.lnf,
+                              m->params.wte, BT, m->config.channels, m->config.vocab_size);
+    gpt_backward_trunk(m, inputs);
 }
 
 // ----------------------------------------------------------------------------
@@ -1701,18 +1723,11 @@ static float lr_at(const AdamWConfig *o, int step) {
     return o->lr * (o->min_lr_frac + (1.0f - o->min_lr_frac) * decay);
 }
 
-/* clip_grad_norm: global L2 norm over all gradients, summed in double: each block of
-   CLIP_BLOCK gradients in 8 interleaved sums (vectorized), the blocks' sums then added in
-   order, so the result does not depend on the thread count; scales gradients by
-   max_norm / (norm + 1e-6) when that is < 1 (as torch.nn.utils.clip_grad_norm_).
-   Returns the norm before clipping (NaN/Inf if any gradient is not finite). */
+/* grad_sum_squares: Σ g² over grads (n), summed in double: each block of CLIP_BLOCK gradients
+   in 8 interleaved sums (vectorized), the blocks' sums then added in order, so the result does
+   not depend on the thread count. */
 #define CLIP_BLOCK 16384
-static float clip_grad_norm(GPT *m, float max_norm) {
-#ifdef GRPO_CUDA
-    if (m->on_device) return cuda_clip_grad_norm(m->grads_memory, m->num_parameters, max_norm);
-#endif
-    float *grads = m->grads_memory;
-    size_t n = m->num_parameters;
+static double grad_sum_squares(const float *grads, size_t n) {
     int nblocks = (int)((n + CLIP_BLOCK - 1) / CLIP_BLOCK);
     double *part = (double *)mallocCheck((size_t)nblocks * sizeof(double));
     #pragma omp parallel for
@@ -1730,7 +1745,19 @@ static float clip_grad_norm(GPT *m, float max_norm) {
     double ss = 0.0;
     for (int k = 0; k < nblocks; k++) ss += part[k];
     free(part);
-    float norm = (float)sqrt(ss);
+    return ss;
+}
+
+/* clip_grad_norm: global L2 norm over all of m's gradients (grad_sum_squares); scales them by
+   max_norm / (norm + 1e-6) when that is < 1 (as torch.nn.utils.clip_grad_norm_). Returns the
+   norm before clipping (NaN/Inf if any gradient is not finite). */
+static float clip_grad_norm(GPT *m, float max_norm) {
+#ifdef GRPO_CUDA
+    if (m->on_device) return cuda_clip_grad_norm(m->grads_memory, m->num_parameters, max_norm);
+#endif
+    float *grads = m->grads_memory;
+    size_t n = m->num_parameters;
+    float norm = (float)sqrt(grad_sum_squares(grads, n));
     if (max_norm > 0.0f && isfinite(norm)) {
         float coef = max_norm / (norm + 1e-6f);
         if (coef < 1.0f) {
