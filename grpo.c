@@ -2503,20 +2503,22 @@ static TreeStats prefix_tree_stats(const PrefixTree *tree, const int *len, int k
 }
 
 // ----------------------------------------------------------------------------
-// Objectives: GRPO and λ-GRPO (conventions in notes/conventions.md)
+// Objectives: GRPO and λ-GRPO (conventions in notes/conventions.md); PPO's critic has its own
+// section after the GRPO step
 
-enum { OBJ_GRPO = 0, OBJ_LAMBDA_GRPO = 1 };
+// (issue 16: mc-prm, part 1, goes between lambda-grpo and ppo when the two branches are merged)
+enum { OBJ_GRPO = 0, OBJ_LAMBDA_GRPO = 1, OBJ_PPO = 2 };
 enum { AGG_TOKEN_MEAN = 0, AGG_SEQ_MEAN_TOKEN_MEAN, AGG_SEQ_MEAN_TOKEN_SUM, AGG_SEQ_MEAN_TOKEN_SUM_NORM };
 enum { STD_SAMPLE = 0, STD_POPULATION, STD_NONE };
 enum { SCOPE_GROUP = 0, SCOPE_BATCH };
-static const char *OBJECTIVE_NAMES[] = {"grpo", "lambda-grpo", NULL};
+static const char *OBJECTIVE_NAMES[] = {"grpo", "lambda-grpo", "ppo", NULL};
 static const char *LOSS_AGG_NAMES[] = {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
                                        "seq-mean-token-sum-norm", NULL};
 static const char *ADV_STD_NAMES[] = {"sample", "population", "none", NULL};
 static const char *SCOPE_NAMES[] = {"group", "batch", NULL};
 
 typedef struct {
-    int objective;        // OBJ_GRPO or OBJ_LAMBDA_GRPO
+    int objective;        // OBJ_GRPO, OBJ_LAMBDA_GRPO or OBJ_PPO
     int loss_agg;         // AGG_*
     int adv_std;          // STD_*: std in the advantage's denominator
     int adv_std_scope;    // SCOPE_*: std over each group, or over the whole batch
@@ -2726,6 +2728,8 @@ typedef struct {
     int *lambda_size, *node_of;  // (N, max_new) |λ(i,t)| and the node of B(G) that owns the token
     float *step_adv;             // (N, max_new) A_λ(i,t): reported (./grpo check), not trained on;
                                  // NULL unless the caller allocates it (check does)
+    const float *token_adv;      // (N, max_new) per-token advantages that replace a_i in the loss
+                                 // (ppo: whitened GAE, ppo_advantages); NULL: a_i. Not owned
     // per completion token, (N, max_new)
     float *logp, *logp_old, *logp_ref, *adv_tok, *weight, *coef, *dlogp, *ratio, *kl;
     unsigned char *clipped;
@@ -2925,11 +2929,12 @@ typedef struct {                 // what grpo_update reports: iteration 0's valu
 typedef enum { UPDATE_DONE = 0, UPDATE_LOSS_NOT_FINITE, UPDATE_GRAD_NORM_NOT_FINITE } UpdateStatus;
 static const char *UPDATE_STOPPED_BY[] = {"", "the loss", "the gradient norm"};
 
-/* grpo_prepare_tokens: per completion token, its advantage, the objective's weight (1, or
-   1/|λ(i,t)| for λ-GRPO) and its completion's aggregation factor c_i. The normaliser is
-   computed here, once over the whole step, before any backward pass, so micro-batching
-   changes no gradient. With cfg->mask_truncated, a completion marked truncated gets c_i = 0
-   and leaves every normaliser (loss_agg_coef_masked). Also counts the tokens and mean |λ|. */
+/* grpo_prepare_tokens: per completion token, its advantage (a_i, or g->token_adv's), the
+   objective's weight (1, or 1/|λ(i,t)| for λ-GRPO) and its completion's aggregation factor
+   c_i. The normaliser is computed here, once over the whole step, before any backward pass,
+   so micro-batching changes no gradient. With cfg->mask_truncated, a completion marked
+   truncated gets c_i = 0 and leaves every normaliser (loss_agg_coef_masked). Also counts the
+   tokens and mean |λ|. */
 static void grpo_prepare_tokens(GroupBatch *g, const GRPOConfig *cfg, UpdateStats *us) {
     int stride = g->max_new;
     const unsigned char *masked = cfg->mask_truncated ? g->truncated : NULL;
@@ -2942,7 +2947,8 @@ static void grpo_prepare_tokens(GroupBatch *g, const GRPOConfig *cfg, UpdateStat
             // a_i, not the step advantage A_λ(i,t) (step_adv): by Theorem 1 both give the same loss
             // and gradient at μ = 1 under token-mean (a node's members share its log-probs and
             // Σ_{j∈λ} a_j = |λ|·A_λ). Checked by test_theorem1_and_lambda in tests/test_grpo.c.
-            g->adv_tok[at] = g->advantage[i];
+            // A method with per-token advantages (ppo) sets token_adv instead.
+            g->adv_tok[at] = g->token_adv ? g->token_adv[at] : g->advantage[i];
             g->weight[at] = lambda_weight(&cfg->obj, g->lambda_size[at]);
             g->coef[at] = g->seq_coef[i];
             us->mean_lambda += g->lambda_size[at];
@@ -3032,6 +3038,373 @@ static UpdateStatus grpo_update(GPT *policy, GPT *ref, GroupBatch *g, const GRPO
 }
 
 // ----------------------------------------------------------------------------
+// A learned critic: PPO with GAE (Schulman et al. 2017, arXiv 1707.06347; GAE: Schulman et al.
+// 2016, arXiv 1506.02438; the conventions of verl's core_algos: compute_gae_advantage_return,
+// compute_value_loss)
+//
+// --objective ppo trains the policy on the same clipped surrogate, KL and aggregation as GRPO,
+// but each token's advantage comes from a value model instead of the token's group: V(x, y_<t),
+// a transformer of the policy's shape whose LM head is replaced by a scalar value head,
+// initialised from the SFT trunk, with parameters and AdamW moments of its own (verl's critic;
+// VinePPO's PPO baseline). Per step, after scoring: V_old, the critic's values at sampling time
+// (critic_forward); A_t and return_t by GAE (gae_advantages); A_t whitened over the batch
+// (whiten_advantages) and handed to grpo_update as per-token advantages (GroupBatch.token_adv,
+// λ-weight 1); after the policy's update, μ AdamW steps of the critic on the clipped value loss
+// (value_loss, critic_update). PPO needs no groups: with k > 1 per prompt it sees the data GRPO
+// sees, and its a_i and trees are still computed, for the log's statistics only.
+
+typedef struct {
+    float gamma;         // GAE's discount γ (--gae-gamma; verl's default 1)
+    float lam;           // GAE's λ (--gae-lambda; verl's default 1)
+    float clip_value;    // c of the clipped value loss: V stays within V_old ± c (verl's cliprange_value 0.5)
+    AdamWConfig opt;     // the policy's AdamW settings and schedule, at --critic-lr
+} CriticConfig;
+
+typedef struct {
+    CriticConfig cfg;
+    GPT trunk;                 // the transformer: parameters, gradients, AdamW moments, activations
+                               // (its LM head is never run; wte is only the token embedding here)
+    int C;
+    float *head;               // (C+1) the value head: w (C), then the bias b; V = w · lnf + b
+    float *head_grad;          // (C+1)
+    float *head_m, *head_v;    // (C+1) its AdamW moments
+    int adam_t;                // the critic's AdamW steps taken (μ per GRPO step)
+    float *value_pos;          // (max_batch, maxT) V at every position of the last micro-batch
+    float *dvalue_pos;         // (max_batch, maxT) ∂loss/∂V there
+    // per completion token, (N, max_new), row i holding completion i's tokens as in GroupBatch
+    float *value_old;          // V_old(i,t): the critic's value before generating token t, at sampling time
+    float *value;              // V(i,t) in the current iteration of critic_update
+    float *returns;            // return_t = A_t + V_old (GAE's value target)
+    float *adv_raw;            // GAE's A_t
+    float *adv;                // A_t whitened over the batch: what the policy trains on
+    float *dvalue;             // ∂(value loss)/∂V(i,t)
+    unsigned char *clipped;    // 1 where the clipped branch of the value loss is taken
+    void *section;             // the checkpoint's state section "critic" (critic_to_section)
+    uint64_t section_bytes;
+} Critic;
+
+typedef struct {               // what the critic reports for one step
+    double value_loss;         // iteration 0's clipped value loss (before the critic moves)
+    double value_clip_frac;    // iteration 0's share of tokens on the clipped branch (0 at μ = 1)
+    double explained_var;      // 1 − Var(return − V_old) / (Var(return) + 1e-5) over the step's tokens (verl)
+    double mean_abs_adv;       // mean |A_t| before whitening
+    double grad_norm;          // iteration 0's gradient norm (trunk and head) before clipping
+    double seconds;            // wall seconds of the critic's forward at sampling time and its update
+    float not_finite;          // the loss or gradient norm that stopped critic_update
+} CriticStats;
+
+/* gae_advantages: GAE (Schulman et al. 2016, eq. 16) for N completions; value (V_old), adv and
+   ret are (N, stride), row i holding completion i's tokens t = 0..clen[i]−1. The outcome reward
+   r_i sits on the last token (r_t = 0 before it) and the value after the last token is 0 (the
+   episode ends there):
+       δ_t = r_t + γ V_{t+1} − V_t,   A_t = δ_t + γ λ A_{t+1},   return_t = A_t + V_t
+   (verl's compute_gae_advantage_return). At γ = λ = 1 the sum telescopes: A_t = r − V_t.
+   Accumulated backwards in double, stored as float. */
+static void gae_advantages(float *adv, float *ret, const float *value, const float *reward, const int *clen,
+                           int N, int stride, float gamma, float lam) {
+    for (int i = 0; i < N; i++) {
+        const float *v = value + (size_t)i * stride;
+        double next_value = 0.0;   // V after the last token
+        double next_adv = 0.0;
+        for (int t = clen[i] - 1; t >= 0; t--) {
+            double r = t == clen[i] - 1 ? reward[i] : 0.0;
+            double delta = r + (double)gamma * next_value - v[t];
+            double a = delta + (double)gamma * lam * next_adv;
+            adv[(size_t)i * stride + t] = (float)a;
+            ret[(size_t)i * stride + t] = (float)(a + v[t]);
+            next_value = v[t];
+            next_adv = a;
+        }
+    }
+}
+
+/* whiten_advantages: out = (A − mean) / sqrt(var + 1e-8) over every completion token of the
+   batch (arrays (N, stride) as in gae_advantages; clen (N)), mean and sample variance (n − 1)
+   over those tokens: verl's masked_whiten over the response mask. With a single token var is
+   taken as 0. In double; out may be adv. */
+static void whiten_advantages(float *out, const float *adv, const int *clen, int N, int stride) {
+    double sum = 0.0;
+    long n = 0;
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < clen[i]; t++) {
+            sum += adv[(size_t)i * stride + t];
+            n++;
+        }
+    if (n == 0) return;
+    double mean = sum / n, ss = 0.0;
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < clen[i]; t++) {
+            double d = adv[(size_t)i * stride + t] - mean;
+            ss += d * d;
+        }
+    double var = n > 1 ? ss / (n - 1) : 0.0;
+    double inv_std = 1.0 / sqrt(var + 1e-8);
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < clen[i]; t++) {
+            size_t at = (size_t)i * stride + t;
+            out[at] = (float)((adv[at] - mean) * inv_std);
+        }
+}
+
+/* value_loss: PPO's clipped value loss over n tokens, arrays (n) (verl's compute_value_loss):
+       ℓ = ½ max((V − ret)², (clip(V, V_old − c, V_old + c) − ret)²),
+   each token's times coef, the aggregation factor (token-mean: 1 / the step's token count).
+   Returns Σ coef·ℓ (double). dvalue gets ∂(coef·ℓ)/∂V = coef·(V − ret), or 0 where the clipped
+   branch is strictly larger: V is then outside V_old ± c, where clip() is constant (torch.max
+   and torch.clamp in verl). clipped (NULL: not wanted) marks those tokens. */
+static double value_loss(int n, const float *value, const float *value_old, const float *ret, float coef,
+                         float clip_value, float *dvalue, unsigned char *clipped) {
+    double loss = 0.0;
+    for (int j = 0; j < n; j++) {
+        float lo = value_old[j] - clip_value;
+        float hi = value_old[j] + clip_value;
+        float v_clipped = value[j] < lo ? lo : (value[j] > hi ? hi : value[j]);
+        float err = value[j] - ret[j];
+        float err_clipped = v_clipped - ret[j];
+        float l_unclipped = err * err;
+        float l_clipped = err_clipped * err_clipped;
+        int take_clip = l_clipped > l_unclipped;
+        loss += (double)coef * 0.5 * (take_clip ? l_clipped : l_unclipped);
+        dvalue[j] = take_clip ? 0.0f : coef * err;
+        if (clipped) clipped[j] = (unsigned char)take_clip;
+    }
+    return loss;
+}
+
+/* value_head_forward: value (N) = lnf (N,C) · w + b with head = [w (C), b]: the critic's scalar
+   head on the final LayerNorm's output, in place of the LM head. */
+static void value_head_forward(float *value, const float *lnf, const float *head, int N, int C) {
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const float *x = lnf + (size_t)n * C;
+        float s = 0.0f;
+        for (int i = 0; i < C; i++) s += x[i] * head[i];
+        value[n] = s + head[C];
+    }
+}
+
+/* value_head_backward: given dvalue (N) = ∂loss/∂V, writes dlnf (N,C) = dvalue·w (the gradient
+   gpt_backward_trunk starts from) and adds Σ_n dvalue_n·[lnf_n, 1] to dhead (C+1), each
+   channel's sum over the positions in order (any thread count gives the same sums). */
+static void value_head_backward(float *dlnf, float *dhead, const float *dvalue, const float *lnf,
+                                const float *head, int N, int C) {
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < C; i++) dlnf[(size_t)n * C + i] = dvalue[n] * head[i];
+    #pragma omp parallel for
+    for (int i = 0; i <= C; i++) {
+        float s = 0.0f;
+        for (int n = 0; n < N; n++) s += dvalue[n] * (i < C ? lnf[(size_t)n * C + i] : 1.0f);
+        dhead[i] += s;
+    }
+}
+
+// The critic's state section of a checkpoint: int64 {AdamW steps, trunk parameters P, channels C},
+// then float32: the trunk's parameters, AdamW m and v (P each), the value head, its m and v (C+1 each).
+#define CRITIC_TAG "critic"
+static uint64_t critic_section_bytes(size_t P, int C) {
+    return 3 * sizeof(int64_t) + (3 * (uint64_t)P + 3 * (uint64_t)(C + 1)) * sizeof(float);
+}
+
+/* build_critic: a critic for micro-batches of up to max_batch sequences and steps of N
+   completions of up to max_new tokens. The trunk is a copy of init's parameters (the SFT model,
+   also π_θ's start; AdamW moments 0); the value head starts at 0, so V = 0 until its first
+   update and the first step's advantages are the whitened rewards. CPU only. */
+static void build_critic(Critic *c, const GPT *init, int max_batch, int N, int max_new, CriticConfig cfg) {
+    memset(c, 0, sizeof *c);
+    c->cfg = cfg;
+    build_gpt(&c->trunk, init->config, max_batch, 0);
+    memcpy(c->trunk.params_memory, init->params_memory, init->num_parameters * sizeof(float));
+    c->C = init->config.channels;
+    c->head = (float *)callocCheck(c->C + 1, sizeof(float));
+    c->head_grad = (float *)callocCheck(c->C + 1, sizeof(float));
+    c->head_m = (float *)callocCheck(c->C + 1, sizeof(float));
+    c->head_v = (float *)callocCheck(c->C + 1, sizeof(float));
+    size_t positions = (size_t)max_batch * init->config.max_seq_len, NT = (size_t)N * max_new;
+    c->value_pos = (float *)callocCheck(positions, sizeof(float));
+    c->dvalue_pos = (float *)callocCheck(positions, sizeof(float));
+    float **per_token[] = {&c->value_old, &c->value, &c->returns, &c->adv_raw, &c->adv, &c->dvalue};
+    for (size_t a = 0; a < sizeof per_token / sizeof per_token[0]; a++)
+        *per_token[a] = (float *)callocCheck(NT, sizeof(float));
+    c->clipped = (unsigned char *)callocCheck(NT, 1);
+    c->section_bytes = critic_section_bytes(c->trunk.num_parameters, c->C);
+    c->section = mallocCheck(c->section_bytes);
+}
+
+static void free_critic(Critic *c) {
+    free_gpt(&c->trunk);
+    void *arrays[] = {c->head, c->head_grad, c->head_m, c->head_v, c->value_pos, c->dvalue_pos, c->value_old,
+                      c->value, c->returns, c->adv_raw, c->adv, c->dvalue, c->clipped, c->section};
+    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
+}
+
+/* critic_forward: the critic on completions [first, first+B) of g, teacher-forced as
+   policy_logp feeds the policy (make_batch, the same scratch): writes rows first..first+B−1 of
+   out (N, max_new) with V(i,t), read at position plen−1+t, whose next token is completion token
+   t: the state before generating it (verl's values[:, -response_length-1:-1]). Leaves the
+   trunk's activations and value_pos (B·T) for a backward pass. Returns T of the batch. */
+static int critic_forward(Critic *c, GroupBatch *g, int first, int B, float *out) {
+    int T = make_batch(g->inputs, g->targets, B, g->prompt + first, g->plen + first, g->comp_row + first,
+                       g->clen + first);
+    gpt_forward_trunk(&c->trunk, g->inputs, B, T);
+    value_head_forward(c->value_pos, c->trunk.acts.lnf, c->head, B * T, c->C);
+    for (int b = 0; b < B; b++) {
+        int i = first + b;
+        for (int t = 0; t < g->clen[i]; t++)
+            out[(size_t)i * g->max_new + t] = c->value_pos[b * T + g->plen[i] - 1 + t];
+    }
+    return T;
+}
+
+/* ppo_advantages: the step's per-token advantages for --objective ppo: V_old at every
+   completion token (critic_forward in micro-batches of cfg->micro_batch sequences), GAE's A_t
+   and return_t from the rewards (gae_advantages), A_t whitened over the batch
+   (whiten_advantages); g->token_adv then points at them, so grpo_prepare_tokens gives token
+   (i,t) the advantage A_t instead of a_i. Fills stats' explained variance, mean |A| and seconds. */
+static void ppo_advantages(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
+    double t0 = wall_seconds();
+    int N = g->N, stride = g->max_new;
+    int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
+    for (int first = 0; first < N; first += micro)
+        critic_forward(c, g, first, first + micro <= N ? micro : N - first, c->value_old);
+    gae_advantages(c->adv_raw, c->returns, c->value_old, g->reward, g->clen, N, stride, c->cfg.gamma,
+                   c->cfg.lam);
+    whiten_advantages(c->adv, c->adv_raw, g->clen, N, stride);
+    g->token_adv = c->adv;
+    // explained variance of the returns by V_old (verl's critic/vf_explained_var) and mean |A|
+    double sum_r = 0, sum_d = 0, sum_abs = 0;
+    long n = 0;
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < g->clen[i]; t++) {
+            size_t at = (size_t)i * stride + t;
+            sum_r += c->returns[at];
+            sum_d += (double)c->returns[at] - c->value_old[at];
+            sum_abs += fabs(c->adv_raw[at]);
+            n++;
+        }
+    double mean_r = sum_r / n, mean_d = sum_d / n, var_r = 0, var_d = 0;
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < g->clen[i]; t++) {
+            size_t at = (size_t)i * stride + t;
+            double dr = c->returns[at] - mean_r, dd = (double)c->returns[at] - c->value_old[at] - mean_d;
+            var_r += dr * dr;
+            var_d += dd * dd;
+        }
+    stats->explained_var = n > 1 ? 1.0 - (var_d / (n - 1)) / (var_r / (n - 1) + 1e-5) : 0.0;
+    stats->mean_abs_adv = sum_abs / n;
+    stats->seconds += wall_seconds() - t0;
+}
+
+/* critic_clip_grad_norm: clip_grad_norm over the critic's gradients, trunk and value head
+   together (one global norm, as torch's clip_grad_norm_ over critic.parameters()). */
+static float critic_clip_grad_norm(Critic *c, float max_norm) {
+    double ss = grad_sum_squares(c->trunk.grads_memory, c->trunk.num_parameters);
+    for (int i = 0; i <= c->C; i++) ss += (double)c->head_grad[i] * c->head_grad[i];
+    float norm = (float)sqrt(ss);
+    if (max_norm > 0.0f && isfinite(norm)) {
+        float coef = max_norm / (norm + 1e-6f);
+        if (coef < 1.0f) {
+            #pragma omp parallel for
+            for (size_t i = 0; i < c->trunk.num_parameters; i++) c->trunk.grads_memory[i] *= coef;
+            for (int i = 0; i <= c->C; i++) c->head_grad[i] *= coef;
+        }
+    }
+    return norm;
+}
+
+/* critic_adamw_update: AdamW step t at rate lr on the critic: the trunk by adamw_update, the
+   value head by the same formula, weight decay on w (a 2-D weight, 1 x C) but not on b. */
+static void critic_adamw_update(Critic *c, float lr, int t) {
+    const AdamWConfig *o = &c->cfg.opt;
+    adamw_update(&c->trunk, o, lr, t);
+    float bc1 = 1.0f - powf(o->beta1, (float)t);
+    float bc2 = 1.0f - powf(o->beta2, (float)t);
+    for (int i = 0; i <= c->C; i++) {
+        float wd = i < c->C ? o->weight_decay : 0.0f;
+        float g = c->head_grad[i];
+        float mi = o->beta1 * c->head_m[i] + (1.0f - o->beta1) * g;
+        float vi = o->beta2 * c->head_v[i] + (1.0f - o->beta2) * g * g;
+        c->head_m[i] = mi;
+        c->head_v[i] = vi;
+        float p = c->head[i] * (1.0f - lr * wd);
+        c->head[i] = p - lr * (mi / bc1) / (sqrtf(vi / bc2) + o->eps);
+    }
+}
+
+/* critic_update: μ = cfg->num_iterations AdamW steps of the critic on the clipped value loss
+   (value_loss) against ppo_advantages' returns, with V_old from there: token-mean over the
+   step's completion tokens (verl's default loss_agg_mode), one normaliser for the whole step
+   (micro-batches of cfg->micro_batch change no gradient); a completion that --mask-truncated
+   masks gets no value loss and leaves the token count. Per iteration: the loss and its
+   gradient (critic_forward, value_head_backward, gpt_backward_trunk), one global norm clipped
+   at --grad-clip over trunk and head, AdamW at --critic-lr's schedule for step c->adam_t
+   (counted up). Iteration 0 recomputes V = V_old (the critic has not moved since), so at μ = 1
+   the clip never binds. A non-finite loss or gradient norm stops it before that iteration's
+   update: it returns UPDATE_LOSS_NOT_FINITE or UPDATE_GRAD_NORM_NOT_FINITE with the value in
+   stats->not_finite. Fills stats with iteration 0's loss, clip share and gradient norm. */
+static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
+    double t0 = wall_seconds();
+    int N = g->N, stride = g->max_new;
+    int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
+    long tokens = 0;
+    for (int i = 0; i < N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
+    float coef = tokens > 0 ? (float)(1.0 / tokens) : 0.0f;
+    UpdateStatus status = UPDATE_DONE;
+    for (int iter = 0; iter < cfg->num_iterations; iter++) {
+        double loss = 0.0;
+        long clipped = 0;
+        gpt_zero_grad(&c->trunk);
+        memset(c->head_grad, 0, (size_t)(c->C + 1) * sizeof(float));
+        for (int first = 0; first < N; first += micro) {
+            int B = first + micro <= N ? micro : N - first;
+            int T = critic_forward(c, g, first, B, c->value);
+            for (int i = first; i < first + B; i++) {
+                size_t row = (size_t)i * stride;
+                float w = cfg->mask_truncated && g->truncated[i] ? 0.0f : coef;
+                loss += value_loss(g->clen[i], c->value + row, c->value_old + row, c->returns + row, w,
+                                   c->cfg.clip_value, c->dvalue + row, c->clipped + row);
+                for (int t = 0; t < g->clen[i]; t++) clipped += c->clipped[row + t] && w > 0.0f;
+            }
+            for (int b = 0; b < B; b++)   // ∂loss/∂V back to sequence positions; other positions 0
+                for (int t = 0; t < T; t++) {
+                    int i = first + b;
+                    int j = t + 1 - g->plen[i];
+                    int scored = j >= 0 && j < g->clen[i];   // as make_batch's targets
+                    c->dvalue_pos[b * T + t] = scored ? c->dvalue[(size_t)i * stride + j] : 0.0f;
+                }
+            gpt_zero_act_grads(&c->trunk);
+            value_head_backward(c->trunk.grads_acts.lnf, c->head_grad, c->dvalue_pos, c->trunk.acts.lnf,
+                                c->head, B * T, c->C);
+            gpt_backward_trunk(&c->trunk, g->inputs);
+        }
+        if (!isfinite(loss)) {
+            stats->not_finite = (float)loss;
+            status = UPDATE_LOSS_NOT_FINITE;
+            break;
+        }
+        float norm = critic_clip_grad_norm(c, c->cfg.opt.grad_clip);
+        if (!isfinite(norm)) {
+            stats->not_finite = norm;
+            status = UPDATE_GRAD_NORM_NOT_FINITE;
+            break;
+        }
+        float lr = lr_at(&c->cfg.opt, c->adam_t);
+        c->adam_t += 1;
+        critic_adamw_update(c, lr, c->adam_t);
+        if (iter == 0) {
+            stats->value_loss = loss;
+            stats->value_clip_frac = tokens ? (double)clipped / tokens : 0.0;
+            stats->grad_norm = norm;
+        }
+    }
+    stats->seconds += wall_seconds() - t0;
+    return status;
+}
+
+// why critic_update stopped (the names stop_on_nan prints)
+static const char *CRITIC_STOPPED_BY[] = {"", "the critic's value loss", "the critic's gradient norm"};
+
+// ----------------------------------------------------------------------------
 // The training loop: GRPO steps until --steps (cmd_train, in the tooling section, sets it up)
 
 /* TrainState: a run's progress besides the model, what a resumable checkpoint holds with
@@ -3072,6 +3445,7 @@ typedef struct {
 typedef struct {                 // one GRPO run, set up by cmd_train
     GPT *policy;                 // π_θ, trained
     GPT *ref;                    // π_ref (the --init model) when β != 0, else NULL
+    Critic *critic;              // V, the learned critic of --objective ppo, else NULL
     KVCache *kv;                 // the sampler's cache for the N sequences of a step
     GroupBatch *batch;           // the step's P groups of k completions
     const Dataset *train, *val;  // prompts to train on, and to validate on every eval_every steps
@@ -3100,6 +3474,8 @@ typedef struct {                 // one step, as log_step prints it and writes i
     // spending so far in --budget-unit
     long gen_traj, gen_aux, trained_tokens;
     double flops, budget_spent;
+    int has_critic;              // 1: --objective ppo, and critic holds its report (log_step's extra columns)
+    CriticStats critic;
 } StepReport;
 
 // The tooling the loop calls, defined after the banner below (it is not GRPO): the step's log
@@ -3113,13 +3489,15 @@ static void save_periodic_checkpoint(const char *path, const GPT *m, const Train
                                      size_t cap);
 static int spend_budget(TrainRun *run, StepReport *r);
 static void eval_budget_points(TrainRun *run, const StepReport *r);
+static void critic_to_section(Critic *c, TrainState *st);
 
 /* train_loop: GRPO steps state->step+1 .. steps. Each step runs the phases of the paper's
    GRPO (DeepSeekMath's Algorithm 1 with μ updates per sampled batch) in order, then counts
    what it spent (spend_budget), validates every eval_every steps, logs (log_step) and every
    save_every steps writes a resumable checkpoint. A run with --budget ends after the first
    step that spends it. A non-finite loss or gradient norm stops the process at once, with
-   nothing saved (stop_on_nan). */
+   nothing saved (stop_on_nan). With --objective ppo (run->critic), the critic's two phases
+   frame the update: its values and GAE's advantages before, its own update after. */
 static void train_loop(TrainRun *run) {
     GroupBatch *g = run->batch;
     TrainState *st = run->state;
@@ -3128,7 +3506,9 @@ static void train_loop(TrainRun *run) {
     int budget_done = 0;
     for (; st->step < run->steps && !budget_done; st->step++) {
         StepReport report;
+        memset(&report, 0, sizeof report);
         report.step = st->step + 1;
+        report.has_critic = run->critic != NULL;
         report.t[0] = wall_seconds();
         // x: one prompt per group from the training set; y(i) ~ π_old(·|x), k per prompt (§2)
         draw_prompts(g, run->train, &st->rng);
@@ -3142,11 +3522,18 @@ static void train_loop(TrainRun *run) {
         // B(G): each group's prefix tree and |λ(i,t)| of every token (§3.1)
         report.trees = build_group_trees(g);
         report.t[3] = wall_seconds();
+        // PPO (Schulman et al. 2017): the critic's V_old at every token, A_t by GAE, whitened over the
+        // batch; the update below trains on A_t in place of a_i
+        if (run->critic) ppo_advantages(run->critic, g, cfg, &report.critic);
         // μ AdamW steps on the clipped objective (eqs. 3–4), λ-GRPO dividing by |λ(i,t)| (eq. 11)
         UpdateStatus status = grpo_update(run->policy, run->ref, g, cfg, &run->opt, &adam_t, NULL,
                                           &report.update);
         if (status != UPDATE_DONE)
             stop_on_nan(UPDATE_STOPPED_BY[status], report.step, report.update.not_finite, run->last_good);
+        // PPO: μ AdamW steps of the critic on the clipped value loss against GAE's returns
+        if (run->critic) status = critic_update(run->critic, g, cfg, &report.critic);
+        if (status != UPDATE_DONE)
+            stop_on_nan(CRITIC_STOPPED_BY[status], report.step, report.critic.not_finite, run->last_good);
         report.t[4] = wall_seconds();
         // what the step spent (tokens, FLOPs, seconds); 1 once the run's --budget is spent
         budget_done = spend_budget(run, &report);
@@ -3159,8 +3546,10 @@ static void train_loop(TrainRun *run) {
                                       cfg->temperature, 0, cfg->seed, 0.0f, NULL).accuracy;
         log_step(g, &report, run->csv);
         eval_budget_points(run, &report);   // --eval-points: val accuracy at j/K of the budget
-        if (run->save_every && report.step % run->save_every == 0 && !report.last)
+        if (run->save_every && report.step % run->save_every == 0 && !report.last) {
+            if (run->critic) critic_to_section(run->critic, st);   // the critic goes into the checkpoint
             save_periodic_checkpoint(run->periodic, run->policy, st, run->last_good, sizeof run->last_good);
+        }
     }
 }
 
@@ -3193,6 +3582,7 @@ typedef struct {
     float temperature;
     ObjectiveConfig obj;
     float format_reward;
+    float gae_gamma, gae_lambda, critic_lr;   // --objective ppo's critic (issue 16)
     // budget runs (train) and studies (compare); issue 15
     int budget_unit, eval_points, jobs;
     float budget;
@@ -3288,7 +3678,15 @@ static const OptSpec OPTIONS[] = {
     {"pass-k", OPT_INT, OFF(pass_k), 0, 4096, NULL, CMD_TRAIN | CMD_EVAL,
      "samples per prompt for pass@k at the end (0: off)"},
     {"objective", OPT_ENUM, OFF(obj.objective), 0, 0, OBJECTIVE_NAMES, CMD_TRAIN | CMD_CHECK,
-     "grpo, or lambda-grpo (each token's term divided by |λ(i,t)|)"},
+     "grpo, lambda-grpo (each token's term divided by |λ(i,t)|), or ppo (a learned critic, GAE; not check)"},
+    {"objective", OPT_ENUM, OFF(obj.objective), 0, 0, OBJECTIVE_NAMES, CMD_TREE,
+     "grpo and lambda-grpo always run; ppo adds its column to the grid"},
+    {"gae-gamma", OPT_FLOAT, OFF(gae_gamma), 0, 1, NULL, CMD_TRAIN | CMD_TREE,
+     "ppo: GAE's discount γ (verl: 1)"},
+    {"gae-lambda", OPT_FLOAT, OFF(gae_lambda), 0, 1, NULL, CMD_TRAIN | CMD_TREE,
+     "ppo: GAE's λ (verl: 1; γ = λ = 1 gives A_t = r - V_t)"},
+    {"critic-lr", OPT_FLOAT, OFF(critic_lr), 0, 10, NULL, CMD_TRAIN | CMD_TREE,
+     "ppo: the critic's peak learning rate (0: --lr); schedule and AdamW as the policy's"},
     {"loss-agg", OPT_ENUM, OFF(obj.loss_agg), 0, 0, LOSS_AGG_NAMES, OBJ_CMDS,
      "loss aggregation (notes/conventions.md)"},
     {"adv-std", OPT_ENUM, OFF(obj.adv_std), 0, 0, ADV_STD_NAMES, OBJ_CMDS,
@@ -3378,6 +3776,9 @@ static void default_options(Options *o) {
     o->pass_k = 8;
     o->temperature = 1.0f;
     o->format_reward = 0.0f;
+    o->gae_gamma = 1.0f;
+    o->gae_lambda = 1.0f;
+    o->critic_lr = 0.0f;
     o->obj = (ObjectiveConfig){OBJ_LAMBDA_GRPO, AGG_TOKEN_MEAN, STD_SAMPLE, SCOPE_GROUP, 1e-4f, 0.2f, 0.2f,
                                0.0f, 40};
 }
@@ -3509,11 +3910,29 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     return optind;
 }
 
-// Prints every option of the command with the value in force (start-up banner).
+// The options of some objectives only (1 << OBJ_* bits): printed with those alone
+// (print_options), refused with the others (check_objective_options). Any other applies to all.
+static const struct { const char *name; unsigned objectives; } OBJECTIVE_OPTIONS[] = {
+    {"gae-gamma", 1u << OBJ_PPO}, {"gae-lambda", 1u << OBJ_PPO}, {"critic-lr", 1u << OBJ_PPO}};
+
+// The objectives option s applies to (1 << OBJ_* bits; all of them: ~0u).
+static unsigned option_objectives(const OptSpec *s) {
+    for (size_t i = 0; i < sizeof OBJECTIVE_OPTIONS / sizeof OBJECTIVE_OPTIONS[0]; i++)
+        if (!strcmp(OBJECTIVE_OPTIONS[i].name, s->name)) return OBJECTIVE_OPTIONS[i].objectives;
+    return ~0u;
+}
+
+// 1 when option s applies to o's objective.
+static int option_applies(const Options *o, const OptSpec *s) {
+    return option_objectives(s) >> o->obj.objective & 1u;
+}
+
+// Prints every option of the command with the value in force (start-up banner); an option of
+// another objective than o's is left out (it is not in force).
 static void print_options(FILE *f, const Options *o, unsigned mask) {
     fprintf(f, "# config:");
     for (int i = 0; i < NUM_OPTIONS; i++)
-        if (OPTIONS[i].cmds & mask && strcmp(OPTIONS[i].name, "threads")) {
+        if (OPTIONS[i].cmds & mask && strcmp(OPTIONS[i].name, "threads") && option_applies(o, &OPTIONS[i])) {
             fprintf(f, " %s=", OPTIONS[i].name);
             print_option_value(f, o, &OPTIONS[i]);
         }
@@ -3530,6 +3949,14 @@ static AdamWConfig adamw_from_options(const Options *o, int total_steps) {
     AdamWConfig a = {o->lr, o->beta1, o->beta2, 1e-8f, o->weight_decay, o->grad_clip,
                      o->warmup, total_steps, o->schedule, o->min_lr_frac};
     return a;
+}
+
+// The critic of --objective ppo (train, tree): GAE's γ and λ, verl's value clip 0.5, and the
+// policy's AdamW and schedule at --critic-lr (0: --lr).
+static CriticConfig critic_config_from_options(const Options *o, int total_steps) {
+    CriticConfig c = {o->gae_gamma, o->gae_lambda, 0.5f, adamw_from_options(o, total_steps)};
+    if (o->critic_lr > 0.0f) c.opt.lr = o->critic_lr;
+    return c;
 }
 
 // AdamW multiplies each decayed weight by 1 − lr·wd every step: at lr·wd >= 1 that flips
@@ -3554,6 +3981,26 @@ static const char *TRAIN_RUN_OPTIONS[] = {
 static const char *SFT_RUN_OPTIONS[] = {"batch-size", NULL};
 static const char *OPTIMIZER_OPTIONS[] = {"lr", "min-lr-frac", "schedule", "warmup", "weight-decay", "beta1",
                                           "beta2", "grad-clip", NULL};
+// --objective ppo's: GAE shapes the updates; the critic's learning rate may change on a resume
+static const char *PPO_RUN_OPTIONS[] = {"gae-gamma", "gae-lambda", NULL};
+static const char *PPO_OPTIMIZER_OPTIONS[] = {"critic-lr", NULL};
+
+/* train_run_options: the NULL-terminated lists of a train run's record (record_options,
+   check_resume_options) into fixed and optimizer (room for 48 names each): TRAIN_RUN_OPTIONS and
+   OPTIMIZER_OPTIONS, with --objective ppo followed by PPO_RUN_OPTIONS and PPO_OPTIMIZER_OPTIONS
+   (so the other objectives' records are what they were). */
+static void train_run_options(const Options *o, const char **fixed, const char **optimizer) {
+    const char *const *lists[2][2] = {{TRAIN_RUN_OPTIONS, PPO_RUN_OPTIONS},
+                                      {OPTIMIZER_OPTIONS, PPO_OPTIMIZER_OPTIONS}};
+    const char **out[2] = {fixed, optimizer};
+    int ppo = o->obj.objective == OBJ_PPO;
+    for (int k = 0; k < 2; k++) {
+        int n = 0;
+        for (int l = 0; l < 1 + ppo; l++)
+            for (int i = 0; lists[k][l][i]; i++) out[k][n++] = lists[k][l][i];
+        out[k][n] = NULL;
+    }
+}
 
 static const OptSpec *find_option(const char *name) {
     for (int i = 0; i < NUM_OPTIONS; i++)
@@ -3640,9 +4087,44 @@ static void refuse_stale_checkpoint(const Options *o, const char *periodic) {
                     periodic);
 }
 
+/* check_objective_options: an option of some objectives only (OBJECTIVE_OPTIONS) set to other
+   than its default under another --objective is a usage error naming both (the run would ignore
+   it). Then --objective ppo's own: --critic-lr x --weight-decay < 1 (check_weight_decay's rule),
+   and the CUDA build refuses ppo (its critic's value head runs on the host only). */
+static void check_objective_options(const Options *o) {
+    Options d;
+    default_options(&d);
+    for (int i = 0; i < NUM_OPTIONS; i++) {
+        const OptSpec *s = &OPTIONS[i];
+        char ours[64], dflt[64], shown[64], names[128] = "";
+        if (option_applies(o, s)) continue;
+        option_text(ours, sizeof ours, o, s, 1);
+        option_text(dflt, sizeof dflt, &d, s, 1);
+        if (!strcmp(ours, dflt)) continue;
+        for (int k = 0; OBJECTIVE_NAMES[k]; k++)
+            if (option_objectives(s) >> k & 1u)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? "|" : "",
+                         OBJECTIVE_NAMES[k]);
+        option_text(shown, sizeof shown, o, s, 0);
+        usage_error("--%s %s applies to --objective %s only, and this run has --objective %s", s->name, shown,
+                    names, OBJECTIVE_NAMES[o->obj.objective]);
+    }
+    if (o->obj.objective != OBJ_PPO) return;
+    float critic_lr = o->critic_lr > 0.0f ? o->critic_lr : o->lr;
+    if (critic_lr * o->weight_decay >= 1.0f)
+        usage_error("--critic-lr %g x --weight-decay %g = %g: must be < 1 "
+                    "(AdamW scales the critic's weights by 1 - lr x weight-decay each step)",
+                    critic_lr, o->weight_decay, critic_lr * o->weight_decay);
+#ifdef GRPO_CUDA
+    usage_error("--objective ppo: the CUDA build does not run the critic (its value head is host code); "
+                "use the CPU build (make; ./grpo)");
+#endif
+}
+
 // Checks shared by train and tree, made before anything is loaded: options that would
-// make a GRPO run meaningless.
+// make a GRPO run meaningless (check_objective_options among them).
 static void check_grpo_options(const Options *o) {
+    check_objective_options(o);
     if (o->group_size < 2)
         usage_error("--group-size %d: training needs k >= 2 (a group of one has no std and no relative "
                     "advantage)", o->group_size);
@@ -4131,6 +4613,66 @@ static void ckpt_add_section(TrainState *st, const char *tag, void *data, uint64
     if (i == st->num_sections) st->num_sections++;
 }
 
+// ---- the critic's state (--objective ppo): one state section, "critic"
+
+/* critic_to_section: packs the critic's state (the layout above critic_section_bytes) into its
+   section buffer and names it st's state section "critic", so the next save holds it. */
+static void critic_to_section(Critic *c, TrainState *st) {
+    size_t P = c->trunk.num_parameters, H = (size_t)c->C + 1;
+    int64_t head[3] = {c->adam_t, (int64_t)P, c->C};
+    char *p = (char *)c->section;
+    memcpy(p, head, sizeof head);
+    p += sizeof head;
+    const float *arrays[6] = {c->trunk.params_memory, c->trunk.m_memory, c->trunk.v_memory, c->head,
+                              c->head_m, c->head_v};
+    for (int a = 0; a < 6; a++) {
+        size_t n = a < 3 ? P : H;
+        memcpy(p, arrays[a], n * sizeof(float));
+        p += n * sizeof(float);
+    }
+    ckpt_add_section(st, CRITIC_TAG, c->section, c->section_bytes, 0);
+}
+
+/* critic_from_section: the critic's state from the state section "critic" that load_checkpoint
+   read from path into st, for a resumed --objective ppo run. Refuses, naming the file: no such
+   section (a checkpoint of another objective, or of format 1 or 2), a section of another size
+   or model, and a parameter or moment that is NaN or Inf. */
+static void critic_from_section(Critic *c, const TrainState *st, const char *path) {
+    uint64_t bytes = 0;
+    const char *p = (const char *)ckpt_section(st, CRITIC_TAG, &bytes);
+    if (!p)
+        ckpt_error(path, "holds no critic (no state section \"critic\"), so an --objective ppo run "
+                         "cannot resume from it", "resume a checkpoint that an --objective ppo run saved, or "
+                         "start a new run with --init");
+    size_t P = c->trunk.num_parameters, H = (size_t)c->C + 1;
+    int64_t head[3];
+    if (bytes >= sizeof head) memcpy(head, p, sizeof head);
+    int fits = bytes == c->section_bytes && head[1] == (int64_t)P && head[2] == c->C;
+    if (!fits || head[0] < 0 || head[0] > INT32_MAX)
+        ckpt_error(path, "its critic (state section \"critic\") does not fit the model (corrupt file?)",
+                   NULL);
+    c->adam_t = (int)head[0];
+    p += sizeof head;
+    float *arrays[6] = {c->trunk.params_memory, c->trunk.m_memory, c->trunk.v_memory, c->head, c->head_m,
+                        c->head_v};
+    static const char *what[6] = {"critic parameter", "critic AdamW first moment of",
+                                  "critic AdamW second moment of", "critic value head",
+                                  "critic value head's AdamW m", "critic value head's AdamW v"};
+    for (int a = 0; a < 6; a++) {
+        size_t n = a < 3 ? P : H;
+        memcpy(arrays[a], p, n * sizeof(float));
+        p += n * sizeof(float);
+        if (a < 3) ckpt_refuse_not_finite(path, &c->trunk, arrays[a], what[a]);
+        for (size_t i = 0; a >= 3 && i < n; i++)
+            if (!isfinite(arrays[a][i])) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "%s holds a non-finite value at index %zu", what[a], i);
+                ckpt_error(path, msg, "the run that wrote it diverged, or the file is corrupt; use an "
+                                      "earlier checkpoint");
+            }
+    }
+}
+
 /* Largest |parameter| a checkpoint may hold. Weights start at N(0, 0.02²) (LayerNorm gains
    at 1), and AdamW moves each by at most about lr per step (|m̂|/sqrt(v̂) is about 1 when
    β1² < β2), so healthy runs stay far below it: SFT runs of 600–2,000 steps and GRPO after
@@ -4339,11 +4881,16 @@ static int count_all_equal_groups(const GroupBatch *g) {
     return count;
 }
 
+// train.csv's columns of a run with a critic (ppo), after the others
+#define CRITIC_CSV_COLUMNS ",value_loss,value_clip_frac,explained_var,mean_abs_adv,critic_grad_norm,t_critic"
+
 /* log_step: one GRPO step on stdout (every 10th step, the last one and every validated one)
    and as a row of train.csv: mean reward, share of groups with equal rewards, mean length,
    mean |λ|, tree statistics, loss, KL, clipped share, gradient norm, tokens sampled, the
    seconds of each phase (sample, score, tree, update), throughput, validation accuracy, and
-   what the step spent (spend_budget) with the run's spending so far in --budget-unit. */
+   what the step spent (spend_budget) with the run's spending so far in --budget-unit; with a
+   critic (ppo) then its value loss, clipped share, explained variance, mean |A| before
+   whitening, gradient norm and seconds (t_update is then the policy's update alone). */
 static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     int N = g->N, P = g->num_groups;
     double mean_reward = 0.0, mean_len = 0.0;
@@ -4356,7 +4903,7 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     double all_equal = (double)count_all_equal_groups(g) / P;
     double nontrivial = (double)r->trees.nontrivial / P;
     double t_sample = r->t[1] - r->t[0], t_score = r->t[2] - r->t[1];
-    double t_tree = r->t[3] - r->t[2], t_update = r->t[4] - r->t[3];
+    double t_tree = r->t[3] - r->t[2], t_update = r->t[4] - r->t[3] - r->critic.seconds;
     double tok_s = (mean_len * N) / (r->t[4] - r->t[0]);
     const UpdateStats *u = &r->update;
     if ((r->step - 1) % 10 == 0 || r->last || r->val_acc >= 0) {
@@ -4365,16 +4912,24 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
                r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
                r->trees.intermediate, u->loss, u->kl, u->clip_frac, r->gen_tokens, t_sample, t_score, t_tree,
                t_update, tok_s);
+        if (r->has_critic)
+            printf(" | critic vloss %.5f ev %+.3f |A| %.4f %.2f s", r->critic.value_loss,
+                   r->critic.explained_var, r->critic.mean_abs_adv, r->critic.seconds);
         if (r->val_acc >= 0) printf(" | val acc %.3f", r->val_acc);
         printf("\n");
         fflush(stdout);
     }
+    char critic_fields[192] = "";   // ppo's columns, after the others: CRITIC_CSV_COLUMNS
+    if (r->has_critic)
+        snprintf(critic_fields, sizeof critic_fields, ",%.8g,%.5f,%.6f,%.6f,%.6g,%.4f", r->critic.value_loss,
+                 r->critic.value_clip_frac, r->critic.explained_var, r->critic.mean_abs_adv,
+                 r->critic.grad_norm, r->critic.seconds);
     csv_row(csv, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%lld,"
-                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g\n",
+                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g%s\n",
             r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
             r->trees.intermediate, u->loss, u->kl, u->clip_frac, u->grad_norm, r->gen_tokens, t_sample,
             t_score, t_tree, t_update, tok_s, r->val_acc, r->gen_traj, r->gen_aux, r->trained_tokens,
-            r->flops, r->budget_spent);
+            r->flops, r->budget_spent, critic_fields);
 }
 
 /* stop_on_nan: the run has met a non-finite value at step `step` (numbered as in the log
@@ -4564,6 +5119,9 @@ static int cmd_sft(int argc, char **argv, Options *o) {
    sharing of a group's prompt is not credited; padding and finished sequences are not
    counted) costs
        F·(R_sampled + 3·μ·R + R_ref),   R_ref = R when --beta is not 0 (π_ref's forward), else 0.
+   PPO's critic (the same trunk, a value head of 2·C FLOPs per token in place of the LM head's
+   2·C·V: F_critic = F − 2·C·V + 2·C) adds its forward at sampling time (V_old) and μ forwards
+   and backwards in its update, F_critic·(R + 3·μ·R), and its μ·R positions to the trained ones.
    The count is deterministic and machine-independent; evaluations are not counted. */
 static double model_flops_per_token(const GPTConfig *c) {
     size_t sizes[NUM_PARAM_TENSORS], n = 0;
@@ -4572,10 +5130,16 @@ static double model_flops_per_token(const GPTConfig *c) {
     return 2.0 * n + 2.0 * c->channels * c->vocab_size + 2.0 * c->num_layers * c->max_seq_len * c->channels;
 }
 
+// F_critic: model_flops_per_token with the value head's 2·C in place of the LM head's 2·C·V.
+static double critic_flops_per_token(const GPTConfig *c) {
+    return model_flops_per_token(c) - 2.0 * c->channels * c->vocab_size + 2.0 * c->channels;
+}
+
 struct Budget {                  // a run's --budget and what it has spent so far (cumulative)
     int unit;                    // --budget-unit: BUDGET_GEN_TOKENS, BUDGET_FLOPS or BUDGET_SECONDS
     double amount;               // --budget (0: off; the counts are still kept and logged)
     double flops_per_token;      // model_flops_per_token of the policy
+    double critic_flops_per_token;   // critic_flops_per_token with a critic (ppo), else 0
     long gen_traj, gen_aux;      // completion tokens sampled: trajectories, auxiliary generations
     long trained;                // positions the updates scored (μ per sampled position)
     double flops, seconds;       // model FLOPs; wall seconds of the steps (evaluations excluded)
@@ -4599,6 +5163,7 @@ static void start_budget(Budget *b, const Options *o, TrainRun *run) {
     b->unit = o->budget_unit;
     b->amount = o->budget;
     b->flops_per_token = model_flops_per_token(&run->policy->config);
+    b->critic_flops_per_token = run->critic ? critic_flops_per_token(&run->critic->trunk.config) : 0.0;
     b->points = o->eval_points;
     b->next_point = 1;
     if (b->points == 0) return;
@@ -4626,6 +5191,11 @@ static int spend_budget(TrainRun *run, StepReport *r) {
     r->trained_tokens = (long)run->cfg.num_iterations * positions;
     long ref_positions = run->ref ? positions : 0;   // π_ref's forward pass when β != 0
     r->flops = b->flops_per_token * (positions + 3.0 * r->trained_tokens + ref_positions);
+    if (run->critic) {   // ppo: the critic's forward for V_old, then μ forwards and backwards
+        long critic_trained = (long)run->cfg.num_iterations * positions;
+        r->flops += b->critic_flops_per_token * (positions + 3.0 * critic_trained);
+        r->trained_tokens += critic_trained;
+    }
     b->gen_traj += r->gen_traj;
     b->gen_aux += r->gen_aux;
     b->trained += r->trained_tokens;
@@ -4701,13 +5271,24 @@ static int cmd_train(int argc, char **argv, Options *o) {
     TrainState st = {0};
     st.kind = 2;
     rng_seed(&st.rng, o->seed, 2);
+    const char *run_options[48], *optimizer_options[48];   // what the run record holds
+    train_run_options(o, run_options, optimizer_options);
     if (o->resume[0]) {
         load_checkpoint(o->resume, &policy, micro, &st);
         if (st.step >= o->steps)
             usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
-        check_resume_options(o, &st, o->resume, TRAIN_RUN_OPTIONS);
+        check_resume_options(o, &st, o->resume, run_options);
     }
     else load_checkpoint(o->init, &policy, micro, NULL);
+    // ppo: the critic, from the trunk of the --init model (the policy's start), or as the
+    // checkpoint's state section "critic" holds it
+    Critic critic;
+    int use_critic = o->obj.objective == OBJ_PPO;
+    if (use_critic) {
+        CriticConfig ccfg = critic_config_from_options(o, o->steps * o->num_iterations);
+        build_critic(&critic, &policy, micro, N, o->max_new_tokens, ccfg);
+        if (o->resume[0]) critic_from_section(&critic, &st, o->resume);
+    }
     int use_ref = o->obj.beta != 0.0f;
     if (use_ref) load_checkpoint(o->init, &ref, micro, NULL);
     // The result line compares the SFT model (--init) with the trained one, so a resumed run
@@ -4729,10 +5310,18 @@ static int cmd_train(int argc, char **argv, Options *o) {
     const Dataset *sets[3] = {&train, &val, &test};
     for (int s = 0; s < 3; s++) check_context(o, maxT, sets[s]);
     print_options(stdout, o, CMD_TRAIN);
-    printf("# objective %s: advantage (r - mean)/(%s std + %g), loss %s, clip [%g, %g], beta %g, mu %d\n",
-           OBJECTIVE_NAMES[o->obj.objective], ADV_STD_NAMES[o->obj.adv_std], o->obj.adv_eps,
-           LOSS_AGG_NAMES[o->obj.loss_agg], 1.0f - o->obj.clip_eps_low, 1.0f + o->obj.clip_eps_high,
-           o->obj.beta, o->num_iterations);
+    char advantage[96];
+    if (o->obj.objective == OBJ_PPO) snprintf(advantage, sizeof advantage, "A_t from the critic (GAE)");
+    else snprintf(advantage, sizeof advantage, "(r - mean)/(%s std + %g)", ADV_STD_NAMES[o->obj.adv_std],
+                  o->obj.adv_eps);
+    printf("# objective %s: advantage %s, loss %s, clip [%g, %g], beta %g, mu %d\n",
+           OBJECTIVE_NAMES[o->obj.objective], advantage, LOSS_AGG_NAMES[o->obj.loss_agg],
+           1.0f - o->obj.clip_eps_low, 1.0f + o->obj.clip_eps_high, o->obj.beta, o->num_iterations);
+    if (use_critic)
+        printf("# ppo: critic %s (value head from 0), GAE gamma %g lambda %g, advantages whitened over the "
+               "batch, value loss token-mean clipped at V_old +- %g, critic lr %g\n",
+               o->resume[0] ? "as the checkpoint holds it" : "from the --init trunk", critic.cfg.gamma,
+               critic.cfg.lam, critic.cfg.clip_value, critic.cfg.opt.lr);
     make_dir(o->run_dir);
     int lock = lock_run_dir(o->run_dir);
     refuse_stale_checkpoint(o, run.periodic);
@@ -4750,15 +5339,19 @@ static int cmd_train(int argc, char **argv, Options *o) {
                o->resume[0] ? o->init : "the model", before.accuracy, before.n);
     }
     if (load_init) free_gpt(&init_model);
-    CsvLog csv = open_csv(o->run_dir, "train.csv",
+    char header[1024];   // ppo's columns after the others: a GRPO run's log is what it was
+    snprintf(header, sizeof header, "%s%s",
         "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,loss,kl,"
         "clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
-        "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent", st.step,
-        13, st.log_row);   // 13: the fields before t_sample
-    record_options(st.options, sizeof st.options, o, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);
+        "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent",
+        use_critic ? CRITIC_CSV_COLUMNS : "");
+    CsvLog csv = open_csv(o->run_dir, "train.csv", header, st.step,
+                          13, st.log_row);   // 13: the fields before t_sample
+    record_options(st.options, sizeof st.options, o, run_options, optimizer_options);
     st.log = &csv;
     run.policy = &policy;
     run.ref = use_ref ? &ref : NULL;
+    run.critic = use_critic ? &critic : NULL;
     run.kv = &kv;
     run.batch = &g;
     run.train = &train;
@@ -4780,6 +5373,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
         fprintf(stderr, "note: --steps %d reached with %g of the --budget %g %s spent\n", o->steps,
                 budget_spent(&budget), budget.amount, BUDGET_UNIT_NAMES[budget.unit]);
     check_params(&policy, st.step, run.last_good);
+    if (use_critic) critic_to_section(&critic, &st);   // model.bin holds the critic too (a resume needs it)
     save_checkpoint(ckpt, &policy, 1, &st);
     close_csv(&csv);
     if (budget.eval_csv.f) close_csv(&budget.eval_csv);
@@ -4815,6 +5409,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     free_dataset(&test);
     free_gpt(&policy);
     if (use_ref) free_gpt(&ref);
+    if (use_critic) free_critic(&critic);
     return 0;
 }
 
@@ -4874,7 +5469,9 @@ static void tree_step_config(const Options *o, int objective, int seed, GRPOConf
    paper: the frequency of T over the last min(50, steps) steps. The target leaf is drawn
    from the seed alone, so both objectives face the same target and the same sampling streams.
    With β != 0, π_ref is the run's initial policy (as train's π_ref is the model it starts
-   from): a copy built from the same seed. */
+   from): a copy built from the same seed. With --objective ppo's critic, so is the critic's
+   trunk (train's starts from the --init model), and its phases frame the update as in
+   train_loop. */
 static float tree_run(const Options *o, int objective, int n, float r_neg, int seed, float *freq,
                       float *reward, int *target_out) {
     GRPOConfig cfg;
@@ -4887,6 +5484,10 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
     build_gpt(&model, shape, N, init_seed);
     int use_ref = cfg.obj.beta != 0.0f;
     if (use_ref) build_gpt(&ref, shape, N, init_seed);
+    Critic critic;
+    int use_critic = objective == OBJ_PPO;
+    if (use_critic)
+        build_critic(&critic, &model, N, N, TREE_DEPTH, critic_config_from_options(o, opt.total_steps));
     Rng target_rng;
     rng_seed(&target_rng, seed, 0x7ee);
     int target = rng_int(&target_rng, TREE_LEAVES);
@@ -4917,11 +5518,16 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
         }
         compute_advantages(g.advantage, g.reward, g.num_groups, g.group_start, &cfg.obj);
         build_group_trees(&g);
+        CriticStats critic_stats = {0};
+        if (use_critic) ppo_advantages(&critic, &g, &cfg, &critic_stats);   // V_old, GAE, whitening
         UpdateStats update;
         UpdateStatus status = grpo_update(&model, use_ref ? &ref : NULL, &g, &cfg, &opt, &adam_t, allowed,
                                           &update);
         if (status != UPDATE_DONE)   // no checkpoints: no last good one to name
             stop_on_nan(UPDATE_STOPPED_BY[status], step + 1, update.not_finite, NULL);
+        if (use_critic) status = critic_update(&critic, &g, &cfg, &critic_stats);
+        if (status != UPDATE_DONE)
+            stop_on_nan(CRITIC_STOPPED_BY[status], step + 1, critic_stats.not_finite, NULL);
         freq[step] = (float)hits / N;
         reward[step] = (float)(mean_reward / N);
         if (step >= o->steps - tail_steps) tail += freq[step];
@@ -4930,6 +5536,7 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
     free_kvcache(&kv);
     free_gpt(&model);
     if (use_ref) free_gpt(&ref);
+    if (use_critic) free_critic(&critic);
     return (float)(tail / tail_steps);
 }
 
@@ -4950,7 +5557,8 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     const char *syn = "The paper's synthetic experiment (§4.3, Table 1): a depth-4 binary tree of L/R\n"
                       "tokens, target leaf +1.0, its n-prefix siblings r_neg, other leaves +0.7. Runs the\n"
                       "grid n in {1,2} x r_neg in {-0.5,-1,-1.5} x seeds x {GRPO, λ-GRPO} from random\n"
-                      "initialisation, prints the table beside the paper's, writes RUN_DIR/tree_steps.csv.";
+                      "initialisation (--objective ppo adds PPO with a learned critic to the methods),\n"
+                      "prints the table beside the paper's, writes RUN_DIR/tree_steps.csv.";
     int first = parse_options(argc, argv, CMD_TREE, o, "tree", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " tree'", argv[first]);
     check_grpo_options(o);
@@ -4972,7 +5580,11 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     static const float RNEG[3] = {-0.5f, -1.0f, -1.5f};
     static const float PAPER[2][3][2] = {{{0.3995f, 0.5663f}, {0.0000f, 0.7535f}, {0.2000f, 0.4463f}},
                                          {{0.1980f, 0.4292f}, {0.0488f, 0.3612f}, {0.0000f, 0.3820f}}};
-    int S = o->seeds, runs = 2 * 3 * 2 * S;
+    // the methods of the grid: GRPO and λ-GRPO, and --objective's when it is another (ppo)
+    static const char *LABELS[] = {"GRPO", "λ-GRPO", "PPO"};   // by objective, for the table
+    int methods[3] = {OBJ_GRPO, OBJ_LAMBDA_GRPO, o->obj.objective};
+    int M = o->obj.objective == OBJ_GRPO || o->obj.objective == OBJ_LAMBDA_GRPO ? 2 : 3;
+    int S = o->seeds, runs = 2 * 3 * M * S;
     float *metric = (float *)mallocCheck((size_t)runs * sizeof(float));
     float *curve = (float *)mallocCheck((size_t)runs * o->steps * sizeof(float));
     float *rcurve = (float *)mallocCheck((size_t)runs * o->steps * sizeof(float));
@@ -4987,12 +5599,12 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     #pragma omp parallel for schedule(dynamic)
 #endif
     for (int idx = 0; idx < runs; idx++) {
-        int s = idx % S, obj = (idx / S) % 2, b = (idx / (2 * S)) % 3, a = idx / (6 * S);
+        int s = idx % S, obj = methods[(idx / S) % M], b = (idx / (M * S)) % 3, a = idx / (3 * M * S);
         metric[idx] = tree_run(o, obj, NS[a], RNEG[b], s + 1, curve + (size_t)idx * o->steps,
                                rcurve + (size_t)idx * o->steps, &targets[idx]);
     }
     for (int idx = 0; idx < runs; idx++) {
-        int s = idx % S, obj = (idx / S) % 2, b = (idx / (2 * S)) % 3, a = idx / (6 * S);
+        int s = idx % S, obj = methods[(idx / S) % M], b = (idx / (M * S)) % 3, a = idx / (3 * M * S);
         for (int t = 0; t < o->steps; t++)
             fprintf(csv.f, "%s,%d,%g,%d,%d,%d,%.6f,%.6f\n", OBJECTIVE_NAMES[obj], NS[a], RNEG[b], s + 1,
                     targets[idx], t + 1, curve[(size_t)idx * o->steps + t],
@@ -5003,29 +5615,33 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     int window = o->steps < 50 ? o->steps : 50;   // tree_run's metric: the last min(50, steps) steps
     printf("\nTable 1: frequency of the target leaf over the last %d steps (mean ± std over %d seed%s)\n",
            window, S, S > 1 ? "s" : "");
-    printf("  n  r_neg |   GRPO (ours)     λ-GRPO (ours)  |  GRPO (paper)  λ-GRPO (paper)\n");
+    printf("  n  r_neg |   GRPO (ours)     λ-GRPO (ours)%s", M > 2 ? "   " : "  |");
+    for (int k = 2; k < M; k++) {   // each further method's label centred over its cells (15 wide)
+        char label[32];
+        int pad = 15 - snprintf(label, sizeof label, "%s (ours)", LABELS[methods[k]]);
+        printf("   %*s%s%*s%s", pad / 2, "", label, pad - pad / 2, "", k == M - 1 ? " |" : "");
+    }
+    printf("  GRPO (paper)  λ-GRPO (paper)\n");
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 3; b++) {
-            double mean[2], sd[2];
-            for (int obj = 0; obj < 2; obj++) {
-                const float *v = metric + ((size_t)(a * 3 + b) * 2 + obj) * S;
+            printf("  %d  %5.1f |", NS[a], RNEG[b]);
+            for (int k = 0; k < M; k++) {
+                const float *v = metric + ((size_t)(a * 3 + b) * M + k) * S;
                 double seed_mean = 0, ss = 0;
                 for (int s = 0; s < S; s++) seed_mean += v[s];
                 seed_mean /= S;
                 for (int s = 0; s < S; s++) ss += (v[s] - seed_mean) * (v[s] - seed_mean);
-                mean[obj] = seed_mean;
-                sd[obj] = S > 1 ? sqrt(ss / (S - 1)) : 0.0;
+                printf("%s%.4f ± %.4f", k == 0 ? "  " : "   ", seed_mean, S > 1 ? sqrt(ss / (S - 1)) : 0.0);
             }
-            printf("  %d  %5.1f |  %.4f ± %.4f   %.4f ± %.4f |  %.4f        %.4f\n", NS[a], RNEG[b], mean[0],
-                   sd[0], mean[1], sd[1], PAPER[a][b][0], PAPER[a][b][1]);
+            printf(" |  %.4f        %.4f\n", PAPER[a][b][0], PAPER[a][b][1]);
         }
     // the paper's per-seed picture for n = 1, r_neg = −1.0: found early, then abandoned?
     int early = o->steps < 10 ? o->steps : 10;
     printf("\nn = 1, r_neg = -1.0, per seed: target frequency in the first %d steps (max of any step) "
            "and the last %d\n", early, window);
-    for (int obj = 0; obj < 2; obj++)
+    for (int k = 0; k < M; k++)
         for (int s = 0; s < S; s++) {
-            size_t idx = ((size_t)(0 * 3 + 1) * 2 + obj) * S + s;
+            size_t idx = ((size_t)(0 * 3 + 1) * M + k) * S + s;
             const float *c = curve + idx * o->steps;
             double first = 0, peak = 0;
             for (int t = 0; t < early; t++) {
@@ -5033,9 +5649,9 @@ static int cmd_tree(int argc, char **argv, Options *o) {
                 if (c[t] > peak) peak = c[t];
             }
             printf("  %-11s seed %d: first %2d steps %.3f (max %.3f), last %d steps %.3f\n",
-                   OBJECTIVE_NAMES[obj], s + 1, early, first / early, peak, window, metric[idx]);
+                   OBJECTIVE_NAMES[methods[k]], s + 1, early, first / early, peak, window, metric[idx]);
         }
-    printf("\n# %d runs x %d steps in %.1f s; per-step target frequency in %s\n", 2 * 3 * 2 * S, o->steps,
+    printf("\n# %d runs x %d steps in %.1f s; per-step target frequency in %s\n", runs, o->steps,
            wall_seconds() - t0, csv.path);
     free(metric);
     free(curve);
@@ -5458,6 +6074,9 @@ static int cmd_check(int argc, char **argv, Options *o) {
                       "'loss <value>'. --mask-truncated 1 gives the lines with truncated=1 no loss.";
     int first = parse_options(argc, argv, CMD_CHECK, o, "check FILE", syn);
     if (first != argc - 1) usage_error("'" PROG " check' needs exactly one FILE argument ('-' for stdin)");
+    if (o->obj.objective == OBJ_PPO)
+        usage_error("--objective ppo: check runs the GRPO objectives on a dumped batch, which holds no "
+                    "critic values; use --objective grpo or lambda-grpo");
     GRPOConfig cfg = grpo_config_from_options(o);
     cfg.obj.max_new_tokens = o->max_new_tokens;
     const char *path = argv[first];
