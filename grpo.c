@@ -10,6 +10,8 @@ What this file is
     λ-GRPO   Sullivan & Koller, "GRPO is Secretly a Process Reward Model",
              arXiv 2509.21154 (ICML 2026); authors' code github.com/coli-saar/grpo-prm
              (lambda_grpo/utils.py builds the tree, lambda_grpo/trainer.py the loss).
+  For comparison (issue 16), PPO with a learned critic and GAE (--objective ppo; Schulman et
+  al. 2017, with verl's conventions): a value model of the policy's shape, trained beside it.
   It runs on the CPU with OpenMP. `make cuda` builds the CUDA variant (-DGRPO_CUDA, with
   grpo_kernels.cu): models, optimizer state, activations and the KV cache in GPU memory,
   every layer routed to its cuda_ twin through LAYER(), the loop, sampler control, verifier,
@@ -20,15 +22,16 @@ What this file is
 
 What it deliberately does not do
   No BPE tokenizer, no mixed precision, no distributed training, no top-k/top-p sampling
-  (truncation biases the importance ratio), no value network. Where GRPO implementations
-  disagree (std, epsilon, loss aggregation, KL, EOS), the choice is an option; the defaults
-  are listed in README.md ("Conventions and options") and printed at start-up.
+  (truncation biases the importance ratio), no critic in the CUDA build. Where GRPO
+  implementations disagree (std, epsilon, loss aggregation, KL, EOS), the choice is an
+  option; the defaults are listed in README.md ("Conventions and options") and printed at
+  start-up.
 
 Reading order: the file is one GRPO step from the bottom up, then its tooling. Sections:
   Utilities → Tokenizer → Model layers (its fast paths first, skip them) → CUDA seam →
   Model → Incremental decoding with a key/value cache → Log-probabilities → Optimizer: AdamW →
   Task and verifier → Task data → Group sampler → Prefix tree B(G) → Objectives →
-  The GRPO step → The training loop (train_loop),
+  The GRPO step → A learned critic: PPO with GAE → The training loop (train_loop),
 then, behind the TOOLING banner, what the commands need around the algorithm:
   Options → Checkpoints → Run logs → SFT → train (cmd_train) → The paper's synthetic
   experiment (./grpo tree) → eval, sample, verify → check → bench → compare → Command line.
@@ -3208,9 +3211,11 @@ static uint64_t critic_section_bytes(size_t P, int C) {
 
 /* build_critic: a critic for micro-batches of up to max_batch sequences and steps of N
    completions of up to max_new tokens. The trunk is a copy of init's parameters (the SFT model,
-   also π_θ's start; AdamW moments 0); the value head starts at 0, so V = 0 until its first
-   update and the first step's advantages are the whitened rewards. CPU only. */
-static void build_critic(Critic *c, const GPT *init, int max_batch, int N, int max_new, CriticConfig cfg) {
+   also π_θ's start; AdamW moments 0); the value head is initialised as the Hugging Face score
+   head of verl's critic (AutoModelForTokenClassification): w ~ N(0, 0.02) from seed's own
+   stream, b = 0, so V starts near 0. CPU only. */
+static void build_critic(Critic *c, const GPT *init, int max_batch, int N, int max_new, CriticConfig cfg,
+                         uint64_t seed) {
     memset(c, 0, sizeof *c);
     c->cfg = cfg;
     build_gpt(&c->trunk, init->config, max_batch, 0);
@@ -3220,6 +3225,9 @@ static void build_critic(Critic *c, const GPT *init, int max_batch, int N, int m
     c->head_grad = (float *)callocCheck(c->C + 1, sizeof(float));
     c->head_m = (float *)callocCheck(c->C + 1, sizeof(float));
     c->head_v = (float *)callocCheck(c->C + 1, sizeof(float));
+    Rng rng;
+    rng_seed(&rng, seed, 0xc417);
+    for (int i = 0; i < c->C; i++) c->head[i] = 0.02f * rng_normal(&rng);
     size_t positions = (size_t)max_batch * init->config.max_seq_len, NT = (size_t)N * max_new;
     c->value_pos = (float *)callocCheck(positions, sizeof(float));
     c->dvalue_pos = (float *)callocCheck(positions, sizeof(float));
@@ -3331,52 +3339,64 @@ static void critic_adamw_update(Critic *c, float lr, int t) {
     }
 }
 
-/* critic_update: μ = cfg->num_iterations AdamW steps of the critic on the clipped value loss
-   (value_loss) against ppo_advantages' returns, with V_old from there: token-mean over the
-   step's completion tokens (verl's default loss_agg_mode), one normaliser for the whole step
-   (micro-batches of cfg->micro_batch change no gradient); a completion that --mask-truncated
-   masks gets no value loss and leaves the token count. Per iteration: the loss and its
-   gradient (critic_forward, value_head_backward, gpt_backward_trunk), one global norm clipped
-   at --grad-clip over trunk and head, AdamW at --critic-lr's schedule for step c->adam_t
-   (counted up). Iteration 0 recomputes V = V_old (the critic has not moved since), so at μ = 1
-   the clip never binds. A non-finite loss or gradient norm stops it before that iteration's
-   update: it returns UPDATE_LOSS_NOT_FINITE or UPDATE_GRAD_NORM_NOT_FINITE with the value in
-   stats->not_finite. Fills stats with iteration 0's loss, clip share and gradient norm. */
-static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
-    double t0 = wall_seconds();
+/* critic_loss_backward: the value loss of the step (value_loss against ppo_advantages' returns
+   and V_old) and its gradient, into the critic's trunk and head gradients (zeroed here), in
+   micro-batches of cfg->micro_batch sequences: critic_forward, then ∂loss/∂V scattered to the
+   positions it was read at, value_head_backward and gpt_backward_trunk. Token-mean over the
+   step's completion tokens (verl's default loss_agg_mode for the critic): one normaliser for
+   the whole step, so micro-batching changes no gradient; a completion that --mask-truncated
+   masks gets no value loss and leaves the token count. Returns the loss; *clipped gets the
+   count of tokens on the clipped branch. */
+static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *cfg, long *clipped) {
     int N = g->N, stride = g->max_new;
     int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
     long tokens = 0;
     for (int i = 0; i < N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
     float coef = tokens > 0 ? (float)(1.0 / tokens) : 0.0f;
+    double loss = 0.0;
+    *clipped = 0;
+    gpt_zero_grad(&c->trunk);
+    memset(c->head_grad, 0, (size_t)(c->C + 1) * sizeof(float));
+    for (int first = 0; first < N; first += micro) {
+        int B = first + micro <= N ? micro : N - first;
+        int T = critic_forward(c, g, first, B, c->value);
+        for (int i = first; i < first + B; i++) {
+            size_t row = (size_t)i * stride;
+            float w = cfg->mask_truncated && g->truncated[i] ? 0.0f : coef;
+            loss += value_loss(g->clen[i], c->value + row, c->value_old + row, c->returns + row, w,
+                               c->cfg.clip_value, c->dvalue + row, c->clipped + row);
+            for (int t = 0; t < g->clen[i]; t++) *clipped += c->clipped[row + t] && w > 0.0f;
+        }
+        for (int b = 0; b < B; b++)   // ∂loss/∂V back to sequence positions; other positions 0
+            for (int t = 0; t < T; t++) {
+                int i = first + b;
+                int j = t + 1 - g->plen[i];
+                int scored = j >= 0 && j < g->clen[i];   // as make_batch's targets
+                c->dvalue_pos[b * T + t] = scored ? c->dvalue[(size_t)i * stride + j] : 0.0f;
+            }
+        gpt_zero_act_grads(&c->trunk);
+        value_head_backward(c->trunk.grads_acts.lnf, c->head_grad, c->dvalue_pos, c->trunk.acts.lnf,
+                            c->head, B * T, c->C);
+        gpt_backward_trunk(&c->trunk, g->inputs);
+    }
+    return loss;
+}
+
+/* critic_update: μ = cfg->num_iterations AdamW steps of the critic on the clipped value loss
+   (critic_loss_backward), each with one global gradient norm over trunk and head clipped at
+   --grad-clip and AdamW at --critic-lr's schedule for step c->adam_t (counted up). Iteration 0
+   recomputes V = V_old (the critic has not moved since ppo_advantages), so at μ = 1 the clip
+   never binds. A non-finite loss or gradient norm stops it before that iteration's update: it
+   returns UPDATE_LOSS_NOT_FINITE or UPDATE_GRAD_NORM_NOT_FINITE with the value in
+   stats->not_finite. Fills stats with iteration 0's loss, clip share and gradient norm. */
+static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
+    double t0 = wall_seconds();
+    long tokens = 0;
+    for (int i = 0; i < g->N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
     UpdateStatus status = UPDATE_DONE;
     for (int iter = 0; iter < cfg->num_iterations; iter++) {
-        double loss = 0.0;
         long clipped = 0;
-        gpt_zero_grad(&c->trunk);
-        memset(c->head_grad, 0, (size_t)(c->C + 1) * sizeof(float));
-        for (int first = 0; first < N; first += micro) {
-            int B = first + micro <= N ? micro : N - first;
-            int T = critic_forward(c, g, first, B, c->value);
-            for (int i = first; i < first + B; i++) {
-                size_t row = (size_t)i * stride;
-                float w = cfg->mask_truncated && g->truncated[i] ? 0.0f : coef;
-                loss += value_loss(g->clen[i], c->value + row, c->value_old + row, c->returns + row, w,
-                                   c->cfg.clip_value, c->dvalue + row, c->clipped + row);
-                for (int t = 0; t < g->clen[i]; t++) clipped += c->clipped[row + t] && w > 0.0f;
-            }
-            for (int b = 0; b < B; b++)   // ∂loss/∂V back to sequence positions; other positions 0
-                for (int t = 0; t < T; t++) {
-                    int i = first + b;
-                    int j = t + 1 - g->plen[i];
-                    int scored = j >= 0 && j < g->clen[i];   // as make_batch's targets
-                    c->dvalue_pos[b * T + t] = scored ? c->dvalue[(size_t)i * stride + j] : 0.0f;
-                }
-            gpt_zero_act_grads(&c->trunk);
-            value_head_backward(c->trunk.grads_acts.lnf, c->head_grad, c->dvalue_pos, c->trunk.acts.lnf,
-                                c->head, B * T, c->C);
-            gpt_backward_trunk(&c->trunk, g->inputs);
-        }
+        double loss = critic_loss_backward(c, g, cfg, &clipped);
         if (!isfinite(loss)) {
             stats->not_finite = (float)loss;
             status = UPDATE_LOSS_NOT_FINITE;
@@ -5286,7 +5306,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     int use_critic = o->obj.objective == OBJ_PPO;
     if (use_critic) {
         CriticConfig ccfg = critic_config_from_options(o, o->steps * o->num_iterations);
-        build_critic(&critic, &policy, micro, N, o->max_new_tokens, ccfg);
+        build_critic(&critic, &policy, micro, N, o->max_new_tokens, ccfg, (uint64_t)o->seed);
         if (o->resume[0]) critic_from_section(&critic, &st, o->resume);
     }
     int use_ref = o->obj.beta != 0.0f;
@@ -5318,7 +5338,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
            OBJECTIVE_NAMES[o->obj.objective], advantage, LOSS_AGG_NAMES[o->obj.loss_agg],
            1.0f - o->obj.clip_eps_low, 1.0f + o->obj.clip_eps_high, o->obj.beta, o->num_iterations);
     if (use_critic)
-        printf("# ppo: critic %s (value head from 0), GAE gamma %g lambda %g, advantages whitened over the "
+        printf("# ppo: critic %s (value head w ~ N(0, 0.02), b = 0), GAE gamma %g lambda %g, advantages whitened over the "
                "batch, value loss token-mean clipped at V_old +- %g, critic lr %g\n",
                o->resume[0] ? "as the checkpoint holds it" : "from the --init trunk", critic.cfg.gamma,
                critic.cfg.lam, critic.cfg.clip_value, critic.cfg.opt.lr);
@@ -5487,7 +5507,8 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
     Critic critic;
     int use_critic = objective == OBJ_PPO;
     if (use_critic)
-        build_critic(&critic, &model, N, N, TREE_DEPTH, critic_config_from_options(o, opt.total_steps));
+        build_critic(&critic, &model, N, N, TREE_DEPTH, critic_config_from_options(o, opt.total_steps),
+                     init_seed);
     Rng target_rng;
     rng_seed(&target_rng, seed, 0x7ee);
     int target = rng_int(&target_rng, TREE_LEAVES);
