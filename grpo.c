@@ -5338,8 +5338,8 @@ static int cmd_train(int argc, char **argv, Options *o) {
            OBJECTIVE_NAMES[o->obj.objective], advantage, LOSS_AGG_NAMES[o->obj.loss_agg],
            1.0f - o->obj.clip_eps_low, 1.0f + o->obj.clip_eps_high, o->obj.beta, o->num_iterations);
     if (use_critic)
-        printf("# ppo: critic %s (value head w ~ N(0, 0.02), b = 0), GAE gamma %g lambda %g, advantages whitened over the "
-               "batch, value loss token-mean clipped at V_old +- %g, critic lr %g\n",
+        printf("# ppo: critic %s (value head w ~ N(0, 0.02), b = 0), GAE gamma %g lambda %g, advantages "
+               "whitened over the batch, value loss token-mean clipped at V_old +- %g, critic lr %g\n",
                o->resume[0] ? "as the checkpoint holds it" : "from the --init trunk", critic.cfg.gamma,
                critic.cfg.lam, critic.cfg.clip_value, critic.cfg.opt.lr);
     make_dir(o->run_dir);
