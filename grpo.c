@@ -6087,14 +6087,83 @@ static void bench_train_step(GPT *m, const int *inputs, const int *targets, floa
     adamw_update(m, opt, 1e-4f, t);
 }
 
+/* read_bench_groups: the groups of path (eval --completions' format: prompt<TAB>completion<TAB>
+   reward<TAB>eos|no-eos; lines starting with '#' are comments; consecutive lines with one prompt
+   form a group) into g (build_group_batch_starts: at most max_seqs completions of at most max_new
+   tokens, forward passes of them all at once), rewards and advantages (a step's defaults) and
+   trees set; the prompts' tokens go to prompts (max_seqs, maxT). Returns the number of
+   completions, 0 (g not built) when the file is missing or does not fit. */
+static int read_bench_groups(const char *path, GroupBatch *g, int *prompts, int max_seqs, int max_new, int maxT) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[512];
+    int n = 0, groups = 0, fits = 1;
+    int *starts = (int *)mallocCheck(((size_t)max_seqs + 1) * sizeof(int));
+    int *comp = (int *)mallocCheck((size_t)max_seqs * max_new * sizeof(int));
+    int *plen = (int *)mallocCheck((size_t)max_seqs * sizeof(int)), *clen = (int *)mallocCheck(max_seqs * sizeof(int));
+    float *reward = (float *)mallocCheck((size_t)max_seqs * sizeof(float));
+    char last_prompt[512] = "";
+    while (fits && fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || line[0] == '\n') continue;
+        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        char *t3 = t2 ? strchr(t2 + 1, '\t') : NULL;
+        if (!t3 || n == max_seqs) { fits = 0; break; }
+        *t1 = *t2 = *t3 = 0;
+        int pl = (int)strlen(line), cl = (int)(t2 - t1 - 1), eos = !strncmp(t3 + 1, "eos", 3), bad;
+        if (1 + pl + cl + eos > maxT || cl + eos > max_new || cl + eos == 0) { fits = 0; break; }
+        int *pr = prompts + (size_t)n * maxT, *c = comp + (size_t)n * max_new;
+        pr[0] = TOK_BOS;
+        if (encode(line, pl, pr + 1, &bad) < 0 || encode(t1 + 1, cl, c, &bad) < 0) { fits = 0; break; }
+        if (eos) c[cl] = TOK_EOS;
+        if (strcmp(line, last_prompt)) starts[groups++] = n;
+        snprintf(last_prompt, sizeof last_prompt, "%s", line);
+        plen[n] = 1 + pl;
+        clen[n] = cl + eos;
+        reward[n] = (float)atof(t2 + 1);
+        n++;
+    }
+    fclose(f);
+    if (fits && n > 0) {
+        starts[groups] = n;
+        build_group_batch_starts(g, groups, starts, max_new, n, maxT);
+        for (int i = 0; i < n; i++) {
+            g->prompt[i] = prompts + (size_t)i * maxT;
+            g->plen[i] = plen[i];
+            g->clen[i] = clen[i];
+            g->reward[i] = reward[i];
+            memcpy(g->comp + (size_t)i * max_new, comp + (size_t)i * max_new, clen[i] * sizeof(int));
+        }
+        ObjectiveConfig obj = {OBJ_LAMBDA_GRPO, AGG_TOKEN_MEAN, STD_SAMPLE, SCOPE_GROUP, 1e-4f, 0.2f, 0.2f, 0.0f,
+                               max_new};
+        compute_advantages(g->advantage, g->reward, groups, g->group_start, &obj);
+        build_group_trees(g);
+    }
+    free(starts); free(comp); free(plen); free(clen); free(reward);
+    return fits ? n : 0;
+}
+
+// the median of x (n <= 16 values, reordered)
+static double median_of(double *x, int n) {
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && x[b - 1] > x[b]; b--) {
+            double t = x[b];
+            x[b] = x[b - 1];
+            x[b - 1] = t;
+        }
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
 static int cmd_bench(int argc, char **argv, Options *o) {
     o->batch_size = 16;   // bench's defaults
     o->steps = 10;
     const char *syn = "Training throughput (forward + backward + AdamW on a fixed B x maxT batch) and\n"
                       "sampling throughput (64 sequences, 8-token prompt, KV cache, to maxT).\n"
-                      "Then the training step at the GRPO update's shape (128 x 37).\n"
+                      "Then the training step at the GRPO update's shape (128 x 37), and the GRPO update\n"
+                      "(grpo_update) on 8 x 16 sampled completions (tests/fixtures/bench_groups.txt), padded\n"
+                      "and tree-packed (--update-layout), 5 times each, alternating.\n"
                       "Last line: 'bench train_tok_s=... sample_tok_s=... gflops=... update_tok_s=...\n"
-                      "update_gflops=... threads=...'.";
+                      "update_gflops=... [update_padded_ms=... update_tree_ms=... update_rows=...\n"
+                      "update_positions=...] threads=...'.";
     int first = parse_options(argc, argv, CMD_BENCH | CMD_SFT * 0, o, "bench", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " bench'", argv[first]);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
@@ -6155,6 +6224,46 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #endif
     double update_tok_s = (double)UB * UT * usteps / (wall_seconds() - t0);
     double update_gflops = update_tok_s * 3.0 * (2.0 * n_nonemb + 2.0 * L * UT * C + 2.0 * C * V) / 1e9;
+    // the GRPO update itself (grpo_update: loss, backward, clipping, AdamW) on real groups, the
+    // padded layout and the tree-packed one alternating (CPU build: the CUDA build trains padded)
+    GroupBatch rg;
+    int *rg_prompts = (int *)mallocCheck((size_t)UB * T * sizeof(int));
+    int rg_n = read_bench_groups("tests/fixtures/bench_groups.txt", &rg, rg_prompts, UB, 26, T);
+    int rg_T = 0, rg_rows = 0, layouts = 2;
+#ifdef GRPO_CUDA
+    layouts = mu.on_device ? 1 : 2;
+#endif
+    double rg_ms[2][5], rg_med[2] = {0, 0}, rg_lo[2] = {0, 0}, rg_hi[2] = {0, 0};
+    if (rg_n > 0) {
+        rg_T = make_batch(rg.inputs, rg.targets, rg_n, rg.prompt, rg.plen, rg.comp_row, rg.clen);
+        rg_rows = pack_batch(&rg.pack, rg_n, rg.prompt, rg.plen, rg.comp_row, rg.clen);
+        Options def;
+        default_options(&def);
+        GRPOConfig rcfg = grpo_config_from_options(&def);
+        rcfg.obj.max_new_tokens = 26;
+        int adam = 0;
+        UpdateStats us;
+        for (int it = 0; it < 6; it++)   // a warm-up, then 5 of each
+            for (int lay = 0; lay < layouts; lay++) {
+                rcfg.update_layout = lay;
+                double t1 = wall_seconds();
+                grpo_update(&mu, NULL, &rg, &rcfg, &opt, &adam, NULL, &us);
+#ifdef GRPO_CUDA
+                if (mu.on_device) cuda_synchronize();
+#endif
+                if (it > 0) rg_ms[lay][it - 1] = 1e3 * (wall_seconds() - t1);
+            }
+        for (int lay = 0; lay < layouts; lay++) {
+            rg_lo[lay] = rg_hi[lay] = rg_ms[lay][0];
+            for (int r = 1; r < 5; r++) {
+                rg_lo[lay] = fmin(rg_lo[lay], rg_ms[lay][r]);
+                rg_hi[lay] = fmax(rg_hi[lay], rg_ms[lay][r]);
+            }
+            rg_med[lay] = median_of(rg_ms[lay], 5);
+        }
+        free_group_batch(&rg);
+    }
+    free(rg_prompts);
     free(uin);
     free(utg);
     free(ulp);
@@ -6229,6 +6338,18 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #endif
     printf("update %10.0f tokens/s  (%.2f GFLOP/s): the same step at the GRPO update's shape, %d x %d\n",
            update_tok_s, update_gflops, UB, UT);
+    if (rg_n > 0) {
+        printf("update %10.1f ms per GRPO update [%.1f-%.1f], padded: %d sampled completions "
+               "(tests/fixtures/bench_groups.txt), %d x %d = %d positions\n",
+               rg_med[0], rg_lo[0], rg_hi[0], rg_n, rg_n, rg_T, rg_n * rg_T);
+        if (layouts == 2)
+            printf("update %10.1f ms per GRPO update [%.1f-%.1f], tree-packed: %d rows (%.2f of padded): "
+                   "%.2fx the padded\n", rg_med[1], rg_lo[1], rg_hi[1], rg_rows, (double)rg_rows / (rg_n * rg_T),
+                   rg_med[0] / rg_med[1]);
+    } else {
+        printf("update: tests/fixtures/bench_groups.txt not found or does not fit this model: "
+               "no GRPO update lines (run from the repository root)\n");
+    }
     printf("sample %10.0f new tokens/s\n", sample_tok_s);
     if (gnew >= 1)
         printf("sample %10.0f new tokens/s as in a GRPO step (8 prompts x 16, <= %d new tokens, to <eos>)\n",
@@ -6258,8 +6379,12 @@ static int cmd_bench(int argc, char **argv, Options *o) {
         }
     }
 #endif
-    printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f update_tok_s=%.1f update_gflops=%.2f "
-           "threads=%d\n", train_tok_s, sample_tok_s, gflops, update_tok_s, update_gflops, num_threads());
+    printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f update_tok_s=%.1f update_gflops=%.2f ",
+           train_tok_s, sample_tok_s, gflops, update_tok_s, update_gflops);
+    if (rg_n > 0 && layouts == 2)
+        printf("update_padded_ms=%.2f update_tree_ms=%.2f update_seqs=%d update_T=%d update_rows=%d ", rg_med[0],
+               rg_med[1], rg_n, rg_T, rg_rows);
+    printf("threads=%d\n", num_threads());
     free(inputs);
     free(targets);
     free(logp);
