@@ -1028,7 +1028,8 @@ static void tree_attention_forward_ref(float *out, float *att, const float *inp,
    transposed and row p of yb (Tp, hs) holds y (hs), for the row at position p of the path.
    Moving on to the next row in preorder overwrites its position only: the ancestors of a row
    are the last rows visited at each smaller position. */
-static inline void tree_path_put(float *xt, float *yb, const float *x, const float *y, int p, int hs, int Tp) {
+static inline void tree_path_put(float *xt, float *yb, const float *x, const float *y, int p, int hs,
+                                 int Tp) {
     for (int i = 0; i < hs; i++) xt[(size_t)i * Tp + p] = x[i];
     memcpy(yb + (size_t)p * hs, y, (size_t)hs * sizeof(float));
 }
@@ -1040,7 +1041,8 @@ static inline void tree_path_put(float *xt, float *yb, const float *x, const flo
    through it run through attention_forward. A task is a block of TA_RB rows and one head: it
    loads the root path above its first row, then walks its rows keeping the keys (transposed,
    kt (hs, Tp)) and values (vb (Tp, hs)) of the current path (tree_path_put). */
-static void tree_attention_forward(float *out, float *att, const float *inp, const TreePack *pk, int C, int NH) {
+static void tree_attention_forward(float *out, float *att, const float *inp, const TreePack *pk, int C,
+                                   int NH) {
     int C3 = 3 * C, hs = C / NH, Tp = (pk->max_pos + 8) / 8 * 8;
     float scale = 1.0f / sqrtf((float)hs);
     int nblk = (pk->rows + TA_RB - 1) / TA_RB;
@@ -1537,7 +1539,8 @@ static void gpt_forward(GPT *m, const int *inputs, int B, int T) {
 static void gpt_forward_tree(GPT *m, const TreePack *pk) {
 #ifdef GRPO_CUDA
     if (m->on_device)
-        fail_at(__FILE__, __LINE__, "the tree-packed update runs on the CPU only", "use --update-layout padded");
+        fail_at(__FILE__, __LINE__, "the tree-packed update runs on the CPU only",
+                "use --update-layout padded");
 #endif
     gpt_set_rows(m, pk);
     gpt_forward_pass(m, pk->token, pk);
@@ -1600,7 +1603,8 @@ static void gpt_zero_grad(GPT *m) {
 static void gpt_backward_pass(GPT *m, const int *inputs, const TreePack *pk);
 static void gpt_backward(GPT *m, const int *inputs) {
     if (m->B == 0)
-        fail_at(__FILE__, __LINE__, "gpt_backward after a packed forward", "call gpt_backward_tree; please report this");
+        fail_at(__FILE__, __LINE__, "gpt_backward after a packed forward",
+                "call gpt_backward_tree; please report this");
     gpt_backward_pass(m, inputs, NULL);
 }
 
@@ -1648,8 +1652,11 @@ static void gpt_backward_pass(GPT *m, const int *inputs, const TreePack *pk) {
         // attention: dres is ∂loss/∂attproj; then ln1 adds its part: ∂loss/∂(the block's input)
         LAYER(m, matmul_backward)(d.atty + o1, g.attprojw + w1, g.attprojb + l * C, dres, a.atty + o1,
                                   p.attprojw + w1, BT, C, C);
-        if (pk) tree_attention_backward(d.qkv + o3, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, pk, C, NH);
-        else LAYER(m, attention_backward)(d.qkv + o3, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, B, T, C, NH);
+        if (pk)
+            tree_attention_backward(d.qkv + o3, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, pk, C, NH);
+        else
+            LAYER(m, attention_backward)(d.qkv + o3, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, B, T, C,
+                                         NH);
         LAYER(m, matmul_backward)(d.ln1 + o1, g.qkvw + 3 * w1, g.qkvb + l * 3 * C, d.qkv + o3, a.ln1 + o1,
                                   p.qkvw + 3 * w1, BT, C, 3 * C);
         LAYER(m, layernorm_backward)(dres, g.ln1w + l * C, g.ln1b + l * C, d.ln1 + o1, residual,
@@ -1969,7 +1976,8 @@ static void tree_logprob_backward(float *dlogits, const float *probs, const Tree
         float g = 0.0f;
         for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++) g += dlogp[e] * inv_t;
         for (int v = 0; v < V; v++) d[v] = -g * pr[v];
-        for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++) d[pk->edge_token[e]] += dlogp[e] * inv_t;
+        for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++)
+            d[pk->edge_token[e]] += dlogp[e] * inv_t;
     }
 }
 
@@ -3234,7 +3242,8 @@ static int pack_batch(TreePack *pk, int B, const int *const *prompt, const int *
             int c = node < 0 ? first_root : first_child[node];
             while (c >= 0 && ctok[c] != tok) c = next_sibling[c];
             if (c < 0) {   // a new prefix: a new node, the last child of its parent
-                if (nodes == R) fail_at(__FILE__, __LINE__, "pack_batch: too many rows", "please report this");
+                if (nodes == R)
+                    fail_at(__FILE__, __LINE__, "pack_batch: too many rows", "please report this");
                 c = nodes++;
                 ctok[c] = tok;
                 cpos[c] = t;
@@ -3253,7 +3262,8 @@ static int pack_batch(TreePack *pk, int B, const int *const *prompt, const int *
             int e = first_edge[node];
             while (e >= 0 && etok[e] != target) e = next_edge[e];
             if (e < 0) {
-                if (edges == E) fail_at(__FILE__, __LINE__, "pack_batch: too many edges", "please report this");
+                if (edges == E)
+                    fail_at(__FILE__, __LINE__, "pack_batch: too many edges", "please report this");
                 e = edges++;
                 etok[e] = target;
                 next_edge[e] = -1;
@@ -6093,14 +6103,16 @@ static void bench_train_step(GPT *m, const int *inputs, const int *targets, floa
    tokens, forward passes of them all at once), rewards and advantages (a step's defaults) and
    trees set; the prompts' tokens go to prompts (max_seqs, maxT). Returns the number of
    completions, 0 (g not built) when the file is missing or does not fit. */
-static int read_bench_groups(const char *path, GroupBatch *g, int *prompts, int max_seqs, int max_new, int maxT) {
+static int read_bench_groups(const char *path, GroupBatch *g, int *prompts, int max_seqs, int max_new,
+                             int maxT) {
     FILE *f = fopen(path, "r");
     if (!f) return 0;
     char line[512];
     int n = 0, groups = 0, fits = 1;
     int *starts = (int *)mallocCheck(((size_t)max_seqs + 1) * sizeof(int));
     int *comp = (int *)mallocCheck((size_t)max_seqs * max_new * sizeof(int));
-    int *plen = (int *)mallocCheck((size_t)max_seqs * sizeof(int)), *clen = (int *)mallocCheck(max_seqs * sizeof(int));
+    int *plen = (int *)mallocCheck((size_t)max_seqs * sizeof(int));
+    int *clen = (int *)mallocCheck((size_t)max_seqs * sizeof(int));
     float *reward = (float *)mallocCheck((size_t)max_seqs * sizeof(float));
     char last_prompt[512] = "";
     while (fits && fgets(line, sizeof line, f)) {
@@ -6133,8 +6145,10 @@ static int read_bench_groups(const char *path, GroupBatch *g, int *prompts, int 
             g->reward[i] = reward[i];
             memcpy(g->comp + (size_t)i * max_new, comp + (size_t)i * max_new, clen[i] * sizeof(int));
         }
-        ObjectiveConfig obj = {OBJ_LAMBDA_GRPO, AGG_TOKEN_MEAN, STD_SAMPLE, SCOPE_GROUP, 1e-4f, 0.2f, 0.2f, 0.0f,
-                               max_new};
+        Options def;
+        default_options(&def);
+        ObjectiveConfig obj = def.obj;   // the advantages of a step with the defaults
+        obj.max_new_tokens = max_new;
         compute_advantages(g->advantage, g->reward, groups, g->group_start, &obj);
         build_group_trees(g);
     }
@@ -6159,8 +6173,8 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     const char *syn = "Training throughput (forward + backward + AdamW on a fixed B x maxT batch) and\n"
                       "sampling throughput (64 sequences, 8-token prompt, KV cache, to maxT).\n"
                       "Then the training step at the GRPO update's shape (128 x 37), and the GRPO update\n"
-                      "(grpo_update) on 8 x 16 sampled completions (tests/fixtures/bench_groups.txt), padded\n"
-                      "and tree-packed (--update-layout), 5 times each, alternating.\n"
+                      "(grpo_update) on 8 x 16 sampled completions (tests/fixtures/bench_groups.txt),\n"
+                      "padded and tree-packed (--update-layout), 5 times each, alternating.\n"
                       "Last line: 'bench train_tok_s=... sample_tok_s=... gflops=... update_tok_s=...\n"
                       "update_gflops=... [update_padded_ms=... update_tree_ms=... update_rows=...\n"
                       "update_positions=...] threads=...'.";
@@ -6344,8 +6358,8 @@ static int cmd_bench(int argc, char **argv, Options *o) {
                rg_med[0], rg_lo[0], rg_hi[0], rg_n, rg_n, rg_T, rg_n * rg_T);
         if (layouts == 2)
             printf("update %10.1f ms per GRPO update [%.1f-%.1f], tree-packed: %d rows (%.2f of padded): "
-                   "%.2fx the padded\n", rg_med[1], rg_lo[1], rg_hi[1], rg_rows, (double)rg_rows / (rg_n * rg_T),
-                   rg_med[0] / rg_med[1]);
+                   "%.2fx the padded\n", rg_med[1], rg_lo[1], rg_hi[1], rg_rows,
+                   (double)rg_rows / (rg_n * rg_T), rg_med[0] / rg_med[1]);
     } else {
         printf("update: tests/fixtures/bench_groups.txt not found or does not fit this model: "
                "no GRPO update lines (run from the repository root)\n");
@@ -6382,8 +6396,8 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f update_tok_s=%.1f update_gflops=%.2f ",
            train_tok_s, sample_tok_s, gflops, update_tok_s, update_gflops);
     if (rg_n > 0 && layouts == 2)
-        printf("update_padded_ms=%.2f update_tree_ms=%.2f update_seqs=%d update_T=%d update_rows=%d ", rg_med[0],
-               rg_med[1], rg_n, rg_T, rg_rows);
+        printf("update_padded_ms=%.2f update_tree_ms=%.2f update_seqs=%d update_T=%d update_rows=%d ",
+               rg_med[0], rg_med[1], rg_n, rg_T, rg_rows);
     printf("threads=%d\n", num_threads());
     free(inputs);
     free(targets);

@@ -2801,7 +2801,8 @@ static void random_pack_batch(GroupBatch *g, int *prompts, int P, const int *siz
     for (int p = 0; p < P; p++)
         for (int i = start[p]; i < start[p + 1]; i++) {
             int *c = g->comp + (size_t)i * max_new;
-            int n = 0, kind = rng_int(rng, 6), other = i > start[p] ? start[p] + rng_int(rng, i - start[p]) : -1;
+            int n = 0, kind = rng_int(rng, 6);
+            int other = i > start[p] ? start[p] + rng_int(rng, i - start[p]) : -1;   // an earlier member
             const int *o = other >= 0 ? g->comp_row[other] : NULL;
             int olen = other >= 0 ? g->clen[other] : 0;
             int through = p == 0 && i == start[p] && P > 2;   // runs through group 2's last prompt row
@@ -2855,7 +2856,8 @@ static void test_pack_brute_force(void) {
     Rng rng;
     rng_seed(&rng, 77, 1);
     ObjectiveConfig obj = default_obj();
-    int bad_count = 0, bad_rows = 0, bad_edges = 0, batches = 300, max_rows = 0, total_rows = 0, total_padded = 0;
+    int bad_count = 0, bad_rows = 0, bad_edges = 0, batches = 300;
+    int max_rows = 0, total_rows = 0, total_padded = 0;
     for (int it = 0; it < batches; it++) {
         int P = 1 + rng_int(&rng, 4), size[4], prompts[4 * 8], max_new = 2 + rng_int(&rng, 7);
         for (int p = 0; p < P; p++) size[p] = 1 + rng_int(&rng, 6);
@@ -2896,7 +2898,8 @@ static void test_pack_brute_force(void) {
                 ok &= through == (r2 >= r && r2 < pk->subtree_end[r]);
             }
             for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++)
-                for (int e2 = e + 1; e2 < pk->edge_start[r + 1]; e2++) ok &= pk->edge_token[e] != pk->edge_token[e2];
+                for (int e2 = e + 1; e2 < pk->edge_start[r + 1]; e2++)
+                    ok &= pk->edge_token[e] != pk->edge_token[e2];
             bad_rows += !ok;
         }
         bad_rows += pk->att_size != off || pk->edge_start[rows] != pk->edges;
@@ -2906,15 +2909,17 @@ static void test_pack_brute_force(void) {
                 int e = pk->edge_of[(size_t)i * pk->max_new + j];
                 int r = 0;
                 while (r < rows && !(e >= pk->edge_start[r] && e < pk->edge_start[r + 1])) r++;
-                int t = g.plen[i] - 1 + j, ok = r < rows && pk->pos[r] == t && pk->edge_token[e] == g.comp_row[i][j];
-                for (int a = r; ok && a >= 0; a = pk->parent[a]) ok = pk->token[a] == seq_token(&g, i, pk->pos[a]);
+                int t = g.plen[i] - 1 + j;
+                int ok = r < rows && pk->pos[r] == t && pk->edge_token[e] == g.comp_row[i][j];
+                for (int a = r; ok && a >= 0; a = pk->parent[a])
+                    ok = pk->token[a] == seq_token(&g, i, pk->pos[a]);
                 bad_edges += !ok;
             }
         free_group_batch(&g);
     }
     check(bad_count == 0, "tree pack: rows == distinct input prefixes (brute force, 300 random batches)",
-          "%d batches wrong; %d rows packed of %d padded (%.2f), at most %d in one batch", bad_count, total_rows,
-          total_padded, (double)total_rows / total_padded, max_rows);
+          "%d batches wrong; %d rows packed of %d padded (%.2f), at most %d in one batch", bad_count,
+          total_rows, total_padded, (double)total_rows / total_padded, max_rows);
     check(bad_rows == 0, "tree pack: root paths, pos = depth, preorder subtrees, distinct edges, att_off",
           "%d rows wrong", bad_rows);
     check(bad_edges == 0, "tree pack: each completion token's edge is its prefix's row and its token",
@@ -2942,11 +2947,13 @@ static void test_tree_attention(void) {
     float *dout = (float *)mallocCheck((size_t)R * C * sizeof(float));
     for (size_t i = 0; i < (size_t)R * C3; i++) inp[i] = rng_normal(&rng);
     for (size_t i = 0; i < (size_t)R * C; i++) dout[i] = rng_normal(&rng);
-    float *out = (float *)callocCheck((size_t)R * C, sizeof(float)), *out_ref = (float *)callocCheck((size_t)R * C, 4);
+    float *out = (float *)callocCheck((size_t)R * C, sizeof(float));
+    float *out_ref = (float *)callocCheck((size_t)R * C, sizeof(float));
     float *out_seq = (float *)callocCheck((size_t)R * C, sizeof(float));
     float *att = (float *)callocCheck(NH * AS, sizeof(float)), *att_ref = (float *)callocCheck(NH * AS, 4);
     float *datt = (float *)callocCheck(NH * AS, sizeof(float));
-    float *dinp = (float *)callocCheck((size_t)R * C3, sizeof(float)), *dinp_ref = (float *)callocCheck((size_t)R * C3, 4);
+    float *dinp = (float *)callocCheck((size_t)R * C3, sizeof(float));
+    float *dinp_ref = (float *)callocCheck((size_t)R * C3, sizeof(float));
     tree_attention_forward(out, att, inp, pk, C, NH);
     tree_attention_forward_ref(out_ref, att_ref, inp, pk, C, NH);
     tree_attention_backward(dinp, datt, dout, inp, att, pk, C, NH);
@@ -2955,7 +2962,8 @@ static void test_tree_attention(void) {
     int *owner = (int *)mallocCheck(R * sizeof(int)), *rows_of = (int *)mallocCheck(T * sizeof(int));
     for (int r = 0; r < R; r++) owner[r] = -1;
     float *x = (float *)mallocCheck((size_t)T * C3 * 4), *y = (float *)mallocCheck((size_t)T * C * 4);
-    float *a = (float *)mallocCheck((size_t)NH * T * T * 4), *da = (float *)mallocCheck((size_t)NH * T * T * 4);
+    float *a = (float *)mallocCheck((size_t)NH * T * T * 4);
+    float *da = (float *)mallocCheck((size_t)NH * T * T * 4);
     float *dy = (float *)mallocCheck((size_t)T * C * 4), *dx = (float *)mallocCheck((size_t)T * C3 * 4);
     int covered = 0;
     for (int i = 0; i < g.N; i++) {
@@ -2986,14 +2994,17 @@ static void test_tree_attention(void) {
     // TOL_FWD of the output's max (K <= 32 terms per sum). The backward adds a row's gradient once
     // per subtree in the tree and once per sequence in the reference: TOL_BWD of the max; measured
     // 1e-7 here. A key of the wrong row (a sibling's) errs by ~1 of the scale.
-    compare("tree attention: forward == textbook root-path attention", out, out_ref, (size_t)R * C, TOL_FWD, 0.0f);
+    compare("tree attention: forward == textbook root-path attention", out, out_ref, (size_t)R * C, TOL_FWD,
+            0.0f);
     compare("tree attention: weights == textbook root-path softmax", att, att_ref, NH * AS, TOL_FWD, 0.0f);
-    compare("tree attention: forward == padded attention on each sequence", out, out_seq, (size_t)R * C, TOL_FWD, 0.0f);
+    compare("tree attention: forward == padded attention on each sequence", out, out_seq, (size_t)R * C,
+            TOL_FWD, 0.0f);
     check(covered == R, "tree attention: the sequences cover every row", "%d of %d rows", covered, R);
     compare("tree attention: backward == padded attention_backward summed over sequences", dinp, dinp_ref,
             (size_t)R * C3, TOL_BWD, 0.0f);
     free(inp); free(dout); free(out); free(out_ref); free(out_seq); free(att); free(att_ref); free(datt);
-    free(dinp); free(dinp_ref); free(owner); free(rows_of); free(x); free(y); free(a); free(da); free(dy); free(dx);
+    free(dinp); free(dinp_ref); free(owner); free(rows_of);
+    free(x); free(y); free(a); free(da); free(dy); free(dx);
     free_group_batch(&g);
 }
 
@@ -3114,9 +3125,11 @@ static void test_tree_update_vs_padded(void) {
             // micro-batch test). The gradients add the members' terms at a shared row before the
             // backward instead of after it (another order of the same sums): TOL_BWD of each tensor's
             // max; measured up to 2e-6 (a wrong edge weight or a missing row errs by > 1e-2).
-            double e[6] = {rel_err(&lt, &lp, 1, 1.0f), param_rel_err(&m, t->grads, p->grads),
-                           fmax(rel_err(t->logp, p->logp, NT, 0.0f), rel_err(t->logp_old, p->logp_old, NT, 0.0f)),
-                           rel_err(t->ratio, p->ratio, NT, 1.0f), rel_err(t->kl_tok, p->kl_tok, NT, 1.0f), 0.0};
+            double e_logp = fmax(rel_err(t->logp, p->logp, NT, 0.0f),
+                                 rel_err(t->logp_old, p->logp_old, NT, 0.0f));
+            double e[6] = {rel_err(&lt, &lp, 1, 1.0f), param_rel_err(&m, t->grads, p->grads), e_logp,
+                           rel_err(t->ratio, p->ratio, NT, 1.0f), rel_err(t->kl_tok, p->kl_tok, NT, 1.0f),
+                           0.0};
             if (cfg.obj.beta != 0.0f) e[2] = fmax(e[2], rel_err(t->logp_ref, p->logp_ref, NT, 0.0f));
             e[5] = memcmp(t->clip_tok, p->clip_tok, NT) != 0 || t->clipped != p->clipped;
             double tol[6] = {TOL_FWD, TOL_BWD, TOL_FWD, TOL_FWD, TOL_FWD, 0.0};
@@ -3124,8 +3137,8 @@ static void test_tree_update_vs_padded(void) {
                 worst[q] = fmax(worst[q], e[q]);
                 if (!(e[q] <= tol[q])) {
                     printf("      %s %s β=%g μ=%d mask=%d micro=%d iter %d: %s error %.2e\n",
-                           OBJECTIVE_NAMES[cfg.obj.objective], LOSS_AGG_NAMES[cfg.obj.loss_agg], cfg.obj.beta, mu,
-                           cfg.mask_truncated, cfg.micro_batch, it, names[q], e[q]);
+                           OBJECTIVE_NAMES[cfg.obj.objective], LOSS_AGG_NAMES[cfg.obj.loss_agg], cfg.obj.beta,
+                           mu, cfg.mask_truncated, cfg.micro_batch, it, names[q], e[q]);
                     ok = 0;
                 }
             }
@@ -3151,8 +3164,8 @@ static void test_tree_update_vs_padded(void) {
     // not vacuous: at μ = 2 ratios far from 1 and tokens clipped; and rows shared
     check(clipped_moved > 0 && ratio_spread > 0.05 && rows < positions,
           "tree update test: ratios != 1 and clipped tokens at μ = 2, rows shared",
-          "%ld tokens clipped, max |ratio - 1| %.2f, %ld rows packed of %ld positions", clipped_moved, ratio_spread,
-          rows, positions);
+          "%ld tokens clipped, max |ratio - 1| %.2f, %ld rows packed of %ld positions", clipped_moved,
+          ratio_spread, rows, positions);
 }
 
 
@@ -3985,8 +3998,8 @@ static void test_tree_layout_train(void) {
         char resume[400] = "";
         if (r == 2) snprintf(resume, sizeof resume, "--resume %s/treepack_b/ckpt.bin", TMPDIR_);
         // tiny_train_args starts with --threads 1; a later --threads wins
-        snprintf(cmd, sizeof cmd, "%s train %s %s --update-layout tree %s --run-dir %s/%s", grpo_bin(), common,
-                 extra[r], resume, TMPDIR_, dirs[r]);
+        snprintf(cmd, sizeof cmd, "%s train %s %s --update-layout tree %s --run-dir %s/%s", grpo_bin(),
+                 common, extra[r], resume, TMPDIR_, dirs[r]);
         rc[r] = run_binary(cmd, out, sizeof out);
         if (r == 0)
             check(rc[0] == 0 && strstr(out, " update-layout=tree") != NULL,
@@ -3994,12 +4007,13 @@ static void test_tree_layout_train(void) {
     }
     snprintf(pa, sizeof pa, "%s/treepack_a/model.bin", TMPDIR_);
     snprintf(pb, sizeof pb, "%s/treepack_b/model.bin", TMPDIR_);
-    check(rc[1] == 0 && files_equal(pa, pb), "train --update-layout tree: same seed, 1 or 3 threads: bit-identical",
-          "exit %d", rc[1]);
+    check(rc[1] == 0 && files_equal(pa, pb),
+          "train --update-layout tree: same seed, 1 or 3 threads: bit-identical", "exit %d", rc[1]);
     snprintf(pb, sizeof pb, "%s/treepack_c/model.bin", TMPDIR_);
-    check(rc[2] == 0 && files_equal(pa, pb), "train --update-layout tree: resume from step 2 == 4 steps straight",
-          "exit %d", rc[2]);
-    snprintf(cmd, sizeof cmd, "%s train %s --steps 1 --run-dir %s/treepack_padded", grpo_bin(), common, TMPDIR_);
+    check(rc[2] == 0 && files_equal(pa, pb),
+          "train --update-layout tree: resume from step 2 == 4 steps straight", "exit %d", rc[2]);
+    snprintf(cmd, sizeof cmd, "%s train %s --steps 1 --run-dir %s/treepack_padded", grpo_bin(), common,
+             TMPDIR_);
     int code = run_binary(cmd, out, sizeof out);
     check(code == 0 && strstr(out, "# config:") && !strstr(out, "update-layout"),
           "train: at the default layout the banner does not name it", "exit %d", code);
@@ -4071,7 +4085,9 @@ int main(int argc, char **argv) {
     if (want("sampler", only)) test_token_budget();
     if (want("sampler", only)) test_eval_counts_verified();
     if (want("train", only)) test_train_end_to_end();
-    if (want("treepack", only)) { test_pack_brute_force(); test_tree_attention(); test_tree_update_vs_padded(); }
+    if (want("treepack", only)) test_pack_brute_force();
+    if (want("treepack", only)) test_tree_attention();
+    if (want("treepack", only)) test_tree_update_vs_padded();
     if (want("train", only)) test_tree_layout_train();
     if (want("treetask", only)) test_tree_task();
     if (want("check", only)) test_check_fixtures();
