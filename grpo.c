@@ -639,6 +639,17 @@ static void encoder_backward(float *dwte, float *dwpe, const float *dout, const 
         }
 }
 
+// encoder_forward_pos's backward (rows with a position each, as a packed batch's): dwte
+// (V,C) += dout (B,C) at each row's token, dwpe (maxT,C) at its position; serial, as above
+static void encoder_backward_pos(float *dwte, float *dwpe, const float *dout, const int *tokens,
+                                 const int *pos, int B, int C) {
+    for (int b = 0; b < B; b++) {
+        const float *d = dout + (size_t)b * C;
+        float *dwe = dwte + (size_t)tokens[b] * C, *dpe = dwpe + (size_t)pos[b] * C;
+        for (int i = 0; i < C; i++) { dwe[i] += d[i]; dpe[i] += d[i]; }
+    }
+}
+
 // layernorm over the last axis, eps 1e-5, biased variance (as torch.nn.LayerNorm).
 // inp, out (N,C); mean, rstd (N) saved for the backward pass; weight, bias (C)
 static void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
@@ -945,6 +956,195 @@ static void attention_backward(float *dinp, float *datt, const float *dout, cons
     /* END SOLUTION: attention_backward */
 }
 
+// ---- tree attention: a batch packed as its prefix tree (the tree-packed update)
+
+/* TreePack: sequences packed as their prefix trie, one row per distinct prefix (the
+   tree-packed update, notes/tree-packed-update.md). In a causal model a position's
+   activations depend only on the tokens up to it, so sequences that share a prefix share
+   its rows: each row is computed once, and the gradients of all the sequences through it
+   add up there. Row r holds input token token[r] at position pos[r] (its depth: 0 for
+   <bos>) under parent[r] (−1 at position 0), and attends to its root path: itself and its
+   ancestors, the pos[r] + 1 positions of every sequence through it. Rows are in depth-first
+   preorder, so a parent comes before its children and the subtree of r is the rows
+   [r, subtree_end[r]). Per head and layer, row r's attention weights over its root path (root
+   first) are entries att_off[r] .. att_off[r] + pos[r] of a block of att_size = Σ_r (pos[r] + 1)
+   floats. The targets (pack_batch fills them): row r predicts the distinct next tokens
+   edge_token[edge_start[r] .. edge_start[r+1]) (its "edges": several where the sequences
+   through it part), and completion token j of sequence b is edge edge_of[b·max_new + j]. */
+typedef struct {
+    int rows, edges;              // in this batch
+    int max_pos;                  // the largest pos[r]
+    int *token, *pos, *parent, *subtree_end;   // (rows)
+    size_t *att_off;              // (rows + 1)
+    size_t att_size;              // att_off[rows]
+    int *edge_start;              // (rows + 1)
+    int *edge_token;              // (edges)
+    float *edge_logp, *edge_dlogp;   // (edges) log π(edge_token | the row's prefix), ∂loss/∂ it
+    int *edge_of;                 // (sequences, max_new)
+    int max_new;                  // the row length of edge_of
+    int cap_seqs, cap_rows, cap_edges;   // capacities: sequences, rows, edges
+    int *scratch;                 // pack_batch's trie in creation order (its own layout there)
+} TreePack;
+
+/* tree_attention_forward_ref: attention over a packed prefix tree in textbook form, the
+   readable version of tree_attention_forward below (same arguments, shapes in its comment,
+   same result up to float rounding) and the oracle it is tested against. Row r's query sees
+   the keys of its root path: path[j] is r's ancestor at position j, path[pos[r]] = r; then
+   causal attention's formula (attention_forward_ref) over those rows. Only the tests call it. */
+static void tree_attention_forward_ref(float *out, float *att, const float *inp, const TreePack *pk, int C,
+                                       int NH) {
+    int C3 = 3 * C, hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    int *path = (int *)mallocCheck(((size_t)pk->max_pos + 1) * sizeof(int));
+    for (int r = 0; r < pk->rows; r++) {
+        int t = pk->pos[r];
+        for (int a = r; a >= 0; a = pk->parent[a]) path[pk->pos[a]] = a;
+        for (int h = 0; h < NH; h++) {
+            const float *q = inp + (size_t)r * C3 + h * hs;
+            float *a = att + (size_t)h * pk->att_size + pk->att_off[r];
+            float maxv = -FLT_MAX, sum = 0.0f;
+            for (int j = 0; j <= t; j++) {   // row r sees its root path only
+                const float *k = inp + (size_t)path[j] * C3 + C + h * hs;
+                float s = 0.0f;
+                for (int i = 0; i < hs; i++) s += q[i] * k[i];
+                a[j] = s * scale;
+                if (a[j] > maxv) maxv = a[j];
+            }
+            for (int j = 0; j <= t; j++) { a[j] = expf(a[j] - maxv); sum += a[j]; }
+            for (int j = 0; j <= t; j++) a[j] /= sum;
+            float *o = out + (size_t)r * C + h * hs;
+            for (int i = 0; i < hs; i++) {   // out_r = Σ_j a[j] v_path[j]
+                o[i] = 0.0f;
+                for (int j = 0; j <= t; j++) o[i] += a[j] * inp[(size_t)path[j] * C3 + 2 * C + h * hs + i];
+            }
+        }
+    }
+    free(path);
+}
+
+#define TA_RB 32   // rows per task of tree attention
+
+/* A task's copy of the root path it is at, for one head: column p of xt (hs, Tp) holds x (hs)
+   transposed and row p of yb (Tp, hs) holds y (hs), for the row at position p of the path.
+   Moving on to the next row in preorder overwrites its position only: the ancestors of a row
+   are the last rows visited at each smaller position. */
+static inline void tree_path_put(float *xt, float *yb, const float *x, const float *y, int p, int hs,
+                                 int Tp) {
+    for (int i = 0; i < hs; i++) xt[(size_t)i * Tp + p] = x[i];
+    memcpy(yb + (size_t)p * hs, y, (size_t)hs * sizeof(float));
+}
+
+/* tree_attention_forward: causal attention over a packed prefix tree (TreePack): row r attends
+   to its root path. inp (rows, 3C) holds q, k, v; out (rows, C); att (NH, att_size) keeps the
+   softmax for the backward pass. attention_forward's arithmetic on the same keys and values in
+   the same order, so a row's output equals, bit for bit, that of its position in any sequence
+   through it run through attention_forward. A task is a block of TA_RB rows and one head: it
+   loads the root path above its first row, then walks its rows keeping the keys (transposed,
+   kt (hs, Tp)) and values (vb (Tp, hs)) of the current path (tree_path_put). */
+static void tree_attention_forward(float *out, float *att, const float *inp, const TreePack *pk, int C,
+                                   int NH) {
+    int C3 = 3 * C, hs = C / NH, Tp = (pk->max_pos + 8) / 8 * 8;
+    float scale = 1.0f / sqrtf((float)hs);
+    int nblk = (pk->rows + TA_RB - 1) / TA_RB;
+    #pragma omp parallel
+    {
+        // zeros: positions past a row's own are read (a score computed and not used), never used
+        float *kt = (float *)callocCheck((2 * (size_t)hs + 1) * Tp, sizeof(float));
+        float *vb = kt + (size_t)hs * Tp;
+        float *s = vb + (size_t)hs * Tp;
+        #pragma omp for collapse(2) schedule(dynamic)
+        for (int blk = 0; blk < nblk; blk++)
+            for (int h = 0; h < NH; h++) {
+                int r0 = blk * TA_RB;
+                int r1 = imin(pk->rows, r0 + TA_RB);
+                for (int a = pk->parent[r0]; a >= 0; a = pk->parent[a]) {
+                    const float *x = inp + (size_t)a * C3 + h * hs;
+                    tree_path_put(kt, vb, x + C, x + 2 * C, pk->pos[a], hs, Tp);
+                }
+                for (int r = r0; r < r1; r++) {
+                    int t = pk->pos[r];
+                    const float *x = inp + (size_t)r * C3 + h * hs;   // q, k, v of row r at x, x + C, x + 2C
+                    tree_path_put(kt, vb, x + C, x + 2 * C, t, hs, Tp);
+                    float *a = att + (size_t)h * pk->att_size + pk->att_off[r];
+                    attn_scores(s, x, kt, hs, Tp, (t + 8) / 8 * 8, scale);
+                    float maxv = -FLT_MAX, sum = 0.0f;
+                    for (int j = 0; j <= t; j++) if (s[j] > maxv) maxv = s[j];
+                    #pragma omp simd reduction(+:sum)
+                    for (int j = 0; j <= t; j++) { s[j] = exp_simd(s[j] - maxv); sum += s[j]; }
+                    float inv = 1.0f / sum;
+                    for (int j = 0; j <= t; j++) a[j] = s[j] * inv;
+                    // out = Σ_j a[j] v[path j]
+                    attn_rows(out + (size_t)r * C + h * hs, 0, a, 1, vb, hs, 0, t + 1, hs);
+                }
+            }
+        free(kt);
+    }
+}
+
+/* tree_attention_backward: dinp (rows, 3C) += ∂L/∂(q,k,v) given dout (rows, C), for the forward
+   above; datt (NH, att_size) is scratch (it ends up holding ∂L/∂scores). Two passes, as
+   attention_backward's three: (1) per row, along root paths as in the forward (values
+   transposed in vt, keys as rows in kb): the score gradients dS = a (da − Σ a da) · scale with
+   da_j = dout·v[path j], and dq_r = Σ_j dS_j k[path j]; (2) per row n, dk_n = Σ dS_r[pos n] q_r
+   and dv_n = Σ a_r[pos n] dout_r over the rows r of its subtree (the queries that see n), which
+   preorder makes the contiguous rows [n, subtree_end[n]): one sum per gradient row, no two tasks
+   writing one row. The passes' tasks are a block of rows and a head; the second waits for the
+   first (the barrier of omp for). */
+static void tree_attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
+                                    const float *att, const TreePack *pk, int C, int NH) {
+    int C3 = 3 * C, hs = C / NH, Tp = (pk->max_pos + 8) / 8 * 8;
+    float scale = 1.0f / sqrtf((float)hs);
+    int nblk = (pk->rows + TA_RB - 1) / TA_RB;
+    size_t AS = pk->att_size;
+    #pragma omp parallel
+    {
+        float *vt = (float *)callocCheck((2 * (size_t)hs + 1) * Tp + 2 * (size_t)pk->rows, sizeof(float));
+        float *kb = vt + (size_t)hs * Tp;
+        float *da = kb + (size_t)hs * Tp;
+        float *wq = da + Tp;                  // (rows) the weights of one subtree's sums
+        float *wd = wq + pk->rows;
+        #pragma omp for collapse(2) schedule(dynamic)
+        for (int blk = 0; blk < nblk; blk++)
+            for (int h = 0; h < NH; h++) {
+                int r0 = blk * TA_RB;
+                int r1 = imin(pk->rows, r0 + TA_RB);
+                for (int a = pk->parent[r0]; a >= 0; a = pk->parent[a]) {
+                    const float *x = inp + (size_t)a * C3 + h * hs;
+                    tree_path_put(vt, kb, x + 2 * C, x + C, pk->pos[a], hs, Tp);
+                }
+                for (int r = r0; r < r1; r++) {
+                    int t = pk->pos[r];
+                    const float *x = inp + (size_t)r * C3 + h * hs;
+                    tree_path_put(vt, kb, x + 2 * C, x + C, t, hs, Tp);
+                    const float *a = att + (size_t)h * AS + pk->att_off[r];
+                    float *dS = datt + (size_t)h * AS + pk->att_off[r];
+                    attn_scores(da, dout + (size_t)r * C + h * hs, vt, hs, Tp, (t + 8) / 8 * 8, 1.0f);
+                    float dot = 0.0f;
+                    #pragma omp simd reduction(+:dot)
+                    for (int j = 0; j <= t; j++) dot += a[j] * da[j];
+                    for (int j = 0; j <= t; j++) dS[j] = a[j] * (da[j] - dot) * scale;
+                    attn_rows(dinp + (size_t)r * C3 + h * hs, 1, dS, 1, kb, hs, 0, t + 1, hs);   // dq
+                }
+            }
+        #pragma omp for collapse(2) schedule(dynamic)
+        for (int blk = 0; blk < nblk; blk++)
+            for (int h = 0; h < NH; h++)
+                for (int n = blk * TA_RB; n < imin(pk->rows, (blk + 1) * TA_RB); n++) {
+                    int t = pk->pos[n];
+                    int end = pk->subtree_end[n];
+                    for (int r = n; r < end; r++) {   // row r holds n's weight at index pos[n] = t
+                        wq[r - n] = datt[(size_t)h * AS + pk->att_off[r] + t];
+                        wd[r - n] = att[(size_t)h * AS + pk->att_off[r] + t];
+                    }
+                    // dk_n += Σ_r dS_r[t] q_r;  dv_n += Σ_r a_r[t] dout_r
+                    float *dx = dinp + (size_t)n * C3 + h * hs;
+                    attn_rows(dx + C, 1, wq, 1, inp + (size_t)n * C3 + h * hs, C3, 0, end - n, hs);
+                    attn_rows(dx + 2 * C, 1, wd, 1, dout + (size_t)n * C + h * hs, C, 0, end - n, hs);
+                }
+        free(vt);
+    }
+}
+
 // GELU, tanh approximation (GPT-2; torch.nn.GELU(approximate="tanh")). inp, out (N).
 // 0.5 (1 + tanh u) = 1 / (1 + e^{-2u}), so gelu(x) = x / (1 + e^{-2u}): one exp, no
 // cancellation for negative x, and the loop vectorizes with exp_simd.
@@ -1150,13 +1350,19 @@ typedef struct {
     float *probs;     // (B, T, V) softmax(logits / temperature), kept for the log-prob backward
 } ActivationTensors;
 
-static void act_sizes(size_t *s, const GPTConfig *c, int B, int T) {
-    size_t L = c->num_layers, C = c->channels, NH = c->num_heads, V = c->vocab_size, BT = (size_t)B * T;
+// The activations of BT positions with A attention weights per head and layer (B·T·T for a
+// B×T batch; a packed batch has fewer: TreePack's att_size).
+static void act_sizes_rows(size_t *s, const GPTConfig *c, size_t BT, size_t A) {
+    size_t L = c->num_layers, C = c->channels, NH = c->num_heads, V = c->vocab_size;
     size_t v[NUM_ACT_TENSORS] = {BT * C, L * BT * C, L * BT, L * BT, L * BT * 3 * C, L * BT * C,
-                                 L * B * NH * T * T, L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT,
+                                 L * NH * A, L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT,
                                  L * BT * 4 * C, L * BT * 4 * C, L * BT * C, L * BT * C, BT * C, BT, BT,
                                  BT * V, BT * V};
     memcpy(s, v, sizeof v);
+}
+
+static void act_sizes(size_t *s, const GPTConfig *c, int B, int T) {
+    act_sizes_rows(s, c, (size_t)B * T, (size_t)B * T * T);
 }
 
 // Key/value cache for incremental decoding: keys k (L, B, C, Tp) stored transposed (for each
@@ -1301,14 +1507,52 @@ static void gpt_set_shape(GPT *m, int B, int T) {
     m->B = B; m->T = T;
 }
 
+// gpt_set_shape for a packed batch: pk's rows and attention weights must fit in the buffers of
+// (max_batch, maxT), which they do when pk packs at most max_batch sequences. m->B = 0 marks it.
+static void gpt_set_rows(GPT *m, const TreePack *pk) {
+    size_t cap = (size_t)m->max_batch * m->config.max_seq_len;
+    if (pk->rows < 1 || (size_t)pk->rows > cap || pk->att_size > cap * m->config.max_seq_len)
+        fail_at(__FILE__, __LINE__, "a packed batch exceeds the model's activations",
+                "pack at most max_batch sequences at a time; please report this");
+    size_t as[NUM_ACT_TENSORS];
+    act_sizes_rows(as, &m->config, pk->rows, pk->att_size);
+    point_tensors((float **)&m->acts, m->acts_memory, as, NUM_ACT_TENSORS);
+    point_tensors((float **)&m->grads_acts, m->grads_acts_memory, as, NUM_ACT_TENSORS);
+    m->B = 0; m->T = pk->rows;
+}
+
+static void encoder_forward_pos(float *out, const int *tokens, const int *pos, const float *wte,
+                                const float *wpe, int B, int C);
+
 /* gpt_forward: inputs (B,T) token ids → acts.logits (B,T,V), logits at position t predict
    token t+1. Sequences shorter than T are padded at the end; causal attention means the
    padding never changes the logits of earlier positions. */
+static void gpt_forward_pass(GPT *m, const int *inputs, const TreePack *pk);
 static void gpt_forward(GPT *m, const int *inputs, int B, int T) {
     gpt_set_shape(m, B, T);
+    gpt_forward_pass(m, inputs, NULL);
+}
+
+/* gpt_forward_tree: the packed batch pk (TreePack; CPU only) → acts.logits (rows, V), the
+   logits of row r predicting the tokens after its prefix. Every layer but the embedding (a
+   position per row) and attention (over the row's root path) is gpt_forward's, row by row. */
+static void gpt_forward_tree(GPT *m, const TreePack *pk) {
+#ifdef GRPO_CUDA
+    if (m->on_device)
+        fail_at(__FILE__, __LINE__, "the tree-packed update runs on the CPU only",
+                "use --update-layout padded");
+#endif
+    gpt_set_rows(m, pk);
+    gpt_forward_pass(m, pk->token, pk);
+}
+
+// gpt_forward's layers on the shape gpt_set_shape or gpt_set_rows set: B×T, or pk's packed rows
+static void gpt_forward_pass(GPT *m, const int *inputs, const TreePack *pk) {
     GPTConfig c = m->config;
     int L = c.num_layers, C = c.channels, NH = c.num_heads, V = c.vocab_size;
-    size_t BT = (size_t)B * T;
+    int B = m->B, T = m->T;
+    size_t BT = pk ? (size_t)pk->rows : (size_t)B * T;
+    size_t AL = (size_t)NH * (pk ? pk->att_size : (size_t)B * T * T);   // attention weights per layer
     ParameterTensors p = m->params;
     ActivationTensors a = m->acts;
 #ifdef GRPO_CUDA
@@ -1317,18 +1561,20 @@ static void gpt_forward(GPT *m, const int *inputs, int B, int T) {
         inputs = m->dev_inputs;
     }
 #endif
-    LAYER(m, encoder_forward)(a.encoded, inputs, p.wte, p.wpe, B, T, C);
+    if (pk) encoder_forward_pos(a.encoded, pk->token, pk->pos, p.wte, p.wpe, pk->rows, C);
+    else LAYER(m, encoder_forward)(a.encoded, inputs, p.wte, p.wpe, B, T, C);
     for (int l = 0; l < L; l++) {
         float *residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;
         float *ln1 = a.ln1 + l * BT * C, *qkv = a.qkv + l * BT * 3 * C, *atty = a.atty + l * BT * C;
-        float *att = a.att + (size_t)l * B * NH * T * T, *attproj = a.attproj + l * BT * C;
+        float *att = a.att + l * AL, *attproj = a.attproj + l * BT * C;
         float *res2 = a.residual2 + l * BT * C, *ln2 = a.ln2 + l * BT * C;
         float *fch = a.fch + l * BT * 4 * C, *fchg = a.fch_gelu + l * BT * 4 * C;
         float *fcproj = a.fcproj + l * BT * C, *res3 = a.residual3 + l * BT * C;
         LAYER(m, layernorm_forward)(ln1, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, residual,
                                     p.ln1w + l * C, p.ln1b + l * C, BT, C);
         LAYER(m, matmul_forward)(qkv, ln1, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, BT, C, 3 * C);
-        LAYER(m, attention_forward)(atty, att, qkv, B, T, C, NH);
+        if (pk) tree_attention_forward(atty, att, qkv, pk, C, NH);
+        else LAYER(m, attention_forward)(atty, att, qkv, B, T, C, NH);
         LAYER(m, matmul_forward)(attproj, atty, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, BT, C, C);
         LAYER(m, residual_forward)(res2, residual, attproj, BT * C);
         LAYER(m, layernorm_forward)(ln2, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, res2,
@@ -1354,7 +1600,20 @@ static void gpt_zero_grad(GPT *m) {
    each block reads dres as the gradient of its two projections and its LayerNorms add into
    it. (This replaces residual_backward's copies; the values and their order of addition are
    the same.) */
+static void gpt_backward_pass(GPT *m, const int *inputs, const TreePack *pk);
 static void gpt_backward(GPT *m, const int *inputs) {
+    if (m->B == 0)
+        fail_at(__FILE__, __LINE__, "gpt_backward after a packed forward",
+                "call gpt_backward_tree; please report this");
+    gpt_backward_pass(m, inputs, NULL);
+}
+
+// gpt_backward for the packed batch pk of the last forward pass (gpt_forward_tree)
+static void gpt_backward_tree(GPT *m, const TreePack *pk) {
+    gpt_backward_pass(m, pk->token, pk);
+}
+
+static void gpt_backward_pass(GPT *m, const int *inputs, const TreePack *pk) {
     GPTConfig c = m->config;
     int B = m->B;
     int T = m->T;
@@ -1362,7 +1621,8 @@ static void gpt_backward(GPT *m, const int *inputs) {
     int C = c.channels;
     int NH = c.num_heads;
     int V = c.vocab_size;
-    size_t BT = (size_t)B * T;
+    size_t BT = pk ? (size_t)pk->rows : (size_t)B * T;
+    size_t AL = (size_t)NH * (pk ? pk->att_size : (size_t)B * T * T);   // attention weights per layer
     ParameterTensors p = m->params;
     ParameterTensors g = m->grads;
     ActivationTensors a = m->acts;
@@ -1379,7 +1639,7 @@ static void gpt_backward(GPT *m, const int *inputs) {
         size_t o1 = l * BT * C;
         size_t o3 = l * BT * 3 * C;
         size_t o4 = l * BT * 4 * C;
-        size_t oa = (size_t)l * B * NH * T * T;
+        size_t oa = l * AL;
         size_t w1 = (size_t)l * C * C;
         // MLP: dres is ∂loss/∂fcproj; then ln2 adds its part, making dres ∂loss/∂residual2
         LAYER(m, matmul_backward)(d.fch_gelu + o4, g.fcprojw + 4 * w1, g.fcprojb + l * C, dres,
@@ -1392,7 +1652,11 @@ static void gpt_backward(GPT *m, const int *inputs) {
         // attention: dres is ∂loss/∂attproj; then ln1 adds its part: ∂loss/∂(the block's input)
         LAYER(m, matmul_backward)(d.atty + o1, g.attprojw + w1, g.attprojb + l * C, dres, a.atty + o1,
                                   p.attprojw + w1, BT, C, C);
-        LAYER(m, attention_backward)(d.qkv + o3, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, B, T, C, NH);
+        if (pk)
+            tree_attention_backward(d.qkv + o3, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, pk, C, NH);
+        else
+            LAYER(m, attention_backward)(d.qkv + o3, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, B, T, C,
+                                         NH);
         LAYER(m, matmul_backward)(d.ln1 + o1, g.qkvw + 3 * w1, g.qkvb + l * 3 * C, d.qkv + o3, a.ln1 + o1,
                                   p.qkvw + 3 * w1, BT, C, 3 * C);
         LAYER(m, layernorm_backward)(dres, g.ln1w + l * C, g.ln1b + l * C, d.ln1 + o1, residual,
@@ -1404,7 +1668,8 @@ static void gpt_backward(GPT *m, const int *inputs) {
         return;
     }
 #endif
-    encoder_backward(g.wte, g.wpe, dres, inputs, B, T, C);
+    if (pk) encoder_backward_pos(g.wte, g.wpe, dres, pk->token, pk->pos, pk->rows, C);
+    else encoder_backward(g.wte, g.wpe, dres, inputs, B, T, C);
 }
 
 // ----------------------------------------------------------------------------
@@ -1674,6 +1939,46 @@ static void gpt_logprob_backward(GPT *m, const int *targets, const float *dlogp,
 #endif
     logprob_backward(m->grads_acts.logits, m->acts.probs, targets, dlogp, N, m->config.vocab_size,
                      temperature);
+}
+
+/* tree_logprob_forward: logprob_forward on the rows of a packed batch pk (TreePack), whose row
+   r predicts several tokens where the sequences through it part: its softmax once, into probs
+   (rows, V), and the log-prob of each of its edges' tokens, logp (edges), with logprob_forward's
+   arithmetic (the same value as at that position of a padded batch, bit for bit). A row without
+   edges (inside the prompt) gets a probs row of 0. */
+static void tree_logprob_forward(float *logp, float *probs, const float *logits, const TreePack *pk, int V,
+                                 float temperature, const unsigned char *allowed) {
+    #pragma omp parallel for
+    for (int r = 0; r < pk->rows; r++) {
+        const float *z = logits + (size_t)r * V;
+        float *pr = probs + (size_t)r * V;
+        if (pk->edge_start[r] == pk->edge_start[r + 1]) {   // no token to score
+            memset(pr, 0, V * sizeof(float));
+            continue;
+        }
+        float maxv, logsum = softmax_temperature(pr, &maxv, z, V, temperature, allowed);
+        for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++)
+            logp[e] = (z[pk->edge_token[e]] * (1.0f / temperature) - maxv) - logsum;
+    }
+}
+
+/* tree_logprob_backward: dlogits (rows, V) = Σ_e dlogp[e] · (onehot(edge_token[e]) − probs) /
+   temperature over the edges e of each row: the gradient through log_softmax of every token
+   the row predicts, one backward for all the sequences through it (dlogp[e]: their ∂loss/∂logp
+   summed, pack_batch's edge_dlogp). Rows without edges get 0. Overwrites dlogits. */
+static void tree_logprob_backward(float *dlogits, const float *probs, const TreePack *pk, const float *dlogp,
+                                  int V, float temperature) {
+    float inv_t = 1.0f / temperature;
+    #pragma omp parallel for
+    for (int r = 0; r < pk->rows; r++) {
+        float *d = dlogits + (size_t)r * V;
+        const float *pr = probs + (size_t)r * V;
+        float g = 0.0f;
+        for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++) g += dlogp[e] * inv_t;
+        for (int v = 0; v < V; v++) d[v] = -g * pr[v];
+        for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++)
+            d[pk->edge_token[e]] += dlogp[e] * inv_t;
+    }
 }
 
 // ----------------------------------------------------------------------------
@@ -2668,6 +2973,12 @@ static double grpo_token_loss(const ObjectiveConfig *cfg, int n, const float *lo
 // grpo_update (μ AdamW steps on the objective, eqs. 3–4 and 11). ./grpo check and ./grpo sample
 // run the same functions on their batches.
 
+// How the update lays out its batch (the same loss and gradient, in float32 up to rounding):
+// padded, B×T positions per micro-batch; or tree, each micro-batch packed as its prefix tree
+// (pack_batch; TreePack), every shared prefix computed once (notes/tree-packed-update.md)
+enum { LAYOUT_PADDED = 0, LAYOUT_TREE };
+static const char *UPDATE_LAYOUT_NAMES[] = {"padded", "tree", NULL};
+
 /* GRPOConfig: what a GRPO step needs and nothing more. The commands (train, tree, check,
    sample) fill it from their options with grpo_config_from_options (tooling section). */
 typedef struct {
@@ -2677,6 +2988,7 @@ typedef struct {
     int micro_batch;       // sequences per forward/backward (0: all N at once); changes no gradient
     int mask_truncated;    // 1: a completion cut at max_new tokens without <eos> gets no loss
     int seed;              // the sampling streams derive from it and the step number
+    int update_layout;     // LAYOUT_PADDED or LAYOUT_TREE (CPU build only)
 } GRPOConfig;
 
 /* GroupBatch: the completions of one step, in num_groups groups (one prompt each; train and
@@ -2708,7 +3020,36 @@ typedef struct {
     // per-position scratch for one micro-batch, (micro, maxT)
     int *inputs, *targets;
     float *logp_pos, *dlogp_pos;
+    TreePack pack;               // one micro-batch packed as its prefix tree (--update-layout tree)
 } GroupBatch;
+
+/* build_tree_pack: a TreePack for up to B sequences of up to maxT tokens with up to max_new
+   completion tokens each (B = 0: an empty one, for a batch no model is run on). */
+static void build_tree_pack(TreePack *pk, int B, int maxT, int max_new) {
+    memset(pk, 0, sizeof *pk);
+    size_t R = (size_t)B * maxT, E = (size_t)B * max_new;
+    pk->cap_seqs = B;
+    pk->cap_rows = (int)R;
+    pk->cap_edges = (int)E;
+    pk->max_new = max_new;
+    pk->token = (int *)mallocCheck(R * sizeof(int));
+    pk->pos = (int *)mallocCheck(R * sizeof(int));
+    pk->parent = (int *)mallocCheck(R * sizeof(int));
+    pk->subtree_end = (int *)mallocCheck(R * sizeof(int));
+    pk->att_off = (size_t *)mallocCheck((R + 1) * sizeof(size_t));
+    pk->edge_start = (int *)mallocCheck((R + 1) * sizeof(int));
+    pk->edge_token = (int *)mallocCheck(E * sizeof(int));
+    pk->edge_logp = (float *)mallocCheck(E * sizeof(float));
+    pk->edge_dlogp = (float *)mallocCheck(E * sizeof(float));
+    pk->edge_of = (int *)mallocCheck(E * sizeof(int));
+    pk->scratch = (int *)mallocCheck((9 * R + 3 * E) * sizeof(int));   // pack_batch's layout
+}
+
+static void free_tree_pack(TreePack *pk) {
+    void *arrays[] = {pk->token, pk->pos, pk->parent, pk->subtree_end, pk->att_off, pk->edge_start,
+                      pk->edge_token, pk->edge_logp, pk->edge_dlogp, pk->edge_of, pk->scratch};
+    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
+}
 
 /* build_group_batch_starts: the buffers of a step whose num_groups groups have any sizes:
    group p is completions group_start[p] .. group_start[p+1]−1 (num_groups+1 entries, the first
@@ -2753,6 +3094,7 @@ static void build_group_batch_starts(GroupBatch *g, int num_groups, const int *g
     g->targets = (int *)callocCheck(MT, sizeof(int));
     g->logp_pos = (float *)callocCheck(MT, sizeof(float));
     g->dlogp_pos = (float *)callocCheck(MT, sizeof(float));
+    build_tree_pack(&g->pack, micro, maxT, max_new);
 }
 
 // build_group_batch: the buffers of a step of P groups of k completions each (train, tree, sample).
@@ -2771,6 +3113,7 @@ static void free_group_batch(GroupBatch *g) {
                       g->targets, g->logp_pos, g->dlogp_pos};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
     free_prefix_tree(&g->tree);
+    free_tree_pack(&g->pack);
 }
 
 /* draw_prompts: the step's prompts x, one per group, drawn with replacement from d by the run's
@@ -2871,6 +3214,120 @@ static int make_batch(int *inputs, int *targets, int B, const int *const *prompt
     return T;
 }
 
+/* pack_batch: make_batch's sequences <bos> prompt completion (prompt[b] holds <bos>; lengths
+   plen[b], clen[b], B <= pk->cap_seqs) packed as their prefix trie into pk (TreePack). A
+   sequence of n = plen + clen tokens has the inputs of positions 0..n−2 (its last token is
+   only a target); each distinct prefix of them is one row, so the rows are the trie's nodes;
+   the completion token j of sequence b (predicted at position plen−1+j) is the edge (its
+   row, its token), edge_of[b·max_new + j]. A sequence without completion tokens adds no row
+   (nothing of it is scored). Rows in depth-first preorder, children and edges in order of
+   first appearance. O(positions · children per row). Returns the row count. */
+static int pack_batch(TreePack *pk, int B, const int *const *prompt, const int *plen, const int *const *comp,
+                      const int *clen) {
+    if (B > pk->cap_seqs)
+        fail_at(__FILE__, __LINE__, "pack_batch: more sequences than the pack holds", "please report this");
+    // the trie in creation order: node c has token ctok[c] at position cpos[c] under cpar[c], its
+    // children first_child[c] -> next_sibling ..., its edges first_edge[c] -> next_edge ...
+    int R = pk->cap_rows, E = pk->cap_edges;
+    int *ctok = pk->scratch, *cpos = ctok + R, *cpar = cpos + R, *first_child = cpar + R;
+    int *last_child = first_child + R, *next_sibling = last_child + R, *first_edge = next_sibling + R;
+    int *last_edge = first_edge + R, *new_row = last_edge + R;
+    int *etok = new_row + R, *next_edge = etok + E, *new_edge = next_edge + E;
+    int nodes = 0, edges = 0, first_root = -1, last_root = -1;
+    for (int b = 0; b < B; b++) {
+        int n = plen[b] + clen[b];
+        int node = -1;   // the node of the prefix so far (-1: none yet)
+        for (int t = 0; clen[b] > 0 && t < n - 1; t++) {
+            int tok = t < plen[b] ? prompt[b][t] : comp[b][t - plen[b]];
+            int c = node < 0 ? first_root : first_child[node];
+            while (c >= 0 && ctok[c] != tok) c = next_sibling[c];
+            if (c < 0) {   // a new prefix: a new node, the last child of its parent
+                if (nodes == R)
+                    fail_at(__FILE__, __LINE__, "pack_batch: too many rows", "please report this");
+                c = nodes++;
+                ctok[c] = tok;
+                cpos[c] = t;
+                cpar[c] = node;
+                first_child[c] = last_child[c] = next_sibling[c] = -1;
+                first_edge[c] = last_edge[c] = -1;
+                int *tail = node < 0 ? &last_root : &last_child[node];
+                if (*tail >= 0) next_sibling[*tail] = c;
+                else if (node < 0) first_root = c;
+                else first_child[node] = c;
+                *tail = c;
+            }
+            node = c;
+            if (t + 1 < plen[b]) continue;
+            int target = comp[b][t + 1 - plen[b]];   // completion token j = t + 1 − plen
+            int e = first_edge[node];
+            while (e >= 0 && etok[e] != target) e = next_edge[e];
+            if (e < 0) {
+                if (edges == E)
+                    fail_at(__FILE__, __LINE__, "pack_batch: too many edges", "please report this");
+                e = edges++;
+                etok[e] = target;
+                next_edge[e] = -1;
+                if (last_edge[node] >= 0) next_edge[last_edge[node]] = e;
+                else first_edge[node] = e;
+                last_edge[node] = e;
+            }
+            pk->edge_of[(size_t)b * pk->max_new + t + 1 - plen[b]] = e;
+        }
+    }
+    // depth-first preorder: a node, then its children's subtrees in order; a leaf closes itself
+    // and each ancestor whose last child's subtree it ends
+    int rows = 0;
+    for (int c = first_root; c >= 0;) {
+        new_row[c] = rows++;
+        if (first_child[c] >= 0) {
+            c = first_child[c];
+            continue;
+        }
+        for (;;) {
+            pk->subtree_end[new_row[c]] = rows;
+            if (next_sibling[c] >= 0) {
+                c = next_sibling[c];
+                break;
+            }
+            c = cpar[c];
+            if (c < 0) break;
+        }
+    }
+    pk->rows = rows;
+    pk->max_pos = 0;
+    for (int c = 0; c < nodes; c++) {
+        int r = new_row[c];
+        pk->token[r] = ctok[c];
+        pk->pos[r] = cpos[c];
+        pk->parent[r] = cpar[c] < 0 ? -1 : new_row[cpar[c]];
+        pk->max_pos = imax(pk->max_pos, cpos[c]);
+        pk->edge_start[r + 1] = 0;
+        for (int e = first_edge[c]; e >= 0; e = next_edge[e]) pk->edge_start[r + 1]++;
+    }
+    // offsets: attention weights and edges, row by row; the edges renumbered in row order
+    pk->att_off[0] = 0;
+    pk->edge_start[0] = 0;
+    for (int r = 0; r < rows; r++) {
+        pk->att_off[r + 1] = pk->att_off[r] + pk->pos[r] + 1;
+        pk->edge_start[r + 1] += pk->edge_start[r];
+    }
+    pk->att_size = pk->att_off[rows];
+    pk->edges = edges;
+    for (int c = 0; c < nodes; c++) {
+        int e_new = pk->edge_start[new_row[c]];
+        for (int e = first_edge[c]; e >= 0; e = next_edge[e]) {
+            new_edge[e] = e_new;
+            pk->edge_token[e_new++] = etok[e];
+        }
+    }
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < clen[b]; j++) {
+            int *at = &pk->edge_of[(size_t)b * pk->max_new + j];
+            *at = new_edge[*at];
+        }
+    return rows;
+}
+
 /* policy_logp: teacher-forced forward of completions [first, first+B) of the batch through
    model m; writes rows first..first+B−1 of out (N, max_new) with log π(y_t | x, y_<t) at the
    temperature. Leaves m's activations in place for a backward pass. Returns T of the batch. */
@@ -2886,6 +3343,42 @@ static int policy_logp(GPT *m, GroupBatch *g, int first, int B, float temperatur
             out[(size_t)i * g->max_new + j] = g->logp_pos[b * T + g->plen[i] - 1 + j];
     }
     return T;
+}
+
+/* policy_logp_tree: policy_logp on the tree-packed micro-batch g->pack (pack_batch of
+   completions [first, first+B)): one forward per row; each completion token gets its edge's
+   log-prob, which is the padded batch's at that position bit for bit (the same arithmetic on
+   the same prefix). Leaves m's activations in place for policy_backward_tree. */
+static void policy_logp_tree(GPT *m, GroupBatch *g, int first, int B, float temperature,
+                             const unsigned char *allowed, float *out) {
+    TreePack *pk = &g->pack;
+    if (pk->rows == 0) return;   // no completion tokens in this micro-batch
+    gpt_forward_tree(m, pk);
+    tree_logprob_forward(pk->edge_logp, m->acts.probs, m->acts.logits, pk, m->config.vocab_size, temperature,
+                         allowed);
+    for (int b = 0; b < B; b++) {
+        int i = first + b;
+        for (int j = 0; j < g->clen[i]; j++)
+            out[(size_t)i * g->max_new + j] = pk->edge_logp[pk->edge_of[(size_t)b * pk->max_new + j]];
+    }
+}
+
+/* policy_backward_tree: accumulates ∂loss/∂θ into m->grads for the micro-batch of the last
+   policy_logp_tree, given g->dlogp of its completions: each edge's ∂loss/∂logp is the sum over
+   the completion tokens that are it (members sharing the prefix and the next token), added in
+   completion order; then one log-prob backward per row for all its edges and one backward pass. */
+static void policy_backward_tree(GPT *m, GroupBatch *g, int first, int B, float temperature) {
+    TreePack *pk = &g->pack;
+    if (pk->rows == 0) return;
+    memset(pk->edge_dlogp, 0, (size_t)pk->edges * sizeof(float));
+    for (int b = 0; b < B; b++) {
+        int i = first + b;
+        for (int j = 0; j < g->clen[i]; j++)
+            pk->edge_dlogp[pk->edge_of[(size_t)b * pk->max_new + j]] += g->dlogp[(size_t)i * g->max_new + j];
+    }
+    tree_logprob_backward(m->grads_acts.logits, m->acts.probs, pk, pk->edge_dlogp, m->config.vocab_size,
+                          temperature);
+    gpt_backward_tree(m, pk);
 }
 
 typedef struct {                 // what grpo_update reports: iteration 0's values (before any update)
@@ -2928,7 +3421,9 @@ static void grpo_prepare_tokens(GroupBatch *g, const GRPOConfig *cfg, UpdateStat
    and its gradient, accumulated into policy->grads (zeroed here), in micro-batches of
    cfg->micro_batch sequences. Iteration 0 records π_old = detached π_θ (so the ratio is
    exactly 1 at μ = 1) and, when β > 0, π_ref from `ref`. Returns the loss; adds the
-   summed k3 and the count of clipped tokens to *kl_sum and *clipped. */
+   summed k3 and the count of clipped tokens to *kl_sum and *clipped. With --update-layout
+   tree each micro-batch is packed as its prefix tree (pack_batch) and runs forward and
+   backward once per tree node; the per-token loss is the same code either way. */
 static double grpo_loss_backward(GPT *policy, GPT *ref, GroupBatch *g, const GRPOConfig *cfg, int iter,
                                  const unsigned char *allowed, double *kl_sum, int *clipped) {
     const ObjectiveConfig *obj = &cfg->obj;
@@ -2938,10 +3433,18 @@ static double grpo_loss_backward(GPT *policy, GPT *ref, GroupBatch *g, const GRP
     int use_ref = iter == 0 && ref && obj->beta != 0.0f;
     double loss = 0.0;
     gpt_zero_grad(policy);
+    int tree = cfg->update_layout == LAYOUT_TREE;
     for (int first = 0; first < N; first += micro) {
         int B = first + micro <= N ? micro : N - first;
-        if (use_ref) policy_logp(ref, g, first, B, cfg->temperature, allowed, g->logp_ref);
-        int T = policy_logp(policy, g, first, B, cfg->temperature, allowed, g->logp);
+        int T = 0;
+        if (tree) {
+            pack_batch(&g->pack, B, g->prompt + first, g->plen + first, g->comp_row + first, g->clen + first);
+            if (use_ref) policy_logp_tree(ref, g, first, B, cfg->temperature, allowed, g->logp_ref);
+            policy_logp_tree(policy, g, first, B, cfg->temperature, allowed, g->logp);
+        } else {
+            if (use_ref) policy_logp(ref, g, first, B, cfg->temperature, allowed, g->logp_ref);
+            T = policy_logp(policy, g, first, B, cfg->temperature, allowed, g->logp);
+        }
         for (int i = first; i < first + B; i++) {
             size_t row = (size_t)i * stride;
             if (iter == 0) memcpy(g->logp_old + row, g->logp + row, g->clen[i] * sizeof(float));
@@ -2953,6 +3456,10 @@ static double grpo_loss_backward(GPT *policy, GPT *ref, GroupBatch *g, const GRP
                 *kl_sum += g->kl[row + j];
                 *clipped += g->clipped[row + j];
             }
+        }
+        if (tree) {
+            policy_backward_tree(policy, g, first, B, cfg->temperature);
+            continue;
         }
         for (int b = 0; b < B; b++)         // scatter ∂loss/∂logp back to sequence positions
             for (int t = 0; t < T; t++) {
@@ -3162,6 +3669,7 @@ typedef struct {
     float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2;
     // GRPO
     int prompts_per_step, group_size, max_new_tokens, num_iterations, micro_batch, mask_truncated;
+    int update_layout;     // LAYOUT_PADDED or LAYOUT_TREE
     int pass_k, seeds;
     float temperature;
     ObjectiveConfig obj;
@@ -3278,6 +3786,9 @@ static const OptSpec OPTIONS[] = {
      "updates μ per sampled batch (π_old frozen at sampling)"},
     {"micro-batch", OPT_INT, OFF(micro_batch), 0, 4096, NULL, CMD_TRAIN | CMD_TREE,
      "sequences per forward/backward (0: whole step); changes no gradient"},
+    {"update-layout", OPT_ENUM, OFF(update_layout), 0, 0, UPDATE_LAYOUT_NAMES, CMD_TRAIN | CMD_TREE,
+     "the update's batch: padded, or tree (each micro-batch packed as its prefix tree, shared prefixes "
+     "computed once; same loss and gradient up to float rounding; CPU build only)"},
     {"mask-truncated", OPT_INT, OFF(mask_truncated), 0, 1, NULL, CMD_TRAIN | CMD_CHECK,
      "1: completions cut at max-new-tokens without <eos> (check: truncated=1) get no loss, no normaliser"},
     {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_TREE, "seeds per cell of the grid (paper: 5)"},
@@ -3482,11 +3993,14 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     return optind;
 }
 
-// Prints every option of the command with the value in force (start-up banner).
+/* Prints every option of the command with the value in force (start-up banner). --update-layout
+   only when it is tree: the layout changes no result beyond float rounding, and at its default
+   the banner (and a compare study's pre-registered configuration) reads as before it existed. */
 static void print_options(FILE *f, const Options *o, unsigned mask) {
     fprintf(f, "# config:");
     for (int i = 0; i < NUM_OPTIONS; i++)
-        if (OPTIONS[i].cmds & mask && strcmp(OPTIONS[i].name, "threads")) {
+        if (OPTIONS[i].cmds & mask && strcmp(OPTIONS[i].name, "threads") &&
+            !(!strcmp(OPTIONS[i].name, "update-layout") && o->update_layout == LAYOUT_PADDED)) {
             fprintf(f, " %s=", OPTIONS[i].name);
             print_option_value(f, o, &OPTIONS[i]);
         }
@@ -3495,7 +4009,8 @@ static void print_options(FILE *f, const Options *o, unsigned mask) {
 
 // The options of a GRPO step (train, tree; check and sample use the objective and sampling ones).
 static GRPOConfig grpo_config_from_options(const Options *o) {
-    GRPOConfig cfg = {o->obj, o->temperature, o->num_iterations, o->micro_batch, o->mask_truncated, o->seed};
+    GRPOConfig cfg = {o->obj, o->temperature, o->num_iterations, o->micro_batch, o->mask_truncated, o->seed,
+                      o->update_layout};
     return cfg;
 }
 
@@ -3625,6 +4140,11 @@ static void check_grpo_options(const Options *o) {
         usage_error("--clip-eps-low must be in [0, 1)");
     if (o->prompts_per_step * o->group_size > 4096)
         usage_error("--prompts-per-step x --group-size must be <= 4096");
+#ifdef GRPO_CUDA
+    if (o->update_layout == LAYOUT_TREE)
+        usage_error("--update-layout tree: the tree-packed update runs on the CPU only (./grpo); "
+                    "the CUDA build trains with --update-layout padded");
+#endif
 }
 
 // The longest prompt of d plus --max-new-tokens must fit in the model's context; the
@@ -5577,14 +6097,87 @@ static void bench_train_step(GPT *m, const int *inputs, const int *targets, floa
     adamw_update(m, opt, 1e-4f, t);
 }
 
+/* read_bench_groups: the groups of path (eval --completions' format: prompt<TAB>completion<TAB>
+   reward<TAB>eos|no-eos; lines starting with '#' are comments; consecutive lines with one prompt
+   form a group) into g (build_group_batch_starts: at most max_seqs completions of at most max_new
+   tokens, forward passes of them all at once), rewards and advantages (a step's defaults) and
+   trees set; the prompts' tokens go to prompts (max_seqs, maxT). Returns the number of
+   completions, 0 (g not built) when the file is missing or does not fit. */
+static int read_bench_groups(const char *path, GroupBatch *g, int *prompts, int max_seqs, int max_new,
+                             int maxT) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[512];
+    int n = 0, groups = 0, fits = 1;
+    int *starts = (int *)mallocCheck(((size_t)max_seqs + 1) * sizeof(int));
+    int *comp = (int *)mallocCheck((size_t)max_seqs * max_new * sizeof(int));
+    int *plen = (int *)mallocCheck((size_t)max_seqs * sizeof(int));
+    int *clen = (int *)mallocCheck((size_t)max_seqs * sizeof(int));
+    float *reward = (float *)mallocCheck((size_t)max_seqs * sizeof(float));
+    char last_prompt[512] = "";
+    while (fits && fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || line[0] == '\n') continue;
+        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        char *t3 = t2 ? strchr(t2 + 1, '\t') : NULL;
+        if (!t3 || n == max_seqs) { fits = 0; break; }
+        *t1 = *t2 = *t3 = 0;
+        int pl = (int)strlen(line), cl = (int)(t2 - t1 - 1), eos = !strncmp(t3 + 1, "eos", 3), bad;
+        if (1 + pl + cl + eos > maxT || cl + eos > max_new || cl + eos == 0) { fits = 0; break; }
+        int *pr = prompts + (size_t)n * maxT, *c = comp + (size_t)n * max_new;
+        pr[0] = TOK_BOS;
+        if (encode(line, pl, pr + 1, &bad) < 0 || encode(t1 + 1, cl, c, &bad) < 0) { fits = 0; break; }
+        if (eos) c[cl] = TOK_EOS;
+        if (strcmp(line, last_prompt)) starts[groups++] = n;
+        snprintf(last_prompt, sizeof last_prompt, "%s", line);
+        plen[n] = 1 + pl;
+        clen[n] = cl + eos;
+        reward[n] = (float)atof(t2 + 1);
+        n++;
+    }
+    fclose(f);
+    if (fits && n > 0) {
+        starts[groups] = n;
+        build_group_batch_starts(g, groups, starts, max_new, n, maxT);
+        for (int i = 0; i < n; i++) {
+            g->prompt[i] = prompts + (size_t)i * maxT;
+            g->plen[i] = plen[i];
+            g->clen[i] = clen[i];
+            g->reward[i] = reward[i];
+            memcpy(g->comp + (size_t)i * max_new, comp + (size_t)i * max_new, clen[i] * sizeof(int));
+        }
+        Options def;
+        default_options(&def);
+        ObjectiveConfig obj = def.obj;   // the advantages of a step with the defaults
+        obj.max_new_tokens = max_new;
+        compute_advantages(g->advantage, g->reward, groups, g->group_start, &obj);
+        build_group_trees(g);
+    }
+    free(starts); free(comp); free(plen); free(clen); free(reward);
+    return fits ? n : 0;
+}
+
+// the median of x (n <= 16 values, reordered)
+static double median_of(double *x, int n) {
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && x[b - 1] > x[b]; b--) {
+            double t = x[b];
+            x[b] = x[b - 1];
+            x[b - 1] = t;
+        }
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
 static int cmd_bench(int argc, char **argv, Options *o) {
     o->batch_size = 16;   // bench's defaults
     o->steps = 10;
     const char *syn = "Training throughput (forward + backward + AdamW on a fixed B x maxT batch) and\n"
                       "sampling throughput (64 sequences, 8-token prompt, KV cache, to maxT).\n"
-                      "Then the training step at the GRPO update's shape (128 x 37).\n"
+                      "Then the training step at the GRPO update's shape (128 x 37), and the GRPO update\n"
+                      "(grpo_update) on 8 x 16 sampled completions (tests/fixtures/bench_groups.txt),\n"
+                      "padded and tree-packed (--update-layout), 5 times each, alternating.\n"
                       "Last line: 'bench train_tok_s=... sample_tok_s=... gflops=... update_tok_s=...\n"
-                      "update_gflops=... threads=...'.";
+                      "update_gflops=... [update_padded_ms=... update_tree_ms=... update_rows=...\n"
+                      "update_positions=...] threads=...'.";
     int first = parse_options(argc, argv, CMD_BENCH | CMD_SFT * 0, o, "bench", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " bench'", argv[first]);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
@@ -5645,6 +6238,46 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #endif
     double update_tok_s = (double)UB * UT * usteps / (wall_seconds() - t0);
     double update_gflops = update_tok_s * 3.0 * (2.0 * n_nonemb + 2.0 * L * UT * C + 2.0 * C * V) / 1e9;
+    // the GRPO update itself (grpo_update: loss, backward, clipping, AdamW) on real groups, the
+    // padded layout and the tree-packed one alternating (CPU build: the CUDA build trains padded)
+    GroupBatch rg;
+    int *rg_prompts = (int *)mallocCheck((size_t)UB * T * sizeof(int));
+    int rg_n = read_bench_groups("tests/fixtures/bench_groups.txt", &rg, rg_prompts, UB, 26, T);
+    int rg_T = 0, rg_rows = 0, layouts = 2;
+#ifdef GRPO_CUDA
+    layouts = mu.on_device ? 1 : 2;
+#endif
+    double rg_ms[2][5], rg_med[2] = {0, 0}, rg_lo[2] = {0, 0}, rg_hi[2] = {0, 0};
+    if (rg_n > 0) {
+        rg_T = make_batch(rg.inputs, rg.targets, rg_n, rg.prompt, rg.plen, rg.comp_row, rg.clen);
+        rg_rows = pack_batch(&rg.pack, rg_n, rg.prompt, rg.plen, rg.comp_row, rg.clen);
+        Options def;
+        default_options(&def);
+        GRPOConfig rcfg = grpo_config_from_options(&def);
+        rcfg.obj.max_new_tokens = 26;
+        int adam = 0;
+        UpdateStats us;
+        for (int it = 0; it < 6; it++)   // a warm-up, then 5 of each
+            for (int lay = 0; lay < layouts; lay++) {
+                rcfg.update_layout = lay;
+                double t1 = wall_seconds();
+                grpo_update(&mu, NULL, &rg, &rcfg, &opt, &adam, NULL, &us);
+#ifdef GRPO_CUDA
+                if (mu.on_device) cuda_synchronize();
+#endif
+                if (it > 0) rg_ms[lay][it - 1] = 1e3 * (wall_seconds() - t1);
+            }
+        for (int lay = 0; lay < layouts; lay++) {
+            rg_lo[lay] = rg_hi[lay] = rg_ms[lay][0];
+            for (int r = 1; r < 5; r++) {
+                rg_lo[lay] = fmin(rg_lo[lay], rg_ms[lay][r]);
+                rg_hi[lay] = fmax(rg_hi[lay], rg_ms[lay][r]);
+            }
+            rg_med[lay] = median_of(rg_ms[lay], 5);
+        }
+        free_group_batch(&rg);
+    }
+    free(rg_prompts);
     free(uin);
     free(utg);
     free(ulp);
@@ -5719,6 +6352,18 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #endif
     printf("update %10.0f tokens/s  (%.2f GFLOP/s): the same step at the GRPO update's shape, %d x %d\n",
            update_tok_s, update_gflops, UB, UT);
+    if (rg_n > 0) {
+        printf("update %10.1f ms per GRPO update [%.1f-%.1f], padded: %d sampled completions "
+               "(tests/fixtures/bench_groups.txt), %d x %d = %d positions\n",
+               rg_med[0], rg_lo[0], rg_hi[0], rg_n, rg_n, rg_T, rg_n * rg_T);
+        if (layouts == 2)
+            printf("update %10.1f ms per GRPO update [%.1f-%.1f], tree-packed: %d rows (%.2f of padded): "
+                   "%.2fx the padded\n", rg_med[1], rg_lo[1], rg_hi[1], rg_rows,
+                   (double)rg_rows / (rg_n * rg_T), rg_med[0] / rg_med[1]);
+    } else {
+        printf("update: tests/fixtures/bench_groups.txt not found or does not fit this model: "
+               "no GRPO update lines (run from the repository root)\n");
+    }
     printf("sample %10.0f new tokens/s\n", sample_tok_s);
     if (gnew >= 1)
         printf("sample %10.0f new tokens/s as in a GRPO step (8 prompts x 16, <= %d new tokens, to <eos>)\n",
@@ -5748,8 +6393,12 @@ static int cmd_bench(int argc, char **argv, Options *o) {
         }
     }
 #endif
-    printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f update_tok_s=%.1f update_gflops=%.2f "
-           "threads=%d\n", train_tok_s, sample_tok_s, gflops, update_tok_s, update_gflops, num_threads());
+    printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f update_tok_s=%.1f update_gflops=%.2f ",
+           train_tok_s, sample_tok_s, gflops, update_tok_s, update_gflops);
+    if (rg_n > 0 && layouts == 2)
+        printf("update_padded_ms=%.2f update_tree_ms=%.2f update_seqs=%d update_T=%d update_rows=%d ",
+               rg_med[0], rg_med[1], rg_n, rg_T, rg_rows);
+    printf("threads=%d\n", num_threads());
     free(inputs);
     free(targets);
     free(logp);

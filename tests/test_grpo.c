@@ -2762,6 +2762,416 @@ static void test_train_end_to_end(void) {
 }
 
 // ----------------------------------------------------------------------------
+// The tree-packed update (--update-layout tree) against the padded one
+
+/* A random batch for the tree-packed tests: P groups of the sizes in `size` (1 included), each
+   with its own prompt of its own length (group 1 takes group 0's prompt, as a prompt drawn twice
+   does; group 2's prompt is group 0's plus its first completion token, so a completion of group
+   0 runs through a prompt row of group 2), completions over three characters and <eos> so that
+   members repeat each other: duplicates, shared prefixes, prefixes cut off (one completion a
+   prefix of another), re-convergence (another first token, then the same suffix), empty ones
+   and ones truncated at max_new. Rewards in {0, 0.5, 1}; advantages and trees as a step makes
+   them. prompts holds the prompt tokens (P, 8). */
+static void random_pack_batch(GroupBatch *g, int *prompts, int P, const int *size, int max_new, Rng *rng,
+                              const ObjectiveConfig *obj) {
+    const char alphabet[3] = {'1', '2', '+'};
+    int start[16] = {0};
+    for (int p = 0; p < P; p++) start[p + 1] = start[p] + size[p];
+    build_group_batch_starts(g, P, start, max_new, start[P], 32);
+    int first_tok = char_to_token('1');
+    for (int p = 0; p < P; p++) {
+        int *pr = prompts + p * 8;
+        int len = 2 + rng_int(rng, 4);
+        pr[0] = TOK_BOS;
+        for (int t = 1; t < len; t++) pr[t] = char_to_token(alphabet[rng_int(rng, 3)]);
+        if (p == 1) {
+            memcpy(pr, prompts, 8 * sizeof(int));
+            len = g->plen[0];
+        }
+        if (p == 2) {   // group 0's prompt followed by the first completion token of group 0
+            memcpy(pr, prompts, 8 * sizeof(int));
+            len = g->plen[0] + 1;
+            pr[len - 1] = first_tok;
+        }
+        for (int i = start[p]; i < start[p + 1]; i++) {
+            g->prompt[i] = pr;
+            g->plen[i] = len;
+        }
+    }
+    for (int p = 0; p < P; p++)
+        for (int i = start[p]; i < start[p + 1]; i++) {
+            int *c = g->comp + (size_t)i * max_new;
+            int n = 0, kind = rng_int(rng, 6);
+            int other = i > start[p] ? start[p] + rng_int(rng, i - start[p]) : -1;   // an earlier member
+            const int *o = other >= 0 ? g->comp_row[other] : NULL;
+            int olen = other >= 0 ? g->clen[other] : 0;
+            int through = p == 0 && i == start[p] && P > 2;   // runs through group 2's last prompt row
+            if (through) kind = 5;
+            if (kind == 0 && o) {                         // a duplicate
+                memcpy(c, o, olen * sizeof(int));
+                n = olen;
+            } else if (kind == 1 && o && olen > 0) {      // a prefix of another, cut off (no <eos>)
+                n = rng_int(rng, olen);
+                memcpy(c, o, n * sizeof(int));
+                if (n > 0 && c[n - 1] == TOK_EOS) n--;
+            } else if (kind == 2 && o && olen > 1) {      // another first token, then the same suffix
+                memcpy(c, o, olen * sizeof(int));
+                c[0] = c[0] == first_tok ? char_to_token('2') : first_tok;
+                n = olen;
+            } else {                                      // a shared stem or not, then random to <eos>
+                if (kind == 3 && o) {
+                    n = rng_int(rng, olen + 1);
+                    memcpy(c, o, n * sizeof(int));
+                    if (n > 0 && c[n - 1] == TOK_EOS) n--;
+                }
+                if (kind == 5) c[n++] = first_tok;
+                while (n < max_new) {
+                    int x = rng_int(rng, 5);
+                    c[n++] = x == 4 ? TOK_EOS : char_to_token(alphabet[x % 3]);
+                    if (c[n - 1] == TOK_EOS) break;
+                }
+                if (through && n < 2) c[n++] = TOK_EOS;   // (position plen is an input only when clen >= 2)
+                if (!through && rng_int(rng, 8) == 0) n = 0;   // an empty completion
+            }
+            g->clen[i] = n;
+            g->reward[i] = 0.5f * rng_int(rng, 3);
+        }
+    mark_truncated(g);
+    compute_advantages(g->advantage, g->reward, g->num_groups, g->group_start, obj);
+    build_group_trees(g);
+}
+
+// the tokens of sequence b of a batch: <bos> prompt completion, position t
+static int seq_token(const GroupBatch *g, int i, int t) {
+    return t < g->plen[i] ? g->prompt[i][t] : g->comp_row[i][t - g->plen[i]];
+}
+
+/* pack_batch against brute force, on random batches: the row count is the number of distinct
+   prefixes of the input positions (0..plen+clen−2 of each sequence with a completion token),
+   counted by comparing every prefix with every other; every row's root path spells such a
+   prefix, with pos = depth, its parent before it, and its subtree exactly the rows whose path
+   runs through it, contiguous; every completion token's edge is the row of its prefix and its
+   token; a row's edges are distinct; att_off counts pos + 1 per row. */
+static void test_pack_brute_force(void) {
+    Rng rng;
+    rng_seed(&rng, 77, 1);
+    ObjectiveConfig obj = default_obj();
+    int bad_count = 0, bad_rows = 0, bad_edges = 0, batches = 300;
+    int max_rows = 0, total_rows = 0, total_padded = 0;
+    for (int it = 0; it < batches; it++) {
+        int P = 1 + rng_int(&rng, 4), size[4], prompts[4 * 8], max_new = 2 + rng_int(&rng, 7);
+        for (int p = 0; p < P; p++) size[p] = 1 + rng_int(&rng, 6);
+        GroupBatch g;
+        random_pack_batch(&g, prompts, P, size, max_new, &rng, &obj);
+        int N = g.N;
+        TreePack *pk = &g.pack;
+        int rows = pack_batch(pk, N, g.prompt, g.plen, g.comp_row, g.clen);
+        // brute force: prefix (i, t) is new unless an earlier prefix (i2, t) has the same tokens
+        int distinct = 0;
+        for (int i = 0; i < N; i++) {
+            if (g.clen[i] == 0) continue;
+            for (int t = 0; t < g.plen[i] + g.clen[i] - 1; t++) {
+                int seen = 0;
+                for (int i2 = 0; i2 < i && !seen; i2++) {
+                    if (g.clen[i2] == 0 || g.plen[i2] + g.clen[i2] - 1 <= t) continue;
+                    int same = 1;
+                    for (int u = 0; u <= t && same; u++) same = seq_token(&g, i, u) == seq_token(&g, i2, u);
+                    seen = same;
+                }
+                distinct += !seen;
+            }
+        }
+        bad_count += rows != distinct || pk->rows != rows;
+        max_rows = imax(max_rows, rows);
+        total_rows += rows;
+        total_padded += N * make_batch(g.inputs, g.targets, N, g.prompt, g.plen, g.comp_row, g.clen);
+        // structure
+        size_t off = 0;
+        for (int r = 0; r < rows; r++) {
+            int par = pk->parent[r];
+            int ok = par < r && (par < 0 ? pk->pos[r] == 0 : pk->pos[r] == pk->pos[par] + 1);
+            ok &= pk->att_off[r] == off;
+            off += pk->pos[r] + 1;
+            for (int r2 = 0; r2 < rows; r2++) {   // r2 in the subtree of r <=> r is on r2's root path
+                int through = 0;
+                for (int a = r2; a >= 0 && !through; a = pk->parent[a]) through = a == r;
+                ok &= through == (r2 >= r && r2 < pk->subtree_end[r]);
+            }
+            for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++)
+                for (int e2 = e + 1; e2 < pk->edge_start[r + 1]; e2++)
+                    ok &= pk->edge_token[e] != pk->edge_token[e2];
+            bad_rows += !ok;
+        }
+        bad_rows += pk->att_size != off || pk->edge_start[rows] != pk->edges;
+        // every completion token: its edge's row spells its prefix, its token is the edge's
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < g.clen[i]; j++) {
+                int e = pk->edge_of[(size_t)i * pk->max_new + j];
+                int r = 0;
+                while (r < rows && !(e >= pk->edge_start[r] && e < pk->edge_start[r + 1])) r++;
+                int t = g.plen[i] - 1 + j;
+                int ok = r < rows && pk->pos[r] == t && pk->edge_token[e] == g.comp_row[i][j];
+                for (int a = r; ok && a >= 0; a = pk->parent[a])
+                    ok = pk->token[a] == seq_token(&g, i, pk->pos[a]);
+                bad_edges += !ok;
+            }
+        free_group_batch(&g);
+    }
+    check(bad_count == 0, "tree pack: rows == distinct input prefixes (brute force, 300 random batches)",
+          "%d batches wrong; %d rows packed of %d padded (%.2f), at most %d in one batch", bad_count,
+          total_rows, total_padded, (double)total_rows / total_padded, max_rows);
+    check(bad_rows == 0, "tree pack: root paths, pos = depth, preorder subtrees, distinct edges, att_off",
+          "%d rows wrong", bad_rows);
+    check(bad_edges == 0, "tree pack: each completion token's edge is its prefix's row and its token",
+          "%d tokens wrong", bad_edges);
+}
+
+/* Tree attention against two references on a random packed batch and random q, k, v, dout:
+   (1) tree_attention_forward_ref, the textbook form over each row's root path; (2) the padded
+   causal attention (attention_forward / attention_backward, tested against PyTorch) run on
+   every sequence's own rows one after the other: the forward of a row equals that of its
+   position in any sequence through it, and the backward of Σ_r dout_r · out_r is the sum over
+   sequences when each row's dout is given to one sequence only (the first through it) and the
+   gradients of a sequence's positions are added to their rows. */
+static void test_tree_attention(void) {
+    Rng rng;
+    rng_seed(&rng, 78, 1);
+    ObjectiveConfig obj = default_obj();
+    int sizes[4] = {5, 3, 4, 2}, prompts[32], C = 16, NH = 2, C3 = 3 * C;
+    GroupBatch g;
+    random_pack_batch(&g, prompts, 4, sizes, 8, &rng, &obj);
+    TreePack *pk = &g.pack;
+    int R = pack_batch(pk, g.N, g.prompt, g.plen, g.comp_row, g.clen);
+    size_t AS = pk->att_size;
+    float *inp = (float *)mallocCheck((size_t)R * C3 * sizeof(float));
+    float *dout = (float *)mallocCheck((size_t)R * C * sizeof(float));
+    for (size_t i = 0; i < (size_t)R * C3; i++) inp[i] = rng_normal(&rng);
+    for (size_t i = 0; i < (size_t)R * C; i++) dout[i] = rng_normal(&rng);
+    float *out = (float *)callocCheck((size_t)R * C, sizeof(float));
+    float *out_ref = (float *)callocCheck((size_t)R * C, sizeof(float));
+    float *out_seq = (float *)callocCheck((size_t)R * C, sizeof(float));
+    float *att = (float *)callocCheck(NH * AS, sizeof(float)), *att_ref = (float *)callocCheck(NH * AS, 4);
+    float *datt = (float *)callocCheck(NH * AS, sizeof(float));
+    float *dinp = (float *)callocCheck((size_t)R * C3, sizeof(float));
+    float *dinp_ref = (float *)callocCheck((size_t)R * C3, sizeof(float));
+    tree_attention_forward(out, att, inp, pk, C, NH);
+    tree_attention_forward_ref(out_ref, att_ref, inp, pk, C, NH);
+    tree_attention_backward(dinp, datt, dout, inp, att, pk, C, NH);
+    // the sequences: rows of sequence i's positions 0..n−2, found by walking from its last edge's row
+    int T = 32;
+    int *owner = (int *)mallocCheck(R * sizeof(int)), *rows_of = (int *)mallocCheck(T * sizeof(int));
+    for (int r = 0; r < R; r++) owner[r] = -1;
+    float *x = (float *)mallocCheck((size_t)T * C3 * 4), *y = (float *)mallocCheck((size_t)T * C * 4);
+    float *a = (float *)mallocCheck((size_t)NH * T * T * 4);
+    float *da = (float *)mallocCheck((size_t)NH * T * T * 4);
+    float *dy = (float *)mallocCheck((size_t)T * C * 4), *dx = (float *)mallocCheck((size_t)T * C3 * 4);
+    int covered = 0;
+    for (int i = 0; i < g.N; i++) {
+        if (g.clen[i] == 0) continue;
+        int e = pk->edge_of[(size_t)i * pk->max_new + g.clen[i] - 1], r = 0;
+        while (!(e >= pk->edge_start[r] && e < pk->edge_start[r + 1])) r++;
+        int n = pk->pos[r] + 1;
+        for (int u = r; u >= 0; u = pk->parent[u]) rows_of[pk->pos[u]] = u;
+        for (int t = 0; t < n; t++) {
+            int u = rows_of[t];
+            memcpy(x + (size_t)t * C3, inp + (size_t)u * C3, C3 * sizeof(float));
+            int mine = owner[u] < 0;
+            if (mine) owner[u] = i;
+            covered += mine;
+            for (int c = 0; c < C; c++) dy[(size_t)t * C + c] = mine ? dout[(size_t)u * C + c] : 0.0f;
+        }
+        attention_forward(y, a, x, 1, n, C, NH);
+        memset(dx, 0, (size_t)n * C3 * sizeof(float));
+        attention_backward(dx, da, dy, x, a, 1, n, C, NH);
+        for (int t = 0; t < n; t++) {
+            int u = rows_of[t];
+            if (owner[u] == i) memcpy(out_seq + (size_t)u * C, y + (size_t)t * C, C * sizeof(float));
+            for (int c = 0; c < C3; c++) dinp_ref[(size_t)u * C3 + c] += dx[(size_t)t * C3 + c];
+        }
+    }
+    // The forward is the padded attention's arithmetic on the same values: equal bit for bit by
+    // construction (measured 0 on all three builds); the textbook reference sums in another order:
+    // TOL_FWD of the output's max (K <= 32 terms per sum). The backward adds a row's gradient once
+    // per subtree in the tree and once per sequence in the reference: TOL_BWD of the max; measured
+    // 1.4e-7 on the three builds. A task that skips loading its root path (keys of other rows) errs
+    // by 0.36 of the scale forward and 0.40 backward; a subtree's last row left out of dk by 0.27.
+    compare("tree attention: forward == textbook root-path attention", out, out_ref, (size_t)R * C, TOL_FWD,
+            0.0f);
+    compare("tree attention: weights == textbook root-path softmax", att, att_ref, NH * AS, TOL_FWD, 0.0f);
+    compare("tree attention: forward == padded attention on each sequence", out, out_seq, (size_t)R * C,
+            TOL_FWD, 0.0f);
+    check(covered == R, "tree attention: the sequences cover every row", "%d of %d rows", covered, R);
+    compare("tree attention: backward == padded attention_backward summed over sequences", dinp, dinp_ref,
+            (size_t)R * C3, TOL_BWD, 0.0f);
+    free(inp); free(dout); free(out); free(out_ref); free(out_seq); free(att); free(att_ref); free(datt);
+    free(dinp); free(dinp_ref); free(owner); free(rows_of);
+    free(x); free(y); free(a); free(da); free(dy); free(dx);
+    free_group_batch(&g);
+}
+
+// max |a − b| / max(max |b|, scale) over n values (compare's measure, without a check line)
+static double rel_err(const float *a, const float *b, size_t n, float scale) {
+    double S = scale, d = 0.0;
+    for (size_t i = 0; i < n; i++) S = fmax(S, fabs(b[i]));
+    for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
+    return S > 0 ? d / S : d;
+}
+
+// compare_params' measure: the worst over the tensors of max |a − b| / max |b over the tensor|
+static double param_rel_err(const GPT *m, const float *a, const float *b) {
+    double worst = 0.0;
+    size_t off = 0;
+    for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
+        worst = fmax(worst, rel_err(a + off, b + off, m->param_sizes[t], 0.0f));
+        off += m->param_sizes[t];
+    }
+    return worst;
+}
+
+typedef struct {            // one grpo_loss_backward's outputs, copied out
+    double loss, kl;
+    int clipped;
+    float *grads, *logp, *logp_old, *logp_ref, *ratio, *kl_tok;
+    unsigned char *clip_tok;
+} LossRun;
+
+static void loss_run(LossRun *out, GPT *m, GPT *ref, GroupBatch *g, const GRPOConfig *cfg, int iter) {
+    size_t NT = (size_t)g->N * g->max_new, P = m->num_parameters;
+    out->kl = 0.0;
+    out->clipped = 0;
+    if (iter == 0) {   // what the run must write (iteration 1 reads them)
+        memset(g->logp_old, 0, NT * sizeof(float));
+        memset(g->logp_ref, 0, NT * sizeof(float));
+    }
+    memset(g->logp, 0, NT * sizeof(float));
+    memset(g->ratio, 0, NT * sizeof(float));
+    memset(g->kl, 0, NT * sizeof(float));
+    out->loss = grpo_loss_backward(m, ref, g, cfg, iter, NULL, &out->kl, &out->clipped);
+    float **dst[6] = {&out->grads, &out->logp, &out->logp_old, &out->logp_ref, &out->ratio, &out->kl_tok};
+    const float *src[6] = {m->grads_memory, g->logp, g->logp_old, g->logp_ref, g->ratio, g->kl};
+    for (int a = 0; a < 6; a++) {
+        size_t n = a == 0 ? P : NT;
+        *dst[a] = (float *)mallocCheck(n * sizeof(float));
+        memcpy(*dst[a], src[a], n * sizeof(float));
+    }
+    out->clip_tok = (unsigned char *)mallocCheck(NT);
+    memcpy(out->clip_tok, g->clipped, NT);
+}
+
+static void free_loss_run(LossRun *r) {
+    free(r->grads); free(r->logp); free(r->logp_old); free(r->logp_ref); free(r->ratio); free(r->kl_tok);
+    free(r->clip_tok);
+}
+
+/* The tree-packed update against the padded one (the reference), through grpo_loss_backward on
+   a random batch per configuration (random_pack_batch: groups of 1 to 6, duplicates, prefixes,
+   re-convergence, empty and truncated completions, groups with one prompt, a prompt through
+   another's completion): both objectives x the 4 aggregations x β in {0, 0.04} x μ in {1, 2} x
+   --mask-truncated 0/1 x micro-batches of all / 4 sequences. μ = 2: iteration 0 sets π_old, the
+   parameters then move (noise of 0.05: ratios far from 1, some clipped) and iteration 1 runs on
+   both. Compared: the loss, every parameter gradient, and per completion token logp, π_old, π_ref,
+   ratio, k3 and the clipped flags. One check per configuration. */
+static void test_tree_update_vs_padded(void) {
+    Rng rng;
+    rng_seed(&rng, 79, 1);
+    Options o;
+    default_options(&o);
+    int sizes[5] = {4, 3, 1, 5, 2}, prompts[40], max_new = 8;
+    const char *names[6] = {"loss", "gradient", "logp", "ratio", "k3", "clipped"};
+    long clipped_moved = 0, rows = 0, positions = 0;
+    double ratio_spread = 0.0;
+    for (int c0 = 0; c0 < 8; c0++) {
+    int failed = 0;
+    double worst[6] = {0};   // loss, gradient, logp (and π_old, π_ref), ratio, k3, clipped flags
+    for (int c = c0; c < 2 * 4 * 2 * 2 * 2 * 2; c += 8) {
+        GRPOConfig cfg = grpo_config_from_options(&o);
+        cfg.obj.objective = c % 2;
+        cfg.obj.loss_agg = c / 2 % 4;
+        cfg.obj.beta = c / 8 % 2 ? 0.04f : 0.0f;
+        int mu = 1 + c / 16 % 2;
+        cfg.mask_truncated = c / 32 % 2;
+        cfg.micro_batch = c / 64 % 2 ? 4 : 0;
+        cfg.obj.max_new_tokens = max_new;
+        cfg.temperature = 0.9f;
+        GroupBatch g;
+        random_pack_batch(&g, prompts, 5, sizes, max_new, &rng, &cfg.obj);
+        int micro = cfg.micro_batch ? cfg.micro_batch : g.N;
+        rows += pack_batch(&g.pack, g.N, g.prompt, g.plen, g.comp_row, g.clen);
+        for (int i = 0; i < g.N; i++) positions += g.clen[i] ? g.plen[i] + g.clen[i] - 1 : 0;
+        GPT m = test_model(micro, 300 + c), ref = test_model(micro, 400 + c);
+        UpdateStats us;
+        grpo_prepare_tokens(&g, &cfg, &us);
+        LossRun run[2][2];   // [layout][iteration]
+        float *saved = (float *)mallocCheck(m.num_parameters * sizeof(float));
+        memcpy(saved, m.params_memory, m.num_parameters * sizeof(float));
+        for (int layout = 0; layout < 2; layout++) {
+            cfg.update_layout = layout;
+            memcpy(m.params_memory, saved, m.num_parameters * sizeof(float));
+            loss_run(&run[layout][0], &m, &ref, &g, &cfg, 0);
+            if (mu == 2) {   // the parameters move between the iterations (the same move for both layouts)
+                Rng move;
+                rng_seed(&move, 500 + c, 2);
+                for (size_t i = 0; i < m.num_parameters; i++) m.params_memory[i] += 0.05f * rng_normal(&move);
+                loss_run(&run[layout][1], &m, &ref, &g, &cfg, 1);
+            }
+        }
+        int ok = 1;
+        for (int it = 0; it < mu; it++) {
+            LossRun *p = &run[0][it], *t = &run[1][it];
+            size_t NT = (size_t)g.N * max_new;
+            float lp = (float)p->loss, lt = (float)t->loss;
+            // logp: the same arithmetic on the same prefix (bit for bit by construction; measured 0
+            // on the three builds); TOL_FWD of max |logp| allows another summation order. ratio and
+            // k3 follow from logp (TOL_FWD of S >= 1), the loss from them (TOL_FWD of S >= 1, as the
+            // micro-batch test). The gradients add the members' terms at a shared row before the
+            // backward instead of after it (another order of the same sums): TOL_BWD of each tensor's
+            // max; measured up to 2.1e-6 on the three builds. An edge weight from its last member only errs
+            // by 2.9-5.1 of the max, a subtree's last row left out of dk by 0.09-0.3.
+            double e_logp = fmax(rel_err(t->logp, p->logp, NT, 0.0f),
+                                 rel_err(t->logp_old, p->logp_old, NT, 0.0f));
+            double e[6] = {rel_err(&lt, &lp, 1, 1.0f), param_rel_err(&m, t->grads, p->grads), e_logp,
+                           rel_err(t->ratio, p->ratio, NT, 1.0f), rel_err(t->kl_tok, p->kl_tok, NT, 1.0f),
+                           0.0};
+            if (cfg.obj.beta != 0.0f) e[2] = fmax(e[2], rel_err(t->logp_ref, p->logp_ref, NT, 0.0f));
+            e[5] = memcmp(t->clip_tok, p->clip_tok, NT) != 0 || t->clipped != p->clipped;
+            double tol[6] = {TOL_FWD, TOL_BWD, TOL_FWD, TOL_FWD, TOL_FWD, 0.0};
+            for (int q = 0; q < 6; q++) {
+                worst[q] = fmax(worst[q], e[q]);
+                if (!(e[q] <= tol[q])) {
+                    printf("      %s %s β=%g μ=%d mask=%d micro=%d iter %d: %s error %.2e\n",
+                           OBJECTIVE_NAMES[cfg.obj.objective], LOSS_AGG_NAMES[cfg.obj.loss_agg], cfg.obj.beta,
+                           mu, cfg.mask_truncated, cfg.micro_batch, it, names[q], e[q]);
+                    ok = 0;
+                }
+            }
+            if (it == 1) {
+                clipped_moved += p->clipped;
+                for (size_t j = 0; j < NT; j++) ratio_spread = fmax(ratio_spread, fabs(p->ratio[j] - 1.0f));
+            }
+        }
+        failed += !ok;
+        for (int l = 0; l < 2; l++)
+            for (int it = 0; it < mu; it++) free_loss_run(&run[l][it]);
+        free(saved);
+        free_gpt(&m);
+        free_gpt(&ref);
+        free_group_batch(&g);
+    }
+    char name[160];
+    snprintf(name, sizeof name, "tree update == padded: %s, %s (16 configurations)", OBJECTIVE_NAMES[c0 % 2],
+             LOSS_AGG_NAMES[c0 / 2]);
+    check(failed == 0, name, "%d failed; worst: loss %.1e, grad %.1e, logp %.1e, ratio %.1e, k3 %.1e", failed,
+          worst[0], worst[1], worst[2], worst[3], worst[4]);
+    }
+    // not vacuous: at μ = 2 ratios far from 1 and tokens clipped; and rows shared
+    check(clipped_moved > 0 && ratio_spread > 0.05 && rows < positions,
+          "tree update test: ratios != 1 and clipped tokens at μ = 2, rows shared",
+          "%ld tokens clipped, max |ratio - 1| %.2f, %ld rows packed of %ld positions", clipped_moved,
+          ratio_spread, rows, positions);
+}
+
+
+// ----------------------------------------------------------------------------
 // ./grpo check against fixtures computed with verl, TRL and the authors' code
 
 #include "test_check.c"
@@ -3574,6 +3984,47 @@ static void test_compare_quick(void) {
           "compare: a method may not set what compare sets", "exit %d", rc);
 }
 
+/* --update-layout tree end to end (./grpo train, tiny model): the same seed gives a bit-identical
+   model, on 1 thread and on 3; a resume from the step-2 checkpoint continues bit for bit; the
+   banner names the layout only when it is tree (at the default it reads as before the option);
+   ./grpo tree takes it too. */
+static void test_tree_layout_train(void) {
+    char init[300], common[1024], pa[300], pb[300];
+    save_tiny_init(init, sizeof init, "treepack_init.bin", 23);
+    tiny_train_args(common, sizeof common, init);
+    static char cmd[2048], out[16384];
+    const char *dirs[3] = {"treepack_a", "treepack_b", "treepack_c"};
+    const char *extra[3] = {"--threads 1", "--threads 3 --save-every 2", "--threads 1"};
+    int rc[3];
+    for (int r = 0; r < 3; r++) {
+        char resume[400] = "";
+        if (r == 2) snprintf(resume, sizeof resume, "--resume %s/treepack_b/ckpt.bin", TMPDIR_);
+        // tiny_train_args starts with --threads 1; a later --threads wins
+        snprintf(cmd, sizeof cmd, "%s train %s %s --update-layout tree %s --run-dir %s/%s", grpo_bin(),
+                 common, extra[r], resume, TMPDIR_, dirs[r]);
+        rc[r] = run_binary(cmd, out, sizeof out);
+        if (r == 0)
+            check(rc[0] == 0 && strstr(out, " update-layout=tree") != NULL,
+                  "train --update-layout tree: runs, the banner names the layout", "exit %d", rc[0]);
+    }
+    snprintf(pa, sizeof pa, "%s/treepack_a/model.bin", TMPDIR_);
+    snprintf(pb, sizeof pb, "%s/treepack_b/model.bin", TMPDIR_);
+    check(rc[1] == 0 && files_equal(pa, pb),
+          "train --update-layout tree: same seed, 1 or 3 threads: bit-identical", "exit %d", rc[1]);
+    snprintf(pb, sizeof pb, "%s/treepack_c/model.bin", TMPDIR_);
+    check(rc[2] == 0 && files_equal(pa, pb),
+          "train --update-layout tree: resume from step 2 == 4 steps straight", "exit %d", rc[2]);
+    snprintf(cmd, sizeof cmd, "%s train %s --steps 1 --run-dir %s/treepack_padded", grpo_bin(), common,
+             TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "# config:") && !strstr(out, "update-layout"),
+          "train: at the default layout the banner does not name it", "exit %d", code);
+    snprintf(cmd, sizeof cmd, "%s tree --steps 3 --seeds 1 --update-layout tree --run-dir %s/treepack_tree",
+             grpo_bin(), TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "update-layout=tree"), "tree --update-layout tree: runs", "exit %d", code);
+}
+
 // ----------------------------------------------------------------------------
 
 // the vector instructions and FMA this build may use (float32 results depend on them)
@@ -3636,6 +4087,10 @@ int main(int argc, char **argv) {
     if (want("sampler", only)) test_token_budget();
     if (want("sampler", only)) test_eval_counts_verified();
     if (want("train", only)) test_train_end_to_end();
+    if (want("treepack", only)) test_pack_brute_force();
+    if (want("treepack", only)) test_tree_attention();
+    if (want("treepack", only)) test_tree_update_vs_padded();
+    if (want("train", only)) test_tree_layout_train();
     if (want("treetask", only)) test_tree_task();
     if (want("check", only)) test_check_fixtures();
     if (want("check", only)) test_check_mask_truncated();
