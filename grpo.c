@@ -2186,8 +2186,8 @@ static int draw_token(const float *z, int V, float temperature, int greedy, Rng 
 }
 
 /* sample_completions_budget: B sequences; sequence b starts from prompts[b] (prompt_len[b]
-   tokens, <bos> included) and draws up to budget[b] tokens from softmax(logits / temperature) over the
-   allowed tokens (NULL: all), or the argmax when greedy, using its own stream rngs[b].
+   tokens, <bos> included) and draws up to budget[b] tokens from softmax(logits / temperature)
+   over the allowed tokens (NULL: all), or the argmax when greedy, using its own stream rngs[b].
    A sequence stops after <eos> (which is kept as its last token) or at budget[b] tokens.
    Writes comp (B, stride) token ids, comp_logp (B, stride) their log-probs under the
    sampling distribution (nats, temperature applied), comp_len (B).
@@ -2210,8 +2210,11 @@ static void sample_completions_budget(GPT *m, KVCache *kv, int B, const int *con
                                       int *comp, float *comp_logp, int *comp_len) {
     const char *hint = "a command did not check its token budget; please report this";
     for (int b = 0; b < B; b++) {
-        if (budget[b] < 1 || budget[b] > stride)
-            fail_at(__FILE__, __LINE__, "sample_completions: max_new < 1 leaves no room for a new token", hint);
+        if (budget[b] < 1)
+            fail_at(__FILE__, __LINE__, "sample_completions: max_new < 1 leaves no room for a new token",
+                    hint);
+        if (budget[b] > stride)
+            fail_at(__FILE__, __LINE__, "sample_completions: a row's budget is longer than its row", hint);
         if (prompt_len[b] < 1 || prompt_len[b] + budget[b] > m->config.max_seq_len)
             fail_at(__FILE__, __LINE__, "sample_completions: prompt + max_new exceed the context", hint);
     }
@@ -2921,10 +2924,10 @@ static const char *UPDATE_STOPPED_BY[] = {"", "the loss", "the gradient norm"};
 
 /* grpo_prepare_tokens: per completion token, its advantage (a_i; MC-PRM: its step's A_j from
    g->mc_adv), the objective's weight (1, or 1/|λ(i,t)| for λ-GRPO) and its completion's
-   aggregation factor c_i. The normaliser is
-   computed here, once over the whole step, before any backward pass, so micro-batching
-   changes no gradient. With cfg->mask_truncated, a completion marked truncated gets c_i = 0
-   and leaves every normaliser (loss_agg_coef_masked). Also counts the tokens and mean |λ|. */
+   aggregation factor c_i. The normaliser is computed here, once over the whole step, before
+   any backward pass, so micro-batching changes no gradient. With cfg->mask_truncated, a
+   completion marked truncated gets c_i = 0 and leaves every normaliser
+   (loss_agg_coef_masked). Also counts the tokens and mean |λ|. */
 static void grpo_prepare_tokens(GroupBatch *g, const GRPOConfig *cfg, UpdateStats *us) {
     int stride = g->max_new;
     const unsigned char *masked = cfg->mask_truncated ? g->truncated : NULL;
@@ -3165,10 +3168,11 @@ static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k
 }
 
 static void free_mcprm(MCPRM *mc) {
-    void *arrays[] = {(void *)mc->state_seq, mc->state_len, mc->state_prefix, mc->state_group, mc->state_stream,
-                      mc->value, mc->state_tokens, mc->num_steps, mc->step_start, mc->state_of, mc->seq,
-                      (void *)mc->cand_seq, mc->cand_len, mc->cand_leader, mc->cand_state, (void *)mc->row_seq,
-                      mc->row_len, mc->row_budget, mc->cont, mc->cont_len, mc->cont_logp, mc->rngs, mc->scratch};
+    void *arrays[] = {(void *)mc->state_seq, mc->state_len, mc->state_prefix, mc->state_group,
+                      mc->state_stream, mc->value, mc->state_tokens, mc->num_steps, mc->step_start,
+                      mc->state_of, mc->seq, (void *)mc->cand_seq, mc->cand_len, mc->cand_leader,
+                      mc->cand_state, (void *)mc->row_seq, mc->row_len, mc->row_budget, mc->cont,
+                      mc->cont_len, mc->cont_logp, mc->rngs, mc->scratch};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
     free_kvcache(&mc->kv);
 }
@@ -3261,8 +3265,9 @@ static MCStats mc_estimate_values(MCPRM *mc, GPT *policy, float temperature, uin
                 mc->row_budget[r] = mc->max_new - mc->state_prefix[d];
                 rng_seed(&mc->rngs[r], seed, mc->state_stream[d] + (uint64_t)c);
             }
-        sample_completions_budget(policy, &mc->kv, n * K, mc->row_seq, mc->row_len, mc->row_budget, mc->max_new,
-                                  temperature, 0, mc->rngs, mc->allowed, mc->cont, mc->cont_logp, mc->cont_len);
+        sample_completions_budget(policy, &mc->kv, n * K, mc->row_seq, mc->row_len, mc->row_budget,
+                                  mc->max_new, temperature, 0, mc->rngs, mc->allowed, mc->cont, mc->cont_logp,
+                                  mc->cont_len);
         st.calls++;
         for (int d = first; d < first + n; d++) {
             int b = mc->state_prefix[d];
@@ -3271,7 +3276,8 @@ static MCStats mc_estimate_values(MCPRM *mc, GPT *policy, float temperature, uin
             long tokens = 0;
             for (int c = 0; c < K; c++) {
                 int r = (d - first) * K + c;
-                memcpy(mc->scratch + b, mc->cont + (size_t)r * mc->max_new, (size_t)mc->cont_len[r] * sizeof(int));
+                const int *cont = mc->cont + (size_t)r * mc->max_new;
+                memcpy(mc->scratch + b, cont, (size_t)mc->cont_len[r] * sizeof(int));
                 sum += mc->reward(mc->task, mc->state_group[d], mc->scratch, b + mc->cont_len[r]);
                 tokens += mc->cont_len[r];
                 st.positions += mc->cont_len[r] - 1;
@@ -3868,7 +3874,8 @@ static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
 static void print_options(FILE *f, const Options *o, unsigned mask) {
     fprintf(f, "# config:");
     for (int i = 0; i < NUM_OPTIONS; i++)
-        if (OPTIONS[i].cmds & mask && strcmp(OPTIONS[i].name, "threads") && option_in_force(o, &OPTIONS[i], mask)) {
+        if (OPTIONS[i].cmds & mask && strcmp(OPTIONS[i].name, "threads") &&
+            option_in_force(o, &OPTIONS[i], mask)) {
             fprintf(f, " %s=", OPTIONS[i].name);
             print_option_value(f, o, &OPTIONS[i]);
         }
@@ -5054,8 +5061,8 @@ static int cmd_train(int argc, char **argv, Options *o) {
                  "steps end after each ',', V̂ from K=%d continuations per state%s", o->mc_k,
                  o->mc_whiten ? ", whitened over the step's tokens" : "");
     printf("# objective %s: %s, loss %s, clip [%g, %g], beta %g, mu %d\n", OBJECTIVE_NAMES[o->obj.objective],
-           advantage, LOSS_AGG_NAMES[o->obj.loss_agg], 1.0f - o->obj.clip_eps_low, 1.0f + o->obj.clip_eps_high,
-           o->obj.beta, o->num_iterations);
+           advantage, LOSS_AGG_NAMES[o->obj.loss_agg], 1.0f - o->obj.clip_eps_low,
+           1.0f + o->obj.clip_eps_high, o->obj.beta, o->num_iterations);
     make_dir(o->run_dir);
     int lock = lock_run_dir(o->run_dir);
     refuse_stale_checkpoint(o, run.periodic);
@@ -5083,8 +5090,8 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (load_init) free_gpt(&init_model);
     char header[1024];   // MC-PRM's runs have three more columns (log_step)
     snprintf(header, sizeof header, "%s%s",
-             "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,loss,kl,"
-             "clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
+             "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,"
+             "loss,kl,clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
              "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent",
              o->obj.objective == OBJ_MC_PRM ? ",mc_states,aux_share,t_mc" : "");
     CsvLog csv = open_csv(o->run_dir, "train.csv", header, st.step, 13, st.log_row);   // 13: the fields
@@ -5339,8 +5346,8 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     const char *syn = "The paper's synthetic experiment (§4.3, Table 1): a depth-4 binary tree of L/R\n"
                       "tokens, target leaf +1.0, its n-prefix siblings r_neg, other leaves +0.7. Runs the\n"
                       "grid n in {1,2} x r_neg in {-0.5,-1,-1.5} x seeds x {GRPO, λ-GRPO} from random\n"
-                      "initialisation (--objective mc-prm adds MC-PRM), prints the table beside the paper's,\n"
-                      "writes RUN_DIR/tree_steps.csv.";
+                      "initialisation (--objective mc-prm adds MC-PRM), prints the table beside the\n"
+                      "paper's, writes RUN_DIR/tree_steps.csv.";
     int first = parse_options(argc, argv, CMD_TREE, o, "tree", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " tree'", argv[first]);
     check_grpo_options(o);
@@ -5389,8 +5396,8 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     for (int idx = 0; idx < runs; idx++) {
         int s = idx % S, m = (idx / S) % M, b = (idx / (M * S)) % 3, a = idx / (3 * M * S);
         for (int t = 0; t < o->steps; t++)
-            fprintf(csv.f, "%s,%d,%g,%d,%d,%d,%.6f,%.6f\n", OBJECTIVE_NAMES[methods[m]], NS[a], RNEG[b], s + 1,
-                    targets[idx], t + 1, curve[(size_t)idx * o->steps + t],
+            fprintf(csv.f, "%s,%d,%g,%d,%d,%d,%.6f,%.6f\n", OBJECTIVE_NAMES[methods[m]], NS[a], RNEG[b],
+                    s + 1, targets[idx], t + 1, curve[(size_t)idx * o->steps + t],
                     rcurve[(size_t)idx * o->steps + t]);
         csv_row_done(&csv);   // a run's rows reach the file, or a write error stops here naming it
     }
@@ -5414,7 +5421,8 @@ static int cmd_tree(int argc, char **argv, Options *o) {
                 mean[m] = seed_mean;
                 sd[m] = S > 1 ? sqrt(ss / (S - 1)) : 0.0;
             }
-            printf("  %d  %5.1f |  %.4f ± %.4f   %.4f ± %.4f", NS[a], RNEG[b], mean[0], sd[0], mean[1], sd[1]);
+            printf("  %d  %5.1f |  %.4f ± %.4f   %.4f ± %.4f", NS[a], RNEG[b], mean[0], sd[0], mean[1],
+                   sd[1]);
             for (int m = 2; m < M; m++) printf("   %.4f ± %.4f", mean[m], sd[m]);
             printf(" |  %.4f        %.4f\n", PAPER[a][b][0], PAPER[a][b][1]);
         }
@@ -5692,9 +5700,10 @@ static int cmd_sample(int argc, char **argv, Options *o) {
            g.tree.num_nodes, ts.mean_depth, ts.intermediate);
     printf("GRPO pushes each step's tokens |λ| times with A_λ; λ-GRPO once.\n");
     printf("R̂ and V̂ estimate the same value, the expected reward after the node's prefix: R̂ from the |λ|\n"
-           "members that share it (no extra tokens), V̂ from %d fresh continuations (at a leaf, its reward).\n"
-           "V̂ of the %d inner nodes cost %ld sampled tokens, %.1fx the group's %d.\n\n<prompt>\n", o->mc_k, inner,
-           spent.tokens, (double)spent.tokens / (group_tokens > 0 ? group_tokens : 1), group_tokens);
+           "members that share it (no extra tokens), V̂ from %d fresh continuations (at a leaf, its\n"
+           "reward). V̂ of the %d inner nodes cost %ld sampled tokens, %.1fx the group's %d.\n\n<prompt>\n",
+           o->mc_k, inner, spent.tokens, (double)spent.tokens / (group_tokens > 0 ? group_tokens : 1),
+           group_tokens);
     print_tree(&g.tree, g.comp_row, g.clen, k, g.node_of, g.max_new, value, cost);
     free(value);
     free(cost);
@@ -5923,8 +5932,9 @@ static int cmd_check(int argc, char **argv, Options *o) {
     int first = parse_options(argc, argv, CMD_CHECK, o, "check FILE", syn);
     if (first != argc - 1) usage_error("'" PROG " check' needs exactly one FILE argument ('-' for stdin)");
     if (o->obj.objective == OBJ_MC_PRM)
-        usage_error("--objective mc-prm: check runs a dumped batch without a model, and MC-PRM's V̂ needs fresh "
-                    "continuations from one (use grpo or lambda-grpo; ./grpo sample prints V̂ beside R̂)");
+        usage_error("--objective mc-prm: check runs a dumped batch without a model, and MC-PRM's V̂ needs "
+                    "fresh continuations from one (use grpo or lambda-grpo; ./grpo sample prints V̂ "
+                    "beside R̂)");
     GRPOConfig cfg = grpo_config_from_options(o);
     cfg.obj.max_new_tokens = o->max_new_tokens;
     const char *path = argv[first];

@@ -3636,12 +3636,13 @@ static void test_mc_advantages(void) {
             check(st.states == 4 && once && st.tokens == 16 && st.calls == 1,
                   "mc-prm: 4 distinct states of 6 completions, each estimated once (K = 4 calls)",
                   "%d states, %ld continuation tokens, %d sampler calls", st.states, st.tokens, st.calls);
-            float values[4] = {mc.value[0], mc.value[1], mc.value[2], mc.value[3]}, vw[4] = {0.5f, 0.75f, 0.25f, 0.25f};
+            float values[4] = {mc.value[0], mc.value[1], mc.value[2], mc.value[3]};
+            float vw[4] = {0.5f, 0.75f, 0.25f, 0.25f};
             // a mean of 4 rewards in {0, 1}: exact
             compare("mc-prm: V̂ = mean of the state's K continuation rewards", values, vw, 4, 0.0f, 1.0f);
             // A_j: one subtraction of two exact values: exact
-            compare("mc-prm: A_j by hand (V̂(s_j+1) − V̂(s_j); last step r − V̂, <eos> in it)", g.mc_adv, want,
-                    (size_t)k * MN, 0.0f, 1.0f);
+            compare("mc-prm: A_j by hand (V̂(s_j+1) − V̂(s_j); last step r − V̂, <eos> in it)", g.mc_adv,
+                    want, (size_t)k * MN, 0.0f, 1.0f);
             memcpy(got_raw, g.mc_adv, sizeof got_raw);
         } else {
             double sum = 0, ss = 0;
@@ -3650,14 +3651,17 @@ static void test_mc_advantages(void) {
                 for (int t = 0; t < g.clen[i]; t++) { sum += want[i * MN + t]; n++; }
             double mean = sum / n;
             for (int i = 0; i < k; i++)
-                for (int t = 0; t < g.clen[i]; t++) ss += (want[i * MN + t] - mean) * (want[i * MN + t] - mean);
+                for (int t = 0; t < g.clen[i]; t++) {
+                    double d = want[i * MN + t] - mean;
+                    ss += d * d;
+                }
             float white[6 * 20] = {0};
             for (int i = 0; i < k; i++)
                 for (int t = 0; t < g.clen[i]; t++)
                     white[i * MN + t] = (float)((want[i * MN + t] - mean) / sqrt(ss / (n - 1) + 1e-8));
             // double arithmetic both sides, one float rounding of values ~1: TOL_FEW of S >= 1
-            compare("mc-prm --mc-whiten 1: whitened over the step's tokens (n − 1, eps 1e-8)", g.mc_adv, white,
-                    (size_t)k * MN, TOL_FEW, 1.0f);
+            compare("mc-prm --mc-whiten 1: whitened over the step's tokens (n − 1, eps 1e-8)", g.mc_adv,
+                    white, (size_t)k * MN, TOL_FEW, 1.0f);
         }
         free_mcprm(&mc);
     }
@@ -3730,7 +3734,8 @@ static void test_mc_dedup(void) {
     for (int a = 0; a < C; a++) {
         int first = 1;
         for (int b = 0; b < C; b++) {
-            int same = cand_len[a] == cand_len[b] && !memcmp(seqs[a], seqs[b], (size_t)cand_len[a] * sizeof(int));
+            size_t bytes = (size_t)cand_len[a] * sizeof(int);
+            int same = cand_len[a] == cand_len[b] && !memcmp(seqs[a], seqs[b], bytes);
             wrong += same != (mc.state_of[cand_i[a]] == mc.state_of[cand_i[b]]);
             if (same && b < a) first = 0;
         }
@@ -3845,8 +3850,8 @@ static void test_mc_tree_values(void) {
                 check(within[kk] == 15 && st.tokens == want_tokens,
                       kk == 0 ? "mc-prm tree: V̂ (K = 16) within 4σ/√K of the exact value, 15 states"
                               : "mc-prm tree: V̂ (K = 1024) within 4σ/√K of the exact value, 15 states",
-                      "%d of 15 within; RMS error %.4f; %ld tokens (want %ld)", within[kk], rms[kk], st.tokens,
-                      want_tokens);
+                      "%d of 15 within; RMS error %.4f; %ld tokens (want %ld)", within[kk], rms[kk],
+                      st.tokens, want_tokens);
             }
             free_mcprm(&mc);
         }
@@ -3891,7 +3896,8 @@ static void test_mc_budget(void) {
     g.prompt_idx[0] = 0;
     g.prompt_idx[1] = 1;
     CountdownTask task = {&d, g.prompt_idx, NULL, 0, 0, 0.0f};
-    for (int i = 0; i < N; i++) g.reward[i] = countdown_outcome_reward(&task, i / k, g.comp_row[i], g.clen[i]);
+    for (int i = 0; i < N; i++)
+        g.reward[i] = countdown_outcome_reward(&task, i / k, g.comp_row[i], g.clen[i]);
     g.mc_adv = (float *)callocCheck((size_t)N * MN, sizeof(float));
     MCPRM mc;
     build_mcprm(&mc, &m.config, N, MN, 3, 1, MC_SEGMENT_COMMA, countdown_outcome_reward, &task, NULL);
@@ -3912,13 +3918,15 @@ static void test_mc_budget(void) {
             budget[c] = MN - mc.state_prefix[s];
             rng_seed(&rngs[c], (uint64_t)cfg.seed, mc.state_stream[s] + (uint64_t)c);
         }
-        sample_completions_budget(&m, &kv1, K, pp, plen, budget, MN, cfg.temperature, 0, rngs, NULL, comp, lp, clen);
+        sample_completions_budget(&m, &kv1, K, pp, plen, budget, MN, cfg.temperature, 0, rngs, NULL, comp, lp,
+                                  clen);
         positions += mc.state_len[s];
         for (int c = 0; c < K; c++) {
             tokens += clen[c];
             positions += clen[c] - 1;
             int r = s * K + c;
-            same &= clen[c] == mc.cont_len[r] && !memcmp(comp + c * MN, mc.cont + (size_t)r * MN, clen[c] * sizeof(int));
+            const int *batched = mc.cont + (size_t)r * MN;
+            same &= clen[c] == mc.cont_len[r] && !memcmp(comp + c * MN, batched, clen[c] * sizeof(int));
         }
     }
     check(same && st.tokens == tokens && st.positions == positions && st.states > P,
@@ -3972,12 +3980,12 @@ static void test_mc_train(void) {
     const char *extra[4] = {"--threads 1", "--threads 2", "--threads 1 --save-every 2", ""};
     int codes = 0;
     for (int r = 0; r < 3; r++) {
-        snprintf(cmd, sizeof cmd, "%s %s %s --init %s --run-dir %s/%s", grpo_bin(), common, extra[r], init, TMPDIR_,
-                 dirs[r]);
+        snprintf(cmd, sizeof cmd, "%s %s %s --init %s --run-dir %s/%s", grpo_bin(), common, extra[r], init,
+                 TMPDIR_, dirs[r]);
         codes += run_binary(cmd, out, sizeof out) != 0;
     }
-    snprintf(cmd, sizeof cmd, "%s %s --threads 1 --init %s --resume %s/mc_c/ckpt.bin --run-dir %s/mc_r", grpo_bin(),
-             common, init, TMPDIR_, TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s %s --threads 1 --init %s --resume %s/mc_c/ckpt.bin --run-dir %s/mc_r",
+             grpo_bin(), common, init, TMPDIR_, TMPDIR_);
     codes += run_binary(cmd, out, sizeof out) != 0;
     char pa[512], pb[512];
     int same_threads, same_resume;
@@ -3986,14 +3994,16 @@ static void test_mc_train(void) {
     same_threads = files_equal(pa, pb);
     snprintf(pb, sizeof pb, "%s/mc_r/model.bin", TMPDIR_);
     same_resume = files_equal(pa, pb);
-    check(codes == 0 && same_threads, "mc-prm train: same seed, 1 and 2 threads: bit-identical model", "%d failed",
-          codes);
-    check(codes == 0 && same_resume, "mc-prm train: resume from the step-2 checkpoint == 4 steps straight", "");
-    snprintf(cmd, sizeof cmd, "%s %s --mc-k 5 --steps 6 --init %s --resume %s/mc_c/model.bin --run-dir %s/mc_k5",
-             grpo_bin(), common, init, TMPDIR_, TMPDIR_);
+    check(codes == 0 && same_threads, "mc-prm train: same seed, 1 and 2 threads: bit-identical model",
+          "%d failed", codes);
+    check(codes == 0 && same_resume, "mc-prm train: resume from the step-2 checkpoint == 4 steps straight",
+          "");
+    snprintf(cmd, sizeof cmd, "%s %s --mc-k 5 --steps 6 --init %s --resume %s/mc_c/model.bin "
+             "--run-dir %s/mc_k5", grpo_bin(), common, init, TMPDIR_, TMPDIR_);
     int code = run_binary(cmd, out, sizeof out);
     check(code == 2 && strstr(out, "--mc-k 5") && strstr(out, "--mc-k 3"),
-          "mc-prm train: --resume with another --mc-k is refused", "exit %d: %s", code, line_with(out, "error"));
+          "mc-prm train: --resume with another --mc-k is refused", "exit %d: %s", code,
+          line_with(out, "error"));
     snprintf(pa, sizeof pa, "%s/mc_a/train.csv", TMPDIR_);
     size_t n;
     char *csv = (char *)read_all(pa, &n);
@@ -4008,7 +4018,8 @@ static void test_mc_train(void) {
     for (int r = 0; ok && r < rows; r++)   // aux_share is printed with 6 decimals
         ok &= states[r] >= 2 && aux[r] > 0 && fabs(share[r] - aux[r] / (traj[r] + aux[r])) < 1e-6;
     check(ok, "mc-prm train: train.csv ends with mc_states, aux_share, t_mc (aux_share = aux/(traj+aux))",
-          "%d rows; step 1: %g states, aux share %g", rows, rows > 0 ? states[0] : 0, rows > 0 ? share[0] : 0);
+          "%d rows; step 1: %g states, aux share %g", rows, rows > 0 ? states[0] : 0,
+          rows > 0 ? share[0] : 0);
     free(csv);
 }
 
@@ -4017,18 +4028,19 @@ static void test_mc_train(void) {
    leaf of one completion, and the tokens the inner nodes' V̂ cost add up to the total printed. */
 static void test_mc_commands(void) {
     static char cmd[2048], out[65536];
-    snprintf(cmd, sizeof cmd, "%s tree --threads 1 --objective mc-prm --steps 3 --seeds 1 --run-dir %s/tree_mc",
-             grpo_bin(), TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s tree --threads 1 --objective mc-prm --steps 3 --seeds 1 "
+             "--run-dir %s/tree_mc", grpo_bin(), TMPDIR_);
     int code = run_binary(cmd, out, sizeof out);
     char path[512];
     snprintf(path, sizeof path, "%s/tree_mc/tree_steps.csv", TMPDIR_);
     size_t n = 0;
     char *csv = code == 0 ? (char *)read_all(path, &n) : NULL;
     int mc_rows = 0;
-    for (size_t i = 0; csv && i + 8 < n; i++) mc_rows += (i == 0 || csv[i - 1] == '\n') && !strncmp(csv + i, "mc-prm,", 7);
+    for (size_t i = 0; csv && i + 8 < n; i++)
+        mc_rows += (i == 0 || csv[i - 1] == '\n') && !strncmp(csv + i, "mc-prm,", 7);
     check(code == 0 && strstr(out, "MC-PRM (ours)") && strstr(out, "mc-prm      seed 1") && mc_rows == 6 * 3,
-          "tree --objective mc-prm: an MC-PRM column and its runs in tree_steps.csv", "exit %d, %d mc-prm rows",
-          code, mc_rows);
+          "tree --objective mc-prm: an MC-PRM column and its runs in tree_steps.csv",
+          "exit %d, %d mc-prm rows", code, mc_rows);
     free(csv);
     // sample, from a tiny random model (it writes no valid answer: every reward and V̂ is 0, but the
     // tree, the leaves and the costs are those of any model)
@@ -4065,21 +4077,25 @@ static void test_mc_usage(void) {
     static CmdCall calls[] = {
         {cmd_train, "--objective mc-prm --mc-k 0"}, {cmd_train, "--objective mc-prm --mc-k 2000"},
         {cmd_train, "--objective mc-prm --mc-k four"}, {cmd_train, "--mc-k 8"},
-        {cmd_train, "--objective grpo --mc-whiten 0"}, {cmd_tree, "--mc-k 8"}, {cmd_tree, "--objective mc-prn"},
-        {cmd_tree, "--objective mc-prm,"}, {cmd_check, "--objective mc-prm tests/fixtures/check/authors_dapo_clip.txt"},
+        {cmd_train, "--objective grpo --mc-whiten 0"}, {cmd_tree, "--mc-k 8"},
+        {cmd_tree, "--objective mc-prn"}, {cmd_tree, "--objective mc-prm,"},
+        {cmd_check, "--objective mc-prm tests/fixtures/check/authors_dapo_clip.txt"},
         {cmd_sample, "--mc-k 0"},
     };
     const char *needles[] = {"--mc-k: '0' is out of range [1, 1024]", "--mc-k: '2000' is out of range",
                              "--mc-k: 'four' is not a number", "--mc-k 8: only MC-PRM samples continuations",
-                             "--mc-whiten 0: only MC-PRM", "--mc-k 8: only MC-PRM", "'mc-prn' is not an objective",
-                             "an empty name", "--objective mc-prm: check runs a dumped batch without a model",
+                             "--mc-whiten 0: only MC-PRM", "--mc-k 8: only MC-PRM",
+                             "'mc-prn' is not an objective", "an empty name",
+                             "--objective mc-prm: check runs a dumped batch without a model",
                              "--mc-k: '0' is out of range"};
     const char *names[] = {"usage: --mc-k 0 is out of range", "usage: --mc-k 2000 is out of range",
-                           "usage: --mc-k four is not a number", "usage: train --mc-k without mc-prm is refused",
+                           "usage: --mc-k four is not a number",
+                           "usage: train --mc-k without mc-prm is refused",
                            "usage: train --mc-whiten without mc-prm is refused",
                            "usage: tree --mc-k without --objective mc-prm is refused",
                            "usage: tree --objective names an unknown objective",
-                           "usage: tree --objective with an empty name", "usage: check refuses --objective mc-prm",
+                           "usage: tree --objective with an empty name",
+                           "usage: check refuses --objective mc-prm",
                            "usage: sample --mc-k 0 is out of range"};
     for (int i = 0; i < (int)(sizeof calls / sizeof calls[0]); i++)
         expect_exit(names[i], cmd_call_fn, &calls[i], 2, needles[i]);
@@ -4162,8 +4178,9 @@ int main(int argc, char **argv) {
     if (want("train", only)) test_stale_checkpoint();
     if (want("sft", only)) test_sft_run_record();
     if (want("compare", only)) { test_compare_stats(); test_budget_accounting(); test_compare_quick(); }
-    if (want("mcprm", only)) { test_mc_segment(); test_mc_advantages(); test_mc_dedup(); test_mc_tree_values(); }
-    if (want("mcprm", only)) { test_mc_budget(); test_mc_train(); test_mc_commands(); test_mc_usage(); }
+    if (want("mcprm", only)) { test_mc_segment(); test_mc_advantages(); test_mc_dedup(); }
+    if (want("mcprm", only)) { test_mc_tree_values(); test_mc_budget(); test_mc_train(); }
+    if (want("mcprm", only)) { test_mc_commands(); test_mc_usage(); }
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
