@@ -5,11 +5,14 @@ What this file is
   A tiny GPT-2-style transformer (character-level tokenizer, forward and backward passes
   written out by hand, AdamW), a checkable task (countdown) with its verifier, a group
   sampler with a KV cache, the prefix tree B(G) of a group (the "process sets"), and the
-  two objectives:
+  objectives:
     GRPO     Shao et al. 2024 (DeepSeekMath), with the conventions of TRL and verl.
     λ-GRPO   Sullivan & Koller, "GRPO is Secretly a Process Reward Model",
              arXiv 2509.21154 (ICML 2026); authors' code github.com/coli-saar/grpo-prm
              (lambda_grpo/utils.py builds the tree, lambda_grpo/trainer.py the loss).
+    MC-PRM   explicit Monte-Carlo process rewards, VinePPO (Kazemnejad et al. 2024, arXiv
+             2410.01679; github.com/McGill-NLP/VinePPO): a step's value from fresh continuations,
+             the comparison point for λ-GRPO's implicit one (notes: credit-assignment §3).
   It runs on the CPU with OpenMP. `make cuda` builds the CUDA variant (-DGRPO_CUDA, with
   grpo_kernels.cu): models, optimizer state, activations and the KV cache in GPU memory,
   every layer routed to its cuda_ twin through LAYER(), the loop, sampler control, verifier,
@@ -28,7 +31,7 @@ Reading order: the file is one GRPO step from the bottom up, then its tooling. S
   Utilities → Tokenizer → Model layers (its fast paths first, skip them) → CUDA seam →
   Model → Incremental decoding with a key/value cache → Log-probabilities → Optimizer: AdamW →
   Task and verifier → Task data → Group sampler → Prefix tree B(G) → Objectives →
-  The GRPO step → The training loop (train_loop),
+  The GRPO step → Explicit process rewards: MC-PRM → The training loop (train_loop),
 then, behind the TOOLING banner, what the commands need around the algorithm:
   Options → Checkpoints → Run logs → SFT → train (cmd_train) → The paper's synthetic
   experiment (./grpo tree) → eval, sample, verify → check → bench → compare → Command line.
@@ -2487,15 +2490,17 @@ static int draw_token(const float *z, int V, float temperature, int greedy, Rng 
     return next;
 }
 
-/* sample_completions: B sequences; sequence b starts from prompts[b] (prompt_len[b] tokens,
-   <bos> included) and draws up to max_new tokens from softmax(logits / temperature) over the
-   allowed tokens (NULL: all), or the argmax when greedy, using its own stream rngs[b].
-   A sequence stops after <eos> (which is kept as its last token) or at max_new tokens.
-   Writes comp (B, max_new) token ids, comp_logp (B, max_new) their log-probs under the
+/* sample_completions_budget: B sequences; sequence b starts from prompts[b] (prompt_len[b]
+   tokens, <bos> included) and draws up to budget[b] tokens from softmax(logits / temperature)
+   over the allowed tokens (NULL: all), or the argmax when greedy, using its own stream rngs[b].
+   A sequence stops after <eos> (which is kept as its last token) or at budget[b] tokens.
+   Writes comp (B, stride) token ids, comp_logp (B, stride) their log-probs under the
    sampling distribution (nats, temperature applied), comp_len (B).
-   Requires max_new >= 1, prompt_len[b] + max_new <= maxT and B <= kv->B: the commands refuse
-   options that break them with a usage error; the budget is checked here again because a
-   caller that gets it wrong would otherwise write past comp (max_new = 0 stores one token).
+   Requires 1 <= budget[b] <= stride, prompt_len[b] + budget[b] <= maxT and B <= kv->B: the
+   commands refuse options that break them with a usage error; the budget is checked here
+   again because a caller that gets it wrong would otherwise write past comp (a budget of 0
+   stores one token). MC-PRM's continuations give each row its own budget (what is left of
+   max_new after the state's prefix); sample_completions gives every row max_new.
 
    The decode step computes cache slots 0..n-1 only, so the sampler keeps the work there
    (kv->pack, the CPU): each distinct prompt is fed once (rows with equal prompts, a GRPO
@@ -2504,16 +2509,20 @@ static int draw_token(const float *z, int V, float temperature, int greedy, Rng 
    decode step is computed on its own, in the same order whatever the other rows and the row
    count are, so a sequence's tokens and log-probs do not depend on the batch it is sampled
    in (notes/cpu-fast-paths.md). */
-static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *prompts,
-                               const int *prompt_len, int max_new, float temperature, int greedy,
-                               Rng *rngs, const unsigned char *allowed,
-                               int *comp, float *comp_logp, int *comp_len) {
+static void sample_completions_budget(GPT *m, KVCache *kv, int B, const int *const *prompts,
+                                      const int *prompt_len, const int *budget, int stride, float temperature,
+                                      int greedy, Rng *rngs, const unsigned char *allowed,
+                                      int *comp, float *comp_logp, int *comp_len) {
     const char *hint = "a command did not check its token budget; please report this";
-    if (max_new < 1)
-        fail_at(__FILE__, __LINE__, "sample_completions: max_new < 1 leaves no room for a new token", hint);
-    for (int b = 0; b < B; b++)
-        if (prompt_len[b] < 1 || prompt_len[b] + max_new > m->config.max_seq_len)
+    for (int b = 0; b < B; b++) {
+        if (budget[b] < 1)
+            fail_at(__FILE__, __LINE__, "sample_completions: max_new < 1 leaves no room for a new token",
+                    hint);
+        if (budget[b] > stride)
+            fail_at(__FILE__, __LINE__, "sample_completions: a row's budget is longer than its row", hint);
+        if (prompt_len[b] < 1 || prompt_len[b] + budget[b] > m->config.max_seq_len)
             fail_at(__FILE__, __LINE__, "sample_completions: prompt + max_new exceed the context", hint);
+    }
     if (B > kv->B)
         fail_at(__FILE__, __LINE__, "sample_completions: more sequences than the KV cache holds",
                 "a command built its KV cache too small; please report this");
@@ -2560,10 +2569,10 @@ static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *pro
     }
     for (int b = 0; b < B; b++) {
         const float *z = first + (size_t)slot_of[leader[b]] * V;
-        comp[(size_t)b * max_new] = draw_token(z, V, temperature, greedy, &rngs[b], allowed, probs,
-                                               &comp_logp[(size_t)b * max_new]);
+        comp[(size_t)b * stride] = draw_token(z, V, temperature, greedy, &rngs[b], allowed, probs,
+                                              &comp_logp[(size_t)b * stride]);
         comp_len[b] = 1;
-        done[b] = comp[(size_t)b * max_new] == TOK_EOS || max_new == 1;
+        done[b] = comp[(size_t)b * stride] == TOK_EOS || budget[b] == 1;
     }
     int active = B;
     int left = 0;   // unfinished rows
@@ -2585,18 +2594,18 @@ static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *pro
         // each row feeds its last token
         for (int s = 0; s < active; s++) {
             int b = row_of[s];
-            tok[s] = comp[(size_t)b * max_new + comp_len[b] - 1];
+            tok[s] = comp[(size_t)b * stride + comp_len[b] - 1];
             pos[s] = prompt_len[b] + comp_len[b] - 1;
         }
         gpt_decode_step(m, kv, tok, pos, active);
         for (int s = 0; s < active; s++) {
             int b = row_of[s];
             if (done[b]) continue;
-            size_t j = (size_t)b * max_new + comp_len[b];
+            size_t j = (size_t)b * stride + comp_len[b];
             comp[j] = draw_token(kv->logits + (size_t)s * V, V, temperature, greedy, &rngs[b], allowed, probs,
                                  &comp_logp[j]);
             comp_len[b]++;
-            done[b] = comp[j] == TOK_EOS || comp_len[b] == max_new;
+            done[b] = comp[j] == TOK_EOS || comp_len[b] == budget[b];
             left -= done[b];
         }
     }
@@ -2608,6 +2617,19 @@ static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *pro
     free(done);
     free(probs);
     free(first);
+}
+
+/* sample_completions: sample_completions_budget with the same budget, max_new tokens, for
+   every row (comp and comp_logp are (B, max_new)): a GRPO group, an evaluation batch. */
+static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *prompts,
+                               const int *prompt_len, int max_new, float temperature, int greedy,
+                               Rng *rngs, const unsigned char *allowed,
+                               int *comp, float *comp_logp, int *comp_len) {
+    int *budget = (int *)mallocCheck((size_t)(B > 0 ? B : 1) * sizeof(int));
+    for (int b = 0; b < B; b++) budget[b] = max_new;
+    sample_completions_budget(m, kv, B, prompts, prompt_len, budget, max_new, temperature, greedy, rngs,
+                              allowed, comp, comp_logp, comp_len);
+    free(budget);
 }
 
 // ----------------------------------------------------------------------------
@@ -2783,18 +2805,18 @@ static TreeStats prefix_tree_stats(const PrefixTree *tree, const int *len, int k
 // ----------------------------------------------------------------------------
 // Objectives: GRPO and λ-GRPO (conventions in notes/conventions.md)
 
-enum { OBJ_GRPO = 0, OBJ_LAMBDA_GRPO = 1 };
+enum { OBJ_GRPO = 0, OBJ_LAMBDA_GRPO = 1, OBJ_MC_PRM = 2 };   // (issue 16: ppo follows mc-prm)
 enum { AGG_TOKEN_MEAN = 0, AGG_SEQ_MEAN_TOKEN_MEAN, AGG_SEQ_MEAN_TOKEN_SUM, AGG_SEQ_MEAN_TOKEN_SUM_NORM };
 enum { STD_SAMPLE = 0, STD_POPULATION, STD_NONE };
 enum { SCOPE_GROUP = 0, SCOPE_BATCH };
-static const char *OBJECTIVE_NAMES[] = {"grpo", "lambda-grpo", NULL};
+static const char *OBJECTIVE_NAMES[] = {"grpo", "lambda-grpo", "mc-prm", NULL};
 static const char *LOSS_AGG_NAMES[] = {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
                                        "seq-mean-token-sum-norm", NULL};
 static const char *ADV_STD_NAMES[] = {"sample", "population", "none", NULL};
 static const char *SCOPE_NAMES[] = {"group", "batch", NULL};
 
 typedef struct {
-    int objective;        // OBJ_GRPO or OBJ_LAMBDA_GRPO
+    int objective;        // OBJ_GRPO, OBJ_LAMBDA_GRPO or OBJ_MC_PRM (credit-assignment.md §3)
     int loss_agg;         // AGG_*
     int adv_std;          // STD_*: std in the advantage's denominator
     int adv_std_scope;    // SCOPE_*: std over each group, or over the whole batch
@@ -2911,7 +2933,7 @@ static void loss_agg_coef_masked(float *coef, const int *len, const unsigned cha
     free(kept_coef);
 }
 
-/* lambda_weight: the factor the objective applies to token (i,t): 1 for GRPO,
+/* lambda_weight: the factor the objective applies to token (i,t): 1 for GRPO and MC-PRM,
    1/|λ(i,t)| for λ-GRPO (paper eq. 11: the whole per-token term, policy and KL, no
    renormalisation). */
 static inline float lambda_weight(const ObjectiveConfig *cfg, int lambda_size) {
@@ -3011,6 +3033,8 @@ typedef struct {
     int *lambda_size, *node_of;  // (N, max_new) |λ(i,t)| and the node of B(G) that owns the token
     float *step_adv;             // (N, max_new) A_λ(i,t): reported (./grpo check), not trained on;
                                  // NULL unless the caller allocates it (check does)
+    float *mc_adv;               // (N, max_new) MC-PRM's step advantage A_j of every token, trained on
+                                 // with --objective mc-prm; NULL unless the caller allocates it
     // per completion token, (N, max_new)
     float *logp, *logp_old, *logp_ref, *adv_tok, *weight, *coef, *dlogp, *ratio, *kl;
     unsigned char *clipped;
@@ -3110,7 +3134,7 @@ static void free_group_batch(GroupBatch *g) {
                       g->sample_logp, g->clen, g->truncated, g->reward, g->advantage, g->lambda_size,
                       g->node_of, g->step_adv, g->logp, g->logp_old, g->logp_ref, g->adv_tok, g->weight,
                       g->coef, g->dlogp, g->ratio, g->kl, g->clipped, g->seq_coef, g->rngs, g->inputs,
-                      g->targets, g->logp_pos, g->dlogp_pos};
+                      g->targets, g->logp_pos, g->dlogp_pos, g->mc_adv};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
     free_prefix_tree(&g->tree);
     free_tree_pack(&g->pack);
@@ -3391,11 +3415,12 @@ typedef struct {                 // what grpo_update reports: iteration 0's valu
 typedef enum { UPDATE_DONE = 0, UPDATE_LOSS_NOT_FINITE, UPDATE_GRAD_NORM_NOT_FINITE } UpdateStatus;
 static const char *UPDATE_STOPPED_BY[] = {"", "the loss", "the gradient norm"};
 
-/* grpo_prepare_tokens: per completion token, its advantage, the objective's weight (1, or
-   1/|λ(i,t)| for λ-GRPO) and its completion's aggregation factor c_i. The normaliser is
-   computed here, once over the whole step, before any backward pass, so micro-batching
-   changes no gradient. With cfg->mask_truncated, a completion marked truncated gets c_i = 0
-   and leaves every normaliser (loss_agg_coef_masked). Also counts the tokens and mean |λ|. */
+/* grpo_prepare_tokens: per completion token, its advantage (a_i; MC-PRM: its step's A_j from
+   g->mc_adv), the objective's weight (1, or 1/|λ(i,t)| for λ-GRPO) and its completion's
+   aggregation factor c_i. The normaliser is computed here, once over the whole step, before
+   any backward pass, so micro-batching changes no gradient. With cfg->mask_truncated, a
+   completion marked truncated gets c_i = 0 and leaves every normaliser
+   (loss_agg_coef_masked). Also counts the tokens and mean |λ|. */
 static void grpo_prepare_tokens(GroupBatch *g, const GRPOConfig *cfg, UpdateStats *us) {
     int stride = g->max_new;
     const unsigned char *masked = cfg->mask_truncated ? g->truncated : NULL;
@@ -3408,7 +3433,8 @@ static void grpo_prepare_tokens(GroupBatch *g, const GRPOConfig *cfg, UpdateStat
             // a_i, not the step advantage A_λ(i,t) (step_adv): by Theorem 1 both give the same loss
             // and gradient at μ = 1 under token-mean (a node's members share its log-probs and
             // Σ_{j∈λ} a_j = |λ|·A_λ). Checked by test_theorem1_and_lambda in tests/test_grpo.c.
-            g->adv_tok[at] = g->advantage[i];
+            // MC-PRM's A_j differs from step to step (credit-assignment.md §3): it has its own.
+            g->adv_tok[at] = cfg->obj.objective == OBJ_MC_PRM ? g->mc_adv[at] : g->advantage[i];
             g->weight[at] = lambda_weight(&cfg->obj, g->lambda_size[at]);
             g->coef[at] = g->seq_coef[i];
             us->mean_lambda += g->lambda_size[at];
@@ -3512,6 +3538,332 @@ static UpdateStatus grpo_update(GPT *policy, GPT *ref, GroupBatch *g, const GRPO
 }
 
 // ----------------------------------------------------------------------------
+// Explicit process rewards: MC-PRM (VinePPO, Kazemnejad et al. 2024, arXiv 2410.01679)
+//
+// λ-GRPO reads a prefix's value off the group that was sampled anyway (R̂(λ), no extra tokens);
+// MC-PRM pays for it (credit-assignment.md §3). Each completion is split into steps (countdown:
+// after each ',', one equation per step; the tree task: after every token), and the value of
+// each state s_j, the prompt and the first j steps, is estimated afresh from K continuations
+// drawn from π_old at the training temperature and scored by the verifier:
+//     V̂(s_j) = (1/K) Σ_c r(s_j, continuation c),   j = 0 .. m−1 (the end, s_m, has value 0),
+//     A_j = V̂(s_{j+1}) − V̂(s_j) for j < m−1,      A_{m−1} = r − V̂(s_{m−1}).
+// Every token of step j (the last step's <eos> included) carries A_j into GRPO's clipped
+// surrogate, KL and aggregation in place of a_i (grpo_prepare_tokens), with weight 1; VinePPO
+// then whitens the advantages over the batch's tokens (--mc-whiten, on by default). Identical
+// states of a step (a group's prompt, equal prefixes, equal prompts of two groups) are estimated
+// once, and the step's continuations go to the sampler together: each distinct state is
+// prefilled once and its K rows share its cache, as a group's completions share their prompt.
+
+enum { MC_SEGMENT_COMMA = 0, MC_SEGMENT_TOKEN = 1 };
+#define MC_MAX_ROWS 2048   // continuations per sampler call (at least one state's K): its KV cache's rows
+
+/* OutcomeReward: a task's verifier as MC-PRM calls it: the outcome reward of completion
+   comp[0..len) (<eos> last when it ended) of the prompt of group `group`, whose problems are in
+   task. The reward of a state's continuation is the reward of the state's completion tokens
+   followed by the continuation's. */
+typedef float (*OutcomeReward)(const void *task, int group, const int *comp, int len);
+
+typedef struct {                 // countdown's problems, as MC-PRM's verifier reads them
+    const Dataset *data;         // group p's problem is data's example prompt_idx[p], or, when data
+    const int *prompt_idx;       // is NULL, every group's problem is nums[0..num_count) > target
+    const int *nums;             // (./grpo sample)
+    int num_count, target;
+    float format_reward;         // --format-reward, as score_group gives it to the trajectories
+} CountdownTask;
+
+/* countdown_outcome_reward: the OutcomeReward of countdown: countdown_reward, the reward
+   score_group gives a trajectory, so that V̂ estimates the reward the update sees. */
+static float countdown_outcome_reward(const void *task, int group, const int *comp, int len) {
+    const CountdownTask *t = (const CountdownTask *)task;
+    if (!t->data) return countdown_reward(t->nums, t->num_count, t->target, comp, len, t->format_reward);
+    const Dataset *d = t->data;
+    int q = t->prompt_idx[group];
+    return countdown_reward(d->nums + (size_t)q * MAX_NUMS, d->num_count[q], d->target[q], comp, len,
+                            t->format_reward);
+}
+
+typedef struct {                 // what one MC-PRM estimate spent (spend_budget, log_step)
+    int states;                  // distinct states estimated
+    long tokens;                 // continuation tokens drawn: the step's auxiliary generated tokens
+    long positions;              // positions the sampler computed for them: each state's tokens once
+                                 // (its prefill), and each continuation's tokens but the last (drawn,
+                                 // never fed)
+    int calls;                   // sampler calls (up to MC_MAX_ROWS continuations each)
+} MCStats;
+
+typedef struct {
+    int k;                       // K: continuations per state (--mc-k)
+    int whiten;                  // 1: the advantages are whitened over the step's tokens (--mc-whiten)
+    int segment;                 // MC_SEGMENT_COMMA (countdown) or MC_SEGMENT_TOKEN (the tree task)
+    int max_new;                 // the completion budget: a continuation of a state that holds b
+                                 // completion tokens draws at most max_new − b
+    int maxT;                    // the model's context: the row length of seq
+    OutcomeReward reward;        // the task's verifier, and its problems
+    const void *task;
+    const unsigned char *allowed;   // the sampler's token mask (the tree task's L and R); NULL: none
+    // the states of one estimate, (cap) each: state d is the first state_len[d] tokens of
+    // state_seq[d], the last state_prefix[d] of them completion tokens, a prompt of group state_group[d]
+    int cap, num_states;
+    const int **state_seq;
+    int *state_len, *state_prefix, *state_group;
+    uint64_t *state_stream;      // the RNG stream of its continuation 0 (continuation c: + c; mc_stream)
+    float *value;                // V̂(s_d)
+    long *state_tokens;          // the tokens its K continuations drew
+    // a step's steps, (N, max_new): step j of completion i starts at its token step_start[i·max_new + j]
+    // from the state state_of[i·max_new + j]; num_steps (N)
+    int N;
+    int *num_steps, *step_start, *state_of;
+    int *seq;                    // (N, maxT) <bos> prompt completion of each completion (states point in)
+    const int **cand_seq;        // scratch, (N·max_new): one candidate state per step
+    int *cand_len, *cand_leader, *cand_state;
+    // one sampler call's continuations, (rows) each; cont and cont_logp (rows, max_new)
+    KVCache kv;
+    int rows;
+    const int **row_seq;
+    int *row_len, *row_budget, *cont, *cont_len;
+    float *cont_logp;
+    Rng *rngs;
+    int *scratch;                // (max_new) a state's completion tokens followed by a continuation
+} MCPRM;
+
+/* build_mcprm: MC-PRM's buffers for steps of N completions of up to max_new tokens (states: up to
+   one per completion token) with model shape c, K = k continuations per state in sampler calls of
+   up to max(K, MC_MAX_ROWS) rows (whole states), a task's verifier (reward, task) and the
+   sampler's token mask (allowed, NULL: none; it must outlive mc). */
+static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k, int whiten, int segment,
+                        OutcomeReward reward, const void *task, const unsigned char *allowed) {
+    memset(mc, 0, sizeof *mc);
+    mc->k = k;
+    mc->whiten = whiten;
+    mc->segment = segment;
+    mc->max_new = max_new;
+    mc->maxT = c->max_seq_len;
+    mc->reward = reward;
+    mc->task = task;
+    mc->allowed = allowed;
+    mc->N = N;
+    size_t cap = (size_t)N * max_new;
+    mc->cap = (int)cap;
+    mc->state_seq = (const int **)callocCheck(cap, sizeof(int *));
+    mc->state_len = (int *)callocCheck(cap, sizeof(int));
+    mc->state_prefix = (int *)callocCheck(cap, sizeof(int));
+    mc->state_group = (int *)callocCheck(cap, sizeof(int));
+    mc->state_stream = (uint64_t *)callocCheck(cap, sizeof(uint64_t));
+    mc->value = (float *)callocCheck(cap, sizeof(float));
+    mc->state_tokens = (long *)callocCheck(cap, sizeof(long));
+    mc->num_steps = (int *)callocCheck(N, sizeof(int));
+    mc->step_start = (int *)callocCheck(cap, sizeof(int));
+    mc->state_of = (int *)callocCheck(cap, sizeof(int));
+    mc->seq = (int *)callocCheck((size_t)N * mc->maxT, sizeof(int));
+    mc->cand_seq = (const int **)callocCheck(cap, sizeof(int *));
+    mc->cand_len = (int *)callocCheck(cap, sizeof(int));
+    mc->cand_leader = (int *)callocCheck(cap, sizeof(int));
+    mc->cand_state = (int *)callocCheck(cap, sizeof(int));
+    int states_per_call = MC_MAX_ROWS / k > 1 ? MC_MAX_ROWS / k : 1;
+    if ((size_t)states_per_call > cap) states_per_call = (int)cap;
+    mc->rows = states_per_call * k;
+    size_t R = mc->rows;
+    build_kvcache(&mc->kv, c, mc->rows);
+    mc->row_seq = (const int **)callocCheck(R, sizeof(int *));
+    mc->row_len = (int *)callocCheck(R, sizeof(int));
+    mc->row_budget = (int *)callocCheck(R, sizeof(int));
+    mc->cont = (int *)callocCheck(R * max_new, sizeof(int));
+    mc->cont_len = (int *)callocCheck(R, sizeof(int));
+    mc->cont_logp = (float *)callocCheck(R * max_new, sizeof(float));
+    mc->rngs = (Rng *)callocCheck(R, sizeof(Rng));
+    mc->scratch = (int *)callocCheck(max_new, sizeof(int));
+}
+
+static void free_mcprm(MCPRM *mc) {
+    void *arrays[] = {(void *)mc->state_seq, mc->state_len, mc->state_prefix, mc->state_group,
+                      mc->state_stream, mc->value, mc->state_tokens, mc->num_steps, mc->step_start,
+                      mc->state_of, mc->seq, (void *)mc->cand_seq, mc->cand_len, mc->cand_leader,
+                      mc->cand_state, (void *)mc->row_seq, mc->row_len, mc->row_budget, mc->cont,
+                      mc->cont_len, mc->cont_logp, mc->rngs, mc->scratch};
+    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
+    free_kvcache(&mc->kv);
+}
+
+/* mc_stream: the RNG stream of continuation 0 from the state made of the prompt and the first b
+   tokens of completion i at step `step` (0-based; continuation c uses mc_stream + c, c < 4096):
+   disjoint from the trajectories' streams ((step+1)·65536 + i) and evaluation's (2^40 + q), and a
+   function of the state alone, so no V̂ depends on how the continuations are batched or on the
+   thread count. Needs i < 4096 (train's N), b < 1024 (the context), step < 2^24. */
+static uint64_t mc_stream(int step, int i, int b) {
+    return (1ull << 62) + ((((uint64_t)step * 4096 + (uint64_t)i) * 1024 + (uint64_t)b) << 12);
+}
+
+/* mc_segment: the steps of completion comp[0..len) (credit-assignment.md §3). MC_SEGMENT_COMMA
+   (countdown): a step ends after each ',' that is not the completion's last token, so every
+   equation with its ',' is a step and the last step runs to the end, <eos> included (a
+   completion cut right after a ',' does not get an empty last step). MC_SEGMENT_TOKEN (the tree
+   task): every token is a step. Writes each step's first token to start[0..m) (start[0] = 0) and
+   returns the number of steps m (0 for an empty completion). */
+static int mc_segment(const int *comp, int len, int mode, int *start) {
+    int comma = char_to_token(','), m = 0;
+    for (int t = 0; t < len; t++) {
+        int step_starts_here = t == 0 || mode == MC_SEGMENT_TOKEN || comp[t - 1] == comma;
+        if (step_starts_here) start[m++] = t;
+    }
+    return m;
+}
+
+/* mc_build_states: the states of step `step`'s batch g: for every completion i its steps
+   (mc_segment; num_steps, step_start) and for step j its state s_j = <bos> prompt and the first
+   step_start[j] tokens; the distinct ones (equal tokens, compared whole: shared_prompts) become
+   states 0..D−1 in order of first appearance, each with the stream of its first appearance, and
+   state_of maps every step to its state. Returns D. A state's problem is its prompt's, so equal
+   tokens are one state (its group: the first appearance's). */
+static int mc_build_states(MCPRM *mc, const GroupBatch *g, int step) {
+    int stride = g->max_new;
+    int C = 0;
+    for (int p = 0; p < g->num_groups; p++)
+        for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++) {
+            int *seq = mc->seq + (size_t)i * mc->maxT;
+            memcpy(seq, g->prompt[i], (size_t)g->plen[i] * sizeof(int));
+            memcpy(seq + g->plen[i], g->comp_row[i], (size_t)g->clen[i] * sizeof(int));
+            int *start = mc->step_start + (size_t)i * stride;
+            mc->num_steps[i] = mc_segment(g->comp_row[i], g->clen[i], mc->segment, start);
+            for (int j = 0; j < mc->num_steps[i]; j++) {
+                mc->cand_seq[C] = seq;
+                mc->cand_len[C] = g->plen[i] + start[j];
+                C++;
+            }
+        }
+    if (C > 0) shared_prompts(mc->cand_leader, C, mc->cand_seq, mc->cand_len);
+    int D = 0, c = 0;
+    for (int p = 0; p < g->num_groups; p++)
+        for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++)
+            for (int j = 0; j < mc->num_steps[i]; j++, c++) {
+                int b = mc->step_start[(size_t)i * stride + j];
+                if (mc->cand_leader[c] == c) {   // the first appearance of these tokens: a new state
+                    mc->state_seq[D] = mc->cand_seq[c];
+                    mc->state_len[D] = mc->cand_len[c];
+                    mc->state_prefix[D] = b;
+                    mc->state_group[D] = p;
+                    mc->state_stream[D] = mc_stream(step, i, b);
+                    mc->cand_state[c] = D++;
+                }
+                else mc->cand_state[c] = mc->cand_state[mc->cand_leader[c]];
+                mc->state_of[(size_t)i * stride + j] = mc->cand_state[c];
+            }
+    mc->num_states = D;
+    return D;
+}
+
+/* mc_estimate_values: V̂ of states 0..num_states−1 (credit-assignment.md §3): K continuations
+   of each from policy (π_old: the model that sampled the step, before its update) at the
+   temperature over mc->allowed, each of up to max_new − state_prefix tokens from its own stream
+   (seed, state_stream + c), scored by the verifier on the state's completion tokens followed by
+   the continuation's; V̂ = the mean of the K rewards (in double). A continuation cut at the budget
+   scores what the verifier gives it (0 on countdown). The states go to sample_completions_budget
+   in calls of up to mc->rows rows, whole states in order: its KV cache shares each state's
+   prefill among its K rows. Fills value and state_tokens; returns what it spent. */
+static MCStats mc_estimate_values(MCPRM *mc, GPT *policy, float temperature, uint64_t seed) {
+    MCStats st = {mc->num_states, 0, 0, 0};
+    int K = mc->k, per_call = mc->rows / mc->k;
+    for (int first = 0; first < mc->num_states; first += per_call) {
+        int n = first + per_call <= mc->num_states ? per_call : mc->num_states - first;
+        for (int d = first; d < first + n; d++)
+            for (int c = 0; c < K; c++) {
+                int r = (d - first) * K + c;
+                mc->row_seq[r] = mc->state_seq[d];
+                mc->row_len[r] = mc->state_len[d];
+                mc->row_budget[r] = mc->max_new - mc->state_prefix[d];
+                rng_seed(&mc->rngs[r], seed, mc->state_stream[d] + (uint64_t)c);
+            }
+        sample_completions_budget(policy, &mc->kv, n * K, mc->row_seq, mc->row_len, mc->row_budget,
+                                  mc->max_new, temperature, 0, mc->rngs, mc->allowed, mc->cont, mc->cont_logp,
+                                  mc->cont_len);
+        st.calls++;
+        for (int d = first; d < first + n; d++) {
+            int b = mc->state_prefix[d];
+            memcpy(mc->scratch, mc->state_seq[d] + mc->state_len[d] - b, (size_t)b * sizeof(int));
+            double sum = 0.0;
+            long tokens = 0;
+            for (int c = 0; c < K; c++) {
+                int r = (d - first) * K + c;
+                const int *cont = mc->cont + (size_t)r * mc->max_new;
+                memcpy(mc->scratch + b, cont, (size_t)mc->cont_len[r] * sizeof(int));
+                sum += mc->reward(mc->task, mc->state_group[d], mc->scratch, b + mc->cont_len[r]);
+                tokens += mc->cont_len[r];
+                st.positions += mc->cont_len[r] - 1;
+            }
+            mc->value[d] = (float)(sum / K);
+            mc->state_tokens[d] = tokens;
+            st.tokens += tokens;
+            st.positions += mc->state_len[d];
+        }
+    }
+    return st;
+}
+
+/* mc_step_advantages: adv (N, max_new) of batch g from the values of its states (credit-
+   assignment.md §3): the tokens of step j of completion i get A_j = V̂(s_{j+1}) − V̂(s_j),
+   those of its last step A_{m−1} = r_i − V̂(s_{m−1}) (the end's value is 0); computed in double.
+   num_steps (N), step_start and state_of (N, max_new) as mc_build_states fills them, value (D). */
+static void mc_step_advantages(float *adv, const GroupBatch *g, const int *num_steps, const int *step_start,
+                               const int *state_of, const float *value) {
+    int stride = g->max_new;
+    for (int i = 0; i < g->N; i++) {
+        const int *start = step_start + (size_t)i * stride, *state = state_of + (size_t)i * stride;
+        int m = num_steps[i];
+        for (int j = 0; j < m; j++) {
+            int last = j == m - 1;
+            double next = last ? g->reward[i] : value[state[j + 1]];
+            float A = (float)(next - value[state[j]]);
+            int end = last ? g->clen[i] : start[j + 1];
+            for (int t = start[j]; t < end; t++) adv[(size_t)i * stride + t] = A;
+        }
+    }
+}
+
+/* whiten_advantages: the advantages of every completion token of the batch (adv (N, stride), row i
+   holding len[i] tokens), whitened together: (A − mean) / sqrt(var + 1e-8), var the sample
+   variance (n − 1), in double, as VinePPO (its PPO trainer) and TRL/verl's masked_whiten do. When
+   every token has the same advantage, or there is only one, they all become exactly 0. */
+static void whiten_advantages(float *adv, const int *len, int N, int stride) {
+    double sum = 0.0, ss = 0.0;
+    long n = 0;
+    int all_equal = 1;
+    float first = 0.0f;
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < len[i]; t++) {
+            float a = adv[(size_t)i * stride + t];
+            if (n == 0) first = a;
+            all_equal &= a == first;
+            sum += a;
+            n++;
+        }
+    if (n == 0) return;
+    double mean = sum / n;
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < len[i]; t++) {
+            double d = adv[(size_t)i * stride + t] - mean;
+            ss += d * d;
+        }
+    double inv_std = n > 1 ? 1.0 / sqrt(ss / (n - 1) + 1e-8) : 0.0;
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < len[i]; t++) {
+            float *a = &adv[(size_t)i * stride + t];
+            *a = all_equal ? 0.0f : (float)((*a - mean) * inv_std);
+        }
+}
+
+/* mc_prm_advantages: the MC-PRM phase of step `step` (0-based) on batch g (sampled by policy,
+   rewards scored): its states (mc_build_states), their V̂ from K fresh continuations each
+   (mc_estimate_values: the model is still π_old), every token's step advantage into g->mc_adv
+   (mc_step_advantages), whitened over the step's tokens when mc->whiten. Returns what it spent:
+   the step's auxiliary tokens and sampler positions (spend_budget). */
+static MCStats mc_prm_advantages(MCPRM *mc, GPT *policy, GroupBatch *g, const GRPOConfig *cfg, int step) {
+    mc_build_states(mc, g, step);
+    MCStats st = mc_estimate_values(mc, policy, cfg->temperature, (uint64_t)cfg->seed);
+    mc_step_advantages(g->mc_adv, g, mc->num_steps, mc->step_start, mc->state_of, mc->value);
+    if (mc->whiten) whiten_advantages(g->mc_adv, g->clen, g->N, g->max_new);
+    return st;
+}
+
+// ----------------------------------------------------------------------------
 // The training loop: GRPO steps until --steps (cmd_train, in the tooling section, sets it up)
 
 /* TrainState: a run's progress besides the model, what a resumable checkpoint holds with
@@ -3563,13 +3915,15 @@ typedef struct {                 // one GRPO run, set up by cmd_train
     float format_reward;
     CsvLog *csv;                 // RUN_DIR/train.csv
     Budget *budget;              // what the run has spent; --budget ends it (./grpo compare, issue 15)
+    MCPRM *mc;                   // --objective mc-prm: its states and continuation sampler; else NULL
     char periodic[1100];         // RUN_DIR/ckpt.bin, written every save_every steps
     char last_good[1100];        // the newest checkpoint that passed check_params ("": none yet)
 } TrainRun;
 
 typedef struct {                 // one step, as log_step prints it and writes its CSV row
     int step;                    // 1-based, as in the log
-    double t[5];                 // wall-clock seconds: start, sampled, scored, trees built, updated
+    double t[6];                 // wall-clock seconds: start, sampled, scored, trees built, MC-PRM's
+                                 // values estimated (= trees built for the other objectives), updated
     TreeStats trees;
     UpdateStats update;
     long long gen_tokens;        // completion tokens sampled by the run so far (a resume goes on counting)
@@ -3580,6 +3934,8 @@ typedef struct {                 // one step, as log_step prints it and writes i
     // spending so far in --budget-unit
     long gen_traj, gen_aux, trained_tokens;
     double flops, budget_spent;
+    int mc_prm;                  // 1: the step ran MC-PRM's phase (log_step adds its columns)
+    MCStats mc;                  // what that phase spent (all 0 for the other objectives)
 } StepReport;
 
 // The tooling the loop calls, defined after the banner below (it is not GRPO): the step's log
@@ -3608,6 +3964,7 @@ static void train_loop(TrainRun *run) {
     int budget_done = 0;
     for (; st->step < run->steps && !budget_done; st->step++) {
         StepReport report;
+        memset(&report, 0, sizeof report);
         report.step = st->step + 1;
         report.t[0] = wall_seconds();
         // x: one prompt per group from the training set; y(i) ~ π_old(·|x), k per prompt (§2)
@@ -3622,12 +3979,17 @@ static void train_loop(TrainRun *run) {
         // B(G): each group's prefix tree and |λ(i,t)| of every token (§3.1)
         report.trees = build_group_trees(g);
         report.t[3] = wall_seconds();
+        // MC-PRM (VinePPO, credit-assignment.md §3): V̂ of each step's state from K continuations
+        // ~ π_old, and A_j = V̂(s_{j+1}) − V̂(s_j) (last step: r − V̂) on every token of step j
+        report.mc_prm = cfg->obj.objective == OBJ_MC_PRM;
+        if (report.mc_prm) report.mc = mc_prm_advantages(run->mc, run->policy, g, cfg, st->step);
+        report.t[4] = wall_seconds();
         // μ AdamW steps on the clipped objective (eqs. 3–4), λ-GRPO dividing by |λ(i,t)| (eq. 11)
         UpdateStatus status = grpo_update(run->policy, run->ref, g, cfg, &run->opt, &adam_t, NULL,
                                           &report.update);
         if (status != UPDATE_DONE)
             stop_on_nan(UPDATE_STOPPED_BY[status], report.step, report.update.not_finite, run->last_good);
-        report.t[4] = wall_seconds();
+        report.t[5] = wall_seconds();
         // what the step spent (tokens, FLOPs, seconds); 1 once the run's --budget is spent
         budget_done = spend_budget(run, &report);
         st->gen_tokens += report.gen_traj;
@@ -3674,6 +4036,9 @@ typedef struct {
     float temperature;
     ObjectiveConfig obj;
     float format_reward;
+    // MC-PRM (--objective mc-prm; issue 16): continuations per state, whitening; tree's extra methods
+    int mc_k, mc_whiten;
+    char tree_objectives[256];
     // budget runs (train) and studies (compare); issue 15
     int budget_unit, eval_points, jobs;
     float budget;
@@ -3769,7 +4134,13 @@ static const OptSpec OPTIONS[] = {
     {"pass-k", OPT_INT, OFF(pass_k), 0, 4096, NULL, CMD_TRAIN | CMD_EVAL,
      "samples per prompt for pass@k at the end (0: off)"},
     {"objective", OPT_ENUM, OFF(obj.objective), 0, 0, OBJECTIVE_NAMES, CMD_TRAIN | CMD_CHECK,
-     "grpo, or lambda-grpo (each token's term divided by |λ(i,t)|)"},
+     "grpo, lambda-grpo (each token's term divided by |λ(i,t)|), or mc-prm (VinePPO's step advantages)"},
+    {"objective", OPT_STR, OFF(tree_objectives), 0, 0, NULL, CMD_TREE,
+     "methods run beside GRPO and λ-GRPO (which always run), comma-separated: mc-prm"},
+    {"mc-k", OPT_INT, OFF(mc_k), 1, 1024, NULL, CMD_TRAIN | CMD_TREE | CMD_SAMPLE,
+     "MC-PRM: continuations K per state for V̂ (VinePPO 9, SPO 4); sample: V̂ of each node of B(G)"},
+    {"mc-whiten", OPT_INT, OFF(mc_whiten), 0, 1, NULL, CMD_TRAIN | CMD_TREE,
+     "MC-PRM: 1 whitens the step advantages over the step's tokens, as VinePPO (GRPO's scale); 0: raw"},
     {"loss-agg", OPT_ENUM, OFF(obj.loss_agg), 0, 0, LOSS_AGG_NAMES, OBJ_CMDS,
      "loss aggregation (notes/conventions.md)"},
     {"adv-std", OPT_ENUM, OFF(obj.adv_std), 0, 0, ADV_STD_NAMES, OBJ_CMDS,
@@ -3862,6 +4233,9 @@ static void default_options(Options *o) {
     o->pass_k = 8;
     o->temperature = 1.0f;
     o->format_reward = 0.0f;
+    o->mc_k = 4;
+    o->mc_whiten = 1;
+    strcpy(o->tree_objectives, "");
     o->obj = (ObjectiveConfig){OBJ_LAMBDA_GRPO, AGG_TOKEN_MEAN, STD_SAMPLE, SCOPE_GROUP, 1e-4f, 0.2f, 0.2f,
                                0.0f, 40};
 }
@@ -3993,14 +4367,42 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     return optind;
 }
 
-/* Prints every option of the command with the value in force (start-up banner). --update-layout
-   only when it is tree: the layout changes no result beyond float rounding, and at its default
-   the banner (and a compare study's pre-registered configuration) reads as before it existed. */
+// 1 when the comma-separated list (tree's --objective) names `name`.
+static int list_has(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; *p; ) {
+        size_t len = strcspn(p, ",");
+        if (len == n && !strncmp(p, name, n)) return 1;
+        p += len;
+        if (*p == ',') p++;
+    }
+    return 0;
+}
+
+/* option_in_force: 0 for an option of command `mask` that this run does not use: the MC-PRM
+   options (mc-*) unless MC-PRM runs (train: --objective mc-prm; tree: mc-prm in its --objective
+   list), and tree's --objective list when it is empty. The start-up line and the run record
+   leave such an option out, so a GRPO or λ-GRPO run prints and records exactly what it did
+   before MC-PRM existed (and a study pre-registered then keeps its hash). Likewise
+   --update-layout at padded (the banner names it only when it is tree): the layout changes no
+   result beyond float rounding. */
+static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
+    int mc_option = !strncmp(s->name, "mc-", 3);
+    if (!strcmp(s->name, "update-layout")) return o->update_layout != LAYOUT_PADDED;
+    if (mask & CMD_TREE) {
+        if (!strcmp(s->name, "objective")) return o->tree_objectives[0] != 0;
+        return !mc_option || list_has(o->tree_objectives, "mc-prm");
+    }
+    if (mc_option && (mask & (CMD_TRAIN | CMD_CHECK))) return o->obj.objective == OBJ_MC_PRM;
+    return 1;
+}
+
+// Prints every option of the command with the value in force (start-up banner).
 static void print_options(FILE *f, const Options *o, unsigned mask) {
     fprintf(f, "# config:");
     for (int i = 0; i < NUM_OPTIONS; i++)
         if (OPTIONS[i].cmds & mask && strcmp(OPTIONS[i].name, "threads") &&
-            !(!strcmp(OPTIONS[i].name, "update-layout") && o->update_layout == LAYOUT_PADDED)) {
+            option_in_force(o, &OPTIONS[i], mask)) {
             fprintf(f, " %s=", OPTIONS[i].name);
             print_option_value(f, o, &OPTIONS[i]);
         }
@@ -4038,7 +4440,7 @@ static void check_weight_decay(const Options *o) {
 static const char *TRAIN_RUN_OPTIONS[] = {
     "seed", "prompts-per-step", "group-size", "temperature", "max-new-tokens", "objective", "loss-agg",
     "adv-std", "adv-std-scope", "adv-eps", "clip-eps-low", "clip-eps-high", "beta", "num-iterations",
-    "mask-truncated", "format-reward", NULL};
+    "mask-truncated", "format-reward", "mc-k", "mc-whiten", NULL};
 static const char *SFT_RUN_OPTIONS[] = {"batch-size", NULL};
 static const char *OPTIMIZER_OPTIONS[] = {"lr", "min-lr-frac", "schedule", "warmup", "weight-decay", "beta1",
                                           "beta2", "grad-clip", NULL};
@@ -4058,7 +4460,8 @@ static void option_text(char *out, size_t cap, const Options *o, const OptSpec *
     else snprintf(out, cap, "%s", p);
 }
 
-// The run record's options: "name=value\n" for each of the names lists (NULL-terminated).
+// The run record's options: "name=value\n" for each of the names lists (NULL-terminated) that is
+// in force (option_in_force: MC-PRM's options only in an MC-PRM run).
 static void record_options(char *out, size_t cap, const Options *o, const char *const *fixed,
                            const char *const *optimizer) {
     size_t used = 0;
@@ -4067,6 +4470,7 @@ static void record_options(char *out, size_t cap, const Options *o, const char *
     for (int l = 0; l < 2; l++)
         for (int i = 0; lists[l][i]; i++) {
             char value[64];
+            if (!option_in_force(o, find_option(lists[l][i]), CMD_TRAIN)) continue;
             option_text(value, sizeof value, o, find_option(lists[l][i]), 1);
             if (used < cap) used += snprintf(out + used, cap - used, "%s=%s\n", lists[l][i], value);
         }
@@ -4145,6 +4549,23 @@ static void check_grpo_options(const Options *o) {
         usage_error("--update-layout tree: the tree-packed update runs on the CPU only (./grpo); "
                     "the CUDA build trains with --update-layout padded");
 #endif
+}
+
+/* check_mc_options: --mc-k or --mc-whiten set away from its default in a run without MC-PRM
+   (train, compare: an --objective other than mc-prm; tree: no mc-prm in its --objective list)
+   would do nothing: a usage error naming the option, not an option silently ignored. */
+static void check_mc_options(const Options *o, unsigned mask) {
+    Options d;
+    default_options(&d);
+    int tree = (mask & CMD_TREE) != 0;
+    int mc_runs = tree ? list_has(o->tree_objectives, "mc-prm") : o->obj.objective == OBJ_MC_PRM;
+    char why[128];
+    if (tree) snprintf(why, sizeof why, "tree runs it only with --objective mc-prm");
+    else snprintf(why, sizeof why, "this run's --objective is %s", OBJECTIVE_NAMES[o->obj.objective]);
+    if (!mc_runs && o->mc_k != d.mc_k)
+        usage_error("--mc-k %d: only MC-PRM samples continuations, and %s", o->mc_k, why);
+    if (!mc_runs && o->mc_whiten != d.mc_whiten)
+        usage_error("--mc-whiten %d: only MC-PRM has step advantages to whiten, and %s", o->mc_whiten, why);
 }
 
 // The longest prompt of d plus --max-new-tokens must fit in the model's context; the
@@ -4836,7 +5257,9 @@ static int count_all_equal_groups(const GroupBatch *g) {
    and as a row of train.csv: mean reward, share of groups with equal rewards, mean length,
    mean |λ|, tree statistics, loss, KL, clipped share, gradient norm, tokens sampled, the
    seconds of each phase (sample, score, tree, update), throughput, validation accuracy, and
-   what the step spent (spend_budget) with the run's spending so far in --budget-unit. */
+   what the step spent (spend_budget) with the run's spending so far in --budget-unit; for
+   MC-PRM then its distinct states, the continuations' share of the step's generated tokens
+   (gen_aux / (gen_traj + gen_aux)) and the seconds of its phase. */
 static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     int N = g->N, P = g->num_groups;
     double mean_reward = 0.0, mean_len = 0.0;
@@ -4849,8 +5272,11 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     double all_equal = (double)count_all_equal_groups(g) / P;
     double nontrivial = (double)r->trees.nontrivial / P;
     double t_sample = r->t[1] - r->t[0], t_score = r->t[2] - r->t[1];
-    double t_tree = r->t[3] - r->t[2], t_update = r->t[4] - r->t[3];
-    double tok_s = (mean_len * N) / (r->t[4] - r->t[0]);
+    double t_tree = r->t[3] - r->t[2], t_mc = r->t[4] - r->t[3], t_update = r->t[5] - r->t[4];
+    double tok_s = (mean_len * N) / (r->t[5] - r->t[0]);
+    double aux_share = (double)r->gen_aux / (r->gen_traj + r->gen_aux > 0 ? r->gen_traj + r->gen_aux : 1);
+    char mc_fields[96] = "";   // MC-PRM's columns, at the end of the row (its header has them)
+    if (r->mc_prm) snprintf(mc_fields, sizeof mc_fields, ",%d,%.6f,%.4f", r->mc.states, aux_share, t_mc);
     const UpdateStats *u = &r->update;
     if ((r->step - 1) % 10 == 0 || r->last || r->val_acc >= 0) {
         printf("step %4d | reward %.3f | eq %.2f | len %.1f | |λ| %.2f | tree %.2f d%.2f i%.2f | loss %+.5f"
@@ -4858,16 +5284,17 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
                r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
                r->trees.intermediate, u->loss, u->kl, u->clip_frac, r->gen_tokens, t_sample, t_score, t_tree,
                t_update, tok_s);
+        if (r->mc_prm) printf(" | mc %d states, aux %.2f, %.2f s", r->mc.states, aux_share, t_mc);
         if (r->val_acc >= 0) printf(" | val acc %.3f", r->val_acc);
         printf("\n");
         fflush(stdout);
     }
     csv_row(csv, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%lld,"
-                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g\n",
+                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g%s\n",
             r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
             r->trees.intermediate, u->loss, u->kl, u->clip_frac, u->grad_norm, r->gen_tokens, t_sample,
             t_score, t_tree, t_update, tok_s, r->val_acc, r->gen_traj, r->gen_aux, r->trained_tokens,
-            r->flops, r->budget_spent);
+            r->flops, r->budget_spent, mc_fields);
 }
 
 /* stop_on_nan: the run has met a non-finite value at step `step` (numbered as in the log
@@ -5056,8 +5483,12 @@ static int cmd_sft(int argc, char **argv, Options *o) {
    positions (each sequence counted whole, as a training forward scores it; the sampler's
    sharing of a group's prompt is not credited; padding and finished sequences are not
    counted) costs
-       F·(R_sampled + 3·μ·R + R_ref),   R_ref = R when --beta is not 0 (π_ref's forward), else 0.
-   The count is deterministic and machine-independent; evaluations are not counted. */
+       F·(R_sampled + 3·μ·R + R_ref + R_mc),   R_ref = R when --beta is not 0 (π_ref's forward),
+   else 0; R_mc = MC-PRM's continuations (MCStats.positions): each distinct state's tokens once
+   (its prefill, which its K continuations share) plus each continuation's tokens but its last,
+   as the CPU sampler computes them (0 for GRPO and λ-GRPO). The continuations' tokens are the
+   step's auxiliary generated tokens (gen_aux). The count is deterministic and
+   machine-independent; evaluations are not counted. */
 static double model_flops_per_token(const GPTConfig *c) {
     size_t sizes[NUM_PARAM_TENSORS], n = 0;
     param_sizes(sizes, c);
@@ -5115,15 +5546,15 @@ static int spend_budget(TrainRun *run, StepReport *r) {
         r->gen_traj += g->clen[i];
         positions += g->plen[i] + g->clen[i] - 1;
     }
-    r->gen_aux = 0;   // GRPO generates nothing besides its trajectories
+    r->gen_aux = r->mc.tokens;   // MC-PRM's continuations; GRPO and λ-GRPO generate nothing else
     r->trained_tokens = (long)run->cfg.num_iterations * positions;
     long ref_positions = run->ref ? positions : 0;   // π_ref's forward pass when β != 0
-    r->flops = b->flops_per_token * (positions + 3.0 * r->trained_tokens + ref_positions);
+    r->flops = b->flops_per_token * (positions + 3.0 * r->trained_tokens + ref_positions + r->mc.positions);
     b->gen_traj += r->gen_traj;
     b->gen_aux += r->gen_aux;
     b->trained += r->trained_tokens;
     b->flops += r->flops;
-    b->seconds += r->t[4] - r->t[0];
+    b->seconds += r->t[5] - r->t[0];
     r->budget_spent = budget_spent(b);
     b->done = b->amount > 0 && r->budget_spent >= b->amount;
     return b->done;
@@ -5172,6 +5603,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " train'", argv[first]);
     o->obj.max_new_tokens = o->max_new_tokens;
     check_grpo_options(o);
+    check_mc_options(o, CMD_TRAIN);
     check_weight_decay(o);
     // ---- budget (issue 15): the counters start at 0, and a checkpoint does not hold them
     if (o->budget > 0 && o->resume[0])
@@ -5222,10 +5654,16 @@ static int cmd_train(int argc, char **argv, Options *o) {
     const Dataset *sets[3] = {&train, &val, &test};
     for (int s = 0; s < 3; s++) check_context(o, maxT, sets[s]);
     print_options(stdout, o, CMD_TRAIN);
-    printf("# objective %s: advantage (r - mean)/(%s std + %g), loss %s, clip [%g, %g], beta %g, mu %d\n",
-           OBJECTIVE_NAMES[o->obj.objective], ADV_STD_NAMES[o->obj.adv_std], o->obj.adv_eps,
-           LOSS_AGG_NAMES[o->obj.loss_agg], 1.0f - o->obj.clip_eps_low, 1.0f + o->obj.clip_eps_high,
-           o->obj.beta, o->num_iterations);
+    char advantage[256];   // what each token's advantage is
+    snprintf(advantage, sizeof advantage, "advantage (r - mean)/(%s std + %g)", ADV_STD_NAMES[o->obj.adv_std],
+             o->obj.adv_eps);
+    if (o->obj.objective == OBJ_MC_PRM)
+        snprintf(advantage, sizeof advantage, "step advantage A_j = V̂(s_j+1) - V̂(s_j) (last step: r - V̂), "
+                 "steps end after each ',', V̂ from K=%d continuations per state%s", o->mc_k,
+                 o->mc_whiten ? ", whitened over the step's tokens" : "");
+    printf("# objective %s: %s, loss %s, clip [%g, %g], beta %g, mu %d\n", OBJECTIVE_NAMES[o->obj.objective],
+           advantage, LOSS_AGG_NAMES[o->obj.loss_agg], 1.0f - o->obj.clip_eps_low,
+           1.0f + o->obj.clip_eps_high, o->obj.beta, o->num_iterations);
     make_dir(o->run_dir);
     int lock = lock_run_dir(o->run_dir);
     refuse_stale_checkpoint(o, run.periodic);
@@ -5234,6 +5672,14 @@ static int cmd_train(int argc, char **argv, Options *o) {
     build_kvcache(&kv, &policy.config, N);
     GroupBatch g;
     build_group_batch(&g, o->prompts_per_step, o->group_size, o->max_new_tokens, micro, maxT);
+    MCPRM mc;   // ---- MC-PRM (issue 16): its verifier reads the step's prompts from g
+    CountdownTask mc_task = {&train, g.prompt_idx, NULL, 0, 0, o->format_reward};
+    if (o->obj.objective == OBJ_MC_PRM) {
+        build_mcprm(&mc, &policy.config, N, o->max_new_tokens, o->mc_k, o->mc_whiten, MC_SEGMENT_COMMA,
+                    countdown_outcome_reward, &mc_task, NULL);
+        g.mc_adv = (float *)callocCheck((size_t)N * o->max_new_tokens, sizeof(float));
+        run.mc = &mc;
+    }
     double t_start = wall_seconds();
     EvalResult before = {0.0f, 0.0f, 0};
     if (o->test_limit != 0) {
@@ -5243,11 +5689,14 @@ static int cmd_train(int argc, char **argv, Options *o) {
                o->resume[0] ? o->init : "the model", before.accuracy, before.n);
     }
     if (load_init) free_gpt(&init_model);
-    CsvLog csv = open_csv(o->run_dir, "train.csv",
-        "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,loss,kl,"
-        "clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
-        "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent", st.step,
-        13, st.log_row);   // 13: the fields before t_sample
+    char header[1024];   // MC-PRM's runs have three more columns (log_step)
+    snprintf(header, sizeof header, "%s%s",
+             "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,"
+             "loss,kl,clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
+             "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent",
+             o->obj.objective == OBJ_MC_PRM ? ",mc_states,aux_share,t_mc" : "");
+    CsvLog csv = open_csv(o->run_dir, "train.csv", header, st.step, 13, st.log_row);   // 13: the fields
+                                                                                        // before t_sample
     record_options(st.options, sizeof st.options, o, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);
     st.log = &csv;
     run.policy = &policy;
@@ -5301,6 +5750,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
                 budget.gen_traj, budget.gen_aux, budget.trained, budget.flops, budget.seconds);
         fcloseCheck(f);
     }
+    if (run.mc) free_mcprm(&mc);
     free_group_batch(&g);
     free_kvcache(&kv);
     free_dataset(&train);
@@ -5344,6 +5794,18 @@ static float tree_reward(int leaf, int target, int n, float r_neg) {
     return (leaf >> shift) == (target >> shift) ? r_neg : 0.7f;
 }
 
+typedef struct {             // one tree run's reward table, as MC-PRM's verifier reads it
+    int target, n;
+    float r_neg;
+} TreeTask;
+
+// tree_outcome_reward: the OutcomeReward of the tree task: tree_reward of the completion's leaf.
+static float tree_outcome_reward(const void *task, int group, const int *comp, int len) {
+    const TreeTask *t = (const TreeTask *)task;
+    (void)group;   // every group of a run has the same prompt and target
+    return tree_reward(tree_leaf(comp, len), t->target, t->n, t->r_neg);
+}
+
 // The token mask of the tree task: only L and R can be sampled or scored.
 static void tree_allowed(unsigned char *allowed) {
     for (int v = 0; v < VOCAB_SIZE; v++) allowed[v] = v == char_to_token('L') || v == char_to_token('R');
@@ -5367,7 +5829,8 @@ static void tree_step_config(const Options *o, int objective, int seed, GRPOConf
    paper: the frequency of T over the last min(50, steps) steps. The target leaf is drawn
    from the seed alone, so both objectives face the same target and the same sampling streams.
    With β != 0, π_ref is the run's initial policy (as train's π_ref is the model it starts
-   from): a copy built from the same seed. */
+   from): a copy built from the same seed. MC-PRM's steps are the tokens: its states are the
+   prefixes of 0..3 tokens, its continuations draw the rest of the leaf (--mc-k per state). */
 static float tree_run(const Options *o, int objective, int n, float r_neg, int seed, float *freq,
                       float *reward, int *target_out) {
     GRPOConfig cfg;
@@ -5390,6 +5853,13 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
     build_kvcache(&kv, &model.config, N);
     GroupBatch g;
     build_group_batch(&g, P, k, TREE_DEPTH, N, model.config.max_seq_len);
+    MCPRM mc;
+    TreeTask task = {target, n, r_neg};
+    if (objective == OBJ_MC_PRM) {
+        build_mcprm(&mc, &model.config, N, TREE_DEPTH, o->mc_k, o->mc_whiten, MC_SEGMENT_TOKEN,
+                    tree_outcome_reward, &task, allowed);
+        g.mc_adv = (float *)callocCheck((size_t)N * TREE_DEPTH, sizeof(float));
+    }
     static const int bos[1] = {TOK_BOS};
     for (int i = 0; i < N; i++) {   // the prompt is <bos> alone
         g.prompt[i] = bos;
@@ -5410,6 +5880,7 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
         }
         compute_advantages(g.advantage, g.reward, g.num_groups, g.group_start, &cfg.obj);
         build_group_trees(&g);
+        if (objective == OBJ_MC_PRM) mc_prm_advantages(&mc, &model, &g, &cfg, step);
         UpdateStats update;
         UpdateStatus status = grpo_update(&model, use_ref ? &ref : NULL, &g, &cfg, &opt, &adam_t, allowed,
                                           &update);
@@ -5419,11 +5890,44 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
         reward[step] = (float)(mean_reward / N);
         if (step >= o->steps - tail_steps) tail += freq[step];
     }
+    if (objective == OBJ_MC_PRM) free_mcprm(&mc);
     free_group_batch(&g);
     free_kvcache(&kv);
     free_gpt(&model);
     if (use_ref) free_gpt(&ref);
     return (float)(tail / tail_steps);
+}
+
+/* tree_methods: the objectives of tree's grid: GRPO and λ-GRPO (the paper's), then each other
+   objective that --objective (comma-separated) names, in OBJECTIVE_NAMES order. A name that is
+   no objective, or an empty one, is a usage error. Returns their number. */
+static int tree_methods(const Options *o, int *methods) {
+    const char *list = o->tree_objectives;
+    size_t total = strlen(list);
+    for (size_t at = 0; total > 0 && at <= total; ) {   // each name, up to the next comma or the end
+        const char *name = list + at;
+        size_t len = strcspn(name, ",");
+        int known = 0;
+        for (int k = 0; OBJECTIVE_NAMES[k]; k++)
+            known |= strlen(OBJECTIVE_NAMES[k]) == len && !strncmp(name, OBJECTIVE_NAMES[k], len);
+        if (len == 0) usage_error("--objective '%s': an empty name (two commas, or one at an end)", list);
+        if (!known)
+            usage_error("--objective '%s': '%.*s' is not an objective (grpo, lambda-grpo, mc-prm; "
+                        "comma-separated)", list, (int)len, name);
+        at += len + 1;
+    }
+    int M = 0;
+    methods[M++] = OBJ_GRPO;
+    methods[M++] = OBJ_LAMBDA_GRPO;
+    for (int k = OBJ_LAMBDA_GRPO + 1; OBJECTIVE_NAMES[k]; k++)
+        if (list_has(list, OBJECTIVE_NAMES[k])) methods[M++] = k;
+    return M;
+}
+
+// The name of an objective in tree's table.
+static const char *objective_label(int objective) {
+    static const char *labels[] = {"GRPO", "λ-GRPO", "MC-PRM"};
+    return labels[objective];
 }
 
 static int cmd_tree(int argc, char **argv, Options *o) {
@@ -5443,10 +5947,13 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     const char *syn = "The paper's synthetic experiment (§4.3, Table 1): a depth-4 binary tree of L/R\n"
                       "tokens, target leaf +1.0, its n-prefix siblings r_neg, other leaves +0.7. Runs the\n"
                       "grid n in {1,2} x r_neg in {-0.5,-1,-1.5} x seeds x {GRPO, λ-GRPO} from random\n"
-                      "initialisation, prints the table beside the paper's, writes RUN_DIR/tree_steps.csv.";
+                      "initialisation (--objective mc-prm adds MC-PRM), prints the table beside the\n"
+                      "paper's, writes RUN_DIR/tree_steps.csv.";
     int first = parse_options(argc, argv, CMD_TREE, o, "tree", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " tree'", argv[first]);
     check_grpo_options(o);
+    int methods[8], M = tree_methods(o, methods);
+    check_mc_options(o, CMD_TREE);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
     if (o->steps < 1)
         usage_error("--steps %d: tree needs at least 1 step (its metric is a mean over the last steps)",
@@ -5457,6 +5964,9 @@ static int cmd_tree(int argc, char **argv, Options *o) {
         printf("# loss %s: Dr. GRPO constant %d (every completion has %d tokens)\n",
                LOSS_AGG_NAMES[o->obj.loss_agg], TREE_DEPTH, TREE_DEPTH);
     if (o->obj.beta != 0.0f) printf("# beta %g: π_ref is each run's initial (random) policy\n", o->obj.beta);
+    if (list_has(o->tree_objectives, "mc-prm"))
+        printf("# mc-prm: every token is a step; V̂ of each prefix from K=%d continuations%s\n", o->mc_k,
+               o->mc_whiten ? ", step advantages whitened over the step's tokens" : "");
     make_dir(o->run_dir);
     int lock = lock_run_dir(o->run_dir);
     const char *header = "objective,n,r_neg,seed,target,step,target_freq,mean_reward";
@@ -5465,7 +5975,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     static const float RNEG[3] = {-0.5f, -1.0f, -1.5f};
     static const float PAPER[2][3][2] = {{{0.3995f, 0.5663f}, {0.0000f, 0.7535f}, {0.2000f, 0.4463f}},
                                          {{0.1980f, 0.4292f}, {0.0488f, 0.3612f}, {0.0000f, 0.3820f}}};
-    int S = o->seeds, runs = 2 * 3 * 2 * S;
+    int S = o->seeds, runs = 2 * 3 * M * S;
     float *metric = (float *)mallocCheck((size_t)runs * sizeof(float));
     float *curve = (float *)mallocCheck((size_t)runs * o->steps * sizeof(float));
     float *rcurve = (float *)mallocCheck((size_t)runs * o->steps * sizeof(float));
@@ -5479,16 +5989,16 @@ static int cmd_tree(int argc, char **argv, Options *o) {
 #else
     #pragma omp parallel for schedule(dynamic)
 #endif
-    for (int idx = 0; idx < runs; idx++) {
-        int s = idx % S, obj = (idx / S) % 2, b = (idx / (2 * S)) % 3, a = idx / (6 * S);
-        metric[idx] = tree_run(o, obj, NS[a], RNEG[b], s + 1, curve + (size_t)idx * o->steps,
+    for (int idx = 0; idx < runs; idx++) {   // run idx: ((n·3 + r_neg)·M + method)·S + seed
+        int s = idx % S, m = (idx / S) % M, b = (idx / (M * S)) % 3, a = idx / (3 * M * S);
+        metric[idx] = tree_run(o, methods[m], NS[a], RNEG[b], s + 1, curve + (size_t)idx * o->steps,
                                rcurve + (size_t)idx * o->steps, &targets[idx]);
     }
     for (int idx = 0; idx < runs; idx++) {
-        int s = idx % S, obj = (idx / S) % 2, b = (idx / (2 * S)) % 3, a = idx / (6 * S);
+        int s = idx % S, m = (idx / S) % M, b = (idx / (M * S)) % 3, a = idx / (3 * M * S);
         for (int t = 0; t < o->steps; t++)
-            fprintf(csv.f, "%s,%d,%g,%d,%d,%d,%.6f,%.6f\n", OBJECTIVE_NAMES[obj], NS[a], RNEG[b], s + 1,
-                    targets[idx], t + 1, curve[(size_t)idx * o->steps + t],
+            fprintf(csv.f, "%s,%d,%g,%d,%d,%d,%.6f,%.6f\n", OBJECTIVE_NAMES[methods[m]], NS[a], RNEG[b],
+                    s + 1, targets[idx], t + 1, curve[(size_t)idx * o->steps + t],
                     rcurve[(size_t)idx * o->steps + t]);
         csv_row_done(&csv);   // a run's rows reach the file, or a write error stops here naming it
     }
@@ -5496,29 +6006,34 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     int window = o->steps < 50 ? o->steps : 50;   // tree_run's metric: the last min(50, steps) steps
     printf("\nTable 1: frequency of the target leaf over the last %d steps (mean ± std over %d seed%s)\n",
            window, S, S > 1 ? "s" : "");
-    printf("  n  r_neg |   GRPO (ours)     λ-GRPO (ours)  |  GRPO (paper)  λ-GRPO (paper)\n");
+    printf("  n  r_neg |   GRPO (ours)     λ-GRPO (ours)");
+    for (int m = 2; m < M; m++) printf("%*s%s (ours)", 11 - (int)strlen(objective_label(methods[m])), "",
+                                       objective_label(methods[m]));
+    printf("  |  GRPO (paper)  λ-GRPO (paper)\n");
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 3; b++) {
-            double mean[2], sd[2];
-            for (int obj = 0; obj < 2; obj++) {
-                const float *v = metric + ((size_t)(a * 3 + b) * 2 + obj) * S;
+            double mean[8], sd[8];
+            for (int m = 0; m < M; m++) {
+                const float *v = metric + ((size_t)(a * 3 + b) * M + m) * S;
                 double seed_mean = 0, ss = 0;
                 for (int s = 0; s < S; s++) seed_mean += v[s];
                 seed_mean /= S;
                 for (int s = 0; s < S; s++) ss += (v[s] - seed_mean) * (v[s] - seed_mean);
-                mean[obj] = seed_mean;
-                sd[obj] = S > 1 ? sqrt(ss / (S - 1)) : 0.0;
+                mean[m] = seed_mean;
+                sd[m] = S > 1 ? sqrt(ss / (S - 1)) : 0.0;
             }
-            printf("  %d  %5.1f |  %.4f ± %.4f   %.4f ± %.4f |  %.4f        %.4f\n", NS[a], RNEG[b], mean[0],
-                   sd[0], mean[1], sd[1], PAPER[a][b][0], PAPER[a][b][1]);
+            printf("  %d  %5.1f |  %.4f ± %.4f   %.4f ± %.4f", NS[a], RNEG[b], mean[0], sd[0], mean[1],
+                   sd[1]);
+            for (int m = 2; m < M; m++) printf("   %.4f ± %.4f", mean[m], sd[m]);
+            printf(" |  %.4f        %.4f\n", PAPER[a][b][0], PAPER[a][b][1]);
         }
     // the paper's per-seed picture for n = 1, r_neg = −1.0: found early, then abandoned?
     int early = o->steps < 10 ? o->steps : 10;
     printf("\nn = 1, r_neg = -1.0, per seed: target frequency in the first %d steps (max of any step) "
            "and the last %d\n", early, window);
-    for (int obj = 0; obj < 2; obj++)
+    for (int m = 0; m < M; m++)
         for (int s = 0; s < S; s++) {
-            size_t idx = ((size_t)(0 * 3 + 1) * 2 + obj) * S + s;
+            size_t idx = ((size_t)(0 * 3 + 1) * M + m) * S + s;
             const float *c = curve + idx * o->steps;
             double first = 0, peak = 0;
             for (int t = 0; t < early; t++) {
@@ -5526,9 +6041,9 @@ static int cmd_tree(int argc, char **argv, Options *o) {
                 if (c[t] > peak) peak = c[t];
             }
             printf("  %-11s seed %d: first %2d steps %.3f (max %.3f), last %d steps %.3f\n",
-                   OBJECTIVE_NAMES[obj], s + 1, early, first / early, peak, window, metric[idx]);
+                   OBJECTIVE_NAMES[methods[m]], s + 1, early, first / early, peak, window, metric[idx]);
         }
-    printf("\n# %d runs x %d steps in %.1f s; per-step target frequency in %s\n", 2 * 3 * 2 * S, o->steps,
+    printf("\n# %d runs x %d steps in %.1f s; per-step target frequency in %s\n", runs, o->steps,
            wall_seconds() - t0, csv.path);
     free(metric);
     free(curve);
@@ -5647,10 +6162,51 @@ static int cmd_eval(int argc, char **argv, Options *o) {
     return 0;
 }
 
+/* node_values: for each node of g's tree B(G) (one group), V̂ of its prefix, the prompt and
+   the node's tokens and its ancestors' (a member's first `end` tokens), from K fresh
+   continuations each (mc_estimate_values, one sampler call for every inner node; stream
+   mc_stream(0, member, end)), into value (num_nodes), and the tokens they drew into tokens. At a
+   leaf the prefix is a whole completion: V̂ is its reward, for no tokens (tokens −1). Returns
+   what the continuations spent. R̂(λ) of the node estimates the same value from its |λ|
+   members (credit-assignment.md §3, the note for readers). mc must hold a sequence (its N) per
+   inner node. */
+static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOConfig *cfg, float *value,
+                           long *tokens) {
+    const PrefixTree *tree = &g->tree;
+    int D = 0;
+    for (int n = 0; n < tree->num_nodes; n++) {
+        const ProcessNode *nd = &tree->nodes[n];
+        int i = nd->member;
+        value[n] = g->reward[i];
+        tokens[n] = -1;
+        if (nd->end == g->clen[i]) continue;   // a leaf: the whole completion
+        int *seq = mc->seq + (size_t)D * mc->maxT;   // mc holds a row per inner node
+        memcpy(seq, g->prompt[i], (size_t)g->plen[i] * sizeof(int));
+        memcpy(seq + g->plen[i], g->comp_row[i], (size_t)g->clen[i] * sizeof(int));
+        mc->state_seq[D] = seq;
+        mc->state_len[D] = g->plen[i] + nd->end;
+        mc->state_prefix[D] = nd->end;
+        mc->state_group[D] = 0;
+        mc->state_stream[D] = mc_stream(0, i, nd->end);
+        D++;
+    }
+    mc->num_states = D;
+    MCStats st = mc_estimate_values(mc, m, cfg->temperature, (uint64_t)cfg->seed);
+    D = 0;
+    for (int n = 0; n < tree->num_nodes; n++)
+        if (tree->nodes[n].end < g->clen[tree->nodes[n].member]) {
+            value[n] = mc->value[D];
+            tokens[n] = mc->state_tokens[D];
+            D++;
+        }
+    return st;
+}
+
 // Draws the tree B(G) as text: one line per process step (node), children under their
-// parent, with |λ|, R̂, A_λ and the member completions y(i).
+// parent, with |λ|, R̂, V̂ (value, and the tokens its continuations cost: tokens, −1 at a
+// leaf), A_λ and the member completions y(i).
 static void print_tree(const PrefixTree *tree, const int *const *tokens, const int *len, int k,
-                       const int *node_of, int stride) {
+                       const int *node_of, int stride, const float *value, const long *cost) {
     int n_nodes = tree->num_nodes;
     unsigned char *is_last = (unsigned char *)callocCheck(n_nodes + 1, 1);
     for (int n = 0; n < n_nodes; n++) {       // last child: no later node has the same parent
@@ -5666,8 +6222,11 @@ static void print_tree(const PrefixTree *tree, const int *const *tokens, const i
         char text[4096];
         decode(tokens[nd->member] + nd->start, nd->end - nd->start, text, sizeof text);
         int width = 32 - 4 * depth;   // keeps the numbers in one column
-        printf("%s%-*s |λ|=%-2d R̂=%.3f  A_λ=%+.4f  y(", is_last[n] ? "└── " : "├── ", width > 1 ? width : 1,
-               text, nd->size, nd->step_reward, nd->step_advantage);
+        char spent[32];
+        if (cost[n] < 0) snprintf(spent, sizeof spent, "(leaf)");
+        else snprintf(spent, sizeof spent, "(%ld tok)", cost[n]);
+        printf("%s%-*s |λ|=%-2d R̂=%.3f  V̂=%.3f %-10s A_λ=%+.4f  y(", is_last[n] ? "└── " : "├── ",
+               width > 1 ? width : 1, text, nd->size, nd->step_reward, value[n], spent, nd->step_advantage);
         int first = 1;
         for (int i = 0; i < k; i++)
             if (len[i] > nd->start && node_of[(size_t)i * stride + nd->start] == n) {   // a member
@@ -5682,7 +6241,9 @@ static void print_tree(const PrefixTree *tree, const int *const *tokens, const i
 static int cmd_sample(int argc, char **argv, Options *o) {
     strcpy(o->model, "runs/sft/model.bin");
     const char *syn = "Samples a group of k completions for one prompt, scores them, and draws the\n"
-                      "group's prefix tree B(G) with |λ|, step rewards R̂ and step advantages A_λ.";
+                      "group's prefix tree B(G) with |λ|, step rewards R̂ (λ-GRPO's implicit value of\n"
+                      "each node's prefix), beside V̂ of the same prefix from --mc-k fresh continuations\n"
+                      "(MC-PRM's explicit estimate, and the tokens it costs), and step advantages A_λ.";
     int first = parse_options(argc, argv, CMD_SAMPLE, o, "sample", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " sample'", argv[first]);
     if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 (logits / T overflow below)");
@@ -5724,10 +6285,30 @@ static int cmd_sample(int argc, char **argv, Options *o) {
         decode(g.comp_row[i], g.clen[i], text, sizeof text);
         printf("  y(%d)  r=%.0f  a=%+.4f  %s\n", i + 1, g.reward[i], g.advantage[i], text);
     }
+    // V̂ of each node's prefix from --mc-k fresh continuations (MC-PRM's estimate), beside R̂
+    int inner = 0, group_tokens = 0;
+    for (int nd = 0; nd < g.tree.num_nodes; nd++)
+        inner += g.tree.nodes[nd].end < g.clen[g.tree.nodes[nd].member];
+    for (int i = 0; i < k; i++) group_tokens += g.clen[i];
+    CountdownTask task = {NULL, NULL, nums, n, target, 0.0f};
+    MCPRM mc;
+    build_mcprm(&mc, &model.config, inner > 0 ? inner : 1, o->max_new_tokens, o->mc_k, 0, MC_SEGMENT_COMMA,
+                countdown_outcome_reward, &task, NULL);
+    float *value = (float *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(float));
+    long *cost = (long *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(long));
+    MCStats spent = node_values(&mc, &model, &g, &cfg, value, cost);
     printf("\nB(G): %d process steps, mean path depth %.2f, intermediate proportion %.2f\n",
            g.tree.num_nodes, ts.mean_depth, ts.intermediate);
-    printf("GRPO pushes each step's tokens |λ| times with A_λ; λ-GRPO once.\n\n<prompt>\n");
-    print_tree(&g.tree, g.comp_row, g.clen, k, g.node_of, g.max_new);
+    printf("GRPO pushes each step's tokens |λ| times with A_λ; λ-GRPO once.\n");
+    printf("R̂ and V̂ estimate the same value, the expected reward after the node's prefix: R̂ from the |λ|\n"
+           "members that share it (no extra tokens), V̂ from %d fresh continuations (at a leaf, its\n"
+           "reward). V̂ of the %d inner nodes cost %ld sampled tokens, %.1fx the group's %d.\n\n<prompt>\n",
+           o->mc_k, inner, spent.tokens, (double)spent.tokens / (group_tokens > 0 ? group_tokens : 1),
+           group_tokens);
+    print_tree(&g.tree, g.comp_row, g.clen, k, g.node_of, g.max_new, value, cost);
+    free(value);
+    free(cost);
+    free_mcprm(&mc);
     free_group_batch(&g);
     free_kvcache(&kv);
     free_gpt(&model);
@@ -5951,6 +6532,10 @@ static int cmd_check(int argc, char **argv, Options *o) {
                       "'loss <value>'. --mask-truncated 1 gives the lines with truncated=1 no loss.";
     int first = parse_options(argc, argv, CMD_CHECK, o, "check FILE", syn);
     if (first != argc - 1) usage_error("'" PROG " check' needs exactly one FILE argument ('-' for stdin)");
+    if (o->obj.objective == OBJ_MC_PRM)
+        usage_error("--objective mc-prm: check runs a dumped batch without a model, and MC-PRM's V̂ needs "
+                    "fresh continuations from one (use grpo or lambda-grpo; ./grpo sample prints V̂ "
+                    "beside R̂)");
     GRPOConfig cfg = grpo_config_from_options(o);
     cfg.obj.max_new_tokens = o->max_new_tokens;
     const char *path = argv[first];
@@ -7325,6 +7910,7 @@ static void resolved_config(FILE *f, ArgList *a, int is_train) {
     if (is_train) {
         t.obj.max_new_tokens = t.max_new_tokens;
         check_grpo_options(&t);
+        check_mc_options(&t, CMD_TRAIN);
     } else if (t.channels % t.heads) {
         usage_error("--sft-args: --heads must divide --channels");
     }
@@ -7685,10 +8271,10 @@ static void print_usage(void) {
            "usage: " PROG " <command> [--option value ...]    (" PROG " <command> --help for options)\n\n"
            "commands:\n"
            "  sft      supervised fine-tuning on demonstrations (data/countdown_train.txt)\n"
-           "  train    GRPO / λ-GRPO on countdown from an SFT checkpoint\n"
+           "  train    GRPO / λ-GRPO / MC-PRM on countdown from an SFT checkpoint\n"
            "  eval     score a checkpoint: greedy accuracy and pass@k\n"
-           "  sample   sample a group for one prompt and draw its prefix tree B(G)\n"
-           "  tree     the paper's synthetic experiment (Table 1): GRPO vs λ-GRPO on a binary tree\n"
+           "  sample   sample a group for one prompt and draw its prefix tree B(G), R̂ beside V̂\n"
+           "  tree     the paper's synthetic experiment (Table 1): GRPO vs λ-GRPO (and MC-PRM) on a tree\n"
            "  check    advantages, |λ|, weights, loss and gradients for a batch from another trainer\n"
            "  verify   score prompt<TAB>completion lines with the countdown verifier\n"
            "  bench    training and sampling throughput\n"
