@@ -4299,8 +4299,8 @@ typedef struct {
     // State sections: a method's own state, saved after the run record so that --resume continues
     // it bit for bit (e.g. a critic and its moments, a prompt selector's posteriors). Before a save
     // a method points a section at its live data; load_checkpoint reads every section of the file
-    // into memory the state owns (free_train_state), and the method finds its own by tag
-    // (ckpt_section).
+    // into memory the state owns (section_owned: ckpt_add_section frees a replaced one), and the
+    // method finds its own by tag (ckpt_section).
     int num_sections;
     struct {
         char tag[8];       // CKPT_TAG_BYTES: the method's name for it, NUL-padded ("critic", ...)
