@@ -3716,8 +3716,8 @@ static const OptSpec OPTIONS[] = {
     {"format-reward", OPT_FLOAT, OFF(format_reward), 0, 1, NULL, CMD_TRAIN | CMD_EVAL,
      "extra reward for a well-formed but wrong completion (0: off)"},
     {"prompt-select", OPT_ENUM, OFF(prompt_select), 0, 0, PROMPT_SELECT_NAMES, CMD_TRAIN,
-     "the step's prompts: uniform draws, MoPPS (Beta posteriors, nearest --select-target), or DAPO "
-     "dynamic sampling (all-equal groups replaced)"},
+     "the step's prompts: uniform, mopps (Beta posteriors, nearest τ) or dynamic (DAPO: all-equal "
+     "groups resampled)"},
     {"select-target", OPT_FLOAT, OFF(select_target), 0, 1, NULL, CMD_TRAIN,
      "mopps: keep the prompts whose sampled success p is nearest this τ"},
     {"select-candidates", OPT_INT, OFF(select_candidates), 0, 1000000, NULL, CMD_TRAIN,
