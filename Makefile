@@ -123,7 +123,8 @@ run: grpo
 
 # The default study (README "Comparing methods at matched compute"): grpo and lambda-grpo x 5
 # seeds at 1M generated tokens each, from one SFT checkpoint (runs/compare/sft, made if missing),
-# one thread per run; about 30-40 min on 2 cores. Rerun to continue an interrupted study. Then
+# one thread per run; 13.5 min on a 2-core AVX-512 machine (README), 30-40 min estimated on a
+# 3x slower one. Rerun to continue an interrupted study. Then
 # the figure (runs/compare/compare.png) when matplotlib is installed.
 compare: grpo
 	./grpo compare

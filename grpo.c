@@ -5,11 +5,14 @@ What this file is
   A tiny GPT-2-style transformer (character-level tokenizer, forward and backward passes
   written out by hand, AdamW), a checkable task (countdown) with its verifier, a group
   sampler with a KV cache, the prefix tree B(G) of a group (the "process sets"), and the
-  two objectives:
+  objectives:
     GRPO     Shao et al. 2024 (DeepSeekMath), with the conventions of TRL and verl.
     λ-GRPO   Sullivan & Koller, "GRPO is Secretly a Process Reward Model",
              arXiv 2509.21154 (ICML 2026); authors' code github.com/coli-saar/grpo-prm
              (lambda_grpo/utils.py builds the tree, lambda_grpo/trainer.py the loss).
+    MC-PRM   explicit Monte-Carlo process rewards, VinePPO (Kazemnejad et al. 2024, arXiv
+             2410.01679; github.com/McGill-NLP/VinePPO): a step's value from fresh continuations,
+             the comparison point for λ-GRPO's implicit one (notes: credit-assignment §3).
   It runs on the CPU with OpenMP. `make cuda` builds the CUDA variant (-DGRPO_CUDA, with
   grpo_kernels.cu): models, optimizer state, activations and the KV cache in GPU memory,
   every layer routed to its cuda_ twin through LAYER(), the loop, sampler control, verifier,
@@ -28,7 +31,8 @@ Reading order: the file is one GRPO step from the bottom up, then its tooling. S
   Utilities → Tokenizer → Model layers (its fast paths first, skip them) → CUDA seam →
   Model → Incremental decoding with a key/value cache → Log-probabilities → Optimizer: AdamW →
   Task and verifier → Task data → Group sampler → Prefix tree B(G) → Objectives →
-  The GRPO step → Prompt selection (uniform, MoPPS, DAPO) → The training loop (train_loop),
+  The GRPO step → Explicit process rewards: MC-PRM → Prompt selection (uniform, MoPPS, DAPO) →
+  The training loop (train_loop),
 then, behind the TOOLING banner, what the commands need around the algorithm:
   Options → Checkpoints → Run logs → SFT → train (cmd_train) → The paper's synthetic
   experiment (./grpo tree) → eval, sample, verify → check → bench → compare → Command line.
@@ -643,6 +647,17 @@ static void encoder_backward(float *dwte, float *dwpe, const float *dout, const 
         }
 }
 
+// encoder_forward_pos's backward (rows with a position each, as a packed batch's): dwte
+// (V,C) += dout (B,C) at each row's token, dwpe (maxT,C) at its position; serial, as above
+static void encoder_backward_pos(float *dwte, float *dwpe, const float *dout, const int *tokens,
+                                 const int *pos, int B, int C) {
+    for (int b = 0; b < B; b++) {
+        const float *d = dout + (size_t)b * C;
+        float *dwe = dwte + (size_t)tokens[b] * C, *dpe = dwpe + (size_t)pos[b] * C;
+        for (int i = 0; i < C; i++) { dwe[i] += d[i]; dpe[i] += d[i]; }
+    }
+}
+
 // layernorm over the last axis, eps 1e-5, biased variance (as torch.nn.LayerNorm).
 // inp, out (N,C); mean, rstd (N) saved for the backward pass; weight, bias (C)
 static void layernorm_forward(float *out, float *mean, float *rstd, const float *inp,
@@ -949,6 +964,195 @@ static void attention_backward(float *dinp, float *datt, const float *dout, cons
     /* END SOLUTION: attention_backward */
 }
 
+// ---- tree attention: a batch packed as its prefix tree (the tree-packed update)
+
+/* TreePack: sequences packed as their prefix trie, one row per distinct prefix (the
+   tree-packed update, notes/tree-packed-update.md). In a causal model a position's
+   activations depend only on the tokens up to it, so sequences that share a prefix share
+   its rows: each row is computed once, and the gradients of all the sequences through it
+   add up there. Row r holds input token token[r] at position pos[r] (its depth: 0 for
+   <bos>) under parent[r] (−1 at position 0), and attends to its root path: itself and its
+   ancestors, the pos[r] + 1 positions of every sequence through it. Rows are in depth-first
+   preorder, so a parent comes before its children and the subtree of r is the rows
+   [r, subtree_end[r]). Per head and layer, row r's attention weights over its root path (root
+   first) are entries att_off[r] .. att_off[r] + pos[r] of a block of att_size = Σ_r (pos[r] + 1)
+   floats. The targets (pack_batch fills them): row r predicts the distinct next tokens
+   edge_token[edge_start[r] .. edge_start[r+1]) (its "edges": several where the sequences
+   through it part), and completion token j of sequence b is edge edge_of[b·max_new + j]. */
+typedef struct {
+    int rows, edges;              // in this batch
+    int max_pos;                  // the largest pos[r]
+    int *token, *pos, *parent, *subtree_end;   // (rows)
+    size_t *att_off;              // (rows + 1)
+    size_t att_size;              // att_off[rows]
+    int *edge_start;              // (rows + 1)
+    int *edge_token;              // (edges)
+    float *edge_logp, *edge_dlogp;   // (edges) log π(edge_token | the row's prefix), ∂loss/∂ it
+    int *edge_of;                 // (sequences, max_new)
+    int max_new;                  // the row length of edge_of
+    int cap_seqs, cap_rows, cap_edges;   // capacities: sequences, rows, edges
+    int *scratch;                 // pack_batch's trie in creation order (its own layout there)
+} TreePack;
+
+/* tree_attention_forward_ref: attention over a packed prefix tree in textbook form, the
+   readable version of tree_attention_forward below (same arguments, shapes in its comment,
+   same result up to float rounding) and the oracle it is tested against. Row r's query sees
+   the keys of its root path: path[j] is r's ancestor at position j, path[pos[r]] = r; then
+   causal attention's formula (attention_forward_ref) over those rows. Only the tests call it. */
+static void tree_attention_forward_ref(float *out, float *att, const float *inp, const TreePack *pk, int C,
+                                       int NH) {
+    int C3 = 3 * C, hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    int *path = (int *)mallocCheck(((size_t)pk->max_pos + 1) * sizeof(int));
+    for (int r = 0; r < pk->rows; r++) {
+        int t = pk->pos[r];
+        for (int a = r; a >= 0; a = pk->parent[a]) path[pk->pos[a]] = a;
+        for (int h = 0; h < NH; h++) {
+            const float *q = inp + (size_t)r * C3 + h * hs;
+            float *a = att + (size_t)h * pk->att_size + pk->att_off[r];
+            float maxv = -FLT_MAX, sum = 0.0f;
+            for (int j = 0; j <= t; j++) {   // row r sees its root path only
+                const float *k = inp + (size_t)path[j] * C3 + C + h * hs;
+                float s = 0.0f;
+                for (int i = 0; i < hs; i++) s += q[i] * k[i];
+                a[j] = s * scale;
+                if (a[j] > maxv) maxv = a[j];
+            }
+            for (int j = 0; j <= t; j++) { a[j] = expf(a[j] - maxv); sum += a[j]; }
+            for (int j = 0; j <= t; j++) a[j] /= sum;
+            float *o = out + (size_t)r * C + h * hs;
+            for (int i = 0; i < hs; i++) {   // out_r = Σ_j a[j] v_path[j]
+                o[i] = 0.0f;
+                for (int j = 0; j <= t; j++) o[i] += a[j] * inp[(size_t)path[j] * C3 + 2 * C + h * hs + i];
+            }
+        }
+    }
+    free(path);
+}
+
+#define TA_RB 32   // rows per task of tree attention
+
+/* A task's copy of the root path it is at, for one head: column p of xt (hs, Tp) holds x (hs)
+   transposed and row p of yb (Tp, hs) holds y (hs), for the row at position p of the path.
+   Moving on to the next row in preorder overwrites its position only: the ancestors of a row
+   are the last rows visited at each smaller position. */
+static inline void tree_path_put(float *xt, float *yb, const float *x, const float *y, int p, int hs,
+                                 int Tp) {
+    for (int i = 0; i < hs; i++) xt[(size_t)i * Tp + p] = x[i];
+    memcpy(yb + (size_t)p * hs, y, (size_t)hs * sizeof(float));
+}
+
+/* tree_attention_forward: causal attention over a packed prefix tree (TreePack): row r attends
+   to its root path. inp (rows, 3C) holds q, k, v; out (rows, C); att (NH, att_size) keeps the
+   softmax for the backward pass. attention_forward's arithmetic on the same keys and values in
+   the same order, so a row's output equals, bit for bit, that of its position in any sequence
+   through it run through attention_forward. A task is a block of TA_RB rows and one head: it
+   loads the root path above its first row, then walks its rows keeping the keys (transposed,
+   kt (hs, Tp)) and values (vb (Tp, hs)) of the current path (tree_path_put). */
+static void tree_attention_forward(float *out, float *att, const float *inp, const TreePack *pk, int C,
+                                   int NH) {
+    int C3 = 3 * C, hs = C / NH, Tp = (pk->max_pos + 8) / 8 * 8;
+    float scale = 1.0f / sqrtf((float)hs);
+    int nblk = (pk->rows + TA_RB - 1) / TA_RB;
+    #pragma omp parallel
+    {
+        // zeros: positions past a row's own are read (a score computed and not used), never used
+        float *kt = (float *)callocCheck((2 * (size_t)hs + 1) * Tp, sizeof(float));
+        float *vb = kt + (size_t)hs * Tp;
+        float *s = vb + (size_t)hs * Tp;
+        #pragma omp for collapse(2) schedule(dynamic)
+        for (int blk = 0; blk < nblk; blk++)
+            for (int h = 0; h < NH; h++) {
+                int r0 = blk * TA_RB;
+                int r1 = imin(pk->rows, r0 + TA_RB);
+                for (int a = pk->parent[r0]; a >= 0; a = pk->parent[a]) {
+                    const float *x = inp + (size_t)a * C3 + h * hs;
+                    tree_path_put(kt, vb, x + C, x + 2 * C, pk->pos[a], hs, Tp);
+                }
+                for (int r = r0; r < r1; r++) {
+                    int t = pk->pos[r];
+                    const float *x = inp + (size_t)r * C3 + h * hs;   // q, k, v of row r at x, x + C, x + 2C
+                    tree_path_put(kt, vb, x + C, x + 2 * C, t, hs, Tp);
+                    float *a = att + (size_t)h * pk->att_size + pk->att_off[r];
+                    attn_scores(s, x, kt, hs, Tp, (t + 8) / 8 * 8, scale);
+                    float maxv = -FLT_MAX, sum = 0.0f;
+                    for (int j = 0; j <= t; j++) if (s[j] > maxv) maxv = s[j];
+                    #pragma omp simd reduction(+:sum)
+                    for (int j = 0; j <= t; j++) { s[j] = exp_simd(s[j] - maxv); sum += s[j]; }
+                    float inv = 1.0f / sum;
+                    for (int j = 0; j <= t; j++) a[j] = s[j] * inv;
+                    // out = Σ_j a[j] v[path j]
+                    attn_rows(out + (size_t)r * C + h * hs, 0, a, 1, vb, hs, 0, t + 1, hs);
+                }
+            }
+        free(kt);
+    }
+}
+
+/* tree_attention_backward: dinp (rows, 3C) += ∂L/∂(q,k,v) given dout (rows, C), for the forward
+   above; datt (NH, att_size) is scratch (it ends up holding ∂L/∂scores). Two passes, as
+   attention_backward's three: (1) per row, along root paths as in the forward (values
+   transposed in vt, keys as rows in kb): the score gradients dS = a (da − Σ a da) · scale with
+   da_j = dout·v[path j], and dq_r = Σ_j dS_j k[path j]; (2) per row n, dk_n = Σ dS_r[pos n] q_r
+   and dv_n = Σ a_r[pos n] dout_r over the rows r of its subtree (the queries that see n), which
+   preorder makes the contiguous rows [n, subtree_end[n]): one sum per gradient row, no two tasks
+   writing one row. The passes' tasks are a block of rows and a head; the second waits for the
+   first (the barrier of omp for). */
+static void tree_attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
+                                    const float *att, const TreePack *pk, int C, int NH) {
+    int C3 = 3 * C, hs = C / NH, Tp = (pk->max_pos + 8) / 8 * 8;
+    float scale = 1.0f / sqrtf((float)hs);
+    int nblk = (pk->rows + TA_RB - 1) / TA_RB;
+    size_t AS = pk->att_size;
+    #pragma omp parallel
+    {
+        float *vt = (float *)callocCheck((2 * (size_t)hs + 1) * Tp + 2 * (size_t)pk->rows, sizeof(float));
+        float *kb = vt + (size_t)hs * Tp;
+        float *da = kb + (size_t)hs * Tp;
+        float *wq = da + Tp;                  // (rows) the weights of one subtree's sums
+        float *wd = wq + pk->rows;
+        #pragma omp for collapse(2) schedule(dynamic)
+        for (int blk = 0; blk < nblk; blk++)
+            for (int h = 0; h < NH; h++) {
+                int r0 = blk * TA_RB;
+                int r1 = imin(pk->rows, r0 + TA_RB);
+                for (int a = pk->parent[r0]; a >= 0; a = pk->parent[a]) {
+                    const float *x = inp + (size_t)a * C3 + h * hs;
+                    tree_path_put(vt, kb, x + 2 * C, x + C, pk->pos[a], hs, Tp);
+                }
+                for (int r = r0; r < r1; r++) {
+                    int t = pk->pos[r];
+                    const float *x = inp + (size_t)r * C3 + h * hs;
+                    tree_path_put(vt, kb, x + 2 * C, x + C, t, hs, Tp);
+                    const float *a = att + (size_t)h * AS + pk->att_off[r];
+                    float *dS = datt + (size_t)h * AS + pk->att_off[r];
+                    attn_scores(da, dout + (size_t)r * C + h * hs, vt, hs, Tp, (t + 8) / 8 * 8, 1.0f);
+                    float dot = 0.0f;
+                    #pragma omp simd reduction(+:dot)
+                    for (int j = 0; j <= t; j++) dot += a[j] * da[j];
+                    for (int j = 0; j <= t; j++) dS[j] = a[j] * (da[j] - dot) * scale;
+                    attn_rows(dinp + (size_t)r * C3 + h * hs, 1, dS, 1, kb, hs, 0, t + 1, hs);   // dq
+                }
+            }
+        #pragma omp for collapse(2) schedule(dynamic)
+        for (int blk = 0; blk < nblk; blk++)
+            for (int h = 0; h < NH; h++)
+                for (int n = blk * TA_RB; n < imin(pk->rows, (blk + 1) * TA_RB); n++) {
+                    int t = pk->pos[n];
+                    int end = pk->subtree_end[n];
+                    for (int r = n; r < end; r++) {   // row r holds n's weight at index pos[n] = t
+                        wq[r - n] = datt[(size_t)h * AS + pk->att_off[r] + t];
+                        wd[r - n] = att[(size_t)h * AS + pk->att_off[r] + t];
+                    }
+                    // dk_n += Σ_r dS_r[t] q_r;  dv_n += Σ_r a_r[t] dout_r
+                    float *dx = dinp + (size_t)n * C3 + h * hs;
+                    attn_rows(dx + C, 1, wq, 1, inp + (size_t)n * C3 + h * hs, C3, 0, end - n, hs);
+                    attn_rows(dx + 2 * C, 1, wd, 1, dout + (size_t)n * C + h * hs, C, 0, end - n, hs);
+                }
+        free(vt);
+    }
+}
+
 // GELU, tanh approximation (GPT-2; torch.nn.GELU(approximate="tanh")). inp, out (N).
 // 0.5 (1 + tanh u) = 1 / (1 + e^{-2u}), so gelu(x) = x / (1 + e^{-2u}): one exp, no
 // cancellation for negative x, and the loop vectorizes with exp_simd.
@@ -1154,13 +1358,19 @@ typedef struct {
     float *probs;     // (B, T, V) softmax(logits / temperature), kept for the log-prob backward
 } ActivationTensors;
 
-static void act_sizes(size_t *s, const GPTConfig *c, int B, int T) {
-    size_t L = c->num_layers, C = c->channels, NH = c->num_heads, V = c->vocab_size, BT = (size_t)B * T;
+// The activations of BT positions with A attention weights per head and layer (B·T·T for a
+// B×T batch; a packed batch has fewer: TreePack's att_size).
+static void act_sizes_rows(size_t *s, const GPTConfig *c, size_t BT, size_t A) {
+    size_t L = c->num_layers, C = c->channels, NH = c->num_heads, V = c->vocab_size;
     size_t v[NUM_ACT_TENSORS] = {BT * C, L * BT * C, L * BT, L * BT, L * BT * 3 * C, L * BT * C,
-                                 L * B * NH * T * T, L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT,
+                                 L * NH * A, L * BT * C, L * BT * C, L * BT * C, L * BT, L * BT,
                                  L * BT * 4 * C, L * BT * 4 * C, L * BT * C, L * BT * C, BT * C, BT, BT,
                                  BT * V, BT * V};
     memcpy(s, v, sizeof v);
+}
+
+static void act_sizes(size_t *s, const GPTConfig *c, int B, int T) {
+    act_sizes_rows(s, c, (size_t)B * T, (size_t)B * T * T);
 }
 
 // Key/value cache for incremental decoding: keys k (L, B, C, Tp) stored transposed (for each
@@ -1305,14 +1515,52 @@ static void gpt_set_shape(GPT *m, int B, int T) {
     m->B = B; m->T = T;
 }
 
+// gpt_set_shape for a packed batch: pk's rows and attention weights must fit in the buffers of
+// (max_batch, maxT), which they do when pk packs at most max_batch sequences. m->B = 0 marks it.
+static void gpt_set_rows(GPT *m, const TreePack *pk) {
+    size_t cap = (size_t)m->max_batch * m->config.max_seq_len;
+    if (pk->rows < 1 || (size_t)pk->rows > cap || pk->att_size > cap * m->config.max_seq_len)
+        fail_at(__FILE__, __LINE__, "a packed batch exceeds the model's activations",
+                "pack at most max_batch sequences at a time; please report this");
+    size_t as[NUM_ACT_TENSORS];
+    act_sizes_rows(as, &m->config, pk->rows, pk->att_size);
+    point_tensors((float **)&m->acts, m->acts_memory, as, NUM_ACT_TENSORS);
+    point_tensors((float **)&m->grads_acts, m->grads_acts_memory, as, NUM_ACT_TENSORS);
+    m->B = 0; m->T = pk->rows;
+}
+
+static void encoder_forward_pos(float *out, const int *tokens, const int *pos, const float *wte,
+                                const float *wpe, int B, int C);
+
 /* gpt_forward: inputs (B,T) token ids → acts.logits (B,T,V), logits at position t predict
    token t+1. Sequences shorter than T are padded at the end; causal attention means the
    padding never changes the logits of earlier positions. */
+static void gpt_forward_pass(GPT *m, const int *inputs, const TreePack *pk);
 static void gpt_forward(GPT *m, const int *inputs, int B, int T) {
     gpt_set_shape(m, B, T);
+    gpt_forward_pass(m, inputs, NULL);
+}
+
+/* gpt_forward_tree: the packed batch pk (TreePack; CPU only) → acts.logits (rows, V), the
+   logits of row r predicting the tokens after its prefix. Every layer but the embedding (a
+   position per row) and attention (over the row's root path) is gpt_forward's, row by row. */
+static void gpt_forward_tree(GPT *m, const TreePack *pk) {
+#ifdef GRPO_CUDA
+    if (m->on_device)
+        fail_at(__FILE__, __LINE__, "the tree-packed update runs on the CPU only",
+                "use --update-layout padded");
+#endif
+    gpt_set_rows(m, pk);
+    gpt_forward_pass(m, pk->token, pk);
+}
+
+// gpt_forward's layers on the shape gpt_set_shape or gpt_set_rows set: B×T, or pk's packed rows
+static void gpt_forward_pass(GPT *m, const int *inputs, const TreePack *pk) {
     GPTConfig c = m->config;
     int L = c.num_layers, C = c.channels, NH = c.num_heads, V = c.vocab_size;
-    size_t BT = (size_t)B * T;
+    int B = m->B, T = m->T;
+    size_t BT = pk ? (size_t)pk->rows : (size_t)B * T;
+    size_t AL = (size_t)NH * (pk ? pk->att_size : (size_t)B * T * T);   // attention weights per layer
     ParameterTensors p = m->params;
     ActivationTensors a = m->acts;
 #ifdef GRPO_CUDA
@@ -1321,18 +1569,20 @@ static void gpt_forward(GPT *m, const int *inputs, int B, int T) {
         inputs = m->dev_inputs;
     }
 #endif
-    LAYER(m, encoder_forward)(a.encoded, inputs, p.wte, p.wpe, B, T, C);
+    if (pk) encoder_forward_pos(a.encoded, pk->token, pk->pos, p.wte, p.wpe, pk->rows, C);
+    else LAYER(m, encoder_forward)(a.encoded, inputs, p.wte, p.wpe, B, T, C);
     for (int l = 0; l < L; l++) {
         float *residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;
         float *ln1 = a.ln1 + l * BT * C, *qkv = a.qkv + l * BT * 3 * C, *atty = a.atty + l * BT * C;
-        float *att = a.att + (size_t)l * B * NH * T * T, *attproj = a.attproj + l * BT * C;
+        float *att = a.att + l * AL, *attproj = a.attproj + l * BT * C;
         float *res2 = a.residual2 + l * BT * C, *ln2 = a.ln2 + l * BT * C;
         float *fch = a.fch + l * BT * 4 * C, *fchg = a.fch_gelu + l * BT * 4 * C;
         float *fcproj = a.fcproj + l * BT * C, *res3 = a.residual3 + l * BT * C;
         LAYER(m, layernorm_forward)(ln1, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, residual,
                                     p.ln1w + l * C, p.ln1b + l * C, BT, C);
         LAYER(m, matmul_forward)(qkv, ln1, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, BT, C, 3 * C);
-        LAYER(m, attention_forward)(atty, att, qkv, B, T, C, NH);
+        if (pk) tree_attention_forward(atty, att, qkv, pk, C, NH);
+        else LAYER(m, attention_forward)(atty, att, qkv, B, T, C, NH);
         LAYER(m, matmul_forward)(attproj, atty, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, BT, C, C);
         LAYER(m, residual_forward)(res2, residual, attproj, BT * C);
         LAYER(m, layernorm_forward)(ln2, a.ln2_mean + l * BT, a.ln2_rstd + l * BT, res2,
@@ -1358,7 +1608,20 @@ static void gpt_zero_grad(GPT *m) {
    each block reads dres as the gradient of its two projections and its LayerNorms add into
    it. (This replaces residual_backward's copies; the values and their order of addition are
    the same.) */
+static void gpt_backward_pass(GPT *m, const int *inputs, const TreePack *pk);
 static void gpt_backward(GPT *m, const int *inputs) {
+    if (m->B == 0)
+        fail_at(__FILE__, __LINE__, "gpt_backward after a packed forward",
+                "call gpt_backward_tree; please report this");
+    gpt_backward_pass(m, inputs, NULL);
+}
+
+// gpt_backward for the packed batch pk of the last forward pass (gpt_forward_tree)
+static void gpt_backward_tree(GPT *m, const TreePack *pk) {
+    gpt_backward_pass(m, pk->token, pk);
+}
+
+static void gpt_backward_pass(GPT *m, const int *inputs, const TreePack *pk) {
     GPTConfig c = m->config;
     int B = m->B;
     int T = m->T;
@@ -1366,7 +1629,8 @@ static void gpt_backward(GPT *m, const int *inputs) {
     int C = c.channels;
     int NH = c.num_heads;
     int V = c.vocab_size;
-    size_t BT = (size_t)B * T;
+    size_t BT = pk ? (size_t)pk->rows : (size_t)B * T;
+    size_t AL = (size_t)NH * (pk ? pk->att_size : (size_t)B * T * T);   // attention weights per layer
     ParameterTensors p = m->params;
     ParameterTensors g = m->grads;
     ActivationTensors a = m->acts;
@@ -1383,7 +1647,7 @@ static void gpt_backward(GPT *m, const int *inputs) {
         size_t o1 = l * BT * C;
         size_t o3 = l * BT * 3 * C;
         size_t o4 = l * BT * 4 * C;
-        size_t oa = (size_t)l * B * NH * T * T;
+        size_t oa = l * AL;
         size_t w1 = (size_t)l * C * C;
         // MLP: dres is ∂loss/∂fcproj; then ln2 adds its part, making dres ∂loss/∂residual2
         LAYER(m, matmul_backward)(d.fch_gelu + o4, g.fcprojw + 4 * w1, g.fcprojb + l * C, dres,
@@ -1396,7 +1660,11 @@ static void gpt_backward(GPT *m, const int *inputs) {
         // attention: dres is ∂loss/∂attproj; then ln1 adds its part: ∂loss/∂(the block's input)
         LAYER(m, matmul_backward)(d.atty + o1, g.attprojw + w1, g.attprojb + l * C, dres, a.atty + o1,
                                   p.attprojw + w1, BT, C, C);
-        LAYER(m, attention_backward)(d.qkv + o3, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, B, T, C, NH);
+        if (pk)
+            tree_attention_backward(d.qkv + o3, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, pk, C, NH);
+        else
+            LAYER(m, attention_backward)(d.qkv + o3, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, B, T, C,
+                                         NH);
         LAYER(m, matmul_backward)(d.ln1 + o1, g.qkvw + 3 * w1, g.qkvb + l * 3 * C, d.qkv + o3, a.ln1 + o1,
                                   p.qkvw + 3 * w1, BT, C, 3 * C);
         LAYER(m, layernorm_backward)(dres, g.ln1w + l * C, g.ln1b + l * C, d.ln1 + o1, residual,
@@ -1408,7 +1676,8 @@ static void gpt_backward(GPT *m, const int *inputs) {
         return;
     }
 #endif
-    encoder_backward(g.wte, g.wpe, dres, inputs, B, T, C);
+    if (pk) encoder_backward_pos(g.wte, g.wpe, dres, pk->token, pk->pos, pk->rows, C);
+    else encoder_backward(g.wte, g.wpe, dres, inputs, B, T, C);
 }
 
 // ----------------------------------------------------------------------------
@@ -1678,6 +1947,46 @@ static void gpt_logprob_backward(GPT *m, const int *targets, const float *dlogp,
 #endif
     logprob_backward(m->grads_acts.logits, m->acts.probs, targets, dlogp, N, m->config.vocab_size,
                      temperature);
+}
+
+/* tree_logprob_forward: logprob_forward on the rows of a packed batch pk (TreePack), whose row
+   r predicts several tokens where the sequences through it part: its softmax once, into probs
+   (rows, V), and the log-prob of each of its edges' tokens, logp (edges), with logprob_forward's
+   arithmetic (the same value as at that position of a padded batch, bit for bit). A row without
+   edges (inside the prompt) gets a probs row of 0. */
+static void tree_logprob_forward(float *logp, float *probs, const float *logits, const TreePack *pk, int V,
+                                 float temperature, const unsigned char *allowed) {
+    #pragma omp parallel for
+    for (int r = 0; r < pk->rows; r++) {
+        const float *z = logits + (size_t)r * V;
+        float *pr = probs + (size_t)r * V;
+        if (pk->edge_start[r] == pk->edge_start[r + 1]) {   // no token to score
+            memset(pr, 0, V * sizeof(float));
+            continue;
+        }
+        float maxv, logsum = softmax_temperature(pr, &maxv, z, V, temperature, allowed);
+        for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++)
+            logp[e] = (z[pk->edge_token[e]] * (1.0f / temperature) - maxv) - logsum;
+    }
+}
+
+/* tree_logprob_backward: dlogits (rows, V) = Σ_e dlogp[e] · (onehot(edge_token[e]) − probs) /
+   temperature over the edges e of each row: the gradient through log_softmax of every token
+   the row predicts, one backward for all the sequences through it (dlogp[e]: their ∂loss/∂logp
+   summed, pack_batch's edge_dlogp). Rows without edges get 0. Overwrites dlogits. */
+static void tree_logprob_backward(float *dlogits, const float *probs, const TreePack *pk, const float *dlogp,
+                                  int V, float temperature) {
+    float inv_t = 1.0f / temperature;
+    #pragma omp parallel for
+    for (int r = 0; r < pk->rows; r++) {
+        float *d = dlogits + (size_t)r * V;
+        const float *pr = probs + (size_t)r * V;
+        float g = 0.0f;
+        for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++) g += dlogp[e] * inv_t;
+        for (int v = 0; v < V; v++) d[v] = -g * pr[v];
+        for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++)
+            d[pk->edge_token[e]] += dlogp[e] * inv_t;
+    }
 }
 
 // ----------------------------------------------------------------------------
@@ -2186,15 +2495,17 @@ static int draw_token(const float *z, int V, float temperature, int greedy, Rng 
     return next;
 }
 
-/* sample_completions: B sequences; sequence b starts from prompts[b] (prompt_len[b] tokens,
-   <bos> included) and draws up to max_new tokens from softmax(logits / temperature) over the
-   allowed tokens (NULL: all), or the argmax when greedy, using its own stream rngs[b].
-   A sequence stops after <eos> (which is kept as its last token) or at max_new tokens.
-   Writes comp (B, max_new) token ids, comp_logp (B, max_new) their log-probs under the
+/* sample_completions_budget: B sequences; sequence b starts from prompts[b] (prompt_len[b]
+   tokens, <bos> included) and draws up to budget[b] tokens from softmax(logits / temperature)
+   over the allowed tokens (NULL: all), or the argmax when greedy, using its own stream rngs[b].
+   A sequence stops after <eos> (which is kept as its last token) or at budget[b] tokens.
+   Writes comp (B, stride) token ids, comp_logp (B, stride) their log-probs under the
    sampling distribution (nats, temperature applied), comp_len (B).
-   Requires max_new >= 1, prompt_len[b] + max_new <= maxT and B <= kv->B: the commands refuse
-   options that break them with a usage error; the budget is checked here again because a
-   caller that gets it wrong would otherwise write past comp (max_new = 0 stores one token).
+   Requires 1 <= budget[b] <= stride, prompt_len[b] + budget[b] <= maxT and B <= kv->B: the
+   commands refuse options that break them with a usage error; the budget is checked here
+   again because a caller that gets it wrong would otherwise write past comp (a budget of 0
+   stores one token). MC-PRM's continuations give each row its own budget (what is left of
+   max_new after the state's prefix); sample_completions gives every row max_new.
 
    The decode step computes cache slots 0..n-1 only, so the sampler keeps the work there
    (kv->pack, the CPU): each distinct prompt is fed once (rows with equal prompts, a GRPO
@@ -2203,16 +2514,20 @@ static int draw_token(const float *z, int V, float temperature, int greedy, Rng 
    decode step is computed on its own, in the same order whatever the other rows and the row
    count are, so a sequence's tokens and log-probs do not depend on the batch it is sampled
    in (notes/cpu-fast-paths.md). */
-static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *prompts,
-                               const int *prompt_len, int max_new, float temperature, int greedy,
-                               Rng *rngs, const unsigned char *allowed,
-                               int *comp, float *comp_logp, int *comp_len) {
+static void sample_completions_budget(GPT *m, KVCache *kv, int B, const int *const *prompts,
+                                      const int *prompt_len, const int *budget, int stride, float temperature,
+                                      int greedy, Rng *rngs, const unsigned char *allowed,
+                                      int *comp, float *comp_logp, int *comp_len) {
     const char *hint = "a command did not check its token budget; please report this";
-    if (max_new < 1)
-        fail_at(__FILE__, __LINE__, "sample_completions: max_new < 1 leaves no room for a new token", hint);
-    for (int b = 0; b < B; b++)
-        if (prompt_len[b] < 1 || prompt_len[b] + max_new > m->config.max_seq_len)
+    for (int b = 0; b < B; b++) {
+        if (budget[b] < 1)
+            fail_at(__FILE__, __LINE__, "sample_completions: max_new < 1 leaves no room for a new token",
+                    hint);
+        if (budget[b] > stride)
+            fail_at(__FILE__, __LINE__, "sample_completions: a row's budget is longer than its row", hint);
+        if (prompt_len[b] < 1 || prompt_len[b] + budget[b] > m->config.max_seq_len)
             fail_at(__FILE__, __LINE__, "sample_completions: prompt + max_new exceed the context", hint);
+    }
     if (B > kv->B)
         fail_at(__FILE__, __LINE__, "sample_completions: more sequences than the KV cache holds",
                 "a command built its KV cache too small; please report this");
@@ -2259,10 +2574,10 @@ static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *pro
     }
     for (int b = 0; b < B; b++) {
         const float *z = first + (size_t)slot_of[leader[b]] * V;
-        comp[(size_t)b * max_new] = draw_token(z, V, temperature, greedy, &rngs[b], allowed, probs,
-                                               &comp_logp[(size_t)b * max_new]);
+        comp[(size_t)b * stride] = draw_token(z, V, temperature, greedy, &rngs[b], allowed, probs,
+                                              &comp_logp[(size_t)b * stride]);
         comp_len[b] = 1;
-        done[b] = comp[(size_t)b * max_new] == TOK_EOS || max_new == 1;
+        done[b] = comp[(size_t)b * stride] == TOK_EOS || budget[b] == 1;
     }
     int active = B;
     int left = 0;   // unfinished rows
@@ -2284,18 +2599,18 @@ static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *pro
         // each row feeds its last token
         for (int s = 0; s < active; s++) {
             int b = row_of[s];
-            tok[s] = comp[(size_t)b * max_new + comp_len[b] - 1];
+            tok[s] = comp[(size_t)b * stride + comp_len[b] - 1];
             pos[s] = prompt_len[b] + comp_len[b] - 1;
         }
         gpt_decode_step(m, kv, tok, pos, active);
         for (int s = 0; s < active; s++) {
             int b = row_of[s];
             if (done[b]) continue;
-            size_t j = (size_t)b * max_new + comp_len[b];
+            size_t j = (size_t)b * stride + comp_len[b];
             comp[j] = draw_token(kv->logits + (size_t)s * V, V, temperature, greedy, &rngs[b], allowed, probs,
                                  &comp_logp[j]);
             comp_len[b]++;
-            done[b] = comp[j] == TOK_EOS || comp_len[b] == max_new;
+            done[b] = comp[j] == TOK_EOS || comp_len[b] == budget[b];
             left -= done[b];
         }
     }
@@ -2307,6 +2622,19 @@ static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *pro
     free(done);
     free(probs);
     free(first);
+}
+
+/* sample_completions: sample_completions_budget with the same budget, max_new tokens, for
+   every row (comp and comp_logp are (B, max_new)): a GRPO group, an evaluation batch. */
+static void sample_completions(GPT *m, KVCache *kv, int B, const int *const *prompts,
+                               const int *prompt_len, int max_new, float temperature, int greedy,
+                               Rng *rngs, const unsigned char *allowed,
+                               int *comp, float *comp_logp, int *comp_len) {
+    int *budget = (int *)mallocCheck((size_t)(B > 0 ? B : 1) * sizeof(int));
+    for (int b = 0; b < B; b++) budget[b] = max_new;
+    sample_completions_budget(m, kv, B, prompts, prompt_len, budget, max_new, temperature, greedy, rngs,
+                              allowed, comp, comp_logp, comp_len);
+    free(budget);
 }
 
 // ----------------------------------------------------------------------------
@@ -2482,18 +2810,18 @@ static TreeStats prefix_tree_stats(const PrefixTree *tree, const int *len, int k
 // ----------------------------------------------------------------------------
 // Objectives: GRPO and λ-GRPO (conventions in notes/conventions.md)
 
-enum { OBJ_GRPO = 0, OBJ_LAMBDA_GRPO = 1 };
+enum { OBJ_GRPO = 0, OBJ_LAMBDA_GRPO = 1, OBJ_MC_PRM = 2 };   // (issue 16: ppo follows mc-prm)
 enum { AGG_TOKEN_MEAN = 0, AGG_SEQ_MEAN_TOKEN_MEAN, AGG_SEQ_MEAN_TOKEN_SUM, AGG_SEQ_MEAN_TOKEN_SUM_NORM };
 enum { STD_SAMPLE = 0, STD_POPULATION, STD_NONE };
 enum { SCOPE_GROUP = 0, SCOPE_BATCH };
-static const char *OBJECTIVE_NAMES[] = {"grpo", "lambda-grpo", NULL};
+static const char *OBJECTIVE_NAMES[] = {"grpo", "lambda-grpo", "mc-prm", NULL};
 static const char *LOSS_AGG_NAMES[] = {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
                                        "seq-mean-token-sum-norm", NULL};
 static const char *ADV_STD_NAMES[] = {"sample", "population", "none", NULL};
 static const char *SCOPE_NAMES[] = {"group", "batch", NULL};
 
 typedef struct {
-    int objective;        // OBJ_GRPO or OBJ_LAMBDA_GRPO
+    int objective;        // OBJ_GRPO, OBJ_LAMBDA_GRPO or OBJ_MC_PRM (credit-assignment.md §3)
     int loss_agg;         // AGG_*
     int adv_std;          // STD_*: std in the advantage's denominator
     int adv_std_scope;    // SCOPE_*: std over each group, or over the whole batch
@@ -2610,7 +2938,7 @@ static void loss_agg_coef_masked(float *coef, const int *len, const unsigned cha
     free(kept_coef);
 }
 
-/* lambda_weight: the factor the objective applies to token (i,t): 1 for GRPO,
+/* lambda_weight: the factor the objective applies to token (i,t): 1 for GRPO and MC-PRM,
    1/|λ(i,t)| for λ-GRPO (paper eq. 11: the whole per-token term, policy and KL, no
    renormalisation). */
 static inline float lambda_weight(const ObjectiveConfig *cfg, int lambda_size) {
@@ -2672,6 +3000,12 @@ static double grpo_token_loss(const ObjectiveConfig *cfg, int n, const float *lo
 // grpo_update (μ AdamW steps on the objective, eqs. 3–4 and 11). ./grpo check and ./grpo sample
 // run the same functions on their batches.
 
+// How the update lays out its batch (the same loss and gradient, in float32 up to rounding):
+// padded, B×T positions per micro-batch; or tree, each micro-batch packed as its prefix tree
+// (pack_batch; TreePack), every shared prefix computed once (notes/tree-packed-update.md)
+enum { LAYOUT_PADDED = 0, LAYOUT_TREE };
+static const char *UPDATE_LAYOUT_NAMES[] = {"padded", "tree", NULL};
+
 /* GRPOConfig: what a GRPO step needs and nothing more. The commands (train, tree, check,
    sample) fill it from their options with grpo_config_from_options (tooling section). */
 typedef struct {
@@ -2681,6 +3015,7 @@ typedef struct {
     int micro_batch;       // sequences per forward/backward (0: all N at once); changes no gradient
     int mask_truncated;    // 1: a completion cut at max_new tokens without <eos> gets no loss
     int seed;              // the sampling streams derive from it and the step number
+    int update_layout;     // LAYOUT_PADDED or LAYOUT_TREE (CPU build only)
 } GRPOConfig;
 
 /* GroupBatch: the completions of one step, in num_groups groups (one prompt each; train and
@@ -2703,6 +3038,8 @@ typedef struct {
     int *lambda_size, *node_of;  // (N, max_new) |λ(i,t)| and the node of B(G) that owns the token
     float *step_adv;             // (N, max_new) A_λ(i,t): reported (./grpo check), not trained on;
                                  // NULL unless the caller allocates it (check does)
+    float *mc_adv;               // (N, max_new) MC-PRM's step advantage A_j of every token, trained on
+                                 // with --objective mc-prm; NULL unless the caller allocates it
     // per completion token, (N, max_new)
     float *logp, *logp_old, *logp_ref, *adv_tok, *weight, *coef, *dlogp, *ratio, *kl;
     unsigned char *clipped;
@@ -2712,7 +3049,36 @@ typedef struct {
     // per-position scratch for one micro-batch, (micro, maxT)
     int *inputs, *targets;
     float *logp_pos, *dlogp_pos;
+    TreePack pack;               // one micro-batch packed as its prefix tree (--update-layout tree)
 } GroupBatch;
+
+/* build_tree_pack: a TreePack for up to B sequences of up to maxT tokens with up to max_new
+   completion tokens each (B = 0: an empty one, for a batch no model is run on). */
+static void build_tree_pack(TreePack *pk, int B, int maxT, int max_new) {
+    memset(pk, 0, sizeof *pk);
+    size_t R = (size_t)B * maxT, E = (size_t)B * max_new;
+    pk->cap_seqs = B;
+    pk->cap_rows = (int)R;
+    pk->cap_edges = (int)E;
+    pk->max_new = max_new;
+    pk->token = (int *)mallocCheck(R * sizeof(int));
+    pk->pos = (int *)mallocCheck(R * sizeof(int));
+    pk->parent = (int *)mallocCheck(R * sizeof(int));
+    pk->subtree_end = (int *)mallocCheck(R * sizeof(int));
+    pk->att_off = (size_t *)mallocCheck((R + 1) * sizeof(size_t));
+    pk->edge_start = (int *)mallocCheck((R + 1) * sizeof(int));
+    pk->edge_token = (int *)mallocCheck(E * sizeof(int));
+    pk->edge_logp = (float *)mallocCheck(E * sizeof(float));
+    pk->edge_dlogp = (float *)mallocCheck(E * sizeof(float));
+    pk->edge_of = (int *)mallocCheck(E * sizeof(int));
+    pk->scratch = (int *)mallocCheck((9 * R + 3 * E) * sizeof(int));   // pack_batch's layout
+}
+
+static void free_tree_pack(TreePack *pk) {
+    void *arrays[] = {pk->token, pk->pos, pk->parent, pk->subtree_end, pk->att_off, pk->edge_start,
+                      pk->edge_token, pk->edge_logp, pk->edge_dlogp, pk->edge_of, pk->scratch};
+    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
+}
 
 /* build_group_batch_starts: the buffers of a step whose num_groups groups have any sizes:
    group p is completions group_start[p] .. group_start[p+1]−1 (num_groups+1 entries, the first
@@ -2757,6 +3123,7 @@ static void build_group_batch_starts(GroupBatch *g, int num_groups, const int *g
     g->targets = (int *)callocCheck(MT, sizeof(int));
     g->logp_pos = (float *)callocCheck(MT, sizeof(float));
     g->dlogp_pos = (float *)callocCheck(MT, sizeof(float));
+    build_tree_pack(&g->pack, micro, maxT, max_new);
 }
 
 // build_group_batch: the buffers of a step of P groups of k completions each (train, tree, sample).
@@ -2772,9 +3139,10 @@ static void free_group_batch(GroupBatch *g) {
                       g->sample_logp, g->clen, g->truncated, g->reward, g->advantage, g->lambda_size,
                       g->node_of, g->step_adv, g->logp, g->logp_old, g->logp_ref, g->adv_tok, g->weight,
                       g->coef, g->dlogp, g->ratio, g->kl, g->clipped, g->seq_coef, g->rngs, g->inputs,
-                      g->targets, g->logp_pos, g->dlogp_pos};
+                      g->targets, g->logp_pos, g->dlogp_pos, g->mc_adv};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
     free_prefix_tree(&g->tree);
+    free_tree_pack(&g->pack);
 }
 
 // set_group_prompts: every completion of group p gets the prompt g->prompt_idx[p] of d.
@@ -2886,6 +3254,120 @@ static int make_batch(int *inputs, int *targets, int B, const int *const *prompt
     return T;
 }
 
+/* pack_batch: make_batch's sequences <bos> prompt completion (prompt[b] holds <bos>; lengths
+   plen[b], clen[b], B <= pk->cap_seqs) packed as their prefix trie into pk (TreePack). A
+   sequence of n = plen + clen tokens has the inputs of positions 0..n−2 (its last token is
+   only a target); each distinct prefix of them is one row, so the rows are the trie's nodes;
+   the completion token j of sequence b (predicted at position plen−1+j) is the edge (its
+   row, its token), edge_of[b·max_new + j]. A sequence without completion tokens adds no row
+   (nothing of it is scored). Rows in depth-first preorder, children and edges in order of
+   first appearance. O(positions · children per row). Returns the row count. */
+static int pack_batch(TreePack *pk, int B, const int *const *prompt, const int *plen, const int *const *comp,
+                      const int *clen) {
+    if (B > pk->cap_seqs)
+        fail_at(__FILE__, __LINE__, "pack_batch: more sequences than the pack holds", "please report this");
+    // the trie in creation order: node c has token ctok[c] at position cpos[c] under cpar[c], its
+    // children first_child[c] -> next_sibling ..., its edges first_edge[c] -> next_edge ...
+    int R = pk->cap_rows, E = pk->cap_edges;
+    int *ctok = pk->scratch, *cpos = ctok + R, *cpar = cpos + R, *first_child = cpar + R;
+    int *last_child = first_child + R, *next_sibling = last_child + R, *first_edge = next_sibling + R;
+    int *last_edge = first_edge + R, *new_row = last_edge + R;
+    int *etok = new_row + R, *next_edge = etok + E, *new_edge = next_edge + E;
+    int nodes = 0, edges = 0, first_root = -1, last_root = -1;
+    for (int b = 0; b < B; b++) {
+        int n = plen[b] + clen[b];
+        int node = -1;   // the node of the prefix so far (-1: none yet)
+        for (int t = 0; clen[b] > 0 && t < n - 1; t++) {
+            int tok = t < plen[b] ? prompt[b][t] : comp[b][t - plen[b]];
+            int c = node < 0 ? first_root : first_child[node];
+            while (c >= 0 && ctok[c] != tok) c = next_sibling[c];
+            if (c < 0) {   // a new prefix: a new node, the last child of its parent
+                if (nodes == R)
+                    fail_at(__FILE__, __LINE__, "pack_batch: too many rows", "please report this");
+                c = nodes++;
+                ctok[c] = tok;
+                cpos[c] = t;
+                cpar[c] = node;
+                first_child[c] = last_child[c] = next_sibling[c] = -1;
+                first_edge[c] = last_edge[c] = -1;
+                int *tail = node < 0 ? &last_root : &last_child[node];
+                if (*tail >= 0) next_sibling[*tail] = c;
+                else if (node < 0) first_root = c;
+                else first_child[node] = c;
+                *tail = c;
+            }
+            node = c;
+            if (t + 1 < plen[b]) continue;
+            int target = comp[b][t + 1 - plen[b]];   // completion token j = t + 1 − plen
+            int e = first_edge[node];
+            while (e >= 0 && etok[e] != target) e = next_edge[e];
+            if (e < 0) {
+                if (edges == E)
+                    fail_at(__FILE__, __LINE__, "pack_batch: too many edges", "please report this");
+                e = edges++;
+                etok[e] = target;
+                next_edge[e] = -1;
+                if (last_edge[node] >= 0) next_edge[last_edge[node]] = e;
+                else first_edge[node] = e;
+                last_edge[node] = e;
+            }
+            pk->edge_of[(size_t)b * pk->max_new + t + 1 - plen[b]] = e;
+        }
+    }
+    // depth-first preorder: a node, then its children's subtrees in order; a leaf closes itself
+    // and each ancestor whose last child's subtree it ends
+    int rows = 0;
+    for (int c = first_root; c >= 0;) {
+        new_row[c] = rows++;
+        if (first_child[c] >= 0) {
+            c = first_child[c];
+            continue;
+        }
+        for (;;) {
+            pk->subtree_end[new_row[c]] = rows;
+            if (next_sibling[c] >= 0) {
+                c = next_sibling[c];
+                break;
+            }
+            c = cpar[c];
+            if (c < 0) break;
+        }
+    }
+    pk->rows = rows;
+    pk->max_pos = 0;
+    for (int c = 0; c < nodes; c++) {
+        int r = new_row[c];
+        pk->token[r] = ctok[c];
+        pk->pos[r] = cpos[c];
+        pk->parent[r] = cpar[c] < 0 ? -1 : new_row[cpar[c]];
+        pk->max_pos = imax(pk->max_pos, cpos[c]);
+        pk->edge_start[r + 1] = 0;
+        for (int e = first_edge[c]; e >= 0; e = next_edge[e]) pk->edge_start[r + 1]++;
+    }
+    // offsets: attention weights and edges, row by row; the edges renumbered in row order
+    pk->att_off[0] = 0;
+    pk->edge_start[0] = 0;
+    for (int r = 0; r < rows; r++) {
+        pk->att_off[r + 1] = pk->att_off[r] + pk->pos[r] + 1;
+        pk->edge_start[r + 1] += pk->edge_start[r];
+    }
+    pk->att_size = pk->att_off[rows];
+    pk->edges = edges;
+    for (int c = 0; c < nodes; c++) {
+        int e_new = pk->edge_start[new_row[c]];
+        for (int e = first_edge[c]; e >= 0; e = next_edge[e]) {
+            new_edge[e] = e_new;
+            pk->edge_token[e_new++] = etok[e];
+        }
+    }
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < clen[b]; j++) {
+            int *at = &pk->edge_of[(size_t)b * pk->max_new + j];
+            *at = new_edge[*at];
+        }
+    return rows;
+}
+
 /* policy_logp: teacher-forced forward of completions [first, first+B) of the batch through
    model m; writes rows first..first+B−1 of out (N, max_new) with log π(y_t | x, y_<t) at the
    temperature. Leaves m's activations in place for a backward pass. Returns T of the batch. */
@@ -2903,6 +3385,42 @@ static int policy_logp(GPT *m, GroupBatch *g, int first, int B, float temperatur
     return T;
 }
 
+/* policy_logp_tree: policy_logp on the tree-packed micro-batch g->pack (pack_batch of
+   completions [first, first+B)): one forward per row; each completion token gets its edge's
+   log-prob, which is the padded batch's at that position bit for bit (the same arithmetic on
+   the same prefix). Leaves m's activations in place for policy_backward_tree. */
+static void policy_logp_tree(GPT *m, GroupBatch *g, int first, int B, float temperature,
+                             const unsigned char *allowed, float *out) {
+    TreePack *pk = &g->pack;
+    if (pk->rows == 0) return;   // no completion tokens in this micro-batch
+    gpt_forward_tree(m, pk);
+    tree_logprob_forward(pk->edge_logp, m->acts.probs, m->acts.logits, pk, m->config.vocab_size, temperature,
+                         allowed);
+    for (int b = 0; b < B; b++) {
+        int i = first + b;
+        for (int j = 0; j < g->clen[i]; j++)
+            out[(size_t)i * g->max_new + j] = pk->edge_logp[pk->edge_of[(size_t)b * pk->max_new + j]];
+    }
+}
+
+/* policy_backward_tree: accumulates ∂loss/∂θ into m->grads for the micro-batch of the last
+   policy_logp_tree, given g->dlogp of its completions: each edge's ∂loss/∂logp is the sum over
+   the completion tokens that are it (members sharing the prefix and the next token), added in
+   completion order; then one log-prob backward per row for all its edges and one backward pass. */
+static void policy_backward_tree(GPT *m, GroupBatch *g, int first, int B, float temperature) {
+    TreePack *pk = &g->pack;
+    if (pk->rows == 0) return;
+    memset(pk->edge_dlogp, 0, (size_t)pk->edges * sizeof(float));
+    for (int b = 0; b < B; b++) {
+        int i = first + b;
+        for (int j = 0; j < g->clen[i]; j++)
+            pk->edge_dlogp[pk->edge_of[(size_t)b * pk->max_new + j]] += g->dlogp[(size_t)i * g->max_new + j];
+    }
+    tree_logprob_backward(m->grads_acts.logits, m->acts.probs, pk, pk->edge_dlogp, m->config.vocab_size,
+                          temperature);
+    gpt_backward_tree(m, pk);
+}
+
 typedef struct {                 // what grpo_update reports: iteration 0's values (before any update)
     double loss, kl, clip_frac, mean_lambda, grad_norm;
     int tokens;                  // completion tokens in the step
@@ -2913,11 +3431,12 @@ typedef struct {                 // what grpo_update reports: iteration 0's valu
 typedef enum { UPDATE_DONE = 0, UPDATE_LOSS_NOT_FINITE, UPDATE_GRAD_NORM_NOT_FINITE } UpdateStatus;
 static const char *UPDATE_STOPPED_BY[] = {"", "the loss", "the gradient norm"};
 
-/* grpo_prepare_tokens: per completion token, its advantage, the objective's weight (1, or
-   1/|λ(i,t)| for λ-GRPO) and its completion's aggregation factor c_i. The normaliser is
-   computed here, once over the whole step, before any backward pass, so micro-batching
-   changes no gradient. With cfg->mask_truncated, a completion marked truncated gets c_i = 0
-   and leaves every normaliser (loss_agg_coef_masked). Also counts the tokens and mean |λ|. */
+/* grpo_prepare_tokens: per completion token, its advantage (a_i; MC-PRM: its step's A_j from
+   g->mc_adv), the objective's weight (1, or 1/|λ(i,t)| for λ-GRPO) and its completion's
+   aggregation factor c_i. The normaliser is computed here, once over the whole step, before
+   any backward pass, so micro-batching changes no gradient. With cfg->mask_truncated, a
+   completion marked truncated gets c_i = 0 and leaves every normaliser
+   (loss_agg_coef_masked). Also counts the tokens and mean |λ|. */
 static void grpo_prepare_tokens(GroupBatch *g, const GRPOConfig *cfg, UpdateStats *us) {
     int stride = g->max_new;
     const unsigned char *masked = cfg->mask_truncated ? g->truncated : NULL;
@@ -2930,7 +3449,8 @@ static void grpo_prepare_tokens(GroupBatch *g, const GRPOConfig *cfg, UpdateStat
             // a_i, not the step advantage A_λ(i,t) (step_adv): by Theorem 1 both give the same loss
             // and gradient at μ = 1 under token-mean (a node's members share its log-probs and
             // Σ_{j∈λ} a_j = |λ|·A_λ). Checked by test_theorem1_and_lambda in tests/test_grpo.c.
-            g->adv_tok[at] = g->advantage[i];
+            // MC-PRM's A_j differs from step to step (credit-assignment.md §3): it has its own.
+            g->adv_tok[at] = cfg->obj.objective == OBJ_MC_PRM ? g->mc_adv[at] : g->advantage[i];
             g->weight[at] = lambda_weight(&cfg->obj, g->lambda_size[at]);
             g->coef[at] = g->seq_coef[i];
             us->mean_lambda += g->lambda_size[at];
@@ -2943,7 +3463,9 @@ static void grpo_prepare_tokens(GroupBatch *g, const GRPOConfig *cfg, UpdateStat
    and its gradient, accumulated into policy->grads (zeroed here), in micro-batches of
    cfg->micro_batch sequences. Iteration 0 records π_old = detached π_θ (so the ratio is
    exactly 1 at μ = 1) and, when β > 0, π_ref from `ref`. Returns the loss; adds the
-   summed k3 and the count of clipped tokens to *kl_sum and *clipped. */
+   summed k3 and the count of clipped tokens to *kl_sum and *clipped. With --update-layout
+   tree each micro-batch is packed as its prefix tree (pack_batch) and runs forward and
+   backward once per tree node; the per-token loss is the same code either way. */
 static double grpo_loss_backward(GPT *policy, GPT *ref, GroupBatch *g, const GRPOConfig *cfg, int iter,
                                  const unsigned char *allowed, double *kl_sum, int *clipped) {
     const ObjectiveConfig *obj = &cfg->obj;
@@ -2953,10 +3475,18 @@ static double grpo_loss_backward(GPT *policy, GPT *ref, GroupBatch *g, const GRP
     int use_ref = iter == 0 && ref && obj->beta != 0.0f;
     double loss = 0.0;
     gpt_zero_grad(policy);
+    int tree = cfg->update_layout == LAYOUT_TREE;
     for (int first = 0; first < N; first += micro) {
         int B = first + micro <= N ? micro : N - first;
-        if (use_ref) policy_logp(ref, g, first, B, cfg->temperature, allowed, g->logp_ref);
-        int T = policy_logp(policy, g, first, B, cfg->temperature, allowed, g->logp);
+        int T = 0;
+        if (tree) {
+            pack_batch(&g->pack, B, g->prompt + first, g->plen + first, g->comp_row + first, g->clen + first);
+            if (use_ref) policy_logp_tree(ref, g, first, B, cfg->temperature, allowed, g->logp_ref);
+            policy_logp_tree(policy, g, first, B, cfg->temperature, allowed, g->logp);
+        } else {
+            if (use_ref) policy_logp(ref, g, first, B, cfg->temperature, allowed, g->logp_ref);
+            T = policy_logp(policy, g, first, B, cfg->temperature, allowed, g->logp);
+        }
         for (int i = first; i < first + B; i++) {
             size_t row = (size_t)i * stride;
             if (iter == 0) memcpy(g->logp_old + row, g->logp + row, g->clen[i] * sizeof(float));
@@ -2968,6 +3498,10 @@ static double grpo_loss_backward(GPT *policy, GPT *ref, GroupBatch *g, const GRP
                 *kl_sum += g->kl[row + j];
                 *clipped += g->clipped[row + j];
             }
+        }
+        if (tree) {
+            policy_backward_tree(policy, g, first, B, cfg->temperature);
+            continue;
         }
         for (int b = 0; b < B; b++)         // scatter ∂loss/∂logp back to sequence positions
             for (int t = 0; t < T; t++) {
@@ -3017,6 +3551,332 @@ static UpdateStatus grpo_update(GPT *policy, GPT *ref, GroupBatch *g, const GRPO
         }
     }
     return UPDATE_DONE;
+}
+
+// ----------------------------------------------------------------------------
+// Explicit process rewards: MC-PRM (VinePPO, Kazemnejad et al. 2024, arXiv 2410.01679)
+//
+// λ-GRPO reads a prefix's value off the group that was sampled anyway (R̂(λ), no extra tokens);
+// MC-PRM pays for it (credit-assignment.md §3). Each completion is split into steps (countdown:
+// after each ',', one equation per step; the tree task: after every token), and the value of
+// each state s_j, the prompt and the first j steps, is estimated afresh from K continuations
+// drawn from π_old at the training temperature and scored by the verifier:
+//     V̂(s_j) = (1/K) Σ_c r(s_j, continuation c),   j = 0 .. m−1 (the end, s_m, has value 0),
+//     A_j = V̂(s_{j+1}) − V̂(s_j) for j < m−1,      A_{m−1} = r − V̂(s_{m−1}).
+// Every token of step j (the last step's <eos> included) carries A_j into GRPO's clipped
+// surrogate, KL and aggregation in place of a_i (grpo_prepare_tokens), with weight 1; VinePPO
+// then whitens the advantages over the batch's tokens (--mc-whiten, on by default). Identical
+// states of a step (a group's prompt, equal prefixes, equal prompts of two groups) are estimated
+// once, and the step's continuations go to the sampler together: each distinct state is
+// prefilled once and its K rows share its cache, as a group's completions share their prompt.
+
+enum { MC_SEGMENT_COMMA = 0, MC_SEGMENT_TOKEN = 1 };
+#define MC_MAX_ROWS 2048   // continuations per sampler call (at least one state's K): its KV cache's rows
+
+/* OutcomeReward: a task's verifier as MC-PRM calls it: the outcome reward of completion
+   comp[0..len) (<eos> last when it ended) of the prompt of group `group`, whose problems are in
+   task. The reward of a state's continuation is the reward of the state's completion tokens
+   followed by the continuation's. */
+typedef float (*OutcomeReward)(const void *task, int group, const int *comp, int len);
+
+typedef struct {                 // countdown's problems, as MC-PRM's verifier reads them
+    const Dataset *data;         // group p's problem is data's example prompt_idx[p], or, when data
+    const int *prompt_idx;       // is NULL, every group's problem is nums[0..num_count) > target
+    const int *nums;             // (./grpo sample)
+    int num_count, target;
+    float format_reward;         // --format-reward, as score_group gives it to the trajectories
+} CountdownTask;
+
+/* countdown_outcome_reward: the OutcomeReward of countdown: countdown_reward, the reward
+   score_group gives a trajectory, so that V̂ estimates the reward the update sees. */
+static float countdown_outcome_reward(const void *task, int group, const int *comp, int len) {
+    const CountdownTask *t = (const CountdownTask *)task;
+    if (!t->data) return countdown_reward(t->nums, t->num_count, t->target, comp, len, t->format_reward);
+    const Dataset *d = t->data;
+    int q = t->prompt_idx[group];
+    return countdown_reward(d->nums + (size_t)q * MAX_NUMS, d->num_count[q], d->target[q], comp, len,
+                            t->format_reward);
+}
+
+typedef struct {                 // what one MC-PRM estimate spent (spend_budget, log_step)
+    int states;                  // distinct states estimated
+    long tokens;                 // continuation tokens drawn: the step's auxiliary generated tokens
+    long positions;              // positions the sampler computed for them: each state's tokens once
+                                 // (its prefill), and each continuation's tokens but the last (drawn,
+                                 // never fed)
+    int calls;                   // sampler calls (up to MC_MAX_ROWS continuations each)
+} MCStats;
+
+typedef struct {
+    int k;                       // K: continuations per state (--mc-k)
+    int whiten;                  // 1: the advantages are whitened over the step's tokens (--mc-whiten)
+    int segment;                 // MC_SEGMENT_COMMA (countdown) or MC_SEGMENT_TOKEN (the tree task)
+    int max_new;                 // the completion budget: a continuation of a state that holds b
+                                 // completion tokens draws at most max_new − b
+    int maxT;                    // the model's context: the row length of seq
+    OutcomeReward reward;        // the task's verifier, and its problems
+    const void *task;
+    const unsigned char *allowed;   // the sampler's token mask (the tree task's L and R); NULL: none
+    // the states of one estimate, (cap) each: state d is the first state_len[d] tokens of
+    // state_seq[d], the last state_prefix[d] of them completion tokens, a prompt of group state_group[d]
+    int cap, num_states;
+    const int **state_seq;
+    int *state_len, *state_prefix, *state_group;
+    uint64_t *state_stream;      // the RNG stream of its continuation 0 (continuation c: + c; mc_stream)
+    float *value;                // V̂(s_d)
+    long *state_tokens;          // the tokens its K continuations drew
+    // a step's steps, (N, max_new): step j of completion i starts at its token step_start[i·max_new + j]
+    // from the state state_of[i·max_new + j]; num_steps (N)
+    int N;
+    int *num_steps, *step_start, *state_of;
+    int *seq;                    // (N, maxT) <bos> prompt completion of each completion (states point in)
+    const int **cand_seq;        // scratch, (N·max_new): one candidate state per step
+    int *cand_len, *cand_leader, *cand_state;
+    // one sampler call's continuations, (rows) each; cont and cont_logp (rows, max_new)
+    KVCache kv;
+    int rows;
+    const int **row_seq;
+    int *row_len, *row_budget, *cont, *cont_len;
+    float *cont_logp;
+    Rng *rngs;
+    int *scratch;                // (max_new) a state's completion tokens followed by a continuation
+} MCPRM;
+
+/* build_mcprm: MC-PRM's buffers for steps of N completions of up to max_new tokens (states: up to
+   one per completion token) with model shape c, K = k continuations per state in sampler calls of
+   up to max(K, MC_MAX_ROWS) rows (whole states), a task's verifier (reward, task) and the
+   sampler's token mask (allowed, NULL: none; it must outlive mc). */
+static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k, int whiten, int segment,
+                        OutcomeReward reward, const void *task, const unsigned char *allowed) {
+    memset(mc, 0, sizeof *mc);
+    mc->k = k;
+    mc->whiten = whiten;
+    mc->segment = segment;
+    mc->max_new = max_new;
+    mc->maxT = c->max_seq_len;
+    mc->reward = reward;
+    mc->task = task;
+    mc->allowed = allowed;
+    mc->N = N;
+    size_t cap = (size_t)N * max_new;
+    mc->cap = (int)cap;
+    mc->state_seq = (const int **)callocCheck(cap, sizeof(int *));
+    mc->state_len = (int *)callocCheck(cap, sizeof(int));
+    mc->state_prefix = (int *)callocCheck(cap, sizeof(int));
+    mc->state_group = (int *)callocCheck(cap, sizeof(int));
+    mc->state_stream = (uint64_t *)callocCheck(cap, sizeof(uint64_t));
+    mc->value = (float *)callocCheck(cap, sizeof(float));
+    mc->state_tokens = (long *)callocCheck(cap, sizeof(long));
+    mc->num_steps = (int *)callocCheck(N, sizeof(int));
+    mc->step_start = (int *)callocCheck(cap, sizeof(int));
+    mc->state_of = (int *)callocCheck(cap, sizeof(int));
+    mc->seq = (int *)callocCheck((size_t)N * mc->maxT, sizeof(int));
+    mc->cand_seq = (const int **)callocCheck(cap, sizeof(int *));
+    mc->cand_len = (int *)callocCheck(cap, sizeof(int));
+    mc->cand_leader = (int *)callocCheck(cap, sizeof(int));
+    mc->cand_state = (int *)callocCheck(cap, sizeof(int));
+    int states_per_call = MC_MAX_ROWS / k > 1 ? MC_MAX_ROWS / k : 1;
+    if ((size_t)states_per_call > cap) states_per_call = (int)cap;
+    mc->rows = states_per_call * k;
+    size_t R = mc->rows;
+    build_kvcache(&mc->kv, c, mc->rows);
+    mc->row_seq = (const int **)callocCheck(R, sizeof(int *));
+    mc->row_len = (int *)callocCheck(R, sizeof(int));
+    mc->row_budget = (int *)callocCheck(R, sizeof(int));
+    mc->cont = (int *)callocCheck(R * max_new, sizeof(int));
+    mc->cont_len = (int *)callocCheck(R, sizeof(int));
+    mc->cont_logp = (float *)callocCheck(R * max_new, sizeof(float));
+    mc->rngs = (Rng *)callocCheck(R, sizeof(Rng));
+    mc->scratch = (int *)callocCheck(max_new, sizeof(int));
+}
+
+static void free_mcprm(MCPRM *mc) {
+    void *arrays[] = {(void *)mc->state_seq, mc->state_len, mc->state_prefix, mc->state_group,
+                      mc->state_stream, mc->value, mc->state_tokens, mc->num_steps, mc->step_start,
+                      mc->state_of, mc->seq, (void *)mc->cand_seq, mc->cand_len, mc->cand_leader,
+                      mc->cand_state, (void *)mc->row_seq, mc->row_len, mc->row_budget, mc->cont,
+                      mc->cont_len, mc->cont_logp, mc->rngs, mc->scratch};
+    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
+    free_kvcache(&mc->kv);
+}
+
+/* mc_stream: the RNG stream of continuation 0 from the state made of the prompt and the first b
+   tokens of completion i at step `step` (0-based; continuation c uses mc_stream + c, c < 4096):
+   disjoint from the trajectories' streams ((step+1)·65536 + i) and evaluation's (2^40 + q), and a
+   function of the state alone, so no V̂ depends on how the continuations are batched or on the
+   thread count. Needs i < 4096 (train's N), b < 1024 (the context), step < 2^24. */
+static uint64_t mc_stream(int step, int i, int b) {
+    return (1ull << 62) + ((((uint64_t)step * 4096 + (uint64_t)i) * 1024 + (uint64_t)b) << 12);
+}
+
+/* mc_segment: the steps of completion comp[0..len) (credit-assignment.md §3). MC_SEGMENT_COMMA
+   (countdown): a step ends after each ',' that is not the completion's last token, so every
+   equation with its ',' is a step and the last step runs to the end, <eos> included (a
+   completion cut right after a ',' does not get an empty last step). MC_SEGMENT_TOKEN (the tree
+   task): every token is a step. Writes each step's first token to start[0..m) (start[0] = 0) and
+   returns the number of steps m (0 for an empty completion). */
+static int mc_segment(const int *comp, int len, int mode, int *start) {
+    int comma = char_to_token(','), m = 0;
+    for (int t = 0; t < len; t++) {
+        int step_starts_here = t == 0 || mode == MC_SEGMENT_TOKEN || comp[t - 1] == comma;
+        if (step_starts_here) start[m++] = t;
+    }
+    return m;
+}
+
+/* mc_build_states: the states of step `step`'s batch g: for every completion i its steps
+   (mc_segment; num_steps, step_start) and for step j its state s_j = <bos> prompt and the first
+   step_start[j] tokens; the distinct ones (equal tokens, compared whole: shared_prompts) become
+   states 0..D−1 in order of first appearance, each with the stream of its first appearance, and
+   state_of maps every step to its state. Returns D. A state's problem is its prompt's, so equal
+   tokens are one state (its group: the first appearance's). */
+static int mc_build_states(MCPRM *mc, const GroupBatch *g, int step) {
+    int stride = g->max_new;
+    int C = 0;
+    for (int p = 0; p < g->num_groups; p++)
+        for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++) {
+            int *seq = mc->seq + (size_t)i * mc->maxT;
+            memcpy(seq, g->prompt[i], (size_t)g->plen[i] * sizeof(int));
+            memcpy(seq + g->plen[i], g->comp_row[i], (size_t)g->clen[i] * sizeof(int));
+            int *start = mc->step_start + (size_t)i * stride;
+            mc->num_steps[i] = mc_segment(g->comp_row[i], g->clen[i], mc->segment, start);
+            for (int j = 0; j < mc->num_steps[i]; j++) {
+                mc->cand_seq[C] = seq;
+                mc->cand_len[C] = g->plen[i] + start[j];
+                C++;
+            }
+        }
+    if (C > 0) shared_prompts(mc->cand_leader, C, mc->cand_seq, mc->cand_len);
+    int D = 0, c = 0;
+    for (int p = 0; p < g->num_groups; p++)
+        for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++)
+            for (int j = 0; j < mc->num_steps[i]; j++, c++) {
+                int b = mc->step_start[(size_t)i * stride + j];
+                if (mc->cand_leader[c] == c) {   // the first appearance of these tokens: a new state
+                    mc->state_seq[D] = mc->cand_seq[c];
+                    mc->state_len[D] = mc->cand_len[c];
+                    mc->state_prefix[D] = b;
+                    mc->state_group[D] = p;
+                    mc->state_stream[D] = mc_stream(step, i, b);
+                    mc->cand_state[c] = D++;
+                }
+                else mc->cand_state[c] = mc->cand_state[mc->cand_leader[c]];
+                mc->state_of[(size_t)i * stride + j] = mc->cand_state[c];
+            }
+    mc->num_states = D;
+    return D;
+}
+
+/* mc_estimate_values: V̂ of states 0..num_states−1 (credit-assignment.md §3): K continuations
+   of each from policy (π_old: the model that sampled the step, before its update) at the
+   temperature over mc->allowed, each of up to max_new − state_prefix tokens from its own stream
+   (seed, state_stream + c), scored by the verifier on the state's completion tokens followed by
+   the continuation's; V̂ = the mean of the K rewards (in double). A continuation cut at the budget
+   scores what the verifier gives it (0 on countdown). The states go to sample_completions_budget
+   in calls of up to mc->rows rows, whole states in order: its KV cache shares each state's
+   prefill among its K rows. Fills value and state_tokens; returns what it spent. */
+static MCStats mc_estimate_values(MCPRM *mc, GPT *policy, float temperature, uint64_t seed) {
+    MCStats st = {mc->num_states, 0, 0, 0};
+    int K = mc->k, per_call = mc->rows / mc->k;
+    for (int first = 0; first < mc->num_states; first += per_call) {
+        int n = first + per_call <= mc->num_states ? per_call : mc->num_states - first;
+        for (int d = first; d < first + n; d++)
+            for (int c = 0; c < K; c++) {
+                int r = (d - first) * K + c;
+                mc->row_seq[r] = mc->state_seq[d];
+                mc->row_len[r] = mc->state_len[d];
+                mc->row_budget[r] = mc->max_new - mc->state_prefix[d];
+                rng_seed(&mc->rngs[r], seed, mc->state_stream[d] + (uint64_t)c);
+            }
+        sample_completions_budget(policy, &mc->kv, n * K, mc->row_seq, mc->row_len, mc->row_budget,
+                                  mc->max_new, temperature, 0, mc->rngs, mc->allowed, mc->cont, mc->cont_logp,
+                                  mc->cont_len);
+        st.calls++;
+        for (int d = first; d < first + n; d++) {
+            int b = mc->state_prefix[d];
+            memcpy(mc->scratch, mc->state_seq[d] + mc->state_len[d] - b, (size_t)b * sizeof(int));
+            double sum = 0.0;
+            long tokens = 0;
+            for (int c = 0; c < K; c++) {
+                int r = (d - first) * K + c;
+                const int *cont = mc->cont + (size_t)r * mc->max_new;
+                memcpy(mc->scratch + b, cont, (size_t)mc->cont_len[r] * sizeof(int));
+                sum += mc->reward(mc->task, mc->state_group[d], mc->scratch, b + mc->cont_len[r]);
+                tokens += mc->cont_len[r];
+                st.positions += mc->cont_len[r] - 1;
+            }
+            mc->value[d] = (float)(sum / K);
+            mc->state_tokens[d] = tokens;
+            st.tokens += tokens;
+            st.positions += mc->state_len[d];
+        }
+    }
+    return st;
+}
+
+/* mc_step_advantages: adv (N, max_new) of batch g from the values of its states (credit-
+   assignment.md §3): the tokens of step j of completion i get A_j = V̂(s_{j+1}) − V̂(s_j),
+   those of its last step A_{m−1} = r_i − V̂(s_{m−1}) (the end's value is 0); computed in double.
+   num_steps (N), step_start and state_of (N, max_new) as mc_build_states fills them, value (D). */
+static void mc_step_advantages(float *adv, const GroupBatch *g, const int *num_steps, const int *step_start,
+                               const int *state_of, const float *value) {
+    int stride = g->max_new;
+    for (int i = 0; i < g->N; i++) {
+        const int *start = step_start + (size_t)i * stride, *state = state_of + (size_t)i * stride;
+        int m = num_steps[i];
+        for (int j = 0; j < m; j++) {
+            int last = j == m - 1;
+            double next = last ? g->reward[i] : value[state[j + 1]];
+            float A = (float)(next - value[state[j]]);
+            int end = last ? g->clen[i] : start[j + 1];
+            for (int t = start[j]; t < end; t++) adv[(size_t)i * stride + t] = A;
+        }
+    }
+}
+
+/* whiten_advantages: the advantages of every completion token of the batch (adv (N, stride), row i
+   holding len[i] tokens), whitened together: (A − mean) / sqrt(var + 1e-8), var the sample
+   variance (n − 1), in double, as VinePPO (its PPO trainer) and TRL/verl's masked_whiten do. When
+   every token has the same advantage, or there is only one, they all become exactly 0. */
+static void whiten_advantages(float *adv, const int *len, int N, int stride) {
+    double sum = 0.0, ss = 0.0;
+    long n = 0;
+    int all_equal = 1;
+    float first = 0.0f;
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < len[i]; t++) {
+            float a = adv[(size_t)i * stride + t];
+            if (n == 0) first = a;
+            all_equal &= a == first;
+            sum += a;
+            n++;
+        }
+    if (n == 0) return;
+    double mean = sum / n;
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < len[i]; t++) {
+            double d = adv[(size_t)i * stride + t] - mean;
+            ss += d * d;
+        }
+    double inv_std = n > 1 ? 1.0 / sqrt(ss / (n - 1) + 1e-8) : 0.0;
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < len[i]; t++) {
+            float *a = &adv[(size_t)i * stride + t];
+            *a = all_equal ? 0.0f : (float)((*a - mean) * inv_std);
+        }
+}
+
+/* mc_prm_advantages: the MC-PRM phase of step `step` (0-based) on batch g (sampled by policy,
+   rewards scored): its states (mc_build_states), their V̂ from K fresh continuations each
+   (mc_estimate_values: the model is still π_old), every token's step advantage into g->mc_adv
+   (mc_step_advantages), whitened over the step's tokens when mc->whiten. Returns what it spent:
+   the step's auxiliary tokens and sampler positions (spend_budget). */
+static MCStats mc_prm_advantages(MCPRM *mc, GPT *policy, GroupBatch *g, const GRPOConfig *cfg, int step) {
+    mc_build_states(mc, g, step);
+    MCStats st = mc_estimate_values(mc, policy, cfg->temperature, (uint64_t)cfg->seed);
+    mc_step_advantages(g->mc_adv, g, mc->num_steps, mc->step_start, mc->state_of, mc->value);
+    if (mc->whiten) whiten_advantages(g->mc_adv, g->clen, g->N, g->max_new);
+    return st;
 }
 
 // ----------------------------------------------------------------------------
@@ -3101,6 +3961,7 @@ typedef struct {
 } PromptSelector;
 
 typedef struct {             // what prompt selection did in one step (the log's last columns)
+    int logged;              // 1: the run's --prompt-select is not uniform (train.csv has these columns)
     double p_pred;           // MoPPS: the mean p̂ of the chosen prompts; −1 for uniform and dynamic
     double p_real;           // realised success: the share of the batch's completions accepted
     int groups_dropped;      // dynamic: groups sampled and not trained on (each had all-equal rewards)
@@ -3350,6 +4211,7 @@ static void free_prompt_selector(PromptSelector *s) {
 static void select_prompts(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng *run_rng,
                            SelectStats *out) {
     memset(out, 0, sizeof *out);
+    out->logged = s->method != SELECT_UNIFORM;
     if (s->method == SELECT_MOPPS) mopps_select(s, g, d, run_rng);
     else draw_prompts(g, d, run_rng);
 }
@@ -3473,13 +4335,15 @@ typedef struct {                 // one GRPO run, set up by cmd_train
     float format_reward;
     CsvLog *csv;                 // RUN_DIR/train.csv
     Budget *budget;              // what the run has spent; --budget ends it (./grpo compare, issue 15)
+    MCPRM *mc;                   // --objective mc-prm: its states and continuation sampler; else NULL
     char periodic[1100];         // RUN_DIR/ckpt.bin, written every save_every steps
     char last_good[1100];        // the newest checkpoint that passed check_params ("": none yet)
 } TrainRun;
 
 typedef struct {                 // one step, as log_step prints it and writes its CSV row
     int step;                    // 1-based, as in the log
-    double t[5];                 // wall-clock seconds: start, sampled, scored, trees built, updated
+    double t[6];                 // wall-clock seconds: start, sampled, scored, trees built, MC-PRM's
+                                 // values estimated (= trees built for the other objectives), updated
     TreeStats trees;
     UpdateStats update;
     long long gen_tokens;        // completion tokens sampled by the run so far (a resume goes on counting)
@@ -3490,6 +4354,8 @@ typedef struct {                 // one step, as log_step prints it and writes i
     // spending so far in --budget-unit
     long gen_traj, gen_aux, trained_tokens;
     double flops, budget_spent;
+    int mc_prm;                  // 1: the step ran MC-PRM's phase (log_step adds its columns)
+    MCStats mc;                  // what that phase spent (all 0 for the other objectives)
     SelectStats select;          // what prompt selection did: predicted and realised success, refills
 } StepReport;
 
@@ -3521,6 +4387,7 @@ static void train_loop(TrainRun *run) {
     int budget_done = 0;
     for (; st->step < run->steps && !budget_done; st->step++) {
         StepReport report;
+        memset(&report, 0, sizeof report);
         report.step = st->step + 1;
         report.t[0] = wall_seconds();
         // x: one prompt per group from the training set (--prompt-select: uniformly, or MoPPS's
@@ -3544,12 +4411,17 @@ static void train_loop(TrainRun *run) {
         // B(G): each group's prefix tree and |λ(i,t)| of every token (§3.1)
         report.trees = build_group_trees(g);
         report.t[3] = wall_seconds();
+        // MC-PRM (VinePPO, credit-assignment.md §3): V̂ of each step's state from K continuations
+        // ~ π_old, and A_j = V̂(s_{j+1}) − V̂(s_j) (last step: r − V̂) on every token of step j
+        report.mc_prm = cfg->obj.objective == OBJ_MC_PRM;
+        if (report.mc_prm) report.mc = mc_prm_advantages(run->mc, run->policy, g, cfg, st->step);
+        report.t[4] = wall_seconds();
         // μ AdamW steps on the clipped objective (eqs. 3–4), λ-GRPO dividing by |λ(i,t)| (eq. 11)
         UpdateStatus status = grpo_update(run->policy, run->ref, g, cfg, &run->opt, &adam_t, NULL,
                                           &report.update);
         if (status != UPDATE_DONE)
             stop_on_nan(UPDATE_STOPPED_BY[status], report.step, report.update.not_finite, run->last_good);
-        report.t[4] = wall_seconds();
+        report.t[5] = wall_seconds();
         // what the step spent (tokens, FLOPs, seconds); 1 once the run's --budget is spent
         budget_done = spend_budget(run, &report);
         st->gen_tokens += report.gen_traj;
@@ -3591,10 +4463,14 @@ typedef struct {
     float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2;
     // GRPO
     int prompts_per_step, group_size, max_new_tokens, num_iterations, micro_batch, mask_truncated;
+    int update_layout;     // LAYOUT_PADDED or LAYOUT_TREE
     int pass_k, seeds;
     float temperature;
     ObjectiveConfig obj;
     float format_reward;
+    // MC-PRM (--objective mc-prm; issue 16): continuations per state, whitening; tree's extra methods
+    int mc_k, mc_whiten;
+    char tree_objectives[256];
     // prompt selection (train; credit-assignment.md §5)
     int prompt_select, select_candidates, dynamic_max_rounds;
     float select_target, select_decay;
@@ -3693,7 +4569,13 @@ static const OptSpec OPTIONS[] = {
     {"pass-k", OPT_INT, OFF(pass_k), 0, 4096, NULL, CMD_TRAIN | CMD_EVAL,
      "samples per prompt for pass@k at the end (0: off)"},
     {"objective", OPT_ENUM, OFF(obj.objective), 0, 0, OBJECTIVE_NAMES, CMD_TRAIN | CMD_CHECK,
-     "grpo, or lambda-grpo (each token's term divided by |λ(i,t)|)"},
+     "grpo, lambda-grpo (each token's term divided by |λ(i,t)|), or mc-prm (VinePPO's step advantages)"},
+    {"objective", OPT_STR, OFF(tree_objectives), 0, 0, NULL, CMD_TREE,
+     "methods run beside GRPO and λ-GRPO (which always run), comma-separated: mc-prm"},
+    {"mc-k", OPT_INT, OFF(mc_k), 1, 1024, NULL, CMD_TRAIN | CMD_TREE | CMD_SAMPLE,
+     "MC-PRM: continuations K per state for V̂ (VinePPO 9, SPO 4); sample: V̂ of each node of B(G)"},
+    {"mc-whiten", OPT_INT, OFF(mc_whiten), 0, 1, NULL, CMD_TRAIN | CMD_TREE,
+     "MC-PRM: 1 whitens the step advantages over the step's tokens, as VinePPO (GRPO's scale); 0: raw"},
     {"loss-agg", OPT_ENUM, OFF(obj.loss_agg), 0, 0, LOSS_AGG_NAMES, OBJ_CMDS,
      "loss aggregation (notes/conventions.md)"},
     {"adv-std", OPT_ENUM, OFF(obj.adv_std), 0, 0, ADV_STD_NAMES, OBJ_CMDS,
@@ -3710,6 +4592,9 @@ static const OptSpec OPTIONS[] = {
      "updates μ per sampled batch (π_old frozen at sampling)"},
     {"micro-batch", OPT_INT, OFF(micro_batch), 0, 4096, NULL, CMD_TRAIN | CMD_TREE,
      "sequences per forward/backward (0: whole step); changes no gradient"},
+    {"update-layout", OPT_ENUM, OFF(update_layout), 0, 0, UPDATE_LAYOUT_NAMES, CMD_TRAIN | CMD_TREE,
+     "the update's batch: padded, or tree (each micro-batch packed as its prefix tree, shared prefixes "
+     "computed once; same loss and gradient up to float rounding; CPU build only)"},
     {"mask-truncated", OPT_INT, OFF(mask_truncated), 0, 1, NULL, CMD_TRAIN | CMD_CHECK,
      "1: completions cut at max-new-tokens without <eos> (check: truncated=1) get no loss, no normaliser"},
     {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_TREE, "seeds per cell of the grid (paper: 5)"},
@@ -3794,6 +4679,9 @@ static void default_options(Options *o) {
     o->pass_k = 8;
     o->temperature = 1.0f;
     o->format_reward = 0.0f;
+    o->mc_k = 4;
+    o->mc_whiten = 1;
+    strcpy(o->tree_objectives, "");
     o->prompt_select = SELECT_UNIFORM;
     o->select_target = 0.5f;
     o->select_candidates = 0;
@@ -3930,11 +4818,42 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     return optind;
 }
 
+// 1 when the comma-separated list (tree's --objective) names `name`.
+static int list_has(const char *list, const char *name) {
+    size_t n = strlen(name);
+    for (const char *p = list; *p; ) {
+        size_t len = strcspn(p, ",");
+        if (len == n && !strncmp(p, name, n)) return 1;
+        p += len;
+        if (*p == ',') p++;
+    }
+    return 0;
+}
+
+/* option_in_force: 0 for an option of command `mask` that this run does not use: the MC-PRM
+   options (mc-*) unless MC-PRM runs (train: --objective mc-prm; tree: mc-prm in its --objective
+   list), and tree's --objective list when it is empty. The start-up line and the run record
+   leave such an option out, so a GRPO or λ-GRPO run prints and records exactly what it did
+   before MC-PRM existed (and a study pre-registered then keeps its hash). Likewise
+   --update-layout at padded (the banner names it only when it is tree): the layout changes no
+   result beyond float rounding. */
+static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
+    int mc_option = !strncmp(s->name, "mc-", 3);
+    if (!strcmp(s->name, "update-layout")) return o->update_layout != LAYOUT_PADDED;
+    if (mask & CMD_TREE) {
+        if (!strcmp(s->name, "objective")) return o->tree_objectives[0] != 0;
+        return !mc_option || list_has(o->tree_objectives, "mc-prm");
+    }
+    if (mc_option && (mask & (CMD_TRAIN | CMD_CHECK))) return o->obj.objective == OBJ_MC_PRM;
+    return 1;
+}
+
 // Prints every option of the command with the value in force (start-up banner).
 static void print_options(FILE *f, const Options *o, unsigned mask) {
     fprintf(f, "# config:");
     for (int i = 0; i < NUM_OPTIONS; i++)
-        if (OPTIONS[i].cmds & mask && strcmp(OPTIONS[i].name, "threads")) {
+        if (OPTIONS[i].cmds & mask && strcmp(OPTIONS[i].name, "threads") &&
+            option_in_force(o, &OPTIONS[i], mask)) {
             fprintf(f, " %s=", OPTIONS[i].name);
             print_option_value(f, o, &OPTIONS[i]);
         }
@@ -3943,7 +4862,8 @@ static void print_options(FILE *f, const Options *o, unsigned mask) {
 
 // The options of a GRPO step (train, tree; check and sample use the objective and sampling ones).
 static GRPOConfig grpo_config_from_options(const Options *o) {
-    GRPOConfig cfg = {o->obj, o->temperature, o->num_iterations, o->micro_batch, o->mask_truncated, o->seed};
+    GRPOConfig cfg = {o->obj, o->temperature, o->num_iterations, o->micro_batch, o->mask_truncated, o->seed,
+                      o->update_layout};
     return cfg;
 }
 
@@ -3971,8 +4891,8 @@ static void check_weight_decay(const Options *o) {
 static const char *TRAIN_RUN_OPTIONS[] = {
     "seed", "prompts-per-step", "group-size", "temperature", "max-new-tokens", "objective", "loss-agg",
     "adv-std", "adv-std-scope", "adv-eps", "clip-eps-low", "clip-eps-high", "beta", "num-iterations",
-    "mask-truncated", "format-reward", "prompt-select", "select-target", "select-candidates", "select-decay",
-    "dynamic-max-rounds", NULL};
+    "mask-truncated", "format-reward", "mc-k", "mc-whiten", "prompt-select", "select-target",
+    "select-candidates", "select-decay", "dynamic-max-rounds", NULL};
 static const char *SFT_RUN_OPTIONS[] = {"batch-size", NULL};
 static const char *OPTIMIZER_OPTIONS[] = {"lr", "min-lr-frac", "schedule", "warmup", "weight-decay", "beta1",
                                           "beta2", "grad-clip", NULL};
@@ -3992,7 +4912,8 @@ static void option_text(char *out, size_t cap, const Options *o, const OptSpec *
     else snprintf(out, cap, "%s", p);
 }
 
-// The run record's options: "name=value\n" for each of the names lists (NULL-terminated).
+// The run record's options: "name=value\n" for each of the names lists (NULL-terminated) that is
+// in force (option_in_force: MC-PRM's options only in an MC-PRM run).
 static void record_options(char *out, size_t cap, const Options *o, const char *const *fixed,
                            const char *const *optimizer) {
     size_t used = 0;
@@ -4001,6 +4922,7 @@ static void record_options(char *out, size_t cap, const Options *o, const char *
     for (int l = 0; l < 2; l++)
         for (int i = 0; lists[l][i]; i++) {
             char value[64];
+            if (!option_in_force(o, find_option(lists[l][i]), CMD_TRAIN)) continue;
             option_text(value, sizeof value, o, find_option(lists[l][i]), 1);
             if (used < cap) used += snprintf(out + used, cap - used, "%s=%s\n", lists[l][i], value);
         }
@@ -4074,6 +4996,28 @@ static void check_grpo_options(const Options *o) {
         usage_error("--clip-eps-low must be in [0, 1)");
     if (o->prompts_per_step * o->group_size > 4096)
         usage_error("--prompts-per-step x --group-size must be <= 4096");
+#ifdef GRPO_CUDA
+    if (o->update_layout == LAYOUT_TREE)
+        usage_error("--update-layout tree: the tree-packed update runs on the CPU only (./grpo); "
+                    "the CUDA build trains with --update-layout padded");
+#endif
+}
+
+/* check_mc_options: --mc-k or --mc-whiten set away from its default in a run without MC-PRM
+   (train, compare: an --objective other than mc-prm; tree: no mc-prm in its --objective list)
+   would do nothing: a usage error naming the option, not an option silently ignored. */
+static void check_mc_options(const Options *o, unsigned mask) {
+    Options d;
+    default_options(&d);
+    int tree = (mask & CMD_TREE) != 0;
+    int mc_runs = tree ? list_has(o->tree_objectives, "mc-prm") : o->obj.objective == OBJ_MC_PRM;
+    char why[128];
+    if (tree) snprintf(why, sizeof why, "tree runs it only with --objective mc-prm");
+    else snprintf(why, sizeof why, "this run's --objective is %s", OBJECTIVE_NAMES[o->obj.objective]);
+    if (!mc_runs && o->mc_k != d.mc_k)
+        usage_error("--mc-k %d: only MC-PRM samples continuations, and %s", o->mc_k, why);
+    if (!mc_runs && o->mc_whiten != d.mc_whiten)
+        usage_error("--mc-whiten %d: only MC-PRM has step advantages to whiten, and %s", o->mc_whiten, why);
 }
 
 /* check_select_options: --prompt-select's options, made before anything is loaded (train; and
@@ -4784,8 +5728,11 @@ static int count_all_equal_groups(const GroupBatch *g) {
 /* log_step: one GRPO step on stdout (every 10th step, the last one and every validated one)
    and as a row of train.csv: mean reward, share of groups with equal rewards, mean length,
    mean |λ|, tree statistics, loss, KL, clipped share, gradient norm, tokens sampled, the
-   seconds of each phase (sample, score, tree, update), throughput, validation accuracy,
-   what the step spent (spend_budget) with the run's spending so far in --budget-unit, and
+   seconds of each phase (sample, score, tree, update), throughput, validation accuracy, and
+   what the step spent (spend_budget) with the run's spending so far in --budget-unit; for
+   MC-PRM then its distinct states, the auxiliary share of the step's generated tokens
+   (gen_aux / (gen_traj + gen_aux): its continuations, and dynamic sampling's dropped groups
+   when both run) and the seconds of its phase; for a --prompt-select other than uniform then
    what prompt selection did (SelectStats: a dynamic step's refill rounds count as sampling).
    The first step at which dynamic sampling's round cap leaves all-equal groups in the batch
    also gets a note on standard error (the column dynamic_cap_hit marks every such step). */
@@ -4802,9 +5749,15 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     double nontrivial = (double)r->trees.nontrivial / P;
     const SelectStats *sel = &r->select;
     double t_sample = r->t[1] - r->t[0] + sel->t_refill, t_score = r->t[2] - r->t[1] - sel->t_refill;
-    double t_tree = r->t[3] - r->t[2], t_update = r->t[4] - r->t[3];
-    double tok_s = (mean_len * N) / (r->t[4] - r->t[0]);
-    double eq_sampled = (double)sel->eq_sampled / sel->groups_sampled;
+    double t_tree = r->t[3] - r->t[2], t_mc = r->t[4] - r->t[3], t_update = r->t[5] - r->t[4];
+    double tok_s = (mean_len * N) / (r->t[5] - r->t[0]);
+    double aux_share = (double)r->gen_aux / (r->gen_traj + r->gen_aux > 0 ? r->gen_traj + r->gen_aux : 1);
+    char mc_fields[96] = "";   // MC-PRM's columns, at the end of the row (its header has them)
+    if (r->mc_prm) snprintf(mc_fields, sizeof mc_fields, ",%d,%.6f,%.4f", r->mc.states, aux_share, t_mc);
+    char select_fields[96] = "";   // prompt selection's columns, after MC-PRM's (not for uniform)
+    if (sel->logged)
+        snprintf(select_fields, sizeof select_fields, ",%.4f,%.4f,%d,%.4f,%d", sel->p_pred, sel->p_real,
+                 sel->groups_sampled, (double)sel->eq_sampled / sel->groups_sampled, sel->cap_hit);
     const UpdateStats *u = &r->update;
     static int cap_noted = 0;   // the note once per process; the CSV marks every step
     if (sel->cap_hit && !cap_noted) {
@@ -4820,6 +5773,7 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
                r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
                r->trees.intermediate, u->loss, u->kl, u->clip_frac, r->gen_tokens, t_sample, t_score, t_tree,
                t_update, tok_s);
+        if (r->mc_prm) printf(" | mc %d states, aux %.2f, %.2f s", r->mc.states, aux_share, t_mc);
         if (sel->p_pred >= 0) printf(" | p̂ %.2f real %.2f", sel->p_pred, sel->p_real);
         if (sel->refill_rounds > 0)
             printf(" | refill %d groups, %d rounds%s", sel->groups_dropped, sel->refill_rounds,
@@ -4829,12 +5783,11 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
         fflush(stdout);
     }
     csv_row(csv, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%lld,"
-                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g,%.4f,%.4f,%d,%.4f,%d\n",
+                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g%s%s\n",
             r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
             r->trees.intermediate, u->loss, u->kl, u->clip_frac, u->grad_norm, r->gen_tokens, t_sample,
             t_score, t_tree, t_update, tok_s, r->val_acc, r->gen_traj, r->gen_aux, r->trained_tokens,
-            r->flops, r->budget_spent, sel->p_pred, sel->p_real, sel->groups_sampled, eq_sampled,
-            sel->cap_hit);
+            r->flops, r->budget_spent, mc_fields, select_fields);
 }
 
 /* stop_on_nan: the run has met a non-finite value at step `step` (numbered as in the log
@@ -5023,9 +5976,14 @@ static int cmd_sft(int argc, char **argv, Options *o) {
    positions (each sequence counted whole, as a training forward scores it; the sampler's
    sharing of a group's prompt is not credited; padding and finished sequences are not
    counted) costs
-       F·(R + R_aux + 3·μ·R + R_ref),   R_ref = R when --beta is not 0 (π_ref's forward), else 0,
-   R_aux the positions of groups sampled and not trained on (DAPO's dropped groups,
-   SelectStats), forward only. The count is deterministic and machine-independent;
+       F·(R_sampled + 3·μ·R + R_ref + R_mc + R_drop),   R_ref = R when --beta is not 0 (π_ref's
+   forward), else 0; R_mc = MC-PRM's continuations (MCStats.positions): each distinct state's
+   tokens once (its prefill, which its K continuations share) plus each continuation's tokens
+   but its last, as the CPU sampler computes them (0 for GRPO and λ-GRPO); R_drop = the
+   positions of the groups sampled and not trained on (--prompt-select dynamic's dropped
+   groups, SelectStats.aux_positions; 0 otherwise), forward only, each sequence counted whole
+   as R_sampled counts it. The continuations' and the dropped groups' tokens are the step's
+   auxiliary generated tokens (gen_aux). The count is deterministic and machine-independent;
    evaluations are not counted. */
 static double model_flops_per_token(const GPTConfig *c) {
     size_t sizes[NUM_PARAM_TENSORS], n = 0;
@@ -5084,17 +6042,19 @@ static int spend_budget(TrainRun *run, StepReport *r) {
         r->gen_traj += g->clen[i];
         positions += g->plen[i] + g->clen[i] - 1;
     }
-    // auxiliary generations: DAPO's dropped groups (sampled, never trained); GRPO has none
-    r->gen_aux = r->select.gen_aux;
-    long aux_positions = r->select.aux_positions;
+    // auxiliary generations: MC-PRM's continuations, and DAPO's dropped groups (sampled, never
+    // trained); GRPO and λ-GRPO with uniform prompts generate nothing else
+    r->gen_aux = r->mc.tokens + r->select.gen_aux;
     r->trained_tokens = (long)run->cfg.num_iterations * positions;
     long ref_positions = run->ref ? positions : 0;   // π_ref's forward pass when β != 0
-    r->flops = b->flops_per_token * (positions + aux_positions + 3.0 * r->trained_tokens + ref_positions);
+    // R_drop last: 0 for the other selectors, so their sums are as before, bit for bit
+    r->flops = b->flops_per_token * (positions + 3.0 * r->trained_tokens + ref_positions + r->mc.positions +
+                                     r->select.aux_positions);
     b->gen_traj += r->gen_traj;
     b->gen_aux += r->gen_aux;
     b->trained += r->trained_tokens;
     b->flops += r->flops;
-    b->seconds += r->t[4] - r->t[0];
+    b->seconds += r->t[5] - r->t[0];
     r->budget_spent = budget_spent(b);
     b->done = b->amount > 0 && r->budget_spent >= b->amount;
     return b->done;
@@ -5223,6 +6183,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " train'", argv[first]);
     o->obj.max_new_tokens = o->max_new_tokens;
     check_grpo_options(o);
+    check_mc_options(o, CMD_TRAIN);
     check_select_options(o);
     check_weight_decay(o);
     // ---- budget (issue 15): the counters start at 0, and a checkpoint does not hold them
@@ -5275,10 +6236,16 @@ static int cmd_train(int argc, char **argv, Options *o) {
     for (int s = 0; s < 3; s++) check_context(o, maxT, sets[s]);
     int candidates = o->prompt_select == SELECT_MOPPS ? mopps_candidate_count(o, &train) : 0;
     print_options(stdout, o, CMD_TRAIN);
-    printf("# objective %s: advantage (r - mean)/(%s std + %g), loss %s, clip [%g, %g], beta %g, mu %d\n",
-           OBJECTIVE_NAMES[o->obj.objective], ADV_STD_NAMES[o->obj.adv_std], o->obj.adv_eps,
-           LOSS_AGG_NAMES[o->obj.loss_agg], 1.0f - o->obj.clip_eps_low, 1.0f + o->obj.clip_eps_high,
-           o->obj.beta, o->num_iterations);
+    char advantage[256];   // what each token's advantage is
+    snprintf(advantage, sizeof advantage, "advantage (r - mean)/(%s std + %g)", ADV_STD_NAMES[o->obj.adv_std],
+             o->obj.adv_eps);
+    if (o->obj.objective == OBJ_MC_PRM)
+        snprintf(advantage, sizeof advantage, "step advantage A_j = V̂(s_j+1) - V̂(s_j) (last step: r - V̂), "
+                 "steps end after each ',', V̂ from K=%d continuations per state%s", o->mc_k,
+                 o->mc_whiten ? ", whitened over the step's tokens" : "");
+    printf("# objective %s: %s, loss %s, clip [%g, %g], beta %g, mu %d\n", OBJECTIVE_NAMES[o->obj.objective],
+           advantage, LOSS_AGG_NAMES[o->obj.loss_agg], 1.0f - o->obj.clip_eps_low,
+           1.0f + o->obj.clip_eps_high, o->obj.beta, o->num_iterations);
     if (o->prompt_select == SELECT_MOPPS)
         printf("# prompt selection mopps: a Beta(1, 1) prior per training prompt (%d); each step M = %d "
                "candidates, the %d whose p ~ Beta(a, b) is nearest %g; decay %g; success = the verifier "
@@ -5295,6 +6262,14 @@ static int cmd_train(int argc, char **argv, Options *o) {
     build_kvcache(&kv, &policy.config, N);
     GroupBatch g;
     build_group_batch(&g, o->prompts_per_step, o->group_size, o->max_new_tokens, micro, maxT);
+    MCPRM mc;   // ---- MC-PRM (issue 16): its verifier reads the step's prompts from g
+    CountdownTask mc_task = {&train, g.prompt_idx, NULL, 0, 0, o->format_reward};
+    if (o->obj.objective == OBJ_MC_PRM) {
+        build_mcprm(&mc, &policy.config, N, o->max_new_tokens, o->mc_k, o->mc_whiten, MC_SEGMENT_COMMA,
+                    countdown_outcome_reward, &mc_task, NULL);
+        g.mc_adv = (float *)callocCheck((size_t)N * o->max_new_tokens, sizeof(float));
+        run.mc = &mc;
+    }
     PromptSelector select;
     build_prompt_selector(&select, o->prompt_select, o->select_target, candidates, o->select_decay,
                           o->dynamic_max_rounds, train.n, o->prompts_per_step, o->group_size,
@@ -5312,12 +6287,16 @@ static int cmd_train(int argc, char **argv, Options *o) {
                o->resume[0] ? o->init : "the model", before.accuracy, before.n);
     }
     if (load_init) free_gpt(&init_model);
-    CsvLog csv = open_csv(o->run_dir, "train.csv",
-        "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,loss,kl,"
-        "clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
-        "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent,p_pred,p_real,groups_sampled,"
-        "frac_all_equal_sampled,dynamic_cap_hit", st.step,
-        13, st.log_row);   // 13: the fields before t_sample
+    char header[1024];   // MC-PRM's runs have three more columns, then prompt selection's five (log_step)
+    snprintf(header, sizeof header, "%s%s%s",
+             "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,"
+             "loss,kl,clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
+             "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent",
+             o->obj.objective == OBJ_MC_PRM ? ",mc_states,aux_share,t_mc" : "",
+             o->prompt_select != SELECT_UNIFORM ? ",p_pred,p_real,groups_sampled,frac_all_equal_sampled,"
+                                                  "dynamic_cap_hit" : "");
+    CsvLog csv = open_csv(o->run_dir, "train.csv", header, st.step, 13, st.log_row);   // 13: the fields
+                                                                                        // before t_sample
     record_options(st.options, sizeof st.options, o, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);
     st.log = &csv;
     run.policy = &policy;
@@ -5373,6 +6352,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
                 budget.gen_traj, budget.gen_aux, budget.trained, budget.flops, budget.seconds);
         fcloseCheck(f);
     }
+    if (run.mc) free_mcprm(&mc);
     free_group_batch(&g);
     free_prompt_selector(&select);
     free_kvcache(&kv);
@@ -5417,6 +6397,18 @@ static float tree_reward(int leaf, int target, int n, float r_neg) {
     return (leaf >> shift) == (target >> shift) ? r_neg : 0.7f;
 }
 
+typedef struct {             // one tree run's reward table, as MC-PRM's verifier reads it
+    int target, n;
+    float r_neg;
+} TreeTask;
+
+// tree_outcome_reward: the OutcomeReward of the tree task: tree_reward of the completion's leaf.
+static float tree_outcome_reward(const void *task, int group, const int *comp, int len) {
+    const TreeTask *t = (const TreeTask *)task;
+    (void)group;   // every group of a run has the same prompt and target
+    return tree_reward(tree_leaf(comp, len), t->target, t->n, t->r_neg);
+}
+
 // The token mask of the tree task: only L and R can be sampled or scored.
 static void tree_allowed(unsigned char *allowed) {
     for (int v = 0; v < VOCAB_SIZE; v++) allowed[v] = v == char_to_token('L') || v == char_to_token('R');
@@ -5440,7 +6432,8 @@ static void tree_step_config(const Options *o, int objective, int seed, GRPOConf
    paper: the frequency of T over the last min(50, steps) steps. The target leaf is drawn
    from the seed alone, so both objectives face the same target and the same sampling streams.
    With β != 0, π_ref is the run's initial policy (as train's π_ref is the model it starts
-   from): a copy built from the same seed. */
+   from): a copy built from the same seed. MC-PRM's steps are the tokens: its states are the
+   prefixes of 0..3 tokens, its continuations draw the rest of the leaf (--mc-k per state). */
 static float tree_run(const Options *o, int objective, int n, float r_neg, int seed, float *freq,
                       float *reward, int *target_out) {
     GRPOConfig cfg;
@@ -5463,6 +6456,13 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
     build_kvcache(&kv, &model.config, N);
     GroupBatch g;
     build_group_batch(&g, P, k, TREE_DEPTH, N, model.config.max_seq_len);
+    MCPRM mc;
+    TreeTask task = {target, n, r_neg};
+    if (objective == OBJ_MC_PRM) {
+        build_mcprm(&mc, &model.config, N, TREE_DEPTH, o->mc_k, o->mc_whiten, MC_SEGMENT_TOKEN,
+                    tree_outcome_reward, &task, allowed);
+        g.mc_adv = (float *)callocCheck((size_t)N * TREE_DEPTH, sizeof(float));
+    }
     static const int bos[1] = {TOK_BOS};
     for (int i = 0; i < N; i++) {   // the prompt is <bos> alone
         g.prompt[i] = bos;
@@ -5483,6 +6483,7 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
         }
         compute_advantages(g.advantage, g.reward, g.num_groups, g.group_start, &cfg.obj);
         build_group_trees(&g);
+        if (objective == OBJ_MC_PRM) mc_prm_advantages(&mc, &model, &g, &cfg, step);
         UpdateStats update;
         UpdateStatus status = grpo_update(&model, use_ref ? &ref : NULL, &g, &cfg, &opt, &adam_t, allowed,
                                           &update);
@@ -5492,11 +6493,44 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
         reward[step] = (float)(mean_reward / N);
         if (step >= o->steps - tail_steps) tail += freq[step];
     }
+    if (objective == OBJ_MC_PRM) free_mcprm(&mc);
     free_group_batch(&g);
     free_kvcache(&kv);
     free_gpt(&model);
     if (use_ref) free_gpt(&ref);
     return (float)(tail / tail_steps);
+}
+
+/* tree_methods: the objectives of tree's grid: GRPO and λ-GRPO (the paper's), then each other
+   objective that --objective (comma-separated) names, in OBJECTIVE_NAMES order. A name that is
+   no objective, or an empty one, is a usage error. Returns their number. */
+static int tree_methods(const Options *o, int *methods) {
+    const char *list = o->tree_objectives;
+    size_t total = strlen(list);
+    for (size_t at = 0; total > 0 && at <= total; ) {   // each name, up to the next comma or the end
+        const char *name = list + at;
+        size_t len = strcspn(name, ",");
+        int known = 0;
+        for (int k = 0; OBJECTIVE_NAMES[k]; k++)
+            known |= strlen(OBJECTIVE_NAMES[k]) == len && !strncmp(name, OBJECTIVE_NAMES[k], len);
+        if (len == 0) usage_error("--objective '%s': an empty name (two commas, or one at an end)", list);
+        if (!known)
+            usage_error("--objective '%s': '%.*s' is not an objective (grpo, lambda-grpo, mc-prm; "
+                        "comma-separated)", list, (int)len, name);
+        at += len + 1;
+    }
+    int M = 0;
+    methods[M++] = OBJ_GRPO;
+    methods[M++] = OBJ_LAMBDA_GRPO;
+    for (int k = OBJ_LAMBDA_GRPO + 1; OBJECTIVE_NAMES[k]; k++)
+        if (list_has(list, OBJECTIVE_NAMES[k])) methods[M++] = k;
+    return M;
+}
+
+// The name of an objective in tree's table.
+static const char *objective_label(int objective) {
+    static const char *labels[] = {"GRPO", "λ-GRPO", "MC-PRM"};
+    return labels[objective];
 }
 
 static int cmd_tree(int argc, char **argv, Options *o) {
@@ -5516,10 +6550,13 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     const char *syn = "The paper's synthetic experiment (§4.3, Table 1): a depth-4 binary tree of L/R\n"
                       "tokens, target leaf +1.0, its n-prefix siblings r_neg, other leaves +0.7. Runs the\n"
                       "grid n in {1,2} x r_neg in {-0.5,-1,-1.5} x seeds x {GRPO, λ-GRPO} from random\n"
-                      "initialisation, prints the table beside the paper's, writes RUN_DIR/tree_steps.csv.";
+                      "initialisation (--objective mc-prm adds MC-PRM), prints the table beside the\n"
+                      "paper's, writes RUN_DIR/tree_steps.csv.";
     int first = parse_options(argc, argv, CMD_TREE, o, "tree", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " tree'", argv[first]);
     check_grpo_options(o);
+    int methods[8], M = tree_methods(o, methods);
+    check_mc_options(o, CMD_TREE);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
     if (o->steps < 1)
         usage_error("--steps %d: tree needs at least 1 step (its metric is a mean over the last steps)",
@@ -5530,6 +6567,9 @@ static int cmd_tree(int argc, char **argv, Options *o) {
         printf("# loss %s: Dr. GRPO constant %d (every completion has %d tokens)\n",
                LOSS_AGG_NAMES[o->obj.loss_agg], TREE_DEPTH, TREE_DEPTH);
     if (o->obj.beta != 0.0f) printf("# beta %g: π_ref is each run's initial (random) policy\n", o->obj.beta);
+    if (list_has(o->tree_objectives, "mc-prm"))
+        printf("# mc-prm: every token is a step; V̂ of each prefix from K=%d continuations%s\n", o->mc_k,
+               o->mc_whiten ? ", step advantages whitened over the step's tokens" : "");
     make_dir(o->run_dir);
     int lock = lock_run_dir(o->run_dir);
     const char *header = "objective,n,r_neg,seed,target,step,target_freq,mean_reward";
@@ -5538,7 +6578,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     static const float RNEG[3] = {-0.5f, -1.0f, -1.5f};
     static const float PAPER[2][3][2] = {{{0.3995f, 0.5663f}, {0.0000f, 0.7535f}, {0.2000f, 0.4463f}},
                                          {{0.1980f, 0.4292f}, {0.0488f, 0.3612f}, {0.0000f, 0.3820f}}};
-    int S = o->seeds, runs = 2 * 3 * 2 * S;
+    int S = o->seeds, runs = 2 * 3 * M * S;
     float *metric = (float *)mallocCheck((size_t)runs * sizeof(float));
     float *curve = (float *)mallocCheck((size_t)runs * o->steps * sizeof(float));
     float *rcurve = (float *)mallocCheck((size_t)runs * o->steps * sizeof(float));
@@ -5552,16 +6592,16 @@ static int cmd_tree(int argc, char **argv, Options *o) {
 #else
     #pragma omp parallel for schedule(dynamic)
 #endif
-    for (int idx = 0; idx < runs; idx++) {
-        int s = idx % S, obj = (idx / S) % 2, b = (idx / (2 * S)) % 3, a = idx / (6 * S);
-        metric[idx] = tree_run(o, obj, NS[a], RNEG[b], s + 1, curve + (size_t)idx * o->steps,
+    for (int idx = 0; idx < runs; idx++) {   // run idx: ((n·3 + r_neg)·M + method)·S + seed
+        int s = idx % S, m = (idx / S) % M, b = (idx / (M * S)) % 3, a = idx / (3 * M * S);
+        metric[idx] = tree_run(o, methods[m], NS[a], RNEG[b], s + 1, curve + (size_t)idx * o->steps,
                                rcurve + (size_t)idx * o->steps, &targets[idx]);
     }
     for (int idx = 0; idx < runs; idx++) {
-        int s = idx % S, obj = (idx / S) % 2, b = (idx / (2 * S)) % 3, a = idx / (6 * S);
+        int s = idx % S, m = (idx / S) % M, b = (idx / (M * S)) % 3, a = idx / (3 * M * S);
         for (int t = 0; t < o->steps; t++)
-            fprintf(csv.f, "%s,%d,%g,%d,%d,%d,%.6f,%.6f\n", OBJECTIVE_NAMES[obj], NS[a], RNEG[b], s + 1,
-                    targets[idx], t + 1, curve[(size_t)idx * o->steps + t],
+            fprintf(csv.f, "%s,%d,%g,%d,%d,%d,%.6f,%.6f\n", OBJECTIVE_NAMES[methods[m]], NS[a], RNEG[b],
+                    s + 1, targets[idx], t + 1, curve[(size_t)idx * o->steps + t],
                     rcurve[(size_t)idx * o->steps + t]);
         csv_row_done(&csv);   // a run's rows reach the file, or a write error stops here naming it
     }
@@ -5569,29 +6609,34 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     int window = o->steps < 50 ? o->steps : 50;   // tree_run's metric: the last min(50, steps) steps
     printf("\nTable 1: frequency of the target leaf over the last %d steps (mean ± std over %d seed%s)\n",
            window, S, S > 1 ? "s" : "");
-    printf("  n  r_neg |   GRPO (ours)     λ-GRPO (ours)  |  GRPO (paper)  λ-GRPO (paper)\n");
+    printf("  n  r_neg |   GRPO (ours)     λ-GRPO (ours)");
+    for (int m = 2; m < M; m++) printf("%*s%s (ours)", 11 - (int)strlen(objective_label(methods[m])), "",
+                                       objective_label(methods[m]));
+    printf("  |  GRPO (paper)  λ-GRPO (paper)\n");
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 3; b++) {
-            double mean[2], sd[2];
-            for (int obj = 0; obj < 2; obj++) {
-                const float *v = metric + ((size_t)(a * 3 + b) * 2 + obj) * S;
+            double mean[8], sd[8];
+            for (int m = 0; m < M; m++) {
+                const float *v = metric + ((size_t)(a * 3 + b) * M + m) * S;
                 double seed_mean = 0, ss = 0;
                 for (int s = 0; s < S; s++) seed_mean += v[s];
                 seed_mean /= S;
                 for (int s = 0; s < S; s++) ss += (v[s] - seed_mean) * (v[s] - seed_mean);
-                mean[obj] = seed_mean;
-                sd[obj] = S > 1 ? sqrt(ss / (S - 1)) : 0.0;
+                mean[m] = seed_mean;
+                sd[m] = S > 1 ? sqrt(ss / (S - 1)) : 0.0;
             }
-            printf("  %d  %5.1f |  %.4f ± %.4f   %.4f ± %.4f |  %.4f        %.4f\n", NS[a], RNEG[b], mean[0],
-                   sd[0], mean[1], sd[1], PAPER[a][b][0], PAPER[a][b][1]);
+            printf("  %d  %5.1f |  %.4f ± %.4f   %.4f ± %.4f", NS[a], RNEG[b], mean[0], sd[0], mean[1],
+                   sd[1]);
+            for (int m = 2; m < M; m++) printf("   %.4f ± %.4f", mean[m], sd[m]);
+            printf(" |  %.4f        %.4f\n", PAPER[a][b][0], PAPER[a][b][1]);
         }
     // the paper's per-seed picture for n = 1, r_neg = −1.0: found early, then abandoned?
     int early = o->steps < 10 ? o->steps : 10;
     printf("\nn = 1, r_neg = -1.0, per seed: target frequency in the first %d steps (max of any step) "
            "and the last %d\n", early, window);
-    for (int obj = 0; obj < 2; obj++)
+    for (int m = 0; m < M; m++)
         for (int s = 0; s < S; s++) {
-            size_t idx = ((size_t)(0 * 3 + 1) * 2 + obj) * S + s;
+            size_t idx = ((size_t)(0 * 3 + 1) * M + m) * S + s;
             const float *c = curve + idx * o->steps;
             double first = 0, peak = 0;
             for (int t = 0; t < early; t++) {
@@ -5599,9 +6644,9 @@ static int cmd_tree(int argc, char **argv, Options *o) {
                 if (c[t] > peak) peak = c[t];
             }
             printf("  %-11s seed %d: first %2d steps %.3f (max %.3f), last %d steps %.3f\n",
-                   OBJECTIVE_NAMES[obj], s + 1, early, first / early, peak, window, metric[idx]);
+                   OBJECTIVE_NAMES[methods[m]], s + 1, early, first / early, peak, window, metric[idx]);
         }
-    printf("\n# %d runs x %d steps in %.1f s; per-step target frequency in %s\n", 2 * 3 * 2 * S, o->steps,
+    printf("\n# %d runs x %d steps in %.1f s; per-step target frequency in %s\n", runs, o->steps,
            wall_seconds() - t0, csv.path);
     free(metric);
     free(curve);
@@ -5720,10 +6765,51 @@ static int cmd_eval(int argc, char **argv, Options *o) {
     return 0;
 }
 
+/* node_values: for each node of g's tree B(G) (one group), V̂ of its prefix, the prompt and
+   the node's tokens and its ancestors' (a member's first `end` tokens), from K fresh
+   continuations each (mc_estimate_values, one sampler call for every inner node; stream
+   mc_stream(0, member, end)), into value (num_nodes), and the tokens they drew into tokens. At a
+   leaf the prefix is a whole completion: V̂ is its reward, for no tokens (tokens −1). Returns
+   what the continuations spent. R̂(λ) of the node estimates the same value from its |λ|
+   members (credit-assignment.md §3, the note for readers). mc must hold a sequence (its N) per
+   inner node. */
+static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOConfig *cfg, float *value,
+                           long *tokens) {
+    const PrefixTree *tree = &g->tree;
+    int D = 0;
+    for (int n = 0; n < tree->num_nodes; n++) {
+        const ProcessNode *nd = &tree->nodes[n];
+        int i = nd->member;
+        value[n] = g->reward[i];
+        tokens[n] = -1;
+        if (nd->end == g->clen[i]) continue;   // a leaf: the whole completion
+        int *seq = mc->seq + (size_t)D * mc->maxT;   // mc holds a row per inner node
+        memcpy(seq, g->prompt[i], (size_t)g->plen[i] * sizeof(int));
+        memcpy(seq + g->plen[i], g->comp_row[i], (size_t)g->clen[i] * sizeof(int));
+        mc->state_seq[D] = seq;
+        mc->state_len[D] = g->plen[i] + nd->end;
+        mc->state_prefix[D] = nd->end;
+        mc->state_group[D] = 0;
+        mc->state_stream[D] = mc_stream(0, i, nd->end);
+        D++;
+    }
+    mc->num_states = D;
+    MCStats st = mc_estimate_values(mc, m, cfg->temperature, (uint64_t)cfg->seed);
+    D = 0;
+    for (int n = 0; n < tree->num_nodes; n++)
+        if (tree->nodes[n].end < g->clen[tree->nodes[n].member]) {
+            value[n] = mc->value[D];
+            tokens[n] = mc->state_tokens[D];
+            D++;
+        }
+    return st;
+}
+
 // Draws the tree B(G) as text: one line per process step (node), children under their
-// parent, with |λ|, R̂, A_λ and the member completions y(i).
+// parent, with |λ|, R̂, V̂ (value, and the tokens its continuations cost: tokens, −1 at a
+// leaf), A_λ and the member completions y(i).
 static void print_tree(const PrefixTree *tree, const int *const *tokens, const int *len, int k,
-                       const int *node_of, int stride) {
+                       const int *node_of, int stride, const float *value, const long *cost) {
     int n_nodes = tree->num_nodes;
     unsigned char *is_last = (unsigned char *)callocCheck(n_nodes + 1, 1);
     for (int n = 0; n < n_nodes; n++) {       // last child: no later node has the same parent
@@ -5739,8 +6825,11 @@ static void print_tree(const PrefixTree *tree, const int *const *tokens, const i
         char text[4096];
         decode(tokens[nd->member] + nd->start, nd->end - nd->start, text, sizeof text);
         int width = 32 - 4 * depth;   // keeps the numbers in one column
-        printf("%s%-*s |λ|=%-2d R̂=%.3f  A_λ=%+.4f  y(", is_last[n] ? "└── " : "├── ", width > 1 ? width : 1,
-               text, nd->size, nd->step_reward, nd->step_advantage);
+        char spent[32];
+        if (cost[n] < 0) snprintf(spent, sizeof spent, "(leaf)");
+        else snprintf(spent, sizeof spent, "(%ld tok)", cost[n]);
+        printf("%s%-*s |λ|=%-2d R̂=%.3f  V̂=%.3f %-10s A_λ=%+.4f  y(", is_last[n] ? "└── " : "├── ",
+               width > 1 ? width : 1, text, nd->size, nd->step_reward, value[n], spent, nd->step_advantage);
         int first = 1;
         for (int i = 0; i < k; i++)
             if (len[i] > nd->start && node_of[(size_t)i * stride + nd->start] == n) {   // a member
@@ -5755,7 +6844,9 @@ static void print_tree(const PrefixTree *tree, const int *const *tokens, const i
 static int cmd_sample(int argc, char **argv, Options *o) {
     strcpy(o->model, "runs/sft/model.bin");
     const char *syn = "Samples a group of k completions for one prompt, scores them, and draws the\n"
-                      "group's prefix tree B(G) with |λ|, step rewards R̂ and step advantages A_λ.";
+                      "group's prefix tree B(G) with |λ|, step rewards R̂ (λ-GRPO's implicit value of\n"
+                      "each node's prefix), beside V̂ of the same prefix from --mc-k fresh continuations\n"
+                      "(MC-PRM's explicit estimate, and the tokens it costs), and step advantages A_λ.";
     int first = parse_options(argc, argv, CMD_SAMPLE, o, "sample", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " sample'", argv[first]);
     if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 (logits / T overflow below)");
@@ -5797,10 +6888,30 @@ static int cmd_sample(int argc, char **argv, Options *o) {
         decode(g.comp_row[i], g.clen[i], text, sizeof text);
         printf("  y(%d)  r=%.0f  a=%+.4f  %s\n", i + 1, g.reward[i], g.advantage[i], text);
     }
+    // V̂ of each node's prefix from --mc-k fresh continuations (MC-PRM's estimate), beside R̂
+    int inner = 0, group_tokens = 0;
+    for (int nd = 0; nd < g.tree.num_nodes; nd++)
+        inner += g.tree.nodes[nd].end < g.clen[g.tree.nodes[nd].member];
+    for (int i = 0; i < k; i++) group_tokens += g.clen[i];
+    CountdownTask task = {NULL, NULL, nums, n, target, 0.0f};
+    MCPRM mc;
+    build_mcprm(&mc, &model.config, inner > 0 ? inner : 1, o->max_new_tokens, o->mc_k, 0, MC_SEGMENT_COMMA,
+                countdown_outcome_reward, &task, NULL);
+    float *value = (float *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(float));
+    long *cost = (long *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(long));
+    MCStats spent = node_values(&mc, &model, &g, &cfg, value, cost);
     printf("\nB(G): %d process steps, mean path depth %.2f, intermediate proportion %.2f\n",
            g.tree.num_nodes, ts.mean_depth, ts.intermediate);
-    printf("GRPO pushes each step's tokens |λ| times with A_λ; λ-GRPO once.\n\n<prompt>\n");
-    print_tree(&g.tree, g.comp_row, g.clen, k, g.node_of, g.max_new);
+    printf("GRPO pushes each step's tokens |λ| times with A_λ; λ-GRPO once.\n");
+    printf("R̂ and V̂ estimate the same value, the expected reward after the node's prefix: R̂ from the |λ|\n"
+           "members that share it (no extra tokens), V̂ from %d fresh continuations (at a leaf, its\n"
+           "reward). V̂ of the %d inner nodes cost %ld sampled tokens, %.1fx the group's %d.\n\n<prompt>\n",
+           o->mc_k, inner, spent.tokens, (double)spent.tokens / (group_tokens > 0 ? group_tokens : 1),
+           group_tokens);
+    print_tree(&g.tree, g.comp_row, g.clen, k, g.node_of, g.max_new, value, cost);
+    free(value);
+    free(cost);
+    free_mcprm(&mc);
     free_group_batch(&g);
     free_kvcache(&kv);
     free_gpt(&model);
@@ -6024,6 +7135,10 @@ static int cmd_check(int argc, char **argv, Options *o) {
                       "'loss <value>'. --mask-truncated 1 gives the lines with truncated=1 no loss.";
     int first = parse_options(argc, argv, CMD_CHECK, o, "check FILE", syn);
     if (first != argc - 1) usage_error("'" PROG " check' needs exactly one FILE argument ('-' for stdin)");
+    if (o->obj.objective == OBJ_MC_PRM)
+        usage_error("--objective mc-prm: check runs a dumped batch without a model, and MC-PRM's V̂ needs "
+                    "fresh continuations from one (use grpo or lambda-grpo; ./grpo sample prints V̂ "
+                    "beside R̂)");
     GRPOConfig cfg = grpo_config_from_options(o);
     cfg.obj.max_new_tokens = o->max_new_tokens;
     const char *path = argv[first];
@@ -6170,14 +7285,87 @@ static void bench_train_step(GPT *m, const int *inputs, const int *targets, floa
     adamw_update(m, opt, 1e-4f, t);
 }
 
+/* read_bench_groups: the groups of path (eval --completions' format: prompt<TAB>completion<TAB>
+   reward<TAB>eos|no-eos; lines starting with '#' are comments; consecutive lines with one prompt
+   form a group) into g (build_group_batch_starts: at most max_seqs completions of at most max_new
+   tokens, forward passes of them all at once), rewards and advantages (a step's defaults) and
+   trees set; the prompts' tokens go to prompts (max_seqs, maxT). Returns the number of
+   completions, 0 (g not built) when the file is missing or does not fit. */
+static int read_bench_groups(const char *path, GroupBatch *g, int *prompts, int max_seqs, int max_new,
+                             int maxT) {
+    FILE *f = fopen(path, "r");
+    if (!f) return 0;
+    char line[512];
+    int n = 0, groups = 0, fits = 1;
+    int *starts = (int *)mallocCheck(((size_t)max_seqs + 1) * sizeof(int));
+    int *comp = (int *)mallocCheck((size_t)max_seqs * max_new * sizeof(int));
+    int *plen = (int *)mallocCheck((size_t)max_seqs * sizeof(int));
+    int *clen = (int *)mallocCheck((size_t)max_seqs * sizeof(int));
+    float *reward = (float *)mallocCheck((size_t)max_seqs * sizeof(float));
+    char last_prompt[512] = "";
+    while (fits && fgets(line, sizeof line, f)) {
+        if (line[0] == '#' || line[0] == '\n') continue;
+        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+        char *t3 = t2 ? strchr(t2 + 1, '\t') : NULL;
+        if (!t3 || n == max_seqs) { fits = 0; break; }
+        *t1 = *t2 = *t3 = 0;
+        int pl = (int)strlen(line), cl = (int)(t2 - t1 - 1), eos = !strncmp(t3 + 1, "eos", 3), bad;
+        if (1 + pl + cl + eos > maxT || cl + eos > max_new || cl + eos == 0) { fits = 0; break; }
+        int *pr = prompts + (size_t)n * maxT, *c = comp + (size_t)n * max_new;
+        pr[0] = TOK_BOS;
+        if (encode(line, pl, pr + 1, &bad) < 0 || encode(t1 + 1, cl, c, &bad) < 0) { fits = 0; break; }
+        if (eos) c[cl] = TOK_EOS;
+        if (strcmp(line, last_prompt)) starts[groups++] = n;
+        snprintf(last_prompt, sizeof last_prompt, "%s", line);
+        plen[n] = 1 + pl;
+        clen[n] = cl + eos;
+        reward[n] = (float)atof(t2 + 1);
+        n++;
+    }
+    fclose(f);
+    if (fits && n > 0) {
+        starts[groups] = n;
+        build_group_batch_starts(g, groups, starts, max_new, n, maxT);
+        for (int i = 0; i < n; i++) {
+            g->prompt[i] = prompts + (size_t)i * maxT;
+            g->plen[i] = plen[i];
+            g->clen[i] = clen[i];
+            g->reward[i] = reward[i];
+            memcpy(g->comp + (size_t)i * max_new, comp + (size_t)i * max_new, clen[i] * sizeof(int));
+        }
+        Options def;
+        default_options(&def);
+        ObjectiveConfig obj = def.obj;   // the advantages of a step with the defaults
+        obj.max_new_tokens = max_new;
+        compute_advantages(g->advantage, g->reward, groups, g->group_start, &obj);
+        build_group_trees(g);
+    }
+    free(starts); free(comp); free(plen); free(clen); free(reward);
+    return fits ? n : 0;
+}
+
+// the median of x (n <= 16 values, reordered)
+static double median_of(double *x, int n) {
+    for (int a = 1; a < n; a++)
+        for (int b = a; b > 0 && x[b - 1] > x[b]; b--) {
+            double t = x[b];
+            x[b] = x[b - 1];
+            x[b - 1] = t;
+        }
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
 static int cmd_bench(int argc, char **argv, Options *o) {
     o->batch_size = 16;   // bench's defaults
     o->steps = 10;
     const char *syn = "Training throughput (forward + backward + AdamW on a fixed B x maxT batch) and\n"
                       "sampling throughput (64 sequences, 8-token prompt, KV cache, to maxT).\n"
-                      "Then the training step at the GRPO update's shape (128 x 37).\n"
+                      "Then the training step at the GRPO update's shape (128 x 37), and the GRPO update\n"
+                      "(grpo_update) on 8 x 16 sampled completions (tests/fixtures/bench_groups.txt),\n"
+                      "padded and tree-packed (--update-layout), 5 times each, alternating.\n"
                       "Last line: 'bench train_tok_s=... sample_tok_s=... gflops=... update_tok_s=...\n"
-                      "update_gflops=... threads=...'.";
+                      "update_gflops=... [update_padded_ms=... update_tree_ms=... update_rows=...\n"
+                      "update_positions=...] threads=...'.";
     int first = parse_options(argc, argv, CMD_BENCH | CMD_SFT * 0, o, "bench", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " bench'", argv[first]);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
@@ -6238,6 +7426,46 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #endif
     double update_tok_s = (double)UB * UT * usteps / (wall_seconds() - t0);
     double update_gflops = update_tok_s * 3.0 * (2.0 * n_nonemb + 2.0 * L * UT * C + 2.0 * C * V) / 1e9;
+    // the GRPO update itself (grpo_update: loss, backward, clipping, AdamW) on real groups, the
+    // padded layout and the tree-packed one alternating (CPU build: the CUDA build trains padded)
+    GroupBatch rg;
+    int *rg_prompts = (int *)mallocCheck((size_t)UB * T * sizeof(int));
+    int rg_n = read_bench_groups("tests/fixtures/bench_groups.txt", &rg, rg_prompts, UB, 26, T);
+    int rg_T = 0, rg_rows = 0, layouts = 2;
+#ifdef GRPO_CUDA
+    layouts = mu.on_device ? 1 : 2;
+#endif
+    double rg_ms[2][5], rg_med[2] = {0, 0}, rg_lo[2] = {0, 0}, rg_hi[2] = {0, 0};
+    if (rg_n > 0) {
+        rg_T = make_batch(rg.inputs, rg.targets, rg_n, rg.prompt, rg.plen, rg.comp_row, rg.clen);
+        rg_rows = pack_batch(&rg.pack, rg_n, rg.prompt, rg.plen, rg.comp_row, rg.clen);
+        Options def;
+        default_options(&def);
+        GRPOConfig rcfg = grpo_config_from_options(&def);
+        rcfg.obj.max_new_tokens = 26;
+        int adam = 0;
+        UpdateStats us;
+        for (int it = 0; it < 6; it++)   // a warm-up, then 5 of each
+            for (int lay = 0; lay < layouts; lay++) {
+                rcfg.update_layout = lay;
+                double t1 = wall_seconds();
+                grpo_update(&mu, NULL, &rg, &rcfg, &opt, &adam, NULL, &us);
+#ifdef GRPO_CUDA
+                if (mu.on_device) cuda_synchronize();
+#endif
+                if (it > 0) rg_ms[lay][it - 1] = 1e3 * (wall_seconds() - t1);
+            }
+        for (int lay = 0; lay < layouts; lay++) {
+            rg_lo[lay] = rg_hi[lay] = rg_ms[lay][0];
+            for (int r = 1; r < 5; r++) {
+                rg_lo[lay] = fmin(rg_lo[lay], rg_ms[lay][r]);
+                rg_hi[lay] = fmax(rg_hi[lay], rg_ms[lay][r]);
+            }
+            rg_med[lay] = median_of(rg_ms[lay], 5);
+        }
+        free_group_batch(&rg);
+    }
+    free(rg_prompts);
     free(uin);
     free(utg);
     free(ulp);
@@ -6312,6 +7540,18 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #endif
     printf("update %10.0f tokens/s  (%.2f GFLOP/s): the same step at the GRPO update's shape, %d x %d\n",
            update_tok_s, update_gflops, UB, UT);
+    if (rg_n > 0) {
+        printf("update %10.1f ms per GRPO update [%.1f-%.1f], padded: %d sampled completions "
+               "(tests/fixtures/bench_groups.txt), %d x %d = %d positions\n",
+               rg_med[0], rg_lo[0], rg_hi[0], rg_n, rg_n, rg_T, rg_n * rg_T);
+        if (layouts == 2)
+            printf("update %10.1f ms per GRPO update [%.1f-%.1f], tree-packed: %d rows (%.2f of padded): "
+                   "%.2fx the padded\n", rg_med[1], rg_lo[1], rg_hi[1], rg_rows,
+                   (double)rg_rows / (rg_n * rg_T), rg_med[0] / rg_med[1]);
+    } else {
+        printf("update: tests/fixtures/bench_groups.txt not found or does not fit this model: "
+               "no GRPO update lines (run from the repository root)\n");
+    }
     printf("sample %10.0f new tokens/s\n", sample_tok_s);
     if (gnew >= 1)
         printf("sample %10.0f new tokens/s as in a GRPO step (8 prompts x 16, <= %d new tokens, to <eos>)\n",
@@ -6341,8 +7581,12 @@ static int cmd_bench(int argc, char **argv, Options *o) {
         }
     }
 #endif
-    printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f update_tok_s=%.1f update_gflops=%.2f "
-           "threads=%d\n", train_tok_s, sample_tok_s, gflops, update_tok_s, update_gflops, num_threads());
+    printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f update_tok_s=%.1f update_gflops=%.2f ",
+           train_tok_s, sample_tok_s, gflops, update_tok_s, update_gflops);
+    if (rg_n > 0 && layouts == 2)
+        printf("update_padded_ms=%.2f update_tree_ms=%.2f update_seqs=%d update_T=%d update_rows=%d ",
+               rg_med[0], rg_med[1], rg_n, rg_T, rg_rows);
+    printf("threads=%d\n", num_threads());
     free(inputs);
     free(targets);
     free(logp);
@@ -7269,6 +8513,7 @@ static void resolved_config(FILE *f, ArgList *a, int is_train) {
     if (is_train) {
         t.obj.max_new_tokens = t.max_new_tokens;
         check_grpo_options(&t);
+        check_mc_options(&t, CMD_TRAIN);
         check_select_options(&t);
     } else if (t.channels % t.heads) {
         usage_error("--sft-args: --heads must divide --channels");
@@ -7630,10 +8875,10 @@ static void print_usage(void) {
            "usage: " PROG " <command> [--option value ...]    (" PROG " <command> --help for options)\n\n"
            "commands:\n"
            "  sft      supervised fine-tuning on demonstrations (data/countdown_train.txt)\n"
-           "  train    GRPO / λ-GRPO on countdown from an SFT checkpoint\n"
+           "  train    GRPO / λ-GRPO / MC-PRM on countdown from an SFT checkpoint\n"
            "  eval     score a checkpoint: greedy accuracy and pass@k\n"
-           "  sample   sample a group for one prompt and draw its prefix tree B(G)\n"
-           "  tree     the paper's synthetic experiment (Table 1): GRPO vs λ-GRPO on a binary tree\n"
+           "  sample   sample a group for one prompt and draw its prefix tree B(G), R̂ beside V̂\n"
+           "  tree     the paper's synthetic experiment (Table 1): GRPO vs λ-GRPO (and MC-PRM) on a tree\n"
            "  check    advantages, |λ|, weights, loss and gradients for a batch from another trainer\n"
            "  verify   score prompt<TAB>completion lines with the countdown verifier\n"
            "  bench    training and sampling throughput\n"

@@ -21,6 +21,9 @@ Measurements (defaults: V=24 maxT=64 L=4 NH=4 C=128, --threads = os.cpu_count())
   3. update: the training step of 1. at the shape of the main job's GRPO update, B=128
      sequences of T=min(37, maxT) tokens (--update-B, --update-T), as ./grpo bench's
      "update" line. 1 warm-up iteration, then max(3, iters/2) timed.
+  4. with --c-results holding update_tree_ms (./grpo bench's GRPO update on real sampled
+     groups, padded and tree-packed): the same step at those groups' padded shape,
+     update_seqs x update_T, 5 timed after a warm-up (median), beside grpo.c's two layouts.
 
 FLOP count (used for GFLOP/s; same formula as grpo.c is expected to use):
   per token forward ~= 2*N + 2*L*T*C + 2*C*V
@@ -296,8 +299,15 @@ def main():
     print(f"  (train: B={B} T={T} iters={args.iters}; "
           f"sample: {nsample} seqs x {args.maxT - prompt_len} new tokens; update: B={UB} T={UT})")
 
+    c = read_c_results(args.c_results) if args.c_results else None
+    groups_ms = None
+    if c and isinstance(c.get("update_tree_ms"), float):
+        GB, GT = int(c["update_seqs"]), int(c["update_T"])
+        runs = sorted(1e3 * GB * GT / bench_train(model, device, GB, GT, 1, warmup=1 if r == 0 else 0)
+                      for r in range(5))
+        groups_ms = runs[2]
+
     if args.c_results:
-        c = read_c_results(args.c_results)
 
         def num(k):
             v = c.get(k)
@@ -312,6 +322,12 @@ def main():
         print(f"{'sample tokens/s':22s}{cs:11.1f}{sample_tok_s:12.1f}{cs / sample_tok_s:8.2f}x")
         print(f"{'train GFLOP/s':22s}{cg:11.2f}{train_gflops:12.2f}")
         print(f"{'update GFLOP/s':22s}{cug:11.2f}{update_gflops:12.2f}")
+        if groups_ms is not None:
+            pad, tree = c["update_padded_ms"], c["update_tree_ms"]
+            shape = f"{int(c['update_seqs'])} x {int(c['update_T'])}"
+            print(f"GRPO update on sampled groups ({shape} padded; tree-packed {int(c['update_rows'])} rows), "
+                  f"ms: grpo.c padded {pad:.1f}, tree {tree:.1f}; PyTorch eager padded {groups_ms:.1f}: "
+                  f"PyTorch / grpo.c tree = {groups_ms / tree:.2f}x, / padded = {groups_ms / pad:.2f}x")
         if "threads" in c:
             print(f"(grpo.c threads={c['threads']:g}, PyTorch threads={torch.get_num_threads()})")
         if device.type == "cpu":

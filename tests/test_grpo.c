@@ -6,7 +6,7 @@ independent reference: PyTorch autograd (tests/ref_model.bin, written by
 tests/gen_reference.py), finite differences, brute-force counts, closed-form vectors, and
 fixtures produced with verl and TRL (tests/fixtures/). Each check prints one line; the
 run ends with `N passed, N failed` and exits non-zero when anything failed.
-Run one group with ./tests/test_grpo GROUP (model, tree, objective, verifier, select, ...),
+Run one group with ./tests/test_grpo GROUP (model, tree, objective, verifier, mcprm, select, ...),
 several as GROUP,GROUP,...
 */
 #define TESTING
@@ -2762,6 +2762,416 @@ static void test_train_end_to_end(void) {
 }
 
 // ----------------------------------------------------------------------------
+// The tree-packed update (--update-layout tree) against the padded one
+
+/* A random batch for the tree-packed tests: P groups of the sizes in `size` (1 included), each
+   with its own prompt of its own length (group 1 takes group 0's prompt, as a prompt drawn twice
+   does; group 2's prompt is group 0's plus its first completion token, so a completion of group
+   0 runs through a prompt row of group 2), completions over three characters and <eos> so that
+   members repeat each other: duplicates, shared prefixes, prefixes cut off (one completion a
+   prefix of another), re-convergence (another first token, then the same suffix), empty ones
+   and ones truncated at max_new. Rewards in {0, 0.5, 1}; advantages and trees as a step makes
+   them. prompts holds the prompt tokens (P, 8). */
+static void random_pack_batch(GroupBatch *g, int *prompts, int P, const int *size, int max_new, Rng *rng,
+                              const ObjectiveConfig *obj) {
+    const char alphabet[3] = {'1', '2', '+'};
+    int start[16] = {0};
+    for (int p = 0; p < P; p++) start[p + 1] = start[p] + size[p];
+    build_group_batch_starts(g, P, start, max_new, start[P], 32);
+    int first_tok = char_to_token('1');
+    for (int p = 0; p < P; p++) {
+        int *pr = prompts + p * 8;
+        int len = 2 + rng_int(rng, 4);
+        pr[0] = TOK_BOS;
+        for (int t = 1; t < len; t++) pr[t] = char_to_token(alphabet[rng_int(rng, 3)]);
+        if (p == 1) {
+            memcpy(pr, prompts, 8 * sizeof(int));
+            len = g->plen[0];
+        }
+        if (p == 2) {   // group 0's prompt followed by the first completion token of group 0
+            memcpy(pr, prompts, 8 * sizeof(int));
+            len = g->plen[0] + 1;
+            pr[len - 1] = first_tok;
+        }
+        for (int i = start[p]; i < start[p + 1]; i++) {
+            g->prompt[i] = pr;
+            g->plen[i] = len;
+        }
+    }
+    for (int p = 0; p < P; p++)
+        for (int i = start[p]; i < start[p + 1]; i++) {
+            int *c = g->comp + (size_t)i * max_new;
+            int n = 0, kind = rng_int(rng, 6);
+            int other = i > start[p] ? start[p] + rng_int(rng, i - start[p]) : -1;   // an earlier member
+            const int *o = other >= 0 ? g->comp_row[other] : NULL;
+            int olen = other >= 0 ? g->clen[other] : 0;
+            int through = p == 0 && i == start[p] && P > 2;   // runs through group 2's last prompt row
+            if (through) kind = 5;
+            if (kind == 0 && o) {                         // a duplicate
+                memcpy(c, o, olen * sizeof(int));
+                n = olen;
+            } else if (kind == 1 && o && olen > 0) {      // a prefix of another, cut off (no <eos>)
+                n = rng_int(rng, olen);
+                memcpy(c, o, n * sizeof(int));
+                if (n > 0 && c[n - 1] == TOK_EOS) n--;
+            } else if (kind == 2 && o && olen > 1) {      // another first token, then the same suffix
+                memcpy(c, o, olen * sizeof(int));
+                c[0] = c[0] == first_tok ? char_to_token('2') : first_tok;
+                n = olen;
+            } else {                                      // a shared stem or not, then random to <eos>
+                if (kind == 3 && o) {
+                    n = rng_int(rng, olen + 1);
+                    memcpy(c, o, n * sizeof(int));
+                    if (n > 0 && c[n - 1] == TOK_EOS) n--;
+                }
+                if (kind == 5) c[n++] = first_tok;
+                while (n < max_new) {
+                    int x = rng_int(rng, 5);
+                    c[n++] = x == 4 ? TOK_EOS : char_to_token(alphabet[x % 3]);
+                    if (c[n - 1] == TOK_EOS) break;
+                }
+                if (through && n < 2) c[n++] = TOK_EOS;   // (position plen is an input only when clen >= 2)
+                if (!through && rng_int(rng, 8) == 0) n = 0;   // an empty completion
+            }
+            g->clen[i] = n;
+            g->reward[i] = 0.5f * rng_int(rng, 3);
+        }
+    mark_truncated(g);
+    compute_advantages(g->advantage, g->reward, g->num_groups, g->group_start, obj);
+    build_group_trees(g);
+}
+
+// the tokens of sequence b of a batch: <bos> prompt completion, position t
+static int seq_token(const GroupBatch *g, int i, int t) {
+    return t < g->plen[i] ? g->prompt[i][t] : g->comp_row[i][t - g->plen[i]];
+}
+
+/* pack_batch against brute force, on random batches: the row count is the number of distinct
+   prefixes of the input positions (0..plen+clen−2 of each sequence with a completion token),
+   counted by comparing every prefix with every other; every row's root path spells such a
+   prefix, with pos = depth, its parent before it, and its subtree exactly the rows whose path
+   runs through it, contiguous; every completion token's edge is the row of its prefix and its
+   token; a row's edges are distinct; att_off counts pos + 1 per row. */
+static void test_pack_brute_force(void) {
+    Rng rng;
+    rng_seed(&rng, 77, 1);
+    ObjectiveConfig obj = default_obj();
+    int bad_count = 0, bad_rows = 0, bad_edges = 0, batches = 300;
+    int max_rows = 0, total_rows = 0, total_padded = 0;
+    for (int it = 0; it < batches; it++) {
+        int P = 1 + rng_int(&rng, 4), size[4], prompts[4 * 8], max_new = 2 + rng_int(&rng, 7);
+        for (int p = 0; p < P; p++) size[p] = 1 + rng_int(&rng, 6);
+        GroupBatch g;
+        random_pack_batch(&g, prompts, P, size, max_new, &rng, &obj);
+        int N = g.N;
+        TreePack *pk = &g.pack;
+        int rows = pack_batch(pk, N, g.prompt, g.plen, g.comp_row, g.clen);
+        // brute force: prefix (i, t) is new unless an earlier prefix (i2, t) has the same tokens
+        int distinct = 0;
+        for (int i = 0; i < N; i++) {
+            if (g.clen[i] == 0) continue;
+            for (int t = 0; t < g.plen[i] + g.clen[i] - 1; t++) {
+                int seen = 0;
+                for (int i2 = 0; i2 < i && !seen; i2++) {
+                    if (g.clen[i2] == 0 || g.plen[i2] + g.clen[i2] - 1 <= t) continue;
+                    int same = 1;
+                    for (int u = 0; u <= t && same; u++) same = seq_token(&g, i, u) == seq_token(&g, i2, u);
+                    seen = same;
+                }
+                distinct += !seen;
+            }
+        }
+        bad_count += rows != distinct || pk->rows != rows;
+        max_rows = imax(max_rows, rows);
+        total_rows += rows;
+        total_padded += N * make_batch(g.inputs, g.targets, N, g.prompt, g.plen, g.comp_row, g.clen);
+        // structure
+        size_t off = 0;
+        for (int r = 0; r < rows; r++) {
+            int par = pk->parent[r];
+            int ok = par < r && (par < 0 ? pk->pos[r] == 0 : pk->pos[r] == pk->pos[par] + 1);
+            ok &= pk->att_off[r] == off;
+            off += pk->pos[r] + 1;
+            for (int r2 = 0; r2 < rows; r2++) {   // r2 in the subtree of r <=> r is on r2's root path
+                int through = 0;
+                for (int a = r2; a >= 0 && !through; a = pk->parent[a]) through = a == r;
+                ok &= through == (r2 >= r && r2 < pk->subtree_end[r]);
+            }
+            for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++)
+                for (int e2 = e + 1; e2 < pk->edge_start[r + 1]; e2++)
+                    ok &= pk->edge_token[e] != pk->edge_token[e2];
+            bad_rows += !ok;
+        }
+        bad_rows += pk->att_size != off || pk->edge_start[rows] != pk->edges;
+        // every completion token: its edge's row spells its prefix, its token is the edge's
+        for (int i = 0; i < N; i++)
+            for (int j = 0; j < g.clen[i]; j++) {
+                int e = pk->edge_of[(size_t)i * pk->max_new + j];
+                int r = 0;
+                while (r < rows && !(e >= pk->edge_start[r] && e < pk->edge_start[r + 1])) r++;
+                int t = g.plen[i] - 1 + j;
+                int ok = r < rows && pk->pos[r] == t && pk->edge_token[e] == g.comp_row[i][j];
+                for (int a = r; ok && a >= 0; a = pk->parent[a])
+                    ok = pk->token[a] == seq_token(&g, i, pk->pos[a]);
+                bad_edges += !ok;
+            }
+        free_group_batch(&g);
+    }
+    check(bad_count == 0, "tree pack: rows == distinct input prefixes (brute force, 300 random batches)",
+          "%d batches wrong; %d rows packed of %d padded (%.2f), at most %d in one batch", bad_count,
+          total_rows, total_padded, (double)total_rows / total_padded, max_rows);
+    check(bad_rows == 0, "tree pack: root paths, pos = depth, preorder subtrees, distinct edges, att_off",
+          "%d rows wrong", bad_rows);
+    check(bad_edges == 0, "tree pack: each completion token's edge is its prefix's row and its token",
+          "%d tokens wrong", bad_edges);
+}
+
+/* Tree attention against two references on a random packed batch and random q, k, v, dout:
+   (1) tree_attention_forward_ref, the textbook form over each row's root path; (2) the padded
+   causal attention (attention_forward / attention_backward, tested against PyTorch) run on
+   every sequence's own rows one after the other: the forward of a row equals that of its
+   position in any sequence through it, and the backward of Σ_r dout_r · out_r is the sum over
+   sequences when each row's dout is given to one sequence only (the first through it) and the
+   gradients of a sequence's positions are added to their rows. */
+static void test_tree_attention(void) {
+    Rng rng;
+    rng_seed(&rng, 78, 1);
+    ObjectiveConfig obj = default_obj();
+    int sizes[4] = {5, 3, 4, 2}, prompts[32], C = 16, NH = 2, C3 = 3 * C;
+    GroupBatch g;
+    random_pack_batch(&g, prompts, 4, sizes, 8, &rng, &obj);
+    TreePack *pk = &g.pack;
+    int R = pack_batch(pk, g.N, g.prompt, g.plen, g.comp_row, g.clen);
+    size_t AS = pk->att_size;
+    float *inp = (float *)mallocCheck((size_t)R * C3 * sizeof(float));
+    float *dout = (float *)mallocCheck((size_t)R * C * sizeof(float));
+    for (size_t i = 0; i < (size_t)R * C3; i++) inp[i] = rng_normal(&rng);
+    for (size_t i = 0; i < (size_t)R * C; i++) dout[i] = rng_normal(&rng);
+    float *out = (float *)callocCheck((size_t)R * C, sizeof(float));
+    float *out_ref = (float *)callocCheck((size_t)R * C, sizeof(float));
+    float *out_seq = (float *)callocCheck((size_t)R * C, sizeof(float));
+    float *att = (float *)callocCheck(NH * AS, sizeof(float)), *att_ref = (float *)callocCheck(NH * AS, 4);
+    float *datt = (float *)callocCheck(NH * AS, sizeof(float));
+    float *dinp = (float *)callocCheck((size_t)R * C3, sizeof(float));
+    float *dinp_ref = (float *)callocCheck((size_t)R * C3, sizeof(float));
+    tree_attention_forward(out, att, inp, pk, C, NH);
+    tree_attention_forward_ref(out_ref, att_ref, inp, pk, C, NH);
+    tree_attention_backward(dinp, datt, dout, inp, att, pk, C, NH);
+    // the sequences: rows of sequence i's positions 0..n−2, found by walking from its last edge's row
+    int T = 32;
+    int *owner = (int *)mallocCheck(R * sizeof(int)), *rows_of = (int *)mallocCheck(T * sizeof(int));
+    for (int r = 0; r < R; r++) owner[r] = -1;
+    float *x = (float *)mallocCheck((size_t)T * C3 * 4), *y = (float *)mallocCheck((size_t)T * C * 4);
+    float *a = (float *)mallocCheck((size_t)NH * T * T * 4);
+    float *da = (float *)mallocCheck((size_t)NH * T * T * 4);
+    float *dy = (float *)mallocCheck((size_t)T * C * 4), *dx = (float *)mallocCheck((size_t)T * C3 * 4);
+    int covered = 0;
+    for (int i = 0; i < g.N; i++) {
+        if (g.clen[i] == 0) continue;
+        int e = pk->edge_of[(size_t)i * pk->max_new + g.clen[i] - 1], r = 0;
+        while (!(e >= pk->edge_start[r] && e < pk->edge_start[r + 1])) r++;
+        int n = pk->pos[r] + 1;
+        for (int u = r; u >= 0; u = pk->parent[u]) rows_of[pk->pos[u]] = u;
+        for (int t = 0; t < n; t++) {
+            int u = rows_of[t];
+            memcpy(x + (size_t)t * C3, inp + (size_t)u * C3, C3 * sizeof(float));
+            int mine = owner[u] < 0;
+            if (mine) owner[u] = i;
+            covered += mine;
+            for (int c = 0; c < C; c++) dy[(size_t)t * C + c] = mine ? dout[(size_t)u * C + c] : 0.0f;
+        }
+        attention_forward(y, a, x, 1, n, C, NH);
+        memset(dx, 0, (size_t)n * C3 * sizeof(float));
+        attention_backward(dx, da, dy, x, a, 1, n, C, NH);
+        for (int t = 0; t < n; t++) {
+            int u = rows_of[t];
+            if (owner[u] == i) memcpy(out_seq + (size_t)u * C, y + (size_t)t * C, C * sizeof(float));
+            for (int c = 0; c < C3; c++) dinp_ref[(size_t)u * C3 + c] += dx[(size_t)t * C3 + c];
+        }
+    }
+    // The forward is the padded attention's arithmetic on the same values: equal bit for bit by
+    // construction (measured 0 on all three builds); the textbook reference sums in another order:
+    // TOL_FWD of the output's max (K <= 32 terms per sum). The backward adds a row's gradient once
+    // per subtree in the tree and once per sequence in the reference: TOL_BWD of the max; measured
+    // 1.4e-7 on the three builds. A task that skips loading its root path (keys of other rows) errs
+    // by 0.36 of the scale forward and 0.40 backward; a subtree's last row left out of dk by 0.27.
+    compare("tree attention: forward == textbook root-path attention", out, out_ref, (size_t)R * C, TOL_FWD,
+            0.0f);
+    compare("tree attention: weights == textbook root-path softmax", att, att_ref, NH * AS, TOL_FWD, 0.0f);
+    compare("tree attention: forward == padded attention on each sequence", out, out_seq, (size_t)R * C,
+            TOL_FWD, 0.0f);
+    check(covered == R, "tree attention: the sequences cover every row", "%d of %d rows", covered, R);
+    compare("tree attention: backward == padded attention_backward summed over sequences", dinp, dinp_ref,
+            (size_t)R * C3, TOL_BWD, 0.0f);
+    free(inp); free(dout); free(out); free(out_ref); free(out_seq); free(att); free(att_ref); free(datt);
+    free(dinp); free(dinp_ref); free(owner); free(rows_of);
+    free(x); free(y); free(a); free(da); free(dy); free(dx);
+    free_group_batch(&g);
+}
+
+// max |a − b| / max(max |b|, scale) over n values (compare's measure, without a check line)
+static double rel_err(const float *a, const float *b, size_t n, float scale) {
+    double S = scale, d = 0.0;
+    for (size_t i = 0; i < n; i++) S = fmax(S, fabs(b[i]));
+    for (size_t i = 0; i < n; i++) d = fmax(d, fabs((double)a[i] - b[i]));
+    return S > 0 ? d / S : d;
+}
+
+// compare_params' measure: the worst over the tensors of max |a − b| / max |b over the tensor|
+static double param_rel_err(const GPT *m, const float *a, const float *b) {
+    double worst = 0.0;
+    size_t off = 0;
+    for (int t = 0; t < NUM_PARAM_TENSORS; t++) {
+        worst = fmax(worst, rel_err(a + off, b + off, m->param_sizes[t], 0.0f));
+        off += m->param_sizes[t];
+    }
+    return worst;
+}
+
+typedef struct {            // one grpo_loss_backward's outputs, copied out
+    double loss, kl;
+    int clipped;
+    float *grads, *logp, *logp_old, *logp_ref, *ratio, *kl_tok;
+    unsigned char *clip_tok;
+} LossRun;
+
+static void loss_run(LossRun *out, GPT *m, GPT *ref, GroupBatch *g, const GRPOConfig *cfg, int iter) {
+    size_t NT = (size_t)g->N * g->max_new, P = m->num_parameters;
+    out->kl = 0.0;
+    out->clipped = 0;
+    if (iter == 0) {   // what the run must write (iteration 1 reads them)
+        memset(g->logp_old, 0, NT * sizeof(float));
+        memset(g->logp_ref, 0, NT * sizeof(float));
+    }
+    memset(g->logp, 0, NT * sizeof(float));
+    memset(g->ratio, 0, NT * sizeof(float));
+    memset(g->kl, 0, NT * sizeof(float));
+    out->loss = grpo_loss_backward(m, ref, g, cfg, iter, NULL, &out->kl, &out->clipped);
+    float **dst[6] = {&out->grads, &out->logp, &out->logp_old, &out->logp_ref, &out->ratio, &out->kl_tok};
+    const float *src[6] = {m->grads_memory, g->logp, g->logp_old, g->logp_ref, g->ratio, g->kl};
+    for (int a = 0; a < 6; a++) {
+        size_t n = a == 0 ? P : NT;
+        *dst[a] = (float *)mallocCheck(n * sizeof(float));
+        memcpy(*dst[a], src[a], n * sizeof(float));
+    }
+    out->clip_tok = (unsigned char *)mallocCheck(NT);
+    memcpy(out->clip_tok, g->clipped, NT);
+}
+
+static void free_loss_run(LossRun *r) {
+    free(r->grads); free(r->logp); free(r->logp_old); free(r->logp_ref); free(r->ratio); free(r->kl_tok);
+    free(r->clip_tok);
+}
+
+/* The tree-packed update against the padded one (the reference), through grpo_loss_backward on
+   a random batch per configuration (random_pack_batch: groups of 1 to 6, duplicates, prefixes,
+   re-convergence, empty and truncated completions, groups with one prompt, a prompt through
+   another's completion): both objectives x the 4 aggregations x β in {0, 0.04} x μ in {1, 2} x
+   --mask-truncated 0/1 x micro-batches of all / 4 sequences. μ = 2: iteration 0 sets π_old, the
+   parameters then move (noise of 0.05: ratios far from 1, some clipped) and iteration 1 runs on
+   both. Compared: the loss, every parameter gradient, and per completion token logp, π_old, π_ref,
+   ratio, k3 and the clipped flags. One check per configuration. */
+static void test_tree_update_vs_padded(void) {
+    Rng rng;
+    rng_seed(&rng, 79, 1);
+    Options o;
+    default_options(&o);
+    int sizes[5] = {4, 3, 1, 5, 2}, prompts[40], max_new = 8;
+    const char *names[6] = {"loss", "gradient", "logp", "ratio", "k3", "clipped"};
+    long clipped_moved = 0, rows = 0, positions = 0;
+    double ratio_spread = 0.0;
+    for (int c0 = 0; c0 < 8; c0++) {
+    int failed = 0;
+    double worst[6] = {0};   // loss, gradient, logp (and π_old, π_ref), ratio, k3, clipped flags
+    for (int c = c0; c < 2 * 4 * 2 * 2 * 2 * 2; c += 8) {
+        GRPOConfig cfg = grpo_config_from_options(&o);
+        cfg.obj.objective = c % 2;
+        cfg.obj.loss_agg = c / 2 % 4;
+        cfg.obj.beta = c / 8 % 2 ? 0.04f : 0.0f;
+        int mu = 1 + c / 16 % 2;
+        cfg.mask_truncated = c / 32 % 2;
+        cfg.micro_batch = c / 64 % 2 ? 4 : 0;
+        cfg.obj.max_new_tokens = max_new;
+        cfg.temperature = 0.9f;
+        GroupBatch g;
+        random_pack_batch(&g, prompts, 5, sizes, max_new, &rng, &cfg.obj);
+        int micro = cfg.micro_batch ? cfg.micro_batch : g.N;
+        rows += pack_batch(&g.pack, g.N, g.prompt, g.plen, g.comp_row, g.clen);
+        for (int i = 0; i < g.N; i++) positions += g.clen[i] ? g.plen[i] + g.clen[i] - 1 : 0;
+        GPT m = test_model(micro, 300 + c), ref = test_model(micro, 400 + c);
+        UpdateStats us;
+        grpo_prepare_tokens(&g, &cfg, &us);
+        LossRun run[2][2];   // [layout][iteration]
+        float *saved = (float *)mallocCheck(m.num_parameters * sizeof(float));
+        memcpy(saved, m.params_memory, m.num_parameters * sizeof(float));
+        for (int layout = 0; layout < 2; layout++) {
+            cfg.update_layout = layout;
+            memcpy(m.params_memory, saved, m.num_parameters * sizeof(float));
+            loss_run(&run[layout][0], &m, &ref, &g, &cfg, 0);
+            if (mu == 2) {   // the parameters move between the iterations (the same move for both layouts)
+                Rng move;
+                rng_seed(&move, 500 + c, 2);
+                for (size_t i = 0; i < m.num_parameters; i++) m.params_memory[i] += 0.05f * rng_normal(&move);
+                loss_run(&run[layout][1], &m, &ref, &g, &cfg, 1);
+            }
+        }
+        int ok = 1;
+        for (int it = 0; it < mu; it++) {
+            LossRun *p = &run[0][it], *t = &run[1][it];
+            size_t NT = (size_t)g.N * max_new;
+            float lp = (float)p->loss, lt = (float)t->loss;
+            // logp: the same arithmetic on the same prefix (bit for bit by construction; measured 0
+            // on the three builds); TOL_FWD of max |logp| allows another summation order. ratio and
+            // k3 follow from logp (TOL_FWD of S >= 1), the loss from them (TOL_FWD of S >= 1, as the
+            // micro-batch test). The gradients add the members' terms at a shared row before the
+            // backward instead of after it (another order of the same sums): TOL_BWD of each tensor's
+            // max; measured up to 2.1e-6 on the three builds. An edge weight from its last member only errs
+            // by 2.9-5.1 of the max, a subtree's last row left out of dk by 0.09-0.3.
+            double e_logp = fmax(rel_err(t->logp, p->logp, NT, 0.0f),
+                                 rel_err(t->logp_old, p->logp_old, NT, 0.0f));
+            double e[6] = {rel_err(&lt, &lp, 1, 1.0f), param_rel_err(&m, t->grads, p->grads), e_logp,
+                           rel_err(t->ratio, p->ratio, NT, 1.0f), rel_err(t->kl_tok, p->kl_tok, NT, 1.0f),
+                           0.0};
+            if (cfg.obj.beta != 0.0f) e[2] = fmax(e[2], rel_err(t->logp_ref, p->logp_ref, NT, 0.0f));
+            e[5] = memcmp(t->clip_tok, p->clip_tok, NT) != 0 || t->clipped != p->clipped;
+            double tol[6] = {TOL_FWD, TOL_BWD, TOL_FWD, TOL_FWD, TOL_FWD, 0.0};
+            for (int q = 0; q < 6; q++) {
+                worst[q] = fmax(worst[q], e[q]);
+                if (!(e[q] <= tol[q])) {
+                    printf("      %s %s β=%g μ=%d mask=%d micro=%d iter %d: %s error %.2e\n",
+                           OBJECTIVE_NAMES[cfg.obj.objective], LOSS_AGG_NAMES[cfg.obj.loss_agg], cfg.obj.beta,
+                           mu, cfg.mask_truncated, cfg.micro_batch, it, names[q], e[q]);
+                    ok = 0;
+                }
+            }
+            if (it == 1) {
+                clipped_moved += p->clipped;
+                for (size_t j = 0; j < NT; j++) ratio_spread = fmax(ratio_spread, fabs(p->ratio[j] - 1.0f));
+            }
+        }
+        failed += !ok;
+        for (int l = 0; l < 2; l++)
+            for (int it = 0; it < mu; it++) free_loss_run(&run[l][it]);
+        free(saved);
+        free_gpt(&m);
+        free_gpt(&ref);
+        free_group_batch(&g);
+    }
+    char name[160];
+    snprintf(name, sizeof name, "tree update == padded: %s, %s (16 configurations)", OBJECTIVE_NAMES[c0 % 2],
+             LOSS_AGG_NAMES[c0 / 2]);
+    check(failed == 0, name, "%d failed; worst: loss %.1e, grad %.1e, logp %.1e, ratio %.1e, k3 %.1e", failed,
+          worst[0], worst[1], worst[2], worst[3], worst[4]);
+    }
+    // not vacuous: at μ = 2 ratios far from 1 and tokens clipped; and rows shared
+    check(clipped_moved > 0 && ratio_spread > 0.05 && rows < positions,
+          "tree update test: ratios != 1 and clipped tokens at μ = 2, rows shared",
+          "%ld tokens clipped, max |ratio - 1| %.2f, %ld rows packed of %ld positions", clipped_moved,
+          ratio_spread, rows, positions);
+}
+
+
+// ----------------------------------------------------------------------------
 // ./grpo check against fixtures computed with verl, TRL and the authors' code
 
 #include "test_check.c"
@@ -3574,6 +3984,627 @@ static void test_compare_quick(void) {
           "compare: a method may not set what compare sets", "exit %d", rc);
 }
 
+/* --update-layout tree end to end (./grpo train, tiny model): the same seed gives a bit-identical
+   model, on 1 thread and on 3; a resume from the step-2 checkpoint continues bit for bit; the
+   banner names the layout only when it is tree (at the default it reads as before the option);
+   ./grpo tree takes it too. */
+static void test_tree_layout_train(void) {
+    char init[300], common[1024], pa[300], pb[300];
+    save_tiny_init(init, sizeof init, "treepack_init.bin", 23);
+    tiny_train_args(common, sizeof common, init);
+    static char cmd[2048], out[16384];
+    const char *dirs[3] = {"treepack_a", "treepack_b", "treepack_c"};
+    const char *extra[3] = {"--threads 1", "--threads 3 --save-every 2", "--threads 1"};
+    int rc[3];
+    for (int r = 0; r < 3; r++) {
+        char resume[400] = "";
+        if (r == 2) snprintf(resume, sizeof resume, "--resume %s/treepack_b/ckpt.bin", TMPDIR_);
+        // tiny_train_args starts with --threads 1; a later --threads wins
+        snprintf(cmd, sizeof cmd, "%s train %s %s --update-layout tree %s --run-dir %s/%s", grpo_bin(),
+                 common, extra[r], resume, TMPDIR_, dirs[r]);
+        rc[r] = run_binary(cmd, out, sizeof out);
+        if (r == 0)
+            check(rc[0] == 0 && strstr(out, " update-layout=tree") != NULL,
+                  "train --update-layout tree: runs, the banner names the layout", "exit %d", rc[0]);
+    }
+    snprintf(pa, sizeof pa, "%s/treepack_a/model.bin", TMPDIR_);
+    snprintf(pb, sizeof pb, "%s/treepack_b/model.bin", TMPDIR_);
+    check(rc[1] == 0 && files_equal(pa, pb),
+          "train --update-layout tree: same seed, 1 or 3 threads: bit-identical", "exit %d", rc[1]);
+    snprintf(pb, sizeof pb, "%s/treepack_c/model.bin", TMPDIR_);
+    check(rc[2] == 0 && files_equal(pa, pb),
+          "train --update-layout tree: resume from step 2 == 4 steps straight", "exit %d", rc[2]);
+    snprintf(cmd, sizeof cmd, "%s train %s --steps 1 --run-dir %s/treepack_padded", grpo_bin(), common,
+             TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "# config:") && !strstr(out, "update-layout"),
+          "train: at the default layout the banner does not name it", "exit %d", code);
+    snprintf(cmd, sizeof cmd, "%s tree --steps 3 --seeds 1 --update-layout tree --run-dir %s/treepack_tree",
+             grpo_bin(), TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "update-layout=tree"), "tree --update-layout tree: runs", "exit %d", code);
+}
+
+// ----------------------------------------------------------------------------
+// MC-PRM (VinePPO, credit-assignment.md §3): steps, states, V̂, step advantages, budget, runs
+
+/* A fake verifier with known continuation rewards: under a token mask that allows <eos> alone,
+   every continuation is exactly <eos>, so the verifier sees a state's completion tokens and
+   <eos>; it looks the state's text up in its table and returns that state's rewards r[s][0..K)
+   in turn (so V̂ must be their mean), counting its calls per state. */
+typedef struct {
+    int n, k;
+    const char *prefix[8];
+    float r[8][16];
+    int calls[8];
+    int unknown;                 // calls for a text not in the table, or not ending in <eos>
+} FakeVerifier;
+
+static float fake_reward(const void *task, int group, const int *comp, int len) {
+    FakeVerifier *f = (FakeVerifier *)task;
+    (void)group;
+    char text[256];
+    int ok = len >= 1 && comp[len - 1] == TOK_EOS && len < 200;
+    if (ok) decode(comp, len - 1, text, sizeof text);
+    for (int s = 0; ok && s < f->n; s++)
+        if (!strcmp(text, f->prefix[s])) return f->r[s][f->calls[s]++ % f->k];
+    f->unknown++;
+    return 0.0f;
+}
+
+// Fills group p of g (completions first..first+n−1) with one prompt, completions given as text
+// ('$' = <eos>) and their rewards.
+static void fill_completions(GroupBatch *g, int first, int n, const int *prompt, int plen, const char **comps,
+                             const float *r) {
+    for (int a = 0; a < n; a++) {
+        int i = first + a, len = (int)strlen(comps[a]);
+        g->prompt[i] = prompt;
+        g->plen[i] = plen;
+        for (int t = 0; t < len; t++)
+            g->comp[(size_t)i * g->max_new + t] = comps[a][t] == '$' ? TOK_EOS : char_to_token(comps[a][t]);
+        g->clen[i] = len;
+        g->reward[i] = r[a];
+    }
+}
+
+/* mc_segment by hand: countdown steps end after each ',' that is not the last token (the last
+   step holds the <eos>; a completion cut right after a ',' has no empty step); the tree task's
+   steps are its tokens. */
+static void test_mc_segment(void) {
+    const char *text[] = {"7*3=21,21+5=26$", "7*3=21,$", "7*3=21,", ",,1", "12", "", "7+3=10,10*5=50,5$"};
+    int want[][4] = {{0, 7}, {0, 7}, {0}, {0, 1, 2}, {0}, {0}, {0, 7, 15}};
+    int want_m[] = {2, 2, 1, 3, 1, 0, 3};
+    int bad = 0;
+    for (int c = 0; c < 7; c++) {
+        int comp[32], start[32], len = (int)strlen(text[c]);
+        for (int t = 0; t < len; t++) comp[t] = text[c][t] == '$' ? TOK_EOS : char_to_token(text[c][t]);
+        int m = mc_segment(comp, len, MC_SEGMENT_COMMA, start);
+        bad += m != want_m[c];
+        for (int j = 0; j < m && m == want_m[c]; j++) bad += start[j] != want[c][j];
+    }
+    int L = char_to_token('L'), R = char_to_token('R'), leaf[4] = {L, R, R, L}, start[4];
+    int m = mc_segment(leaf, 4, MC_SEGMENT_TOKEN, start);
+    int tokens_ok = m == 4 && start[0] == 0 && start[1] == 1 && start[2] == 2 && start[3] == 3;
+    check(bad == 0 && tokens_ok, "mc-prm: steps end after each ',' (not a last one); tree: every token",
+          "%d wrong boundaries; tree: %d steps", bad, m);
+}
+
+/* MC-PRM's step advantages through mc_prm_advantages with the fake verifier, against vectors
+   computed by hand: six completions of one prompt, their four distinct states (the prompt,
+   "7*3=21," shared by four of them, "7+3=10," and "7+3=10,10*5=50,"), V̂ the mean of each state's
+   table rewards; A_j = V̂(s_j+1) − V̂(s_j), the last step r − V̂(s_last) on every token of it
+   (<eos> included, a lone <eos> step too); and whitened: (A − mean)/sqrt(var + 1e-8) over all
+   tokens, var with n − 1, re-computed here in double. */
+static void test_mc_advantages(void) {
+    const char *comps[6] = {"7*3=21,21+5=26$", "7*3=21,21+5=27$", "7+3=10,10*5=50,5$", "7*", "7*3=21,$",
+                            "7*3=21,21+5=26,"};
+    const float r[6] = {1, 0, 1, 0, 0, 0};
+    // V̂: "" 0.5, "7*3=21," 0.75, "7+3=10," 0.25, "7+3=10,10*5=50," 0.25
+    FakeVerifier fv = {4, 4, {"", "7*3=21,", "7+3=10,", "7+3=10,10*5=50,"},
+                       {{1, 0, 0, 1}, {1, 1, 0, 1}, {0, 0, 0, 1}, {0, 1, 0, 0}}, {0}, 0};
+    // by hand, runs of (tokens, A) per completion
+    const int runs[6][3][2] = {{{7, 0}, {8, 0}}, {{7, 0}, {8, 0}}, {{7, 0}, {8, 0}, {2, 0}}, {{2, 0}},
+                               {{7, 0}, {1, 0}}, {{7, 0}, {8, 0}}};
+    const float run_adv[6][3] = {{0.25f, 0.25f}, {0.25f, -0.75f}, {-0.25f, 0.0f, 0.75f}, {-0.5f},
+                                 {0.25f, -0.75f}, {0.25f, -0.75f}};
+    const int nruns[6] = {2, 2, 3, 1, 2, 2};
+    int k = 6, MN = 20, prompt[16], bad_enc;
+    prompt[0] = TOK_BOS;
+    encode("7 3 5>26:", 9, prompt + 1, &bad_enc);
+    GPT m = test_model(8, 21);
+    GroupBatch g;
+    build_group_batch(&g, 1, k, MN, 0, 32);
+    g.mc_adv = (float *)callocCheck((size_t)k * MN, sizeof(float));
+    fill_completions(&g, 0, k, prompt, 10, comps, r);
+    unsigned char eos_only[VOCAB_SIZE];
+    for (int v = 0; v < VOCAB_SIZE; v++) eos_only[v] = v == TOK_EOS;
+    Options o;
+    default_options(&o);
+    GRPOConfig cfg = grpo_config_from_options(&o);
+    cfg.obj.objective = OBJ_MC_PRM;
+    float want[6 * 20] = {0}, got_raw[6 * 20];
+    for (int i = 0; i < k; i++) {
+        int t = 0;
+        for (int q = 0; q < nruns[i]; q++)
+            for (int c = 0; c < runs[i][q][0]; c++) want[i * MN + t++] = run_adv[i][q];
+    }
+    for (int whiten = 0; whiten <= 1; whiten++) {
+        MCPRM mc;
+        build_mcprm(&mc, &m.config, k, MN, 4, whiten, MC_SEGMENT_COMMA, fake_reward, &fv, eos_only);
+        memset(fv.calls, 0, sizeof fv.calls);
+        fv.unknown = 0;
+        MCStats st = mc_prm_advantages(&mc, &m, &g, &cfg, 0);
+        int once = fv.unknown == 0;
+        for (int s = 0; s < 4; s++) once &= fv.calls[s] == 4;
+        if (!whiten) {
+            check(st.states == 4 && once && st.tokens == 16 && st.calls == 1,
+                  "mc-prm: 4 distinct states of 6 completions, each estimated once (K = 4 calls)",
+                  "%d states, %ld continuation tokens, %d sampler calls", st.states, st.tokens, st.calls);
+            float values[4] = {mc.value[0], mc.value[1], mc.value[2], mc.value[3]};
+            float vw[4] = {0.5f, 0.75f, 0.25f, 0.25f};
+            // a mean of 4 rewards in {0, 1}: exact
+            compare("mc-prm: V̂ = mean of the state's K continuation rewards", values, vw, 4, 0.0f, 1.0f);
+            // A_j: one subtraction of two exact values: exact
+            compare("mc-prm: A_j by hand (V̂(s_j+1) − V̂(s_j); last step r − V̂, <eos> in it)", g.mc_adv,
+                    want, (size_t)k * MN, 0.0f, 1.0f);
+            memcpy(got_raw, g.mc_adv, sizeof got_raw);
+        } else {
+            double sum = 0, ss = 0;
+            int n = 0;
+            for (int i = 0; i < k; i++)
+                for (int t = 0; t < g.clen[i]; t++) { sum += want[i * MN + t]; n++; }
+            double mean = sum / n;
+            for (int i = 0; i < k; i++)
+                for (int t = 0; t < g.clen[i]; t++) {
+                    double d = want[i * MN + t] - mean;
+                    ss += d * d;
+                }
+            float white[6 * 20] = {0};
+            for (int i = 0; i < k; i++)
+                for (int t = 0; t < g.clen[i]; t++)
+                    white[i * MN + t] = (float)((want[i * MN + t] - mean) / sqrt(ss / (n - 1) + 1e-8));
+            // double arithmetic both sides, one float rounding of values ~1: TOL_FEW of S >= 1
+            compare("mc-prm --mc-whiten 1: whitened over the step's tokens (n − 1, eps 1e-8)", g.mc_adv,
+                    white, (size_t)k * MN, TOL_FEW, 1.0f);
+        }
+        free_mcprm(&mc);
+    }
+    // the update reads them: grpo_prepare_tokens puts A_j on each token with weight 1
+    memcpy(g.mc_adv, got_raw, sizeof got_raw);
+    UpdateStats us;
+    grpo_prepare_tokens(&g, &cfg, &us);
+    int seam = 1;
+    for (int i = 0; i < k; i++)
+        for (int t = 0; t < g.clen[i]; t++)
+            seam &= g.adv_tok[i * MN + t] == want[i * MN + t] && g.weight[i * MN + t] == 1.0f;
+    check(seam, "mc-prm: grpo_prepare_tokens trains A_j on every token, weight 1", "");
+    // whiten_advantages on its own: [1, 2, 3] -> [-1, 0, 1]/sqrt(1 + 1e-8); all equal -> exactly 0
+    float v3[3] = {1, 2, 3}, w3[3];
+    int len3[1] = {3};
+    for (int i = 0; i < 3; i++) w3[i] = (float)((i - 1.0) / sqrt(1.0 + 1e-8));
+    whiten_advantages(v3, len3, 1, 3);
+    compare("mc-prm: whitening [1, 2, 3] -> [-1, 0, 1] (sample var 1)", v3, w3, 3, TOL_FEW, 1.0f);
+    float eq[4] = {0.1f, 0.1f, 0.1f, 0.1f};
+    int len4[2] = {2, 2};
+    whiten_advantages(eq, len4, 2, 2);
+    check(eq[0] == 0 && eq[1] == 0 && eq[2] == 0 && eq[3] == 0,
+          "mc-prm: whitening equal advantages gives exactly 0", "%g %g %g %g", eq[0], eq[1], eq[2], eq[3]);
+    free_group_batch(&g);
+    free_gpt(&m);
+}
+
+/* De-duplication: three groups, two of them with the same prompt (draw_prompts draws with
+   replacement) and completions that repeat prefixes within and across groups. The distinct
+   states mc_build_states finds are counted by brute force here (every candidate <bos> prompt
+   prefix against every other, token by token); candidates with equal tokens share one state
+   (so one V̂), others never do; each distinct state's K continuations are sampled once. */
+static void test_mc_dedup(void) {
+    const char *ga[3] = {"7*3=21,21+5=26$", "7*3=21,21-5=16$", "3*7=21,21+5=26$"};
+    const char *gb[3] = {"7*3=21,21+5=26$", "7*3=21,5+21=26$", "7+3=10$"};
+    const char *gc[3] = {"7*3=21,21+5=26$", "5+3=8,8*7=56$", "5+3=8,$"};
+    const float r[3] = {1, 0, 1};
+    int pa[16], pc[16], bad;
+    pa[0] = pc[0] = TOK_BOS;
+    encode("7 3 5>26:", 9, pa + 1, &bad);
+    encode("7 3 5>26:", 9, pc + 1, &bad);   // the same prompt, another copy
+    int pb[16];
+    pb[0] = TOK_BOS;
+    encode("5 3 7>56:", 9, pb + 1, &bad);
+    GroupBatch g;
+    build_group_batch(&g, 3, 3, 20, 0, 32);
+    fill_completions(&g, 0, 3, pa, 10, ga, r);
+    fill_completions(&g, 3, 3, pb, 10, gb, r);
+    fill_completions(&g, 6, 3, pc, 10, gc, r);
+    GPT m = test_model(8, 22);
+    unsigned char eos_only[VOCAB_SIZE];
+    for (int v = 0; v < VOCAB_SIZE; v++) eos_only[v] = v == TOK_EOS;
+    FakeVerifier fv = {0, 4, {0}, {{0}}, {0}, 0};   // no table: every call counts as unknown, reward 0
+    MCPRM mc;
+    build_mcprm(&mc, &m.config, 9, 20, 4, 0, MC_SEGMENT_COMMA, fake_reward, &fv, eos_only);
+    int D = mc_build_states(&mc, &g, 0);
+    // brute force: every candidate's tokens, and the distinct ones
+    int cand_len[64], cand_i[64], C = 0;
+    int seqs[64][40];
+    for (int i = 0; i < 9; i++)
+        for (int j = 0; j < mc.num_steps[i]; j++) {
+            int b = mc.step_start[i * 20 + j];
+            memcpy(seqs[C], g.prompt[i], (size_t)g.plen[i] * sizeof(int));
+            memcpy(seqs[C] + g.plen[i], g.comp_row[i], (size_t)b * sizeof(int));
+            cand_len[C] = g.plen[i] + b;
+            cand_i[C] = i * 20 + j;
+            C++;
+        }
+    int distinct = 0, wrong = 0;
+    for (int a = 0; a < C; a++) {
+        int first = 1;
+        for (int b = 0; b < C; b++) {
+            size_t bytes = (size_t)cand_len[a] * sizeof(int);
+            int same = cand_len[a] == cand_len[b] && !memcmp(seqs[a], seqs[b], bytes);
+            wrong += same != (mc.state_of[cand_i[a]] == mc.state_of[cand_i[b]]);
+            if (same && b < a) first = 0;
+        }
+        distinct += first;
+    }
+    // by hand: group a+c (one prompt): "", "7*3=21,", "3*7=21,", "5+3=8,"; group b: "", "7*3=21,"
+    check(D == distinct && D == 6 && wrong == 0 && C == 17,
+          "mc-prm: distinct states by content (within and across groups) = brute force",
+          "%d states, brute force %d of %d candidates, %d pairs mis-assigned", D, distinct, C, wrong);
+    MCStats st = mc_estimate_values(&mc, &m, 1.0f, 5);
+    check(st.states == 6 && fv.unknown == 6 * 4 && st.tokens == 6 * 4,
+          "mc-prm: each distinct state's K continuations sampled once", "%d verifier calls, %ld tokens",
+          fv.unknown, st.tokens);
+    free_mcprm(&mc);
+    free_group_batch(&g);
+    free_gpt(&m);
+}
+
+/* V̂ on the tree task with a fixed policy against the exact expected reward of each of the 15
+   prefixes (0 to 3 tokens), computed by enumerating the 16 leaves: their log-probs from the
+   teacher-forced forward (gpt_forward, not the sampler), π(leaf | s) = exp(Σ over the tokens
+   after s), V(s) = Σ π(leaf | s) r(leaf), σ²(s) = Σ π(leaf | s) (r − V)². Each V̂ from K
+   continuations is a mean of K draws of the reward: within 4σ/√K of V (a 4-sigma bound; a
+   float32 term of 1e-5 besides), and the RMS error over the 15 states shrinks from K = 16 to
+   K = 1024 (by about 8; required: at least 2). And V̂ is the same bit for bit when the
+   continuations go to the sampler one state per call instead of many. */
+static void test_mc_tree_values(void) {
+    GPT m;
+    build_gpt(&m, (GPTConfig){8, VOCAB_SIZE, 2, 2, 32}, 16, 31);
+    Rng rng;
+    rng_seed(&rng, 31, 1);
+    for (size_t i = 0; i < m.num_parameters; i++) m.params_memory[i] += 0.3f * rng_normal(&rng);
+    unsigned char allowed[VOCAB_SIZE];
+    tree_allowed(allowed);
+    int Lt = char_to_token('L'), Rt = char_to_token('R'), target = 6;
+    TreeTask task = {target, 1, -1.0f};
+    float temperature = 0.9f;
+    // exact: the 16 leaves' per-token log-probs, teacher-forced
+    int inputs[16 * 4], targets[16 * 4];
+    for (int leaf = 0; leaf < 16; leaf++) {
+        inputs[leaf * 4] = TOK_BOS;
+        for (int d = 0; d < 4; d++) {
+            int tok = (leaf >> (3 - d)) & 1 ? Rt : Lt;
+            targets[leaf * 4 + d] = tok;
+            if (d < 3) inputs[leaf * 4 + d + 1] = tok;
+        }
+    }
+    gpt_forward(&m, inputs, 16, 4);
+    float logp[16 * 4];
+    gpt_logprob_forward(&m, logp, targets, 16 * 4, temperature, allowed);
+    // the 15 states: prefix b tokens of a leaf whose remaining bits are 0 (one per prefix)
+    double V[15], sigma[15];
+    int prefix_len[15], prefix_bits[15], S = 0;
+    for (int b = 0; b < 4; b++)
+        for (int bits = 0; bits < (1 << b); bits++) {
+            double v = 0, v2 = 0;
+            for (int leaf = 0; leaf < 16; leaf++) {
+                if ((leaf >> (4 - b)) != bits) continue;
+                double lp = 0;
+                for (int d = b; d < 4; d++) lp += logp[leaf * 4 + d];
+                double rew = tree_reward(leaf, target, 1, -1.0f);
+                v += exp(lp) * rew;
+                v2 += exp(lp) * rew * rew;
+            }
+            V[S] = v;
+            sigma[S] = sqrt(fmax(v2 - v * v, 0.0));
+            prefix_len[S] = b;
+            prefix_bits[S] = bits;
+            S++;
+        }
+    int seqs[15][5];
+    for (int s = 0; s < 15; s++) {
+        seqs[s][0] = TOK_BOS;
+        for (int d = 0; d < prefix_len[s]; d++)
+            seqs[s][1 + d] = (prefix_bits[s] >> (prefix_len[s] - 1 - d)) & 1 ? Rt : Lt;
+    }
+    const int Ks[2] = {16, 1024};
+    double rms[2];
+    int within[2];
+    float first_values[15];
+    for (int kk = 0; kk < 2; kk++) {
+        int K = Ks[kk];
+        for (int pass = 0; pass < (kk == 0 ? 2 : 1); pass++) {
+            MCPRM mc;
+            build_mcprm(&mc, &m.config, 4, 4, K, 0, MC_SEGMENT_TOKEN, tree_outcome_reward, &task, allowed);
+            if (pass == 1) mc.rows = K;   // one state per sampler call
+            for (int s = 0; s < 15; s++) {
+                mc.state_seq[s] = seqs[s];
+                mc.state_len[s] = 1 + prefix_len[s];
+                mc.state_prefix[s] = prefix_len[s];
+                mc.state_group[s] = 0;
+                mc.state_stream[s] = mc_stream(0, s, prefix_len[s]);
+            }
+            mc.num_states = 15;
+            MCStats st = mc_estimate_values(&mc, &m, temperature, 9);
+            if (pass == 1) {
+                check(!memcmp(first_values, mc.value, sizeof first_values) && st.calls == 15,
+                      "mc-prm: V̂ bit-identical with one state per sampler call (15 calls)", "%d calls",
+                      st.calls);
+            } else {
+                memcpy(first_values, mc.value, sizeof first_values);
+                double ss = 0;
+                within[kk] = 0;
+                for (int s = 0; s < 15; s++) {
+                    double err = fabs(mc.value[s] - V[s]);
+                    ss += err * err;
+                    within[kk] += err <= 4.0 * sigma[s] / sqrt((double)K) + 1e-5;
+                }
+                rms[kk] = sqrt(ss / 15);
+                long want_tokens = 0;
+                for (int s = 0; s < 15; s++) want_tokens += (long)K * (4 - prefix_len[s]);
+                check(within[kk] == 15 && st.tokens == want_tokens,
+                      kk == 0 ? "mc-prm tree: V̂ (K = 16) within 4σ/√K of the exact value, 15 states"
+                              : "mc-prm tree: V̂ (K = 1024) within 4σ/√K of the exact value, 15 states",
+                      "%d of 15 within; RMS error %.4f; %ld tokens (want %ld)", within[kk], rms[kk],
+                      st.tokens, want_tokens);
+            }
+            free_mcprm(&mc);
+        }
+    }
+    check(rms[1] < 0.5 * rms[0], "mc-prm tree: the error shrinks as K grows (RMS, K = 16 -> 1024)",
+          "%.4f -> %.4f", rms[0], rms[1]);
+    free_gpt(&m);
+}
+
+/* The budget counters of an MC-PRM step: its continuation tokens (gen_aux) and the FLOPs
+   F·(R + 3μR + R_mc), R_mc = each state's tokens once + each continuation's tokens but its last,
+   against a per-state reference: every state's K continuations sampled again on their own
+   (sample_completions_budget, one call per state, the same streams), which also shows the
+   batched continuations are the same tokens. Then spend_budget on the step. */
+static void test_mc_budget(void) {
+    int k = 4, P = 2, N = P * k, MN = 20, prompt[16], bad;
+    prompt[0] = TOK_BOS;
+    encode("7 3 5>26:", 9, prompt + 1, &bad);
+    GPT m = test_model(N, 23);
+    KVCache kv;
+    build_kvcache(&kv, &m.config, N);
+    GroupBatch g;
+    build_group_batch(&g, P, k, MN, N, 32);
+    for (int i = 0; i < N; i++) {
+        g.prompt[i] = prompt;
+        g.plen[i] = 10;
+    }
+    Options o;
+    default_options(&o);
+    GRPOConfig cfg = grpo_config_from_options(&o);
+    cfg.obj.objective = OBJ_MC_PRM;
+    cfg.temperature = 0.8f;
+    sample_group(&m, &kv, &g, &cfg, 0, NULL);
+    // a random model writes few commas: make some steps (the same in two completions)
+    int comma = char_to_token(',');
+    for (int i = 0; i < N; i += 2)
+        if (g.clen[i] > 4) g.comp[(size_t)i * MN + 2] = comma;
+    memcpy(g.comp + (size_t)MN, g.comp, (size_t)MN * sizeof(int));
+    g.clen[1] = g.clen[0];
+    Dataset d;
+    load_dataset(&d, "tests/fixtures/val_small.txt", 32, 0);
+    g.prompt_idx[0] = 0;
+    g.prompt_idx[1] = 1;
+    CountdownTask task = {&d, g.prompt_idx, NULL, 0, 0, 0.0f};
+    for (int i = 0; i < N; i++)
+        g.reward[i] = countdown_outcome_reward(&task, i / k, g.comp_row[i], g.clen[i]);
+    g.mc_adv = (float *)callocCheck((size_t)N * MN, sizeof(float));
+    MCPRM mc;
+    build_mcprm(&mc, &m.config, N, MN, 3, 1, MC_SEGMENT_COMMA, countdown_outcome_reward, &task, NULL);
+    MCStats st = mc_prm_advantages(&mc, &m, &g, &cfg, 4);
+    // the reference: one state at a time
+    long tokens = 0, positions = 0;
+    int same = st.calls == 1, K = 3;
+    KVCache kv1;
+    build_kvcache(&kv1, &m.config, K);
+    for (int s = 0; s < st.states; s++) {
+        const int *pp[3];
+        int plen[3], budget[3], comp[3 * 20], clen[3];
+        float lp[3 * 20];
+        Rng rngs[3];
+        for (int c = 0; c < K; c++) {
+            pp[c] = mc.state_seq[s];
+            plen[c] = mc.state_len[s];
+            budget[c] = MN - mc.state_prefix[s];
+            rng_seed(&rngs[c], (uint64_t)cfg.seed, mc.state_stream[s] + (uint64_t)c);
+        }
+        sample_completions_budget(&m, &kv1, K, pp, plen, budget, MN, cfg.temperature, 0, rngs, NULL, comp, lp,
+                                  clen);
+        positions += mc.state_len[s];
+        for (int c = 0; c < K; c++) {
+            tokens += clen[c];
+            positions += clen[c] - 1;
+            int r = s * K + c;
+            const int *batched = mc.cont + (size_t)r * MN;
+            same &= clen[c] == mc.cont_len[r] && !memcmp(comp + c * MN, batched, clen[c] * sizeof(int));
+        }
+    }
+    check(same && st.tokens == tokens && st.positions == positions && st.states > P,
+          "mc-prm: batched continuations == per-state sampling; tokens and positions counted",
+          "%d states, %ld tokens (per state: %ld), %ld positions (%ld)", st.states, st.tokens, tokens,
+          st.positions, positions);
+    // spend_budget: gen_aux = the continuation tokens, flops = F·(R + 3R + R_mc) at μ = 1, β = 0
+    TrainRun run;
+    memset(&run, 0, sizeof run);
+    Budget budget;
+    memset(&budget, 0, sizeof budget);
+    budget.flops_per_token = model_flops_per_token(&m.config);
+    run.budget = &budget;
+    run.batch = &g;
+    run.cfg = cfg;
+    StepReport rep;
+    memset(&rep, 0, sizeof rep);
+    rep.mc_prm = 1;
+    rep.mc = st;
+    spend_budget(&run, &rep);
+    long R = 0, traj = 0;
+    for (int i = 0; i < N; i++) {
+        R += g.plen[i] + g.clen[i] - 1;
+        traj += g.clen[i];
+    }
+    double F = model_flops_per_token(&m.config), want = F * ((double)R + 3.0 * R + (double)positions);
+    check(rep.gen_aux == tokens && rep.gen_traj == traj && fabs(rep.flops - want) <= 1e-12 * want,
+          "mc-prm: budget gen_aux = continuation tokens, flops = F·(R + 3μR + R_mc)",
+          "gen_aux %ld (want %ld), flops %.0f (want %.0f)", rep.gen_aux, tokens, rep.flops, want);
+    free_kvcache(&kv1);
+    free_mcprm(&mc);
+    free_dataset(&d);
+    free_group_batch(&g);
+    free_kvcache(&kv);
+    free_gpt(&m);
+}
+
+/* ./grpo train --objective mc-prm end to end on a tiny model: two runs with one seed give the
+   same model bit for bit, at 1 thread and at 2 (the continuations' streams are the states');
+   --resume from the step-2 checkpoint continues bit for bit; a resume with another --mc-k is
+   refused; train.csv ends with mc_states, aux_share, t_mc, and aux_share =
+   gen_tokens_aux / (gen_tokens_traj + gen_tokens_aux). */
+static void test_mc_train(void) {
+    char init[300];
+    save_tiny_init(init, sizeof init, "mc_init.bin", 14);
+    static char cmd[2048], out[16384];
+    const char *common = "train --objective mc-prm --mc-k 3 --steps 4 --prompts-per-step 2 --group-size 3 "
+                         "--max-new-tokens 12 --eval-every 0 --test-limit 0 --pass-k 0 --lr 3e-3 --seed 4 "
+                         "--train-data tests/fixtures/val_small.txt --val-data tests/fixtures/val_small.txt";
+    const char *dirs[4] = {"mc_a", "mc_b", "mc_c", "mc_r"};
+    const char *extra[4] = {"--threads 1", "--threads 2", "--threads 1 --save-every 2", ""};
+    int codes = 0;
+    for (int r = 0; r < 3; r++) {
+        snprintf(cmd, sizeof cmd, "%s %s %s --init %s --run-dir %s/%s", grpo_bin(), common, extra[r], init,
+                 TMPDIR_, dirs[r]);
+        codes += run_binary(cmd, out, sizeof out) != 0;
+    }
+    snprintf(cmd, sizeof cmd, "%s %s --threads 1 --init %s --resume %s/mc_c/ckpt.bin --run-dir %s/mc_r",
+             grpo_bin(), common, init, TMPDIR_, TMPDIR_);
+    codes += run_binary(cmd, out, sizeof out) != 0;
+    char pa[512], pb[512];
+    int same_threads, same_resume;
+    snprintf(pa, sizeof pa, "%s/mc_a/model.bin", TMPDIR_);
+    snprintf(pb, sizeof pb, "%s/mc_b/model.bin", TMPDIR_);
+    same_threads = files_equal(pa, pb);
+    snprintf(pb, sizeof pb, "%s/mc_r/model.bin", TMPDIR_);
+    same_resume = files_equal(pa, pb);
+    check(codes == 0 && same_threads, "mc-prm train: same seed, 1 and 2 threads: bit-identical model",
+          "%d failed", codes);
+    check(codes == 0 && same_resume, "mc-prm train: resume from the step-2 checkpoint == 4 steps straight",
+          "");
+    snprintf(cmd, sizeof cmd, "%s %s --mc-k 5 --steps 6 --init %s --resume %s/mc_c/model.bin "
+             "--run-dir %s/mc_k5", grpo_bin(), common, init, TMPDIR_, TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    check(code == 2 && strstr(out, "--mc-k 5") && strstr(out, "--mc-k 3"),
+          "mc-prm train: --resume with another --mc-k is refused", "exit %d: %s", code,
+          line_with(out, "error"));
+    snprintf(pa, sizeof pa, "%s/mc_a/train.csv", TMPDIR_);
+    size_t n;
+    char *csv = (char *)read_all(pa, &n);
+    csv = (char *)realloc(csv, n + 1);
+    csv[n] = 0;
+    double states[8], share[8], traj[8], aux[8];
+    int rows = csv_column(csv, "mc_states", states, 8);
+    csv_column(csv, "aux_share", share, 8);
+    csv_column(csv, "gen_tokens_traj", traj, 8);
+    csv_column(csv, "gen_tokens_aux", aux, 8);
+    int ok = rows == 4 && strstr(csv, ",budget_spent,mc_states,aux_share,t_mc\n") != NULL;
+    for (int r = 0; ok && r < rows; r++)   // aux_share is printed with 6 decimals
+        ok &= states[r] >= 2 && aux[r] > 0 && fabs(share[r] - aux[r] / (traj[r] + aux[r])) < 1e-6;
+    check(ok, "mc-prm train: train.csv ends with mc_states, aux_share, t_mc (aux_share = aux/(traj+aux))",
+          "%d rows; step 1: %g states, aux share %g", rows, rows > 0 ? states[0] : 0,
+          rows > 0 ? share[0] : 0);
+    free(csv);
+}
+
+/* ./grpo tree --objective mc-prm: the grid's third method (its column in the table, its rows in
+   tree_steps.csv); ./grpo sample: V̂ beside R̂ on every node of B(G), V̂ = R̂ = the reward at a
+   leaf of one completion, and the tokens the inner nodes' V̂ cost add up to the total printed. */
+static void test_mc_commands(void) {
+    static char cmd[2048], out[65536];
+    snprintf(cmd, sizeof cmd, "%s tree --threads 1 --objective mc-prm --steps 3 --seeds 1 "
+             "--run-dir %s/tree_mc", grpo_bin(), TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    char path[512];
+    snprintf(path, sizeof path, "%s/tree_mc/tree_steps.csv", TMPDIR_);
+    size_t n = 0;
+    char *csv = code == 0 ? (char *)read_all(path, &n) : NULL;
+    int mc_rows = 0;
+    for (size_t i = 0; csv && i + 8 < n; i++)
+        mc_rows += (i == 0 || csv[i - 1] == '\n') && !strncmp(csv + i, "mc-prm,", 7);
+    check(code == 0 && strstr(out, "MC-PRM (ours)") && strstr(out, "mc-prm      seed 1") && mc_rows == 6 * 3,
+          "tree --objective mc-prm: an MC-PRM column and its runs in tree_steps.csv",
+          "exit %d, %d mc-prm rows", code, mc_rows);
+    free(csv);
+    // sample, from a tiny random model (it writes no valid answer: every reward and V̂ is 0, but the
+    // tree, the leaves and the costs are those of any model)
+    char model[300];
+    save_tiny_init(model, sizeof model, "mc_sample.bin", 15);
+    snprintf(cmd, sizeof cmd, "%s sample --threads 1 --model %s --group-size 6 --max-new-tokens 10 --mc-k 3 "
+             "--temperature 0.5", grpo_bin(), model);
+    code = run_binary(cmd, out, sizeof out);
+    long sum = 0, total = -1;
+    int lines = 0, leaves = 0, leaf_ok = 1;
+    const char *at = strstr(out, " inner nodes cost ");
+    if (at) total = atol(at + strlen(" inner nodes cost "));
+    for (char *line = strstr(out, "<prompt>"); line && (line = strchr(line, '\n')); line++) {
+        char *v = strstr(line, "V̂="), *rh = strstr(line, "R̂=");
+        char *nl = strchr(line + 1, '\n');
+        if (!v || (nl && v > nl)) continue;
+        lines++;
+        char *tok = strstr(v, "(");
+        if (tok && !strncmp(tok, "(leaf)", 6)) {
+            leaves++;
+            leaf_ok &= rh && atof(rh + strlen("R̂=")) == atof(v + strlen("V̂="));
+        }
+        else if (tok) sum += atol(tok + 1);
+    }
+    check(code == 0 && lines > 0 && leaves > 0 && leaf_ok && sum == total,
+          "sample: V̂ beside R̂ on each node; leaves V̂ = R̂; the costs add up",
+          "exit %d: %d nodes, %d leaves, %ld tokens (printed %ld)", code, lines, leaves, sum, total);
+}
+
+/* Usage errors of MC-PRM's options: --mc-k out of range or not a number, MC-PRM's options in a
+   run without MC-PRM (train, tree), an unknown objective in tree's list, and check, which has
+   no model to sample continuations from. */
+static void test_mc_usage(void) {
+    static CmdCall calls[] = {
+        {cmd_train, "--objective mc-prm --mc-k 0"}, {cmd_train, "--objective mc-prm --mc-k 2000"},
+        {cmd_train, "--objective mc-prm --mc-k four"}, {cmd_train, "--mc-k 8"},
+        {cmd_train, "--objective grpo --mc-whiten 0"}, {cmd_tree, "--mc-k 8"},
+        {cmd_tree, "--objective mc-prn"}, {cmd_tree, "--objective mc-prm,"},
+        {cmd_check, "--objective mc-prm tests/fixtures/check/authors_dapo_clip.txt"},
+        {cmd_sample, "--mc-k 0"},
+    };
+    const char *needles[] = {"--mc-k: '0' is out of range [1, 1024]", "--mc-k: '2000' is out of range",
+                             "--mc-k: 'four' is not a number", "--mc-k 8: only MC-PRM samples continuations",
+                             "--mc-whiten 0: only MC-PRM", "--mc-k 8: only MC-PRM",
+                             "'mc-prn' is not an objective", "an empty name",
+                             "--objective mc-prm: check runs a dumped batch without a model",
+                             "--mc-k: '0' is out of range"};
+    const char *names[] = {"usage: --mc-k 0 is out of range", "usage: --mc-k 2000 is out of range",
+                           "usage: --mc-k four is not a number",
+                           "usage: train --mc-k without mc-prm is refused",
+                           "usage: train --mc-whiten without mc-prm is refused",
+                           "usage: tree --mc-k without --objective mc-prm is refused",
+                           "usage: tree --objective names an unknown objective",
+                           "usage: tree --objective with an empty name",
+                           "usage: check refuses --objective mc-prm",
+                           "usage: sample --mc-k 0 is out of range"};
+    for (int i = 0; i < (int)(sizeof calls / sizeof calls[0]); i++)
+        expect_exit(names[i], cmd_call_fn, &calls[i], 2, needles[i]);
+}
+
 // ----------------------------------------------------------------------------
 // Prompt selection (issue 17): the Beta sampler, MoPPS's rule and update, DAPO's dynamic
 // sampling, Spearman, and the runs (resume, refusals, usage errors, compare)
@@ -4024,9 +5055,25 @@ static void test_select_runs(void) {
     const char *dyn = tmp_path("/tmp/grpo_test/dyn/train.csv");
     const char *uni = tmp_path("/tmp/grpo_test/uni/train.csv");
     ok &= csv_field(dyn, 1, 19) == csv_field(uni, 1, 19) && csv_field(dyn, 1, 3) == csv_field(uni, 1, 3) &&
-          csv_field(uni, 1, 20) == 0 && csv_field(uni, 1, 26) == 2;
+          csv_field(uni, 1, 20) == 0;
     check(ok, "select: dynamic at its cap: logged, 3 x 2 refill groups auxiliary, step 1 = uniform's batch",
           "exit %d, noted %d; step 1 aux %.0f tokens", code, noted, csv_field(dyn, 1, 20));
+    // uniform, the default: train.csv's header and rows as before prompt selection (24 fields),
+    // so older runs resume
+    size_t csv_len;
+    char *csv = (char *)read_all(uni, &csv_len);
+    const char *header = "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,"
+                         "intermediate,loss,kl,clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,"
+                         "t_update,tok_per_s,val_acc,gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,"
+                         "budget_spent\n";
+    int uni_csv = csv_len > strlen(header) && !strncmp(csv, header, strlen(header));
+    const char *row1 = csv + strlen(header);
+    int commas = 0;
+    for (const char *c = row1; uni_csv && *c && *c != '\n'; c++) commas += *c == ',';
+    uni_csv &= commas == 23;
+    free(csv);
+    check(uni_csv, "select: a uniform run's train.csv as before prompt selection (its header, 24 fields)",
+          "%d fields", commas + 1);
 }
 
 /* Usage errors of the selection options (train, before anything is loaded, and once the
@@ -4170,6 +5217,10 @@ int main(int argc, char **argv) {
     if (want("sampler", only)) test_token_budget();
     if (want("sampler", only)) test_eval_counts_verified();
     if (want("train", only)) test_train_end_to_end();
+    if (want("treepack", only)) test_pack_brute_force();
+    if (want("treepack", only)) test_tree_attention();
+    if (want("treepack", only)) test_tree_update_vs_padded();
+    if (want("train", only)) test_tree_layout_train();
     if (want("treetask", only)) test_tree_task();
     if (want("check", only)) test_check_fixtures();
     if (want("check", only)) test_check_mask_truncated();
@@ -4186,6 +5237,9 @@ int main(int argc, char **argv) {
     if (want("train", only)) test_stale_checkpoint();
     if (want("sft", only)) test_sft_run_record();
     if (want("compare", only)) { test_compare_stats(); test_budget_accounting(); test_compare_quick(); }
+    if (want("mcprm", only)) { test_mc_segment(); test_mc_advantages(); test_mc_dedup(); }
+    if (want("mcprm", only)) { test_mc_tree_values(); test_mc_budget(); test_mc_train(); }
+    if (want("mcprm", only)) { test_mc_commands(); test_mc_usage(); }
     if (want("select", only)) { test_beta_sampler(); test_mopps_select(); test_mopps_update(); }
     if (want("select", only)) test_dynamic_filter();
     if (want("select", only)) { test_spearman(); test_select_runs(); test_select_usage(); }
