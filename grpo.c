@@ -4836,10 +4836,15 @@ static int list_has(const char *list, const char *name) {
    leave such an option out, so a GRPO or λ-GRPO run prints and records exactly what it did
    before MC-PRM existed (and a study pre-registered then keeps its hash). Likewise
    --update-layout at padded (the banner names it only when it is tree): the layout changes no
-   result beyond float rounding. */
+   result beyond float rounding. The prompt selectors' options likewise (train): --prompt-select
+   only when it is not uniform, --select-* only with mopps, --dynamic-max-rounds only with
+   dynamic, so that a uniform run is recorded as before prompt selection existed. */
 static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
     int mc_option = !strncmp(s->name, "mc-", 3);
     if (!strcmp(s->name, "update-layout")) return o->update_layout != LAYOUT_PADDED;
+    if (!strcmp(s->name, "prompt-select")) return o->prompt_select != SELECT_UNIFORM;
+    if (!strncmp(s->name, "select-", 7)) return o->prompt_select == SELECT_MOPPS;
+    if (!strcmp(s->name, "dynamic-max-rounds")) return o->prompt_select == SELECT_DYNAMIC;
     if (mask & CMD_TREE) {
         if (!strcmp(s->name, "objective")) return o->tree_objectives[0] != 0;
         return !mc_option || list_has(o->tree_objectives, "mc-prm");
@@ -4930,8 +4935,11 @@ static void record_options(char *out, size_t cap, const Options *o, const char *
 
 /* check_resume_options: the options recorded in the checkpoint at path (st->options) against
    this command's o. Another value of an option in `fixed` is a usage error naming it and both
-   values; of any other recorded option (the optimizer's), a note. A checkpoint of format 1
-   records none: a note says that nothing is checked. */
+   values; of any other recorded option (the optimizer's), a note. An option of `fixed` that
+   the record leaves out although it is in force now, and that is out of force at the defaults
+   (option_in_force: --prompt-select uniform, MC-PRM's and the selectors' options), was not in
+   force in the saved run: a usage error as well (a uniform run resumed as a dynamic one). A
+   checkpoint of format 1 records none: a note says that nothing is checked. */
 static void check_resume_options(const Options *o, const TrainState *st, const char *path,
                                  const char *const *fixed) {
     if (!st->options[0]) {
@@ -4970,6 +4978,26 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
                         name, ours_shown, path, name, theirs_shown, name, theirs_shown);
         fprintf(stderr, "note: --%s %s: the run in '%s' had --%s %s; the resumed run goes on with %s\n", name,
                 ours_shown, path, name, theirs_shown, ours_shown);
+    }
+    Options d;
+    default_options(&d);
+    for (int i = 0; fixed[i]; i++) {
+        const OptSpec *s = find_option(fixed[i]);
+        if (!option_in_force(o, s, CMD_TRAIN) || option_in_force(&d, s, CMD_TRAIN)) continue;
+        char key[80];   // "name=" at the start of a line of the record
+        snprintf(key, sizeof key, "%s=", fixed[i]);
+        size_t n = strlen(key);
+        int recorded = !strncmp(st->options, key, n);
+        for (const char *nl = strchr(st->options, '\n'); nl && !recorded; nl = strchr(nl + 1, '\n'))
+            recorded = !strncmp(nl + 1, key, n);
+        if (recorded) continue;
+        char ours[64], theirs[64];
+        option_text(ours, sizeof ours, o, s, 0);
+        option_text(theirs, sizeof theirs, &d, s, 0);
+        usage_error("--%s %s: '%s' was saved by a run with --%s %s (not in force there, so its run record "
+                    "leaves it out), and a resumed run must go on with the options that shape its samples "
+                    "and updates: give --%s %s, or start a new run", fixed[i], ours, path, fixed[i], theirs,
+                    fixed[i], theirs);
     }
 }
 

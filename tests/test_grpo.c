@@ -1132,6 +1132,16 @@ static const char *line_with(const char *s, const char *needle) {
     return buf;
 }
 
+// The whole line of s that holds needle (line_with's, not cut at 255 characters): a banner
+static const char *whole_line_with(const char *s, const char *needle) {
+    static char buf[8192];
+    const char *at = strstr(s, needle);
+    if (!at) return "(not found)";
+    while (at > s && at[-1] != '\n') at--;
+    snprintf(buf, sizeof buf, "%.*s", (int)strcspn(at, "\n"), at);
+    return buf;
+}
+
 /* Two runs on one --run-dir: the second is refused (exit 1, naming the directory) while the
    first holds it; here the test holds the lock itself, as a live run would. And a save
    writes its own temporary file, so it never writes into (or renames away) another
@@ -4953,6 +4963,12 @@ static void test_select_runs(void) {
              grpo_bin(), common, data, TMPDIR_);
     int code = run_binary(cmd, out, sizeof out);
     int spearman_line = strstr(out, "# mopps: predicted p vs realised success over the run's 8 groups") != 0;
+    // option_in_force: mopps's options in its banner, dynamic's not (the run record: below)
+    const char *config = whole_line_with(out, "# config:");
+    check(code == 0 && strstr(config, " prompt-select=mopps select-target=0.5 select-candidates=0 "
+                                      "select-decay=1 ") && !strstr(config, "dynamic-max-rounds"),
+          "select: a mopps run's banner names --prompt-select and MoPPS's options, not dynamic's", "%.80s",
+          strstr(config, "prompt-select") ? strstr(config, "prompt-select") : config);
     snprintf(cmd, sizeof cmd, "%s train %s %s --prompt-select mopps --resume %s/mopps_a/ckpt.bin "
              "--run-dir %s/mopps_b", grpo_bin(), common, data, TMPDIR_, TMPDIR_);
     if (code == 0) code = run_binary(cmd, out, sizeof out);
@@ -4974,6 +4990,10 @@ static void test_select_runs(void) {
     st.kind = 2;
     snprintf(a, sizeof a, "%s/mopps_a/ckpt.bin", TMPDIR_);
     load_checkpoint(a, &m, 1, &st);
+    const char *recorded = "\nprompt-select=mopps\nselect-target=0.5\nselect-candidates=0\nselect-decay=1\n";
+    check(strstr(st.options, recorded) && !strstr(st.options, "dynamic-max-rounds"),
+          "select: ... and its run record holds them (the values a resume must give)", "%.70s",
+          strstr(st.options, "prompt-select") ? strstr(st.options, "prompt-select") : st.options);
     uint64_t bytes = 0;
     double *sec = (double *)ckpt_section(&st, "mopps", &bytes);
     int n = sec ? (int)sec[0] : 0;
@@ -5039,7 +5059,11 @@ static void test_select_runs(void) {
     code = run_binary(cmd, out, sizeof out);
     int noted = strstr(out, "note: step 1: dynamic sampling left 2 of 2 groups with all-equal rewards after "
                             "3 refill rounds") != NULL;
-    snprintf(cmd, sizeof cmd, "%s train %s %s --run-dir %s/uni", grpo_bin(), common, data, TMPDIR_);
+    config = whole_line_with(out, "# config:");
+    int dyn_banner = strstr(config, " prompt-select=dynamic dynamic-max-rounds=3 ") &&
+                     !strstr(config, "select-");
+    snprintf(cmd, sizeof cmd, "%s train %s %s --save-every 2 --run-dir %s/uni", grpo_bin(), common, data,
+             TMPDIR_);
     if (code == 0) code = run_binary(cmd, out, sizeof out);
     int ok = code == 0 && noted;
     double spent = 0.0;
@@ -5058,8 +5082,21 @@ static void test_select_runs(void) {
           csv_field(uni, 1, 20) == 0;
     check(ok, "select: dynamic at its cap: logged, 3 x 2 refill groups auxiliary, step 1 = uniform's batch",
           "exit %d, noted %d; step 1 aux %.0f tokens", code, noted, csv_field(dyn, 1, 20));
-    // uniform, the default: train.csv's header and rows as before prompt selection (24 fields),
-    // so older runs resume
+    check(dyn_banner, "select: a dynamic run's banner names --prompt-select and its round cap, not MoPPS's",
+          "%.50s", strstr(config, "prompt-select") ? strstr(config, "prompt-select") : config);
+    // uniform, the default: no selection option in the banner or the run record, and train.csv's
+    // header and rows as before prompt selection (24 fields), so older runs resume and a study
+    // pre-registered before it keeps its hash
+    const char *uni_config = whole_line_with(out, "# config:");
+    int uni_banner = strstr(uni_config, " format-reward=0 ") && !strstr(uni_config, "prompt-select") &&
+                     !strstr(uni_config, "select-") && !strstr(uni_config, "dynamic-max-rounds");
+    TrainState ust = {0};
+    ust.kind = 2;
+    snprintf(a, sizeof a, "%s/uni/ckpt.bin", TMPDIR_);
+    load_checkpoint(a, &m, 1, &ust);
+    free_gpt(&m);
+    int uni_record = strstr(ust.options, "\nformat-reward=0\n") && !strstr(ust.options, "select") &&
+                     !strstr(ust.options, "dynamic");   // the record holds no paths
     size_t csv_len;
     char *csv = (char *)read_all(uni, &csv_len);
     const char *header = "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,"
@@ -5072,8 +5109,19 @@ static void test_select_runs(void) {
     for (const char *c = row1; uni_csv && *c && *c != '\n'; c++) commas += *c == ',';
     uni_csv &= commas == 23;
     free(csv);
-    check(uni_csv, "select: a uniform run's train.csv as before prompt selection (its header, 24 fields)",
-          "%d fields", commas + 1);
+    check(uni_banner && uni_record && uni_csv,
+          "select: a uniform run: no selection option in its banner or run record, train.csv as before",
+          "banner %d, record %d, csv %d (%d fields)", uni_banner, uni_record, uni_csv, commas + 1);
+    // ... and a uniform checkpoint resumed with another selector is refused, though its record
+    // leaves --prompt-select out (check_resume_options: out of force there, in force now)
+    snprintf(cmd, sizeof cmd, "%s train %s %s --prompt-select dynamic --resume %s/uni/ckpt.bin "
+             "--run-dir %s/uni_dyn", grpo_bin(), common, data, TMPDIR_, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    err = line_with(out, "usage error");
+    check(code == 2 && strstr(err, "--prompt-select dynamic: '") &&
+          strstr(err, "with --prompt-select uniform"),
+          "select: a uniform run's --resume with --prompt-select dynamic is refused, naming both",
+          "exit %d: %s", code, err);
 }
 
 /* Usage errors of the selection options (train, before anything is loaded, and once the
