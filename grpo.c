@@ -6198,6 +6198,20 @@ static void report_prompt_selection(const PromptSelector *s, const char *run_dir
     free(real);
 }
 
+/* train_csv_header: train.csv's header for a run with options o (log_step writes its rows):
+   the columns of every run, then MC-PRM's three (--objective mc-prm), then prompt selection's
+   five (a --prompt-select other than uniform), so that a GRPO or λ-GRPO run with uniform
+   prompts has the header it had before either existed. */
+static void train_csv_header(char *out, size_t cap, const Options *o) {
+    snprintf(out, cap, "%s%s%s",
+             "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,"
+             "loss,kl,clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
+             "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent",
+             o->obj.objective == OBJ_MC_PRM ? ",mc_states,aux_share,t_mc" : "",
+             o->prompt_select != SELECT_UNIFORM ? ",p_pred,p_real,groups_sampled,frac_all_equal_sampled,"
+                                                  "dynamic_cap_hit" : "");
+}
+
 /* cmd_train: ./grpo train. Loads π_θ (and π_ref when β != 0) from --init, or resumes
    --resume; scores the test prompts; runs train_loop; saves RUN_DIR/model.bin; scores the
    test prompts again and prints the result line (with --budget also RUN_DIR/result.txt). */
@@ -6315,14 +6329,8 @@ static int cmd_train(int argc, char **argv, Options *o) {
                o->resume[0] ? o->init : "the model", before.accuracy, before.n);
     }
     if (load_init) free_gpt(&init_model);
-    char header[1024];   // MC-PRM's runs have three more columns, then prompt selection's five (log_step)
-    snprintf(header, sizeof header, "%s%s%s",
-             "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,"
-             "loss,kl,clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
-             "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent",
-             o->obj.objective == OBJ_MC_PRM ? ",mc_states,aux_share,t_mc" : "",
-             o->prompt_select != SELECT_UNIFORM ? ",p_pred,p_real,groups_sampled,frac_all_equal_sampled,"
-                                                  "dynamic_cap_hit" : "");
+    char header[1024];
+    train_csv_header(header, sizeof header, o);
     CsvLog csv = open_csv(o->run_dir, "train.csv", header, st.step, 13, st.log_row);   // 13: the fields
                                                                                         // before t_sample
     record_options(st.options, sizeof st.options, o, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);

@@ -5124,6 +5124,168 @@ static void test_select_runs(void) {
           "exit %d: %s", code, err);
 }
 
+/* One GRPO step of train_loop in this process (what cmd_train sets up, without its files but
+   train.csv): --prompt-select dynamic, the objective given, P = 2 groups of k = 4, 20 new tokens,
+   --format-reward 0.1 (a well-formed wrong answer's reward: groups with signal from a small SFT
+   model), K = 2 continuations (MC-PRM), on tests/fixtures/val_small.txt. What the step leaves
+   (the final batch, MC-PRM's states and advantages, the CSV row) stays for the checks. */
+typedef struct {
+    GPT policy;
+    KVCache kv;
+    GroupBatch g;
+    Dataset train;
+    PromptSelector select;
+    MCPRM mc;
+    CountdownTask task;
+    TrainState st;
+    Options o;
+    TrainRun run;
+    Budget budget;
+    CsvLog csv;
+    char csv_path[400];
+} SelectStepRun;
+
+static void select_step_run(SelectStepRun *r, const char *init, int objective, const char *dir) {
+    memset(r, 0, sizeof *r);
+    Options *o = &r->o;
+    default_options(o);
+    train_defaults(o);
+    o->prompts_per_step = 2;
+    o->group_size = 4;
+    o->max_new_tokens = 20;
+    o->obj.objective = objective;
+    o->obj.max_new_tokens = o->max_new_tokens;
+    o->format_reward = 0.1f;
+    o->mc_k = 2;
+    o->prompt_select = SELECT_DYNAMIC;
+    o->steps = 1;
+    o->eval_every = 0;
+    int P = o->prompts_per_step, k = o->group_size, N = P * k, T = o->max_new_tokens;
+    load_checkpoint(init, &r->policy, N, NULL);
+    int maxT = r->policy.config.max_seq_len;
+    build_kvcache(&r->kv, &r->policy.config, N);
+    build_group_batch(&r->g, P, k, T, N, maxT);
+    load_dataset(&r->train, "tests/fixtures/val_small.txt", maxT, 0);
+    build_prompt_selector(&r->select, o->prompt_select, o->select_target, 0, o->select_decay,
+                          o->dynamic_max_rounds, r->train.n, P, k, T, maxT);
+    TrainRun *run = &r->run;
+    if (objective == OBJ_MC_PRM) {
+        r->task = (CountdownTask){&r->train, r->g.prompt_idx, NULL, 0, 0, o->format_reward};
+        build_mcprm(&r->mc, &r->policy.config, N, T, o->mc_k, o->mc_whiten, MC_SEGMENT_COMMA,
+                    countdown_outcome_reward, &r->task, NULL);
+        r->g.mc_adv = (float *)callocCheck((size_t)N * T, sizeof(float));
+        run->mc = &r->mc;
+    }
+    r->st.kind = 2;
+    rng_seed(&r->st.rng, o->seed, 2);
+    make_dir(dir);
+    char header[1024];
+    train_csv_header(header, sizeof header, o);
+    r->csv = open_csv(dir, "train.csv", header, 0, 13, NULL);
+    snprintf(r->csv_path, sizeof r->csv_path, "%s/train.csv", dir);
+    run->policy = &r->policy;
+    run->kv = &r->kv;
+    run->batch = &r->g;
+    run->train = run->val = &r->train;
+    run->select = &r->select;
+    run->cfg = grpo_config_from_options(o);
+    run->opt = adamw_from_options(o, 1);
+    run->state = &r->st;
+    run->steps = 1;
+    run->format_reward = o->format_reward;
+    run->csv = &r->csv;
+    run->budget = &r->budget;
+    start_budget(&r->budget, o, run);
+    fflush(stdout);
+    int saved = dup(1);   // the step's log line goes to the void
+    int null_fd = open("/dev/null", O_WRONLY);
+    dup2(null_fd, 1);
+    train_loop(run);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    close(null_fd);
+    close_csv(&r->csv);
+}
+
+static void free_select_step_run(SelectStepRun *r) {
+    if (r->run.mc) free_mcprm(&r->mc);
+    free_prompt_selector(&r->select);
+    free_group_batch(&r->g);
+    free_kvcache(&r->kv);
+    free_dataset(&r->train);
+    free_gpt(&r->policy);
+}
+
+/* Dynamic sampling with MC-PRM (train_loop's order: the refill rounds, then MC-PRM's phase on the
+   final batch). From a 400-step SFT model, one step with --objective grpo and one with mc-prm,
+   same seed: the refill replaced groups (more groups sampled than trained, none all-equal left),
+   both steps trained the same final batch (MC-PRM draws nothing from the run's RNG), and MC-PRM's
+   advantages are, bit for bit, those recomputed on that final batch with the step's π_old (the
+   SFT model; mc_prm_advantages on fresh buffers). The budget: the MC-PRM step's gen_tokens_aux is
+   the GRPO step's (the dropped groups) plus the recomputed continuations' tokens, and its FLOPs
+   the GRPO step's plus F·R_mc of them (README's formula: R_drop and R_mc add up). */
+static void test_select_dynamic_mc_prm(void) {
+    char args[1024], log[300], sft[300], dir_a[300], dir_b[300];
+    snprintf(log, sizeof log, "%s/select_sft.log", TMPDIR_);
+    snprintf(args, sizeof args, "--threads 1 --layers 2 --heads 2 --channels 32 --context 48 --batch-size 16 "
+             "--steps 400 --warmup 10 --lr 1e-2 --eval-every 0 --val-data tests/fixtures/val_small.txt "
+             "--run-dir %s/select_sft", TMPDIR_);
+    int rc = run_cmd_quiet(cmd_sft, args, log);
+    snprintf(sft, sizeof sft, "%s/select_sft/model.bin", TMPDIR_);
+    snprintf(dir_a, sizeof dir_a, "%s/select_dyn_grpo", TMPDIR_);
+    snprintf(dir_b, sizeof dir_b, "%s/select_dyn_mc", TMPDIR_);
+    static SelectStepRun a, b;
+    select_step_run(&a, sft, OBJ_GRPO, dir_a);
+    select_step_run(&b, sft, OBJ_MC_PRM, dir_b);
+    // the GRPO row: the 24 columns, then p_pred (24), ..., groups_sampled (26), frac_all_equal_sampled
+    // (27); the MC-PRM row has mc_states, aux_share, t_mc (24..26) before them
+    double sampled = csv_field(a.csv_path, 1, 26), eq_sampled = csv_field(a.csv_path, 1, 27);
+    int refilled = rc == 0 && sampled > 2 && csv_field(a.csv_path, 1, 2) == 0 && eq_sampled > 0 &&
+                   csv_field(b.csv_path, 1, 29) == sampled;
+    int same_batch = a.g.N == b.g.N;
+    for (int p = 0; p < 2 && same_batch; p++) same_batch &= a.g.prompt_idx[p] == b.g.prompt_idx[p];
+    for (int i = 0; i < a.g.N && same_batch; i++) {
+        same_batch &= a.g.clen[i] == b.g.clen[i] && a.g.reward[i] == b.g.reward[i];
+        same_batch &= !memcmp(a.g.comp_row[i], b.g.comp_row[i], (size_t)a.g.clen[i] * sizeof(int));
+    }
+    check(refilled && same_batch,
+          "select: dynamic + mc-prm: the refill replaced groups; GRPO, MC-PRM trained the same final batch",
+          "sft exit %d; %.0f groups sampled for 2, %.2f of them all-equal", rc, sampled, eq_sampled);
+    // MC-PRM's phase again, on the final batch, with π_old (the SFT model) and fresh buffers
+    GPT old;
+    load_checkpoint(sft, &old, b.g.N, NULL);
+    MCPRM mc;
+    build_mcprm(&mc, &old.config, b.g.N, 20, 2, 1, MC_SEGMENT_COMMA, countdown_outcome_reward, &b.task, NULL);
+    float *trained = b.g.mc_adv;
+    float *again = (float *)callocCheck((size_t)b.g.N * 20, sizeof(float));
+    b.g.mc_adv = again;
+    MCStats spent = mc_prm_advantages(&mc, &old, &b.g, &b.run.cfg, 0);
+    b.g.mc_adv = trained;
+    int same_adv = mc.num_states == b.mc.num_states;
+    for (int i = 0; i < b.g.N && same_adv; i++)
+        same_adv &= !memcmp(trained + (size_t)i * 20, again + (size_t)i * 20,
+                            (size_t)b.g.clen[i] * sizeof(float));
+    check(same_adv && spent.tokens > 0 && csv_field(b.csv_path, 1, 24) == mc.num_states,
+          "select: dynamic + mc-prm: MC-PRM's advantages are the final batch's, bit for bit",
+          "%d states (%d in the step), %ld continuation tokens", mc.num_states, b.mc.num_states,
+          spent.tokens);
+    double aux_a = csv_field(a.csv_path, 1, 20), aux_b = csv_field(b.csv_path, 1, 20);
+    double flops_a = csv_field(a.csv_path, 1, 22), flops_b = csv_field(b.csv_path, 1, 22);
+    double F = model_flops_per_token(&old.config);
+    double flops_mc = F * spent.positions;   // CSV flops are printed %.0f: within 1 of the sum
+    check(aux_a > 0 && aux_b == aux_a + spent.tokens && fabs(flops_b - (flops_a + flops_mc)) <= 1.0 &&
+          csv_field(b.csv_path, 1, 23) == csv_field(b.csv_path, 1, 19) + aux_b,
+          "select: dynamic + mc-prm: gen_tokens_aux and FLOPs = the dropped groups' + the continuations'",
+          "aux %.0f = %.0f + %ld; flops %.0f vs %.0f + F x %ld", aux_b, aux_a, spent.tokens, flops_b, flops_a,
+          spent.positions);
+    free(again);
+    free_mcprm(&mc);
+    free_gpt(&old);
+    free_select_step_run(&a);
+    free_select_step_run(&b);
+}
+
 /* Usage errors of the selection options (train, before anything is loaded, and once the
    training set is known), and compare: a method's --prompt-select passes through to its runs'
    command line and configuration, and a bad value is refused before anything runs. */
@@ -5291,6 +5453,7 @@ int main(int argc, char **argv) {
     if (want("select", only)) { test_beta_sampler(); test_mopps_select(); test_mopps_update(); }
     if (want("select", only)) test_dynamic_filter();
     if (want("select", only)) { test_spearman(); test_select_runs(); test_select_usage(); }
+    if (want("select", only)) test_select_dynamic_mc_prm();
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
