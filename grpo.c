@@ -13,6 +13,8 @@ What this file is
     MC-PRM   explicit Monte-Carlo process rewards, VinePPO (Kazemnejad et al. 2024, arXiv
              2410.01679; github.com/McGill-NLP/VinePPO): a step's value from fresh continuations,
              the comparison point for λ-GRPO's implicit one (notes: credit-assignment §3).
+    PPO      a learned critic and GAE (Schulman et al. 2017, with verl's conventions; issue 16):
+             a value model of the policy's shape, trained beside it, VinePPO's PPO baseline.
   It runs on the CPU with OpenMP. `make cuda` builds the CUDA variant (-DGRPO_CUDA, with
   grpo_kernels.cu): models, optimizer state, activations and the KV cache in GPU memory,
   every layer routed to its cuda_ twin through LAYER(), the loop, sampler control, verifier,
@@ -23,16 +25,17 @@ What this file is
 
 What it deliberately does not do
   No BPE tokenizer, no mixed precision, no distributed training, no top-k/top-p sampling
-  (truncation biases the importance ratio), no value network. Where GRPO implementations
-  disagree (std, epsilon, loss aggregation, KL, EOS), the choice is an option; the defaults
-  are listed in README.md ("Conventions and options") and printed at start-up.
+  (truncation biases the importance ratio), no critic in the CUDA build. Where GRPO
+  implementations disagree (std, epsilon, loss aggregation, KL, EOS), the choice is an
+  option; the defaults are listed in README.md ("Conventions and options") and printed at
+  start-up.
 
 Reading order: the file is one GRPO step from the bottom up, then its tooling. Sections:
   Utilities → Tokenizer → Model layers (its fast paths first, skip them) → CUDA seam →
   Model → Incremental decoding with a key/value cache → Log-probabilities → Optimizer: AdamW →
   Task and verifier → Task data → Group sampler → Prefix tree B(G) → Objectives →
-  The GRPO step → Explicit process rewards: MC-PRM → Prompt selection (uniform, MoPPS, DAPO) →
-  The training loop (train_loop),
+  The GRPO step → Explicit process rewards: MC-PRM → A learned critic: PPO with GAE →
+  Prompt selection (uniform, MoPPS, DAPO) → The training loop (train_loop),
 then, behind the TOOLING banner, what the commands need around the algorithm:
   Options → Checkpoints → Run logs → SFT → train (cmd_train) → The paper's synthetic
   experiment (./grpo tree) → eval, sample, verify → check → bench → compare → Command line.
@@ -1529,37 +1532,24 @@ static void gpt_set_rows(GPT *m, const TreePack *pk) {
     m->B = 0; m->T = pk->rows;
 }
 
+// The positions of the last shape set: B·T, or a packed batch's rows (gpt_set_rows).
+static size_t gpt_positions(const GPT *m) {
+    return m->B ? (size_t)m->B * m->T : (size_t)m->T;
+}
+
 static void encoder_forward_pos(float *out, const int *tokens, const int *pos, const float *wte,
                                 const float *wpe, int B, int C);
 
-/* gpt_forward: inputs (B,T) token ids → acts.logits (B,T,V), logits at position t predict
-   token t+1. Sequences shorter than T are padded at the end; causal attention means the
-   padding never changes the logits of earlier positions. */
-static void gpt_forward_pass(GPT *m, const int *inputs, const TreePack *pk);
-static void gpt_forward(GPT *m, const int *inputs, int B, int T) {
-    gpt_set_shape(m, B, T);
-    gpt_forward_pass(m, inputs, NULL);
-}
-
-/* gpt_forward_tree: the packed batch pk (TreePack; CPU only) → acts.logits (rows, V), the
-   logits of row r predicting the tokens after its prefix. Every layer but the embedding (a
-   position per row) and attention (over the row's root path) is gpt_forward's, row by row. */
-static void gpt_forward_tree(GPT *m, const TreePack *pk) {
-#ifdef GRPO_CUDA
-    if (m->on_device)
-        fail_at(__FILE__, __LINE__, "the tree-packed update runs on the CPU only",
-                "use --update-layout padded");
-#endif
-    gpt_set_rows(m, pk);
-    gpt_forward_pass(m, pk->token, pk);
-}
-
-// gpt_forward's layers on the shape gpt_set_shape or gpt_set_rows set: B×T, or pk's packed rows
-static void gpt_forward_pass(GPT *m, const int *inputs, const TreePack *pk) {
+/* trunk_forward: the transformer without its LM head on the shape gpt_set_shape (B×T, inputs
+   (B,T) token ids) or gpt_set_rows (pk's packed rows; inputs is pk->token) set → acts.lnf
+   (positions, C), the final LayerNorm's output. Every layer but the embedding (a packed row has
+   its own position) and attention (a packed row attends to its root path) is the same code on
+   either shape, row by row. */
+static void trunk_forward(GPT *m, const int *inputs, const TreePack *pk) {
     GPTConfig c = m->config;
-    int L = c.num_layers, C = c.channels, NH = c.num_heads, V = c.vocab_size;
+    int L = c.num_layers, C = c.channels, NH = c.num_heads;
     int B = m->B, T = m->T;
-    size_t BT = pk ? (size_t)pk->rows : (size_t)B * T;
+    size_t BT = gpt_positions(m);
     size_t AL = (size_t)NH * (pk ? pk->att_size : (size_t)B * T * T);   // attention weights per layer
     ParameterTensors p = m->params;
     ActivationTensors a = m->acts;
@@ -1594,52 +1584,77 @@ static void gpt_forward_pass(GPT *m, const int *inputs, const TreePack *pk) {
     }
     LAYER(m, layernorm_forward)(a.lnf, a.lnf_mean, a.lnf_rstd, a.residual3 + (L - 1) * BT * C,
                                 p.lnfw, p.lnfb, BT, C);
-    LAYER(m, matmul_forward)(a.logits, a.lnf, p.wte, NULL, BT, C, V);
+}
+
+// The LM head (tied to wte): acts.logits (positions, V) = acts.lnf (positions, C) · wteᵀ.
+static void lm_head_forward(GPT *m) {
+    LAYER(m, matmul_forward)(m->acts.logits, m->acts.lnf, m->params.wte, NULL, gpt_positions(m),
+                             m->config.channels, m->config.vocab_size);
+}
+
+/* gpt_forward_trunk: inputs (B,T) token ids → acts.lnf (B,T,C), the final LayerNorm's output:
+   the transformer without its LM head (gpt_forward adds the head; the critic's value head
+   reads acts.lnf instead). */
+static void gpt_forward_trunk(GPT *m, const int *inputs, int B, int T) {
+    gpt_set_shape(m, B, T);
+    trunk_forward(m, inputs, NULL);
+}
+
+/* gpt_forward: inputs (B,T) token ids → acts.logits (B,T,V), logits at position t predict
+   token t+1. Sequences shorter than T are padded at the end; causal attention means the
+   padding never changes the logits of earlier positions. */
+static void gpt_forward(GPT *m, const int *inputs, int B, int T) {
+    gpt_forward_trunk(m, inputs, B, T);
+    lm_head_forward(m);
+}
+
+/* gpt_forward_tree: the packed batch pk (TreePack; CPU only) → acts.logits (rows, V), the
+   logits of row r predicting the tokens after its prefix (trunk_forward on pk's rows, then the
+   LM head). */
+static void gpt_forward_tree(GPT *m, const TreePack *pk) {
+#ifdef GRPO_CUDA
+    if (m->on_device)
+        fail_at(__FILE__, __LINE__, "the tree-packed update runs on the CPU only",
+                "use --update-layout padded");
+#endif
+    gpt_set_rows(m, pk);
+    trunk_forward(m, pk->token, pk);
+    lm_head_forward(m);
 }
 
 static void gpt_zero_grad(GPT *m) {
     LAYER(m, memset_zero)(m->grads_memory, m->num_parameters * sizeof(float));
 }
 
-/* gpt_backward: given grads_acts.logits (B,T,V) = ∂loss/∂logits for the last forward pass,
-   accumulates ∂loss/∂θ into m->grads (call gpt_zero_grad first for a fresh step).
+// Sets every activation gradient but dlogits (and dprobs) to zero: a backward pass adds into them.
+static void gpt_zero_act_grads(GPT *m) {
+    size_t skip = (size_t)(m->grads_acts.logits - m->grads_acts_memory);
+    LAYER(m, memset_zero)(m->grads_acts_memory, skip * sizeof(float));
+}
+
+/* trunk_backward: given grads_acts.lnf (positions, C) = ∂loss/∂(the final LayerNorm's output)
+   of the last forward pass (trunk_forward on the same shape, B×T or pk's rows), every other
+   activation gradient zero (gpt_zero_act_grads), accumulates ∂loss/∂θ of the trunk (every
+   parameter; wte through the embedding only) into m->grads.
    The residual stream's gradient lives in one buffer, dres, from the final LayerNorm down to
    the embeddings: a residual connection passes its gradient on unchanged to both branches, so
    each block reads dres as the gradient of its two projections and its LayerNorms add into
    it. (This replaces residual_backward's copies; the values and their order of addition are
    the same.) */
-static void gpt_backward_pass(GPT *m, const int *inputs, const TreePack *pk);
-static void gpt_backward(GPT *m, const int *inputs) {
-    if (m->B == 0)
-        fail_at(__FILE__, __LINE__, "gpt_backward after a packed forward",
-                "call gpt_backward_tree; please report this");
-    gpt_backward_pass(m, inputs, NULL);
-}
-
-// gpt_backward for the packed batch pk of the last forward pass (gpt_forward_tree)
-static void gpt_backward_tree(GPT *m, const TreePack *pk) {
-    gpt_backward_pass(m, pk->token, pk);
-}
-
-static void gpt_backward_pass(GPT *m, const int *inputs, const TreePack *pk) {
+static void trunk_backward(GPT *m, const int *inputs, const TreePack *pk) {
     GPTConfig c = m->config;
     int B = m->B;
     int T = m->T;
     int L = c.num_layers;
     int C = c.channels;
     int NH = c.num_heads;
-    int V = c.vocab_size;
-    size_t BT = pk ? (size_t)pk->rows : (size_t)B * T;
+    size_t BT = gpt_positions(m);
     size_t AL = (size_t)NH * (pk ? pk->att_size : (size_t)B * T * T);   // attention weights per layer
     ParameterTensors p = m->params;
     ParameterTensors g = m->grads;
     ActivationTensors a = m->acts;
     ActivationTensors d = m->grads_acts;
-    // every activation gradient except dlogits starts at zero
-    size_t skip = (size_t)(d.logits - m->grads_acts_memory);
-    LAYER(m, memset_zero)(m->grads_acts_memory, skip * sizeof(float));
     float *dres = d.residual3 + (L - 1) * BT * C;
-    LAYER(m, matmul_backward)(d.lnf, g.wte, NULL, d.logits, a.lnf, p.wte, BT, C, V);
     LAYER(m, layernorm_backward)(dres, g.lnfw, g.lnfb, d.lnf, a.residual3 + (L - 1) * BT * C, p.lnfw,
                                  a.lnf_mean, a.lnf_rstd, BT, C);
     for (int l = L - 1; l >= 0; l--) {
@@ -1672,12 +1687,49 @@ static void gpt_backward_pass(GPT *m, const int *inputs, const TreePack *pk) {
     }
 #ifdef GRPO_CUDA
     if (m->on_device) {   // the GPU needs V to give each (token, channel) of dwte one thread
-        cuda_encoder_backward(g.wte, g.wpe, dres, m->dev_inputs, B, T, C, V);
+        cuda_encoder_backward(g.wte, g.wpe, dres, m->dev_inputs, B, T, C, c.vocab_size);
         return;
     }
 #endif
     if (pk) encoder_backward_pos(g.wte, g.wpe, dres, pk->token, pk->pos, pk->rows, C);
     else encoder_backward(g.wte, g.wpe, dres, inputs, B, T, C);
+}
+
+// lm_head_forward's backward: grads_acts.lnf = dlogits · wte, and dlogits' part of dwte; every
+// other activation gradient set to zero first (gpt_zero_act_grads), for trunk_backward.
+static void lm_head_backward(GPT *m) {
+    gpt_zero_act_grads(m);
+    LAYER(m, matmul_backward)(m->grads_acts.lnf, m->grads.wte, NULL, m->grads_acts.logits, m->acts.lnf,
+                              m->params.wte, gpt_positions(m), m->config.channels, m->config.vocab_size);
+}
+
+// Refuses a padded backward pass after a packed forward (their activations are laid out apart).
+static void refuse_packed(const GPT *m, const char *what) {
+    if (m->B == 0) fail_at(__FILE__, __LINE__, what, "call gpt_backward_tree; please report this");
+}
+
+/* gpt_backward_trunk: given grads_acts.lnf (B,T,C) = ∂loss/∂(the final LayerNorm's output) of
+   the last forward pass (gpt_forward_trunk or gpt_forward), every other activation gradient
+   zero (gpt_zero_act_grads), accumulates ∂loss/∂θ of the trunk into m->grads (trunk_backward):
+   the critic's value head starts here. */
+static void gpt_backward_trunk(GPT *m, const int *inputs) {
+    refuse_packed(m, "gpt_backward_trunk after a packed forward");
+    trunk_backward(m, inputs, NULL);
+}
+
+/* gpt_backward: given grads_acts.logits (B,T,V) = ∂loss/∂logits for the last forward pass,
+   accumulates ∂loss/∂θ into m->grads (call gpt_zero_grad first for a fresh step): the LM head
+   (tied to wte) gives ∂loss/∂lnf, and the trunk goes on from there. */
+static void gpt_backward(GPT *m, const int *inputs) {
+    refuse_packed(m, "gpt_backward after a packed forward");
+    lm_head_backward(m);
+    trunk_backward(m, inputs, NULL);
+}
+
+// gpt_backward for the packed batch pk of the last forward pass (gpt_forward_tree)
+static void gpt_backward_tree(GPT *m, const TreePack *pk) {
+    lm_head_backward(m);
+    trunk_backward(m, pk->token, pk);
 }
 
 // ----------------------------------------------------------------------------
@@ -2014,18 +2066,11 @@ static float lr_at(const AdamWConfig *o, int step) {
     return o->lr * (o->min_lr_frac + (1.0f - o->min_lr_frac) * decay);
 }
 
-/* clip_grad_norm: global L2 norm over all gradients, summed in double: each block of
-   CLIP_BLOCK gradients in 8 interleaved sums (vectorized), the blocks' sums then added in
-   order, so the result does not depend on the thread count; scales gradients by
-   max_norm / (norm + 1e-6) when that is < 1 (as torch.nn.utils.clip_grad_norm_).
-   Returns the norm before clipping (NaN/Inf if any gradient is not finite). */
+/* grad_sum_squares: Σ g² over grads (n), summed in double: each block of CLIP_BLOCK gradients
+   in 8 interleaved sums (vectorized), the blocks' sums then added in order, so the result does
+   not depend on the thread count. */
 #define CLIP_BLOCK 16384
-static float clip_grad_norm(GPT *m, float max_norm) {
-#ifdef GRPO_CUDA
-    if (m->on_device) return cuda_clip_grad_norm(m->grads_memory, m->num_parameters, max_norm);
-#endif
-    float *grads = m->grads_memory;
-    size_t n = m->num_parameters;
+static double grad_sum_squares(const float *grads, size_t n) {
     int nblocks = (int)((n + CLIP_BLOCK - 1) / CLIP_BLOCK);
     double *part = (double *)mallocCheck((size_t)nblocks * sizeof(double));
     #pragma omp parallel for
@@ -2043,7 +2088,19 @@ static float clip_grad_norm(GPT *m, float max_norm) {
     double ss = 0.0;
     for (int k = 0; k < nblocks; k++) ss += part[k];
     free(part);
-    float norm = (float)sqrt(ss);
+    return ss;
+}
+
+/* clip_grad_norm: global L2 norm over all of m's gradients (grad_sum_squares); scales them by
+   max_norm / (norm + 1e-6) when that is < 1 (as torch.nn.utils.clip_grad_norm_). Returns the
+   norm before clipping (NaN/Inf if any gradient is not finite). */
+static float clip_grad_norm(GPT *m, float max_norm) {
+#ifdef GRPO_CUDA
+    if (m->on_device) return cuda_clip_grad_norm(m->grads_memory, m->num_parameters, max_norm);
+#endif
+    float *grads = m->grads_memory;
+    size_t n = m->num_parameters;
+    float norm = (float)sqrt(grad_sum_squares(grads, n));
     if (max_norm > 0.0f && isfinite(norm)) {
         float coef = max_norm / (norm + 1e-6f);
         if (coef < 1.0f) {
@@ -2808,20 +2865,23 @@ static TreeStats prefix_tree_stats(const PrefixTree *tree, const int *len, int k
 }
 
 // ----------------------------------------------------------------------------
-// Objectives: GRPO and λ-GRPO (conventions in notes/conventions.md)
+// Objectives: GRPO and λ-GRPO (conventions in notes/conventions.md); MC-PRM's values and PPO's
+// critic have their own sections after the GRPO step (issue 16)
 
-enum { OBJ_GRPO = 0, OBJ_LAMBDA_GRPO = 1, OBJ_MC_PRM = 2 };   // (issue 16: ppo follows mc-prm)
+// GRPO and λ-GRPO (the paper's), then issue 16's comparison points: MC-PRM (explicit process
+// rewards) and PPO (a learned critic)
+enum { OBJ_GRPO = 0, OBJ_LAMBDA_GRPO = 1, OBJ_MC_PRM = 2, OBJ_PPO = 3 };
 enum { AGG_TOKEN_MEAN = 0, AGG_SEQ_MEAN_TOKEN_MEAN, AGG_SEQ_MEAN_TOKEN_SUM, AGG_SEQ_MEAN_TOKEN_SUM_NORM };
 enum { STD_SAMPLE = 0, STD_POPULATION, STD_NONE };
 enum { SCOPE_GROUP = 0, SCOPE_BATCH };
-static const char *OBJECTIVE_NAMES[] = {"grpo", "lambda-grpo", "mc-prm", NULL};
+static const char *OBJECTIVE_NAMES[] = {"grpo", "lambda-grpo", "mc-prm", "ppo", NULL};
 static const char *LOSS_AGG_NAMES[] = {"token-mean", "seq-mean-token-mean", "seq-mean-token-sum",
                                        "seq-mean-token-sum-norm", NULL};
 static const char *ADV_STD_NAMES[] = {"sample", "population", "none", NULL};
 static const char *SCOPE_NAMES[] = {"group", "batch", NULL};
 
 typedef struct {
-    int objective;        // OBJ_GRPO, OBJ_LAMBDA_GRPO or OBJ_MC_PRM (credit-assignment.md §3)
+    int objective;        // OBJ_GRPO, OBJ_LAMBDA_GRPO, OBJ_MC_PRM (credit-assignment.md §3) or OBJ_PPO
     int loss_agg;         // AGG_*
     int adv_std;          // STD_*: std in the advantage's denominator
     int adv_std_scope;    // SCOPE_*: std over each group, or over the whole batch
@@ -2938,7 +2998,7 @@ static void loss_agg_coef_masked(float *coef, const int *len, const unsigned cha
     free(kept_coef);
 }
 
-/* lambda_weight: the factor the objective applies to token (i,t): 1 for GRPO and MC-PRM,
+/* lambda_weight: the factor the objective applies to token (i,t): 1 for GRPO, MC-PRM and PPO,
    1/|λ(i,t)| for λ-GRPO (paper eq. 11: the whole per-token term, policy and KL, no
    renormalisation). */
 static inline float lambda_weight(const ObjectiveConfig *cfg, int lambda_size) {
@@ -3038,8 +3098,9 @@ typedef struct {
     int *lambda_size, *node_of;  // (N, max_new) |λ(i,t)| and the node of B(G) that owns the token
     float *step_adv;             // (N, max_new) A_λ(i,t): reported (./grpo check), not trained on;
                                  // NULL unless the caller allocates it (check does)
-    float *mc_adv;               // (N, max_new) MC-PRM's step advantage A_j of every token, trained on
-                                 // with --objective mc-prm; NULL unless the caller allocates it
+    const float *token_adv;      // (N, max_new) per-token advantages that replace a_i in the loss
+                                 // (mc-prm: its step advantages, mc_prm_advantages; ppo: whitened GAE,
+                                 // ppo_advantages); NULL: a_i. Not owned
     // per completion token, (N, max_new)
     float *logp, *logp_old, *logp_ref, *adv_tok, *weight, *coef, *dlogp, *ratio, *kl;
     unsigned char *clipped;
@@ -3139,7 +3200,7 @@ static void free_group_batch(GroupBatch *g) {
                       g->sample_logp, g->clen, g->truncated, g->reward, g->advantage, g->lambda_size,
                       g->node_of, g->step_adv, g->logp, g->logp_old, g->logp_ref, g->adv_tok, g->weight,
                       g->coef, g->dlogp, g->ratio, g->kl, g->clipped, g->seq_coef, g->rngs, g->inputs,
-                      g->targets, g->logp_pos, g->dlogp_pos, g->mc_adv};
+                      g->targets, g->logp_pos, g->dlogp_pos};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
     free_prefix_tree(&g->tree);
     free_tree_pack(&g->pack);
@@ -3431,11 +3492,11 @@ typedef struct {                 // what grpo_update reports: iteration 0's valu
 typedef enum { UPDATE_DONE = 0, UPDATE_LOSS_NOT_FINITE, UPDATE_GRAD_NORM_NOT_FINITE } UpdateStatus;
 static const char *UPDATE_STOPPED_BY[] = {"", "the loss", "the gradient norm"};
 
-/* grpo_prepare_tokens: per completion token, its advantage (a_i; MC-PRM: its step's A_j from
-   g->mc_adv), the objective's weight (1, or 1/|λ(i,t)| for λ-GRPO) and its completion's
-   aggregation factor c_i. The normaliser is computed here, once over the whole step, before
-   any backward pass, so micro-batching changes no gradient. With cfg->mask_truncated, a
-   completion marked truncated gets c_i = 0 and leaves every normaliser
+/* grpo_prepare_tokens: per completion token, its advantage (a_i, or g->token_adv's: MC-PRM's
+   step advantage A_j, PPO's A_t), the objective's weight (1, or 1/|λ(i,t)| for λ-GRPO) and
+   its completion's aggregation factor c_i. The normaliser is computed here, once over the
+   whole step, before any backward pass, so micro-batching changes no gradient. With
+   cfg->mask_truncated, a completion marked truncated gets c_i = 0 and leaves every normaliser
    (loss_agg_coef_masked). Also counts the tokens and mean |λ|. */
 static void grpo_prepare_tokens(GroupBatch *g, const GRPOConfig *cfg, UpdateStats *us) {
     int stride = g->max_new;
@@ -3449,8 +3510,9 @@ static void grpo_prepare_tokens(GroupBatch *g, const GRPOConfig *cfg, UpdateStat
             // a_i, not the step advantage A_λ(i,t) (step_adv): by Theorem 1 both give the same loss
             // and gradient at μ = 1 under token-mean (a node's members share its log-probs and
             // Σ_{j∈λ} a_j = |λ|·A_λ). Checked by test_theorem1_and_lambda in tests/test_grpo.c.
-            // MC-PRM's A_j differs from step to step (credit-assignment.md §3): it has its own.
-            g->adv_tok[at] = cfg->obj.objective == OBJ_MC_PRM ? g->mc_adv[at] : g->advantage[i];
+            // A method whose advantage differs from token to token (MC-PRM's A_j from step to step,
+            // credit-assignment.md §3; PPO's A_t) sets token_adv instead.
+            g->adv_tok[at] = g->token_adv ? g->token_adv[at] : g->advantage[i];
             g->weight[at] = lambda_weight(&cfg->obj, g->lambda_size[at]);
             g->coef[at] = g->seq_coef[i];
             us->mean_lambda += g->lambda_size[at];
@@ -3640,6 +3702,8 @@ typedef struct {
     float *cont_logp;
     Rng *rngs;
     int *scratch;                // (max_new) a state's completion tokens followed by a continuation
+    float *adv;                  // (N, max_new) the step advantage A_j of every token: what the policy
+                                 // trains on (GroupBatch.token_adv)
 } MCPRM;
 
 /* build_mcprm: MC-PRM's buffers for steps of N completions of up to max_new tokens (states: up to
@@ -3688,6 +3752,7 @@ static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k
     mc->cont_logp = (float *)callocCheck(R * max_new, sizeof(float));
     mc->rngs = (Rng *)callocCheck(R, sizeof(Rng));
     mc->scratch = (int *)callocCheck(max_new, sizeof(int));
+    mc->adv = (float *)callocCheck(cap, sizeof(float));
 }
 
 static void free_mcprm(MCPRM *mc) {
@@ -3695,7 +3760,7 @@ static void free_mcprm(MCPRM *mc) {
                       mc->state_stream, mc->value, mc->state_tokens, mc->num_steps, mc->step_start,
                       mc->state_of, mc->seq, (void *)mc->cand_seq, mc->cand_len, mc->cand_leader,
                       mc->cand_state, (void *)mc->row_seq, mc->row_len, mc->row_budget, mc->cont,
-                      mc->cont_len, mc->cont_logp, mc->rngs, mc->scratch};
+                      mc->cont_len, mc->cont_logp, mc->rngs, mc->scratch, mc->adv};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
     free_kvcache(&mc->kv);
 }
@@ -3834,11 +3899,12 @@ static void mc_step_advantages(float *adv, const GroupBatch *g, const int *num_s
     }
 }
 
-/* whiten_advantages: the advantages of every completion token of the batch (adv (N, stride), row i
-   holding len[i] tokens), whitened together: (A − mean) / sqrt(var + 1e-8), var the sample
-   variance (n − 1), in double, as VinePPO (its PPO trainer) and TRL/verl's masked_whiten do. When
-   every token has the same advantage, or there is only one, they all become exactly 0. */
-static void whiten_advantages(float *adv, const int *len, int N, int stride) {
+/* whiten_advantages: out = (A − mean) / sqrt(var + 1e-8) over every completion token of the
+   batch (adv and out (N, stride), row i holding len[i] tokens; out may be adv), mean and sample
+   variance (n − 1) over those tokens, in double: TRL's and verl's masked_whiten over the response
+   mask, as VinePPO (its PPO trainer) applies it to MC-PRM's step advantages and verl's PPO to
+   GAE's. When every token has the same advantage, or there is only one, they all become exactly 0. */
+static void whiten_advantages(float *out, const float *adv, const int *len, int N, int stride) {
     double sum = 0.0, ss = 0.0;
     long n = 0;
     int all_equal = 1;
@@ -3861,23 +3927,376 @@ static void whiten_advantages(float *adv, const int *len, int N, int stride) {
     double inv_std = n > 1 ? 1.0 / sqrt(ss / (n - 1) + 1e-8) : 0.0;
     for (int i = 0; i < N; i++)
         for (int t = 0; t < len[i]; t++) {
-            float *a = &adv[(size_t)i * stride + t];
-            *a = all_equal ? 0.0f : (float)((*a - mean) * inv_std);
+            size_t at = (size_t)i * stride + t;
+            out[at] = all_equal ? 0.0f : (float)((adv[at] - mean) * inv_std);
         }
 }
 
 /* mc_prm_advantages: the MC-PRM phase of step `step` (0-based) on batch g (sampled by policy,
    rewards scored): its states (mc_build_states), their V̂ from K fresh continuations each
-   (mc_estimate_values: the model is still π_old), every token's step advantage into g->mc_adv
-   (mc_step_advantages), whitened over the step's tokens when mc->whiten. Returns what it spent:
-   the step's auxiliary tokens and sampler positions (spend_budget). */
+   (mc_estimate_values: the model is still π_old), every token's step advantage into mc->adv
+   (mc_step_advantages), whitened over the step's tokens when mc->whiten; g->token_adv then points
+   at them, so grpo_prepare_tokens gives token (i,t) the advantage A_j of its step instead of a_i.
+   Returns what it spent: the step's auxiliary tokens and sampler positions (spend_budget). */
 static MCStats mc_prm_advantages(MCPRM *mc, GPT *policy, GroupBatch *g, const GRPOConfig *cfg, int step) {
     mc_build_states(mc, g, step);
     MCStats st = mc_estimate_values(mc, policy, cfg->temperature, (uint64_t)cfg->seed);
-    mc_step_advantages(g->mc_adv, g, mc->num_steps, mc->step_start, mc->state_of, mc->value);
-    if (mc->whiten) whiten_advantages(g->mc_adv, g->clen, g->N, g->max_new);
+    mc_step_advantages(mc->adv, g, mc->num_steps, mc->step_start, mc->state_of, mc->value);
+    if (mc->whiten) whiten_advantages(mc->adv, mc->adv, g->clen, g->N, g->max_new);
+    g->token_adv = mc->adv;
     return st;
 }
+
+// ----------------------------------------------------------------------------
+// A learned critic: PPO with GAE (Schulman et al. 2017, arXiv 1707.06347; GAE: Schulman et al.
+// 2016, arXiv 1506.02438; the conventions of verl's core_algos: compute_gae_advantage_return,
+// compute_value_loss)
+//
+// --objective ppo trains the policy on the same clipped surrogate, KL and aggregation as GRPO,
+// but each token's advantage comes from a value model instead of the token's group: V(x, y_<t),
+// a transformer of the policy's shape whose LM head is replaced by a scalar value head,
+// initialised from the SFT trunk, with parameters and AdamW moments of its own (verl's critic;
+// VinePPO's PPO baseline). Per step, after scoring: V_old, the critic's values at sampling time
+// (critic_forward); A_t and return_t by GAE (gae_advantages); A_t whitened over the batch
+// (whiten_advantages) and handed to grpo_update as per-token advantages (GroupBatch.token_adv,
+// λ-weight 1); after the policy's update, μ AdamW steps of the critic on the clipped value loss
+// (value_loss, critic_update). PPO needs no groups: with k > 1 per prompt it sees the data GRPO
+// sees, and its a_i and trees are still computed, for the log's statistics only.
+
+typedef struct {
+    float gamma;         // GAE's discount γ (--gae-gamma; verl's default 1)
+    float lam;           // GAE's λ (--gae-lambda; verl's default 1)
+    float clip_value;    // c of the clipped value loss: V stays within V_old ± c (verl's cliprange_value 0.5)
+    AdamWConfig opt;     // the policy's AdamW settings and schedule, at --critic-lr
+} CriticConfig;
+
+typedef struct {
+    CriticConfig cfg;
+    GPT trunk;                 // the transformer: parameters, gradients, AdamW moments, activations
+                               // (its LM head is never run; wte is only the token embedding here)
+    int C;
+    float *head;               // (C+1) the value head: w (C), then the bias b; V = w · lnf + b
+    float *head_grad;          // (C+1)
+    float *head_m, *head_v;    // (C+1) its AdamW moments
+    int adam_t;                // the critic's AdamW steps taken (μ per GRPO step)
+    float *value_pos;          // (max_batch, maxT) V at every position of the last micro-batch
+    float *dvalue_pos;         // (max_batch, maxT) ∂loss/∂V there
+    // per completion token, (N, max_new), row i holding completion i's tokens as in GroupBatch
+    float *value_old;          // V_old(i,t): the critic's value before generating token t, at sampling time
+    float *value;              // V(i,t) in the current iteration of critic_update
+    float *returns;            // return_t = A_t + V_old (GAE's value target)
+    float *adv_raw;            // GAE's A_t
+    float *adv;                // A_t whitened over the batch: what the policy trains on
+    float *dvalue;             // ∂(value loss)/∂V(i,t)
+    unsigned char *clipped;    // 1 where the clipped branch of the value loss is taken
+    void *section;             // the checkpoint's state section "critic" (critic_to_section)
+    uint64_t section_bytes;
+} Critic;
+
+typedef struct {               // what the critic reports for one step
+    double value_loss;         // iteration 0's clipped value loss (before the critic moves)
+    double value_clip_frac;    // iteration 0's share of tokens on the clipped branch (0 at μ = 1)
+    double explained_var;      // 1 − Var(return − V_old) / (Var(return) + 1e-5) over the step's tokens (verl)
+    double mean_abs_adv;       // mean |A_t| before whitening
+    double grad_norm;          // iteration 0's gradient norm (trunk and head) before clipping
+    float not_finite;          // the loss or gradient norm that stopped critic_update
+} CriticStats;
+
+/* gae_advantages: GAE (Schulman et al. 2016, eq. 16) for N completions; value (V_old), adv and
+   ret are (N, stride), row i holding completion i's tokens t = 0..clen[i]−1. The outcome reward
+   r_i sits on the last token (r_t = 0 before it) and the value after the last token is 0 (the
+   episode ends there):
+       δ_t = r_t + γ V_{t+1} − V_t,   A_t = δ_t + γ λ A_{t+1},   return_t = A_t + V_t
+   (verl's compute_gae_advantage_return). At γ = λ = 1 the sum telescopes: A_t = r − V_t.
+   Accumulated backwards in double, stored as float. */
+static void gae_advantages(float *adv, float *ret, const float *value, const float *reward, const int *clen,
+                           int N, int stride, float gamma, float lam) {
+    for (int i = 0; i < N; i++) {
+        const float *v = value + (size_t)i * stride;
+        double next_value = 0.0;   // V after the last token
+        double next_adv = 0.0;
+        for (int t = clen[i] - 1; t >= 0; t--) {
+            double r = t == clen[i] - 1 ? reward[i] : 0.0;
+            double delta = r + (double)gamma * next_value - v[t];
+            double a = delta + (double)gamma * lam * next_adv;
+            adv[(size_t)i * stride + t] = (float)a;
+            ret[(size_t)i * stride + t] = (float)(a + v[t]);
+            next_value = v[t];
+            next_adv = a;
+        }
+    }
+}
+
+/* value_loss: PPO's clipped value loss over n tokens, arrays (n) (verl's compute_value_loss):
+       ℓ = ½ max((V − ret)², (clip(V, V_old − c, V_old + c) − ret)²),
+   each token's times coef, the aggregation factor (token-mean: 1 / the step's token count).
+   Returns Σ coef·ℓ (double). dvalue gets ∂(coef·ℓ)/∂V = coef·(V − ret), or 0 where the clipped
+   branch is strictly larger: V is then outside V_old ± c, where clip() is constant (torch.max
+   and torch.clamp in verl). clipped (NULL: not wanted) marks those tokens. */
+static double value_loss(int n, const float *value, const float *value_old, const float *ret, float coef,
+                         float clip_value, float *dvalue, unsigned char *clipped) {
+    double loss = 0.0;
+    for (int j = 0; j < n; j++) {
+        float lo = value_old[j] - clip_value;
+        float hi = value_old[j] + clip_value;
+        float v_clipped = value[j] < lo ? lo : (value[j] > hi ? hi : value[j]);
+        float err = value[j] - ret[j];
+        float err_clipped = v_clipped - ret[j];
+        float l_unclipped = err * err;
+        float l_clipped = err_clipped * err_clipped;
+        int take_clip = l_clipped > l_unclipped;
+        loss += (double)coef * 0.5 * (take_clip ? l_clipped : l_unclipped);
+        dvalue[j] = take_clip ? 0.0f : coef * err;
+        if (clipped) clipped[j] = (unsigned char)take_clip;
+    }
+    return loss;
+}
+
+/* value_head_forward: value (N) = lnf (N,C) · w + b with head = [w (C), b]: the critic's scalar
+   head on the final LayerNorm's output, in place of the LM head. */
+static void value_head_forward(float *value, const float *lnf, const float *head, int N, int C) {
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++) {
+        const float *x = lnf + (size_t)n * C;
+        float s = 0.0f;
+        for (int i = 0; i < C; i++) s += x[i] * head[i];
+        value[n] = s + head[C];
+    }
+}
+
+/* value_head_backward: given dvalue (N) = ∂loss/∂V, writes dlnf (N,C) = dvalue·w (the gradient
+   gpt_backward_trunk starts from) and adds Σ_n dvalue_n·[lnf_n, 1] to dhead (C+1), each
+   channel's sum over the positions in order (any thread count gives the same sums). */
+static void value_head_backward(float *dlnf, float *dhead, const float *dvalue, const float *lnf,
+                                const float *head, int N, int C) {
+    #pragma omp parallel for
+    for (int n = 0; n < N; n++)
+        for (int i = 0; i < C; i++) dlnf[(size_t)n * C + i] = dvalue[n] * head[i];
+    #pragma omp parallel for
+    for (int i = 0; i <= C; i++) {
+        float s = 0.0f;
+        for (int n = 0; n < N; n++) s += dvalue[n] * (i < C ? lnf[(size_t)n * C + i] : 1.0f);
+        dhead[i] += s;
+    }
+}
+
+// The critic's state section of a checkpoint: int64 {AdamW steps, trunk parameters P, channels C},
+// then float32: the trunk's parameters, AdamW m and v (P each), the value head, its m and v (C+1 each).
+#define CRITIC_TAG "critic"
+static uint64_t critic_section_bytes(size_t P, int C) {
+    return 3 * sizeof(int64_t) + (3 * (uint64_t)P + 3 * (uint64_t)(C + 1)) * sizeof(float);
+}
+
+/* build_critic: a critic for micro-batches of up to max_batch sequences and steps of N
+   completions of up to max_new tokens. The trunk is a copy of init's parameters (the SFT model,
+   also π_θ's start; AdamW moments 0); the value head is initialised as the Hugging Face score
+   head of verl's critic (AutoModelForTokenClassification): w ~ N(0, 0.02) from seed's own
+   stream, b = 0, so V starts near 0. CPU only. */
+static void build_critic(Critic *c, const GPT *init, int max_batch, int N, int max_new, CriticConfig cfg,
+                         uint64_t seed) {
+    memset(c, 0, sizeof *c);
+    c->cfg = cfg;
+    build_gpt(&c->trunk, init->config, max_batch, 0);
+    memcpy(c->trunk.params_memory, init->params_memory, init->num_parameters * sizeof(float));
+    c->C = init->config.channels;
+    c->head = (float *)callocCheck(c->C + 1, sizeof(float));
+    c->head_grad = (float *)callocCheck(c->C + 1, sizeof(float));
+    c->head_m = (float *)callocCheck(c->C + 1, sizeof(float));
+    c->head_v = (float *)callocCheck(c->C + 1, sizeof(float));
+    Rng rng;
+    rng_seed(&rng, seed, 0xc417);
+    for (int i = 0; i < c->C; i++) c->head[i] = 0.02f * rng_normal(&rng);
+    size_t positions = (size_t)max_batch * init->config.max_seq_len, NT = (size_t)N * max_new;
+    c->value_pos = (float *)callocCheck(positions, sizeof(float));
+    c->dvalue_pos = (float *)callocCheck(positions, sizeof(float));
+    float **per_token[] = {&c->value_old, &c->value, &c->returns, &c->adv_raw, &c->adv, &c->dvalue};
+    for (size_t a = 0; a < sizeof per_token / sizeof per_token[0]; a++)
+        *per_token[a] = (float *)callocCheck(NT, sizeof(float));
+    c->clipped = (unsigned char *)callocCheck(NT, 1);
+    c->section_bytes = critic_section_bytes(c->trunk.num_parameters, c->C);
+    c->section = mallocCheck(c->section_bytes);
+}
+
+static void free_critic(Critic *c) {
+    free_gpt(&c->trunk);
+    void *arrays[] = {c->head, c->head_grad, c->head_m, c->head_v, c->value_pos, c->dvalue_pos, c->value_old,
+                      c->value, c->returns, c->adv_raw, c->adv, c->dvalue, c->clipped, c->section};
+    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
+}
+
+/* critic_forward: the critic on completions [first, first+B) of g, teacher-forced as
+   policy_logp feeds the policy (make_batch, the same scratch): writes rows first..first+B−1 of
+   out (N, max_new) with V(i,t), read at position plen−1+t, whose next token is completion token
+   t: the state before generating it (verl's values[:, -response_length-1:-1]). Leaves the
+   trunk's activations and value_pos (B·T) for a backward pass. Returns T of the batch. */
+static int critic_forward(Critic *c, GroupBatch *g, int first, int B, float *out) {
+    int T = make_batch(g->inputs, g->targets, B, g->prompt + first, g->plen + first, g->comp_row + first,
+                       g->clen + first);
+    gpt_forward_trunk(&c->trunk, g->inputs, B, T);
+    value_head_forward(c->value_pos, c->trunk.acts.lnf, c->head, B * T, c->C);
+    for (int b = 0; b < B; b++) {
+        int i = first + b;
+        for (int t = 0; t < g->clen[i]; t++)
+            out[(size_t)i * g->max_new + t] = c->value_pos[b * T + g->plen[i] - 1 + t];
+    }
+    return T;
+}
+
+/* ppo_advantages: the step's per-token advantages for --objective ppo: V_old at every
+   completion token (critic_forward in micro-batches of cfg->micro_batch sequences), GAE's A_t
+   and return_t from the rewards (gae_advantages), A_t whitened over the batch
+   (whiten_advantages); g->token_adv then points at them, so grpo_prepare_tokens gives token
+   (i,t) the advantage A_t instead of a_i. Fills stats' explained variance and mean |A|. */
+static void ppo_advantages(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
+    int N = g->N, stride = g->max_new;
+    int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
+    for (int first = 0; first < N; first += micro)
+        critic_forward(c, g, first, first + micro <= N ? micro : N - first, c->value_old);
+    gae_advantages(c->adv_raw, c->returns, c->value_old, g->reward, g->clen, N, stride, c->cfg.gamma,
+                   c->cfg.lam);
+    whiten_advantages(c->adv, c->adv_raw, g->clen, N, stride);
+    g->token_adv = c->adv;
+    // explained variance of the returns by V_old (verl's critic/vf_explained_var) and mean |A|
+    double sum_r = 0, sum_d = 0, sum_abs = 0;
+    long n = 0;
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < g->clen[i]; t++) {
+            size_t at = (size_t)i * stride + t;
+            sum_r += c->returns[at];
+            sum_d += (double)c->returns[at] - c->value_old[at];
+            sum_abs += fabs(c->adv_raw[at]);
+            n++;
+        }
+    double mean_r = sum_r / n, mean_d = sum_d / n, var_r = 0, var_d = 0;
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < g->clen[i]; t++) {
+            size_t at = (size_t)i * stride + t;
+            double dr = c->returns[at] - mean_r, dd = (double)c->returns[at] - c->value_old[at] - mean_d;
+            var_r += dr * dr;
+            var_d += dd * dd;
+        }
+    stats->explained_var = n > 1 ? 1.0 - (var_d / (n - 1)) / (var_r / (n - 1) + 1e-5) : 0.0;
+    stats->mean_abs_adv = sum_abs / n;
+}
+
+/* critic_clip_grad_norm: clip_grad_norm over the critic's gradients, trunk and value head
+   together (one global norm, as torch's clip_grad_norm_ over critic.parameters()). */
+static float critic_clip_grad_norm(Critic *c, float max_norm) {
+    double ss = grad_sum_squares(c->trunk.grads_memory, c->trunk.num_parameters);
+    for (int i = 0; i <= c->C; i++) ss += (double)c->head_grad[i] * c->head_grad[i];
+    float norm = (float)sqrt(ss);
+    if (max_norm > 0.0f && isfinite(norm)) {
+        float coef = max_norm / (norm + 1e-6f);
+        if (coef < 1.0f) {
+            #pragma omp parallel for
+            for (size_t i = 0; i < c->trunk.num_parameters; i++) c->trunk.grads_memory[i] *= coef;
+            for (int i = 0; i <= c->C; i++) c->head_grad[i] *= coef;
+        }
+    }
+    return norm;
+}
+
+/* critic_adamw_update: AdamW step t at rate lr on the critic: the trunk by adamw_update, the
+   value head by the same formula, weight decay on w (a 2-D weight, 1 x C) but not on b. */
+static void critic_adamw_update(Critic *c, float lr, int t) {
+    const AdamWConfig *o = &c->cfg.opt;
+    adamw_update(&c->trunk, o, lr, t);
+    float bc1 = 1.0f - powf(o->beta1, (float)t);
+    float bc2 = 1.0f - powf(o->beta2, (float)t);
+    for (int i = 0; i <= c->C; i++) {
+        float wd = i < c->C ? o->weight_decay : 0.0f;
+        float g = c->head_grad[i];
+        float mi = o->beta1 * c->head_m[i] + (1.0f - o->beta1) * g;
+        float vi = o->beta2 * c->head_v[i] + (1.0f - o->beta2) * g * g;
+        c->head_m[i] = mi;
+        c->head_v[i] = vi;
+        float p = c->head[i] * (1.0f - lr * wd);
+        c->head[i] = p - lr * (mi / bc1) / (sqrtf(vi / bc2) + o->eps);
+    }
+}
+
+/* critic_loss_backward: the value loss of the step (value_loss against ppo_advantages' returns
+   and V_old) and its gradient, into the critic's trunk and head gradients (zeroed here), in
+   micro-batches of cfg->micro_batch sequences: critic_forward, then ∂loss/∂V scattered to the
+   positions it was read at, value_head_backward and gpt_backward_trunk. Token-mean over the
+   step's completion tokens (verl's default loss_agg_mode for the critic): one normaliser for
+   the whole step, so micro-batching changes no gradient; a completion that --mask-truncated
+   masks gets no value loss and leaves the token count. Returns the loss; *clipped gets the
+   count of tokens on the clipped branch. */
+static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *cfg, long *clipped) {
+    int N = g->N, stride = g->max_new;
+    int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
+    long tokens = 0;
+    for (int i = 0; i < N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
+    float coef = tokens > 0 ? (float)(1.0 / tokens) : 0.0f;
+    double loss = 0.0;
+    *clipped = 0;
+    gpt_zero_grad(&c->trunk);
+    memset(c->head_grad, 0, (size_t)(c->C + 1) * sizeof(float));
+    for (int first = 0; first < N; first += micro) {
+        int B = first + micro <= N ? micro : N - first;
+        int T = critic_forward(c, g, first, B, c->value);
+        for (int i = first; i < first + B; i++) {
+            size_t row = (size_t)i * stride;
+            float w = cfg->mask_truncated && g->truncated[i] ? 0.0f : coef;
+            loss += value_loss(g->clen[i], c->value + row, c->value_old + row, c->returns + row, w,
+                               c->cfg.clip_value, c->dvalue + row, c->clipped + row);
+            for (int t = 0; t < g->clen[i]; t++) *clipped += c->clipped[row + t] && w > 0.0f;
+        }
+        for (int b = 0; b < B; b++)   // ∂loss/∂V back to sequence positions; other positions 0
+            for (int t = 0; t < T; t++) {
+                int i = first + b;
+                int j = t + 1 - g->plen[i];
+                int scored = j >= 0 && j < g->clen[i];   // as make_batch's targets
+                c->dvalue_pos[b * T + t] = scored ? c->dvalue[(size_t)i * stride + j] : 0.0f;
+            }
+        gpt_zero_act_grads(&c->trunk);
+        value_head_backward(c->trunk.grads_acts.lnf, c->head_grad, c->dvalue_pos, c->trunk.acts.lnf,
+                            c->head, B * T, c->C);
+        gpt_backward_trunk(&c->trunk, g->inputs);
+    }
+    return loss;
+}
+
+/* critic_update: μ = cfg->num_iterations AdamW steps of the critic on the clipped value loss
+   (critic_loss_backward), each with one global gradient norm over trunk and head clipped at
+   --grad-clip and AdamW at --critic-lr's schedule for step c->adam_t (counted up). Iteration 0
+   recomputes V = V_old (the critic has not moved since ppo_advantages), so at μ = 1 the clip
+   never binds. A non-finite loss or gradient norm stops it before that iteration's update: it
+   returns UPDATE_LOSS_NOT_FINITE or UPDATE_GRAD_NORM_NOT_FINITE with the value in
+   stats->not_finite. Fills stats with iteration 0's loss, clip share and gradient norm. */
+static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
+    long tokens = 0;
+    for (int i = 0; i < g->N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
+    UpdateStatus status = UPDATE_DONE;
+    for (int iter = 0; iter < cfg->num_iterations; iter++) {
+        long clipped = 0;
+        double loss = critic_loss_backward(c, g, cfg, &clipped);
+        if (!isfinite(loss)) {
+            stats->not_finite = (float)loss;
+            status = UPDATE_LOSS_NOT_FINITE;
+            break;
+        }
+        float norm = critic_clip_grad_norm(c, c->cfg.opt.grad_clip);
+        if (!isfinite(norm)) {
+            stats->not_finite = norm;
+            status = UPDATE_GRAD_NORM_NOT_FINITE;
+            break;
+        }
+        float lr = lr_at(&c->cfg.opt, c->adam_t);
+        c->adam_t += 1;
+        critic_adamw_update(c, lr, c->adam_t);
+        if (iter == 0) {
+            stats->value_loss = loss;
+            stats->value_clip_frac = tokens ? (double)clipped / tokens : 0.0;
+            stats->grad_norm = norm;
+        }
+    }
+    return status;
+}
+
+// why critic_update stopped (the names stop_on_nan prints)
+static const char *CRITIC_STOPPED_BY[] = {"", "the critic's value loss", "the critic's gradient norm"};
 
 // ----------------------------------------------------------------------------
 // Prompt selection: uniform, MoPPS, DAPO dynamic sampling (credit-assignment.md §5)
@@ -4323,6 +4742,7 @@ typedef struct {
 typedef struct {                 // one GRPO run, set up by cmd_train
     GPT *policy;                 // π_θ, trained
     GPT *ref;                    // π_ref (the --init model) when β != 0, else NULL
+    Critic *critic;              // V, the learned critic of --objective ppo, else NULL
     KVCache *kv;                 // the sampler's cache for the N sequences of a step
     GroupBatch *batch;           // the step's P groups of k completions
     const Dataset *train, *val;  // prompts to train on, and to validate on every eval_every steps
@@ -4342,8 +4762,10 @@ typedef struct {                 // one GRPO run, set up by cmd_train
 
 typedef struct {                 // one step, as log_step prints it and writes its CSV row
     int step;                    // 1-based, as in the log
-    double t[6];                 // wall-clock seconds: start, sampled, scored, trees built, MC-PRM's
-                                 // values estimated (= trees built for the other objectives), updated
+    double t[7];                 // wall-clock seconds: start, sampled, scored, trees built, per-token
+                                 // advantages (MC-PRM's V̂, or the critic's V_old and GAE; = trees built
+                                 // for GRPO and λ-GRPO), policy updated, critic updated (= policy
+                                 // updated without a critic)
     TreeStats trees;
     UpdateStats update;
     long long gen_tokens;        // completion tokens sampled by the run so far (a resume goes on counting)
@@ -4356,6 +4778,8 @@ typedef struct {                 // one step, as log_step prints it and writes i
     double flops, budget_spent;
     int mc_prm;                  // 1: the step ran MC-PRM's phase (log_step adds its columns)
     MCStats mc;                  // what that phase spent (all 0 for the other objectives)
+    int has_critic;              // 1: --objective ppo, and critic holds its report (log_step's extra columns)
+    CriticStats critic;
     SelectStats select;          // what prompt selection did: predicted and realised success, refills
 } StepReport;
 
@@ -4370,6 +4794,7 @@ static void save_periodic_checkpoint(const char *path, const GPT *m, const Train
                                      size_t cap);
 static int spend_budget(TrainRun *run, StepReport *r);
 static void eval_budget_points(TrainRun *run, const StepReport *r);
+static void critic_to_section(Critic *c, TrainState *st);
 static void ckpt_add_section(TrainState *st, const char *tag, void *data, uint64_t bytes, int owned);
 
 /* train_loop: GRPO steps state->step+1 .. steps. Each step runs the phases of the paper's
@@ -4378,7 +4803,9 @@ static void ckpt_add_section(TrainState *st, const char *tag, void *data, uint64
    what it spent (spend_budget), validates every eval_every steps, logs (log_step) and every
    save_every steps writes a resumable checkpoint. A run with --budget ends after the first
    step that spends it. A non-finite loss or gradient norm stops the process at once, with
-   nothing saved (stop_on_nan). */
+   nothing saved (stop_on_nan). The objectives with per-token advantages add a phase before
+   the update: --objective mc-prm (run->mc) the values V̂ of its steps' states, --objective ppo
+   (run->critic) the critic's values and GAE's advantages, and after it the critic's own update. */
 static void train_loop(TrainRun *run) {
     GroupBatch *g = run->batch;
     TrainState *st = run->state;
@@ -4389,6 +4816,8 @@ static void train_loop(TrainRun *run) {
         StepReport report;
         memset(&report, 0, sizeof report);
         report.step = st->step + 1;
+        report.mc_prm = run->mc != NULL;
+        report.has_critic = run->critic != NULL;
         report.t[0] = wall_seconds();
         // x: one prompt per group from the training set (--prompt-select: uniformly, or MoPPS's
         // candidates predicted nearest τ); y(i) ~ π_old(·|x), k per prompt (§2)
@@ -4413,8 +4842,10 @@ static void train_loop(TrainRun *run) {
         report.t[3] = wall_seconds();
         // MC-PRM (VinePPO, credit-assignment.md §3): V̂ of each step's state from K continuations
         // ~ π_old, and A_j = V̂(s_{j+1}) − V̂(s_j) (last step: r − V̂) on every token of step j
-        report.mc_prm = cfg->obj.objective == OBJ_MC_PRM;
-        if (report.mc_prm) report.mc = mc_prm_advantages(run->mc, run->policy, g, cfg, st->step);
+        if (run->mc) report.mc = mc_prm_advantages(run->mc, run->policy, g, cfg, st->step);
+        // PPO (Schulman et al. 2017): the critic's V_old at every token, A_t by GAE, whitened over the
+        // batch; the update below trains on A_t in place of a_i
+        if (run->critic) ppo_advantages(run->critic, g, cfg, &report.critic);
         report.t[4] = wall_seconds();
         // μ AdamW steps on the clipped objective (eqs. 3–4), λ-GRPO dividing by |λ(i,t)| (eq. 11)
         UpdateStatus status = grpo_update(run->policy, run->ref, g, cfg, &run->opt, &adam_t, NULL,
@@ -4422,19 +4853,30 @@ static void train_loop(TrainRun *run) {
         if (status != UPDATE_DONE)
             stop_on_nan(UPDATE_STOPPED_BY[status], report.step, report.update.not_finite, run->last_good);
         report.t[5] = wall_seconds();
+        // PPO: μ AdamW steps of the critic on the clipped value loss against GAE's returns
+        if (run->critic) {
+            status = critic_update(run->critic, g, cfg, &report.critic);
+            if (status != UPDATE_DONE)
+                stop_on_nan(CRITIC_STOPPED_BY[status], report.step, report.critic.not_finite, run->last_good);
+        }
+        report.t[6] = wall_seconds();
         // what the step spent (tokens, FLOPs, seconds); 1 once the run's --budget is spent
         budget_done = spend_budget(run, &report);
         st->gen_tokens += report.gen_traj;
         report.gen_tokens = st->gen_tokens;
         report.last = report.step == run->steps || budget_done;
+        // validation every eval_every steps and at the end; the log line and train.csv's row
         report.val_acc = -1.0f;
         if (run->eval_every && (report.step % run->eval_every == 0 || report.last))
             report.val_acc = evaluate(run->policy, run->kv, run->val, run->eval_limit, g->max_new,
                                       cfg->temperature, 0, cfg->seed, 0.0f, NULL).accuracy;
         log_step(g, &report, run->csv);
         eval_budget_points(run, &report);   // --eval-points: val accuracy at j/K of the budget
-        if (run->save_every && report.step % run->save_every == 0 && !report.last)
+        // every save_every steps a resumable checkpoint (PPO: the critic as its state section)
+        if (run->save_every && report.step % run->save_every == 0 && !report.last) {
+            if (run->critic) critic_to_section(run->critic, st);
             save_periodic_checkpoint(run->periodic, run->policy, st, run->last_good, sizeof run->last_good);
+        }
     }
 }
 
@@ -4468,8 +4910,10 @@ typedef struct {
     float temperature;
     ObjectiveConfig obj;
     float format_reward;
-    // MC-PRM (--objective mc-prm; issue 16): continuations per state, whitening; tree's extra methods
+    // issue 16's objectives: MC-PRM's continuations per state and whitening, PPO's critic (GAE's γ
+    // and λ, its learning rate), and tree's extra methods
     int mc_k, mc_whiten;
+    float gae_gamma, gae_lambda, critic_lr;
     char tree_objectives[256];
     // prompt selection (train; credit-assignment.md §5)
     int prompt_select, select_candidates, dynamic_max_rounds;
@@ -4569,13 +5013,20 @@ static const OptSpec OPTIONS[] = {
     {"pass-k", OPT_INT, OFF(pass_k), 0, 4096, NULL, CMD_TRAIN | CMD_EVAL,
      "samples per prompt for pass@k at the end (0: off)"},
     {"objective", OPT_ENUM, OFF(obj.objective), 0, 0, OBJECTIVE_NAMES, CMD_TRAIN | CMD_CHECK,
-     "grpo, lambda-grpo (each token's term divided by |λ(i,t)|), or mc-prm (VinePPO's step advantages)"},
+     "grpo, lambda-grpo (each token's term divided by |λ(i,t)|), mc-prm (VinePPO's step advantages; not "
+     "check), or ppo (a learned critic, GAE; not check)"},
     {"objective", OPT_STR, OFF(tree_objectives), 0, 0, NULL, CMD_TREE,
-     "methods run beside GRPO and λ-GRPO (which always run), comma-separated: mc-prm"},
+     "methods run beside GRPO and λ-GRPO (which always run), comma-separated: mc-prm, ppo"},
     {"mc-k", OPT_INT, OFF(mc_k), 1, 1024, NULL, CMD_TRAIN | CMD_TREE | CMD_SAMPLE,
      "MC-PRM: continuations K per state for V̂ (VinePPO 9, SPO 4); sample: V̂ of each node of B(G)"},
     {"mc-whiten", OPT_INT, OFF(mc_whiten), 0, 1, NULL, CMD_TRAIN | CMD_TREE,
      "MC-PRM: 1 whitens the step advantages over the step's tokens, as VinePPO (GRPO's scale); 0: raw"},
+    {"gae-gamma", OPT_FLOAT, OFF(gae_gamma), 0, 1, NULL, CMD_TRAIN | CMD_TREE,
+     "ppo: GAE's discount γ (verl: 1)"},
+    {"gae-lambda", OPT_FLOAT, OFF(gae_lambda), 0, 1, NULL, CMD_TRAIN | CMD_TREE,
+     "ppo: GAE's λ (verl: 1; γ = λ = 1 gives A_t = r - V_t)"},
+    {"critic-lr", OPT_FLOAT, OFF(critic_lr), 0, 10, NULL, CMD_TRAIN | CMD_TREE,
+     "ppo: the critic's peak learning rate (0: --lr); schedule and AdamW as the policy's"},
     {"loss-agg", OPT_ENUM, OFF(obj.loss_agg), 0, 0, LOSS_AGG_NAMES, OBJ_CMDS,
      "loss aggregation (notes/conventions.md)"},
     {"adv-std", OPT_ENUM, OFF(obj.adv_std), 0, 0, ADV_STD_NAMES, OBJ_CMDS,
@@ -4681,6 +5132,9 @@ static void default_options(Options *o) {
     o->format_reward = 0.0f;
     o->mc_k = 4;
     o->mc_whiten = 1;
+    o->gae_gamma = 1.0f;
+    o->gae_lambda = 1.0f;
+    o->critic_lr = 0.0f;
     strcpy(o->tree_objectives, "");
     o->prompt_select = SELECT_UNIFORM;
     o->select_target = 0.5f;
@@ -4818,6 +5272,33 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     return optind;
 }
 
+/* The options of some objectives only (objectives: 1 << OBJ_* bits) or of some prompt
+   selectors only (selectors: 1 << SELECT_* bits; ~0u: all of them): in force only in a run of
+   one of them (option_in_force), so printed at start-up and recorded in the run record only
+   there, and refused in any other run when set away from their defaults
+   (check_scoped_options). --prompt-select is itself an option of mopps and dynamic: a uniform
+   run (the default) names no selection option. Every other option applies to every run. */
+static const struct { const char *name; unsigned objectives, selectors; } SCOPED_OPTIONS[] = {
+    {"mc-k", 1u << OBJ_MC_PRM, ~0u}, {"mc-whiten", 1u << OBJ_MC_PRM, ~0u},
+    {"gae-gamma", 1u << OBJ_PPO, ~0u}, {"gae-lambda", 1u << OBJ_PPO, ~0u}, {"critic-lr", 1u << OBJ_PPO, ~0u},
+    {"prompt-select", ~0u, 1u << SELECT_MOPPS | 1u << SELECT_DYNAMIC},
+    {"select-target", ~0u, 1u << SELECT_MOPPS}, {"select-candidates", ~0u, 1u << SELECT_MOPPS},
+    {"select-decay", ~0u, 1u << SELECT_MOPPS}, {"dynamic-max-rounds", ~0u, 1u << SELECT_DYNAMIC}};
+
+// The objectives option s applies to (1 << OBJ_* bits; all of them: ~0u).
+static unsigned option_objectives(const OptSpec *s) {
+    for (size_t i = 0; i < sizeof SCOPED_OPTIONS / sizeof SCOPED_OPTIONS[0]; i++)
+        if (!strcmp(SCOPED_OPTIONS[i].name, s->name)) return SCOPED_OPTIONS[i].objectives;
+    return ~0u;
+}
+
+// The prompt selectors option s applies to (1 << SELECT_* bits; all of them: ~0u).
+static unsigned option_selectors(const OptSpec *s) {
+    for (size_t i = 0; i < sizeof SCOPED_OPTIONS / sizeof SCOPED_OPTIONS[0]; i++)
+        if (!strcmp(SCOPED_OPTIONS[i].name, s->name)) return SCOPED_OPTIONS[i].selectors;
+    return ~0u;
+}
+
 // 1 when the comma-separated list (tree's --objective) names `name`.
 static int list_has(const char *list, const char *name) {
     size_t n = strlen(name);
@@ -4830,27 +5311,38 @@ static int list_has(const char *list, const char *name) {
     return 0;
 }
 
-/* option_in_force: 0 for an option of command `mask` that this run does not use: the MC-PRM
-   options (mc-*) unless MC-PRM runs (train: --objective mc-prm; tree: mc-prm in its --objective
-   list), and tree's --objective list when it is empty. The start-up line and the run record
-   leave such an option out, so a GRPO or λ-GRPO run prints and records exactly what it did
-   before MC-PRM existed (and a study pre-registered then keeps its hash). Likewise
-   --update-layout at padded (the banner names it only when it is tree): the layout changes no
-   result beyond float rounding. The prompt selectors' options likewise (train): --prompt-select
-   only when it is not uniform, --select-* only with mopps, --dynamic-max-rounds only with
-   dynamic, so that a uniform run is recorded as before prompt selection existed. */
+/* objectives_run: the objectives a run of command `mask` trains (1 << OBJ_* bits): tree's grid,
+   GRPO and λ-GRPO and each objective its --objective list names (tree_methods checks the
+   names); train's (and check's) --objective. */
+static unsigned objectives_run(const Options *o, unsigned mask) {
+    if (!(mask & CMD_TREE)) return 1u << o->obj.objective;
+    unsigned run = 1u << OBJ_GRPO | 1u << OBJ_LAMBDA_GRPO;
+    for (int k = 0; OBJECTIVE_NAMES[k]; k++)
+        if (list_has(o->tree_objectives, OBJECTIVE_NAMES[k])) run |= 1u << k;
+    return run;
+}
+
+// selectors_run: the prompt selector of a run of command `mask` (1 << SELECT_* bits): train's
+// --prompt-select; the other commands draw no prompts (uniform: no selection option is theirs).
+static unsigned selectors_run(const Options *o, unsigned mask) {
+    return mask & CMD_TRAIN ? 1u << o->prompt_select : 1u << SELECT_UNIFORM;
+}
+
+/* option_in_force: 0 for an option of command `mask` that this run does not use: an option of
+   some objectives or some prompt selectors only (SCOPED_OPTIONS: MC-PRM's mc-*, PPO's gae-*
+   and critic-lr; --prompt-select unless it is mopps or dynamic, MoPPS's select-*, dynamic's
+   --dynamic-max-rounds) unless one of them runs (objectives_run, selectors_run), and tree's
+   --objective list when it is empty. The start-up line and the run record leave such an
+   option out, so a GRPO or λ-GRPO run with uniform prompts prints and records exactly what it
+   did before MC-PRM, PPO and prompt selection existed (and a study pre-registered then keeps
+   its hash). Likewise --update-layout at padded (the banner names it only when it is tree):
+   the layout changes no result beyond float rounding. A command that trains no objective
+   (sample: V̂ from --mc-k continuations) has all its options in force. */
 static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
-    int mc_option = !strncmp(s->name, "mc-", 3);
     if (!strcmp(s->name, "update-layout")) return o->update_layout != LAYOUT_PADDED;
-    if (!strcmp(s->name, "prompt-select")) return o->prompt_select != SELECT_UNIFORM;
-    if (!strncmp(s->name, "select-", 7)) return o->prompt_select == SELECT_MOPPS;
-    if (!strcmp(s->name, "dynamic-max-rounds")) return o->prompt_select == SELECT_DYNAMIC;
-    if (mask & CMD_TREE) {
-        if (!strcmp(s->name, "objective")) return o->tree_objectives[0] != 0;
-        return !mc_option || list_has(o->tree_objectives, "mc-prm");
-    }
-    if (mc_option && (mask & (CMD_TRAIN | CMD_CHECK))) return o->obj.objective == OBJ_MC_PRM;
-    return 1;
+    if (mask & CMD_TREE && !strcmp(s->name, "objective")) return o->tree_objectives[0] != 0;
+    if (!(mask & (CMD_TRAIN | CMD_TREE | CMD_CHECK))) return 1;
+    return (option_objectives(s) & objectives_run(o, mask)) && (option_selectors(s) & selectors_run(o, mask));
 }
 
 // Prints every option of the command with the value in force (start-up banner).
@@ -4878,6 +5370,14 @@ static AdamWConfig adamw_from_options(const Options *o, int total_steps) {
     return a;
 }
 
+// The critic of --objective ppo (train, tree): GAE's γ and λ, verl's value clip 0.5, and the
+// policy's AdamW and schedule at --critic-lr (0: --lr).
+static CriticConfig critic_config_from_options(const Options *o, int total_steps) {
+    CriticConfig c = {o->gae_gamma, o->gae_lambda, 0.5f, adamw_from_options(o, total_steps)};
+    if (o->critic_lr > 0.0f) c.opt.lr = o->critic_lr;
+    return c;
+}
+
 // AdamW multiplies each decayed weight by 1 − lr·wd every step: at lr·wd >= 1 that flips
 // its sign and, past 2, doubles it and more, so the run explodes (a usage error).
 static void check_weight_decay(const Options *o) {
@@ -4896,11 +5396,12 @@ static void check_weight_decay(const Options *o) {
 static const char *TRAIN_RUN_OPTIONS[] = {
     "seed", "prompts-per-step", "group-size", "temperature", "max-new-tokens", "objective", "loss-agg",
     "adv-std", "adv-std-scope", "adv-eps", "clip-eps-low", "clip-eps-high", "beta", "num-iterations",
-    "mask-truncated", "format-reward", "mc-k", "mc-whiten", "prompt-select", "select-target",
-    "select-candidates", "select-decay", "dynamic-max-rounds", NULL};
+    "mask-truncated", "format-reward", "mc-k", "mc-whiten", "gae-gamma", "gae-lambda", "prompt-select",
+    "select-target", "select-candidates", "select-decay", "dynamic-max-rounds", NULL};
 static const char *SFT_RUN_OPTIONS[] = {"batch-size", NULL};
+// (the critic's learning rate, as the policy's, may change on a resume)
 static const char *OPTIMIZER_OPTIONS[] = {"lr", "min-lr-frac", "schedule", "warmup", "weight-decay", "beta1",
-                                          "beta2", "grad-clip", NULL};
+                                          "beta2", "grad-clip", "critic-lr", NULL};
 
 static const OptSpec *find_option(const char *name) {
     for (int i = 0; i < NUM_OPTIONS; i++)
@@ -4918,7 +5419,7 @@ static void option_text(char *out, size_t cap, const Options *o, const OptSpec *
 }
 
 // The run record's options: "name=value\n" for each of the names lists (NULL-terminated) that is
-// in force (option_in_force: MC-PRM's options only in an MC-PRM run).
+// in force (option_in_force: MC-PRM's options only in an MC-PRM run, PPO's in a PPO run).
 static void record_options(char *out, size_t cap, const Options *o, const char *const *fixed,
                            const char *const *optimizer) {
     size_t used = 0;
@@ -5031,40 +5532,60 @@ static void check_grpo_options(const Options *o) {
 #endif
 }
 
-/* check_mc_options: --mc-k or --mc-whiten set away from its default in a run without MC-PRM
-   (train, compare: an --objective other than mc-prm; tree: no mc-prm in its --objective list)
-   would do nothing: a usage error naming the option, not an option silently ignored. */
-static void check_mc_options(const Options *o, unsigned mask) {
+/* check_scoped_options: an option of some objectives or prompt selectors only (SCOPED_OPTIONS:
+   --mc-k, --mc-whiten, --gae-gamma, --gae-lambda, --critic-lr; --select-target,
+   --select-candidates, --select-decay, --dynamic-max-rounds) set away from its default in a run
+   of command `mask` that runs none of them (train, compare: another --objective or
+   --prompt-select; tree: none of them in its --objective list) would do nothing: a usage error
+   naming the option and what it applies to, not an option silently ignored. Then PPO's own,
+   when it runs: --critic-lr x --weight-decay < 1 (check_weight_decay's rule), and the CUDA build
+   refuses it (its critic's value head runs on the host only). Call it after tree_methods has
+   checked tree's list. */
+static void check_scoped_options(const Options *o, unsigned mask) {
     Options d;
     default_options(&d);
-    int tree = (mask & CMD_TREE) != 0;
-    int mc_runs = tree ? list_has(o->tree_objectives, "mc-prm") : o->obj.objective == OBJ_MC_PRM;
-    char why[128];
-    if (tree) snprintf(why, sizeof why, "tree runs it only with --objective mc-prm");
-    else snprintf(why, sizeof why, "this run's --objective is %s", OBJECTIVE_NAMES[o->obj.objective]);
-    if (!mc_runs && o->mc_k != d.mc_k)
-        usage_error("--mc-k %d: only MC-PRM samples continuations, and %s", o->mc_k, why);
-    if (!mc_runs && o->mc_whiten != d.mc_whiten)
-        usage_error("--mc-whiten %d: only MC-PRM has step advantages to whiten, and %s", o->mc_whiten, why);
+    unsigned run = objectives_run(o, mask), selector = selectors_run(o, mask);
+    for (int i = 0; i < NUM_OPTIONS; i++) {
+        const OptSpec *s = &OPTIONS[i];
+        char ours[64], dflt[64], shown[64], names[128] = "", why[192];
+        int objective_scoped = !(option_objectives(s) & run);
+        if (!(s->cmds & mask) || (!objective_scoped && option_selectors(s) & selector)) continue;
+        option_text(ours, sizeof ours, o, s, 1);
+        option_text(dflt, sizeof dflt, &d, s, 1);
+        if (!strcmp(ours, dflt)) continue;
+        unsigned scope = objective_scoped ? option_objectives(s) : option_selectors(s);
+        const char *const *choices = objective_scoped ? OBJECTIVE_NAMES : PROMPT_SELECT_NAMES;
+        for (int k = 0; choices[k]; k++)
+            if (scope >> k & 1u)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? "|" : "",
+                         choices[k]);
+        if (!objective_scoped)
+            snprintf(why, sizeof why, "this run has --prompt-select %s",
+                     PROMPT_SELECT_NAMES[o->prompt_select]);
+        else if (mask & CMD_TREE)
+            snprintf(why, sizeof why, "tree runs it only with %s in its --objective list", names);
+        else snprintf(why, sizeof why, "this run has --objective %s", OBJECTIVE_NAMES[o->obj.objective]);
+        option_text(shown, sizeof shown, o, s, 0);
+        usage_error("--%s %s applies to --%s %s only, and %s", s->name, shown,
+                    objective_scoped ? "objective" : "prompt-select", names, why);
+    }
+    if (!(run & 1u << OBJ_PPO)) return;
+    float critic_lr = o->critic_lr > 0.0f ? o->critic_lr : o->lr;
+    if (critic_lr * o->weight_decay >= 1.0f)
+        usage_error("--critic-lr %g x --weight-decay %g = %g: must be < 1 "
+                    "(AdamW scales the critic's weights by 1 - lr x weight-decay each step)",
+                    critic_lr, o->weight_decay, critic_lr * o->weight_decay);
+#ifdef GRPO_CUDA
+    usage_error("--objective ppo: the CUDA build does not run the critic (its value head is host code); "
+                "use the CPU build (make; ./grpo)");
+#endif
 }
 
 /* check_select_options: --prompt-select's options, made before anything is loaded (train; and
-   compare, for every method): M >= P, d in (0, 1], and no option of one selector given to
-   another (a value other than its default would silently do nothing). M <= the training set's
-   size is checked once it is loaded (cmd_train). */
+   compare, for every method): M >= P and d in (0, 1] (an option of another selector than the
+   run's is check_scoped_options' error). M <= the training set's size is checked once it is
+   loaded (cmd_train). */
 static void check_select_options(const Options *o) {
-    const char *method = PROMPT_SELECT_NAMES[o->prompt_select];
-    const char *mopps_only = o->select_target != 0.5f ? "select-target" : o->select_candidates != 0 ?
-                             "select-candidates" : o->select_decay != 1.0f ? "select-decay" : NULL;
-    if (o->prompt_select != SELECT_MOPPS && mopps_only) {
-        char value[64];
-        option_text(value, sizeof value, o, find_option(mopps_only), 0);
-        usage_error("--%s %s is an option of --prompt-select mopps (this run has --prompt-select %s, which "
-                    "would ignore it)", mopps_only, value, method);
-    }
-    if (o->prompt_select != SELECT_DYNAMIC && o->dynamic_max_rounds != DYNAMIC_DEFAULT_ROUNDS)
-        usage_error("--dynamic-max-rounds %d is an option of --prompt-select dynamic (this run has "
-                    "--prompt-select %s, which would ignore it)", o->dynamic_max_rounds, method);
     if (o->select_candidates != 0 && o->select_candidates < o->prompts_per_step)
         usage_error("--select-candidates %d: MoPPS keeps --prompts-per-step %d of the M candidates, so M "
                     "must be >= %d", o->select_candidates, o->prompts_per_step, o->prompts_per_step);
@@ -5550,6 +6071,66 @@ static void ckpt_add_section(TrainState *st, const char *tag, void *data, uint64
     if (i == st->num_sections) st->num_sections++;
 }
 
+// ---- the critic's state (--objective ppo): one state section, "critic"
+
+/* critic_to_section: packs the critic's state (the layout above critic_section_bytes) into its
+   section buffer and names it st's state section "critic", so the next save holds it. */
+static void critic_to_section(Critic *c, TrainState *st) {
+    size_t P = c->trunk.num_parameters, H = (size_t)c->C + 1;
+    int64_t head[3] = {c->adam_t, (int64_t)P, c->C};
+    char *p = (char *)c->section;
+    memcpy(p, head, sizeof head);
+    p += sizeof head;
+    const float *arrays[6] = {c->trunk.params_memory, c->trunk.m_memory, c->trunk.v_memory, c->head,
+                              c->head_m, c->head_v};
+    for (int a = 0; a < 6; a++) {
+        size_t n = a < 3 ? P : H;
+        memcpy(p, arrays[a], n * sizeof(float));
+        p += n * sizeof(float);
+    }
+    ckpt_add_section(st, CRITIC_TAG, c->section, c->section_bytes, 0);
+}
+
+/* critic_from_section: the critic's state from the state section "critic" that load_checkpoint
+   read from path into st, for a resumed --objective ppo run. Refuses, naming the file: no such
+   section (a checkpoint of another objective, or of format 1 or 2), a section of another size
+   or model, and a parameter or moment that is NaN or Inf. */
+static void critic_from_section(Critic *c, const TrainState *st, const char *path) {
+    uint64_t bytes = 0;
+    const char *p = (const char *)ckpt_section(st, CRITIC_TAG, &bytes);
+    if (!p)
+        ckpt_error(path, "holds no critic (no state section \"critic\"), so an --objective ppo run "
+                         "cannot resume from it", "resume a checkpoint that an --objective ppo run saved, or "
+                         "start a new run with --init");
+    size_t P = c->trunk.num_parameters, H = (size_t)c->C + 1;
+    int64_t head[3];
+    if (bytes >= sizeof head) memcpy(head, p, sizeof head);
+    int fits = bytes == c->section_bytes && head[1] == (int64_t)P && head[2] == c->C;
+    if (!fits || head[0] < 0 || head[0] > INT32_MAX)
+        ckpt_error(path, "its critic (state section \"critic\") does not fit the model (corrupt file?)",
+                   NULL);
+    c->adam_t = (int)head[0];
+    p += sizeof head;
+    float *arrays[6] = {c->trunk.params_memory, c->trunk.m_memory, c->trunk.v_memory, c->head, c->head_m,
+                        c->head_v};
+    static const char *what[6] = {"critic parameter", "critic AdamW first moment of",
+                                  "critic AdamW second moment of", "critic value head",
+                                  "critic value head's AdamW m", "critic value head's AdamW v"};
+    for (int a = 0; a < 6; a++) {
+        size_t n = a < 3 ? P : H;
+        memcpy(arrays[a], p, n * sizeof(float));
+        p += n * sizeof(float);
+        if (a < 3) ckpt_refuse_not_finite(path, &c->trunk, arrays[a], what[a]);
+        for (size_t i = 0; a >= 3 && i < n; i++)
+            if (!isfinite(arrays[a][i])) {
+                char msg[160];
+                snprintf(msg, sizeof msg, "%s holds a non-finite value at index %zu", what[a], i);
+                ckpt_error(path, msg, "the run that wrote it diverged, or the file is corrupt; use an "
+                                      "earlier checkpoint");
+            }
+    }
+}
+
 /* Largest |parameter| a checkpoint may hold. Weights start at N(0, 0.02²) (LayerNorm gains
    at 1), and AdamW moves each by at most about lr per step (|m̂|/sqrt(v̂) is about 1 when
    β1² < β2), so healthy runs stay far below it: SFT runs of 600–2,000 steps and GRPO after
@@ -5753,17 +6334,27 @@ static int count_all_equal_groups(const GroupBatch *g) {
     return count;
 }
 
+// train.csv's columns of the objectives with a phase of their own, after the others (a GRPO or
+// λ-GRPO run's log is what it was): MC-PRM's values, PPO's critic; then prompt selection's, in a
+// run whose --prompt-select is not uniform
+#define MC_CSV_COLUMNS ",mc_states,aux_share,t_mc"
+#define CRITIC_CSV_COLUMNS ",value_loss,value_clip_frac,explained_var,mean_abs_adv,critic_grad_norm,t_critic"
+#define SELECT_CSV_COLUMNS ",p_pred,p_real,groups_sampled,frac_all_equal_sampled,dynamic_cap_hit"
+
 /* log_step: one GRPO step on stdout (every 10th step, the last one and every validated one)
    and as a row of train.csv: mean reward, share of groups with equal rewards, mean length,
    mean |λ|, tree statistics, loss, KL, clipped share, gradient norm, tokens sampled, the
-   seconds of each phase (sample, score, tree, update), throughput, validation accuracy, and
-   what the step spent (spend_budget) with the run's spending so far in --budget-unit; for
-   MC-PRM then its distinct states, the auxiliary share of the step's generated tokens
-   (gen_aux / (gen_traj + gen_aux): its continuations, and dynamic sampling's dropped groups
-   when both run) and the seconds of its phase; for a --prompt-select other than uniform then
-   what prompt selection did (SelectStats: a dynamic step's refill rounds count as sampling).
-   The first step at which dynamic sampling's round cap leaves all-equal groups in the batch
-   also gets a note on standard error (the column dynamic_cap_hit marks every such step). */
+   seconds of each phase (sample, score, tree, update: the policy's alone), throughput,
+   validation accuracy, and what the step spent (spend_budget) with the run's spending so far
+   in --budget-unit; for MC-PRM then its distinct states, the auxiliary share of the step's
+   generated tokens (gen_aux / (gen_traj + gen_aux): its continuations, and dynamic sampling's
+   dropped groups when both run) and the seconds of its phase (MC_CSV_COLUMNS); with a critic
+   (ppo) its value loss, clipped share, explained variance, mean |A| before whitening, gradient
+   norm and seconds (its forward at sampling time and its update; CRITIC_CSV_COLUMNS); for a
+   --prompt-select other than uniform then what prompt selection did (SelectStats, a dynamic
+   step's refill rounds counted as sampling; SELECT_CSV_COLUMNS). The first step at which
+   dynamic sampling's round cap leaves all-equal groups in the batch also gets a note on
+   standard error (the column dynamic_cap_hit marks every such step). */
 static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     int N = g->N, P = g->num_groups;
     double mean_reward = 0.0, mean_len = 0.0;
@@ -5777,16 +6368,12 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     double nontrivial = (double)r->trees.nontrivial / P;
     const SelectStats *sel = &r->select;
     double t_sample = r->t[1] - r->t[0] + sel->t_refill, t_score = r->t[2] - r->t[1] - sel->t_refill;
-    double t_tree = r->t[3] - r->t[2], t_mc = r->t[4] - r->t[3], t_update = r->t[5] - r->t[4];
-    double tok_s = (mean_len * N) / (r->t[5] - r->t[0]);
+    double t_tree = r->t[3] - r->t[2], t_adv = r->t[4] - r->t[3], t_update = r->t[5] - r->t[4];
+    double t_critic = t_adv + (r->t[6] - r->t[5]);   // PPO: V_old and GAE, then the critic's update
+    double tok_s = (mean_len * N) / (r->t[6] - r->t[0]);
     double aux_share = (double)r->gen_aux / (r->gen_traj + r->gen_aux > 0 ? r->gen_traj + r->gen_aux : 1);
-    char mc_fields[96] = "";   // MC-PRM's columns, at the end of the row (its header has them)
-    if (r->mc_prm) snprintf(mc_fields, sizeof mc_fields, ",%d,%.6f,%.4f", r->mc.states, aux_share, t_mc);
-    char select_fields[96] = "";   // prompt selection's columns, after MC-PRM's (not for uniform)
-    if (sel->logged)
-        snprintf(select_fields, sizeof select_fields, ",%.4f,%.4f,%d,%.4f,%d", sel->p_pred, sel->p_real,
-                 sel->groups_sampled, (double)sel->eq_sampled / sel->groups_sampled, sel->cap_hit);
     const UpdateStats *u = &r->update;
+    const CriticStats *c = &r->critic;
     static int cap_noted = 0;   // the note once per process; the CSV marks every step
     if (sel->cap_hit && !cap_noted) {
         fprintf(stderr, "note: step %d: dynamic sampling left %d of %d groups with all-equal rewards after "
@@ -5801,7 +6388,10 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
                r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
                r->trees.intermediate, u->loss, u->kl, u->clip_frac, r->gen_tokens, t_sample, t_score, t_tree,
                t_update, tok_s);
-        if (r->mc_prm) printf(" | mc %d states, aux %.2f, %.2f s", r->mc.states, aux_share, t_mc);
+        if (r->mc_prm) printf(" | mc %d states, aux %.2f, %.2f s", r->mc.states, aux_share, t_adv);
+        if (r->has_critic)
+            printf(" | critic vloss %.5f ev %+.3f |A| %.4f %.2f s", c->value_loss, c->explained_var,
+                   c->mean_abs_adv, t_critic);
         if (sel->p_pred >= 0) printf(" | p̂ %.2f real %.2f", sel->p_pred, sel->p_real);
         if (sel->refill_rounds > 0)
             printf(" | refill %d groups, %d rounds%s", sel->groups_dropped, sel->refill_rounds,
@@ -5810,12 +6400,21 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
         printf("\n");
         fflush(stdout);
     }
+    char extra[192] = "";   // the columns of MC_CSV_COLUMNS or CRITIC_CSV_COLUMNS, at the end of the row
+    if (r->mc_prm) snprintf(extra, sizeof extra, ",%d,%.6f,%.4f", r->mc.states, aux_share, t_adv);
+    if (r->has_critic)
+        snprintf(extra, sizeof extra, ",%.8g,%.5f,%.6f,%.6f,%.6g,%.4f", c->value_loss, c->value_clip_frac,
+                 c->explained_var, c->mean_abs_adv, c->grad_norm, t_critic);
+    char select_fields[96] = "";   // SELECT_CSV_COLUMNS, after those (not for uniform)
+    if (sel->logged)
+        snprintf(select_fields, sizeof select_fields, ",%.4f,%.4f,%d,%.4f,%d", sel->p_pred, sel->p_real,
+                 sel->groups_sampled, (double)sel->eq_sampled / sel->groups_sampled, sel->cap_hit);
     csv_row(csv, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%lld,"
                  "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g%s%s\n",
             r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
             r->trees.intermediate, u->loss, u->kl, u->clip_frac, u->grad_norm, r->gen_tokens, t_sample,
             t_score, t_tree, t_update, tok_s, r->val_acc, r->gen_traj, r->gen_aux, r->trained_tokens,
-            r->flops, r->budget_spent, mc_fields, select_fields);
+            r->flops, r->budget_spent, extra, select_fields);
 }
 
 /* stop_on_nan: the run has met a non-finite value at step `step` (numbered as in the log
@@ -6004,15 +6603,19 @@ static int cmd_sft(int argc, char **argv, Options *o) {
    positions (each sequence counted whole, as a training forward scores it; the sampler's
    sharing of a group's prompt is not credited; padding and finished sequences are not
    counted) costs
-       F·(R_sampled + 3·μ·R + R_ref + R_mc + R_drop),   R_ref = R when --beta is not 0 (π_ref's
-   forward), else 0; R_mc = MC-PRM's continuations (MCStats.positions): each distinct state's
-   tokens once (its prefill, which its K continuations share) plus each continuation's tokens
-   but its last, as the CPU sampler computes them (0 for GRPO and λ-GRPO); R_drop = the
-   positions of the groups sampled and not trained on (--prompt-select dynamic's dropped
-   groups, SelectStats.aux_positions; 0 otherwise), forward only, each sequence counted whole
-   as R_sampled counts it. The continuations' and the dropped groups' tokens are the step's
-   auxiliary generated tokens (gen_aux). The count is deterministic and machine-independent;
-   evaluations are not counted. */
+       F·(R_sampled + 3·μ·R + R_ref + R_mc + R_drop) + F_critic·(R + 3·μ·R)·[ppo],
+   R_ref = R when --beta is not 0 (π_ref's forward), else 0. R_mc = MC-PRM's continuations
+   (MCStats.positions): each distinct state's tokens once (its prefill, which its K
+   continuations share) plus each continuation's tokens but its last, as the CPU sampler
+   computes them (0 for the other objectives). R_drop = the positions of the groups sampled and
+   not trained on (--prompt-select dynamic's dropped groups, SelectStats.aux_positions; 0
+   otherwise), forward only, each sequence counted whole as R_sampled counts it. The
+   continuations' and the dropped groups' tokens are the step's auxiliary generated tokens
+   (gen_aux). PPO's critic (the same trunk, a value head of 2·C FLOPs per token in place of the
+   LM head's 2·C·V: F_critic = F − 2·C·V + 2·C) adds its forward at sampling time (V_old) and μ
+   forwards and backwards in its update, on the trained batch only (R: a dropped group gets no
+   value), and its μ·R positions to the trained ones ([ppo]: 1 with --objective ppo, else 0).
+   The count is deterministic and machine-independent; evaluations are not counted. */
 static double model_flops_per_token(const GPTConfig *c) {
     size_t sizes[NUM_PARAM_TENSORS], n = 0;
     param_sizes(sizes, c);
@@ -6020,10 +6623,16 @@ static double model_flops_per_token(const GPTConfig *c) {
     return 2.0 * n + 2.0 * c->channels * c->vocab_size + 2.0 * c->num_layers * c->max_seq_len * c->channels;
 }
 
+// F_critic: model_flops_per_token with the value head's 2·C in place of the LM head's 2·C·V.
+static double critic_flops_per_token(const GPTConfig *c) {
+    return model_flops_per_token(c) - 2.0 * c->channels * c->vocab_size + 2.0 * c->channels;
+}
+
 struct Budget {                  // a run's --budget and what it has spent so far (cumulative)
     int unit;                    // --budget-unit: BUDGET_GEN_TOKENS, BUDGET_FLOPS or BUDGET_SECONDS
     double amount;               // --budget (0: off; the counts are still kept and logged)
     double flops_per_token;      // model_flops_per_token of the policy
+    double critic_flops_per_token;   // critic_flops_per_token with a critic (ppo), else 0
     long gen_traj, gen_aux;      // completion tokens sampled: trajectories, auxiliary generations
     long trained;                // positions the updates scored (μ per sampled position)
     double flops, seconds;       // model FLOPs; wall seconds of the steps (evaluations excluded)
@@ -6047,6 +6656,7 @@ static void start_budget(Budget *b, const Options *o, TrainRun *run) {
     b->unit = o->budget_unit;
     b->amount = o->budget;
     b->flops_per_token = model_flops_per_token(&run->policy->config);
+    b->critic_flops_per_token = run->critic ? critic_flops_per_token(&run->critic->trunk.config) : 0.0;
     b->points = o->eval_points;
     b->next_point = 1;
     if (b->points == 0) return;
@@ -6078,11 +6688,16 @@ static int spend_budget(TrainRun *run, StepReport *r) {
     // R_drop last: 0 for the other selectors, so their sums are as before, bit for bit
     r->flops = b->flops_per_token * (positions + 3.0 * r->trained_tokens + ref_positions + r->mc.positions +
                                      r->select.aux_positions);
+    if (run->critic) {   // ppo: the critic's forward for V_old, then μ forwards and backwards
+        long critic_trained = (long)run->cfg.num_iterations * positions;
+        r->flops += b->critic_flops_per_token * (positions + 3.0 * critic_trained);
+        r->trained_tokens += critic_trained;
+    }
     b->gen_traj += r->gen_traj;
     b->gen_aux += r->gen_aux;
     b->trained += r->trained_tokens;
     b->flops += r->flops;
-    b->seconds += r->t[5] - r->t[0];
+    b->seconds += r->t[6] - r->t[0];
     r->budget_spent = budget_spent(b);
     b->done = b->amount > 0 && r->budget_spent >= b->amount;
     return b->done;
@@ -6199,17 +6814,18 @@ static void report_prompt_selection(const PromptSelector *s, const char *run_dir
 }
 
 /* train_csv_header: train.csv's header for a run with options o (log_step writes its rows):
-   the columns of every run, then MC-PRM's three (--objective mc-prm), then prompt selection's
-   five (a --prompt-select other than uniform), so that a GRPO or λ-GRPO run with uniform
-   prompts has the header it had before either existed. */
+   the columns of every run, then MC-PRM's (MC_CSV_COLUMNS, --objective mc-prm) or the critic's
+   (CRITIC_CSV_COLUMNS, ppo), then prompt selection's (SELECT_CSV_COLUMNS, a --prompt-select
+   other than uniform), so that a GRPO or λ-GRPO run with uniform prompts has the header it
+   had before any of them existed. */
 static void train_csv_header(char *out, size_t cap, const Options *o) {
+    int objective = o->obj.objective;
     snprintf(out, cap, "%s%s%s",
              "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,"
              "loss,kl,clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
              "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent",
-             o->obj.objective == OBJ_MC_PRM ? ",mc_states,aux_share,t_mc" : "",
-             o->prompt_select != SELECT_UNIFORM ? ",p_pred,p_real,groups_sampled,frac_all_equal_sampled,"
-                                                  "dynamic_cap_hit" : "");
+             objective == OBJ_MC_PRM ? MC_CSV_COLUMNS : objective == OBJ_PPO ? CRITIC_CSV_COLUMNS : "",
+             o->prompt_select != SELECT_UNIFORM ? SELECT_CSV_COLUMNS : "");
 }
 
 /* cmd_train: ./grpo train. Loads π_θ (and π_ref when β != 0) from --init, or resumes
@@ -6225,7 +6841,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " train'", argv[first]);
     o->obj.max_new_tokens = o->max_new_tokens;
     check_grpo_options(o);
-    check_mc_options(o, CMD_TRAIN);
+    check_scoped_options(o, CMD_TRAIN);
     check_select_options(o);
     check_weight_decay(o);
     // ---- budget (issue 15): the counters start at 0, and a checkpoint does not hold them
@@ -6256,6 +6872,15 @@ static int cmd_train(int argc, char **argv, Options *o) {
         check_resume_options(o, &st, o->resume, TRAIN_RUN_OPTIONS);
     }
     else load_checkpoint(o->init, &policy, micro, NULL);
+    // ppo: the critic, from the trunk of the --init model (the policy's start), or as the
+    // checkpoint's state section "critic" holds it
+    Critic critic;
+    int use_critic = o->obj.objective == OBJ_PPO;
+    if (use_critic) {
+        CriticConfig ccfg = critic_config_from_options(o, o->steps * o->num_iterations);
+        build_critic(&critic, &policy, micro, N, o->max_new_tokens, ccfg, (uint64_t)o->seed);
+        if (o->resume[0]) critic_from_section(&critic, &st, o->resume);
+    }
     int use_ref = o->obj.beta != 0.0f;
     if (use_ref) load_checkpoint(o->init, &ref, micro, NULL);
     // The result line compares the SFT model (--init) with the trained one, so a resumed run
@@ -6285,9 +6910,15 @@ static int cmd_train(int argc, char **argv, Options *o) {
         snprintf(advantage, sizeof advantage, "step advantage A_j = V̂(s_j+1) - V̂(s_j) (last step: r - V̂), "
                  "steps end after each ',', V̂ from K=%d continuations per state%s", o->mc_k,
                  o->mc_whiten ? ", whitened over the step's tokens" : "");
+    if (use_critic) snprintf(advantage, sizeof advantage, "advantage A_t from the critic (GAE)");
     printf("# objective %s: %s, loss %s, clip [%g, %g], beta %g, mu %d\n", OBJECTIVE_NAMES[o->obj.objective],
            advantage, LOSS_AGG_NAMES[o->obj.loss_agg], 1.0f - o->obj.clip_eps_low,
            1.0f + o->obj.clip_eps_high, o->obj.beta, o->num_iterations);
+    if (use_critic)
+        printf("# ppo: critic %s (value head w ~ N(0, 0.02), b = 0), GAE gamma %g lambda %g, advantages "
+               "whitened over the batch, value loss token-mean clipped at V_old +- %g, critic lr %g\n",
+               o->resume[0] ? "as the checkpoint holds it" : "from the --init trunk", critic.cfg.gamma,
+               critic.cfg.lam, critic.cfg.clip_value, critic.cfg.opt.lr);
     if (o->prompt_select == SELECT_MOPPS)
         printf("# prompt selection mopps: a Beta(1, 1) prior per training prompt (%d); each step M = %d "
                "candidates, the %d whose p ~ Beta(a, b) is nearest %g; decay %g; success = the verifier "
@@ -6309,7 +6940,6 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (o->obj.objective == OBJ_MC_PRM) {
         build_mcprm(&mc, &policy.config, N, o->max_new_tokens, o->mc_k, o->mc_whiten, MC_SEGMENT_COMMA,
                     countdown_outcome_reward, &mc_task, NULL);
-        g.mc_adv = (float *)callocCheck((size_t)N * o->max_new_tokens, sizeof(float));
         run.mc = &mc;
     }
     PromptSelector select;
@@ -6337,6 +6967,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     st.log = &csv;
     run.policy = &policy;
     run.ref = use_ref ? &ref : NULL;
+    run.critic = use_critic ? &critic : NULL;
     run.kv = &kv;
     run.batch = &g;
     run.train = &train;
@@ -6359,6 +6990,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
         fprintf(stderr, "note: --steps %d reached with %g of the --budget %g %s spent\n", o->steps,
                 budget_spent(&budget), budget.amount, BUDGET_UNIT_NAMES[budget.unit]);
     check_params(&policy, st.step, run.last_good);
+    if (use_critic) critic_to_section(&critic, &st);   // model.bin holds the critic too (a resume needs it)
     save_checkpoint(ckpt, &policy, 1, &st);
     close_csv(&csv);
     if (o->prompt_select == SELECT_MOPPS) report_prompt_selection(&select, o->run_dir);
@@ -6397,6 +7029,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     free_dataset(&test);
     free_gpt(&policy);
     if (use_ref) free_gpt(&ref);
+    if (use_critic) free_critic(&critic);
     return 0;
 }
 
@@ -6469,7 +7102,9 @@ static void tree_step_config(const Options *o, int objective, int seed, GRPOConf
    from the seed alone, so both objectives face the same target and the same sampling streams.
    With β != 0, π_ref is the run's initial policy (as train's π_ref is the model it starts
    from): a copy built from the same seed. MC-PRM's steps are the tokens: its states are the
-   prefixes of 0..3 tokens, its continuations draw the rest of the leaf (--mc-k per state). */
+   prefixes of 0..3 tokens, its continuations draw the rest of the leaf (--mc-k per state).
+   PPO's critic starts from the run's initial policy too (train's from the --init model); the
+   phases of MC-PRM and of the critic sit around the update as in train_loop. */
 static float tree_run(const Options *o, int objective, int n, float r_neg, int seed, float *freq,
                       float *reward, int *target_out) {
     GRPOConfig cfg;
@@ -6482,6 +7117,11 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
     build_gpt(&model, shape, N, init_seed);
     int use_ref = cfg.obj.beta != 0.0f;
     if (use_ref) build_gpt(&ref, shape, N, init_seed);
+    Critic critic;
+    int use_critic = objective == OBJ_PPO;
+    if (use_critic)
+        build_critic(&critic, &model, N, N, TREE_DEPTH, critic_config_from_options(o, opt.total_steps),
+                     init_seed);
     Rng target_rng;
     rng_seed(&target_rng, seed, 0x7ee);
     int target = rng_int(&target_rng, TREE_LEAVES);
@@ -6497,7 +7137,6 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
     if (objective == OBJ_MC_PRM) {
         build_mcprm(&mc, &model.config, N, TREE_DEPTH, o->mc_k, o->mc_whiten, MC_SEGMENT_TOKEN,
                     tree_outcome_reward, &task, allowed);
-        g.mc_adv = (float *)callocCheck((size_t)N * TREE_DEPTH, sizeof(float));
     }
     static const int bos[1] = {TOK_BOS};
     for (int i = 0; i < N; i++) {   // the prompt is <bos> alone
@@ -6520,11 +7159,18 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
         compute_advantages(g.advantage, g.reward, g.num_groups, g.group_start, &cfg.obj);
         build_group_trees(&g);
         if (objective == OBJ_MC_PRM) mc_prm_advantages(&mc, &model, &g, &cfg, step);
+        CriticStats critic_stats = {0};
+        if (use_critic) ppo_advantages(&critic, &g, &cfg, &critic_stats);   // V_old, GAE, whitening
         UpdateStats update;
         UpdateStatus status = grpo_update(&model, use_ref ? &ref : NULL, &g, &cfg, &opt, &adam_t, allowed,
                                           &update);
         if (status != UPDATE_DONE)   // no checkpoints: no last good one to name
             stop_on_nan(UPDATE_STOPPED_BY[status], step + 1, update.not_finite, NULL);
+        if (use_critic) {
+            status = critic_update(&critic, &g, &cfg, &critic_stats);
+            if (status != UPDATE_DONE)
+                stop_on_nan(CRITIC_STOPPED_BY[status], step + 1, critic_stats.not_finite, NULL);
+        }
         freq[step] = (float)hits / N;
         reward[step] = (float)(mean_reward / N);
         if (step >= o->steps - tail_steps) tail += freq[step];
@@ -6534,6 +7180,7 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
     free_kvcache(&kv);
     free_gpt(&model);
     if (use_ref) free_gpt(&ref);
+    if (use_critic) free_critic(&critic);
     return (float)(tail / tail_steps);
 }
 
@@ -6551,7 +7198,7 @@ static int tree_methods(const Options *o, int *methods) {
             known |= strlen(OBJECTIVE_NAMES[k]) == len && !strncmp(name, OBJECTIVE_NAMES[k], len);
         if (len == 0) usage_error("--objective '%s': an empty name (two commas, or one at an end)", list);
         if (!known)
-            usage_error("--objective '%s': '%.*s' is not an objective (grpo, lambda-grpo, mc-prm; "
+            usage_error("--objective '%s': '%.*s' is not an objective (grpo, lambda-grpo, mc-prm, ppo; "
                         "comma-separated)", list, (int)len, name);
         at += len + 1;
     }
@@ -6565,7 +7212,7 @@ static int tree_methods(const Options *o, int *methods) {
 
 // The name of an objective in tree's table.
 static const char *objective_label(int objective) {
-    static const char *labels[] = {"GRPO", "λ-GRPO", "MC-PRM"};
+    static const char *labels[] = {"GRPO", "λ-GRPO", "MC-PRM", "PPO"};
     return labels[objective];
 }
 
@@ -6586,13 +7233,13 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     const char *syn = "The paper's synthetic experiment (§4.3, Table 1): a depth-4 binary tree of L/R\n"
                       "tokens, target leaf +1.0, its n-prefix siblings r_neg, other leaves +0.7. Runs the\n"
                       "grid n in {1,2} x r_neg in {-0.5,-1,-1.5} x seeds x {GRPO, λ-GRPO} from random\n"
-                      "initialisation (--objective mc-prm adds MC-PRM), prints the table beside the\n"
-                      "paper's, writes RUN_DIR/tree_steps.csv.";
+                      "initialisation (--objective mc-prm,ppo adds MC-PRM and PPO with a learned critic),\n"
+                      "prints the table beside the paper's, writes RUN_DIR/tree_steps.csv.";
     int first = parse_options(argc, argv, CMD_TREE, o, "tree", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " tree'", argv[first]);
     check_grpo_options(o);
     int methods[8], M = tree_methods(o, methods);
-    check_mc_options(o, CMD_TREE);
+    check_scoped_options(o, CMD_TREE);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
     if (o->steps < 1)
         usage_error("--steps %d: tree needs at least 1 step (its metric is a mean over the last steps)",
@@ -7175,6 +7822,9 @@ static int cmd_check(int argc, char **argv, Options *o) {
         usage_error("--objective mc-prm: check runs a dumped batch without a model, and MC-PRM's V̂ needs "
                     "fresh continuations from one (use grpo or lambda-grpo; ./grpo sample prints V̂ "
                     "beside R̂)");
+    if (o->obj.objective == OBJ_PPO)
+        usage_error("--objective ppo: check runs the GRPO objectives on a dumped batch, which holds no "
+                    "critic values; use --objective grpo or lambda-grpo");
     GRPOConfig cfg = grpo_config_from_options(o);
     cfg.obj.max_new_tokens = o->max_new_tokens;
     const char *path = argv[first];
@@ -8549,7 +9199,7 @@ static void resolved_config(FILE *f, ArgList *a, int is_train) {
     if (is_train) {
         t.obj.max_new_tokens = t.max_new_tokens;
         check_grpo_options(&t);
-        check_mc_options(&t, CMD_TRAIN);
+        check_scoped_options(&t, CMD_TRAIN);
         check_select_options(&t);
     } else if (t.channels % t.heads) {
         usage_error("--sft-args: --heads must divide --channels");
@@ -8911,10 +9561,10 @@ static void print_usage(void) {
            "usage: " PROG " <command> [--option value ...]    (" PROG " <command> --help for options)\n\n"
            "commands:\n"
            "  sft      supervised fine-tuning on demonstrations (data/countdown_train.txt)\n"
-           "  train    GRPO / λ-GRPO / MC-PRM on countdown from an SFT checkpoint\n"
+           "  train    GRPO / λ-GRPO / MC-PRM / PPO on countdown from an SFT checkpoint\n"
            "  eval     score a checkpoint: greedy accuracy and pass@k\n"
            "  sample   sample a group for one prompt and draw its prefix tree B(G), R̂ beside V̂\n"
-           "  tree     the paper's synthetic experiment (Table 1): GRPO vs λ-GRPO (and MC-PRM) on a tree\n"
+           "  tree     the paper's synthetic experiment (Table 1): GRPO vs λ-GRPO (+ MC-PRM, PPO) on a tree\n"
            "  check    advantages, |λ|, weights, loss and gradients for a batch from another trainer\n"
            "  verify   score prompt<TAB>completion lines with the countdown verifier\n"
            "  bench    training and sampling throughput\n"

@@ -26,7 +26,7 @@ per-layer tensors are stacked along a leading L axis):
   P = total number of floats (26752 for this config).
 
 File format (all little-endian, sections back to back, no padding):
-  header         int32[32]   [0]=20261129 magic, [1]=1 version, [2]=V, [3]=maxT,
+  header         int32[32]   [0]=20261129 magic, [1]=2 version, [2]=V, [3]=maxT,
                              [4]=L, [5]=NH, [6]=C, [7]=B, [8]=T,
                              [9]=n_adam_steps (5), rest 0
   hparams        float32[16] [0]=temperature 0.7, [1]=lr 1e-3, [2]=beta1 0.9,
@@ -46,11 +46,19 @@ File format (all little-endian, sections back to back, no padding):
                              w[b,t] = ((b*T + t) % 7 - 3) / 10.0 (w is not stored)
   adam_losses    float32[5]  loss before each of 5 AdamW steps
   final_params   float32[P]  params after the 5 steps
+  value_head     float32[C+1] a critic's value head on the initial params' trunk: w (C), then b;
+                             torch.Generator seeded 4321: w ~ N(0, 0.3), b ~ N(0, 0.1)
+  values         float32[B*T] V = ln_f(trunk(inputs)) @ w + b (--objective ppo's critic)
+  grad_values    float32[P]  d S_V / d params (the trunk; wte only as the embedding),
+                             S_V = sum_{b,t} w[b,t] * V[b,t] with the w of grad_logp
+  grad_values_head float32[C+1] d S_V / d (w, b)
 
 Each AdamW step: loss forward, backward, clip_grad_norm_(all params, 1.0) (global
 L2 norm), torch.optim.AdamW(lr=1e-3, betas=(0.9, 0.95), eps=1e-8) with
 weight_decay=0.1 on the 2-D matrices only (wte, wpe, qkvw, attprojw, fcw,
 fcprojw) and 0 on biases and LayerNorm parameters.
+
+Version 2 added the four critic sections at the end; the sections before them are unchanged.
 
 Usage: python3 tests/gen_reference.py [--out tests/ref_model.bin]
 """
@@ -64,7 +72,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 MAGIC = 20261129
-VERSION = 1
+VERSION = 2
 
 
 # ----------------------------------------------------------------------------
@@ -126,13 +134,17 @@ class GPT(nn.Module):
         self.h = nn.ModuleList([Block(C, NH) for _ in range(L)])
         self.ln_f = nn.LayerNorm(C, eps=1e-5)
 
-    def forward(self, idx):
+    def hidden(self, idx):
+        """The trunk: the final LayerNorm's output (B, T, C)."""
         B, T = idx.shape
         pos = torch.arange(T, device=idx.device)
         x = self.wte(idx) + self.wpe(pos)
         for block in self.h:
             x = block(x)
-        return self.ln_f(x) @ self.wte.weight.t()  # tied LM head, no bias
+        return self.ln_f(x)
+
+    def forward(self, idx):
+        return self.hidden(idx) @ self.wte.weight.t()  # tied LM head, no bias
 
 
 def param_groups(model):
@@ -276,6 +288,19 @@ def main():
         adam_losses.append(l.item())
     final_params = flat_params(model)
 
+    # the critic of --objective ppo: the trunk at the initial params, a scalar value head in
+    # place of the LM head (its own seeded generator: the sections above stay as they were)
+    load_flat(model, params0.double())
+    gen = torch.Generator().manual_seed(4321)
+    head0 = torch.cat([0.3 * torch.randn(C, generator=gen), 0.1 * torch.randn(1, generator=gen)]).float()
+    head = head0.double().clone().requires_grad_(True)
+    model.zero_grad(set_to_none=True)
+    values = model.hidden(inputs) @ head[:C] + head[C]
+    S_V = (logp_weights(B, T, torch.float64) * values).sum()
+    S_V.backward()
+    grad_values = flat_grads(model)
+    grad_values_head = head.grad.detach()
+
     # write
     header = np.zeros(32, dtype="<i4")
     header[:10] = [MAGIC, VERSION, V, maxT, L, NH, C, B, T, n_adam]
@@ -302,6 +327,10 @@ def main():
         ("grad_logp", f32(grad_logp)),
         ("adam_losses", f32(torch.tensor(adam_losses))),
         ("final_params", f32(final_params)),
+        ("value_head", f32(head0)),
+        ("values", f32(values)),
+        ("grad_values", f32(grad_values)),
+        ("grad_values_head", f32(grad_values_head)),
     ]
     with open(args.out, "wb") as f:
         for _, arr in sections:
@@ -310,7 +339,7 @@ def main():
     # report
     print(f"config V={V} maxT={maxT} L={L} NH={NH} C={C} B={B} T={T}  P={P} params")
     for name, arr in sections:
-        print(f"  {name:13s} n={arr.size:6d}  max|x|={np.abs(arr.astype(np.float64)).max():.6g}")
+        print(f"  {name:16s} n={arr.size:6d}  max|x|={np.abs(arr.astype(np.float64)).max():.6g}")
     off = 0
     flat = params0
     for name, n in block_sizes(model):

@@ -2,11 +2,13 @@
 tests/ref_model.h: the PyTorch reference of the model (tests/ref_model.bin, written by
 tests/gen_reference.py: float64 autograd on a small GPT-2 with grpo.c's layout), read into a
 GPT. Included after grpo.c by tests/test_grpo.c (the CPU model) and tests/test_cuda.cu (the
-GPU model: built while cuda_enabled = 1). The file holds a header (magic 20261129, version 1,
+GPU model: built while cuda_enabled = 1). The file holds a header (magic 20261129, version 2,
 the config, batch B x T, the number of AdamW steps), hyper-parameters (temperature, AdamW),
 the initial parameters, a batch (inputs, targets, loss mask), and PyTorch's results: logits,
 log-probs at the temperature, the masked SFT loss, every parameter gradient, the gradient of
-a weighted log-prob sum, the losses of the AdamW steps and the parameters after them.
+a weighted log-prob sum, the losses of the AdamW steps and the parameters after them; then
+(version 2) a critic on the initial trunk: a value head, its values V on the batch, and the
+gradients of a weighted sum of V with respect to the trunk's parameters and to the head.
 */
 
 // params (host, num_parameters floats) into m, on whichever side m lives
@@ -24,12 +26,13 @@ typedef struct {
     int B, T;
     int *inputs, *targets;
     float *mask, *logits, *logp, loss, *grads, *grad_logp, *adam_losses, *final_params, *params0;
+    float *value_head, *values, *grad_values, *grad_values_head;   // (C+1), (B·T), (P), (C+1)
 } Reference;
 
 static void load_reference(Reference *r, const char *path) {
     FILE *f = fopenCheck(path, "rb");
     freadCheck(r->h, 4, 32, f, "header");
-    if (r->h[0] != 20261129 || r->h[1] != 1) { fprintf(stderr, "%s: bad reference header\n", path); exit(1); }
+    if (r->h[0] != 20261129 || r->h[1] != 2) { fprintf(stderr, "%s: bad reference header\n", path); exit(1); }
     freadCheck(r->hp, 4, 16, f, "hparams");
     GPTConfig c = {r->h[3], r->h[2], r->h[4], r->h[5], r->h[6]};
     r->B = r->h[7]; r->T = r->h[8];
@@ -48,6 +51,12 @@ static void load_reference(Reference *r, const char *path) {
     freadCheck(r->logp, 4, BT, f, "logp"); freadCheck(&r->loss, 4, 1, f, "loss");
     freadCheck(r->grads, 4, P, f, "grads"); freadCheck(r->grad_logp, 4, P, f, "grad_logp");
     freadCheck(r->adam_losses, 4, r->h[9], f, "adam_losses"); freadCheck(r->final_params, 4, P, f, "final_params");
+    size_t H = (size_t)c.channels + 1;
+    r->value_head = (float *)mallocCheck(H * 4); r->values = (float *)mallocCheck(BT * 4);
+    r->grad_values = (float *)mallocCheck(P * 4); r->grad_values_head = (float *)mallocCheck(H * 4);
+    freadCheck(r->value_head, 4, H, f, "value_head"); freadCheck(r->values, 4, BT, f, "values");
+    freadCheck(r->grad_values, 4, P, f, "grad_values");
+    freadCheck(r->grad_values_head, 4, H, f, "grad_values_head");
     fclose(f);
 }
 

@@ -6,8 +6,8 @@ independent reference: PyTorch autograd (tests/ref_model.bin, written by
 tests/gen_reference.py), finite differences, brute-force counts, closed-form vectors, and
 fixtures produced with verl and TRL (tests/fixtures/). Each check prints one line; the
 run ends with `N passed, N failed` and exits non-zero when anything failed.
-Run one group with ./tests/test_grpo GROUP (model, tree, objective, verifier, mcprm, select, ...),
-several as GROUP,GROUP,...
+Run one group with ./tests/test_grpo GROUP (model, tree, objective, verifier, treepack, mcprm,
+critic, ppo, select, ...), several as GROUP,GROUP,...
 */
 #define TESTING
 #ifndef GRPO_SRC
@@ -1544,7 +1544,7 @@ static void test_usage_errors(void) {
     static CmdCall calls[] = {
         {cmd_sft, "--no-such-option 3"}, {cmd_sft, "--steps"}, {cmd_sft, "--steps -4"}, {cmd_sft, "--lr abc"},
         {cmd_train, "--group-size 1"}, {cmd_train, "--temperature 0"}, {cmd_train, "--clip-eps-low 1"},
-        {cmd_train, "--objective ppo"}, {cmd_sft, "--heads 3"},
+        {cmd_train, "--objective reinforce"}, {cmd_sft, "--heads 3"},
     };
     const char *needles[] = {"--no-such-option", "--steps", "--steps", "--lr", "--group-size", "--temperature",
                              "--clip-eps-low", "--objective", "--heads"};
@@ -3994,6 +3994,61 @@ static void test_compare_quick(void) {
           "compare: a method may not set what compare sets", "exit %d", rc);
 }
 
+/* The tree-packed update with per-token advantages (GroupBatch.token_adv, as MC-PRM's A_j and
+   PPO's A_t reach the loss): on random batches (random_pack_batch) with a random advantage on
+   every token, grpo_prepare_tokens puts token_adv's value on each token with weight 1, and the
+   tree layout's loss and gradients match the padded layout's as test_tree_update_vs_padded's do
+   (the same tolerances): per-token advantages change nothing the layout sees but the loss's
+   coefficients. Both objectives, token-mean and seq-mean-token-sum-norm, micro-batches of all
+   and of 4. */
+static void test_tree_update_token_adv(void) {
+    Rng rng;
+    rng_seed(&rng, 83, 1);
+    Options o;
+    default_options(&o);
+    int sizes[4] = {4, 3, 5, 2}, prompts[40], max_new = 8, ok = 1, seam = 1;
+    double worst[2] = {0, 0};
+    for (int c = 0; c < 8; c++) {
+        GRPOConfig cfg = grpo_config_from_options(&o);
+        cfg.obj.objective = c % 2 ? OBJ_PPO : OBJ_MC_PRM;
+        cfg.obj.loss_agg = c / 2 % 2 ? AGG_SEQ_MEAN_TOKEN_SUM_NORM : AGG_TOKEN_MEAN;
+        cfg.micro_batch = c / 4 ? 4 : 0;
+        cfg.obj.max_new_tokens = max_new;
+        cfg.temperature = 0.9f;
+        GroupBatch g;
+        random_pack_batch(&g, prompts, 4, sizes, max_new, &rng, &cfg.obj);
+        size_t NT = (size_t)g.N * max_new;
+        float *adv = (float *)mallocCheck(NT * sizeof(float));
+        for (size_t j = 0; j < NT; j++) adv[j] = rng_normal(&rng);
+        g.token_adv = adv;
+        UpdateStats us;
+        grpo_prepare_tokens(&g, &cfg, &us);
+        for (int i = 0; i < g.N; i++)
+            for (int t = 0; t < g.clen[i]; t++) {
+                size_t at = (size_t)i * max_new + t;
+                seam &= g.adv_tok[at] == adv[at] && g.weight[at] == 1.0f;
+            }
+        int micro = cfg.micro_batch ? cfg.micro_batch : g.N;
+        GPT m = test_model(micro, 600 + c);
+        LossRun run[2];
+        for (int layout = 0; layout < 2; layout++) {
+            cfg.update_layout = layout;
+            loss_run(&run[layout], &m, NULL, &g, &cfg, 0);
+        }
+        float lp = (float)run[0].loss, lt = (float)run[1].loss;
+        double e[2] = {rel_err(&lt, &lp, 1, 1.0f), param_rel_err(&m, run[1].grads, run[0].grads)};
+        for (int q = 0; q < 2; q++) worst[q] = fmax(worst[q], e[q]);
+        ok &= e[0] <= TOL_FWD && e[1] <= TOL_BWD;
+        for (int layout = 0; layout < 2; layout++) free_loss_run(&run[layout]);
+        free_gpt(&m);
+        free(adv);
+        free_group_batch(&g);
+    }
+    check(seam, "tree-packed update: grpo_prepare_tokens trains token_adv's advantage, weight 1", "");
+    check(ok, "tree-packed update == padded with per-token advantages (mc-prm, ppo; 8 configurations)",
+          "worst loss %.2e, gradient %.2e (of each tensor's max)", worst[0], worst[1]);
+}
+
 /* --update-layout tree end to end (./grpo train, tiny model): the same seed gives a bit-identical
    model, on 1 thread and on 3; a resume from the step-2 checkpoint continues bit for bit; the
    banner names the layout only when it is tree (at the default it reads as before the option);
@@ -4124,7 +4179,6 @@ static void test_mc_advantages(void) {
     GPT m = test_model(8, 21);
     GroupBatch g;
     build_group_batch(&g, 1, k, MN, 0, 32);
-    g.mc_adv = (float *)callocCheck((size_t)k * MN, sizeof(float));
     fill_completions(&g, 0, k, prompt, 10, comps, r);
     unsigned char eos_only[VOCAB_SIZE];
     for (int v = 0; v < VOCAB_SIZE; v++) eos_only[v] = v == TOK_EOS;
@@ -4155,9 +4209,10 @@ static void test_mc_advantages(void) {
             // a mean of 4 rewards in {0, 1}: exact
             compare("mc-prm: V̂ = mean of the state's K continuation rewards", values, vw, 4, 0.0f, 1.0f);
             // A_j: one subtraction of two exact values: exact
-            compare("mc-prm: A_j by hand (V̂(s_j+1) − V̂(s_j); last step r − V̂, <eos> in it)", g.mc_adv,
+            compare("mc-prm: A_j by hand (V̂(s_j+1) − V̂(s_j); last step r − V̂, <eos> in it)", mc.adv,
                     want, (size_t)k * MN, 0.0f, 1.0f);
-            memcpy(got_raw, g.mc_adv, sizeof got_raw);
+            check(g.token_adv == mc.adv, "mc-prm: the batch trains on MC-PRM's advantages (token_adv)", "");
+            memcpy(got_raw, mc.adv, sizeof got_raw);
         } else {
             double sum = 0, ss = 0;
             int n = 0;
@@ -4174,13 +4229,13 @@ static void test_mc_advantages(void) {
                 for (int t = 0; t < g.clen[i]; t++)
                     white[i * MN + t] = (float)((want[i * MN + t] - mean) / sqrt(ss / (n - 1) + 1e-8));
             // double arithmetic both sides, one float rounding of values ~1: TOL_FEW of S >= 1
-            compare("mc-prm --mc-whiten 1: whitened over the step's tokens (n − 1, eps 1e-8)", g.mc_adv,
+            compare("mc-prm --mc-whiten 1: whitened over the step's tokens (n − 1, eps 1e-8)", mc.adv,
                     white, (size_t)k * MN, TOL_FEW, 1.0f);
         }
         free_mcprm(&mc);
     }
     // the update reads them: grpo_prepare_tokens puts A_j on each token with weight 1
-    memcpy(g.mc_adv, got_raw, sizeof got_raw);
+    g.token_adv = got_raw;
     UpdateStats us;
     grpo_prepare_tokens(&g, &cfg, &us);
     int seam = 1;
@@ -4192,11 +4247,11 @@ static void test_mc_advantages(void) {
     float v3[3] = {1, 2, 3}, w3[3];
     int len3[1] = {3};
     for (int i = 0; i < 3; i++) w3[i] = (float)((i - 1.0) / sqrt(1.0 + 1e-8));
-    whiten_advantages(v3, len3, 1, 3);
+    whiten_advantages(v3, v3, len3, 1, 3);
     compare("mc-prm: whitening [1, 2, 3] -> [-1, 0, 1] (sample var 1)", v3, w3, 3, TOL_FEW, 1.0f);
     float eq[4] = {0.1f, 0.1f, 0.1f, 0.1f};
     int len4[2] = {2, 2};
-    whiten_advantages(eq, len4, 2, 2);
+    whiten_advantages(eq, eq, len4, 2, 2);
     check(eq[0] == 0 && eq[1] == 0 && eq[2] == 0 && eq[3] == 0,
           "mc-prm: whitening equal advantages gives exactly 0", "%g %g %g %g", eq[0], eq[1], eq[2], eq[3]);
     free_group_batch(&g);
@@ -4412,7 +4467,6 @@ static void test_mc_budget(void) {
     CountdownTask task = {&d, g.prompt_idx, NULL, 0, 0, 0.0f};
     for (int i = 0; i < N; i++)
         g.reward[i] = countdown_outcome_reward(&task, i / k, g.comp_row[i], g.clen[i]);
-    g.mc_adv = (float *)callocCheck((size_t)N * MN, sizeof(float));
     MCPRM mc;
     build_mcprm(&mc, &m.config, N, MN, 3, 1, MC_SEGMENT_COMMA, countdown_outcome_reward, &task, NULL);
     MCStats st = mc_prm_advantages(&mc, &m, &g, &cfg, 4);
@@ -4597,8 +4651,11 @@ static void test_mc_usage(void) {
         {cmd_sample, "--mc-k 0"},
     };
     const char *needles[] = {"--mc-k: '0' is out of range [1, 1024]", "--mc-k: '2000' is out of range",
-                             "--mc-k: 'four' is not a number", "--mc-k 8: only MC-PRM samples continuations",
-                             "--mc-whiten 0: only MC-PRM", "--mc-k 8: only MC-PRM",
+                             "--mc-k: 'four' is not a number", "--mc-k 8 applies to --objective mc-prm only, and "
+                             "this run has --objective lambda-grpo",
+                             "--mc-whiten 0 applies to --objective mc-prm only",
+                             "--mc-k 8 applies to --objective mc-prm only, and tree runs it only with mc-prm in "
+                             "its --objective list",
                              "'mc-prn' is not an objective", "an empty name",
                              "--objective mc-prm: check runs a dumped batch without a model",
                              "--mc-k: '0' is out of range"};
@@ -4611,6 +4668,710 @@ static void test_mc_usage(void) {
                            "usage: tree --objective with an empty name",
                            "usage: check refuses --objective mc-prm",
                            "usage: sample --mc-k 0 is out of range"};
+    for (int i = 0; i < (int)(sizeof calls / sizeof calls[0]); i++)
+        expect_exit(names[i], cmd_call_fn, &calls[i], 2, needles[i]);
+}
+
+// ----------------------------------------------------------------------------
+// --objective ppo (issue 16, part 2): GAE, whitening, the value loss, the critic's gradients
+// and forward, training end to end (determinism, resume, budget), usage errors, the tree task
+
+/* GAE against a direct float64 implementation: A_t = Σ_{l>=0} (γλ)^l δ_{t+l} with δ_u = r_u +
+   γ V_{u+1} − V_u (V after the last token 0, r on the last token), on random values and lengths,
+   γ and λ in {1, 0.95}; at γ = λ = 1 the identity A_t = r − V_t (and return_t = r); and one
+   vector by hand. */
+static void test_gae(void) {
+    enum { N = 6, S = 26 };
+    int clen[N] = {1, 5, 26, 13, 2, 20};
+    float value[N * S], reward[N], adv[N * S], ret[N * S], want_a[N * S], want_r[N * S];
+    Rng rng;
+    rng_seed(&rng, 11, 0);
+    for (int i = 0; i < N * S; i++) value[i] = rng_normal(&rng);
+    for (int i = 0; i < N; i++) reward[i] = i % 3 == 0 ? 1.0f : (i % 3 == 1 ? 0.0f : 0.1f * (float)i);
+    const float gl[4][2] = {{1, 1}, {1, 0.95f}, {0.95f, 1}, {0.95f, 0.95f}};
+    for (int k = 0; k < 4; k++) {
+        float gamma = gl[k][0], lam = gl[k][1];
+        memset(adv, 0, sizeof adv); memset(ret, 0, sizeof ret);
+        memset(want_a, 0, sizeof want_a); memset(want_r, 0, sizeof want_r);
+        gae_advantages(adv, ret, value, reward, clen, N, S, gamma, lam);
+        for (int i = 0; i < N; i++)
+            for (int t = 0; t < clen[i]; t++) {
+                double a = 0.0, w = 1.0;
+                for (int u = t; u < clen[i]; u++) {   // the sum, not the recursion
+                    double r = u == clen[i] - 1 ? reward[i] : 0.0;
+                    double next = u + 1 < clen[i] ? value[i * S + u + 1] : 0.0;
+                    a += w * (r + (double)gamma * next - value[i * S + u]);
+                    w *= (double)gamma * lam;
+                }
+                want_a[i * S + t] = (float)a;
+                want_r[i * S + t] = (float)(a + value[i * S + t]);
+            }
+        char name[128];
+        // the recursion and the sum of up to 26 terms of size ~1 in double: both round once to
+        // float at the end, so they agree to about 1 u of the largest |A|. Measured 0 / 0 / 0
+        // (native / x86-64 / v4; returns: 0 / 2.8e-17 / 0). λ in place of γ in δ gives 9.4e-2.
+        snprintf(name, sizeof name, "critic: GAE vs the float64 sum, γ = %g, λ = %g", gamma, lam);
+        compare(name, adv, want_a, N * S, TOL_FEW, 1.0f);
+        snprintf(name, sizeof name, "critic: GAE returns = A + V, γ = %g, λ = %g", gamma, lam);
+        compare(name, ret, want_r, N * S, TOL_FEW, 1.0f);
+        if (k > 0) continue;
+        float identity[N * S] = {0}, r_tok[N * S] = {0};
+        for (int i = 0; i < N; i++)
+            for (int t = 0; t < clen[i]; t++) {
+                identity[i * S + t] = (float)((double)reward[i] - value[i * S + t]);
+                r_tok[i * S + t] = reward[i];
+            }
+        // the telescoping sum of up to 26 terms in double, then one rounding: 1 u. Measured 0.
+        compare("critic: GAE at γ = λ = 1 is A_t = r − V_t", adv, identity, N * S, TOL_FEW, 1.0f);
+        compare("critic: ... and return_t = r at every token", ret, r_tok, N * S, TOL_FEW, 1.0f);
+    }
+    // by hand: V = (0.5, 0.25), r = 1, γ = 0.9, λ = 0.5: δ_1 = 1 − 0.25 = 0.75, A_1 = 0.75;
+    // δ_0 = 0.9·0.25 − 0.5 = −0.275, A_0 = −0.275 + 0.45·0.75 = 0.0625; returns 0.5625, 1.0
+    float v2[2] = {0.5f, 0.25f}, r2[1] = {1.0f}, a2[2], ret2[2];
+    int len2[1] = {2};
+    gae_advantages(a2, ret2, v2, r2, len2, 1, 2, 0.9f, 0.5f);
+    check(fabsf(a2[0] - 0.0625f) < 1e-7f && fabsf(a2[1] - 0.75f) < 1e-7f && fabsf(ret2[0] - 0.5625f) < 1e-7f &&
+          fabsf(ret2[1] - 1.0f) < 1e-7f, "critic: GAE by hand (V = 0.5, 0.25; r = 1; γ 0.9, λ 0.5)",
+          "A = %.7g %.7g, returns %.7g %.7g", a2[0], a2[1], ret2[0], ret2[1]);
+}
+
+/* Whitening over the batch's completion tokens (verl's masked_whiten: sample variance, eps 1e-8
+   inside the square root), on hand-made numbers; positions past a completion are not read and
+   not written. */
+static void test_whitening(void) {
+    // verl's docstring example: [1, 2, 3] (a 100 of padding) -> [-1, 0, 1] / sqrt(1 + 1e-8)
+    float a[4] = {1, 2, 3, 100}, out[4] = {0, 0, 0, -7};
+    int len[1] = {3};
+    whiten_advantages(out, a, len, 1, 4);
+    double s = 1.0 / sqrt(1.0 + 1e-8);
+    check(out[0] == (float)-s && out[1] == 0.0f && out[2] == (float)s && out[3] == -7.0f,
+          "critic: whitening [1, 2, 3 | pad] gives [-1, 0, 1] (sample std), padding untouched",
+          "%.9g %.9g %.9g %.9g", out[0], out[1], out[2], out[3]);
+    // two completions, rows of 3: (1, 2, 3) and (6 | pad, pad): mean 3, sample variance 14/3
+    float b[6] = {1, 2, 3, 6, 50, 50}, w[6];
+    int len2[2] = {3, 1};
+    memcpy(w, b, sizeof b);
+    whiten_advantages(w, w, len2, 2, 3);   // in place
+    double sd = sqrt(14.0 / 3.0 + 1e-8);
+    float tokens[4] = {w[0], w[1], w[2], w[3]};
+    float want[4] = {(float)(-2 / sd), (float)(-1 / sd), 0.0f, (float)(3 / sd)};
+    // (x − mean)·(1/sd) in double, rounded once: 1 u. Measured 0 on the three builds; the
+    // population variance (n, not n − 1) gives 1.6e-1.
+    compare("critic: whitening over two completions (mean 3, var 14/3), in place", tokens, want, 4, TOL_FEW, 0.0f);
+    check(w[4] == 50.0f && w[5] == 50.0f, "critic: ... positions past a completion untouched", "");
+}
+
+/* The clipped value loss and its gradient: each branch by hand (inside the clip range; outside
+   with the clipped branch larger: no gradient; outside with the unclipped one larger), and
+   ∂loss/∂V against central differences of the loss itself on random tokens away from the kinks. */
+static void test_value_loss(void) {
+    // V_old = 0, c = 0.5; cases: inside | above, clipped larger | above, unclipped larger |
+    // below, unclipped larger | below, clipped larger
+    float v[5] = {0.2f, 1.0f, 1.0f, -0.8f, -0.8f}, v_old[5] = {0}, ret[5] = {1.0f, 0.9f, 0.0f, -0.6f, -0.9f};
+    float dv[5];
+    unsigned char clipped[5];
+    double loss = value_loss(5, v, v_old, ret, 0.25f, 0.5f, dv, clipped);
+    // ½·coef·max(l1, l2): 0.64 | max(0.01, 0.16) | max(1, 0.25) | max(0.04, 0.01) | max(0.01, 0.16)
+    double want = 0.5 * 0.25 * (0.64 + 0.16 + 1.0 + 0.04 + 0.16);
+    float want_dv[5] = {0.25f * -0.8f, 0.0f, 0.25f * 1.0f, 0.25f * -0.2f, 0.0f};
+    int flags = clipped[0] == 0 && clipped[1] == 1 && clipped[2] == 0 && clipped[3] == 0 && clipped[4] == 1;
+    check(fabs(loss - want) < 1e-7 && flags, "critic: value loss by hand, each branch of the clip",
+          "loss %.9g (want %.9g), clipped %d%d%d%d%d", loss, want, clipped[0], clipped[1], clipped[2], clipped[3],
+          clipped[4]);
+    // a few roundings of numbers of size ~1 (TOL_FEW). Measured 1.5e-8 on the three builds; the
+    // clipped branch's gradient (coef·(clip(V) − ret)) in place of 0 gives 0.40.
+    compare("critic: ∂(value loss)/∂V by hand (0 on the clipped branch)", dv, want_dv, 5, TOL_FEW, 0.0f);
+    // random tokens, each at least 0.1 from a kink (V_old ± c, and l1 = l2)
+    enum { n = 64 };
+    float rv[n], rold[n], rret[n], rdv[n], fd[n];
+    unsigned char rc[n];
+    Rng rng;
+    rng_seed(&rng, 12, 0);
+    int got = 0, on_clip = 0;
+    while (got < n) {
+        float vo = rng_normal(&rng), x = vo + 1.5f * rng_normal(&rng), r = x + rng_normal(&rng);
+        float lo = vo - 0.5f, hi = vo + 0.5f, xc = x < lo ? lo : (x > hi ? hi : x);
+        float l1 = (x - r) * (x - r), l2 = (xc - r) * (xc - r);
+        if (fabsf(x - lo) < 0.1f || fabsf(x - hi) < 0.1f || (xc != x && fabsf(l1 - l2) < 0.1f)) continue;
+        rv[got] = x; rold[got] = vo; rret[got] = r;
+        on_clip += l2 > l1;
+        got++;
+    }
+    value_loss(n, rv, rold, rret, 1.0f / n, 0.5f, rdv, rc);
+    float h = 1e-2f, scratch[n];
+    for (int j = 0; j < n; j++) {
+        float save = rv[j];
+        rv[j] = save + h; double lp = value_loss(n, rv, rold, rret, 1.0f / n, 0.5f, scratch, NULL);
+        rv[j] = save - h; double lm = value_loss(n, rv, rold, rret, 1.0f / n, 0.5f, scratch, NULL);
+        rv[j] = save;
+        fd[j] = (float)((lp - lm) / (2 * h));
+    }
+    // the loss is quadratic in V on each side of a kink, so the central difference has no
+    // truncation error; what is left is the float rounding of the perturbed token's term (at
+    // most ~0.1): u·0.1/h = 6e-7, 2.4e-5 of S = 0.025. Measured 2.2e-5 / 2.2e-5 / 2.2e-5. A
+    // gradient on the clipped branch (coef·(clip(V) − ret) instead of 0) gives 3.1.
+    compare("critic: ∂(value loss)/∂V vs central differences (64 tokens)", rdv, fd, n, 1e-4f, 0.0f);
+    check(on_clip > 4 && on_clip < n - 4, "critic: ... the random tokens take both branches",
+          "%d of %d on the clipped branch", on_clip, n);
+}
+
+// Σ w·V over the positions of a batch, V from the trunk and head (the finite differences' objective)
+static double value_sum(GPT *m, const float *head, const int *inp, const float *w, int B, int T, float *v) {
+    gpt_forward_trunk(m, inp, B, T);
+    value_head_forward(v, m->acts.lnf, head, B * T, m->config.channels);
+    double s = 0;
+    for (int i = 0; i < B * T; i++) s += (double)w[i] * v[i];
+    return s;
+}
+
+/* The value head's gradient into the trunk (value_head_backward, then gpt_backward_trunk from
+   ∂/∂lnf) and into the head, against central differences on every parameter of a micro model. */
+static void test_value_head_gradient(void) {
+    GPTConfig cfg = {6, VOCAB_SIZE, 1, 2, 8};
+    GPT m;
+    build_gpt(&m, cfg, 2, 7);
+    Rng rng;
+    rng_seed(&rng, 43, 0);
+    for (size_t i = 0; i < m.num_parameters; i++)
+        m.params_memory[i] = 0.3f * rng_normal(&rng) + (m.params_memory[i] == 1.0f);
+    int C = cfg.channels, B = 2, T = 6, inp[12];
+    float head[9], w[12], v[12], dhead[9] = {0};
+    for (int i = 0; i <= C; i++) head[i] = 0.5f * rng_normal(&rng);
+    for (int i = 0; i < B * T; i++) { inp[i] = rng_int(&rng, VOCAB_SIZE); w[i] = rng_normal(&rng); }
+    value_sum(&m, head, inp, w, B, T, v);
+    gpt_zero_grad(&m);
+    gpt_zero_act_grads(&m);
+    value_head_backward(m.grads_acts.lnf, dhead, w, m.acts.lnf, head, B * T, C);
+    gpt_backward_trunk(&m, inp);
+    float *analytic = (float *)mallocCheck(m.num_parameters * 4);
+    float *numeric = (float *)mallocCheck(m.num_parameters * 4);
+    memcpy(analytic, m.grads_memory, m.num_parameters * 4);
+    float h = 1e-2f, num_head[9];
+    for (size_t i = 0; i < m.num_parameters; i++) {
+        float save = m.params_memory[i];
+        m.params_memory[i] = save + h; double fp = value_sum(&m, head, inp, w, B, T, v);
+        m.params_memory[i] = save - h; double fm = value_sum(&m, head, inp, w, B, T, v);
+        m.params_memory[i] = save;
+        numeric[i] = (float)((fp - fm) / (2 * h));
+    }
+    for (int i = 0; i <= C; i++) {
+        float save = head[i];
+        head[i] = save + h; double fp = value_sum(&m, head, inp, w, B, T, v);
+        head[i] = save - h; double fm = value_sum(&m, head, inp, w, B, T, v);
+        head[i] = save;
+        num_head[i] = (float)((fp - fm) / (2 * h));
+    }
+    // as the LM head's finite-difference test: h²/6 times the third derivative plus ~u|f|/h.
+    // Measured 3.0e-4 / 3.0e-4 / 3.1e-4 of S (wte). No gradient into the trunk (dlnf = 0)
+    // gives 1.0; dlnf = dV without w gives 1.8.
+    compare_params("critic: trunk gradient of Σ w·V vs central finite differences", &m, analytic, numeric, 1e-2f,
+                   0.0f);
+    // V is linear in the head: no truncation error, rounding ~u|f|/h. Measured 1.6e-6 / 1.6e-6
+    // / 1.9e-6 of S.
+    compare("critic: value head gradient of Σ w·V vs central finite differences", dhead, num_head, C + 1, 1e-4f,
+            0.0f);
+    free(analytic); free(numeric); free_gpt(&m);
+}
+
+/* The critic against PyTorch (tests/ref_model.bin, version 2): V = ln_f(trunk(x))·w + b on the
+   reference batch, and the gradients of S_V = Σ w·V with respect to every trunk parameter and
+   to the head, from float64 autograd. */
+static void test_critic_vs_pytorch(void) {
+    Reference r;
+    load_reference(&r, "tests/ref_model.bin");
+    int BT = r.B * r.T, C = r.m.config.channels;
+    float *v = (float *)mallocCheck(BT * 4), *w = (float *)mallocCheck(BT * 4), dhead[64] = {0};
+    gpt_forward_trunk(&r.m, r.inputs, r.B, r.T);
+    value_head_forward(v, r.m.acts.lnf, r.value_head, BT, C);
+    // a dot product of C = 32 LayerNorm outputs (size ~1) with w (0.3): γ_32 of the terms on top
+    // of the trunk's error (the logits' 3.8e-7 above). Measured 4.9e-7 / 3.6e-7 / 4.9e-7 of S.
+    compare("critic: values V vs PyTorch", v, r.values, BT, TOL_FWD, 0.0f);
+    for (int b = 0; b < r.B; b++) for (int t = 0; t < r.T; t++) w[b * r.T + t] = ((b * r.T + t) % 7 - 3) / 10.0f;
+    gpt_zero_grad(&r.m);
+    gpt_zero_act_grads(&r.m);
+    value_head_backward(r.m.grads_acts.lnf, dhead, w, r.m.acts.lnf, r.value_head, BT, C);
+    gpt_backward_trunk(&r.m, r.inputs);
+    // as the LM head's gradients: each tensor against its own max|grad|. Measured 1.0e-6 /
+    // 1.3e-6 / 9.8e-7 (fcprojb, attprojb). dlnf = dV without w gives 5.0; no gradient into the
+    // trunk gives 1.0.
+    compare_params("critic: d(Σ w·V)/dθ of the trunk vs PyTorch", &r.m, r.m.grads_memory, r.grad_values, TOL_BWD,
+                   0.0f);
+    // sums of 48 products of size ~1 on top of the forward's error: measured 4.6e-7 / 4.9e-7 /
+    // 4.6e-7 of S.
+    compare("critic: d(Σ w·V)/d(value head) vs PyTorch", dhead, r.grad_values_head, C + 1, TOL_BWD, 0.0f);
+    free(v); free(w); free_gpt(&r.m);
+}
+
+/* A batch of 2 groups of 2 completions for the critic's tests: prompts of 3 and 4 tokens,
+   completions of 2 to 4 tokens (max_new 4) that share their first tokens within each group,
+   rewards 1, 0, 0.5, 1. */
+static const int PPO_PROMPT_A[3] = {TOK_BOS, 5, 7}, PPO_PROMPT_B[4] = {TOK_BOS, 9, 4, 11};
+static void ppo_test_batch(GroupBatch *g, int micro) {
+    build_group_batch(g, 2, 2, 4, micro, 12);
+    static const int clen[4] = {4, 2, 3, 4};
+    static const int comp[4][4] = {{6, 8, 10, 12}, {6, TOK_EOS, 0, 0}, {13, 14, TOK_EOS, 0}, {13, 14, 4, 5}};
+    static const float reward[4] = {1.0f, 0.0f, 0.5f, 1.0f};
+    for (int i = 0; i < 4; i++) {
+        g->prompt[i] = i < 2 ? PPO_PROMPT_A : PPO_PROMPT_B;
+        g->plen[i] = i < 2 ? 3 : 4;
+        g->clen[i] = clen[i];
+        g->reward[i] = reward[i];
+        for (int t = 0; t < 4; t++) g->comp[i * 4 + t] = comp[i][t];
+    }
+}
+
+static Critic ppo_test_critic(uint64_t seed) {
+    GPT m;
+    build_gpt(&m, (GPTConfig){12, VOCAB_SIZE, 1, 2, 8}, 4, seed);
+    Rng rng;
+    rng_seed(&rng, seed, 1);
+    for (size_t i = 0; i < m.num_parameters; i++)
+        m.params_memory[i] = 0.3f * rng_normal(&rng) + (m.params_memory[i] == 1.0f);
+    CriticConfig cfg = {1.0f, 1.0f, 0.5f, {1e-2f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0, 10, 2, 1.0f}};
+    Critic c;
+    build_critic(&c, &m, 4, 4, 4, cfg, seed);
+    for (int i = 0; i <= c.C; i++) c.head[i] = 0.5f * rng_normal(&rng);
+    free_gpt(&m);
+    return c;
+}
+
+/* The critic on a GroupBatch: V(i,t) is read at the state before token t (a forward of the
+   prefix prompt + y_<t alone, its last position); ppo_advantages gives A_t = r − V_old at
+   γ = λ = 1, whitened, and grpo_prepare_tokens trains on them with weight 1; the step's value
+   loss gradient (critic_loss_backward: the scatter to positions, the head, the trunk) against
+   central differences with tokens on both branches of the clip; micro-batches change no
+   gradient; one AdamW step of the value head against the formula in double. */
+static void test_critic_step(void) {
+    GroupBatch g;
+    ppo_test_batch(&g, 4);
+    Critic c = ppo_test_critic(5);
+    GRPOConfig cfg = {0};
+    cfg.obj.objective = OBJ_PPO;
+    cfg.num_iterations = 1;
+    CriticStats stats = {0};
+    ppo_advantages(&c, &g, &cfg, &stats);
+    float got[16], want[16], v1[1];
+    int n = 0;
+    for (int i = 0; i < 4; i++)
+        for (int t = 0; t < g.clen[i]; t++) {
+            int seq[12];
+            memcpy(seq, g.prompt[i], g.plen[i] * sizeof(int));
+            memcpy(seq + g.plen[i], g.comp + i * 4, t * sizeof(int));
+            int T = g.plen[i] + t;
+            gpt_forward_trunk(&c.trunk, seq, 1, T);
+            value_head_forward(v1, c.trunk.acts.lnf + (size_t)(T - 1) * c.C, c.head, 1, c.C);
+            got[n] = c.value_old[i * 4 + t];
+            want[n++] = v1[0];
+        }
+    // the same arithmetic on another batch shape (1 x T instead of 4 x 7): the matmuls' panel
+    // order may differ, TOL_FWD. Measured 0 / 0 / 0. Reading V at plen + t (the state after
+    // token t) gives 0.77.
+    compare("critic: V(i,t) is the value of the prefix prompt + y_<t (the state before token t)", got, want, n,
+            TOL_FWD, 0.0f);
+    float a_raw[16], a_want[16], adv_tok[16], adv_white[16];
+    int weight_one = 1;
+    build_group_trees(&g);   // |λ| > 1 where the completions share a prefix: the weight stays 1
+    UpdateStats us;
+    g.token_adv = c.adv;
+    grpo_prepare_tokens(&g, &cfg, &us);
+    n = 0;
+    for (int i = 0; i < 4; i++)
+        for (int t = 0; t < g.clen[i]; t++) {
+            a_raw[n] = c.adv_raw[i * 4 + t];
+            a_want[n] = (float)((double)g.reward[i] - c.value_old[i * 4 + t]);
+            adv_tok[n] = g.adv_tok[i * 4 + t];
+            adv_white[n++] = c.adv[i * 4 + t];
+            weight_one &= g.weight[i * 4 + t] == 1.0f;
+        }
+    compare("critic: ppo_advantages at γ = λ = 1: A_t = r − V_old", a_raw, a_want, n, TOL_FEW, 1.0f);
+    check(!memcmp(adv_tok, adv_white, n * sizeof(float)) && weight_one && us.mean_lambda > 1.0,
+          "critic: grpo_prepare_tokens trains on the whitened A_t (token_adv), weight 1", "mean |λ| %.2f",
+          us.mean_lambda);
+    // V_old and returns moved off the current V so that tokens sit on every branch of the clip,
+    // each at least 0.2 from a kink: inside (0, 0.3) and outside (±0.8) the range V_old ± 0.5
+    static const float VOLD_OFF[4] = {0.0f, 0.8f, -0.8f, 0.3f}, RET_OFF[4] = {0.4f, -0.5f, -1.0f, 0.2f};
+    for (int i = 0, k = 0; i < 4; i++)
+        for (int t = 0; t < g.clen[i]; t++, k++) {
+            c.value_old[i * 4 + t] += VOLD_OFF[k % 4];
+            c.returns[i * 4 + t] = c.value_old[i * 4 + t] - VOLD_OFF[k % 4] + RET_OFF[k % 4];
+        }
+    long clipped = 0;
+    critic_loss_backward(&c, &g, &cfg, &clipped);
+    size_t P = c.trunk.num_parameters;
+    int H = c.C + 1;
+    float *analytic = (float *)mallocCheck(P * 4), *numeric = (float *)mallocCheck(P * 4);
+    float head_an[16], head_num[16];
+    memcpy(analytic, c.trunk.grads_memory, P * 4);
+    memcpy(head_an, c.head_grad, H * 4);
+    float h = 3e-3f;
+    long scratch;
+    for (size_t i = 0; i < P + H; i++) {
+        float *p = i < P ? c.trunk.params_memory + i : c.head + (i - P), save = *p;
+        *p = save + h; double fp = critic_loss_backward(&c, &g, &cfg, &scratch);
+        *p = save - h; double fm = critic_loss_backward(&c, &g, &cfg, &scratch);
+        *p = save;
+        if (i < P) numeric[i] = (float)((fp - fm) / (2 * h));
+        else head_num[i - P] = (float)((fp - fm) / (2 * h));
+    }
+    // as the other finite-difference tests (h²/6 · f''' + u|f|/h; h = 3e-3, as 1e-2 gave
+    // 6.9e-3). Measured 6.4e-4 / 6.4e-4 / 6.4e-4 of S (qkvw). ∂V scattered one position late
+    // gives 3.8; the clipped branch's gradient in place of 0, 3.0; V read one position late, 1.9.
+    compare_params("critic: value loss gradient of the step vs central differences (trunk)", &c.trunk, analytic,
+                   numeric, 1e-2f, 0.0f);
+    // rounding ~u|f|/h: measured 3.1e-5 / 2.4e-5 / 2.8e-5 of S.
+    compare("critic: value loss gradient of the step vs central differences (head)", head_an, head_num, H, 1e-3f,
+            0.0f);
+    check(clipped > 0 && clipped < 13, "critic: ... with tokens on both branches of the clip", "%ld of 13 clipped",
+          clipped);
+    // micro-batches of 3 sequences then 1: the same gradients up to summation order (TOL_BWD).
+    // Measured 1.3e-7 / 1.2e-7 / 1.2e-7. ∂V scattered one position late gives 0.50.
+    cfg.micro_batch = 3;
+    critic_loss_backward(&c, &g, &cfg, &scratch);
+    compare_params("critic: micro-batches change no gradient (4 vs 3 + 1)", &c.trunk, c.trunk.grads_memory,
+                   analytic, TOL_BWD, 0.0f);
+    // one AdamW step of the head (t = 1, lr 1e-2, wd 0.1 on w only) against the formula in double
+    float head0[16], want_head[16], g0[16];
+    memcpy(head0, c.head, H * 4);
+    memcpy(g0, c.head_grad, H * 4);
+    const AdamWConfig *o = &c.cfg.opt;
+    for (int i = 0; i < H; i++) {
+        double m1 = (1 - (double)o->beta1) * g0[i], m2 = (1 - (double)o->beta2) * g0[i] * g0[i];
+        double mh = m1 / (1 - o->beta1), vh = m2 / (1 - o->beta2), wd = i < c.C ? o->weight_decay : 0.0;
+        want_head[i] = (float)(head0[i] * (1 - o->lr * wd) - o->lr * mh / (sqrt(vh) + o->eps));
+    }
+    critic_adamw_update(&c, o->lr, 1);
+    // a handful of roundings per entry (TOL_FEW of the head's size). Measured 1.1e-7 on the
+    // three builds. Weight decay on the bias too gives 5.5e-4.
+    compare("critic: one AdamW step of the value head (decay on w, not b) vs the formula", c.head, want_head, H,
+            TOL_FEW, 0.0f);
+    free(analytic); free(numeric); free_critic(&c); free_group_batch(&g);
+}
+
+// A checkpoint without its state sections: the header's count and total set to 0, the file cut after the record.
+static void strip_sections(const char *from, const char *to) {
+    size_t n;
+    unsigned char *buf = (unsigned char *)read_all(from, &n);
+    int32_t h[CKPT_HEADER_INTS];
+    memcpy(h, buf, sizeof h);
+    size_t sections = (size_t)h[13] + ((size_t)h[14] << 31) + (size_t)h[12] * (CKPT_TAG_BYTES + 8);
+    h[12] = h[13] = h[14] = 0;
+    memcpy(buf, h, sizeof h);
+    write_bytes(to, buf, n - sections);
+    free(buf);
+}
+
+/* ./grpo train --objective ppo end to end (fresh processes): two runs with one seed give the same
+   model.bin (policy and critic); 2 steps saved then resumed to 4 give it too; the log holds the
+   critic's columns; a resume refuses a checkpoint without the critic (naming the file) and
+   another --gae-lambda; a GRPO run's log and checkpoint record are what they were (no critic
+   columns, no GAE options). */
+static void test_ppo_train(void) {
+    char init[300], a[300], b[300], path[300];
+    save_tiny_init(init, sizeof init, "ppo_init.bin", 31);
+    static char cmd[2048], out[16384];
+    char common[1024];
+    tiny_train_args(common, sizeof common, init);
+    strcat(common, " --objective ppo --micro-batch 3");
+    const char *dirs[3] = {"ppo_a", "ppo_b", "ppo_c"};
+    const char *extra[3] = {"", "--save-every 2", ""};
+    int code = 0;
+    for (int k = 0; k < 3 && code == 0; k++) {
+        snprintf(cmd, sizeof cmd, "%s train %s %s --run-dir %s/%s", grpo_bin(), common, extra[k], TMPDIR_,
+                 dirs[k]);
+        if (k == 2) {   // resumed from ppo_b's step-2 checkpoint, into a new run dir
+            snprintf(path, sizeof path, "%s/ppo_b/ckpt.bin", TMPDIR_);
+            snprintf(cmd + strlen(cmd), sizeof cmd - strlen(cmd), " --resume %s", path);
+        }
+        code = run_binary(cmd, out, sizeof out);
+    }
+    snprintf(a, sizeof a, "%s/ppo_a/model.bin", TMPDIR_);
+    snprintf(b, sizeof b, "%s/ppo_b/model.bin", TMPDIR_);
+    check(code == 0 && files_equal(a, b), "ppo: same seed gives a bit-identical model.bin (policy and critic)",
+          "exit %d: %s", code, line_with(out, "error"));
+    snprintf(b, sizeof b, "%s/ppo_c/model.bin", TMPDIR_);
+    check(code == 0 && files_equal(a, b), "ppo: resume from the step-2 checkpoint == 4 steps straight", "");
+    GPT m;
+    TrainState st = {0};
+    st.kind = 2;
+    load_checkpoint(a, &m, 1, &st);
+    uint64_t bytes = 0;
+    const char *sec = (const char *)ckpt_section(&st, "critic", &bytes);
+    int64_t head[3] = {0, 0, 0};
+    if (sec) memcpy(head, sec, sizeof head);
+    check(sec && bytes == critic_section_bytes(m.num_parameters, 8) && head[0] == 4 &&
+          head[1] == (int64_t)m.num_parameters && strstr(st.options, "gae-lambda=1\n"),
+          "ppo: model.bin holds the critic (4 AdamW steps) and GAE's options in its record",
+          "%llu bytes, %lld steps", (unsigned long long)bytes, (long long)head[0]);
+    free_gpt(&m);
+    for (int i = 0; i < st.num_sections; i++) free(st.section[i].data);
+    snprintf(path, sizeof path, "%s/ppo_a/train.csv", TMPDIR_);
+    size_t n;
+    char *csv = (char *)read_all(path, &n);
+    csv = (char *)realloc(csv, n + 1);
+    csv[n] = 0;
+    double vloss[8], tc[8];
+    int rows = csv_column(csv, "value_loss", vloss, 8);
+    csv_column(csv, "t_critic", tc, 8);
+    free(csv);
+    check(rows == 4 && vloss[0] > 0 && vloss[3] > 0 && tc[0] > 0, "ppo: train.csv has the critic's columns",
+          "%d rows, value loss %g .. %g", rows, rows > 0 ? vloss[0] : -1, rows > 3 ? vloss[3] : -1);
+    // the step-2 checkpoint without its sections: refused, naming the file
+    char bare[300];
+    snprintf(path, sizeof path, "%s/ppo_b/ckpt.bin", TMPDIR_);
+    snprintf(bare, sizeof bare, "%s/ppo_bare.bin", TMPDIR_);
+    strip_sections(path, bare);
+    snprintf(cmd, sizeof cmd, "%s train %s --resume %s --run-dir %s/ppo_d", grpo_bin(), common, bare, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    const char *err = line_with(out, "error");
+    check(code == 1 && strstr(err, "ppo_bare.bin") && strstr(err, "holds no critic"),
+          "ppo: --resume of a checkpoint without the critic is refused, naming the file", "exit %d: %s", code, err);
+    snprintf(cmd, sizeof cmd, "%s train %s --gae-lambda 0.9 --resume %s --run-dir %s/ppo_e", grpo_bin(), common,
+             path, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    err = line_with(out, "usage error");
+    check(code == 2 && strstr(err, "--gae-lambda 0.9: '") && strstr(err, "with --gae-lambda 1"),
+          "ppo: --resume with another --gae-lambda: a usage error naming both values", "exit %d: %s", code, err);
+    // GRPO beside it: no critic columns, no critic options in the record
+    tiny_train_args(common, sizeof common, init);
+    snprintf(cmd, sizeof cmd, "%s train %s --objective grpo --run-dir %s/ppo_grpo", grpo_bin(), common, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    snprintf(path, sizeof path, "%s/ppo_grpo/train.csv", TMPDIR_);
+    csv = code == 0 ? (char *)read_all(path, &n) : NULL;
+    if (csv) {
+        csv = (char *)realloc(csv, n + 1);
+        csv[n] = 0;
+    }
+    int plain_log = csv && !strstr(csv, "value_loss");
+    free(csv);
+    snprintf(path, sizeof path, "%s/ppo_grpo/model.bin", TMPDIR_);
+    TrainState st2 = {0};
+    st2.kind = 2;
+    if (code == 0) {
+        load_checkpoint(path, &m, 1, &st2);
+        free_gpt(&m);
+    }
+    check(code == 0 && plain_log && !strstr(st2.options, "gae") && !strstr(st2.options, "critic") &&
+          st2.num_sections == 0 && !strstr(out, "gae-gamma="),
+          "ppo: a GRPO run prints, logs and records no critic option or column", "exit %d", code);
+}
+
+/* --budget-unit flops with ppo on the tiny model (L 2, C 32, maxT 64): F_critic = F − 2CV + 2C;
+   per step, flops = (F + F_critic)·(R + 3μR) and trained tokens = 2μR (policy and critic), at μ = 2. */
+static void test_ppo_budget(void) {
+    GPTConfig tiny = {64, VOCAB_SIZE, 2, 2, 32};
+    double n_tiny = 2.0 * (12 * 32 * 32 + 13 * 32) + 2 * 32;
+    double F = model_flops_per_token(&tiny), Fc = critic_flops_per_token(&tiny);
+    check(Fc == 2 * n_tiny + 2.0 * 32 + 2.0 * 2 * 64 * 32 && F - Fc == 2.0 * 32 * (VOCAB_SIZE - 1),
+          "ppo budget: critic FLOPs per token = 2N + 2C + 2L·maxT·C (L2 C32)", "%.0f (policy %.0f)", Fc, F);
+    char args[2048], log[256];
+    snprintf(log, sizeof log, "%s/ppo_budget.log", TMPDIR_);
+    run_cmd_quiet(cmd_sft, "--layers 2 --heads 2 --channels 32 --batch-size 8 --steps 5 --lr 3e-3 "
+                  "--eval-every 0 --val-data tests/fixtures/val_small.txt "
+                  "--run-dir /tmp/grpo_test/ppo_budget_sft", log);
+    snprintf(args, sizeof args, "--objective ppo --init /tmp/grpo_test/ppo_budget_sft/model.bin "
+             "--prompts-per-step 2 --group-size 4 --max-new-tokens 24 --eval-limit 8 --test-limit 0 --pass-k 0 --eval-every 0 "
+             "--steps 1000 --val-data tests/fixtures/val_small.txt --seed 2 --num-iterations 2 "
+             "--budget-unit flops --budget %.0f --run-dir /tmp/grpo_test/ppo_budget", 5000.0 * (F + Fc));
+    int rc = run_cmd_quiet(cmd_train, args, log);
+    size_t n;
+    char *csv = rc == 0 ? (char *)read_all(tmp_path("/tmp/grpo_test/ppo_budget/train.csv"), &n) : NULL;
+    static double flops[4096], trained[4096], spent[4096];
+    int rows = 0;
+    if (csv) {
+        csv = (char *)realloc(csv, n + 1);
+        csv[n] = 0;
+        rows = csv_column(csv, "flops", flops, 4096);
+        csv_column(csv, "trained_tokens", trained, 4096);
+        csv_column(csv, "budget_spent", spent, 4096);
+        free(csv);
+    }
+    int ok = rows > 1, sums = rows > 1;
+    double cum = 0.0;
+    for (int i = 0; i < rows; i++) {
+        double R = trained[i] / 4.0;   // μ = 2, two models: trained = 4R
+        ok &= R == floor(R) && fabs(flops[i] - (F + Fc) * 7.0 * R) <= 1e-12 * flops[i];
+        cum += flops[i];
+        sums &= fabs(spent[i] - cum) <= 1e-12 * cum;
+    }
+    check(rc == 0 && ok && sums && spent[rows - 1] >= 5000.0 * (F + Fc) && spent[rows - 2] < 5000.0 * (F + Fc),
+          "ppo budget: FLOPs = (F + F_critic)(R + 3μR), trained = 2μR, every step; the run stops at the budget",
+          "exit %d, %d steps", rc, rows);
+}
+
+/* Usage errors of --objective ppo's options. */
+static void test_ppo_usage(void) {
+    static CmdCall calls[] = {
+        {cmd_train, "--objective ppo --gae-gamma 1.5"}, {cmd_train, "--objective ppo --gae-lambda -0.1"},
+        {cmd_train, "--objective ppo --critic-lr -1"}, {cmd_train, "--gae-lambda 0.9"},
+        {cmd_tree, "--critic-lr 1e-3"}, {cmd_train, "--objective ppo --critic-lr 2 --weight-decay 0.6"},
+        {cmd_check, "--objective ppo tests/fixtures/check/authors_dapo_clip.txt"},
+    };
+    const char *needles[] = {"--gae-gamma: '1.5' is out of range [0, 1]",
+                             "--gae-lambda: '-0.1' is out of range", "--critic-lr: '-1' is out of range",
+                             "--gae-lambda 0.9 applies to --objective ppo only, and this run has --objective "
+                             "lambda-grpo",
+                             "--critic-lr 0.001 applies to --objective ppo only",
+                             "--critic-lr 2 x --weight-decay 0.6", "--objective ppo: check"};
+    const char *names[] = {"ppo usage: --gae-gamma above 1 is refused",
+                           "ppo usage: a negative --gae-lambda is refused",
+                           "ppo usage: a negative --critic-lr is refused",
+                           "ppo usage: --gae-lambda without --objective ppo is refused (it would be ignored)",
+                           "ppo usage: ... and --critic-lr on the tree task without it",
+                           "ppo usage: --critic-lr x --weight-decay >= 1 is refused",
+                           "ppo usage: check refuses --objective ppo (no critic values in its format)"};
+    for (int i = 0; i < (int)(sizeof calls / sizeof calls[0]); i++)
+        expect_exit(names[i], cmd_call_fn, &calls[i], 2, needles[i]);
+}
+
+/* The tree task with --objective ppo: a run is deterministic, its metric the mean target frequency;
+   its first step samples what GRPO's does (the same initial policy and streams); ./grpo tree
+   --objective ppo adds the PPO column and its rows in tree_steps.csv. */
+static void test_tree_ppo(void) {
+    Options o;
+    default_options(&o);
+    o.steps = 8; o.group_size = 16; o.prompts_per_step = 1; o.lr = 3e-3f; o.schedule = 2; o.layers = 1;
+    o.heads = 1; o.channels = 16;
+    float f1[8], f2[8], fg[8], r1[8], r2[8], rg[8];
+    int t1, t2, tg;
+    float m1 = tree_run(&o, OBJ_PPO, 1, -1.0f, 3, f1, r1, &t1);
+    float m2 = tree_run(&o, OBJ_PPO, 1, -1.0f, 3, f2, r2, &t2);
+    tree_run(&o, OBJ_GRPO, 1, -1.0f, 3, fg, rg, &tg);
+    double mean = 0;
+    for (int s = 0; s < 8; s++) mean += f1[s];
+    mean /= 8;
+    // a mean of 8 frequencies in [0, 1], float against double: a few u of 1 (TOL_FEW)
+    check(!memcmp(f1, f2, sizeof f1) && !memcmp(r1, r2, sizeof r1) && m1 == m2 && fabs(m1 - mean) <= TOL_FEW &&
+          m1 >= 0 && m1 <= 1 && t1 == tg && r1[0] == rg[0] && f1[0] == fg[0],
+          "tree task: ppo runs are deterministic, and sample GRPO's first step", "metric %.3f, target %d", m1, t1);
+    char log[256];
+    snprintf(log, sizeof log, "%s/tree_ppo.log", TMPDIR_);
+    int rc = run_cmd_quiet(cmd_tree, "--objective ppo --steps 3 --seeds 1 --layers 1 --heads 1 --channels 8 "
+                           "--run-dir /tmp/grpo_test/tree_ppo", log);
+    size_t n;
+    char *text = (char *)read_all(log, &n);
+    text = (char *)realloc(text, n + 1);
+    text[n] = 0;
+    char *csv = (char *)read_all(tmp_path("/tmp/grpo_test/tree_ppo/tree_steps.csv"), &n);
+    csv = (char *)realloc(csv, n + 1);
+    csv[n] = 0;
+    int ppo_rows = 0;
+    for (char *p = csv; (p = strstr(p, "\nppo,")); p++) ppo_rows++;
+    check(rc == 0 && strstr(text, "PPO (ours)") && strstr(text, "\n  ppo ") && ppo_rows == 6 * 3,
+          "tree task: --objective ppo adds the PPO column and its rows", "exit %d, %d ppo rows", rc, ppo_rows);
+    free(text); free(csv);
+}
+
+// ----------------------------------------------------------------------------
+// Issue 16's objectives together: MC-PRM and PPO with the tree-packed update, the four methods
+// in one tree table, and their options on the commands that run them
+
+// Column `name` of RUN_DIR/train.csv (TMPDIR_/dir) into out (max rows); returns the rows (-1: none).
+static int train_csv_column(const char *dir, const char *name, double *out, int max) {
+    char path[400];
+    snprintf(path, sizeof path, "%s/%s/train.csv", TMPDIR_, dir);
+    size_t n;
+    char *csv = (char *)read_all(path, &n);
+    if (!csv) return -1;
+    csv = (char *)realloc(csv, n + 1);
+    csv[n] = 0;
+    int rows = csv_column(csv, name, out, max);
+    free(csv);
+    return rows;
+}
+
+/* --objective mc-prm and ppo with --update-layout tree (train, tiny model): both change the
+   per-token advantages only (GroupBatch.token_adv), so the policy's update may be tree-packed;
+   PPO's critic keeps the padded layout (its value head reads every position of a padded batch).
+   Each runs in both layouts; step 1's loss (iteration 0, before any update: the log-probs are
+   bit-identical across layouts and the per-token loss is the same code) prints identically, its
+   gradient norm agrees to float rounding, MC-PRM's states and the critic's value loss (the
+   critic has not seen the policy's update) print identically; and the banner names the layout.
+   (The tiny random model earns no reward, so MC-PRM's advantages are 0 here: the gradients with
+   per-token advantages are test_tree_update_token_adv's.) */
+static void test_objectives_tree_layout(void) {
+    char init[300], common[1024];
+    save_tiny_init(init, sizeof init, "obj_layout_init.bin", 37);
+    tiny_train_args(common, sizeof common, init);
+    static char cmd[2048], out[16384];
+    const char *objectives[2] = {"mc-prm", "ppo"};
+    const char *same_col[2] = {"mc_states", "value_loss"};
+    for (int k = 0; k < 2; k++) {
+        double loss[2][4], norm[2][4], same[2][4];
+        int rc[2], rows[2], named = 0;
+        for (int lay = 0; lay < 2; lay++) {
+            char dir[64];
+            snprintf(dir, sizeof dir, "obj_layout_%s_%s", objectives[k], UPDATE_LAYOUT_NAMES[lay]);
+            snprintf(cmd, sizeof cmd, "%s train %s --steps 2 --micro-batch 3 --objective %s "
+                     "--update-layout %s --run-dir %s/%s", grpo_bin(), common, objectives[k],
+                     UPDATE_LAYOUT_NAMES[lay], TMPDIR_, dir);
+            rc[lay] = run_binary(cmd, out, sizeof out);
+            if (lay == 1) named = strstr(out, " update-layout=tree") != NULL;
+            rows[lay] = train_csv_column(dir, "loss", loss[lay], 4);
+            train_csv_column(dir, "grad_norm", norm[lay], 4);
+            train_csv_column(dir, same_col[k], same[lay], 4);
+        }
+        int ran = rc[0] == 0 && rc[1] == 0 && rows[0] == 2 && rows[1] == 2;
+        char name[160];
+        snprintf(name, sizeof name, "%s --update-layout tree: runs, step 1's loss%s as padded's, its gradient "
+                 "norm to rounding", objectives[k], k ? " and value loss" : " and states");
+        // grad_norm: %.5f in the log, the gradients agree to ~2e-6 of each tensor's max (treepack)
+        check(ran && named && loss[0][0] == loss[1][0] && same[0][0] == same[1][0] &&
+              fabs(norm[0][0] - norm[1][0]) <= 1e-4 * (1 + norm[0][0]), name,
+              "exit %d/%d, loss %.8g/%.8g, %s %g/%g, grad norm %.5f/%.5f", rc[0], rc[1],
+              ran ? loss[0][0] : 0, ran ? loss[1][0] : 0, same_col[k], ran ? same[0][0] : 0,
+              ran ? same[1][0] : 0, ran ? norm[0][0] : 0, ran ? norm[1][0] : 0);
+    }
+}
+
+/* ./grpo tree --objective mc-prm,ppo: four methods in one table, in OBJECTIVE_NAMES order whatever
+   the list's (GRPO, λ-GRPO, MC-PRM, PPO: four cells per row), each with its rows in
+   tree_steps.csv; the banner holds the options of both (--mc-k, --critic-lr), which a list
+   without their objective refuses. */
+static void test_tree_four_methods(void) {
+    static char cmd[2048], out[32768];
+    snprintf(cmd, sizeof cmd, "%s tree --objective ppo,mc-prm --mc-k 2 --critic-lr 2e-3 --steps 3 --seeds 1 "
+             "--layers 1 --heads 1 --channels 8 --threads 2 --run-dir %s/tree_four", grpo_bin(), TMPDIR_);
+    int rc = run_binary(cmd, out, sizeof out);
+    const char *head = strstr(out, "GRPO (ours)");
+    const char *l = head ? strstr(head, "λ-GRPO (ours)") : NULL;
+    const char *m = l ? strstr(l, "MC-PRM (ours)") : NULL;
+    const char *p = m ? strstr(m, "PPO (ours)") : NULL;
+    int cells = 0;   // "±" in the row n = 1, r_neg = -1.0
+    const char *row = strstr(out, "  1   -1.0 |");
+    for (const char *c = row; c && *c && *c != '\n'; c++) cells += !strncmp(c, "±", strlen("±"));
+    size_t n;
+    char path[400];
+    snprintf(path, sizeof path, "%s/tree_four/tree_steps.csv", TMPDIR_);
+    char *csv = (char *)read_all(path, &n);
+    int count[4] = {0, 0, 0, 0};
+    if (csv) {
+        csv = (char *)realloc(csv, n + 1);
+        csv[n] = 0;
+        for (int k = 0; k < 4; k++) {
+            char key[32];
+            snprintf(key, sizeof key, "\n%s,", OBJECTIVE_NAMES[k]);
+            for (const char *q = csv; (q = strstr(q, key)); q++) count[k]++;
+        }
+        free(csv);
+    }
+    int csv_rows = count[0] == 18 && count[1] == 18 && count[2] == 18 && count[3] == 18;
+    check(rc == 0 && p && cells == 4 && strstr(out, " objective=ppo,mc-prm") && strstr(out, " mc-k=2") &&
+          strstr(out, " critic-lr=0.002") && csv_rows,
+          "tree --objective ppo,mc-prm: GRPO, λ-GRPO, MC-PRM, PPO in one table and in tree_steps.csv",
+          "exit %d, %d cells, rows %d %d %d %d", rc, cells, count[0], count[1], count[2], count[3]);
+    static CmdCall calls[] = {
+        {cmd_tree, "--objective mc-prm --critic-lr 1e-3"}, {cmd_tree, "--objective ppo --mc-whiten 0"},
+        {cmd_train, "--objective mc-prm --gae-gamma 0.9"}, {cmd_train, "--objective ppo --mc-k 2"},
+    };
+    const char *needles[] = {
+        "--critic-lr 0.001 applies to --objective ppo only, and tree runs it only with ppo",
+        "--mc-whiten 0 applies to --objective mc-prm only, and tree runs it only with mc-prm",
+        "--gae-gamma 0.9 applies to --objective ppo only, and this run has --objective mc-prm",
+        "--mc-k 2 applies to --objective mc-prm only, and this run has --objective ppo"};
+    const char *names[] = {"usage: tree --objective mc-prm refuses PPO's --critic-lr",
+                           "usage: tree --objective ppo refuses MC-PRM's --mc-whiten",
+                           "usage: train --objective mc-prm refuses PPO's --gae-gamma",
+                           "usage: train --objective ppo refuses MC-PRM's --mc-k"};
     for (int i = 0; i < (int)(sizeof calls / sizeof calls[0]); i++)
         expect_exit(names[i], cmd_call_fn, &calls[i], 2, needles[i]);
 }
@@ -5127,8 +5888,9 @@ static void test_select_runs(void) {
 /* One GRPO step of train_loop in this process (what cmd_train sets up, without its files but
    train.csv): --prompt-select dynamic, the objective given, P = 2 groups of k = 4, 20 new tokens,
    --format-reward 0.1 (a well-formed wrong answer's reward: groups with signal from a small SFT
-   model), K = 2 continuations (MC-PRM), on tests/fixtures/val_small.txt. What the step leaves
-   (the final batch, MC-PRM's states and advantages, the CSV row) stays for the checks. */
+   model), K = 2 continuations (MC-PRM), the critic from the --init trunk (ppo), on
+   tests/fixtures/val_small.txt. What the step leaves (the final batch, MC-PRM's states and
+   advantages, the critic's V_old and advantages, the CSV row) stays for the checks. */
 typedef struct {
     GPT policy;
     KVCache kv;
@@ -5137,6 +5899,7 @@ typedef struct {
     PromptSelector select;
     MCPRM mc;
     CountdownTask task;
+    Critic critic;
     TrainState st;
     Options o;
     TrainRun run;
@@ -5173,8 +5936,11 @@ static void select_step_run(SelectStepRun *r, const char *init, int objective, c
         r->task = (CountdownTask){&r->train, r->g.prompt_idx, NULL, 0, 0, o->format_reward};
         build_mcprm(&r->mc, &r->policy.config, N, T, o->mc_k, o->mc_whiten, MC_SEGMENT_COMMA,
                     countdown_outcome_reward, &r->task, NULL);
-        r->g.mc_adv = (float *)callocCheck((size_t)N * T, sizeof(float));
         run->mc = &r->mc;
+    }
+    if (objective == OBJ_PPO) {
+        build_critic(&r->critic, &r->policy, N, N, T, critic_config_from_options(o, 1), (uint64_t)o->seed);
+        run->critic = &r->critic;
     }
     r->st.kind = 2;
     rng_seed(&r->st.rng, o->seed, 2);
@@ -5210,6 +5976,7 @@ static void select_step_run(SelectStepRun *r, const char *init, int objective, c
 
 static void free_select_step_run(SelectStepRun *r) {
     if (r->run.mc) free_mcprm(&r->mc);
+    if (r->run.critic) free_critic(&r->critic);
     free_prompt_selector(&r->select);
     free_group_batch(&r->g);
     free_kvcache(&r->kv);
@@ -5257,14 +6024,10 @@ static void test_select_dynamic_mc_prm(void) {
     load_checkpoint(sft, &old, b.g.N, NULL);
     MCPRM mc;
     build_mcprm(&mc, &old.config, b.g.N, 20, 2, 1, MC_SEGMENT_COMMA, countdown_outcome_reward, &b.task, NULL);
-    float *trained = b.g.mc_adv;
-    float *again = (float *)callocCheck((size_t)b.g.N * 20, sizeof(float));
-    b.g.mc_adv = again;
-    MCStats spent = mc_prm_advantages(&mc, &old, &b.g, &b.run.cfg, 0);
-    b.g.mc_adv = trained;
+    MCStats spent = mc_prm_advantages(&mc, &old, &b.g, &b.run.cfg, 0);   // into mc.adv
     int same_adv = mc.num_states == b.mc.num_states;
     for (int i = 0; i < b.g.N && same_adv; i++)
-        same_adv &= !memcmp(trained + (size_t)i * 20, again + (size_t)i * 20,
+        same_adv &= !memcmp(b.mc.adv + (size_t)i * 20, mc.adv + (size_t)i * 20,
                             (size_t)b.g.clen[i] * sizeof(float));
     check(same_adv && spent.tokens > 0 && csv_field(b.csv_path, 1, 24) == mc.num_states,
           "select: dynamic + mc-prm: MC-PRM's advantages are the final batch's, bit for bit",
@@ -5279,7 +6042,6 @@ static void test_select_dynamic_mc_prm(void) {
           "select: dynamic + mc-prm: gen_tokens_aux and FLOPs = the dropped groups' + the continuations'",
           "aux %.0f = %.0f + %ld; flops %.0f vs %.0f + F x %ld", aux_b, aux_a, spent.tokens, flops_b, flops_a,
           spent.positions);
-    free(again);
     free_mcprm(&mc);
     free_gpt(&old);
     free_select_step_run(&a);
@@ -5306,9 +6068,12 @@ static void test_select_usage(void) {
                              "--select-candidates 7: MoPPS keeps --prompts-per-step 8",
                              "--select-decay 0: ",
                              "--select-decay: '1.5' is out of range",
-                             "--select-target 0.3 is an option of --prompt-select mopps",
-                             "--select-candidates 64 is an option of --prompt-select mopps",
-                             "--dynamic-max-rounds 4 is an option of --prompt-select dynamic",
+                             "--select-target 0.3 applies to --prompt-select mopps only, and this run has "
+                             "--prompt-select uniform",
+                             "--select-candidates 64 applies to --prompt-select mopps only, and this run has "
+                             "--prompt-select dynamic",
+                             "--dynamic-max-rounds 4 applies to --prompt-select dynamic only, and this run "
+                             "has --prompt-select mopps",
                              "--dynamic-max-rounds: '16' is out of range [1, 15]"};
     const char *names[] = {"select: usage: τ outside [0, 1]", "select: usage: an unknown selector",
                            "select: usage: M < prompts-per-step", "select: usage: d = 0 (must be in (0, 1])",
@@ -5430,6 +6195,7 @@ int main(int argc, char **argv) {
     if (want("treepack", only)) test_pack_brute_force();
     if (want("treepack", only)) test_tree_attention();
     if (want("treepack", only)) test_tree_update_vs_padded();
+    if (want("treepack", only)) test_tree_update_token_adv();
     if (want("train", only)) test_tree_layout_train();
     if (want("treetask", only)) test_tree_task();
     if (want("check", only)) test_check_fixtures();
@@ -5450,6 +6216,10 @@ int main(int argc, char **argv) {
     if (want("mcprm", only)) { test_mc_segment(); test_mc_advantages(); test_mc_dedup(); }
     if (want("mcprm", only)) { test_mc_tree_values(); test_mc_budget(); test_mc_train(); }
     if (want("mcprm", only)) { test_mc_commands(); test_mc_usage(); }
+    if (want("critic", only)) { test_gae(); test_whitening(); test_value_loss(); test_value_head_gradient(); }
+    if (want("critic", only)) { test_critic_vs_pytorch(); test_critic_step(); test_tree_ppo(); }
+    if (want("ppo", only)) { test_ppo_usage(); test_ppo_train(); test_ppo_budget(); }
+    if (want("methods", only)) { test_objectives_tree_layout(); test_tree_four_methods(); }
     if (want("select", only)) { test_beta_sampler(); test_mopps_select(); test_mopps_update(); }
     if (want("select", only)) test_dynamic_filter();
     if (want("select", only)) { test_spearman(); test_select_runs(); test_select_usage(); }
