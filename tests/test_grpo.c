@@ -5984,15 +5984,18 @@ static void free_select_step_run(SelectStepRun *r) {
     free_gpt(&r->policy);
 }
 
-/* Dynamic sampling with MC-PRM (train_loop's order: the refill rounds, then MC-PRM's phase on the
-   final batch). From a 400-step SFT model, one step with --objective grpo and one with mc-prm,
-   same seed: the refill replaced groups (more groups sampled than trained, none all-equal left),
-   both steps trained the same final batch (MC-PRM draws nothing from the run's RNG), and MC-PRM's
-   advantages are, bit for bit, those recomputed on that final batch with the step's π_old (the
-   SFT model; mc_prm_advantages on fresh buffers). The budget: the MC-PRM step's gen_tokens_aux is
-   the GRPO step's (the dropped groups) plus the recomputed continuations' tokens, and its FLOPs
-   the GRPO step's plus F·R_mc of them (README's formula: R_drop and R_mc add up). */
-static void test_select_dynamic_mc_prm(void) {
+/* Dynamic sampling with MC-PRM and with PPO (train_loop's order: the refill rounds, then
+   MC-PRM's phase or the critic's V_old and GAE on the final batch, and the critic's update on
+   it). From a 400-step SFT model, one step each with --objective grpo, mc-prm and ppo, same
+   seed: the refill replaced groups (more groups sampled than trained, none all-equal left), the
+   three steps trained the same final batch (MC-PRM and the critic draw nothing from the run's
+   RNG); MC-PRM's advantages are, bit for bit, those recomputed on that final batch with the
+   step's π_old (the SFT model; mc_prm_advantages on fresh buffers), and the critic's V_old and
+   A_t those of a fresh critic from the same trunk and seed (ppo_advantages). The budget: the
+   MC-PRM step's gen_tokens_aux is the GRPO step's (the dropped groups) plus the recomputed
+   continuations' tokens, its FLOPs the GRPO step's plus F·R_mc; the PPO step's aux is the GRPO
+   step's, its FLOPs GRPO's plus F_critic·(R + 3·μ·R) (README's formula: the terms add up). */
+static void test_select_dynamic_objectives(void) {
     char args[1024], log[300], sft[300], dir_a[300], dir_b[300];
     snprintf(log, sizeof log, "%s/select_sft.log", TMPDIR_);
     snprintf(args, sizeof args, "--threads 1 --layers 2 --heads 2 --channels 32 --context 48 --batch-size 16 "
@@ -6043,9 +6046,42 @@ static void test_select_dynamic_mc_prm(void) {
           "aux %.0f = %.0f + %ld; flops %.0f vs %.0f + F x %ld", aux_b, aux_a, spent.tokens, flops_b, flops_a,
           spent.positions);
     free_mcprm(&mc);
+    // ppo: the critic's V_old and GAE's advantages are the final batch's (a fresh critic from the
+    // SFT trunk, the same seed, on that batch: bit for bit); its FLOPs are GRPO's plus
+    // F_critic·(R + 3·μ·R) and it generates nothing (the dropped groups' tokens only)
+    static SelectStepRun c;
+    char dir_c[300];
+    snprintf(dir_c, sizeof dir_c, "%s/select_dyn_ppo", TMPDIR_);
+    select_step_run(&c, sft, OBJ_PPO, dir_c);
+    int same_ppo_batch = c.g.N == a.g.N && c.g.prompt_idx[0] == a.g.prompt_idx[0] &&
+                         c.g.prompt_idx[1] == a.g.prompt_idx[1];
+    for (int i = 0; i < a.g.N && same_ppo_batch; i++)
+        same_ppo_batch &= c.g.clen[i] == a.g.clen[i] &&
+                          !memcmp(a.g.comp_row[i], c.g.comp_row[i], (size_t)a.g.clen[i] * sizeof(int));
+    Critic fresh;
+    build_critic(&fresh, &old, c.g.N, c.g.N, 20, c.critic.cfg, (uint64_t)c.o.seed);
+    CriticStats fresh_stats;
+    ppo_advantages(&fresh, &c.g, &c.run.cfg, &fresh_stats);
+    int same_values = same_ppo_batch;
+    for (int i = 0; i < c.g.N && same_values; i++) {
+        size_t row = (size_t)i * 20, n = (size_t)c.g.clen[i] * sizeof(float);
+        same_values &= !memcmp(c.critic.value_old + row, fresh.value_old + row, n) &&
+                       !memcmp(c.critic.adv + row, fresh.adv + row, n);
+    }
+    long R = 0;
+    for (int i = 0; i < c.g.N; i++) R += c.g.plen[i] + c.g.clen[i] - 1;
+    double flops_c = csv_field(c.csv_path, 1, 22), aux_c = csv_field(c.csv_path, 1, 20);
+    double flops_critic = critic_flops_per_token(&old.config) * 4.0 * R;   // μ = 1: (R + 3·μ·R)
+    check(same_values && aux_c == aux_a && fabs(flops_c - (flops_a + flops_critic)) <= 1.0 &&
+          csv_field(c.csv_path, 1, 32) == sampled,
+          "select: dynamic + ppo: the critic's V_old, A_t are the final batch's; FLOPs GRPO's + F_critic·4R",
+          "batch %d; aux %.0f vs %.0f; flops %.0f vs %.0f + %.0f", same_ppo_batch, aux_c, aux_a, flops_c,
+          flops_a, flops_critic);
+    free_critic(&fresh);
     free_gpt(&old);
     free_select_step_run(&a);
     free_select_step_run(&b);
+    free_select_step_run(&c);
 }
 
 /* Usage errors of the selection options (train, before anything is loaded, and once the
@@ -6223,7 +6259,7 @@ int main(int argc, char **argv) {
     if (want("select", only)) { test_beta_sampler(); test_mopps_select(); test_mopps_update(); }
     if (want("select", only)) test_dynamic_filter();
     if (want("select", only)) { test_spearman(); test_select_runs(); test_select_usage(); }
-    if (want("select", only)) test_select_dynamic_mc_prm();
+    if (want("select", only)) test_select_dynamic_objectives();
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
