@@ -35,7 +35,7 @@ Reading order: the file is one GRPO step from the bottom up, then its tooling. S
   Model → Incremental decoding with a key/value cache → Log-probabilities → Optimizer: AdamW →
   Task and verifier → Task data → Group sampler → Prefix tree B(G) → Objectives →
   The GRPO step → Explicit process rewards: MC-PRM → A learned critic: PPO with GAE →
-  The training loop (train_loop),
+  Prompt selection (uniform, MoPPS, DAPO) → The training loop (train_loop),
 then, behind the TOOLING banner, what the commands need around the algorithm:
   Options → Checkpoints → Run logs → SFT → train (cmd_train) → The paper's synthetic
   experiment (./grpo tree) → eval, sample, verify → check → bench → compare → Command line.
@@ -301,12 +301,16 @@ static uint64_t rng_u64(Rng *r) {
 static float rng_uniform(Rng *r) { return (rng_u64(r) >> 40) * (1.0f / 16777216.0f); }
 // uniform integer in [0, n)
 static int rng_int(Rng *r, int n) { return (int)((rng_u64(r) >> 33) % (uint64_t)n); }
-// standard normal (Box-Muller, one value per call; for initialisation only)
-static float rng_normal(Rng *r) {
+// uniform in (0, 1) with 53 random bits, never 0 or 1 (a logarithm of it is finite)
+static double rng_open01(Rng *r) { return ((rng_u64(r) >> 11) + 0.5) * (1.0 / 9007199254740992.0); }
+// standard normal (Box-Muller, one value per call), in double: the gamma sampler's (MoPPS)
+static double rng_normal64(Rng *r) {
     double u1 = ((rng_u64(r) >> 11) + 1.0) * (1.0 / 9007199254740993.0);
     double u2 = (rng_u64(r) >> 11) * (1.0 / 9007199254740992.0);
-    return (float)(sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2));
+    return sqrt(-2.0 * log(u1)) * cos(2.0 * M_PI * u2);
 }
+// the same draw as a float: initialisation's
+static float rng_normal(Rng *r) { return (float)rng_normal64(r); }
 
 // ----------------------------------------------------------------------------
 // Tokenizer: character level, over one vocabulary declared once
@@ -3202,10 +3206,8 @@ static void free_group_batch(GroupBatch *g) {
     free_tree_pack(&g->pack);
 }
 
-/* draw_prompts: the step's prompts x, one per group, drawn with replacement from d by the run's
-   RNG; every completion of group p gets group p's prompt. */
-static void draw_prompts(GroupBatch *g, const Dataset *d, Rng *run_rng) {
-    for (int p = 0; p < g->num_groups; p++) g->prompt_idx[p] = rng_int(run_rng, d->n);
+// set_group_prompts: every completion of group p gets the prompt g->prompt_idx[p] of d.
+static void set_group_prompts(GroupBatch *g, const Dataset *d) {
     for (int p = 0; p < g->num_groups; p++) {
         int q = g->prompt_idx[p];
         for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++) {
@@ -3213,6 +3215,13 @@ static void draw_prompts(GroupBatch *g, const Dataset *d, Rng *run_rng) {
             g->plen[i] = d->prompt_len[q];
         }
     }
+}
+
+/* draw_prompts: the step's prompts x, one per group, drawn with replacement from d by the run's
+   RNG (--prompt-select uniform; the other selectors are in "Prompt selection" below). */
+static void draw_prompts(GroupBatch *g, const Dataset *d, Rng *run_rng) {
+    for (int p = 0; p < g->num_groups; p++) g->prompt_idx[p] = rng_int(run_rng, d->n);
+    set_group_prompts(g, d);
 }
 
 // mark_truncated: truncated[i] = 1 when completion i was cut at max_new tokens without <eos>
@@ -3225,16 +3234,22 @@ static void mark_truncated(GroupBatch *g) {
     }
 }
 
+/* sample_group_streams: sample_group with completion i on stream (seed, first_stream + i). */
+static void sample_group_streams(GPT *policy, KVCache *kv, GroupBatch *g, const GRPOConfig *cfg,
+                                 uint64_t first_stream, const unsigned char *allowed) {
+    for (int i = 0; i < g->N; i++) rng_seed(&g->rngs[i], cfg->seed, first_stream + i);
+    sample_completions(policy, kv, g->N, g->prompt, g->plen, g->max_new, cfg->temperature, 0, g->rngs,
+                       allowed, g->comp, g->sample_logp, g->clen);
+    mark_truncated(g);
+}
+
 /* sample_group: y(i) ~ π_old(·|x) (paper §2) for every completion i of the batch, from the
    prompts already in g: up to max_new tokens at the temperature over the allowed tokens
    (NULL: all), each completion from its own stream (seed, (step+1)·65536 + i), so a
    completion does not depend on how many are sampled with it. Marks the truncated ones. */
 static void sample_group(GPT *policy, KVCache *kv, GroupBatch *g, const GRPOConfig *cfg, int step,
                          const unsigned char *allowed) {
-    for (int i = 0; i < g->N; i++) rng_seed(&g->rngs[i], cfg->seed, ((uint64_t)step + 1) * 65536 + i);
-    sample_completions(policy, kv, g->N, g->prompt, g->plen, g->max_new, cfg->temperature, 0, g->rngs,
-                       allowed, g->comp, g->sample_logp, g->clen);
-    mark_truncated(g);
+    sample_group_streams(policy, kv, g, cfg, ((uint64_t)step + 1) * 65536, allowed);
 }
 
 /* score_group: the outcome reward r_i of every completion (paper §2): 1 when the countdown
@@ -4284,6 +4299,409 @@ static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cf
 static const char *CRITIC_STOPPED_BY[] = {"", "the critic's value loss", "the critic's gradient norm"};
 
 // ----------------------------------------------------------------------------
+// Prompt selection: uniform, MoPPS, DAPO dynamic sampling (credit-assignment.md §5)
+//
+// A group whose rewards are all equal has advantages 0 and, at β = 0, no gradient, yet it cost
+// k completions. --prompt-select says how a step chooses its P prompts:
+//   uniform  draw_prompts: with replacement from the training set (the baseline, the paper's)
+//   mopps    Model Predictive Prompt Selection (Qu et al. 2025, arXiv 2507.04632, github
+//            thu-rllab/MoPPS): each training prompt keeps a Beta(α, β) posterior of its success
+//            rate; of M candidates, the P whose Thompson draw p̂ ~ Beta(α, β) is nearest τ. No
+//            probe rollouts: the posteriors learn from the groups the steps sample anyway.
+//   dynamic  DAPO's dynamic sampling (Yu et al. 2025, arXiv 2503.14476, §3.2): uniform prompts,
+//            then the groups whose rewards are all equal are dropped and replaced by new groups,
+//            round by round, until every group has signal or --dynamic-max-rounds is reached.
+//            A dropped group's tokens were generated and never trained on: auxiliary tokens.
+// A success is a completion the verifier accepts (countdown_reward without --format-reward:
+// 1 or 0), so a format reward's partial credit counts as a failure (MoPPS counts acc >= 1).
+
+/* rng_gamma_log: the logarithm of a Gamma(a, 1) draw, a > 0 (Marsaglia & Tsang 2000, "A
+   simple method for generating gamma variables", ACM TOMS 26(3)). For a >= 1, with d = a − 1/3
+   and c = 1/sqrt(9d): x ~ N(0, 1), v = (1 + c·x)³, redrawn until v > 0 and the uniform u
+   passes the squeeze u < 1 − 0.0331·x⁴ or log u < x²/2 + d·(1 − v + log v); the draw is d·v.
+   For a < 1, Gamma(a) = Gamma(a + 1)·U^(1/a) (the paper's boost), kept in logarithms: U^(1/a)
+   underflows to 0 for a small a. The number of uniforms it takes varies, a fixed function of r's state. */
+static double rng_gamma_log(Rng *r, double a) {
+    double boost = 0.0;   // log U^(1/a) for a < 1
+    if (a < 1.0) {
+        boost = log(rng_open01(r)) / a;
+        a += 1.0;
+    }
+    double d = a - 1.0 / 3.0, c = 1.0 / sqrt(9.0 * d);
+    for (;;) {
+        double x = rng_normal64(r);
+        double v = 1.0 + c * x;
+        if (v <= 0.0) continue;
+        v = v * v * v;
+        double u = rng_open01(r);
+        if (u < 1.0 - 0.0331 * (x * x) * (x * x) || log(u) < 0.5 * x * x + d * (1.0 - v + log(v)))
+            return log(d * v) + boost;
+    }
+}
+
+/* rng_beta: a Beta(a, b) draw, a, b > 0: X/(X + Y) with X ~ Gamma(a, 1), Y ~ Gamma(b, 1)
+   (X first), computed as 1/(1 + exp(log Y − log X)) so that tiny X and Y do not give 0/0. */
+static double rng_beta(Rng *r, double a, double b) {
+    double log_x = rng_gamma_log(r, a);
+    double log_y = rng_gamma_log(r, b);
+    return 1.0 / (1.0 + exp(log_y - log_x));
+}
+
+enum { SELECT_UNIFORM, SELECT_MOPPS, SELECT_DYNAMIC };
+static const char *PROMPT_SELECT_NAMES[] = {"uniform", "mopps", "dynamic", NULL};
+
+// dynamic: a refill round r (1..15) samples completion i on stream (step+1)·65536 + r·4096 + i;
+// 4096 is the most completions a step has (check_grpo_options), so no two streams meet
+#define DYNAMIC_ROUND_STREAMS 4096
+#define DYNAMIC_MAX_ROUNDS 15
+#define DYNAMIC_DEFAULT_ROUNDS 9   // 10 samplings a step at most: verl's DAPO recipe, max_num_gen_batches=10
+
+typedef struct {
+    int method;              // SELECT_UNIFORM, SELECT_MOPPS or SELECT_DYNAMIC (--prompt-select)
+    // MoPPS
+    double target;           // τ (--select-target)
+    int candidates;          // M (--select-candidates)
+    double decay;            // d (--select-decay); 1: no decay
+    int thompson;            // 1: p̂ ~ Beta(α, β); 0: p̂ = α/(α + β), the posterior mean (a test hook)
+    int n;                   // training prompts
+    double *state;           // the checkpoint's "mopps" section, doubles: n, h, α (n), β (n), then for
+                             // each of the run's h groups so far the pair (p̂, realised success s/k)
+    double *alpha, *beta;    // (n) views into state
+    double *history;         // (h, 2) view into state
+    long groups, capacity;   // h, and the most groups state holds now (mopps_reserve grows it)
+    int *cand, *keep;        // (M) candidates (dataset indices); (P) the kept candidates' positions
+    double *phat;            // (M) each candidate's p̂
+    double *step_pred;       // (P) the p̂ of each group of the step
+    unsigned char *taken;    // (n) scratch: 1 for a prompt already a candidate of this step
+    // DAPO dynamic sampling
+    int max_rounds;          // --dynamic-max-rounds: refill rounds after the step's first sampling
+    GroupBatch spare;        // a refill round's groups: the first m of its P (group_batch_first)
+    int *free_slot;          // (P) the groups of the step still all equal, in order
+} PromptSelector;
+
+typedef struct {             // what prompt selection did in one step (the log's last columns)
+    int logged;              // 1: the run's --prompt-select is not uniform (train.csv has these columns)
+    double p_pred;           // MoPPS: the mean p̂ of the chosen prompts; −1 for uniform and dynamic
+    double p_real;           // realised success: the share of the batch's completions accepted
+    int groups_dropped;      // dynamic: groups sampled and not trained on (each had all-equal rewards)
+    int groups_sampled;      // P + groups_dropped
+    int eq_sampled;          // groups with all-equal rewards among those sampled
+    int refill_rounds;       // dynamic: rounds after the first sampling
+    int cap_hit;             // dynamic: the last round left groups with all-equal rewards in the batch
+    long gen_aux;            // completion tokens of the dropped groups (generated, never trained)
+    long aux_positions;      // their sampled positions, Σ (prompt + completion − 1), for the FLOPs
+    double t_refill;         // seconds of the refill rounds (sampling and scoring)
+} SelectStats;
+
+// 1 when group p's rewards are all equal: its advantages are 0, it teaches nothing
+static int group_rewards_equal(const GroupBatch *g, int p) {
+    int first = g->group_start[p];
+    for (int i = first + 1; i < g->group_start[p + 1]; i++)
+        if (g->reward[i] != g->reward[first]) return 0;
+    return 1;
+}
+
+// s: the completions of group p that the verifier accepts for its prompt (d's example prompt_idx[p])
+static int group_successes(const GroupBatch *g, const Dataset *d, int p) {
+    int q = g->prompt_idx[p], s = 0;
+    const int *nums = d->nums + (size_t)q * MAX_NUMS;
+    for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++)
+        s += countdown_reward(nums, d->num_count[q], d->target[q], g->comp_row[i], g->clen[i], 0.0f) == 1.0f;
+    return s;
+}
+
+// ---- MoPPS
+
+/* mopps_candidates: M distinct prompts of n, uniformly at random from rng (rejection of a
+   prompt drawn already: MoPPS's candidates are a batch of its shuffled data loader, without
+   replacement). Requires M <= n (cmd_train checks). taken (n) is all 0 before and after. */
+static void mopps_candidates(int *cand, int M, int n, Rng *rng, unsigned char *taken) {
+    for (int c = 0; c < M; c++) {
+        int q = rng_int(rng, n);
+        while (taken[q]) q = rng_int(rng, n);
+        taken[q] = 1;
+        cand[c] = q;
+    }
+    for (int c = 0; c < M; c++) taken[cand[c]] = 0;
+}
+
+typedef struct {   // a value and where it came from, sorted by value, then by position (stable)
+    double key;
+    int pos;
+} KeyedIndex;
+
+static int keyed_index_cmp(const void *a, const void *b) {
+    const KeyedIndex *x = (const KeyedIndex *)a, *y = (const KeyedIndex *)b;
+    if (x->key != y->key) return x->key < y->key ? -1 : 1;
+    return x->pos - y->pos;
+}
+
+/* mopps_keep_nearest: keep (P) = the positions of the P candidates whose p̂ (phat, M) has the
+   smallest (p̂ − τ)², nearest first; equal distances in candidate order (MoPPS's
+   argsort(distances)[:P], made stable). Requires P <= M. */
+static void mopps_keep_nearest(int *keep, const double *phat, int M, int P, double target) {
+    KeyedIndex *near = (KeyedIndex *)mallocCheck((size_t)M * sizeof *near);
+    for (int c = 0; c < M; c++) {
+        double gap = phat[c] - target;
+        near[c] = (KeyedIndex){gap * gap, c};
+    }
+    qsort(near, M, sizeof *near, keyed_index_cmp);
+    for (int p = 0; p < P; p++) keep[p] = near[p].pos;
+    free(near);
+}
+
+/* mopps_select: the step's P prompts (credit-assignment.md §5): M candidates
+   (mopps_candidates), then for each in turn p̂ ~ Beta(α, β) of its posterior (the mean with
+   thompson = 0), then the P nearest τ (mopps_keep_nearest), nearest first. Everything random
+   comes from the run's RNG, so a resumed run draws the same. */
+static void mopps_select(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng *run_rng) {
+    int M = s->candidates, P = g->num_groups;
+    mopps_candidates(s->cand, M, d->n, run_rng, s->taken);
+    for (int c = 0; c < M; c++) {
+        int q = s->cand[c];
+        double a = s->alpha[q], b = s->beta[q];
+        s->phat[c] = s->thompson ? rng_beta(run_rng, a, b) : a / (a + b);
+    }
+    mopps_keep_nearest(s->keep, s->phat, M, P, s->target);
+    for (int p = 0; p < P; p++) {
+        g->prompt_idx[p] = s->cand[s->keep[p]];
+        s->step_pred[p] = s->phat[s->keep[p]];
+    }
+    set_group_prompts(g, d);
+}
+
+/* mopps_update: the posterior of prompt q after a group of k with s successes (§5, MoPPS's
+   PosteriorSampler.train): α ← d·α + (1 − d)·1 + s, β ← d·β + (1 − d)·1 + (k − s), the
+   prior (1, 1); d = 1 counts every outcome for ever, d < 1 forgets old ones towards the prior. */
+static void mopps_update(double *alpha, double *beta, int q, int k, int s, double decay) {
+    alpha[q] = decay * alpha[q] + (1.0 - decay) * 1.0 + s;
+    beta[q] = decay * beta[q] + (1.0 - decay) * 1.0 + (k - s);
+}
+
+// The bytes of the "mopps" state section now: n, h, α, β and h pairs, as doubles.
+static uint64_t mopps_state_bytes(const PromptSelector *s) {
+    return (uint64_t)(2 + 2 * (long)s->n + 2 * s->groups) * sizeof(double);
+}
+
+/* mopps_reserve: room in s->state for the history of at least `groups` groups (it doubles, so
+   a run appends in amortised constant time; a run's --steps may be a cap of 10,000,000, so
+   nothing is allocated for steps not taken). state moves: α, β and history are re-pointed. */
+static void mopps_reserve(PromptSelector *s, long groups) {
+    if (groups <= s->capacity && s->state) return;
+    long capacity = s->capacity > 0 ? s->capacity : 512;
+    while (capacity < groups) capacity *= 2;
+    size_t doubles = (size_t)(2 + 2 * (long)s->n + 2 * capacity);
+    s->state = (double *)realloc(s->state, doubles * sizeof(double));
+    if (!s->state) fail_at(__FILE__, __LINE__, "out of memory for the MoPPS history", oom_hint);
+    s->capacity = capacity;
+    s->alpha = s->state + 2;
+    s->beta = s->alpha + s->n;
+    s->history = s->beta + s->n;
+}
+
+// ---- DAPO dynamic sampling
+
+/* group_batch_first: g (built for `capacity` groups of equal size) holds its first `groups`
+   groups from now on; its buffers keep their size. */
+static void group_batch_first(GroupBatch *g, int groups, int capacity) {
+    if (groups < 1 || groups > capacity)
+        fail_at(__FILE__, __LINE__, "group_batch_first: more groups than the batch holds",
+                "please report this");
+    g->num_groups = groups;
+    g->N = g->group_start[groups];
+}
+
+/* copy_group: group q of src (sampled and scored) into group p of dst, which has the same
+   group size and max_new: its prompt, completions, the sampler's log-probs and the rewards. */
+static void copy_group(GroupBatch *dst, int p, const GroupBatch *src, int q) {
+    int k = src->group_start[q + 1] - src->group_start[q];
+    size_t row = (size_t)src->max_new;
+    dst->prompt_idx[p] = src->prompt_idx[q];
+    for (int j = 0; j < k; j++) {
+        int i = dst->group_start[p] + j, s = src->group_start[q] + j;
+        dst->prompt[i] = src->prompt[s];
+        dst->plen[i] = src->plen[s];
+        dst->clen[i] = src->clen[s];
+        dst->truncated[i] = src->truncated[s];
+        dst->reward[i] = src->reward[s];
+        memcpy(dst->comp + i * row, src->comp + s * row, row * sizeof(int));
+        memcpy(dst->sample_logp + i * row, src->sample_logp + s * row, row * sizeof(float));
+    }
+}
+
+// drop_group: group p of g leaves the step: its tokens (generated, never trained) are auxiliary.
+static void drop_group(const GroupBatch *g, int p, SelectStats *out) {
+    for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++) {
+        out->gen_aux += g->clen[i];
+        out->aux_positions += g->plen[i] + g->clen[i] - 1;
+    }
+    out->groups_dropped++;
+}
+
+/* dynamic_merge: one refill round into the step's batch g. free_slot[0..*nfree) are the
+   groups of g whose rewards are all equal, in order. The round's groups (spare, scored) are
+   taken in order: one whose rewards are all equal is dropped; one with signal takes the next
+   free slot, and the group it replaces is dropped. free_slot keeps the slots not replaced.
+   Every dropped group's tokens and positions go to out (drop_group). */
+static void dynamic_merge(GroupBatch *g, const GroupBatch *spare, int *free_slot, int *nfree,
+                          SelectStats *out) {
+    int filled = 0;
+    for (int q = 0; q < spare->num_groups; q++) {
+        if (group_rewards_equal(spare, q) || filled == *nfree) {
+            drop_group(spare, q, out);
+            continue;
+        }
+        int p = free_slot[filled++];
+        drop_group(g, p, out);
+        copy_group(g, p, spare, q);
+    }
+    memmove(free_slot, free_slot + filled, (size_t)(*nfree - filled) * sizeof(int));
+    *nfree -= filled;
+}
+
+/* dynamic_sampling: DAPO's dynamic sampling for the step's batch g (sampled and scored): while
+   groups of g have all-equal rewards and fewer than --dynamic-max-rounds refill rounds ran,
+   a round draws one new prompt per such group (uniformly, run RNG), samples their groups in
+   spare on streams (step+1)·65536 + round·4096 + i, scores them and merges them into g
+   (dynamic_merge). If the cap ends it first, g keeps its remaining all-equal groups (advantage
+   0: no gradient, their tokens counted as trained) and out->cap_hit is 1. */
+static void dynamic_sampling(PromptSelector *s, GPT *policy, KVCache *kv, GroupBatch *g, const Dataset *d,
+                             const GRPOConfig *cfg, float format_reward, int step, Rng *run_rng,
+                             SelectStats *out) {
+    double t0 = wall_seconds();
+    int nfree = 0;
+    for (int p = 0; p < g->num_groups; p++)
+        if (group_rewards_equal(g, p)) s->free_slot[nfree++] = p;
+    for (int round = 1; round <= s->max_rounds && nfree > 0; round++) {
+        GroupBatch *spare = &s->spare;
+        group_batch_first(spare, nfree, g->num_groups);
+        draw_prompts(spare, d, run_rng);
+        uint64_t first_stream = ((uint64_t)step + 1) * 65536 + (uint64_t)round * DYNAMIC_ROUND_STREAMS;
+        sample_group_streams(policy, kv, spare, cfg, first_stream, NULL);
+        score_group(spare, d, format_reward);
+        dynamic_merge(g, spare, s->free_slot, &nfree, out);
+        out->refill_rounds = round;
+    }
+    out->cap_hit = nfree > 0;
+    out->t_refill = wall_seconds() - t0;
+}
+
+// ---- the selector, as the training loop calls it
+
+/* build_prompt_selector: the selector of a run of P groups of k per step over n training
+   prompts: method, τ, M, d and the round cap as the options give them (M >= P and, for MoPPS,
+   M <= n: cmd_train checks). MoPPS starts every posterior at the prior (1, 1) (mopps_resume,
+   in cmd_train, loads a checkpoint's). */
+static void build_prompt_selector(PromptSelector *s, int method, double target, int candidates, double decay,
+                                  int max_rounds, int n, int P, int k, int max_new, int maxT) {
+    memset(s, 0, sizeof *s);
+    s->method = method;
+    s->target = target;
+    s->candidates = candidates;
+    s->decay = decay;
+    s->thompson = 1;
+    s->max_rounds = max_rounds;
+    s->n = n;
+    if (method == SELECT_MOPPS) {
+        mopps_reserve(s, P);
+        for (int q = 0; q < n; q++) s->alpha[q] = s->beta[q] = 1.0;
+        s->state[0] = n;
+        s->state[1] = 0;
+        s->cand = (int *)mallocCheck((size_t)candidates * sizeof(int));
+        s->phat = (double *)mallocCheck((size_t)candidates * sizeof(double));
+        s->keep = (int *)mallocCheck((size_t)P * sizeof(int));
+        s->step_pred = (double *)mallocCheck((size_t)P * sizeof(double));
+        s->taken = (unsigned char *)callocCheck(n, 1);
+    }
+    if (method == SELECT_DYNAMIC) {
+        build_group_batch(&s->spare, P, k, max_new, 0, maxT);
+        s->free_slot = (int *)mallocCheck((size_t)P * sizeof(int));
+    }
+}
+
+static void free_prompt_selector(PromptSelector *s) {
+    void *arrays[] = {s->state, s->cand, s->phat, s->keep, s->step_pred, s->taken, s->free_slot};
+    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
+    if (s->method == SELECT_DYNAMIC) free_group_batch(&s->spare);
+}
+
+/* select_prompts: the step's prompts x into g, one per group, by the selector's method (uniform
+   and dynamic: draw_prompts; mopps: mopps_select); starts the step's out. */
+static void select_prompts(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng *run_rng,
+                           SelectStats *out) {
+    memset(out, 0, sizeof *out);
+    out->logged = s->method != SELECT_UNIFORM;
+    if (s->method == SELECT_MOPPS) mopps_select(s, g, d, run_rng);
+    else draw_prompts(g, d, run_rng);
+}
+
+/* select_observe: after the step's batch g is final (scored; refilled by dynamic sampling):
+   the realised success and the all-equal groups into out; for MoPPS, each group's successes
+   update its prompt's posterior (mopps_update), and (p̂, s/k) joins the run's history (the
+   end-of-run Spearman; both are the checkpoint's "mopps" section). */
+static void select_observe(PromptSelector *s, const GroupBatch *g, const Dataset *d, SelectStats *out) {
+    long successes = 0;
+    double pred = 0.0;
+    int equal = 0;
+    if (s->method == SELECT_MOPPS) mopps_reserve(s, s->groups + g->num_groups);
+    for (int p = 0; p < g->num_groups; p++) {
+        int k = g->group_start[p + 1] - g->group_start[p];
+        int succ = group_successes(g, d, p);
+        successes += succ;
+        equal += group_rewards_equal(g, p);
+        if (s->method != SELECT_MOPPS) continue;
+        mopps_update(s->alpha, s->beta, g->prompt_idx[p], k, succ, s->decay);
+        s->history[2 * s->groups] = s->step_pred[p];
+        s->history[2 * s->groups + 1] = (double)succ / k;
+        s->groups++;
+        pred += s->step_pred[p];
+    }
+    if (s->method == SELECT_MOPPS) s->state[1] = (double)s->groups;
+    out->p_pred = s->method == SELECT_MOPPS ? pred / g->num_groups : -1.0;
+    out->p_real = (double)successes / g->N;
+    out->groups_sampled = g->num_groups + out->groups_dropped;
+    out->eq_sampled = equal + out->groups_dropped;
+}
+
+/* average_ranks: rank (n) of each v[i] among v (n): 1 for the smallest, ties sharing the mean
+   of the ranks they span (scipy.stats.rankdata's "average"). */
+static void average_ranks(double *rank, const double *v, int n) {
+    KeyedIndex *order = (KeyedIndex *)mallocCheck((size_t)(n > 0 ? n : 1) * sizeof *order);
+    for (int i = 0; i < n; i++) order[i] = (KeyedIndex){v[i], i};
+    qsort(order, n, sizeof *order, keyed_index_cmp);
+    for (int i = 0; i < n; ) {
+        int j = i;
+        while (j + 1 < n && order[j + 1].key == order[i].key) j++;
+        double mean_rank = 0.5 * (i + j) + 1.0;   // ranks i+1 .. j+1
+        for (int t = i; t <= j; t++) rank[order[t].pos] = mean_rank;
+        i = j + 1;
+    }
+    free(order);
+}
+
+/* spearman: Spearman's rank correlation of the n pairs (x[i], y[i]): the Pearson correlation of
+   their average ranks (scipy.stats.spearmanr). NaN when n < 2 or when x or y has all values
+   equal (no order to correlate). MoPPS reports it between p̂ and the realised success. */
+static double spearman(const double *x, const double *y, int n) {
+    if (n < 2) return NAN;
+    double *rx = (double *)mallocCheck((size_t)n * sizeof(double));
+    double *ry = (double *)mallocCheck((size_t)n * sizeof(double));
+    average_ranks(rx, x, n);
+    average_ranks(ry, y, n);
+    double mean = 0.5 * (n + 1);   // the mean of n ranks, ties or not
+    double sxy = 0.0, sxx = 0.0, syy = 0.0;
+    for (int i = 0; i < n; i++) {
+        sxy += (rx[i] - mean) * (ry[i] - mean);
+        sxx += (rx[i] - mean) * (rx[i] - mean);
+        syy += (ry[i] - mean) * (ry[i] - mean);
+    }
+    free(rx);
+    free(ry);
+    if (sxx == 0.0 || syy == 0.0) return NAN;
+    return sxy / sqrt(sxx * syy);
+}
+
+// ----------------------------------------------------------------------------
 // The training loop: GRPO steps until --steps (cmd_train, in the tooling section, sets it up)
 
 /* TrainState: a run's progress besides the model, what a resumable checkpoint holds with
@@ -4328,6 +4746,7 @@ typedef struct {                 // one GRPO run, set up by cmd_train
     KVCache *kv;                 // the sampler's cache for the N sequences of a step
     GroupBatch *batch;           // the step's P groups of k completions
     const Dataset *train, *val;  // prompts to train on, and to validate on every eval_every steps
+    PromptSelector *select;      // how each step chooses its prompts (--prompt-select)
     GRPOConfig cfg;
     AdamWConfig opt;             // its schedule counts steps·μ optimizer steps
     TrainState *state;           // steps taken and the run's RNG: what a resumable checkpoint holds
@@ -4361,6 +4780,7 @@ typedef struct {                 // one step, as log_step prints it and writes i
     MCStats mc;                  // what that phase spent (all 0 for the other objectives)
     int has_critic;              // 1: --objective ppo, and critic holds its report (log_step's extra columns)
     CriticStats critic;
+    SelectStats select;          // what prompt selection did: predicted and realised success, refills
 } StepReport;
 
 // The tooling the loop calls, defined after the banner below (it is not GRPO): the step's log
@@ -4375,9 +4795,11 @@ static void save_periodic_checkpoint(const char *path, const GPT *m, const Train
 static int spend_budget(TrainRun *run, StepReport *r);
 static void eval_budget_points(TrainRun *run, const StepReport *r);
 static void critic_to_section(Critic *c, TrainState *st);
+static void ckpt_add_section(TrainState *st, const char *tag, void *data, uint64_t bytes, int owned);
 
 /* train_loop: GRPO steps state->step+1 .. steps. Each step runs the phases of the paper's
-   GRPO (DeepSeekMath's Algorithm 1 with μ updates per sampled batch) in order, then counts
+   GRPO (DeepSeekMath's Algorithm 1 with μ updates per sampled batch) in order, its prompts
+   chosen by --prompt-select (uniform draws, MoPPS, or DAPO's dynamic sampling), then counts
    what it spent (spend_budget), validates every eval_every steps, logs (log_step) and every
    save_every steps writes a resumable checkpoint. A run with --budget ends after the first
    step that spends it. A non-finite loss or gradient norm stops the process at once, with
@@ -4397,12 +4819,21 @@ static void train_loop(TrainRun *run) {
         report.mc_prm = run->mc != NULL;
         report.has_critic = run->critic != NULL;
         report.t[0] = wall_seconds();
-        // x: one prompt per group from the training set; y(i) ~ π_old(·|x), k per prompt (§2)
-        draw_prompts(g, run->train, &st->rng);
+        // x: one prompt per group from the training set (--prompt-select: uniformly, or MoPPS's
+        // candidates predicted nearest τ); y(i) ~ π_old(·|x), k per prompt (§2)
+        select_prompts(run->select, g, run->train, &st->rng, &report.select);
         sample_group(run->policy, run->kv, g, cfg, st->step, NULL);
         report.t[1] = wall_seconds();
         // r_i: the verifier's outcome reward of each completion (§2)
         score_group(g, run->train, run->format_reward);
+        // DAPO: groups whose rewards are all equal (no gradient) are replaced by newly sampled ones
+        if (run->select->method == SELECT_DYNAMIC)
+            dynamic_sampling(run->select, run->policy, run->kv, g, run->train, cfg, run->format_reward,
+                             st->step, &st->rng, &report.select);
+        // MoPPS: each group's successes update its prompt's posterior (a state section of the checkpoint)
+        select_observe(run->select, g, run->train, &report.select);
+        if (run->select->method == SELECT_MOPPS)
+            ckpt_add_section(st, "mopps", run->select->state, mopps_state_bytes(run->select), 0);
         report.t[2] = wall_seconds();
         // a_i = (r_i − mean r) / (std r + eps) within each group (eq. 2)
         compute_advantages(g->advantage, g->reward, g->num_groups, g->group_start, &cfg->obj);
@@ -4484,6 +4915,9 @@ typedef struct {
     int mc_k, mc_whiten;
     float gae_gamma, gae_lambda, critic_lr;
     char tree_objectives[256];
+    // prompt selection (train; credit-assignment.md §5)
+    int prompt_select, select_candidates, dynamic_max_rounds;
+    float select_target, select_decay;
     // budget runs (train) and studies (compare); issue 15
     int budget_unit, eval_points, jobs;
     float budget;
@@ -4617,6 +5051,17 @@ static const OptSpec OPTIONS[] = {
     {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_TREE, "seeds per cell of the grid (paper: 5)"},
     {"format-reward", OPT_FLOAT, OFF(format_reward), 0, 1, NULL, CMD_TRAIN | CMD_EVAL,
      "extra reward for a well-formed but wrong completion (0: off)"},
+    {"prompt-select", OPT_ENUM, OFF(prompt_select), 0, 0, PROMPT_SELECT_NAMES, CMD_TRAIN,
+     "the step's prompts: uniform, mopps (Beta posteriors, nearest τ) or dynamic (DAPO: all-equal "
+     "groups resampled)"},
+    {"select-target", OPT_FLOAT, OFF(select_target), 0, 1, NULL, CMD_TRAIN,
+     "mopps: keep the prompts whose sampled success p is nearest this τ"},
+    {"select-candidates", OPT_INT, OFF(select_candidates), 0, 1000000, NULL, CMD_TRAIN,
+     "mopps: M distinct candidate prompts per step (0: 8 x --prompts-per-step)"},
+    {"select-decay", OPT_FLOAT, OFF(select_decay), 0, 1, NULL, CMD_TRAIN,
+     "mopps: posterior decay d in (0, 1] per update (1: none)"},
+    {"dynamic-max-rounds", OPT_INT, OFF(dynamic_max_rounds), 1, DYNAMIC_MAX_ROUNDS, NULL, CMD_TRAIN,
+     "dynamic: refill rounds per step at most; then all-equal groups stay (zero gradient)"},
     // budget runs and studies (./grpo compare, issue 15); "seeds" and "init" of compare are rows
     // of their own (other help, same fields) so that tree's and train's rows stay as they are
     {"budget-unit", OPT_ENUM, OFF(budget_unit), 0, 0, BUDGET_UNIT_NAMES, CMD_TRAIN | CMD_COMPARE,
@@ -4691,6 +5136,11 @@ static void default_options(Options *o) {
     o->gae_lambda = 1.0f;
     o->critic_lr = 0.0f;
     strcpy(o->tree_objectives, "");
+    o->prompt_select = SELECT_UNIFORM;
+    o->select_target = 0.5f;
+    o->select_candidates = 0;
+    o->select_decay = 1.0f;
+    o->dynamic_max_rounds = DYNAMIC_DEFAULT_ROUNDS;
     o->obj = (ObjectiveConfig){OBJ_LAMBDA_GRPO, AGG_TOKEN_MEAN, STD_SAMPLE, SCOPE_GROUP, 1e-4f, 0.2f, 0.2f,
                                0.0f, 40};
 }
@@ -4822,18 +5272,30 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     return optind;
 }
 
-/* The options of some objectives only (1 << OBJ_* bits): in force only in a run of one of them
-   (option_in_force), so printed at start-up and recorded in the run record only there, and
-   refused in any other run when set away from their defaults (check_objective_options). Every
-   other option applies to all objectives. */
-static const struct { const char *name; unsigned objectives; } OBJECTIVE_OPTIONS[] = {
-    {"mc-k", 1u << OBJ_MC_PRM}, {"mc-whiten", 1u << OBJ_MC_PRM},
-    {"gae-gamma", 1u << OBJ_PPO}, {"gae-lambda", 1u << OBJ_PPO}, {"critic-lr", 1u << OBJ_PPO}};
+/* The options of some objectives only (objectives: 1 << OBJ_* bits) or of some prompt
+   selectors only (selectors: 1 << SELECT_* bits; ~0u: all of them): in force only in a run of
+   one of them (option_in_force), so printed at start-up and recorded in the run record only
+   there, and refused in any other run when set away from their defaults
+   (check_scoped_options). --prompt-select is itself an option of mopps and dynamic: a uniform
+   run (the default) names no selection option. Every other option applies to every run. */
+static const struct { const char *name; unsigned objectives, selectors; } SCOPED_OPTIONS[] = {
+    {"mc-k", 1u << OBJ_MC_PRM, ~0u}, {"mc-whiten", 1u << OBJ_MC_PRM, ~0u},
+    {"gae-gamma", 1u << OBJ_PPO, ~0u}, {"gae-lambda", 1u << OBJ_PPO, ~0u}, {"critic-lr", 1u << OBJ_PPO, ~0u},
+    {"prompt-select", ~0u, 1u << SELECT_MOPPS | 1u << SELECT_DYNAMIC},
+    {"select-target", ~0u, 1u << SELECT_MOPPS}, {"select-candidates", ~0u, 1u << SELECT_MOPPS},
+    {"select-decay", ~0u, 1u << SELECT_MOPPS}, {"dynamic-max-rounds", ~0u, 1u << SELECT_DYNAMIC}};
 
 // The objectives option s applies to (1 << OBJ_* bits; all of them: ~0u).
 static unsigned option_objectives(const OptSpec *s) {
-    for (size_t i = 0; i < sizeof OBJECTIVE_OPTIONS / sizeof OBJECTIVE_OPTIONS[0]; i++)
-        if (!strcmp(OBJECTIVE_OPTIONS[i].name, s->name)) return OBJECTIVE_OPTIONS[i].objectives;
+    for (size_t i = 0; i < sizeof SCOPED_OPTIONS / sizeof SCOPED_OPTIONS[0]; i++)
+        if (!strcmp(SCOPED_OPTIONS[i].name, s->name)) return SCOPED_OPTIONS[i].objectives;
+    return ~0u;
+}
+
+// The prompt selectors option s applies to (1 << SELECT_* bits; all of them: ~0u).
+static unsigned option_selectors(const OptSpec *s) {
+    for (size_t i = 0; i < sizeof SCOPED_OPTIONS / sizeof SCOPED_OPTIONS[0]; i++)
+        if (!strcmp(SCOPED_OPTIONS[i].name, s->name)) return SCOPED_OPTIONS[i].selectors;
     return ~0u;
 }
 
@@ -4860,19 +5322,27 @@ static unsigned objectives_run(const Options *o, unsigned mask) {
     return run;
 }
 
+// selectors_run: the prompt selector of a run of command `mask` (1 << SELECT_* bits): train's
+// --prompt-select; the other commands draw no prompts (uniform: no selection option is theirs).
+static unsigned selectors_run(const Options *o, unsigned mask) {
+    return mask & CMD_TRAIN ? 1u << o->prompt_select : 1u << SELECT_UNIFORM;
+}
+
 /* option_in_force: 0 for an option of command `mask` that this run does not use: an option of
-   some objectives only (OBJECTIVE_OPTIONS: MC-PRM's mc-*, PPO's gae-* and critic-lr) unless one
-   of them runs (objectives_run), and tree's --objective list when it is empty. The start-up
-   line and the run record leave such an option out, so a GRPO or λ-GRPO run prints and records
-   exactly what it did before MC-PRM and PPO existed (and a study pre-registered then keeps its
-   hash). Likewise --update-layout at padded (the banner names it only when it is tree): the
-   layout changes no result beyond float rounding. A command that trains no objective (sample:
-   V̂ from --mc-k continuations) has all its options in force. */
+   some objectives or some prompt selectors only (SCOPED_OPTIONS: MC-PRM's mc-*, PPO's gae-*
+   and critic-lr; --prompt-select unless it is mopps or dynamic, MoPPS's select-*, dynamic's
+   --dynamic-max-rounds) unless one of them runs (objectives_run, selectors_run), and tree's
+   --objective list when it is empty. The start-up line and the run record leave such an
+   option out, so a GRPO or λ-GRPO run with uniform prompts prints and records exactly what it
+   did before MC-PRM, PPO and prompt selection existed (and a study pre-registered then keeps
+   its hash). Likewise --update-layout at padded (the banner names it only when it is tree):
+   the layout changes no result beyond float rounding. A command that trains no objective
+   (sample: V̂ from --mc-k continuations) has all its options in force. */
 static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
     if (!strcmp(s->name, "update-layout")) return o->update_layout != LAYOUT_PADDED;
     if (mask & CMD_TREE && !strcmp(s->name, "objective")) return o->tree_objectives[0] != 0;
     if (!(mask & (CMD_TRAIN | CMD_TREE | CMD_CHECK))) return 1;
-    return (option_objectives(s) & objectives_run(o, mask)) != 0;
+    return (option_objectives(s) & objectives_run(o, mask)) && (option_selectors(s) & selectors_run(o, mask));
 }
 
 // Prints every option of the command with the value in force (start-up banner).
@@ -4926,7 +5396,8 @@ static void check_weight_decay(const Options *o) {
 static const char *TRAIN_RUN_OPTIONS[] = {
     "seed", "prompts-per-step", "group-size", "temperature", "max-new-tokens", "objective", "loss-agg",
     "adv-std", "adv-std-scope", "adv-eps", "clip-eps-low", "clip-eps-high", "beta", "num-iterations",
-    "mask-truncated", "format-reward", "mc-k", "mc-whiten", "gae-gamma", "gae-lambda", NULL};
+    "mask-truncated", "format-reward", "mc-k", "mc-whiten", "gae-gamma", "gae-lambda", "prompt-select",
+    "select-target", "select-candidates", "select-decay", "dynamic-max-rounds", NULL};
 static const char *SFT_RUN_OPTIONS[] = {"batch-size", NULL};
 // (the critic's learning rate, as the policy's, may change on a resume)
 static const char *OPTIMIZER_OPTIONS[] = {"lr", "min-lr-frac", "schedule", "warmup", "weight-decay", "beta1",
@@ -4965,8 +5436,11 @@ static void record_options(char *out, size_t cap, const Options *o, const char *
 
 /* check_resume_options: the options recorded in the checkpoint at path (st->options) against
    this command's o. Another value of an option in `fixed` is a usage error naming it and both
-   values; of any other recorded option (the optimizer's), a note. A checkpoint of format 1
-   records none: a note says that nothing is checked. */
+   values; of any other recorded option (the optimizer's), a note. An option of `fixed` that
+   the record leaves out although it is in force now, and that is out of force at the defaults
+   (option_in_force: --prompt-select uniform, MC-PRM's and the selectors' options), was not in
+   force in the saved run: a usage error as well (a uniform run resumed as a dynamic one). A
+   checkpoint of format 1 records none: a note says that nothing is checked. */
 static void check_resume_options(const Options *o, const TrainState *st, const char *path,
                                  const char *const *fixed) {
     if (!st->options[0]) {
@@ -5006,6 +5480,26 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
         fprintf(stderr, "note: --%s %s: the run in '%s' had --%s %s; the resumed run goes on with %s\n", name,
                 ours_shown, path, name, theirs_shown, ours_shown);
     }
+    Options d;
+    default_options(&d);
+    for (int i = 0; fixed[i]; i++) {
+        const OptSpec *s = find_option(fixed[i]);
+        if (!option_in_force(o, s, CMD_TRAIN) || option_in_force(&d, s, CMD_TRAIN)) continue;
+        char key[80];   // "name=" at the start of a line of the record
+        snprintf(key, sizeof key, "%s=", fixed[i]);
+        size_t n = strlen(key);
+        int recorded = !strncmp(st->options, key, n);
+        for (const char *nl = strchr(st->options, '\n'); nl && !recorded; nl = strchr(nl + 1, '\n'))
+            recorded = !strncmp(nl + 1, key, n);
+        if (recorded) continue;
+        char ours[64], theirs[64];
+        option_text(ours, sizeof ours, o, s, 0);
+        option_text(theirs, sizeof theirs, &d, s, 0);
+        usage_error("--%s %s: '%s' was saved by a run with --%s %s (not in force there, so its run record "
+                    "leaves it out), and a resumed run must go on with the options that shape its samples "
+                    "and updates: give --%s %s, or start a new run", fixed[i], ours, path, fixed[i], theirs,
+                    fixed[i], theirs);
+    }
 }
 
 /* A new run (no --resume) in a run directory that holds a resumable checkpoint (ckpt.bin) of
@@ -5038,33 +5532,42 @@ static void check_grpo_options(const Options *o) {
 #endif
 }
 
-/* check_objective_options: an option of some objectives only (OBJECTIVE_OPTIONS: --mc-k,
-   --mc-whiten, --gae-gamma, --gae-lambda, --critic-lr) set away from its default in a run of
-   command `mask` that trains none of them (train, compare: another --objective; tree: none of
-   them in its --objective list) would do nothing: a usage error naming the option and its
-   objectives, not an option silently ignored. Then PPO's own, when it runs: --critic-lr x
-   --weight-decay < 1 (check_weight_decay's rule), and the CUDA build refuses it (its critic's
-   value head runs on the host only). Call it after tree_methods has checked tree's list. */
-static void check_objective_options(const Options *o, unsigned mask) {
+/* check_scoped_options: an option of some objectives or prompt selectors only (SCOPED_OPTIONS:
+   --mc-k, --mc-whiten, --gae-gamma, --gae-lambda, --critic-lr; --select-target,
+   --select-candidates, --select-decay, --dynamic-max-rounds) set away from its default in a run
+   of command `mask` that runs none of them (train, compare: another --objective or
+   --prompt-select; tree: none of them in its --objective list) would do nothing: a usage error
+   naming the option and what it applies to, not an option silently ignored. Then PPO's own,
+   when it runs: --critic-lr x --weight-decay < 1 (check_weight_decay's rule), and the CUDA build
+   refuses it (its critic's value head runs on the host only). Call it after tree_methods has
+   checked tree's list. */
+static void check_scoped_options(const Options *o, unsigned mask) {
     Options d;
     default_options(&d);
-    unsigned run = objectives_run(o, mask);
+    unsigned run = objectives_run(o, mask), selector = selectors_run(o, mask);
     for (int i = 0; i < NUM_OPTIONS; i++) {
         const OptSpec *s = &OPTIONS[i];
         char ours[64], dflt[64], shown[64], names[128] = "", why[192];
-        if (!(s->cmds & mask) || option_objectives(s) & run) continue;
+        int objective_scoped = !(option_objectives(s) & run);
+        if (!(s->cmds & mask) || (!objective_scoped && option_selectors(s) & selector)) continue;
         option_text(ours, sizeof ours, o, s, 1);
         option_text(dflt, sizeof dflt, &d, s, 1);
         if (!strcmp(ours, dflt)) continue;
-        for (int k = 0; OBJECTIVE_NAMES[k]; k++)
-            if (option_objectives(s) >> k & 1u)
+        unsigned scope = objective_scoped ? option_objectives(s) : option_selectors(s);
+        const char *const *choices = objective_scoped ? OBJECTIVE_NAMES : PROMPT_SELECT_NAMES;
+        for (int k = 0; choices[k]; k++)
+            if (scope >> k & 1u)
                 snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? "|" : "",
-                         OBJECTIVE_NAMES[k]);
-        if (mask & CMD_TREE)
+                         choices[k]);
+        if (!objective_scoped)
+            snprintf(why, sizeof why, "this run has --prompt-select %s",
+                     PROMPT_SELECT_NAMES[o->prompt_select]);
+        else if (mask & CMD_TREE)
             snprintf(why, sizeof why, "tree runs it only with %s in its --objective list", names);
         else snprintf(why, sizeof why, "this run has --objective %s", OBJECTIVE_NAMES[o->obj.objective]);
         option_text(shown, sizeof shown, o, s, 0);
-        usage_error("--%s %s applies to --objective %s only, and %s", s->name, shown, names, why);
+        usage_error("--%s %s applies to --%s %s only, and %s", s->name, shown,
+                    objective_scoped ? "objective" : "prompt-select", names, why);
     }
     if (!(run & 1u << OBJ_PPO)) return;
     float critic_lr = o->critic_lr > 0.0f ? o->critic_lr : o->lr;
@@ -5076,6 +5579,19 @@ static void check_objective_options(const Options *o, unsigned mask) {
     usage_error("--objective ppo: the CUDA build does not run the critic (its value head is host code); "
                 "use the CPU build (make; ./grpo)");
 #endif
+}
+
+/* check_select_options: --prompt-select's options, made before anything is loaded (train; and
+   compare, for every method): M >= P and d in (0, 1] (an option of another selector than the
+   run's is check_scoped_options' error). M <= the training set's size is checked once it is
+   loaded (cmd_train). */
+static void check_select_options(const Options *o) {
+    if (o->select_candidates != 0 && o->select_candidates < o->prompts_per_step)
+        usage_error("--select-candidates %d: MoPPS keeps --prompts-per-step %d of the M candidates, so M "
+                    "must be >= %d", o->select_candidates, o->prompts_per_step, o->prompts_per_step);
+    if (!(o->select_decay > 0.0f))
+        usage_error("--select-decay %g: the posterior decay must be in (0, 1] (1: no decay; 0 would forget "
+                    "every outcome)", o->select_decay);
 }
 
 // The longest prompt of d plus --max-new-tokens must fit in the model's context; the
@@ -5814,30 +6330,31 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
 // The number of groups whose rewards are all equal: their advantages are 0, they teach nothing.
 static int count_all_equal_groups(const GroupBatch *g) {
     int count = 0;
-    for (int p = 0; p < g->num_groups; p++) {
-        int first = g->group_start[p];
-        int equal = 1;
-        for (int i = first; i < g->group_start[p + 1]; i++) equal &= g->reward[i] == g->reward[first];
-        count += equal;
-    }
+    for (int p = 0; p < g->num_groups; p++) count += group_rewards_equal(g, p);
     return count;
 }
 
 // train.csv's columns of the objectives with a phase of their own, after the others (a GRPO or
-// λ-GRPO run's log is what it was): MC-PRM's values, PPO's critic
+// λ-GRPO run's log is what it was): MC-PRM's values, PPO's critic; then prompt selection's, in a
+// run whose --prompt-select is not uniform
 #define MC_CSV_COLUMNS ",mc_states,aux_share,t_mc"
 #define CRITIC_CSV_COLUMNS ",value_loss,value_clip_frac,explained_var,mean_abs_adv,critic_grad_norm,t_critic"
+#define SELECT_CSV_COLUMNS ",p_pred,p_real,groups_sampled,frac_all_equal_sampled,dynamic_cap_hit"
 
 /* log_step: one GRPO step on stdout (every 10th step, the last one and every validated one)
    and as a row of train.csv: mean reward, share of groups with equal rewards, mean length,
    mean |λ|, tree statistics, loss, KL, clipped share, gradient norm, tokens sampled, the
    seconds of each phase (sample, score, tree, update: the policy's alone), throughput,
    validation accuracy, and what the step spent (spend_budget) with the run's spending so far
-   in --budget-unit; for MC-PRM then its distinct states, the continuations' share of the
-   step's generated tokens (gen_aux / (gen_traj + gen_aux)) and the seconds of its phase
-   (MC_CSV_COLUMNS); with a critic (ppo) its value loss, clipped share, explained variance,
-   mean |A| before whitening, gradient norm and seconds (its forward at sampling time and its
-   update; CRITIC_CSV_COLUMNS). */
+   in --budget-unit; for MC-PRM then its distinct states, the auxiliary share of the step's
+   generated tokens (gen_aux / (gen_traj + gen_aux): its continuations, and dynamic sampling's
+   dropped groups when both run) and the seconds of its phase (MC_CSV_COLUMNS); with a critic
+   (ppo) its value loss, clipped share, explained variance, mean |A| before whitening, gradient
+   norm and seconds (its forward at sampling time and its update; CRITIC_CSV_COLUMNS); for a
+   --prompt-select other than uniform then what prompt selection did (SelectStats, a dynamic
+   step's refill rounds counted as sampling; SELECT_CSV_COLUMNS). The first step at which
+   dynamic sampling's round cap leaves all-equal groups in the batch also gets a note on
+   standard error (the column dynamic_cap_hit marks every such step). */
 static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     int N = g->N, P = g->num_groups;
     double mean_reward = 0.0, mean_len = 0.0;
@@ -5849,13 +6366,22 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     mean_len /= N;
     double all_equal = (double)count_all_equal_groups(g) / P;
     double nontrivial = (double)r->trees.nontrivial / P;
-    double t_sample = r->t[1] - r->t[0], t_score = r->t[2] - r->t[1];
+    const SelectStats *sel = &r->select;
+    double t_sample = r->t[1] - r->t[0] + sel->t_refill, t_score = r->t[2] - r->t[1] - sel->t_refill;
     double t_tree = r->t[3] - r->t[2], t_adv = r->t[4] - r->t[3], t_update = r->t[5] - r->t[4];
     double t_critic = t_adv + (r->t[6] - r->t[5]);   // PPO: V_old and GAE, then the critic's update
     double tok_s = (mean_len * N) / (r->t[6] - r->t[0]);
     double aux_share = (double)r->gen_aux / (r->gen_traj + r->gen_aux > 0 ? r->gen_traj + r->gen_aux : 1);
     const UpdateStats *u = &r->update;
     const CriticStats *c = &r->critic;
+    static int cap_noted = 0;   // the note once per process; the CSV marks every step
+    if (sel->cap_hit && !cap_noted) {
+        fprintf(stderr, "note: step %d: dynamic sampling left %d of %d groups with all-equal rewards after "
+                        "%d refill rounds (--dynamic-max-rounds); they stay in the batch with advantage 0 "
+                        "(no gradient); train.csv's dynamic_cap_hit marks each step where this happens\n",
+                r->step, (int)lround(all_equal * P), P, sel->refill_rounds);
+        cap_noted = 1;
+    }
     if ((r->step - 1) % 10 == 0 || r->last || r->val_acc >= 0) {
         printf("step %4d | reward %.3f | eq %.2f | len %.1f | |λ| %.2f | tree %.2f d%.2f i%.2f | loss %+.5f"
                " | kl %.4f | clip %.3f | gen %lld | t %.2f/%.3f/%.4f/%.2f s | %.0f tok/s",
@@ -5866,6 +6392,10 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
         if (r->has_critic)
             printf(" | critic vloss %.5f ev %+.3f |A| %.4f %.2f s", c->value_loss, c->explained_var,
                    c->mean_abs_adv, t_critic);
+        if (sel->p_pred >= 0) printf(" | p̂ %.2f real %.2f", sel->p_pred, sel->p_real);
+        if (sel->refill_rounds > 0)
+            printf(" | refill %d groups, %d rounds%s", sel->groups_dropped, sel->refill_rounds,
+                   sel->cap_hit ? ", cap" : "");
         if (r->val_acc >= 0) printf(" | val acc %.3f", r->val_acc);
         printf("\n");
         fflush(stdout);
@@ -5875,12 +6405,16 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     if (r->has_critic)
         snprintf(extra, sizeof extra, ",%.8g,%.5f,%.6f,%.6f,%.6g,%.4f", c->value_loss, c->value_clip_frac,
                  c->explained_var, c->mean_abs_adv, c->grad_norm, t_critic);
+    char select_fields[96] = "";   // SELECT_CSV_COLUMNS, after those (not for uniform)
+    if (sel->logged)
+        snprintf(select_fields, sizeof select_fields, ",%.4f,%.4f,%d,%.4f,%d", sel->p_pred, sel->p_real,
+                 sel->groups_sampled, (double)sel->eq_sampled / sel->groups_sampled, sel->cap_hit);
     csv_row(csv, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%lld,"
-                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g%s\n",
+                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g%s%s\n",
             r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
             r->trees.intermediate, u->loss, u->kl, u->clip_frac, u->grad_norm, r->gen_tokens, t_sample,
             t_score, t_tree, t_update, tok_s, r->val_acc, r->gen_traj, r->gen_aux, r->trained_tokens,
-            r->flops, r->budget_spent, extra);
+            r->flops, r->budget_spent, extra, select_fields);
 }
 
 /* stop_on_nan: the run has met a non-finite value at step `step` (numbered as in the log
@@ -6069,16 +6603,19 @@ static int cmd_sft(int argc, char **argv, Options *o) {
    positions (each sequence counted whole, as a training forward scores it; the sampler's
    sharing of a group's prompt is not credited; padding and finished sequences are not
    counted) costs
-       F·(R_sampled + 3·μ·R + R_ref + R_mc) + F_critic·(R + 3·μ·R)·[ppo],
+       F·(R_sampled + 3·μ·R + R_ref + R_mc + R_drop) + F_critic·(R + 3·μ·R)·[ppo],
    R_ref = R when --beta is not 0 (π_ref's forward), else 0. R_mc = MC-PRM's continuations
    (MCStats.positions): each distinct state's tokens once (its prefill, which its K
    continuations share) plus each continuation's tokens but its last, as the CPU sampler
-   computes them (0 for the other objectives); the continuations' tokens are the step's
-   auxiliary generated tokens (gen_aux). PPO's critic (the same trunk, a value head of 2·C FLOPs
-   per token in place of the LM head's 2·C·V: F_critic = F − 2·C·V + 2·C) adds its forward at
-   sampling time (V_old) and μ forwards and backwards in its update, and its μ·R positions to
-   the trained ones ([ppo]: 1 with --objective ppo, else 0). The count is deterministic and
-   machine-independent; evaluations are not counted. */
+   computes them (0 for the other objectives). R_drop = the positions of the groups sampled and
+   not trained on (--prompt-select dynamic's dropped groups, SelectStats.aux_positions; 0
+   otherwise), forward only, each sequence counted whole as R_sampled counts it. The
+   continuations' and the dropped groups' tokens are the step's auxiliary generated tokens
+   (gen_aux). PPO's critic (the same trunk, a value head of 2·C FLOPs per token in place of the
+   LM head's 2·C·V: F_critic = F − 2·C·V + 2·C) adds its forward at sampling time (V_old) and μ
+   forwards and backwards in its update, on the trained batch only (R: a dropped group gets no
+   value), and its μ·R positions to the trained ones ([ppo]: 1 with --objective ppo, else 0).
+   The count is deterministic and machine-independent; evaluations are not counted. */
 static double model_flops_per_token(const GPTConfig *c) {
     size_t sizes[NUM_PARAM_TENSORS], n = 0;
     param_sizes(sizes, c);
@@ -6143,10 +6680,14 @@ static int spend_budget(TrainRun *run, StepReport *r) {
         r->gen_traj += g->clen[i];
         positions += g->plen[i] + g->clen[i] - 1;
     }
-    r->gen_aux = r->mc.tokens;   // MC-PRM's continuations; GRPO and λ-GRPO generate nothing else
+    // auxiliary generations: MC-PRM's continuations, and DAPO's dropped groups (sampled, never
+    // trained); GRPO and λ-GRPO with uniform prompts generate nothing else
+    r->gen_aux = r->mc.tokens + r->select.gen_aux;
     r->trained_tokens = (long)run->cfg.num_iterations * positions;
     long ref_positions = run->ref ? positions : 0;   // π_ref's forward pass when β != 0
-    r->flops = b->flops_per_token * (positions + 3.0 * r->trained_tokens + ref_positions + r->mc.positions);
+    // R_drop last: 0 for the other selectors, so their sums are as before, bit for bit
+    r->flops = b->flops_per_token * (positions + 3.0 * r->trained_tokens + ref_positions + r->mc.positions +
+                                     r->select.aux_positions);
     if (run->critic) {   // ppo: the critic's forward for V_old, then μ forwards and backwards
         long critic_trained = (long)run->cfg.num_iterations * positions;
         r->flops += b->critic_flops_per_token * (positions + 3.0 * critic_trained);
@@ -6192,6 +6733,101 @@ static void train_defaults(Options *o) {
     strcpy(o->run_dir, "runs/grpo");
 }
 
+/* mopps_candidate_count: M of a MoPPS run over n training prompts: --select-candidates, or 8·P
+   when it is 0 (credit-assignment.md §5), at most n (the candidates are distinct prompts); a
+   --select-candidates larger than n is a usage error naming the file. */
+static int mopps_candidate_count(const Options *o, const Dataset *train) {
+    int M = o->select_candidates;
+    if (M > train->n)
+        usage_error("--select-candidates %d: --train-data %s holds %d prompts, and MoPPS's candidates are "
+                    "distinct prompts", M, train->path, train->n);
+    if (M == 0) M = 8 * o->prompts_per_step < train->n ? 8 * o->prompts_per_step : train->n;
+    if (M < o->prompts_per_step)
+        usage_error("--prompt-select mopps: --train-data %s holds %d prompts, fewer than --prompts-per-step "
+                    "%d", train->path, train->n, o->prompts_per_step);
+    return M;
+}
+
+/* mopps_resume: a MoPPS run resumed from path goes on with its posteriors and its history:
+   st's "mopps" state section (n, h, α (n), β (n), h pairs, doubles) into s. Refuses, naming
+   the file, a checkpoint without one (a run with another --prompt-select, or a build before
+   MoPPS), posteriors of another number of prompts than --train-data holds, and a section whose
+   sizes disagree with themselves or with the checkpoint's steps (P groups each). */
+static void mopps_resume(PromptSelector *s, const TrainState *st, const char *path, int P,
+                         const Dataset *train) {
+    uint64_t bytes = 0;
+    const double *sec = (const double *)ckpt_section(st, "mopps", &bytes);
+    if (!sec)
+        ckpt_error(path, "holds no MoPPS posteriors (state section 'mopps'), so a --prompt-select mopps run "
+                         "cannot resume from it",
+                   "resume with the run's own --prompt-select, or start a new run with --init");
+    int sized = bytes >= 2 * sizeof(double);
+    long n = sized ? (long)sec[0] : -1, h = sized ? (long)sec[1] : -1;
+    int consistent = n >= 0 && h >= 0 && sec[0] == (double)n && sec[1] == (double)h &&
+                     bytes == (uint64_t)(2 + 2 * n + 2 * h) * sizeof(double);
+    if (!consistent)
+        ckpt_error(path, "its MoPPS state section disagrees with its own sizes (corrupt file?)", NULL);
+    if (n != s->n) {
+        char msg[1400];
+        snprintf(msg, sizeof msg, "holds MoPPS posteriors of %ld training prompts, and --train-data %s holds "
+                 "%d", n, train->path, s->n);
+        ckpt_error(path, msg, "resume with the --train-data the run was started with");
+    }
+    if (h != (long)st->step * P)
+        ckpt_error(path, "its MoPPS history does not hold one entry per group of its steps (corrupt file?)",
+                   NULL);
+    for (long i = 0; i < 2 * n; i++)
+        if (!(sec[2 + i] > 0.0) || !isfinite(sec[2 + i]))   // a Beta needs α, β > 0 (they stay >= about 1)
+            ckpt_error(path, "its MoPPS posteriors hold a value <= 0 or not finite (corrupt file?)", NULL);
+    mopps_reserve(s, h + P);
+    memcpy(s->state, sec, bytes);
+    s->groups = h;
+}
+
+/* report_prompt_selection: at the end of a MoPPS run, how well p̂ ranked the realised success
+   over all the run's groups (Spearman, as MoPPS reports it), printed and written to
+   RUN_DIR/prompt_select.txt (key value lines: prompt_select, groups, spearman, mean_pred,
+   mean_real; spearman nan when either side is constant). */
+static void report_prompt_selection(const PromptSelector *s, const char *run_dir) {
+    long h = s->groups;
+    double *pred = (double *)mallocCheck((size_t)(h > 0 ? h : 1) * sizeof(double));
+    double *real = (double *)mallocCheck((size_t)(h > 0 ? h : 1) * sizeof(double));
+    double mean_pred = 0.0, mean_real = 0.0;
+    for (long i = 0; i < h; i++) {
+        pred[i] = s->history[2 * i];
+        real[i] = s->history[2 * i + 1];
+        mean_pred += pred[i] / h;
+        mean_real += real[i] / h;
+    }
+    double rho = spearman(pred, real, (int)h);
+    printf("# mopps: predicted p vs realised success over the run's %ld groups: Spearman %.4f (mean "
+           "predicted %.4f, realised %.4f)%s\n", h, rho, mean_pred, mean_real,
+           isnan(rho) ? "; undefined: one side is constant" : "");
+    char path[1100];
+    snprintf(path, sizeof path, "%s/prompt_select.txt", run_dir);
+    FILE *f = fopenCheck(path, "w");
+    fprintf(f, "prompt_select mopps\ngroups %ld\nspearman %.6f\nmean_pred %.6f\nmean_real %.6f\n", h, rho,
+            mean_pred, mean_real);
+    fcloseCheck(f);
+    free(pred);
+    free(real);
+}
+
+/* train_csv_header: train.csv's header for a run with options o (log_step writes its rows):
+   the columns of every run, then MC-PRM's (MC_CSV_COLUMNS, --objective mc-prm) or the critic's
+   (CRITIC_CSV_COLUMNS, ppo), then prompt selection's (SELECT_CSV_COLUMNS, a --prompt-select
+   other than uniform), so that a GRPO or λ-GRPO run with uniform prompts has the header it
+   had before any of them existed. */
+static void train_csv_header(char *out, size_t cap, const Options *o) {
+    int objective = o->obj.objective;
+    snprintf(out, cap, "%s%s%s",
+             "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,"
+             "loss,kl,clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
+             "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent",
+             objective == OBJ_MC_PRM ? MC_CSV_COLUMNS : objective == OBJ_PPO ? CRITIC_CSV_COLUMNS : "",
+             o->prompt_select != SELECT_UNIFORM ? SELECT_CSV_COLUMNS : "");
+}
+
 /* cmd_train: ./grpo train. Loads π_θ (and π_ref when β != 0) from --init, or resumes
    --resume; scores the test prompts; runs train_loop; saves RUN_DIR/model.bin; scores the
    test prompts again and prints the result line (with --budget also RUN_DIR/result.txt). */
@@ -6205,7 +6841,8 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " train'", argv[first]);
     o->obj.max_new_tokens = o->max_new_tokens;
     check_grpo_options(o);
-    check_objective_options(o, CMD_TRAIN);
+    check_scoped_options(o, CMD_TRAIN);
+    check_select_options(o);
     check_weight_decay(o);
     // ---- budget (issue 15): the counters start at 0, and a checkpoint does not hold them
     if (o->budget > 0 && o->resume[0])
@@ -6264,6 +6901,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     load_dataset(&test, o->test_data, maxT, 0);
     const Dataset *sets[3] = {&train, &val, &test};
     for (int s = 0; s < 3; s++) check_context(o, maxT, sets[s]);
+    int candidates = o->prompt_select == SELECT_MOPPS ? mopps_candidate_count(o, &train) : 0;
     print_options(stdout, o, CMD_TRAIN);
     char advantage[256];   // what each token's advantage is
     snprintf(advantage, sizeof advantage, "advantage (r - mean)/(%s std + %g)", ADV_STD_NAMES[o->obj.adv_std],
@@ -6281,6 +6919,14 @@ static int cmd_train(int argc, char **argv, Options *o) {
                "whitened over the batch, value loss token-mean clipped at V_old +- %g, critic lr %g\n",
                o->resume[0] ? "as the checkpoint holds it" : "from the --init trunk", critic.cfg.gamma,
                critic.cfg.lam, critic.cfg.clip_value, critic.cfg.opt.lr);
+    if (o->prompt_select == SELECT_MOPPS)
+        printf("# prompt selection mopps: a Beta(1, 1) prior per training prompt (%d); each step M = %d "
+               "candidates, the %d whose p ~ Beta(a, b) is nearest %g; decay %g; success = the verifier "
+               "accepts\n", train.n, candidates, o->prompts_per_step, o->select_target, o->select_decay);
+    if (o->prompt_select == SELECT_DYNAMIC)
+        printf("# prompt selection dynamic: groups whose rewards are all equal are replaced by new ones, at "
+               "most %d refill rounds per step; their tokens count as auxiliary generated tokens\n",
+               o->dynamic_max_rounds);
     make_dir(o->run_dir);
     int lock = lock_run_dir(o->run_dir);
     refuse_stale_checkpoint(o, run.periodic);
@@ -6296,6 +6942,14 @@ static int cmd_train(int argc, char **argv, Options *o) {
                     countdown_outcome_reward, &mc_task, NULL);
         run.mc = &mc;
     }
+    PromptSelector select;
+    build_prompt_selector(&select, o->prompt_select, o->select_target, candidates, o->select_decay,
+                          o->dynamic_max_rounds, train.n, o->prompts_per_step, o->group_size,
+                          o->max_new_tokens, maxT);
+    if (o->prompt_select == SELECT_MOPPS) {   // the posteriors: a state section of every checkpoint
+        if (o->resume[0]) mopps_resume(&select, &st, o->resume, o->prompts_per_step, &train);
+        ckpt_add_section(&st, "mopps", select.state, mopps_state_bytes(&select), 0);
+    }
     double t_start = wall_seconds();
     EvalResult before = {0.0f, 0.0f, 0};
     if (o->test_limit != 0) {
@@ -6305,12 +6959,8 @@ static int cmd_train(int argc, char **argv, Options *o) {
                o->resume[0] ? o->init : "the model", before.accuracy, before.n);
     }
     if (load_init) free_gpt(&init_model);
-    char header[1024];   // MC-PRM's and PPO's columns after the others: a GRPO run's log is what it was
-    snprintf(header, sizeof header, "%s%s",
-             "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,"
-             "loss,kl,clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
-             "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent",
-             run.mc ? MC_CSV_COLUMNS : use_critic ? CRITIC_CSV_COLUMNS : "");
+    char header[1024];
+    train_csv_header(header, sizeof header, o);
     CsvLog csv = open_csv(o->run_dir, "train.csv", header, st.step, 13, st.log_row);   // 13: the fields
                                                                                         // before t_sample
     record_options(st.options, sizeof st.options, o, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);
@@ -6322,6 +6972,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     run.batch = &g;
     run.train = &train;
     run.val = &val;
+    run.select = &select;
     run.cfg = grpo_config_from_options(o);
     run.opt = adamw_from_options(o, o->steps * o->num_iterations);
     run.state = &st;
@@ -6342,6 +6993,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (use_critic) critic_to_section(&critic, &st);   // model.bin holds the critic too (a resume needs it)
     save_checkpoint(ckpt, &policy, 1, &st);
     close_csv(&csv);
+    if (o->prompt_select == SELECT_MOPPS) report_prompt_selection(&select, o->run_dir);
     if (budget.eval_csv.f) close_csv(&budget.eval_csv);
     unlock_run_dir(lock);
     EvalResult after = {0.0f, 0.0f, 0};
@@ -6370,6 +7022,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     }
     if (run.mc) free_mcprm(&mc);
     free_group_batch(&g);
+    free_prompt_selector(&select);
     free_kvcache(&kv);
     free_dataset(&train);
     free_dataset(&val);
@@ -6586,7 +7239,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " tree'", argv[first]);
     check_grpo_options(o);
     int methods[8], M = tree_methods(o, methods);
-    check_objective_options(o, CMD_TREE);
+    check_scoped_options(o, CMD_TREE);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
     if (o->steps < 1)
         usage_error("--steps %d: tree needs at least 1 step (its metric is a mean over the last steps)",
@@ -8546,7 +9199,8 @@ static void resolved_config(FILE *f, ArgList *a, int is_train) {
     if (is_train) {
         t.obj.max_new_tokens = t.max_new_tokens;
         check_grpo_options(&t);
-        check_objective_options(&t, CMD_TRAIN);
+        check_scoped_options(&t, CMD_TRAIN);
+        check_select_options(&t);
     } else if (t.channels % t.heads) {
         usage_error("--sft-args: --heads must divide --channels");
     }

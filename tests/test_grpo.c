@@ -7,7 +7,7 @@ tests/gen_reference.py), finite differences, brute-force counts, closed-form vec
 fixtures produced with verl and TRL (tests/fixtures/). Each check prints one line; the
 run ends with `N passed, N failed` and exits non-zero when anything failed.
 Run one group with ./tests/test_grpo GROUP (model, tree, objective, verifier, treepack, mcprm,
-critic, ppo, ...), several as GROUP,GROUP,...
+critic, ppo, select, ...), several as GROUP,GROUP,...
 */
 #define TESTING
 #ifndef GRPO_SRC
@@ -1125,6 +1125,16 @@ static int run_binary_fsize(const char *cmdline, long limit, char *out, size_t c
 // the first line of s that contains needle, for a check's message (static buffer)
 static const char *line_with(const char *s, const char *needle) {
     static char buf[256];
+    const char *at = strstr(s, needle);
+    if (!at) return "(not found)";
+    while (at > s && at[-1] != '\n') at--;
+    snprintf(buf, sizeof buf, "%.*s", (int)strcspn(at, "\n"), at);
+    return buf;
+}
+
+// The whole line of s that holds needle (line_with's, not cut at 255 characters): a banner
+static const char *whole_line_with(const char *s, const char *needle) {
+    static char buf[8192];
     const char *at = strstr(s, needle);
     if (!at) return "(not found)";
     while (at > s && at[-1] != '\n') at--;
@@ -5367,6 +5377,796 @@ static void test_tree_four_methods(void) {
 }
 
 // ----------------------------------------------------------------------------
+// Prompt selection (issue 17): the Beta sampler, MoPPS's rule and update, DAPO's dynamic
+// sampling, Spearman, and the runs (resume, refusals, usage errors, compare)
+
+/* The gamma and Beta samplers against their exact mean and variance. The sample mean of n
+   draws has standard error sqrt(var/n); the sample variance has sqrt((μ4 − var²)/n), μ4 the
+   central fourth moment (exact: Gamma(a): var = a, μ4 = 3a² + 6a; Beta: from the raw moments
+   E[X^r] = Π_{j<r} (α+j)/(α+β+j)). Each passes within 5 standard errors: a correct sampler
+   fails one check with probability 6e-7 (the RNG is fixed, so the outcome is too); a sampler
+   that skipped the U^(1/a) boost (a < 1), or returned X/(X+Y) with Y's parameter for X, is off
+   by dozens of errors. Includes a, α, β < 1 and values near 0 and 1 (Beta(0.02, 0.05)). */
+static void test_beta_sampler(void) {
+    const int n = 100000;
+    Rng rng;
+    rng_seed(&rng, 17, 0x17);
+    const double shapes[5] = {0.05, 0.5, 1.0, 2.5, 30.0};
+    int ok = 1;
+    double worst = 0.0;
+    for (int s = 0; s < 5; s++) {
+        double a = shapes[s], sum = 0.0, sum2 = 0.0;
+        for (int i = 0; i < n; i++) {
+            double x = exp(rng_gamma_log(&rng, a));
+            sum += x;
+            sum2 += x * x;
+        }
+        double mean = sum / n, var = sum2 / n - mean * mean;
+        double z_mean = fabs(mean - a) / sqrt(a / n);
+        double z_var = fabs(var - a) / sqrt((3 * a * a + 6 * a - a * a) / n);
+        worst = fmax(worst, fmax(z_mean, z_var));
+        ok &= z_mean < 5 && z_var < 5;
+    }
+    check(ok, "select: Gamma(a) draws: mean a and variance a (a = 0.05 ... 30)", "worst %.2f standard errors "
+          "of 5, %d draws each", worst, n);
+    const double ab[8][2] = {{1, 1}, {0.3, 0.5}, {0.5, 2}, {2, 5}, {20, 3}, {0.1, 0.1}, {0.02, 0.05},
+                             {200, 300}};
+    ok = 1;
+    worst = 0.0;
+    int in_range = 1;
+    for (int c = 0; c < 8; c++) {
+        double a = ab[c][0], b = ab[c][1];
+        double m1 = a / (a + b), m2 = m1 * (a + 1) / (a + b + 1);
+        double m3 = m2 * (a + 2) / (a + b + 2), m4 = m3 * (a + 3) / (a + b + 3);
+        double var = m2 - m1 * m1;
+        double mu4 = m4 - 4 * m1 * m3 + 6 * m1 * m1 * m2 - 3 * m1 * m1 * m1 * m1;
+        double sum = 0.0, sum2 = 0.0;
+        for (int i = 0; i < n; i++) {
+            double x = rng_beta(&rng, a, b);
+            in_range &= x >= 0.0 && x <= 1.0;
+            sum += x;
+            sum2 += x * x;
+        }
+        double mean = sum / n, v = sum2 / n - mean * mean;
+        double z_mean = fabs(mean - m1) / sqrt(var / n), z_var = fabs(v - var) / sqrt((mu4 - var * var) / n);
+        if (fmax(z_mean, z_var) > worst) worst = fmax(z_mean, z_var);
+        if (!(z_mean < 5 && z_var < 5)) {
+            printf("      Beta(%g, %g): mean %.6f (exact %.6f), variance %.6f (exact %.6f)\n", a, b, mean, m1,
+                   v, var);
+            ok = 0;
+        }
+    }
+    check(ok && in_range, "select: Beta(α, β) draws: exact mean and variance, α, β from 0.02 to 300",
+          "worst %.2f standard errors of 5, %d draws each, all in [0, 1]: %d", worst, n, in_range);
+}
+
+// A hand-made dataset of n prompts (only what selection reads: the prompt rows and lengths).
+static Dataset hand_dataset(int n) {
+    Dataset d;
+    memset(&d, 0, sizeof d);
+    d.n = n;
+    d.maxT = 4;
+    d.prompt = (int *)callocCheck((size_t)n * d.maxT, sizeof(int));
+    d.prompt_len = (int *)callocCheck(n, sizeof(int));
+    for (int q = 0; q < n; q++) {
+        d.prompt[q * d.maxT] = TOK_BOS;
+        d.prompt[q * d.maxT + 1] = 3 + q;
+        d.prompt_len[q] = 2;
+    }
+    return d;
+}
+
+/* MoPPS's rule: of the candidates, the P with the smallest (p̂ − τ)², nearest first, equal
+   distances in candidate order; on a hand table of p̂ (exact binary fractions, so the ties are
+   exact), then through mopps_select with the Thompson draw replaced by the posterior mean (the
+   test hook) and M = n, so every prompt is a candidate whatever the RNG draws. */
+static void test_mopps_select(void) {
+    const double phat[8] = {0.875, 0.375, 0.625, 0.125, 0.5, 0.375, 0.75, 0.25};
+    int keep[8];
+    mopps_keep_nearest(keep, phat, 8, 5, 0.5);
+    const int want_half[5] = {4, 1, 2, 5, 6};   // 0, then three at 1/64, then 0.75 before 0.25 (order)
+    int ok = !memcmp(keep, want_half, sizeof want_half);
+    mopps_keep_nearest(keep, phat, 8, 3, 0.25);
+    const int want_quarter[3] = {7, 1, 3};      // 0.25 itself, then 0.375 and 0.125 at 1/64, in order
+    ok &= !memcmp(keep, want_quarter, sizeof want_quarter);
+    check(ok, "select: MoPPS keeps the P candidates nearest τ, ties in candidate order (hand table)",
+          "τ 0.5: %d %d %d %d %d", want_half[0], want_half[1], want_half[2], want_half[3], want_half[4]);
+    // candidates: distinct, in range, the scratch left clean; all n of n is a permutation
+    Rng rng;
+    rng_seed(&rng, 3, 9);
+    int cand[40], seen[40] = {0};
+    unsigned char taken[40] = {0};
+    mopps_candidates(cand, 40, 40, &rng, taken);
+    int perm = 1, clean = 1;
+    for (int c = 0; c < 40; c++) perm &= cand[c] >= 0 && cand[c] < 40 && seen[cand[c]]++ == 0;
+    mopps_candidates(cand, 7, 40, &rng, taken);
+    for (int c = 0; c < 40; c++) clean &= taken[c] == 0;
+    for (int c = 0; c < 7; c++)
+        for (int e = 0; e < c; e++) perm &= cand[c] != cand[e];
+    check(perm && clean, "select: MoPPS candidates are distinct prompts (M = n: a permutation)", "");
+    // the whole selection on a posterior table: means 0.5, 0.9, 0.25, 0.375, 0.55, 0.1
+    Dataset d = hand_dataset(6);
+    PromptSelector s;
+    build_prompt_selector(&s, SELECT_MOPPS, 0.5, 6, 1.0, 1, 6, 3, 2, 4, 8);
+    const double alpha[6] = {1, 9, 1, 3, 11, 1}, beta[6] = {1, 1, 3, 5, 9, 9};
+    memcpy(s.alpha, alpha, sizeof alpha);
+    memcpy(s.beta, beta, sizeof beta);
+    s.thompson = 0;
+    GroupBatch g;
+    build_group_batch(&g, 3, 2, 4, 0, 8);
+    SelectStats stats;
+    select_prompts(&s, &g, &d, &rng, &stats);
+    const int want[3] = {0, 4, 3};   // distances 0, 0.0025, 0.015625
+    ok = !memcmp(g.prompt_idx, want, sizeof want) && fabs(s.step_pred[1] - 0.55) < 1e-15;
+    for (int i = 0; i < g.N; i++)
+        ok &= g.prompt[i] == d.prompt + (size_t)want[i / 2] * d.maxT && g.plen[i] == 2;
+    check(ok, "select: MoPPS on a posterior table (posterior means): prompts 0, 4, 3", "got %d %d %d",
+          g.prompt_idx[0], g.prompt_idx[1], g.prompt_idx[2]);
+    // Thompson draws: Beta(200, 200) (p̂ within 0.1 of 0.5 all but 6e-5 of the time) against
+    // Beta(1, 30) (p̂ above 0.4 with probability 0.6^30 = 2e-7): P = 1 of M = 2 picks the first
+    PromptSelector t;
+    build_prompt_selector(&t, SELECT_MOPPS, 0.5, 2, 1.0, 1, 2, 1, 2, 4, 8);
+    t.alpha[0] = 1;
+    t.beta[0] = 30;
+    t.alpha[1] = 200;
+    t.beta[1] = 200;
+    GroupBatch one;
+    build_group_batch(&one, 1, 2, 4, 0, 8);
+    Dataset d2 = hand_dataset(2);
+    int picked = 0;
+    for (int i = 0; i < 1000; i++) {
+        select_prompts(&t, &one, &d2, &rng, &stats);
+        picked += one.prompt_idx[0] == 1;
+    }
+    check(picked == 1000, "select: MoPPS's Thompson draws pick the prompt whose posterior sits at τ",
+          "%d of 1000", picked);
+    free_group_batch(&g);
+    free_group_batch(&one);
+    free_prompt_selector(&s);
+    free_prompt_selector(&t);
+    free_dataset(&d);
+    free_dataset(&d2);
+}
+
+/* The posterior update (credit-assignment.md §5) by hand: from the prior (1, 1), a group of 4
+   with 3 successes at d = 1 gives (4, 2); then 1 success of 4 at d = 0.5 gives
+   (0.5·4 + 0.5 + 1, 0.5·2 + 0.5 + 3) = (3.5, 4.5) (all exact in binary). Then select_observe
+   on the GROUP batch (8 completions of "7 3 5>26:", 4 accepted by the verifier) scored with
+   --format-reward 0.1: the well-formed wrong answers' 0.1 is no success, so (1, 1) -> (5, 5),
+   realised success 0.5, and the pair (p̂, 0.5) joins the history. */
+static void test_mopps_update(void) {
+    double alpha[2] = {1, 1}, beta[2] = {1, 1};
+    mopps_update(alpha, beta, 1, 4, 3, 1.0);
+    int ok = alpha[1] == 4.0 && beta[1] == 2.0 && alpha[0] == 1.0 && beta[0] == 1.0;
+    mopps_update(alpha, beta, 1, 4, 1, 0.5);
+    ok &= alpha[1] == 3.5 && beta[1] == 4.5;
+    check(ok, "select: MoPPS posterior update by hand (d = 1, then d = 0.5)", "(%g, %g)", alpha[1], beta[1]);
+    char path[300];
+    snprintf(path, sizeof path, "%s/select_group.txt", TMPDIR_);
+    FILE *f = fopenCheck(path, "w");
+    fprintf(f, "9 9>9:\n7 3 5>26:\n");
+    fclose(f);
+    Dataset d;
+    load_dataset(&d, path, 64, 0);
+    PromptSelector s;
+    build_prompt_selector(&s, SELECT_MOPPS, 0.5, 2, 1.0, 1, d.n, 1, 8, 24, 64);
+    GroupBatch g;
+    build_group_batch(&g, 1, 8, 24, 0, 64);
+    g.prompt_idx[0] = 1;
+    set_group_prompts(&g, &d);
+    Options o;
+    default_options(&o);
+    fill_group(&g, g.prompt[0], g.plen[0], GROUP, GROUP_R, &o.obj);
+    score_group(&g, &d, 0.1f);
+    int partial = 0;
+    for (int i = 0; i < g.N; i++) partial += g.reward[i] > 0.0f && g.reward[i] < 1.0f;
+    s.step_pred[0] = 0.625;
+    SelectStats stats = {0};
+    select_observe(&s, &g, &d, &stats);
+    ok = partial > 0 && s.alpha[1] == 5.0 && s.beta[1] == 5.0 && s.alpha[0] == 1.0 && s.groups == 1 &&
+         s.history[0] == 0.625 && s.history[1] == 0.5 && stats.p_real == 0.5 && stats.p_pred == 0.625 &&
+         mopps_state_bytes(&s) == (2 + 2 * 2 + 2) * sizeof(double) && s.state[1] == 1.0;
+    check(ok, "select: a group's verifier successes update its prompt (format reward is no success)",
+          "%d partial rewards; (%g, %g), realised %.3f", partial, s.alpha[1], s.beta[1], stats.p_real);
+    free_group_batch(&g);
+    free_prompt_selector(&s);
+    free_dataset(&d);
+}
+
+// group p of g: rewards r[0..k), completion lengths len[0..k) (token t of completion i is 3 + t),
+// prompt index q with plen prompt tokens
+static void hand_group(GroupBatch *g, int p, const float *r, const int *len, int q, int plen) {
+    static const int prompt[8] = {TOK_BOS, 3, 4, 5, 6, 7, 8, 9};
+    g->prompt_idx[p] = q;
+    for (int j = 0; j < g->group_start[p + 1] - g->group_start[p]; j++) {
+        int i = g->group_start[p] + j;
+        g->reward[i] = r[j];
+        g->clen[i] = len[j];
+        g->plen[i] = plen;
+        g->prompt[i] = prompt;
+        for (int t = 0; t < len[j]; t++) g->comp[(size_t)i * g->max_new + t] = 3 + q + t;
+    }
+}
+
+/* DAPO's filter, by hand: a batch of 4 groups of 3, groups 1 and 2 all equal; round 1 brings
+   an all-equal group (dropped) and one with signal (replaces group 1, which is dropped); round 2
+   brings one with signal (a format reward's 0.1: not all equal) into group 2. The auxiliary
+   tokens are exactly the three dropped groups' completion tokens, their positions
+   Σ (prompt + completion − 1), the kept batch has no all-equal group, and the replaced groups
+   hold the new groups' prompt, rewards and tokens. Then a cap that leaves one all-equal group. */
+static void test_dynamic_filter(void) {
+    GroupBatch g, spare;
+    build_group_batch(&g, 4, 3, 6, 0, 16);
+    build_group_batch(&spare, 4, 3, 6, 0, 16);
+    const float r_sig[3] = {1, 0, 0}, r_zero[3] = {0, 0, 0}, r_one[3] = {1, 1, 1}, r_sig2[3] = {0, 1, 0};
+    const float r_new[3] = {1, 0, 1}, r_fmt[3] = {0.1f, 0, 0};
+    const int l0[3] = {2, 3, 4}, l1[3] = {5, 1, 2}, l2[3] = {6, 6, 1}, l3[3] = {3, 3, 3};
+    const int l4[3] = {1, 2, 1}, l5[3] = {4, 4, 5}, l6[3] = {2, 2, 6};
+    hand_group(&g, 0, r_sig, l0, 10, 5);
+    hand_group(&g, 1, r_zero, l1, 11, 5);   // all equal: slot 1
+    hand_group(&g, 2, r_one, l2, 12, 4);    // all equal: slot 2
+    hand_group(&g, 3, r_sig2, l3, 13, 5);
+    int free_slot[4] = {1, 2}, nfree = 2;
+    SelectStats st = {0};
+    group_batch_first(&spare, 2, 4);
+    hand_group(&spare, 0, r_one, l4, 20, 3);   // all equal: dropped
+    hand_group(&spare, 1, r_new, l5, 21, 6);   // signal: into slot 1
+    dynamic_merge(&g, &spare, free_slot, &nfree, &st);
+    int ok1 = nfree == 1 && free_slot[0] == 2 && st.groups_dropped == 2 && g.prompt_idx[1] == 21;
+    group_batch_first(&spare, 1, 4);
+    hand_group(&spare, 0, r_fmt, l6, 22, 2);   // signal: into slot 2
+    dynamic_merge(&g, &spare, free_slot, &nfree, &st);
+    long aux = (1 + 2 + 1) + (5 + 1 + 2) + (6 + 6 + 1);             // spare's first, g's groups 1 and 2
+    long positions = (3 * 3 + 4 - 3) + (3 * 5 + 8 - 3) + (3 * 4 + 13 - 3);
+    int same = g.prompt_idx[1] == 21 && g.prompt_idx[2] == 22;
+    for (int j = 0; j < 3; j++) {
+        same &= g.reward[3 + j] == r_new[j] && g.clen[3 + j] == l5[j] && g.plen[3 + j] == 6;
+        same &= g.reward[6 + j] == r_fmt[j] && g.clen[6 + j] == l6[j] && g.plen[6 + j] == 2;
+        for (int t = 0; t < l5[j]; t++) same &= g.comp[(size_t)(3 + j) * 6 + t] == 21 + 3 + t;
+        for (int t = 0; t < l6[j]; t++) same &= g.comp[(size_t)(6 + j) * 6 + t] == 22 + 3 + t;
+    }
+    same &= g.prompt_idx[0] == 10 && g.prompt_idx[3] == 13 && g.clen[0] == 2 && g.clen[11] == 3;
+    check(ok1 && nfree == 0 && count_all_equal_groups(&g) == 0 && st.gen_aux == aux &&
+          st.aux_positions == positions && st.groups_dropped == 3 && same,
+          "select: DAPO filter: aux tokens = the dropped groups' tokens, kept batch all with signal",
+          "aux %ld (hand %ld), positions %ld (hand %ld), %d dropped", st.gen_aux, aux, st.aux_positions,
+          positions, st.groups_dropped);
+    // the cap: a round whose every group is all equal leaves the slots as they were
+    hand_group(&g, 1, r_zero, l1, 11, 5);
+    int slots[1] = {1};
+    nfree = 1;
+    SelectStats capped = {0};
+    group_batch_first(&spare, 1, 4);
+    hand_group(&spare, 0, r_zero, l4, 23, 3);
+    dynamic_merge(&g, &spare, slots, &nfree, &capped);
+    check(nfree == 1 && g.prompt_idx[1] == 11 && count_all_equal_groups(&g) == 1 && capped.gen_aux == 4 &&
+          capped.groups_dropped == 1,
+          "select: DAPO filter: an all-equal refill is dropped, the batch keeps its all-equal group",
+          "aux %ld", capped.gen_aux);
+    free_group_batch(&g);
+    free_group_batch(&spare);
+}
+
+/* Spearman's ρ with average ranks: a hand pair with a tie (x = 1 2 2 3, y = 1 3 2 4: ranks
+   1 2.5 2.5 4 and 1 3 2 4, ρ = 4.5 / sqrt(4.5·5) = 3/sqrt(10)); without ties against
+   1 − 6Σd²/(n(n² − 1)); with many ties against a direct computation (rank = #smaller +
+   (#equal + 1)/2, then Pearson in long double); NaN for a constant side and for n < 2. */
+static void test_spearman(void) {
+    const double x[4] = {1, 2, 2, 3}, y[4] = {1, 3, 2, 4};
+    double rho = spearman(x, y, 4);
+    check(fabs(rho - 3.0 / sqrt(10.0)) < 1e-15, "select: Spearman with a tie, by hand (3/sqrt(10))", "%.17g",
+          rho);
+    Rng rng;
+    rng_seed(&rng, 5, 5);
+    enum { N = 200 };
+    double a[N], b[N];
+    // no ties: a permutation against another
+    for (int i = 0; i < N; i++) a[i] = b[i] = i;
+    for (int i = N - 1; i > 0; i--) {
+        int j = rng_int(&rng, i + 1);
+        double t = b[i];
+        b[i] = b[j];
+        b[j] = t;
+    }
+    double d2 = 0.0;
+    for (int i = 0; i < N; i++) d2 += (a[i] - b[i]) * (a[i] - b[i]);
+    double classic = 1.0 - 6.0 * d2 / ((double)N * ((double)N * N - 1));
+    double got = spearman(a, b, N);
+    check(fabs(got - classic) < 1e-12, "select: Spearman without ties = 1 − 6Σd²/(n(n²−1))", "%.12f vs %.12f",
+          got, classic);
+    // ties: values from 5 levels (x) and 3 levels correlated with it (y)
+    for (int i = 0; i < N; i++) {
+        a[i] = rng_int(&rng, 5) * 0.25;
+        b[i] = a[i] > 0.5 ? (rng_int(&rng, 4) > 0) : rng_int(&rng, 3) * 0.5;
+    }
+    long double ra[N], rb[N], ma = 0, mb = 0, sab = 0, saa = 0, sbb = 0;
+    for (int i = 0; i < N; i++) {
+        int less_a = 0, eq_a = 0, less_b = 0, eq_b = 0;
+        for (int j = 0; j < N; j++) {
+            less_a += a[j] < a[i];
+            eq_a += a[j] == a[i];
+            less_b += b[j] < b[i];
+            eq_b += b[j] == b[i];
+        }
+        ra[i] = less_a + (eq_a + 1) / 2.0L;
+        rb[i] = less_b + (eq_b + 1) / 2.0L;
+        ma += ra[i] / N;
+        mb += rb[i] / N;
+    }
+    for (int i = 0; i < N; i++) {
+        sab += (ra[i] - ma) * (rb[i] - mb);
+        saa += (ra[i] - ma) * (ra[i] - ma);
+        sbb += (rb[i] - mb) * (rb[i] - mb);
+    }
+    double direct = (double)(sab / sqrtl(saa * sbb));
+    got = spearman(a, b, N);
+    check(fabs(got - direct) < 1e-12 && direct > 0.3,
+          "select: Spearman with many ties = ranks by counting, Pearson", "%.12f vs %.12f", got, direct);
+    const double c[3] = {0.5, 0.5, 0.5};
+    check(isnan(spearman(x, c, 3)) && isnan(spearman(x, y, 1)),
+          "select: Spearman of a constant side, or n < 2: NaN", "");
+}
+
+/* The runs: MoPPS's --resume continues bit for bit (model.bin, which holds the posteriors and
+   the history, and train.csv's rows); a checkpoint whose posteriors are reset to the prior
+   resumes into another run (the state is what makes it the same); a resume with another
+   --prompt-select or τ is refused; a checkpoint without posteriors or of another training set
+   is refused, naming the file; dynamic sampling with a model that never succeeds hits its cap
+   every step, logs it, counts every refill group as auxiliary, and trains step 1 on uniform's
+   batch. Tiny random --init, 20 training prompts (tests/fixtures/val_small.txt). */
+static void test_select_runs(void) {
+    char init[300], common[1024], a[300], b[300];
+    save_tiny_init(init, sizeof init, "select_init.bin", 31);
+    static char cmd[3072], out[16384];
+    tiny_train_args(common, sizeof common, init);
+    const char *data = "--train-data tests/fixtures/val_small.txt";
+    snprintf(cmd, sizeof cmd, "%s train %s %s --prompt-select mopps --save-every 2 --run-dir %s/mopps_a",
+             grpo_bin(), common, data, TMPDIR_);
+    int code = run_binary(cmd, out, sizeof out);
+    int spearman_line = strstr(out, "# mopps: predicted p vs realised success over the run's 8 groups") != 0;
+    // option_in_force: mopps's options in its banner, dynamic's not (the run record: below)
+    const char *config = whole_line_with(out, "# config:");
+    check(code == 0 && strstr(config, " prompt-select=mopps select-target=0.5 select-candidates=0 "
+                                      "select-decay=1 ") && !strstr(config, "dynamic-max-rounds"),
+          "select: a mopps run's banner names --prompt-select and MoPPS's options, not dynamic's", "%.80s",
+          strstr(config, "prompt-select") ? strstr(config, "prompt-select") : config);
+    snprintf(cmd, sizeof cmd, "%s train %s %s --prompt-select mopps --resume %s/mopps_a/ckpt.bin "
+             "--run-dir %s/mopps_b", grpo_bin(), common, data, TMPDIR_, TMPDIR_);
+    if (code == 0) code = run_binary(cmd, out, sizeof out);
+    snprintf(a, sizeof a, "%s/mopps_a/model.bin", TMPDIR_);
+    snprintf(b, sizeof b, "%s/mopps_b/model.bin", TMPDIR_);
+    int same = code == 0 && files_equal(a, b);
+    double gen_a = code == 0 ? csv_field(tmp_path("/tmp/grpo_test/mopps_a/train.csv"), 4, 12) : -1;
+    double gen_b = code == 0 ? csv_field(tmp_path("/tmp/grpo_test/mopps_b/train.csv"), 2, 12) : -2;
+    double pred_a = code == 0 ? csv_field(tmp_path("/tmp/grpo_test/mopps_a/train.csv"), 4, 24) : -1;
+    double pred_b = code == 0 ? csv_field(tmp_path("/tmp/grpo_test/mopps_b/train.csv"), 2, 24) : -2;
+    snprintf(a, sizeof a, "%s/mopps_a/prompt_select.txt", TMPDIR_);
+    snprintf(b, sizeof b, "%s/mopps_b/prompt_select.txt", TMPDIR_);
+    check(same && gen_a == gen_b && pred_a == pred_b && pred_a > 0 && spearman_line && files_equal(a, b),
+          "select: MoPPS --resume == 4 steps straight (model.bin with the posteriors, log, Spearman)",
+          "exit %d; step 4 gen_tokens %.0f / %.0f, p_pred %.4f / %.4f", code, gen_a, gen_b, pred_a, pred_b);
+    // the same checkpoint with every posterior back at the prior: another run (the state matters)
+    GPT m;
+    TrainState st = {0};
+    st.kind = 2;
+    snprintf(a, sizeof a, "%s/mopps_a/ckpt.bin", TMPDIR_);
+    load_checkpoint(a, &m, 1, &st);
+    const char *recorded = "\nprompt-select=mopps\nselect-target=0.5\nselect-candidates=0\nselect-decay=1\n";
+    check(strstr(st.options, recorded) && !strstr(st.options, "dynamic-max-rounds"),
+          "select: ... and its run record holds them (the values a resume must give)", "%.70s",
+          strstr(st.options, "prompt-select") ? strstr(st.options, "prompt-select") : st.options);
+    uint64_t bytes = 0;
+    double *sec = (double *)ckpt_section(&st, "mopps", &bytes);
+    int n = sec ? (int)sec[0] : 0;
+    int learned = 0;
+    for (int i = 0; i < 2 * n; i++) {
+        learned += sec[2 + i] != 1.0;
+        sec[2 + i] = 1.0;
+    }
+    snprintf(b, sizeof b, "%s/mopps_prior.bin", TMPDIR_);
+    save_checkpoint(b, &m, 1, &st);
+    // the same again without its section: as a build before MoPPS would have written it
+    char none[300];
+    snprintf(none, sizeof none, "%s/mopps_none.bin", TMPDIR_);
+    st.num_sections = 0;
+    save_checkpoint(none, &m, 1, &st);
+    free_gpt(&m);
+    snprintf(cmd, sizeof cmd, "%s train %s %s --prompt-select mopps --resume %s --run-dir %s/mopps_c",
+             grpo_bin(), common, data, b, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    snprintf(a, sizeof a, "%s/mopps_a/model.bin", TMPDIR_);
+    snprintf(b, sizeof b, "%s/mopps_c/model.bin", TMPDIR_);
+    check(n == 20 && learned > 0 && code == 0 && !files_equal(a, b),
+          "select: ... and resumed with the posteriors reset to the prior, it is another run",
+          "%d of %d values had moved from 1; exit %d", learned, 2 * n, code);
+    snprintf(cmd, sizeof cmd, "%s train %s %s --prompt-select mopps --resume %s --run-dir %s/mopps_d",
+             grpo_bin(), common, data, none, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    const char *err = line_with(out, "error");
+    check(code == 1 && strstr(err, "mopps_none.bin") && strstr(err, "holds no MoPPS posteriors"),
+          "select: a MoPPS resume from a checkpoint without posteriors is refused, naming the file",
+          "exit %d: %s", code, err);
+    // another --prompt-select, another τ: refused (the run record); another training set: refused
+    const char *bad[2] = {"--prompt-select uniform", "--prompt-select mopps --select-target 0.25"};
+    const char *want[2] = {"--prompt-select uniform: '", "--select-target 0.25: '"};
+    const char *then[2] = {"with --prompt-select mopps", "with --select-target 0.5"};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "%s train %s %s %s --resume %s/mopps_a/ckpt.bin --run-dir %s/mopps_e",
+                 grpo_bin(), common, data, bad[i], TMPDIR_, TMPDIR_);
+        code = run_binary(cmd, out, sizeof out);
+        err = line_with(out, "usage error");
+        char name[160];
+        snprintf(name, sizeof name, "select: --resume with %s is refused, naming both values", bad[i]);
+        check(code == 2 && strstr(err, want[i]) && strstr(err, then[i]), name, "exit %d: %s", code, err);
+    }
+    char other[300];
+    snprintf(other, sizeof other, "%s/select_train19.txt", TMPDIR_);
+    size_t len;
+    char *text = (char *)read_all("tests/fixtures/val_small.txt", &len);
+    char *last = text + len - 1;
+    while (last > text && last[-1] != '\n') last--;   // drop the last line: 19 prompts
+    write_bytes(other, text, (size_t)(last - text));
+    free(text);
+    snprintf(cmd, sizeof cmd, "%s train %s --train-data %s --prompt-select mopps --resume "
+             "%s/mopps_a/ckpt.bin --run-dir %s/mopps_f", grpo_bin(), common, other, TMPDIR_, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    err = line_with(out, "error");
+    check(code == 1 && strstr(err, "ckpt.bin") && strstr(err, "posteriors of 20 training prompts") &&
+          strstr(err, "holds 19"),
+          "select: a MoPPS resume on another training set is refused (its size)", "exit %d: %s", code, err);
+    // dynamic sampling with a model that never succeeds: every step hits the cap
+    snprintf(cmd, sizeof cmd, "%s train %s %s --prompt-select dynamic --dynamic-max-rounds 3 "
+             "--run-dir %s/dyn", grpo_bin(), common, data, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    int noted = strstr(out, "note: step 1: dynamic sampling left 2 of 2 groups with all-equal rewards after "
+                            "3 refill rounds") != NULL;
+    config = whole_line_with(out, "# config:");
+    int dyn_banner = strstr(config, " prompt-select=dynamic dynamic-max-rounds=3 ") &&
+                     !strstr(config, "select-");
+    snprintf(cmd, sizeof cmd, "%s train %s %s --save-every 2 --run-dir %s/uni", grpo_bin(), common, data,
+             TMPDIR_);
+    if (code == 0) code = run_binary(cmd, out, sizeof out);
+    int ok = code == 0 && noted;
+    double spent = 0.0;
+    for (int row = 1; row <= 4 && ok; row++) {
+        const char *dyn = tmp_path("/tmp/grpo_test/dyn/train.csv");
+        double traj = csv_field(dyn, row, 19), aux = csv_field(dyn, row, 20);
+        double budget = csv_field(dyn, row, 23);
+        spent += traj + aux;
+        // 2 groups + 3 rounds x 2 groups sampled, all equal; at least 1 token per completion (x 4)
+        ok &= csv_field(dyn, row, 26) == 8 && csv_field(dyn, row, 27) == 1 && csv_field(dyn, row, 28) == 1 &&
+              csv_field(dyn, row, 2) == 1 && aux >= 6 * 4 && budget == spent && csv_field(dyn, row, 24) == -1;
+    }
+    const char *dyn = tmp_path("/tmp/grpo_test/dyn/train.csv");
+    const char *uni = tmp_path("/tmp/grpo_test/uni/train.csv");
+    ok &= csv_field(dyn, 1, 19) == csv_field(uni, 1, 19) && csv_field(dyn, 1, 3) == csv_field(uni, 1, 3) &&
+          csv_field(uni, 1, 20) == 0;
+    check(ok, "select: dynamic at its cap: logged, 3 x 2 refill groups auxiliary, step 1 = uniform's batch",
+          "exit %d, noted %d; step 1 aux %.0f tokens", code, noted, csv_field(dyn, 1, 20));
+    check(dyn_banner, "select: a dynamic run's banner names --prompt-select and its round cap, not MoPPS's",
+          "%.50s", strstr(config, "prompt-select") ? strstr(config, "prompt-select") : config);
+    // uniform, the default: no selection option in the banner or the run record, and train.csv's
+    // header and rows as before prompt selection (24 fields), so older runs resume and a study
+    // pre-registered before it keeps its hash
+    const char *uni_config = whole_line_with(out, "# config:");
+    int uni_banner = strstr(uni_config, " format-reward=0 ") && !strstr(uni_config, "prompt-select") &&
+                     !strstr(uni_config, "select-") && !strstr(uni_config, "dynamic-max-rounds");
+    TrainState ust = {0};
+    ust.kind = 2;
+    snprintf(a, sizeof a, "%s/uni/ckpt.bin", TMPDIR_);
+    load_checkpoint(a, &m, 1, &ust);
+    free_gpt(&m);
+    int uni_record = strstr(ust.options, "\nformat-reward=0\n") && !strstr(ust.options, "select") &&
+                     !strstr(ust.options, "dynamic");   // the record holds no paths
+    size_t csv_len;
+    char *csv = (char *)read_all(uni, &csv_len);
+    const char *header = "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,"
+                         "intermediate,loss,kl,clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,"
+                         "t_update,tok_per_s,val_acc,gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,"
+                         "budget_spent\n";
+    int uni_csv = csv_len > strlen(header) && !strncmp(csv, header, strlen(header));
+    const char *row1 = csv + strlen(header);
+    int commas = 0;
+    for (const char *c = row1; uni_csv && *c && *c != '\n'; c++) commas += *c == ',';
+    uni_csv &= commas == 23;
+    free(csv);
+    check(uni_banner && uni_record && uni_csv,
+          "select: a uniform run: no selection option in its banner or run record, train.csv as before",
+          "banner %d, record %d, csv %d (%d fields)", uni_banner, uni_record, uni_csv, commas + 1);
+    // ... and a uniform checkpoint resumed with another selector is refused, though its record
+    // leaves --prompt-select out (check_resume_options: out of force there, in force now)
+    snprintf(cmd, sizeof cmd, "%s train %s %s --prompt-select dynamic --resume %s/uni/ckpt.bin "
+             "--run-dir %s/uni_dyn", grpo_bin(), common, data, TMPDIR_, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    err = line_with(out, "usage error");
+    check(code == 2 && strstr(err, "--prompt-select dynamic: '") &&
+          strstr(err, "with --prompt-select uniform"),
+          "select: a uniform run's --resume with --prompt-select dynamic is refused, naming both",
+          "exit %d: %s", code, err);
+}
+
+/* One GRPO step of train_loop in this process (what cmd_train sets up, without its files but
+   train.csv): --prompt-select dynamic, the objective given, P = 2 groups of k = 4, 20 new tokens,
+   --format-reward 0.1 (a well-formed wrong answer's reward: groups with signal from a small SFT
+   model), K = 2 continuations (MC-PRM), the critic from the --init trunk (ppo), on
+   tests/fixtures/val_small.txt. What the step leaves (the final batch, MC-PRM's states and
+   advantages, the critic's V_old and advantages, the CSV row) stays for the checks. */
+typedef struct {
+    GPT policy;
+    KVCache kv;
+    GroupBatch g;
+    Dataset train;
+    PromptSelector select;
+    MCPRM mc;
+    CountdownTask task;
+    Critic critic;
+    TrainState st;
+    Options o;
+    TrainRun run;
+    Budget budget;
+    CsvLog csv;
+    char csv_path[400];
+} SelectStepRun;
+
+static void select_step_run(SelectStepRun *r, const char *init, int objective, const char *dir) {
+    memset(r, 0, sizeof *r);
+    Options *o = &r->o;
+    default_options(o);
+    train_defaults(o);
+    o->prompts_per_step = 2;
+    o->group_size = 4;
+    o->max_new_tokens = 20;
+    o->obj.objective = objective;
+    o->obj.max_new_tokens = o->max_new_tokens;
+    o->format_reward = 0.1f;
+    o->mc_k = 2;
+    o->prompt_select = SELECT_DYNAMIC;
+    o->steps = 1;
+    o->eval_every = 0;
+    int P = o->prompts_per_step, k = o->group_size, N = P * k, T = o->max_new_tokens;
+    load_checkpoint(init, &r->policy, N, NULL);
+    int maxT = r->policy.config.max_seq_len;
+    build_kvcache(&r->kv, &r->policy.config, N);
+    build_group_batch(&r->g, P, k, T, N, maxT);
+    load_dataset(&r->train, "tests/fixtures/val_small.txt", maxT, 0);
+    build_prompt_selector(&r->select, o->prompt_select, o->select_target, 0, o->select_decay,
+                          o->dynamic_max_rounds, r->train.n, P, k, T, maxT);
+    TrainRun *run = &r->run;
+    if (objective == OBJ_MC_PRM) {
+        r->task = (CountdownTask){&r->train, r->g.prompt_idx, NULL, 0, 0, o->format_reward};
+        build_mcprm(&r->mc, &r->policy.config, N, T, o->mc_k, o->mc_whiten, MC_SEGMENT_COMMA,
+                    countdown_outcome_reward, &r->task, NULL);
+        run->mc = &r->mc;
+    }
+    if (objective == OBJ_PPO) {
+        build_critic(&r->critic, &r->policy, N, N, T, critic_config_from_options(o, 1), (uint64_t)o->seed);
+        run->critic = &r->critic;
+    }
+    r->st.kind = 2;
+    rng_seed(&r->st.rng, o->seed, 2);
+    make_dir(dir);
+    char header[1024];
+    train_csv_header(header, sizeof header, o);
+    r->csv = open_csv(dir, "train.csv", header, 0, 13, NULL);
+    snprintf(r->csv_path, sizeof r->csv_path, "%s/train.csv", dir);
+    run->policy = &r->policy;
+    run->kv = &r->kv;
+    run->batch = &r->g;
+    run->train = run->val = &r->train;
+    run->select = &r->select;
+    run->cfg = grpo_config_from_options(o);
+    run->opt = adamw_from_options(o, 1);
+    run->state = &r->st;
+    run->steps = 1;
+    run->format_reward = o->format_reward;
+    run->csv = &r->csv;
+    run->budget = &r->budget;
+    start_budget(&r->budget, o, run);
+    fflush(stdout);
+    int saved = dup(1);   // the step's log line goes to the void
+    int null_fd = open("/dev/null", O_WRONLY);
+    dup2(null_fd, 1);
+    train_loop(run);
+    fflush(stdout);
+    dup2(saved, 1);
+    close(saved);
+    close(null_fd);
+    close_csv(&r->csv);
+}
+
+static void free_select_step_run(SelectStepRun *r) {
+    if (r->run.mc) free_mcprm(&r->mc);
+    if (r->run.critic) free_critic(&r->critic);
+    free_prompt_selector(&r->select);
+    free_group_batch(&r->g);
+    free_kvcache(&r->kv);
+    free_dataset(&r->train);
+    free_gpt(&r->policy);
+}
+
+/* Dynamic sampling with MC-PRM and with PPO (train_loop's order: the refill rounds, then
+   MC-PRM's phase or the critic's V_old and GAE on the final batch, and the critic's update on
+   it). From a 400-step SFT model, one step each with --objective grpo, mc-prm and ppo, same
+   seed: the refill replaced groups (more groups sampled than trained, none all-equal left), the
+   three steps trained the same final batch (MC-PRM and the critic draw nothing from the run's
+   RNG); MC-PRM's advantages are, bit for bit, those recomputed on that final batch with the
+   step's π_old (the SFT model; mc_prm_advantages on fresh buffers), and the critic's V_old and
+   A_t those of a fresh critic from the same trunk and seed (ppo_advantages). The budget: the
+   MC-PRM step's gen_tokens_aux is the GRPO step's (the dropped groups) plus the recomputed
+   continuations' tokens, its FLOPs the GRPO step's plus F·R_mc; the PPO step's aux is the GRPO
+   step's, its FLOPs GRPO's plus F_critic·(R + 3·μ·R) (README's formula: the terms add up). */
+static void test_select_dynamic_objectives(void) {
+    char args[1024], log[300], sft[300], dir_a[300], dir_b[300];
+    snprintf(log, sizeof log, "%s/select_sft.log", TMPDIR_);
+    snprintf(args, sizeof args, "--threads 1 --layers 2 --heads 2 --channels 32 --context 48 --batch-size 16 "
+             "--steps 400 --warmup 10 --lr 1e-2 --eval-every 0 --val-data tests/fixtures/val_small.txt "
+             "--run-dir %s/select_sft", TMPDIR_);
+    int rc = run_cmd_quiet(cmd_sft, args, log);
+    snprintf(sft, sizeof sft, "%s/select_sft/model.bin", TMPDIR_);
+    snprintf(dir_a, sizeof dir_a, "%s/select_dyn_grpo", TMPDIR_);
+    snprintf(dir_b, sizeof dir_b, "%s/select_dyn_mc", TMPDIR_);
+    static SelectStepRun a, b;
+    select_step_run(&a, sft, OBJ_GRPO, dir_a);
+    select_step_run(&b, sft, OBJ_MC_PRM, dir_b);
+    // the GRPO row: the 24 columns, then p_pred (24), ..., groups_sampled (26), frac_all_equal_sampled
+    // (27); the MC-PRM row has mc_states, aux_share, t_mc (24..26) before them
+    double sampled = csv_field(a.csv_path, 1, 26), eq_sampled = csv_field(a.csv_path, 1, 27);
+    int refilled = rc == 0 && sampled > 2 && csv_field(a.csv_path, 1, 2) == 0 && eq_sampled > 0 &&
+                   csv_field(b.csv_path, 1, 29) == sampled;
+    int same_batch = a.g.N == b.g.N;
+    for (int p = 0; p < 2 && same_batch; p++) same_batch &= a.g.prompt_idx[p] == b.g.prompt_idx[p];
+    for (int i = 0; i < a.g.N && same_batch; i++) {
+        same_batch &= a.g.clen[i] == b.g.clen[i] && a.g.reward[i] == b.g.reward[i];
+        same_batch &= !memcmp(a.g.comp_row[i], b.g.comp_row[i], (size_t)a.g.clen[i] * sizeof(int));
+    }
+    check(refilled && same_batch,
+          "select: dynamic + mc-prm: the refill replaced groups; GRPO, MC-PRM trained the same final batch",
+          "sft exit %d; %.0f groups sampled for 2, %.2f of them all-equal", rc, sampled, eq_sampled);
+    // MC-PRM's phase again, on the final batch, with π_old (the SFT model) and fresh buffers
+    GPT old;
+    load_checkpoint(sft, &old, b.g.N, NULL);
+    MCPRM mc;
+    build_mcprm(&mc, &old.config, b.g.N, 20, 2, 1, MC_SEGMENT_COMMA, countdown_outcome_reward, &b.task, NULL);
+    MCStats spent = mc_prm_advantages(&mc, &old, &b.g, &b.run.cfg, 0);   // into mc.adv
+    int same_adv = mc.num_states == b.mc.num_states;
+    for (int i = 0; i < b.g.N && same_adv; i++)
+        same_adv &= !memcmp(b.mc.adv + (size_t)i * 20, mc.adv + (size_t)i * 20,
+                            (size_t)b.g.clen[i] * sizeof(float));
+    check(same_adv && spent.tokens > 0 && csv_field(b.csv_path, 1, 24) == mc.num_states,
+          "select: dynamic + mc-prm: MC-PRM's advantages are the final batch's, bit for bit",
+          "%d states (%d in the step), %ld continuation tokens", mc.num_states, b.mc.num_states,
+          spent.tokens);
+    double aux_a = csv_field(a.csv_path, 1, 20), aux_b = csv_field(b.csv_path, 1, 20);
+    double flops_a = csv_field(a.csv_path, 1, 22), flops_b = csv_field(b.csv_path, 1, 22);
+    double F = model_flops_per_token(&old.config);
+    double flops_mc = F * spent.positions;   // CSV flops are printed %.0f: within 1 of the sum
+    check(aux_a > 0 && aux_b == aux_a + spent.tokens && fabs(flops_b - (flops_a + flops_mc)) <= 1.0 &&
+          csv_field(b.csv_path, 1, 23) == csv_field(b.csv_path, 1, 19) + aux_b,
+          "select: dynamic + mc-prm: gen_tokens_aux and FLOPs = the dropped groups' + the continuations'",
+          "aux %.0f = %.0f + %ld; flops %.0f vs %.0f + F x %ld", aux_b, aux_a, spent.tokens, flops_b, flops_a,
+          spent.positions);
+    free_mcprm(&mc);
+    // ppo: the critic's V_old and GAE's advantages are the final batch's (a fresh critic from the
+    // SFT trunk, the same seed, on that batch: bit for bit); its FLOPs are GRPO's plus
+    // F_critic·(R + 3·μ·R) and it generates nothing (the dropped groups' tokens only)
+    static SelectStepRun c;
+    char dir_c[300];
+    snprintf(dir_c, sizeof dir_c, "%s/select_dyn_ppo", TMPDIR_);
+    select_step_run(&c, sft, OBJ_PPO, dir_c);
+    int same_ppo_batch = c.g.N == a.g.N && c.g.prompt_idx[0] == a.g.prompt_idx[0] &&
+                         c.g.prompt_idx[1] == a.g.prompt_idx[1];
+    for (int i = 0; i < a.g.N && same_ppo_batch; i++)
+        same_ppo_batch &= c.g.clen[i] == a.g.clen[i] &&
+                          !memcmp(a.g.comp_row[i], c.g.comp_row[i], (size_t)a.g.clen[i] * sizeof(int));
+    Critic fresh;
+    build_critic(&fresh, &old, c.g.N, c.g.N, 20, c.critic.cfg, (uint64_t)c.o.seed);
+    CriticStats fresh_stats;
+    ppo_advantages(&fresh, &c.g, &c.run.cfg, &fresh_stats);
+    int same_values = same_ppo_batch;
+    for (int i = 0; i < c.g.N && same_values; i++) {
+        size_t row = (size_t)i * 20, n = (size_t)c.g.clen[i] * sizeof(float);
+        same_values &= !memcmp(c.critic.value_old + row, fresh.value_old + row, n) &&
+                       !memcmp(c.critic.adv + row, fresh.adv + row, n);
+    }
+    long R = 0;
+    for (int i = 0; i < c.g.N; i++) R += c.g.plen[i] + c.g.clen[i] - 1;
+    double flops_c = csv_field(c.csv_path, 1, 22), aux_c = csv_field(c.csv_path, 1, 20);
+    double flops_critic = critic_flops_per_token(&old.config) * 4.0 * R;   // μ = 1: (R + 3·μ·R)
+    check(same_values && aux_c == aux_a && fabs(flops_c - (flops_a + flops_critic)) <= 1.0 &&
+          csv_field(c.csv_path, 1, 32) == sampled,
+          "select: dynamic + ppo: the critic's V_old, A_t are the final batch's; FLOPs GRPO's + F_critic·4R",
+          "batch %d; aux %.0f vs %.0f; flops %.0f vs %.0f + %.0f", same_ppo_batch, aux_c, aux_a, flops_c,
+          flops_a, flops_critic);
+    free_critic(&fresh);
+    free_gpt(&old);
+    free_select_step_run(&a);
+    free_select_step_run(&b);
+    free_select_step_run(&c);
+}
+
+/* Usage errors of the selection options (train, before anything is loaded, and once the
+   training set is known), and compare: a method's --prompt-select passes through to its runs'
+   command line and configuration, and a bad value is refused before anything runs. */
+static void test_select_usage(void) {
+    static CmdCall calls[] = {
+        {cmd_train, "--prompt-select mopps --select-target 1.5"},
+        {cmd_train, "--prompt-select best"},
+        {cmd_train, "--prompt-select mopps --select-candidates 7"},
+        {cmd_train, "--prompt-select mopps --select-decay 0"},
+        {cmd_train, "--prompt-select mopps --select-decay 1.5"},
+        {cmd_train, "--select-target 0.3"},
+        {cmd_train, "--prompt-select dynamic --select-candidates 64"},
+        {cmd_train, "--prompt-select mopps --dynamic-max-rounds 4"},
+        {cmd_train, "--prompt-select dynamic --dynamic-max-rounds 16"},
+    };
+    const char *needles[] = {"--select-target: '1.5' is out of range [0, 1]",
+                             "--prompt-select: 'best'",
+                             "--select-candidates 7: MoPPS keeps --prompts-per-step 8",
+                             "--select-decay 0: ",
+                             "--select-decay: '1.5' is out of range",
+                             "--select-target 0.3 applies to --prompt-select mopps only, and this run has "
+                             "--prompt-select uniform",
+                             "--select-candidates 64 applies to --prompt-select mopps only, and this run has "
+                             "--prompt-select dynamic",
+                             "--dynamic-max-rounds 4 applies to --prompt-select dynamic only, and this run "
+                             "has --prompt-select mopps",
+                             "--dynamic-max-rounds: '16' is out of range [1, 15]"};
+    const char *names[] = {"select: usage: τ outside [0, 1]", "select: usage: an unknown selector",
+                           "select: usage: M < prompts-per-step", "select: usage: d = 0 (must be in (0, 1])",
+                           "select: usage: d > 1", "select: usage: τ without mopps",
+                           "select: usage: M with dynamic", "select: usage: the round cap without dynamic",
+                           "select: usage: more than 15 refill rounds"};
+    for (int i = 0; i < (int)(sizeof calls / sizeof calls[0]); i++)
+        expect_exit(names[i], cmd_call_fn, &calls[i], 2, needles[i]);
+    char init[300];
+    save_tiny_init(init, sizeof init, "select_usage_init.bin", 32);
+    static char args[1024];
+    snprintf(args, sizeof args, "--init %s --train-data tests/fixtures/val_small.txt --prompt-select mopps "
+             "--select-candidates 21 --prompts-per-step 2 --max-new-tokens 8 "
+             "--run-dir /tmp/grpo_test/select_u", init);
+    static CmdCall big = {cmd_train, args};
+    expect_exit("select: usage: M larger than the training set", cmd_call_fn, &big, 2,
+                "--select-candidates 21: --train-data tests/fixtures/val_small.txt holds 20 prompts");
+    // compare: the method's options reach its runs, checked before the first run
+    static Method ms[CMP_MAX_METHODS];
+    char err[512] = "";
+    const char *spec = "grpo,grpo+mopps:--objective=grpo:--prompt-select=mopps:--select-decay=0.9";
+    int n = parse_methods(spec, ms, CMP_MAX_METHODS, err, sizeof err);
+    Options o;
+    default_options(&o);
+    train_defaults(&o);
+    ArgList al;
+    method_args(&al, &o, &ms[1], 1, "/tmp/x", "/tmp/sft.bin");
+    char *text = NULL;
+    size_t len = 0;
+    FILE *mem = open_memstream(&text, &len);
+    int threads = num_threads();
+    resolved_config(mem, &al, 1);   // parses --threads 1: this process's thread count is put back
+#ifdef _OPENMP
+    omp_set_num_threads(threads);
+#endif
+    fclose(mem);
+    const char *dir = "grpo+mopps+objective=grpo+prompt-select=mopps+select-decay=0.9";
+    check(n == 2 && strstr(text, " prompt-select=mopps ") && strstr(text, " select-decay=0.9 ") &&
+          strstr(text, " objective=grpo ") && !strcmp(ms[1].dir, dir),
+          "select: compare passes a method's --prompt-select to its runs (resolved config)", "%d methods %s",
+          n, err);
+    free(text);
+    static char bad_method[512];
+    snprintf(bad_method, sizeof bad_method, "%s compare --quick --study %s/select_study --methods "
+             "grpo,m:--prompt-select=mopps:--select-decay=0", grpo_bin(), TMPDIR_);
+    static char cout[8192];
+    int code = run_binary(bad_method, cout, sizeof cout);
+    struct stat sb;
+    char runs[400];
+    snprintf(runs, sizeof runs, "%s/select_study/sft", TMPDIR_);
+    check(code == 2 && strstr(cout, "--select-decay 0: the posterior decay must be in (0, 1]") &&
+          stat(runs, &sb) != 0,
+          "select: compare refuses a method's bad --select-decay before anything runs", "exit %d: %s", code,
+          line_with(cout, "usage error"));
+}
+
+// ----------------------------------------------------------------------------
 
 // the vector instructions and FMA this build may use (float32 results depend on them)
 static const char *build_isa(void) {
@@ -5456,6 +6256,10 @@ int main(int argc, char **argv) {
     if (want("critic", only)) { test_critic_vs_pytorch(); test_critic_step(); test_tree_ppo(); }
     if (want("ppo", only)) { test_ppo_usage(); test_ppo_train(); test_ppo_budget(); }
     if (want("methods", only)) { test_objectives_tree_layout(); test_tree_four_methods(); }
+    if (want("select", only)) { test_beta_sampler(); test_mopps_select(); test_mopps_update(); }
+    if (want("select", only)) test_dynamic_filter();
+    if (want("select", only)) { test_spearman(); test_select_runs(); test_select_usage(); }
+    if (want("select", only)) test_select_dynamic_objectives();
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
