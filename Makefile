@@ -1,6 +1,6 @@
 # grpo.c: build, test, run. `make` builds ./grpo (CPU, OpenMP when the compiler has it).
 CC      ?= cc
-CFLAGS  ?= -O3 -march=native -Wall -Wextra -Wno-unused-function
+CFLAGS  ?= -O3 -march=native -fno-math-errno -Wall -Wextra -Wno-unused-function
 LDLIBS  := -lm
 NVCC    ?= nvcc
 # OpenMP is used when the compiler accepts -fopenmp; the program is also correct without it.

@@ -5043,9 +5043,10 @@ static const OptSpec OPTIONS[] = {
      "updates μ per sampled batch (π_old frozen at sampling)"},
     {"micro-batch", OPT_INT, OFF(micro_batch), 0, 4096, NULL, CMD_TRAIN | CMD_TREE,
      "sequences per forward/backward (0: whole step); changes no gradient"},
-    {"update-layout", OPT_ENUM, OFF(update_layout), 0, 0, UPDATE_LAYOUT_NAMES, CMD_TRAIN | CMD_TREE,
-     "the update's batch: padded, or tree (each micro-batch packed as its prefix tree, shared prefixes "
-     "computed once; same loss and gradient up to float rounding; CPU build only)"},
+    {"update-layout", OPT_ENUM, OFF(update_layout), 0, 0, UPDATE_LAYOUT_NAMES, CMD_SFT | CMD_TRAIN | CMD_TREE,
+     "the training batch: tree (default on the CPU: each micro-batch packed as its prefix tree, shared "
+     "prefixes computed once, no padding) or padded (the CUDA build's only layout); same loss and "
+     "gradient up to float rounding"},
     {"mask-truncated", OPT_INT, OFF(mask_truncated), 0, 1, NULL, CMD_TRAIN | CMD_CHECK,
      "1: completions cut at max-new-tokens without <eos> (check: truncated=1) get no loss, no normaliser"},
     {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_TREE, "seeds per cell of the grid (paper: 5)"},
@@ -5132,6 +5133,11 @@ static void default_options(Options *o) {
     o->format_reward = 0.0f;
     o->mc_k = 4;
     o->mc_whiten = 1;
+#ifdef GRPO_CUDA
+    o->update_layout = LAYOUT_PADDED;   // the tree-packed update runs on the CPU only
+#else
+    o->update_layout = LAYOUT_TREE;     // padded and tree give the same loss and gradient up to rounding
+#endif
     o->gae_gamma = 1.0f;
     o->gae_lambda = 1.0f;
     o->critic_lr = 0.0f;
@@ -5335,11 +5341,9 @@ static unsigned selectors_run(const Options *o, unsigned mask) {
    --objective list when it is empty. The start-up line and the run record leave such an
    option out, so a GRPO or λ-GRPO run with uniform prompts prints and records exactly what it
    did before MC-PRM, PPO and prompt selection existed (and a study pre-registered then keeps
-   its hash). Likewise --update-layout at padded (the banner names it only when it is tree):
-   the layout changes no result beyond float rounding. A command that trains no objective
+   its hash). A command that trains no objective
    (sample: V̂ from --mc-k continuations) has all its options in force. */
 static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
-    if (!strcmp(s->name, "update-layout")) return o->update_layout != LAYOUT_PADDED;
     if (mask & CMD_TREE && !strcmp(s->name, "objective")) return o->tree_objectives[0] != 0;
     if (!(mask & (CMD_TRAIN | CMD_TREE | CMD_CHECK))) return 1;
     return (option_objectives(s) & objectives_run(o, mask)) && (option_selectors(s) & selectors_run(o, mask));
@@ -6462,6 +6466,51 @@ static float dataset_loss(GPT *m, const Dataset *d, int batch, int limit, int *i
     return count ? (float)(sum / count) : 0.0f;
 }
 
+/* sft_loss_padded: the SFT loss of a padded batch (make_batch: inputs, targets (B, T)), the mean
+   −log p of its completion tokens and <eos> (prompt tokens masked: targets −1), by a forward
+   pass; fills dlogp (B·T) = ∂loss/∂logp (−1/count at each target, 0 elsewhere) for
+   gpt_logprob_backward. logp: (B·T) scratch. */
+static double sft_loss_padded(GPT *m, const int *inputs, const int *targets, float *logp, float *dlogp, int B,
+                              int T) {
+    gpt_forward(m, inputs, B, T);
+    gpt_logprob_forward(m, logp, targets, B * T, 1.0f, NULL);
+    int count = 0;
+    double loss = 0.0;
+    for (int i = 0; i < B * T; i++)
+        if (targets[i] >= 0) {
+            count++;
+            loss -= logp[i];
+        }
+    loss /= count;
+    for (int i = 0; i < B * T; i++) dlogp[i] = targets[i] >= 0 ? -1.0f / count : 0.0f;
+    return loss;
+}
+
+/* sft_loss_tree: sft_loss_padded on the batch packed as its prefix trie (pack_batch into pk;
+   --update-layout tree): each distinct prefix computed once, no padding rows. Every log-prob is
+   the padded batch's bit for bit and is summed in the same order (sequence by sequence, token
+   by token), so the loss is the same number; fills pk->edge_dlogp = Σ of −1/count over the
+   completion tokens that are the edge (a duplicate example's tokens add up), for
+   tree_logprob_backward. Returns the loss. */
+static double sft_loss_tree(GPT *m, TreePack *pk, int B, const int *const *prompt, const int *plen,
+                            const int *const *comp, const int *clen) {
+    pack_batch(pk, B, prompt, plen, comp, clen);
+    gpt_forward_tree(m, pk);
+    tree_logprob_forward(pk->edge_logp, m->acts.probs, m->acts.logits, pk, m->config.vocab_size, 1.0f, NULL);
+    int count = 0;
+    double loss = 0.0;
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < clen[b]; j++) {
+            count++;
+            loss -= pk->edge_logp[pk->edge_of[(size_t)b * pk->max_new + j]];
+        }
+    loss /= count;
+    memset(pk->edge_dlogp, 0, (size_t)pk->edges * sizeof(float));
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < clen[b]; j++) pk->edge_dlogp[pk->edge_of[(size_t)b * pk->max_new + j]] += -1.0f / count;
+    return loss;
+}
+
 // sft's defaults where they differ from default_options (compare reads them for its prereg)
 static void sft_defaults(Options *o) {
     o->steps = 3000;
@@ -6481,6 +6530,11 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     int first = parse_options(argc, argv, CMD_SFT, o, "sft", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " sft'", argv[first]);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
+#ifdef GRPO_CUDA
+    if (o->update_layout == LAYOUT_TREE)
+        usage_error("--update-layout tree: the tree-packed batch runs on the CPU only (./grpo); "
+                    "the CUDA build trains with --update-layout padded");
+#endif
     check_weight_decay(o);
     print_options(stdout, o, CMD_SFT);
     GPT model;
@@ -6526,6 +6580,8 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     float *dlogp = (float *)mallocCheck((size_t)B * maxT * sizeof(float));
     const int *pp[4096], *cp[4096];
     int plen[4096], clen[4096];
+    TreePack pack;   // --update-layout tree: the batch as its prefix trie
+    build_tree_pack(&pack, o->update_layout == LAYOUT_TREE ? B : 0, maxT, maxT);
     double t_start = wall_seconds();
     char last_good[1100] = "";
     if (o->resume[0]) snprintf(last_good, sizeof last_good, "%s", o->resume);
@@ -6538,22 +6594,20 @@ static int cmd_sft(int argc, char **argv, Options *o) {
             plen[b] = train.prompt_len[i];
             clen[b] = train.completion_len[i];
         }
-        int T = make_batch(inputs, targets, B, pp, plen, cp, clen);
-        gpt_forward(&model, inputs, B, T);
-        gpt_logprob_forward(&model, logp, targets, B * T, 1.0f, NULL);
-        int count = 0;
-        double loss = 0.0;
-        for (int i = 0; i < B * T; i++)
-            if (targets[i] >= 0) {
-                count++;
-                loss -= logp[i];
-            }
-        loss /= count;
-        for (int i = 0; i < B * T; i++) dlogp[i] = targets[i] >= 0 ? -1.0f / count : 0.0f;
+        int T = make_batch(inputs, targets, B, pp, plen, cp, clen);   // T: the padded length, for tok/s
+        double loss = o->update_layout == LAYOUT_TREE
+                          ? sft_loss_tree(&model, &pack, B, pp, plen, cp, clen)
+                          : sft_loss_padded(&model, inputs, targets, logp, dlogp, B, T);
         if (!isfinite(loss)) stop_on_nan("the loss", st.step + 1, (float)loss, last_good);
         gpt_zero_grad(&model);
-        gpt_logprob_backward(&model, targets, dlogp, B * T, 1.0f);
-        gpt_backward(&model, inputs);
+        if (o->update_layout == LAYOUT_TREE) {
+            tree_logprob_backward(model.grads_acts.logits, model.acts.probs, &pack, pack.edge_dlogp, VOCAB_SIZE,
+                                  1.0f);
+            gpt_backward_tree(&model, &pack);
+        } else {
+            gpt_logprob_backward(&model, targets, dlogp, B * T, 1.0f);
+            gpt_backward(&model, inputs);
+        }
         float norm = clip_grad_norm(&model, opt.grad_clip);
         if (!isfinite(norm)) stop_on_nan("the gradient norm", st.step + 1, norm, last_good);
         float lr = lr_at(&opt, st.step);
@@ -6584,6 +6638,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     free(targets);
     free(logp);
     free(dlogp);
+    free_tree_pack(&pack);
     free_dataset(&train);
     free_dataset(&val);
     free_gpt(&model);

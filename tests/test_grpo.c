@@ -3081,6 +3081,87 @@ static void free_loss_run(LossRun *r) {
    parameters then move (noise of 0.05: ratios far from 1, some clipped) and iteration 1 runs on
    both. Compared: the loss, every parameter gradient, and per completion token logp, π_old, π_ref,
    ratio, k3 and the clipped flags. One check per configuration. */
+/* SFT's tree-packed batch (sft_loss_tree, --update-layout tree) against the padded one
+   (sft_loss_padded) on random demonstration batches shaped like countdown's: prompts over a few
+   characters (so that the first tokens are shared by many), an example drawn twice (a duplicate
+   whose tokens add up at every row), one completion a prefix of another's, and a one-token
+   completion. The loss sums the same log-probs in the same order (equal bit for bit by
+   construction; TOL_FWD allows another order); the gradient sums a shared row's terms before
+   the backward instead of after it: TOL_BWD of each tensor's max, as the update's test. */
+static void test_sft_tree_vs_padded(void) {
+    Rng rng;
+    rng_seed(&rng, 83, 1);
+    const char alphabet[4] = {'1', '2', '+', '>'};
+    int B = 12, maxT = 32, failed = 0;
+    long rows = 0, positions = 0;
+    double worst[2] = {0, 0};
+    for (int trial = 0; trial < 40; trial++) {
+        int prompt[12][32], comp[12][32], plen[12], clen[12];
+        const int *pp[12], *cp[12];
+        for (int b = 0; b < B; b++) {
+            int src = b == 5 ? 2 : b;   // example 5 repeats example 2
+            if (src != b) {
+                memcpy(prompt[b], prompt[src], sizeof prompt[b]);
+                memcpy(comp[b], comp[src], sizeof comp[b]);
+                plen[b] = plen[src];
+                clen[b] = clen[src];
+            } else {
+                plen[b] = 2 + rng_int(&rng, 6);
+                prompt[b][0] = TOK_BOS;
+                for (int t = 1; t < plen[b]; t++) prompt[b][t] = char_to_token(alphabet[rng_int(&rng, 2)]);
+                clen[b] = b == 7 ? 1 : 2 + rng_int(&rng, 12);
+                for (int j = 0; j < clen[b] - 1; j++) comp[b][j] = char_to_token(alphabet[rng_int(&rng, 4)]);
+                comp[b][clen[b] - 1] = TOK_EOS;
+            }
+            if (b == 9) {   // example 9's completion is a prefix of example 8's, then <eos>
+                memcpy(prompt[b], prompt[8], sizeof prompt[b]);
+                plen[b] = plen[8];
+                clen[b] = 1 + clen[8] / 2;
+                memcpy(comp[b], comp[8], sizeof comp[b]);
+                comp[b][clen[b] - 1] = TOK_EOS;
+            }
+            pp[b] = prompt[b];
+            cp[b] = comp[b];
+            positions += plen[b] + clen[b] - 1;
+        }
+        GPT m = test_model(B, 600 + trial);
+        int *inputs = (int *)mallocCheck((size_t)B * maxT * sizeof(int));
+        int *targets = (int *)mallocCheck((size_t)B * maxT * sizeof(int));
+        float *logp = (float *)mallocCheck((size_t)B * maxT * sizeof(float));
+        float *dlogp = (float *)mallocCheck((size_t)B * maxT * sizeof(float));
+        float *grads = (float *)mallocCheck(m.num_parameters * sizeof(float));
+        int T = make_batch(inputs, targets, B, pp, plen, cp, clen);
+        float lp = (float)sft_loss_padded(&m, inputs, targets, logp, dlogp, B, T);
+        gpt_zero_grad(&m);
+        gpt_logprob_backward(&m, targets, dlogp, B * T, 1.0f);
+        gpt_backward(&m, inputs);
+        memcpy(grads, m.grads_memory, m.num_parameters * sizeof(float));
+        TreePack pk;
+        build_tree_pack(&pk, B, maxT, maxT);
+        float lt = (float)sft_loss_tree(&m, &pk, B, pp, plen, cp, clen);
+        rows += pk.rows;
+        gpt_zero_grad(&m);
+        tree_logprob_backward(m.grads_acts.logits, m.acts.probs, &pk, pk.edge_dlogp, VOCAB_SIZE, 1.0f);
+        gpt_backward_tree(&m, &pk);
+        double e[2] = {rel_err(&lt, &lp, 1, 1.0f), param_rel_err(&m, m.grads_memory, grads)};
+        for (int q = 0; q < 2; q++) worst[q] = fmax(worst[q], e[q]);
+        if (!(e[0] <= TOL_FWD) || !(e[1] <= TOL_BWD)) {
+            if (failed++ < 3) printf("      trial %d: loss error %.2e, gradient error %.2e\n", trial, e[0], e[1]);
+        }
+        free_tree_pack(&pk);
+        free(inputs);
+        free(targets);
+        free(logp);
+        free(dlogp);
+        free(grads);
+        free_gpt(&m);
+    }
+    check(failed == 0, "sft --update-layout tree == padded: loss and every gradient",
+          "40 batches of 12 (duplicate, prefix, 1-token completion), %ld positions in %ld rows; worst loss %.2e "
+          "(tolerance %.0e), gradient %.2e of each tensor's max (tolerance %.0e)", positions, rows, worst[0],
+          (double)TOL_FWD, worst[1], (double)TOL_BWD);
+}
+
 static void test_tree_update_vs_padded(void) {
     Rng rng;
     rng_seed(&rng, 79, 1);
@@ -4051,8 +4132,10 @@ static void test_tree_update_token_adv(void) {
 
 /* --update-layout tree end to end (./grpo train, tiny model): the same seed gives a bit-identical
    model, on 1 thread and on 3; a resume from the step-2 checkpoint continues bit for bit; the
-   banner names the layout only when it is tree (at the default it reads as before the option);
-   ./grpo tree takes it too. */
+   banner names the layout (tree by default on the CPU build); ./grpo tree takes it too. And
+   ./grpo sft, whose default is tree as well: its first loss is padded's to the last printed
+   digit (the same log-probs summed in the same order), a 1-thread and a 3-thread run give the
+   same model, bit for bit. */
 static void test_tree_layout_train(void) {
     char init[300], common[1024], pa[300], pb[300];
     save_tiny_init(init, sizeof init, "treepack_init.bin", 23);
@@ -4082,8 +4165,33 @@ static void test_tree_layout_train(void) {
     snprintf(cmd, sizeof cmd, "%s train %s --steps 1 --run-dir %s/treepack_padded", grpo_bin(), common,
              TMPDIR_);
     int code = run_binary(cmd, out, sizeof out);
-    check(code == 0 && strstr(out, "# config:") && !strstr(out, "update-layout"),
-          "train: at the default layout the banner does not name it", "exit %d", code);
+    check(code == 0 && strstr(out, " update-layout=tree"), "train: the default layout is tree, and the banner "
+          "names it", "exit %d", code);
+    const char *sft_dirs[3] = {"treepack_sft1", "treepack_sft3", "treepack_sftp"};
+    const char *sft_extra[3] = {"--threads 1", "--threads 3", "--threads 1 --update-layout padded"};
+    char first_loss[3][32] = {"", "", ""};
+    int sft_rc[3];
+    for (int r = 0; r < 3; r++) {
+        snprintf(cmd, sizeof cmd, "%s sft --layers 1 --heads 2 --channels 16 --context 40 --batch-size 8 "
+                 "--steps 6 --eval-every 0 %s --run-dir %s/%s", grpo_bin(), sft_extra[r], TMPDIR_, sft_dirs[r]);
+        sft_rc[r] = run_binary(cmd, out, sizeof out);
+        if (r == 0)
+            check(sft_rc[0] == 0 && strstr(out, " update-layout=tree"), "sft: the default layout is tree, "
+                  "and the banner names it", "exit %d", sft_rc[0]);
+        char csv[400];
+        snprintf(csv, sizeof csv, "%s/%s/sft.csv", TMPDIR_, sft_dirs[r]);
+        size_t n = 0;
+        char *text = sft_rc[r] == 0 ? (char *)read_all(csv, &n) : NULL;
+        char *row = text ? memchr(text, '\n', n) : NULL;   // the header, then step 1's row
+        if (row) sscanf(row + 1, "%*[^,],%31[^,]", first_loss[r]);
+        free(text);
+    }
+    snprintf(pa, sizeof pa, "%s/treepack_sft1/model.bin", TMPDIR_);
+    snprintf(pb, sizeof pb, "%s/treepack_sft3/model.bin", TMPDIR_);
+    check(sft_rc[0] == 0 && sft_rc[1] == 0 && files_equal(pa, pb),
+          "sft --update-layout tree: 1 or 3 threads: bit-identical", "exit %d, %d", sft_rc[0], sft_rc[1]);
+    check(sft_rc[2] == 0 && first_loss[0][0] && !strcmp(first_loss[0], first_loss[2]),
+          "sft: step 1's loss, tree == padded", "tree %s, padded %s", first_loss[0], first_loss[2]);
     snprintf(cmd, sizeof cmd, "%s tree --steps 3 --seeds 1 --update-layout tree --run-dir %s/treepack_tree",
              grpo_bin(), TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
@@ -6231,6 +6339,7 @@ int main(int argc, char **argv) {
     if (want("treepack", only)) test_pack_brute_force();
     if (want("treepack", only)) test_tree_attention();
     if (want("treepack", only)) test_tree_update_vs_padded();
+    if (want("treepack", only)) test_sft_tree_vs_padded();
     if (want("treepack", only)) test_tree_update_token_adv();
     if (want("train", only)) test_tree_layout_train();
     if (want("treetask", only)) test_tree_task();
