@@ -184,10 +184,13 @@ static int same_file(const char *a, const char *b) {
 #endif
 
 // Usage error: names the option and what was expected, exit status 2.
+static const char *usage_context = NULL;   // where the options came from, when not the command line
+
 static void usage_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
     fprintf(stderr, "usage error: ");
+    if (usage_context) fprintf(stderr, "%s: ", usage_context);
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n  (run '" PROG " --help' or '" PROG " <command> --help')\n");
     va_end(ap);
@@ -7241,20 +7244,24 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
 
 /* tree_methods: the objectives of tree's grid: GRPO and λ-GRPO (the paper's), then each other
    objective that --objective (comma-separated) names, in OBJECTIVE_NAMES order. A name that is
-   no objective, or an empty one, is a usage error. Returns their number. */
+   no objective, an empty one, or one named twice is a usage error. Returns their number. */
 static int tree_methods(const Options *o, int *methods) {
     const char *list = o->tree_objectives;
     size_t total = strlen(list);
+    unsigned seen = 0;
     for (size_t at = 0; total > 0 && at <= total; ) {   // each name, up to the next comma or the end
         const char *name = list + at;
         size_t len = strcspn(name, ",");
-        int known = 0;
+        int known = -1;
         for (int k = 0; OBJECTIVE_NAMES[k]; k++)
-            known |= strlen(OBJECTIVE_NAMES[k]) == len && !strncmp(name, OBJECTIVE_NAMES[k], len);
+            if (strlen(OBJECTIVE_NAMES[k]) == len && !strncmp(name, OBJECTIVE_NAMES[k], len)) known = k;
         if (len == 0) usage_error("--objective '%s': an empty name (two commas, or one at an end)", list);
-        if (!known)
+        if (known < 0)
             usage_error("--objective '%s': '%.*s' is not an objective (grpo, lambda-grpo, mc-prm, ppo; "
                         "comma-separated)", list, (int)len, name);
+        if (seen & 1u << known)
+            usage_error("--objective '%s': '%.*s' is named twice (each objective runs once)", list, (int)len, name);
+        seen |= 1u << known;
         at += len + 1;
     }
     int M = 0;
@@ -9068,8 +9075,10 @@ static PairedDiff last_point_diff(const CmpReport *R, int axis, int mi) {
 static void print_verdict(FILE *f, int h, const char *what, const Method *m, int mi, int ref, PairedDiff p) {
     char diff[64];
     format_ci(&p.d, 1, diff, sizeof diff);
-    fprintf(f, "  H%d %s vs %s, %s: %s (%d/%d seeds): ", h, m[mi].label, m[ref].label, what, diff, p.favour_a,
-            p.favour_b);
+    char ties[32] = "";   // seeds with the same value under both (neither favoured)
+    if (p.ties) snprintf(ties, sizeof ties, ", %d tied", p.ties);
+    fprintf(f, "  H%d %s vs %s, %s: %s (%d/%d seeds%s): ", h, m[mi].label, m[ref].label, what, diff, p.favour_a,
+            p.favour_b, ties);
     if (isnan(p.d.half)) fprintf(f, "not testable (fewer than 2 seeds)\n");
     else if (p.d.mean - p.d.half > 0 || p.d.mean + p.d.half < 0)
         fprintf(f, "supported: the 95%% CI excludes 0, favouring %s\n",
@@ -9087,7 +9096,7 @@ static void print_report(const CmpReport *R, FILE *curves) {
     for (int i = 0; i < R->nm; i++) wl = (int)fmax(wl, strlen(R->m[i].label) + 2);
     fprintf(f, "\n== results: %d methods x %d seeds; the ± are half-widths of 95%% t intervals over seeds;\n"
                "   'Δ vs %s' is the paired difference on the same seeds, then the seeds favouring each\n"
-               "   (the method / %s)\n", R->nm, R->S, R->m[R->ref].label, R->m[R->ref].label);
+               "   (the method / %s; a tied seed favours neither)\n", R->nm, R->S, R->m[R->ref].label, R->m[R->ref].label);
     print_view(R, AX_STEP, curves);
     print_view(R, AX_TOKENS, curves);
     if (R->budget_axis == AX_FLOPS) print_view(R, AX_FLOPS, curves);
@@ -9429,7 +9438,9 @@ static int cmd_compare(int argc, char **argv, Options *o) {
         fprintf(pr, "  sft: %s, made if missing by\n", sft);
         print_command(pr, &args);
         fprintf(pr, "  ");
+        usage_context = "the study's SFT run (--sft-args)";
         resolved_config(pr, &args, 0);
+        usage_context = NULL;
     }
     for (int mi = 0; mi < nm; mi++) {
         char dir[600];
@@ -9439,7 +9450,12 @@ static int cmd_compare(int argc, char **argv, Options *o) {
                 methods[mi].label);
         print_command(pr, &args);
         fprintf(pr, "  ");
+        char context[300];
+        snprintf(context, sizeof context, "--methods: method '%.200s' (--train-args, then its own options)",
+                 methods[mi].label);
+        usage_context = context;
         resolved_config(pr, &args, 1);
+        usage_context = NULL;
     }
     fprintf(pr, "\nhypotheses (two-sided; each is supported when the 95%% t interval of the paired\n"
                 "difference over the seeds excludes 0; no correction for multiple comparisons)\n");

@@ -4755,6 +4755,9 @@ static void test_mc_usage(void) {
         {cmd_train, "--objective mc-prm --mc-k four"}, {cmd_train, "--mc-k 8"},
         {cmd_train, "--objective grpo --mc-whiten 0"}, {cmd_tree, "--mc-k 8"},
         {cmd_tree, "--objective mc-prn"}, {cmd_tree, "--objective mc-prm,"},
+        {cmd_tree, "--objective mc-prm,ppo,mc-prm"},
+        {cmd_compare, "--study /tmp/grpo_test_never --methods grpo,x:--objective=grpo:--prompt-select=mopps:"
+                      "--select-target=3"},
         {cmd_check, "--objective mc-prm tests/fixtures/check/authors_dapo_clip.txt"},
         {cmd_sample, "--mc-k 0"},
     };
@@ -4765,6 +4768,9 @@ static void test_mc_usage(void) {
                              "--mc-k 8 applies to --objective mc-prm only, and tree runs it only with mc-prm in "
                              "its --objective list",
                              "'mc-prn' is not an objective", "an empty name",
+                             "'mc-prm' is named twice",
+                             "--methods: method 'x:--objective=grpo:--prompt-select=mopps:--select-target=3' "
+                             "(--train-args, then its own options): --select-target: '3' is out of range",
                              "--objective mc-prm: check runs a dumped batch without a model",
                              "--mc-k: '0' is out of range"};
     const char *names[] = {"usage: --mc-k 0 is out of range", "usage: --mc-k 2000 is out of range",
@@ -4774,6 +4780,8 @@ static void test_mc_usage(void) {
                            "usage: tree --mc-k without --objective mc-prm is refused",
                            "usage: tree --objective names an unknown objective",
                            "usage: tree --objective with an empty name",
+                           "usage: tree --objective names an objective twice",
+                           "usage: compare: a bad value in --methods names the method",
                            "usage: check refuses --objective mc-prm",
                            "usage: sample --mc-k 0 is out of range"};
     for (int i = 0; i < (int)(sizeof calls / sizeof calls[0]); i++)
