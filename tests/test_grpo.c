@@ -6037,6 +6037,7 @@ static void select_step_run(SelectStepRun *r, const char *init, int objective, c
     o->format_reward = 0.1f;
     o->mc_k = 2;
     o->prompt_select = SELECT_DYNAMIC;
+    o->dynamic_max_rounds = DYNAMIC_MAX_ROUNDS;   // room to refill whatever the tiny SFT model solves
     o->steps = 1;
     o->eval_every = 0;
     int P = o->prompts_per_step, k = o->group_size, N = P * k, T = o->max_new_tokens;
