@@ -5047,9 +5047,9 @@ static const OptSpec OPTIONS[] = {
     {"micro-batch", OPT_INT, OFF(micro_batch), 0, 4096, NULL, CMD_TRAIN | CMD_TREE,
      "sequences per forward/backward (0: whole step); changes no gradient"},
     {"update-layout", OPT_ENUM, OFF(update_layout), 0, 0, UPDATE_LAYOUT_NAMES, CMD_SFT | CMD_TRAIN | CMD_TREE,
-     "the training batch: tree (default on the CPU: each micro-batch packed as its prefix tree, shared "
-     "prefixes computed once, no padding) or padded (the CUDA build's only layout); same loss and "
-     "gradient up to float rounding"},
+     "the training batch: tree (default on the CPU: the batch, or each micro-batch, packed as its "
+     "prefix tree, shared prefixes computed once, no padding) or padded (the CUDA build's only "
+     "layout); same loss and gradient up to float rounding"},
     {"mask-truncated", OPT_INT, OFF(mask_truncated), 0, 1, NULL, CMD_TRAIN | CMD_CHECK,
      "1: completions cut at max-new-tokens without <eos> (check: truncated=1) get no loss, no normaliser"},
     {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_TREE, "seeds per cell of the grid (paper: 5)"},
@@ -6510,7 +6510,8 @@ static double sft_loss_tree(GPT *m, TreePack *pk, int B, const int *const *promp
     loss /= count;
     memset(pk->edge_dlogp, 0, (size_t)pk->edges * sizeof(float));
     for (int b = 0; b < B; b++)
-        for (int j = 0; j < clen[b]; j++) pk->edge_dlogp[pk->edge_of[(size_t)b * pk->max_new + j]] += -1.0f / count;
+        for (int j = 0; j < clen[b]; j++)
+            pk->edge_dlogp[pk->edge_of[(size_t)b * pk->max_new + j]] += -1.0f / count;
     return loss;
 }
 
@@ -6604,8 +6605,8 @@ static int cmd_sft(int argc, char **argv, Options *o) {
         if (!isfinite(loss)) stop_on_nan("the loss", st.step + 1, (float)loss, last_good);
         gpt_zero_grad(&model);
         if (o->update_layout == LAYOUT_TREE) {
-            tree_logprob_backward(model.grads_acts.logits, model.acts.probs, &pack, pack.edge_dlogp, VOCAB_SIZE,
-                                  1.0f);
+            tree_logprob_backward(model.grads_acts.logits, model.acts.probs, &pack, pack.edge_dlogp,
+                                  VOCAB_SIZE, 1.0f);
             gpt_backward_tree(&model, &pack);
         } else {
             gpt_logprob_backward(&model, targets, dlogp, B * T, 1.0f);
@@ -7260,7 +7261,8 @@ static int tree_methods(const Options *o, int *methods) {
             usage_error("--objective '%s': '%.*s' is not an objective (grpo, lambda-grpo, mc-prm, ppo; "
                         "comma-separated)", list, (int)len, name);
         if (seen & 1u << known)
-            usage_error("--objective '%s': '%.*s' is named twice (each objective runs once)", list, (int)len, name);
+            usage_error("--objective '%s': '%.*s' is named twice (each objective runs once)", list, (int)len,
+                        name);
         seen |= 1u << known;
         at += len + 1;
     }
@@ -9077,8 +9079,8 @@ static void print_verdict(FILE *f, int h, const char *what, const Method *m, int
     format_ci(&p.d, 1, diff, sizeof diff);
     char ties[32] = "";   // seeds with the same value under both (neither favoured)
     if (p.ties) snprintf(ties, sizeof ties, ", %d tied", p.ties);
-    fprintf(f, "  H%d %s vs %s, %s: %s (%d/%d seeds%s): ", h, m[mi].label, m[ref].label, what, diff, p.favour_a,
-            p.favour_b, ties);
+    fprintf(f, "  H%d %s vs %s, %s: %s (%d/%d seeds%s): ", h, m[mi].label, m[ref].label, what, diff,
+            p.favour_a, p.favour_b, ties);
     if (isnan(p.d.half)) fprintf(f, "not testable (fewer than 2 seeds)\n");
     else if (p.d.mean - p.d.half > 0 || p.d.mean + p.d.half < 0)
         fprintf(f, "supported: the 95%% CI excludes 0, favouring %s\n",
@@ -9096,7 +9098,8 @@ static void print_report(const CmpReport *R, FILE *curves) {
     for (int i = 0; i < R->nm; i++) wl = (int)fmax(wl, strlen(R->m[i].label) + 2);
     fprintf(f, "\n== results: %d methods x %d seeds; the ± are half-widths of 95%% t intervals over seeds;\n"
                "   'Δ vs %s' is the paired difference on the same seeds, then the seeds favouring each\n"
-               "   (the method / %s; a tied seed favours neither)\n", R->nm, R->S, R->m[R->ref].label, R->m[R->ref].label);
+               "   (the method / %s; a tied seed favours neither)\n", R->nm, R->S, R->m[R->ref].label,
+               R->m[R->ref].label);
     print_view(R, AX_STEP, curves);
     print_view(R, AX_TOKENS, curves);
     if (R->budget_axis == AX_FLOPS) print_view(R, AX_FLOPS, curves);
