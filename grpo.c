@@ -4964,7 +4964,7 @@ static const OptSpec OPTIONS[] = {
     {"init", OPT_STR, OFF(init), 0, 0, NULL, CMD_TRAIN,
      "SFT checkpoint to start from; also the reference policy π_ref"},
     {"resume", OPT_STR, OFF(resume), 0, 0, NULL, CMD_SFT | CMD_TRAIN,
-     "checkpoint with optimizer state to continue from (bit-identical)"},
+     "checkpoint with optimizer state to continue from (bit-identical with the same --update-layout)"},
     {"model", OPT_STR, OFF(model), 0, 0, NULL, CMD_EVAL | CMD_SAMPLE, "checkpoint to load"},
     {"layers", OPT_INT, OFF(layers), 1, 64, NULL, CMD_SFT | CMD_BENCH | CMD_TREE, "transformer blocks L"},
     {"heads", OPT_INT, OFF(heads), 1, 64, NULL, CMD_SFT | CMD_BENCH | CMD_TREE,
