@@ -1122,24 +1122,25 @@ static int run_binary_fsize(const char *cmdline, long limit, char *out, size_t c
     return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
 }
 
-// the first line of s that contains needle, for a check's message (static buffer)
-static const char *line_with(const char *s, const char *needle) {
-    static char buf[256];
+// the first line of s that contains needle, into buf (n bytes, cut to fit); "(not found)" if none
+static const char *line_into(char *buf, size_t n, const char *s, const char *needle) {
     const char *at = strstr(s, needle);
     if (!at) return "(not found)";
     while (at > s && at[-1] != '\n') at--;
-    snprintf(buf, sizeof buf, "%.*s", (int)strcspn(at, "\n"), at);
+    snprintf(buf, n, "%.*s", (int)strcspn(at, "\n"), at);
     return buf;
+}
+
+// the first line of s that contains needle, for a check's message (static buffer, 255 characters)
+static const char *line_with(const char *s, const char *needle) {
+    static char buf[256];
+    return line_into(buf, sizeof buf, s, needle);
 }
 
 // The whole line of s that holds needle (line_with's, not cut at 255 characters): a banner
 static const char *whole_line_with(const char *s, const char *needle) {
     static char buf[8192];
-    const char *at = strstr(s, needle);
-    if (!at) return "(not found)";
-    while (at > s && at[-1] != '\n') at--;
-    snprintf(buf, sizeof buf, "%.*s", (int)strcspn(at, "\n"), at);
-    return buf;
+    return line_into(buf, sizeof buf, s, needle);
 }
 
 /* Two runs on one --run-dir: the second is refused (exit 1, naming the directory) while the
