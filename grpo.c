@@ -389,9 +389,15 @@ static void decode(const int *tokens, int n, char *out, int cap) {
 // Each helper computes the plain formula stated above it, in an order that keeps the vector
 // units busy; the long why is in the notes file.
 
-// matmul's register tile: MM_R rows x MM_W outputs, 12 of the 16 AVX registers (6 of AVX-512's 32)
+// matmul's register tile: MM_R rows x MM_W outputs, 12 vector registers of sums: two AVX
+// vectors a row (12 of AVX2's 16 registers), or two AVX-512 vectors a row (12 of 32). Each
+// output's sum is the same whatever the tile's shape: only the speed depends on it.
 #define MM_R 6      // rows per register tile
-#define MM_W 16     // outputs per register tile: two AVX vectors, one AVX-512 vector
+#if defined(__AVX512F__)
+#define MM_W 32     // outputs per register tile: two AVX-512 vectors
+#else
+#define MM_W 16     // outputs per register tile: two AVX vectors
+#endif
 #define MM_NB 128   // rows per task in out and dinp
 #define MM_OB 96    // outputs per task in dweight (at most)
 #define MM_IG 8     // column panels per task in dweight
