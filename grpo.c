@@ -742,6 +742,39 @@ static void layernorm_backward(float *dinp, float *dweight, float *dbias, const 
     free(part);
 }
 
+// The packed form of a weight (OC,C) for matmul_forward: ceil(OC/MM_W) panels of (C, MM_W),
+// panel ob = rows ob*MM_W.. of weight transposed, zero past row OC-1. Floats it takes:
+static size_t weight_panels_size(int C, int OC) {
+    return (size_t)((OC + MM_W - 1) / MM_W) * C * MM_W;
+}
+
+// panels (weight_panels_size(C, OC)) = weight (OC,C) packed, one panel per task
+static void pack_weight_panels(float *panels, const float *weight, int C, int OC) {
+    int nob = (OC + MM_W - 1) / MM_W;
+    size_t psize = (size_t)C * MM_W;
+    #pragma omp parallel for
+    for (int ob = 0; ob < nob; ob++)
+        pack_panel_t(panels + ob * psize, weight + (size_t)ob * MM_W * C, C, imin(MM_W, OC - ob * MM_W));
+}
+
+// matmul_forward on a weight packed by pack_weight_panels: out (N,OC) = inp (N,C) @ weight^T
+// + bias (OC, may be NULL). A block of MM_NB rows meets every panel in turn (the rows stay in
+// cache). The sampler packs its weights once per sampling call and decodes on them.
+static void matmul_forward_packed(float *out, const float *inp, const float *panels, const float *bias,
+                                  int N, int C, int OC) {
+    int nob = (OC + MM_W - 1) / MM_W;
+    int nnb = (N + MM_NB - 1) / MM_NB;
+    size_t psize = (size_t)C * MM_W;
+    #pragma omp parallel for collapse(2)
+    for (int nb = 0; nb < nnb; nb++)
+        for (int ob = 0; ob < nob; ob++) {
+            int o0 = ob * MM_W;
+            int nend = imin(N, (nb + 1) * MM_NB);
+            const float *b = bias ? bias + o0 : NULL;
+            mm_rows(out + o0, OC, inp, C, N, nb * MM_NB, nend, panels + ob * psize, C, imin(MM_W, OC - o0), b, 0);
+        }
+}
+
 // matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC) (bias may be NULL).
 // All three products (out, dinp, dweight) run on mm_tile against a "panel": the other
 // operand's block copied into a zero-padded (K, MM_W) array. Each output is summed over C
@@ -750,43 +783,9 @@ static void layernorm_backward(float *dinp, float *dweight, float *dbias, const 
 // are packed once per call, into one buffer of ~OC*C floats, before the row loop.
 static void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                            int N, int C, int OC) {
-    int nob = (OC + MM_W - 1) / MM_W;
-    int nnb = (N + MM_NB - 1) / MM_NB;
-    size_t psize = (size_t)C * MM_W;
-    if (nnb == 1) {   // one block of rows (a decode step): each panel is used once, packed by its task
-        #pragma omp parallel
-        {
-            // one panel per thread, on the heap: C·16 floats reach megabytes at large widths
-            float *panel = (float *)mallocCheck(psize * sizeof(float));
-            #pragma omp for
-            for (int ob = 0; ob < nob; ob++) {
-                int o0 = ob * MM_W;
-                int ow = imin(MM_W, OC - o0);
-                pack_panel_t(panel, weight + (size_t)o0 * C, C, ow);
-                mm_rows(out + o0, OC, inp, C, N, 0, N, panel, C, ow, bias ? bias + o0 : NULL, 0);
-            }
-            free(panel);
-        }
-        return;
-    }
-    float *panels = (float *)mallocCheck(nob * psize * sizeof(float));
-    #pragma omp parallel
-    {
-        // panel ob: weight rows ob*16.. transposed, (C, 16)
-        #pragma omp for
-        for (int ob = 0; ob < nob; ob++)
-            pack_panel_t(panels + ob * psize, weight + (size_t)ob * MM_W * C, C, imin(MM_W, OC - ob * MM_W));
-        // a block of rows against every panel in turn: the rows stay in cache
-        #pragma omp for collapse(2)
-        for (int nb = 0; nb < nnb; nb++)
-            for (int ob = 0; ob < nob; ob++) {
-                int o0 = ob * MM_W;
-                int ow = imin(MM_W, OC - o0);
-                int nend = imin(N, (nb + 1) * MM_NB);
-                const float *b = bias ? bias + o0 : NULL;
-                mm_rows(out + o0, OC, inp, C, N, nb * MM_NB, nend, panels + ob * psize, C, ow, b, 0);
-            }
-    }
+    float *panels = (float *)mallocCheck(weight_panels_size(C, OC) * sizeof(float));
+    pack_weight_panels(panels, weight, C, OC);
+    matmul_forward_packed(out, inp, panels, bias, N, C, OC);
     free(panels);
 }
 
@@ -1395,6 +1394,8 @@ typedef struct {
     float *k, *v;
     float *x, *ln, *qkv, *atty, *proj, *fch, *fch_gelu, *logits;
     float *mean, *rstd;       // (B) LayerNorm statistics of the step (not kept)
+    float *panels;            // the weights packed for matmul_forward_packed (decode_panels_size)
+    int packed;               // 1: panels holds the model's current weights (kv_pack_weights)
 #ifdef GRPO_CUDA
     int on_device;            // 1: all of the above but logits (the sampler's copy) on the GPU
     float *dev_logits;        // (B, V) the logits on the GPU
@@ -1744,6 +1745,42 @@ static void gpt_backward_tree(GPT *m, const TreePack *pk) {
 // ----------------------------------------------------------------------------
 // Incremental decoding with a key/value cache: one new token per sequence per call
 
+/* The decode step's weights packed once (matmul's panels; pack_weight_panels): for each layer
+   qkvw, attprojw, fcw, fcprojw, then wte (the LM head). A decode step on them skips the
+   packing that matmul_forward does per call, ~1/B of its work; the sums are the same.
+   decode_panels_size: the floats they take. */
+static size_t decode_panels_size(const GPTConfig *c) {
+    int C = c->channels;
+    return (size_t)c->num_layers * (weight_panels_size(C, 3 * C) + weight_panels_size(C, C) +
+                                    weight_panels_size(C, 4 * C) + weight_panels_size(4 * C, C)) +
+           weight_panels_size(C, c->vocab_size);
+}
+
+// The host's decode steps on kv use the model's weights as they are now (kv->panels), until
+// kv_unpack_weights; the sampler calls both, around one sampling call.
+static void kv_pack_weights(KVCache *kv, const GPT *m) {
+#ifdef GRPO_CUDA
+    if (kv->on_device) return;   // the GPU's matmul is cuBLAS: nothing to pack
+#endif
+    const GPTConfig *c = &m->config;
+    const ParameterTensors *p = &m->params;
+    int C = c->channels;
+    float *dst = kv->panels;
+    for (int l = 0; l < c->num_layers; l++) {
+        const float *w[4] = {p->qkvw + (size_t)l * 3 * C * C, p->attprojw + (size_t)l * C * C,
+                             p->fcw + (size_t)l * 4 * C * C, p->fcprojw + (size_t)l * 4 * C * C};
+        int in[4] = {C, C, C, 4 * C}, out[4] = {3 * C, C, 4 * C, C};
+        for (int i = 0; i < 4; i++) {
+            pack_weight_panels(dst, w[i], in[i], out[i]);
+            dst += weight_panels_size(in[i], out[i]);
+        }
+    }
+    pack_weight_panels(dst, p->wte, C, c->vocab_size);
+    kv->packed = 1;
+}
+
+static void kv_unpack_weights(KVCache *kv) { kv->packed = 0; }
+
 static void build_kvcache(KVCache *kv, const GPTConfig *c, int B) {
     size_t L = c->num_layers, C = c->channels, T = c->max_seq_len, V = c->vocab_size, Tp = (T + 7) / 8 * 8;
 #ifdef GRPO_CUDA
@@ -1783,6 +1820,8 @@ static void build_kvcache(KVCache *kv, const GPTConfig *c, int B) {
     kv->logits = (float *)mallocCheck((size_t)B * V * sizeof(float));
     kv->mean = (float *)mallocCheck((size_t)B * sizeof(float));
     kv->rstd = (float *)mallocCheck((size_t)B * sizeof(float));
+    kv->panels = (float *)mallocCheck(decode_panels_size(c) * sizeof(float));
+    kv->packed = 0;
 }
 
 static void free_kvcache(KVCache *kv) {
@@ -1797,6 +1836,7 @@ static void free_kvcache(KVCache *kv) {
 #endif
     free(kv->k); free(kv->v); free(kv->x); free(kv->ln); free(kv->qkv); free(kv->atty);
     free(kv->proj); free(kv->fch); free(kv->fch_gelu); free(kv->logits); free(kv->mean); free(kv->rstd);
+    free(kv->panels);
 }
 
 // The three steps of a decode step that have no counterpart in the full forward. The cache of
@@ -1845,6 +1885,19 @@ static void attention_decode(float *atty, const float *kt, const float *v, const
         }
 }
 
+// One matmul of a decode step: on the packed weights *panels (then moved past them) when the
+// sampler packed them, else matmul_forward (through LAYER: cuBLAS on the GPU)
+static void decode_matmul(GPT *m, const float **panels, float *out, const float *inp, const float *weight,
+                          const float *bias, int B, int C, int OC) {
+    (void)m;   // LAYER's dispatch needs it in the CUDA build only
+    if (*panels) {
+        matmul_forward_packed(out, inp, *panels, bias, B, C, OC);
+        *panels += weight_panels_size(C, OC);
+    } else {
+        LAYER(m, matmul_forward)(out, inp, weight, bias, B, C, OC);
+    }
+}
+
 /* gpt_decode_step: sequence b (0 <= b < B <= kv->B) consumes token tokens[b] at position
    pos[b] (its keys/values for positions < pos[b] must already be in the cache); writes
    kv->logits (B,V), the logits predicting position pos[b]+1. Same arithmetic as
@@ -1855,6 +1908,7 @@ static void gpt_decode_step(GPT *m, KVCache *kv, const int *tokens, const int *p
     int Tp = (maxT + 7) / 8 * 8;
     ParameterTensors p = m->params;
     float *logits = kv->logits;
+    const float *panels = kv->packed ? kv->panels : NULL;   // NULL: each matmul packs its own
 #ifdef GRPO_CUDA
     if (kv->on_device != m->on_device) fail_at(__FILE__, __LINE__, "model and KV cache on different devices", "");
     if (m->on_device) {   // token ids and positions down (B ints each); the logits come back at the end
@@ -1867,20 +1921,20 @@ static void gpt_decode_step(GPT *m, KVCache *kv, const int *tokens, const int *p
     for (int l = 0; l < L; l++) {
         float *kt = kv->k + (size_t)l * kv->B * C * Tp, *v = kv->v + (size_t)l * kv->B * maxT * C;
         LAYER(m, layernorm_forward)(kv->ln, kv->mean, kv->rstd, kv->x, p.ln1w + l * C, p.ln1b + l * C, B, C);
-        LAYER(m, matmul_forward)(kv->qkv, kv->ln, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, B, C, 3 * C);
+        decode_matmul(m, &panels, kv->qkv, kv->ln, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, B, C, 3 * C);
         LAYER(m, kv_append)(kt, v, kv->qkv, pos, B, C, maxT);
         LAYER(m, attention_decode)(kv->atty, kt, v, kv->qkv, pos, B, C, NH, maxT);
-        LAYER(m, matmul_forward)(kv->proj, kv->atty, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, B, C, C);
+        decode_matmul(m, &panels, kv->proj, kv->atty, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, B, C, C);
         LAYER(m, residual_forward)(kv->x, kv->x, kv->proj, (size_t)B * C);
         LAYER(m, layernorm_forward)(kv->ln, kv->mean, kv->rstd, kv->x, p.ln2w + l * C, p.ln2b + l * C, B, C);
-        LAYER(m, matmul_forward)(kv->fch, kv->ln, p.fcw + (size_t)l * 4 * C * C, p.fcb + l * 4 * C, B, C, 4 * C);
+        decode_matmul(m, &panels, kv->fch, kv->ln, p.fcw + (size_t)l * 4 * C * C, p.fcb + l * 4 * C, B, C, 4 * C);
         LAYER(m, gelu_forward)(kv->fch_gelu, kv->fch, (size_t)B * 4 * C);
-        LAYER(m, matmul_forward)(kv->proj, kv->fch_gelu, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C,
-                                 B, 4 * C, C);
+        decode_matmul(m, &panels, kv->proj, kv->fch_gelu, p.fcprojw + (size_t)l * 4 * C * C, p.fcprojb + l * C,
+                      B, 4 * C, C);
         LAYER(m, residual_forward)(kv->x, kv->x, kv->proj, (size_t)B * C);
     }
     LAYER(m, layernorm_forward)(kv->ln, kv->mean, kv->rstd, kv->x, p.lnfw, p.lnfb, B, C);
-    LAYER(m, matmul_forward)(logits, kv->ln, p.wte, NULL, B, C, V);
+    decode_matmul(m, &panels, logits, kv->ln, p.wte, NULL, B, C, V);
 #ifdef GRPO_CUDA
     if (m->on_device) cuda_memcpy_d2h(kv->logits, logits, (size_t)B * V * sizeof(float));
 #endif
@@ -2611,6 +2665,7 @@ static void sample_completions_budget(GPT *m, KVCache *kv, int B, const int *con
     if (kv->pack) D = shared_prompts(leader, B, prompts, prompt_len);
     for (int b = 0; b < B && !kv->pack; b++) leader[b] = b;
     float *first = (float *)mallocCheck((size_t)D * V * sizeof(float));   // logits after each prompt
+    kv_pack_weights(kv, m);
     // slots 0..D-1: the distinct prompts, longest first, so that the prompts still being fed
     // at any position are slots 0..n-1; then the other rows
     int nslot = 0;
@@ -2680,6 +2735,7 @@ static void sample_completions_budget(GPT *m, KVCache *kv, int B, const int *con
             left -= done[b];
         }
     }
+    kv_unpack_weights(kv);
     free(leader);
     free(row_of);
     free(slot_of);
