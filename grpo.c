@@ -389,14 +389,15 @@ static void decode(const int *tokens, int n, char *out, int cap) {
 // Each helper computes the plain formula stated above it, in an order that keeps the vector
 // units busy; the long why is in the notes file.
 
-// matmul's register tile: MM_R rows x MM_W outputs, 12 vector registers of sums: two AVX
-// vectors a row (12 of AVX2's 16 registers), or two AVX-512 vectors a row (12 of 32). Each
-// output's sum is the same whatever the tile's shape: only the speed depends on it.
-#define MM_R 6      // rows per register tile
+// matmul's register tile: MM_R rows x MM_W outputs, two vectors a row: 6 x 16 with AVX2 (12
+// of its 16 registers hold sums), 8 x 32 with AVX-512 (16 of 32). Each output's sum is the
+// same whatever the tile's shape: only the speed depends on it (notes/cpu-fast-paths.md).
 #if defined(__AVX512F__)
+#define MM_R 8      // rows per register tile
 #define MM_W 32     // outputs per register tile: two AVX-512 vectors
 #else
-#define MM_W 16     // outputs per register tile: two AVX vectors
+#define MM_R 6
+#define MM_W 16     // two AVX vectors
 #endif
 #define MM_NB 128   // rows per task in out and dinp
 #define MM_OB 96    // outputs per task in dweight (at most)
@@ -1199,8 +1200,18 @@ static void residual_backward(float *da, float *db, const float *dout, size_t N)
     for (size_t i = 0; i < N; i++) { da[i] += dout[i]; db[i] += dout[i]; }
 }
 
-// the memset of a model's buffers, as a layer so that LAYER() can route it to the GPU
-static void memset_zero(void *p, size_t bytes) { memset(p, 0, bytes); }
+// the memset of a model's buffers, as a layer so that LAYER() can route it to the GPU; in
+// chunks of 64 KiB across the threads (a step zeroes megabytes: serially, the other threads
+// would wait at the next barrier)
+static void memset_zero(void *p, size_t bytes) {
+    const size_t chunk = 65536;
+    long n = (long)((bytes + chunk - 1) / chunk);
+    #pragma omp parallel for if (n > 1)
+    for (long i = 0; i < n; i++) {
+        size_t off = (size_t)i * chunk;
+        memset((char *)p + off, 0, bytes - off < chunk ? bytes - off : chunk);
+    }
+}
 
 // ----------------------------------------------------------------------------
 // CUDA seam: the CPU/GPU boundary, every function of grpo_kernels.cu that grpo.c calls.
@@ -1636,10 +1647,17 @@ static void gpt_zero_grad(GPT *m) {
     LAYER(m, memset_zero)(m->grads_memory, m->num_parameters * sizeof(float));
 }
 
-// Sets every activation gradient but dlogits (and dprobs) to zero: a backward pass adds into them.
+// Sets to zero the activation gradients that a backward pass adds into (+=): ∂loss/∂lnf, the
+// residual stream's (dres, in the last layer's residual3: trunk_backward) and each layer's
+// ln1, qkv, atty, ln2, fch and fch_gelu. The others are written before they are read
+// (dlogits, the attention's scratch datt) or not used at all.
 static void gpt_zero_act_grads(GPT *m) {
-    size_t skip = (size_t)(m->grads_acts.logits - m->grads_acts_memory);
-    LAYER(m, memset_zero)(m->grads_acts_memory, skip * sizeof(float));
+    size_t BT = gpt_positions(m), C = m->config.channels, L = m->config.num_layers;
+    ActivationTensors d = m->grads_acts;
+    float *t[8] = {d.lnf, d.residual3 + (L - 1) * BT * C, d.ln1, d.qkv, d.atty, d.ln2, d.fch, d.fch_gelu};
+    size_t n[8] = {BT * C, BT * C, L * BT * C, L * BT * 3 * C, L * BT * C, L * BT * C, L * BT * 4 * C,
+                   L * BT * 4 * C};
+    for (int i = 0; i < 8; i++) LAYER(m, memset_zero)(t[i], n[i] * sizeof(float));
 }
 
 /* trunk_backward: given grads_acts.lnf (positions, C) = ∂loss/∂(the final LayerNorm's output)
@@ -8156,6 +8174,35 @@ static int read_bench_groups(const char *path, GroupBatch *g, int *prompts, int 
     return fits ? n : 0;
 }
 
+// timed sampling calls in bench (after a warm-up); the median is reported
+#define BENCH_SAMPLE_REPS 5
+
+/* fma_peak_gflops: the fp32 FMA throughput of one core as this build compiles it, GFLOP/s
+   (2 FLOPs per lane and FMA): x = x·a + b in 12 independent chains of 16 floats (12 vector
+   registers, AVX2 or AVX-512: more chains in flight than the FMA units' latency times their
+   number), ~0.1 s. bench divides the training step's GFLOP/s by it (times the threads). */
+static double fma_peak_gflops(void) {
+    enum { CHAINS = 12, LANES = 16 };
+    float x[CHAINS][LANES];
+    for (int c = 0; c < CHAINS; c++)
+        for (int j = 0; j < LANES; j++) x[c][j] = 0.001f * (c * LANES + j);
+    volatile float va = 0.999999f, vb = 1e-7f;   // volatile: not folded at compile time
+    float a = va, b = vb;
+    long iters = 4000000;
+    double t0 = wall_seconds();
+    for (long n = 0; n < iters; n++)
+        #pragma GCC unroll 12
+        for (int c = 0; c < CHAINS; c++)
+            #pragma omp simd
+            for (int j = 0; j < LANES; j++) x[c][j] = x[c][j] * a + b;
+    double dt = wall_seconds() - t0;
+    float sum = 0.0f;
+    for (int c = 0; c < CHAINS; c++)
+        for (int j = 0; j < LANES; j++) sum += x[c][j];
+    __asm__ __volatile__("" : : "g"(sum));
+    return 2.0 * CHAINS * LANES * (double)iters / dt / 1e9;
+}
+
 // the median of x (n <= 16 values, reordered)
 static double median_of(double *x, int n) {
     for (int a = 1; a < n; a++)
@@ -8170,14 +8217,15 @@ static double median_of(double *x, int n) {
 static int cmd_bench(int argc, char **argv, Options *o) {
     o->batch_size = 16;   // bench's defaults
     o->steps = 10;
-    const char *syn = "Training throughput (forward + backward + AdamW on a fixed B x maxT batch) and\n"
-                      "sampling throughput (64 sequences, 8-token prompt, KV cache, to maxT).\n"
+    const char *syn = "Training throughput (forward + backward + AdamW on a fixed B x maxT batch), with its\n"
+                      "GFLOP/s against the fp32 FMA peak measured here, and sampling throughput (64\n"
+                      "sequences, 8-token prompt, KV cache, to maxT; the median of 5 calls).\n"
                       "Then the training step at the GRPO update's shape (128 x 37), and the GRPO update\n"
                       "(grpo_update) on 8 x 16 sampled completions (tests/fixtures/bench_groups.txt),\n"
                       "padded and tree-packed (--update-layout), 5 times each, alternating.\n"
                       "Last line: 'bench train_tok_s=... sample_tok_s=... gflops=... update_tok_s=...\n"
                       "update_gflops=... [update_padded_ms=... update_tree_ms=... update_rows=...\n"
-                      "update_positions=...] threads=...'.";
+                      "update_positions=...] [peak_gflops=...] threads=...'.";
     int first = parse_options(argc, argv, CMD_BENCH | CMD_SFT * 0, o, "bench", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " bench'", argv[first]);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
@@ -8213,6 +8261,9 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     size_t n_nonemb = m.num_parameters - m.param_sizes[0] - m.param_sizes[1];
     double fwd_flops = 2.0 * n_nonemb + 2.0 * L * T * C + 2.0 * C * V;
     double gflops = train_tok_s * 3.0 * fwd_flops / 1e9;
+#ifndef GRPO_CUDA
+    double peak = fma_peak_gflops();   // one core's; the step runs on num_threads() of them
+#endif
     // the same step at the shape of the main job's GRPO update: 8 prompts x 16 completions,
     // sequences of up to 37 tokens (11-token prompt, 26 new), on a model of the same size
     int UB = 128;
@@ -8301,9 +8352,13 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     int *comp = (int *)mallocCheck((size_t)S * max_new * sizeof(int)), clen[64];
     float *clp = (float *)mallocCheck((size_t)S * max_new * sizeof(float));
     sample_completions(&m, &kv, S, pp, plen, max_new, 1.0f, 0, rngs, allowed, comp, clp, clen);  // warm-up
-    t0 = wall_seconds();
-    sample_completions(&m, &kv, S, pp, plen, max_new, 1.0f, 0, rngs, allowed, comp, clp, clen);
-    double sample_tok_s = (double)S * max_new / (wall_seconds() - t0);
+    double sample_s[BENCH_SAMPLE_REPS];   // one call takes ~0.1 s: the median of a few
+    for (int r = 0; r < BENCH_SAMPLE_REPS; r++) {
+        t0 = wall_seconds();
+        sample_completions(&m, &kv, S, pp, plen, max_new, 1.0f, 0, rngs, allowed, comp, clp, clen);
+        sample_s[r] = wall_seconds() - t0;
+    }
+    double sample_tok_s = (double)S * max_new / median_of(sample_s, BENCH_SAMPLE_REPS);
     // sampling the way a GRPO step does: 8 prompts x 16 completions that stop at <eos> (the
     // sampler feeds each prompt once and drops finished sequences from the decode step)
     double grpo_tok_s = 0.0;
@@ -8325,18 +8380,19 @@ static int cmd_bench(int argc, char **argv, Options *o) {
             gprompts[p][0] = TOK_BOS;
             for (int t = 1; t < gp; t++) gprompts[p][t] = rng_int(&rng, VOCAB_SIZE);
         }
-        for (int it = 0; it < 2; it++) {   // a warm-up, then the timed call
+        double gs[BENCH_SAMPLE_REPS];
+        for (int it = 0; it <= BENCH_SAMPLE_REPS; it++) {   // a warm-up, then the timed calls
             for (int i = 0; i < 8 * gk; i++) {
                 gpp[i] = gprompts[i / gk];
                 gplen[i] = gp;
-                rng_seed(&grng[i], o->seed, 200 + i);
+                rng_seed(&grng[i], o->seed, 200 + i);   // the same completions every time
             }
             t0 = wall_seconds();
             sample_completions(&m, &gkv, 8 * gk, gpp, gplen, gnew, 1.0f, 0, grng, NULL, gcomp, glp, glen);
+            if (it > 0) gs[it - 1] = wall_seconds() - t0;
         }
-        double dt = wall_seconds() - t0;
         for (int i = 0; i < 8 * gk; i++) gtokens += glen[i];
-        grpo_tok_s = gtokens / dt;
+        grpo_tok_s = gtokens / median_of(gs, BENCH_SAMPLE_REPS);
         free(gcomp);
         free(glp);
         free_kvcache(&gkv);
@@ -8347,11 +8403,18 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     printf("train  %10.0f tokens/s  (%.2f GFLOP/s on the GPU, TF32 %s)\n", train_tok_s, gflops,
            o->tf32 ? "on" : "off");
 #else
-    printf("train  %10.0f tokens/s  (%.2f GFLOP/s; fp32 peak: 32 FLOP/cycle per core, ~116 GFLOP/s "
-           "at 3.6 GHz)\n", train_tok_s, gflops);
+    printf("train  %10.0f tokens/s  (%.2f GFLOP/s: %.0f%% of the fp32 peak measured, %d x %.1f GFLOP/s "
+           "of FMAs per core)\n", train_tok_s, gflops, 100.0 * gflops / (num_threads() * peak), num_threads(),
+           peak);
 #endif
+#ifdef GRPO_CUDA
     printf("update %10.0f tokens/s  (%.2f GFLOP/s): the same step at the GRPO update's shape, %d x %d\n",
            update_tok_s, update_gflops, UB, UT);
+#else
+    printf("update %10.0f tokens/s  (%.2f GFLOP/s, %.0f%% of peak): the same step at the GRPO update's "
+           "shape, %d x %d\n", update_tok_s, update_gflops, 100.0 * update_gflops / (num_threads() * peak), UB,
+           UT);
+#endif
     if (rg_n > 0) {
         printf("update %10.1f ms per GRPO update [%.1f-%.1f], padded: %d sampled completions "
                "(tests/fixtures/bench_groups.txt), %d x %d = %d positions\n",
@@ -8395,6 +8458,9 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #endif
     printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f update_tok_s=%.1f update_gflops=%.2f ",
            train_tok_s, sample_tok_s, gflops, update_tok_s, update_gflops);
+#ifndef GRPO_CUDA
+    printf("peak_gflops=%.1f ", peak);
+#endif
     if (rg_n > 0 && layouts == 2)
         printf("update_padded_ms=%.2f update_tree_ms=%.2f update_seqs=%d update_T=%d update_rows=%d ",
                rg_med[0], rg_med[1], rg_n, rg_T, rg_rows);

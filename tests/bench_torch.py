@@ -217,15 +217,18 @@ def sample(model, device, nseq, prompt_len):
     return torch.cat(out, dim=1)
 
 
-def bench_sample(model, device, nseq=64, prompt_len=8):
+def bench_sample(model, device, nseq=64, prompt_len=8, reps=5):
+    """New tokens/s: the median of reps timed calls after a warm-up (grpo.c bench does the same)."""
     seqs = sample(model, device, nseq, prompt_len)  # warm-up
     assert seqs.shape == (nseq, model.maxT), seqs.shape
-    sync(device)
-    t0 = time.perf_counter()
-    sample(model, device, nseq, prompt_len)
-    sync(device)
-    dt = time.perf_counter() - t0
-    return nseq * (model.maxT - prompt_len) / dt
+    times = []
+    for _ in range(reps):
+        sync(device)
+        t0 = time.perf_counter()
+        sample(model, device, nseq, prompt_len)
+        sync(device)
+        times.append(time.perf_counter() - t0)
+    return nseq * (model.maxT - prompt_len) / sorted(times)[reps // 2]
 
 
 def read_c_results(path):
@@ -322,6 +325,11 @@ def main():
         print(f"{'sample tokens/s':22s}{cs:11.1f}{sample_tok_s:12.1f}{cs / sample_tok_s:8.2f}x")
         print(f"{'train GFLOP/s':22s}{cg:11.2f}{train_gflops:12.2f}")
         print(f"{'update GFLOP/s':22s}{cug:11.2f}{update_gflops:12.2f}")
+        if isinstance(c.get("peak_gflops"), float) and "threads" in c:
+            peak = c["peak_gflops"] * c["threads"]
+            print(f"{'% of the fp32 peak':22s}{100 * cug / peak:10.0f}%{100 * update_gflops / peak:11.0f}%"
+                  f"   (update; peak {peak:.0f} GFLOP/s: grpo.c's FMA loop, {c['threads']:g} x "
+                  f"{c['peak_gflops']:.1f} per core)")
         if groups_ms is not None:
             pad, tree = c["update_padded_ms"], c["update_tree_ms"]
             shape = f"{int(c['update_seqs'])} x {int(c['update_T'])}"

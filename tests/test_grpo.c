@@ -355,6 +355,54 @@ static void test_kv_cache(void) {
     free(inc); free_kvcache(&kv); free_gpt(&m);
 }
 
+/* The sampler's packed weights (kv_pack_weights): decoding on them gives the logits of
+   decoding without them bit for bit (the same panels, summed in the same order), at a width
+   that leaves every matmul a partial last panel (C = 40, V = 24); and the sampler unpacks
+   when it returns, so a decode after the weights change sees the new ones. */
+static void test_kv_packed_weights(void) {
+    GPTConfig c = {16, VOCAB_SIZE, 2, 4, 40};
+    GPT m;
+    build_gpt(&m, c, 3, 12);
+    Rng rng;
+    rng_seed(&rng, 6, 0);
+    for (size_t i = 0; i < m.num_parameters; i++) m.params_memory[i] += 0.05f * rng_normal(&rng);
+    int B = 3, T = 16, inp[3 * 16], pos[3], tok[3];
+    for (int i = 0; i < B * T; i++) inp[i] = rng_int(&rng, VOCAB_SIZE);
+    KVCache kv;
+    build_kvcache(&kv, &c, B);
+    size_t n = (size_t)B * T * VOCAB_SIZE;
+    float *logits[2] = {(float *)mallocCheck(n * 4), (float *)mallocCheck(n * 4)};
+    for (int packed = 0; packed < 2; packed++) {
+        if (packed) kv_pack_weights(&kv, &m);
+        for (int t = 0; t < T; t++) {
+            for (int b = 0; b < B; b++) { tok[b] = inp[b * T + t]; pos[b] = t; }
+            gpt_decode_step(&m, &kv, tok, pos, B);
+            for (int b = 0; b < B; b++)
+                memcpy(logits[packed] + ((size_t)b * T + t) * VOCAB_SIZE, kv.logits + b * VOCAB_SIZE, VOCAB_SIZE * 4);
+        }
+        kv_unpack_weights(&kv);
+    }
+    size_t diff = 0;
+    for (size_t i = 0; i < n; i++) diff += memcmp(&logits[0][i], &logits[1][i], 4) != 0;
+    check(diff == 0, "kv-cache: decode on packed weights == unpacked, bit for bit", "%zu of %zu logits differ",
+          diff, n);
+    // a sampling call packs and unpacks; then a changed weight must change the logits
+    const int *pp[3] = {inp, inp + T, inp + 2 * T};
+    int plen[3] = {4, 5, 6}, comp[3 * 4], clen[3];
+    float clp[3 * 4];
+    Rng rngs[3];
+    for (int b = 0; b < B; b++) rng_seed(&rngs[b], 7, b);
+    sample_completions(&m, &kv, B, pp, plen, 4, 1.0f, 0, rngs, NULL, comp, clp, clen);
+    int left_packed = kv.packed;
+    for (int i = 0; i < 40; i++) m.params.attprojw[i] += 1.0f;   // read only through the matmul's panels
+    for (int b = 0; b < B; b++) { tok[b] = inp[b * T]; pos[b] = 0; }
+    gpt_decode_step(&m, &kv, tok, pos, B);
+    check(!left_packed && memcmp(kv.logits, logits[0], VOCAB_SIZE * 4) != 0,
+          "kv-cache: the sampler unpacks on return (a changed weight is seen)", "packed after the call: %d",
+          left_packed);
+    free(logits[0]); free(logits[1]); free_kvcache(&kv); free_gpt(&m);
+}
+
 /* attention_forward (vector sums, exp_simd) against attention_forward_ref (textbook loops,
    expf) on random q, k, v in [-1, 1]. Error argument, u = 2^-24: a score q·k/sqrt(hs) is a
    dot product of length hs, so each version's rounding error is at most (hs+1)·u·Σ|q_i k_i|
@@ -6318,7 +6366,8 @@ int main(int argc, char **argv) {
            " (built without OpenMP)"
 #endif
            , build_isa());
-    if (want("model", only)) { test_model_vs_pytorch(); test_finite_differences(); test_kv_cache(); test_logprob(); test_tokenizer(); }
+    if (want("model", only)) { test_model_vs_pytorch(); test_finite_differences(); test_kv_cache(); test_kv_packed_weights();
+                             test_logprob(); test_tokenizer(); }
     if (want("model", only)) test_attention_ref();
     if (want("model", only)) test_attention_large_head();
     if (want("model", only)) test_layers_ref();
