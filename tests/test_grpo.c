@@ -328,6 +328,18 @@ static void test_finite_differences(void) {
     free(analytic); free_gpt(&m);
 }
 
+// Feeds sequences inp (B,T) to the KV cache one position per decode step; out (B,T,V) gets
+// the logits after each position.
+static void decode_positions(GPT *m, KVCache *kv, const int *inp, int B, int T, float *out) {
+    int pos[64], tok[64];
+    for (int t = 0; t < T; t++) {
+        for (int b = 0; b < B; b++) { tok[b] = inp[b * T + t]; pos[b] = t; }
+        gpt_decode_step(m, kv, tok, pos, B);
+        for (int b = 0; b < B; b++)
+            memcpy(out + ((size_t)b * T + t) * VOCAB_SIZE, kv->logits + b * VOCAB_SIZE, VOCAB_SIZE * 4);
+    }
+}
+
 static void test_kv_cache(void) {
     GPTConfig c = {32, VOCAB_SIZE, 3, 4, 64};
     GPT m;
@@ -335,17 +347,13 @@ static void test_kv_cache(void) {
     Rng rng;
     rng_seed(&rng, 5, 0);
     for (size_t i = 0; i < m.num_parameters; i++) m.params_memory[i] += 0.05f * rng_normal(&rng);
-    int B = 5, T = 32, inp[5 * 32], pos[5], tok[5];
+    int B = 5, T = 32, inp[5 * 32];
     for (int i = 0; i < B * T; i++) inp[i] = rng_int(&rng, VOCAB_SIZE);
     gpt_forward(&m, inp, B, T);
     KVCache kv;
     build_kvcache(&kv, &c, B);
     float *inc = (float *)mallocCheck((size_t)B * T * VOCAB_SIZE * 4);
-    for (int t = 0; t < T; t++) {
-        for (int b = 0; b < B; b++) { tok[b] = inp[b * T + t]; pos[b] = t; }
-        gpt_decode_step(&m, &kv, tok, pos, B);
-        for (int b = 0; b < B; b++) memcpy(inc + ((size_t)b * T + t) * VOCAB_SIZE, kv.logits + b * VOCAB_SIZE, VOCAB_SIZE * 4);
-    }
+    decode_positions(&m, &kv, inp, B, T, inc);
     // both sides are grpo.c's float32 forward: the same dot products (K <= 4C = 256), whose
     // order the decode step may change, which moves a logit by ~sqrt(K)·u per layer of the
     // terms' size. Measured 0 on all three builds (the same order today); a wrong cache
@@ -374,12 +382,7 @@ static void test_kv_packed_weights(void) {
     float *logits[2] = {(float *)mallocCheck(n * 4), (float *)mallocCheck(n * 4)};
     for (int packed = 0; packed < 2; packed++) {
         if (packed) kv_pack_weights(&kv, &m);
-        for (int t = 0; t < T; t++) {
-            for (int b = 0; b < B; b++) { tok[b] = inp[b * T + t]; pos[b] = t; }
-            gpt_decode_step(&m, &kv, tok, pos, B);
-            for (int b = 0; b < B; b++)
-                memcpy(logits[packed] + ((size_t)b * T + t) * VOCAB_SIZE, kv.logits + b * VOCAB_SIZE, VOCAB_SIZE * 4);
-        }
+        decode_positions(&m, &kv, inp, B, T, logits[packed]);
         kv_unpack_weights(&kv);
     }
     size_t diff = 0;
