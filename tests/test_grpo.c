@@ -6314,6 +6314,7 @@ static void test_select_usage(void) {
 #ifdef _OPENMP
     omp_set_num_threads(threads);
 #endif
+    (void)threads;   // the build without OpenMP has no thread count to put back
     fclose(mem);
     const char *dir = "grpo+mopps+objective=grpo+prompt-select=mopps+select-decay=0.9";
     check(n == 2 && strstr(text, " prompt-select=mopps ") && strstr(text, " select-decay=0.9 ") &&
