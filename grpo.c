@@ -8195,8 +8195,8 @@ static int read_bench_groups(const char *path, GroupBatch *g, int *prompts, int 
 /* fma_peak_gflops: the fp32 FMA throughput of one core as this build compiles it, GFLOP/s
    (2 FLOPs per lane and FMA): x = x·a + b in 12 independent chains of 16 floats (12 vector
    registers, AVX2 or AVX-512: more chains in flight than the FMA units' latency times their
-   number): the best of 9 timings of ~20 ms (a peak: a busy core only makes a timing slower),
-   ~0.2 s. bench divides the training step's GFLOP/s by it (times the threads). */
+   number): the best of 9 timings of ~15 ms (a peak: a busy core only makes a timing slower),
+   ~0.15 s. bench divides the training step's GFLOP/s by it (times the threads). */
 static double fma_peak_gflops(void) {
     enum { CHAINS = 12, LANES = 16 };
     float x[CHAINS][LANES];
