@@ -1790,7 +1790,9 @@ static size_t decode_panels_size(const GPTConfig *c) {
 }
 
 // The host's decode steps on kv use the model's weights as they are now (kv->panels), until
-// kv_unpack_weights; the sampler calls both, around one sampling call.
+// kv_unpack_weights; the sampler calls both, around one sampling call. The panels lie in the
+// order gpt_decode_step's matmuls read them (decode_matmul steps through them one by one):
+// a change to either order must change both.
 static void kv_pack_weights(KVCache *kv, const GPT *m) {
 #ifdef GRPO_CUDA
     if (kv->on_device) return;   // the GPU's matmul is cuBLAS: nothing to pack
