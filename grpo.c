@@ -12,13 +12,13 @@ What this file is
              (lambda_grpo/utils.py builds the tree, lambda_grpo/trainer.py the loss).
     MC-PRM   explicit Monte-Carlo process rewards, VinePPO (Kazemnejad et al. 2024, arXiv
              2410.01679; github.com/McGill-NLP/VinePPO): a step's value from fresh continuations,
-             the comparison point for λ-GRPO's implicit one (notes: credit-assignment §3).
-    PPO      a learned critic and GAE (Schulman et al. 2017, with verl's conventions; issue 16):
+             the comparison point for λ-GRPO's implicit one (notes/credit-assignment.md §3).
+    PPO      a learned critic and GAE (Schulman et al. 2017, with verl's conventions):
              a value model of the policy's shape, trained beside it, VinePPO's PPO baseline.
   It runs on the CPU with OpenMP. `make cuda` builds the CUDA variant (-DGRPO_CUDA, with
   grpo_kernels.cu): models, optimizer state, activations and the KV cache in GPU memory,
-  every layer routed to its cuda_ twin through LAYER(), the loop, sampler control, verifier,
-  tree and objectives still here on the host (tested against this file, kernel by kernel
+  every layer routed to its cuda_ twin through LAYER() (the CUDA seam), the loop, sampler
+  control, verifier, tree and objectives still here on the host (tested against this file, kernel by kernel
   and step by step, by tests/test_cuda.cu on an H200: notes/cuda-integration.md).
   Everything here is checked by tests/test_grpo.c against independent references
   (PyTorch autograd, brute-force counts, closed-form vectors, finite differences).
@@ -27,18 +27,29 @@ What it deliberately does not do
   No BPE tokenizer, no mixed precision, no distributed training, no top-k/top-p sampling
   (truncation biases the importance ratio), no critic in the CUDA build. Where GRPO
   implementations disagree (std, epsilon, loss aggregation, KL, EOS), the choice is an
-  option; the defaults are listed in README.md ("Conventions and options") and printed at
+  option; notes/conventions.md lists them with the defaults, which every command prints at
   start-up.
 
-Reading order: the file is one GRPO step from the bottom up, then its tooling. Sections:
-  Utilities → Tokenizer → Model layers (its fast paths first, skip them) → CUDA seam →
-  Model → Incremental decoding with a key/value cache → Log-probabilities → Optimizer: AdamW →
-  Task and verifier → Task data → Group sampler → Prefix tree B(G) → Objectives →
-  The GRPO step → Explicit process rewards: MC-PRM → A learned critic: PPO with GAE →
-  Prompt selection (uniform, MoPPS, DAPO) → The training loop (train_loop),
-then, behind the TOOLING banner, what the commands need around the algorithm:
-  Options → Checkpoints → Run logs → SFT → train (cmd_train) → The paper's synthetic
-  experiment (./grpo tree) → eval, sample, verify → check → bench → compare → Command line.
+How to read it
+  From line 1 to the end of train_loop is the reference: what a reader of the paper needs for one
+  GRPO or λ-GRPO step with uniform prompts, in the order the data flows. Read grpo_step (in "The
+  training loop") first: it is the paper's algorithm, one call per phase, each citing its equation.
+    Utilities → Tokenizer → Model layers → Model → Incremental decoding → Log-probabilities →
+    Optimizer: AdamW → Task and verifier → Task data → Group sampler → Prefix tree B(G) →
+    Objectives → The GRPO step (its phases) → The training loop (grpo_step, train_loop)
+  The functions that carry the paper: compute_advantages (a_i, eq. 2), build_prefix_tree and
+  build_group_trees (B(G), §3.1), lambda_weight (1/|λ(i,t)|, eq. 11), grpo_token_loss (the
+  clipped per-token objective and ∂loss/∂logp, eqs. 3–4), grpo_update (μ AdamW steps), grpo_step.
+  Then, under the OPTIONAL PARTS banner, what a first reading skips, each reached from the
+  reference through a call whose declaration says in one line what it computes:
+    Comparison method: MC-PRM → Comparison method: PPO → Prompt selection → Speed paths (register
+    tiles, the shared-prefix batch of --update-layout tree, packed decode) → CUDA seam
+  and under the TOOLING banner what the commands need around the algorithm:
+    Options → Checkpoints → Run logs → SFT → train (cmd_train) → the paper's synthetic experiment
+    (./grpo tree) → eval, sample, verify → check → bench → compare → Command line.
+  "Prefix tree" and "tree" mean B(G). The shared-prefix batch is another trie, a speed path: it
+  packs a micro-batch's sequences so that shared positions are computed once, and changes no
+  weight. README.md maps the sections to line numbers.
 */
 #include <stdio.h>
 #include <stdlib.h>
@@ -134,139 +145,6 @@ static FILE *fopen_check(const char *path, const char *mode, const char *file, i
     return f;
 }
 #define fopenCheck(path, mode) fopen_check(path, mode, __FILE__, __LINE__)
-
-// fread that treats a short read as a truncated file.
-static void fread_check(void *ptr, size_t size, size_t n, FILE *f, const char *what,
-                        const char *file, int line) {
-    size_t got = fread(ptr, size, n, f);
-    if (got != n) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "file truncated or unreadable while reading %s (%zu of %zu items)",
-                 what, got, n);
-        fail_at(file, line, msg, "the file is incomplete or of another format; re-create it");
-    }
-}
-#define freadCheck(ptr, size, n, f, what) fread_check(ptr, size, n, f, what, __FILE__, __LINE__)
-
-static void fwrite_check(const void *ptr, size_t size, size_t n, FILE *f, const char *file, int line) {
-    if (fwrite(ptr, size, n, f) != n) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "write failed: %s", strerror(errno));
-        fail_at(file, line, msg, "is the disk full?");
-    }
-}
-#define fwriteCheck(ptr, size, n, f) fwrite_check(ptr, size, n, f, __FILE__, __LINE__)
-
-// fclose that also reports an earlier failed write: fprintf into a full disk fails when the
-// buffer is written out, which may be long before fclose (whose own flush then succeeds).
-static void fclose_check(FILE *f, const char *file, int line) {
-    int failed_before = ferror(f);
-    errno = 0;
-    if (fclose(f) != 0 || failed_before) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "write failed: %s",
-                 errno ? strerror(errno) : "an earlier write to the file failed");
-        fail_at(file, line, msg, "is the disk full?");
-    }
-}
-#define fcloseCheck(f) fclose_check(f, __FILE__, __LINE__)
-
-/* check_stdout: run at exit (main registers it). Standard output is buffered, so a write
-   error (`./grpo check F > /dev/full`, a full disk) may only show when it is flushed at
-   exit, after the command returned 0; the error then ends the program with status 1. */
-static void check_stdout(void) {
-    errno = 0;
-    int failed = fflush(stdout) != 0;
-    int err = errno;
-    if (failed || ferror(stdout)) {
-        fprintf(stderr, "error: writing standard output: %s\n",
-                err ? strerror(err) : "an earlier write failed");
-        _exit(EXIT_INPUT);
-    }
-}
-
-// 1 when paths a and b name the same existing file (same device and inode), else 0
-static int same_file(const char *a, const char *b) {
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
-}
-
-// the program's name in usage messages
-#ifdef GRPO_CUDA
-#define PROG "./grpo_cuda"
-#else
-#define PROG "./grpo"
-#endif
-
-// Usage error: names the option and what was expected, exit status 2.
-static const char *usage_context = NULL;   // where the options came from, when not the command line
-
-static void usage_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "usage error: ");
-    if (usage_context) fprintf(stderr, "%s: ", usage_context);
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n  (run '" PROG " --help' or '" PROG " <command> --help')\n");
-    va_end(ap);
-    exit(EXIT_USAGE);
-}
-
-// mkdir -p for one level of run directory (parents must exist, or are made too).
-static void make_dir(const char *path) {
-    char tmp[1024];
-    snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p == '/') {   // each parent in turn
-            *p = 0;
-            mkdir(tmp, 0777);
-            *p = '/';
-        }
-    }
-    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) {
-        char msg[1200];
-        snprintf(msg, sizeof msg, "cannot create directory '%s': %s", path, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "check --run-dir");
-    }
-}
-
-/* lock_run_dir: an exclusive lock on RUN_DIR/.lock for the rest of the run, so that two
-   runs never write the same checkpoints and logs (their files would interleave, and the
-   run that printed '# saved' could own the other's model). The kernel drops the lock when
-   the process ends, however it ends, so a .lock file left behind is harmless. The file
-   holds the owner's pid for the message. Returns the descriptor for unlock_run_dir. */
-static int lock_run_dir(const char *run_dir) {
-    char path[1100], msg[1400];
-    snprintf(path, sizeof path, "%s/.lock", run_dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        snprintf(msg, sizeof msg, "cannot create lock file '%s': %s", path, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "check that --run-dir is writable");
-    }
-    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int err = errno;
-        char owner[32] = "";
-        ssize_t n = pread(fd, owner, sizeof owner - 1, 0);
-        owner[n > 0 ? n : 0] = 0;
-        owner[strcspn(owner, "\n")] = 0;
-        if (err == EWOULDBLOCK)
-            snprintf(msg, sizeof msg, "run directory '%s' is in use by another run (pid %s)", run_dir,
-                     owner[0] ? owner : "unknown");
-        else
-            snprintf(msg, sizeof msg, "cannot lock '%s': %s", path, strerror(err));
-        fail_at(__FILE__, __LINE__, msg, "wait for that run to end, or give this one another --run-dir");
-    }
-    char pid[32];
-    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, len, 0) != len) {
-        snprintf(msg, sizeof msg, "cannot write lock file '%s': %s", path, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "is the disk full?");
-    }
-    return fd;
-}
-
-// Ends the run's hold on its directory (the lock goes with the descriptor).
-static void unlock_run_dir(int fd) { close(fd); }
 
 static double wall_seconds(void) {
     struct timespec ts;
@@ -397,261 +275,20 @@ static void decode(const int *tokens, int n, char *out, int cap) {
 // NH = heads, V = vocabulary. Backward functions accumulate (+=) into gradients.
 // OpenMP parallelises outer loops only; every output element is computed by one thread
 // in a fixed order, so results do not depend on the number of threads.
-// Read from "---- layers" below: the fast-path helpers come first only because C wants
-// them declared before the layers call them.
 
-// ---- fast paths: skip on first reading (register tiles, panel packing, vector exp; notes/cpu-fast-paths.md)
-// Each helper computes the plain formula stated above it, in an order that keeps the vector
-// units busy; the long why is in the notes file.
-
-// matmul's register tile: MM_R rows x MM_W outputs, two vectors a row: 6 x 16 with AVX2 (12
-// of its 16 registers hold sums), 8 x 32 with AVX-512 (16 of 32). Each output's sum is the
-// same whatever the tile's shape: only the speed depends on it (notes/cpu-fast-paths.md).
-#if defined(__AVX512F__)
-#define MM_R 8      // rows per register tile
-#define MM_W 32     // outputs per register tile: two AVX-512 vectors
-#else
-#define MM_R 6
-#define MM_W 16     // two AVX vectors
-#endif
-#define MM_NB 128   // rows per task in out and dinp
-#define MM_OB 96    // outputs per task in dweight (at most)
-#define MM_IG 8     // column panels per task in dweight
-#define MM_KB 256   // rows of inp per dweight panel
-#define MM_KC 64    // terms per partial sum in mm_tile
-
+// Vector helpers, defined under "Speed paths" after the training loop. Each computes the plain
+// formula given here, in a fixed order of partial sums (the same on every thread count).
 static inline int imin(int a, int b) { return a < b ? a : b; }
 static inline int imax(int a, int b) { return a > b ? a : b; }
-
-// acc[r][j] = Σ_k a[r][k*ks] * panel[k][j], r < MM_R, j < MM_W (pragmas: keep the sums in
-// registers). Summed in blocks of MM_KC terms: one long sequential float sum loses accuracy.
-static inline void mm_tile(float acc[MM_R][MM_W], const float *const a[MM_R], size_t ks,
-                           const float *panel, int K) {
-    for (int r = 0; r < MM_R; r++)
-        for (int j = 0; j < MM_W; j++) acc[r][j] = 0.0f;
-    for (int k0 = 0; k0 < K; k0 += MM_KC) {
-        float part[MM_R][MM_W] = {{0}};
-        int kend = imin(K, k0 + MM_KC);
-        for (int k = k0; k < kend; k++) {
-            const float *p = panel + (size_t)k * MM_W;
-            #pragma GCC unroll 16
-            for (int r = 0; r < MM_R; r++) {
-                float x = a[r][(size_t)k * ks];
-                #pragma omp simd
-                for (int j = 0; j < MM_W; j++) part[r][j] += x * p[j];
-            }
-        }
-        #pragma GCC unroll 16
-        for (int r = 0; r < MM_R; r++)
-            #pragma omp simd
-            for (int j = 0; j < MM_W; j++) acc[r][j] += part[r][j];
-    }
-}
-
-// panel (K, MM_W) = rows [0, w) of src (w, K) transposed, zero beyond w
-static void pack_panel_t(float *panel, const float *src, int K, int w) {
-    for (int j = 0; j < MM_W; j++)
-        for (int k = 0; k < K; k++)
-            panel[(size_t)k * MM_W + j] = j < w ? src[(size_t)j * K + k] : 0.0f;
-}
-
-// panels s = 0, 1, ... (rows, MM_W), pstride floats apart: columns [MM_W·s, MM_W·(s+1)) of src
-// (rows, ld) up to column w, zero beyond. Reads src row by row (one contiguous stretch per
-// row), which the hardware prefetcher streams, unlike one panel's 16 columns of every row.
-static void pack_panels(float *panels, size_t pstride, const float *src, size_t ld, int rows, int w) {
-    for (int k = 0; k < rows; k++) {
-        const float *s = src + (size_t)k * ld;
-        for (int j0 = 0; j0 < w && k + 8 < rows; j0 += MM_W) __builtin_prefetch(s + 8 * ld + j0);
-        for (int j0 = 0; j0 < w; j0 += MM_W) {
-            float *p = panels + (size_t)(j0 / MM_W) * pstride + (size_t)k * MM_W;
-            if (w - j0 >= MM_W) {
-                #pragma omp simd
-                for (int j = 0; j < MM_W; j++) p[j] = s[j0 + j];
-            } else {
-                for (int j = 0; j < MM_W; j++) p[j] = j0 + j < w ? s[j0 + j] : 0.0f;
-            }
-        }
-    }
-}
-
-/* mm_rows: rows [n0, nend) of out (rows ldo apart, columns [0, w)) from rows of A (N rows of
-   K floats, lda apart) times panel (K, MM_W), MM_R rows at a time (past row N-1 the tile
-   reads row N-1 again and stores nothing): out = acc + bias[j] (bias may be NULL), or
-   out += acc with accumulate. The row loop of matmul_forward and of matmul_backward's dinp.
-   Not inlined: inside the callers' parallel regions gcc spills the tile's row pointers. */
-__attribute__((noinline))
-static void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, int n0, int nend,
-                    const float *panel, int K, int w, const float *bias, int accumulate) {
-    float b[MM_W];
-    for (int j = 0; j < MM_W; j++) b[j] = bias && j < w ? bias[j] : 0.0f;
-    for (int n = n0; n < nend; n += MM_R) {
-        const float *a[MM_R];
-        for (int r = 0; r < MM_R; r++) a[r] = A + (size_t)imin(n + r, N - 1) * lda;
-        // the next tile's output rows (ldo floats apart, so not prefetched by the CPU) load
-        // while this tile computes
-        for (int r = MM_R; r < 2 * MM_R && n + r < nend; r++)
-            __builtin_prefetch(out + (size_t)(n + r) * ldo, 1);
-        float acc[MM_R][MM_W];
-        mm_tile(acc, a, 1, panel, K);
-        for (int r = 0; r < MM_R && n + r < nend; r++) {
-            float *o = out + (size_t)(n + r) * ldo;
-            if (w == MM_W && accumulate) {
-                #pragma omp simd
-                for (int j = 0; j < MM_W; j++) o[j] += acc[r][j];
-            } else if (w == MM_W) {
-                #pragma omp simd
-                for (int j = 0; j < MM_W; j++) o[j] = acc[r][j] + b[j];
-            } else {
-                for (int j = 0; j < w; j++) o[j] = accumulate ? o[j] + acc[r][j] : acc[r][j] + b[j];
-            }
-        }
-    }
-}
-
-/* mm_cols: outputs [o0, oend) of a dweight-like product, out[o, 0:w) += Σ_k A[k, o] panel[k, :]
-   for k < K (A: K rows of lda floats, panel (K, MM_W)), MM_R outputs at a time (past output
-   lda-1 the tile reads it again and stores nothing). The tile loop of matmul_backward's dweight. */
-__attribute__((noinline))
-static void mm_cols(float *out, size_t ldo, const float *A, size_t lda, int o0, int oend,
-                    const float *panel, int K, int w) {
-    for (int o = o0; o < oend; o += MM_R) {
-        const float *a[MM_R];
-        for (int r = 0; r < MM_R; r++) a[r] = A + imin(o + r, (int)lda - 1);
-        float acc[MM_R][MM_W];
-        mm_tile(acc, a, lda, panel, K);
-        for (int r = 0; r < MM_R && o + r < oend; r++) {
-            float *d = out + (size_t)(o + r) * ldo;
-            if (w == MM_W) {
-                #pragma omp simd
-                for (int j = 0; j < MM_W; j++) d[j] += acc[r][j];
-            } else {
-                for (int j = 0; j < w; j++) d[j] += acc[r][j];
-            }
-        }
-    }
-}
-
-// expf that gcc can vectorize (glibc's vector expf needs -ffast-math): Cephes polynomial,
-// error ~1 ulp; x clamped to [-87, 88] with 0/1 masks (vectorizable); x = ±inf gives NaN.
-static inline float exp_simd(float x) {
-    float lo = x < -87.0f, hi = x > 88.0f;
-    x = lo * -87.0f + hi * 88.0f + (1.0f - lo - hi) * x;
-    float k = rintf(x * 1.44269504088896341f);
-    float r = x - k * 0.693359375f - k * -2.12194440e-4f;   // ln2 split in two for exactness
-    float p = 1.9875691500e-4f;
-    p = p * r + 1.3981999507e-3f;
-    p = p * r + 8.3334519073e-3f;
-    p = p * r + 4.1665795894e-2f;
-    p = p * r + 1.6666665459e-1f;
-    p = p * r + 5.0000001201e-1f;
-    p = p * r * r + r + 1.0f;
-    float kb = k + (12582912.0f + 127.0f);     // 1.5*2^23 + 127 + k: k + 127 in the low mantissa bits
-    uint32_t bits;
-    memcpy(&bits, &kb, sizeof bits);
-    bits <<= 23;                               // 2^k, with no float->int conversion (UB for NaN)
-    float scale;
-    memcpy(&scale, &bits, sizeof scale);
-    return p * scale;
-}
-
-// Row sums, 16 partial sums wide: a float sum written as one chain runs one term at a time
-// (gcc may not reorder it). The 16 partial sums are added pairwise at the end, so the order is
-// the same on every instruction set and thread count.
-#define SUM_W 16
-
-// Σ_i x[i], i < n
-static inline float sum16(const float *x, int n) {
-    float acc[SUM_W] = {0};
-    int nw = n / SUM_W * SUM_W;
-    for (int i = 0; i < nw; i += SUM_W)
-        #pragma omp simd
-        for (int j = 0; j < SUM_W; j++) acc[j] += x[i + j];
-    for (int i = nw; i < n; i++) acc[i - nw] += x[i];
-    for (int w = SUM_W / 2; w > 0; w /= 2)
-        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
-    return acc[0];
-}
-
-// Σ_i x[i] y[i], i < n
-static inline float dot16(const float *x, const float *y, int n) {
-    float acc[SUM_W] = {0};
-    int nw = n / SUM_W * SUM_W;
-    for (int i = 0; i < nw; i += SUM_W)
-        #pragma omp simd
-        for (int j = 0; j < SUM_W; j++) acc[j] += x[i + j] * y[i + j];
-    for (int i = nw; i < n; i++) acc[i - nw] += x[i] * y[i];
-    for (int w = SUM_W / 2; w > 0; w /= 2)
-        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
-    return acc[0];
-}
-
-// Attention's sums: vector loops across 8 positions or 8 channels, never along a dot product.
-
-// ATTN_WIDE: positions (attn_scores) or channels (attn_rows) per block while they last, 8 sums in
-// flight; then blocks of 8. A head's sums are too short to hide the FMA latency with fewer.
-#define ATTN_WIDE 32
-
-// The sums of attention, one block of them: for j < width (32 or 8, a constant where inlined),
-// y[i0 + j] = (accumulate ? y[i0 + j] : 0) + scale · Σ_{t0 <= t < t1} w[t*ws] x[t*xs + i0 + j],
-// even and odd t in two sums. attn_rows uses it with scale 1 (exact), attn_scores with 1/sqrt(hs).
-static inline __attribute__((always_inline)) void attn_block(float *y, int accumulate, const float *w,
-                                                             size_t ws, const float *x, size_t xs, int t0,
-                                                             int t1, int i0, int width, float scale) {
-    float acc[ATTN_WIDE] = {0}, acc2[ATTN_WIDE] = {0};
-    int t = t0;
-    for (; t + 1 < t1; t += 2) {
-        float w0 = w[t * ws], w1 = w[(t + 1) * ws];
-        const float *x0 = x + t * xs + i0, *x1 = x0 + xs;
-        #pragma omp simd
-        for (int j = 0; j < width; j++) {
-            acc[j] += w0 * x0[j];
-            acc2[j] += w1 * x1[j];
-        }
-    }
-    if (t < t1)
-        for (int j = 0; j < width; j++) acc[j] += w[t * ws] * x[t * xs + i0 + j];
-    #pragma omp simd
-    for (int j = 0; j < width; j++) y[i0 + j] = (accumulate ? y[i0 + j] : 0.0f) + (acc[j] + acc2[j]) * scale;
-}
-
-// s[t2] = scale * Σ_i q[i] kt[i*Tp + t2] for t2 < n8 (a multiple of 8; kt padded to match).
-// Even and odd i go to two sums; the positions go ATTN_WIDE at a time, then 8 at a time; each
-// sum is the same either way.
-static inline void attn_scores(float *s, const float *q, const float *kt, int hs, int Tp, int n8,
-                               float scale) {
-    int t0 = 0;
-    for (; t0 + ATTN_WIDE <= n8; t0 += ATTN_WIDE)
-        attn_block(s, 0, q, 1, kt, Tp, 0, hs, t0, ATTN_WIDE, scale);
-    for (; t0 < n8; t0 += 8) attn_block(s, 0, q, 1, kt, Tp, 0, hs, t0, 8, scale);
-}
-
-// y[i] = (accumulate ? y[i] : 0) + Σ_{t0 <= t < t1} w[t*ws] x[t*xs + i], for i < hs.
-// Even and odd t go to two sums; the channels go ATTN_WIDE at a time while they can, then 8 at
-// a time, then one by one; each sum is the same either way.
-static inline void attn_rows(float *y, int accumulate, const float *w, size_t ws,
-                             const float *x, size_t xs, int t0, int t1, int hs) {
-    int i0 = 0;
-    for (; i0 + ATTN_WIDE <= hs; i0 += ATTN_WIDE)
-        attn_block(y, accumulate, w, ws, x, xs, t0, t1, i0, ATTN_WIDE, 1.0f);
-    for (; i0 + 8 <= hs; i0 += 8) attn_block(y, accumulate, w, ws, x, xs, t0, t1, i0, 8, 1.0f);
-    for (int i = i0; i < hs; i++) {   // channels left over when hs is not a multiple of 8
-        float acc = 0.0f;
-        for (int t = t0; t < t1; t++) acc += w[t * ws] * x[t * xs + i];
-        y[i] = (accumulate ? y[i] : 0.0f) + acc;
-    }
-}
-
-// Reads p[0..n) once, front to back, one float per cache line, so that the hardware
-// prefetcher streams it into the cache: attention then reads a sequence's rows head by head,
-// hs floats out of every 3C, a pattern it picks up too late (measured: the backward pass 1.9x
-// faster on cold data). The empty asm keeps the otherwise unused loads.
-static inline void warm_cache(const float *p, size_t n) {
-    float s = 0.0f;
-    for (size_t i = 0; i < n; i += 16) s += p[i];
-    __asm__ __volatile__("" : : "g"(s));
-}
-
-// ---- layers: the first reading starts here
+static inline float exp_simd(float x);                    // e^x to ~1 ulp, a loop of it vectorizes
+static inline float sum16(const float *x, int n);         // Σ_{i<n} x[i]
+static inline float dot16(const float *x, const float *y, int n);   // Σ_{i<n} x[i] y[i]
+// s[t2] = scale · Σ_{i<hs} q[i] kt[i·Tp + t2] for t2 < n8 (a multiple of 8; kt zero-padded)
+static inline void attn_scores(float *s, const float *q, const float *kt, int hs, int Tp, int n8, float scale);
+// y[i] = (accumulate ? y[i] : 0) + Σ_{t0 <= t < t1} w[t·ws] x[t·xs + i], for i < hs
+static inline void attn_rows(float *y, int accumulate, const float *w, size_t ws, const float *x, size_t xs,
+                             int t0, int t1, int hs);
+static inline void warm_cache(const float *p, size_t n);  // reads p[0..n) once, to prefetch it
 
 // encoder: out (B,T,C) = wte[inp[b,t]] (V,C) + wpe[t] (maxT,C)
 static void encoder_forward(float *out, const int *inp, const float *wte, const float *wpe,
@@ -673,17 +310,6 @@ static void encoder_backward(float *dwte, float *dwpe, const float *dout, const 
             float *dwe = dwte + (size_t)inp[b * T + t] * C, *dpe = dwpe + (size_t)t * C;
             for (int i = 0; i < C; i++) { dwe[i] += d[i]; dpe[i] += d[i]; }
         }
-}
-
-// encoder_forward_pos's backward (rows with a position each, as a packed batch's): dwte
-// (V,C) += dout (B,C) at each row's token, dwpe (maxT,C) at its position; serial, as above
-static void encoder_backward_pos(float *dwte, float *dwpe, const float *dout, const int *tokens,
-                                 const int *pos, int B, int C) {
-    for (int b = 0; b < B; b++) {
-        const float *d = dout + (size_t)b * C;
-        float *dwe = dwte + (size_t)tokens[b] * C, *dpe = dwpe + (size_t)pos[b] * C;
-        for (int i = 0; i < C; i++) { dwe[i] += d[i]; dpe[i] += d[i]; }
-    }
 }
 
 // layernorm over the last axis, eps 1e-5, biased variance (as torch.nn.LayerNorm).
@@ -758,116 +384,40 @@ static void layernorm_backward(float *dinp, float *dweight, float *dbias, const 
     free(part);
 }
 
-// The packed form of a weight (OC,C) for matmul_forward: ceil(OC/MM_W) panels of (C, MM_W),
-// panel ob = rows ob*MM_W.. of weight transposed, zero past row OC-1. Floats it takes:
-static size_t weight_panels_size(int C, int OC) {
-    return (size_t)((OC + MM_W - 1) / MM_W) * C * MM_W;
-}
-
-// panels (weight_panels_size(C, OC)) = weight (OC,C) packed, one panel per task
-static void pack_weight_panels(float *panels, const float *weight, int C, int OC) {
-    int nob = (OC + MM_W - 1) / MM_W;
-    size_t psize = (size_t)C * MM_W;
-    #pragma omp parallel for
-    for (int ob = 0; ob < nob; ob++)
-        pack_panel_t(panels + ob * psize, weight + (size_t)ob * MM_W * C, C, imin(MM_W, OC - ob * MM_W));
-}
-
-// matmul_forward on a weight packed by pack_weight_panels: out (N,OC) = inp (N,C) @ weight^T
-// + bias (OC, may be NULL). A block of MM_NB rows meets every panel in turn (the rows stay in
-// cache). The sampler packs its weights once per sampling call and decodes on them.
-static void matmul_forward_packed(float *out, const float *inp, const float *panels, const float *bias,
-                                  int N, int C, int OC) {
-    int nob = (OC + MM_W - 1) / MM_W;
-    int nnb = (N + MM_NB - 1) / MM_NB;
-    size_t psize = (size_t)C * MM_W;
-    #pragma omp parallel for collapse(2)
-    for (int nb = 0; nb < nnb; nb++)
-        for (int ob = 0; ob < nob; ob++) {
-            int o0 = ob * MM_W;
-            int nend = imin(N, (nb + 1) * MM_NB);
-            const float *b = bias ? bias + o0 : NULL;
-            mm_rows(out + o0, OC, inp, C, N, nb * MM_NB, nend, panels + ob * psize, C, imin(MM_W, OC - o0), b, 0);
+// matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC) (bias may be NULL), as plain loops.
+// This is the readable version and the oracle for matmul_forward, which the model calls: the same
+// products on register tiles (Speed paths), equal up to float rounding. Only the tests call it.
+static void matmul_forward_ref(float *out, const float *inp, const float *weight, const float *bias,
+                               int N, int C, int OC) {
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++) {
+            float s = bias ? bias[o] : 0.0f;
+            for (int i = 0; i < C; i++) s += inp[(size_t)n * C + i] * weight[(size_t)o * C + i];
+            out[(size_t)n * OC + o] = s;
         }
 }
 
-// matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC) (bias may be NULL).
-// All three products (out, dinp, dweight) run on mm_tile against a "panel": the other
-// operand's block copied into a zero-padded (K, MM_W) array. Each output is summed over C
-// by one thread in the same order whatever N is (decoding one position gives the logits of
-// the full forward, bit for bit) and whatever the number of threads. The weight's panels
-// are packed once per call, into one buffer of ~OC*C floats, before the row loop.
-static void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
-                           int N, int C, int OC) {
-    float *panels = (float *)mallocCheck(weight_panels_size(C, OC) * sizeof(float));
-    pack_weight_panels(panels, weight, C, OC);
-    matmul_forward_packed(out, inp, panels, bias, N, C, OC);
-    free(panels);
+// matmul's backward as plain loops (the oracle for matmul_backward): dinp (N,C) += dout (N,OC) @
+// weight (OC,C); dweight (OC,C) += dout^T @ inp (N,C); dbias (OC) += Σ_n dout (dbias may be NULL).
+static void matmul_backward_ref(float *dinp, float *dweight, float *dbias, const float *dout,
+                                const float *inp, const float *weight, int N, int C, int OC) {
+    for (int n = 0; n < N; n++)
+        for (int o = 0; o < OC; o++) {
+            float d = dout[(size_t)n * OC + o];
+            for (int i = 0; i < C; i++) {
+                dinp[(size_t)n * C + i] += d * weight[(size_t)o * C + i];
+                dweight[(size_t)o * C + i] += d * inp[(size_t)n * C + i];
+            }
+            if (dbias) dbias[o] += d;
+        }
 }
 
-// dinp (N,C) += dout (N,OC) @ weight (OC,C); dweight (OC,C) += dout^T @ inp; dbias += Σ_n dout.
-// One parallel region: the three products are independent once the panels are packed.
+// What the model calls: matmul_forward_ref's and matmul_backward_ref's products on register tiles
+// (Speed paths), each output summed by one thread in one order whatever N and the thread count.
+static void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
+                           int N, int C, int OC);
 static void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
-                            const float *inp, const float *weight, int N, int C, int OC) {
-    int nib = (C + MM_W - 1) / MM_W;
-    int nnb = (N + MM_NB - 1) / MM_NB;
-    size_t psize = (size_t)OC * MM_W;
-    // dweight's tasks: groups of MM_IG column panels times blocks of osz outputs, osz a
-    // multiple of MM_R of at most MM_OB, with at least one block per thread (no effect on sums)
-    int ngb = (nib + MM_IG - 1) / MM_IG;
-    int nob = imax((OC + MM_OB - 1) / MM_OB, num_threads());
-    int osz = ((OC + nob - 1) / nob + MM_R - 1) / MM_R * MM_R;
-    nob = (OC + osz - 1) / osz;
-    float *panels = (float *)mallocCheck(nib * psize * sizeof(float));
-    #pragma omp parallel
-    {
-        // panel ib: columns ib*16.. of weight, (OC, 16)
-        #pragma omp for
-        for (int ib = 0; ib < nib; ib++)
-            pack_panels(panels + ib * psize, psize, weight + ib * MM_W, C, OC, imin(MM_W, C - ib * MM_W));
-        // dinp[n, i0:i0+16] = Σ_o dout[n,o] W[o, i0:i0+16]
-        #pragma omp for collapse(2) nowait
-        for (int nb = 0; nb < nnb; nb++)
-            for (int ib = 0; ib < nib; ib++) {
-                int i0 = ib * MM_W;
-                int iw = imin(MM_W, C - i0);
-                int nend = imin(N, (nb + 1) * MM_NB);
-                mm_rows(dinp + i0, C, dout, OC, N, nb * MM_NB, nend, panels + ib * psize, OC, iw, NULL, 1);
-            }
-        // dW[o, i0:i0+16] = Σ_n dout[n,o] inp[n, i0:i0+16]. A task is a block of outputs times
-        // MM_IG column panels: it walks n in chunks of MM_KB rows, packs the chunk's panels of
-        // inp and adds each panel's sums (every output sums chunk by chunk, in the same order).
-        // dbias[o] = Σ_n dout[n,o], summed row by row by the tasks of the first column group,
-        // while their chunk of dout is in cache.
-        float *ipanels = (float *)mallocCheck((size_t)MM_IG * MM_KB * MM_W * sizeof(float));
-        #pragma omp for collapse(2) schedule(dynamic) nowait
-        for (int gb = 0; gb < ngb; gb++)
-            for (int ob = 0; ob < nob; ob++) {
-                int o0 = ob * osz;
-                int oend = imin(OC, o0 + osz);
-                int i0 = gb * MM_IG * MM_W;
-                int gw = imin(MM_IG * MM_W, C - i0);
-                float bsum[MM_OB] = {0};
-                for (int n0 = 0; n0 < N; n0 += MM_KB) {
-                    int kn = imin(MM_KB, N - n0);
-                    const float *d = dout + (size_t)n0 * OC;
-                    pack_panels(ipanels, (size_t)MM_KB * MM_W, inp + (size_t)n0 * C + i0, C, kn, gw);
-                    for (int j0 = 0; j0 < gw; j0 += MM_W) {
-                        const float *panel = ipanels + (size_t)(j0 / MM_W) * MM_KB * MM_W;
-                        mm_cols(dweight + i0 + j0, C, d, OC, o0, oend, panel, kn, imin(MM_W, gw - j0));
-                    }
-                    if (dbias && gb == 0)
-                        for (int n = 0; n < kn; n++)
-                            #pragma omp simd
-                            for (int o = o0; o < oend; o++) bsum[o - o0] += d[(size_t)n * OC + o];
-                }
-                if (dbias && gb == 0)
-                    for (int o = o0; o < oend; o++) dbias[o] += bsum[o - o0];
-            }
-        free(ipanels);
-    }
-    free(panels);
-}
+                            const float *inp, const float *weight, int N, int C, int OC);
 
 // Causal multi-head self-attention in textbook form: the readable version of attention_forward
 // below (same arguments, shapes in its comment, same result up to float rounding) and the
@@ -991,195 +541,6 @@ static void attention_backward(float *dinp, float *datt, const float *dout, cons
     /* END SOLUTION: attention_backward */
 }
 
-// ---- tree attention: a batch packed as its prefix tree (the tree-packed update)
-
-/* TreePack: sequences packed as their prefix trie, one row per distinct prefix (the
-   tree-packed update, notes/tree-packed-update.md). In a causal model a position's
-   activations depend only on the tokens up to it, so sequences that share a prefix share
-   its rows: each row is computed once, and the gradients of all the sequences through it
-   add up there. Row r holds input token token[r] at position pos[r] (its depth: 0 for
-   <bos>) under parent[r] (−1 at position 0), and attends to its root path: itself and its
-   ancestors, the pos[r] + 1 positions of every sequence through it. Rows are in depth-first
-   preorder, so a parent comes before its children and the subtree of r is the rows
-   [r, subtree_end[r]). Per head and layer, row r's attention weights over its root path (root
-   first) are entries att_off[r] .. att_off[r] + pos[r] of a block of att_size = Σ_r (pos[r] + 1)
-   floats. The targets (pack_batch fills them): row r predicts the distinct next tokens
-   edge_token[edge_start[r] .. edge_start[r+1]) (its "edges": several where the sequences
-   through it part), and completion token j of sequence b is edge edge_of[b·max_new + j]. */
-typedef struct {
-    int rows, edges;              // in this batch
-    int max_pos;                  // the largest pos[r]
-    int *token, *pos, *parent, *subtree_end;   // (rows)
-    size_t *att_off;              // (rows + 1)
-    size_t att_size;              // att_off[rows]
-    int *edge_start;              // (rows + 1)
-    int *edge_token;              // (edges)
-    float *edge_logp, *edge_dlogp;   // (edges) log π(edge_token | the row's prefix), ∂loss/∂ it
-    int *edge_of;                 // (sequences, max_new)
-    int max_new;                  // the row length of edge_of
-    int cap_seqs, cap_rows, cap_edges;   // capacities: sequences, rows, edges
-    int *scratch;                 // pack_batch's trie in creation order (its own layout there)
-} TreePack;
-
-/* tree_attention_forward_ref: attention over a packed prefix tree in textbook form, the
-   readable version of tree_attention_forward below (same arguments, shapes in its comment,
-   same result up to float rounding) and the oracle it is tested against. Row r's query sees
-   the keys of its root path: path[j] is r's ancestor at position j, path[pos[r]] = r; then
-   causal attention's formula (attention_forward_ref) over those rows. Only the tests call it. */
-static void tree_attention_forward_ref(float *out, float *att, const float *inp, const TreePack *pk, int C,
-                                       int NH) {
-    int C3 = 3 * C, hs = C / NH;
-    float scale = 1.0f / sqrtf((float)hs);
-    int *path = (int *)mallocCheck(((size_t)pk->max_pos + 1) * sizeof(int));
-    for (int r = 0; r < pk->rows; r++) {
-        int t = pk->pos[r];
-        for (int a = r; a >= 0; a = pk->parent[a]) path[pk->pos[a]] = a;
-        for (int h = 0; h < NH; h++) {
-            const float *q = inp + (size_t)r * C3 + h * hs;
-            float *a = att + (size_t)h * pk->att_size + pk->att_off[r];
-            float maxv = -FLT_MAX, sum = 0.0f;
-            for (int j = 0; j <= t; j++) {   // row r sees its root path only
-                const float *k = inp + (size_t)path[j] * C3 + C + h * hs;
-                float s = 0.0f;
-                for (int i = 0; i < hs; i++) s += q[i] * k[i];
-                a[j] = s * scale;
-                if (a[j] > maxv) maxv = a[j];
-            }
-            for (int j = 0; j <= t; j++) { a[j] = expf(a[j] - maxv); sum += a[j]; }
-            for (int j = 0; j <= t; j++) a[j] /= sum;
-            float *o = out + (size_t)r * C + h * hs;
-            for (int i = 0; i < hs; i++) {   // out_r = Σ_j a[j] v_path[j]
-                o[i] = 0.0f;
-                for (int j = 0; j <= t; j++) o[i] += a[j] * inp[(size_t)path[j] * C3 + 2 * C + h * hs + i];
-            }
-        }
-    }
-    free(path);
-}
-
-#define TA_RB 32   // rows per task of tree attention
-
-/* A task's copy of the root path it is at, for one head: column p of xt (hs, Tp) holds x (hs)
-   transposed and row p of yb (Tp, hs) holds y (hs), for the row at position p of the path.
-   Moving on to the next row in preorder overwrites its position only: the ancestors of a row
-   are the last rows visited at each smaller position. */
-static inline void tree_path_put(float *xt, float *yb, const float *x, const float *y, int p, int hs,
-                                 int Tp) {
-    for (int i = 0; i < hs; i++) xt[(size_t)i * Tp + p] = x[i];
-    memcpy(yb + (size_t)p * hs, y, (size_t)hs * sizeof(float));
-}
-
-/* tree_attention_forward: causal attention over a packed prefix tree (TreePack): row r attends
-   to its root path. inp (rows, 3C) holds q, k, v; out (rows, C); att (NH, att_size) keeps the
-   softmax for the backward pass. attention_forward's arithmetic on the same keys and values in
-   the same order, so a row's output equals, bit for bit, that of its position in any sequence
-   through it run through attention_forward. A task is a block of TA_RB rows and one head: it
-   loads the root path above its first row, then walks its rows keeping the keys (transposed,
-   kt (hs, Tp)) and values (vb (Tp, hs)) of the current path (tree_path_put). */
-static void tree_attention_forward(float *out, float *att, const float *inp, const TreePack *pk, int C,
-                                   int NH) {
-    int C3 = 3 * C, hs = C / NH, Tp = (pk->max_pos + 8) / 8 * 8;
-    float scale = 1.0f / sqrtf((float)hs);
-    int nblk = (pk->rows + TA_RB - 1) / TA_RB;
-    #pragma omp parallel
-    {
-        // zeros: positions past a row's own are read (a score computed and not used), never used
-        float *kt = (float *)callocCheck((2 * (size_t)hs + 1) * Tp, sizeof(float));
-        float *vb = kt + (size_t)hs * Tp;
-        float *s = vb + (size_t)hs * Tp;
-        #pragma omp for collapse(2) schedule(dynamic)
-        for (int blk = 0; blk < nblk; blk++)
-            for (int h = 0; h < NH; h++) {
-                int r0 = blk * TA_RB;
-                int r1 = imin(pk->rows, r0 + TA_RB);
-                for (int a = pk->parent[r0]; a >= 0; a = pk->parent[a]) {
-                    const float *x = inp + (size_t)a * C3 + h * hs;
-                    tree_path_put(kt, vb, x + C, x + 2 * C, pk->pos[a], hs, Tp);
-                }
-                for (int r = r0; r < r1; r++) {
-                    int t = pk->pos[r];
-                    const float *x = inp + (size_t)r * C3 + h * hs;   // q, k, v of row r at x, x + C, x + 2C
-                    tree_path_put(kt, vb, x + C, x + 2 * C, t, hs, Tp);
-                    float *a = att + (size_t)h * pk->att_size + pk->att_off[r];
-                    attn_scores(s, x, kt, hs, Tp, (t + 8) / 8 * 8, scale);
-                    float maxv = -FLT_MAX, sum = 0.0f;
-                    for (int j = 0; j <= t; j++) if (s[j] > maxv) maxv = s[j];
-                    #pragma omp simd reduction(+:sum)
-                    for (int j = 0; j <= t; j++) { s[j] = exp_simd(s[j] - maxv); sum += s[j]; }
-                    float inv = 1.0f / sum;
-                    for (int j = 0; j <= t; j++) a[j] = s[j] * inv;
-                    // out = Σ_j a[j] v[path j]
-                    attn_rows(out + (size_t)r * C + h * hs, 0, a, 1, vb, hs, 0, t + 1, hs);
-                }
-            }
-        free(kt);
-    }
-}
-
-/* tree_attention_backward: dinp (rows, 3C) += ∂L/∂(q,k,v) given dout (rows, C), for the forward
-   above; datt (NH, att_size) is scratch (it ends up holding ∂L/∂scores). Two passes, as
-   attention_backward's three: (1) per row, along root paths as in the forward (values
-   transposed in vt, keys as rows in kb): the score gradients dS = a (da − Σ a da) · scale with
-   da_j = dout·v[path j], and dq_r = Σ_j dS_j k[path j]; (2) per row n, dk_n = Σ dS_r[pos n] q_r
-   and dv_n = Σ a_r[pos n] dout_r over the rows r of its subtree (the queries that see n), which
-   preorder makes the contiguous rows [n, subtree_end[n]): one sum per gradient row, no two tasks
-   writing one row. The passes' tasks are a block of rows and a head; the second waits for the
-   first (the barrier of omp for). */
-static void tree_attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
-                                    const float *att, const TreePack *pk, int C, int NH) {
-    int C3 = 3 * C, hs = C / NH, Tp = (pk->max_pos + 8) / 8 * 8;
-    float scale = 1.0f / sqrtf((float)hs);
-    int nblk = (pk->rows + TA_RB - 1) / TA_RB;
-    size_t AS = pk->att_size;
-    #pragma omp parallel
-    {
-        float *vt = (float *)callocCheck((2 * (size_t)hs + 1) * Tp + 2 * (size_t)pk->rows, sizeof(float));
-        float *kb = vt + (size_t)hs * Tp;
-        float *da = kb + (size_t)hs * Tp;
-        float *wq = da + Tp;                  // (rows) the weights of one subtree's sums
-        float *wd = wq + pk->rows;
-        #pragma omp for collapse(2) schedule(dynamic)
-        for (int blk = 0; blk < nblk; blk++)
-            for (int h = 0; h < NH; h++) {
-                int r0 = blk * TA_RB;
-                int r1 = imin(pk->rows, r0 + TA_RB);
-                for (int a = pk->parent[r0]; a >= 0; a = pk->parent[a]) {
-                    const float *x = inp + (size_t)a * C3 + h * hs;
-                    tree_path_put(vt, kb, x + 2 * C, x + C, pk->pos[a], hs, Tp);
-                }
-                for (int r = r0; r < r1; r++) {
-                    int t = pk->pos[r];
-                    const float *x = inp + (size_t)r * C3 + h * hs;
-                    tree_path_put(vt, kb, x + 2 * C, x + C, t, hs, Tp);
-                    const float *a = att + (size_t)h * AS + pk->att_off[r];
-                    float *dS = datt + (size_t)h * AS + pk->att_off[r];
-                    attn_scores(da, dout + (size_t)r * C + h * hs, vt, hs, Tp, (t + 8) / 8 * 8, 1.0f);
-                    float dot = 0.0f;
-                    #pragma omp simd reduction(+:dot)
-                    for (int j = 0; j <= t; j++) dot += a[j] * da[j];
-                    for (int j = 0; j <= t; j++) dS[j] = a[j] * (da[j] - dot) * scale;
-                    attn_rows(dinp + (size_t)r * C3 + h * hs, 1, dS, 1, kb, hs, 0, t + 1, hs);   // dq
-                }
-            }
-        #pragma omp for collapse(2) schedule(dynamic)
-        for (int blk = 0; blk < nblk; blk++)
-            for (int h = 0; h < NH; h++)
-                for (int n = blk * TA_RB; n < imin(pk->rows, (blk + 1) * TA_RB); n++) {
-                    int t = pk->pos[n];
-                    int end = pk->subtree_end[n];
-                    for (int r = n; r < end; r++) {   // row r holds n's weight at index pos[n] = t
-                        wq[r - n] = datt[(size_t)h * AS + pk->att_off[r] + t];
-                        wd[r - n] = att[(size_t)h * AS + pk->att_off[r] + t];
-                    }
-                    // dk_n += Σ_r dS_r[t] q_r;  dv_n += Σ_r a_r[t] dout_r
-                    float *dx = dinp + (size_t)n * C3 + h * hs;
-                    attn_rows(dx + C, 1, wq, 1, inp + (size_t)n * C3 + h * hs, C3, 0, end - n, hs);
-                    attn_rows(dx + 2 * C, 1, wd, 1, dout + (size_t)n * C + h * hs, C, 0, end - n, hs);
-                }
-        free(vt);
-    }
-}
-
 // GELU, tanh approximation (GPT-2; torch.nn.GELU(approximate="tanh")). inp, out (N).
 // 0.5 (1 + tanh u) = 1 / (1 + e^{-2u}), so gelu(x) = x / (1 + e^{-2u}): one exp, no
 // cancellation for negative x, and the loop vectorizes with exp_simd.
@@ -1228,87 +589,28 @@ static void memset_zero(void *p, size_t bytes) {
     }
 }
 
-// ----------------------------------------------------------------------------
-// CUDA seam: the CPU/GPU boundary, every function of grpo_kernels.cu that grpo.c calls.
-// gpt_* call each layer through LAYER(), which picks cuda_<name> for a model built once
-// cuda_enabled is set; functions only the tests call are declared in tests/test_cuda.cu.
-// More in notes/cuda-integration.md.
+// The decode step's own layers (defined under "Incremental decoding"): the embedding of one token
+// per sequence at its own position, the KV cache's append, and attention over the cached keys.
+static void encoder_forward_pos(float *out, const int *tokens, const int *pos, const float *wte,
+                                const float *wpe, int B, int C);
+static void kv_append(float *kt, float *v, const float *qkv, const int *pos, int B, int C, int maxT);
+static void attention_decode(float *atty, const float *kt, const float *v, const float *qkv, const int *pos,
+                             int B, int C, int NH, int maxT);
 
+// LAYER(m, f): the layer f, run where model (or KV cache) m lives. In the CUDA build each layer has
+// a twin cuda_f in grpo_kernels.cu, the same arguments on GPU pointers, and LAYER picks it for m in
+// GPU memory (the CUDA seam, after the training loop). A macro and the twins' declarations must
+// precede their first use: this is why the one CUDA conditional of the reference stands here.
 #ifdef GRPO_CUDA
-/* The CUDA build (make cuda, -DGRPO_CUDA): grpo_kernels.cu implements every layer above as
-   cuda_<name>, same arguments, DEVICE pointers (see that file's header). A model or KV cache
-   built after cuda_startup() lives in GPU memory (on_device = 1) and LAYER(m, f) calls
-   cuda_f for it, f otherwise, so gpt_forward, gpt_backward and gpt_decode_step are one
-   algorithm for both. The loop, the sampler's softmax and RNG, the verifier, the prefix
-   tree and the objectives stay on the host; per sampled token the last logits (B·V floats)
-   come back, per micro-batch the log-probs come back and their gradients go down. */
 #ifdef __cplusplus
-extern "C" {
+#define CUDA_TWIN(f) extern "C" __typeof__(f) cuda_##f;
+#else
+#define CUDA_TWIN(f) extern __typeof__(f) cuda_##f;
 #endif
-extern int cuda_time_sgemm;
-void cuda_kernel_times_start(void);
-void cuda_kernel_times_report(FILE *f, int steps);
-extern double cuda_sgemm_seconds;
-void cuda_init(int tf32);
-int cuda_probe(const char **why);
-void *cuda_malloc(size_t bytes);
-void cuda_free(void *p);
-void cuda_memcpy_h2d(void *dst, const void *src, size_t bytes);
-void cuda_memcpy_d2h(void *dst, const void *src, size_t bytes);
-void cuda_memcpy_d2d(void *dst, const void *src, size_t bytes);
-void cuda_memset_zero(void *p, size_t bytes);
-void cuda_synchronize(void);
-void cuda_encoder_forward(float *out, const int *inp, const float *wte, const float *wpe, int B, int T, int C);
-void cuda_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp, int B, int T, int C, int V);
-void cuda_layernorm_forward(float *out, float *mean, float *rstd, const float *inp, const float *weight,
-                            const float *bias, int N, int C);
-void cuda_layernorm_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                             const float *weight, const float *mean, const float *rstd, int N, int C);
-void cuda_matmul_forward(float *out, const float *inp, const float *weight, const float *bias, int N, int C, int OC);
-void cuda_matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout, const float *inp,
-                          const float *weight, int N, int C, int OC);
-void cuda_attention_forward(float *out, float *att, const float *inp, int B, int T, int C, int NH);
-void cuda_attention_backward(float *dinp, float *datt, const float *dout, const float *inp, const float *att,
-                             int B, int T, int C, int NH);
-void cuda_gelu_forward(float *out, const float *inp, size_t N);
-void cuda_gelu_backward(float *dinp, const float *inp, const float *dout, size_t N);
-void cuda_residual_forward(float *out, const float *a, const float *b, size_t N);
-void cuda_residual_backward(float *da, float *db, const float *dout, size_t N);
-void cuda_encoder_forward_pos(float *out, const int *tokens, const int *pos, const float *wte, const float *wpe,
-                              int B, int C);
-void cuda_kv_append(float *kt, float *v, const float *qkv, const int *pos, int B, int C, int maxT);
-void cuda_attention_decode(float *atty, const float *kt, const float *v, const float *qkv, const int *pos,
-                           int B, int C, int NH, int maxT);
-void cuda_logprob_forward(float *logp, float *probs, const float *logits, const int *targets, int N, int V,
-                          float temperature, const unsigned char *allowed);
-void cuda_logprob_backward(float *dlogits, const float *probs, const int *targets, const float *dlogp, int N,
-                           int V, float temperature);
-void cuda_adamw_update(float *params, const float *grads, float *m, float *v, const size_t *sizes,
-                       const int *decay, int num_tensors, float lr, float beta1, float beta2, float eps,
-                       float weight_decay, int t);
-float cuda_clip_grad_norm(float *grads, size_t n, float max_norm);
-double cuda_time_sgemms(int N, int C, int OC, int reps);
-#ifdef __cplusplus
-}
-#endif
-
-static int cuda_enabled = 0;   // set by cuda_startup(): models and KV caches built from then on live on the GPU
-
-/* cuda_startup: the CUDA build's check at start-up (every command that builds a model):
-   no GPU or no driver is an error naming what is missing; then cuBLAS with TF32 off or on. */
-static void cuda_startup(int tf32) {
-    const char *why = "unknown";
-    if (!cuda_enabled && cuda_probe(&why) == 0) {
-        fprintf(stderr, "error: this is the CUDA build (grpo_cuda), and it found no usable NVIDIA GPU: %s\n"
-                        "  hint: no NVIDIA driver, or one older than this CUDA runtime, or no GPU: check with nvidia-smi,\n"
-                        "  or use the CPU build (make; ./grpo)\n", why);
-        exit(EXIT_INPUT);
-    }
-    cuda_init(tf32);
-    cuda_enabled = 1;
-}
-
-// the layer f for model (or KV cache) m: cuda_f when m lives on the GPU
+CUDA_TWIN(encoder_forward) CUDA_TWIN(layernorm_forward) CUDA_TWIN(layernorm_backward) CUDA_TWIN(matmul_forward)
+CUDA_TWIN(matmul_backward) CUDA_TWIN(attention_forward) CUDA_TWIN(attention_backward) CUDA_TWIN(gelu_forward)
+CUDA_TWIN(gelu_backward) CUDA_TWIN(residual_forward) CUDA_TWIN(residual_backward) CUDA_TWIN(memset_zero)
+CUDA_TWIN(encoder_forward_pos) CUDA_TWIN(kv_append) CUDA_TWIN(attention_decode)
 #define LAYER(m, f) ((m)->on_device ? cuda_##f : f)
 #else
 #define LAYER(m, f) f
@@ -1396,7 +698,7 @@ typedef struct {
 } ActivationTensors;
 
 // The activations of BT positions with A attention weights per head and layer (B·T·T for a
-// B×T batch; a packed batch has fewer: TreePack's att_size).
+// B×T batch; a packed batch has fewer: SharedPrefixBatch's att_size).
 static void act_sizes_rows(size_t *s, const GPTConfig *c, size_t BT, size_t A) {
     size_t L = c->num_layers, C = c->channels, NH = c->num_heads, V = c->vocab_size;
     size_t v[NUM_ACT_TENSORS] = {BT * C, L * BT * C, L * BT, L * BT, L * BT * 3 * C, L * BT * C,
@@ -1422,11 +724,10 @@ typedef struct {
     float *mean, *rstd;       // (B) LayerNorm statistics of the step (not kept)
     float *panels;            // the weights packed for matmul_forward_packed (decode_panels_size)
     int packed;               // 1: panels holds the model's current weights (kv_pack_weights)
-#ifdef GRPO_CUDA
+    // the CUDA build only (the CUDA seam; 0 and NULL on the CPU):
     int on_device;            // 1: all of the above but logits (the sampler's copy) on the GPU
     float *dev_logits;        // (B, V) the logits on the GPU
     int *tokens, *pos;        // (B) the step's token ids and positions on the GPU
-#endif
 } KVCache;
 
 typedef struct {
@@ -1444,49 +745,38 @@ typedef struct {
     size_t acts_capacity;
     ActivationTensors grads_acts;       // their gradients, pointing into grads_acts_memory
     float *grads_acts_memory;
-    int B, T;                           // shape of the last forward pass
-#ifdef GRPO_CUDA
+    int B, T;                           // shape of the last forward pass (B = 0: a shared-prefix batch
+                                        // of T rows, gpt_set_rows)
+    size_t att_size;                    // attention weights per head and layer of that pass (B·T·T)
+    // the CUDA build only (the CUDA seam; 0 and NULL on the CPU):
     int on_device;                      // 1: every array above lives in GPU memory
     int *dev_inputs, *dev_targets;      // (max_batch, maxT) the batch's token ids and targets
     float *dev_logp, *dev_dlogp;        // (max_batch, maxT) log-probs and their gradients
     unsigned char *dev_allowed;         // (V) the token mask of the log-probs
-#endif
 } GPT;
 
-#ifdef GRPO_CUDA
-// Moves a model built on the host to the GPU: parameters and AdamW moments are copied,
-// gradients start at zero, activations are left unset (every pass writes them first).
-static void gpt_to_device(GPT *m) {
-    size_t pb = m->num_parameters * sizeof(float), ab = m->acts_capacity * sizeof(float);
-    size_t BT = (size_t)m->max_batch * m->config.max_seq_len;
-    float *host[4] = {m->params_memory, m->grads_memory, m->m_memory, m->v_memory};
-    float **dev[4] = {&m->params_memory, &m->grads_memory, &m->m_memory, &m->v_memory};
-    for (int i = 0; i < 4; i++) {
-        *dev[i] = (float *)cuda_malloc(pb);
-        cuda_memcpy_h2d(*dev[i], host[i], pb);
-        free(host[i]);
-    }
-    free(m->acts_memory);
-    free(m->grads_acts_memory);
-    m->acts_memory = (float *)cuda_malloc(ab);
-    m->grads_acts_memory = (float *)cuda_malloc(ab);
-    point_tensors((float **)&m->params, m->params_memory, m->param_sizes, NUM_PARAM_TENSORS);
-    point_tensors((float **)&m->grads, m->grads_memory, m->param_sizes, NUM_PARAM_TENSORS);
-    m->dev_inputs = (int *)cuda_malloc(BT * sizeof(int));
-    m->dev_targets = (int *)cuda_malloc(BT * sizeof(int));
-    m->dev_logp = (float *)cuda_malloc(BT * sizeof(float));
-    m->dev_dlogp = (float *)cuda_malloc(BT * sizeof(float));
-    m->dev_allowed = (unsigned char *)cuda_malloc(m->config.vocab_size);
-    m->on_device = 1;
-}
+// The CUDA seam (after the training loop) puts models and KV caches in GPU memory in the CUDA
+// build; on the CPU each of these does nothing and returns 0.
+static void gpu_adopt_model(GPT *m);   // moves a model just built on the host to the GPU, once CUDA is on
+static int gpu_free_model(GPT *m);     // frees a model that lives on the GPU; 1: it did
+static const int *gpu_inputs(GPT *m, const int *inputs, size_t n);   // the n token ids where m runs
+// the embedding's backward on the GPU (dres (B,T,C) into dwte, dwpe): 1 when m lives there
+static int gpu_encoder_backward(GPT *m, float *dwte, float *dwpe, const float *dres, int B, int T, int C);
+static int gpu_build_kvcache(KVCache *kv, const GPTConfig *c, int B);   // 1: built in GPU memory
+static int gpu_free_kvcache(KVCache *kv);                               // 1: it was on the GPU, freed
+// a decode step's B token ids and positions to the GPU, *logits pointed at the GPU's (B,V)
+static void gpu_decode_inputs(GPT *m, KVCache *kv, const int **tokens, const int **pos, float **logits, int B);
+static void gpu_decode_logits(GPT *m, KVCache *kv, const float *logits, int B);   // kv->logits from the GPU
+// copies kn floats of keys and vn of values between two slots of a cache on the GPU; 1: it did
+static int gpu_kv_copy(KVCache *kv, float *kd, const float *ks, size_t kn, float *vd, const float *vs, size_t vn);
+// gpt_logprob_forward / _backward, clip_grad_norm and adamw_update for m on the GPU; 1: done there
+static int gpu_logprob_forward(GPT *m, float *logp, const int *targets, int N, float temperature,
+                               const unsigned char *allowed);
+static int gpu_logprob_backward(GPT *m, const int *targets, const float *dlogp, int N, float temperature);
+static int gpu_clip_grad_norm(GPT *m, float max_norm, float *norm);
+typedef struct AdamWConfig AdamWConfig;
+static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t);
 
-static void free_gpt_device(GPT *m) {
-    void *arrays[] = {m->params_memory, m->grads_memory, m->m_memory, m->v_memory, m->acts_memory,
-                      m->grads_acts_memory, m->dev_inputs, m->dev_targets, m->dev_logp, m->dev_dlogp,
-                      m->dev_allowed};
-    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) cuda_free(arrays[i]);
-}
-#endif
 
 /* build_gpt: allocates parameters, gradients, AdamW state and activations for batches of
    up to max_batch sequences of up to maxT tokens. Parameters are initialised GPT-2 style:
@@ -1520,18 +810,11 @@ static void build_gpt(GPT *m, GPTConfig cfg, int max_batch, uint64_t seed) {
         for (size_t i = 0; i < m->param_sizes[t]; i++, p++)
             *p = PARAM_DECAY[t] ? std * rng_normal(&rng) : (is_ln_w ? 1.0f : 0.0f);
     }
-#ifdef GRPO_CUDA
-    if (cuda_enabled) gpt_to_device(m);   // initialised here, then moved
-#endif
+    gpu_adopt_model(m);   // the CUDA build: initialised here, then moved
 }
 
 static void free_gpt(GPT *m) {
-#ifdef GRPO_CUDA
-    if (m->on_device) {
-        free_gpt_device(m);
-        return;
-    }
-#endif
+    if (gpu_free_model(m)) return;
     free(m->params_memory);
     free(m->grads_memory);
     free(m->m_memory);
@@ -1552,20 +835,7 @@ static void gpt_set_shape(GPT *m, int B, int T) {
     point_tensors((float **)&m->acts, m->acts_memory, as, NUM_ACT_TENSORS);
     point_tensors((float **)&m->grads_acts, m->grads_acts_memory, as, NUM_ACT_TENSORS);
     m->B = B; m->T = T;
-}
-
-// gpt_set_shape for a packed batch: pk's rows and attention weights must fit in the buffers of
-// (max_batch, maxT), which they do when pk packs at most max_batch sequences. m->B = 0 marks it.
-static void gpt_set_rows(GPT *m, const TreePack *pk) {
-    size_t cap = (size_t)m->max_batch * m->config.max_seq_len;
-    if (pk->rows < 1 || (size_t)pk->rows > cap || pk->att_size > cap * m->config.max_seq_len)
-        fail_at(__FILE__, __LINE__, "a packed batch exceeds the model's activations",
-                "pack at most max_batch sequences at a time; please report this");
-    size_t as[NUM_ACT_TENSORS];
-    act_sizes_rows(as, &m->config, pk->rows, pk->att_size);
-    point_tensors((float **)&m->acts, m->acts_memory, as, NUM_ACT_TENSORS);
-    point_tensors((float **)&m->grads_acts, m->grads_acts_memory, as, NUM_ACT_TENSORS);
-    m->B = 0; m->T = pk->rows;
+    m->att_size = (size_t)B * T * T;
 }
 
 // The positions of the last shape set: B·T, or a packed batch's rows (gpt_set_rows).
@@ -1573,30 +843,34 @@ static size_t gpt_positions(const GPT *m) {
     return m->B ? (size_t)m->B * m->T : (size_t)m->T;
 }
 
-static void encoder_forward_pos(float *out, const int *tokens, const int *pos, const float *wte,
-                                const float *wpe, int B, int C);
+// The shared-prefix batch (Speed paths): sequences packed as their prefix trie, one row per distinct
+// prefix, so that a prefix several sequences share is computed once. The trunk runs on it row by
+// row; these two are the only layers that differ.
+typedef struct SharedPrefixBatch SharedPrefixBatch;
+// the embedding of pk's rows, each at its own position: out (rows, C)
+static void spb_encoder_forward(float *out, const SharedPrefixBatch *pk, const float *wte, const float *wpe, int C);
+// attention_forward on pk's rows: each row attends to the rows on its path from the root
+static void spb_attention_forward(float *out, float *att, const float *inp, const SharedPrefixBatch *pk, int C,
+                                  int NH);
+static void spb_attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
+                                   const float *att, const SharedPrefixBatch *pk, int C, int NH);
+static void spb_encoder_backward(float *dwte, float *dwpe, const float *dres, const SharedPrefixBatch *pk, int C);
 
 /* trunk_forward: the transformer without its LM head on the shape gpt_set_shape (B×T, inputs
    (B,T) token ids) or gpt_set_rows (pk's packed rows; inputs is pk->token) set → acts.lnf
    (positions, C), the final LayerNorm's output. Every layer but the embedding (a packed row has
    its own position) and attention (a packed row attends to its root path) is the same code on
    either shape, row by row. */
-static void trunk_forward(GPT *m, const int *inputs, const TreePack *pk) {
+static void trunk_forward(GPT *m, const int *inputs, const SharedPrefixBatch *pk) {
     GPTConfig c = m->config;
     int L = c.num_layers, C = c.channels, NH = c.num_heads;
     int B = m->B, T = m->T;
     size_t BT = gpt_positions(m);
-    size_t AL = (size_t)NH * (pk ? pk->att_size : (size_t)B * T * T);   // attention weights per layer
+    size_t AL = (size_t)NH * m->att_size;   // attention weights per layer
     ParameterTensors p = m->params;
     ActivationTensors a = m->acts;
-#ifdef GRPO_CUDA
-    if (m->on_device) {   // the batch's token ids go to the GPU once per forward
-        cuda_memcpy_h2d(m->dev_inputs, inputs, BT * sizeof(int));
-        inputs = m->dev_inputs;
-    }
-#endif
-    if (pk) encoder_forward_pos(a.encoded, pk->token, pk->pos, p.wte, p.wpe, pk->rows, C);
-    else LAYER(m, encoder_forward)(a.encoded, inputs, p.wte, p.wpe, B, T, C);
+    if (pk) spb_encoder_forward(a.encoded, pk, p.wte, p.wpe, C);
+    else LAYER(m, encoder_forward)(a.encoded, gpu_inputs(m, inputs, BT), p.wte, p.wpe, B, T, C);
     for (int l = 0; l < L; l++) {
         float *residual = l == 0 ? a.encoded : a.residual3 + (l - 1) * BT * C;
         float *ln1 = a.ln1 + l * BT * C, *qkv = a.qkv + l * BT * 3 * C, *atty = a.atty + l * BT * C;
@@ -1607,7 +881,7 @@ static void trunk_forward(GPT *m, const int *inputs, const TreePack *pk) {
         LAYER(m, layernorm_forward)(ln1, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, residual,
                                     p.ln1w + l * C, p.ln1b + l * C, BT, C);
         LAYER(m, matmul_forward)(qkv, ln1, p.qkvw + (size_t)l * 3 * C * C, p.qkvb + l * 3 * C, BT, C, 3 * C);
-        if (pk) tree_attention_forward(atty, att, qkv, pk, C, NH);
+        if (pk) spb_attention_forward(atty, att, qkv, pk, C, NH);
         else LAYER(m, attention_forward)(atty, att, qkv, B, T, C, NH);
         LAYER(m, matmul_forward)(attproj, atty, p.attprojw + (size_t)l * C * C, p.attprojb + l * C, BT, C, C);
         LAYER(m, residual_forward)(res2, residual, attproj, BT * C);
@@ -1644,20 +918,6 @@ static void gpt_forward(GPT *m, const int *inputs, int B, int T) {
     lm_head_forward(m);
 }
 
-/* gpt_forward_tree: the packed batch pk (TreePack; CPU only) → acts.logits (rows, V), the
-   logits of row r predicting the tokens after its prefix (trunk_forward on pk's rows, then the
-   LM head). */
-static void gpt_forward_tree(GPT *m, const TreePack *pk) {
-#ifdef GRPO_CUDA
-    if (m->on_device)
-        fail_at(__FILE__, __LINE__, "the tree-packed update runs on the CPU only",
-                "use --update-layout padded");
-#endif
-    gpt_set_rows(m, pk);
-    trunk_forward(m, pk->token, pk);
-    lm_head_forward(m);
-}
-
 static void gpt_zero_grad(GPT *m) {
     LAYER(m, memset_zero)(m->grads_memory, m->num_parameters * sizeof(float));
 }
@@ -1684,7 +944,7 @@ static void gpt_zero_act_grads(GPT *m) {
    each block reads dres as the gradient of its two projections and its LayerNorms add into
    it. (This replaces residual_backward's copies; the values and their order of addition are
    the same.) */
-static void trunk_backward(GPT *m, const int *inputs, const TreePack *pk) {
+static void trunk_backward(GPT *m, const int *inputs, const SharedPrefixBatch *pk) {
     GPTConfig c = m->config;
     int B = m->B;
     int T = m->T;
@@ -1692,7 +952,7 @@ static void trunk_backward(GPT *m, const int *inputs, const TreePack *pk) {
     int C = c.channels;
     int NH = c.num_heads;
     size_t BT = gpt_positions(m);
-    size_t AL = (size_t)NH * (pk ? pk->att_size : (size_t)B * T * T);   // attention weights per layer
+    size_t AL = (size_t)NH * m->att_size;   // attention weights per layer
     ParameterTensors p = m->params;
     ParameterTensors g = m->grads;
     ActivationTensors a = m->acts;
@@ -1719,7 +979,7 @@ static void trunk_backward(GPT *m, const int *inputs, const TreePack *pk) {
         LAYER(m, matmul_backward)(d.atty + o1, g.attprojw + w1, g.attprojb + l * C, dres, a.atty + o1,
                                   p.attprojw + w1, BT, C, C);
         if (pk)
-            tree_attention_backward(d.qkv + o3, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, pk, C, NH);
+            spb_attention_backward(d.qkv + o3, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, pk, C, NH);
         else
             LAYER(m, attention_backward)(d.qkv + o3, d.att + oa, d.atty + o1, a.qkv + o3, a.att + oa, B, T, C,
                                          NH);
@@ -1728,13 +988,8 @@ static void trunk_backward(GPT *m, const int *inputs, const TreePack *pk) {
         LAYER(m, layernorm_backward)(dres, g.ln1w + l * C, g.ln1b + l * C, d.ln1 + o1, residual,
                                      p.ln1w + l * C, a.ln1_mean + l * BT, a.ln1_rstd + l * BT, BT, C);
     }
-#ifdef GRPO_CUDA
-    if (m->on_device) {   // the GPU needs V to give each (token, channel) of dwte one thread
-        cuda_encoder_backward(g.wte, g.wpe, dres, m->dev_inputs, B, T, C, c.vocab_size);
-        return;
-    }
-#endif
-    if (pk) encoder_backward_pos(g.wte, g.wpe, dres, pk->token, pk->pos, pk->rows, C);
+    if (gpu_encoder_backward(m, g.wte, g.wpe, dres, B, T, C)) return;
+    if (pk) spb_encoder_backward(g.wte, g.wpe, dres, pk, C);
     else encoder_backward(g.wte, g.wpe, dres, inputs, B, T, C);
 }
 
@@ -1748,7 +1003,7 @@ static void lm_head_backward(GPT *m) {
 
 // Refuses a padded backward pass after a packed forward (their activations are laid out apart).
 static void refuse_packed(const GPT *m, const char *what) {
-    if (m->B == 0) fail_at(__FILE__, __LINE__, what, "call gpt_backward_tree; please report this");
+    if (m->B == 0) fail_at(__FILE__, __LINE__, what, "call gpt_backward_spb; please report this");
 }
 
 /* gpt_backward_trunk: given grads_acts.lnf (B,T,C) = ∂loss/∂(the final LayerNorm's output) of
@@ -1769,78 +1024,20 @@ static void gpt_backward(GPT *m, const int *inputs) {
     trunk_backward(m, inputs, NULL);
 }
 
-// gpt_backward for the packed batch pk of the last forward pass (gpt_forward_tree)
-static void gpt_backward_tree(GPT *m, const TreePack *pk) {
-    lm_head_backward(m);
-    trunk_backward(m, pk->token, pk);
-}
-
 // ----------------------------------------------------------------------------
-// Incremental decoding with a key/value cache: one new token per sequence per call
+// Incremental decoding: a key/value cache, one new token per sequence per call
 
-/* The decode step's weights packed once (matmul's panels; pack_weight_panels): for each layer
-   qkvw, attprojw, fcw, fcprojw, then wte (the LM head). A decode step on them skips the
-   packing that matmul_forward does per call, ~1/B of its work; the sums are the same.
-   decode_panels_size: the floats they take. */
-static size_t decode_panels_size(const GPTConfig *c) {
-    int C = c->channels;
-    return (size_t)c->num_layers * (weight_panels_size(C, 3 * C) + weight_panels_size(C, C) +
-                                    weight_panels_size(C, 4 * C) + weight_panels_size(4 * C, C)) +
-           weight_panels_size(C, c->vocab_size);
-}
 
-// The host's decode steps on kv use the model's weights as they are now (kv->panels), until
-// kv_unpack_weights; the sampler calls both, around one sampling call. The panels lie in the
-// order gpt_decode_step's matmuls read them (decode_matmul steps through them one by one):
-// a change to either order must change both.
-static void kv_pack_weights(KVCache *kv, const GPT *m) {
-#ifdef GRPO_CUDA
-    if (kv->on_device) return;   // the GPU's matmul is cuBLAS: nothing to pack
-#endif
-    const GPTConfig *c = &m->config;
-    const ParameterTensors *p = &m->params;
-    int C = c->channels;
-    float *dst = kv->panels;
-    for (int l = 0; l < c->num_layers; l++) {
-        const float *w[4] = {p->qkvw + (size_t)l * 3 * C * C, p->attprojw + (size_t)l * C * C,
-                             p->fcw + (size_t)l * 4 * C * C, p->fcprojw + (size_t)l * 4 * C * C};
-        int in[4] = {C, C, C, 4 * C}, out[4] = {3 * C, C, 4 * C, C};
-        for (int i = 0; i < 4; i++) {
-            pack_weight_panels(dst, w[i], in[i], out[i]);
-            dst += weight_panels_size(in[i], out[i]);
-        }
-    }
-    pack_weight_panels(dst, p->wte, C, c->vocab_size);
-    kv->packed = 1;
-}
-
-static void kv_unpack_weights(KVCache *kv) { kv->packed = 0; }
+// Packed decode (Speed paths): the decode step's weights packed once per sampling call, in the
+// order gpt_decode_step's matmuls read them (the same sums as packing per matmul).
+static size_t decode_panels_size(const GPTConfig *c);   // the floats the packed weights take
+static void kv_pack_weights(KVCache *kv, const GPT *m); // kv->panels = m's weights packed; kv->packed = 1
+static void kv_unpack_weights(KVCache *kv);             // kv->packed = 0: each matmul packs its own again
 
 static void build_kvcache(KVCache *kv, const GPTConfig *c, int B) {
     size_t L = c->num_layers, C = c->channels, T = c->max_seq_len, V = c->vocab_size, Tp = (T + 7) / 8 * 8;
-#ifdef GRPO_CUDA
     memset(kv, 0, sizeof *kv);
-    if (cuda_enabled) {   // the same buffers on the GPU, plus the step's inputs and logits
-        size_t sizes[11] = {L * B * C * Tp, L * B * T * C, B * C, B * C, B * 3 * C, B * C, B * C, B * 4 * C,
-                            B * 4 * C, (size_t)B, (size_t)B};
-        float **bufs[11] = {&kv->k, &kv->v, &kv->x, &kv->ln, &kv->qkv, &kv->atty, &kv->proj, &kv->fch,
-                            &kv->fch_gelu, &kv->mean, &kv->rstd};
-        for (int i = 0; i < 11; i++) {
-            *bufs[i] = (float *)cuda_malloc(sizes[i] * sizeof(float));
-            cuda_memset_zero(*bufs[i], sizes[i] * sizeof(float));
-        }
-        kv->B = B;
-        kv->dev_logits = (float *)cuda_malloc((size_t)B * V * sizeof(float));
-        kv->tokens = (int *)cuda_malloc((size_t)B * sizeof(int));
-        kv->pos = (int *)cuda_malloc((size_t)B * sizeof(int));
-        kv->logits = (float *)mallocCheck((size_t)B * V * sizeof(float));   // host: the sampler reads it
-        kv->on_device = 1;
-        // a GPU decode step costs about the same for any row count, and each slot copy is 2L
-        // memcpy calls: there the sampler keeps every row in its slot
-        kv->pack = 0;
-        return;
-    }
-#endif
+    if (gpu_build_kvcache(kv, c, B)) return;   // the CUDA build: the same buffers in GPU memory
     kv->B = B;
     kv->pack = 1;
     kv->k = (float *)callocCheck(L * B * C * Tp, sizeof(float));  // zeros: padding is read, never used
@@ -1860,15 +1057,7 @@ static void build_kvcache(KVCache *kv, const GPTConfig *c, int B) {
 }
 
 static void free_kvcache(KVCache *kv) {
-#ifdef GRPO_CUDA
-    if (kv->on_device) {
-        float *bufs[12] = {kv->k, kv->v, kv->x, kv->ln, kv->qkv, kv->atty, kv->proj, kv->fch, kv->fch_gelu,
-                           kv->mean, kv->rstd, kv->dev_logits};
-        for (int i = 0; i < 12; i++) cuda_free(bufs[i]);
-        cuda_free(kv->tokens); cuda_free(kv->pos); free(kv->logits);
-        return;
-    }
-#endif
+    if (gpu_free_kvcache(kv)) return;
     free(kv->k); free(kv->v); free(kv->x); free(kv->ln); free(kv->qkv); free(kv->atty);
     free(kv->proj); free(kv->fch); free(kv->fch_gelu); free(kv->logits); free(kv->mean); free(kv->rstd);
     free(kv->panels);
@@ -1920,18 +1109,10 @@ static void attention_decode(float *atty, const float *kt, const float *v, const
         }
 }
 
-// One matmul of a decode step: on the packed weights *panels (then moved past them) when the
-// sampler packed them, else matmul_forward (through LAYER: cuBLAS on the GPU)
+// One matmul of a decode step: matmul_forward, or on the weights the sampler packed once for the
+// whole sampling call (*panels, then moved past them; Speed paths: packed decode), the same sums
 static void decode_matmul(GPT *m, const float **panels, float *out, const float *inp, const float *weight,
-                          const float *bias, int B, int C, int OC) {
-    (void)m;   // LAYER's dispatch needs it in the CUDA build only
-    if (*panels) {
-        matmul_forward_packed(out, inp, *panels, bias, B, C, OC);
-        *panels += weight_panels_size(C, OC);
-    } else {
-        LAYER(m, matmul_forward)(out, inp, weight, bias, B, C, OC);
-    }
-}
+                          const float *bias, int B, int C, int OC);
 
 /* gpt_decode_step: sequence b (0 <= b < B <= kv->B) consumes token tokens[b] at position
    pos[b] (its keys/values for positions < pos[b] must already be in the cache); writes
@@ -1944,14 +1125,7 @@ static void gpt_decode_step(GPT *m, KVCache *kv, const int *tokens, const int *p
     ParameterTensors p = m->params;
     float *logits = kv->logits;
     const float *panels = kv->packed ? kv->panels : NULL;   // NULL: each matmul packs its own
-#ifdef GRPO_CUDA
-    if (kv->on_device != m->on_device) fail_at(__FILE__, __LINE__, "model and KV cache on different devices", "");
-    if (m->on_device) {   // token ids and positions down (B ints each); the logits come back at the end
-        cuda_memcpy_h2d(kv->tokens, tokens, (size_t)B * sizeof(int));
-        cuda_memcpy_h2d(kv->pos, pos, (size_t)B * sizeof(int));
-        tokens = kv->tokens; pos = kv->pos; logits = kv->dev_logits;
-    }
-#endif
+    gpu_decode_inputs(m, kv, &tokens, &pos, &logits, B);   // the CUDA build: they go to the GPU
     LAYER(m, encoder_forward_pos)(kv->x, tokens, pos, p.wte, p.wpe, B, C);
     for (int l = 0; l < L; l++) {
         float *kt = kv->k + (size_t)l * kv->B * C * Tp, *v = kv->v + (size_t)l * kv->B * maxT * C;
@@ -1970,9 +1144,7 @@ static void gpt_decode_step(GPT *m, KVCache *kv, const int *tokens, const int *p
     }
     LAYER(m, layernorm_forward)(kv->ln, kv->mean, kv->rstd, kv->x, p.lnfw, p.lnfb, B, C);
     decode_matmul(m, &panels, logits, kv->ln, p.wte, NULL, B, C, V);
-#ifdef GRPO_CUDA
-    if (m->on_device) cuda_memcpy_d2h(kv->logits, logits, (size_t)B * V * sizeof(float));
-#endif
+    gpu_decode_logits(m, kv, logits, B);   // the CUDA build: kv->logits from the GPU
 }
 
 /* kv_copy_positions: slot dst's cache of positions [0, n) becomes slot src's, in every layer.
@@ -1989,13 +1161,7 @@ static void kv_copy_positions(KVCache *kv, const GPTConfig *c, int dst, int src,
     for (int l = 0; l < c->num_layers; l++) {
         float *kt = kv->k + (size_t)l * kv->B * C * Tp;
         float *v = kv->v + (size_t)l * kv->B * maxT * C;
-#ifdef GRPO_CUDA
-        if (kv->on_device) {   // the slot's whole key block: one copy instead of C short ones
-            cuda_memcpy_d2d(kt + kd, kt + ks, C * Tp * sizeof(float));
-            cuda_memcpy_d2d(v + vd, v + vs, (size_t)n * C * sizeof(float));
-            continue;
-        }
-#endif
+        if (gpu_kv_copy(kv, kt + kd, kt + ks, C * Tp, v + vd, v + vs, (size_t)n * C)) continue;
         // keys are transposed: positions [0, n) of each channel's row
         for (size_t i = 0; i < C; i++)
             memcpy(kt + kd + i * Tp, kt + ks + i * Tp, (size_t)n * sizeof(float));
@@ -2071,78 +1237,21 @@ static void logprob_backward(float *dlogits, const float *probs, const int *targ
    down and the N log-probs come back; the backward sends the N gradients down. */
 static void gpt_logprob_forward(GPT *m, float *logp, const int *targets, int N, float temperature,
                                 const unsigned char *allowed) {
-#ifdef GRPO_CUDA
-    if (m->on_device) {
-        cuda_memcpy_h2d(m->dev_targets, targets, (size_t)N * sizeof(int));
-        if (allowed) cuda_memcpy_h2d(m->dev_allowed, allowed, m->config.vocab_size);
-        cuda_logprob_forward(m->dev_logp, m->acts.probs, m->acts.logits, m->dev_targets, N,
-                             m->config.vocab_size, temperature, allowed ? m->dev_allowed : NULL);
-        cuda_memcpy_d2h(logp, m->dev_logp, (size_t)N * sizeof(float));
-        return;
-    }
-#endif
+    if (gpu_logprob_forward(m, logp, targets, N, temperature, allowed)) return;
     logprob_forward(logp, m->acts.probs, m->acts.logits, targets, N, m->config.vocab_size, temperature,
                     allowed);
 }
 
 static void gpt_logprob_backward(GPT *m, const int *targets, const float *dlogp, int N, float temperature) {
-#ifdef GRPO_CUDA
-    if (m->on_device) {
-        cuda_memcpy_h2d(m->dev_targets, targets, (size_t)N * sizeof(int));
-        cuda_memcpy_h2d(m->dev_dlogp, dlogp, (size_t)N * sizeof(float));
-        cuda_logprob_backward(m->grads_acts.logits, m->acts.probs, m->dev_targets, m->dev_dlogp, N,
-                              m->config.vocab_size, temperature);
-        return;
-    }
-#endif
+    if (gpu_logprob_backward(m, targets, dlogp, N, temperature)) return;
     logprob_backward(m->grads_acts.logits, m->acts.probs, targets, dlogp, N, m->config.vocab_size,
                      temperature);
-}
-
-/* tree_logprob_forward: logprob_forward on the rows of a packed batch pk (TreePack), whose row
-   r predicts several tokens where the sequences through it part: its softmax once, into probs
-   (rows, V), and the log-prob of each of its edges' tokens, logp (edges), with logprob_forward's
-   arithmetic (the same value as at that position of a padded batch, bit for bit). A row without
-   edges (inside the prompt) gets a probs row of 0. */
-static void tree_logprob_forward(float *logp, float *probs, const float *logits, const TreePack *pk, int V,
-                                 float temperature, const unsigned char *allowed) {
-    #pragma omp parallel for
-    for (int r = 0; r < pk->rows; r++) {
-        const float *z = logits + (size_t)r * V;
-        float *pr = probs + (size_t)r * V;
-        if (pk->edge_start[r] == pk->edge_start[r + 1]) {   // no token to score
-            memset(pr, 0, V * sizeof(float));
-            continue;
-        }
-        float maxv, logsum = softmax_temperature(pr, &maxv, z, V, temperature, allowed);
-        for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++)
-            logp[e] = (z[pk->edge_token[e]] * (1.0f / temperature) - maxv) - logsum;
-    }
-}
-
-/* tree_logprob_backward: dlogits (rows, V) = Σ_e dlogp[e] · (onehot(edge_token[e]) − probs) /
-   temperature over the edges e of each row: the gradient through log_softmax of every token
-   the row predicts, one backward for all the sequences through it (dlogp[e]: their ∂loss/∂logp
-   summed, pack_batch's edge_dlogp). Rows without edges get 0. Overwrites dlogits. */
-static void tree_logprob_backward(float *dlogits, const float *probs, const TreePack *pk, const float *dlogp,
-                                  int V, float temperature) {
-    float inv_t = 1.0f / temperature;
-    #pragma omp parallel for
-    for (int r = 0; r < pk->rows; r++) {
-        float *d = dlogits + (size_t)r * V;
-        const float *pr = probs + (size_t)r * V;
-        float g = 0.0f;
-        for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++) g += dlogp[e] * inv_t;
-        for (int v = 0; v < V; v++) d[v] = -g * pr[v];
-        for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++)
-            d[pk->edge_token[e]] += dlogp[e] * inv_t;
-    }
 }
 
 // ----------------------------------------------------------------------------
 // Optimizer: AdamW (Loshchilov & Hutter 2019; torch.optim.AdamW), global norm clipping
 
-typedef struct {
+struct AdamWConfig {
     float lr;            // peak learning rate
     float beta1, beta2, eps;
     float weight_decay;  // decoupled, on 2-D weights only (PARAM_DECAY)
@@ -2151,7 +1260,7 @@ typedef struct {
     int total_steps;     // schedule length
     int schedule;        // 0 cosine to lr*min_lr_frac, 1 linear to lr*min_lr_frac, 2 constant
     float min_lr_frac;
-} AdamWConfig;
+};
 
 /* lr_at: learning rate of optimizer step `step` (0-based): linear warm-up over
    warmup_steps, then cosine or linear decay to lr·min_lr_frac at total_steps. */
@@ -2193,9 +1302,8 @@ static double grad_sum_squares(const float *grads, size_t n) {
    max_norm / (norm + 1e-6) when that is < 1 (as torch.nn.utils.clip_grad_norm_). Returns the
    norm before clipping (NaN/Inf if any gradient is not finite). */
 static float clip_grad_norm(GPT *m, float max_norm) {
-#ifdef GRPO_CUDA
-    if (m->on_device) return cuda_clip_grad_norm(m->grads_memory, m->num_parameters, max_norm);
-#endif
+    float gpu_norm;
+    if (gpu_clip_grad_norm(m, max_norm, &gpu_norm)) return gpu_norm;
     float *grads = m->grads_memory;
     size_t n = m->num_parameters;
     float norm = (float)sqrt(grad_sum_squares(grads, n));
@@ -2212,13 +1320,7 @@ static float clip_grad_norm(GPT *m, float max_norm) {
 /* adamw_update: one AdamW step t (1-based, for bias correction) with learning rate lr:
    m = β1 m + (1−β1) g; v = β2 v + (1−β2) g²; θ −= lr (m̂ / (sqrt(v̂) + eps) + wd θ). */
 static void adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
-#ifdef GRPO_CUDA
-    if (m->on_device) {
-        cuda_adamw_update(m->params_memory, m->grads_memory, m->m_memory, m->v_memory, m->param_sizes,
-                          PARAM_DECAY, NUM_PARAM_TENSORS, lr, o->beta1, o->beta2, o->eps, o->weight_decay, t);
-        return;
-    }
-#endif
+    if (gpu_adamw_update(m, o, lr, t)) return;
     /* BEGIN SOLUTION: adamw_update */
     float bc1 = 1.0f - powf(o->beta1, (float)t);
     float bc2 = 1.0f - powf(o->beta2, (float)t);
@@ -2966,9 +2068,9 @@ static TreeStats prefix_tree_stats(const PrefixTree *tree, const int *len, int k
 
 // ----------------------------------------------------------------------------
 // Objectives: GRPO and λ-GRPO (conventions in notes/conventions.md); MC-PRM's values and PPO's
-// critic have their own sections after the GRPO step (issue 16)
+// critic have their own sections after the training loop
 
-// GRPO and λ-GRPO (the paper's), then issue 16's comparison points: MC-PRM (explicit process
+// GRPO and λ-GRPO (the paper's), then the comparison points: MC-PRM (explicit process
 // rewards) and PPO (a learned critic)
 enum { OBJ_GRPO = 0, OBJ_LAMBDA_GRPO = 1, OBJ_MC_PRM = 2, OBJ_PPO = 3 };
 enum { AGG_TOKEN_MEAN = 0, AGG_SEQ_MEAN_TOKEN_MEAN, AGG_SEQ_MEAN_TOKEN_SUM, AGG_SEQ_MEAN_TOKEN_SUM_NORM };
@@ -2981,7 +2083,7 @@ static const char *ADV_STD_NAMES[] = {"sample", "population", "none", NULL};
 static const char *SCOPE_NAMES[] = {"group", "batch", NULL};
 
 typedef struct {
-    int objective;        // OBJ_GRPO, OBJ_LAMBDA_GRPO, OBJ_MC_PRM (credit-assignment.md §3) or OBJ_PPO
+    int objective;        // OBJ_GRPO, OBJ_LAMBDA_GRPO, OBJ_MC_PRM (notes/credit-assignment.md §3) or OBJ_PPO
     int loss_agg;         // AGG_*
     int adv_std;          // STD_*: std in the advantage's denominator
     int adv_std_scope;    // SCOPE_*: std over each group, or over the whole batch
@@ -3153,7 +2255,7 @@ static double grpo_token_loss(const ObjectiveConfig *cfg, int n, const float *lo
 }
 
 // ----------------------------------------------------------------------------
-// The GRPO step: sample → score → advantages → trees → update (paper §2–§4)
+// The GRPO step: its phases, sample → score → advantages → trees → update (paper §2–§4)
 //
 // One step of cmd_train's loop, phase by phase: draw_prompts and sample_group (x, y(i)),
 // score_group (r_i), compute_advantages (a_i, eq. 2), build_group_trees (B(G), |λ(i,t)|),
@@ -3161,8 +2263,8 @@ static double grpo_token_loss(const ObjectiveConfig *cfg, int n, const float *lo
 // run the same functions on their batches.
 
 // How the update lays out its batch (the same loss and gradient, in float32 up to rounding):
-// padded, B×T positions per micro-batch; or tree, each micro-batch packed as its prefix tree
-// (pack_batch; TreePack), every shared prefix computed once (notes/tree-packed-update.md)
+// padded, B×T positions per micro-batch (below); or, as --update-layout tree, each micro-batch as a
+// shared-prefix batch, every shared prefix computed once (Speed paths; notes/tree-packed-update.md)
 enum { LAYOUT_PADDED = 0, LAYOUT_TREE };
 static const char *UPDATE_LAYOUT_NAMES[] = {"padded", "tree", NULL};
 
@@ -3210,36 +2312,18 @@ typedef struct {
     // per-position scratch for one micro-batch, (micro, maxT)
     int *inputs, *targets;
     float *logp_pos, *dlogp_pos;
-    TreePack pack;               // one micro-batch packed as its prefix tree (--update-layout tree)
+    SharedPrefixBatch *spb;      // one micro-batch as a shared-prefix batch (--update-layout tree)
 } GroupBatch;
 
-/* build_tree_pack: a TreePack for up to B sequences of up to maxT tokens with up to max_new
-   completion tokens each (B = 0: an empty one, for a batch no model is run on). */
-static void build_tree_pack(TreePack *pk, int B, int maxT, int max_new) {
-    memset(pk, 0, sizeof *pk);
-    size_t R = (size_t)B * maxT, E = (size_t)B * max_new;
-    pk->cap_seqs = B;
-    pk->cap_rows = (int)R;
-    pk->cap_edges = (int)E;
-    pk->max_new = max_new;
-    pk->token = (int *)mallocCheck(R * sizeof(int));
-    pk->pos = (int *)mallocCheck(R * sizeof(int));
-    pk->parent = (int *)mallocCheck(R * sizeof(int));
-    pk->subtree_end = (int *)mallocCheck(R * sizeof(int));
-    pk->att_off = (size_t *)mallocCheck((R + 1) * sizeof(size_t));
-    pk->edge_start = (int *)mallocCheck((R + 1) * sizeof(int));
-    pk->edge_token = (int *)mallocCheck(E * sizeof(int));
-    pk->edge_logp = (float *)mallocCheck(E * sizeof(float));
-    pk->edge_dlogp = (float *)mallocCheck(E * sizeof(float));
-    pk->edge_of = (int *)mallocCheck(E * sizeof(int));
-    pk->scratch = (int *)mallocCheck((9 * R + 3 * E) * sizeof(int));   // pack_batch's layout
-}
-
-static void free_tree_pack(TreePack *pk) {
-    void *arrays[] = {pk->token, pk->pos, pk->parent, pk->subtree_end, pk->att_off, pk->edge_start,
-                      pk->edge_token, pk->edge_logp, pk->edge_dlogp, pk->edge_of, pk->scratch};
-    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
-}
+// The shared-prefix batch's part of the update (Speed paths): a micro-batch of B completions from
+// `first` packed (the rows it takes), its log-probs (policy_logp's, bit for bit) and its backward.
+static SharedPrefixBatch *new_shared_prefix_batch(int B, int maxT, int max_new);
+static void delete_shared_prefix_batch(SharedPrefixBatch *pk);
+static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *const *prompt, const int *plen,
+                                    const int *const *comp, const int *clen);
+static void policy_logp_spb(GPT *m, GroupBatch *g, int first, int B, float temperature,
+                            const unsigned char *allowed, float *out);
+static void policy_backward_spb(GPT *m, GroupBatch *g, int first, int B, float temperature);
 
 /* build_group_batch_starts: the buffers of a step whose num_groups groups have any sizes:
    group p is completions group_start[p] .. group_start[p+1]−1 (num_groups+1 entries, the first
@@ -3284,7 +2368,7 @@ static void build_group_batch_starts(GroupBatch *g, int num_groups, const int *g
     g->targets = (int *)callocCheck(MT, sizeof(int));
     g->logp_pos = (float *)callocCheck(MT, sizeof(float));
     g->dlogp_pos = (float *)callocCheck(MT, sizeof(float));
-    build_tree_pack(&g->pack, micro, maxT, max_new);
+    g->spb = new_shared_prefix_batch(micro, maxT, max_new);
 }
 
 // build_group_batch: the buffers of a step of P groups of k completions each (train, tree, sample).
@@ -3303,7 +2387,7 @@ static void free_group_batch(GroupBatch *g) {
                       g->targets, g->logp_pos, g->dlogp_pos};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
     free_prefix_tree(&g->tree);
-    free_tree_pack(&g->pack);
+    delete_shared_prefix_batch(g->spb);
 }
 
 // set_group_prompts: every completion of group p gets the prompt g->prompt_idx[p] of d.
@@ -3415,120 +2499,6 @@ static int make_batch(int *inputs, int *targets, int B, const int *const *prompt
     return T;
 }
 
-/* pack_batch: make_batch's sequences <bos> prompt completion (prompt[b] holds <bos>; lengths
-   plen[b], clen[b], B <= pk->cap_seqs) packed as their prefix trie into pk (TreePack). A
-   sequence of n = plen + clen tokens has the inputs of positions 0..n−2 (its last token is
-   only a target); each distinct prefix of them is one row, so the rows are the trie's nodes;
-   the completion token j of sequence b (predicted at position plen−1+j) is the edge (its
-   row, its token), edge_of[b·max_new + j]. A sequence without completion tokens adds no row
-   (nothing of it is scored). Rows in depth-first preorder, children and edges in order of
-   first appearance. O(positions · children per row). Returns the row count. */
-static int pack_batch(TreePack *pk, int B, const int *const *prompt, const int *plen, const int *const *comp,
-                      const int *clen) {
-    if (B > pk->cap_seqs)
-        fail_at(__FILE__, __LINE__, "pack_batch: more sequences than the pack holds", "please report this");
-    // the trie in creation order: node c has token ctok[c] at position cpos[c] under cpar[c], its
-    // children first_child[c] -> next_sibling ..., its edges first_edge[c] -> next_edge ...
-    int R = pk->cap_rows, E = pk->cap_edges;
-    int *ctok = pk->scratch, *cpos = ctok + R, *cpar = cpos + R, *first_child = cpar + R;
-    int *last_child = first_child + R, *next_sibling = last_child + R, *first_edge = next_sibling + R;
-    int *last_edge = first_edge + R, *new_row = last_edge + R;
-    int *etok = new_row + R, *next_edge = etok + E, *new_edge = next_edge + E;
-    int nodes = 0, edges = 0, first_root = -1, last_root = -1;
-    for (int b = 0; b < B; b++) {
-        int n = plen[b] + clen[b];
-        int node = -1;   // the node of the prefix so far (-1: none yet)
-        for (int t = 0; clen[b] > 0 && t < n - 1; t++) {
-            int tok = t < plen[b] ? prompt[b][t] : comp[b][t - plen[b]];
-            int c = node < 0 ? first_root : first_child[node];
-            while (c >= 0 && ctok[c] != tok) c = next_sibling[c];
-            if (c < 0) {   // a new prefix: a new node, the last child of its parent
-                if (nodes == R)
-                    fail_at(__FILE__, __LINE__, "pack_batch: too many rows", "please report this");
-                c = nodes++;
-                ctok[c] = tok;
-                cpos[c] = t;
-                cpar[c] = node;
-                first_child[c] = last_child[c] = next_sibling[c] = -1;
-                first_edge[c] = last_edge[c] = -1;
-                int *tail = node < 0 ? &last_root : &last_child[node];
-                if (*tail >= 0) next_sibling[*tail] = c;
-                else if (node < 0) first_root = c;
-                else first_child[node] = c;
-                *tail = c;
-            }
-            node = c;
-            if (t + 1 < plen[b]) continue;
-            int target = comp[b][t + 1 - plen[b]];   // completion token j = t + 1 − plen
-            int e = first_edge[node];
-            while (e >= 0 && etok[e] != target) e = next_edge[e];
-            if (e < 0) {
-                if (edges == E)
-                    fail_at(__FILE__, __LINE__, "pack_batch: too many edges", "please report this");
-                e = edges++;
-                etok[e] = target;
-                next_edge[e] = -1;
-                if (last_edge[node] >= 0) next_edge[last_edge[node]] = e;
-                else first_edge[node] = e;
-                last_edge[node] = e;
-            }
-            pk->edge_of[(size_t)b * pk->max_new + t + 1 - plen[b]] = e;
-        }
-    }
-    // depth-first preorder: a node, then its children's subtrees in order; a leaf closes itself
-    // and each ancestor whose last child's subtree it ends
-    int rows = 0;
-    for (int c = first_root; c >= 0;) {
-        new_row[c] = rows++;
-        if (first_child[c] >= 0) {
-            c = first_child[c];
-            continue;
-        }
-        for (;;) {
-            pk->subtree_end[new_row[c]] = rows;
-            if (next_sibling[c] >= 0) {
-                c = next_sibling[c];
-                break;
-            }
-            c = cpar[c];
-            if (c < 0) break;
-        }
-    }
-    pk->rows = rows;
-    pk->max_pos = 0;
-    for (int c = 0; c < nodes; c++) {
-        int r = new_row[c];
-        pk->token[r] = ctok[c];
-        pk->pos[r] = cpos[c];
-        pk->parent[r] = cpar[c] < 0 ? -1 : new_row[cpar[c]];
-        pk->max_pos = imax(pk->max_pos, cpos[c]);
-        pk->edge_start[r + 1] = 0;
-        for (int e = first_edge[c]; e >= 0; e = next_edge[e]) pk->edge_start[r + 1]++;
-    }
-    // offsets: attention weights and edges, row by row; the edges renumbered in row order
-    pk->att_off[0] = 0;
-    pk->edge_start[0] = 0;
-    for (int r = 0; r < rows; r++) {
-        pk->att_off[r + 1] = pk->att_off[r] + pk->pos[r] + 1;
-        pk->edge_start[r + 1] += pk->edge_start[r];
-    }
-    pk->att_size = pk->att_off[rows];
-    pk->edges = edges;
-    for (int c = 0; c < nodes; c++) {
-        int e_new = pk->edge_start[new_row[c]];
-        for (int e = first_edge[c]; e >= 0; e = next_edge[e]) {
-            new_edge[e] = e_new;
-            pk->edge_token[e_new++] = etok[e];
-        }
-    }
-    for (int b = 0; b < B; b++)
-        for (int j = 0; j < clen[b]; j++) {
-            int *at = &pk->edge_of[(size_t)b * pk->max_new + j];
-            *at = new_edge[*at];
-        }
-    return rows;
-}
-
 /* policy_logp: teacher-forced forward of completions [first, first+B) of the batch through
    model m; writes rows first..first+B−1 of out (N, max_new) with log π(y_t | x, y_<t) at the
    temperature. Leaves m's activations in place for a backward pass. Returns T of the batch. */
@@ -3544,42 +2514,6 @@ static int policy_logp(GPT *m, GroupBatch *g, int first, int B, float temperatur
             out[(size_t)i * g->max_new + j] = g->logp_pos[b * T + g->plen[i] - 1 + j];
     }
     return T;
-}
-
-/* policy_logp_tree: policy_logp on the tree-packed micro-batch g->pack (pack_batch of
-   completions [first, first+B)): one forward per row; each completion token gets its edge's
-   log-prob, which is the padded batch's at that position bit for bit (the same arithmetic on
-   the same prefix). Leaves m's activations in place for policy_backward_tree. */
-static void policy_logp_tree(GPT *m, GroupBatch *g, int first, int B, float temperature,
-                             const unsigned char *allowed, float *out) {
-    TreePack *pk = &g->pack;
-    if (pk->rows == 0) return;   // no completion tokens in this micro-batch
-    gpt_forward_tree(m, pk);
-    tree_logprob_forward(pk->edge_logp, m->acts.probs, m->acts.logits, pk, m->config.vocab_size, temperature,
-                         allowed);
-    for (int b = 0; b < B; b++) {
-        int i = first + b;
-        for (int j = 0; j < g->clen[i]; j++)
-            out[(size_t)i * g->max_new + j] = pk->edge_logp[pk->edge_of[(size_t)b * pk->max_new + j]];
-    }
-}
-
-/* policy_backward_tree: accumulates ∂loss/∂θ into m->grads for the micro-batch of the last
-   policy_logp_tree, given g->dlogp of its completions: each edge's ∂loss/∂logp is the sum over
-   the completion tokens that are it (members sharing the prefix and the next token), added in
-   completion order; then one log-prob backward per row for all its edges and one backward pass. */
-static void policy_backward_tree(GPT *m, GroupBatch *g, int first, int B, float temperature) {
-    TreePack *pk = &g->pack;
-    if (pk->rows == 0) return;
-    memset(pk->edge_dlogp, 0, (size_t)pk->edges * sizeof(float));
-    for (int b = 0; b < B; b++) {
-        int i = first + b;
-        for (int j = 0; j < g->clen[i]; j++)
-            pk->edge_dlogp[pk->edge_of[(size_t)b * pk->max_new + j]] += g->dlogp[(size_t)i * g->max_new + j];
-    }
-    tree_logprob_backward(m->grads_acts.logits, m->acts.probs, pk, pk->edge_dlogp, m->config.vocab_size,
-                          temperature);
-    gpt_backward_tree(m, pk);
 }
 
 typedef struct {                 // what grpo_update reports: iteration 0's values (before any update)
@@ -3611,7 +2545,7 @@ static void grpo_prepare_tokens(GroupBatch *g, const GRPOConfig *cfg, UpdateStat
             // and gradient at μ = 1 under token-mean (a node's members share its log-probs and
             // Σ_{j∈λ} a_j = |λ|·A_λ). Checked by test_theorem1_and_lambda in tests/test_grpo.c.
             // A method whose advantage differs from token to token (MC-PRM's A_j from step to step,
-            // credit-assignment.md §3; PPO's A_t) sets token_adv instead.
+            // notes/credit-assignment.md §3; PPO's A_t) sets token_adv instead.
             g->adv_tok[at] = g->token_adv ? g->token_adv[at] : g->advantage[i];
             g->weight[at] = lambda_weight(&cfg->obj, g->lambda_size[at]);
             g->coef[at] = g->seq_coef[i];
@@ -3626,8 +2560,8 @@ static void grpo_prepare_tokens(GroupBatch *g, const GRPOConfig *cfg, UpdateStat
    cfg->micro_batch sequences. Iteration 0 records π_old = detached π_θ (so the ratio is
    exactly 1 at μ = 1) and, when β > 0, π_ref from `ref`. Returns the loss; adds the
    summed k3 and the count of clipped tokens to *kl_sum and *clipped. With --update-layout
-   tree each micro-batch is packed as its prefix tree (pack_batch) and runs forward and
-   backward once per tree node; the per-token loss is the same code either way. */
+   tree each micro-batch is a shared-prefix batch (pack_shared_prefix_batch) and runs forward and
+   backward once per trie row; the per-token loss is the same code either way. */
 static double grpo_loss_backward(GPT *policy, GPT *ref, GroupBatch *g, const GRPOConfig *cfg, int iter,
                                  const unsigned char *allowed, double *kl_sum, int *clipped) {
     const ObjectiveConfig *obj = &cfg->obj;
@@ -3642,9 +2576,9 @@ static double grpo_loss_backward(GPT *policy, GPT *ref, GroupBatch *g, const GRP
         int B = first + micro <= N ? micro : N - first;
         int T = 0;
         if (tree) {
-            pack_batch(&g->pack, B, g->prompt + first, g->plen + first, g->comp_row + first, g->clen + first);
-            if (use_ref) policy_logp_tree(ref, g, first, B, cfg->temperature, allowed, g->logp_ref);
-            policy_logp_tree(policy, g, first, B, cfg->temperature, allowed, g->logp);
+            pack_shared_prefix_batch(g->spb, B, g->prompt + first, g->plen + first, g->comp_row + first, g->clen + first);
+            if (use_ref) policy_logp_spb(ref, g, first, B, cfg->temperature, allowed, g->logp_ref);
+            policy_logp_spb(policy, g, first, B, cfg->temperature, allowed, g->logp);
         } else {
             if (use_ref) policy_logp(ref, g, first, B, cfg->temperature, allowed, g->logp_ref);
             T = policy_logp(policy, g, first, B, cfg->temperature, allowed, g->logp);
@@ -3662,7 +2596,7 @@ static double grpo_loss_backward(GPT *policy, GPT *ref, GroupBatch *g, const GRP
             }
         }
         if (tree) {
-            policy_backward_tree(policy, g, first, B, cfg->temperature);
+            policy_backward_spb(policy, g, first, B, cfg->temperature);
             continue;
         }
         for (int b = 0; b < B; b++)         // scatter ∂loss/∂logp back to sequence positions
@@ -3716,10 +2650,236 @@ static UpdateStatus grpo_update(GPT *policy, GPT *ref, GroupBatch *g, const GRPO
 }
 
 // ----------------------------------------------------------------------------
-// Explicit process rewards: MC-PRM (VinePPO, Kazemnejad et al. 2024, arXiv 2410.01679)
+// The training loop: grpo_step, the paper's algorithm in one function, and train_loop
+// (cmd_train, in the tooling section, sets a run up)
+
+/* TrainState: a run's progress besides the model, what a resumable checkpoint holds with
+   the parameters and AdamW moments. */
+typedef struct {
+    int step;              // steps taken (sft: optimizer steps; train: GRPO steps)
+    Rng rng;               // the run's data/sampling RNG after `step` steps
+    int kind;              // 1: written by ./grpo sft, 2: by ./grpo train (a run resumes only its own kind)
+    long long gen_tokens;  // train: completion tokens sampled so far (the log's gen_tokens column)
+    char options[1024];    // the options that shape the run, "name=value\n" each ("": not recorded)
+    char log_row[256];     // its log's last row at the save, the fields before the timings ("": unknown)
+    const struct CsvLog *log;   // the run's log: a save records its last row (NULL: none)
+    // State sections: a method's own state, saved after the run record so that --resume continues
+    // it bit for bit (e.g. a critic and its moments, a prompt selector's posteriors). Before a save
+    // a method points a section at its live data; load_checkpoint reads every section of the file
+    // into memory the state owns (section_owned: ckpt_add_section frees a replaced one), and the
+    // method finds its own by tag (ckpt_section).
+    int num_sections;
+    struct {
+        char tag[8];       // CKPT_TAG_BYTES: the method's name for it, NUL-padded ("critic", ...)
+        void *data;        // bytes (a save reads them; a load mallocs them)
+        uint64_t bytes;
+    } section[4];          // CKPT_MAX_SECTIONS
+    unsigned char section_owned[4];   // 1: data was malloc'd by load_checkpoint (ckpt_add_section frees it)
+} TrainState;
+#define CKPT_MAX_SECTIONS 4
+
+// The run's CSV log, its --budget and an evaluation's result: tooling types (defined after the
+// banner below)
+typedef struct CsvLog CsvLog;
+typedef struct Budget Budget;
+typedef struct {
+    float accuracy;   // greedy: share of prompts whose completion the verifier accepts
+    float pass_k;     // share of prompts with an accepted completion among pass_k samples
+    int n;            // prompts scored
+} EvalResult;
+
+// The comparison methods' state, each defined in its own section after the training loop
+typedef struct Critic Critic;                    // --objective ppo: the learned critic V
+typedef struct MCPRM MCPRM;                      // --objective mc-prm: its states and continuation sampler
+typedef struct PromptSelector PromptSelector;    // --prompt-select: uniform, MoPPS or DAPO dynamic
+
+typedef struct {                 // one GRPO run, set up by cmd_train
+    GPT *policy;                 // π_θ, trained
+    GPT *ref;                    // π_ref (the --init model) when β != 0, else NULL
+    Critic *critic;              // V, the learned critic of --objective ppo, else NULL
+    KVCache *kv;                 // the sampler's cache for the N sequences of a step
+    GroupBatch *batch;           // the step's P groups of k completions
+    const Dataset *train, *val;  // prompts to train on, and to validate on every eval_every steps
+    PromptSelector *select;      // how each step chooses its prompts (--prompt-select)
+    GRPOConfig cfg;
+    AdamWConfig opt;             // its schedule counts steps·μ optimizer steps
+    TrainState *state;           // steps taken and the run's RNG: what a resumable checkpoint holds
+    int steps;                   // the step the run ends after
+    int eval_every, eval_limit, save_every;
+    float format_reward;
+    CsvLog *csv;                 // RUN_DIR/train.csv
+    Budget *budget;              // what the run has spent; --budget ends it (./grpo compare)
+    MCPRM *mc;                   // --objective mc-prm: its states and continuation sampler; else NULL
+    char periodic[1100];         // RUN_DIR/ckpt.bin, written every save_every steps
+    char last_good[1100];        // the newest checkpoint that passed check_params ("": none yet)
+} TrainRun;
+
+// What the comparison methods report for one step (their sections fill these; log_step prints them)
+typedef struct {                 // what one MC-PRM estimate spent (spend_budget, log_step)
+    int states;                  // distinct states estimated
+    long tokens;                 // continuation tokens drawn: the step's auxiliary generated tokens
+    long positions;              // positions the sampler computed for them: each state's tokens once
+                                 // (its prefill), and each continuation's tokens but the last (drawn,
+                                 // never fed)
+    int calls;                   // sampler calls (up to MC_MAX_ROWS continuations each)
+} MCStats;
+
+typedef struct {               // what the critic reports for one step
+    double value_loss;         // iteration 0's clipped value loss (before the critic moves)
+    double value_clip_frac;    // iteration 0's share of tokens on the clipped branch (0 at μ = 1)
+    double explained_var;      // 1 − Var(return − V_old) / (Var(return) + 1e-5) over the step's tokens (verl)
+    double mean_abs_adv;       // mean |A_t| before whitening
+    double grad_norm;          // iteration 0's gradient norm (trunk and head) before clipping
+    float not_finite;          // the loss or gradient norm that stopped critic_update
+} CriticStats;
+
+typedef struct {             // what prompt selection did in one step (the log's last columns)
+    int logged;              // 1: the run's --prompt-select is not uniform (train.csv has these columns)
+    double p_pred;           // MoPPS: the mean p̂ of the chosen prompts; −1 for uniform and dynamic
+    double p_real;           // realised success: the share of the batch's completions accepted
+    int groups_dropped;      // dynamic: groups sampled and not trained on (each had all-equal rewards)
+    int groups_sampled;      // P + groups_dropped
+    int eq_sampled;          // groups with all-equal rewards among those sampled
+    int refill_rounds;       // dynamic: rounds after the first sampling
+    int cap_hit;             // dynamic: the last round left groups with all-equal rewards in the batch
+    long gen_aux;            // completion tokens of the dropped groups (generated, never trained)
+    long aux_positions;      // their sampled positions, Σ (prompt + completion − 1), for the FLOPs
+    double t_refill;         // seconds of the refill rounds (sampling and scoring)
+} SelectStats;
+
+typedef struct {                 // one step, as log_step prints it and writes its CSV row
+    int step;                    // 1-based, as in the log
+    double t[7];                 // wall-clock seconds: start, sampled, scored, trees built, per-token
+                                 // advantages (MC-PRM's V̂, or the critic's V_old and GAE; = trees built
+                                 // for GRPO and λ-GRPO), policy updated, critic updated (= policy
+                                 // updated without a critic)
+    TreeStats trees;
+    UpdateStats update;
+    long long gen_tokens;        // completion tokens sampled by the run so far (a resume goes on counting)
+    float val_acc;               // validation accuracy; −1 when not validated at this step
+    int last;                    // 1 at the run's last step
+    // what this step spent (spend_budget): completion tokens of the trajectories and of auxiliary
+    // generations, positions trained on (μ per sampled position), model FLOPs; and the run's
+    // spending so far in --budget-unit
+    long gen_traj, gen_aux, trained_tokens;
+    double flops, budget_spent;
+    int mc_prm;                  // 1: the step ran MC-PRM's phase (log_step adds its columns)
+    MCStats mc;                  // what that phase spent (all 0 for the other objectives)
+    int has_critic;              // 1: --objective ppo, and critic holds its report (log_step's extra columns)
+    CriticStats critic;
+    SelectStats select;          // what prompt selection did: predicted and realised success, refills
+} StepReport;
+
+// The tooling the loop calls, defined after the banner below (it is not GRPO): the step's log
+// line and CSV row, validation, stopping on NaN, periodic checkpoints, the --budget's counts
+// and its evaluation points.
+static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv);
+static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int max_new,
+                           float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump);
+static void stop_on_nan(const char *what, int step, float value, const char *last_good);
+static void save_periodic_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good,
+                                     size_t cap);
+static int spend_budget(TrainRun *run, StepReport *r);
+static void eval_budget_points(TrainRun *run, const StepReport *r);
+static void critic_to_section(Critic *c, TrainState *st);
+static void ckpt_add_section(TrainState *st, const char *tag, void *data, uint64_t bytes, int owned);
+
+// The comparison methods' hooks into the step (each defined in its method's section after the loop).
+// select_prompts: the step's prompts x into g (uniform draws with the run's RNG: draw_prompts; or MoPPS)
+static void select_prompts(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng *run_rng, SelectStats *out);
+// after scoring: DAPO's dynamic sampling refills groups whose rewards are all equal; MoPPS updates
+// its posteriors. Nothing for uniform prompts.
+static void select_after_scoring(TrainRun *run, StepReport *r);
+// per-token advantages g->token_adv in place of a_i: MC-PRM's A_j (run->mc) or PPO's GAE A_t
+// (run->critic). Nothing for GRPO and λ-GRPO.
+static void method_token_advantages(TrainRun *run, StepReport *r);
+// after the policy's update: PPO's critic takes its own μ steps. Nothing for the other methods.
+static void method_after_update(TrainRun *run, StepReport *r);
+
+/* grpo_step: one GRPO step, the paper's algorithm (DeepSeekMath's Algorithm 1 with μ updates per
+   sampled batch) phase by phase: prompts → sample → score → advantages → B(G) and |λ| → update.
+   r->t[0..6] time the phases. The comparison methods change it only through the hooks above. A
+   non-finite loss or gradient norm stops the process at once, with nothing saved (stop_on_nan). */
+static void grpo_step(TrainRun *run, StepReport *r, int *adam_t) {
+    GroupBatch *g = run->batch;
+    TrainState *st = run->state;
+    const GRPOConfig *cfg = &run->cfg;
+    r->t[0] = wall_seconds();
+    // x: one prompt per group from the training set; y(i) ~ π_old(·|x), k per prompt (§2)
+    select_prompts(run->select, g, run->train, &st->rng, &r->select);
+    sample_group(run->policy, run->kv, g, cfg, st->step, NULL);
+    r->t[1] = wall_seconds();
+    // r_i: the verifier's outcome reward of each completion (§2)
+    score_group(g, run->train, run->format_reward);
+    select_after_scoring(run, r);
+    r->t[2] = wall_seconds();
+    // a_i = (r_i − mean r) / (std r + eps) within each group (eq. 2)
+    compute_advantages(g->advantage, g->reward, g->num_groups, g->group_start, &cfg->obj);
+    // B(G): each group's prefix tree and |λ(i,t)| of every token (§3.1)
+    r->trees = build_group_trees(g);
+    r->t[3] = wall_seconds();
+    method_token_advantages(run, r);
+    r->t[4] = wall_seconds();
+    // μ AdamW steps on the clipped objective (eqs. 3–4), λ-GRPO dividing each token's term by
+    // |λ(i,t)| (eq. 11)
+    UpdateStatus status = grpo_update(run->policy, run->ref, g, cfg, &run->opt, adam_t, NULL, &r->update);
+    if (status != UPDATE_DONE)
+        stop_on_nan(UPDATE_STOPPED_BY[status], r->step, r->update.not_finite, run->last_good);
+    r->t[5] = wall_seconds();
+    method_after_update(run, r);
+    r->t[6] = wall_seconds();
+}
+
+/* train_loop: GRPO steps state->step+1 .. steps (grpo_step), then for each what it spent
+   (spend_budget), validation every eval_every steps, the log line and CSV row (log_step), and
+   every save_every steps a resumable checkpoint. A run with --budget ends after the first step
+   that spends it. */
+static void train_loop(TrainRun *run) {
+    GroupBatch *g = run->batch;
+    TrainState *st = run->state;
+    const GRPOConfig *cfg = &run->cfg;
+    int adam_t = st->step * cfg->num_iterations;   // AdamW steps taken: μ per GRPO step
+    int budget_done = 0;
+    for (; st->step < run->steps && !budget_done; st->step++) {
+        StepReport report;
+        memset(&report, 0, sizeof report);
+        report.step = st->step + 1;
+        report.mc_prm = run->mc != NULL;
+        report.has_critic = run->critic != NULL;
+        grpo_step(run, &report, &adam_t);
+        // what the step spent (tokens, FLOPs, seconds); 1 once the run's --budget is spent
+        budget_done = spend_budget(run, &report);
+        st->gen_tokens += report.gen_traj;
+        report.gen_tokens = st->gen_tokens;
+        report.last = report.step == run->steps || budget_done;
+        // validation every eval_every steps and at the end; the log line and train.csv's row
+        report.val_acc = -1.0f;
+        if (run->eval_every && (report.step % run->eval_every == 0 || report.last))
+            report.val_acc = evaluate(run->policy, run->kv, run->val, run->eval_limit, g->max_new,
+                                      cfg->temperature, 0, cfg->seed, 0.0f, NULL).accuracy;
+        log_step(g, &report, run->csv);
+        eval_budget_points(run, &report);   // --eval-points: val accuracy at j/K of the budget
+        // every save_every steps a resumable checkpoint (PPO: the critic as its state section)
+        if (run->save_every && report.step % run->save_every == 0 && !report.last) {
+            if (run->critic) critic_to_section(run->critic, st);
+            save_periodic_checkpoint(run->periodic, run->policy, st, run->last_good, sizeof run->last_good);
+        }
+    }
+}
+
+// ============================================================================
+// OPTIONAL PARTS: skip them on a first reading. The comparison methods (MC-PRM, PPO, prompt
+// selection), the speed paths (register tiles, the shared-prefix batch, packed decode) and the
+// CUDA seam. The reference above reaches each through a call whose declaration says what it
+// computes; each speed path stands beside the plain version it is tested against.
+// ============================================================================
+
+// ----------------------------------------------------------------------------
+// Comparison method: MC-PRM, explicit process rewards (VinePPO, Kazemnejad et al. 2024, arXiv
+// 2410.01679). Read after the reference; grpo_step reaches it through method_token_advantages.
 //
 // λ-GRPO reads a prefix's value off the group that was sampled anyway (R̂(λ), no extra tokens);
-// MC-PRM pays for it (credit-assignment.md §3). Each completion is split into steps (countdown:
+// MC-PRM pays for it (notes/credit-assignment.md §3). Each completion is split into steps (countdown:
 // after each ',', one equation per step; the tree task: after every token), and the value of
 // each state s_j, the prompt and the first j steps, is estimated afresh from K continuations
 // drawn from π_old at the training temperature and scored by the verifier:
@@ -3760,16 +2920,7 @@ static float countdown_outcome_reward(const void *task, int group, const int *co
                             t->format_reward);
 }
 
-typedef struct {                 // what one MC-PRM estimate spent (spend_budget, log_step)
-    int states;                  // distinct states estimated
-    long tokens;                 // continuation tokens drawn: the step's auxiliary generated tokens
-    long positions;              // positions the sampler computed for them: each state's tokens once
-                                 // (its prefill), and each continuation's tokens but the last (drawn,
-                                 // never fed)
-    int calls;                   // sampler calls (up to MC_MAX_ROWS continuations each)
-} MCStats;
-
-typedef struct {
+struct MCPRM {
     int k;                       // K: continuations per state (--mc-k)
     int whiten;                  // 1: the advantages are whitened over the step's tokens (--mc-whiten)
     int segment;                 // MC_SEGMENT_COMMA (countdown) or MC_SEGMENT_TOKEN (the tree task)
@@ -3804,7 +2955,7 @@ typedef struct {
     int *scratch;                // (max_new) a state's completion tokens followed by a continuation
     float *adv;                  // (N, max_new) the step advantage A_j of every token: what the policy
                                  // trains on (GroupBatch.token_adv)
-} MCPRM;
+};
 
 /* build_mcprm: MC-PRM's buffers for steps of N completions of up to max_new tokens (states: up to
    one per completion token) with model shape c, K = k continuations per state in sampler calls of
@@ -3874,7 +3025,7 @@ static uint64_t mc_stream(int step, int i, int b) {
     return (1ull << 62) + ((((uint64_t)step * 4096 + (uint64_t)i) * 1024 + (uint64_t)b) << 12);
 }
 
-/* mc_segment: the steps of completion comp[0..len) (credit-assignment.md §3). MC_SEGMENT_COMMA
+/* mc_segment: the steps of completion comp[0..len) (notes/credit-assignment.md §3). MC_SEGMENT_COMMA
    (countdown): a step ends after each ',' that is not the completion's last token, so every
    equation with its ',' is a step and the last step runs to the end, <eos> included (a
    completion cut right after a ',' does not get an empty last step). MC_SEGMENT_TOKEN (the tree
@@ -3932,7 +3083,7 @@ static int mc_build_states(MCPRM *mc, const GroupBatch *g, int step) {
     return D;
 }
 
-/* mc_estimate_values: V̂ of states 0..num_states−1 (credit-assignment.md §3): K continuations
+/* mc_estimate_values: V̂ of states 0..num_states−1 (notes/credit-assignment.md §3): K continuations
    of each from policy (π_old: the model that sampled the step, before its update) at the
    temperature over mc->allowed, each of up to max_new − state_prefix tokens from its own stream
    (seed, state_stream + c), scored by the verifier on the state's completion tokens followed by
@@ -4048,7 +3199,7 @@ static MCStats mc_prm_advantages(MCPRM *mc, GPT *policy, GroupBatch *g, const GR
 }
 
 // ----------------------------------------------------------------------------
-// A learned critic: PPO with GAE (Schulman et al. 2017, arXiv 1707.06347; GAE: Schulman et al.
+// Comparison method: PPO, a learned critic with GAE (Schulman et al. 2017, arXiv 1707.06347; GAE: Schulman et al.
 // 2016, arXiv 1506.02438; the conventions of verl's core_algos: compute_gae_advantage_return,
 // compute_value_loss)
 //
@@ -4070,7 +3221,7 @@ typedef struct {
     AdamWConfig opt;     // the policy's AdamW settings and schedule, at --critic-lr
 } CriticConfig;
 
-typedef struct {
+struct Critic {
     CriticConfig cfg;
     GPT trunk;                 // the transformer: parameters, gradients, AdamW moments, activations
                                // (its LM head is never run; wte is only the token embedding here)
@@ -4091,16 +3242,7 @@ typedef struct {
     unsigned char *clipped;    // 1 where the clipped branch of the value loss is taken
     void *section;             // the checkpoint's state section "critic" (critic_to_section)
     uint64_t section_bytes;
-} Critic;
-
-typedef struct {               // what the critic reports for one step
-    double value_loss;         // iteration 0's clipped value loss (before the critic moves)
-    double value_clip_frac;    // iteration 0's share of tokens on the clipped branch (0 at μ = 1)
-    double explained_var;      // 1 − Var(return − V_old) / (Var(return) + 1e-5) over the step's tokens (verl)
-    double mean_abs_adv;       // mean |A_t| before whitening
-    double grad_norm;          // iteration 0's gradient norm (trunk and head) before clipping
-    float not_finite;          // the loss or gradient norm that stopped critic_update
-} CriticStats;
+};
 
 /* gae_advantages: GAE (Schulman et al. 2016, eq. 16) for N completions; value (V_old), adv and
    ret are (N, stride), row i holding completion i's tokens t = 0..clen[i]−1. The outcome reward
@@ -4398,8 +3540,27 @@ static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cf
 // why critic_update stopped (the names stop_on_nan prints)
 static const char *CRITIC_STOPPED_BY[] = {"", "the critic's value loss", "the critic's gradient norm"};
 
+// ---- the hooks grpo_step calls for the methods with per-token advantages (MC-PRM above, PPO)
+
+// MC-PRM (VinePPO): V̂ of each step's state from K continuations ~ π_old, and A_j = V̂(s_{j+1}) −
+// V̂(s_j) (last step: r − V̂) on every token of step j. PPO (Schulman et al. 2017): the critic's
+// V_old at every token, A_t by GAE, whitened over the batch. The update trains on these in place of a_i.
+static void method_token_advantages(TrainRun *run, StepReport *r) {
+    if (run->mc) r->mc = mc_prm_advantages(run->mc, run->policy, run->batch, &run->cfg, run->state->step);
+    if (run->critic) ppo_advantages(run->critic, run->batch, &run->cfg, &r->critic);
+}
+
+// PPO: μ AdamW steps of the critic on the clipped value loss against GAE's returns
+static void method_after_update(TrainRun *run, StepReport *r) {
+    if (!run->critic) return;
+    UpdateStatus status = critic_update(run->critic, run->batch, &run->cfg, &r->critic);
+    if (status != UPDATE_DONE)
+        stop_on_nan(CRITIC_STOPPED_BY[status], r->step, r->critic.not_finite, run->last_good);
+}
+
 // ----------------------------------------------------------------------------
-// Prompt selection: uniform, MoPPS, DAPO dynamic sampling (credit-assignment.md §5)
+// Prompt selection: uniform, MoPPS, DAPO dynamic sampling (notes/credit-assignment.md §5). grpo_step
+// reaches it through select_prompts and select_after_scoring.
 //
 // A group whose rewards are all equal has advantages 0 and, at β = 0, no gradient, yet it cost
 // k completions. --prompt-select says how a step chooses its P prompts:
@@ -4456,7 +3617,7 @@ static const char *PROMPT_SELECT_NAMES[] = {"uniform", "mopps", "dynamic", NULL}
 #define DYNAMIC_MAX_ROUNDS 15
 #define DYNAMIC_DEFAULT_ROUNDS 9   // 10 samplings a step at most: verl's DAPO recipe, max_num_gen_batches=10
 
-typedef struct {
+struct PromptSelector {
     int method;              // SELECT_UNIFORM, SELECT_MOPPS or SELECT_DYNAMIC (--prompt-select)
     // MoPPS
     double target;           // τ (--select-target)
@@ -4477,21 +3638,7 @@ typedef struct {
     int max_rounds;          // --dynamic-max-rounds: refill rounds after the step's first sampling
     GroupBatch spare;        // a refill round's groups: the first m of its P (group_batch_first)
     int *free_slot;          // (P) the groups of the step still all equal, in order
-} PromptSelector;
-
-typedef struct {             // what prompt selection did in one step (the log's last columns)
-    int logged;              // 1: the run's --prompt-select is not uniform (train.csv has these columns)
-    double p_pred;           // MoPPS: the mean p̂ of the chosen prompts; −1 for uniform and dynamic
-    double p_real;           // realised success: the share of the batch's completions accepted
-    int groups_dropped;      // dynamic: groups sampled and not trained on (each had all-equal rewards)
-    int groups_sampled;      // P + groups_dropped
-    int eq_sampled;          // groups with all-equal rewards among those sampled
-    int refill_rounds;       // dynamic: rounds after the first sampling
-    int cap_hit;             // dynamic: the last round left groups with all-equal rewards in the batch
-    long gen_aux;            // completion tokens of the dropped groups (generated, never trained)
-    long aux_positions;      // their sampled positions, Σ (prompt + completion − 1), for the FLOPs
-    double t_refill;         // seconds of the refill rounds (sampling and scoring)
-} SelectStats;
+};
 
 // 1 when group p's rewards are all equal: its advantages are 0, it teaches nothing
 static int group_rewards_equal(const GroupBatch *g, int p) {
@@ -4550,7 +3697,7 @@ static void mopps_keep_nearest(int *keep, const double *phat, int M, int P, doub
     free(near);
 }
 
-/* mopps_select: the step's P prompts (credit-assignment.md §5): M candidates
+/* mopps_select: the step's P prompts (notes/credit-assignment.md §5): M candidates
    (mopps_candidates), then for each in turn p̂ ~ Beta(α, β) of its posterior (the mean with
    thompson = 0), then the P nearest τ (mopps_keep_nearest), nearest first. Everything random
    comes from the run's RNG, so a resumed run draws the same. */
@@ -4763,6 +3910,19 @@ static void select_observe(PromptSelector *s, const GroupBatch *g, const Dataset
     out->eq_sampled = equal + out->groups_dropped;
 }
 
+/* select_after_scoring (grpo_step's hook): DAPO replaces the groups whose rewards are all equal
+   (no gradient) with newly sampled ones; then each group's successes update its prompt's MoPPS
+   posterior, a state section of the checkpoint. */
+static void select_after_scoring(TrainRun *run, StepReport *r) {
+    PromptSelector *s = run->select;
+    TrainState *st = run->state;
+    if (s->method == SELECT_DYNAMIC)
+        dynamic_sampling(s, run->policy, run->kv, run->batch, run->train, &run->cfg, run->format_reward,
+                         st->step, &st->rng, &r->select);
+    select_observe(s, run->batch, run->train, &r->select);
+    if (s->method == SELECT_MOPPS) ckpt_add_section(st, "mopps", s->state, mopps_state_bytes(s), 0);
+}
+
 /* average_ranks: rank (n) of each v[i] among v (n): 1 for the smallest, ties sharing the mean
    of the ranks they span (scipy.stats.rankdata's "average"). */
 static void average_ranks(double *rank, const double *v, int n) {
@@ -4802,183 +3962,1142 @@ static double spearman(const double *x, const double *y, int n) {
 }
 
 // ----------------------------------------------------------------------------
-// The training loop: GRPO steps until --steps (cmd_train, in the tooling section, sets it up)
+// Speed paths: the same sums as the plain loops of the reference, in an order that keeps the
+// vector units busy (notes/cpu-fast-paths.md). Tested against the plain versions by tests/test_grpo.c.
 
-/* TrainState: a run's progress besides the model, what a resumable checkpoint holds with
-   the parameters and AdamW moments. */
-typedef struct {
-    int step;              // steps taken (sft: optimizer steps; train: GRPO steps)
-    Rng rng;               // the run's data/sampling RNG after `step` steps
-    int kind;              // 1: written by ./grpo sft, 2: by ./grpo train (a run resumes only its own kind)
-    long long gen_tokens;  // train: completion tokens sampled so far (the log's gen_tokens column)
-    char options[1024];    // the options that shape the run, "name=value\n" each ("": not recorded)
-    char log_row[256];     // its log's last row at the save, the fields before the timings ("": unknown)
-    const struct CsvLog *log;   // the run's log: a save records its last row (NULL: none)
-    // State sections: a method's own state, saved after the run record so that --resume continues
-    // it bit for bit (e.g. a critic and its moments, a prompt selector's posteriors). Before a save
-    // a method points a section at its live data; load_checkpoint reads every section of the file
-    // into memory the state owns (section_owned: ckpt_add_section frees a replaced one), and the
-    // method finds its own by tag (ckpt_section).
-    int num_sections;
-    struct {
-        char tag[8];       // CKPT_TAG_BYTES: the method's name for it, NUL-padded ("critic", ...)
-        void *data;        // bytes (a save reads them; a load mallocs them)
-        uint64_t bytes;
-    } section[4];          // CKPT_MAX_SECTIONS
-    unsigned char section_owned[4];   // 1: data was malloc'd by load_checkpoint (ckpt_add_section frees it)
-} TrainState;
-#define CKPT_MAX_SECTIONS 4
+// ---- Register tiles, packed panels and vector helpers (matmul_forward / matmul_backward)
+// Each helper computes the plain formula stated above it, in an order that keeps the vector
+// units busy; the long why is in the notes file.
 
-// The run's CSV log, its --budget and an evaluation's result: tooling types (defined after the
-// banner below)
-typedef struct CsvLog CsvLog;
-typedef struct Budget Budget;
-typedef struct {
-    float accuracy;   // greedy: share of prompts whose completion the verifier accepts
-    float pass_k;     // share of prompts with an accepted completion among pass_k samples
-    int n;            // prompts scored
-} EvalResult;
+// matmul's register tile: MM_R rows x MM_W outputs, two vectors a row: 6 x 16 with AVX2 (12
+// of its 16 registers hold sums), 8 x 32 with AVX-512 (16 of 32). Each output's sum is the
+// same whatever the tile's shape: only the speed depends on it (notes/cpu-fast-paths.md).
+#if defined(__AVX512F__)
+#define MM_R 8      // rows per register tile
+#define MM_W 32     // outputs per register tile: two AVX-512 vectors
+#else
+#define MM_R 6
+#define MM_W 16     // two AVX vectors
+#endif
+#define MM_NB 128   // rows per task in out and dinp
+#define MM_OB 96    // outputs per task in dweight (at most)
+#define MM_IG 8     // column panels per task in dweight
+#define MM_KB 256   // rows of inp per dweight panel
+#define MM_KC 64    // terms per partial sum in mm_tile
 
-typedef struct {                 // one GRPO run, set up by cmd_train
-    GPT *policy;                 // π_θ, trained
-    GPT *ref;                    // π_ref (the --init model) when β != 0, else NULL
-    Critic *critic;              // V, the learned critic of --objective ppo, else NULL
-    KVCache *kv;                 // the sampler's cache for the N sequences of a step
-    GroupBatch *batch;           // the step's P groups of k completions
-    const Dataset *train, *val;  // prompts to train on, and to validate on every eval_every steps
-    PromptSelector *select;      // how each step chooses its prompts (--prompt-select)
-    GRPOConfig cfg;
-    AdamWConfig opt;             // its schedule counts steps·μ optimizer steps
-    TrainState *state;           // steps taken and the run's RNG: what a resumable checkpoint holds
-    int steps;                   // the step the run ends after
-    int eval_every, eval_limit, save_every;
-    float format_reward;
-    CsvLog *csv;                 // RUN_DIR/train.csv
-    Budget *budget;              // what the run has spent; --budget ends it (./grpo compare, issue 15)
-    MCPRM *mc;                   // --objective mc-prm: its states and continuation sampler; else NULL
-    char periodic[1100];         // RUN_DIR/ckpt.bin, written every save_every steps
-    char last_good[1100];        // the newest checkpoint that passed check_params ("": none yet)
-} TrainRun;
 
-typedef struct {                 // one step, as log_step prints it and writes its CSV row
-    int step;                    // 1-based, as in the log
-    double t[7];                 // wall-clock seconds: start, sampled, scored, trees built, per-token
-                                 // advantages (MC-PRM's V̂, or the critic's V_old and GAE; = trees built
-                                 // for GRPO and λ-GRPO), policy updated, critic updated (= policy
-                                 // updated without a critic)
-    TreeStats trees;
-    UpdateStats update;
-    long long gen_tokens;        // completion tokens sampled by the run so far (a resume goes on counting)
-    float val_acc;               // validation accuracy; −1 when not validated at this step
-    int last;                    // 1 at the run's last step
-    // what this step spent (spend_budget): completion tokens of the trajectories and of auxiliary
-    // generations, positions trained on (μ per sampled position), model FLOPs; and the run's
-    // spending so far in --budget-unit
-    long gen_traj, gen_aux, trained_tokens;
-    double flops, budget_spent;
-    int mc_prm;                  // 1: the step ran MC-PRM's phase (log_step adds its columns)
-    MCStats mc;                  // what that phase spent (all 0 for the other objectives)
-    int has_critic;              // 1: --objective ppo, and critic holds its report (log_step's extra columns)
-    CriticStats critic;
-    SelectStats select;          // what prompt selection did: predicted and realised success, refills
-} StepReport;
-
-// The tooling the loop calls, defined after the banner below (it is not GRPO): the step's log
-// line and CSV row, validation, stopping on NaN, periodic checkpoints, the --budget's counts
-// and its evaluation points.
-static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv);
-static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int max_new,
-                           float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump);
-static void stop_on_nan(const char *what, int step, float value, const char *last_good);
-static void save_periodic_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good,
-                                     size_t cap);
-static int spend_budget(TrainRun *run, StepReport *r);
-static void eval_budget_points(TrainRun *run, const StepReport *r);
-static void critic_to_section(Critic *c, TrainState *st);
-static void ckpt_add_section(TrainState *st, const char *tag, void *data, uint64_t bytes, int owned);
-
-/* train_loop: GRPO steps state->step+1 .. steps. Each step runs the phases of the paper's
-   GRPO (DeepSeekMath's Algorithm 1 with μ updates per sampled batch) in order, its prompts
-   chosen by --prompt-select (uniform draws, MoPPS, or DAPO's dynamic sampling), then counts
-   what it spent (spend_budget), validates every eval_every steps, logs (log_step) and every
-   save_every steps writes a resumable checkpoint. A run with --budget ends after the first
-   step that spends it. A non-finite loss or gradient norm stops the process at once, with
-   nothing saved (stop_on_nan). The objectives with per-token advantages add a phase before
-   the update: --objective mc-prm (run->mc) the values V̂ of its steps' states, --objective ppo
-   (run->critic) the critic's values and GAE's advantages, and after it the critic's own update. */
-static void train_loop(TrainRun *run) {
-    GroupBatch *g = run->batch;
-    TrainState *st = run->state;
-    const GRPOConfig *cfg = &run->cfg;
-    int adam_t = st->step * cfg->num_iterations;   // AdamW steps taken: μ per GRPO step
-    int budget_done = 0;
-    for (; st->step < run->steps && !budget_done; st->step++) {
-        StepReport report;
-        memset(&report, 0, sizeof report);
-        report.step = st->step + 1;
-        report.mc_prm = run->mc != NULL;
-        report.has_critic = run->critic != NULL;
-        report.t[0] = wall_seconds();
-        // x: one prompt per group from the training set (--prompt-select: uniformly, or MoPPS's
-        // candidates predicted nearest τ); y(i) ~ π_old(·|x), k per prompt (§2)
-        select_prompts(run->select, g, run->train, &st->rng, &report.select);
-        sample_group(run->policy, run->kv, g, cfg, st->step, NULL);
-        report.t[1] = wall_seconds();
-        // r_i: the verifier's outcome reward of each completion (§2)
-        score_group(g, run->train, run->format_reward);
-        // DAPO: groups whose rewards are all equal (no gradient) are replaced by newly sampled ones
-        if (run->select->method == SELECT_DYNAMIC)
-            dynamic_sampling(run->select, run->policy, run->kv, g, run->train, cfg, run->format_reward,
-                             st->step, &st->rng, &report.select);
-        // MoPPS: each group's successes update its prompt's posterior (a state section of the checkpoint)
-        select_observe(run->select, g, run->train, &report.select);
-        if (run->select->method == SELECT_MOPPS)
-            ckpt_add_section(st, "mopps", run->select->state, mopps_state_bytes(run->select), 0);
-        report.t[2] = wall_seconds();
-        // a_i = (r_i − mean r) / (std r + eps) within each group (eq. 2)
-        compute_advantages(g->advantage, g->reward, g->num_groups, g->group_start, &cfg->obj);
-        // B(G): each group's prefix tree and |λ(i,t)| of every token (§3.1)
-        report.trees = build_group_trees(g);
-        report.t[3] = wall_seconds();
-        // MC-PRM (VinePPO, credit-assignment.md §3): V̂ of each step's state from K continuations
-        // ~ π_old, and A_j = V̂(s_{j+1}) − V̂(s_j) (last step: r − V̂) on every token of step j
-        if (run->mc) report.mc = mc_prm_advantages(run->mc, run->policy, g, cfg, st->step);
-        // PPO (Schulman et al. 2017): the critic's V_old at every token, A_t by GAE, whitened over the
-        // batch; the update below trains on A_t in place of a_i
-        if (run->critic) ppo_advantages(run->critic, g, cfg, &report.critic);
-        report.t[4] = wall_seconds();
-        // μ AdamW steps on the clipped objective (eqs. 3–4), λ-GRPO dividing by |λ(i,t)| (eq. 11)
-        UpdateStatus status = grpo_update(run->policy, run->ref, g, cfg, &run->opt, &adam_t, NULL,
-                                          &report.update);
-        if (status != UPDATE_DONE)
-            stop_on_nan(UPDATE_STOPPED_BY[status], report.step, report.update.not_finite, run->last_good);
-        report.t[5] = wall_seconds();
-        // PPO: μ AdamW steps of the critic on the clipped value loss against GAE's returns
-        if (run->critic) {
-            status = critic_update(run->critic, g, cfg, &report.critic);
-            if (status != UPDATE_DONE)
-                stop_on_nan(CRITIC_STOPPED_BY[status], report.step, report.critic.not_finite, run->last_good);
+// acc[r][j] = Σ_k a[r][k*ks] * panel[k][j], r < MM_R, j < MM_W (pragmas: keep the sums in
+// registers). Summed in blocks of MM_KC terms: one long sequential float sum loses accuracy.
+static inline void mm_tile(float acc[MM_R][MM_W], const float *const a[MM_R], size_t ks,
+                           const float *panel, int K) {
+    for (int r = 0; r < MM_R; r++)
+        for (int j = 0; j < MM_W; j++) acc[r][j] = 0.0f;
+    for (int k0 = 0; k0 < K; k0 += MM_KC) {
+        float part[MM_R][MM_W] = {{0}};
+        int kend = imin(K, k0 + MM_KC);
+        for (int k = k0; k < kend; k++) {
+            const float *p = panel + (size_t)k * MM_W;
+            #pragma GCC unroll 16
+            for (int r = 0; r < MM_R; r++) {
+                float x = a[r][(size_t)k * ks];
+                #pragma omp simd
+                for (int j = 0; j < MM_W; j++) part[r][j] += x * p[j];
+            }
         }
-        report.t[6] = wall_seconds();
-        // what the step spent (tokens, FLOPs, seconds); 1 once the run's --budget is spent
-        budget_done = spend_budget(run, &report);
-        st->gen_tokens += report.gen_traj;
-        report.gen_tokens = st->gen_tokens;
-        report.last = report.step == run->steps || budget_done;
-        // validation every eval_every steps and at the end; the log line and train.csv's row
-        report.val_acc = -1.0f;
-        if (run->eval_every && (report.step % run->eval_every == 0 || report.last))
-            report.val_acc = evaluate(run->policy, run->kv, run->val, run->eval_limit, g->max_new,
-                                      cfg->temperature, 0, cfg->seed, 0.0f, NULL).accuracy;
-        log_step(g, &report, run->csv);
-        eval_budget_points(run, &report);   // --eval-points: val accuracy at j/K of the budget
-        // every save_every steps a resumable checkpoint (PPO: the critic as its state section)
-        if (run->save_every && report.step % run->save_every == 0 && !report.last) {
-            if (run->critic) critic_to_section(run->critic, st);
-            save_periodic_checkpoint(run->periodic, run->policy, st, run->last_good, sizeof run->last_good);
+        #pragma GCC unroll 16
+        for (int r = 0; r < MM_R; r++)
+            #pragma omp simd
+            for (int j = 0; j < MM_W; j++) acc[r][j] += part[r][j];
+    }
+}
+
+// panel (K, MM_W) = rows [0, w) of src (w, K) transposed, zero beyond w
+static void pack_panel_t(float *panel, const float *src, int K, int w) {
+    for (int j = 0; j < MM_W; j++)
+        for (int k = 0; k < K; k++)
+            panel[(size_t)k * MM_W + j] = j < w ? src[(size_t)j * K + k] : 0.0f;
+}
+
+// panels s = 0, 1, ... (rows, MM_W), pstride floats apart: columns [MM_W·s, MM_W·(s+1)) of src
+// (rows, ld) up to column w, zero beyond. Reads src row by row (one contiguous stretch per
+// row), which the hardware prefetcher streams, unlike one panel's 16 columns of every row.
+static void pack_panels(float *panels, size_t pstride, const float *src, size_t ld, int rows, int w) {
+    for (int k = 0; k < rows; k++) {
+        const float *s = src + (size_t)k * ld;
+        for (int j0 = 0; j0 < w && k + 8 < rows; j0 += MM_W) __builtin_prefetch(s + 8 * ld + j0);
+        for (int j0 = 0; j0 < w; j0 += MM_W) {
+            float *p = panels + (size_t)(j0 / MM_W) * pstride + (size_t)k * MM_W;
+            if (w - j0 >= MM_W) {
+                #pragma omp simd
+                for (int j = 0; j < MM_W; j++) p[j] = s[j0 + j];
+            } else {
+                for (int j = 0; j < MM_W; j++) p[j] = j0 + j < w ? s[j0 + j] : 0.0f;
+            }
         }
     }
 }
+
+/* mm_rows: rows [n0, nend) of out (rows ldo apart, columns [0, w)) from rows of A (N rows of
+   K floats, lda apart) times panel (K, MM_W), MM_R rows at a time (past row N-1 the tile
+   reads row N-1 again and stores nothing): out = acc + bias[j] (bias may be NULL), or
+   out += acc with accumulate. The row loop of matmul_forward and of matmul_backward's dinp.
+   Not inlined: inside the callers' parallel regions gcc spills the tile's row pointers. */
+__attribute__((noinline))
+static void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, int n0, int nend,
+                    const float *panel, int K, int w, const float *bias, int accumulate) {
+    float b[MM_W];
+    for (int j = 0; j < MM_W; j++) b[j] = bias && j < w ? bias[j] : 0.0f;
+    for (int n = n0; n < nend; n += MM_R) {
+        const float *a[MM_R];
+        for (int r = 0; r < MM_R; r++) a[r] = A + (size_t)imin(n + r, N - 1) * lda;
+        // the next tile's output rows (ldo floats apart, so not prefetched by the CPU) load
+        // while this tile computes
+        for (int r = MM_R; r < 2 * MM_R && n + r < nend; r++)
+            __builtin_prefetch(out + (size_t)(n + r) * ldo, 1);
+        float acc[MM_R][MM_W];
+        mm_tile(acc, a, 1, panel, K);
+        for (int r = 0; r < MM_R && n + r < nend; r++) {
+            float *o = out + (size_t)(n + r) * ldo;
+            if (w == MM_W && accumulate) {
+                #pragma omp simd
+                for (int j = 0; j < MM_W; j++) o[j] += acc[r][j];
+            } else if (w == MM_W) {
+                #pragma omp simd
+                for (int j = 0; j < MM_W; j++) o[j] = acc[r][j] + b[j];
+            } else {
+                for (int j = 0; j < w; j++) o[j] = accumulate ? o[j] + acc[r][j] : acc[r][j] + b[j];
+            }
+        }
+    }
+}
+
+/* mm_cols: outputs [o0, oend) of a dweight-like product, out[o, 0:w) += Σ_k A[k, o] panel[k, :]
+   for k < K (A: K rows of lda floats, panel (K, MM_W)), MM_R outputs at a time (past output
+   lda-1 the tile reads it again and stores nothing). The tile loop of matmul_backward's dweight. */
+__attribute__((noinline))
+static void mm_cols(float *out, size_t ldo, const float *A, size_t lda, int o0, int oend,
+                    const float *panel, int K, int w) {
+    for (int o = o0; o < oend; o += MM_R) {
+        const float *a[MM_R];
+        for (int r = 0; r < MM_R; r++) a[r] = A + imin(o + r, (int)lda - 1);
+        float acc[MM_R][MM_W];
+        mm_tile(acc, a, lda, panel, K);
+        for (int r = 0; r < MM_R && o + r < oend; r++) {
+            float *d = out + (size_t)(o + r) * ldo;
+            if (w == MM_W) {
+                #pragma omp simd
+                for (int j = 0; j < MM_W; j++) d[j] += acc[r][j];
+            } else {
+                for (int j = 0; j < w; j++) d[j] += acc[r][j];
+            }
+        }
+    }
+}
+
+// expf that gcc can vectorize (glibc's vector expf needs -ffast-math): Cephes polynomial,
+// error ~1 ulp; x clamped to [-87, 88] with 0/1 masks (vectorizable); x = ±inf gives NaN.
+static inline float exp_simd(float x) {
+    float lo = x < -87.0f, hi = x > 88.0f;
+    x = lo * -87.0f + hi * 88.0f + (1.0f - lo - hi) * x;
+    float k = rintf(x * 1.44269504088896341f);
+    float r = x - k * 0.693359375f - k * -2.12194440e-4f;   // ln2 split in two for exactness
+    float p = 1.9875691500e-4f;
+    p = p * r + 1.3981999507e-3f;
+    p = p * r + 8.3334519073e-3f;
+    p = p * r + 4.1665795894e-2f;
+    p = p * r + 1.6666665459e-1f;
+    p = p * r + 5.0000001201e-1f;
+    p = p * r * r + r + 1.0f;
+    float kb = k + (12582912.0f + 127.0f);     // 1.5*2^23 + 127 + k: k + 127 in the low mantissa bits
+    uint32_t bits;
+    memcpy(&bits, &kb, sizeof bits);
+    bits <<= 23;                               // 2^k, with no float->int conversion (UB for NaN)
+    float scale;
+    memcpy(&scale, &bits, sizeof scale);
+    return p * scale;
+}
+
+// Row sums, 16 partial sums wide: a float sum written as one chain runs one term at a time
+// (gcc may not reorder it). The 16 partial sums are added pairwise at the end, so the order is
+// the same on every instruction set and thread count.
+#define SUM_W 16
+
+// Σ_i x[i], i < n
+static inline float sum16(const float *x, int n) {
+    float acc[SUM_W] = {0};
+    int nw = n / SUM_W * SUM_W;
+    for (int i = 0; i < nw; i += SUM_W)
+        #pragma omp simd
+        for (int j = 0; j < SUM_W; j++) acc[j] += x[i + j];
+    for (int i = nw; i < n; i++) acc[i - nw] += x[i];
+    for (int w = SUM_W / 2; w > 0; w /= 2)
+        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
+    return acc[0];
+}
+
+// Σ_i x[i] y[i], i < n
+static inline float dot16(const float *x, const float *y, int n) {
+    float acc[SUM_W] = {0};
+    int nw = n / SUM_W * SUM_W;
+    for (int i = 0; i < nw; i += SUM_W)
+        #pragma omp simd
+        for (int j = 0; j < SUM_W; j++) acc[j] += x[i + j] * y[i + j];
+    for (int i = nw; i < n; i++) acc[i - nw] += x[i] * y[i];
+    for (int w = SUM_W / 2; w > 0; w /= 2)
+        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
+    return acc[0];
+}
+
+// Attention's sums: vector loops across 8 positions or 8 channels, never along a dot product.
+
+// ATTN_WIDE: positions (attn_scores) or channels (attn_rows) per block while they last, 8 sums in
+// flight; then blocks of 8. A head's sums are too short to hide the FMA latency with fewer.
+#define ATTN_WIDE 32
+
+// The sums of attention, one block of them: for j < width (32 or 8, a constant where inlined),
+// y[i0 + j] = (accumulate ? y[i0 + j] : 0) + scale · Σ_{t0 <= t < t1} w[t*ws] x[t*xs + i0 + j],
+// even and odd t in two sums. attn_rows uses it with scale 1 (exact), attn_scores with 1/sqrt(hs).
+static inline __attribute__((always_inline)) void attn_block(float *y, int accumulate, const float *w,
+                                                             size_t ws, const float *x, size_t xs, int t0,
+                                                             int t1, int i0, int width, float scale) {
+    float acc[ATTN_WIDE] = {0}, acc2[ATTN_WIDE] = {0};
+    int t = t0;
+    for (; t + 1 < t1; t += 2) {
+        float w0 = w[t * ws], w1 = w[(t + 1) * ws];
+        const float *x0 = x + t * xs + i0, *x1 = x0 + xs;
+        #pragma omp simd
+        for (int j = 0; j < width; j++) {
+            acc[j] += w0 * x0[j];
+            acc2[j] += w1 * x1[j];
+        }
+    }
+    if (t < t1)
+        for (int j = 0; j < width; j++) acc[j] += w[t * ws] * x[t * xs + i0 + j];
+    #pragma omp simd
+    for (int j = 0; j < width; j++) y[i0 + j] = (accumulate ? y[i0 + j] : 0.0f) + (acc[j] + acc2[j]) * scale;
+}
+
+// s[t2] = scale * Σ_i q[i] kt[i*Tp + t2] for t2 < n8 (a multiple of 8; kt padded to match).
+// Even and odd i go to two sums; the positions go ATTN_WIDE at a time, then 8 at a time; each
+// sum is the same either way.
+static inline void attn_scores(float *s, const float *q, const float *kt, int hs, int Tp, int n8,
+                               float scale) {
+    int t0 = 0;
+    for (; t0 + ATTN_WIDE <= n8; t0 += ATTN_WIDE)
+        attn_block(s, 0, q, 1, kt, Tp, 0, hs, t0, ATTN_WIDE, scale);
+    for (; t0 < n8; t0 += 8) attn_block(s, 0, q, 1, kt, Tp, 0, hs, t0, 8, scale);
+}
+
+// y[i] = (accumulate ? y[i] : 0) + Σ_{t0 <= t < t1} w[t*ws] x[t*xs + i], for i < hs.
+// Even and odd t go to two sums; the channels go ATTN_WIDE at a time while they can, then 8 at
+// a time, then one by one; each sum is the same either way.
+static inline void attn_rows(float *y, int accumulate, const float *w, size_t ws,
+                             const float *x, size_t xs, int t0, int t1, int hs) {
+    int i0 = 0;
+    for (; i0 + ATTN_WIDE <= hs; i0 += ATTN_WIDE)
+        attn_block(y, accumulate, w, ws, x, xs, t0, t1, i0, ATTN_WIDE, 1.0f);
+    for (; i0 + 8 <= hs; i0 += 8) attn_block(y, accumulate, w, ws, x, xs, t0, t1, i0, 8, 1.0f);
+    for (int i = i0; i < hs; i++) {   // channels left over when hs is not a multiple of 8
+        float acc = 0.0f;
+        for (int t = t0; t < t1; t++) acc += w[t * ws] * x[t * xs + i];
+        y[i] = (accumulate ? y[i] : 0.0f) + acc;
+    }
+}
+
+// Reads p[0..n) once, front to back, one float per cache line, so that the hardware
+// prefetcher streams it into the cache: attention then reads a sequence's rows head by head,
+// hs floats out of every 3C, a pattern it picks up too late (measured: the backward pass 1.9x
+// faster on cold data). The empty asm keeps the otherwise unused loads.
+static inline void warm_cache(const float *p, size_t n) {
+    float s = 0.0f;
+    for (size_t i = 0; i < n; i += 16) s += p[i];
+    __asm__ __volatile__("" : : "g"(s));
+}
+
+// The packed form of a weight (OC,C) for matmul_forward: ceil(OC/MM_W) panels of (C, MM_W),
+// panel ob = rows ob*MM_W.. of weight transposed, zero past row OC-1. Floats it takes:
+static size_t weight_panels_size(int C, int OC) {
+    return (size_t)((OC + MM_W - 1) / MM_W) * C * MM_W;
+}
+
+// panels (weight_panels_size(C, OC)) = weight (OC,C) packed, one panel per task
+static void pack_weight_panels(float *panels, const float *weight, int C, int OC) {
+    int nob = (OC + MM_W - 1) / MM_W;
+    size_t psize = (size_t)C * MM_W;
+    #pragma omp parallel for
+    for (int ob = 0; ob < nob; ob++)
+        pack_panel_t(panels + ob * psize, weight + (size_t)ob * MM_W * C, C, imin(MM_W, OC - ob * MM_W));
+}
+
+// matmul_forward on a weight packed by pack_weight_panels: out (N,OC) = inp (N,C) @ weight^T
+// + bias (OC, may be NULL). A block of MM_NB rows meets every panel in turn (the rows stay in
+// cache). The sampler packs its weights once per sampling call and decodes on them.
+static void matmul_forward_packed(float *out, const float *inp, const float *panels, const float *bias,
+                                  int N, int C, int OC) {
+    int nob = (OC + MM_W - 1) / MM_W;
+    int nnb = (N + MM_NB - 1) / MM_NB;
+    size_t psize = (size_t)C * MM_W;
+    #pragma omp parallel for collapse(2)
+    for (int nb = 0; nb < nnb; nb++)
+        for (int ob = 0; ob < nob; ob++) {
+            int o0 = ob * MM_W;
+            int nend = imin(N, (nb + 1) * MM_NB);
+            const float *b = bias ? bias + o0 : NULL;
+            mm_rows(out + o0, OC, inp, C, N, nb * MM_NB, nend, panels + ob * psize, C, imin(MM_W, OC - o0), b, 0);
+        }
+}
+
+// matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC) (bias may be NULL).
+// All three products (out, dinp, dweight) run on mm_tile against a "panel": the other
+// operand's block copied into a zero-padded (K, MM_W) array. Each output is summed over C
+// by one thread in the same order whatever N is (decoding one position gives the logits of
+// the full forward, bit for bit) and whatever the number of threads. The weight's panels
+// are packed once per call, into one buffer of ~OC*C floats, before the row loop.
+static void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
+                           int N, int C, int OC) {
+    float *panels = (float *)mallocCheck(weight_panels_size(C, OC) * sizeof(float));
+    pack_weight_panels(panels, weight, C, OC);
+    matmul_forward_packed(out, inp, panels, bias, N, C, OC);
+    free(panels);
+}
+
+// dinp (N,C) += dout (N,OC) @ weight (OC,C); dweight (OC,C) += dout^T @ inp; dbias += Σ_n dout.
+// One parallel region: the three products are independent once the panels are packed.
+static void matmul_backward(float *dinp, float *dweight, float *dbias, const float *dout,
+                            const float *inp, const float *weight, int N, int C, int OC) {
+    int nib = (C + MM_W - 1) / MM_W;
+    int nnb = (N + MM_NB - 1) / MM_NB;
+    size_t psize = (size_t)OC * MM_W;
+    // dweight's tasks: groups of MM_IG column panels times blocks of osz outputs, osz a
+    // multiple of MM_R of at most MM_OB, with at least one block per thread (no effect on sums)
+    int ngb = (nib + MM_IG - 1) / MM_IG;
+    int nob = imax((OC + MM_OB - 1) / MM_OB, num_threads());
+    int osz = ((OC + nob - 1) / nob + MM_R - 1) / MM_R * MM_R;
+    nob = (OC + osz - 1) / osz;
+    float *panels = (float *)mallocCheck(nib * psize * sizeof(float));
+    #pragma omp parallel
+    {
+        // panel ib: columns ib*16.. of weight, (OC, 16)
+        #pragma omp for
+        for (int ib = 0; ib < nib; ib++)
+            pack_panels(panels + ib * psize, psize, weight + ib * MM_W, C, OC, imin(MM_W, C - ib * MM_W));
+        // dinp[n, i0:i0+16] = Σ_o dout[n,o] W[o, i0:i0+16]
+        #pragma omp for collapse(2) nowait
+        for (int nb = 0; nb < nnb; nb++)
+            for (int ib = 0; ib < nib; ib++) {
+                int i0 = ib * MM_W;
+                int iw = imin(MM_W, C - i0);
+                int nend = imin(N, (nb + 1) * MM_NB);
+                mm_rows(dinp + i0, C, dout, OC, N, nb * MM_NB, nend, panels + ib * psize, OC, iw, NULL, 1);
+            }
+        // dW[o, i0:i0+16] = Σ_n dout[n,o] inp[n, i0:i0+16]. A task is a block of outputs times
+        // MM_IG column panels: it walks n in chunks of MM_KB rows, packs the chunk's panels of
+        // inp and adds each panel's sums (every output sums chunk by chunk, in the same order).
+        // dbias[o] = Σ_n dout[n,o], summed row by row by the tasks of the first column group,
+        // while their chunk of dout is in cache.
+        float *ipanels = (float *)mallocCheck((size_t)MM_IG * MM_KB * MM_W * sizeof(float));
+        #pragma omp for collapse(2) schedule(dynamic) nowait
+        for (int gb = 0; gb < ngb; gb++)
+            for (int ob = 0; ob < nob; ob++) {
+                int o0 = ob * osz;
+                int oend = imin(OC, o0 + osz);
+                int i0 = gb * MM_IG * MM_W;
+                int gw = imin(MM_IG * MM_W, C - i0);
+                float bsum[MM_OB] = {0};
+                for (int n0 = 0; n0 < N; n0 += MM_KB) {
+                    int kn = imin(MM_KB, N - n0);
+                    const float *d = dout + (size_t)n0 * OC;
+                    pack_panels(ipanels, (size_t)MM_KB * MM_W, inp + (size_t)n0 * C + i0, C, kn, gw);
+                    for (int j0 = 0; j0 < gw; j0 += MM_W) {
+                        const float *panel = ipanels + (size_t)(j0 / MM_W) * MM_KB * MM_W;
+                        mm_cols(dweight + i0 + j0, C, d, OC, o0, oend, panel, kn, imin(MM_W, gw - j0));
+                    }
+                    if (dbias && gb == 0)
+                        for (int n = 0; n < kn; n++)
+                            #pragma omp simd
+                            for (int o = o0; o < oend; o++) bsum[o - o0] += d[(size_t)n * OC + o];
+                }
+                if (dbias && gb == 0)
+                    for (int o = o0; o < oend; o++) dbias[o] += bsum[o - o0];
+            }
+        free(ipanels);
+    }
+    free(panels);
+}
+
+// ---- The shared-prefix batch (--update-layout tree): a micro-batch packed as its prefix trie
+
+/* SharedPrefixBatch: sequences packed as their prefix trie, one row per distinct prefix (the
+   --update-layout tree, notes/tree-packed-update.md). In a causal model a position's
+   activations depend only on the tokens up to it, so sequences that share a prefix share
+   its rows: each row is computed once, and the gradients of all the sequences through it
+   add up there. Row r holds input token token[r] at position pos[r] (its depth: 0 for
+   <bos>) under parent[r] (−1 at position 0), and attends to its root path: itself and its
+   ancestors, the pos[r] + 1 positions of every sequence through it. Rows are in depth-first
+   preorder, so a parent comes before its children and the subtree of r is the rows
+   [r, subtree_end[r]). Per head and layer, row r's attention weights over its root path (root
+   first) are entries att_off[r] .. att_off[r] + pos[r] of a block of att_size = Σ_r (pos[r] + 1)
+   floats. The targets (pack_shared_prefix_batch fills them): row r predicts the distinct next tokens
+   edge_token[edge_start[r] .. edge_start[r+1]) (its "edges": several where the sequences
+   through it part), and completion token j of sequence b is edge edge_of[b·max_new + j].
+   (Not the group's prefix tree B(G): this trie packs a micro-batch's whole sequences, prompt
+   included, only to compute shared positions once; the loss and its weights are unchanged.) */
+struct SharedPrefixBatch {
+    int rows, edges;              // in this batch
+    int max_pos;                  // the largest pos[r]
+    int *token, *pos, *parent, *subtree_end;   // (rows)
+    size_t *att_off;              // (rows + 1)
+    size_t att_size;              // att_off[rows]
+    int *edge_start;              // (rows + 1)
+    int *edge_token;              // (edges)
+    float *edge_logp, *edge_dlogp;   // (edges) log π(edge_token | the row's prefix), ∂loss/∂ it
+    int *edge_of;                 // (sequences, max_new)
+    int max_new;                  // the row length of edge_of
+    int cap_seqs, cap_rows, cap_edges;   // capacities: sequences, rows, edges
+    int *scratch;                 // pack_shared_prefix_batch's trie in creation order (its own layout there)
+};
+
+// the embedding of pk's rows: out (rows, C) = wte[token[r]] + wpe[pos[r]]
+static void spb_encoder_forward(float *out, const SharedPrefixBatch *pk, const float *wte, const float *wpe, int C) {
+    encoder_forward_pos(out, pk->token, pk->pos, wte, wpe, pk->rows, C);
+}
+
+// encoder_forward_pos's backward (rows with a position each, as a packed batch's): dwte
+// (V,C) += dout (B,C) at each row's token, dwpe (maxT,C) at its position; serial, as above
+static void encoder_backward_pos(float *dwte, float *dwpe, const float *dout, const int *tokens,
+                                 const int *pos, int B, int C) {
+    for (int b = 0; b < B; b++) {
+        const float *d = dout + (size_t)b * C;
+        float *dwe = dwte + (size_t)tokens[b] * C, *dpe = dwpe + (size_t)pos[b] * C;
+        for (int i = 0; i < C; i++) { dwe[i] += d[i]; dpe[i] += d[i]; }
+    }
+}
+
+static void spb_encoder_backward(float *dwte, float *dwpe, const float *dres, const SharedPrefixBatch *pk, int C) {
+    encoder_backward_pos(dwte, dwpe, dres, pk->token, pk->pos, pk->rows, C);
+}
+
+/* spb_attention_forward_ref: attention over a packed prefix tree in textbook form, the
+   readable version of spb_attention_forward below (same arguments, shapes in its comment,
+   same result up to float rounding) and the oracle it is tested against. Row r's query sees
+   the keys of its root path: path[j] is r's ancestor at position j, path[pos[r]] = r; then
+   causal attention's formula (attention_forward_ref) over those rows. Only the tests call it. */
+static void spb_attention_forward_ref(float *out, float *att, const float *inp, const SharedPrefixBatch *pk, int C,
+                                       int NH) {
+    int C3 = 3 * C, hs = C / NH;
+    float scale = 1.0f / sqrtf((float)hs);
+    int *path = (int *)mallocCheck(((size_t)pk->max_pos + 1) * sizeof(int));
+    for (int r = 0; r < pk->rows; r++) {
+        int t = pk->pos[r];
+        for (int a = r; a >= 0; a = pk->parent[a]) path[pk->pos[a]] = a;
+        for (int h = 0; h < NH; h++) {
+            const float *q = inp + (size_t)r * C3 + h * hs;
+            float *a = att + (size_t)h * pk->att_size + pk->att_off[r];
+            float maxv = -FLT_MAX, sum = 0.0f;
+            for (int j = 0; j <= t; j++) {   // row r sees its root path only
+                const float *k = inp + (size_t)path[j] * C3 + C + h * hs;
+                float s = 0.0f;
+                for (int i = 0; i < hs; i++) s += q[i] * k[i];
+                a[j] = s * scale;
+                if (a[j] > maxv) maxv = a[j];
+            }
+            for (int j = 0; j <= t; j++) { a[j] = expf(a[j] - maxv); sum += a[j]; }
+            for (int j = 0; j <= t; j++) a[j] /= sum;
+            float *o = out + (size_t)r * C + h * hs;
+            for (int i = 0; i < hs; i++) {   // out_r = Σ_j a[j] v_path[j]
+                o[i] = 0.0f;
+                for (int j = 0; j <= t; j++) o[i] += a[j] * inp[(size_t)path[j] * C3 + 2 * C + h * hs + i];
+            }
+        }
+    }
+    free(path);
+}
+
+#define TA_RB 32   // rows per task of tree attention
+
+/* A task's copy of the root path it is at, for one head: column p of xt (hs, Tp) holds x (hs)
+   transposed and row p of yb (Tp, hs) holds y (hs), for the row at position p of the path.
+   Moving on to the next row in preorder overwrites its position only: the ancestors of a row
+   are the last rows visited at each smaller position. */
+static inline void spb_path_put(float *xt, float *yb, const float *x, const float *y, int p, int hs,
+                                 int Tp) {
+    for (int i = 0; i < hs; i++) xt[(size_t)i * Tp + p] = x[i];
+    memcpy(yb + (size_t)p * hs, y, (size_t)hs * sizeof(float));
+}
+
+/* spb_attention_forward: causal attention over a packed prefix tree (SharedPrefixBatch): row r attends
+   to its root path. inp (rows, 3C) holds q, k, v; out (rows, C); att (NH, att_size) keeps the
+   softmax for the backward pass. attention_forward's arithmetic on the same keys and values in
+   the same order, so a row's output equals, bit for bit, that of its position in any sequence
+   through it run through attention_forward. A task is a block of TA_RB rows and one head: it
+   loads the root path above its first row, then walks its rows keeping the keys (transposed,
+   kt (hs, Tp)) and values (vb (Tp, hs)) of the current path (spb_path_put). */
+static void spb_attention_forward(float *out, float *att, const float *inp, const SharedPrefixBatch *pk, int C,
+                                   int NH) {
+    int C3 = 3 * C, hs = C / NH, Tp = (pk->max_pos + 8) / 8 * 8;
+    float scale = 1.0f / sqrtf((float)hs);
+    int nblk = (pk->rows + TA_RB - 1) / TA_RB;
+    #pragma omp parallel
+    {
+        // zeros: positions past a row's own are read (a score computed and not used), never used
+        float *kt = (float *)callocCheck((2 * (size_t)hs + 1) * Tp, sizeof(float));
+        float *vb = kt + (size_t)hs * Tp;
+        float *s = vb + (size_t)hs * Tp;
+        #pragma omp for collapse(2) schedule(dynamic)
+        for (int blk = 0; blk < nblk; blk++)
+            for (int h = 0; h < NH; h++) {
+                int r0 = blk * TA_RB;
+                int r1 = imin(pk->rows, r0 + TA_RB);
+                for (int a = pk->parent[r0]; a >= 0; a = pk->parent[a]) {
+                    const float *x = inp + (size_t)a * C3 + h * hs;
+                    spb_path_put(kt, vb, x + C, x + 2 * C, pk->pos[a], hs, Tp);
+                }
+                for (int r = r0; r < r1; r++) {
+                    int t = pk->pos[r];
+                    const float *x = inp + (size_t)r * C3 + h * hs;   // q, k, v of row r at x, x + C, x + 2C
+                    spb_path_put(kt, vb, x + C, x + 2 * C, t, hs, Tp);
+                    float *a = att + (size_t)h * pk->att_size + pk->att_off[r];
+                    attn_scores(s, x, kt, hs, Tp, (t + 8) / 8 * 8, scale);
+                    float maxv = -FLT_MAX, sum = 0.0f;
+                    for (int j = 0; j <= t; j++) if (s[j] > maxv) maxv = s[j];
+                    #pragma omp simd reduction(+:sum)
+                    for (int j = 0; j <= t; j++) { s[j] = exp_simd(s[j] - maxv); sum += s[j]; }
+                    float inv = 1.0f / sum;
+                    for (int j = 0; j <= t; j++) a[j] = s[j] * inv;
+                    // out = Σ_j a[j] v[path j]
+                    attn_rows(out + (size_t)r * C + h * hs, 0, a, 1, vb, hs, 0, t + 1, hs);
+                }
+            }
+        free(kt);
+    }
+}
+
+/* spb_attention_backward: dinp (rows, 3C) += ∂L/∂(q,k,v) given dout (rows, C), for the forward
+   above; datt (NH, att_size) is scratch (it ends up holding ∂L/∂scores). Two passes, as
+   attention_backward's three: (1) per row, along root paths as in the forward (values
+   transposed in vt, keys as rows in kb): the score gradients dS = a (da − Σ a da) · scale with
+   da_j = dout·v[path j], and dq_r = Σ_j dS_j k[path j]; (2) per row n, dk_n = Σ dS_r[pos n] q_r
+   and dv_n = Σ a_r[pos n] dout_r over the rows r of its subtree (the queries that see n), which
+   preorder makes the contiguous rows [n, subtree_end[n]): one sum per gradient row, no two tasks
+   writing one row. The passes' tasks are a block of rows and a head; the second waits for the
+   first (the barrier of omp for). */
+static void spb_attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
+                                    const float *att, const SharedPrefixBatch *pk, int C, int NH) {
+    int C3 = 3 * C, hs = C / NH, Tp = (pk->max_pos + 8) / 8 * 8;
+    float scale = 1.0f / sqrtf((float)hs);
+    int nblk = (pk->rows + TA_RB - 1) / TA_RB;
+    size_t AS = pk->att_size;
+    #pragma omp parallel
+    {
+        float *vt = (float *)callocCheck((2 * (size_t)hs + 1) * Tp + 2 * (size_t)pk->rows, sizeof(float));
+        float *kb = vt + (size_t)hs * Tp;
+        float *da = kb + (size_t)hs * Tp;
+        float *wq = da + Tp;                  // (rows) the weights of one subtree's sums
+        float *wd = wq + pk->rows;
+        #pragma omp for collapse(2) schedule(dynamic)
+        for (int blk = 0; blk < nblk; blk++)
+            for (int h = 0; h < NH; h++) {
+                int r0 = blk * TA_RB;
+                int r1 = imin(pk->rows, r0 + TA_RB);
+                for (int a = pk->parent[r0]; a >= 0; a = pk->parent[a]) {
+                    const float *x = inp + (size_t)a * C3 + h * hs;
+                    spb_path_put(vt, kb, x + 2 * C, x + C, pk->pos[a], hs, Tp);
+                }
+                for (int r = r0; r < r1; r++) {
+                    int t = pk->pos[r];
+                    const float *x = inp + (size_t)r * C3 + h * hs;
+                    spb_path_put(vt, kb, x + 2 * C, x + C, t, hs, Tp);
+                    const float *a = att + (size_t)h * AS + pk->att_off[r];
+                    float *dS = datt + (size_t)h * AS + pk->att_off[r];
+                    attn_scores(da, dout + (size_t)r * C + h * hs, vt, hs, Tp, (t + 8) / 8 * 8, 1.0f);
+                    float dot = 0.0f;
+                    #pragma omp simd reduction(+:dot)
+                    for (int j = 0; j <= t; j++) dot += a[j] * da[j];
+                    for (int j = 0; j <= t; j++) dS[j] = a[j] * (da[j] - dot) * scale;
+                    attn_rows(dinp + (size_t)r * C3 + h * hs, 1, dS, 1, kb, hs, 0, t + 1, hs);   // dq
+                }
+            }
+        #pragma omp for collapse(2) schedule(dynamic)
+        for (int blk = 0; blk < nblk; blk++)
+            for (int h = 0; h < NH; h++)
+                for (int n = blk * TA_RB; n < imin(pk->rows, (blk + 1) * TA_RB); n++) {
+                    int t = pk->pos[n];
+                    int end = pk->subtree_end[n];
+                    for (int r = n; r < end; r++) {   // row r holds n's weight at index pos[n] = t
+                        wq[r - n] = datt[(size_t)h * AS + pk->att_off[r] + t];
+                        wd[r - n] = att[(size_t)h * AS + pk->att_off[r] + t];
+                    }
+                    // dk_n += Σ_r dS_r[t] q_r;  dv_n += Σ_r a_r[t] dout_r
+                    float *dx = dinp + (size_t)n * C3 + h * hs;
+                    attn_rows(dx + C, 1, wq, 1, inp + (size_t)n * C3 + h * hs, C3, 0, end - n, hs);
+                    attn_rows(dx + 2 * C, 1, wd, 1, dout + (size_t)n * C + h * hs, C, 0, end - n, hs);
+                }
+        free(vt);
+    }
+}
+
+// gpt_set_shape for a packed batch: pk's rows and attention weights must fit in the buffers of
+// (max_batch, maxT), which they do when pk packs at most max_batch sequences. m->B = 0 marks it.
+static void gpt_set_rows(GPT *m, const SharedPrefixBatch *pk) {
+    size_t cap = (size_t)m->max_batch * m->config.max_seq_len;
+    if (pk->rows < 1 || (size_t)pk->rows > cap || pk->att_size > cap * m->config.max_seq_len)
+        fail_at(__FILE__, __LINE__, "a packed batch exceeds the model's activations",
+                "pack at most max_batch sequences at a time; please report this");
+    size_t as[NUM_ACT_TENSORS];
+    act_sizes_rows(as, &m->config, pk->rows, pk->att_size);
+    point_tensors((float **)&m->acts, m->acts_memory, as, NUM_ACT_TENSORS);
+    point_tensors((float **)&m->grads_acts, m->grads_acts_memory, as, NUM_ACT_TENSORS);
+    m->B = 0; m->T = pk->rows;
+    m->att_size = pk->att_size;
+}
+
+
+/* gpt_forward_spb: the packed batch pk (SharedPrefixBatch; CPU only) → acts.logits (rows, V), the
+   logits of row r predicting the tokens after its prefix (trunk_forward on pk's rows, then the
+   LM head). */
+static void gpt_forward_spb(GPT *m, const SharedPrefixBatch *pk) {
+    if (m->on_device)
+        fail_at(__FILE__, __LINE__, "the tree-packed update runs on the CPU only",
+                "use --update-layout padded");
+    gpt_set_rows(m, pk);
+    trunk_forward(m, pk->token, pk);
+    lm_head_forward(m);
+}
+
+// gpt_backward for the packed batch pk of the last forward pass (gpt_forward_spb)
+static void gpt_backward_spb(GPT *m, const SharedPrefixBatch *pk) {
+    lm_head_backward(m);
+    trunk_backward(m, pk->token, pk);
+}
+
+/* spb_logprob_forward: logprob_forward on the rows of a packed batch pk (SharedPrefixBatch), whose row
+   r predicts several tokens where the sequences through it part: its softmax once, into probs
+   (rows, V), and the log-prob of each of its edges' tokens, logp (edges), with logprob_forward's
+   arithmetic (the same value as at that position of a padded batch, bit for bit). A row without
+   edges (inside the prompt) gets a probs row of 0. */
+static void spb_logprob_forward(float *logp, float *probs, const float *logits, const SharedPrefixBatch *pk, int V,
+                                 float temperature, const unsigned char *allowed) {
+    #pragma omp parallel for
+    for (int r = 0; r < pk->rows; r++) {
+        const float *z = logits + (size_t)r * V;
+        float *pr = probs + (size_t)r * V;
+        if (pk->edge_start[r] == pk->edge_start[r + 1]) {   // no token to score
+            memset(pr, 0, V * sizeof(float));
+            continue;
+        }
+        float maxv, logsum = softmax_temperature(pr, &maxv, z, V, temperature, allowed);
+        for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++)
+            logp[e] = (z[pk->edge_token[e]] * (1.0f / temperature) - maxv) - logsum;
+    }
+}
+
+/* spb_logprob_backward: dlogits (rows, V) = Σ_e dlogp[e] · (onehot(edge_token[e]) − probs) /
+   temperature over the edges e of each row: the gradient through log_softmax of every token
+   the row predicts, one backward for all the sequences through it (dlogp[e]: their ∂loss/∂logp
+   summed, pack_shared_prefix_batch's edge_dlogp). Rows without edges get 0. Overwrites dlogits. */
+static void spb_logprob_backward(float *dlogits, const float *probs, const SharedPrefixBatch *pk, const float *dlogp,
+                                  int V, float temperature) {
+    float inv_t = 1.0f / temperature;
+    #pragma omp parallel for
+    for (int r = 0; r < pk->rows; r++) {
+        float *d = dlogits + (size_t)r * V;
+        const float *pr = probs + (size_t)r * V;
+        float g = 0.0f;
+        for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++) g += dlogp[e] * inv_t;
+        for (int v = 0; v < V; v++) d[v] = -g * pr[v];
+        for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++)
+            d[pk->edge_token[e]] += dlogp[e] * inv_t;
+    }
+}
+
+/* build_shared_prefix_batch: a SharedPrefixBatch for up to B sequences of up to maxT tokens with up to max_new
+   completion tokens each (B = 0: an empty one, for a batch no model is run on). */
+static void build_shared_prefix_batch(SharedPrefixBatch *pk, int B, int maxT, int max_new) {
+    memset(pk, 0, sizeof *pk);
+    size_t R = (size_t)B * maxT, E = (size_t)B * max_new;
+    pk->cap_seqs = B;
+    pk->cap_rows = (int)R;
+    pk->cap_edges = (int)E;
+    pk->max_new = max_new;
+    pk->token = (int *)mallocCheck(R * sizeof(int));
+    pk->pos = (int *)mallocCheck(R * sizeof(int));
+    pk->parent = (int *)mallocCheck(R * sizeof(int));
+    pk->subtree_end = (int *)mallocCheck(R * sizeof(int));
+    pk->att_off = (size_t *)mallocCheck((R + 1) * sizeof(size_t));
+    pk->edge_start = (int *)mallocCheck((R + 1) * sizeof(int));
+    pk->edge_token = (int *)mallocCheck(E * sizeof(int));
+    pk->edge_logp = (float *)mallocCheck(E * sizeof(float));
+    pk->edge_dlogp = (float *)mallocCheck(E * sizeof(float));
+    pk->edge_of = (int *)mallocCheck(E * sizeof(int));
+    pk->scratch = (int *)mallocCheck((9 * R + 3 * E) * sizeof(int));   // pack_shared_prefix_batch's layout
+}
+
+static void free_shared_prefix_batch(SharedPrefixBatch *pk) {
+    void *arrays[] = {pk->token, pk->pos, pk->parent, pk->subtree_end, pk->att_off, pk->edge_start,
+                      pk->edge_token, pk->edge_logp, pk->edge_dlogp, pk->edge_of, pk->scratch};
+    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
+}
+
+// build_shared_prefix_batch in a new allocation; delete_shared_prefix_batch frees both (NULL: nothing)
+static SharedPrefixBatch *new_shared_prefix_batch(int B, int maxT, int max_new) {
+    SharedPrefixBatch *pk = (SharedPrefixBatch *)mallocCheck(sizeof *pk);
+    build_shared_prefix_batch(pk, B, maxT, max_new);
+    return pk;
+}
+
+static void delete_shared_prefix_batch(SharedPrefixBatch *pk) {
+    if (!pk) return;
+    free_shared_prefix_batch(pk);
+    free(pk);
+}
+
+
+/* pack_shared_prefix_batch: make_batch's sequences <bos> prompt completion (prompt[b] holds <bos>; lengths
+   plen[b], clen[b], B <= pk->cap_seqs) packed as their prefix trie into pk (SharedPrefixBatch). A
+   sequence of n = plen + clen tokens has the inputs of positions 0..n−2 (its last token is
+   only a target); each distinct prefix of them is one row, so the rows are the trie's nodes;
+   the completion token j of sequence b (predicted at position plen−1+j) is the edge (its
+   row, its token), edge_of[b·max_new + j]. A sequence without completion tokens adds no row
+   (nothing of it is scored). Rows in depth-first preorder, children and edges in order of
+   first appearance. O(positions · children per row). Returns the row count. */
+static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *const *prompt, const int *plen, const int *const *comp,
+                      const int *clen) {
+    if (B > pk->cap_seqs)
+        fail_at(__FILE__, __LINE__, "pack_shared_prefix_batch: more sequences than the pack holds", "please report this");
+    // the trie in creation order: node c has token ctok[c] at position cpos[c] under cpar[c], its
+    // children first_child[c] -> next_sibling ..., its edges first_edge[c] -> next_edge ...
+    int R = pk->cap_rows, E = pk->cap_edges;
+    int *ctok = pk->scratch, *cpos = ctok + R, *cpar = cpos + R, *first_child = cpar + R;
+    int *last_child = first_child + R, *next_sibling = last_child + R, *first_edge = next_sibling + R;
+    int *last_edge = first_edge + R, *new_row = last_edge + R;
+    int *etok = new_row + R, *next_edge = etok + E, *new_edge = next_edge + E;
+    int nodes = 0, edges = 0, first_root = -1, last_root = -1;
+    for (int b = 0; b < B; b++) {
+        int n = plen[b] + clen[b];
+        int node = -1;   // the node of the prefix so far (-1: none yet)
+        for (int t = 0; clen[b] > 0 && t < n - 1; t++) {
+            int tok = t < plen[b] ? prompt[b][t] : comp[b][t - plen[b]];
+            int c = node < 0 ? first_root : first_child[node];
+            while (c >= 0 && ctok[c] != tok) c = next_sibling[c];
+            if (c < 0) {   // a new prefix: a new node, the last child of its parent
+                if (nodes == R)
+                    fail_at(__FILE__, __LINE__, "pack_shared_prefix_batch: too many rows", "please report this");
+                c = nodes++;
+                ctok[c] = tok;
+                cpos[c] = t;
+                cpar[c] = node;
+                first_child[c] = last_child[c] = next_sibling[c] = -1;
+                first_edge[c] = last_edge[c] = -1;
+                int *tail = node < 0 ? &last_root : &last_child[node];
+                if (*tail >= 0) next_sibling[*tail] = c;
+                else if (node < 0) first_root = c;
+                else first_child[node] = c;
+                *tail = c;
+            }
+            node = c;
+            if (t + 1 < plen[b]) continue;
+            int target = comp[b][t + 1 - plen[b]];   // completion token j = t + 1 − plen
+            int e = first_edge[node];
+            while (e >= 0 && etok[e] != target) e = next_edge[e];
+            if (e < 0) {
+                if (edges == E)
+                    fail_at(__FILE__, __LINE__, "pack_shared_prefix_batch: too many edges", "please report this");
+                e = edges++;
+                etok[e] = target;
+                next_edge[e] = -1;
+                if (last_edge[node] >= 0) next_edge[last_edge[node]] = e;
+                else first_edge[node] = e;
+                last_edge[node] = e;
+            }
+            pk->edge_of[(size_t)b * pk->max_new + t + 1 - plen[b]] = e;
+        }
+    }
+    // depth-first preorder: a node, then its children's subtrees in order; a leaf closes itself
+    // and each ancestor whose last child's subtree it ends
+    int rows = 0;
+    for (int c = first_root; c >= 0;) {
+        new_row[c] = rows++;
+        if (first_child[c] >= 0) {
+            c = first_child[c];
+            continue;
+        }
+        for (;;) {
+            pk->subtree_end[new_row[c]] = rows;
+            if (next_sibling[c] >= 0) {
+                c = next_sibling[c];
+                break;
+            }
+            c = cpar[c];
+            if (c < 0) break;
+        }
+    }
+    pk->rows = rows;
+    pk->max_pos = 0;
+    for (int c = 0; c < nodes; c++) {
+        int r = new_row[c];
+        pk->token[r] = ctok[c];
+        pk->pos[r] = cpos[c];
+        pk->parent[r] = cpar[c] < 0 ? -1 : new_row[cpar[c]];
+        pk->max_pos = imax(pk->max_pos, cpos[c]);
+        pk->edge_start[r + 1] = 0;
+        for (int e = first_edge[c]; e >= 0; e = next_edge[e]) pk->edge_start[r + 1]++;
+    }
+    // offsets: attention weights and edges, row by row; the edges renumbered in row order
+    pk->att_off[0] = 0;
+    pk->edge_start[0] = 0;
+    for (int r = 0; r < rows; r++) {
+        pk->att_off[r + 1] = pk->att_off[r] + pk->pos[r] + 1;
+        pk->edge_start[r + 1] += pk->edge_start[r];
+    }
+    pk->att_size = pk->att_off[rows];
+    pk->edges = edges;
+    for (int c = 0; c < nodes; c++) {
+        int e_new = pk->edge_start[new_row[c]];
+        for (int e = first_edge[c]; e >= 0; e = next_edge[e]) {
+            new_edge[e] = e_new;
+            pk->edge_token[e_new++] = etok[e];
+        }
+    }
+    for (int b = 0; b < B; b++)
+        for (int j = 0; j < clen[b]; j++) {
+            int *at = &pk->edge_of[(size_t)b * pk->max_new + j];
+            *at = new_edge[*at];
+        }
+    return rows;
+}
+/* policy_logp_spb: policy_logp on the shared-prefix micro-batch g->spb (pack_shared_prefix_batch of
+   completions [first, first+B)): one forward per row; each completion token gets its edge's
+   log-prob, which is the padded batch's at that position bit for bit (the same arithmetic on
+   the same prefix). Leaves m's activations in place for policy_backward_spb. */
+static void policy_logp_spb(GPT *m, GroupBatch *g, int first, int B, float temperature,
+                             const unsigned char *allowed, float *out) {
+    SharedPrefixBatch *pk = g->spb;
+    if (pk->rows == 0) return;   // no completion tokens in this micro-batch
+    gpt_forward_spb(m, pk);
+    spb_logprob_forward(pk->edge_logp, m->acts.probs, m->acts.logits, pk, m->config.vocab_size, temperature,
+                         allowed);
+    for (int b = 0; b < B; b++) {
+        int i = first + b;
+        for (int j = 0; j < g->clen[i]; j++)
+            out[(size_t)i * g->max_new + j] = pk->edge_logp[pk->edge_of[(size_t)b * pk->max_new + j]];
+    }
+}
+
+/* policy_backward_spb: accumulates ∂loss/∂θ into m->grads for the micro-batch of the last
+   policy_logp_spb, given g->dlogp of its completions: each edge's ∂loss/∂logp is the sum over
+   the completion tokens that are it (members sharing the prefix and the next token), added in
+   completion order; then one log-prob backward per row for all its edges and one backward pass. */
+static void policy_backward_spb(GPT *m, GroupBatch *g, int first, int B, float temperature) {
+    SharedPrefixBatch *pk = g->spb;
+    if (pk->rows == 0) return;
+    memset(pk->edge_dlogp, 0, (size_t)pk->edges * sizeof(float));
+    for (int b = 0; b < B; b++) {
+        int i = first + b;
+        for (int j = 0; j < g->clen[i]; j++)
+            pk->edge_dlogp[pk->edge_of[(size_t)b * pk->max_new + j]] += g->dlogp[(size_t)i * g->max_new + j];
+    }
+    spb_logprob_backward(m->grads_acts.logits, m->acts.probs, pk, pk->edge_dlogp, m->config.vocab_size,
+                          temperature);
+    gpt_backward_spb(m, pk);
+}
+
+// ---- Packed decode: the sampler's weights packed once per sampling call
+
+/* The decode step's weights packed once (matmul's panels; pack_weight_panels): for each layer
+   qkvw, attprojw, fcw, fcprojw, then wte (the LM head). A decode step on them skips the
+   packing that matmul_forward does per call, ~1/B of its work; the sums are the same.
+   decode_panels_size: the floats they take. */
+static size_t decode_panels_size(const GPTConfig *c) {
+    int C = c->channels;
+    return (size_t)c->num_layers * (weight_panels_size(C, 3 * C) + weight_panels_size(C, C) +
+                                    weight_panels_size(C, 4 * C) + weight_panels_size(4 * C, C)) +
+           weight_panels_size(C, c->vocab_size);
+}
+
+// The host's decode steps on kv use the model's weights as they are now (kv->panels), until
+// kv_unpack_weights; the sampler calls both, around one sampling call. The panels lie in the
+// order gpt_decode_step's matmuls read them (decode_matmul steps through them one by one):
+// a change to either order must change both.
+static void kv_pack_weights(KVCache *kv, const GPT *m) {
+    if (kv->on_device) return;   // the GPU's matmul is cuBLAS: nothing to pack
+    const GPTConfig *c = &m->config;
+    const ParameterTensors *p = &m->params;
+    int C = c->channels;
+    float *dst = kv->panels;
+    for (int l = 0; l < c->num_layers; l++) {
+        const float *w[4] = {p->qkvw + (size_t)l * 3 * C * C, p->attprojw + (size_t)l * C * C,
+                             p->fcw + (size_t)l * 4 * C * C, p->fcprojw + (size_t)l * 4 * C * C};
+        int in[4] = {C, C, C, 4 * C}, out[4] = {3 * C, C, 4 * C, C};
+        for (int i = 0; i < 4; i++) {
+            pack_weight_panels(dst, w[i], in[i], out[i]);
+            dst += weight_panels_size(in[i], out[i]);
+        }
+    }
+    pack_weight_panels(dst, p->wte, C, c->vocab_size);
+    kv->packed = 1;
+}
+
+static void kv_unpack_weights(KVCache *kv) { kv->packed = 0; }
+
+// One matmul of a decode step: on the packed weights *panels (then moved past them) when the
+// sampler packed them, else matmul_forward (through LAYER: cuBLAS on the GPU)
+static void decode_matmul(GPT *m, const float **panels, float *out, const float *inp, const float *weight,
+                          const float *bias, int B, int C, int OC) {
+    (void)m;   // LAYER's dispatch needs it in the CUDA build only
+    if (*panels) {
+        matmul_forward_packed(out, inp, *panels, bias, B, C, OC);
+        *panels += weight_panels_size(C, OC);
+    } else {
+        LAYER(m, matmul_forward)(out, inp, weight, bias, B, C, OC);
+    }
+}
+
+// ----------------------------------------------------------------------------
+// CUDA seam: the CPU/GPU boundary, every function of grpo_kernels.cu that grpo.c calls, and the
+// gpu_* hooks the reference calls (the CPU build's return 0). The tooling's own GRPO_CUDA conditionals
+// (the CUDA-only options, checkpoints copied through the host, bench's GPU timings) stay with the
+// command they change: each is a line or two that a hook would only hide.
+// gpt_* call each layer through LAYER(), which picks cuda_<name> for a model built once
+// cuda_enabled is set; functions only the tests call are declared in tests/test_cuda.cu.
+// More in notes/cuda-integration.md.
+
+#ifdef GRPO_CUDA
+/* The CUDA build (make cuda, -DGRPO_CUDA): grpo_kernels.cu implements every layer above as
+   cuda_<name>, same arguments, DEVICE pointers (see that file's header). A model or KV cache
+   built after cuda_startup() lives in GPU memory (on_device = 1) and LAYER(m, f) calls
+   cuda_f for it, f otherwise, so gpt_forward, gpt_backward and gpt_decode_step are one
+   algorithm for both. The loop, the sampler's softmax and RNG, the verifier, the prefix
+   tree and the objectives stay on the host; per sampled token the last logits (B·V floats)
+   come back, per micro-batch the log-probs come back and their gradients go down. */
+#ifdef __cplusplus
+extern "C" {
+#endif
+extern int cuda_time_sgemm;
+void cuda_kernel_times_start(void);
+void cuda_kernel_times_report(FILE *f, int steps);
+extern double cuda_sgemm_seconds;
+void cuda_init(int tf32);
+int cuda_probe(const char **why);
+void *cuda_malloc(size_t bytes);
+void cuda_free(void *p);
+void cuda_memcpy_h2d(void *dst, const void *src, size_t bytes);
+void cuda_memcpy_d2h(void *dst, const void *src, size_t bytes);
+void cuda_memcpy_d2d(void *dst, const void *src, size_t bytes);
+void cuda_synchronize(void);
+void cuda_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp, int B, int T, int C, int V);
+void cuda_logprob_forward(float *logp, float *probs, const float *logits, const int *targets, int N, int V,
+                          float temperature, const unsigned char *allowed);
+void cuda_logprob_backward(float *dlogits, const float *probs, const int *targets, const float *dlogp, int N,
+                           int V, float temperature);
+void cuda_adamw_update(float *params, const float *grads, float *m, float *v, const size_t *sizes,
+                       const int *decay, int num_tensors, float lr, float beta1, float beta2, float eps,
+                       float weight_decay, int t);
+float cuda_clip_grad_norm(float *grads, size_t n, float max_norm);
+double cuda_time_sgemms(int N, int C, int OC, int reps);
+#ifdef __cplusplus
+}
+#endif
+
+static int cuda_enabled = 0;   // set by cuda_startup(): models and KV caches built from then on live on the GPU
+
+/* cuda_startup: the CUDA build's check at start-up (every command that builds a model):
+   no GPU or no driver is an error naming what is missing; then cuBLAS with TF32 off or on. */
+static void cuda_startup(int tf32) {
+    const char *why = "unknown";
+    if (!cuda_enabled && cuda_probe(&why) == 0) {
+        fprintf(stderr, "error: this is the CUDA build (grpo_cuda), and it found no usable NVIDIA GPU: %s\n"
+                        "  hint: no NVIDIA driver, or one older than this CUDA runtime, or no GPU: check with nvidia-smi,\n"
+                        "  or use the CPU build (make; ./grpo)\n", why);
+        exit(EXIT_INPUT);
+    }
+    cuda_init(tf32);
+    cuda_enabled = 1;
+}
+
+// Moves a model built on the host to the GPU: parameters and AdamW moments are copied,
+// gradients start at zero, activations are left unset (every pass writes them first).
+static void gpt_to_device(GPT *m) {
+    size_t pb = m->num_parameters * sizeof(float), ab = m->acts_capacity * sizeof(float);
+    size_t BT = (size_t)m->max_batch * m->config.max_seq_len;
+    float *host[4] = {m->params_memory, m->grads_memory, m->m_memory, m->v_memory};
+    float **dev[4] = {&m->params_memory, &m->grads_memory, &m->m_memory, &m->v_memory};
+    for (int i = 0; i < 4; i++) {
+        *dev[i] = (float *)cuda_malloc(pb);
+        cuda_memcpy_h2d(*dev[i], host[i], pb);
+        free(host[i]);
+    }
+    free(m->acts_memory);
+    free(m->grads_acts_memory);
+    m->acts_memory = (float *)cuda_malloc(ab);
+    m->grads_acts_memory = (float *)cuda_malloc(ab);
+    point_tensors((float **)&m->params, m->params_memory, m->param_sizes, NUM_PARAM_TENSORS);
+    point_tensors((float **)&m->grads, m->grads_memory, m->param_sizes, NUM_PARAM_TENSORS);
+    m->dev_inputs = (int *)cuda_malloc(BT * sizeof(int));
+    m->dev_targets = (int *)cuda_malloc(BT * sizeof(int));
+    m->dev_logp = (float *)cuda_malloc(BT * sizeof(float));
+    m->dev_dlogp = (float *)cuda_malloc(BT * sizeof(float));
+    m->dev_allowed = (unsigned char *)cuda_malloc(m->config.vocab_size);
+    m->on_device = 1;
+}
+
+static void free_gpt_device(GPT *m) {
+    void *arrays[] = {m->params_memory, m->grads_memory, m->m_memory, m->v_memory, m->acts_memory,
+                      m->grads_acts_memory, m->dev_inputs, m->dev_targets, m->dev_logp, m->dev_dlogp,
+                      m->dev_allowed};
+    for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) cuda_free(arrays[i]);
+}
+
+// The hooks the reference calls (declared in "Model"), for the CUDA build: each acts on a model or
+// KV cache in GPU memory and returns 1, else returns 0 and the CPU code runs.
+static void gpu_adopt_model(GPT *m) {
+    if (cuda_enabled) gpt_to_device(m);
+}
+
+static int gpu_free_model(GPT *m) {
+    if (!m->on_device) return 0;
+    free_gpt_device(m);
+    return 1;
+}
+
+// the batch's token ids go to the GPU once per forward
+static const int *gpu_inputs(GPT *m, const int *inputs, size_t n) {
+    if (!m->on_device) return inputs;
+    cuda_memcpy_h2d(m->dev_inputs, inputs, n * sizeof(int));
+    return m->dev_inputs;
+}
+
+// the GPU needs V to give each (token, channel) of dwte one thread
+static int gpu_encoder_backward(GPT *m, float *dwte, float *dwpe, const float *dres, int B, int T, int C) {
+    if (!m->on_device) return 0;
+    cuda_encoder_backward(dwte, dwpe, dres, m->dev_inputs, B, T, C, m->config.vocab_size);
+    return 1;
+}
+
+static int gpu_build_kvcache(KVCache *kv, const GPTConfig *c, int B) {
+    size_t L = c->num_layers, C = c->channels, T = c->max_seq_len, V = c->vocab_size, Tp = (T + 7) / 8 * 8;
+    if (cuda_enabled) {   // the same buffers on the GPU, plus the step's inputs and logits
+        size_t sizes[11] = {L * B * C * Tp, L * B * T * C, B * C, B * C, B * 3 * C, B * C, B * C, B * 4 * C,
+                            B * 4 * C, (size_t)B, (size_t)B};
+        float **bufs[11] = {&kv->k, &kv->v, &kv->x, &kv->ln, &kv->qkv, &kv->atty, &kv->proj, &kv->fch,
+                            &kv->fch_gelu, &kv->mean, &kv->rstd};
+        for (int i = 0; i < 11; i++) {
+            *bufs[i] = (float *)cuda_malloc(sizes[i] * sizeof(float));
+            cuda_memset_zero(*bufs[i], sizes[i] * sizeof(float));
+        }
+        kv->B = B;
+        kv->dev_logits = (float *)cuda_malloc((size_t)B * V * sizeof(float));
+        kv->tokens = (int *)cuda_malloc((size_t)B * sizeof(int));
+        kv->pos = (int *)cuda_malloc((size_t)B * sizeof(int));
+        kv->logits = (float *)mallocCheck((size_t)B * V * sizeof(float));   // host: the sampler reads it
+        kv->on_device = 1;
+        // a GPU decode step costs about the same for any row count, and each slot copy is 2L
+        // memcpy calls: there the sampler keeps every row in its slot
+        kv->pack = 0;
+        return 1;
+    }
+    return 0;
+}
+
+static int gpu_free_kvcache(KVCache *kv) {
+    if (!kv->on_device) return 0;
+    float *bufs[12] = {kv->k, kv->v, kv->x, kv->ln, kv->qkv, kv->atty, kv->proj, kv->fch, kv->fch_gelu,
+                       kv->mean, kv->rstd, kv->dev_logits};
+    for (int i = 0; i < 12; i++) cuda_free(bufs[i]);
+    cuda_free(kv->tokens); cuda_free(kv->pos); free(kv->logits);
+    return 1;
+}
+
+// token ids and positions down (B ints each); the logits come back at the end (gpu_decode_logits)
+static void gpu_decode_inputs(GPT *m, KVCache *kv, const int **tokens, const int **pos, float **logits, int B) {
+    if (kv->on_device != m->on_device) fail_at(__FILE__, __LINE__, "model and KV cache on different devices", "");
+    if (!m->on_device) return;
+    cuda_memcpy_h2d(kv->tokens, *tokens, (size_t)B * sizeof(int));
+    cuda_memcpy_h2d(kv->pos, *pos, (size_t)B * sizeof(int));
+    *tokens = kv->tokens; *pos = kv->pos; *logits = kv->dev_logits;
+}
+
+static void gpu_decode_logits(GPT *m, KVCache *kv, const float *logits, int B) {
+    if (m->on_device) cuda_memcpy_d2h(kv->logits, logits, (size_t)B * m->config.vocab_size * sizeof(float));
+}
+
+// the slot's whole key block: one copy instead of C short ones
+static int gpu_kv_copy(KVCache *kv, float *kd, const float *ks, size_t kn, float *vd, const float *vs, size_t vn) {
+    if (!kv->on_device) return 0;
+    cuda_memcpy_d2d(kd, ks, kn * sizeof(float));
+    cuda_memcpy_d2d(vd, vs, vn * sizeof(float));
+    return 1;
+}
+
+// targets (and the mask) go down and the N log-probs come back
+static int gpu_logprob_forward(GPT *m, float *logp, const int *targets, int N, float temperature,
+                               const unsigned char *allowed) {
+    if (!m->on_device) return 0;
+    cuda_memcpy_h2d(m->dev_targets, targets, (size_t)N * sizeof(int));
+    if (allowed) cuda_memcpy_h2d(m->dev_allowed, allowed, m->config.vocab_size);
+    cuda_logprob_forward(m->dev_logp, m->acts.probs, m->acts.logits, m->dev_targets, N,
+                         m->config.vocab_size, temperature, allowed ? m->dev_allowed : NULL);
+    cuda_memcpy_d2h(logp, m->dev_logp, (size_t)N * sizeof(float));
+    return 1;
+}
+
+// the backward sends the N gradients down
+static int gpu_logprob_backward(GPT *m, const int *targets, const float *dlogp, int N, float temperature) {
+    if (!m->on_device) return 0;
+    cuda_memcpy_h2d(m->dev_targets, targets, (size_t)N * sizeof(int));
+    cuda_memcpy_h2d(m->dev_dlogp, dlogp, (size_t)N * sizeof(float));
+    cuda_logprob_backward(m->grads_acts.logits, m->acts.probs, m->dev_targets, m->dev_dlogp, N,
+                          m->config.vocab_size, temperature);
+    return 1;
+}
+
+static int gpu_clip_grad_norm(GPT *m, float max_norm, float *norm) {
+    if (!m->on_device) return 0;
+    *norm = cuda_clip_grad_norm(m->grads_memory, m->num_parameters, max_norm);
+    return 1;
+}
+
+static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
+    if (!m->on_device) return 0;
+    cuda_adamw_update(m->params_memory, m->grads_memory, m->m_memory, m->v_memory, m->param_sizes,
+                      PARAM_DECAY, NUM_PARAM_TENSORS, lr, o->beta1, o->beta2, o->eps, o->weight_decay, t);
+    return 1;
+}
+#else
+// The CPU build: nothing lives on a GPU, and every hook leaves the work to the CPU code.
+static void gpu_adopt_model(GPT *m) { (void)m; }
+static int gpu_free_model(GPT *m) { (void)m; return 0; }
+static const int *gpu_inputs(GPT *m, const int *inputs, size_t n) { (void)m; (void)n; return inputs; }
+static int gpu_encoder_backward(GPT *m, float *dwte, float *dwpe, const float *dres, int B, int T, int C) {
+    (void)m; (void)dwte; (void)dwpe; (void)dres; (void)B; (void)T; (void)C;
+    return 0;
+}
+static int gpu_build_kvcache(KVCache *kv, const GPTConfig *c, int B) { (void)kv; (void)c; (void)B; return 0; }
+static int gpu_free_kvcache(KVCache *kv) { (void)kv; return 0; }
+static void gpu_decode_inputs(GPT *m, KVCache *kv, const int **tokens, const int **pos, float **logits, int B) {
+    (void)m; (void)kv; (void)tokens; (void)pos; (void)logits; (void)B;
+}
+static void gpu_decode_logits(GPT *m, KVCache *kv, const float *logits, int B) {
+    (void)m; (void)kv; (void)logits; (void)B;
+}
+static int gpu_kv_copy(KVCache *kv, float *kd, const float *ks, size_t kn, float *vd, const float *vs, size_t vn) {
+    (void)kv; (void)kd; (void)ks; (void)kn; (void)vd; (void)vs; (void)vn;
+    return 0;
+}
+static int gpu_logprob_forward(GPT *m, float *logp, const int *targets, int N, float temperature,
+                               const unsigned char *allowed) {
+    (void)m; (void)logp; (void)targets; (void)N; (void)temperature; (void)allowed;
+    return 0;
+}
+static int gpu_logprob_backward(GPT *m, const int *targets, const float *dlogp, int N, float temperature) {
+    (void)m; (void)targets; (void)dlogp; (void)N; (void)temperature;
+    return 0;
+}
+static int gpu_clip_grad_norm(GPT *m, float max_norm, float *norm) { (void)m; (void)max_norm; (void)norm; return 0; }
+static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
+    (void)m; (void)o; (void)lr; (void)t;
+    return 0;
+}
+#endif
 
 // ============================================================================
 // TOOLING: everything below serves the commands, not the algorithm. Options, checkpoints,
@@ -4986,6 +5105,142 @@ static void train_loop(TrainRun *run) {
 // sample, verify, check, bench, compare (methods at a matched budget), and the command line.
 // A first reading can stop here.
 // ============================================================================
+
+// ----------------------------------------------------------------------------
+// Tooling utilities: checked reads and writes, usage errors, run directories and their locks
+
+// fread that treats a short read as a truncated file.
+static void fread_check(void *ptr, size_t size, size_t n, FILE *f, const char *what,
+                        const char *file, int line) {
+    size_t got = fread(ptr, size, n, f);
+    if (got != n) {
+        char msg[512];
+        snprintf(msg, sizeof msg, "file truncated or unreadable while reading %s (%zu of %zu items)",
+                 what, got, n);
+        fail_at(file, line, msg, "the file is incomplete or of another format; re-create it");
+    }
+}
+#define freadCheck(ptr, size, n, f, what) fread_check(ptr, size, n, f, what, __FILE__, __LINE__)
+
+static void fwrite_check(const void *ptr, size_t size, size_t n, FILE *f, const char *file, int line) {
+    if (fwrite(ptr, size, n, f) != n) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "write failed: %s", strerror(errno));
+        fail_at(file, line, msg, "is the disk full?");
+    }
+}
+#define fwriteCheck(ptr, size, n, f) fwrite_check(ptr, size, n, f, __FILE__, __LINE__)
+
+// fclose that also reports an earlier failed write: fprintf into a full disk fails when the
+// buffer is written out, which may be long before fclose (whose own flush then succeeds).
+static void fclose_check(FILE *f, const char *file, int line) {
+    int failed_before = ferror(f);
+    errno = 0;
+    if (fclose(f) != 0 || failed_before) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "write failed: %s",
+                 errno ? strerror(errno) : "an earlier write to the file failed");
+        fail_at(file, line, msg, "is the disk full?");
+    }
+}
+#define fcloseCheck(f) fclose_check(f, __FILE__, __LINE__)
+
+/* check_stdout: run at exit (main registers it). Standard output is buffered, so a write
+   error (`./grpo check F > /dev/full`, a full disk) may only show when it is flushed at
+   exit, after the command returned 0; the error then ends the program with status 1. */
+static void check_stdout(void) {
+    errno = 0;
+    int failed = fflush(stdout) != 0;
+    int err = errno;
+    if (failed || ferror(stdout)) {
+        fprintf(stderr, "error: writing standard output: %s\n",
+                err ? strerror(err) : "an earlier write failed");
+        _exit(EXIT_INPUT);
+    }
+}
+
+// 1 when paths a and b name the same existing file (same device and inode), else 0
+static int same_file(const char *a, const char *b) {
+    struct stat sa, sb;
+    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+}
+
+// the program's name in usage messages
+#ifdef GRPO_CUDA
+#define PROG "./grpo_cuda"
+#else
+#define PROG "./grpo"
+#endif
+
+// Usage error: names the option and what was expected, exit status 2.
+static const char *usage_context = NULL;   // where the options came from, when not the command line
+
+static void usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "usage error: ");
+    if (usage_context) fprintf(stderr, "%s: ", usage_context);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n  (run '" PROG " --help' or '" PROG " <command> --help')\n");
+    va_end(ap);
+    exit(EXIT_USAGE);
+}
+
+// mkdir -p for one level of run directory (parents must exist, or are made too).
+static void make_dir(const char *path) {
+    char tmp[1024];
+    snprintf(tmp, sizeof tmp, "%s", path);
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p == '/') {   // each parent in turn
+            *p = 0;
+            mkdir(tmp, 0777);
+            *p = '/';
+        }
+    }
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) {
+        char msg[1200];
+        snprintf(msg, sizeof msg, "cannot create directory '%s': %s", path, strerror(errno));
+        fail_at(__FILE__, __LINE__, msg, "check --run-dir");
+    }
+}
+
+/* lock_run_dir: an exclusive lock on RUN_DIR/.lock for the rest of the run, so that two
+   runs never write the same checkpoints and logs (their files would interleave, and the
+   run that printed '# saved' could own the other's model). The kernel drops the lock when
+   the process ends, however it ends, so a .lock file left behind is harmless. The file
+   holds the owner's pid for the message. Returns the descriptor for unlock_run_dir. */
+static int lock_run_dir(const char *run_dir) {
+    char path[1100], msg[1400];
+    snprintf(path, sizeof path, "%s/.lock", run_dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (fd < 0) {
+        snprintf(msg, sizeof msg, "cannot create lock file '%s': %s", path, strerror(errno));
+        fail_at(__FILE__, __LINE__, msg, "check that --run-dir is writable");
+    }
+    if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        int err = errno;
+        char owner[32] = "";
+        ssize_t n = pread(fd, owner, sizeof owner - 1, 0);
+        owner[n > 0 ? n : 0] = 0;
+        owner[strcspn(owner, "\n")] = 0;
+        if (err == EWOULDBLOCK)
+            snprintf(msg, sizeof msg, "run directory '%s' is in use by another run (pid %s)", run_dir,
+                     owner[0] ? owner : "unknown");
+        else
+            snprintf(msg, sizeof msg, "cannot lock '%s': %s", path, strerror(err));
+        fail_at(__FILE__, __LINE__, msg, "wait for that run to end, or give this one another --run-dir");
+    }
+    char pid[32];
+    int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, len, 0) != len) {
+        snprintf(msg, sizeof msg, "cannot write lock file '%s': %s", path, strerror(errno));
+        fail_at(__FILE__, __LINE__, msg, "is the disk full?");
+    }
+    return fd;
+}
+
+// Ends the run's hold on its directory (the lock goes with the descriptor).
+static void unlock_run_dir(int fd) { close(fd); }
 
 // ----------------------------------------------------------------------------
 // Options: every option of every command, with its default, range and help.
@@ -5010,15 +5265,15 @@ typedef struct {
     float temperature;
     ObjectiveConfig obj;
     float format_reward;
-    // issue 16's objectives: MC-PRM's continuations per state and whitening, PPO's critic (GAE's γ
+    // the comparison objectives: MC-PRM's continuations per state and whitening, PPO's critic (GAE's γ
     // and λ, its learning rate), and tree's extra methods
     int mc_k, mc_whiten;
     float gae_gamma, gae_lambda, critic_lr;
     char tree_objectives[256];
-    // prompt selection (train; credit-assignment.md §5)
+    // prompt selection (train; notes/credit-assignment.md §5)
     int prompt_select, select_candidates, dynamic_max_rounds;
     float select_target, select_decay;
-    // budget runs (train) and studies (compare); issue 15
+    // budget runs (train) and studies (compare: the compute-matched protocol)
     int budget_unit, eval_points, jobs;
     float budget;
     char study[256], methods[256], train_args[256], sft_args[256];
@@ -5163,7 +5418,7 @@ static const OptSpec OPTIONS[] = {
      "mopps: posterior decay d in (0, 1] per update (1: none)"},
     {"dynamic-max-rounds", OPT_INT, OFF(dynamic_max_rounds), 1, DYNAMIC_MAX_ROUNDS, NULL, CMD_TRAIN,
      "dynamic: refill rounds per step at most; then all-equal groups stay (zero gradient)"},
-    // budget runs and studies (./grpo compare, issue 15); "seeds" and "init" of compare are rows
+    // budget runs and studies (./grpo compare); "seeds" and "init" of compare are rows
     // of their own (other help, same fields) so that tree's and train's rows stay as they are
     {"budget-unit", OPT_ENUM, OFF(budget_unit), 0, 0, BUDGET_UNIT_NAMES, CMD_TRAIN | CMD_COMPARE,
      "what --budget counts: generated tokens, model FLOPs (README), or training seconds"},
@@ -5234,7 +5489,7 @@ static void default_options(Options *o) {
     o->mc_k = 4;
     o->mc_whiten = 1;
 #ifdef GRPO_CUDA
-    o->update_layout = LAYOUT_PADDED;   // the tree-packed update runs on the CPU only
+    o->update_layout = LAYOUT_PADDED;   // the shared-prefix batch runs on the CPU only
 #else
     o->update_layout = LAYOUT_TREE;     // padded and tree give the same loss and gradient up to rounding
 #endif
@@ -6586,17 +6841,17 @@ static double sft_loss_padded(GPT *m, const int *inputs, const int *targets, flo
     return loss;
 }
 
-/* sft_loss_tree: sft_loss_padded on the batch packed as its prefix trie (pack_batch into pk;
+/* sft_loss_spb: sft_loss_padded on the batch packed as its prefix trie (pack_shared_prefix_batch into pk;
    --update-layout tree): each distinct prefix computed once, no padding rows. Every log-prob is
    the padded batch's bit for bit and is summed in the same order (sequence by sequence, token
    by token), so the loss is the same number; fills pk->edge_dlogp = Σ of −1/count over the
    completion tokens that are the edge (a duplicate example's tokens add up), for
-   tree_logprob_backward. Returns the loss. */
-static double sft_loss_tree(GPT *m, TreePack *pk, int B, const int *const *prompt, const int *plen,
+   spb_logprob_backward. Returns the loss. */
+static double sft_loss_spb(GPT *m, SharedPrefixBatch *pk, int B, const int *const *prompt, const int *plen,
                             const int *const *comp, const int *clen) {
-    pack_batch(pk, B, prompt, plen, comp, clen);
-    gpt_forward_tree(m, pk);
-    tree_logprob_forward(pk->edge_logp, m->acts.probs, m->acts.logits, pk, m->config.vocab_size, 1.0f, NULL);
+    pack_shared_prefix_batch(pk, B, prompt, plen, comp, clen);
+    gpt_forward_spb(m, pk);
+    spb_logprob_forward(pk->edge_logp, m->acts.probs, m->acts.logits, pk, m->config.vocab_size, 1.0f, NULL);
     int count = 0;
     double loss = 0.0;
     for (int b = 0; b < B; b++)
@@ -6681,8 +6936,8 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     float *dlogp = (float *)mallocCheck((size_t)B * maxT * sizeof(float));
     const int *pp[4096], *cp[4096];
     int plen[4096], clen[4096];
-    TreePack pack;   // --update-layout tree: the batch as its prefix trie
-    build_tree_pack(&pack, o->update_layout == LAYOUT_TREE ? B : 0, maxT, maxT);
+    SharedPrefixBatch pack;   // --update-layout tree: the batch as its prefix trie
+    build_shared_prefix_batch(&pack, o->update_layout == LAYOUT_TREE ? B : 0, maxT, maxT);
     double t_start = wall_seconds();
     char last_good[1100] = "";
     if (o->resume[0]) snprintf(last_good, sizeof last_good, "%s", o->resume);
@@ -6697,14 +6952,14 @@ static int cmd_sft(int argc, char **argv, Options *o) {
         }
         int T = make_batch(inputs, targets, B, pp, plen, cp, clen);   // T: the padded length, for tok/s
         double loss = o->update_layout == LAYOUT_TREE
-                          ? sft_loss_tree(&model, &pack, B, pp, plen, cp, clen)
+                          ? sft_loss_spb(&model, &pack, B, pp, plen, cp, clen)
                           : sft_loss_padded(&model, inputs, targets, logp, dlogp, B, T);
         if (!isfinite(loss)) stop_on_nan("the loss", st.step + 1, (float)loss, last_good);
         gpt_zero_grad(&model);
         if (o->update_layout == LAYOUT_TREE) {
-            tree_logprob_backward(model.grads_acts.logits, model.acts.probs, &pack, pack.edge_dlogp,
+            spb_logprob_backward(model.grads_acts.logits, model.acts.probs, &pack, pack.edge_dlogp,
                                   VOCAB_SIZE, 1.0f);
-            gpt_backward_tree(&model, &pack);
+            gpt_backward_spb(&model, &pack);
         } else {
             gpt_logprob_backward(&model, targets, dlogp, B * T, 1.0f);
             gpt_backward(&model, inputs);
@@ -6739,7 +6994,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     free(targets);
     free(logp);
     free(dlogp);
-    free_tree_pack(&pack);
+    free_shared_prefix_batch(&pack);
     free_dataset(&train);
     free_dataset(&val);
     free_gpt(&model);
@@ -6749,7 +7004,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
 // ----------------------------------------------------------------------------
 // train: the GRPO command around train_loop: options, models, data, the --budget, test scores, the result
 
-/* ---- budget accounting (issue 15; ./grpo compare relies on it, see its section) ----
+/* ---- budget accounting (the compute-matched protocol; ./grpo compare relies on it, see its section) ----
    Model FLOPs, as Kaplan et al. 2020 ("Scaling Laws for Neural Language Models", §2.1) count
    them: a forward pass costs per token
        F = 2·N + 2·C·V + 2·L·maxT·C
@@ -6890,7 +7145,7 @@ static void train_defaults(Options *o) {
 }
 
 /* mopps_candidate_count: M of a MoPPS run over n training prompts: --select-candidates, or 8·P
-   when it is 0 (credit-assignment.md §5), at most n (the candidates are distinct prompts); a
+   when it is 0 (notes/credit-assignment.md §5), at most n (the candidates are distinct prompts); a
    --select-candidates larger than n is a usage error naming the file. */
 static int mopps_candidate_count(const Options *o, const Dataset *train) {
     int M = o->select_candidates;
@@ -7000,7 +7255,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     check_scoped_options(o, CMD_TRAIN);
     check_select_options(o);
     check_weight_decay(o);
-    // ---- budget (issue 15): the counters start at 0, and a checkpoint does not hold them
+    // ---- budget: the counters start at 0, and a checkpoint does not hold them
     if (o->budget > 0 && o->resume[0])
         usage_error("--budget with --resume: the budget counters are not in the checkpoint; "
                     "rerun from --init");
@@ -7091,7 +7346,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     build_kvcache(&kv, &policy.config, N);
     GroupBatch g;
     build_group_batch(&g, o->prompts_per_step, o->group_size, o->max_new_tokens, micro, maxT);
-    MCPRM mc;   // ---- MC-PRM (issue 16): its verifier reads the step's prompts from g
+    MCPRM mc;   // ---- MC-PRM: its verifier reads the step's prompts from g
     CountdownTask mc_task = {&train, g.prompt_idx, NULL, 0, 0, o->format_reward};
     if (o->obj.objective == OBJ_MC_PRM) {
         build_mcprm(&mc, &policy.config, N, o->max_new_tokens, o->mc_k, o->mc_whiten, MC_SEGMENT_COMMA,
@@ -7138,7 +7393,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     run.save_every = o->save_every;
     run.format_reward = o->format_reward;
     run.csv = &csv;
-    Budget budget;   // ---- budget (issue 15)
+    Budget budget;   // ---- budget
     run.budget = &budget;
     start_budget(&budget, o, &run);
     train_loop(&run);
@@ -7166,7 +7421,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     else
         printf("result: no test evaluation (--test-limit 0; %s, %.1f min)\n",
                OBJECTIVE_NAMES[o->obj.objective], minutes);
-    if (budget.amount > 0) {   // ---- budget (issue 15): what the run spent and scored, for compare
+    if (budget.amount > 0) {   // ---- budget: what the run spent and scored, for compare
         char path[1100];
         snprintf(path, sizeof path, "%s/result.txt", o->run_dir);
         FILE *f = fopenCheck(path, "w");
@@ -7615,7 +7870,7 @@ static int cmd_eval(int argc, char **argv, Options *o) {
    mc_stream(0, member, end)), into value (num_nodes), and the tokens they drew into tokens. At a
    leaf the prefix is a whole completion: V̂ is its reward, for no tokens (tokens −1). Returns
    what the continuations spent. R̂(λ) of the node estimates the same value from its |λ|
-   members (credit-assignment.md §3, the note for readers). mc must hold a sequence (its N) per
+   members (notes/credit-assignment.md §3, the note for readers). mc must hold a sequence (its N) per
    inner node. */
 static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOConfig *cfg, float *value,
                            long *tokens) {
@@ -8312,7 +8567,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     double update_tok_s = (double)UB * UT * usteps / (wall_seconds() - t0);
     double update_gflops = update_tok_s * 3.0 * (2.0 * n_nonemb + 2.0 * L * UT * C + 2.0 * C * V) / 1e9;
     // the GRPO update itself (grpo_update: loss, backward, clipping, AdamW) on real groups, the
-    // padded layout and the tree-packed one alternating (CPU build: the CUDA build trains padded)
+    // padded layout and the shared-prefix batch (tree) alternating (CPU build: the CUDA build trains padded)
     GroupBatch rg;
     int *rg_prompts = (int *)mallocCheck((size_t)UB * T * sizeof(int));
     int rg_n = read_bench_groups("tests/fixtures/bench_groups.txt", &rg, rg_prompts, UB, 26, T);
@@ -8323,7 +8578,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     double rg_ms[2][5], rg_med[2] = {0, 0}, rg_lo[2] = {0, 0}, rg_hi[2] = {0, 0};
     if (rg_n > 0) {
         rg_T = make_batch(rg.inputs, rg.targets, rg_n, rg.prompt, rg.plen, rg.comp_row, rg.clen);
-        rg_rows = pack_batch(&rg.pack, rg_n, rg.prompt, rg.plen, rg.comp_row, rg.clen);
+        rg_rows = pack_shared_prefix_batch(rg.spb, rg_n, rg.prompt, rg.plen, rg.comp_row, rg.clen);
         Options def;
         default_options(&def);
         GRPOConfig rcfg = grpo_config_from_options(&def);
@@ -8500,7 +8755,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 }
 
 // ----------------------------------------------------------------------------
-// compare: methods x seeds at one budget, from one SFT checkpoint (issue 15)
+// compare: methods x seeds at one budget, from one SFT checkpoint (the compute-matched protocol)
 //
 // A study is a directory (--study):
 //   prereg.txt             the configuration and the hypotheses, with their hash, written before

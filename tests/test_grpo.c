@@ -700,14 +700,25 @@ static void test_layers_ref(void) {
         }
         LayerOuts *o = &r[0];
         layers_run(o, x, w, b, dy, init, N, C, OC);
+        // the plain loops of the reference (matmul_forward_ref, matmul_backward_ref) on the same inputs
+        float *py = (float *)mallocCheck(NO * 4), *pdx = (float *)mallocCheck(NC * 4);
+        float *pdw = (float *)mallocCheck(OCC * 4), *pdb = (float *)mallocCheck(OC * 4);
+        matmul_forward_ref(py, x, w, b, N, C, OC);
+        memcpy(pdx, init, NC * 4);
+        memcpy(pdw, init, OCC * 4);
+        memcpy(pdb, init, OC * 4);
+        matmul_backward_ref(pdx, pdw, pdb, dy, x, w, N, C, OC);
         // references in double: value and Σ|terms| (the error bound's scale) of every output
         double *ref = (double *)mallocCheck(2 * big * sizeof(double)), *sc = ref + big;
         ref_products(ref, sc, N, OC, C, b, 0, 1, x, C, 1, w, C, 1);   // y = x wᵀ + b
         double e_y = layer_err(o->y, ref, sc, NO) / ((C + 2) * u);
+        double p_y = layer_err(py, ref, sc, NO) / ((C + 2) * u);
         ref_products(ref, sc, N, C, OC, init, C, 1, dy, OC, 1, w, 1, C);   // dx += dy w
         double e_dx = layer_err(o->dx, ref, sc, NC) / ((OC + 2) * u);
+        double p_dx = layer_err(pdx, ref, sc, NC) / ((OC + 2) * u);
         ref_products(ref, sc, OC, C, N, init, C, 1, dy, 1, OC, x, 1, C);   // dw += dyᵀ x
         double e_dw = layer_err(o->dw, ref, sc, OCC) / ((N + 2) * u);
+        double p_dw = layer_err(pdw, ref, sc, OCC) / ((N + 2) * u);
         for (int j = 0; j < OC; j++) {
             double v = init[j], a = fabs(v);
             for (int n = 0; n < N; n++) {
@@ -718,6 +729,17 @@ static void test_layers_ref(void) {
             sc[j] = a;
         }
         double e_db = layer_err(o->db, ref, sc, OC) / ((N + 2) * u);
+        double p_db = layer_err(pdb, ref, sc, OC) / ((N + 2) * u);
+        char pname[96];
+        snprintf(pname, sizeof pname, "model: matmul_forward_ref / matmul_backward_ref vs double loops N%d C%d OC%d",
+                 N, C, OC);
+        double p_worst = fmax(fmax(p_y, p_dx), fmax(p_dw, p_db));
+        check(p_worst <= 1.0, pname, "error / bound: worst %.3f (out %.3f dinp %.3f dW %.3f db %.3f)", p_worst,
+              p_y, p_dx, p_dw, p_db);
+        free(py);
+        free(pdx);
+        free(pdw);
+        free(pdb);
         // LayerNorm: x̂ = (x - mean)·rstd; out = x̂·w + b; dx += rstd·(g - mean(g) - x̂·mean(g·x̂))
         // with g = w·dout; dw += Σ_n x̂·dout; db += Σ_n dout
         double *xh = (double *)mallocCheck(NC * sizeof(double));
@@ -1126,7 +1148,7 @@ static void test_sft_end_to_end(void) {
 
 // ----------------------------------------------------------------------------
 // Run directories, logs and checkpoints under failure: concurrent runs, killed runs, a full
-// disk, a diverging run (issue 18)
+// disk, a diverging run (the hostile-input pass of 2026-12-01)
 
 // the number of entries of directory dir whose name starts with prefix
 static int count_prefixed(const char *dir, const char *prefix) {
@@ -2908,7 +2930,7 @@ static int seq_token(const GroupBatch *g, int i, int t) {
     return t < g->plen[i] ? g->prompt[i][t] : g->comp_row[i][t - g->plen[i]];
 }
 
-/* pack_batch against brute force, on random batches: the row count is the number of distinct
+/* pack_shared_prefix_batch against brute force, on random batches: the row count is the number of distinct
    prefixes of the input positions (0..plen+clen−2 of each sequence with a completion token),
    counted by comparing every prefix with every other; every row's root path spells such a
    prefix, with pos = depth, its parent before it, and its subtree exactly the rows whose path
@@ -2926,8 +2948,8 @@ static void test_pack_brute_force(void) {
         GroupBatch g;
         random_pack_batch(&g, prompts, P, size, max_new, &rng, &obj);
         int N = g.N;
-        TreePack *pk = &g.pack;
-        int rows = pack_batch(pk, N, g.prompt, g.plen, g.comp_row, g.clen);
+        SharedPrefixBatch *pk = g.spb;
+        int rows = pack_shared_prefix_batch(pk, N, g.prompt, g.plen, g.comp_row, g.clen);
         // brute force: prefix (i, t) is new unless an earlier prefix (i2, t) has the same tokens
         int distinct = 0;
         for (int i = 0; i < N; i++) {
@@ -2989,7 +3011,7 @@ static void test_pack_brute_force(void) {
 }
 
 /* Tree attention against two references on a random packed batch and random q, k, v, dout:
-   (1) tree_attention_forward_ref, the textbook form over each row's root path; (2) the padded
+   (1) spb_attention_forward_ref, the textbook form over each row's root path; (2) the padded
    causal attention (attention_forward / attention_backward, tested against PyTorch) run on
    every sequence's own rows one after the other: the forward of a row equals that of its
    position in any sequence through it, and the backward of Σ_r dout_r · out_r is the sum over
@@ -3002,8 +3024,8 @@ static void test_tree_attention(void) {
     int sizes[4] = {5, 3, 4, 2}, prompts[32], C = 16, NH = 2, C3 = 3 * C;
     GroupBatch g;
     random_pack_batch(&g, prompts, 4, sizes, 8, &rng, &obj);
-    TreePack *pk = &g.pack;
-    int R = pack_batch(pk, g.N, g.prompt, g.plen, g.comp_row, g.clen);
+    SharedPrefixBatch *pk = g.spb;
+    int R = pack_shared_prefix_batch(pk, g.N, g.prompt, g.plen, g.comp_row, g.clen);
     size_t AS = pk->att_size;
     float *inp = (float *)mallocCheck((size_t)R * C3 * sizeof(float));
     float *dout = (float *)mallocCheck((size_t)R * C * sizeof(float));
@@ -3016,9 +3038,9 @@ static void test_tree_attention(void) {
     float *datt = (float *)callocCheck(NH * AS, sizeof(float));
     float *dinp = (float *)callocCheck((size_t)R * C3, sizeof(float));
     float *dinp_ref = (float *)callocCheck((size_t)R * C3, sizeof(float));
-    tree_attention_forward(out, att, inp, pk, C, NH);
-    tree_attention_forward_ref(out_ref, att_ref, inp, pk, C, NH);
-    tree_attention_backward(dinp, datt, dout, inp, att, pk, C, NH);
+    spb_attention_forward(out, att, inp, pk, C, NH);
+    spb_attention_forward_ref(out_ref, att_ref, inp, pk, C, NH);
+    spb_attention_backward(dinp, datt, dout, inp, att, pk, C, NH);
     // the sequences: rows of sequence i's positions 0..n−2, found by walking from its last edge's row
     int T = 32;
     int *owner = (int *)mallocCheck(R * sizeof(int)), *rows_of = (int *)mallocCheck(T * sizeof(int));
@@ -3133,7 +3155,7 @@ static void free_loss_run(LossRun *r) {
    parameters then move (noise of 0.05: ratios far from 1, some clipped) and iteration 1 runs on
    both. Compared: the loss, every parameter gradient, and per completion token logp, π_old, π_ref,
    ratio, k3 and the clipped flags. One check per configuration. */
-/* SFT's tree-packed batch (sft_loss_tree, --update-layout tree) against the padded one
+/* SFT's tree-packed batch (sft_loss_spb, --update-layout tree) against the padded one
    (sft_loss_padded) on random demonstration batches shaped like countdown's: prompts over a few
    characters (so that the first tokens are shared by many), an example drawn twice (a duplicate
    whose tokens add up at every row), one completion a prefix of another's, and a one-token
@@ -3188,19 +3210,19 @@ static void test_sft_tree_vs_padded(void) {
         gpt_logprob_backward(&m, targets, dlogp, B * T, 1.0f);
         gpt_backward(&m, inputs);
         memcpy(grads, m.grads_memory, m.num_parameters * sizeof(float));
-        TreePack pk;
-        build_tree_pack(&pk, B, maxT, maxT);
-        float lt = (float)sft_loss_tree(&m, &pk, B, pp, plen, cp, clen);
+        SharedPrefixBatch pk;
+        build_shared_prefix_batch(&pk, B, maxT, maxT);
+        float lt = (float)sft_loss_spb(&m, &pk, B, pp, plen, cp, clen);
         rows += pk.rows;
         gpt_zero_grad(&m);
-        tree_logprob_backward(m.grads_acts.logits, m.acts.probs, &pk, pk.edge_dlogp, VOCAB_SIZE, 1.0f);
-        gpt_backward_tree(&m, &pk);
+        spb_logprob_backward(m.grads_acts.logits, m.acts.probs, &pk, pk.edge_dlogp, VOCAB_SIZE, 1.0f);
+        gpt_backward_spb(&m, &pk);
         double e[2] = {rel_err(&lt, &lp, 1, 1.0f), param_rel_err(&m, m.grads_memory, grads)};
         for (int q = 0; q < 2; q++) worst[q] = fmax(worst[q], e[q]);
         if (!(e[0] <= TOL_FWD) || !(e[1] <= TOL_BWD)) {
             if (failed++ < 3) printf("      trial %d: loss error %.2e, gradient error %.2e\n", trial, e[0], e[1]);
         }
-        free_tree_pack(&pk);
+        free_shared_prefix_batch(&pk);
         free(inputs);
         free(targets);
         free(logp);
@@ -3239,7 +3261,7 @@ static void test_tree_update_vs_padded(void) {
         GroupBatch g;
         random_pack_batch(&g, prompts, 5, sizes, max_new, &rng, &cfg.obj);
         int micro = cfg.micro_batch ? cfg.micro_batch : g.N;
-        rows += pack_batch(&g.pack, g.N, g.prompt, g.plen, g.comp_row, g.clen);
+        rows += pack_shared_prefix_batch(g.spb, g.N, g.prompt, g.plen, g.comp_row, g.clen);
         for (int i = 0; i < g.N; i++) positions += g.clen[i] ? g.plen[i] + g.clen[i] - 1 : 0;
         GPT m = test_model(micro, 300 + c), ref = test_model(micro, 400 + c);
         UpdateStats us;
@@ -3381,7 +3403,7 @@ static void test_tree_task(void) {
 }
 
 // ----------------------------------------------------------------------------
-// Issue 18, break findings: regression tests of the fixes (each failed before its fix)
+// The hostile-input pass (2026-12-01), break findings: regression tests of the fixes (each failed before its fix)
 
 /* parse_options: a number beyond a float's range says so (it said "is not a number"), a
    non-zero value that a float would store as 0 is refused (--lr 1e-50 ran at lr 0), and an
@@ -3798,7 +3820,7 @@ static void test_sft_run_record(void) {
 }
 
 // ----------------------------------------------------------------------------
-// ./grpo compare (issue 15): statistics, methods, budget accounting, a quick study
+// ./grpo compare (the compute-matched protocol): statistics, methods, budget accounting, a quick study
 
 static void test_compare_stats(void) {
     // Student t, 0.975 quantile: the printed tables' values (4 decimals) ...
@@ -4251,7 +4273,7 @@ static void test_tree_layout_train(void) {
 }
 
 // ----------------------------------------------------------------------------
-// MC-PRM (VinePPO, credit-assignment.md §3): steps, states, V̂, step advantages, budget, runs
+// MC-PRM (VinePPO, notes/credit-assignment.md §3): steps, states, V̂, step advantages, budget, runs
 
 /* A fake verifier with known continuation rewards: under a token mask that allows <eos> alone,
    every continuation is exactly <eos>, so the verifier sees a state's completion tokens and
@@ -4841,7 +4863,7 @@ static void test_mc_usage(void) {
 }
 
 // ----------------------------------------------------------------------------
-// --objective ppo (issue 16, part 2): GAE, whitening, the value loss, the critic's gradients
+// --objective ppo: GAE, whitening, the value loss, the critic's gradients
 // and forward, training end to end (determinism, resume, budget), usage errors, the tree task
 
 /* GAE against a direct float64 implementation: A_t = Σ_{l>=0} (γλ)^l δ_{t+l} with δ_u = r_u +
@@ -5430,7 +5452,7 @@ static void test_tree_ppo(void) {
 }
 
 // ----------------------------------------------------------------------------
-// Issue 16's objectives together: MC-PRM and PPO with the tree-packed update, the four methods
+// The comparison objectives together: MC-PRM and PPO with the tree-packed update, the four methods
 // in one tree table, and their options on the commands that run them
 
 // Column `name` of RUN_DIR/train.csv (TMPDIR_/dir) into out (max rows); returns the rows (-1: none).
@@ -5545,7 +5567,7 @@ static void test_tree_four_methods(void) {
 }
 
 // ----------------------------------------------------------------------------
-// Prompt selection (issue 17): the Beta sampler, MoPPS's rule and update, DAPO's dynamic
+// Prompt selection: the Beta sampler, MoPPS's rule and update, DAPO's dynamic
 // sampling, Spearman, and the runs (resume, refusals, usage errors, compare)
 
 /* The gamma and Beta samplers against their exact mean and variance. The sample mean of n
@@ -5696,7 +5718,7 @@ static void test_mopps_select(void) {
     free_dataset(&d2);
 }
 
-/* The posterior update (credit-assignment.md §5) by hand: from the prior (1, 1), a group of 4
+/* The posterior update (notes/credit-assignment.md §5) by hand: from the prior (1, 1), a group of 4
    with 3 successes at d = 1 gives (4, 2); then 1 success of 4 at d = 0.5 gives
    (0.5·4 + 0.5 + 1, 0.5·2 + 0.5 + 3) = (3.5, 4.5) (all exact in binary). Then select_observe
    on the GROUP batch (8 completions of "7 3 5>26:", 4 accepted by the verifier) scored with
