@@ -125,9 +125,9 @@ run: grpo
 	@if [ ! -f runs/sft/model.bin ]; then ./grpo sft; fi
 	./grpo train
 
-# The default study (README "Comparing methods at matched compute"): grpo and lambda-grpo x 5
+# The default study (notes/compare.md): grpo and lambda-grpo x 5
 # seeds at 1M generated tokens each, from one SFT checkpoint (runs/compare/sft, made if missing),
-# one thread per run; 13.5 min on a 2-core AVX-512 machine (README), 30-40 min estimated on a
+# one thread per run; 13.5 min on a 2-core AVX-512 machine (notes/results.md), 30-40 min estimated on a
 # 3x slower one. Rerun to continue an interrupted study. Then
 # the figure (runs/compare/compare.png) when matplotlib is installed.
 compare: grpo

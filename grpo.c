@@ -1170,7 +1170,7 @@ static void kv_copy_positions(KVCache *kv, const GPTConfig *c, int dst, int src,
 }
 
 // ----------------------------------------------------------------------------
-// Log-probabilities with temperature: logp = log_softmax(logits / temperature)[token]
+// Log-probabilities: with temperature, logp = log_softmax(logits / temperature)[token]
 
 /* softmax_temperature: probs (V) = softmax(z / temperature) over the allowed tokens
    (allowed == NULL: all V; a masked token gets probability 0). Returns log Σ exp(z/T − max)
@@ -2257,10 +2257,10 @@ static double grpo_token_loss(const ObjectiveConfig *cfg, int n, const float *lo
 // ----------------------------------------------------------------------------
 // The GRPO step: its phases, sample → score → advantages → trees → update (paper §2–§4)
 //
-// One step of cmd_train's loop, phase by phase: draw_prompts and sample_group (x, y(i)),
-// score_group (r_i), compute_advantages (a_i, eq. 2), build_group_trees (B(G), |λ(i,t)|),
-// grpo_update (μ AdamW steps on the objective, eqs. 3–4 and 11). ./grpo check and ./grpo sample
-// run the same functions on their batches.
+// The functions grpo_step (in "The training loop", next) calls, phase by phase: draw_prompts and
+// sample_group (x, y(i)), score_group (r_i), compute_advantages (a_i, eq. 2; in "Objectives"),
+// build_group_trees (B(G), |λ(i,t)|), grpo_update (μ AdamW steps on the objective, eqs. 3–4 and
+// 11). ./grpo check and ./grpo sample run the same functions on their batches.
 
 // How the update lays out its batch (the same loss and gradient, in float32 up to rounding):
 // padded, B×T positions per micro-batch (below); or, as --update-layout tree, each micro-batch as a
@@ -2875,7 +2875,7 @@ static void train_loop(TrainRun *run) {
 // ============================================================================
 
 // ----------------------------------------------------------------------------
-// Comparison method: MC-PRM, explicit process rewards (VinePPO, Kazemnejad et al. 2024, arXiv
+// Comparison method: MC-PRM (explicit process rewards: VinePPO, Kazemnejad et al. 2024, arXiv
 // 2410.01679). Read after the reference; grpo_step reaches it through method_token_advantages.
 //
 // λ-GRPO reads a prefix's value off the group that was sampled anyway (R̂(λ), no extra tokens);
@@ -3199,7 +3199,7 @@ static MCStats mc_prm_advantages(MCPRM *mc, GPT *policy, GroupBatch *g, const GR
 }
 
 // ----------------------------------------------------------------------------
-// Comparison method: PPO, a learned critic with GAE (Schulman et al. 2017, arXiv 1707.06347; GAE: Schulman et al.
+// Comparison method: PPO (a learned critic with GAE: Schulman et al. 2017, arXiv 1707.06347; GAE: Schulman et al.
 // 2016, arXiv 1506.02438; the conventions of verl's core_algos: compute_gae_advantage_return,
 // compute_value_loss)
 //
@@ -5421,7 +5421,7 @@ static const OptSpec OPTIONS[] = {
     // budget runs and studies (./grpo compare); "seeds" and "init" of compare are rows
     // of their own (other help, same fields) so that tree's and train's rows stay as they are
     {"budget-unit", OPT_ENUM, OFF(budget_unit), 0, 0, BUDGET_UNIT_NAMES, CMD_TRAIN | CMD_COMPARE,
-     "what --budget counts: generated tokens, model FLOPs (README), or training seconds"},
+     "what --budget counts: generated tokens, model FLOPs (notes/compare.md), or training seconds"},
     {"budget", OPT_FLOAT, OFF(budget), 0, 1e30, NULL, CMD_TRAIN | CMD_COMPARE,
      "stop after the first step at which this much is spent (0: off; --steps then only caps the run)"},
     {"eval-points", OPT_INT, OFF(eval_points), 0, 1000, NULL, CMD_TRAIN | CMD_COMPARE,

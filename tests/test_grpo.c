@@ -6185,7 +6185,7 @@ static void free_select_step_run(SelectStepRun *r) {
    A_t those of a fresh critic from the same trunk and seed (ppo_advantages). The budget: the
    MC-PRM step's gen_tokens_aux is the GRPO step's (the dropped groups) plus the recomputed
    continuations' tokens, its FLOPs the GRPO step's plus F·R_mc; the PPO step's aux is the GRPO
-   step's, its FLOPs GRPO's plus F_critic·(R + 3·μ·R) (README's formula: the terms add up). */
+   step's, its FLOPs GRPO's plus F_critic·(R + 3·μ·R) (notes/compare.md's formula: the terms add up). */
 static void test_select_dynamic_objectives(void) {
     char args[1024], log[300], sft[300], dir_a[300], dir_b[300];
     snprintf(log, sizeof log, "%s/select_sft.log", TMPDIR_);
