@@ -4,7 +4,7 @@
 # Needs: pip install reasoning-gym (only for the test split).
 # Ranges: 4 numbers from 1..9, targets 1..50 (chosen so that the default SFT reaches a greedy
 # test accuracy between 15% and 70%, and so that the problems are too many to memorise:
-# 16,181 distinct ones, against 1,854 with 3 numbers; see README "The countdown task"). To
+# 16,181 distinct ones, against 1,854 with 3 numbers; see notes/reference.md "The countdown task"). To
 # try other ranges, change RANGES for all three.
 set -e
 cd "$(dirname "$0")/.."

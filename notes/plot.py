@@ -23,7 +23,7 @@ def figures(runs):
     """(file name, what it shows, [(label, csv path, command that writes it)], draw function)"""
     stats = "./grpo train --objective grpo --prompts-per-step 4 --temperature 0.75"
     return [
-        ("tree_task.png", "the synthetic tree task; the README's is from 20 seeds",
+        ("tree_task.png", "the synthetic tree task; notes/results.md's is from 20 seeds",
          [("", f"{runs}/tree/tree_steps.csv", f"./grpo tree --seeds 20 --run-dir {runs}/tree")],
          tree_figure),
         ("process_sets.png", "process-set statistics of plain GRPO on countdown, paper §3.2",
