@@ -2264,7 +2264,7 @@ static double grpo_token_loss(const ObjectiveConfig *cfg, int n, const float *lo
 
 // How the update lays out its batch (the same loss and gradient, in float32 up to rounding):
 // padded, B×T positions per micro-batch (below); or, as --update-layout tree, each micro-batch as a
-// shared-prefix batch, every shared prefix computed once (Speed paths; notes/tree-packed-update.md)
+// shared-prefix batch, every shared prefix computed once (Speed paths; notes/shared-prefix-batch.md)
 enum { LAYOUT_PADDED = 0, LAYOUT_TREE };
 static const char *UPDATE_LAYOUT_NAMES[] = {"padded", "tree", NULL};
 
@@ -4328,7 +4328,7 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
 // ---- The shared-prefix batch (--update-layout tree): a micro-batch packed as its prefix trie
 
 /* SharedPrefixBatch: sequences packed as their prefix trie, one row per distinct prefix (the
-   --update-layout tree, notes/tree-packed-update.md). In a causal model a position's
+   --update-layout tree, notes/shared-prefix-batch.md). In a causal model a position's
    activations depend only on the tokens up to it, so sequences that share a prefix share
    its rows: each row is computed once, and the gradients of all the sequences through it
    add up there. Row r holds input token token[r] at position pos[r] (its depth: 0 for
