@@ -162,7 +162,7 @@ static int num_threads(void) {
 
 // Random numbers: SplitMix64 seeds a xoshiro256** generator. A stream is identified by
 // (seed, stream id); two different stream ids give independent sequences, so every
-// sampled completion can own one (completion c of step s uses stream id s*65536 + c).
+// sampled completion can own one (completion c of step s, 0-based, uses stream id (s+1)·65536 + c).
 typedef struct {
     uint64_t s[4];
 } Rng;
@@ -1256,7 +1256,7 @@ struct AdamWConfig {
     float beta1, beta2, eps;
     float weight_decay;  // decoupled, on 2-D weights only (PARAM_DECAY)
     float grad_clip;     // max global L2 norm of the gradient; 0 disables clipping
-    int warmup_steps;    // linear warm-up from 0 to lr
+    int warmup_steps;    // linear warm-up to lr: step s (0-based) gets lr·(s+1)/warmup_steps
     int total_steps;     // schedule length
     int schedule;        // 0 cosine to lr*min_lr_frac, 1 linear to lr*min_lr_frac, 2 constant
     float min_lr_frac;
@@ -1914,13 +1914,14 @@ typedef struct {
     int member;            // one member completion (to print the step's tokens)
     float step_reward;     // R̂(λ): mean outcome reward of the members (paper eq. 5)
     float step_advantage;  // A_λ = (R̂(λ) − mean r) / (std r + eps) = mean of the members' a_j;
-                           // reported (./grpo sample, ./grpo check), not trained on: Theorem 1
-                           // makes a_i on every token equivalent (see grpo_prepare_tokens)
+                           // reported (./grpo sample, ./grpo check), not trained on: under
+                           // token-level normalisation at μ = 1 (no clipping), Theorem 1 makes a_i
+                           // on every token equivalent (see grpo_prepare_tokens)
 } ProcessNode;
 
 typedef struct {
     int num_nodes;
-    ProcessNode *nodes;    // capacity 2k (a trie over k leaves has fewer than 2k nodes)
+    ProcessNode *nodes;    // capacity 2(k+1) (a trie over k leaves has fewer than 2k nodes)
     int *members;          // scratch (k)
 } PrefixTree;
 
@@ -2222,8 +2223,9 @@ typedef struct {                // per-token outputs of grpo_token_loss, all (n)
    for the PRM form of Theorem 1); weight is lambda_weight(); coef is the aggregation
    factor of the token's completion. logp_ref may be NULL (then kl = 0); the KL enters the
    loss only through β.
-   Returns the loss Σ coef·weight·ℓ (double) and fills out. When the clipped branch is
-   strictly smaller, the policy term has no gradient (as torch.max in TRL/verl). */
+   Returns the loss Σ coef·weight·ℓ (double) and fills out. ℓ is minimised (the paper's L is
+   maximised: ℓ is its negative). When the clipped branch of ℓ is strictly larger (the paper's
+   min picks the clipped surrogate), the policy term has no gradient (as torch.max in TRL/verl). */
 static double grpo_token_loss(const ObjectiveConfig *cfg, int n, const float *logp,
                               const float *logp_old, const float *logp_ref, const float *advantage,
                               const float *weight, const float *coef, TokenLossOut *out) {
@@ -2273,7 +2275,8 @@ static const char *UPDATE_LAYOUT_NAMES[] = {"padded", "tree", NULL};
 typedef struct {
     ObjectiveConfig obj;   // advantages, clipping, β, loss aggregation, GRPO or λ-GRPO
     float temperature;     // T of the sampler and of every log-prob: π_θ, π_old and π_ref
-    int num_iterations;    // μ: optimizer steps per sampled batch (π_old frozen at sampling)
+    int num_iterations;    // μ: optimizer steps per sampled batch (π_old: iteration 0's log-probs,
+                           // frozen for all μ; grpo_loss_backward)
     int micro_batch;       // sequences per forward/backward (0: all N at once); changes no gradient
     int mask_truncated;    // 1: a completion cut at max_new tokens without <eos> gets no loss
     int seed;              // the sampling streams derive from it and the step number
@@ -2293,7 +2296,8 @@ typedef struct {
     int *plen;                   // (N)
     int *comp;                   // (N, max_new) completion token ids
     const int **comp_row;        // (N) comp_row[i] = comp + i·max_new: completion i as the tree reads it
-    float *sample_logp;          // (N, max_new) the sampler's log-probs
+    float *sample_logp;          // (N, max_new) the sampler's log-probs (reported; the loss's π_old is
+                                 // logp_old, recomputed by iteration 0's forward: grpo_loss_backward)
     int *clen;                   // (N) completion length (with <eos> when it finished)
     unsigned char *truncated;    // (N) 1: cut at max_new tokens without <eos>
     float *reward, *advantage;   // (N) r_i and a_i
@@ -2649,9 +2653,8 @@ static UpdateStatus grpo_update(GPT *policy, GPT *ref, GroupBatch *g, const GRPO
     return UPDATE_DONE;
 }
 
-// ----------------------------------------------------------------------------
-// The training loop: grpo_step, the paper's algorithm in one function, and train_loop
-// (cmd_train, in the tooling section, sets a run up)
+// ---- A run and one step's report: the types grpo_step and train_loop share with the tooling and
+// the comparison methods (read grpo_step, just below the next banner, first)
 
 /* TrainState: a run's progress besides the model, what a resumable checkpoint holds with
    the parameters and AdamW moments. */
@@ -2788,13 +2791,17 @@ static void ckpt_add_section(TrainState *st, const char *tag, void *data, uint64
 // select_prompts: the step's prompts x into g (uniform draws with the run's RNG: draw_prompts; or MoPPS)
 static void select_prompts(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng *run_rng, SelectStats *out);
 // after scoring: DAPO's dynamic sampling refills groups whose rewards are all equal; MoPPS updates
-// its posteriors. Nothing for uniform prompts.
+// its posteriors. Uniform prompts: only the log's statistics (no effect on training).
 static void select_after_scoring(TrainRun *run, StepReport *r);
 // per-token advantages g->token_adv in place of a_i: MC-PRM's A_j (run->mc) or PPO's GAE A_t
 // (run->critic). Nothing for GRPO and λ-GRPO.
 static void method_token_advantages(TrainRun *run, StepReport *r);
 // after the policy's update: PPO's critic takes its own μ steps. Nothing for the other methods.
 static void method_after_update(TrainRun *run, StepReport *r);
+
+// ----------------------------------------------------------------------------
+// The training loop: grpo_step, the paper's algorithm in one function, and train_loop
+// (cmd_train, in the tooling section, sets a run up)
 
 /* grpo_step: one GRPO step, the paper's algorithm (DeepSeekMath's Algorithm 1 with μ updates per
    sampled batch) phase by phase: prompts → sample → score → advantages → B(G) and |λ| → update.
