@@ -8324,6 +8324,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
                                 NULL, 1);
         html_group(page, &pg, &tn, 1);
         html_end(page, tmp, o->html_out);
+        fflush(stdout);   // the note after the text it follows, on a terminal
         fprintf(stderr, "html: wrote %s\n", o->html_out);
         free(ids);
         free(accepted);
@@ -8585,6 +8586,7 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
         html_group(page, &pg, &tn, p == 0);
     }
     html_end(page, tmp, o->html_out);
+    fflush(stdout);   // the note after the text it follows, on a terminal
     fprintf(stderr, "html: wrote %s\n", o->html_out);
     free(ids);
     free(nums);
