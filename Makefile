@@ -15,7 +15,7 @@ SIMD    := $(shell printf 'int main(void){return 0;}' | $(CC) -fopenmp-simd -x c
 NOOMP   := $(SIMD) -Wno-unknown-pragmas
 
 .PHONY: all test test-asan bench bench-cuda run sft train cuda cuda-compile test-cuda clean figures assignment grade
-.PHONY: compare
+.PHONY: compare test-browser
 
 all: grpo
 
@@ -159,3 +159,10 @@ clean:
 FIGURES_OUT := $(if $(filter command line,$(origin OUT)),$(OUT),runs/figures)
 figures:
 	python3 notes/plot.py --runs runs --out $(FIGURES_OUT)
+
+# The --html page of B(G) in headless Chromium (tests/browser_check.sh): the worked example and a
+# countdown group under both objectives (the switch changes the pixels), the draw time and size of
+# groups of 64. Skips (exit 0) without chromium. `make test-browser OUT=notes/figures` also
+# replaces the committed screenshots there. It uses runs/sft/model.bin (or makes a small one).
+test-browser: grpo
+	@bash tests/browser_check.sh $(if $(filter command line,$(origin OUT)),--out $(OUT))
