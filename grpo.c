@@ -5080,8 +5080,7 @@ static const OptSpec OPTIONS[] = {
     {"completions", OPT_STR, OFF(completions_out), 0, 0, NULL, CMD_EVAL,
      "write each greedy completion here: prompt<TAB>completion<TAB>reward<TAB>eos|no-eos"},
     {"html", OPT_STR, OFF(html_out), 0, 0, NULL, CMD_SAMPLE | CMD_CHECK,
-     "also write B(G) as one self-contained HTML page here: every node's |λ|, R̂, A_λ, coloured by its net "
-     "coefficient under GRPO or λ-GRPO (a switch; FILE#grpo, FILE#lambda-grpo)"},
+     "also draw B(G) as one self-contained HTML page here (colour: net coefficient, GRPO or λ-GRPO)"},
     {"token-names", OPT_STR, OFF(token_names), 0, 0, NULL, CMD_CHECK,
      "--html: a file whose line n names token id n (e.g. notes/examples/letters.txt; none: the ids)"},
     {"steps", OPT_INT, OFF(steps), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
@@ -8240,7 +8239,9 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     const char *syn = "Samples a group of k completions for one prompt, scores them, and draws the\n"
                       "group's prefix tree B(G) with |λ|, step rewards R̂ (λ-GRPO's implicit value of\n"
                       "each node's prefix), beside V̂ of the same prefix from --mc-k fresh continuations\n"
-                      "(MC-PRM's explicit estimate, and the tokens it costs), and step advantages A_λ.";
+                      "(MC-PRM's explicit estimate, and the tokens it costs), step advantages A_λ and the\n"
+                      "net coefficients GRPO and λ-GRPO give each step's tokens. --html FILE also draws it\n"
+                      "as one self-contained page (FILE#grpo, FILE#lambda-grpo choose the colouring).";
     int first = parse_options(argc, argv, CMD_SAMPLE, o, "sample", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " sample'", argv[first]);
     if (o->html_out[0]) {   // refused now, not after the sampling
@@ -8605,7 +8606,9 @@ static int cmd_check(int argc, char **argv, Options *o) {
                       "objective code. FILE ('-' for stdin) has one completion per line of key=value\n"
                       "fields: group=<int> reward=<num> tokens=<id,...> [logp=...] [logp_old=...]\n"
                       "[logp_ref=...] [truncated=0|1]. Prints one tab-separated row per token and\n"
-                      "'loss <value>'. --mask-truncated 1 gives the lines with truncated=1 no loss.";
+                      "'loss <value>'. --mask-truncated 1 gives the lines with truncated=1 no loss.\n"
+                      "--html OUT also draws each group's tree B(G) as one self-contained page (names\n"
+                      "from --token-names; the paper's example: notes/examples/letters.txt).";
     int first = parse_options(argc, argv, CMD_CHECK, o, "check FILE", syn);
     if (first != argc - 1) usage_error("'" PROG " check' needs exactly one FILE argument ('-' for stdin)");
     if (o->token_names[0] && !o->html_out[0])
