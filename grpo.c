@@ -7571,10 +7571,10 @@ static void node_numbers(NodeNumbers *out, const PrefixTree *tree, const float *
     free(members);
 }
 
-/* TokenNames: how the page writes a step's tokens. name == NULL: ./grpo's own vocabulary
-   (decode: characters, <eos>); else name[t] for token id t < n, the decimal id beyond that.
-   The names of check --token-names, or none at all (names_file "" : each id in decimal,
-   separated by spaces). */
+/* TokenNames: how the page writes a step's tokens. own_vocab: ./grpo's vocabulary (decode:
+   characters, <eos>; sample). Else (check) name[t] for token id t < n from --token-names, the
+   names run together and any id beyond them in decimal; without names (name NULL) every id in
+   decimal, separated by spaces. */
 typedef struct {
     char **name;        // (n) NUL-terminated names, or NULL
     int n;
@@ -7739,7 +7739,7 @@ static const char HTML_SCRIPT[] =
     "}\n"
     "document.getElementById('bg-legend-lo').textContent = sg(-M, 4);\n"
     "document.getElementById('bg-legend-hi').textContent = sg(M, 4);\n"
-    "var painted = [], netText = [];\n"   // [element, node]: a box's fill and net line, redone by the switch
+    "var painted = [], netText = [];\n"   // a box's [rect, node] and [net line, node, its text before the number]: redone by the switch
     "function ends(g, item) {\n"   // the completions that end in the run's nodes
     "  var out = [];\n"
     "  item.nodes.forEach(function (n) { n.ends.forEach(function (c) { out.push(g.byId[c]); }); });\n"
