@@ -5,6 +5,7 @@
 # 64 with long completions (./grpo sample --group-size 64 --max-new-tokens 50), and checks:
 #   - the page's script ran to its end (it writes data-status="ok" on <body>, read back with
 #     --dump-dom) and the browser logged no console message (the page logs only on an error);
+#   - every drawn node carries its hover text (an SVG <title>: its members, their a_i, the sums);
 #   - the URL's hash chose the objective (data-objective) and the colours change with it:
 #     the two screenshots differ in pixels (ImageMagick's compare -metric AE), while the same
 #     objective rendered twice gives the same pixels (so the difference is the switch's);
@@ -77,6 +78,12 @@ render() {
   else
     bad "$name: body '$body', $console console messages:"; grep ':CONSOLE' "$tmp/$name.log" | head -5
   fi
+  # the hover text: each drawn node's <title> lists its members and the sums behind the colour
+  local titles members
+  titles=$(grep -c '<title>step "' "$tmp/$name.dom"); members=$(grep -c '^  members: y[0-9]' "$tmp/$name.dom")
+  if [ "$titles" -gt 0 ] && [ "$members" -ge "$titles" ] && grep -q '^  λ-GRPO: Σ a_i/[0-9]* = ' "$tmp/$name.dom"; then
+    ok "$name: hover texts ($titles) name each step's members and the sums behind the colour"
+  else bad "$name: $titles hover texts, $members member lines"; fi
   local ms; ms=$(sed -n 's/.*data-draw-ms="\([0-9.]*\)".*/\1/p' "$tmp/$name.dom" | head -1)
   local w h
   w=$(sed -n 's/.*<svg id="bg-svg"[^>]* width="\([0-9]*\)".*/\1/p' "$tmp/$name.dom" | head -1)
