@@ -7667,20 +7667,38 @@ static void json_num(FILE *f, double v) {
     else fputs("null", f);
 }
 
-// The JSON string of tokens[0..n) as tn names them.
-static void json_tokens(FILE *f, const TokenNames *tn, const int *tokens, int n) {
-    fputc('"', f);
+// Writes tokens[0..n) as tn names them, inside a JSON string; sep: 1 when tokens came before
+// these (ids in decimal are separated by spaces).
+static void json_token_run(FILE *f, const TokenNames *tn, const int *tokens, int n, int sep) {
     if (tn->own_vocab) {
         char *text = (char *)mallocCheck((size_t)n * 6 + 1);   // a token decodes to at most 5 characters
         decode(tokens, n, text, n * 6 + 1);
         json_chars(f, text, strlen(text));
         free(text);
-    } else {
-        for (int t = 0; t < n; t++) {
-            int id = tokens[t];
-            if (tn->name && id >= 0 && id < tn->n) json_chars(f, tn->name[id], strlen(tn->name[id]));
-            else fprintf(f, "%s%d", t > 0 && !tn->name ? " " : "", id);
-        }
+        return;
+    }
+    for (int t = 0; t < n; t++) {
+        int id = tokens[t];
+        if (tn->name && id >= 0 && id < tn->n) json_chars(f, tn->name[id], strlen(tn->name[id]));
+        else fprintf(f, "%s%d", (t > 0 || sep) && !tn->name ? " " : "", id);
+    }
+}
+
+// A step's text on the page: its first HTML_HEAD_TOKENS and last HTML_TAIL_TOKENS tokens when it
+// has more than HTML_STEP_TOKENS (the page shows 24 characters of it, the hover panel all of
+// this): so that a group of long completions stays well under 1 MB (start and end give the span).
+#define HTML_STEP_TOKENS 160
+#define HTML_HEAD_TOKENS 120
+#define HTML_TAIL_TOKENS 24
+
+// The JSON string of tokens[0..n) as tn names them, elided in the middle past HTML_STEP_TOKENS.
+static void json_tokens(FILE *f, const TokenNames *tn, const int *tokens, int n) {
+    fputc('"', f);
+    if (n <= HTML_STEP_TOKENS) json_token_run(f, tn, tokens, n, 0);
+    else {
+        json_token_run(f, tn, tokens, HTML_HEAD_TOKENS, 0);
+        fprintf(f, " \u2026 (%d tokens) \u2026 ", n - HTML_HEAD_TOKENS - HTML_TAIL_TOKENS);
+        json_token_run(f, tn, tokens + n - HTML_TAIL_TOKENS, HTML_TAIL_TOKENS, 0);
     }
     fputc('"', f);
 }

@@ -275,7 +275,7 @@ typedef struct {           // check's columns of one token, by (line, t)
     double weight, advantage, step_advantage;
 } CheckRow;
 #define HT_LINES 200
-#define HT_T 64
+#define HT_T 512
 
 /* parse_check_columns: check's output rows into rows[line][t] (lines < HT_LINES, t < HT_T);
    returns the number of rows, −1 when a row does not parse or lies outside. */
@@ -476,6 +476,32 @@ static void test_html_check(void) {
           jnum(jkl, "R"), jnum(jkl, "A"));
     jfree(&we);
     html_check_file("authors_grpo_beta", "tests/fixtures/check/authors_grpo_beta.txt", "--beta 0.04", "", NULL);
+    // long steps: four completions of 400 tokens, two pairs sharing 300; a step of more than
+    // HTML_STEP_TOKENS tokens is written elided in the middle, its numbers and span unchanged
+    char path[400];
+    snprintf(path, sizeof path, "%s/html_long.txt", TMPDIR_);
+    FILE *f = fopen(path, "w");
+    for (int i = 0; f && i < 4; i++) {
+        fprintf(f, "group=5 reward=%d tokens=", i == 1);
+        for (int t = 0; t < 400; t++) fprintf(f, "%s%d", t ? "," : "", t < 300 ? 1000 + (i / 2) * 7 + t : i * 1000 + t);
+        fprintf(f, "\n");
+    }
+    if (f) fclose(f);
+    JVal lg;
+    memset(&lg, 0, sizeof lg);
+    html_check_file("long_steps", path, "", "", &lg);
+    const JVal *groups = jget(&lg, "groups"), *nodes = groups && groups->n ? jget(&groups->items[0], "nodes") : NULL;
+    int elided = 0, ok_span = nodes && nodes->n == 6;
+    for (int n = 0; nodes && n < nodes->n; n++) {
+        const JVal *t = jget(&nodes->items[n], "text");
+        int len = (int)(jnum(&nodes->items[n], "end") - jnum(&nodes->items[n], "start"));
+        char marker[64];
+        snprintf(marker, sizeof marker, " (%d tokens) ", len - HTML_HEAD_TOKENS - HTML_TAIL_TOKENS);
+        elided += t && t->str && len > HTML_STEP_TOKENS && strstr(t->str, marker) && !strstr(t->str, " 1150 ");
+        ok_span &= len == 300 || len == 100;
+    }
+    check(ok_span && elided == 2, "html: a step of 300 tokens is written elided in the middle", "%d of 2 elided", elided);
+    jfree(&lg);
 }
 
 /* sample's text tree and the page from one group through print_tree and html_group, in process:
