@@ -8588,7 +8588,8 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
              o->token_names);
     FILE *page = html_begin(o->html_out, tmp, sizeof tmp, "check", path, cfg->obj.objective, settings,
                             "V&#770; is not drawn: check reads a dumped batch and has no model to sample "
-                            "continuations from (<code>./grpo sample --mc-k K --html</code> draws it).", 0);
+                            "continuations from (<code>./grpo sample --mc-k K --html</code> draws it); nor a "
+                            "verifier's verdict: the rewards are the file's.", 0);
     int stride = batch->max_new, largest = 1;
     for (int p = 0; p < batch->num_groups; p++)
         if (batch->group_start[p + 1] - batch->group_start[p] > largest)
