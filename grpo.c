@@ -5261,6 +5261,7 @@ typedef struct {
     int layers, heads, channels, context;
     // data
     char train_data[512], val_data[512], test_data[512], data[512], prompt[256], completions_out[512];
+    char html_out[512], token_names[512];   // sample, check: --html page of B(G), check's --token-names
     // optimisation
     int steps, batch_size, warmup, eval_every, save_every, eval_limit, schedule;
     int test_limit;        // train: test prompts scored at the start and end (-1: all, 0: none)
@@ -5340,6 +5341,10 @@ static const OptSpec OPTIONS[] = {
     {"prompt", OPT_STR, OFF(prompt), 0, 0, NULL, CMD_SAMPLE, "countdown prompt, e.g. '8 4 5 8>9:'"},
     {"completions", OPT_STR, OFF(completions_out), 0, 0, NULL, CMD_EVAL,
      "write each greedy completion here: prompt<TAB>completion<TAB>reward<TAB>eos|no-eos"},
+    {"html", OPT_STR, OFF(html_out), 0, 0, NULL, CMD_SAMPLE | CMD_CHECK,
+     "also draw B(G) as one self-contained HTML page here (colour: net coefficient, GRPO or λ-GRPO)"},
+    {"token-names", OPT_STR, OFF(token_names), 0, 0, NULL, CMD_CHECK,
+     "--html: a file whose line n names token id n (e.g. notes/examples/letters.txt; none: the ids)"},
     {"steps", OPT_INT, OFF(steps), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
      "optimizer steps (GRPO: sampling steps)"},
     {"batch-size", OPT_INT, OFF(batch_size), 1, 4096, NULL, CMD_SFT | CMD_BENCH, "sequences per SFT step"},
@@ -7763,6 +7768,568 @@ static int cmd_tree(int argc, char **argv, Options *o) {
 }
 
 // ----------------------------------------------------------------------------
+// HTML page of B(G): a group's tree as a picture, GRPO's and λ-GRPO's credit side by side
+//
+// ./grpo sample --html FILE and ./grpo check FILE --html OUT write one self-contained page: the
+// numbers of every node as one JSON block (<script type="application/json" id="bg-data">),
+// an empty <svg>, and a short plain script that lays the tree out and colours it (no network,
+// no library). node_numbers computes what sample's text tree prints and what the JSON holds,
+// so the two cannot disagree; the page's script only draws them.
+
+/* NodeNumbers: the numbers shown for one node λ of B(G) (sample's text, the page's JSON). */
+typedef struct {
+    int size;           // |λ|: member completions
+    float reward;       // R̂(λ): mean reward of the members (ProcessNode.step_reward)
+    float advantage;    // A_λ: mean of the members' a_i (ProcessNode.step_advantage)
+    double net[2];      // the net coefficient of each of the step's tokens, Σ_{i∈λ} lambda_weight·a_i
+                        // (before the aggregation factor c_i, notes/worked-example.md): [0] GRPO
+                        // (= |λ|·A_λ), [1] λ-GRPO (= A_λ); positive: the objective raises the tokens
+    float value;        // V̂ of the node's prefix (sample, from --mc-k continuations); NAN: none (check)
+    long cost;          // sampled tokens V̂ cost; −1 at a leaf (V̂ is the reward); −2: no V̂
+} NodeNumbers;
+
+/* node_members: the member completions of node n (indices into the group, ascending) into
+   out (capacity k); returns |λ|. A completion is a member when the node owns its token at the
+   node's first position (node_of rows of the group, stride apart; len (k)). */
+static int node_members(const PrefixTree *tree, int n, const int *len, int k, const int *node_of, int stride,
+                        int *out) {
+    int start = tree->nodes[n].start, m = 0;
+    for (int i = 0; i < k; i++)
+        if (len[i] > start && node_of[(size_t)i * stride + start] == n) out[m++] = i;
+    return m;
+}
+
+/* node_numbers: NodeNumbers of every node of one group's tree (tree->num_nodes entries of
+   out), from build_prefix_tree's outputs for it (node_of, lambda_size: rows of the group,
+   stride apart; len, advantage (k)). The net coefficients use the objective's own weight,
+   lambda_weight, at |λ(i,t)| of each member's token. value, cost (num_nodes): node_values'
+   V̂ and its cost (sample), or NULL (check: no model, value NAN and cost −2). */
+static void node_numbers(NodeNumbers *out, const PrefixTree *tree, const float *advantage, const int *len, int k,
+                         const int *node_of, const int *lambda_size, int stride, const float *value,
+                         const long *cost) {
+    ObjectiveConfig obj[2];
+    memset(obj, 0, sizeof obj);
+    obj[0].objective = OBJ_GRPO;
+    obj[1].objective = OBJ_LAMBDA_GRPO;
+    int *members = (int *)mallocCheck((size_t)(k + 1) * sizeof(int));
+    for (int n = 0; n < tree->num_nodes; n++) {
+        const ProcessNode *nd = &tree->nodes[n];
+        NodeNumbers *o = &out[n];
+        o->size = nd->size;
+        o->reward = nd->step_reward;
+        o->advantage = nd->step_advantage;
+        int m = node_members(tree, n, len, k, node_of, stride, members);
+        for (int b = 0; b < 2; b++) {
+            double net = 0.0;
+            for (int a = 0; a < m; a++) {
+                int i = members[a];
+                net += (double)lambda_weight(&obj[b], lambda_size[(size_t)i * stride + nd->start]) * advantage[i];
+            }
+            o->net[b] = net;
+        }
+        o->value = value ? value[n] : NAN;
+        o->cost = cost ? cost[n] : -2;
+    }
+    free(members);
+}
+
+/* TokenNames: how the page writes a step's tokens. own_vocab: ./grpo's vocabulary (decode:
+   characters, <eos>; sample). Else (check) name[t] for token id t < n from --token-names, the
+   names run together and any id beyond them in decimal; without names (name NULL) every id in
+   decimal, separated by spaces. */
+typedef struct {
+    char **name;        // (n) NUL-terminated names, or NULL
+    int n;
+    int own_vocab;      // 1: decode() (sample)
+    char *storage;      // the file's text that name[] points into
+} TokenNames;
+
+/* load_token_names: the names of check --token-names FILE: line n (from 0) names token id n,
+   without its line ending (LF or CRLF); an empty line names the empty string. Exits naming
+   the option and the file when it cannot be read. */
+static void load_token_names(TokenNames *tn, const char *path) {
+    memset(tn, 0, sizeof *tn);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "error: --token-names %s: cannot open: %s\n", path, strerror(errno));
+        exit(EXIT_INPUT);
+    }
+    size_t cap = 1 << 16, n = 0, got;
+    char *text = (char *)mallocCheck(cap + 1);
+    while ((got = fread(text + n, 1, cap - n, f)) > 0) {
+        n += got;
+        if (n == cap) {
+            if (cap >= ((size_t)1 << 30)) {
+                fprintf(stderr, "error: --token-names %s: larger than 1 GiB\n", path);
+                exit(EXIT_INPUT);
+            }
+            cap *= 2;
+            char *bigger = (char *)realloc(text, cap + 1);
+            if (!bigger) {
+                fprintf(stderr, "error: --token-names %s: out of memory\n", path);
+                exit(EXIT_INPUT);
+            }
+            text = bigger;
+        }
+    }
+    int failed = ferror(f);
+    fclose(f);
+    if (failed) {
+        fprintf(stderr, "error: --token-names %s: read failed\n", path);
+        exit(EXIT_INPUT);
+    }
+    text[n] = 0;
+    int lines = 0;
+    for (size_t i = 0; i < n; i++) lines += text[i] == '\n';
+    if (n > 0 && text[n - 1] != '\n') lines++;   // a last line without its newline
+    tn->name = (char **)mallocCheck((size_t)(lines + 1) * sizeof(char *));
+    char *p = text;
+    for (int l = 0; l < lines; l++) {
+        char *nl = strchr(p, '\n');
+        if (nl) *nl = 0;
+        size_t len = strlen(p);
+        if (len > 0 && p[len - 1] == '\r') p[len - 1] = 0;
+        tn->name[l] = p;
+        p = nl ? nl + 1 : p + len;
+    }
+    tn->n = lines;
+    tn->storage = text;
+}
+
+static void free_token_names(TokenNames *tn) {
+    free(tn->name);
+    free(tn->storage);
+}
+
+// Writes s[0..n) as the inside of a JSON string. <, > and & are escaped too: the JSON sits in
+// an HTML <script> element, which a literal "</script>" in a token's name would end.
+static void json_chars(FILE *f, const char *s, size_t n) {
+    for (size_t i = 0; i < n; i++) {
+        unsigned char c = (unsigned char)s[i];
+        if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
+        else if (c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7f) fprintf(f, "\\u%04x", c);
+        else fputc(c, f);
+    }
+}
+
+// Writes s as HTML text (&, <, > and " as entities).
+static void html_chars(FILE *f, const char *s) {
+    for (; *s; s++) {
+        if (*s == '&') fputs("&amp;", f);
+        else if (*s == '<') fputs("&lt;", f);
+        else if (*s == '>') fputs("&gt;", f);
+        else if (*s == '"') fputs("&quot;", f);
+        else fputc(*s, f);
+    }
+}
+
+// A float as JSON: 9 significant digits (the float exactly, as check prints it); NAN: null.
+static void json_num(FILE *f, double v) {
+    if (isfinite(v)) fprintf(f, "%.9g", v);
+    else fputs("null", f);
+}
+
+// Writes tokens[0..n) as tn names them, inside a JSON string; sep: 1 when tokens came before
+// these (ids in decimal are separated by spaces).
+static void json_token_run(FILE *f, const TokenNames *tn, const int *tokens, int n, int sep) {
+    if (tn->own_vocab) {
+        char *text = (char *)mallocCheck((size_t)n * 6 + 1);   // a token decodes to at most 5 characters
+        decode(tokens, n, text, n * 6 + 1);
+        json_chars(f, text, strlen(text));
+        free(text);
+        return;
+    }
+    for (int t = 0; t < n; t++) {
+        int id = tokens[t];
+        if (tn->name && id >= 0 && id < tn->n) json_chars(f, tn->name[id], strlen(tn->name[id]));
+        else fprintf(f, "%s%d", (t > 0 || sep) && !tn->name ? " " : "", id);
+    }
+}
+
+// A step's text on the page: its first HTML_HEAD_TOKENS and last HTML_TAIL_TOKENS tokens when it
+// has more than HTML_STEP_TOKENS (the page shows 24 characters of it, the hover panel all of
+// this): so that a group of long completions stays well under 1 MB (start and end give the span).
+#define HTML_STEP_TOKENS 160
+#define HTML_HEAD_TOKENS 120
+#define HTML_TAIL_TOKENS 24
+
+// The JSON string of tokens[0..n) as tn names them, elided in the middle past HTML_STEP_TOKENS.
+static void json_tokens(FILE *f, const TokenNames *tn, const int *tokens, int n) {
+    fputc('"', f);
+    if (n <= HTML_STEP_TOKENS) json_token_run(f, tn, tokens, n, 0);
+    else {
+        json_token_run(f, tn, tokens, HTML_HEAD_TOKENS, 0);
+        fprintf(f, " \u2026 (%d tokens) \u2026 ", n - HTML_HEAD_TOKENS - HTML_TAIL_TOKENS);
+        json_token_run(f, tn, tokens + n - HTML_TAIL_TOKENS, HTML_TAIL_TOKENS, 0);
+    }
+    fputc('"', f);
+}
+
+/* PageGroup: one group as the page draws it. The tree and its per-token arrays are
+   build_prefix_tree's for this group (node_of, lambda_size: k rows, stride apart). */
+typedef struct {
+    long group;                   // its id (check: group=; sample: 0)
+    const char *label;            // its heading (sample: the prompt)
+    int k;
+    const int *const *tokens;     // (k) completion i's token ids
+    const int *len;               // (k)
+    const float *reward, *advantage;   // (k) r_i and a_i
+    const int *id;                // (k) what the page calls completion i: sample's y(i+1) (i+1), check's line
+    const signed char *accepted;  // (k) 1 when the verifier accepted it, else 0; NULL: no verifier (check)
+    const PrefixTree *tree;
+    const int *node_of, *lambda_size;
+    int stride;
+    const NodeNumbers *nums;      // (tree->num_nodes) node_numbers
+} PageGroup;
+
+/* The page's script: lays each group's tree out left to right (a column per depth, a row per
+   leaf, a chain of single-child nodes drawn as one labelled run), colours every node by its
+   net coefficient under the objective chosen by the switch or the URL's #grpo / #lambda-grpo,
+   on one diverging scale shared by both objectives, and shows the numbers of a hovered node.
+   It writes data-status="ok" on <body> (or "error"), the script's time in ms (data-draw-ms),
+   the time from the start of loading to the end of drawing (data-done-ms) and to the first
+   frame with the drawing (data-frame-ms, when the browser painted one before the DOM was read),
+   the objective (data-objective): tests/browser_check.sh reads them from the DOM. */
+static const char HTML_SCRIPT[] =
+    "(function () {\n"
+    "'use strict';\n"
+    "var t0 = performance.now(), body = document.body, NS = 'http://www.w3.org/2000/svg';\n"
+    "var status = document.getElementById('bg-status');\n"
+    "try {\n"
+    "var D = JSON.parse(document.getElementById('bg-data').textContent);\n"
+    "var OBJ = ['grpo', 'lambda-grpo'], NAME = ['GRPO', '\\u03bb-GRPO'], MAXC = 24, CW = 7.2, LH = 13;\n"
+    "function el(tag, attrs, parent, text) {\n"
+    "  var e = document.createElementNS(NS, tag);\n"
+    "  for (var a in attrs) e.setAttribute(a, attrs[a]);\n"
+    "  if (text !== undefined) e.textContent = text;\n"
+    "  if (parent) parent.appendChild(e);\n"
+    "  return e;\n"
+    "}\n"
+    "function sg(x, d) { return x === null ? 'n/a' : (x < 0 ? '\\u2212' : '+') + Math.abs(x).toFixed(d); }\n"
+    "function num(x, d) { return x === null ? 'n/a' : x.toFixed(d); }\n"
+    "function cut(s) { return s.length > MAXC ? s.slice(0, MAXC - 1) + '\\u2026' : s; }\n"
+    "var M = 0;\n"   // the scale: the largest |net| of any node under either objective
+    "D.groups.forEach(function (g) { g.nodes.forEach(function (n) {\n"
+    "  M = Math.max(M, Math.abs(n.net[0]), Math.abs(n.net[1])); }); });\n"
+    "if (!(M > 0)) M = 1;\n"
+    "var LO = [247, 247, 247], UP = [33, 102, 172], DOWN = [178, 24, 43];\n"
+    "function colour(v) {\n"
+    "  var t = Math.max(-1, Math.min(1, v / M)), hi = t >= 0 ? UP : DOWN, a = Math.abs(t);\n"
+    "  return 'rgb(' + LO.map(function (c, i) { return Math.round(c + (hi[i] - c) * a); }).join(',') + ')';\n"
+    "}\n"
+    "document.getElementById('bg-legend-lo').textContent = sg(-M, 4);\n"
+    "document.getElementById('bg-legend-hi').textContent = sg(M, 4);\n"
+    "var painted = [], netText = [];\n"   // a box's [rect, node] and [net line, node, its text before the number]: redone by the switch
+    "function ends(g, item) {\n"   // the completions that end in the run's nodes
+    "  var out = [];\n"
+    "  item.nodes.forEach(function (n) { n.ends.forEach(function (c) { out.push(g.byId[c]); }); });\n"
+    "  return out;\n"
+    "}\n"
+    "function endText(cs) {\n"
+    "  var v = function (c) { return c.accepted === null ? '' : c.accepted ? ' \\u2713' : ' \\u2717'; };\n"
+    "  if (cs.length <= 3) return cs.map(function (c) { return 'y' + c.id + ' r=' + num(c.reward, 3) + v(c); });\n"
+    "  var ok = cs.filter(function (c) { return c.accepted; }).length, mean = 0;\n"
+    "  cs.forEach(function (c) { mean += c.reward / cs.length; });\n"
+    "  return [cs.length + ' end here, mean r=' + num(mean, 3) + (D.verifier ? ', ' + ok + ' \\u2713' : '')];\n"
+    "}\n"
+    "function detail(g, item) {\n"   // the hover panel's text: every step of the run, its members and nets
+    "  var lines = [];\n"
+    "  item.nodes.forEach(function (n) {\n"
+    "    var ms = n.members.map(function (c) { return g.byId[c]; });\n"
+    "    lines.push('step \"' + n.text + '\" (tokens ' + n.start + '..' + (n.end - 1) + ')');\n"
+    "    lines.push('  |\\u03bb|=' + n.size + '  R\\u0302=' + num(n.R, 4) + '  A_\\u03bb=' + sg(n.A, 4) +\n"
+    "               (n.V === null ? '' : '  V\\u0302=' + num(n.V, 3) + (n.cost < 0 ? ' (leaf)' : ' (' + n.cost + ' tok)')));\n"
+    "    lines.push('  members: ' + ms.map(function (c) { return 'y' + c.id + ' (a=' + sg(c.advantage, 4) + ')'; }).join(', '));\n"
+    "    lines.push('  GRPO:   \\u03a3 1\\u00b7a_i = ' + sg(n.net[0], 4));\n"
+    "    lines.push('  \\u03bb-GRPO: \\u03a3 a_i/' + n.size + ' = ' + sg(n.net[1], 4));\n"
+    "  });\n"
+    "  var e = ends(g, item);\n"
+    "  if (e.length) lines.push('ends here: ' + e.map(function (c) { return 'y' + c.id + ' r=' + num(c.reward, 3) +\n"
+    "    (c.accepted === null ? '' : c.accepted ? ' accepted' : ' rejected'); }).join(', '));\n"
+    "  return lines.join('\\n');\n"
+    "}\n"
+    "var info = document.getElementById('bg-info');\n"
+    "var root = document.getElementById('bg-svg'), Y = 0, W = 0, drawn = 0;\n"
+    "D.groups.forEach(function (g) {\n"
+    "  g.byId = {};\n"
+    "  g.completions.forEach(function (c) { g.byId[c.id] = c; });\n"
+    "  g.nodes.forEach(function (n) { n.kids = []; n.ends = []; });\n"
+    "  g.nodes.forEach(function (n, i) { if (n.parent >= 0) g.nodes[n.parent].kids.push(i); });\n"
+    "  g.completions.forEach(function (c) { if (c.leaf >= 0) g.nodes[c.leaf].ends.push(c.id); });\n"
+    "  var leaves = 0;\n"   // many leaves: two lines a box (R̂ and V̂ in the hover panel)
+    "  g.nodes.forEach(function (n) { leaves += n.kids.length === 0; });\n"
+    "  var compact = leaves > 24;\n"
+    // items: a node, or a run (a chain of nodes of one child each, drawn as one box in segments)
+    "  function item(i) {\n"
+    "    var it = {nodes: [], kids: []}, n = g.nodes[i];\n"
+    "    it.nodes.push(n);\n"
+    "    while (n.kids.length === 1) { n = g.nodes[n.kids[0]]; it.nodes.push(n); }\n"
+    "    it.kids = n.kids.map(item);\n"
+    "    it.text = it.nodes.map(function (m) { return m.text; }).join('');\n"
+    "    var a = it.nodes[0], z = it.nodes[it.nodes.length - 1];\n"
+    "    it.lines = [cut(it.text), it.nodes.length > 1 ? 'run of ' + it.nodes.length + ' steps, |\\u03bb| ' + a.size + '\\u2192' + z.size :\n"
+    "                '|\\u03bb|=' + a.size + (compact ? '' : ' R\\u0302=' + num(a.R, 3)) + ' A=' + sg(a.A, 3)];\n"
+    "    if (it.nodes.length === 1) it.lines.push('net \\u03bb-GRPO ' + sg(a.net[0], 4));\n"   // the widest; paint() writes it
+    "    if (it.nodes.length === 1 && a.V !== null && !compact) it.lines[1] += ' V\\u0302=' + num(a.V, 3) + (a.cost < 0 ? '' : ' (' + a.cost + ' tok)');\n"
+    "    it.pre = '';\n"   // the net line's text before the number (compact: the whole second line)
+    "    if (compact && it.nodes.length === 1) { it.pre = it.lines[1] + ' '; it.lines = [it.lines[0], it.pre + it.lines[2]]; }\n"
+    "    it.w = 10 + CW * Math.max.apply(null, it.lines.map(function (s) { return s.length; }));\n"
+    "    it.h = 6 + LH * it.lines.length;\n"
+    "    it.ends = ends(g, it);\n"
+    "    return it;\n"
+    "  }\n"
+    "  var tops = [];\n"
+    "  g.nodes.forEach(function (n, i) { if (n.parent < 0) tops.push(item(i)); });\n"
+    "  var top = {nodes: [], kids: tops, lines: [cut(g.label)], w: 10 + CW * Math.min(MAXC, g.label.length), h: 20, ends: []};\n"
+    "  var colW = [], rows = 0, GAP = 6;\n"
+    "  var head = el('text', {x: 4, y: Y + 16, 'class': 'bg-head'}, root, g.heading);\n"
+    "  Y += 28;\n"
+    "  (function place(it, d) {\n"   // columns by depth, rows by leaf (depth-first order)
+    "    colW[d] = Math.max(colW[d] || 0, it.w);\n"
+    "    it.d = d;\n"
+    "    var kids = it.kids.slice();\n"
+    "    if (kids.length && it.ends.length) { kids.push({nodes: [], kids: [], end: true, lines: endText(it.ends), w: 0, h: 0, ends: it.ends}); }\n"
+    "    it.all = kids;\n"
+    "    if (!kids.length) {\n"
+    "      var h = Math.max(it.h, LH * (it.end ? it.lines.length : endText(it.ends).length)) + GAP;\n"
+    "      it.y = Y + rows + h / 2; rows += h; return;\n"
+    "    }\n"
+    "    kids.forEach(function (c) { place(c, d + 1); });\n"
+    "    it.y = (kids[0].y + kids[kids.length - 1].y) / 2;\n"
+    "  })(top, 0);\n"
+    "  var X = [8];\n"
+    "  for (var d = 1; d <= colW.length; d++) X[d] = X[d - 1] + colW[d - 1] + 44;\n"
+    "  var gEdges = el('g', {}, root), gNodes = el('g', {}, root);\n"
+    "  (function draw(it) {\n"
+    "    var x = X[it.d];\n"
+    "    it.all.forEach(function (c) {\n"
+    "      var x0 = x + it.w, x1 = X[c.d], sz = c.end ? 1 : c.nodes[0].size;\n"
+    "      el('path', {d: 'M' + x0 + ',' + it.y + ' C' + (x0 + 22) + ',' + it.y + ' ' + (x1 - 22) + ',' + c.y + ' ' + x1 + ',' + c.y,\n"
+    "                  'stroke-width': (c.end ? 1 : 1 + 9 * sz / g.k).toFixed(2), 'class': c.end ? 'bg-edge bg-end' : 'bg-edge'}, gEdges);\n"
+    "      draw(c);\n"
+    "    });\n"
+    "    if (it.end) {\n"
+    "      it.lines.forEach(function (s, j) { el('text', {x: x + 4, y: it.y + 4 + LH * (j - (it.lines.length - 1) / 2), 'class': 'bg-endtext'}, gNodes, s); });\n"
+    "      W = Math.max(W, x + 12 + CW * Math.max.apply(null, it.lines.map(function (s) { return s.length; })));\n"
+    "      return;\n"
+    "    }\n"
+    "    var box = el('g', {'class': it.nodes.length ? 'bg-node' : 'bg-prompt'}, gNodes), y0 = it.y - it.h / 2;\n"
+    "    if (!it.nodes.length) el('rect', {x: x, y: y0, width: it.w, height: it.h, rx: 3, 'class': 'bg-promptbox'}, box);\n"
+    "    var sw = it.w / Math.max(1, it.nodes.length);\n"
+    "    it.nodes.forEach(function (n, j) {\n"
+    "      var r = el('rect', {x: x + j * sw, y: y0, width: sw, height: it.h, rx: it.nodes.length > 1 ? 0 : 3, 'class': 'bg-box'}, box);\n"
+    "      painted.push([r, n]);\n"
+    "      drawn++;\n"
+    "    });\n"
+    "    it.lines.forEach(function (s, j) {\n"
+    "      var t = el('text', {x: x + 5, y: y0 + 3 + LH * (j + 0.8), 'class': j ? 'bg-num' : 'bg-tok'}, box, s);\n"
+    "      if (it.nodes.length === 1 && j === it.lines.length - 1) netText.push([t, it.nodes[0], it.pre]);\n"
+    "    });\n"
+    "    if (it.nodes.length) {\n"
+    "      var tip = detail(g, it);\n"
+    "      el('title', {}, box, tip);\n"
+    "      box.addEventListener('mouseenter', function () { info.textContent = tip; info.style.display = 'block'; });\n"
+    "      box.addEventListener('mouseleave', function () { info.style.display = 'none'; });\n"
+    "    }\n"
+    "    if (!it.all.length && it.ends.length)\n"
+    "      endText(it.ends).forEach(function (s, j, a) { el('text', {x: x + it.w + 6, y: it.y + 4 + LH * (j - (a.length - 1) / 2), 'class': 'bg-endtext'}, gNodes, s); });\n"
+    "    var right = x + it.w + (it.all.length ? 0 : 8 + CW * Math.max.apply(null, endText(it.ends).concat(['']).map(function (s) { return s.length; })));\n"
+    "    W = Math.max(W, right + 8);\n"
+    "  })(top);\n"
+    "  Y += rows + 16;\n"
+    "});\n"
+    "root.setAttribute('width', Math.ceil(W));\n"
+    "root.setAttribute('height', Math.ceil(Y));\n"
+    "var cur = -1;\n"
+    "function paint(o) {\n"
+    "  cur = o;\n"
+    "  painted.forEach(function (p) { p[0].setAttribute('fill', colour(p[1].net[o])); });\n"
+    "  netText.forEach(function (p) { p[0].textContent = p[2] + 'net ' + NAME[o] + ' ' + sg(p[1].net[o], 4); });\n"
+    "  [0, 1].forEach(function (b) { document.getElementById('bg-' + OBJ[b]).className = b === o ? 'on' : ''; });\n"
+    "  document.getElementById('bg-objname').textContent = NAME[o];\n"
+    "  body.setAttribute('data-objective', OBJ[o]);\n"
+    "}\n"
+    "function fromHash() { var h = location.hash.slice(1); return h === 'grpo' ? 0 : h === 'lambda-grpo' ? 1 : OBJ.indexOf(D.objective) < 0 ? 0 : OBJ.indexOf(D.objective); }\n"
+    "[0, 1].forEach(function (b) { document.getElementById('bg-' + OBJ[b]).addEventListener('click', function () { location.hash = OBJ[b]; }); });\n"
+    "window.addEventListener('hashchange', function () { paint(fromHash()); });\n"
+    "paint(fromHash());\n"
+    "var ms = performance.now() - t0;\n"
+    "body.setAttribute('data-draw-ms', ms.toFixed(1));\n"
+    "body.setAttribute('data-done-ms', performance.now().toFixed(1));\n"   // since the page began loading
+    "body.setAttribute('data-status', 'ok');\n"
+    "requestAnimationFrame(function () {\n"   // the first frame with the drawing: time since the page began loading
+    "  body.setAttribute('data-frame-ms', performance.now().toFixed(1)); });\n"
+    "status.textContent = drawn + ' nodes drawn';\n"   // the time only in data-draw-ms: screenshots stay comparable
+    "status.title = 'drawn in ' + ms.toFixed(1) + ' ms';\n"
+    "} catch (e) {\n"
+    "  body.setAttribute('data-status', 'error');\n"
+    "  status.textContent = 'error: ' + e;\n"
+    "  console.error('bg: ' + e + (e.stack ? '\\n' + e.stack : ''));\n"
+    "}\n"
+    "})();\n";
+
+static const char HTML_STYLE[] =
+    "body{font-family:sans-serif;margin:12px;color:#222;background:#fff}\n"
+    "h1{font-size:17px;margin:0 0 4px}\n"
+    "p.bg-note{font-size:12px;margin:2px 0;max-width:70em}\n"
+    "#bg-bar{display:flex;align-items:center;gap:14px;margin:8px 0;font-size:13px}\n"
+    "#bg-bar button{font-size:13px;padding:3px 10px;border:1px solid #888;background:#eee;cursor:pointer}\n"
+    "#bg-bar button.on{background:#333;color:#fff}\n"
+    "#bg-scale{display:inline-block;width:180px;height:12px;vertical-align:middle;border:1px solid #999;"
+    "background:linear-gradient(to right,rgb(178,24,43),rgb(247,247,247),rgb(33,102,172))}\n"
+    "#bg-info{display:none;position:fixed;right:10px;top:10px;max-width:44em;white-space:pre-wrap;font:12px monospace;"
+    "background:#fffff0;border:1px solid #888;padding:6px;z-index:2}\n"
+    "#bg-status{font-size:11px;color:#666}\n"
+    ".bg-edge{fill:none;stroke:#8a8a8a}\n.bg-end{stroke-dasharray:3 3}\n"
+    ".bg-box{stroke:#444;stroke-width:0.8}\n.bg-promptbox{fill:#e8e8e8;stroke:#444}\n"
+    ".bg-tok{font:12px monospace}\n.bg-num{font:11px monospace;fill:#222}\n"
+    ".bg-endtext{font:11px monospace;fill:#333}\n.bg-head{font:bold 13px sans-serif}\n"
+    ".bg-node:hover .bg-box{stroke:#000;stroke-width:2}\n";
+
+/* html_check_path: refuses --html PATH before any work: a directory, one of the command's
+   inputs (inputs: n paths, "" skipped), or a place where its temporary file cannot be made
+   (the directory missing or not writable). Exits with a message naming --html. */
+static void html_check_path(const char *path, const char *const *inputs, int n) {
+    struct stat sb;
+    for (int i = 0; i < n; i++)
+        if (inputs[i][0] && same_file(path, inputs[i]))
+            usage_error("--html %s: that is the input file '%s'; give another path", path, inputs[i]);
+    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
+        fprintf(stderr, "error: --html %s: is a directory; give a file name\n", path);
+        exit(EXIT_INPUT);
+    }
+    char tmp[1100];
+    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "error: --html %s: cannot write there (%s: %s); check that the directory exists and is "
+                        "writable\n", path, tmp, strerror(errno));
+        exit(EXIT_INPUT);
+    }
+    fclose(f);
+    remove(tmp);
+}
+
+/* html_begin: opens the page's temporary file (PATH.tmp.PID, renamed by html_end) and writes
+   everything before the groups: the title, the notes on what is drawn, the switch, the legend,
+   and the JSON's header fields. command: "sample" or "check"; source: the prompt or the
+   input file; objective: the objective the page opens with (without a #hash); settings: the
+   advantage options, as text; value_note: why there is no V̂ (NULL: sample has it);
+   verifier: 1 when every completion has the verifier's verdict. Exits naming --html when the
+   file cannot be opened. tmp (cap bytes) receives the temporary name. */
+static FILE *html_begin(const char *path, char *tmp, size_t cap, const char *command, const char *source,
+                        int objective, const char *settings, const char *value_note, int verifier) {
+    snprintf(tmp, cap, "%s.tmp.%ld", path, (long)getpid());
+    FILE *f = fopen(tmp, "w");
+    if (!f) {
+        fprintf(stderr, "error: --html %s: cannot write %s: %s\n", path, tmp, strerror(errno));
+        exit(EXIT_INPUT);
+    }
+    fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>B(G): ./grpo %s ",
+            command);
+    html_chars(f, source);
+    fprintf(f, "</title>\n<style>\n%s</style>\n</head>\n<body>\n", HTML_STYLE);
+    fprintf(f, "<h1>B(G), the prefix tree of a group: <code>./grpo %s</code> ", command);
+    html_chars(f, source);
+    fprintf(f, "</h1>\n"
+               "<p class=\"bg-note\">Each box is a process step &lambda; (the tokens its member completions share and its "
+               "parent does not), with |&lambda;|, the step reward R&#770;(&lambda;) (mean reward of the members) and the "
+               "step advantage A<sub>&lambda;</sub>%s. Edge thickness is |&lambda;|. Each leaf shows its completion's "
+               "reward%s. Colour: the net coefficient &Sigma;<sub>i&isin;&lambda;</sub> w&middot;a<sub>i</sub> that the "
+               "objective gives each of the step's tokens (w = 1 for GRPO, 1/|&lambda;| for &lambda;-GRPO; before the "
+               "loss's 1/&Sigma;len factor): blue raises the tokens' probability, red lowers it. Hover a box for its "
+               "members and numbers.%s%s</p>\n",
+            value_note ? "" : ", and V&#770; of its prefix from fresh continuations (and the tokens they cost)",
+            verifier ? " and whether the verifier accepted it (&#10003; / &#10007;)" : "",
+            value_note ? " " : "", value_note ? value_note : "");
+    fprintf(f, "<p class=\"bg-note\">Settings: ");
+    html_chars(f, settings);
+    fprintf(f, "</p>\n<div id=\"bg-bar\">objective: <button id=\"bg-grpo\">GRPO</button>"
+               "<button id=\"bg-lambda-grpo\">&lambda;-GRPO</button>"
+               "<span>net coefficient under <b id=\"bg-objname\"></b>: <span id=\"bg-legend-lo\"></span> "
+               "<span id=\"bg-scale\"></span> <span id=\"bg-legend-hi\"></span> (one scale for both)</span>"
+               "<span id=\"bg-status\">not drawn: the page needs JavaScript</span></div>\n"
+               "<div id=\"bg-info\"></div>\n<svg id=\"bg-svg\" xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" "
+               "height=\"10\"></svg>\n<script type=\"application/json\" id=\"bg-data\">\n");
+    fprintf(f, "{\"format\":\"grpo.c B(G) page 1\",\"command\":\"%s\",\"source\":\"", command);
+    json_chars(f, source, strlen(source));
+    fprintf(f, "\",\"objective\":\"%s\",\"settings\":\"", OBJECTIVE_NAMES[objective]);
+    json_chars(f, settings, strlen(settings));
+    fprintf(f, "\",\"verifier\":%s,\"groups\":[\n", verifier ? "true" : "false");
+    return f;
+}
+
+/* html_group: one group's entry of the JSON's "groups" (first: 1 for the first group): its
+   completions (id, reward, advantage, length, the verifier's verdict, the node where it ends)
+   and its nodes in build_prefix_tree's order (parent before children): parent, the process
+   step [start, end) and its text, the NodeNumbers, members and the completions ending there. */
+static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int first) {
+    const PrefixTree *tree = pg->tree;
+    fprintf(f, "%s{\"group\":%ld,\"label\":\"", first ? "" : ",\n", pg->group);
+    json_chars(f, pg->label, strlen(pg->label));
+    fprintf(f, "\",\"heading\":\"");
+    char heading[160];
+    snprintf(heading, sizeof heading, "group %ld: %d completions, %d process steps", pg->group, pg->k,
+             tree->num_nodes);
+    json_chars(f, heading, strlen(heading));
+    fprintf(f, "\",\"k\":%d,\n\"completions\":[", pg->k);
+    for (int i = 0; i < pg->k; i++) {
+        int leaf = pg->len[i] > 0 ? pg->node_of[(size_t)i * pg->stride + pg->len[i] - 1] : -1;
+        fprintf(f, "%s\n{\"id\":%d,\"reward\":", i ? "," : "", pg->id[i]);
+        json_num(f, pg->reward[i]);
+        fprintf(f, ",\"advantage\":");
+        json_num(f, pg->advantage[i]);
+        fprintf(f, ",\"len\":%d,\"accepted\":%s,\"leaf\":%d}", pg->len[i],
+                pg->accepted ? (pg->accepted[i] ? "true" : "false") : "null", leaf);
+    }
+    fprintf(f, "],\n\"nodes\":[");
+    int *members = (int *)mallocCheck((size_t)(pg->k + 1) * sizeof(int));
+    for (int n = 0; n < tree->num_nodes; n++) {
+        const ProcessNode *nd = &tree->nodes[n];
+        const NodeNumbers *nn = &pg->nums[n];
+        fprintf(f, "%s\n{\"parent\":%d,\"start\":%d,\"end\":%d,\"text\":", n ? "," : "", nd->parent, nd->start,
+                nd->end);
+        json_tokens(f, tn, pg->tokens[nd->member] + nd->start, nd->end - nd->start);
+        fprintf(f, ",\"size\":%d,\"R\":", nn->size);
+        json_num(f, nn->reward);
+        fprintf(f, ",\"A\":");
+        json_num(f, nn->advantage);
+        fprintf(f, ",\"net\":[");
+        json_num(f, nn->net[0]);
+        fputc(',', f);
+        json_num(f, nn->net[1]);
+        fprintf(f, "],\"V\":");
+        json_num(f, nn->value);
+        fprintf(f, ",\"cost\":");
+        if (nn->cost == -2) fputs("null", f);
+        else fprintf(f, "%ld", nn->cost);
+        fprintf(f, ",\"members\":[");
+        int m = node_members(tree, n, pg->len, pg->k, pg->node_of, pg->stride, members);
+        for (int a = 0; a < m; a++) fprintf(f, "%s%d", a ? "," : "", pg->id[members[a]]);
+        fprintf(f, "]}");
+    }
+    fprintf(f, "]}");
+    free(members);
+}
+
+/* html_end: closes the JSON and the page, and renames the temporary file tmp to path; exits
+   naming --html when a write failed (a full disk) or the rename did. */
+static void html_end(FILE *f, const char *tmp, const char *path) {
+    fprintf(f, "\n]}\n</script>\n<script>\n%s</script>\n</body>\n</html>\n", HTML_SCRIPT);
+    int failed = ferror(f);
+    if (fclose(f) != 0 || failed) {
+        fprintf(stderr, "error: --html %s: write failed (%s); is the disk full?\n", path, tmp);
+        remove(tmp);
+        exit(EXIT_INPUT);
+    }
+    if (rename(tmp, path) != 0) {
+        fprintf(stderr, "error: --html %s: cannot rename %s to it: %s\n", path, tmp, strerror(errno));
+        remove(tmp);
+        exit(EXIT_INPUT);
+    }
+}
+
+// ----------------------------------------------------------------------------
 // eval, sample, verify: scoring checkpoints and looking at groups
 
 /* evaluate: greedy accuracy on (the first `limit` of) d's prompts, and pass@k from k
@@ -7911,13 +8478,14 @@ static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOCon
     return st;
 }
 
-// Draws the tree B(G) as text: one line per process step (node), children under their
-// parent, with |λ|, R̂, V̂ (value, and the tokens its continuations cost: tokens, −1 at a
-// leaf), A_λ and the member completions y(i).
-static void print_tree(const PrefixTree *tree, const int *const *tokens, const int *len, int k,
-                       const int *node_of, int stride, const float *value, const long *cost) {
+// Draws the tree B(G) as text into f: one line per process step (node), children under their
+// parent, with the node_numbers of each (nums: |λ|, R̂, V̂ and the tokens it cost, "(leaf)" at a
+// leaf, A_λ, the net coefficients under GRPO and λ-GRPO) and the member completions y(i).
+static void print_tree(FILE *f, const PrefixTree *tree, const int *const *tokens, const int *len, int k,
+                       const int *node_of, int stride, const NodeNumbers *nums) {
     int n_nodes = tree->num_nodes;
     unsigned char *is_last = (unsigned char *)callocCheck(n_nodes + 1, 1);
+    int *members = (int *)mallocCheck((size_t)(k + 1) * sizeof(int));
     for (int n = 0; n < n_nodes; n++) {       // last child: no later node has the same parent
         is_last[n] = 1;
         for (int later = n + 1; later < n_nodes && is_last[n]; later++)
@@ -7925,25 +8493,24 @@ static void print_tree(const PrefixTree *tree, const int *const *tokens, const i
     }
     for (int n = 0; n < n_nodes; n++) {
         const ProcessNode *nd = &tree->nodes[n];
+        const NodeNumbers *nn = &nums[n];
         int chain[256], depth = 0;
         for (int a = nd->parent; a >= 0 && depth < 256; a = tree->nodes[a].parent) chain[depth++] = a;
-        for (int d = depth - 1; d >= 0; d--) printf("%s", is_last[chain[d]] ? "    " : "│   ");
+        for (int d = depth - 1; d >= 0; d--) fprintf(f, "%s", is_last[chain[d]] ? "    " : "│   ");
         char text[4096];
         decode(tokens[nd->member] + nd->start, nd->end - nd->start, text, sizeof text);
         int width = 32 - 4 * depth;   // keeps the numbers in one column
         char spent[32];
-        if (cost[n] < 0) snprintf(spent, sizeof spent, "(leaf)");
-        else snprintf(spent, sizeof spent, "(%ld tok)", cost[n]);
-        printf("%s%-*s |λ|=%-2d R̂=%.3f  V̂=%.3f %-10s A_λ=%+.4f  y(", is_last[n] ? "└── " : "├── ",
-               width > 1 ? width : 1, text, nd->size, nd->step_reward, value[n], spent, nd->step_advantage);
-        int first = 1;
-        for (int i = 0; i < k; i++)
-            if (len[i] > nd->start && node_of[(size_t)i * stride + nd->start] == n) {   // a member
-                printf(first ? "%d" : ",%d", i + 1);
-                first = 0;
-            }
-        printf(")\n");
+        if (nn->cost < 0) snprintf(spent, sizeof spent, "(leaf)");
+        else snprintf(spent, sizeof spent, "(%ld tok)", nn->cost);
+        fprintf(f, "%s%-*s |λ|=%-2d R̂=%.3f  V̂=%.3f %-10s A_λ=%+.4f  net %+.4f %+.4f  y(",
+                is_last[n] ? "└── " : "├── ", width > 1 ? width : 1, text, nn->size, nn->reward, nn->value, spent,
+                nn->advantage, nn->net[0], nn->net[1]);
+        int m = node_members(tree, n, len, k, node_of, stride, members);
+        for (int a = 0; a < m; a++) fprintf(f, a ? ",%d" : "%d", members[a] + 1);
+        fprintf(f, ")\n");
     }
+    free(members);
     free(is_last);
 }
 
@@ -7952,9 +8519,15 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     const char *syn = "Samples a group of k completions for one prompt, scores them, and draws the\n"
                       "group's prefix tree B(G) with |λ|, step rewards R̂ (λ-GRPO's implicit value of\n"
                       "each node's prefix), beside V̂ of the same prefix from --mc-k fresh continuations\n"
-                      "(MC-PRM's explicit estimate, and the tokens it costs), and step advantages A_λ.";
+                      "(MC-PRM's explicit estimate, and the tokens it costs), step advantages A_λ and the\n"
+                      "net coefficients GRPO and λ-GRPO give each step's tokens. --html FILE also draws it\n"
+                      "as one self-contained page (FILE#grpo, FILE#lambda-grpo choose the colouring).";
     int first = parse_options(argc, argv, CMD_SAMPLE, o, "sample", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " sample'", argv[first]);
+    if (o->html_out[0]) {   // refused now, not after the sampling
+        const char *inputs[1] = {o->model};
+        html_check_path(o->html_out, inputs, 1);
+    }
     if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 (logits / T overflow below)");
     if (o->group_size > 4096) usage_error("--group-size must be <= 4096");
     int k = o->group_size, plen = (int)strlen(o->prompt), bad = 0;
@@ -8006,15 +8579,44 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     float *value = (float *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(float));
     long *cost = (long *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(long));
     MCStats spent = node_values(&mc, &model, &g, &cfg, value, cost);
+    NodeNumbers *node_nums = (NodeNumbers *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(NodeNumbers));
+    node_numbers(node_nums, &g.tree, g.advantage, g.clen, k, g.node_of, g.lambda_size, g.max_new, value, cost);
     printf("\nB(G): %d process steps, mean path depth %.2f, intermediate proportion %.2f\n",
            g.tree.num_nodes, ts.mean_depth, ts.intermediate);
-    printf("GRPO pushes each step's tokens |λ| times with A_λ; λ-GRPO once.\n");
+    printf("GRPO pushes each step's tokens |λ| times with A_λ; λ-GRPO once: \"net\" is the coefficient\n"
+           "Σ_{i∈λ} w·a_i each objective gives the step's tokens, GRPO's (w = 1) then λ-GRPO's (w = 1/|λ|).\n");
     printf("R̂ and V̂ estimate the same value, the expected reward after the node's prefix: R̂ from the |λ|\n"
            "members that share it (no extra tokens), V̂ from %d fresh continuations (at a leaf, its\n"
            "reward). V̂ of the %d inner nodes cost %ld sampled tokens, %.1fx the group's %d.\n\n<prompt>\n",
            o->mc_k, inner, spent.tokens, (double)spent.tokens / (group_tokens > 0 ? group_tokens : 1),
            group_tokens);
-    print_tree(&g.tree, g.comp_row, g.clen, k, g.node_of, g.max_new, value, cost);
+    print_tree(stdout, &g.tree, g.comp_row, g.clen, k, g.node_of, g.max_new, node_nums);
+    if (o->html_out[0]) {
+        int *ids = (int *)mallocCheck((size_t)k * sizeof(int));
+        signed char *accepted = (signed char *)mallocCheck((size_t)k);
+        for (int i = 0; i < k; i++) {
+            ids[i] = i + 1;   // y(i+1), as the text names it
+            accepted[i] = (signed char)(countdown_reward(nums, n, target, g.comp_row[i], g.clen[i], 0.0f) == 1.0f);
+        }
+        char settings[1400], tmp[1100];
+        snprintf(settings, sizeof settings, "k=%d, T=%g, --max-new-tokens %d, --mc-k %d, --seed %d, model %s; "
+                 "advantages: --adv-std %s, --adv-eps %g (the training defaults)", k, o->temperature,
+                 o->max_new_tokens, o->mc_k, o->seed, o->model, ADV_STD_NAMES[cfg.obj.adv_std], cfg.obj.adv_eps);
+        TokenNames tn;
+        memset(&tn, 0, sizeof tn);
+        tn.own_vocab = 1;
+        PageGroup pg = {0, o->prompt, k, g.comp_row, g.clen, g.reward, g.advantage, ids, accepted, &g.tree,
+                        g.node_of, g.lambda_size, g.max_new, node_nums};
+        FILE *page = html_begin(o->html_out, tmp, sizeof tmp, "sample", o->prompt, o->obj.objective, settings,
+                                NULL, 1);
+        html_group(page, &pg, &tn, 1);
+        html_end(page, tmp, o->html_out);
+        fflush(stdout);   // the note after the text it follows, on a terminal
+        fprintf(stderr, "html: wrote %s\n", o->html_out);
+        free(ids);
+        free(accepted);
+    }
+    free(node_nums);
     free(value);
     free(cost);
     free_mcprm(&mc);
@@ -8232,15 +8834,70 @@ static int read_check_file(const char *path, CheckRecord **out) {
     return n;
 }
 
+/* check_write_html: the --html page of check's batch (built, advantages and trees done): one
+   tree per group, in group-id order, each completion named by its line in path (rec[order[a]]
+   is completion a). Each group's tree is built again with build_prefix_tree (the batch keeps
+   only the last one); node_numbers gives the numbers, with no V̂ (no model). */
+static void check_write_html(const Options *o, const char *path, GroupBatch *batch, const CheckRecord *rec,
+                             const int *order, const GRPOConfig *cfg) {
+    TokenNames tn;
+    memset(&tn, 0, sizeof tn);
+    if (o->token_names[0]) load_token_names(&tn, o->token_names);
+    char settings[1400], tmp[1100];
+    snprintf(settings, sizeof settings, "--objective %s (the page opens with it), --adv-std %s, --adv-std-scope %s, "
+             "--adv-eps %g%s%s", OBJECTIVE_NAMES[cfg->obj.objective], ADV_STD_NAMES[cfg->obj.adv_std],
+             SCOPE_NAMES[cfg->obj.adv_std_scope], cfg->obj.adv_eps, o->token_names[0] ? ", --token-names " : "",
+             o->token_names);
+    FILE *page = html_begin(o->html_out, tmp, sizeof tmp, "check", path, cfg->obj.objective, settings,
+                            "V&#770; is not drawn: check reads a dumped batch and has no model to sample "
+                            "continuations from (<code>./grpo sample --mc-k K --html</code> draws it); nor a "
+                            "verifier's verdict: the rewards are the file's.", 0);
+    int stride = batch->max_new, largest = 1;
+    for (int p = 0; p < batch->num_groups; p++)
+        if (batch->group_start[p + 1] - batch->group_start[p] > largest)
+            largest = batch->group_start[p + 1] - batch->group_start[p];
+    int *ids = (int *)mallocCheck((size_t)largest * sizeof(int));
+    NodeNumbers *nums = (NodeNumbers *)mallocCheck((size_t)2 * (largest + 1) * sizeof(NodeNumbers));
+    for (int p = 0; p < batch->num_groups; p++) {
+        int first = batch->group_start[p], k = batch->group_start[p + 1] - first;
+        size_t row = (size_t)first * stride;
+        build_prefix_tree(&batch->tree, batch->comp_row + first, batch->clen + first, k, batch->reward + first,
+                          batch->advantage + first, batch->lambda_size + row, batch->node_of + row, stride);
+        node_numbers(nums, &batch->tree, batch->advantage + first, batch->clen + first, k, batch->node_of + row,
+                     batch->lambda_size + row, stride, NULL, NULL);
+        for (int i = 0; i < k; i++) ids[i] = rec[order[first + i]].line;
+        char label[64];
+        snprintf(label, sizeof label, "group %ld", rec[order[first]].group);
+        PageGroup pg = {rec[order[first]].group, label, k, batch->comp_row + first, batch->clen + first,
+                        batch->reward + first, batch->advantage + first, ids, NULL, &batch->tree,
+                        batch->node_of + row, batch->lambda_size + row, stride, nums};
+        html_group(page, &pg, &tn, p == 0);
+    }
+    html_end(page, tmp, o->html_out);
+    fflush(stdout);   // the note after the text it follows, on a terminal
+    fprintf(stderr, "html: wrote %s\n", o->html_out);
+    free(ids);
+    free(nums);
+    free_token_names(&tn);
+}
+
 static int cmd_check(int argc, char **argv, Options *o) {
     o->max_new_tokens = 1024;
     const char *syn = "check FILE: runs one batch dumped from another trainer through grpo.c's tree and\n"
                       "objective code. FILE ('-' for stdin) has one completion per line of key=value\n"
                       "fields: group=<int> reward=<num> tokens=<id,...> [logp=...] [logp_old=...]\n"
                       "[logp_ref=...] [truncated=0|1]. Prints one tab-separated row per token and\n"
-                      "'loss <value>'. --mask-truncated 1 gives the lines with truncated=1 no loss.";
+                      "'loss <value>'. --mask-truncated 1 gives the lines with truncated=1 no loss.\n"
+                      "--html OUT also draws each group's tree B(G) as one self-contained page (names\n"
+                      "from --token-names; the paper's example: notes/examples/letters.txt).";
     int first = parse_options(argc, argv, CMD_CHECK, o, "check FILE", syn);
     if (first != argc - 1) usage_error("'" PROG " check' needs exactly one FILE argument ('-' for stdin)");
+    if (o->token_names[0] && !o->html_out[0])
+        usage_error("--token-names %s names tokens on the --html page only; add --html OUT", o->token_names);
+    if (o->html_out[0]) {   // refused before the file is read
+        const char *inputs[2] = {argv[first], o->token_names};
+        html_check_path(o->html_out, inputs, 2);
+    }
     if (o->obj.objective == OBJ_MC_PRM)
         usage_error("--objective mc-prm: check runs a dumped batch without a model, and MC-PRM's V̂ needs "
                     "fresh continuations from one (use grpo or lambda-grpo; ./grpo sample prints V̂ "
@@ -8363,6 +9020,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
         }
     }
     printf("loss\t%.9g\n", loss);
+    if (o->html_out[0]) check_write_html(o, path, &batch, rec, order, &cfg);
     for (int i = 0; i < N; i++) {
         free(rec[i].tokens);
         free(rec[i].logp);

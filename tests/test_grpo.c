@@ -6360,6 +6360,8 @@ static void test_select_usage(void) {
 
 // ----------------------------------------------------------------------------
 
+#include "test_html.c"   // the --html page of B(G) (group html)
+
 // the vector instructions and FMA this build may use (float32 results depend on them)
 static const char *build_isa(void) {
 #if defined(__AVX512F__)
@@ -6454,6 +6456,7 @@ int main(int argc, char **argv) {
     if (want("select", only)) test_dynamic_filter();
     if (want("select", only)) { test_spearman(); test_select_runs(); test_select_usage(); }
     if (want("select", only)) test_select_dynamic_objectives();
+    if (want("html", only)) { test_html_check(); test_html_sample_text(); test_html_sample_runs(); test_html_errors(); }
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);
