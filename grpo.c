@@ -46,7 +46,7 @@ How to read it
     tiles, the shared-prefix batch of --update-layout tree, packed decode) → CUDA seam
   and under the TOOLING banner what the commands need around the algorithm:
     Options → Checkpoints → Run logs → SFT → train (cmd_train) → the paper's synthetic experiment
-    (./grpo tree) → eval, sample, verify → check → bench → compare → Command line.
+    (./grpo tree) → HTML page of B(G) → eval, sample, verify → check → bench → compare → Command line.
   "Prefix tree" and "tree" mean B(G). The shared-prefix batch is another trie, a speed path: it
   packs a micro-batch's sequences so that shared positions are computed once, and changes no
   weight. README.md maps the sections to line numbers.
