@@ -1,9 +1,10 @@
 """notes/trl/tiny.py: a tiny random GPT-2 and a word-level tokenizer, built locally (no model hub),
 for the TRL tests and examples. `python3 notes/trl/tiny.py DIR` writes both to DIR.
 
-Vocabulary: <pad>=0, <eos>=1, then the letters a..f. With 8 tokens and a random model nearly
-every group of completions shares first tokens (|λ| > 1), some end with <eos>, others run out of
-the completion budget (truncated). reward(): dyadic values (k/4), so float32 group means are
+Vocabulary: <pad>=0, <eos>=1, then the letters a..f. With 8 tokens and a random model whose weights
+are drawn with std 0.3 (peaked next-token distributions), about a third of the completion tokens
+have |λ| > 1 in groups of 4, and with a budget of 5 tokens about one completion in 8 runs out of
+it without <eos> (truncated). reward(): dyadic values (k/4), so float32 group means are
 exact and an all-equal group's advantage is exactly 0 in TRL, as in grpo.c."""
 import os
 import sys
@@ -26,7 +27,7 @@ def build(out_dir, seed=0, dropout=0.0):
                                    bos_token="<eos>", unk_token="<pad>")
     fast.padding_side = "left"
     torch.manual_seed(seed)
-    cfg = GPT2Config(vocab_size=len(vocab), n_positions=64, n_embd=32, n_layer=2, n_head=2,
+    cfg = GPT2Config(vocab_size=len(vocab), n_positions=64, n_embd=32, n_layer=2, n_head=2, initializer_range=0.3,
                      resid_pdrop=dropout, embd_pdrop=dropout, attn_pdrop=dropout,
                      bos_token_id=1, eos_token_id=1, pad_token_id=0)
     model = GPT2LMHeadModel(cfg)
