@@ -159,3 +159,12 @@ clean:
 FIGURES_OUT := $(if $(filter command line,$(origin OUT)),$(OUT),runs/figures)
 figures:
 	python3 notes/plot.py --runs runs --out $(FIGURES_OUT)
+
+# λ-GRPO and ./grpo check in TRL and verl (notes/checking-trainers.md): real TRL 1.16 training steps
+# on CPU with a tiny local model, 1 and 2 processes, dumped and checked with ./grpo check, and
+# verl 0.9.1's loss functions (notes/verl). Not part of `make test` (it needs ~6 GB of Python
+# packages): `sh notes/trl/install.sh VENV && make test-trl TRL_PYTHON=VENV/bin/python`.
+.PHONY: test-trl
+TRL_PYTHON ?= python3
+test-trl: grpo
+	$(TRL_PYTHON) notes/trl/test_trl.py --verl

@@ -5,7 +5,7 @@ every step for ./grpo check (used by test_trl.py; runs alone or under `accelerat
     accelerate launch --num_processes 2 --cpu notes/trl/run_configs.py CONFIGS.json OUT_DIR
 
 CONFIGS.json: a list of objects {name, trainer: grpo|lambda|lambda-unit|lambda-shifted|
-lambda-no-truncated, model: DIR, steps, grpo_binary, ... GRPOConfig fields}. Each run writes
+lambda-no-truncated|lambda-local, model: DIR, steps, grpo_binary, ... GRPOConfig fields}. Each run writes
 OUT_DIR/NAME/stepS.{txt,trl.tsv,cmd} and OUT_DIR/NAME/warnings.txt (the main process's
 warnings). The lambda-* trainers with a planted bug exist for the mutation tests."""
 import json
@@ -20,7 +20,7 @@ from trl import GRPOConfig  # noqa: E402
 
 import tiny  # noqa: E402
 from check_dump import DumpGRPOTrainer, DumpLambdaGRPOTrainer  # noqa: E402
-from lambda_grpo import lambda_sizes  # noqa: E402
+from lambda_grpo import lambda_sizes, lambda_sizes_by_group  # noqa: E402
 
 
 class UnitLambda(DumpLambdaGRPOTrainer):
@@ -45,8 +45,18 @@ class NoTruncatedLambda(DumpLambdaGRPOTrainer):
         return lambda_sizes(kept, k)
 
 
+class LocalLambda(DumpLambdaGRPOTrainer):
+    """Planted bug: |λ| counted over this process's completions only (no gather across processes)."""
+    def compute_lambda_sizes(self, all_ids, k):
+        P, r = self.accelerator.num_processes, self.accelerator.process_index
+        B = len(all_ids) // P
+        keys = [g // k if r * B <= g < (r + 1) * B else ("elsewhere", g) for g in range(len(all_ids))]
+        return lambda_sizes_by_group(all_ids, keys)
+
+
 TRAINERS = {"grpo": DumpGRPOTrainer, "lambda": DumpLambdaGRPOTrainer, "lambda-unit": UnitLambda,
-            "lambda-shifted": ShiftedLambda, "lambda-no-truncated": NoTruncatedLambda}
+            "lambda-shifted": ShiftedLambda, "lambda-no-truncated": NoTruncatedLambda,
+            "lambda-local": LocalLambda}
 OWN_KEYS = {"name", "trainer", "model", "steps", "grpo_binary", "prompts_seed"}
 
 

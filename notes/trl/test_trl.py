@@ -18,7 +18,7 @@ completions then sit on both processes):
     every TRL loss type, β 0.04, use_bias_correction_kl True, μ 2: the KL term it re-adds is
     aggregated exactly as TRL's own.
   * Failures that must be detected: a planted off-by-one |λ|, masked truncated completions left
-    out of the tree, a wrong --clip-eps-high, a gradient changed by 1e-5, TRL's default
+    out of the tree, (2 processes) |λ| counted without gathering the other process's completions, a wrong --clip-eps-high, a gradient changed by 1e-5, TRL's default
     use_bias_correction_kl=True (the gradient check has no such term); the dropout warning; the
     printed command uses only options `./grpo check --help` lists; compare.py's bad-input errors.
 """
@@ -91,6 +91,8 @@ def extras(model, dropout_model, binary, P):
         dict(name="dropout", trainer="grpo", loss_type="dapo", beta=0.04, disable_dropout=False,
              use_bias_correction_kl=False, model=dropout_model, **batch),
     ]
+    if P > 1:
+        cfgs.append(dict(name="plant_local", trainer="lambda-local", loss_type="dapo", beta=0.0, **batch))
     for c in cfgs:
         c.setdefault("model", model)
         c["grpo_binary"] = binary
@@ -185,9 +187,10 @@ def check_extras(out, P, binary):
         record(f"P={P} LambdaGRPOTrainer(|λ|=1) == GRPOTrainer, loss_type {loss}, β 0.04, bias-corrected KL, μ 2",
                ok and worst <= 1e-6, f"max rel. diff {worst:.1e} (loss and gradient, 2 steps)")
     # planted bugs and known differences: the compare must fail
-    for name, what in (("plant_shifted", "planted off-by-one |λ|"),
+    plants = [("plant_local", "planted: |λ| counted on each process alone (no gather)")] if P > 1 else []
+    for name, what in plants + [("plant_shifted", "planted off-by-one |λ|"),
                        ("plant_notrunc", "planted: masked truncated completions out of the tree"),
-                       ("bias_correction_default", "TRL's default use_bias_correction_kl=True (known: other gradient)")):
+                       ("bias_correction_default", "TRL's default use_bias_correction_kl=True (known: other gradient)")]:
         d = os.path.join(out, name)
         rcs, texts = [], []
         for s in steps_of(d):
@@ -250,6 +253,7 @@ def main():
     ap.add_argument("--grpo", default=os.path.join(ROOT, "grpo"))
     ap.add_argument("--keep", help="work directory to keep (default: a temporary one, removed)")
     ap.add_argument("--processes", default="1,2")
+    ap.add_argument("--verl", action="store_true", help="also run notes/verl/test_verl.py and count its tests")
     a = ap.parse_args()
     if not os.access(a.grpo, os.X_OK):
         sys.exit(f"test_trl.py: {a.grpo} not found: run `make grpo` first")
@@ -278,6 +282,18 @@ def main():
         print(f"largest differences over {WORST.get('tokens', 0)} checked tokens (relative to the column scale): "
               f"dloss_dlogp {WORST['dloss_dlogp']:.2e}, loss {WORST['loss']:.2e}, advantage {WORST['advantage']:.2e}; "
               f"|λ| exact on {WORST.get('lambda_rows', 0)} tokens; {time.time() - t0:.0f} s")
+    if a.verl:
+        p = subprocess.run([sys.executable, os.path.join(ROOT, "notes", "verl", "test_verl.py"), "--grpo", a.grpo],
+                           capture_output=True, text=True, cwd=ROOT)
+        lines = [ln for ln in p.stdout.splitlines() if ln.startswith(("ok", "FAIL"))]
+        print("\n".join(lines), flush=True)
+        m = re.search(r"^(\d+) passed, (\d+) failed$", p.stdout, re.M)
+        if m is None:
+            record("notes/verl/test_verl.py ran", False, (p.stdout + p.stderr).strip()[-800:])
+        else:
+            RESULTS.extend([True] * int(m.group(1)) + [False] * int(m.group(2)))
+            if p.returncode != 0 and int(m.group(2)) == 0:
+                record("notes/verl/test_verl.py exit status", False, f"exit {p.returncode}")
     if not a.keep:
         shutil.rmtree(work, ignore_errors=True)
     passed = sum(RESULTS)

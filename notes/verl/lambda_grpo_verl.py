@@ -11,10 +11,10 @@ Use (the driver process, before the trainer is built):
     import lambda_grpo_verl            # PYTHONPATH=notes/verl
     lambda_grpo_verl.install()         # then algorithm.adv_estimator=lambda_grpo
 
-install() registers the advantage estimator "lambda_grpo" and wraps verl's compute_advantage
-(verl.trainer.ppo.ray_trainer and the v1 trainer's import of it), because verl 0.9.1 passes a
-registered estimator only token_level_rewards, response_mask, index (uid) and config, not the
-response ids that |λ| needs. The wrapper passes data.batch["responses"] to it.
+install() registers the advantage estimator "lambda_grpo" (register()) and wraps verl's
+compute_advantage (verl.trainer.ppo.ray_trainer and the v1 trainer's import of it), because
+verl 0.9.1 passes a registered estimator only token_level_rewards, response_mask, index (uid)
+and config, not the response ids that |λ| needs; the wrapper passes data.batch["responses"].
 
 β > 0 (actor.use_kl_loss=True) needs more than advantages: verl adds
 kl_loss_coef · agg_loss(kl_penalty(log_prob, ref_log_prob)) in the actor
@@ -73,7 +73,7 @@ def compute_lambda_grpo_outcome_advantage(token_level_rewards, response_mask, in
     from verl.trainer.ppo import core_algos
     if responses is None:
         raise ValueError("lambda_grpo needs the response ids (responses=data.batch['responses']): call "
-                         "lambda_grpo_verl.install() so compute_advantage passes them")
+                         "lambda_grpo_verl.install() so verl's compute_advantage passes them")
     if config is not None:
         norm_adv_by_std_in_grpo = config.get("norm_adv_by_std_in_grpo", norm_adv_by_std_in_grpo)
     adv, ret = core_algos.compute_grpo_outcome_advantage(
@@ -83,29 +83,42 @@ def compute_lambda_grpo_outcome_advantage(token_level_rewards, response_mask, in
     return adv * w, ret * w
 
 
-def install():
-    """Register "lambda_grpo" and make verl's compute_advantage pass the responses to it."""
-    from verl.trainer.ppo import core_algos, ray_trainer
+def register():
+    """Register the advantage estimator "lambda_grpo" in verl's registry (core_algos only)."""
+    from verl.trainer.ppo import core_algos
     if "lambda_grpo" not in core_algos.ADV_ESTIMATOR_REGISTRY:
         core_algos.register_adv_est("lambda_grpo")(compute_lambda_grpo_outcome_advantage)
-    original = ray_trainer.compute_advantage
-    if getattr(original, "_lambda_grpo", False):
-        return
+
+
+def make_compute_advantage(original, compute_response_mask):
+    """verl's compute_advantage(data, adv_estimator, ...) with "lambda_grpo" routed to the estimator
+    above, given data.batch["responses"]; every other estimator goes to `original` unchanged."""
     def compute_advantage(data, adv_estimator, *args, norm_adv_by_std_in_grpo=True, config=None, **kwargs):
         if str(getattr(adv_estimator, "value", adv_estimator)) != "lambda_grpo":
             return original(data, adv_estimator, *args, norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo,
                             config=config, **kwargs)
         if "response_mask" not in data.batch.keys():
-            data.batch["response_mask"] = ray_trainer.compute_response_mask(data)
+            data.batch["response_mask"] = compute_response_mask(data)
         adv, ret = compute_lambda_grpo_outcome_advantage(
             data.batch["token_level_rewards"], data.batch["response_mask"], data.non_tensor_batch["uid"],
             responses=data.batch["responses"], norm_adv_by_std_in_grpo=norm_adv_by_std_in_grpo)
         data.batch["advantages"], data.batch["returns"] = adv, ret
         return data
     compute_advantage._lambda_grpo = True
-    ray_trainer.compute_advantage = compute_advantage
+    return compute_advantage
+
+
+def install():
+    """register(), and make verl's trainers (legacy ray_trainer and v1) use the wrapped
+    compute_advantage. Needs verl's full install (ray_trainer imports torchdata, torchtitan, ...)."""
+    register()
+    from verl.trainer.ppo import ray_trainer
+    if getattr(ray_trainer.compute_advantage, "_lambda_grpo", False):
+        return
+    wrapped = make_compute_advantage(ray_trainer.compute_advantage, ray_trainer.compute_response_mask)
+    ray_trainer.compute_advantage = wrapped
     try:
         from verl.trainer.ppo.v1 import utils as v1_utils
-        v1_utils.compute_advantage = compute_advantage
+        v1_utils.compute_advantage = wrapped
     except ImportError:
         pass
