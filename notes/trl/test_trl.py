@@ -92,7 +92,7 @@ def extras(model, dropout_model, binary, P):
              use_bias_correction_kl=False, model=dropout_model, **batch),
     ]
     if P > 1:
-        cfgs.append(dict(name="plant_local", trainer="lambda-local", loss_type="dapo", beta=0.0, **batch))
+        cfgs.append(dict(name="plant_local", trainer="lambda-local", loss_type="dapo", beta=0.0, steps=4, **batch))
     for c in cfgs:
         c.setdefault("model", model)
         c["grpo_binary"] = binary
