@@ -1,0 +1,95 @@
+"""notes/trl/run_configs.py: runs real TRL training steps for a list of configurations, dumping
+every step for ./grpo check (used by test_trl.py; runs alone or under `accelerate launch`).
+
+    python3 notes/trl/run_configs.py CONFIGS.json OUT_DIR
+    accelerate launch --num_processes 2 --cpu notes/trl/run_configs.py CONFIGS.json OUT_DIR
+
+CONFIGS.json: a list of objects {name, trainer: grpo|lambda|lambda-unit|lambda-shifted|
+lambda-no-truncated|lambda-local, model: DIR, steps, grpo_binary, ... GRPOConfig fields}. Each run writes
+OUT_DIR/NAME/stepS.{txt,trl.tsv,cmd} and OUT_DIR/NAME/warnings.txt (the main process's
+warnings). The lambda-* trainers with a planted bug exist for the mutation tests."""
+import json
+import os
+import sys
+import warnings
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+from trl import GRPOConfig  # noqa: E402
+
+import tiny  # noqa: E402
+from check_dump import DumpGRPOTrainer, DumpLambdaGRPOTrainer  # noqa: E402
+from lambda_grpo import lambda_sizes, lambda_sizes_by_group  # noqa: E402
+
+
+class UnitLambda(DumpLambdaGRPOTrainer):
+    """Every |λ| = 1: must reproduce GRPOTrainer's loss and gradient (checks the KL re-aggregation)."""
+    def compute_lambda_sizes(self, all_ids, k):
+        return [[1] * len(ids) for ids in all_ids]
+
+
+class ShiftedLambda(DumpLambdaGRPOTrainer):
+    """Planted bug: |λ| of the previous position (off by one token)."""
+    def compute_lambda_sizes(self, all_ids, k):
+        sizes = lambda_sizes(all_ids, k)
+        return [[k] + row[:-1] if row else row for row in sizes]
+
+
+class NoTruncatedLambda(DumpLambdaGRPOTrainer):
+    """Planted bug: masked truncated completions left out of the tree (grpo.c keeps them in)."""
+    def compute_lambda_sizes(self, all_ids, k):
+        stop = [*self.eos_token_ids, self._tokenizer.pad_token_id]
+        kept = [ids if (not self.mask_truncated_completions or (ids and ids[-1] in stop)) else [-1 - i] * len(ids)
+                for i, ids in enumerate(all_ids)]
+        return lambda_sizes(kept, k)
+
+
+class LocalLambda(DumpLambdaGRPOTrainer):
+    """Planted bug: |λ| counted over this process's completions only (no gather across processes)."""
+    def compute_lambda_sizes(self, all_ids, k):
+        P, r = self.accelerator.num_processes, self.accelerator.process_index
+        B = len(all_ids) // P
+        keys = [g // k if r * B <= g < (r + 1) * B else ("elsewhere", g) for g in range(len(all_ids))]
+        return lambda_sizes_by_group(all_ids, keys)
+
+
+TRAINERS = {"grpo": DumpGRPOTrainer, "lambda": DumpLambdaGRPOTrainer, "lambda-unit": UnitLambda,
+            "lambda-shifted": ShiftedLambda, "lambda-no-truncated": NoTruncatedLambda,
+            "lambda-local": LocalLambda}
+OWN_KEYS = {"name", "trainer", "model", "steps", "grpo_binary", "prompts_seed"}
+
+
+def run(cfg, out_root):
+    out = os.path.join(out_root, cfg["name"])
+    fields = {k: v for k, v in cfg.items() if k not in OWN_KEYS}
+    base = dict(output_dir=os.path.join(out, "trainer"), report_to=[], use_cpu=True, save_strategy="no",
+                logging_steps=1, learning_rate=5e-4, seed=0, disable_dropout=True, max_completion_length=5,
+                max_steps=cfg.get("steps", 1), disable_tqdm=True)
+    base.update(fields)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        args = GRPOConfig(**base)
+        trainer = TRAINERS[cfg["trainer"]](
+            model=cfg["model"], reward_funcs=tiny.reward, args=args,
+            train_dataset=tiny.prompts(seed=cfg.get("prompts_seed", 0)),
+            check_dump_dir=out, grpo_binary=cfg.get("grpo_binary", "./grpo"))
+        trainer.train()
+    if trainer.accelerator.is_main_process:
+        with open(os.path.join(out, "warnings.txt"), "w") as f:
+            for w in caught:
+                if "check dump" in str(w.message):
+                    f.write(str(w.message).replace("\n", " ") + "\n")
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit("usage: run_configs.py CONFIGS.json OUT_DIR")
+    with open(sys.argv[1]) as f:
+        configs = json.load(f)
+    for cfg in configs:
+        run(cfg, sys.argv[2])
+
+
+if __name__ == "__main__":
+    main()
