@@ -941,6 +941,33 @@ static void *read_all(const char *path, size_t *n) {
     return buf;
 }
 
+/* reseal_checkpoint: recomputes every CRC-32 of a format-4 checkpoint in buf (n bytes) after a
+   test edited it on purpose, so that the load reaches the check the test is about (a vocabulary,
+   a section length, a run record) instead of stopping at the checksum. The sizes come from the
+   header as it now stands. */
+static void reseal_checkpoint(unsigned char *buf, size_t n) {
+    int32_t h[CKPT_HEADER_INTS];
+    memcpy(h, buf, sizeof h);
+    GPTConfig c = {h[2], h[3], h[4], h[5], h[6]};
+    size_t sz[NUM_PARAM_TENSORS], np = 0;
+    param_sizes(sz, &c);
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) np += sz[i];
+    size_t at = sizeof h, len[6] = {(size_t)h[9], np * 4, h[7] ? np * 4 : 0, h[7] ? np * 4 : 0, h[7] ? 32 : 0,
+                                    h[7] ? (size_t)h[11] : 0};
+    for (int s = 0; s < 6 && at + len[s] <= n; at += len[s], s++)
+        h[CKPT_CRC_VOCAB + s] = s >= 2 && !h[7] ? 0 : (int32_t)crc32_update(0, buf + at, len[s]);
+    for (int i = 0; i < (h[7] ? h[12] : 0) && i < CKPT_MAX_SECTIONS && at + 16 <= n; i++) {
+        uint64_t bytes;
+        memcpy(&bytes, buf + at + 8, 8);
+        size_t take = at + 16 + bytes <= n ? (size_t)bytes : n - at - 16;
+        h[CKPT_CRC_SECTIONS + i] = ckpt_section_crc((const char *)buf + at, bytes, buf + at + 16);
+        if (take != bytes) h[CKPT_CRC_SECTIONS + i] = 0;   // cut short: the load says truncated
+        at += 16 + take;
+    }
+    h[CKPT_CRC_HEADER] = ckpt_header_crc(h);
+    memcpy(buf, h, sizeof h);
+}
+
 static void load_ckpt_fn(void *path) { GPT m; load_checkpoint((const char *)path, &m, 1, NULL); }
 static void load_resume_fn(void *path) { GPT m; TrainState st = {0}; load_checkpoint((const char *)path, &m, 1, &st); }
 static void load_train_resume_fn(void *path) { GPT m; TrainState st = {0}; st.kind = 2; load_checkpoint((const char *)path, &m, 1, &st); }
@@ -984,6 +1011,7 @@ static void test_checkpoints(void) {
     expect_exit("checkpoint: another version is refused", load_ckpt_fn, bad, 1, "version 9");
     memcpy(mod, buf, n);
     mod[CKPT_HEADER_INTS * 4 + 6] = 'X';   // change one vocabulary entry
+    reseal_checkpoint(mod, n);   // with its checksums: the vocabulary check itself refuses it
     snprintf(bad, sizeof bad, "%s/vocab.bin", TMPDIR_);
     write_bytes(bad, mod, n);
     expect_exit("checkpoint: different vocabulary is refused", load_ckpt_fn, bad, 1, "vocabulary");
@@ -1004,6 +1032,123 @@ static void test_checkpoints(void) {
 }
 
 static void load_init_fn(void *path) { GPT m; load_checkpoint((const char *)path, &m, 1, NULL); free_gpt(&m); }
+
+// A train resume's checks of a checkpoint's run record: the load, then the options (train's defaults).
+static void resume_record_fn(void *path) {
+    GPT m;
+    TrainState st = {0};
+    st.kind = 2;
+    load_checkpoint((const char *)path, &m, 1, &st);
+    Options o;
+    default_options(&o);
+    train_defaults(&o);
+    check_resume_options(&o, &st, (const char *)path, TRAIN_RUN_OPTIONS);
+}
+
+/* Checkpoint format 4: a CRC-32 per section. One bit flipped in any section of a small
+   checkpoint (optimizer state, a run record, two state sections) is refused with exit 1 and a
+   message naming the section: every byte of the header, the vocabulary, the RNG state, the run
+   record and the state sections, and 97 positions spread over each of the parameters and the
+   two moments (each byte's bit b = position mod 8). Format 3 (the same bytes, no checksums)
+   still loads, with a note that it is unchecked. A run record whose 'seed=' reads 'reed=' (its
+   CRC made to match) is refused as unknown, not resumed without the seed check; one without
+   gen_tokens is refused too. */
+static void test_checkpoint_checksums(void) {
+    char path[256], bad[300];
+    snprintf(path, sizeof path, "%s/crc.bin", TMPDIR_);
+    GPT a;
+    build_gpt(&a, (GPTConfig){8, VOCAB_SIZE, 1, 1, 8}, 1, 9);
+    for (size_t i = 0; i < a.num_parameters; i++) {
+        a.m_memory[i] = 1e-3f * (float)(i % 17);
+        a.v_memory[i] = 1e-6f * (float)(i % 13);
+    }
+    TrainState st = {.step = 5, .rng = {{11, 12, 13, 14}}, .kind = 2, .gen_tokens = 321};
+    Options o;
+    default_options(&o);
+    train_defaults(&o);
+    record_options(st.options, sizeof st.options, &o, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);
+    snprintf(st.log_row, sizeof st.log_row, "5,0.25");
+    double blob[3] = {1, 2, 3};
+    unsigned char tiny[5] = {1, 2, 3, 4, 5};
+    ckpt_add_section(&st, "mopps", blob, sizeof blob, 0);
+    ckpt_add_section(&st, "x", tiny, sizeof tiny, 0);
+    save_checkpoint(path, &a, 1, &st);
+    size_t n;
+    unsigned char *buf = (unsigned char *)read_all(path, &n);
+    expect_exit("checkpoint: format 4 resumes with its checks (intact file)", resume_record_fn, path, 0, "");
+    int32_t h[CKPT_HEADER_INTS];
+    memcpy(h, buf, sizeof h);
+    size_t np4 = a.num_parameters * 4, vocab_at = sizeof h, params_at = vocab_at + (size_t)h[9];
+    size_t rng_at = params_at + 3 * np4, record_at = rng_at + 32, sections_at = record_at + (size_t)h[11];
+    struct { const char *name; size_t from, to, stride; } part[] = {
+        {"header", 0, vocab_at, 1}, {"vocabulary", vocab_at, params_at, 1},
+        {"parameters", params_at, params_at + np4, np4 / 97 + 1},
+        {"AdamW first moments", params_at + np4, params_at + 2 * np4, np4 / 97 + 1},
+        {"AdamW second moments", params_at + 2 * np4, rng_at, np4 / 97 + 1}, {"RNG state", rng_at, record_at, 1},
+        {"run record", record_at, sections_at, 1}, {"state section", sections_at, n, 1}};
+    static const char *needle[] = {"header", "vocabulary", "parameters", "first moments", "second moments",
+                                   "RNG state", "run record", "state section"};
+    snprintf(bad, sizeof bad, "%s/crc_flip.bin", TMPDIR_);
+    int total = 0, refused_all = 0;
+    for (int p = 0; p < 8; p++) {
+        int flips = 0, refused = 0, named = 0;
+        char first_miss[200] = "";
+        for (size_t at = part[p].from; at < part[p].to; at += part[p].stride) {
+            buf[at] ^= (unsigned char)(1u << (at % 8));
+            write_bytes(bad, buf, n);
+            buf[at] ^= (unsigned char)(1u << (at % 8));
+            char err[4096];
+            int code = child_stderr(resume_record_fn, bad, err, sizeof err);
+            flips++;
+            int ok_named = strstr(err, needle[p]) != NULL ||
+                           (p == 0 && (strstr(err, "magic") || strstr(err, "format version")));
+            refused += code == 1;
+            named += code == 1 && ok_named;
+            if ((code != 1 || !ok_named) && !first_miss[0])
+                snprintf(first_miss, sizeof first_miss, "byte %zu: exit %d: %.120s", at, code, err);
+        }
+        char name[128];
+        snprintf(name, sizeof name, "checkpoint: a bit flipped in the %s is refused, naming it", part[p].name);
+        check(flips > 0 && refused == flips && named == flips, name, "%d of %d flips refused, %d named%s%s", refused,
+              flips, named, first_miss[0] ? "; " : "", first_miss);
+        total += flips;
+        refused_all += refused;
+    }
+    printf("# checkpoint checksums: %d of %d single-bit flips refused\n", refused_all, total);
+    // format 3: the same file without checksums loads, unchecked, with a note
+    unsigned char *old = (unsigned char *)mallocCheck(n);
+    memcpy(old, buf, n);
+    int32_t h3[CKPT_HEADER_INTS];
+    memcpy(h3, old, sizeof h3);
+    h3[1] = 3;
+    for (int i = CKPT_CRC_VOCAB; i < CKPT_HEADER_INTS; i++) h3[i] = 0;
+    memcpy(old, h3, sizeof h3);
+    snprintf(bad, sizeof bad, "%s/crc_v3.bin", TMPDIR_);
+    write_bytes(bad, old, n);
+    expect_exit("checkpoint: format 3 (no checksums) still loads, with a note that it is unchecked", load_resume_fn,
+                bad, 0, "holds no checksums: its bytes are loaded unchecked");
+    // a run record edited with its CRC made to match: 'seed=' read as 'reed='
+    memcpy(old, buf, n);
+    char *rec = (char *)old + record_at, *seed = NULL;
+    for (size_t i = 0; i + 5 <= (size_t)h[11]; i++)
+        if (!memcmp(rec + i, "seed=", 5) && (i == 0 || rec[i - 1] == '\n')) seed = rec + i;
+    if (seed) seed[0] = 'r';
+    reseal_checkpoint(old, n);
+    write_bytes(bad, old, n);
+    expect_exit("checkpoint: a run record whose seed= reads reed= is refused (not resumed unchecked)",
+                resume_record_fn, bad, 1, "its run record holds 'reed', which this build does not know");
+    memcpy(old, buf, n);
+    rec = (char *)old + record_at;
+    char *tokens = strstr(rec, "gen_tokens=");
+    if (tokens) tokens[9] = 'z';
+    reseal_checkpoint(old, n);
+    write_bytes(bad, old, n);
+    expect_exit("checkpoint: a run record without gen_tokens= is refused", resume_record_fn, bad, 1,
+                "its run record has no count 'gen_tokens=N'");
+    free(old);
+    free(buf);
+    free_gpt(&a);
+}
 
 // State sections (checkpoint format 3): what a save writes after the run record comes back by
 // tag, byte for byte; --init skips them; a section longer than the header says is refused.
@@ -1040,12 +1185,14 @@ static void test_checkpoint_sections(void) {
     memcpy(h, buf, sizeof h);
     h[13] -= 1;   // the header now says the sections hold one byte less than they do
     memcpy(buf, h, sizeof h);
+    reseal_checkpoint(buf, n - 1);
     snprintf(bad, sizeof bad, "%s/sections_bad.bin", TMPDIR_);
     write_bytes(bad, buf, n - 1);
     expect_exit("checkpoint: a section longer than the header says is refused", load_resume_fn, bad, 1,
                 "state section disagrees");
     h[13] += 1;   // the true header, one byte short of the last section
     memcpy(buf, h, sizeof h);
+    reseal_checkpoint(buf, n - 1);
     write_bytes(bad, buf, n - 1);
     expect_exit("checkpoint: a file that ends inside a state section is refused (--init too)", load_init_fn, bad,
                 1, "truncated");
@@ -1826,6 +1973,7 @@ static void test_checkpoint_messages(void) {
     size_t n;
     unsigned char *buf = (unsigned char *)read_all(path, &n);
     buf[CKPT_HEADER_INTS * 4 + 6] = 'X';   // "<pad>\n<bos>\n...": token 1 becomes "Xbos>"
+    reseal_checkpoint(buf, n);
     char bad[300];
     snprintf(bad, sizeof bad, "%s/vocab_same_size.bin", TMPDIR_);
     write_bytes(bad, buf, n);
@@ -5224,6 +5372,7 @@ static void strip_sections(const char *from, const char *to) {
     size_t sections = (size_t)h[13] + ((size_t)h[14] << 31) + (size_t)h[12] * (CKPT_TAG_BYTES + 8);
     h[12] = h[13] = h[14] = 0;
     memcpy(buf, h, sizeof h);
+    reseal_checkpoint(buf, n - sections);
     write_bytes(to, buf, n - sections);
     free(buf);
 }
@@ -6379,6 +6528,7 @@ int main(int argc, char **argv) {
     if (want("model", only)) test_clip_ref();
     if (want("checkpoint", only)) test_checkpoints();
     if (want("checkpoint", only)) test_checkpoint_sections();
+    if (want("checkpoint", only)) test_checkpoint_checksums();
     if (want("checkpoint", only)) test_run_tmpdir();
     if (want("cli", only)) test_usage_errors();
     if (want("cli", only)) test_io_errors();
