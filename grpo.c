@@ -7122,12 +7122,22 @@ static void budget_resume(Budget *b, const Options *o, const TrainState *st) {
 
 /* open_eval_csv_resumed: RUN_DIR/eval.csv of a resumed --eval-points run, kept up to point
    next_point − 1 (the points the checkpoint's steps reached) and cut after it; the run appends
-   the rest. A file without the header, or with fewer points than the checkpoint says were
-   written, stops the run naming the file. */
+   the rest. A missing or empty file (a resume into another --run-dir) is started with its header
+   and a note naming the points it lacks; one without the header, or with fewer points than the
+   checkpoint says were written, stops the run naming the file. */
 static CsvLog open_eval_csv_resumed(const char *run_dir, const char *header, int next_point) {
     CsvLog c;
     memset(&c, 0, sizeof c);
     snprintf(c.path, sizeof c.path, "%s/eval.csv", run_dir);
+    struct stat sb;
+    if (stat(c.path, &sb) != 0 || sb.st_size == 0) {
+        c.f = fopenCheck(c.path, "w");
+        fprintf(c.f, "%s\n", header);
+        csv_row_done(&c);
+        fprintf(stderr, "note: %s is new: points 0-%d (before the checkpoint) are in the resumed run's own "
+                        "eval.csv\n", c.path, next_point - 1);
+        return c;
+    }
     c.f = fopen(c.path, "r+");
     char msg[1400];
     if (!c.f) {
@@ -7136,8 +7146,8 @@ static CsvLog open_eval_csv_resumed(const char *run_dir, const char *header, int
     }
     char line[512];
     long keep = 0;
-    int rows = -1;   // the header is row −1, point 0 is row 0
-    while (rows < next_point - 1 && fgets(line, sizeof line, c.f)) {
+    int rows = -1;   // -1: the header is next; then the count of points read (0, 1, ...)
+    while (rows < next_point && fgets(line, sizeof line, c.f)) {
         size_t n = strlen(line);
         if (rows == -1 && strncmp(line, header, strlen(header)) != 0) rows = -2;
         if (rows == -2 || n == 0 || line[n - 1] != '\n') break;
@@ -7145,7 +7155,7 @@ static CsvLog open_eval_csv_resumed(const char *run_dir, const char *header, int
         keep += (long)n;
         rows++;
     }
-    if (rows != next_point - 1) {
+    if (rows != next_point) {
         snprintf(msg, sizeof msg, "'%s' does not hold the header and points 0-%d that the checkpoint's steps "
                  "wrote (%s)", c.path, next_point - 1, rows == -2 ? "another header" : "a point is missing");
         fail_at(__FILE__, __LINE__, msg, "resume into the --run-dir of the run, or start a new run");
@@ -9105,9 +9115,23 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
             snprintf(err, errn, "method '%.200s' has no name before ':'", x->label);
             return -1;
         }
+        if (!strcmp(copy, ".") || !strcmp(copy, "..")) {   // its runs' directory would be runs/ or the study
+            snprintf(err, errn, "method '%.200s': '%s' cannot name a method (its runs would land outside runs/)",
+                     x->label, copy);
+            return -1;
+        }
         x->objective = -1;
         for (int k = 0; OBJECTIVE_NAMES[k]; k++)
             if (!strcmp(copy, OBJECTIVE_NAMES[k])) x->objective = k;
+        if (x->objective < 0 && !colon) {   // a bare name: a misspelt objective would run the default under it
+            char names[160] = "";
+            for (int k = 0; OBJECTIVE_NAMES[k]; k++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "",
+                         OBJECTIVE_NAMES[k]);
+            snprintf(err, errn, "method '%.100s' is not an objective (%s); a label runs with the options it is "
+                     "given: %.100s:--objective=NAME[:--option=value...]", x->label, names, x->label);
+            return -1;
+        }
         char *rest = colon ? colon + 1 : NULL;
         while (rest) {
             char *next = strchr(rest, ':');
@@ -9822,7 +9846,7 @@ static void prereg_check_own_hash(const char *path, const char *old) {
                  "of its text)", path);
         fail_at(__FILE__, __LINE__, msg, "restore the file, or give another --study");
     }
-    const char *hex = at + 16, *end = strchr(hex, '\n');
+    const char *hex = at + 15, *end = strchr(hex, '\n');   // after "\nhash: fnv1a64 "
     char *stop = NULL;
     unsigned long long stated = strtoull(hex, &stop, 16);
     uint64_t actual = fnv1a64(old, (size_t)(at + 1 - old));

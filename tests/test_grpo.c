@@ -1627,12 +1627,23 @@ static void test_resume_before(void) {
     load_checkpoint(mem, &m, 1, &st);
     st.kind = 2;   // as if ./grpo train had written it after 1 step
     st.step = 1;
-    snprintf(resume, sizeof resume, "%s/memorised_train.bin", TMPDIR_);
-    save_checkpoint(resume, &m, 1, &st);
     GPT r;
     build_gpt(&r, m.config, 1, 11);
     snprintf(init, sizeof init, "%s/random_init.bin", TMPDIR_);
     save_checkpoint(init, &r, 0, NULL);
+    Options ro;   // the run record the command below resumes with (format 4 holds every key)
+    default_options(&ro);
+    train_defaults(&ro);
+    ro.prompts_per_step = 1;
+    ro.group_size = 2;
+    ro.max_new_tokens = 20;
+    snprintf(ro.train_data, sizeof ro.train_data, "%s", data);
+    snprintf(ro.val_data, sizeof ro.val_data, "%s", data);
+    snprintf(ro.init, sizeof ro.init, "%s", init);
+    record_options(st.options, sizeof st.options, &ro, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);
+    record_input_hashes(st.options, sizeof st.options, &ro, TRAIN_INPUTS, "");
+    snprintf(resume, sizeof resume, "%s/memorised_train.bin", TMPDIR_);
+    save_checkpoint(resume, &m, 1, &st);
     free_gpt(&m); free_gpt(&r);
     static char cmd[2048], out[16384];
     double acc[2];
@@ -3860,13 +3871,28 @@ static void test_resume_run_record(void) {
     check(code == 0 && strstr(out, "note: --lr 5e-05: the run in") && strstr(out, "had --lr 0.0001"),
           "train --resume with another --lr: goes on, with a note naming both values", "exit %d: %s", code,
           line_with(out, "note: --lr"));
+    // other inputs on resume: another --train-data (the run record holds its hash), another --init of
+    // the same shape where the resume loads it (--test-limit: the start of the test comparison)
+    char other_init[300];
+    save_tiny_init(other_init, sizeof other_init, "record_other_init.bin", 22);
+    const char *swap[2] = {"--train-data tests/fixtures/val_small.txt", "--test-limit 2 --init "};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "%s train %s %s%s --resume %s --run-dir %s/record_f", grpo_bin(), common, swap[i],
+                 i ? other_init : "", ckpt, TMPDIR_);
+        code = run_binary(cmd, out, sizeof out);
+        const char *err = line_with(out, "usage error");
+        char name[160];
+        snprintf(name, sizeof name, "train --resume with another %s: refused, naming it", i ? "--init" : "--train-data");
+        check(code == 2 && strstr(err, i ? "--init " : "--train-data ") && strstr(err, "its bytes"), name,
+              "exit %d: %s", code, err);
+    }
     // the same checkpoint in format 1: header version 1, no run record
     size_t n;
     unsigned char *buf = (unsigned char *)read_all(ckpt, &n);
     int32_t h[CKPT_HEADER_INTS];
     memcpy(h, buf, sizeof h);
-    size_t record = (size_t)h[11];
-    h[1] = 1;
+    size_t record = (size_t)h[11] + (size_t)h[13] + ((size_t)h[14] << 31) + (size_t)h[12] * (CKPT_TAG_BYTES + 8);
+    h[1] = 1;   // and no state sections (the budget counters' one): format 1 has none
     h[11] = 0;
     memcpy(buf, h, sizeof h);
     char old[300];
@@ -3938,6 +3964,12 @@ static void test_sft_run_record(void) {
     check(code == 2 && strstr(err, "--batch-size 4: '") && strstr(err, "with --batch-size 2"),
           "sft --resume with another --batch-size: a usage error naming both values", "exit %d: %s", code,
           err);
+    snprintf(cmd, sizeof cmd, "%s sft %s --train-data tests/fixtures/val_small.txt --resume %s/sft_record/ckpt.bin "
+             "--run-dir %s/sft_record3", grpo_bin(), common, TMPDIR_, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    err = line_with(out, "usage error");
+    check(code == 2 && strstr(err, "--train-data tests/fixtures/val_small.txt: its bytes"),
+          "sft --resume with another --train-data: refused, naming it", "exit %d: %s", code, err);
     snprintf(cmd, sizeof cmd, "%s sft %s --run-dir %s/sft_record", grpo_bin(), common, TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
     err = line_with(out, "usage error");
@@ -4030,15 +4062,20 @@ static void test_compare_stats(void) {
                             {"", "no method"}, {"grpo:--steps=3", "set by compare"},
                             {"grpo:--nope=1", "not an option"}, {"grpo:temperature=0.7", "--option=value"},
                             {"grpo:--temperature", "--option=value"}, {"a b", "character"},
-                            {"grpo:--objective=lambda-grpo", "objective already"}, {":--lr=1", "no name"}};
-    int refused = 0;
-    for (int i = 0; i < 11; i++) {
+                            {"grpo:--objective=lambda-grpo", "objective already"}, {":--lr=1", "no name"},
+                            // a bare name that is not an objective (a misspelt one ran the default
+                            // under its name); . and .. (their runs landed outside runs/)
+                            {"grpo,PPO", "'PPO' is not an objective"}, {"lamda-grpo", "PPO"},
+                            {".", "cannot name a method"}, {"..:--lr=1e-4", "cannot name a method"}};
+    bad[12][1] = "lamda-grpo:--objective=NAME";   // the message says how to give a label its options
+    int refused = 0, nbad = (int)(sizeof bad / sizeof bad[0]);
+    for (int i = 0; i < nbad; i++) {
         err[0] = 0;
         int r = parse_methods(bad[i][0], m, CMP_MAX_METHODS, err, sizeof err);
         if (r == -1 && strstr(err, bad[i][1])) refused++;
         else printf("      '%s': %d, '%s'\n", bad[i][0], r, err);
     }
-    check(refused == 11, "compare: --methods refuses bad lists with a message", "%d of 11", refused);
+    check(refused == nbad, "compare: --methods refuses bad lists with a message", "%d of %d", refused, nbad);
     // FNV-1a 64 of the prereg: the published test vectors
     check(fnv1a64("", 0) == 0xcbf29ce484222325ull && fnv1a64("a", 1) == 0xaf63dc4c8601ec8cull &&
           fnv1a64("foobar", 6) == 0x85944171f73967e8ull, "compare: FNV-1a 64 test vectors", "");
@@ -4130,6 +4167,15 @@ static void check_budget_run(const char *dir, const char *unit, double budget, i
     check(ok, name, "%d rows", erows);
 }
 
+// A whole file, NUL-terminated.
+static char *read_text(const char *path) {
+    size_t n;
+    char *t = (char *)read_all(path, &n);
+    t = (char *)realloc(t, n + 1);
+    t[n] = 0;
+    return t;
+}
+
 static void test_budget_accounting(void) {
     // F = 2N + 2CV + 2L·maxT·C with N = L(12C² + 13C) + 2C (non-embedding parameters)
     GPTConfig tiny = {64, VOCAB_SIZE, 2, 2, 32}, base = {64, VOCAB_SIZE, 4, 4, 128};
@@ -4174,8 +4220,51 @@ static void test_budget_accounting(void) {
     snprintf(call_args[1], sizeof call_args[1], "%s --eval-points 2 --run-dir /tmp/grpo_test/budget_r",
              common);
     CmdCall resume = {cmd_train, call_args[0]}, points = {cmd_train, call_args[1]};
-    expect_exit("budget: --budget with --resume is refused", cmd_call_fn, &resume, 2,
-                "--budget with --resume");
+    (void)resume;
+    // --budget with --resume: the counters are in the checkpoint, so an interrupted budget run goes
+    // on counting (train.csv's budget_spent and eval.csv's points as in the run straight through);
+    // another --budget, or a run that has spent it, is refused. Fresh processes (OpenMP after fork).
+    static char cmd[4096], out[16384];
+    snprintf(args, sizeof args, "%s --budget-unit gen-tokens --budget 1500 --eval-points 3 --save-every 3 "
+             "--run-dir /tmp/grpo_test/budget_sv", common);
+    rc = run_cmd_quiet(cmd_train, args, log);
+    char sv_csv[512], sv_eval[512];
+    snprintf(sv_csv, sizeof sv_csv, "%s", tmp_path("/tmp/grpo_test/budget_sv/train.csv"));
+    snprintf(sv_eval, sizeof sv_eval, "%s", tmp_path("/tmp/grpo_test/budget_sv/eval.csv"));
+    char *csv1 = read_text(sv_csv), *ev1 = read_text(sv_eval);
+    double spent1[256], spent2[256], pts1[8], pts2[8];
+    int rows1 = csv_column(csv1, "budget_spent", spent1, 256);
+    snprintf(cmd, sizeof cmd, "%s train %s --budget-unit gen-tokens --budget 1500 --eval-points 3 --save-every 3 "
+             "--resume %s --run-dir %s", grpo_bin(), common, tmp_path("/tmp/grpo_test/budget_sv/ckpt.bin"),
+             tmp_path("/tmp/grpo_test/budget_sv"));
+    rewrite_tmp(out, sizeof out, cmd);
+    snprintf(cmd, sizeof cmd, "%.4000s", out);
+    int rc2 = run_binary(cmd, out, sizeof out);
+    char *csv2 = read_text(sv_csv), *ev2 = read_text(sv_eval);
+    int rows2 = csv_column(csv2, "budget_spent", spent2, 256);
+    int np1 = csv_column(ev1, "budget_spent", pts1, 8), np2 = csv_column(ev2, "budget_spent", pts2, 8);
+    int same = rc == 0 && rc2 == 0 && rows1 == rows2 && rows1 > 3 && np1 == 4 && np2 == 4;
+    for (int i = 0; same && i < rows1; i++) same = spent1[i] == spent2[i];
+    for (int i = 0; same && i < np1; i++) same = pts1[i] == pts2[i];
+    check(same, "budget: --budget --resume goes on counting: budget_spent and eval.csv as straight through",
+          "exit %d, %d; %d and %d rows, %d and %d points: %.80s", rc, rc2, rows1, rows2, np1, np2,
+          line_with(out, "error"));
+    free(csv1); free(csv2); free(ev1); free(ev2);
+    snprintf(cmd, sizeof cmd, "%s train %s --budget 1000 --resume %s --run-dir %s", grpo_bin(), common,
+             tmp_path("/tmp/grpo_test/budget_sv/ckpt.bin"), tmp_path("/tmp/grpo_test/budget_r"));
+    rewrite_tmp(out, sizeof out, cmd);
+    snprintf(cmd, sizeof cmd, "%.4000s", out);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 2 && strstr(out, "--budget 1000: the run in") && strstr(out, "had --budget 1500"),
+          "budget: --resume with another --budget is refused, naming both", "exit %d: %s", rc,
+          line_with(out, "error"));
+    snprintf(cmd, sizeof cmd, "%s train %s --budget 1500 --eval-points 3 --resume %s --run-dir %s", grpo_bin(), common,
+             tmp_path("/tmp/grpo_test/budget_tok/model.bin"), tmp_path("/tmp/grpo_test/budget_r"));
+    rewrite_tmp(out, sizeof out, cmd);
+    snprintf(cmd, sizeof cmd, "%.4000s", out);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 2 && strstr(out, "has spent it already"), "budget: --resume of a run that spent its --budget is "
+          "refused", "exit %d: %s", rc, line_with(out, "error"));
     expect_exit("budget: --eval-points without --budget is refused", cmd_call_fn, &points, 2,
                 "needs --budget");
 }
@@ -4262,6 +4351,53 @@ static void test_compare_quick(void) {
     rc = run_binary(cmd, out, sizeof out);
     check(rc == 1 && strstr(out, "pre-registered with another configuration"),
           "compare: another configuration in the same study is refused", "exit %d", rc);
+    // prereg.txt is checked against its own hash: edited text (another seed range) or a line added
+    // below the hash is refused, naming the file, before anything runs
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s --jobs 1", grpo_bin(), study);
+    snprintf(path, sizeof path, "%s/prereg.txt", study);
+    snprintf(path2, sizeof path2, "%s/prereg.saved", TMPDIR_);
+    char *orig = (char *)read_all(path, &n);
+    orig = (char *)realloc(orig, n + 1);
+    orig[n] = 0;
+    write_bytes(path2, orig, n);
+    check(strstr(orig, "\n" PREREG_SFT_LINE) != NULL, "compare: prereg.txt records the made SFT checkpoint's hash",
+          "");
+    char *edited = (char *)mallocCheck(n + 64);
+    memcpy(edited, orig, n + 1);
+    char *seeds = strstr(edited, "seeds: 1..2");
+    if (seeds) seeds[10] = '5';
+    write_bytes(path, edited, n);
+    rc = run_binary(cmd, out, sizeof out);
+    check(seeds && rc == 1 && strstr(out, "does not match its own hash") && strstr(out, path) && !strstr(out, "runs:"),
+          "compare: a prereg.txt edited after its hash (seeds 1..5) is refused, naming it", "exit %d: %s", rc,
+          line_with(out, "error"));
+    snprintf(edited, n + 64, "%sseeds: 1..5\n", orig);
+    write_bytes(path, edited, strlen(edited));
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 1 && strstr(out, "below its hash line") && strstr(out, path),
+          "compare: a line added below prereg.txt's hash is refused", "exit %d: %s", rc, line_with(out, "error"));
+    write_bytes(path, orig, n);
+    // the study's SFT checkpoint swapped mid-study: the run that is to be redone does not start
+    char sft_path[512], other[512], sft_saved[512];
+    snprintf(sft_path, sizeof sft_path, "%s/sft/model.bin", study);
+    snprintf(sft_saved, sizeof sft_saved, "%s/sft_saved.bin", TMPDIR_);
+    snprintf(other, sizeof other, "%s/runs/grpo/seed_1/model.bin", study);   // another model, the same shape
+    rename(sft_path, sft_saved);
+    size_t on;
+    void *other_bytes = read_all(other, &on);
+    write_bytes(sft_path, other_bytes, on);
+    free(other_bytes);
+    unlink(done);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 1 && strstr(out, "is not the one") && strstr(out, sft_path) && !strstr(out, "start:"),
+          "compare: a swapped SFT checkpoint is refused before a run starts from it", "exit %d: %s", rc,
+          line_with(out, "error"));
+    rename(sft_saved, sft_path);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 0 && strstr(out, "start: lambda-grpo/seed_2") && files_equal(path, path2),
+          "compare: ... the restored one runs it, prereg.txt unchanged", "exit %d", rc);
+    free(orig);
+    free(edited);
     snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/study_bad --init %s/sft/model.bin "
              "--methods grpo:--max-new-tokens=60", grpo_bin(), TMPDIR_, study);
     rc = run_binary(cmd, out, sizeof out);
