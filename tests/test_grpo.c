@@ -5604,7 +5604,7 @@ static void test_ppo_train(void) {
         free_gpt(&m);
     }
     check(code == 0 && plain_log && !strstr(st2.options, "gae") && !strstr(st2.options, "critic") &&
-          st2.num_sections == 0 && !strstr(out, "gae-gamma="),
+          !ckpt_section(&st2, CRITIC_TAG, &(uint64_t){0}) && !strstr(out, "gae-gamma="),
           "ppo: a GRPO run prints, logs and records no critic option or column", "exit %d", code);
 }
 
@@ -6264,9 +6264,9 @@ static void test_select_runs(void) {
              "%s/mopps_a/ckpt.bin --run-dir %s/mopps_f", grpo_bin(), common, other, TMPDIR_, TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
     err = line_with(out, "error");
-    check(code == 1 && strstr(err, "ckpt.bin") && strstr(err, "posteriors of 20 training prompts") &&
-          strstr(err, "holds 19"),
-          "select: a MoPPS resume on another training set is refused (its size)", "exit %d: %s", code, err);
+    // the run record's hash of --train-data refuses it first (before MoPPS's own size check)
+    check(code == 2 && strstr(err, "--train-data") && strstr(err, "its bytes") && strstr(err, "ckpt.bin"),
+          "select: a MoPPS resume on another training set is refused (its hash)", "exit %d: %s", code, err);
     // dynamic sampling with a model that never succeeds: every step hits the cap
     snprintf(cmd, sizeof cmd, "%s train %s %s --prompt-select dynamic --dynamic-max-rounds 3 "
              "--run-dir %s/dyn", grpo_bin(), common, data, TMPDIR_);
