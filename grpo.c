@@ -2277,7 +2277,7 @@ typedef struct {
     float temperature;     // T of the sampler and of every log-prob: π_θ, π_old and π_ref
     int num_iterations;    // μ: optimizer steps per sampled batch (π_old: iteration 0's log-probs,
                            // frozen for all μ; grpo_loss_backward)
-    int micro_batch;       // sequences per forward/backward (0: all N at once); changes no gradient
+    int micro_batch;       // sequences per forward/backward (0: all N at once); the same gradient up to float rounding
     int mask_truncated;    // 1: a completion cut at max_new tokens without <eos> gets no loss
     int seed;              // the sampling streams derive from it and the step number
     int update_layout;     // LAYOUT_PADDED or LAYOUT_TREE (CPU build only)
@@ -2533,7 +2533,7 @@ static const char *UPDATE_STOPPED_BY[] = {"", "the loss", "the gradient norm"};
 /* grpo_prepare_tokens: per completion token, its advantage (a_i, or g->token_adv's: MC-PRM's
    step advantage A_j, PPO's A_t), the objective's weight (1, or 1/|λ(i,t)| for λ-GRPO) and
    its completion's aggregation factor c_i. The normaliser is computed here, once over the
-   whole step, before any backward pass, so micro-batching changes no gradient. With
+   whole step, before any backward pass, so micro-batching gives the same gradient up to float rounding. With
    cfg->mask_truncated, a completion marked truncated gets c_i = 0 and leaves every normaliser
    (loss_agg_coef_masked). Also counts the tokens and mean |λ|. */
 static void grpo_prepare_tokens(GroupBatch *g, const GRPOConfig *cfg, UpdateStats *us) {
@@ -2662,6 +2662,7 @@ typedef struct {
     int step;              // steps taken (sft: optimizer steps; train: GRPO steps)
     Rng rng;               // the run's data/sampling RNG after `step` steps
     int kind;              // 1: written by ./grpo sft, 2: by ./grpo train (a run resumes only its own kind)
+    int version;           // the checkpoint format a resume read (4: checksummed, its run record complete)
     long long gen_tokens;  // train: completion tokens sampled so far (the log's gen_tokens column)
     char options[1024];    // the options that shape the run, "name=value\n" each ("": not recorded)
     char log_row[256];     // its log's last row at the save, the fields before the timings ("": unknown)
@@ -3469,7 +3470,7 @@ static void critic_adamw_update(Critic *c, float lr, int t) {
    micro-batches of cfg->micro_batch sequences: critic_forward, then ∂loss/∂V scattered to the
    positions it was read at, value_head_backward and gpt_backward_trunk. Token-mean over the
    step's completion tokens (verl's default loss_agg_mode for the critic): one normaliser for
-   the whole step, so micro-batching changes no gradient; a completion that --mask-truncated
+   the whole step, so micro-batching gives the same gradient up to float rounding; a completion that --mask-truncated
    masks gets no value loss and leaves the token count. Returns the loss; *clipped gets the
    count of tokens on the clipped branch. */
 static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *cfg, long *clipped) {
@@ -5770,6 +5771,10 @@ static const char *TRAIN_RUN_OPTIONS[] = {
     "mask-truncated", "format-reward", "mc-k", "mc-whiten", "gae-gamma", "gae-lambda", "prompt-select",
     "select-target", "select-candidates", "select-decay", "dynamic-max-rounds", NULL};
 static const char *SFT_RUN_OPTIONS[] = {"batch-size", NULL};
+// The input files a run record holds the hash of (record_input_hashes), and a resume checks
+// (check_resume_inputs): a resume with other data, or another starting point, is another run.
+static const char *const TRAIN_INPUTS[] = {"train-data", "val-data", "init", NULL};
+static const char *const SFT_INPUTS[] = {"train-data", "val-data", NULL};
 // (the critic's learning rate, as the policy's, may change on a resume)
 static const char *OPTIMIZER_OPTIONS[] = {"lr", "min-lr-frac", "schedule", "warmup", "weight-decay", "beta1",
                                           "beta2", "grad-clip", "critic-lr", NULL};
@@ -5805,6 +5810,116 @@ static void record_options(char *out, size_t cap, const Options *o, const char *
         }
 }
 
+/* record_value: the value of key in a run record's "name=value\n" lines (options), as a pointer
+   into options that ends at its '\n'; NULL when no line has that name. */
+static const char *record_value(const char *options, const char *key) {
+    size_t n = strlen(key);
+    for (const char *line = options; line && *line; ) {
+        if (!strncmp(line, key, n) && line[n] == '=') return line + n + 1;
+        line = strchr(line, '\n');
+        if (line) line++;
+    }
+    return NULL;
+}
+
+#define INPUT_HASH_SUFFIX ".fnv1a64"   // a run record's key for an input file's hash: "train-data.fnv1a64"
+
+// 1 when a run record's key names an input file's hash (check_resume_inputs checks those).
+static int input_hash_key(const char *name) {
+    size_t n = strlen(name), k = strlen(INPUT_HASH_SUFFIX);
+    return n > k && !strcmp(name + n - k, INPUT_HASH_SUFFIX);
+}
+
+static uint64_t fnv1a64(const void *data, size_t n);   // compare's hash, below
+static void ckpt_error(const char *path, const char *what, const char *hint);   // checkpoints, below
+
+/* file_fnv1a64: FNV-1a (64 bits) of the bytes of the file at path into *hash (read in 64 KiB
+   pieces). Returns 0, or −1 with errno when the file cannot be read. */
+static int file_fnv1a64(const char *path, uint64_t *hash) {
+    FILE *f = fopen(path, "rb");
+    if (!f) return -1;
+    static unsigned char buf[65536];
+    uint64_t h = 14695981039346656037ull;
+    size_t got;
+    while ((got = fread(buf, 1, sizeof buf, f)) > 0)
+        for (size_t i = 0; i < got; i++) {
+            h ^= buf[i];
+            h *= 1099511628211ull;
+        }
+    int err = ferror(f) ? (errno ? errno : EIO) : 0;
+    fclose(f);
+    if (err) {
+        errno = err;
+        return -1;
+    }
+    *hash = h;
+    return 0;
+}
+
+/* record_input_hashes: appends "NAME.fnv1a64=<16 hex digits>\n" to a run record's options (out,
+   capacity cap) for each option of names (NULL-terminated; each an OPT_STRING path: --train-data,
+   --val-data, --init): the hash of the file it names, or, where `saved` (the resumed run's
+   record, "" for a new run) holds one, that one, so that a resume that does not read the file
+   (--init at β = 0) carries the starting point's hash on. An unreadable file stops the run
+   (exit 1), naming the option. */
+static void record_input_hashes(char *out, size_t cap, const Options *o, const char *const *names,
+                                const char *saved) {
+    for (int i = 0; names[i]; i++) {
+        char key[80], value[32];
+        snprintf(key, sizeof key, "%s" INPUT_HASH_SUFFIX, names[i]);
+        const char *old = record_value(saved, key);
+        if (old) snprintf(value, sizeof value, "%.16s", old);
+        else {
+            const char *file = (const char *)o + find_option(names[i])->offset;
+            uint64_t hash;
+            if (file_fnv1a64(file, &hash) != 0) {
+                char msg[1300];
+                snprintf(msg, sizeof msg, "--%s '%s': cannot read it: %s", names[i], file, strerror(errno));
+                fail_at(__FILE__, __LINE__, msg, "give a readable file");
+            }
+            snprintf(value, sizeof value, "%016llx", (unsigned long long)hash);
+        }
+        size_t used = strlen(out);
+        if (used + strlen(key) + strlen(value) + 3 > cap)
+            fail_at(__FILE__, __LINE__, "internal error: the run record is full", NULL);
+        snprintf(out + used, cap - used, "%s=%s\n", key, value);
+    }
+}
+
+/* check_resume_inputs: the files this resumed run reads for the options of names (--train-data,
+   --val-data; --init where it loads it) against the hashes in the run record of the
+   checkpoint at path (st->options). Another file content is a usage error naming the option,
+   both hashes and what to do; a format-4 record without the key is an error (a record this
+   build wrote holds every one); formats 1-3 hold none: not checked. */
+static void check_resume_inputs(const Options *o, const TrainState *st, const char *path,
+                                const char *const *names) {
+    for (int i = 0; names[i]; i++) {
+        char key[80];
+        snprintf(key, sizeof key, "%s" INPUT_HASH_SUFFIX, names[i]);
+        const char *saved = record_value(st->options, key);
+        if (!saved && st->version < 4) continue;
+        if (!saved) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "its run record has no '%s' (the hash of its --%s), so --%s cannot be "
+                     "checked", key, names[i], names[i]);
+            ckpt_error(path, msg, "the file was edited, or written by another build; start a new run with --init");
+        }
+        const char *file = (const char *)o + find_option(names[i])->offset;
+        uint64_t hash;
+        if (file_fnv1a64(file, &hash) != 0) {
+            char msg[1300];
+            snprintf(msg, sizeof msg, "--%s '%s': cannot read it: %s", names[i], file, strerror(errno));
+            fail_at(__FILE__, __LINE__, msg, "give the file the resumed run was started with");
+        }
+        char ours[32];
+        snprintf(ours, sizeof ours, "%016llx", (unsigned long long)hash);
+        if (strncmp(saved, ours, 16) != 0 || saved[16] != '\n')
+            usage_error("--%s %s: its bytes (fnv1a64 %s) are not those of the --%s that the run in '%s' was "
+                        "started with (fnv1a64 %.16s), and a resumed run must go on with its own inputs: give "
+                        "that file, or start a new run", names[i], file, ours, names[i], path, saved);
+    }
+}
+
 /* check_resume_options: the options recorded in the checkpoint at path (st->options) against
    this command's o. Another value of an option in `fixed` is a usage error naming it and both
    values; of any other recorded option (the optimizer's), a note. An option of `fixed` that
@@ -5828,7 +5943,13 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
         snprintf(saved, sizeof saved, "%.*s", (int)(eq && eq < nl ? nl - eq - 1 : 0), eq ? eq + 1 : "");
         line = *nl ? nl + 1 : nl;
         const OptSpec *s = find_option(name);
-        if (!s) continue;   // an option this build does not know
+        if (!s && input_hash_key(name)) continue;   // an input file's hash: check_resume_inputs
+        if (!s && st->version >= 4) {   // its CRC held, so this build wrote a key it does not read
+            char msg[256];
+            snprintf(msg, sizeof msg, "its run record holds '%s', which this build does not know", name);
+            ckpt_error(path, msg, "resume with the build that wrote it, or start a new run with --init");
+        }
+        if (!s) continue;   // format 2-3: an option of another build, unchecked
         option_text(ours, sizeof ours, o, s, 1);
         if (!strcmp(ours, saved)) continue;
         char theirs_shown[64], ours_shown[64];
@@ -5855,14 +5976,17 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
     default_options(&d);
     for (int i = 0; fixed[i]; i++) {
         const OptSpec *s = find_option(fixed[i]);
-        if (!option_in_force(o, s, CMD_TRAIN) || option_in_force(&d, s, CMD_TRAIN)) continue;
-        char key[80];   // "name=" at the start of a line of the record
-        snprintf(key, sizeof key, "%s=", fixed[i]);
-        size_t n = strlen(key);
-        int recorded = !strncmp(st->options, key, n);
-        for (const char *nl = strchr(st->options, '\n'); nl && !recorded; nl = strchr(nl + 1, '\n'))
-            recorded = !strncmp(nl + 1, key, n);
+        int in_force_by_default = option_in_force(&d, s, CMD_TRAIN);
+        if (!option_in_force(o, s, CMD_TRAIN)) continue;
+        if (in_force_by_default && st->version < 4) continue;   // format 2-3: a build may have lacked it
+        int recorded = record_value(st->options, fixed[i]) != NULL;
         if (recorded) continue;
+        if (in_force_by_default) {   // format 4 records every option in force: the key is missing
+            char msg[256];
+            snprintf(msg, sizeof msg, "its run record has no '%s', which every run records, so --%s cannot be "
+                     "checked", fixed[i], fixed[i]);
+            ckpt_error(path, msg, "the file was edited, or written by another build; start a new run with --init");
+        }
         char ours[64], theirs[64];
         option_text(ours, sizeof ours, o, s, 0);
         option_text(theirs, sizeof theirs, &d, s, 0);
@@ -5986,11 +6110,67 @@ static void check_context(const Options *o, int maxT, const Dataset *d) {
 // same file.
 
 #define CKPT_MAGIC 0x4f505247   // "GRPO" in a little-endian file
-#define CKPT_VERSION 3          // 3: state sections after the run record (h[12] of them, h[13..14]
+#define CKPT_VERSION 4          // 4: a CRC-32 of every section in the header (h[16..25], h[31]);
+                                // 3: state sections after the run record (h[12] of them, h[13..14]
                                 // bytes); 2: the run record after the RNG state (h[11] bytes); 1: none
 #define CKPT_HEADER_INTS 32
 #define CKPT_RECORD_MAX 4096    // bytes of a run record
 #define CKPT_TAG_BYTES 8        // a state section's name, NUL-padded
+
+/* Format 4's checksums: CRC-32 (IEEE 802.3, the polynomial of zlib and PNG: reflected
+   0xEDB88320, initial and final XOR 0xFFFFFFFF) of each section, so that a flipped bit or an
+   edited byte anywhere is refused, naming the section, instead of loading as other weights, a
+   shifted RNG or another run record. They sit in the header, which the last one covers:
+     h[16] vocabulary, h[17] parameters, h[18] AdamW m, h[19] AdamW v, h[20] RNG state,
+     h[21] run record, h[22 + i] state section i (its tag, its length and its bytes),
+     h[31] the header's own ints h[0..30].
+   Sections a file does not hold (no optimizer state, fewer state sections) have 0. */
+#define CKPT_CRC_VOCAB 16
+#define CKPT_CRC_SECTIONS 22
+#define CKPT_CRC_HEADER 31
+static const char *const CKPT_CRC_NAMES[6] = {"the vocabulary", "the parameters", "the AdamW first moments",
+                                              "the AdamW second moments", "the RNG state", "the run record"};
+
+/* crc32_update: CRC-32 of n more bytes of data after a CRC of crc (0 for none yet): the
+   running value, so that a section written in pieces (a state section's tag, length and
+   bytes) has one CRC. Slicing by 8 (8 tables of 256, built on the first call): about 1 GB/s,
+   so checking a checkpoint costs a fraction of reading it. */
+static uint32_t crc32_update(uint32_t crc, const void *data, size_t n) {
+    static uint32_t table[8][256];
+    static int built = 0;
+    if (!built) {   // no threads yet at the first save or load; the tables are the same every time anyway
+        for (uint32_t i = 0; i < 256; i++) {
+            uint32_t c = i;
+            for (int k = 0; k < 8; k++) c = c & 1u ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+            table[0][i] = c;
+        }
+        for (int t = 1; t < 8; t++)
+            for (int i = 0; i < 256; i++) table[t][i] = table[0][table[t - 1][i] & 0xff] ^ (table[t - 1][i] >> 8);
+        built = 1;
+    }
+    const unsigned char *p = (const unsigned char *)data;
+    crc = ~crc;
+    for (; n >= 8; n -= 8, p += 8) {   // little-endian word order, as the bytes lie in the file
+        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
+        uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
+        crc = table[7][lo & 0xff] ^ table[6][(lo >> 8) & 0xff] ^ table[5][(lo >> 16) & 0xff] ^ table[4][lo >> 24] ^
+              table[3][hi & 0xff] ^ table[2][(hi >> 8) & 0xff] ^ table[1][(hi >> 16) & 0xff] ^ table[0][hi >> 24];
+    }
+    while (n--) crc = table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    return ~crc;
+}
+
+// The CRC-32 of a format-4 header's ints h[0..30] (what h[31] holds), as an int32 of the header.
+static int32_t ckpt_header_crc(const int32_t *h) {
+    return (int32_t)crc32_update(0, h, CKPT_CRC_HEADER * sizeof(int32_t));
+}
+
+// A state section's CRC-32: its tag (CKPT_TAG_BYTES), its length (uint64) and its bytes.
+static int32_t ckpt_section_crc(const char *tag, uint64_t bytes, const void *data) {
+    uint32_t c = crc32_update(0, tag, CKPT_TAG_BYTES);
+    c = crc32_update(c, &bytes, sizeof bytes);
+    return (int32_t)crc32_update(c, data, bytes);
+}
 
 /* A save that SIGINT, SIGTERM or SIGHUP interrupts (Ctrl-C, kill, a closed terminal) removes
    its temporary file before the process dies. For the length of a save, ckpt_on_signal
@@ -6134,6 +6314,18 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     h[13] = (int32_t)(sec_bytes & 0x7fffffff);   // the total in two 31-bit halves
     h[14] = (int32_t)(sec_bytes >> 31);
     size_t np = m->num_parameters;
+    // format 4: every section's CRC-32 in the header, the header's own last (CKPT_CRC_NAMES)
+    h[CKPT_CRC_VOCAB] = (int32_t)crc32_update(0, vocab, vlen);
+    h[CKPT_CRC_VOCAB + 1] = (int32_t)crc32_update(0, m->params_memory, np * sizeof(float));
+    if (with_optimizer) {
+        h[CKPT_CRC_VOCAB + 2] = (int32_t)crc32_update(0, m->m_memory, np * sizeof(float));
+        h[CKPT_CRC_VOCAB + 3] = (int32_t)crc32_update(0, m->v_memory, np * sizeof(float));
+        h[CKPT_CRC_VOCAB + 4] = (int32_t)crc32_update(0, st->rng.s, 4 * sizeof(uint64_t));
+        h[CKPT_CRC_VOCAB + 5] = (int32_t)crc32_update(0, record, rlen);
+    }
+    for (int i = 0; i < nsec; i++)
+        h[CKPT_CRC_SECTIONS + i] = ckpt_section_crc(st->section[i].tag, st->section[i].bytes, st->section[i].data);
+    h[CKPT_CRC_HEADER] = ckpt_header_crc(h);
     int ok = fwrite(h, sizeof(int32_t), CKPT_HEADER_INTS, f) == CKPT_HEADER_INTS;
     ok = ok && fwrite(vocab, 1, vlen, f) == (size_t)vlen;
     ok = ok && fwrite(m->params_memory, sizeof(float), np, f) == np;
@@ -6161,6 +6353,16 @@ static void ckpt_error(const char *path, const char *what, const char *hint) {
     fprintf(stderr, "error: checkpoint '%s': %s\n", path, what);
     if (hint) fprintf(stderr, "  hint: %s\n", hint);
     exit(EXIT_INPUT);
+}
+
+/* ckpt_check_crc: section `which` of a format-4 file at path (an index of CKPT_CRC_NAMES:
+   0 vocabulary .. 5 run record; n bytes at data, as read) against its CRC-32 in header h;
+   a mismatch stops the load (exit 1), naming the file and the section. */
+static void ckpt_check_crc(const char *path, const int32_t *h, int which, const void *data, size_t n) {
+    if ((int32_t)crc32_update(0, data, n) == h[CKPT_CRC_VOCAB + which]) return;
+    char msg[160];
+    snprintf(msg, sizeof msg, "checksum mismatch in %s (a flipped bit, or an edited file)", CKPT_CRC_NAMES[which]);
+    ckpt_error(path, msg, "the file is corrupt; use an intact copy or an earlier checkpoint");
 }
 
 // Reads n items of a checkpoint; a short read means the file is truncated.
@@ -6240,21 +6442,30 @@ static void ckpt_refuse_not_finite(const char *path, const GPT *m, const float *
 }
 
 /* ckpt_parse_record: a run record ("key=value\n" lines; version 1 files have none: len 0)
-   into st: gen_tokens, log_row, and every other line into st->options. */
+   into st: gen_tokens, log_row, and every other line into st->options. A format-4 record
+   (st->version) must hold gen_tokens (a count) and log_row: without them a resume would count
+   from 0 or not check its log, so a missing one is an error naming the file, not a skipped check. */
 static void ckpt_parse_record(const char *path, const char *record, int len, TrainState *st) {
     st->gen_tokens = 0;
     st->options[0] = 0;
     st->log_row[0] = 0;
     size_t used = 0;
+    int have_tokens = 0, have_row = 0;
     for (const char *line = record; line < record + len; ) {
         const char *nl = (const char *)memchr(line, '\n', record + len - line);
         const char *eq = nl ? (const char *)memchr(line, '=', nl - line) : NULL;
         if (!eq || memchr(line, 0, nl - line))
             ckpt_error(path, "the run record (after the RNG state) is malformed (corrupt file?)", NULL);
         int n = (int)(nl - line) + 1;
-        if (!strncmp(line, "gen_tokens=", 11)) st->gen_tokens = strtoll(eq + 1, NULL, 10);
-        else if (!strncmp(line, "log_row=", 8))
+        if (!strncmp(line, "gen_tokens=", 11)) {
+            char *end;
+            st->gen_tokens = strtoll(eq + 1, &end, 10);
+            have_tokens = end > eq + 1 && end == nl && st->gen_tokens >= 0;
+        }
+        else if (!strncmp(line, "log_row=", 8)) {
             snprintf(st->log_row, sizeof st->log_row, "%.*s", (int)(nl - eq - 1), eq + 1);
+            have_row = 1;
+        }
         else if (used + n < sizeof st->options) {
             memcpy(st->options + used, line, n);
             used += n;
@@ -6263,6 +6474,10 @@ static void ckpt_parse_record(const char *path, const char *record, int len, Tra
         else ckpt_error(path, "the run record's options are too long (corrupt file?)", NULL);
         line = nl + 1;
     }
+    if (st->version >= 4 && (!have_tokens || !have_row))
+        ckpt_error(path, !have_tokens ? "its run record has no count 'gen_tokens=N'"
+                                      : "its run record has no 'log_row=' (the log's last row)",
+                   "the file was edited, or written by another build; start a new run with --init");
 }
 
 /* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences).
@@ -6293,6 +6508,14 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
                  CKPT_VERSION);
         ckpt_error(path, msg, "re-create the checkpoint with this build");
     }
+    // format 4: the header's own CRC first, before any of its values is trusted
+    int checked = h[1] >= 4;
+    if (checked && h[CKPT_CRC_HEADER] != ckpt_header_crc(h))
+        ckpt_error(path, "checksum mismatch in the header (a flipped bit, or an edited file)",
+                   "the file is corrupt; use an intact copy or an earlier checkpoint");
+    if (!checked)
+        fprintf(stderr, "note: checkpoint '%s' is format %d, which holds no checksums: its bytes are loaded "
+                        "unchecked (a save by this build writes format %d, checked)\n", path, h[1], CKPT_VERSION);
     int record_len = h[1] >= 2 && h[7] ? h[11] : 0;
     int nsec = h[1] >= 3 && h[7] ? h[12] : 0;
     long long sec_bytes = nsec ? (long long)h[13] + ((long long)h[14] << 31) : 0;
@@ -6322,6 +6545,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     }
     char vocab[4097], ours[512];
     ckpt_read(vocab, 1, h[9], f, path, "the vocabulary");
+    if (checked) ckpt_check_crc(path, h, 0, vocab, h[9]);
     vocab[h[9]] = 0;
     int vlen = vocab_string(ours, sizeof ours);
     if (c.vocab_size != VOCAB_SIZE || h[9] != vlen || memcmp(vocab, ours, vlen) != 0) {
@@ -6340,19 +6564,25 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         mom2 = mom1 + m->num_parameters;
     }
 #endif
+    size_t pbytes = m->num_parameters * sizeof(float);
     ckpt_read(params, sizeof(float), m->num_parameters, f, path, "the parameters");
+    if (checked) ckpt_check_crc(path, h, 1, params, pbytes);
     ckpt_refuse_not_finite(path, m, params, "parameter");
     if (h[7]) {
         ckpt_read(mom1, sizeof(float), m->num_parameters, f, path, "the AdamW first moments");
+        if (checked) ckpt_check_crc(path, h, 2, mom1, pbytes);
         ckpt_read(mom2, sizeof(float), m->num_parameters, f, path, "the AdamW second moments");
+        if (checked) ckpt_check_crc(path, h, 3, mom2, pbytes);
         if (st) {   // a resume steps with them (--init discards them)
             ckpt_refuse_not_finite(path, m, mom1, "AdamW first moment of");
             ckpt_refuse_not_finite(path, m, mom2, "AdamW second moment of");
         }
         Rng r;
         ckpt_read(r.s, sizeof(uint64_t), 4, f, path, "the RNG state");
+        if (checked) ckpt_check_crc(path, h, 4, r.s, sizeof r.s);
         char record[CKPT_RECORD_MAX];
         ckpt_read(record, 1, record_len, f, path, "the run record");
+        if (checked) ckpt_check_crc(path, h, 5, record, (size_t)record_len);
         record[record_len] = 0;
         if (st) {
             const char *resumer = st->kind == 1 ? "sft" : "train";
@@ -6369,28 +6599,42 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
             }
             st->rng = r;
             st->step = h[8];
+            st->version = h[1];
             ckpt_parse_record(path, record, record_len, st);
             st->num_sections = 0;
-            long long left = sec_bytes;   // what the header says the sections hold
-            for (int i = 0; i < nsec; i++) {
-                char tag[CKPT_TAG_BYTES];
-                uint64_t bytes;
-                ckpt_read(tag, 1, CKPT_TAG_BYTES, f, path, "a state section's tag");
-                ckpt_read(&bytes, sizeof bytes, 1, f, path, "a state section's length");
-                if ((long long)bytes > left || tag[CKPT_TAG_BYTES - 1] != 0)
-                    ckpt_error(path, "a state section disagrees with the header (corrupt file?)", NULL);
-                left -= (long long)bytes;
-                memcpy(st->section[i].tag, tag, CKPT_TAG_BYTES);
-                st->section[i].bytes = bytes;
-                st->section[i].data = mallocCheck(bytes ? bytes : 1);
-                st->section_owned[i] = 1;
-                ckpt_read(st->section[i].data, 1, bytes, f, path, "a state section");
-                st->num_sections = i + 1;
-            }
         }
-        else {   // --init: the weights only, the moments start at zero, state sections skipped
-            if (fseek(f, nsec * (long)(CKPT_TAG_BYTES + sizeof(uint64_t)) + (long)sec_bytes, SEEK_CUR) != 0)
-                ckpt_error(path, "cannot skip the state sections", NULL);
+        long long left = sec_bytes;   // what the header says the sections hold
+        for (int i = 0; i < nsec; i++) {   // read (and checked) for --init too, then freed
+            char tag[CKPT_TAG_BYTES], msg_sec[160];
+            uint64_t bytes;
+            ckpt_read(tag, 1, CKPT_TAG_BYTES, f, path, "a state section's tag");
+            ckpt_read(&bytes, sizeof bytes, 1, f, path, "a state section's length");
+            if ((long long)bytes > left || tag[CKPT_TAG_BYTES - 1] != 0) {
+                snprintf(msg_sec, sizeof msg_sec, "a state section disagrees with the header (state section %d: "
+                         "its tag or length; corrupt file?)", i + 1);
+                ckpt_error(path, msg_sec, NULL);
+            }
+            left -= (long long)bytes;
+            void *data = mallocCheck(bytes ? bytes : 1);
+            ckpt_read(data, 1, bytes, f, path, "a state section");
+            if (checked && ckpt_section_crc(tag, bytes, data) != h[CKPT_CRC_SECTIONS + i]) {
+                char name[CKPT_TAG_BYTES + 1];
+                printable_name(name, tag, (int)strnlen(tag, CKPT_TAG_BYTES));
+                snprintf(msg_sec, sizeof msg_sec, "checksum mismatch in state section %d ('%s') (a flipped "
+                         "bit, or an edited file)", i + 1, name);
+                ckpt_error(path, msg_sec, "the file is corrupt; use an intact copy or an earlier checkpoint");
+            }
+            if (!st) {
+                free(data);
+                continue;
+            }
+            memcpy(st->section[i].tag, tag, CKPT_TAG_BYTES);
+            st->section[i].bytes = bytes;
+            st->section[i].data = data;
+            st->section_owned[i] = 1;
+            st->num_sections = i + 1;
+        }
+        if (!st) {   // --init: the weights only, the moments start at zero, state sections dropped
             memset(mom1, 0, m->num_parameters * sizeof(float));
             memset(mom2, 0, m->num_parameters * sizeof(float));
         }
@@ -6914,6 +7158,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
         if (st.step >= o->steps)
             usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
         check_resume_options(o, &st, o->resume, SFT_RUN_OPTIONS);
+        check_resume_inputs(o, &st, o->resume, SFT_INPUTS);
         GPTConfig c = model.config;
         if (c.num_layers != o->layers || c.num_heads != o->heads || c.channels != o->channels ||
             c.max_seq_len != o->context)
@@ -6939,6 +7184,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     CsvLog csv = open_csv(o->run_dir, "sft.csv", "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s",
                           st.step, 5, st.log_row);   // 5: step,loss,val_loss,lr,grad_norm
     record_options(st.options, sizeof st.options, o, SFT_RUN_OPTIONS, OPTIMIZER_OPTIONS);
+    record_input_hashes(st.options, sizeof st.options, o, SFT_INPUTS, "");
     st.log = &csv;
     AdamWConfig opt = adamw_from_options(o, o->steps);
     int B = o->batch_size;
@@ -7051,6 +7297,15 @@ static double critic_flops_per_token(const GPTConfig *c) {
     return model_flops_per_token(c) - 2.0 * c->channels * c->vocab_size + 2.0 * c->channels;
 }
 
+/* The state section "budget" of a train checkpoint: what the run has spent, so that a resumed
+   run goes on counting (budget_spent, gen_tokens_traj, ...) and a --budget run can be resumed.
+   BUDGET_SECTION_N doubles (exact for counts below 2^53): unit, amount, points, next_point,
+   gen_traj, gen_aux, trained, flops, seconds. seconds is NaN unless --budget-unit is seconds:
+   wall time differs from run to run, and the file of a run with another unit stays the same bit
+   for bit for the same seed (a resume then counts its seconds from the resume, with a note). */
+#define BUDGET_SECTION_N 9
+#define BUDGET_TAG "budget"
+
 struct Budget {                  // a run's --budget and what it has spent so far (cumulative)
     int unit;                    // --budget-unit: BUDGET_GEN_TOKENS, BUDGET_FLOPS or BUDGET_SECONDS
     double amount;               // --budget (0: off; the counts are still kept and logged)
@@ -7062,6 +7317,7 @@ struct Budget {                  // a run's --budget and what it has spent so fa
     int done;                    // 1 once the run has spent amount
     int points, next_point;      // --eval-points K, and the next point j (1..K) to evaluate at
     CsvLog eval_csv;             // RUN_DIR/eval.csv (f is NULL without --eval-points)
+    double section[BUDGET_SECTION_N];   // the counters as the checkpoint's state section "budget" holds them
 };
 
 // What the run has spent so far, in its --budget-unit.
@@ -7071,9 +7327,115 @@ static double budget_spent(const Budget *b) {
     return (double)(b->gen_traj + b->gen_aux);
 }
 
-/* start_budget: the run's budget from its options, counters at 0 (a checkpoint does not hold
-   them, so --budget refuses --resume). With --eval-points it opens RUN_DIR/eval.csv and writes
-   point 0: the greedy val accuracy of the --init model. */
+// budget_to_section: b's counters into its section buffer, st's state section "budget" for the next save.
+static void budget_to_section(Budget *b, TrainState *st) {
+    double v[BUDGET_SECTION_N] = {b->unit, b->amount, b->points, b->next_point, (double)b->gen_traj,
+                                  (double)b->gen_aux, (double)b->trained, b->flops,
+                                  b->unit == BUDGET_SECONDS ? b->seconds : NAN};
+    memcpy(b->section, v, sizeof v);
+    ckpt_add_section(st, BUDGET_TAG, b->section, sizeof b->section, 0);
+}
+
+/* budget_resume: a resumed run (o->resume, its state st) goes on counting from the counters of
+   its "budget" section. Refuses, naming the option and both values, a --budget, --budget-unit or
+   --eval-points other than the run's (its points are fractions of its budget); a section of
+   another size or with impossible counts (corrupt file); and --budget from a checkpoint without
+   the section (one written before the counters were saved). Without --budget such a checkpoint
+   resumes with the counters at 0, with a note. */
+static void budget_resume(Budget *b, const Options *o, const TrainState *st) {
+    uint64_t bytes = 0;
+    const double *v = (const double *)ckpt_section(st, BUDGET_TAG, &bytes);
+    if (!v) {
+        if (o->budget > 0)
+            ckpt_error(o->resume, "holds no budget counters (state section 'budget'; it was written by an older "
+                                  "build), so a --budget run cannot resume from it",
+                       "rerun from --init");
+        fprintf(stderr, "note: '%s' holds no budget counters (an older build's checkpoint): the log's "
+                        "budget_spent and gen_tokens_traj count from 0 at the resume\n", o->resume);
+        return;
+    }
+    int ok = bytes == BUDGET_SECTION_N * sizeof(double);
+    for (int i = 0; ok && i < BUDGET_SECTION_N - 1; i++)   // counts; amount (1) and flops (7) may be fractional
+        ok = isfinite(v[i]) && v[i] >= 0 && (i == 1 || i == 7 || v[i] == floor(v[i]));
+    if (!ok || v[0] > 2 || v[3] < 1 || v[3] > v[2] + 1 || v[4] > 9e15 || v[5] > 9e15 || v[6] > 9e15)
+        ckpt_error(o->resume, "its budget counters (state section 'budget') are impossible (corrupt file?)", NULL);
+    if ((int)v[0] != o->budget_unit)
+        usage_error("--budget-unit %s: the run in '%s' counted its budget in %s; give --budget-unit %s",
+                    BUDGET_UNIT_NAMES[o->budget_unit], o->resume, BUDGET_UNIT_NAMES[(int)v[0]],
+                    BUDGET_UNIT_NAMES[(int)v[0]]);
+    if ((float)v[1] != o->budget)
+        usage_error("--budget %.9g: the run in '%s' had --budget %.9g, and a resumed run must go on with its "
+                    "own budget (its end and its --eval-points depend on it): give --budget %.9g",
+                    o->budget, o->resume, v[1], v[1]);
+    if ((int)v[2] != o->eval_points)
+        usage_error("--eval-points %d: the run in '%s' had --eval-points %d; give --eval-points %d",
+                    o->eval_points, o->resume, (int)v[2], (int)v[2]);
+    b->next_point = (int)v[3];
+    b->gen_traj = (long)v[4];
+    b->gen_aux = (long)v[5];
+    b->trained = (long)v[6];
+    b->flops = v[7];
+    if (isfinite(v[8]) && v[8] >= 0) b->seconds = v[8];
+    else if (o->budget_unit != BUDGET_SECONDS)
+        fprintf(stderr, "note: the checkpoint holds the wall seconds spent only with --budget-unit seconds: the "
+                        "seconds counter (eval.csv, result.txt) counts from the resume\n");
+    else ckpt_error(o->resume, "its budget counters hold no seconds, and its --budget-unit is seconds "
+                               "(corrupt file?)", NULL);
+    b->done = b->amount > 0 && budget_spent(b) >= b->amount;
+    if (b->done)
+        usage_error("--budget %.9g: the run in '%s' has spent it already (%.9g %s): nothing is left to run",
+                    o->budget, o->resume, budget_spent(b), BUDGET_UNIT_NAMES[b->unit]);
+}
+
+/* open_eval_csv_resumed: RUN_DIR/eval.csv of a resumed --eval-points run, kept up to point
+   next_point − 1 (the points the checkpoint's steps reached) and cut after it; the run appends
+   the rest. A missing or empty file (a resume into another --run-dir) is started with its header
+   and a note naming the points it lacks; one without the header, or with fewer points than the
+   checkpoint says were written, stops the run naming the file. */
+static CsvLog open_eval_csv_resumed(const char *run_dir, const char *header, int next_point) {
+    CsvLog c;
+    memset(&c, 0, sizeof c);
+    snprintf(c.path, sizeof c.path, "%s/eval.csv", run_dir);
+    struct stat sb;
+    if (stat(c.path, &sb) != 0 || sb.st_size == 0) {
+        c.f = fopenCheck(c.path, "w");
+        fprintf(c.f, "%s\n", header);
+        csv_row_done(&c);
+        fprintf(stderr, "note: %s is new: points 0-%d (before the checkpoint) are in the resumed run's own "
+                        "eval.csv\n", c.path, next_point - 1);
+        return c;
+    }
+    c.f = fopen(c.path, "r+");
+    char msg[1400];
+    if (!c.f) {
+        snprintf(msg, sizeof msg, "cannot open '%s' of the resumed run: %s", c.path, strerror(errno));
+        fail_at(__FILE__, __LINE__, msg, "resume into the --run-dir of the run, which holds its eval.csv");
+    }
+    char line[512];
+    long keep = 0;
+    int rows = -1;   // -1: the header is next; then the count of points read (0, 1, ...)
+    while (rows < next_point && fgets(line, sizeof line, c.f)) {
+        size_t n = strlen(line);
+        if (rows == -1 && strncmp(line, header, strlen(header)) != 0) rows = -2;
+        if (rows == -2 || n == 0 || line[n - 1] != '\n') break;
+        if (rows >= 0 && atoi(line) != rows) break;
+        keep += (long)n;
+        rows++;
+    }
+    if (rows != next_point) {
+        snprintf(msg, sizeof msg, "'%s' does not hold the header and points 0-%d that the checkpoint's steps "
+                 "wrote (%s)", c.path, next_point - 1, rows == -2 ? "another header" : "a point is missing");
+        fail_at(__FILE__, __LINE__, msg, "resume into the --run-dir of the run, or start a new run");
+    }
+    if (fflush(c.f) != 0 || ftruncate(fileno(c.f), (off_t)keep) != 0 || fseek(c.f, 0, SEEK_END) != 0)
+        csv_failed(&c);
+    return c;
+}
+
+/* start_budget: the run's budget from its options, its counters at 0, or for a resumed run
+   (o->resume) as its checkpoint holds them (budget_resume). With --eval-points it opens
+   RUN_DIR/eval.csv and writes point 0: the greedy val accuracy of the --init model (a resumed
+   run keeps the points its file holds up to the checkpoint, and goes on). */
 static void start_budget(Budget *b, const Options *o, TrainRun *run) {
     memset(b, 0, sizeof *b);
     b->unit = o->budget_unit;
@@ -7082,8 +7444,14 @@ static void start_budget(Budget *b, const Options *o, TrainRun *run) {
     b->critic_flops_per_token = run->critic ? critic_flops_per_token(&run->critic->trunk.config) : 0.0;
     b->points = o->eval_points;
     b->next_point = 1;
+    if (o->resume[0]) budget_resume(b, o, run->state);
+    budget_to_section(b, run->state);
     if (b->points == 0) return;
     const char *header = "point,budget_spent,step,gen_tokens,flops,seconds,val_acc";
+    if (o->resume[0]) {
+        b->eval_csv = open_eval_csv_resumed(o->run_dir, header, b->next_point);
+        return;
+    }
     b->eval_csv = open_csv(o->run_dir, "eval.csv", header, 0, 0, NULL);
     float acc0 = evaluate(run->policy, run->kv, run->val, run->eval_limit, o->max_new_tokens, o->temperature,
                           0, o->seed, 0.0f, NULL).accuracy;
@@ -7123,6 +7491,7 @@ static int spend_budget(TrainRun *run, StepReport *r) {
     b->seconds += r->t[6] - r->t[0];
     r->budget_spent = budget_spent(b);
     b->done = b->amount > 0 && r->budget_spent >= b->amount;
+    budget_to_section(b, run->state);   // the counters go into the step's checkpoint
     return b->done;
 }
 
@@ -7141,6 +7510,7 @@ static void eval_budget_points(TrainRun *run, const StepReport *r) {
         fprintf(b->eval_csv.f, "%d,%.17g,%d,%ld,%.0f,%.6f,%.6f\n", b->next_point, r->budget_spent, r->step,
                 b->gen_traj + b->gen_aux, b->flops, b->seconds, acc);
     csv_row_done(&b->eval_csv);
+    budget_to_section(b, run->state);   // next_point moved
 }
 
 // train's defaults where they differ from default_options (compare reads them for its prereg)
@@ -7267,10 +7637,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     check_scoped_options(o, CMD_TRAIN);
     check_select_options(o);
     check_weight_decay(o);
-    // ---- budget: the counters start at 0, and a checkpoint does not hold them
-    if (o->budget > 0 && o->resume[0])
-        usage_error("--budget with --resume: the budget counters are not in the checkpoint; "
-                    "rerun from --init");
+    // ---- budget: the counters start at 0, or a resume continues its checkpoint's (state section "budget")
     if (o->eval_points > 0 && o->budget <= 0)
         usage_error("--eval-points %d needs --budget (the points are fractions of it)", o->eval_points);
     TrainRun run;
@@ -7293,6 +7660,11 @@ static int cmd_train(int argc, char **argv, Options *o) {
         if (st.step >= o->steps)
             usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
         check_resume_options(o, &st, o->resume, TRAIN_RUN_OPTIONS);
+        // and with the inputs of the run it continues: its data, and the --init it loads below
+        // (π_ref when β != 0; the start of the test comparison)
+        const char *inputs[] = {"train-data", "val-data", o->obj.beta != 0.0f || o->test_limit != 0 ? "init" : NULL,
+                                NULL};
+        check_resume_inputs(o, &st, o->resume, inputs);
     }
     else load_checkpoint(o->init, &policy, micro, NULL);
     // ppo: the critic, from the trunk of the --init model (the policy's start), or as the
@@ -7386,7 +7758,10 @@ static int cmd_train(int argc, char **argv, Options *o) {
     train_csv_header(header, sizeof header, o);
     CsvLog csv = open_csv(o->run_dir, "train.csv", header, st.step, 13, st.log_row);   // 13: the fields
                                                                                         // before t_sample
+    char saved_record[sizeof st.options];   // the resumed run's record: the hash of its --init
+    memcpy(saved_record, st.options, sizeof saved_record);
     record_options(st.options, sizeof st.options, o, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);
+    record_input_hashes(st.options, sizeof st.options, o, TRAIN_INPUTS, saved_record);
     st.log = &csv;
     run.policy = &policy;
     run.ref = use_ref ? &ref : NULL;
@@ -9660,9 +10035,23 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
             snprintf(err, errn, "method '%.200s' has no name before ':'", x->label);
             return -1;
         }
+        if (!strcmp(copy, ".") || !strcmp(copy, "..")) {   // its runs' directory would be runs/ or the study
+            snprintf(err, errn, "method '%.200s': '%s' cannot name a method (its runs would land outside runs/)",
+                     x->label, copy);
+            return -1;
+        }
         x->objective = -1;
         for (int k = 0; OBJECTIVE_NAMES[k]; k++)
             if (!strcmp(copy, OBJECTIVE_NAMES[k])) x->objective = k;
+        if (x->objective < 0 && !colon) {   // a bare name: a misspelt objective would run the default under it
+            char names[160] = "";
+            for (int k = 0; OBJECTIVE_NAMES[k]; k++)
+                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "",
+                         OBJECTIVE_NAMES[k]);
+            snprintf(err, errn, "method '%.100s' is not an objective (%s); a label runs with the options it is "
+                     "given: %.100s:--objective=NAME[:--option=value...]", x->label, names, x->label);
+            return -1;
+        }
         char *rest = colon ? colon + 1 : NULL;
         while (rest) {
             char *next = strchr(rest, ':');
@@ -10362,8 +10751,54 @@ static void print_command(FILE *f, const ArgList *a) {
     fprintf(f, "\n");
 }
 
+#define PREREG_SFT_LINE "sft-checkpoint: fnv1a64 "   // prereg.txt's line after the hash: the made SFT's hash
+
+/* prereg_check_own_hash: an existing prereg.txt (old, read from path) against itself: the
+   FNV-1a of every byte above its hash line must be the hash that line states, and below it
+   may stand only the made SFT checkpoint's line (PREREG_SFT_LINE, 16 hex digits, its bytes),
+   once. Else the file was edited after it was written (another seed range, another method),
+   and compare stops (exit 1) naming the file, before anything runs or is reported. */
+static void prereg_check_own_hash(const char *path, const char *old) {
+    const char *at = strstr(old, "\nhash: fnv1a64 ");
+    char msg[1400];
+    if (!at) {
+        snprintf(msg, sizeof msg, "'%s' has no line 'hash: fnv1a64 ...' (a pre-registration ends with the hash "
+                 "of its text)", path);
+        fail_at(__FILE__, __LINE__, msg, "restore the file, or give another --study");
+    }
+    const char *hex = at + 15, *end = strchr(hex, '\n');   // after "\nhash: fnv1a64 "
+    char *stop = NULL;
+    unsigned long long stated = strtoull(hex, &stop, 16);
+    uint64_t actual = fnv1a64(old, (size_t)(at + 1 - old));
+    if (!end || stop != end || end - hex != 16 || stated != actual) {
+        snprintf(msg, sizeof msg, "'%s' does not match its own hash: the text above its hash line hashes to "
+                 "fnv1a64 %016llx, the line says %.*s (the file was edited after the study was "
+                 "pre-registered)", path, (unsigned long long)actual, end ? (int)(end - hex) : 16, hex);
+        fail_at(__FILE__, __LINE__, msg, "restore the file as compare wrote it, or give another --study");
+    }
+    const char *rest = end + 1;   // nothing, or the made SFT's line and nothing after it
+    if (!*rest) return;
+    const char *nl = strchr(rest, '\n');
+    int ok = !strncmp(rest, PREREG_SFT_LINE, strlen(PREREG_SFT_LINE)) && nl && !nl[1];
+    const char *h = rest + strlen(PREREG_SFT_LINE);
+    for (int i = 0; ok && i < 16; i++) ok = (h[i] >= '0' && h[i] <= '9') || (h[i] >= 'a' && h[i] <= 'f');
+    if (ok) {   // then exactly " (N bytes)", as compare writes it
+        char *num_end = NULL;
+        long long bytes = strncmp(h + 16, " (", 2) ? -1 : strtoll(h + 18, &num_end, 10);
+        char want[64];
+        snprintf(want, sizeof want, " (%lld bytes)", bytes);
+        ok = bytes >= 0 && (size_t)(nl - h - 16) == strlen(want) && !strncmp(h + 16, want, strlen(want));
+    }
+    if (!ok) {
+        snprintf(msg, sizeof msg, "'%s': below its hash line stands '%.80s', and only the line '" PREREG_SFT_LINE
+                 "<16 hex digits> (<n> bytes)' that compare writes may stand there", path, rest);
+        fail_at(__FILE__, __LINE__, msg, "restore the file as compare wrote it, or give another --study");
+    }
+}
+
 /* write_prereg: the configuration and the hypotheses (text), then their hash; an existing
-   prereg.txt must carry the same hash (the same study), else compare stops. */
+   prereg.txt must match its own hash (prereg_check_own_hash) and carry this text's (the same
+   study), else compare stops. */
 static uint64_t write_prereg(const char *study, const char *text) {
     uint64_t hash = fnv1a64(text, strlen(text));
     char path[1100], line[64];
@@ -10371,6 +10806,7 @@ static uint64_t write_prereg(const char *study, const char *text) {
     snprintf(line, sizeof line, "hash: fnv1a64 %016llx\n", (unsigned long long)hash);
     char *old = slurp(path);
     if (old) {
+        prereg_check_own_hash(path, old);
         const char *at = strstr(old, "\nhash: fnv1a64 ");
         int same = at && !strncmp(at + 1, line, strlen(line));
         free(old);
@@ -10404,6 +10840,66 @@ static uint64_t write_prereg(const char *study, const char *text) {
     write_file_atomic(path, full);
     free(full);
     return hash;
+}
+
+/* check_study_sft: the study's starting checkpoint sft (made or given) against the hash its
+   pre-registration holds (want): a swapped or rewritten file would start the runs that have not
+   run yet from another model than the ones done. A mismatch, or a file that cannot be read,
+   stops compare (exit 1) naming the file, before the run it was about to start. */
+static void check_study_sft(const char *sft, uint64_t want, const char *study) {
+    uint64_t have = 0;
+    char msg[1400];
+    if (file_fnv1a64(sft, &have) != 0) {
+        snprintf(msg, sizeof msg, "the study's SFT checkpoint '%s' cannot be read: %s", sft, strerror(errno));
+        fail_at(__FILE__, __LINE__, msg, "restore it: every run of the study starts from it");
+    }
+    if (have == want) return;
+    snprintf(msg, sizeof msg, "the study's SFT checkpoint '%s' is not the one %s/prereg.txt records: fnv1a64 "
+             "%016llx, recorded %016llx (it was replaced or rewritten after the study began)", sft, study,
+             (unsigned long long)have, (unsigned long long)want);
+    fail_at(__FILE__, __LINE__, msg, "restore that file, or give another --study (the runs done started from "
+                                     "the recorded one)");
+}
+
+/* prereg_sft_hash: the hash of the study's made SFT checkpoint sft, as the line below the
+   hash line of STUDY/prereg.txt (PREREG_SFT_LINE) records it. Without that line (the SFT run
+   has just finished, or a compare was stopped right after it) the checkpoint is hashed now and
+   the line written, unless runs have started (STUDY/runs exists): then which model they
+   started from cannot be told, and compare stops (exit 1). */
+static uint64_t prereg_sft_hash(const char *study, const char *sft) {
+    char path[1100], msg[3200];
+    snprintf(path, sizeof path, "%s/prereg.txt", study);
+    char *pre = slurp(path);
+    if (!pre) fail_at(__FILE__, __LINE__, "compare: cannot read back the study's prereg.txt", "");
+    const char *at = strstr(pre, "\nhash: fnv1a64 "), *line = at ? strchr(at + 1, '\n') : NULL;
+    if (line && !strncmp(line + 1, PREREG_SFT_LINE, strlen(PREREG_SFT_LINE))) {
+        uint64_t h = strtoull(line + 1 + strlen(PREREG_SFT_LINE), NULL, 16);   // checked by write_prereg
+        free(pre);
+        return h;
+    }
+    struct stat sb;
+    char runs_dir[1100];
+    snprintf(runs_dir, sizeof runs_dir, "%s/runs", study);
+    if (stat(runs_dir, &sb) == 0) {
+        snprintf(msg, sizeof msg, "'%s' records no hash of the SFT checkpoint '%s' (its line '" PREREG_SFT_LINE
+                 "...'), and runs have started (%s): which model they started from cannot be told", path, sft,
+                 runs_dir);
+        fail_at(__FILE__, __LINE__, msg, "give another --study");
+    }
+    uint64_t h = 0;
+    if (file_fnv1a64(sft, &h) != 0 || stat(sft, &sb) != 0) {
+        snprintf(msg, sizeof msg, "cannot read the study's SFT checkpoint '%s': %s", sft, strerror(errno));
+        fail_at(__FILE__, __LINE__, msg, "");
+    }
+    size_t n = strlen(pre) + 128;
+    char *full = (char *)mallocCheck(n);
+    snprintf(full, n, "%s" PREREG_SFT_LINE "%016llx (%lld bytes)\n", pre, (unsigned long long)h,
+             (long long)sb.st_size);
+    write_file_atomic(path, full);
+    printf("sft: its hash, fnv1a64 %016llx, recorded in %s\n", (unsigned long long)h, path);
+    free(full);
+    free(pre);
+    return h;
 }
 
 // The settings of ./grpo compare --quick: a tiny model (2 layers, width 32) and budget.
@@ -10492,6 +10988,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     fprintf(pr, "  statistics: mean and 95%% interval over seeds (Student t, n-1 df); paired differences\n"
                 "    against %s (mean, 95%% interval, seeds favouring each)\n", methods[ref].label);
     ArgList args;
+    uint64_t sft_hash = 0;   // of the starting checkpoint: every run is checked to start from it
     if (o->init[0]) {
         char *blob = slurp(sft);
         if (!blob) {
@@ -10501,8 +10998,9 @@ static int cmd_compare(int argc, char **argv, Options *o) {
         }
         struct stat sb;
         stat(sft, &sb);
+        sft_hash = fnv1a64(blob, (size_t)sb.st_size);
         fprintf(pr, "  sft: %s (given; %lld bytes, fnv1a64 %016llx)\n", sft, (long long)sb.st_size,
-                (unsigned long long)fnv1a64(blob, (size_t)sb.st_size));
+                (unsigned long long)sft_hash);
         free(blob);
     } else {
         sft_args(&args, o, sft_dir, 1);
@@ -10573,6 +11071,8 @@ static int cmd_compare(int argc, char **argv, Options *o) {
         }
         printf("sft: done in %.1f min\n", (wall_seconds() - t0) / 60.0);
     }
+    if (!o->init[0]) sft_hash = prereg_sft_hash(study, sft);
+    check_study_sft(sft, sft_hash, study);
     // the runs, seed-major (every method's seed 1, then seed 2, ...: complete pairs come first)
     CmpRun *runs = (CmpRun *)callocCheck((size_t)nruns, sizeof(CmpRun));
     int skipped = 0;
@@ -10602,6 +11102,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
             CmpRun *r = &runs[next++];
             if (r->state == CMP_DONE) continue;
             char log[1200], name[300];
+            check_study_sft(sft, sft_hash, study);   // each run starts from the recorded checkpoint
             make_dir(r->dir);
             snprintf(log, sizeof log, "%s/run.log", r->dir);
             method_args(&args, o, &methods[r->method], r->seed, r->dir, sft);

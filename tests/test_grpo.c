@@ -963,6 +963,33 @@ static void *read_all(const char *path, size_t *n) {
     return buf;
 }
 
+/* reseal_checkpoint: recomputes every CRC-32 of a format-4 checkpoint in buf (n bytes) after a
+   test edited it on purpose, so that the load reaches the check the test is about (a vocabulary,
+   a section length, a run record) instead of stopping at the checksum. The sizes come from the
+   header as it now stands. */
+static void reseal_checkpoint(unsigned char *buf, size_t n) {
+    int32_t h[CKPT_HEADER_INTS];
+    memcpy(h, buf, sizeof h);
+    GPTConfig c = {h[2], h[3], h[4], h[5], h[6]};
+    size_t sz[NUM_PARAM_TENSORS], np = 0;
+    param_sizes(sz, &c);
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) np += sz[i];
+    size_t at = sizeof h, len[6] = {(size_t)h[9], np * 4, h[7] ? np * 4 : 0, h[7] ? np * 4 : 0, h[7] ? 32 : 0,
+                                    h[7] ? (size_t)h[11] : 0};
+    for (int s = 0; s < 6 && at + len[s] <= n; at += len[s], s++)
+        h[CKPT_CRC_VOCAB + s] = s >= 2 && !h[7] ? 0 : (int32_t)crc32_update(0, buf + at, len[s]);
+    for (int i = 0; i < (h[7] ? h[12] : 0) && i < CKPT_MAX_SECTIONS && at + 16 <= n; i++) {
+        uint64_t bytes;
+        memcpy(&bytes, buf + at + 8, 8);
+        size_t take = at + 16 + bytes <= n ? (size_t)bytes : n - at - 16;
+        h[CKPT_CRC_SECTIONS + i] = ckpt_section_crc((const char *)buf + at, bytes, buf + at + 16);
+        if (take != bytes) h[CKPT_CRC_SECTIONS + i] = 0;   // cut short: the load says truncated
+        at += 16 + take;
+    }
+    h[CKPT_CRC_HEADER] = ckpt_header_crc(h);
+    memcpy(buf, h, sizeof h);
+}
+
 static void load_ckpt_fn(void *path) { GPT m; load_checkpoint((const char *)path, &m, 1, NULL); }
 static void load_resume_fn(void *path) { GPT m; TrainState st = {0}; load_checkpoint((const char *)path, &m, 1, &st); }
 static void load_train_resume_fn(void *path) { GPT m; TrainState st = {0}; st.kind = 2; load_checkpoint((const char *)path, &m, 1, &st); }
@@ -1006,6 +1033,7 @@ static void test_checkpoints(void) {
     expect_exit("checkpoint: another version is refused", load_ckpt_fn, bad, 1, "version 9");
     memcpy(mod, buf, n);
     mod[CKPT_HEADER_INTS * 4 + 6] = 'X';   // change one vocabulary entry
+    reseal_checkpoint(mod, n);   // with its checksums: the vocabulary check itself refuses it
     snprintf(bad, sizeof bad, "%s/vocab.bin", TMPDIR_);
     write_bytes(bad, mod, n);
     expect_exit("checkpoint: different vocabulary is refused", load_ckpt_fn, bad, 1, "vocabulary");
@@ -1026,6 +1054,123 @@ static void test_checkpoints(void) {
 }
 
 static void load_init_fn(void *path) { GPT m; load_checkpoint((const char *)path, &m, 1, NULL); free_gpt(&m); }
+
+// A train resume's checks of a checkpoint's run record: the load, then the options (train's defaults).
+static void resume_record_fn(void *path) {
+    GPT m;
+    TrainState st = {0};
+    st.kind = 2;
+    load_checkpoint((const char *)path, &m, 1, &st);
+    Options o;
+    default_options(&o);
+    train_defaults(&o);
+    check_resume_options(&o, &st, (const char *)path, TRAIN_RUN_OPTIONS);
+}
+
+/* Checkpoint format 4: a CRC-32 per section. One bit flipped in any section of a small
+   checkpoint (optimizer state, a run record, two state sections) is refused with exit 1 and a
+   message naming the section: every byte of the header, the vocabulary, the RNG state, the run
+   record and the state sections, and 97 positions spread over each of the parameters and the
+   two moments (each byte's bit b = position mod 8). Format 3 (the same bytes, no checksums)
+   still loads, with a note that it is unchecked. A run record whose 'seed=' reads 'reed=' (its
+   CRC made to match) is refused as unknown, not resumed without the seed check; one without
+   gen_tokens is refused too. */
+static void test_checkpoint_checksums(void) {
+    char path[256], bad[300];
+    snprintf(path, sizeof path, "%s/crc.bin", TMPDIR_);
+    GPT a;
+    build_gpt(&a, (GPTConfig){8, VOCAB_SIZE, 1, 1, 8}, 1, 9);
+    for (size_t i = 0; i < a.num_parameters; i++) {
+        a.m_memory[i] = 1e-3f * (float)(i % 17);
+        a.v_memory[i] = 1e-6f * (float)(i % 13);
+    }
+    TrainState st = {.step = 5, .rng = {{11, 12, 13, 14}}, .kind = 2, .gen_tokens = 321};
+    Options o;
+    default_options(&o);
+    train_defaults(&o);
+    record_options(st.options, sizeof st.options, &o, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);
+    snprintf(st.log_row, sizeof st.log_row, "5,0.25");
+    double blob[3] = {1, 2, 3};
+    unsigned char tiny[5] = {1, 2, 3, 4, 5};
+    ckpt_add_section(&st, "mopps", blob, sizeof blob, 0);
+    ckpt_add_section(&st, "x", tiny, sizeof tiny, 0);
+    save_checkpoint(path, &a, 1, &st);
+    size_t n;
+    unsigned char *buf = (unsigned char *)read_all(path, &n);
+    expect_exit("checkpoint: format 4 resumes with its checks (intact file)", resume_record_fn, path, 0, "");
+    int32_t h[CKPT_HEADER_INTS];
+    memcpy(h, buf, sizeof h);
+    size_t np4 = a.num_parameters * 4, vocab_at = sizeof h, params_at = vocab_at + (size_t)h[9];
+    size_t rng_at = params_at + 3 * np4, record_at = rng_at + 32, sections_at = record_at + (size_t)h[11];
+    struct { const char *name; size_t from, to, stride; } part[] = {
+        {"header", 0, vocab_at, 1}, {"vocabulary", vocab_at, params_at, 1},
+        {"parameters", params_at, params_at + np4, np4 / 97 + 1},
+        {"AdamW first moments", params_at + np4, params_at + 2 * np4, np4 / 97 + 1},
+        {"AdamW second moments", params_at + 2 * np4, rng_at, np4 / 97 + 1}, {"RNG state", rng_at, record_at, 1},
+        {"run record", record_at, sections_at, 1}, {"state section", sections_at, n, 1}};
+    static const char *needle[] = {"header", "vocabulary", "parameters", "first moments", "second moments",
+                                   "RNG state", "run record", "state section"};
+    snprintf(bad, sizeof bad, "%s/crc_flip.bin", TMPDIR_);
+    int total = 0, refused_all = 0;
+    for (int p = 0; p < 8; p++) {
+        int flips = 0, refused = 0, named = 0;
+        char first_miss[200] = "";
+        for (size_t at = part[p].from; at < part[p].to; at += part[p].stride) {
+            buf[at] ^= (unsigned char)(1u << (at % 8));
+            write_bytes(bad, buf, n);
+            buf[at] ^= (unsigned char)(1u << (at % 8));
+            char err[4096];
+            int code = child_stderr(resume_record_fn, bad, err, sizeof err);
+            flips++;
+            int ok_named = strstr(err, needle[p]) != NULL ||
+                           (p == 0 && (strstr(err, "magic") || strstr(err, "format version")));
+            refused += code == 1;
+            named += code == 1 && ok_named;
+            if ((code != 1 || !ok_named) && !first_miss[0])
+                snprintf(first_miss, sizeof first_miss, "byte %zu: exit %d: %.120s", at, code, err);
+        }
+        char name[128];
+        snprintf(name, sizeof name, "checkpoint: a bit flipped in the %s is refused, naming it", part[p].name);
+        check(flips > 0 && refused == flips && named == flips, name, "%d of %d flips refused, %d named%s%s", refused,
+              flips, named, first_miss[0] ? "; " : "", first_miss);
+        total += flips;
+        refused_all += refused;
+    }
+    printf("# checkpoint checksums: %d of %d single-bit flips refused\n", refused_all, total);
+    // format 3: the same file without checksums loads, unchecked, with a note
+    unsigned char *old = (unsigned char *)mallocCheck(n);
+    memcpy(old, buf, n);
+    int32_t h3[CKPT_HEADER_INTS];
+    memcpy(h3, old, sizeof h3);
+    h3[1] = 3;
+    for (int i = CKPT_CRC_VOCAB; i < CKPT_HEADER_INTS; i++) h3[i] = 0;
+    memcpy(old, h3, sizeof h3);
+    snprintf(bad, sizeof bad, "%s/crc_v3.bin", TMPDIR_);
+    write_bytes(bad, old, n);
+    expect_exit("checkpoint: format 3 (no checksums) still loads, with a note that it is unchecked", load_resume_fn,
+                bad, 0, "holds no checksums: its bytes are loaded unchecked");
+    // a run record edited with its CRC made to match: 'seed=' read as 'reed='
+    memcpy(old, buf, n);
+    char *rec = (char *)old + record_at, *seed = NULL;
+    for (size_t i = 0; i + 5 <= (size_t)h[11]; i++)
+        if (!memcmp(rec + i, "seed=", 5) && (i == 0 || rec[i - 1] == '\n')) seed = rec + i;
+    if (seed) seed[0] = 'r';
+    reseal_checkpoint(old, n);
+    write_bytes(bad, old, n);
+    expect_exit("checkpoint: a run record whose seed= reads reed= is refused (not resumed unchecked)",
+                resume_record_fn, bad, 1, "its run record holds 'reed', which this build does not know");
+    memcpy(old, buf, n);
+    rec = (char *)old + record_at;
+    char *tokens = strstr(rec, "gen_tokens=");
+    if (tokens) tokens[9] = 'z';
+    reseal_checkpoint(old, n);
+    write_bytes(bad, old, n);
+    expect_exit("checkpoint: a run record without gen_tokens= is refused", resume_record_fn, bad, 1,
+                "its run record has no count 'gen_tokens=N'");
+    free(old);
+    free(buf);
+    free_gpt(&a);
+}
 
 // State sections (checkpoint format 3): what a save writes after the run record comes back by
 // tag, byte for byte; --init skips them; a section longer than the header says is refused.
@@ -1062,12 +1207,14 @@ static void test_checkpoint_sections(void) {
     memcpy(h, buf, sizeof h);
     h[13] -= 1;   // the header now says the sections hold one byte less than they do
     memcpy(buf, h, sizeof h);
+    reseal_checkpoint(buf, n - 1);
     snprintf(bad, sizeof bad, "%s/sections_bad.bin", TMPDIR_);
     write_bytes(bad, buf, n - 1);
     expect_exit("checkpoint: a section longer than the header says is refused", load_resume_fn, bad, 1,
                 "state section disagrees");
     h[13] += 1;   // the true header, one byte short of the last section
     memcpy(buf, h, sizeof h);
+    reseal_checkpoint(buf, n - 1);
     write_bytes(bad, buf, n - 1);
     expect_exit("checkpoint: a file that ends inside a state section is refused (--init too)", load_init_fn, bad,
                 1, "truncated");
@@ -1502,12 +1649,23 @@ static void test_resume_before(void) {
     load_checkpoint(mem, &m, 1, &st);
     st.kind = 2;   // as if ./grpo train had written it after 1 step
     st.step = 1;
-    snprintf(resume, sizeof resume, "%s/memorised_train.bin", TMPDIR_);
-    save_checkpoint(resume, &m, 1, &st);
     GPT r;
     build_gpt(&r, m.config, 1, 11);
     snprintf(init, sizeof init, "%s/random_init.bin", TMPDIR_);
     save_checkpoint(init, &r, 0, NULL);
+    Options ro;   // the run record the command below resumes with (format 4 holds every key)
+    default_options(&ro);
+    train_defaults(&ro);
+    ro.prompts_per_step = 1;
+    ro.group_size = 2;
+    ro.max_new_tokens = 20;
+    snprintf(ro.train_data, sizeof ro.train_data, "%s", data);
+    snprintf(ro.val_data, sizeof ro.val_data, "%s", data);
+    snprintf(ro.init, sizeof ro.init, "%s", init);
+    record_options(st.options, sizeof st.options, &ro, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);
+    record_input_hashes(st.options, sizeof st.options, &ro, TRAIN_INPUTS, "");
+    snprintf(resume, sizeof resume, "%s/memorised_train.bin", TMPDIR_);
+    save_checkpoint(resume, &m, 1, &st);
     free_gpt(&m); free_gpt(&r);
     static char cmd[2048], out[16384];
     double acc[2];
@@ -1848,6 +2006,7 @@ static void test_checkpoint_messages(void) {
     size_t n;
     unsigned char *buf = (unsigned char *)read_all(path, &n);
     buf[CKPT_HEADER_INTS * 4 + 6] = 'X';   // "<pad>\n<bos>\n...": token 1 becomes "Xbos>"
+    reseal_checkpoint(buf, n);
     char bad[300];
     snprintf(bad, sizeof bad, "%s/vocab_same_size.bin", TMPDIR_);
     write_bytes(bad, buf, n);
@@ -3734,13 +3893,28 @@ static void test_resume_run_record(void) {
     check(code == 0 && strstr(out, "note: --lr 5e-05: the run in") && strstr(out, "had --lr 0.0001"),
           "train --resume with another --lr: goes on, with a note naming both values", "exit %d: %s", code,
           line_with(out, "note: --lr"));
+    // other inputs on resume: another --train-data (the run record holds its hash), another --init of
+    // the same shape where the resume loads it (--test-limit: the start of the test comparison)
+    char other_init[300];
+    save_tiny_init(other_init, sizeof other_init, "record_other_init.bin", 22);
+    const char *swap[2] = {"--train-data tests/fixtures/val_small.txt", "--test-limit 2 --init "};
+    for (int i = 0; i < 2; i++) {
+        snprintf(cmd, sizeof cmd, "%s train %s %s%s --resume %s --run-dir %s/record_f", grpo_bin(), common, swap[i],
+                 i ? other_init : "", ckpt, TMPDIR_);
+        code = run_binary(cmd, out, sizeof out);
+        const char *err = line_with(out, "usage error");
+        char name[160];
+        snprintf(name, sizeof name, "train --resume with another %s: refused, naming it", i ? "--init" : "--train-data");
+        check(code == 2 && strstr(err, i ? "--init " : "--train-data ") && strstr(err, "its bytes"), name,
+              "exit %d: %s", code, err);
+    }
     // the same checkpoint in format 1: header version 1, no run record
     size_t n;
     unsigned char *buf = (unsigned char *)read_all(ckpt, &n);
     int32_t h[CKPT_HEADER_INTS];
     memcpy(h, buf, sizeof h);
-    size_t record = (size_t)h[11];
-    h[1] = 1;
+    size_t record = (size_t)h[11] + (size_t)h[13] + ((size_t)h[14] << 31) + (size_t)h[12] * (CKPT_TAG_BYTES + 8);
+    h[1] = 1;   // and no state sections (the budget counters' one): format 1 has none
     h[11] = 0;
     memcpy(buf, h, sizeof h);
     char old[300];
@@ -3812,6 +3986,12 @@ static void test_sft_run_record(void) {
     check(code == 2 && strstr(err, "--batch-size 4: '") && strstr(err, "with --batch-size 2"),
           "sft --resume with another --batch-size: a usage error naming both values", "exit %d: %s", code,
           err);
+    snprintf(cmd, sizeof cmd, "%s sft %s --train-data tests/fixtures/val_small.txt --resume %s/sft_record/ckpt.bin "
+             "--run-dir %s/sft_record3", grpo_bin(), common, TMPDIR_, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    err = line_with(out, "usage error");
+    check(code == 2 && strstr(err, "--train-data tests/fixtures/val_small.txt: its bytes"),
+          "sft --resume with another --train-data: refused, naming it", "exit %d: %s", code, err);
     snprintf(cmd, sizeof cmd, "%s sft %s --run-dir %s/sft_record", grpo_bin(), common, TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
     err = line_with(out, "usage error");
@@ -3904,15 +4084,20 @@ static void test_compare_stats(void) {
                             {"", "no method"}, {"grpo:--steps=3", "set by compare"},
                             {"grpo:--nope=1", "not an option"}, {"grpo:temperature=0.7", "--option=value"},
                             {"grpo:--temperature", "--option=value"}, {"a b", "character"},
-                            {"grpo:--objective=lambda-grpo", "objective already"}, {":--lr=1", "no name"}};
-    int refused = 0;
-    for (int i = 0; i < 11; i++) {
+                            {"grpo:--objective=lambda-grpo", "objective already"}, {":--lr=1", "no name"},
+                            // a bare name that is not an objective (a misspelt one ran the default
+                            // under its name); . and .. (their runs landed outside runs/)
+                            {"grpo,PPO", "'PPO' is not an objective"}, {"lamda-grpo", "PPO"},
+                            {".", "cannot name a method"}, {"..:--lr=1e-4", "cannot name a method"}};
+    bad[12][1] = "lamda-grpo:--objective=NAME";   // the message says how to give a label its options
+    int refused = 0, nbad = (int)(sizeof bad / sizeof bad[0]);
+    for (int i = 0; i < nbad; i++) {
         err[0] = 0;
         int r = parse_methods(bad[i][0], m, CMP_MAX_METHODS, err, sizeof err);
         if (r == -1 && strstr(err, bad[i][1])) refused++;
         else printf("      '%s': %d, '%s'\n", bad[i][0], r, err);
     }
-    check(refused == 11, "compare: --methods refuses bad lists with a message", "%d of 11", refused);
+    check(refused == nbad, "compare: --methods refuses bad lists with a message", "%d of %d", refused, nbad);
     // FNV-1a 64 of the prereg: the published test vectors
     check(fnv1a64("", 0) == 0xcbf29ce484222325ull && fnv1a64("a", 1) == 0xaf63dc4c8601ec8cull &&
           fnv1a64("foobar", 6) == 0x85944171f73967e8ull, "compare: FNV-1a 64 test vectors", "");
@@ -4004,6 +4189,15 @@ static void check_budget_run(const char *dir, const char *unit, double budget, i
     check(ok, name, "%d rows", erows);
 }
 
+// A whole file, NUL-terminated.
+static char *read_text(const char *path) {
+    size_t n;
+    char *t = (char *)read_all(path, &n);
+    t = (char *)realloc(t, n + 1);
+    t[n] = 0;
+    return t;
+}
+
 static void test_budget_accounting(void) {
     // F = 2N + 2CV + 2L·maxT·C with N = L(12C² + 13C) + 2C (non-embedding parameters)
     GPTConfig tiny = {64, VOCAB_SIZE, 2, 2, 32}, base = {64, VOCAB_SIZE, 4, 4, 128};
@@ -4048,8 +4242,51 @@ static void test_budget_accounting(void) {
     snprintf(call_args[1], sizeof call_args[1], "%s --eval-points 2 --run-dir /tmp/grpo_test/budget_r",
              common);
     CmdCall resume = {cmd_train, call_args[0]}, points = {cmd_train, call_args[1]};
-    expect_exit("budget: --budget with --resume is refused", cmd_call_fn, &resume, 2,
-                "--budget with --resume");
+    (void)resume;
+    // --budget with --resume: the counters are in the checkpoint, so an interrupted budget run goes
+    // on counting (train.csv's budget_spent and eval.csv's points as in the run straight through);
+    // another --budget, or a run that has spent it, is refused. Fresh processes (OpenMP after fork).
+    static char cmd[4096], out[16384];
+    snprintf(args, sizeof args, "%s --budget-unit gen-tokens --budget 1500 --eval-points 3 --save-every 3 "
+             "--run-dir /tmp/grpo_test/budget_sv", common);
+    rc = run_cmd_quiet(cmd_train, args, log);
+    char sv_csv[512], sv_eval[512];
+    snprintf(sv_csv, sizeof sv_csv, "%s", tmp_path("/tmp/grpo_test/budget_sv/train.csv"));
+    snprintf(sv_eval, sizeof sv_eval, "%s", tmp_path("/tmp/grpo_test/budget_sv/eval.csv"));
+    char *csv1 = read_text(sv_csv), *ev1 = read_text(sv_eval);
+    double spent1[256], spent2[256], pts1[8], pts2[8];
+    int rows1 = csv_column(csv1, "budget_spent", spent1, 256);
+    snprintf(cmd, sizeof cmd, "%s train %s --budget-unit gen-tokens --budget 1500 --eval-points 3 --save-every 3 "
+             "--resume %s --run-dir %s", grpo_bin(), common, tmp_path("/tmp/grpo_test/budget_sv/ckpt.bin"),
+             tmp_path("/tmp/grpo_test/budget_sv"));
+    rewrite_tmp(out, sizeof out, cmd);
+    snprintf(cmd, sizeof cmd, "%.4000s", out);
+    int rc2 = run_binary(cmd, out, sizeof out);
+    char *csv2 = read_text(sv_csv), *ev2 = read_text(sv_eval);
+    int rows2 = csv_column(csv2, "budget_spent", spent2, 256);
+    int np1 = csv_column(ev1, "budget_spent", pts1, 8), np2 = csv_column(ev2, "budget_spent", pts2, 8);
+    int same = rc == 0 && rc2 == 0 && rows1 == rows2 && rows1 > 3 && np1 == 4 && np2 == 4;
+    for (int i = 0; same && i < rows1; i++) same = spent1[i] == spent2[i];
+    for (int i = 0; same && i < np1; i++) same = pts1[i] == pts2[i];
+    check(same, "budget: --budget --resume goes on counting: budget_spent and eval.csv as straight through",
+          "exit %d, %d; %d and %d rows, %d and %d points: %.80s", rc, rc2, rows1, rows2, np1, np2,
+          line_with(out, "error"));
+    free(csv1); free(csv2); free(ev1); free(ev2);
+    snprintf(cmd, sizeof cmd, "%s train %s --budget 1000 --resume %s --run-dir %s", grpo_bin(), common,
+             tmp_path("/tmp/grpo_test/budget_sv/ckpt.bin"), tmp_path("/tmp/grpo_test/budget_r"));
+    rewrite_tmp(out, sizeof out, cmd);
+    snprintf(cmd, sizeof cmd, "%.4000s", out);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 2 && strstr(out, "--budget 1000: the run in") && strstr(out, "had --budget 1500"),
+          "budget: --resume with another --budget is refused, naming both", "exit %d: %s", rc,
+          line_with(out, "error"));
+    snprintf(cmd, sizeof cmd, "%s train %s --budget 1500 --eval-points 3 --resume %s --run-dir %s", grpo_bin(), common,
+             tmp_path("/tmp/grpo_test/budget_tok/model.bin"), tmp_path("/tmp/grpo_test/budget_r"));
+    rewrite_tmp(out, sizeof out, cmd);
+    snprintf(cmd, sizeof cmd, "%.4000s", out);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 2 && strstr(out, "has spent it already"), "budget: --resume of a run that spent its --budget is "
+          "refused", "exit %d: %s", rc, line_with(out, "error"));
     expect_exit("budget: --eval-points without --budget is refused", cmd_call_fn, &points, 2,
                 "needs --budget");
 }
@@ -4136,6 +4373,53 @@ static void test_compare_quick(void) {
     rc = run_binary(cmd, out, sizeof out);
     check(rc == 1 && strstr(out, "pre-registered with another configuration"),
           "compare: another configuration in the same study is refused", "exit %d", rc);
+    // prereg.txt is checked against its own hash: edited text (another seed range) or a line added
+    // below the hash is refused, naming the file, before anything runs
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s --jobs 1", grpo_bin(), study);
+    snprintf(path, sizeof path, "%s/prereg.txt", study);
+    snprintf(path2, sizeof path2, "%s/prereg.saved", TMPDIR_);
+    char *orig = (char *)read_all(path, &n);
+    orig = (char *)realloc(orig, n + 1);
+    orig[n] = 0;
+    write_bytes(path2, orig, n);
+    check(strstr(orig, "\n" PREREG_SFT_LINE) != NULL, "compare: prereg.txt records the made SFT checkpoint's hash",
+          "");
+    char *edited = (char *)mallocCheck(n + 64);
+    memcpy(edited, orig, n + 1);
+    char *seeds = strstr(edited, "seeds: 1..2");
+    if (seeds) seeds[10] = '5';
+    write_bytes(path, edited, n);
+    rc = run_binary(cmd, out, sizeof out);
+    check(seeds && rc == 1 && strstr(out, "does not match its own hash") && strstr(out, path) && !strstr(out, "runs:"),
+          "compare: a prereg.txt edited after its hash (seeds 1..5) is refused, naming it", "exit %d: %s", rc,
+          line_with(out, "error"));
+    snprintf(edited, n + 64, "%sseeds: 1..5\n", orig);
+    write_bytes(path, edited, strlen(edited));
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 1 && strstr(out, "below its hash line") && strstr(out, path),
+          "compare: a line added below prereg.txt's hash is refused", "exit %d: %s", rc, line_with(out, "error"));
+    write_bytes(path, orig, n);
+    // the study's SFT checkpoint swapped mid-study: the run that is to be redone does not start
+    char sft_path[512], other[512], sft_saved[512];
+    snprintf(sft_path, sizeof sft_path, "%s/sft/model.bin", study);
+    snprintf(sft_saved, sizeof sft_saved, "%s/sft_saved.bin", TMPDIR_);
+    snprintf(other, sizeof other, "%s/runs/grpo/seed_1/model.bin", study);   // another model, the same shape
+    rename(sft_path, sft_saved);
+    size_t on;
+    void *other_bytes = read_all(other, &on);
+    write_bytes(sft_path, other_bytes, on);
+    free(other_bytes);
+    unlink(done);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 1 && strstr(out, "is not the one") && strstr(out, sft_path) && !strstr(out, "start:"),
+          "compare: a swapped SFT checkpoint is refused before a run starts from it", "exit %d: %s", rc,
+          line_with(out, "error"));
+    rename(sft_saved, sft_path);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 0 && strstr(out, "start: lambda-grpo/seed_2") && files_equal(path, path2),
+          "compare: ... the restored one runs it, prereg.txt unchanged", "exit %d", rc);
+    free(orig);
+    free(edited);
     snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/study_bad --init %s/sft/model.bin "
              "--methods grpo:--max-new-tokens=60", grpo_bin(), TMPDIR_, study);
     rc = run_binary(cmd, out, sizeof out);
@@ -5246,6 +5530,7 @@ static void strip_sections(const char *from, const char *to) {
     size_t sections = (size_t)h[13] + ((size_t)h[14] << 31) + (size_t)h[12] * (CKPT_TAG_BYTES + 8);
     h[12] = h[13] = h[14] = 0;
     memcpy(buf, h, sizeof h);
+    reseal_checkpoint(buf, n - sections);
     write_bytes(to, buf, n - sections);
     free(buf);
 }
@@ -5341,7 +5626,7 @@ static void test_ppo_train(void) {
         free_gpt(&m);
     }
     check(code == 0 && plain_log && !strstr(st2.options, "gae") && !strstr(st2.options, "critic") &&
-          st2.num_sections == 0 && !strstr(out, "gae-gamma="),
+          !ckpt_section(&st2, CRITIC_TAG, &(uint64_t){0}) && !strstr(out, "gae-gamma="),
           "ppo: a GRPO run prints, logs and records no critic option or column", "exit %d", code);
 }
 
@@ -6001,9 +6286,9 @@ static void test_select_runs(void) {
              "%s/mopps_a/ckpt.bin --run-dir %s/mopps_f", grpo_bin(), common, other, TMPDIR_, TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
     err = line_with(out, "error");
-    check(code == 1 && strstr(err, "ckpt.bin") && strstr(err, "posteriors of 20 training prompts") &&
-          strstr(err, "holds 19"),
-          "select: a MoPPS resume on another training set is refused (its size)", "exit %d: %s", code, err);
+    // the run record's hash of --train-data refuses it first (before MoPPS's own size check)
+    check(code == 2 && strstr(err, "--train-data") && strstr(err, "its bytes") && strstr(err, "ckpt.bin"),
+          "select: a MoPPS resume on another training set is refused (its hash)", "exit %d: %s", code, err);
     // dynamic sampling with a model that never succeeds: every step hits the cap
     snprintf(cmd, sizeof cmd, "%s train %s %s --prompt-select dynamic --dynamic-max-rounds 3 "
              "--run-dir %s/dyn", grpo_bin(), common, data, TMPDIR_);
@@ -6403,6 +6688,7 @@ int main(int argc, char **argv) {
     if (want("model", only)) test_clip_ref();
     if (want("checkpoint", only)) test_checkpoints();
     if (want("checkpoint", only)) test_checkpoint_sections();
+    if (want("checkpoint", only)) test_checkpoint_checksums();
     if (want("checkpoint", only)) test_run_tmpdir();
     if (want("cli", only)) test_usage_errors();
     if (want("cli", only)) test_io_errors();
