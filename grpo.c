@@ -7329,8 +7329,9 @@ static double budget_spent(const Budget *b) {
 
 // budget_to_section: b's counters into its section buffer, st's state section "budget" for the next save.
 static void budget_to_section(Budget *b, TrainState *st) {
-    double v[BUDGET_SECTION_N] = {b->unit, b->amount, b->points, b->next_point, (double)b->gen_traj,
-                                  (double)b->gen_aux, (double)b->trained, b->flops,
+    double v[BUDGET_SECTION_N] = {(double)b->unit, (double)b->amount, (double)b->points,
+                                  (double)b->next_point, (double)b->gen_traj, (double)b->gen_aux,
+                                  (double)b->trained, b->flops,
                                   b->unit == BUDGET_SECONDS ? b->seconds : NAN};
     memcpy(b->section, v, sizeof v);
     ckpt_add_section(st, BUDGET_TAG, b->section, sizeof b->section, 0);
@@ -7491,7 +7492,7 @@ static int spend_budget(TrainRun *run, StepReport *r) {
     b->seconds += r->t[6] - r->t[0];
     r->budget_spent = budget_spent(b);
     b->done = b->amount > 0 && r->budget_spent >= b->amount;
-    budget_to_section(b, run->state);   // the counters go into the step's checkpoint
+    if (run->state) budget_to_section(b, run->state);   // into the step's checkpoint (no state: none)
     return b->done;
 }
 
