@@ -1696,13 +1696,13 @@ static void limit_memory(void) {
 static void load_prompts_fn(void *path) {
     Dataset d;
     limit_memory();
-    load_dataset(&d, (const char *)path, 64, 0);
+    load_dataset(&d, (const char *)path, 64, 0, &TASKS[TASK_COUNTDOWN]);
     free_dataset(&d);
 }
 static void load_sft_data_fn(void *path) {
     Dataset d;
     limit_memory();
-    load_dataset(&d, (const char *)path, 64, 1);
+    load_dataset(&d, (const char *)path, 64, 1, &TASKS[TASK_COUNTDOWN]);
     free_dataset(&d);
 }
 static void read_check_fn(void *path) {
@@ -2813,7 +2813,7 @@ static void test_train_end_to_end(void) {
     double acc = acc_at ? atof(acc_at + 16) : -1.0;
     free(out);
     Dataset vd;
-    load_dataset(&vd, "tests/fixtures/val_small.txt", 64, 0);
+    load_dataset(&vd, "tests/fixtures/val_small.txt", 64, 0, &TASKS[TASK_COUNTDOWN]);
     csv = (char *)read_all(pb, &n);
     int rows = 0, solved = 0, well_formed = 1;
     for (char *line = csv; line < csv + n; ) {
@@ -4643,14 +4643,14 @@ static void test_mc_budget(void) {
     memcpy(g.comp + (size_t)MN, g.comp, (size_t)MN * sizeof(int));
     g.clen[1] = g.clen[0];
     Dataset d;
-    load_dataset(&d, "tests/fixtures/val_small.txt", 32, 0);
+    load_dataset(&d, "tests/fixtures/val_small.txt", 32, 0, &TASKS[TASK_COUNTDOWN]);
     g.prompt_idx[0] = 0;
     g.prompt_idx[1] = 1;
-    CountdownTask task = {&d, g.prompt_idx, NULL, 0, 0, 0.0f};
+    TaskProblems task = {&d, g.prompt_idx, NULL, 0, 0, 0.0f, NULL};
     for (int i = 0; i < N; i++)
-        g.reward[i] = countdown_outcome_reward(&task, i / k, g.comp_row[i], g.clen[i]);
+        g.reward[i] = task_outcome_reward(&task, i / k, g.comp_row[i], g.clen[i]);
     MCPRM mc;
-    build_mcprm(&mc, &m.config, N, MN, 3, 1, MC_SEGMENT_COMMA, countdown_outcome_reward, &task, NULL);
+    build_mcprm(&mc, &m.config, N, MN, 3, 1, MC_SEGMENT_COMMA, task_outcome_reward, &task, NULL);
     MCStats st = mc_prm_advantages(&mc, &m, &g, &cfg, 4);
     // the reference: one state at a time
     long tokens = 0, positions = 0;
@@ -5737,7 +5737,7 @@ static void test_mopps_update(void) {
     fprintf(f, "9 9>9:\n7 3 5>26:\n");
     fclose(f);
     Dataset d;
-    load_dataset(&d, path, 64, 0);
+    load_dataset(&d, path, 64, 0, &TASKS[TASK_COUNTDOWN]);
     PromptSelector s;
     build_prompt_selector(&s, SELECT_MOPPS, 0.5, 2, 1.0, 1, d.n, 1, 8, 24, 64);
     GroupBatch g;
@@ -6088,7 +6088,7 @@ typedef struct {
     Dataset train;
     PromptSelector select;
     MCPRM mc;
-    CountdownTask task;
+    TaskProblems task;
     Critic critic;
     TrainState st;
     Options o;
@@ -6119,14 +6119,14 @@ static void select_step_run(SelectStepRun *r, const char *init, int objective, c
     int maxT = r->policy.config.max_seq_len;
     build_kvcache(&r->kv, &r->policy.config, N);
     build_group_batch(&r->g, P, k, T, N, maxT);
-    load_dataset(&r->train, "tests/fixtures/val_small.txt", maxT, 0);
+    load_dataset(&r->train, "tests/fixtures/val_small.txt", maxT, 0, &TASKS[TASK_COUNTDOWN]);
     build_prompt_selector(&r->select, o->prompt_select, o->select_target, 0, o->select_decay,
                           o->dynamic_max_rounds, r->train.n, P, k, T, maxT);
     TrainRun *run = &r->run;
     if (objective == OBJ_MC_PRM) {
-        r->task = (CountdownTask){&r->train, r->g.prompt_idx, NULL, 0, 0, o->format_reward};
+        r->task = (TaskProblems){&r->train, r->g.prompt_idx, NULL, 0, 0, o->format_reward, NULL};
         build_mcprm(&r->mc, &r->policy.config, N, T, o->mc_k, o->mc_whiten, MC_SEGMENT_COMMA,
-                    countdown_outcome_reward, &r->task, NULL);
+                    task_outcome_reward, &r->task, NULL);
         run->mc = &r->mc;
     }
     if (objective == OBJ_PPO) {
@@ -6217,7 +6217,7 @@ static void test_select_dynamic_objectives(void) {
     GPT old;
     load_checkpoint(sft, &old, b.g.N, NULL);
     MCPRM mc;
-    build_mcprm(&mc, &old.config, b.g.N, 20, 2, 1, MC_SEGMENT_COMMA, countdown_outcome_reward, &b.task, NULL);
+    build_mcprm(&mc, &old.config, b.g.N, 20, 2, 1, MC_SEGMENT_COMMA, task_outcome_reward, &b.task, NULL);
     MCStats spent = mc_prm_advantages(&mc, &old, &b.g, &b.run.cfg, 0);   // into mc.adv
     int same_adv = mc.num_states == b.mc.num_states;
     for (int i = 0; i < b.g.N && same_adv; i++)
