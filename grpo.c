@@ -6149,6 +6149,8 @@ static void check_context(const Options *o, int maxT, const Dataset *d) {
 #define CKPT_HEADER_INTS 32
 #define CKPT_RECORD_MAX 4096    // bytes of a run record
 #define CKPT_TAG_BYTES 8        // a state section's name, NUL-padded
+#define CKPT_TASK_INT 31        // h[31]: the model's task (index in TASKS); files written before
+                                // tasks were recorded hold 0 there, countdown's index
 
 /* A save that SIGINT, SIGTERM or SIGHUP interrupts (Ctrl-C, kill, a closed terminal) removes
    its temporary file before the process dies. For the length of a save, ckpt_on_signal
@@ -6274,6 +6276,7 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     h[8] = st ? st->step : 0;
     h[9] = vlen;
     h[10] = st ? st->kind : 0;   // which run wrote the optimizer state: 1 sft, 2 train
+    h[CKPT_TASK_INT] = m->task;  // the model's task, an index in TASKS (0: countdown)
     // the run record, text after the RNG state: the options that shape the run, the tokens
     // sampled so far, and the first two fields of the log's last row (load_checkpoint)
     char record[CKPT_RECORD_MAX];
@@ -6502,7 +6505,13 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     if (st && !h[7])
         ckpt_error(path, "holds no optimizer state, so a run cannot resume from it",
                    "use --init to start a new run from it");
+    if (h[CKPT_TASK_INT] < 0 || h[CKPT_TASK_INT] >= NUM_TASKS) {
+        snprintf(msg, sizeof msg, "records task %d, this build knows tasks 0 to %d", h[CKPT_TASK_INT],
+                 NUM_TASKS - 1);
+        ckpt_error(path, msg, "a newer build wrote it, or the file is corrupt");
+    }
     build_gpt(m, c, max_batch, 0);
+    m->task = h[CKPT_TASK_INT];
     float *params = m->params_memory, *mom1 = m->m_memory, *mom2 = m->v_memory;   // read into these
 #ifdef GRPO_CUDA
     if (m->on_device) {   // through a host staging buffer, copied to the GPU below
