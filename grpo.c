@@ -3,7 +3,7 @@ grpo.c: a minimal, readable, single-file reference implementation of GRPO and λ
 
 What this file is
   A tiny GPT-2-style transformer (character-level tokenizer, forward and backward passes
-  written out by hand, AdamW), a checkable task (countdown) with its verifier, a group
+  written out by hand, AdamW), checkable tasks (countdown; chain-sum) with their verifiers, a group
   sampler with a KV cache, the prefix tree B(G) of a group (the "process sets"), and the
   objectives:
     GRPO     Shao et al. 2024 (DeepSeekMath), with the conventions of TRL and verl.
@@ -1497,14 +1497,11 @@ static int countdown_well_formed(const char *completion, int len) {
 // Completion:  a scratchpad, one step "a op b=c" per operator, left to right, joined by ',':
 //              "12+7=19,19-3=16,16+25=41". A running value may be negative: "3-8=-5,-5+2=-3"
 //              ('-' is a token; the terms themselves are never negative).
-// The verifier is an outcome verifier of another kind than countdown's: it reads ONLY the final
-// answer, the text after the last '=', and gives 1.0 if that is exactly the answer (the sum),
-// else 0.0. Nothing before the last '=' is read, so a wrong step that still reaches the right
-// answer passes. Malformed completions score 0: no '=' at all (a bare "41"), nothing after the
-// last '=', anything but an integer there (a trailing ',' or space, a '+' sign, a leading zero,
-// "-0", more than 7 digits). Its steps are nearly deterministic: the correct scratchpad of a
-// prompt is unique, so correct completions of one prompt share their whole text, and the
-// branching of a group's tree B(G) comes from mistakes.
+// An outcome verifier of another kind than countdown's: it reads ONLY the text after the last
+// '=' and gives 1.0 if that is exactly the answer (the sum), else 0.0, so a wrong step that still
+// reaches the right answer passes. Malformed: no '=' (a bare "41"), nothing or anything but an
+// integer after the last '=' (a trailing ',' or space, '+', a leading zero, "-0", 8+ digits): 0.
+// The correct scratchpad is unique: a group's tree B(G) branches only where a completion errs.
 
 #define CHAIN_SUM_MAX_DIGITS 7   // an answer has at most 7 digits (the data: at most 4)
 
@@ -1564,23 +1561,7 @@ static float chain_sum_verify(const int *nums, int n, int target, const char *co
     return v == target ? 1.0f : 0.0f;
 }
 
-/* chain_sum_well_formed: 1 if completion[0..len) is one or more steps `a op b=c` joined by ','
-   (a and c integers as chain_sum_parse_int reads them, op '+' or '-', b digits only; any
-   values), else 0. Used only by the optional --format-reward. */
-static int chain_sum_well_formed(const char *completion, int len) {
-    int pos = 0;
-    long long v;
-    for (;;) {
-        if (!chain_sum_parse_int(completion, len, &pos, &v) || pos >= len) return 0;
-        char op = completion[pos++];
-        if (op != '+' && op != '-') return 0;
-        if (countdown_parse_number(completion, len, &pos) < 0 || pos >= len) return 0;
-        if (completion[pos++] != '=') return 0;
-        if (!chain_sum_parse_int(completion, len, &pos, &v)) return 0;
-        if (pos == len) return 1;
-        if (completion[pos++] != ',') return 0;
-    }
-}
+static int chain_sum_well_formed(const char *completion, int len);   // --format-reward's check (below)
 
 // ----------------------------------------------------------------------------
 // The task interface: what a task gives the rest of the file. A problem is held as integers
@@ -3009,6 +2990,27 @@ static void train_loop(TrainRun *run) {
 // CUDA seam. The reference above reaches each through a call whose declaration says what it
 // computes; each speed path stands beside the plain version it is tested against.
 // ============================================================================
+
+// ----------------------------------------------------------------------------
+// Tasks: chain-sum's well-formedness check (its verifier is in the reference, "Task and verifier")
+
+/* chain_sum_well_formed: 1 if completion[0..len) is one or more steps `a op b=c` joined by ','
+   (a and c integers as chain_sum_parse_int reads them, op '+' or '-', b digits only; any
+   values), else 0. Used only by the optional --format-reward. */
+static int chain_sum_well_formed(const char *completion, int len) {
+    int pos = 0;
+    long long v;
+    for (;;) {
+        if (!chain_sum_parse_int(completion, len, &pos, &v) || pos >= len) return 0;
+        char op = completion[pos++];
+        if (op != '+' && op != '-') return 0;
+        if (countdown_parse_number(completion, len, &pos) < 0 || pos >= len) return 0;
+        if (completion[pos++] != '=') return 0;
+        if (!chain_sum_parse_int(completion, len, &pos, &v)) return 0;
+        if (pos == len) return 1;
+        if (completion[pos++] != ',') return 0;
+    }
+}
 
 // ----------------------------------------------------------------------------
 // Comparison method: MC-PRM, explicit process rewards (VinePPO, Kazemnejad et al. 2024, arXiv
