@@ -1510,6 +1510,7 @@ static int countdown_well_formed(const char *completion, int len) {
    Returns 0 and fills nums[0..*n) with the signed terms (t1, +t2, −t3, ...) and *target with
    their sum; -1 if malformed or more than max_nums terms. */
 static int chain_sum_parse_prompt(const char *prompt, int len, int *nums, int max_nums, int *n, int *target) {
+    /* BEGIN SOLUTION: add_task stub: return -1; */
     int pos = 0, k = 0, sign = 1;
     long long sum = 0;
     if (!prompt || !nums || !n || !target || len <= 0) return -1;
@@ -1524,8 +1525,9 @@ static int chain_sum_parse_prompt(const char *prompt, int len, int *nums, int ma
     }
     if (pos != len - 1 || k < 2) return -1;
     *n = k;
-    *target = (int)sum;   // |sum| <= 16 x 999999
+    *target = (int)sum;   // |sum| <= 8 x 999999
     return 0;
+    /* END SOLUTION: add_task */
 }
 
 /* chain_sum_parse_int: an integer at s[*pos..len): an optional '-', 1..CHAIN_SUM_MAX_DIGITS
@@ -1550,6 +1552,7 @@ static int chain_sum_parse_int(const char *s, int len, int *pos, long long *v) {
    terms) are not read: the verifier checks the outcome only. Never reads outside
    completion[0..len). */
 static float chain_sum_verify(const int *nums, int n, int target, const char *completion, int len) {
+    /* BEGIN SOLUTION: add_task stub: return 0.0f; */
     (void)nums; (void)n;
     if (!completion || len <= 0) return 0.0f;
     int last = len - 1;
@@ -1559,6 +1562,7 @@ static float chain_sum_verify(const int *nums, int n, int target, const char *co
     long long v;
     if (!chain_sum_parse_int(completion, len, &pos, &v) || pos != len) return 0.0f;
     return v == target ? 1.0f : 0.0f;
+    /* END SOLUTION: add_task */
 }
 
 static int chain_sum_well_formed(const char *completion, int len);   // --format-reward's check (below)

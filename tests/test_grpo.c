@@ -6614,7 +6614,8 @@ int main(int argc, char **argv) {
     if (want("select", only)) test_dynamic_filter();
     if (want("select", only)) { test_spearman(); test_select_runs(); test_select_usage(); }
     if (want("select", only)) test_select_dynamic_objectives();
-    if (want("task", only)) { test_chain_sum_verifier(); test_task_interface(); test_chain_sum_methods(); }
+    if (want("verifier", only)) test_chain_sum_verifier();
+    if (want("task", only)) { test_task_interface(); test_chain_sum_methods(); }
     if (want("task", only)) test_chain_sum_resume();
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
