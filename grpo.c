@@ -3,7 +3,7 @@ grpo.c: a minimal, readable, single-file reference implementation of GRPO and λ
 
 What this file is
   A tiny GPT-2-style transformer (character-level tokenizer, forward and backward passes
-  written out by hand, AdamW), a checkable task (countdown) with its verifier, a group
+  written out by hand, AdamW), checkable tasks (countdown; chain-sum) with their verifiers, a group
   sampler with a KV cache, the prefix tree B(G) of a group (the "process sets"), and the
   objectives:
     GRPO     Shao et al. 2024 (DeepSeekMath), with the conventions of TRL and verl.
@@ -732,6 +732,7 @@ typedef struct {
 
 typedef struct {
     GPTConfig config;
+    int task;                           // the task it learns: an index in TASKS (its checkpoint records it)
     ParameterTensors params;            // the tensors, pointing into params_memory
     size_t param_sizes[NUM_PARAM_TENSORS];
     float *params_memory;               // all parameters, one allocation
@@ -1489,30 +1490,147 @@ static int countdown_well_formed(const char *completion, int len) {
     }
 }
 
-/* countdown_reward: outcome reward r of a completion (token ids comp[0..len), <eos> last if
-   it finished) for a problem (nums[0..n), target): 1 if correct, else format_reward if it
-   is well formed and ended with <eos>, else 0. Special tokens inside the text make it
-   wrong. */
-static float countdown_reward(const int *nums, int n, int target, const int *comp, int len,
-                              float format_reward) {
+// ----------------------------------------------------------------------------
+// Task and verifier: chain-sum (reasoning-gym's chain_sum: a left-to-right sum of + and −)
+//
+// Prompt:      the expression, no spaces, then ':'    e.g. "12+7-3+25:"
+// Completion:  a scratchpad, one step "a op b=c" per operator, left to right, joined by ',':
+//              "12+7=19,19-3=16,16+25=41". A running value may be negative: "3-8=-5,-5+2=-3"
+//              ('-' is a token; the terms themselves are never negative).
+// An outcome verifier of another kind than countdown's: it reads ONLY the text after the last
+// '=' and gives 1.0 if that is exactly the answer (the sum), else 0.0, so a wrong step that still
+// reaches the right answer passes. Malformed: no '=' (a bare "41"), nothing or anything but an
+// integer after the last '=' (a trailing ',' or space, '+', a leading zero, "-0", 8+ digits): 0.
+// The correct scratchpad is unique: a group's tree B(G) branches only where a completion errs.
+
+#define CHAIN_SUM_MAX_DIGITS 7   // an answer has at most 7 digits (the data: at most 4)
+
+/* chain_sum_parse_prompt: "t1+t2-t3...:" (exactly the prompt text, len chars, not
+   NUL-terminated; 2 or more terms of 1..6 digits, no leading zeros, joined by '+' or '-').
+   Returns 0 and fills nums[0..*n) with the signed terms (t1, +t2, −t3, ...) and *target with
+   their sum; -1 if malformed or more than max_nums terms. */
+static int chain_sum_parse_prompt(const char *prompt, int len, int *nums, int max_nums, int *n, int *target) {
+    /* BEGIN SOLUTION: add_task stub: return -1; */
+    int pos = 0, k = 0, sign = 1;
+    long long sum = 0;
+    if (!prompt || !nums || !n || !target || len <= 0) return -1;
+    for (;;) {
+        long long v = countdown_parse_number(prompt, len, &pos);
+        if (v < 0 || k >= max_nums || pos >= len) return -1;
+        nums[k++] = (int)(sign * v);
+        sum += sign * v;
+        if (prompt[pos] == ':') break;
+        if (prompt[pos] != '+' && prompt[pos] != '-') return -1;
+        sign = prompt[pos++] == '+' ? 1 : -1;
+    }
+    if (pos != len - 1 || k < 2) return -1;
+    *n = k;
+    *target = (int)sum;   // |sum| <= 8 x 999999
+    return 0;
+    /* END SOLUTION: add_task */
+}
+
+/* chain_sum_parse_int: an integer at s[*pos..len): an optional '-', 1..CHAIN_SUM_MAX_DIGITS
+   digits, no leading zero, not "-0". On success advances *pos past it and returns 1 (value in
+   *v); returns 0 (and leaves *pos) otherwise. */
+static int chain_sum_parse_int(const char *s, int len, int *pos, long long *v) {
+    int i = *pos, neg = i < len && s[i] == '-';
+    i += neg;
+    int start = i;
+    long long x = 0;
+    while (i < len && s[i] >= '0' && s[i] <= '9' && i - start < CHAIN_SUM_MAX_DIGITS) x = x * 10 + (s[i++] - '0');
+    if (i == start || (i < len && s[i] >= '0' && s[i] <= '9')) return 0;   // no digits, or too many
+    if (s[start] == '0' && (i - start > 1 || neg)) return 0;                // leading zero, "-0"
+    *pos = i;
+    *v = neg ? -x : x;
+    return 1;
+}
+
+/* chain_sum_verify: scores a completion (the text without <eos>, exactly len chars, may be
+   len 0, may contain any bytes) for a problem whose answer is target: 1.0f if the text after
+   its last '=' is exactly the integer target (rules above), else 0.0f. nums and n (the
+   terms) are not read: the verifier checks the outcome only. Never reads outside
+   completion[0..len). */
+static float chain_sum_verify(const int *nums, int n, int target, const char *completion, int len) {
+    /* BEGIN SOLUTION: add_task stub: return 0.0f; */
+    (void)nums; (void)n;
+    if (!completion || len <= 0) return 0.0f;
+    int last = len - 1;
+    while (last >= 0 && completion[last] != '=') last--;
+    if (last < 0) return 0.0f;   // no '=': no final answer
+    int pos = last + 1;
+    long long v;
+    if (!chain_sum_parse_int(completion, len, &pos, &v) || pos != len) return 0.0f;
+    return v == target ? 1.0f : 0.0f;
+    /* END SOLUTION: add_task */
+}
+
+static int chain_sum_well_formed(const char *completion, int len);   // --format-reward's check (below)
+
+// ----------------------------------------------------------------------------
+// The task interface: what a task gives the rest of the file. A problem is held as integers
+// (nums[0..n), target): countdown's numbers offered and target; chain-sum's signed terms and
+// their sum. --task NAME picks one of TASKS; a checkpoint records the index of its task.
+
+typedef struct {
+    const char *name;              // --task NAME
+    const char *train, *val, *test;   // the default data files: prompt<TAB>demonstration lines
+                                   // (train, val), prompts only (test, from reasoning-gym)
+    const char *prompt_format;     // a prompt, as error messages describe it
+    const char *example_prompt;    // sample's default --prompt
+    // the prompt's text (len chars) → the problem; 0, or -1 if malformed or more than max_nums
+    int (*parse_prompt)(const char *prompt, int len, int *nums, int max_nums, int *n, int *target);
+    // the verifier: 1.0f if completion[0..len) (no <eos>) solves the problem, else 0.0f
+    float (*verify)(const int *nums, int n, int target, const char *completion, int len);
+    int (*well_formed)(const char *completion, int len);   // --format-reward: 1 if well formed
+    int max_new;                   // the completion budget its default data need (--max-new-tokens)
+    char step_end;                 // MC-PRM: a step ends after each such character
+    const char *chars;             // the characters of VOCAB_CHARS its text uses
+} Task;
+
+enum { TASK_COUNTDOWN = 0, TASK_CHAIN_SUM = 1 };   // indices in TASKS: never reorder (checkpoints)
+static const Task TASKS[] = {
+    {"countdown", "data/countdown_train.txt", "data/countdown_val.txt", "data/countdown_test.txt",
+     "`n1 n2 ... nk>target:` with 1 to 8 numbers of at most 6 digits", "8 4 5 8>9:", countdown_parse_prompt,
+     countdown_verify, countdown_well_formed, 26, ',', "0123456789+-*/=,>: "},
+    {"chain-sum", "data/chain_sum_t5_train.txt", "data/chain_sum_t5_val.txt", "data/chain_sum_t5_test.txt",
+     "`t1+t2-t3...:` (task chain-sum) with 2 to 8 terms of at most 6 digits joined by + or -", "12+7-3+25:",
+     chain_sum_parse_prompt, chain_sum_verify, chain_sum_well_formed, 48, ',', "0123456789+-=,:"},
+};
+#define NUM_TASKS ((int)(sizeof TASKS / sizeof TASKS[0]))
+static const char *TASK_NAMES[] = {"countdown", "chain-sum", NULL};   // --task's choices, as TASKS
+
+/* task_reward: outcome reward r of a completion (token ids comp[0..len), <eos> last if it
+   finished) for a problem (nums[0..n), target) of task t: 1 if t's verifier accepts it, else
+   format_reward if it is well formed and ended with <eos>, else 0. A special token inside the
+   text makes it wrong, whatever the task's verifier reads. */
+static float task_reward(const Task *t, const int *nums, int n, int target, const int *comp, int len,
+                         float format_reward) {
     char text[4096] = {0};
     int text_len = 0, ended = len > 0 && comp[len - 1] == TOK_EOS;
     for (int j = 0; j < len - ended && text_len < (int)sizeof text; j++) {
-        int t = comp[j];
-        text[text_len++] = (t >= NUM_SPECIAL && t < VOCAB_SIZE) ? VOCAB_CHARS[t - NUM_SPECIAL] : '\x01';
+        int tok = comp[j];
+        if (tok < NUM_SPECIAL || tok >= VOCAB_SIZE) return 0.0f;
+        text[text_len++] = VOCAB_CHARS[tok - NUM_SPECIAL];
     }
-    float r = countdown_verify(nums, n, target, text, text_len);
-    int well_formed_end = ended && countdown_well_formed(text, text_len);
+    float r = t->verify(nums, n, target, text, text_len);
+    int well_formed_end = ended && t->well_formed(text, text_len);
     if (r == 0.0f && format_reward > 0.0f && well_formed_end) r = format_reward;
     return r;
 }
 
+// countdown_reward: task_reward for countdown (the tests' and the tools' short form).
+static float countdown_reward(const int *nums, int n, int target, const int *comp, int len, float format_reward) {
+    return task_reward(&TASKS[TASK_COUNTDOWN], nums, n, target, comp, len, format_reward);
+}
+
 // ----------------------------------------------------------------------------
-// Task data: countdown prompts and demonstrations from data/*.txt
+// Task data: a task's prompts and demonstrations from data/*.txt
 // One example per line: `prompt<TAB>completion` (completion optional: the test split has
-// prompts only); `#` starts a comment line; blank lines are ignored.
-// Prompt text: the numbers, `>`, the target, `:` (`7 3 5>26:`). Completion: steps `a op b=c`
-// joined by `,` (`7*3=21,21+5=26`); the model ends it with <eos>.
+// prompts only); `#` starts a comment line; blank lines are ignored. The prompt's text is the
+// task's (countdown: the numbers, `>`, the target, `:`, as `7 3 5>26:`; chain-sum:
+// `12+7-3+25:`), read by its parse_prompt; the completion is its steps joined by `,`
+// (`7*3=21,21+5=26`); the model ends it with <eos>.
 
 #define MAX_NUMS 8
 
@@ -1528,6 +1646,7 @@ typedef struct {
     int *line;             // (n) line of the file the example is on
     const char *path;      // the file (for messages)
     int maxT;
+    const Task *task;      // the task whose prompts these are
 } Dataset;
 
 static void data_error(const char *path, int line, const char *what) {
@@ -1578,13 +1697,13 @@ static void refuse_bom(const char *line, long len, const char *path, int lineno)
                             "save it without one (sed -i '1s/^\\xEF\\xBB\\xBF//' FILE)");
 }
 
-/* load_dataset: reads a task file. need_completion = 1 (SFT data): every line must carry a
+/* load_dataset: reads a file of task's. need_completion = 1 (SFT data): every line must carry a
    demonstration and <bos> prompt completion <eos> must fit in maxT tokens. need_completion
    = 0 (prompts for train, eval): a demonstration is allowed but ignored, and <bos> prompt
    must fit (the caller checks prompt + --max-new-tokens). Errors name FILE:LINE and what
-   was expected. An SFT demonstration must score 1 with the verifier: the model would
+   was expected. An SFT demonstration must score 1 with the task's verifier: the model would
    learn whatever it is shown. */
-static void load_dataset(Dataset *d, const char *path, int maxT, int need_completion) {
+static void load_dataset(Dataset *d, const char *path, int maxT, int need_completion, const Task *task) {
     FILE *f = fopenCheck(path, "r");
     memset(d, 0, sizeof *d);
     d->maxT = maxT;
@@ -1598,6 +1717,7 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
     d->target = (int *)mallocCheck(cap * sizeof(int));
     d->line = (int *)mallocCheck(cap * sizeof(int));
     d->path = path;
+    d->task = task;
     char *line = NULL, msg[256];
     size_t lcap = 0;
     long got;
@@ -1651,17 +1771,18 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
         d->prompt_len[i] = plen + 1;
         d->completion_len[i] = clen ? clen + 1 : 0;
         if (clen) ct[clen] = TOK_EOS;
-        if (countdown_parse_prompt(line, plen, d->nums + (size_t)i * MAX_NUMS, MAX_NUMS,
-                                   &d->num_count[i], &d->target[i]) != 0) {
-            snprintf(msg, sizeof msg, "prompt is not `n1 n2 ... nk>target:` with 1 to %d numbers of at most "
-                                      "6 digits", MAX_NUMS);
+        if (task->parse_prompt(line, plen, d->nums + (size_t)i * MAX_NUMS, MAX_NUMS, &d->num_count[i],
+                               &d->target[i]) != 0) {
+            snprintf(msg, sizeof msg, "prompt is not %s", task->prompt_format);
             data_error(path, lineno, msg);
         }
         const int *nums = d->nums + (size_t)i * MAX_NUMS;
-        if (clen && countdown_verify(nums, d->num_count[i], d->target[i], tab + 1, clen) != 1.0f) {
-            const char *why = "steps `a op b=c` joined by `,` must use each number once and end at the "
-                              "target";
-            if (memchr(tab + 1, ' ', clen)) why = "it contains a space, which the verifier does not allow";
+        if (clen && task->verify(nums, d->num_count[i], d->target[i], tab + 1, clen) != 1.0f) {
+            const char *why = task == &TASKS[TASK_COUNTDOWN]
+                                  ? "steps `a op b=c` joined by `,` must use each number once and end at the "
+                                    "target"
+                                  : "the number after its last `=` must be the answer";
+            if (task == &TASKS[TASK_COUNTDOWN] && memchr(tab + 1, ' ', clen)) why = "it contains a space, which the verifier does not allow";
             snprintf(msg, sizeof msg, "demonstration does not solve the prompt "
                                       "(the verifier scores it 0): %s", why);
             data_error(path, lineno, msg);
@@ -2440,16 +2561,16 @@ static void sample_group(GPT *policy, KVCache *kv, GroupBatch *g, const GRPOConf
     sample_group_streams(policy, kv, g, cfg, ((uint64_t)step + 1) * 65536, allowed);
 }
 
-/* score_group: the outcome reward r_i of every completion (paper §2): 1 when the countdown
-   verifier accepts it for its prompt's numbers and target, else format_reward for a
-   well-formed answer that ended (when > 0), else 0 (countdown_reward). */
+/* score_group: the outcome reward r_i of every completion (paper §2): 1 when the task's
+   verifier accepts it for its prompt's problem, else format_reward for a well-formed answer
+   that ended (when > 0), else 0 (task_reward). */
 static void score_group(GroupBatch *g, const Dataset *d, float format_reward) {
     for (int p = 0; p < g->num_groups; p++) {
         int q = g->prompt_idx[p];
         const int *nums = d->nums + (size_t)q * MAX_NUMS;
         for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++)
-            g->reward[i] = countdown_reward(nums, d->num_count[q], d->target[q], g->comp_row[i], g->clen[i],
-                                            format_reward);
+            g->reward[i] = task_reward(d->task, nums, d->num_count[q], d->target[q], g->comp_row[i], g->clen[i],
+                                       format_reward);
     }
 }
 
@@ -2883,6 +3004,27 @@ static void train_loop(TrainRun *run) {
 // ============================================================================
 
 // ----------------------------------------------------------------------------
+// Tasks: chain-sum's well-formedness check (its verifier is in the reference, "Task and verifier")
+
+/* chain_sum_well_formed: 1 if completion[0..len) is one or more steps `a op b=c` joined by ','
+   (a and c integers as chain_sum_parse_int reads them, op '+' or '-', b digits only; any
+   values), else 0. Used only by the optional --format-reward. */
+static int chain_sum_well_formed(const char *completion, int len) {
+    int pos = 0;
+    long long v;
+    for (;;) {
+        if (!chain_sum_parse_int(completion, len, &pos, &v) || pos >= len) return 0;
+        char op = completion[pos++];
+        if (op != '+' && op != '-') return 0;
+        if (countdown_parse_number(completion, len, &pos) < 0 || pos >= len) return 0;
+        if (completion[pos++] != '=') return 0;
+        if (!chain_sum_parse_int(completion, len, &pos, &v)) return 0;
+        if (pos == len) return 1;
+        if (completion[pos++] != ',') return 0;
+    }
+}
+
+// ----------------------------------------------------------------------------
 // Comparison method: MC-PRM (explicit process rewards: VinePPO, Kazemnejad et al. 2024, arXiv
 // 2410.01679). Read after the reference; grpo_step reaches it through method_token_advantages.
 //
@@ -2900,7 +3042,9 @@ static void train_loop(TrainRun *run) {
 // once, and the step's continuations go to the sampler together: each distinct state is
 // prefilled once and its K rows share its cache, as a group's completions share their prompt.
 
-enum { MC_SEGMENT_COMMA = 0, MC_SEGMENT_TOKEN = 1 };
+// A segmentation: a task's step-end character (Task.step_end; MC_SEGMENT_COMMA: ',', countdown's
+// and chain-sum's), or MC_SEGMENT_TOKEN (1, no character of VOCAB_CHARS): every token a step.
+enum { MC_SEGMENT_COMMA = ',', MC_SEGMENT_TOKEN = 1 };
 #define MC_MAX_ROWS 2048   // continuations per sampler call (at least one state's K): its KV cache's rows
 
 /* OutcomeReward: a task's verifier as MC-PRM calls it: the outcome reward of completion
@@ -2909,29 +3053,32 @@ enum { MC_SEGMENT_COMMA = 0, MC_SEGMENT_TOKEN = 1 };
    followed by the continuation's. */
 typedef float (*OutcomeReward)(const void *task, int group, const int *comp, int len);
 
-typedef struct {                 // countdown's problems, as MC-PRM's verifier reads them
-    const Dataset *data;         // group p's problem is data's example prompt_idx[p], or, when data
-    const int *prompt_idx;       // is NULL, every group's problem is nums[0..num_count) > target
-    const int *nums;             // (./grpo sample)
+typedef struct {                 // a task's problems (countdown, chain-sum), as MC-PRM's verifier reads them
+    const Dataset *data;         // group p's problem is data's example prompt_idx[p] (of data's task), or,
+    const int *prompt_idx;       // when data is NULL, every group's problem is nums[0..num_count), target
+    const int *nums;             // of task `task` (NULL: countdown) (./grpo sample)
     int num_count, target;
     float format_reward;         // --format-reward, as score_group gives it to the trajectories
-} CountdownTask;
+    const Task *task;
+} TaskProblems;
 
-/* countdown_outcome_reward: the OutcomeReward of countdown: countdown_reward, the reward
+/* task_outcome_reward: the OutcomeReward of a task of TASKS: task_reward, the reward
    score_group gives a trajectory, so that V̂ estimates the reward the update sees. */
-static float countdown_outcome_reward(const void *task, int group, const int *comp, int len) {
-    const CountdownTask *t = (const CountdownTask *)task;
-    if (!t->data) return countdown_reward(t->nums, t->num_count, t->target, comp, len, t->format_reward);
+static float task_outcome_reward(const void *task, int group, const int *comp, int len) {
+    const TaskProblems *t = (const TaskProblems *)task;
+    if (!t->data)
+        return task_reward(t->task ? t->task : &TASKS[TASK_COUNTDOWN], t->nums, t->num_count, t->target, comp,
+                           len, t->format_reward);
     const Dataset *d = t->data;
     int q = t->prompt_idx[group];
-    return countdown_reward(d->nums + (size_t)q * MAX_NUMS, d->num_count[q], d->target[q], comp, len,
-                            t->format_reward);
+    return task_reward(d->task, d->nums + (size_t)q * MAX_NUMS, d->num_count[q], d->target[q], comp, len,
+                       t->format_reward);
 }
 
 struct MCPRM {
     int k;                       // K: continuations per state (--mc-k)
     int whiten;                  // 1: the advantages are whitened over the step's tokens (--mc-whiten)
-    int segment;                 // MC_SEGMENT_COMMA (countdown) or MC_SEGMENT_TOKEN (the tree task)
+    int segment;                 // a task's step end (',': countdown, chain-sum) or MC_SEGMENT_TOKEN (the tree task)
     int max_new;                 // the completion budget: a continuation of a state that holds b
                                  // completion tokens draws at most max_new − b
     int maxT;                    // the model's context: the row length of seq
@@ -3033,14 +3180,14 @@ static uint64_t mc_stream(int step, int i, int b) {
     return (1ull << 62) + ((((uint64_t)step * 4096 + (uint64_t)i) * 1024 + (uint64_t)b) << 12);
 }
 
-/* mc_segment: the steps of completion comp[0..len) (notes/credit-assignment.md §3). MC_SEGMENT_COMMA
-   (countdown): a step ends after each ',' that is not the completion's last token, so every
-   equation with its ',' is a step and the last step runs to the end, <eos> included (a
+/* mc_segment: the steps of completion comp[0..len) (notes/credit-assignment.md §3). mode a
+   character, the task's step end (MC_SEGMENT_COMMA, ',': countdown, chain-sum): a step ends after
+   each ',' that is not the completion's last token, so every equation with its ',' is a step and the last step runs to the end, <eos> included (a
    completion cut right after a ',' does not get an empty last step). MC_SEGMENT_TOKEN (the tree
    task): every token is a step. Writes each step's first token to start[0..m) (start[0] = 0) and
    returns the number of steps m (0 for an empty completion). */
 static int mc_segment(const int *comp, int len, int mode, int *start) {
-    int comma = char_to_token(','), m = 0;
+    int comma = mode == MC_SEGMENT_TOKEN ? -1 : char_to_token((unsigned char)mode), m = 0;
     for (int t = 0; t < len; t++) {
         int step_starts_here = t == 0 || mode == MC_SEGMENT_TOKEN || comp[t - 1] == comma;
         if (step_starts_here) start[m++] = t;
@@ -3581,7 +3728,7 @@ static void method_after_update(TrainRun *run, StepReport *r) {
 //            then the groups whose rewards are all equal are dropped and replaced by new groups,
 //            round by round, until every group has signal or --dynamic-max-rounds is reached.
 //            A dropped group's tokens were generated and never trained on: auxiliary tokens.
-// A success is a completion the verifier accepts (countdown_reward without --format-reward:
+// A success is a completion the verifier accepts (task_reward without --format-reward:
 // 1 or 0), so a format reward's partial credit counts as a failure (MoPPS counts acc >= 1).
 
 /* rng_gamma_log: the logarithm of a Gamma(a, 1) draw, a > 0 (Marsaglia & Tsang 2000, "A
@@ -3661,7 +3808,7 @@ static int group_successes(const GroupBatch *g, const Dataset *d, int p) {
     int q = g->prompt_idx[p], s = 0;
     const int *nums = d->nums + (size_t)q * MAX_NUMS;
     for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++)
-        s += countdown_reward(nums, d->num_count[q], d->target[q], g->comp_row[i], g->clen[i], 0.0f) == 1.0f;
+        s += task_reward(d->task, nums, d->num_count[q], d->target[q], g->comp_row[i], g->clen[i], 0.0f) == 1.0f;
     return s;
 }
 
@@ -5257,6 +5404,7 @@ static void unlock_run_dir(int fd) { close(fd); }
 typedef struct {
     // run
     int seed, threads;
+    int task;              // --task: an index in TASKS (countdown 0, chain-sum 1)
     char run_dir[512], init[512], resume[512], model[512];
     // model shape (sft, bench)
     int layers, heads, channels, context;
@@ -5316,6 +5464,8 @@ typedef struct {
 #define CUDA_CMDS (CMD_SFT | GEN_CMDS | CMD_BENCH)   // the commands that build a model: on the GPU
 #endif
 static const OptSpec OPTIONS[] = {
+    {"task", OPT_ENUM, OFF(task), 0, 0, TASK_NAMES, CMD_SFT | CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_VERIFY,
+     "the task: its data files' defaults, its prompt format and verifier (countdown, chain-sum)"},
     {"seed", OPT_INT, OFF(seed), 0, 2147483647, NULL, CMD_SFT | GEN_CMDS | CMD_BENCH,
      "random seed (same seed, same build: same run, bit for bit)"},
     {"threads", OPT_INT, OFF(threads), 0, 1024, NULL, 0xffff,
@@ -5555,6 +5705,28 @@ static void print_help(const char *cmd, unsigned mask, const char *synopsis, con
     printf("  --%-18s %s\n", "help", "this help");
 }
 
+static const OptSpec *find_option(const char *name);   // the row of --name (below)
+
+/* task_defaults: the data options that the command line does not give (given[i]: option i was
+   given) take the defaults of o's task: --train-data, --val-data, --test-data and --data (eval:
+   the test split) its data files, --prompt (sample) its example prompt, and --max-new-tokens,
+   where it is at the countdown default (train, eval, sample), the budget its data need. Countdown's are the
+   defaults of default_options: without --task (or with --task countdown) nothing changes. */
+static void task_defaults(Options *o, const unsigned char *given) {
+    const Task *t = &TASKS[o->task];
+    if (o->task == TASK_COUNTDOWN) return;
+    struct { const char *name; char *field; const char *value; } d[] = {
+        {"train-data", o->train_data, t->train}, {"val-data", o->val_data, t->val},
+        {"test-data", o->test_data, t->test}, {"data", o->data, t->test}, {"prompt", o->prompt, t->example_prompt}};
+    for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) {
+        int i = 0;
+        while (i < NUM_OPTIONS && strcmp(OPTIONS[i].name, d[k].name)) i++;
+        if (!given[i]) snprintf(d[k].field, 255, "%s", d[k].value);
+    }
+    const OptSpec *mn = find_option("max-new-tokens");
+    if (!given[mn - OPTIONS] && o->max_new_tokens == TASKS[TASK_COUNTDOWN].max_new) o->max_new_tokens = t->max_new;
+}
+
 /* parse_options: GNU long options for one command (bit `mask`); sets fields of o.
    Unknown option, missing value, unparsable or out-of-range value: usage error naming the
    option, exit 2. Returns the index of the first positional argument in argv. */
@@ -5576,6 +5748,7 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     else if (mask & CMD_EVAL) oom_hint = "the model or the --data file is too large for the free memory";
     else oom_hint = "the input file is too large for this machine's free memory";
     Options defaults = *o;
+    unsigned char given[NUM_OPTIONS] = {0};   // 1: on the command line
     opterr = 0;
     optind = 1;
     for (;;) {
@@ -5604,6 +5777,7 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
         }
         if (c == ':') usage_error("option '%s' needs a value", argv[optind - 1]);
         const OptSpec *s = &OPTIONS[map[c - 1000]];
+        given[map[c - 1000]] = 1;
         char *p = (char *)o + s->offset, *end = NULL, name[64];
         snprintf(name, sizeof name, "--%s", s->name);
         errno = 0;
@@ -5637,6 +5811,7 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
             *(int *)p = found;
         }
     }
+    task_defaults(o, given);
 #ifdef _OPENMP
     if (o->threads > 0) omp_set_num_threads(o->threads);
 #endif
@@ -5712,6 +5887,7 @@ static unsigned selectors_run(const Options *o, unsigned mask) {
    its hash). A command that trains no objective
    (sample: V̂ from --mc-k continuations) has all its options in force. */
 static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
+    if (!strcmp(s->name, "task")) return o->task != TASK_COUNTDOWN;   // countdown's runs print as before --task
     if (mask & CMD_TREE && !strcmp(s->name, "objective")) return o->tree_objectives[0] != 0;
     if (!(mask & (CMD_TRAIN | CMD_TREE | CMD_CHECK))) return 1;
     return (option_objectives(s) & objectives_run(o, mask)) && (option_selectors(s) & selectors_run(o, mask));
@@ -6116,6 +6292,8 @@ static void check_context(const Options *o, int maxT, const Dataset *d) {
 #define CKPT_HEADER_INTS 32
 #define CKPT_RECORD_MAX 4096    // bytes of a run record
 #define CKPT_TAG_BYTES 8        // a state section's name, NUL-padded
+#define CKPT_TASK_INT 15        // h[15]: the model's task (index in TASKS); files written before
+                                // tasks were recorded hold 0 there, countdown's index
 
 /* Format 4's checksums: CRC-32 (IEEE 802.3, the polynomial of zlib and PNG: reflected
    0xEDB88320, initial and final XOR 0xFFFFFFFF) of each section, so that a flipped bit or an
@@ -6296,6 +6474,7 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     h[8] = st ? st->step : 0;
     h[9] = vlen;
     h[10] = st ? st->kind : 0;   // which run wrote the optimizer state: 1 sft, 2 train
+    h[CKPT_TASK_INT] = m->task;  // the model's task, an index in TASKS (0: countdown)
     // the run record, text after the RNG state: the options that shape the run, the tokens
     // sampled so far, and the first two fields of the log's last row (load_checkpoint)
     char record[CKPT_RECORD_MAX];
@@ -6363,6 +6542,19 @@ static void ckpt_check_crc(const char *path, const int32_t *h, int which, const 
     char msg[160];
     snprintf(msg, sizeof msg, "checksum mismatch in %s (a flipped bit, or an edited file)", CKPT_CRC_NAMES[which]);
     ckpt_error(path, msg, "the file is corrupt; use an intact copy or an earlier checkpoint");
+}
+
+/* refuse_other_task: the model m, read from checkpoint path, learnt the task its checkpoint
+   records (m->task); used with another task's data (--task `task`) it would be scored by a
+   verifier of prompts it has never seen: an error naming both tasks (exit 1). */
+static void refuse_other_task(const char *path, const GPT *m, int task) {
+    if (m->task == task) return;
+    char msg[256], hint[256];
+    snprintf(msg, sizeof msg, "is a model of task %s, and this command's data are of task %s (--task %s)",
+             TASKS[m->task].name, TASKS[task].name, TASKS[task].name);
+    snprintf(hint, sizeof hint, "give --task %s (with that task's data), or a model trained with --task %s",
+             TASKS[m->task].name, TASKS[task].name);
+    ckpt_error(path, msg, hint);
 }
 
 // Reads n items of a checkpoint; a short read means the file is truncated.
@@ -6555,7 +6747,13 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     if (st && !h[7])
         ckpt_error(path, "holds no optimizer state, so a run cannot resume from it",
                    "use --init to start a new run from it");
+    if (h[CKPT_TASK_INT] < 0 || h[CKPT_TASK_INT] >= NUM_TASKS) {
+        snprintf(msg, sizeof msg, "records task %d, this build knows tasks 0 to %d", h[CKPT_TASK_INT],
+                 NUM_TASKS - 1);
+        ckpt_error(path, msg, "a newer build wrote it, or the file is corrupt");
+    }
     build_gpt(m, c, max_batch, 0);
+    m->task = h[CKPT_TASK_INT];
     float *params = m->params_memory, *mom1 = m->m_memory, *mom2 = m->v_memory;   // read into these
 #ifdef GRPO_CUDA
     if (m->on_device) {   // through a host staging buffer, copied to the GPU below
@@ -7155,6 +7353,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     rng_seed(&st.rng, o->seed, 1);
     if (o->resume[0]) {
         load_checkpoint(o->resume, &model, o->batch_size, &st);
+        refuse_other_task(o->resume, &model, o->task);
         if (st.step >= o->steps)
             usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
         check_resume_options(o, &st, o->resume, SFT_RUN_OPTIONS);
@@ -7168,10 +7367,11 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     }
     else build_gpt(&model, (GPTConfig){o->context, VOCAB_SIZE, o->layers, o->heads, o->channels},
                    o->batch_size, o->seed);
+    model.task = o->task;
     int maxT = model.config.max_seq_len;
     Dataset train, val;
-    load_dataset(&train, o->train_data, maxT, 1);
-    load_dataset(&val, o->val_data, maxT, 1);
+    load_dataset(&train, o->train_data, maxT, 1, &TASKS[o->task]);
+    load_dataset(&val, o->val_data, maxT, 1, &TASKS[o->task]);
     printf("# model: %zu parameters (L=%d NH=%d C=%d maxT=%d V=%d); %d train, %d val examples\n",
            model.num_parameters, model.config.num_layers, model.config.num_heads, model.config.channels,
            maxT, VOCAB_SIZE, train.n, val.n);
@@ -7658,6 +7858,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     rng_seed(&st.rng, o->seed, 2);
     if (o->resume[0]) {
         load_checkpoint(o->resume, &policy, micro, &st);
+        refuse_other_task(o->resume, &policy, o->task);
         if (st.step >= o->steps)
             usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
         check_resume_options(o, &st, o->resume, TRAIN_RUN_OPTIONS);
@@ -7667,7 +7868,10 @@ static int cmd_train(int argc, char **argv, Options *o) {
                                 NULL};
         check_resume_inputs(o, &st, o->resume, inputs);
     }
-    else load_checkpoint(o->init, &policy, micro, NULL);
+    else {
+        load_checkpoint(o->init, &policy, micro, NULL);
+        refuse_other_task(o->init, &policy, o->task);
+    }
     // ppo: the critic, from the trunk of the --init model (the policy's start), or as the
     // checkpoint's state section "critic" holds it
     Critic critic;
@@ -7679,10 +7883,12 @@ static int cmd_train(int argc, char **argv, Options *o) {
     }
     int use_ref = o->obj.beta != 0.0f;
     if (use_ref) load_checkpoint(o->init, &ref, micro, NULL);
+    if (use_ref) refuse_other_task(o->init, &ref, o->task);
     // The result line compares the SFT model (--init) with the trained one, so a resumed run
     // scores --init at its start as well, not the checkpoint it continues.
     int load_init = o->resume[0] && !use_ref && o->test_limit != 0;
     if (load_init) load_checkpoint(o->init, &init_model, micro, NULL);
+    if (load_init) refuse_other_task(o->init, &init_model, o->task);
     GPT *sft_model = !o->resume[0] ? &policy : (use_ref ? &ref : &init_model);
     if ((use_ref || load_init) && memcmp(&sft_model->config, &policy.config, sizeof(GPTConfig)) != 0) {
         char msg[1400];
@@ -7692,9 +7898,9 @@ static int cmd_train(int argc, char **argv, Options *o) {
     }
     int maxT = policy.config.max_seq_len;
     Dataset train, val, test;
-    load_dataset(&train, o->train_data, maxT, 0);
-    load_dataset(&val, o->val_data, maxT, 0);
-    load_dataset(&test, o->test_data, maxT, 0);
+    load_dataset(&train, o->train_data, maxT, 0, &TASKS[o->task]);
+    load_dataset(&val, o->val_data, maxT, 0, &TASKS[o->task]);
+    load_dataset(&test, o->test_data, maxT, 0, &TASKS[o->task]);
     const Dataset *sets[3] = {&train, &val, &test};
     for (int s = 0; s < 3; s++) check_context(o, maxT, sets[s]);
     int candidates = o->prompt_select == SELECT_MOPPS ? mopps_candidate_count(o, &train) : 0;
@@ -7732,10 +7938,10 @@ static int cmd_train(int argc, char **argv, Options *o) {
     GroupBatch g;
     build_group_batch(&g, o->prompts_per_step, o->group_size, o->max_new_tokens, micro, maxT);
     MCPRM mc;   // ---- MC-PRM: its verifier reads the step's prompts from g
-    CountdownTask mc_task = {&train, g.prompt_idx, NULL, 0, 0, o->format_reward};
+    TaskProblems mc_task = {&train, g.prompt_idx, NULL, 0, 0, o->format_reward, &TASKS[o->task]};
     if (o->obj.objective == OBJ_MC_PRM) {
-        build_mcprm(&mc, &policy.config, N, o->max_new_tokens, o->mc_k, o->mc_whiten, MC_SEGMENT_COMMA,
-                    countdown_outcome_reward, &mc_task, NULL);
+        build_mcprm(&mc, &policy.config, N, o->max_new_tokens, o->mc_k, o->mc_whiten, TASKS[o->task].step_end,
+                    task_outcome_reward, &mc_task, NULL);
         run.mc = &mc;
     }
     PromptSelector select;
@@ -8748,13 +8954,13 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
                 const int *nums = d->nums + (size_t)i * MAX_NUMS;
                 // accuracy and pass@k count verified answers only: a format reward of 1 would
                 // otherwise count every well-formed wrong answer as solved
-                int verified = countdown_reward(nums, d->num_count[i], d->target[i], cb, clen[b], 0.0f) == 1;
+                int verified = task_reward(d->task, nums, d->num_count[i], d->target[i], cb, clen[b], 0.0f) == 1;
                 if (pass == 0) correct += verified;
                 else solved[i] |= verified;
                 if (pass == 0 && dump) {
                     // the dump shows the reward training would give (with --format-reward)
-                    float rw = countdown_reward(nums, d->num_count[i], d->target[i], cb, clen[b],
-                                                format_reward);
+                    float rw = task_reward(d->task, nums, d->num_count[i], d->target[i], cb, clen[b],
+                                           format_reward);
                     char ptext[4096], ctext[8 * 1024 + 16];   // a token decodes to at most 5 characters
                     int ended = clen[b] > 0 && cb[clen[b] - 1] == TOK_EOS;
                     decode(pp[b] + 1, plen[b] - 1, ptext, sizeof ptext);   // without <bos>
@@ -8796,8 +9002,9 @@ static int cmd_eval(int argc, char **argv, Options *o) {
     print_options(stdout, o, CMD_EVAL);
     GPT m;
     load_checkpoint(o->model, &m, 1, NULL);
+    refuse_other_task(o->model, &m, o->task);
     Dataset d;
-    load_dataset(&d, o->data, m.config.max_seq_len, 0);
+    load_dataset(&d, o->data, m.config.max_seq_len, 0, &TASKS[o->task]);
     check_context(o, m.config.max_seq_len, &d);
     KVCache kv;
     build_kvcache(&kv, &m.config, 64);
@@ -8913,11 +9120,12 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     if (encode(o->prompt, plen, prompt + 1, &bad) < 0)
         usage_error("--prompt: character '%c' at position %d is not in the vocabulary \"%s\"", o->prompt[bad],
                     bad + 1, VOCAB_CHARS);
-    if (countdown_parse_prompt(o->prompt, plen, nums, MAX_NUMS, &n, &target) != 0)
-        usage_error("--prompt: '%s' is not `n1 n2 ... nk>target:` with 1 to %d numbers of at most 6 digits",
-                    o->prompt, MAX_NUMS);
+    const Task *t = &TASKS[o->task];
+    if (t->parse_prompt(o->prompt, plen, nums, MAX_NUMS, &n, &target) != 0)
+        usage_error("--prompt: '%s' is not %s", o->prompt, t->prompt_format);
     GPT model;
     load_checkpoint(o->model, &model, 1, NULL);
+    refuse_other_task(o->model, &model, o->task);
     int maxT = model.config.max_seq_len;
     if (1 + plen + o->max_new_tokens > maxT)
         usage_error("--max-new-tokens: %d prompt tokens + %d new tokens exceed the model's context of %d",
@@ -8934,7 +9142,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     GRPOConfig cfg = grpo_config_from_options(o);
     sample_group(&model, &kv, &g, &cfg, 0, NULL);
     for (int i = 0; i < k; i++)
-        g.reward[i] = countdown_reward(nums, n, target, g.comp_row[i], g.clen[i], 0.0f);
+        g.reward[i] = task_reward(t, nums, n, target, g.comp_row[i], g.clen[i], 0.0f);
     compute_advantages(g.advantage, g.reward, 1, g.group_start, &cfg.obj);   // k = 1: a = 0
     TreeStats ts = build_group_trees(&g);
     printf("prompt %s  (k=%d, T=%g, model %s)\n\n", o->prompt, k, o->temperature, o->model);
@@ -8948,10 +9156,10 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     for (int nd = 0; nd < g.tree.num_nodes; nd++)
         inner += g.tree.nodes[nd].end < g.clen[g.tree.nodes[nd].member];
     for (int i = 0; i < k; i++) group_tokens += g.clen[i];
-    CountdownTask task = {NULL, NULL, nums, n, target, 0.0f};
+    TaskProblems task = {NULL, NULL, nums, n, target, 0.0f, t};
     MCPRM mc;
-    build_mcprm(&mc, &model.config, inner > 0 ? inner : 1, o->max_new_tokens, o->mc_k, 0, MC_SEGMENT_COMMA,
-                countdown_outcome_reward, &task, NULL);
+    build_mcprm(&mc, &model.config, inner > 0 ? inner : 1, o->max_new_tokens, o->mc_k, 0, t->step_end,
+                task_outcome_reward, &task, NULL);
     float *value = (float *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(float));
     long *cost = (long *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(long));
     MCStats spent = node_values(&mc, &model, &g, &cfg, value, cost);
@@ -9004,8 +9212,9 @@ static int cmd_sample(int argc, char **argv, Options *o) {
 }
 
 static int cmd_verify(int argc, char **argv, Options *o) {
-    const char *syn = "verify FILE: scores `prompt<TAB>completion` lines with the countdown verifier,\n"
-                      "printing one reward per line (the format of tests/crosscheck_reasoning_gym.py).";
+    const char *syn = "verify FILE: scores `prompt<TAB>completion` lines with the task's verifier (--task),\n"
+                      "printing one reward per line (the format of tests/crosscheck_reasoning_gym.py and\n"
+                      "tests/crosscheck_chain_sum.py).";
     int first = parse_options(argc, argv, CMD_VERIFY, o, "verify FILE", syn);
     if (first != argc - 1) usage_error("'" PROG " verify' needs exactly one FILE argument");
     FILE *f = strcmp(argv[first], "-") ? fopenCheck(argv[first], "r") : stdin;
@@ -9028,12 +9237,12 @@ static int cmd_verify(int argc, char **argv, Options *o) {
                             "(for a file from eval --completions: cut -f1,2 FILE)\n", argv[first], lineno);
             exit(EXIT_INPUT);
         }
-        if (countdown_parse_prompt(line, plen, nums, MAX_NUMS, &n, &target) != 0) {
-            fprintf(stderr, "%s:%d: prompt is not `n1 n2 ... nk>target:` with 1 to %d numbers of at most "
-                            "6 digits\n", argv[first], lineno, MAX_NUMS);
+        const Task *t = &TASKS[o->task];
+        if (t->parse_prompt(line, plen, nums, MAX_NUMS, &n, &target) != 0) {
+            fprintf(stderr, "%s:%d: prompt is not %s\n", argv[first], lineno, t->prompt_format);
             exit(EXIT_INPUT);
         }
-        printf("%g\n", countdown_verify(nums, n, target, tab ? tab + 1 : "", tab ? len - plen - 1 : 0));
+        printf("%g\n", t->verify(nums, n, target, tab ? tab + 1 : "", tab ? len - plen - 1 : 0));
     }
     free(line);
     if (f != stdin) fclose(f);

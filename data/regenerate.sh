@@ -14,3 +14,14 @@ python3 data/gen_countdown.py --seed 2 --n 400 $RANGES --exclude data/countdown_
     --out data/countdown_val.txt
 python3 data/gen_countdown.py --seed 1 --n 20000 $RANGES \
     --exclude data/countdown_test.txt data/countdown_val.txt --out data/countdown_train.txt
+
+# chain-sum (./grpo --task chain-sum): reasoning-gym's chain_sum problems, 1- or 2-digit terms,
+# one file set per length setting (the number of terms: 3, 5, 7; completions of about 10-20,
+# 25-40 and 40-60 tokens; notes/chain-sum.md). Test first, val excludes test, train excludes both.
+for T in 3 5 7; do
+    python3 data/make_chain_sum_test.py --seed 2024 --n 400 --terms $T --out data/chain_sum_t${T}_test.txt
+    python3 data/gen_chain_sum.py --seed 2 --n 400 --terms $T --exclude data/chain_sum_t${T}_test.txt \
+        --out data/chain_sum_t${T}_val.txt
+    python3 data/gen_chain_sum.py --seed 1 --n 20000 --terms $T \
+        --exclude data/chain_sum_t${T}_test.txt data/chain_sum_t${T}_val.txt --out data/chain_sum_t${T}_train.txt
+done

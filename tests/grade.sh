@@ -60,6 +60,9 @@ attention_backward|f|model|model: d(Σ w·logp|1
 attention_backward|f|model|model: gradient vs central finite differences|1
 adamw_update|f|model|model: losses of 5 AdamW steps|1
 adamw_update|f|model|model: parameters after 5 AdamW steps|1
+add_task|f|verifier|chain-sum: verifier on hand-written cases|1
+add_task|f|verifier|chain-sum: prompt parser cases|1
+add_task|f|verifier|chain-sum: well-formedness|1
 identities|e|objective|worked example: GRPO net coefficients|1
 identities|e|objective|theorem 1: |3
 identities|e|objective|λ-GRPO: equals GRPO exactly|1

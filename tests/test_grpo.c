@@ -1854,13 +1854,13 @@ static void limit_memory(void) {
 static void load_prompts_fn(void *path) {
     Dataset d;
     limit_memory();
-    load_dataset(&d, (const char *)path, 64, 0);
+    load_dataset(&d, (const char *)path, 64, 0, &TASKS[TASK_COUNTDOWN]);
     free_dataset(&d);
 }
 static void load_sft_data_fn(void *path) {
     Dataset d;
     limit_memory();
-    load_dataset(&d, (const char *)path, 64, 1);
+    load_dataset(&d, (const char *)path, 64, 1, &TASKS[TASK_COUNTDOWN]);
     free_dataset(&d);
 }
 static void read_check_fn(void *path) {
@@ -2972,7 +2972,7 @@ static void test_train_end_to_end(void) {
     double acc = acc_at ? atof(acc_at + 16) : -1.0;
     free(out);
     Dataset vd;
-    load_dataset(&vd, "tests/fixtures/val_small.txt", 64, 0);
+    load_dataset(&vd, "tests/fixtures/val_small.txt", 64, 0, &TASKS[TASK_COUNTDOWN]);
     csv = (char *)read_all(pb, &n);
     int rows = 0, solved = 0, well_formed = 1;
     for (char *line = csv; line < csv + n; ) {
@@ -4927,14 +4927,14 @@ static void test_mc_budget(void) {
     memcpy(g.comp + (size_t)MN, g.comp, (size_t)MN * sizeof(int));
     g.clen[1] = g.clen[0];
     Dataset d;
-    load_dataset(&d, "tests/fixtures/val_small.txt", 32, 0);
+    load_dataset(&d, "tests/fixtures/val_small.txt", 32, 0, &TASKS[TASK_COUNTDOWN]);
     g.prompt_idx[0] = 0;
     g.prompt_idx[1] = 1;
-    CountdownTask task = {&d, g.prompt_idx, NULL, 0, 0, 0.0f};
+    TaskProblems task = {&d, g.prompt_idx, NULL, 0, 0, 0.0f, NULL};
     for (int i = 0; i < N; i++)
-        g.reward[i] = countdown_outcome_reward(&task, i / k, g.comp_row[i], g.clen[i]);
+        g.reward[i] = task_outcome_reward(&task, i / k, g.comp_row[i], g.clen[i]);
     MCPRM mc;
-    build_mcprm(&mc, &m.config, N, MN, 3, 1, MC_SEGMENT_COMMA, countdown_outcome_reward, &task, NULL);
+    build_mcprm(&mc, &m.config, N, MN, 3, 1, MC_SEGMENT_COMMA, task_outcome_reward, &task, NULL);
     MCStats st = mc_prm_advantages(&mc, &m, &g, &cfg, 4);
     // the reference: one state at a time
     long tokens = 0, positions = 0;
@@ -6022,7 +6022,7 @@ static void test_mopps_update(void) {
     fprintf(f, "9 9>9:\n7 3 5>26:\n");
     fclose(f);
     Dataset d;
-    load_dataset(&d, path, 64, 0);
+    load_dataset(&d, path, 64, 0, &TASKS[TASK_COUNTDOWN]);
     PromptSelector s;
     build_prompt_selector(&s, SELECT_MOPPS, 0.5, 2, 1.0, 1, d.n, 1, 8, 24, 64);
     GroupBatch g;
@@ -6373,7 +6373,7 @@ typedef struct {
     Dataset train;
     PromptSelector select;
     MCPRM mc;
-    CountdownTask task;
+    TaskProblems task;
     Critic critic;
     TrainState st;
     Options o;
@@ -6404,14 +6404,14 @@ static void select_step_run(SelectStepRun *r, const char *init, int objective, c
     int maxT = r->policy.config.max_seq_len;
     build_kvcache(&r->kv, &r->policy.config, N);
     build_group_batch(&r->g, P, k, T, N, maxT);
-    load_dataset(&r->train, "tests/fixtures/val_small.txt", maxT, 0);
+    load_dataset(&r->train, "tests/fixtures/val_small.txt", maxT, 0, &TASKS[TASK_COUNTDOWN]);
     build_prompt_selector(&r->select, o->prompt_select, o->select_target, 0, o->select_decay,
                           o->dynamic_max_rounds, r->train.n, P, k, T, maxT);
     TrainRun *run = &r->run;
     if (objective == OBJ_MC_PRM) {
-        r->task = (CountdownTask){&r->train, r->g.prompt_idx, NULL, 0, 0, o->format_reward};
+        r->task = (TaskProblems){&r->train, r->g.prompt_idx, NULL, 0, 0, o->format_reward, NULL};
         build_mcprm(&r->mc, &r->policy.config, N, T, o->mc_k, o->mc_whiten, MC_SEGMENT_COMMA,
-                    countdown_outcome_reward, &r->task, NULL);
+                    task_outcome_reward, &r->task, NULL);
         run->mc = &r->mc;
     }
     if (objective == OBJ_PPO) {
@@ -6502,7 +6502,7 @@ static void test_select_dynamic_objectives(void) {
     GPT old;
     load_checkpoint(sft, &old, b.g.N, NULL);
     MCPRM mc;
-    build_mcprm(&mc, &old.config, b.g.N, 20, 2, 1, MC_SEGMENT_COMMA, countdown_outcome_reward, &b.task, NULL);
+    build_mcprm(&mc, &old.config, b.g.N, 20, 2, 1, MC_SEGMENT_COMMA, task_outcome_reward, &b.task, NULL);
     MCStats spent = mc_prm_advantages(&mc, &old, &b.g, &b.run.cfg, 0);   // into mc.adv
     int same_adv = mc.num_states == b.mc.num_states;
     for (int i = 0; i < b.g.N && same_adv; i++)
@@ -6664,6 +6664,166 @@ static const char *build_isa(void) {
 #endif
 }
 
+// ----------------------------------------------------------------------------
+// The second task, chain-sum, and the task interface (grpo.c "Task and verifier: chain-sum")
+
+static void test_chain_sum_verifier(void) {
+    static const struct { const char *text; int target; float expect; } cases[] = {
+        {"12+7=19,19-3=16,16+25=41", 41, 1}, {"12+7=20,20-3=17,16+25=41", 41, 1},   // only the answer is read
+        {"12+7=19,19-3=16,16+25=42", 41, 0}, {"41", 41, 0}, {"", 41, 0}, {"=41", 41, 1},
+        {"16+25=41,", 41, 0}, {"16+25=41 ", 41, 0}, {"16+25=+41", 41, 0}, {"16+25=041", 41, 0},
+        {"3-8=-5", -5, 1}, {"3-8=-5", 5, 0}, {"3-3=0", 0, 1}, {"3-3=-0", 0, 0}, {"3-3=", 0, 0},
+        {"junk=7", 7, 1}, {"1+1=2=3", 3, 1}, {"1+1=2=3", 2, 0}, {"9=12345678", 12345678, 0},
+        {"9=1234567", 1234567, 1}, {"9=-", 0, 0}, {"9=4-1", 3, 0}};
+    int bad = 0, n = (int)(sizeof cases / sizeof cases[0]);
+    for (int i = 0; i < n; i++) {
+        int len = (int)strlen(cases[i].text);
+        char *buf = (char *)mallocCheck(len > 0 ? len : 1);   // exact length: a read past it is a bug
+        memcpy(buf, cases[i].text, len);
+        float r = chain_sum_verify(NULL, 0, cases[i].target, buf, len);
+        if (r != cases[i].expect) { printf("      chain-sum case '%s' (answer %d): got %g\n", cases[i].text, cases[i].target, r); bad++; }
+        free(buf);
+    }
+    check(bad == 0, "chain-sum: verifier on hand-written cases (final answer only)", "%d cases, %d wrong", n, bad);
+    static const struct { const char *text; int rc, n, target; } prompts[] = {
+        {"12+7-3+25:", 0, 4, 41}, {"3-8:", 0, 2, -5}, {"0+0:", 0, 2, 0}, {"5:", -1, 0, 0}, {"12+7-3+25", -1, 0, 0},
+        {"12+-7:", -1, 0, 0}, {"012+7:", -1, 0, 0}, {"1+2+3+4+5+6+7+8:", 0, 8, 36}, {"1+2+3+4+5+6+7+8+9:", -1, 0, 0},
+        {"1 + 2:", -1, 0, 0}, {"1+2::", -1, 0, 0}};
+    bad = 0;
+    n = (int)(sizeof prompts / sizeof prompts[0]);
+    for (int i = 0; i < n; i++) {
+        int nums[MAX_NUMS], k = -1, target = -99;
+        int rc = chain_sum_parse_prompt(prompts[i].text, (int)strlen(prompts[i].text), nums, MAX_NUMS, &k, &target);
+        if (rc != prompts[i].rc || (rc == 0 && (k != prompts[i].n || target != prompts[i].target))) {
+            printf("      chain-sum prompt '%s': rc %d n %d target %d\n", prompts[i].text, rc, k, target);
+            bad++;
+        }
+    }
+    check(bad == 0, "chain-sum: prompt parser cases", "%d cases, %d wrong", n, bad);
+    const char *good = "3-8=-5,-5+2=-3", *wf_bad = "3-8=-5,,-5+2=-3";
+    int wf1 = chain_sum_well_formed(good, (int)strlen(good)), wf2 = chain_sum_well_formed(wf_bad, (int)strlen(wf_bad));
+    int toks[32], b2, nt = encode(good, (int)strlen(good), toks, &b2), nums[2] = {3, -8};
+    toks[nt] = TOK_EOS;
+    float r1 = task_reward(&TASKS[TASK_CHAIN_SUM], nums, 2, -3, toks, nt + 1, 0.0f);
+    toks[2] = TOK_PAD;   // a special token inside the scratchpad, before the last '='
+    float r2 = task_reward(&TASKS[TASK_CHAIN_SUM], nums, 2, -3, toks, nt + 1, 0.0f);
+    int missing = 0;
+    for (int t = 0; t < NUM_TASKS; t++)
+        for (const char *c = TASKS[t].chars; *c; c++) missing += char_to_token((unsigned char)*c) < 0;
+    check(wf1 && !wf2 && r1 == 1 && r2 == 0 && missing == 0,
+          "chain-sum: well-formedness, reward on token ids, every task's characters in the vocabulary",
+          "wf %d %d, reward %g %g, %d characters missing", wf1, wf2, r1, r2, missing);
+}
+
+// a tiny random model of task `task` (context 64), saved without optimizer state
+static void save_tiny_task_init(char *path, size_t cap, const char *file, uint64_t seed, int task) {
+    snprintf(path, cap, "%s/%s", TMPDIR_, file);
+    GPT m;
+    build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, seed);
+    m.task = task;
+    save_checkpoint(path, &m, 0, NULL);
+    free_gpt(&m);
+}
+
+static void test_task_interface(void) {
+    static char cmd[4096], out[65536];
+    char cs[300], cd[300];
+    save_tiny_task_init(cs, sizeof cs, "task_cs.bin", 21, TASK_CHAIN_SUM);
+    save_tiny_task_init(cd, sizeof cd, "task_cd.bin", 22, TASK_COUNTDOWN);
+    GPT m;
+    load_checkpoint(cs, &m, 1, NULL);
+    int recorded = m.task;
+    free_gpt(&m);
+    check(recorded == TASK_CHAIN_SUM, "task: the checkpoint records the model's task", "task %d", recorded);
+    // a chain-sum model with countdown's data (the default task), and the other way round: refused
+    snprintf(cmd, sizeof cmd, "%s eval --threads 1 --model %s --data tests/fixtures/val_small.txt --max-new-tokens 4",
+             grpo_bin(), cs);
+    int code = run_binary(cmd, out, sizeof out);
+    int named = strstr(out, "model of task chain-sum") && strstr(out, "of task countdown");
+    check(code == 1 && named, "task: eval refuses a chain-sum model on countdown's data, naming both tasks",
+          "exit %d: %s", code, line_with(out, "error"));
+    snprintf(cmd, sizeof cmd, "%s train --task chain-sum --threads 1 --steps 1 --init %s --run-dir %s/task_refuse "
+             "--train-data tests/fixtures/chain_sum_small.txt --val-data tests/fixtures/chain_sum_small.txt "
+             "--test-data tests/fixtures/chain_sum_small.txt --max-new-tokens 4", grpo_bin(), cd, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    named = strstr(out, "model of task countdown") && strstr(out, "of task chain-sum");
+    check(code == 1 && named, "task: train --task chain-sum refuses a countdown model, naming both tasks",
+          "exit %d: %s", code, line_with(out, "error"));
+    snprintf(cmd, sizeof cmd, "%s eval --task chain-sum --threads 1 --model %s --data tests/fixtures/chain_sum_small.txt "
+             "--max-new-tokens 4 --pass-k 0", grpo_bin(), cs);
+    code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "greedy accuracy"), "task: eval --task chain-sum takes the chain-sum model",
+          "exit %d", code);
+    // the countdown prompt file read as chain-sum: the error names the file, the line and the format
+    snprintf(cmd, sizeof cmd, "%s eval --task chain-sum --threads 1 --model %s --data tests/fixtures/val_small.txt "
+             "--max-new-tokens 4", grpo_bin(), cs);
+    code = run_binary(cmd, out, sizeof out);
+    check(code == 1 && strstr(out, "tests/fixtures/val_small.txt:") && strstr(out, "(task chain-sum)"),
+          "task: a countdown file read as chain-sum: FILE:LINE and the expected prompt", "exit %d: %s", code,
+          line_with(out, "val_small"));
+    snprintf(cmd, sizeof cmd, "%s sample --task chain-sum --threads 1 --model %s --group-size 4 --max-new-tokens 6 "
+             "--mc-k 2", grpo_bin(), cs);
+    code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "prompt 12+7-3+25:") && strstr(out, "B(G):"),
+          "task: sample --task chain-sum draws B(G) for the task's example prompt", "exit %d", code);
+}
+
+// every objective and prompt selector runs on chain-sum; tree statistics in the log
+static void test_chain_sum_methods(void) {
+    static char cmd[4096], out[65536];
+    char cs[300];
+    save_tiny_task_init(cs, sizeof cs, "methods_cs.bin", 23, TASK_CHAIN_SUM);
+    const char *runs[] = {"--objective grpo", "--objective lambda-grpo", "--objective mc-prm --mc-k 2",
+                          "--objective ppo", "--objective lambda-grpo --prompt-select mopps --select-candidates 4",
+                          "--objective lambda-grpo --prompt-select dynamic --dynamic-max-rounds 2"};
+    for (int r = 0; r < 6; r++) {
+        snprintf(cmd, sizeof cmd, "%s train --task chain-sum --threads 1 --steps 2 --prompts-per-step 2 "
+                 "--group-size 4 --max-new-tokens 8 --eval-every 0 --test-limit 0 --init %s --run-dir %s/cs_m%d "
+                 "--train-data tests/fixtures/chain_sum_small.txt --val-data tests/fixtures/chain_sum_small.txt "
+                 "--test-data tests/fixtures/chain_sum_small.txt %s", grpo_bin(), cs, TMPDIR_, r, runs[r]);
+        int code = run_binary(cmd, out, sizeof out);
+        char path[512];
+        snprintf(path, sizeof path, "%s/cs_m%d/train.csv", TMPDIR_, r);
+        size_t n = 0;
+        char *csv = code == 0 ? (char *)read_all(path, &n) : NULL;
+        int rows = 0;
+        for (size_t i = 0; csv && i < n; i++) rows += csv[i] == '\n';
+        check(code == 0 && strstr(out, "task=chain-sum") && csv && strstr(csv, "depth") && rows == 3,
+              "chain-sum: train runs with this objective/selector, tree statistics logged", "%s: exit %d, %d rows",
+              runs[r], code, rows);
+        free(csv);
+    }
+}
+
+// a chain-sum run resumed from its checkpoint ends bit for bit where the uninterrupted run ends
+static void test_chain_sum_resume(void) {
+    static char cmd[4096], out[65536];
+    char cs[300];
+    save_tiny_task_init(cs, sizeof cs, "resume_cs.bin", 24, TASK_CHAIN_SUM);
+    const char *common = "--task chain-sum --threads 1 --prompts-per-step 2 --group-size 4 --max-new-tokens 8 "
+                         "--eval-every 0 --test-limit 0 --objective lambda-grpo "
+                         "--train-data tests/fixtures/chain_sum_small.txt --val-data tests/fixtures/chain_sum_small.txt "
+                         "--test-data tests/fixtures/chain_sum_small.txt";
+    snprintf(cmd, sizeof cmd, "%s train %s --steps 4 --init %s --run-dir %s/cs_full", grpo_bin(), common, cs, TMPDIR_);
+    int c1 = run_binary(cmd, out, sizeof out);
+    snprintf(cmd, sizeof cmd, "%s train %s --steps 2 --init %s --run-dir %s/cs_half", grpo_bin(), common, cs, TMPDIR_);
+    int c2 = run_binary(cmd, out, sizeof out);
+    snprintf(cmd, sizeof cmd, "%s train %s --steps 4 --init %s --resume %s/cs_half/model.bin --run-dir %s/cs_rest",
+             grpo_bin(), common, cs, TMPDIR_, TMPDIR_);
+    int c3 = run_binary(cmd, out, sizeof out);
+    char a[512], b[512];
+    snprintf(a, sizeof a, "%s/cs_full/model.bin", TMPDIR_);
+    snprintf(b, sizeof b, "%s/cs_rest/model.bin", TMPDIR_);
+    size_t na = 0, nb = 0;
+    unsigned char *fa = c1 == 0 ? (unsigned char *)read_all(a, &na) : NULL;
+    unsigned char *fb = c3 == 0 ? (unsigned char *)read_all(b, &nb) : NULL;
+    int same = fa && fb && na == nb && !memcmp(fa, fb, na);
+    check(c1 == 0 && c2 == 0 && c3 == 0 && same, "chain-sum: a resumed run ends bit for bit as the uninterrupted one",
+          "exits %d %d %d, %zu and %zu bytes, %s", c1, c2, c3, na, nb, same ? "equal" : "different");
+    free(fa);
+    free(fb);
+}
+
 int main(int argc, char **argv) {
     const char *only = argc > 1 ? argv[1] : NULL;
     self_bin = argv[0];
@@ -6743,6 +6903,9 @@ int main(int argc, char **argv) {
     if (want("select", only)) { test_spearman(); test_select_runs(); test_select_usage(); }
     if (want("select", only)) test_select_dynamic_objectives();
     if (want("html", only)) { test_html_check(); test_html_sample_text(); test_html_sample_runs(); test_html_errors(); }
+    if (want("verifier", only)) test_chain_sum_verifier();
+    if (want("task", only)) { test_task_interface(); test_chain_sum_methods(); }
+    if (want("task", only)) test_chain_sum_resume();
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
     printf("%d passed, %d failed\n", tests_passed, tests_failed);

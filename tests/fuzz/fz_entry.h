@@ -48,7 +48,7 @@ __attribute__((noreturn, format(printf, 1, 2))) static void fz_oracle_fail(const
 static void fz_run_dataset(const char *path, const uint8_t *data, size_t size) {
     int need = (int)(size & 1);
     Dataset d;
-    load_dataset(&d, path, FZ_DATASET_MAXT, need);
+    load_dataset(&d, path, FZ_DATASET_MAXT, need, &TASKS[TASK_COUNTDOWN]);
     char text[FZ_DATASET_MAXT * 8];
     int ex = 0, lineno = 0;
     size_t pos = 0;
