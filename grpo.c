@@ -1491,7 +1491,7 @@ static int countdown_well_formed(const char *completion, int len) {
 }
 
 // ----------------------------------------------------------------------------
-// Task and verifier: chain-sum (reasoning-gym's chain_sum: a left-to-right sum of + and −)
+// Second task and verifier: chain-sum (reasoning-gym's chain_sum: a left-to-right sum of + and −)
 //
 // Prompt:      the expression, no spaces, then ':'    e.g. "12+7-3+25:"
 // Completion:  a scratchpad, one step "a op b=c" per operator, left to right, joined by ',':
