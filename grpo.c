@@ -35,7 +35,8 @@ How to read it
   GRPO or λ-GRPO step with uniform prompts, in the order the data flows. Read grpo_step (in "The
   training loop") first: it is the paper's algorithm, one call per phase, each citing its equation.
     Utilities → Tokenizer → Model layers → Model → Incremental decoding → Log-probabilities →
-    Optimizer: AdamW → Task and verifier → Task data → Group sampler → Prefix tree B(G) →
+    Optimizer: AdamW → Task and verifier (countdown; then chain-sum) → The task interface →
+    Task data → Group sampler → Prefix tree B(G) →
     Objectives → The GRPO step (its phases) → The training loop (grpo_step, train_loop)
   The functions that carry the paper: compute_advantages (a_i, eq. 2), build_prefix_tree and
   build_group_trees (B(G), §3.1), lambda_weight (1/|λ(i,t)|, eq. 11), grpo_token_loss (the
