@@ -7693,7 +7693,7 @@ static int spend_budget(TrainRun *run, StepReport *r) {
     b->seconds += r->t[6] - r->t[0];
     r->budget_spent = budget_spent(b);
     b->done = b->amount > 0 && r->budget_spent >= b->amount;
-    if (run->state) budget_to_section(b, run->state);   // into the step's checkpoint (no state: none)
+    budget_to_section(b, run->state);   // the counters go into the step's checkpoint
     return b->done;
 }
 

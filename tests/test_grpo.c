@@ -4976,6 +4976,9 @@ static void test_mc_budget(void) {
     run.budget = &budget;
     run.batch = &g;
     run.cfg = cfg;
+    TrainState state;   // as a real run's: spend_budget records its counters there
+    memset(&state, 0, sizeof state);
+    run.state = &state;
     StepReport rep;
     memset(&rep, 0, sizeof rep);
     rep.mc_prm = 1;
