@@ -10247,7 +10247,7 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
             return -1;
         }
         if (!strcmp(copy, ".") || !strcmp(copy, "..")) {   // its runs' directory would be runs/ or the study
-            snprintf(err, errn, "method '%.200s': '%s' cannot name a method (its runs would land outside runs/)",
+            snprintf(err, errn, "method '%.200s': '%.2s' cannot name a method (its runs would land outside runs/)",
                      x->label, copy);
             return -1;
         }
