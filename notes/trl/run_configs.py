@@ -8,9 +8,11 @@ CONFIGS.json: a list of objects {name, trainer: grpo|lambda|lambda-unit|lambda-s
 lambda-no-truncated|lambda-local, model: DIR, steps, grpo_binary, ... GRPOConfig fields}. Each run writes
 OUT_DIR/NAME/stepS.{txt,trl.tsv,cmd} and OUT_DIR/NAME/warnings.txt (the main process's
 warnings). The lambda-* trainers with a planted bug exist for the mutation tests."""
+import faulthandler
 import json
 import os
 import sys
+import traceback
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -85,10 +87,20 @@ def run(cfg, out_root):
 def main():
     if len(sys.argv) != 3:
         sys.exit("usage: run_configs.py CONFIGS.json OUT_DIR")
+    # a crash in native code (SIGABRT, SIGSEGV) prints every thread's Python stack; a Python error names
+    # its process and configuration: under torchrun only the last lines of a failed rank reach the log
+    faulthandler.enable()
+    rank = os.environ.get("RANK", "0")
     with open(sys.argv[1]) as f:
         configs = json.load(f)
-    for cfg in configs:
-        run(cfg, sys.argv[2])
+    for n, cfg in enumerate(configs):
+        print(f"run_configs: rank {rank}: configuration {n + 1}/{len(configs)}: {cfg['name']}", file=sys.stderr, flush=True)
+        try:
+            run(cfg, sys.argv[2])
+        except BaseException:
+            print(f"run_configs: rank {rank}: configuration {cfg['name']} FAILED:\n{traceback.format_exc()}",
+                  file=sys.stderr, flush=True)
+            raise
 
 
 if __name__ == "__main__":
