@@ -3728,11 +3728,13 @@ static void method_after_update(TrainRun *run, StepReport *r) {
 // eq. 11). It changes nothing in the run: it draws no random number, moves no parameter and no
 // AdamW moment, writes none of the batch's arrays that the update reads (only the forward's
 // scratch, which the update rewrites), and its seconds are cut out of the step's clock (the
-// phase columns, tok_per_s and --budget's seconds). Path: the padded layout (policy_logp,
-// gpt_backward) whatever --update-layout says: one forward per micro-batch (as the update's),
-// then one backward per objective into the probe's own gradient buffers; the same arithmetic as
-// grpo_loss_backward at iteration 0 with --update-layout padded, so each gradient equals that
-// one bit for bit (tests/test_grpo.c, test_probe_directions). The CPU build only (the CUDA
+// phase columns, tok_per_s and --budget's seconds). Path: the update's own, in the run's
+// --update-layout (padded: policy_logp, gpt_backward; tree: the shared-prefix batch) and
+// micro-batches: one forward per micro-batch, then one backward per objective on it into the
+// probe's own gradient buffers; the same arithmetic as grpo_loss_backward at iteration 0, so each
+// gradient equals the update's (with that objective) bit for bit (tests/test_grpo.c,
+// test_probe_directions). Its cost: about one forward and two backwards of the batch, the
+// update's first iteration and one backward more. The CPU build only (the CUDA
 // build keeps its gradients on the GPU). MC-PRM and PPO refuse --probe-every (their per-token
 // advantages are not GRPO's a_i, so "GRPO's update" would be another objective's).
 
@@ -3788,8 +3790,9 @@ static void probe_point_grads(GPT *m, float *mem) {
    build_group_trees) at the policy's current parameters, taken as π_old (ratio 1), into p->grad[0]
    and p->grad[1], in cfg->micro_batch micro-batches; π_ref from ref when cfg->obj.beta != 0 (the
    k3 term is weighted with the rest, eq. 11). Sets p->cos, p->norm_ratio and p->share (sums in
-   double); not p->seconds or p->step. Leaves policy's own gradients, its parameters and every
-   array of g but the forward's scratch (inputs, targets, logp_pos, dlogp_pos) as they were. */
+   double); not p->seconds or p->step. cfg->update_layout picks the path (padded or tree), as
+   grpo_loss_backward's. Leaves policy's own gradients, its parameters and every array of g but the
+   forward's scratch (inputs, targets, logp_pos, dlogp_pos, the shared-prefix batch spb) as they were. */
 static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, const GRPOConfig *cfg,
                              const unsigned char *allowed) {
     const ObjectiveConfig *obj = &cfg->obj;
@@ -3813,10 +3816,18 @@ static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, con
         }
     float *own_grads = policy->grads_memory;
     for (int o = 0; o < 2; o++) memset(p->grad[o], 0, p->num_parameters * sizeof(float));
+    int tree = cfg->update_layout == LAYOUT_TREE;
     for (int first = 0; first < N; first += micro) {
         int B = first + micro <= N ? micro : N - first;
-        if (use_ref) policy_logp(ref, g, first, B, cfg->temperature, allowed, p->logp_ref);
-        int T = policy_logp(policy, g, first, B, cfg->temperature, allowed, p->logp);
+        int T = 0;
+        if (tree) {   // as grpo_loss_backward: π_ref's forward, then the policy's (its activations stay)
+            pack_shared_prefix_batch(g->spb, B, g->prompt + first, g->plen + first, g->comp_row + first, g->clen + first);
+            if (use_ref) policy_logp_spb(ref, g, first, B, cfg->temperature, allowed, p->logp_ref);
+            policy_logp_spb(policy, g, first, B, cfg->temperature, allowed, p->logp);
+        } else {
+            if (use_ref) policy_logp(ref, g, first, B, cfg->temperature, allowed, p->logp_ref);
+            T = policy_logp(policy, g, first, B, cfg->temperature, allowed, p->logp);
+        }
         for (int o = 0; o < 2; o++) {   // one backward per objective on the same forward
             for (int i = first; i < first + B; i++) {
                 size_t row = (size_t)i * stride;
@@ -3825,13 +3836,20 @@ static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, con
                                 obj->beta != 0.0f ? p->logp_ref + row : NULL, p->adv + row, p->weight[o] + row,
                                 p->coef + row, &out);
             }
+            probe_point_grads(policy, p->grad[o]);
+            if (tree) {   // policy_backward_spb reads g->dlogp: pointed at the probe's for the call
+                float *dlogp = g->dlogp;
+                g->dlogp = p->dlogp[o];
+                policy_backward_spb(policy, g, first, B, cfg->temperature);
+                g->dlogp = dlogp;
+                continue;
+            }
             for (int b = 0; b < B; b++)   // ∂loss/∂logp to sequence positions, as grpo_loss_backward
                 for (int t = 0; t < T; t++) {
                     int i = first + b, j = t + 1 - g->plen[i];
                     int scored = g->targets[b * T + t] >= 0;
                     g->dlogp_pos[b * T + t] = scored ? p->dlogp[o][(size_t)i * stride + j] : 0.0f;
                 }
-            probe_point_grads(policy, p->grad[o]);
             gpt_logprob_backward(policy, g->targets, g->dlogp_pos, B * T, cfg->temperature);
             gpt_backward(policy, g->inputs);
         }
@@ -3853,11 +3871,26 @@ static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, con
    probe_directions on the step's batch (GRPOConfig and π_ref of the run), timed; the marks
    r->t[0..3] then move later by its seconds, so that every duration the log and spend_budget take
    from r->t leaves the probe out. Nothing without --probe-every. */
+#ifdef TESTING
+// A fault tests/test_grpo.c puts into the probe to see its "changes nothing" test fail (1: the probe
+// draws from the run's RNG; 2: it applies an AdamW step with its g_λ). Only in the test build.
+static int probe_test_fault = 0;
+#endif
+
 static void probe_update_directions(TrainRun *run, StepReport *r) {
     Probe *p = run->probe;
     if (!p || r->step % p->every != 0) return;
     double start = wall_seconds();
     probe_directions(p, run->policy, run->ref, run->batch, &run->cfg, NULL);
+#ifdef TESTING
+    if (probe_test_fault == 1) rng_int(&run->state->rng, 2);
+    if (probe_test_fault == 2) {
+        float *own = run->policy->grads_memory;
+        probe_point_grads(run->policy, p->grad[1]);
+        adamw_update(run->policy, &run->opt, run->opt.lr, 1);
+        probe_point_grads(run->policy, own);
+    }
+#endif
     p->step = r->step;
     p->seconds = wall_seconds() - start;
     for (int k = 0; k <= 3; k++) r->t[k] += p->seconds;
