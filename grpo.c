@@ -2836,6 +2836,7 @@ typedef struct {                 // one GRPO run, set up by cmd_train
     CsvLog *csv;                 // RUN_DIR/train.csv
     Budget *budget;              // what the run has spent; --budget ends it (./grpo compare)
     MCPRM *mc;                   // --objective mc-prm: its states and continuation sampler; else NULL
+    struct Probe *probe;         // --probe-every: GRPO's and λ-GRPO's gradients compared, no effect; else NULL
     char periodic[1100];         // RUN_DIR/ckpt.bin, written every save_every steps
     char last_good[1100];        // the newest checkpoint that passed check_params ("": none yet)
 } TrainRun;
@@ -2917,7 +2918,7 @@ static void select_prompts(PromptSelector *s, GroupBatch *g, const Dataset *d, R
 // its posteriors. Uniform prompts: only the log's statistics (no effect on training).
 static void select_after_scoring(TrainRun *run, StepReport *r);
 // per-token advantages g->token_adv in place of a_i: MC-PRM's A_j (run->mc) or PPO's GAE A_t
-// (run->critic). Nothing for GRPO and λ-GRPO.
+// (run->critic). Nothing for GRPO and λ-GRPO (but --probe-every's measurement, which changes nothing).
 static void method_token_advantages(TrainRun *run, StepReport *r);
 // after the policy's update: PPO's critic takes its own μ steps. Nothing for the other methods.
 static void method_after_update(TrainRun *run, StepReport *r);
@@ -3701,9 +3702,12 @@ static const char *CRITIC_STOPPED_BY[] = {"", "the critic's value loss", "the cr
 // MC-PRM (VinePPO): V̂ of each step's state from K continuations ~ π_old, and A_j = V̂(s_{j+1}) −
 // V̂(s_j) (last step: r − V̂) on every token of step j. PPO (Schulman et al. 2017): the critic's
 // V_old at every token, A_t by GAE, whitened over the batch. The update trains on these in place of a_i.
+// GRPO and λ-GRPO with --probe-every: the probe's measurement (its section, below), which changes nothing.
+static void probe_update_directions(TrainRun *run, StepReport *r);
 static void method_token_advantages(TrainRun *run, StepReport *r) {
     if (run->mc) r->mc = mc_prm_advantages(run->mc, run->policy, run->batch, &run->cfg, run->state->step);
     if (run->critic) ppo_advantages(run->critic, run->batch, &run->cfg, &r->critic);
+    probe_update_directions(run, r);
 }
 
 // PPO: μ AdamW steps of the critic on the clipped value loss against GAE's returns
@@ -3712,6 +3716,192 @@ static void method_after_update(TrainRun *run, StepReport *r) {
     UpdateStatus status = critic_update(run->critic, run->batch, &run->cfg, &r->critic);
     if (status != UPDATE_DONE)
         stop_on_nan(CRITIC_STOPPED_BY[status], r->step, r->critic.not_finite, run->last_good);
+}
+
+// ----------------------------------------------------------------------------
+// Probe: GRPO's and λ-GRPO's update directions (--probe-every N; notes/credit-assignment.md,
+// "How far λ-GRPO's update is from GRPO's"). grpo_step reaches it through method_token_advantages.
+//
+// Every N steps, at π_old (after B(G) and the advantages, before grpo_update: the gradient of the
+// update's first iteration), both objectives' policy gradients on the step's batch with its
+// advantages, whichever of the two trains: g_GRPO (every token's weight 1) and g_λ (1/|λ(i,t)|,
+// eq. 11). It changes nothing in the run: it draws no random number, moves no parameter and no
+// AdamW moment, writes none of the batch's arrays that the update reads (only the forward's
+// scratch, which the update rewrites), and its seconds are cut out of the step's clock (the
+// phase columns, tok_per_s and --budget's seconds). Path: the update's own, in the run's
+// --update-layout (padded: policy_logp, gpt_backward; tree: the shared-prefix batch) and
+// micro-batches: one forward per micro-batch, then one backward per objective on it into the
+// probe's own gradient buffers; the same arithmetic as grpo_loss_backward at iteration 0, so each
+// gradient equals the update's (with that objective) bit for bit (tests/test_grpo.c,
+// test_probe_directions). Its cost: about one forward and two backwards of the batch, the
+// update's first iteration and one backward more. The CPU build only (the CUDA
+// build keeps its gradients on the GPU). MC-PRM and PPO refuse --probe-every (their per-token
+// advantages are not GRPO's a_i, so "GRPO's update" would be another objective's).
+
+typedef struct Probe Probe;
+struct Probe {
+    int every;              // N: steps N, 2N, ... (1-based, as the log's) are probed
+    int step;               // the step last probed (0: none yet)
+    double cos;             // cos(g_λ, g_GRPO); NaN when either gradient is 0
+    double norm_ratio;      // ‖g_λ‖ / ‖g_GRPO‖; NaN when ‖g_GRPO‖ = 0
+    double share;           // completion tokens with |λ(i,t)| > 1 among those the loss counts
+                            // (c_i != 0: all but --mask-truncated's); NaN when it counts none
+    double seconds;         // wall-clock seconds of the probe (left out of the step's clock)
+    size_t num_parameters;
+    float *grad[2];         // (num_parameters) g_GRPO and g_λ, as grads_memory lays them out
+    float *logp, *logp_ref, *adv, *coef, *weight[2], *dlogp[2];   // (N, max_new) per completion token
+    float *seq_coef;        // (N) c_i (loss_agg_coef_masked)
+};
+
+/* build_probe: a probe for a model of num_parameters parameters and batches of N completions of up
+   to max_new tokens, probing every `every` steps (>= 1). free_probe frees it. */
+static void build_probe(Probe *p, size_t num_parameters, int N, int max_new, int every) {
+    memset(p, 0, sizeof *p);
+    p->every = every;
+    p->num_parameters = num_parameters;
+    size_t NT = (size_t)N * max_new;
+    for (int o = 0; o < 2; o++) {
+        p->grad[o] = (float *)callocCheck(num_parameters, sizeof(float));
+        p->weight[o] = (float *)callocCheck(NT, sizeof(float));
+        p->dlogp[o] = (float *)callocCheck(NT, sizeof(float));
+    }
+    float **per_token[] = {&p->logp, &p->logp_ref, &p->adv, &p->coef};
+    for (size_t a = 0; a < sizeof per_token / sizeof per_token[0]; a++)
+        *per_token[a] = (float *)callocCheck(NT, sizeof(float));
+    p->seq_coef = (float *)callocCheck(N, sizeof(float));
+}
+
+static void free_probe(Probe *p) {
+    for (int o = 0; o < 2; o++) {
+        free(p->grad[o]);
+        free(p->weight[o]);
+        free(p->dlogp[o]);
+    }
+    free(p->logp); free(p->logp_ref); free(p->adv); free(p->coef); free(p->seq_coef);
+}
+
+// Points m's gradient tensors at mem (num_parameters floats): backward passes accumulate there.
+static void probe_point_grads(GPT *m, float *mem) {
+    m->grads_memory = mem;
+    point_tensors((float **)&m->grads, mem, m->param_sizes, NUM_PARAM_TENSORS);
+}
+
+/* probe_directions: g_GRPO and g_λ of the batch g (advantages and |λ| set: after
+   build_group_trees) at the policy's current parameters, taken as π_old (ratio 1), into p->grad[0]
+   and p->grad[1], in cfg->micro_batch micro-batches; π_ref from ref when cfg->obj.beta != 0 (the
+   k3 term is weighted with the rest, eq. 11). Sets p->cos, p->norm_ratio and p->share (sums in
+   double); not p->seconds or p->step. cfg->update_layout picks the path (padded or tree), as
+   grpo_loss_backward's. Leaves policy's own gradients, its parameters and every array of g but the
+   forward's scratch (inputs, targets, logp_pos, dlogp_pos, the shared-prefix batch spb) as they were. */
+static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, const GRPOConfig *cfg,
+                             const unsigned char *allowed) {
+    const ObjectiveConfig *obj = &cfg->obj;
+    int N = g->N, stride = g->max_new;
+    int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
+    int use_ref = ref && obj->beta != 0.0f;
+    ObjectiveConfig as[2] = {*obj, *obj};   // the weights of each objective (lambda_weight)
+    as[0].objective = OBJ_GRPO;
+    as[1].objective = OBJ_LAMBDA_GRPO;
+    const unsigned char *masked = cfg->mask_truncated ? g->truncated : NULL;
+    loss_agg_coef_masked(p->seq_coef, g->clen, masked, N, obj);
+    long counted = 0, shared = 0;
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < g->clen[i]; t++) {   // as grpo_prepare_tokens
+            size_t at = (size_t)i * stride + t;
+            p->adv[at] = g->token_adv ? g->token_adv[at] : g->advantage[i];
+            p->coef[at] = p->seq_coef[i];
+            for (int o = 0; o < 2; o++) p->weight[o][at] = lambda_weight(&as[o], g->lambda_size[at]);
+            counted += p->seq_coef[i] != 0.0f;
+            shared += p->seq_coef[i] != 0.0f && g->lambda_size[at] > 1;
+        }
+    float *own_grads = policy->grads_memory;
+    for (int o = 0; o < 2; o++) memset(p->grad[o], 0, p->num_parameters * sizeof(float));
+    int tree = cfg->update_layout == LAYOUT_TREE;
+    for (int first = 0; first < N; first += micro) {
+        int B = first + micro <= N ? micro : N - first;
+        int T = 0;
+        if (tree) {   // as grpo_loss_backward: π_ref's forward, then the policy's (its activations stay)
+            pack_shared_prefix_batch(g->spb, B, g->prompt + first, g->plen + first, g->comp_row + first, g->clen + first);
+            if (use_ref) policy_logp_spb(ref, g, first, B, cfg->temperature, allowed, p->logp_ref);
+            policy_logp_spb(policy, g, first, B, cfg->temperature, allowed, p->logp);
+        } else {
+            if (use_ref) policy_logp(ref, g, first, B, cfg->temperature, allowed, p->logp_ref);
+            T = policy_logp(policy, g, first, B, cfg->temperature, allowed, p->logp);
+        }
+        for (int o = 0; o < 2; o++) {   // one backward per objective on the same forward
+            for (int i = first; i < first + B; i++) {
+                size_t row = (size_t)i * stride;
+                TokenLossOut out = {p->dlogp[o] + row, NULL, NULL, NULL};
+                grpo_token_loss(obj, g->clen[i], p->logp + row, p->logp + row,
+                                obj->beta != 0.0f ? p->logp_ref + row : NULL, p->adv + row, p->weight[o] + row,
+                                p->coef + row, &out);
+            }
+            probe_point_grads(policy, p->grad[o]);
+            if (tree) {   // policy_backward_spb reads g->dlogp: pointed at the probe's for the call
+                float *dlogp = g->dlogp;
+                g->dlogp = p->dlogp[o];
+                policy_backward_spb(policy, g, first, B, cfg->temperature);
+                g->dlogp = dlogp;
+                continue;
+            }
+            for (int b = 0; b < B; b++)   // ∂loss/∂logp to sequence positions, as grpo_loss_backward
+                for (int t = 0; t < T; t++) {
+                    int i = first + b, j = t + 1 - g->plen[i];
+                    int scored = g->targets[b * T + t] >= 0;
+                    g->dlogp_pos[b * T + t] = scored ? p->dlogp[o][(size_t)i * stride + j] : 0.0f;
+                }
+            gpt_logprob_backward(policy, g->targets, g->dlogp_pos, B * T, cfg->temperature);
+            gpt_backward(policy, g->inputs);
+        }
+    }
+    probe_point_grads(policy, own_grads);
+    double dot = 0.0, nn[2] = {0.0, 0.0};
+    for (size_t k = 0; k < p->num_parameters; k++) {
+        double a = p->grad[0][k], b = p->grad[1][k];
+        dot += a * b;
+        nn[0] += a * a;
+        nn[1] += b * b;
+    }
+    p->cos = nn[0] > 0.0 && nn[1] > 0.0 ? dot / sqrt(nn[0] * nn[1]) : NAN;
+    p->norm_ratio = nn[0] > 0.0 ? sqrt(nn[1] / nn[0]) : NAN;
+    p->share = counted ? (double)shared / counted : NAN;
+}
+
+/* probe_update_directions (method_token_advantages calls it): at steps every, 2·every, ...
+   probe_directions on the step's batch (GRPOConfig and π_ref of the run), timed; the marks
+   r->t[0..3] then move later by its seconds, so that every duration the log and spend_budget take
+   from r->t leaves the probe out. Nothing without --probe-every. */
+#ifdef TESTING
+// A fault tests/test_grpo.c puts into the probe to see its "changes nothing" test fail (1: the probe
+// draws from the run's RNG; 2: it applies an AdamW step with its g_λ). Only in the test build.
+static int probe_test_fault = 0;
+#endif
+
+static void probe_update_directions(TrainRun *run, StepReport *r) {
+    Probe *p = run->probe;
+    if (!p || r->step % p->every != 0) return;
+    double start = wall_seconds();
+    probe_directions(p, run->policy, run->ref, run->batch, &run->cfg, NULL);
+#ifdef TESTING
+    if (probe_test_fault == 1) rng_int(&run->state->rng, 2);
+    if (probe_test_fault == 2) {
+        float *own = run->policy->grads_memory;
+        probe_point_grads(run->policy, p->grad[1]);
+        adamw_update(run->policy, &run->opt, run->opt.lr, 1);
+        probe_point_grads(run->policy, own);
+    }
+#endif
+    p->step = r->step;
+    p->seconds = wall_seconds() - start;
+    for (int k = 0; k <= 3; k++) r->t[k] += p->seconds;
+}
+
+// train.csv's probe columns (PROBE_CSV_COLUMNS) of step `step`: its values, or empty cells when
+// the probe did not run at it.
+#define PROBE_CSV_COLUMNS ",probe_cos,probe_norm_ratio,probe_share,probe_s"
+static void probe_csv_fields(char *out, size_t cap, const Probe *p, int step) {
+    if (p->step != step) snprintf(out, cap, ",,,,");
+    else snprintf(out, cap, ",%.9g,%.9g,%.6f,%.4f", p->cos, p->norm_ratio, p->share, p->seconds);
 }
 
 // ----------------------------------------------------------------------------
@@ -5435,6 +5625,7 @@ typedef struct {
     int budget_unit, eval_points, jobs;
     float budget;
     char study[256], methods[256], train_args[256], sft_args[256];
+    int probe_every;       // train: GRPO's and λ-GRPO's gradients compared every N steps (0: off)
 #ifdef GRPO_CUDA
     int tf32;              // 1: cuBLAS may use TF32 tensor cores
     int kernel_times;      // bench: 1 prints the GPU time of each kernel (CUDA build)
@@ -5582,6 +5773,11 @@ static const OptSpec OPTIONS[] = {
      "mopps: posterior decay d in (0, 1] per update (1: none)"},
     {"dynamic-max-rounds", OPT_INT, OFF(dynamic_max_rounds), 1, DYNAMIC_MAX_ROUNDS, NULL, CMD_TRAIN,
      "dynamic: refill rounds per step at most; then all-equal groups stay (zero gradient)"},
+    {"probe-every", OPT_INT, OFF(probe_every), 0, 10000000, NULL, CMD_TRAIN,
+     "every N steps, GRPO's and λ-GRPO's gradients at π_old on the step's batch (whichever trains; grpo, "
+     "lambda-grpo only; CPU build): train.csv's probe_cos (their cosine), probe_norm_ratio (|g_λ|/|g_GRPO|), "
+     "probe_share (tokens with |λ| > 1 among those the loss counts), probe_s (its seconds, not in the "
+     "budget or the phase columns); empty cells at other steps; changes nothing in the run (0: off)"},
     // budget runs and studies (./grpo compare); "seeds" and "init" of compare are rows
     // of their own (other help, same fields) so that tree's and train's rows stay as they are
     {"budget-unit", OPT_ENUM, OFF(budget_unit), 0, 0, BUDGET_UNIT_NAMES, CMD_TRAIN | CMD_COMPARE,
@@ -5833,7 +6029,8 @@ static const struct { const char *name; unsigned objectives, selectors; } SCOPED
     {"gae-gamma", 1u << OBJ_PPO, ~0u}, {"gae-lambda", 1u << OBJ_PPO, ~0u}, {"critic-lr", 1u << OBJ_PPO, ~0u},
     {"prompt-select", ~0u, 1u << SELECT_MOPPS | 1u << SELECT_DYNAMIC},
     {"select-target", ~0u, 1u << SELECT_MOPPS}, {"select-candidates", ~0u, 1u << SELECT_MOPPS},
-    {"select-decay", ~0u, 1u << SELECT_MOPPS}, {"dynamic-max-rounds", ~0u, 1u << SELECT_DYNAMIC}};
+    {"select-decay", ~0u, 1u << SELECT_MOPPS}, {"dynamic-max-rounds", ~0u, 1u << SELECT_DYNAMIC},
+    {"probe-every", 1u << OBJ_GRPO | 1u << OBJ_LAMBDA_GRPO, ~0u}};
 
 // The objectives option s applies to (1 << OBJ_* bits; all of them: ~0u).
 static unsigned option_objectives(const OptSpec *s) {
@@ -5890,6 +6087,7 @@ static unsigned selectors_run(const Options *o, unsigned mask) {
 static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
     if (!strcmp(s->name, "task")) return o->task != TASK_COUNTDOWN;   // countdown's runs print as before --task
     if (mask & CMD_TREE && !strcmp(s->name, "objective")) return o->tree_objectives[0] != 0;
+    if (!strcmp(s->name, "probe-every") && !o->probe_every) return 0;   // off: the banner is as before it
     if (!(mask & (CMD_TRAIN | CMD_TREE | CMD_CHECK))) return 1;
     return (option_objectives(s) & objectives_run(o, mask)) && (option_selectors(s) & selectors_run(o, mask));
 }
@@ -7018,6 +7216,7 @@ struct CsvLog {
     char path[1100];
     int key_fields;       // a row's leading fields that the same run always writes alike (not timings)
     char last_row[256];   // those fields of the last row: a checkpoint records them, a resume checks them
+    const struct Probe *probe;   // train's --probe-every: its columns end each row (NULL: none)
 };
 
 static const char *csv_last_row(const CsvLog *c) { return c->last_row; }
@@ -7099,6 +7298,7 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
     CsvLog c;
     c.key_fields = key_fields;
     c.last_row[0] = 0;
+    c.probe = NULL;
     snprintf(c.path, sizeof c.path, "%s/%s", run_dir, name);
     struct stat sb;
     if (step == 0 || stat(c.path, &sb) != 0 || sb.st_size == 0) {
@@ -7211,6 +7411,9 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
             printf(" | refill %d groups, %d rounds%s", sel->groups_dropped, sel->refill_rounds,
                    sel->cap_hit ? ", cap" : "");
         if (r->val_acc >= 0) printf(" | val acc %.3f", r->val_acc);
+        if (csv->probe && csv->probe->step == r->step)
+            printf(" | probe cos %.4f ratio %.4f share %.3f %.2f s", csv->probe->cos, csv->probe->norm_ratio,
+                   csv->probe->share, csv->probe->seconds);
         printf("\n");
         fflush(stdout);
     }
@@ -7223,12 +7426,14 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     if (sel->logged)
         snprintf(select_fields, sizeof select_fields, ",%.4f,%.4f,%d,%.4f,%d", sel->p_pred, sel->p_real,
                  sel->groups_sampled, (double)sel->eq_sampled / sel->groups_sampled, sel->cap_hit);
+    char probe_fields[96] = "";   // PROBE_CSV_COLUMNS, last (with --probe-every only)
+    if (csv->probe) probe_csv_fields(probe_fields, sizeof probe_fields, csv->probe, r->step);
     csv_row(csv, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%lld,"
-                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g%s%s\n",
+                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g%s%s%s\n",
             r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
             r->trees.intermediate, u->loss, u->kl, u->clip_frac, u->grad_norm, r->gen_tokens, t_sample,
             t_score, t_tree, t_update, tok_s, r->val_acc, r->gen_traj, r->gen_aux, r->trained_tokens,
-            r->flops, r->budget_spent, extra, select_fields);
+            r->flops, r->budget_spent, extra, select_fields, probe_fields);
 }
 
 /* stop_on_nan: the run has met a non-finite value at step `step` (numbered as in the log
@@ -7815,12 +8020,12 @@ static void report_prompt_selection(const PromptSelector *s, const char *run_dir
    had before any of them existed. */
 static void train_csv_header(char *out, size_t cap, const Options *o) {
     int objective = o->obj.objective;
-    snprintf(out, cap, "%s%s%s",
+    snprintf(out, cap, "%s%s%s%s",
              "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,"
              "loss,kl,clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
              "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent",
              objective == OBJ_MC_PRM ? MC_CSV_COLUMNS : objective == OBJ_PPO ? CRITIC_CSV_COLUMNS : "",
-             o->prompt_select != SELECT_UNIFORM ? SELECT_CSV_COLUMNS : "");
+             o->prompt_select != SELECT_UNIFORM ? SELECT_CSV_COLUMNS : "", o->probe_every ? PROBE_CSV_COLUMNS : "");
 }
 
 /* cmd_train: ./grpo train. Loads π_θ (and π_ref when β != 0) from --init, or resumes
@@ -7839,6 +8044,11 @@ static int cmd_train(int argc, char **argv, Options *o) {
     check_scoped_options(o, CMD_TRAIN);
     check_select_options(o);
     check_weight_decay(o);
+#ifdef GRPO_CUDA
+    if (o->probe_every)
+        usage_error("--probe-every: the CUDA build keeps its gradients on the GPU and the probe reads them on "
+                    "the host; use the CPU build (make; ./grpo)");
+#endif
     // ---- budget: the counters start at 0, or a resume continues its checkpoint's (state section "budget")
     if (o->eval_points > 0 && o->budget <= 0)
         usage_error("--eval-points %d needs --budget (the points are fractions of it)", o->eval_points);
@@ -7988,6 +8198,12 @@ static int cmd_train(int argc, char **argv, Options *o) {
     run.save_every = o->save_every;
     run.format_reward = o->format_reward;
     run.csv = &csv;
+    Probe probe;   // ---- --probe-every: its values go to train.csv's last columns
+    if (o->probe_every) {
+        build_probe(&probe, policy.num_parameters, N, o->max_new_tokens, o->probe_every);
+        run.probe = &probe;
+        csv.probe = &probe;
+    }
     Budget budget;   // ---- budget
     run.budget = &budget;
     start_budget(&budget, o, &run);
@@ -8036,6 +8252,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     free_gpt(&policy);
     if (use_ref) free_gpt(&ref);
     if (use_critic) free_critic(&critic);
+    if (run.probe) free_probe(&probe);
     return 0;
 }
 

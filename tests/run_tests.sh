@@ -5,7 +5,7 @@
 # `N passed, N failed` summing all of them; exit status 1 on any failure.
 set -u
 cd "$(dirname "$0")/.."
-FLOAT_GROUPS=model,objective,sampler,tree,treetask,treepack,mcprm,critic
+FLOAT_GROUPS=model,objective,sampler,tree,treetask,treepack,mcprm,critic,probe
 total_pass=0; total_fail=0; status=0
 for run in tests/test_grpo tests/test_grpo_noomp "tests/test_grpo_portable $FLOAT_GROUPS" \
            "tests/test_grpo_wide $FLOAT_GROUPS" tests/test_assignment.sh tests/check_docs.sh; do

@@ -3494,6 +3494,382 @@ static void test_tree_update_vs_padded(void) {
           ratio_spread, rows, positions);
 }
 
+// ----------------------------------------------------------------------------
+// --probe-every: GRPO's and λ-GRPO's update directions (probe_directions)
+
+// cos(a, b), ‖b‖/‖a‖ and ‖a‖ of two gradients (n), in double: the test's own sums
+static void grad_cos_ratio(const float *a, const float *b, size_t n, double *cos, double *ratio) {
+    double dot = 0.0, na = 0.0, nb = 0.0;
+    for (size_t k = 0; k < n; k++) {
+        dot += (double)a[k] * b[k];
+        na += (double)a[k] * a[k];
+        nb += (double)b[k] * b[k];
+    }
+    *cos = dot / sqrt(na * nb);
+    *ratio = sqrt(nb / na);
+}
+
+// ‖a − b‖ / ‖b‖ (n values, in double)
+static double grad_rel_dist(const float *a, const float *b, size_t n) {
+    double d = 0.0, nb = 0.0;
+    for (size_t k = 0; k < n; k++) {
+        d += ((double)a[k] - b[k]) * ((double)a[k] - b[k]);
+        nb += (double)b[k] * b[k];
+    }
+    return sqrt(d / nb);
+}
+
+/* probe_directions against the update's own gradient path. (1) A batch where every |λ(i,t)| = 1
+   (each group's completions start with different tokens): both objectives weigh every token 1, so
+   g_λ = g_GRPO bit for bit, cosine 1, norm ratio 1, share 0 (β = 0.04: the k3 term too). (2) The
+   shared-prefix batches of the tree-update test (random_pack_batch) in 64 configurations (the 4
+   aggregations x β 0/0.04 x --mask-truncated 0/1 x micro-batches of all or 4 x the run's objective
+   grpo or lambda-grpo, which the probe's values do not depend on): in each --update-layout the
+   probe's two gradients equal grpo_loss_backward's at iteration 0 with --objective grpo and
+   lambda-grpo in that layout bit for bit (the same arithmetic), its cosine and ratio those of the
+   test's own sums of them (to 1e-12: the same sums); across the layouts (other code: shared rows
+   computed once) each gradient within TOL_BWD of each tensor's max (the tree path's own tolerance,
+   test_tree_update_vs_padded) and the cosine within 2(ε_G + ε_λ), the ratio within
+   (ε_G + ε_λ)/(1 − ε_G) of the other's, ε = ‖g_tree − g_padded‖/‖g_padded‖ (for unit vectors u, v
+   and their perturbations: |cos' − cos| <= ‖u' − u‖ + ‖v' − v‖ <= 2ε each). The share: the test's count of
+   the tokens with |λ| > 1 among those of unmasked completions. The probe leaves the model's
+   parameters, its gradient buffer (pointer and contents) and the batch's arrays that the update
+   reads (logp, π_old, π_ref, weights, coefficients, advantages, ∂loss/∂logp) as they were. Not
+   vacuous: some configuration has cosine < 0.999 and ratio != 1 by > 1e-3. (3) The hook at steps
+   every, 2·every: r->t[0..3] move later by exactly the probe's seconds (so spend_budget's
+   t[6] − t[0] leaves it out), and at other steps nothing moves. */
+static void test_probe_directions(void) {
+    Options o;
+    default_options(&o);
+    // (1) all |λ| = 1
+    {
+        const char *comps[6] = {"12$", "2+1$", "+$", "1+2$", "21$", "$"};
+        const float rewards[6] = {1.0f, 0.0f, 0.5f, 0.0f, 1.0f, 1.0f};
+        int starts[3] = {0, 3, 6}, prompt[8] = {TOK_BOS, 0, 0, 0}, max_new = 6, bad;
+        encode("1 2>3:", 6, prompt + 1, &bad);
+        GroupBatch g;
+        build_group_batch_starts(&g, 2, starts, max_new, 6, 32);
+        for (int i = 0; i < 6; i++) {
+            g.prompt[i] = prompt;
+            g.plen[i] = 7;
+            int n = (int)strlen(comps[i]);
+            for (int t = 0; t < n; t++)
+                g.comp[(size_t)i * max_new + t] = comps[i][t] == '$' ? TOK_EOS : char_to_token(comps[i][t]);
+            g.clen[i] = n;
+            g.reward[i] = rewards[i];
+        }
+        GRPOConfig cfg = grpo_config_from_options(&o);
+        cfg.obj.beta = 0.04f;
+        cfg.obj.max_new_tokens = max_new;
+        mark_truncated(&g);
+        compute_advantages(g.advantage, g.reward, g.num_groups, g.group_start, &cfg.obj);
+        build_group_trees(&g);
+        int all_one = 1;
+        for (int i = 0; i < 6; i++)
+            for (int t = 0; t < g.clen[i]; t++) all_one &= g.lambda_size[(size_t)i * max_new + t] == 1;
+        GPT m = test_model(6, 901), ref = test_model(6, 902);
+        Probe p;
+        build_probe(&p, m.num_parameters, g.N, max_new, 1);
+        probe_directions(&p, &m, &ref, &g, &cfg, NULL);
+        double n0 = 0.0;
+        for (size_t k = 0; k < m.num_parameters; k++) n0 += (double)p.grad[0][k] * p.grad[0][k];
+        int same = !memcmp(p.grad[0], p.grad[1], m.num_parameters * sizeof(float));
+        check(all_one && n0 > 0.0 && same && fabs(p.cos - 1.0) <= 1e-12 && fabs(p.norm_ratio - 1.0) <= 1e-12 &&
+              p.share == 0.0, "probe: all |λ| = 1: g_λ = g_GRPO, cosine 1, norm ratio 1, share 0",
+              "all |λ| 1: %d, |g|² %.3g, same %d, cos %.15f, ratio %.15f, share %g", all_one, n0, same, p.cos,
+              p.norm_ratio, p.share);
+        free_probe(&p);
+        free_gpt(&m);
+        free_gpt(&ref);
+        free_group_batch(&g);
+    }
+    // (2) shared prefixes
+    Rng rng;
+    rng_seed(&rng, 83, 1);
+    int sizes[5] = {4, 3, 1, 5, 2}, prompts[40], max_new = 8, failed = 0, moved = 0;
+    double worst_cos = 0.0, worst_ratio = 0.0, min_cos = 1.0, max_dratio = 0.0, max_share = 0.0;
+    for (int c = 0; c < 64; c++) {
+        GRPOConfig cfg = grpo_config_from_options(&o);
+        cfg.obj.loss_agg = c % 4;
+        cfg.obj.beta = c / 4 % 2 ? 0.04f : 0.0f;
+        cfg.mask_truncated = c / 8 % 2;
+        cfg.micro_batch = c / 16 % 2 ? 4 : 0;
+        cfg.obj.objective = c / 32;   // the run's objective: the probe's values must not depend on it
+        cfg.obj.max_new_tokens = max_new;
+        cfg.temperature = 0.9f;
+        GroupBatch g;
+        random_pack_batch(&g, prompts, 5, sizes, max_new, &rng, &cfg.obj);
+        int micro = cfg.micro_batch ? cfg.micro_batch : g.N;
+        GPT m = test_model(micro, 910 + c), ref = test_model(micro, 950 + c);
+        size_t P = m.num_parameters, NT = (size_t)g.N * max_new;
+        UpdateStats us;
+        grpo_prepare_tokens(&g, &cfg, &us);   // the update's arrays, as a step has them before the update
+        float *own = m.grads_memory;
+        for (size_t k = 0; k < P; k++) own[k] = 7.0f;
+        float *params = (float *)mallocCheck(P * sizeof(float));
+        memcpy(params, m.params_memory, P * sizeof(float));
+        float *arrays[7] = {g.logp, g.logp_old, g.logp_ref, g.weight, g.coef, g.adv_tok, g.dlogp};
+        float *saved = (float *)mallocCheck(7 * NT * sizeof(float));
+        for (int a = 0; a < 7; a++) memcpy(saved + a * NT, arrays[a], NT * sizeof(float));
+        Probe p, pt;   // the probe in the padded layout, and in the tree layout
+        build_probe(&p, P, g.N, max_new, 1);
+        build_probe(&pt, P, g.N, max_new, 1);
+        GRPOConfig cfg_tree = cfg;
+        cfg.update_layout = LAYOUT_PADDED;
+        cfg_tree.update_layout = LAYOUT_TREE;
+        probe_directions(&p, &m, &ref, &g, &cfg, NULL);
+        probe_directions(&pt, &m, &ref, &g, &cfg_tree, NULL);
+        int untouched = m.grads_memory == own && m.grads.wte == own && !memcmp(params, m.params_memory, P * sizeof(float));
+        for (size_t k = 0; k < P; k++) untouched &= own[k] == 7.0f;
+        for (int a = 0; a < 7; a++) untouched &= !memcmp(saved + a * NT, arrays[a], NT * sizeof(float));
+        // the references: grpo_loss_backward at iteration 0, each objective, padded then tree
+        float *ref_grad[2][2];   // [layout][objective]
+        for (int layout = 0; layout < 2; layout++)
+            for (int obj = 0; obj < 2; obj++) {
+                GRPOConfig rc = cfg;
+                rc.obj.objective = obj;
+                rc.update_layout = layout;
+                grpo_prepare_tokens(&g, &rc, &us);
+                LossRun run;
+                loss_run(&run, &m, &ref, &g, &rc, 0);
+                ref_grad[layout][obj] = run.grads;
+                run.grads = NULL;
+                free_loss_run(&run);
+            }
+        int bitwise = 1;
+        for (int o2 = 0; o2 < 2; o2++)
+            bitwise &= !memcmp(p.grad[o2], ref_grad[LAYOUT_PADDED][o2], P * sizeof(float)) &&
+                       !memcmp(pt.grad[o2], ref_grad[LAYOUT_TREE][o2], P * sizeof(float));
+        double cos_pad, ratio_pad, cos_tree, ratio_tree;
+        grad_cos_ratio(ref_grad[LAYOUT_PADDED][0], ref_grad[LAYOUT_PADDED][1], P, &cos_pad, &ratio_pad);
+        grad_cos_ratio(ref_grad[LAYOUT_TREE][0], ref_grad[LAYOUT_TREE][1], P, &cos_tree, &ratio_tree);
+        double e0 = grad_rel_dist(ref_grad[LAYOUT_TREE][0], p.grad[0], P);
+        double e1 = grad_rel_dist(ref_grad[LAYOUT_TREE][1], p.grad[1], P);
+        double tensor_err = fmax(param_rel_err(&m, ref_grad[LAYOUT_TREE][0], p.grad[0]),
+                                 param_rel_err(&m, ref_grad[LAYOUT_TREE][1], p.grad[1]));
+        long counted = 0, shared = 0;
+        for (int i = 0; i < g.N; i++)
+            for (int t = 0; t < g.clen[i]; t++) {
+                if (cfg.mask_truncated && g.truncated[i]) continue;
+                counted++;
+                shared += g.lambda_size[(size_t)i * max_new + t] > 1;
+            }
+        double share = (double)shared / counted;
+        double d_cos = fabs(p.cos - cos_tree), d_ratio = fabs(ratio_tree / p.norm_ratio - 1.0);
+        int ok = untouched && bitwise && fabs(p.cos - cos_pad) <= 1e-12 && fabs(p.norm_ratio - ratio_pad) <= 1e-12 &&
+                 fabs(pt.cos - cos_tree) <= 1e-12 && fabs(pt.norm_ratio - ratio_tree) <= 1e-12 && pt.share == p.share &&
+                 tensor_err <= TOL_BWD && d_cos <= 2.0 * (e0 + e1) + 1e-12 &&
+                 d_ratio <= (e0 + e1) / (1.0 - e0) + 1e-12 && p.share == share;
+        if (!ok)
+            printf("      %s β=%g mask=%d micro=%d: untouched %d, bitwise %d, cos %.9f (padded %.9f, tree %.9f, "
+                   "bound %.2e), ratio %.9f (padded %.9f, tree %.9f), tensor err %.2e, share %g (%g)\n",
+                   LOSS_AGG_NAMES[cfg.obj.loss_agg], cfg.obj.beta, cfg.mask_truncated, cfg.micro_batch, untouched,
+                   bitwise, p.cos, cos_pad, cos_tree, 2.0 * (e0 + e1), p.norm_ratio, ratio_pad, ratio_tree,
+                   tensor_err, p.share, share);
+        failed += !ok;
+        worst_cos = fmax(worst_cos, d_cos);
+        worst_ratio = fmax(worst_ratio, d_ratio);
+        min_cos = fmin(min_cos, p.cos);
+        max_dratio = fmax(max_dratio, fabs(p.norm_ratio - 1.0));
+        max_share = fmax(max_share, p.share);
+        moved += p.cos < 0.999 && fabs(p.norm_ratio - 1.0) > 1e-3;
+        for (int l = 0; l < 2; l++) free(ref_grad[l][0]), free(ref_grad[l][1]);
+        free(params);
+        free(saved);
+        free_probe(&p);
+        free_probe(&pt);
+        free_gpt(&m);
+        free_gpt(&ref);
+        free_group_batch(&g);
+    }
+    check(failed == 0, "probe: shared prefixes (64 configurations): g_GRPO and g_λ == grpo_loss_backward's bit for "
+          "bit in each layout, cosine and ratio as the test's sums, across layouts within their bounds; share counted",
+          "%d failed; |Δcos| vs tree up to %.1e, |Δratio| %.1e", failed, worst_cos, worst_ratio);
+    check(moved > 0 && max_share > 0.0, "probe test: the two objectives' gradients differ (not vacuous)",
+          "%d configurations with cos < 0.999 and |ratio - 1| > 1e-3; min cos %.4f, max |ratio - 1| %.4f, "
+          "max share %.3f", moved, min_cos, max_dratio, max_share);
+    // (3) the hook: the step's clock leaves the probe out
+    {
+        GroupBatch g;
+        random_pack_batch(&g, prompts, 5, sizes, max_new, &rng, &o.obj);
+        GPT m = test_model(g.N, 990);
+        Probe p;
+        build_probe(&p, m.num_parameters, g.N, max_new, 2);
+        TrainRun run;
+        memset(&run, 0, sizeof run);
+        run.policy = &m;
+        run.batch = &g;
+        run.cfg = grpo_config_from_options(&o);
+        run.cfg.obj.max_new_tokens = max_new;
+        run.probe = &p;
+        TrainState state;
+        memset(&state, 0, sizeof state);
+        run.state = &state;
+        Budget budget;
+        memset(&budget, 0, sizeof budget);
+        run.budget = &budget;
+        StepReport r;
+        memset(&r, 0, sizeof r);
+        double marks[7] = {1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 10.0};
+        r.step = 3;
+        memcpy(r.t, marks, sizeof marks);
+        method_token_advantages(&run, &r);
+        int quiet = p.step == 0 && !memcmp(r.t, marks, sizeof marks);
+        r.step = 4;
+        method_token_advantages(&run, &r);
+        int shifted = p.step == 4 && p.seconds > 0.0;
+        for (int k = 0; k < 7; k++) shifted &= r.t[k] == marks[k] + (k <= 3 ? p.seconds : 0.0);
+        spend_budget(&run, &r);
+        check(quiet && shifted && budget.seconds == marks[6] - (marks[0] + p.seconds),
+              "probe: runs at steps every, 2·every only; the step's marks t[0..3] move by its seconds (not "
+              "in the phases or --budget's seconds)", "step 3 quiet %d, step 4 shifted %d (%.4f s), budget %.6f s",
+              quiet, shifted, p.seconds, budget.seconds);
+        free_probe(&p);
+        free_gpt(&m);
+        free_group_batch(&g);
+    }
+}
+
+/* The fields of one CSV line (NUL-separated in place: line is modified); returns their count. */
+static int csv_fields(char *line, char **field, int cap) {
+    int n = 0;
+    for (char *f = line; n < cap; ) {
+        field[n++] = f;
+        char *comma = strchr(f, ',');
+        if (!comma) break;
+        *comma = 0;
+        f = comma + 1;
+    }
+    return n;
+}
+
+/* probe_log_diff: train.csv of a run without the probe (a) and with it (b): b's header is a's with
+   PROBE_CSV_COLUMNS after it, and every row holds the same fields but the seconds (t_sample, t_score,
+   t_tree, t_update, tok_per_s). Returns 1 when that holds; *probed has bit s set for each step s (< 31)
+   whose row holds probe values (the others must have 4 empty cells), *below1 counts those whose
+   cosine is < 1. */
+static int probe_log_diff(const char *path_a, const char *path_b, int *probed, int *below1, char *why, size_t cap) {
+    size_t na, nb;
+    char *a = (char *)read_all(path_a, &na), *b = (char *)read_all(path_b, &nb);
+    a = (char *)realloc(a, na + 1), b = (char *)realloc(b, nb + 1);
+    a[na] = 0, b[nb] = 0;
+    *probed = *below1 = 0;
+    int ok = 1, row = 0, seconds[64] = {0}, cols = 0;
+    char *la = a, *lb = b;
+    for (; *la && *lb && ok; row++) {
+        char *ea = strchr(la, '\n'), *eb = strchr(lb, '\n');
+        if (!ea || !eb) { snprintf(why, cap, "row %d: no newline", row); ok = 0; break; }
+        *ea = 0, *eb = 0;
+        if (row == 0) {
+            char want[1024];
+            snprintf(want, sizeof want, "%s%s", la, PROBE_CSV_COLUMNS);
+            if (strcmp(want, lb)) { snprintf(why, cap, "header '%s'", lb); ok = 0; break; }
+            char *f[64];
+            cols = csv_fields(la, f, 64);
+            for (int k = 0; k < cols; k++)
+                seconds[k] = !strncmp(f[k], "t_", 2) || !strcmp(f[k], "tok_per_s");
+        } else {
+            char *fa[64], *fb[64];
+            int ca = csv_fields(la, fa, 64), cb = csv_fields(lb, fb, 64);
+            if (ca != cols || cb != cols + 4) { snprintf(why, cap, "row %d: %d and %d fields", row, ca, cb); ok = 0; break; }
+            for (int k = 0; k < cols && ok; k++)
+                if (!seconds[k] && strcmp(fa[k], fb[k])) {
+                    snprintf(why, cap, "row %d field %d: %s vs %s", row, k, fa[k], fb[k]);
+                    ok = 0;
+                }
+            int empty = 0;
+            for (int k = cols; k < cols + 4; k++) empty += fb[k][0] == 0;
+            if (empty == 0) {
+                *probed |= 1 << (row < 31 ? row : 0);
+                double cosv = atof(fb[cols]), ratio = atof(fb[cols + 1]), share = atof(fb[cols + 2]);
+                if (!(fabs(cosv) <= 1.0 + 1e-9 && ratio > 0.0 && share >= 0.0 && share <= 1.0 && atof(fb[cols + 3]) >= 0.0)) {
+                    snprintf(why, cap, "row %d: probe values %s %s %s", row, fb[cols], fb[cols + 1], fb[cols + 2]);
+                    ok = 0;
+                }
+                *below1 += cosv < 1.0;
+            } else if (empty != 4) { snprintf(why, cap, "row %d: %d of 4 probe cells empty", row, empty); ok = 0; }
+        }
+        la = ea + 1, lb = eb + 1;
+    }
+    if (ok && (*la || *lb)) { snprintf(why, cap, "the logs have different row counts"); ok = 0; }
+    free(a);
+    free(b);
+    return ok;
+}
+
+/* train --probe-every changes nothing in the run: a tiny SFT model (its completions earn rewards
+   that differ within a group, so the gradients are not 0), 3 steps of λ-GRPO and of GRPO (β = 0.04,
+   μ = 2, micro-batches of 5) with and without --probe-every 1: the same model.bin byte for byte and
+   the same train.csv but for the seconds and the probe's columns (probe_log_diff), every row probed,
+   some with cosine < 1; --probe-every 2: only step 2 probed. The test is seen to fail: with the
+   probe drawing one number from the run's RNG, or applying an AdamW step with its g_λ
+   (probe_test_fault), the models differ. MC-PRM and PPO refuse --probe-every. */
+static void test_probe_train(void) {
+    char args[2048], log[256], sft[300], pa[300], pb[300], ca[300], cb[300], why[512] = "";
+    snprintf(log, sizeof log, "%s/probe.log", TMPDIR_);
+    snprintf(args, sizeof args, "--layers 1 --heads 1 --channels 16 --batch-size 16 --steps 200 --lr 1e-2 "
+             "--eval-every 0 --threads 1 --val-data tests/fixtures/val_small.txt --run-dir %s/probe_sft", TMPDIR_);
+    run_cmd_quiet(cmd_sft, args, log);
+    snprintf(sft, sizeof sft, "%s/probe_sft/model.bin", TMPDIR_);
+    const char *common = "--threads 1 --steps 3 --prompts-per-step 2 --group-size 6 --max-new-tokens 24 "
+                         "--temperature 0.6 --format-reward 0.5 --eval-every 0 --pass-k 0 --test-limit 0 --seed 3 "
+                         "--beta 0.04 --num-iterations 2 --micro-batch 5 --val-data tests/fixtures/val_small.txt";
+    const char *objectives[2] = {"lambda-grpo", "grpo"};
+    for (int ob = 0; ob < 2; ob++) {
+        int rc[2];
+        for (int probe = 0; probe < 2; probe++) {
+            snprintf(args, sizeof args, "%s --objective %s --init %s --run-dir %s/probe_%s_%d%s", common,
+                     objectives[ob], sft, TMPDIR_, objectives[ob], probe, probe ? " --probe-every 1" : "");
+            rc[probe] = run_cmd_quiet(cmd_train, args, log);
+        }
+        snprintf(pa, sizeof pa, "%s/probe_%s_0/model.bin", TMPDIR_, objectives[ob]);
+        snprintf(pb, sizeof pb, "%s/probe_%s_1/model.bin", TMPDIR_, objectives[ob]);
+        snprintf(ca, sizeof ca, "%s/probe_%s_0/train.csv", TMPDIR_, objectives[ob]);
+        snprintf(cb, sizeof cb, "%s/probe_%s_1/train.csv", TMPDIR_, objectives[ob]);
+        int probed = 0, below1 = 0, same_log = rc[0] == 0 && rc[1] == 0 &&
+                                                 probe_log_diff(ca, cb, &probed, &below1, why, sizeof why);
+        char name[200];
+        snprintf(name, sizeof name, "train --objective %s --probe-every 1: the same model.bin byte for byte, the "
+                 "same train.csv but the seconds and the probe's columns", objectives[ob]);
+        check(rc[0] == 0 && rc[1] == 0 && files_equal(pa, pb) && same_log && probed == 0xe && below1 > 0, name,
+              "exit %d %d, log: %s, steps probed 0x%x, %d with cos < 1", rc[0], rc[1], same_log ? "same" : why,
+              probed, below1);
+    }
+    // every 2 of 3 steps: step 2 only
+    snprintf(args, sizeof args, "%s --init %s --run-dir %s/probe_every2 --probe-every 2", common, sft, TMPDIR_);
+    int rc = run_cmd_quiet(cmd_train, args, log);
+    snprintf(ca, sizeof ca, "%s/probe_lambda-grpo_0/train.csv", TMPDIR_);
+    snprintf(cb, sizeof cb, "%s/probe_every2/train.csv", TMPDIR_);
+    int probed = 0, below1 = 0, same_log = rc == 0 && probe_log_diff(ca, cb, &probed, &below1, why, sizeof why);
+    check(same_log && probed == 1 << 2, "train --probe-every 2: step 2 probed, steps 1 and 3 empty cells",
+          "exit %d, log: %s, steps probed 0x%x", rc, same_log ? "same" : why, probed);
+    // the test fails when the probe changes the run
+    const char *faults[2] = {"draws from the run's RNG", "applies an AdamW step"};
+    snprintf(pa, sizeof pa, "%s/probe_lambda-grpo_0/model.bin", TMPDIR_);
+    for (int f = 1; f <= 2; f++) {
+        probe_test_fault = f;
+        snprintf(args, sizeof args, "%s --init %s --run-dir %s/probe_fault%d --probe-every 1", common, sft, TMPDIR_, f);
+        rc = run_cmd_quiet(cmd_train, args, log);
+        probe_test_fault = 0;
+        snprintf(pb, sizeof pb, "%s/probe_fault%d/model.bin", TMPDIR_, f);
+        char name[160];
+        snprintf(name, sizeof name, "probe test fails when the probe %s: the models differ", faults[f - 1]);
+        check(rc == 0 && !files_equal(pa, pb), name, "exit %d", rc);
+    }
+    // MC-PRM and PPO refuse it
+    const char *others[2] = {"mc-prm", "ppo"};
+    for (int k = 0; k < 2; k++) {
+        static char cmd[2048], out[16384];
+        snprintf(cmd, sizeof cmd, "%s train %s --objective %s --probe-every 1 --init %s --run-dir %s/probe_%s",
+                 grpo_bin(), common, others[k], sft, TMPDIR_, others[k]);
+        int code = run_binary(cmd, out, sizeof out);
+        char name[160];
+        snprintf(name, sizeof name, "train --objective %s --probe-every 1: a usage error naming the option", others[k]);
+        check(code == 2 && strstr(out, "--probe-every 1 applies to --objective grpo|lambda-grpo only"), name,
+              "exit %d: %s", code, line_with(out, "probe"));
+    }
+}
+
 
 // ----------------------------------------------------------------------------
 // ./grpo check against fixtures computed with verl, TRL and the authors' code
@@ -6878,6 +7254,8 @@ int main(int argc, char **argv) {
     if (want("treepack", only)) test_sft_tree_vs_padded();
     if (want("treepack", only)) test_tree_update_token_adv();
     if (want("train", only)) test_tree_layout_train();
+    if (want("probe", only)) test_probe_directions();
+    if (want("train", only)) test_probe_train();
     if (want("treetask", only)) test_tree_task();
     if (want("check", only)) test_check_fixtures();
     if (want("check", only)) test_check_mask_truncated();
