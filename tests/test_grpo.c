@@ -7104,6 +7104,22 @@ static void save_tiny_task_init(char *path, size_t cap, const char *file, uint64
     free_gpt(&m);
 }
 
+// train's --lr default follows the task (chain-sum: 1e-5); a given --lr and sft's default stay
+static void test_task_train_lr(void) {
+    unsigned char given[NUM_OPTIONS] = {0};
+    Options o;
+    float got[4];
+    default_options(&o); train_defaults(&o); task_defaults(&o, given); got[0] = o.lr;
+    default_options(&o); train_defaults(&o); o.task = TASK_CHAIN_SUM; task_defaults(&o, given); got[1] = o.lr;
+    default_options(&o); sft_defaults(&o); o.task = TASK_CHAIN_SUM; task_defaults(&o, given); got[2] = o.lr;
+    default_options(&o); train_defaults(&o); o.task = TASK_CHAIN_SUM;
+    given[find_option("lr") - OPTIONS] = 1;   // --lr 1e-4 on the command line
+    task_defaults(&o, given); got[3] = o.lr;
+    check(got[0] == 1e-4f && got[1] == 1e-5f && got[2] == 2e-3f && got[3] == 1e-4f,
+          "task: train's default --lr follows the task (countdown 1e-4, chain-sum 1e-5); a given --lr and sft's stay",
+          "countdown %g, chain-sum %g, sft chain-sum %g, chain-sum with --lr 1e-4 %g", got[0], got[1], got[2], got[3]);
+}
+
 static void test_task_interface(void) {
     static char cmd[4096], out[65536];
     char cs[300], cd[300];
@@ -7285,7 +7301,7 @@ int main(int argc, char **argv) {
     if (want("select", only)) test_select_dynamic_objectives();
     if (want("html", only)) { test_html_check(); test_html_sample_text(); test_html_sample_runs(); test_html_errors(); }
     if (want("verifier", only)) test_chain_sum_verifier();
-    if (want("task", only)) { test_task_interface(); test_chain_sum_methods(); }
+    if (want("task", only)) { test_task_train_lr(); test_task_interface(); test_chain_sum_methods(); }
     if (want("task", only)) test_chain_sum_resume();
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
