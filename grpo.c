@@ -5598,7 +5598,7 @@ static const OptSpec OPTIONS[] = {
     {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_COMPARE,
      "seeds 1..N of every method (paired across methods)"},
     {"target-acc", OPT_FLOAT, OFF(target_acc), 0, 1, NULL, CMD_COMPARE,
-     "X: also report gen tokens and seconds to first reach val accuracy X (pre-registered)"},
+     "X in [0, 1]: also report gen tokens and seconds to first reach val accuracy X (-1: off)"},
     {"jobs", OPT_INT, OFF(jobs), 0, 1024, NULL, CMD_COMPARE,
      "runs at once, one thread each (0: the core count)"},
     {"init", OPT_STR, OFF(init), 0, 0, NULL, CMD_COMPARE,
