@@ -11361,7 +11361,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     // so that the options after it override its settings
     int quick = 0, n = 1;
     // --plan and --only RUN (cmp_plan_args) likewise; the rest, as given, is what --plan's lines repeat
-    CmpPlan plan;
+    static CmpPlan plan;   // static: its args stay reachable (one compare per process)
     argc = cmp_plan_args(argc, argv, &plan);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
