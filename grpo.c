@@ -5624,6 +5624,7 @@ typedef struct {
     // budget runs (train) and studies (compare: the compute-matched protocol)
     int budget_unit, eval_points, jobs;
     float budget;
+    float target_acc;      // compare: the pre-registered validation accuracy X of the cost view (< 0: off)
     char study[256], methods[256], train_args[256], sft_args[256];
     int probe_every;       // train: GRPO's and λ-GRPO's gradients compared every N steps (0: off)
 #ifdef GRPO_CUDA
@@ -5792,6 +5793,8 @@ static const OptSpec OPTIONS[] = {
      "comma-separated name[:--option=value...]; name: an objective or a label"},
     {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_COMPARE,
      "seeds 1..N of every method (paired across methods)"},
+    {"target-acc", OPT_FLOAT, OFF(target_acc), 0, 1, NULL, CMD_COMPARE,
+     "X in [0, 1]: also report gen tokens and seconds to first reach val accuracy X (-1: off)"},
     {"jobs", OPT_INT, OFF(jobs), 0, 1024, NULL, CMD_COMPARE,
      "runs at once, one thread each (0: the core count)"},
     {"init", OPT_STR, OFF(init), 0, 0, NULL, CMD_COMPARE,
@@ -10895,6 +10898,7 @@ typedef struct {
     const Method *m;
     int nm, S, K, ref, budget_axis;
     double budget;
+    double target;      // --target-acc X (< 0: no cost view)
 } CmpReport;
 
 // values of method mi at column j of v (runs are ordered seed-major: run i = seed_index·nm + method)
@@ -10982,6 +10986,96 @@ static void print_verdict(FILE *f, int h, const char *what, const Method *m, int
     else fprintf(f, "not supported: the 95%% CI includes 0\n");
 }
 
+/* cost_to_reach: the cost x (any axis: gen tokens, seconds, ...) at which a run's validation
+   accuracy first reaches target, from its n evaluations (xs[j], val[j]), j = 0..n−1, in order
+   of x. The first j with val[j] >= target: xs[0] when j is 0 (the starting model already
+   reaches it), else linear interpolation between evaluations j−1 and j, where the accuracy
+   crosses target: xs[j−1] + (target − val[j−1]) / (val[j] − val[j−1]) · (xs[j] − xs[j−1]) (the
+   same straight line between evaluations as the matched views read). NAN when no evaluation
+   reaches it (the run is censored at its last evaluation: it did not reach target within its
+   budget). */
+static double cost_to_reach(const double *xs, const double *val, int n, double target) {
+    for (int j = 0; j < n; j++) {
+        if (!(val[j] >= target)) continue;
+        if (j == 0) return xs[0];
+        double f = (target - val[j - 1]) / (val[j] - val[j - 1]);   // val[j−1] < target <= val[j]
+        return xs[j - 1] + f * (xs[j] - xs[j - 1]);
+    }
+    return NAN;
+}
+
+/* print_cost_view: the cost at equal accuracy: for each method the generated tokens and the
+   training seconds at which its runs first reach validation accuracy R->target
+   (cost_to_reach: interpolated between evaluations, the SFT model's included as point 0),
+   mean ± 95% t interval over the seeds that reached it, and how many of the S seeds did not
+   (they are counted, not dropped, and enter no mean); under each other method the paired
+   difference in tokens against the reference over the seeds where both reached it. */
+static void print_cost_view(const CmpReport *R) {
+    FILE *f = R->out;
+    int K = R->K, wl = 14;
+    char cell[96];
+    for (int i = 0; i < R->nm; i++) wl = (int)fmax(wl, strlen(R->m[i].label) + 2);
+    fprintf(f, "\ncost at equal accuracy: generated tokens and seconds to first reach validation accuracy %.3f\n"
+               "  (pre-registered --target-acc; linearly interpolated between evaluations; mean ± 95%% CI over\n"
+               "  the seeds that reached it; a seed that did not is counted, not dropped, and is in no mean)\n",
+            R->target);
+    print_padded(f, "", wl, 0);
+    print_padded(f, "gen tokens to X", 20, 1);
+    print_padded(f, "seconds to X", 16, 1);
+    print_padded(f, "did not reach X", 20, 1);
+    fprintf(f, "\n");
+    double tok[1024], sec[1024], ref_tok[1024], a[1024], b[1024];
+    for (int s = 0; s < R->S; s++) {
+        const CmpRun *r = &R->runs[s * R->nm + R->ref];
+        ref_tok[s] = cost_to_reach(r->x[AX_TOKENS], r->val, K + 1, R->target);
+    }
+    for (int mi = 0; mi < R->nm; mi++) {
+        int reached = 0, pairs = 0;
+        double all_tok[1024];
+        for (int s = 0; s < R->S; s++) {
+            const CmpRun *r = &R->runs[s * R->nm + mi];
+            double t = cost_to_reach(r->x[AX_TOKENS], r->val, K + 1, R->target);
+            double c = cost_to_reach(r->x[AX_SECONDS], r->val, K + 1, R->target);
+            all_tok[s] = t;
+            if (isnan(t)) continue;
+            tok[reached] = t;
+            sec[reached++] = c;
+        }
+        for (int s = 0; s < R->S; s++)
+            if (!isnan(all_tok[s]) && !isnan(ref_tok[s])) {
+                a[pairs] = all_tok[s];
+                b[pairs++] = ref_tok[s];
+            }
+        print_padded(f, R->m[mi].label, wl, 0);
+        MeanCI ct = mean_ci(tok, reached), cs = mean_ci(sec, reached);
+        if (!reached) snprintf(cell, sizeof cell, "-");
+        else if (isnan(ct.half)) snprintf(cell, sizeof cell, "%.0f", ct.mean);
+        else snprintf(cell, sizeof cell, "%.0f±%.0f", ct.mean, ct.half);
+        print_padded(f, cell, 20, 1);
+        if (!reached) snprintf(cell, sizeof cell, "-");
+        else if (isnan(cs.half)) snprintf(cell, sizeof cell, "%.1f", cs.mean);
+        else snprintf(cell, sizeof cell, "%.1f±%.1f", cs.mean, cs.half);
+        print_padded(f, cell, 16, 1);
+        snprintf(cell, sizeof cell, "%d of %d", R->S - reached, R->S);
+        print_padded(f, cell, 20, 1);
+        fprintf(f, "\n");
+        if (mi == R->ref) continue;
+        char label[300];
+        snprintf(label, sizeof label, "  Δ vs %s", R->m[R->ref].label);
+        print_padded(f, label, wl, 0);
+        if (pairs == 0) {
+            snprintf(cell, sizeof cell, "(no seed where both reached it)");
+        } else {
+            PairedDiff p = paired_diff(a, b, pairs);
+            if (isnan(p.d.half)) snprintf(cell, sizeof cell, "%+.0f", p.d.mean);
+            else snprintf(cell, sizeof cell, "%+.0f±%.0f", p.d.mean, p.d.half);
+            snprintf(cell + strlen(cell), sizeof cell - strlen(cell), " tokens (%d seed%s where both reached it)",
+                     pairs, pairs > 1 ? "s" : "");
+        }
+        fprintf(f, "%s\n", cell);
+    }
+}
+
 // The tables of a finished study, into R->out.
 static void print_report(const CmpReport *R, FILE *curves) {
     FILE *f = R->out;
@@ -11066,6 +11160,7 @@ static void print_report(const CmpReport *R, FILE *curves) {
         print_padded(f, cell, 24, 1);
         fprintf(f, "\n");
     }
+    if (R->target >= 0) print_cost_view(R);
     // the pre-registered hypotheses
     fprintf(f, "\nhypotheses (as pre-registered; two-sided, no correction for multiple comparisons):\n");
     int h = 1;
@@ -11342,17 +11437,156 @@ static uint64_t prereg_sft_hash(const char *study, const char *sft) {
     "--layers 2 --heads 2 --channels 32 --batch-size 16 --lr 3e-3 --steps 300 --eval-every 0"
 #define CMP_QUICK_TRAIN "--prompts-per-step 4 --group-size 4 --lr 1e-3 --eval-limit 40 --test-limit 40"
 
+/* ---- studies that outgrow one machine: compare --plan and compare --only RUN
+
+   --plan writes the pre-registration and makes the shared SFT checkpoint (both as a plain
+   compare would, before its first run), then prints to standard output one shell line per run
+   that is not done, and runs nothing: `cd CWD && EXE compare OPTIONS --only METHOD/seed_N`,
+   with OPTIONS this command's own (but --plan), CWD and EXE absolute. Everything else compare
+   prints goes to standard error. --only RUN runs that one run of the study as compare would
+   (the prereg and the SFT checkpoint checked against their hashes, the run's files checked,
+   then its done marker), without the study's lock, so that any number of them can run at once
+   from a scheduler on a shared filesystem; it needs the prereg and the SFT checkpoint that
+   --plan made. A plain compare with the same options then finds every done marker and
+   reports (or runs what is missing). */
+typedef struct {
+    int plan;             // 1: --plan
+    const char *only;     // --only RUN (METHOD-DIR/seed_N), or NULL
+    int nargs;            // compare's own options as given, but --plan (what the plan's lines repeat)
+    char **args;
+    int out;              // --plan: the real standard output (standard output is then standard error)
+} CmpPlan;
+
+/* cmp_plan_args: takes --plan and --only RUN / --only=RUN out of argv (argv[0] is "compare")
+   into p, and keeps the options as given in p->args. Returns the new argc. A usage error when
+   --only has no value or is given with --plan. */
+static int cmp_plan_args(int argc, char **argv, CmpPlan *p) {
+    memset(p, 0, sizeof *p);
+    p->out = -1;
+    p->args = (char **)callocCheck((size_t)argc + 1, sizeof(char *));
+    int n = 1;
+    for (int i = 1; i < argc; i++) {
+        if (!strcmp(argv[i], "--plan")) {
+            p->plan = 1;
+            continue;
+        }
+        if (!strcmp(argv[i], "--only")) {
+            if (i + 1 >= argc) usage_error("--only needs a run, METHOD/seed_N (as --plan prints it)");
+            p->only = argv[++i];
+            continue;
+        }
+        if (!strncmp(argv[i], "--only=", 7)) {
+            p->only = argv[i] + 7;
+            continue;
+        }
+        p->args[p->nargs++] = argv[i];
+        argv[n++] = argv[i];
+    }
+    argv[n] = NULL;
+    if (p->plan && p->only) usage_error("--plan and --only: give one (--plan prints the --only lines)");
+    if (p->plan) {   // only the plan's lines on standard output, so that it can be piped to a scheduler
+        fflush(stdout);
+        p->out = dup(STDOUT_FILENO);
+        if (p->out < 0 || dup2(STDERR_FILENO, STDOUT_FILENO) < 0)
+            fail_at(__FILE__, __LINE__, "compare --plan: cannot redirect standard output", strerror(errno));
+    }
+    return n;
+}
+
+// s single-quoted for a POSIX shell (each ' written '\'')
+static void shell_quote(FILE *f, const char *s) {
+    fputc('\'', f);
+    for (; *s; s++)
+        if (*s == '\'') fputs("'\\''", f);
+        else fputc(*s, f);
+    fputc('\'', f);
+}
+
+/* cmp_print_plan: one line per run of runs[0..n) that is not done, to p->out, in the order
+   compare runs them (seed-major): cd to this working directory, then this program (exe,
+   absolute) with compare's options as given and --only METHOD/seed_N. */
+static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Method *m, const char *exe) {
+    char cwd[4096];
+    if (!getcwd(cwd, sizeof cwd)) fail_at(__FILE__, __LINE__, "compare --plan: getcwd failed", strerror(errno));
+    FILE *f = fdopen(p->out, "w");
+    if (!f) fail_at(__FILE__, __LINE__, "compare --plan: fdopen failed", strerror(errno));
+    int lines = 0;
+    for (int i = 0; i < n; i++) {
+        if (runs[i].state == CMP_DONE) continue;
+        char name[300];
+        snprintf(name, sizeof name, "%s/seed_%d", m[runs[i].method].dir, runs[i].seed);
+        fputs("cd ", f);
+        shell_quote(f, cwd);
+        fputs(" && ", f);
+        shell_quote(f, exe);
+        fputs(" compare", f);
+        for (int k = 0; k < p->nargs; k++) {
+            fputc(' ', f);
+            shell_quote(f, p->args[k]);
+        }
+        fputs(" --only ", f);
+        shell_quote(f, name);
+        fputc('\n', f);
+        lines++;
+    }
+    if (fclose(f) != 0) fail_at(__FILE__, __LINE__, "compare --plan: writing the plan failed", strerror(errno));
+    fprintf(stderr, "plan: %d run%s to do of %d, one line each on standard output; then rerun this command "
+                    "without --plan to collect\n", lines, lines == 1 ? "" : "s", n);
+}
+
+/* cmp_only_ready: before an --only run touches the study: its prereg.txt must exist, and the
+   study's SFT checkpoint sft with its recorded hash (unless --init gave it), both of which
+   --plan makes; else two --only runs started at once would both make them. Exit 1 otherwise. */
+static void cmp_only_ready(const char *study, const char *sft, int given_init) {
+    char path[1100], msg[2600];
+    snprintf(path, sizeof path, "%s/prereg.txt", study);
+    char *pre = slurp(path);
+    struct stat sb;
+    const char *missing = !pre ? path : stat(sft, &sb) != 0 ? sft : NULL;
+    if (!missing && !given_init && !strstr(pre, "\n" PREREG_SFT_LINE)) missing = "prereg.txt's SFT hash line";
+    free(pre);
+    if (!missing) return;
+    snprintf(msg, sizeof msg, "compare --only: study '%s' has no %s", study, missing);
+    fail_at(__FILE__, __LINE__, msg, "run the same compare command with --plan first (it writes the "
+                                     "pre-registration and makes the SFT checkpoint)");
+}
+
+/* cmp_only_select: the run that --only names (METHOD-DIR/seed_N, as --plan prints it) among
+   runs[0..n). Returns 1 when it is done already (nothing to do), else 0 with every other run
+   marked done so that compare's loop runs this one alone. A usage error when no run has
+   that name. */
+static int cmp_only_select(const CmpPlan *p, CmpRun *runs, int n, const Method *m) {
+    int at = -1;
+    for (int i = 0; i < n; i++) {
+        char name[300];
+        snprintf(name, sizeof name, "%s/seed_%d", m[runs[i].method].dir, runs[i].seed);
+        if (!strcmp(name, p->only)) at = i;
+    }
+    if (at < 0) usage_error("--only '%s': the study has no such run (METHOD/seed_N, as --plan prints it)", p->only);
+    if (runs[at].state == CMP_DONE) {
+        printf("done already: %s\n", p->only);
+        return 1;
+    }
+    for (int i = 0; i < n; i++)
+        if (i != at) runs[i].state = CMP_DONE;
+    return 0;
+}
+
 static int cmd_compare(int argc, char **argv, Options *o) {
     o->seeds = 5;
     o->budget_unit = BUDGET_GEN_TOKENS;
     o->budget = 1e6f;
     o->eval_points = 4;
+    o->target_acc = -1.0f;
     o->init[0] = 0;
     strcpy(o->study, "runs/compare");
     strcpy(o->methods, "grpo,lambda-grpo");
     // --quick is a flag (the option table holds options with a value): taken out before parsing,
     // so that the options after it override its settings
     int quick = 0, n = 1;
+    // --plan and --only RUN (cmp_plan_args) likewise; the rest, as given, is what --plan's lines repeat
+    static CmpPlan plan;   // static: its args stay reachable (one compare per process)
+    argc = cmp_plan_args(argc, argv, &plan);
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else argv[n++] = argv[i];
@@ -11373,7 +11607,10 @@ static int cmd_compare(int argc, char **argv, Options *o) {
                       "differences against grpo. Resumable: rerun the same command to continue.\n"
                       "--threads: the study's SFT run (every compare run has one thread).\n"
                       "--quick (no value): 2 seeds, a tiny model (2 layers, width 32, 300 SFT steps) and\n"
-                      "budget (8000 gen-tokens, 2 points) in runs/compare-quick; later options override it.";
+                      "budget (8000 gen-tokens, 2 points) in runs/compare-quick; later options override it.\n"
+                      "--plan (no value): write the prereg, make the SFT checkpoint, then print one shell line\n"
+                      "per run not done (for a scheduler: xargs -P, GNU parallel, a Slurm array) and run\n"
+                      "nothing; rerun without --plan to collect. --only METHOD/seed_N: that run alone.";
     int first = parse_options(argc, argv, CMD_COMPARE, o, "compare", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " compare'", argv[first]);
 #ifdef GRPO_CUDA
@@ -11422,6 +11659,10 @@ static int cmd_compare(int argc, char **argv, Options *o) {
             o->budget, BUDGET_UNIT_NAMES[o->budget_unit], K, K, K, K);
     fprintf(pr, "  statistics: mean and 95%% interval over seeds (Student t, n-1 df); paired differences\n"
                 "    against %s (mean, 95%% interval, seeds favouring each)\n", methods[ref].label);
+    if (o->target_acc >= 0)   // only when given: the prereg (and hash) of a study without it is unchanged
+        fprintf(pr, "  target: validation accuracy %.9g; generated tokens and seconds to first reach it\n"
+                    "    (interpolated between evaluations; a run that does not reach it is counted as such)\n",
+                o->target_acc);
     ArgList args;
     uint64_t sft_hash = 0;   // of the starting checkpoint: every run is checked to start from it
     if (o->init[0]) {
@@ -11480,10 +11721,12 @@ static int cmd_compare(int argc, char **argv, Options *o) {
                 "accuracy\n");
     if (fclose(pr) != 0)
         fail_at(__FILE__, __LINE__, "compare: writing the pre-registration failed", oom_hint);
+    if (plan.only) cmp_only_ready(study, sft, o->init[0] != 0);
     make_dir(study);
-    int lock = lock_run_dir(study);   // one compare per study at a time
+    // one compare per study at a time; an --only run does not take it (its train run locks its own directory)
+    int lock = plan.only ? -1 : lock_run_dir(study);
     uint64_t hash = write_prereg(study, text);
-    printf("%shash: fnv1a64 %016llx (in %s/prereg.txt)\n\n", text, (unsigned long long)hash, study);
+    if (!plan.only) printf("%shash: fnv1a64 %016llx (in %s/prereg.txt)\n\n", text, (unsigned long long)hash, study);
     free(text);
     double t0 = wall_seconds();
     // the shared SFT checkpoint, once
@@ -11528,6 +11771,13 @@ static int cmd_compare(int argc, char **argv, Options *o) {
             r->state = CMP_DONE;
             skipped++;
         }
+    if (plan.plan) {   // the runs not done, one command a line, to the real standard output; nothing runs
+        cmp_print_plan(&plan, runs, nruns, methods, exe);
+        unlock_run_dir(lock);
+        free(runs);
+        return 0;
+    }
+    if (plan.only && cmp_only_select(&plan, runs, nruns, methods)) return 0;
     printf("runs: %d (%d methods x %d seeds), %d done already, %d to run, %d at once (one thread each)\n",
            nruns, nm, S, skipped, nruns - skipped, jobs);
     int running = 0, failed = 0, next = 0;
@@ -11592,6 +11842,10 @@ static int cmd_compare(int argc, char **argv, Options *o) {
         print_progress(runs, nruns, methods, o->budget, jobs, t0);
         last_print = wall_seconds();
     }
+    if (plan.only && !failed) {   // its run is done (the marker written above): no report
+        free(runs);
+        return 0;
+    }
     if (failed) {
         fprintf(stderr, "error: %d run%s failed (logs named above); no new run was started after the first "
                         "failure. Finished runs are kept: rerun the same command to run the rest.\n",
@@ -11618,7 +11872,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     size_t report_n = 0;
     FILE *rf = open_memstream(&report, &report_n);
     if (!rf) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
-    CmpReport R = {rf, runs, methods, nm, S, K, ref, unit_axis(o->budget_unit), o->budget};
+    CmpReport R = {rf, runs, methods, nm, S, K, ref, unit_axis(o->budget_unit), o->budget, o->target_acc};
     print_report(&R, curves);
     fcloseCheck(curves);
     if (fclose(rf) != 0) fail_at(__FILE__, __LINE__, "compare: writing the report failed", oom_hint);

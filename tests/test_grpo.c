@@ -4809,6 +4809,132 @@ static void test_compare_quick(void) {
           "compare: a method may not set what compare sets", "exit %d", rc);
 }
 
+/* cost_to_reach on hand-made evaluation curves (x: generated tokens at points 0..3): reached
+   between two evaluations (linear interpolation: 0.3 -> 0.5 over 100 -> 200 tokens reaches 0.4
+   at 150), exactly at an evaluation (that point's x), at point 0 (the SFT model: its x), first
+   crossing taken when the curve later dips, and never (NAN, censored, whatever the curve). */
+static void test_compare_cost_to_reach(void) {
+    const double xs[4] = {0, 100, 200, 300};
+    const double rising[4] = {0.1, 0.3, 0.5, 0.6}, dip[4] = {0.2, 0.45, 0.1, 0.9}, flat[4] = {0.2, 0.2, 0.3, 0.35};
+    double between = cost_to_reach(xs, rising, 4, 0.4);    // 100 + (0.4-0.3)/(0.5-0.3)*100
+    double at_point = cost_to_reach(xs, rising, 4, 0.5);   // val[2] = 0.5 exactly
+    double at_zero = cost_to_reach(xs, rising, 4, 0.1);
+    double first = cost_to_reach(xs, dip, 4, 0.4);          // 0.2 -> 0.45: 0 + 0.2/0.25*100 = 80
+    double never = cost_to_reach(xs, flat, 4, 0.4);
+    double top = cost_to_reach(xs, rising, 4, 0.6);         // reached at the last point only
+    check(fabs(between - 150.0) < 1e-9 && at_point == 200.0 && at_zero == 0.0 && fabs(first - 80.0) < 1e-9 &&
+              isnan(never) && top == 300.0,
+          "compare: cost_to_reach interpolates between evaluations, takes a point's x, the first crossing, NAN "
+          "when never reached",
+          "between %g at %g zero %g first %g never %g top %g", between, at_point, at_zero, first, never, top);
+}
+
+/* summary.txt without what depends on the machine's speed: the matched-time view (its section,
+   to the blank line after it) and the end table's seconds column (the last field of each of its
+   lines). Everything else stays, byte for byte. */
+static char *summary_without_seconds(const char *text) {
+    size_t n = strlen(text);
+    char *out = (char *)mallocCheck(n + 1), *o = out;
+    int in_time = 0, in_end = 0;
+    for (const char *line = text; *line;) {
+        const char *nl = strchr(line, '\n');
+        size_t len = nl ? (size_t)(nl - line) : strlen(line);
+        if (!strncmp(line, "matched time", 12)) in_time = 1;
+        if (!strncmp(line, "at the end of the budget", 24)) in_end = 1;
+        if (len == 0) in_time = in_end = 0;
+        if (!in_time) {
+            size_t keep = len;
+            if (in_end && strncmp(line, "at the end", 10)) {   // drop the last field (seconds)
+                while (keep && line[keep - 1] == ' ') keep--;
+                while (keep && line[keep - 1] != ' ') keep--;
+            }
+            memcpy(o, line, keep);
+            o += keep;
+            *o++ = '\n';
+        }
+        line += len + (nl ? 1 : 0);
+    }
+    *o = 0;
+    return out;
+}
+
+/* ./grpo compare --plan: its standard output is one shell line per run not done and nothing
+   else; `xargs -P 2` runs them, then a plain compare with the same options collects, and its
+   summary.txt is the in-process study's but for the seconds (summary_without_seconds, a
+   strcmp of the rest). --target-acc: a run that never reaches X is counted (the quick model's
+   accuracy is 0: 2 of 2 for both methods), and a rerun with another X is refused. */
+static void test_compare_plan(void) {
+    static char cmd[4096], out[65536];
+    char a[256], b[256], plan[512], path[512];
+    snprintf(a, sizeof a, "%s/plan_a", TMPDIR_);
+    snprintf(b, sizeof b, "%s/plan_b", TMPDIR_);
+    snprintf(plan, sizeof plan, "%s/plan.txt", TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s --target-acc 0.5 --jobs 2", grpo_bin(), a);
+    int rc = run_binary(cmd, out, sizeof out);
+    const char *cost = strstr(out, "cost at equal accuracy");
+    int counted = cost && strstr(cost, "grpo ") && strstr(cost, "2 of 2") && strstr(strstr(cost, "2 of 2") + 6, "2 of 2");
+    check(rc == 0 && counted && strstr(out, "linearly interpolated"),
+          "compare --target-acc 0.5: the cost view counts the runs that never reach it (2 of 2)", "exit %d%s", rc,
+          rc ? out : "");
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s --target-acc 0.6", grpo_bin(), a);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 1 && strstr(out, "pre-registered with another configuration"),
+          "compare: a rerun with another --target-acc is refused (it is pre-registered)", "exit %d", rc);
+    snprintf(cmd, sizeof cmd, "(%s compare --quick --study %s --target-acc 0.5 --plan > %s)", grpo_bin(), b, plan);
+    rc = run_binary(cmd, out, sizeof out);
+    char *lines = slurp(plan);
+    int nlines = 0, ok = lines != NULL;
+    for (char *l = lines; ok && l && *l; nlines++) {
+        char *nl = strchr(l, '\n');
+        ok = nl && !strncmp(l, "cd '/", 5) && strstr(l, " compare '--quick' ") && strstr(l, " --only '") < nl &&
+             strstr(l, " --only '");
+        l = nl ? nl + 1 : NULL;
+    }
+    snprintf(path, sizeof path, "%s/runs", b);
+    struct stat sb;
+    check(rc == 0 && ok && nlines == 4 && stat(path, &sb) != 0,
+          "compare --plan: prints one --only line per run (4) on stdout, nothing else, runs none", "exit %d, %d lines",
+          rc, nlines);
+    free(lines);
+    snprintf(cmd, sizeof cmd, "cd / && xargs -P 2 -I{} sh -c {} < %s", plan);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 0, "compare --plan | xargs -P 2: every line runs", "exit %d: %s", rc, line_with(out, "error"));
+    snprintf(cmd, sizeof cmd, "(%s compare --quick --study %s --target-acc 0.5 --plan > %s)", grpo_bin(), b, plan);
+    rc = run_binary(cmd, out, sizeof out);
+    lines = slurp(plan);
+    check(rc == 0 && lines && !*lines && strstr(out, "plan: 0 runs to do of 4"),
+          "compare --plan: once they ran, no line", "exit %d", rc);
+    free(lines);
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s --target-acc 0.5", grpo_bin(), b);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 0 && strstr(out, "4 done already, 0 to run") && !strstr(out, "start:"),
+          "compare after --plan's runs: collects, runs nothing", "exit %d", rc);
+    snprintf(path, sizeof path, "%s/summary.txt", a);
+    char *sa = slurp(path);
+    snprintf(path, sizeof path, "%s/summary.txt", b);
+    char *sb_ = slurp(path);
+    char *ta = sa ? summary_without_seconds(sa) : NULL, *tb = sb_ ? summary_without_seconds(sb_) : NULL;
+    const char *diff = "";
+    if (ta && tb) {   // the first line that differs
+        const char *p = ta, *q = tb;
+        while (*p && *p == *q) p++, q++;
+        while (p > ta && p[-1] != '\n') p--;
+        diff = p;
+    }
+    check(ta && tb && !strcmp(ta, tb) && strstr(ta, "per-step view") && strstr(ta, "cost at equal accuracy") &&
+              !strstr(ta, "\nmatched time:"),
+          "compare --plan, xargs -P 2, compare: summary.txt is the in-process study's but for seconds",
+          "first difference: %.200s", diff);
+    free(sa);
+    free(sb_);
+    free(ta);
+    free(tb);
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/plan_c --only grpo/seed_1", grpo_bin(), TMPDIR_);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 1 && strstr(out, "--plan first"), "compare --only without --plan's prereg and SFT is refused",
+          "exit %d", rc);
+}
+
 /* The tree-packed update with per-token advantages (GroupBatch.token_adv, as MC-PRM's A_j and
    PPO's A_t reach the loss): on random batches (random_pack_batch) with a random advantage on
    every token, grpo_prepare_tokens puts token_adv's value on each token with weight 1, and the
@@ -7287,7 +7413,8 @@ int main(int argc, char **argv) {
     if (want("train", only)) test_resume_run_record();
     if (want("train", only)) test_stale_checkpoint();
     if (want("sft", only)) test_sft_run_record();
-    if (want("compare", only)) { test_compare_stats(); test_budget_accounting(); test_compare_quick(); }
+    if (want("compare", only)) { test_compare_stats(); test_budget_accounting(); test_compare_quick();
+                                   test_compare_cost_to_reach(); test_compare_plan(); }
     if (want("mcprm", only)) { test_mc_segment(); test_mc_advantages(); test_mc_dedup(); }
     if (want("mcprm", only)) { test_mc_tree_values(); test_mc_budget(); test_mc_train(); }
     if (want("mcprm", only)) { test_mc_commands(); test_mc_usage(); }
