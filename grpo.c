@@ -5708,6 +5708,119 @@ static void print_help(const char *cmd, unsigned mask, const char *synopsis, con
 
 static const OptSpec *find_option(const char *name);   // the row of --name (below)
 
+/* A busy machine: OpenMP's waiting threads spin (libgomp: about 300,000 iterations at each
+   barrier before they sleep, unless told otherwise), and when other jobs hold the cores a
+   2-thread run then spins against them: several times slower (notes/speed.md, "On a shared
+   machine"). The program cannot change the policy itself (libgomp reads it before main), so it
+   says once, on stderr, what to type.
+
+   gomp_spin_count: the spins libgomp waits at a barrier before sleeping, as libgomp 4.4+ reads
+   its environment: GOMP_SPINCOUNT when it is a number (suffixes k, M, G, T: ×1e3..1e12) or
+   "infinite"/"infinity" (returned as 1e18), else OMP_WAIT_POLICY: PASSIVE 0, ACTIVE 3e10
+   (libgomp's "5 minutes"), unset or anything else 300,000. Either may be NULL (unset); case
+   and surrounding blanks are ignored, as libgomp does. */
+static double gomp_spin_count(const char *wait_policy, const char *spincount) {
+    char word[16];
+    if (spincount) {
+        while (*spincount == ' ' || *spincount == '\t') spincount++;
+        int n = 0;
+        while (spincount[n] && spincount[n] != ' ' && spincount[n] != '\t' && n < 15) {
+            char c = spincount[n];
+            word[n++] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+        }
+        word[n] = 0;
+        if (!strcmp(word, "infinite") || !strcmp(word, "infinity")) return 1e18;
+        char *end;
+        errno = 0;
+        double v = strtod(word, &end);
+        if (end != word && word[0] >= '0' && word[0] <= '9' && errno == 0) {
+            const char *suffixes = "kmgt";
+            const char *s = *end ? strchr(suffixes, *end) : NULL;
+            if (*end == 0 || (s && end[1] == 0)) {
+                for (int i = 0; s && i <= s - suffixes; i++) v *= 1000.0;
+                return v;
+            }
+        }   // not a count: libgomp ignores it, and so does this
+    }
+    if (wait_policy) {
+        while (*wait_policy == ' ' || *wait_policy == '\t') wait_policy++;
+        int n = 0;
+        while (wait_policy[n] && wait_policy[n] != ' ' && wait_policy[n] != '\t' && n < 15) {
+            char c = wait_policy[n];
+            word[n++] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+        }
+        word[n] = 0;
+        if (!strcmp(word, "passive")) return 0.0;
+        if (!strcmp(word, "active")) return 3e10;
+    }
+    return 300000.0;
+}
+
+// spin counts up to this are "short" (libgomp's own count when threads outnumber the CPUs);
+// 10,000 was measured and still spins against other jobs (notes/speed.md, "The wait policy of
+// make run, make compare and make test")
+#define BUSY_SPIN_SHORT 1000.0
+
+/* parse_loadavg: the text of /proc/loadavg ("0.97 0.83 0.40 4/100 11409": load averages over
+   1, 5 and 15 minutes, runnable/all scheduling entities, last pid) → *load1 and *running (the
+   runnable ones, the reader included). 0, or -1 if the text is not in that format. */
+static int parse_loadavg(const char *text, double *load1, int *running) {
+    double l5, l15;
+    int total;
+    if (!text || sscanf(text, "%lf %lf %lf %d/%d", load1, &l5, &l15, running, &total) != 5) return -1;
+    return *load1 >= 0 && *running >= 0 ? 0 : -1;
+}
+
+/* busy_machine_warning: 1, with a one-line message (no newline) in msg[cap], when this run's
+   OpenMP threads would spin against other jobs: it will use threads > 1, the other jobs take
+   a core or more (others = min(load1, running − 1), load1 the 1-minute load average, running
+   the runnable tasks now, this one included: both the last minute and this instant must show
+   them, so a run of ours that has just ended, still in the average, does not count), together
+   with our threads they oversubscribe the ncpu online CPUs (others + threads > ncpu), and the
+   spin count (gomp_spin_count of wait_policy, spincount: the environment's OMP_WAIT_POLICY and
+   GOMP_SPINCOUNT, NULL when unset) is above BUSY_SPIN_SHORT. cmd names the command in the
+   advice. Else 0 and msg = "". */
+static int busy_machine_warning(double load1, int running, int ncpu, int threads, const char *wait_policy,
+                                const char *spincount, const char *cmd, char *msg, size_t cap) {
+    if (cap) msg[0] = 0;
+    double others = running - 1 < load1 ? running - 1 : load1;
+    if (threads <= 1 || ncpu < 1 || others < 1.0 || others + threads <= ncpu) return 0;
+    if (gomp_spin_count(wait_policy, spincount) <= BUSY_SPIN_SHORT) return 0;
+    snprintf(msg, cap, "note: other jobs hold the CPUs (load %.2f, %d runnable, %d CPUs) and OpenMP's %d waiting "
+             "threads spin against them, which can make this run several times slower: type "
+             "OMP_WAIT_POLICY=PASSIVE " PROG " %.*s ... (or add --threads 1); notes/speed.md", load1, running, ncpu,
+             threads, (int)strcspn(cmd, " "), cmd);
+    return 1;
+}
+
+/* warn_if_busy: busy_machine_warning for this process (its environment, /proc/loadavg or, for the
+   tests, the text of GRPO_LOADAVG in its place, the online CPUs, num_threads()), printed on
+   stderr, once per process. Not in a build without OpenMP (nothing spins). */
+static void warn_if_busy(const char *cmd) {
+#ifdef _OPENMP
+    static int done = 0;
+    if (done) return;
+    done = 1;
+    char text[256] = "", msg[512];
+    const char *fake = getenv("GRPO_LOADAVG");
+    if (fake) snprintf(text, sizeof text, "%s", fake);
+    else {
+        FILE *f = fopen("/proc/loadavg", "r");
+        if (!f) return;
+        if (!fgets(text, sizeof text, f)) text[0] = 0;
+        fclose(f);
+    }
+    double load1;
+    int running;
+    if (parse_loadavg(text, &load1, &running) != 0) return;
+    if (busy_machine_warning(load1, running, (int)sysconf(_SC_NPROCESSORS_ONLN), num_threads(),
+                             getenv("OMP_WAIT_POLICY"), getenv("GOMP_SPINCOUNT"), cmd, msg, sizeof msg))
+        fprintf(stderr, "%s\n", msg);
+#else
+    (void)cmd;
+#endif
+}
+
 /* task_defaults: the data options that the command line does not give (given[i]: option i was
    given) take the defaults of o's task: --train-data, --val-data, --test-data and --data (eval:
    the test split) its data files, --prompt (sample) its example prompt, and --max-new-tokens,
@@ -5816,6 +5929,7 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
 #ifdef _OPENMP
     if (o->threads > 0) omp_set_num_threads(o->threads);
 #endif
+    warn_if_busy(cmd);
 #ifdef GRPO_CUDA
     if (mask & CUDA_CMDS) cuda_startup(o->tf32);
 #endif

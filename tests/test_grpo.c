@@ -1772,6 +1772,87 @@ static int stop_on_nan_threads(void) {
     return 0;
 }
 
+/* A busy machine: libgomp's spin count as it reads OMP_WAIT_POLICY and GOMP_SPINCOUNT, the
+   /proc/loadavg parser, when ./grpo warns (other jobs oversubscribe the CPUs, more than one
+   thread, a policy that spins), and that the warning is one stderr line, once, stdout unchanged. */
+static void test_busy_machine(void) {
+    struct { const char *policy, *count; double spins; } sc[] = {
+        {NULL, NULL, 300000}, {"PASSIVE", NULL, 0}, {" passive ", NULL, 0}, {"ACTIVE", NULL, 3e10},
+        {"active", NULL, 3e10}, {"sleepy", NULL, 300000}, {NULL, "10000", 10000}, {NULL, "10k", 10000},
+        {NULL, "2M", 2e6}, {"PASSIVE", "infinite", 1e18}, {NULL, "INFINITY", 1e18}, {"ACTIVE", "3000", 3000},
+        {"PASSIVE", "lots", 0}, {NULL, "10x", 300000}};
+    int bad = 0;
+    for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
+        double got = gomp_spin_count(sc[i].policy, sc[i].count);
+        if (got != sc[i].spins) {
+            bad++;
+            printf("  OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s: %g spins, expected %g\n", sc[i].policy ? sc[i].policy : "(unset)",
+                   sc[i].count ? sc[i].count : "(unset)", got, sc[i].spins);
+        }
+    }
+    check(bad == 0, "busy: libgomp's spin count from OMP_WAIT_POLICY, GOMP_SPINCOUNT", "%d wrong", bad);
+    double l1 = -1;
+    int run = -1;
+    int ok = parse_loadavg("2.41 1.33 0.63 6/99 13189\n", &l1, &run) == 0 && l1 == 2.41 && run == 6;
+    ok &= parse_loadavg("2.41 1.33 0.63", &l1, &run) == -1 && parse_loadavg("", &l1, &run) == -1 &&
+          parse_loadavg(NULL, &l1, &run) == -1 && parse_loadavg("-1 0 0 1/2 3", &l1, &run) == -1;
+    check(ok, "busy: parse_loadavg reads /proc/loadavg's load and runnable count", "load %g, %d runnable", l1, run);
+    struct { double load; int running, ncpu, threads; const char *policy, *count; int warns; } w[] = {
+        {2.5, 3, 2, 2, NULL, NULL, 1},          // another job on a 2-core machine, the default policy
+        {1.0, 2, 2, 2, NULL, NULL, 1},          // one busy loop beside 2 threads on 2 cores
+        {2.5, 3, 2, 2, "ACTIVE", NULL, 1},
+        {2.5, 3, 2, 2, "PASSIVE", NULL, 0},     // the threads sleep: nothing to say
+        {2.5, 3, 2, 2, NULL, "1000", 0},        // a short spin
+        {2.5, 3, 2, 2, NULL, "1001", 1},
+        {2.5, 3, 2, 2, NULL, "10k", 1},         // measured: still slow beside other jobs
+        {2.5, 3, 2, 2, "PASSIVE", "infinite", 1},   // GOMP_SPINCOUNT wins, as in libgomp
+        {2.5, 3, 2, 1, NULL, NULL, 0},          // one thread waits for no one
+        {2.0, 1, 2, 2, NULL, NULL, 0},          // only our own last run in the average: nothing runs now
+        {0.5, 4, 2, 2, NULL, NULL, 0},          // a moment's burst, not the last minute
+        {3.0, 4, 16, 8, NULL, NULL, 0},         // 3 others + 8 threads fit in 16 CPUs
+        {9.0, 10, 16, 8, NULL, NULL, 1}};       // 9 + 8 do not
+    bad = 0;
+    char msg[512];
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        int got = busy_machine_warning(w[i].load, w[i].running, w[i].ncpu, w[i].threads, w[i].policy, w[i].count,
+                                       "train", msg, sizeof msg);
+        int msg_ok = got ? strstr(msg, "OMP_WAIT_POLICY=PASSIVE " PROG " train ...") && !strchr(msg, '\n')
+                         : msg[0] == 0;
+        if (got != w[i].warns || !msg_ok) {
+            bad++;
+            printf("  case %zu: load %g, %d runnable, %d CPUs, %d threads: warns %d, expected %d: '%s'\n", i,
+                   w[i].load, w[i].running, w[i].ncpu, w[i].threads, got, w[i].warns, msg);
+        }
+    }
+    check(bad == 0, "busy: warns when other jobs oversubscribe the CPUs and the threads spin", "%d wrong", bad);
+#ifdef _OPENMP
+    // the command: one line on stderr, once; stdout byte for byte that of a run that does not warn
+    static char cmd[2048], out_warn[4096], out_quiet[4096];
+    char err[512];
+    snprintf(err, sizeof err, "%s/busy_stderr.txt", TMPDIR_);
+    const char *envs[2] = {"OMP_WAIT_POLICY=ACTIVE", "OMP_WAIT_POLICY=PASSIVE"};
+    char *outs[2] = {out_warn, out_quiet};
+    int codes[2], lines[2], named[2];
+    for (int r = 0; r < 2; r++) {
+        snprintf(cmd, sizeof cmd, "(env -u GOMP_SPINCOUNT %s GRPO_LOADAVG='3.00 2.00 1.00 3/120 999' %s verify "
+                 "--threads 2 tests/fixtures/val_small.txt 2>%s)", envs[r], grpo_bin(), err);
+        codes[r] = run_binary(cmd, outs[r], sizeof out_warn);
+        size_t n = 0;
+        char *text = (char *)read_all(err, &n);
+        lines[r] = 0;
+        for (size_t i = 0; text && i < n; i++) lines[r] += text[i] == '\n';
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", text ? (int)n : 0, text ? text : "");
+        named[r] = strstr(line, "OMP_WAIT_POLICY=PASSIVE " PROG " verify ...") != NULL;
+        free(text);
+    }
+    check(codes[0] == 0 && codes[1] == 0 && lines[0] == 1 && named[0] && lines[1] == 0 && !strcmp(out_warn, out_quiet)
+          && out_warn[0], "busy: ./grpo warns in one stderr line, once; stdout unchanged",
+          "exit %d/%d, stderr lines %d (ACTIVE), %d (PASSIVE), stdout %s", codes[0], codes[1], lines[0], lines[1],
+          strcmp(out_warn, out_quiet) ? "differs" : "same");
+#endif
+}
+
 static void test_usage_errors(void) {
     static CmdCall calls[] = {
         {cmd_sft, "--no-such-option 3"}, {cmd_sft, "--steps"}, {cmd_sft, "--steps -4"}, {cmd_sft, "--lr abc"},
@@ -6854,6 +6935,7 @@ int main(int argc, char **argv) {
     if (want("checkpoint", only)) test_checkpoint_checksums();
     if (want("checkpoint", only)) test_run_tmpdir();
     if (want("cli", only)) test_usage_errors();
+    if (want("cli", only)) test_busy_machine();
     if (want("cli", only)) test_io_errors();
     if (want("cli", only)) test_input_messages();
     if (want("checkpoint", only)) test_checkpoint_messages();
