@@ -5486,11 +5486,13 @@ static const OptSpec OPTIONS[] = {
      "context length maxT in tokens (bench: at least 9)"},
     {"train-data", OPT_STR, OFF(train_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN,
      "training prompts (prompt<TAB>demonstration per line)"},
-    {"val-data", OPT_STR, OFF(val_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN, "validation prompts"},
+    {"val-data", OPT_STR, OFF(val_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN | CMD_SAMPLE,
+     "validation prompts (sample without --prompt draws one)"},
     {"test-data", OPT_STR, OFF(test_data), 0, 0, NULL, CMD_TRAIN,
      "test prompts (reasoning-gym), scored at start and end"},
     {"data", OPT_STR, OFF(data), 0, 0, NULL, CMD_EVAL, "prompts to score"},
-    {"prompt", OPT_STR, OFF(prompt), 0, 0, NULL, CMD_SAMPLE, "countdown prompt, e.g. '8 4 5 8>9:'"},
+    {"prompt", OPT_STR, OFF(prompt), 0, 0, NULL, CMD_SAMPLE,
+     "the task's prompt, e.g. '8 4 5 8>9:' (none: one of --val-data with mixed rewards)"},
     {"completions", OPT_STR, OFF(completions_out), 0, 0, NULL, CMD_EVAL,
      "write each greedy completion here: prompt<TAB>completion<TAB>reward<TAB>eos|no-eos"},
     {"html", OPT_STR, OFF(html_out), 0, 0, NULL, CMD_SAMPLE | CMD_CHECK,
@@ -5627,7 +5629,7 @@ static void default_options(Options *o) {
     strcpy(o->val_data, "data/countdown_val.txt");
     strcpy(o->test_data, "data/countdown_test.txt");
     strcpy(o->data, "data/countdown_test.txt");
-    strcpy(o->prompt, "8 4 5 8>9:");
+    o->prompt[0] = 0;   // sample: none given, one drawn from --val-data
     o->steps = 0;
     o->batch_size = 32;
     o->warmup = 0;
@@ -5823,7 +5825,7 @@ static void warn_if_busy(const char *cmd) {
 
 /* task_defaults: the data options that the command line does not give (given[i]: option i was
    given) take the defaults of o's task: --train-data, --val-data, --test-data and --data (eval:
-   the test split) its data files, --prompt (sample) its example prompt, and --max-new-tokens,
+   the test split) its data files, and --max-new-tokens,
    where it is at the countdown default (train, eval, sample), the budget its data need. Countdown's are the
    defaults of default_options: without --task (or with --task countdown) nothing changes. */
 static void task_defaults(Options *o, const unsigned char *given) {
@@ -5831,7 +5833,7 @@ static void task_defaults(Options *o, const unsigned char *given) {
     if (o->task == TASK_COUNTDOWN) return;
     struct { const char *name; char *field; const char *value; } d[] = {
         {"train-data", o->train_data, t->train}, {"val-data", o->val_data, t->val},
-        {"test-data", o->test_data, t->test}, {"data", o->data, t->test}, {"prompt", o->prompt, t->example_prompt}};
+        {"test-data", o->test_data, t->test}, {"data", o->data, t->test}};
     for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) {
         int i = 0;
         while (i < NUM_OPTIONS && strcmp(OPTIONS[i].name, d[k].name)) i++;
@@ -9212,6 +9214,65 @@ static void print_tree(FILE *f, const PrefixTree *tree, const int *const *tokens
     free(is_last);
 }
 
+/* group_rewards_mixed: 1 if the k rewards r[0..k) are not all equal (the group has a gradient:
+   some advantage a_i = (r_i − mean)/(std + eps) is not 0), else 0 (k <= 1 included). */
+static int group_rewards_mixed(const float *r, int k) {
+    for (int i = 1; i < k; i++)
+        if (r[i] != r[0]) return 1;
+    return 0;
+}
+
+#define SAMPLE_TRIES 16   // sample without --prompt: validation prompts tried for a mixed group
+
+/* choose_sample_prompt: sample's prompt when --prompt is not given. Draws up to SAMPLE_TRIES
+   prompts of o->val_data (task t, uniformly with replacement, from stream 0x5a3e of --seed:
+   the same seed, the same choice), samples each one's group of --group-size as cmd_sample does
+   (the same streams, so the group shown is the group tried) and keeps the first whose rewards are
+   mixed, else the last; writes its text into o->prompt and says on stdout which one and how many
+   were tried. Errors: the file's (load_dataset), the checkpoint's (load_checkpoint). */
+static void choose_sample_prompt(Options *o, const Task *t) {
+    GPT model;
+    load_checkpoint(o->model, &model, 1, NULL);
+    refuse_other_task(o->model, &model, o->task);
+    Dataset val;
+    load_dataset(&val, o->val_data, model.config.max_seq_len, 0, t);
+    int k = o->group_size, maxT = model.config.max_seq_len, tries = 0, mixed = 0, line = 0;
+    GroupBatch g;
+    build_group_batch(&g, 1, k, o->max_new_tokens, 0, 0);
+    KVCache kv;
+    build_kvcache(&kv, &model.config, k);
+    GRPOConfig cfg = grpo_config_from_options(o);
+    Rng pick;
+    rng_seed(&pick, (uint64_t)o->seed, 0x5a3e);
+    while (tries < SAMPLE_TRIES && !mixed) {
+        int q = rng_int(&pick, val.n), plen = val.prompt_len[q];
+        const int *prompt = val.prompt + (size_t)q * val.maxT;
+        decode(prompt + 1, plen - 1, o->prompt, 255);
+        line = val.line[q];
+        tries++;
+        if (plen + o->max_new_tokens > maxT) break;   // cmd_sample names the limit
+        for (int i = 0; i < k; i++) {
+            g.prompt[i] = prompt;
+            g.plen[i] = plen;
+        }
+        sample_group(&model, &kv, &g, &cfg, 0, NULL);
+        const int *nums = val.nums + (size_t)q * MAX_NUMS;
+        for (int i = 0; i < k; i++)
+            g.reward[i] = task_reward(t, nums, val.num_count[q], val.target[q], g.comp_row[i], g.clen[i], 0.0f);
+        mixed = group_rewards_mixed(g.reward, k);
+    }
+    if (mixed)
+        printf("prompt drawn from %s (line %d): the first of %d tried whose group has mixed rewards\n",
+               o->val_data, line, tries);
+    else
+        printf("prompt drawn from %s (line %d): none of the %d tried had a group with mixed rewards "
+               "(the model solves all or none of each); the last one tried\n", o->val_data, line, tries);
+    free_group_batch(&g);
+    free_kvcache(&kv);
+    free_dataset(&val);
+    free_gpt(&model);
+}
+
 static int cmd_sample(int argc, char **argv, Options *o) {
     strcpy(o->model, "runs/sft/model.bin");
     const char *syn = "Samples a group of k completions for one prompt, scores them, and draws the\n"
@@ -9219,7 +9280,8 @@ static int cmd_sample(int argc, char **argv, Options *o) {
                       "each node's prefix), beside V̂ of the same prefix from --mc-k fresh continuations\n"
                       "(MC-PRM's explicit estimate, and the tokens it costs), step advantages A_λ and the\n"
                       "net coefficients GRPO and λ-GRPO give each step's tokens. --html FILE also draws it\n"
-                      "as one self-contained page (FILE#grpo, FILE#lambda-grpo choose the colouring).";
+                      "as one self-contained page (FILE#grpo, FILE#lambda-grpo choose the colouring).\n"
+                      "Without --prompt: a prompt of --val-data whose group has mixed rewards (up to 16 tried).";
     int first = parse_options(argc, argv, CMD_SAMPLE, o, "sample", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " sample'", argv[first]);
     if (o->html_out[0]) {   // refused now, not after the sampling
@@ -9228,6 +9290,8 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     }
     if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 (logits / T overflow below)");
     if (o->group_size > 4096) usage_error("--group-size must be <= 4096");
+    const Task *t = &TASKS[o->task];
+    if (!o->prompt[0]) choose_sample_prompt(o, t);
     int k = o->group_size, plen = (int)strlen(o->prompt), bad = 0;
     int nums[MAX_NUMS], n, target;
     int *prompt = (int *)mallocCheck((size_t)(plen + 1) * sizeof(int));
@@ -9235,7 +9299,6 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     if (encode(o->prompt, plen, prompt + 1, &bad) < 0)
         usage_error("--prompt: character '%c' at position %d is not in the vocabulary \"%s\"", o->prompt[bad],
                     bad + 1, VOCAB_CHARS);
-    const Task *t = &TASKS[o->task];
     if (t->parse_prompt(o->prompt, plen, nums, MAX_NUMS, &n, &target) != 0)
         usage_error("--prompt: '%s' is not %s", o->prompt, t->prompt_format);
     GPT model;
@@ -9266,6 +9329,10 @@ static int cmd_sample(int argc, char **argv, Options *o) {
         decode(g.comp_row[i], g.clen[i], text, sizeof text);
         printf("  y(%d)  r=%.0f  a=%+.4f  %s\n", i + 1, g.reward[i], g.advantage[i], text);
     }
+    if (k > 1 && !group_rewards_mixed(g.reward, k))
+        printf("\nall %d rewards are %g: this group gives no gradient. Every advantage a_i = (r_i - mean)/(std + eps)\n"
+               "is 0, so every token's term (a_i times its ratio) is 0 under GRPO and under λ-GRPO alike.\n", k,
+               g.reward[0]);
     // V̂ of each node's prefix from --mc-k fresh continuations (MC-PRM's estimate), beside R̂
     int inner = 0, group_tokens = 0;
     for (int nd = 0; nd < g.tree.num_nodes; nd++)

@@ -5186,6 +5186,26 @@ static void test_mc_commands(void) {
     check(code == 0 && lines > 0 && leaves > 0 && leaf_ok && sum == total,
           "sample: V̂ beside R̂ on each node; leaves V̂ = R̂; the costs add up",
           "exit %d: %d nodes, %d leaves, %ld tokens (printed %ld)", code, lines, leaves, sum, total);
+    // that run had no --prompt: it tried validation prompts for a group with mixed rewards (a random
+    // model has none), said so, and showed the last; every reward equal, the group gives no gradient
+    char first_prompt[256] = "", *pl = strstr(out, "\nprompt ");
+    if (pl) sscanf(pl + 1, "prompt %255[^(]", first_prompt);
+    check(code == 0 && strstr(out, "prompt drawn from data/countdown_val.txt (line ") &&
+          strstr(out, "none of the 16 tried had a group with mixed rewards") && first_prompt[0],
+          "sample without --prompt: a validation prompt, how many tried, none mixed", "exit %d: %s", code,
+          line_with(out, "drawn"));
+    check(code == 0 && strstr(out, "all 6 rewards are 0: this group gives no gradient") &&
+          strstr(out, "is 0 under GRPO and under λ-GRPO"), "sample: a group of equal rewards says it gives no "
+          "gradient, and why", "exit %d", code);
+    code = run_binary(cmd, out, sizeof out);   // the same seed: the same prompt
+    pl = strstr(out, "\nprompt ");
+    char again[256] = "";
+    if (pl) sscanf(pl + 1, "prompt %255[^(]", again);
+    check(code == 0 && first_prompt[0] && !strcmp(first_prompt, again), "sample without --prompt: the same "
+          "--seed draws the same prompt", "'%s' then '%s'", first_prompt, again);
+    int mixed_ok = group_rewards_mixed((const float[]){1, 0, 1}, 3) && !group_rewards_mixed((const float[]){1, 1, 1}, 3)
+                   && !group_rewards_mixed((const float[]){0.5f}, 1) && group_rewards_mixed((const float[]){0, 0, 0.5f}, 3);
+    check(mixed_ok, "sample: group_rewards_mixed", "");
 }
 
 /* Usage errors of MC-PRM's options: --mc-k out of range or not a number, MC-PRM's options in a
@@ -6848,8 +6868,13 @@ static void test_task_interface(void) {
     snprintf(cmd, sizeof cmd, "%s sample --task chain-sum --threads 1 --model %s --group-size 4 --max-new-tokens 6 "
              "--mc-k 2", grpo_bin(), cs);
     code = run_binary(cmd, out, sizeof out);
-    check(code == 0 && strstr(out, "prompt 12+7-3+25:") && strstr(out, "B(G):"),
-          "task: sample --task chain-sum draws B(G) for the task's example prompt", "exit %d", code);
+    check(code == 0 && strstr(out, "prompt drawn from data/chain_sum_t5_val.txt (line ") && strstr(out, "B(G):"),
+          "task: sample --task chain-sum draws B(G) for a prompt of the task's validation file", "exit %d", code);
+    snprintf(cmd, sizeof cmd, "%s sample --task chain-sum --threads 1 --model %s --group-size 4 --max-new-tokens 6 "
+             "--mc-k 2 --prompt 12+7-3+25:", grpo_bin(), cs);
+    code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "prompt 12+7-3+25:") && !strstr(out, "drawn from") && strstr(out, "B(G):"),
+          "task: sample --task chain-sum --prompt draws B(G) for that prompt", "exit %d", code);
 }
 
 // every objective and prompt selector runs on chain-sum; tree statistics in the log
