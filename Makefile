@@ -14,6 +14,13 @@ HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 SIMD    := $(shell printf 'int main(void){return 0;}' | $(CC) -fopenmp-simd -x c - -o /dev/null 2>/dev/null && echo -fopenmp-simd)
 NOOMP   := $(SIMD) -Wno-unknown-pragmas
 
+# OpenMP's waiting threads sleep instead of spinning (libgomp reads this before main): beside
+# other jobs, spinning made a 2-thread run up to 20x slower; on an idle machine it saved at most
+# ~15% (notes/speed.md). For make run, make compare and make test; override it with
+# `make run OMP_WAIT_POLICY=ACTIVE` (or set it in the environment).
+OMP_WAIT_POLICY ?= PASSIVE
+run compare test: export OMP_WAIT_POLICY := $(OMP_WAIT_POLICY)
+
 .PHONY: all test test-asan bench bench-cuda run sft train cuda cuda-compile test-cuda clean figures assignment grade
 .PHONY: compare test-browser
 

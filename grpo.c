@@ -1578,7 +1578,6 @@ typedef struct {
     const char *train, *val, *test;   // the default data files: prompt<TAB>demonstration lines
                                    // (train, val), prompts only (test, from reasoning-gym)
     const char *prompt_format;     // a prompt, as error messages describe it
-    const char *example_prompt;    // sample's default --prompt
     // the prompt's text (len chars) → the problem; 0, or -1 if malformed or more than max_nums
     int (*parse_prompt)(const char *prompt, int len, int *nums, int max_nums, int *n, int *target);
     // the verifier: 1.0f if completion[0..len) (no <eos>) solves the problem, else 0.0f
@@ -1592,10 +1591,10 @@ typedef struct {
 enum { TASK_COUNTDOWN = 0, TASK_CHAIN_SUM = 1 };   // indices in TASKS: never reorder (checkpoints)
 static const Task TASKS[] = {
     {"countdown", "data/countdown_train.txt", "data/countdown_val.txt", "data/countdown_test.txt",
-     "`n1 n2 ... nk>target:` with 1 to 8 numbers of at most 6 digits", "8 4 5 8>9:", countdown_parse_prompt,
+     "`n1 n2 ... nk>target:` with 1 to 8 numbers of at most 6 digits", countdown_parse_prompt,
      countdown_verify, countdown_well_formed, 26, ',', "0123456789+-*/=,>: "},
     {"chain-sum", "data/chain_sum_t5_train.txt", "data/chain_sum_t5_val.txt", "data/chain_sum_t5_test.txt",
-     "`t1+t2-t3...:` (task chain-sum) with 2 to 8 terms of at most 6 digits joined by + or -", "12+7-3+25:",
+     "`t1+t2-t3...:` (task chain-sum) with 2 to 8 terms of at most 6 digits joined by + or -",
      chain_sum_parse_prompt, chain_sum_verify, chain_sum_well_formed, 48, ',', "0123456789+-=,:"},
 };
 #define NUM_TASKS ((int)(sizeof TASKS / sizeof TASKS[0]))
@@ -5678,11 +5677,13 @@ static const OptSpec OPTIONS[] = {
      "context length maxT in tokens (bench: at least 9)"},
     {"train-data", OPT_STR, OFF(train_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN,
      "training prompts (prompt<TAB>demonstration per line)"},
-    {"val-data", OPT_STR, OFF(val_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN, "validation prompts"},
+    {"val-data", OPT_STR, OFF(val_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN | CMD_SAMPLE,
+     "validation prompts (sample without --prompt draws one)"},
     {"test-data", OPT_STR, OFF(test_data), 0, 0, NULL, CMD_TRAIN,
      "test prompts (reasoning-gym), scored at start and end"},
     {"data", OPT_STR, OFF(data), 0, 0, NULL, CMD_EVAL, "prompts to score"},
-    {"prompt", OPT_STR, OFF(prompt), 0, 0, NULL, CMD_SAMPLE, "countdown prompt, e.g. '8 4 5 8>9:'"},
+    {"prompt", OPT_STR, OFF(prompt), 0, 0, NULL, CMD_SAMPLE,
+     "the task's prompt, e.g. '8 4 5 8>9:' (none: one of --val-data with mixed rewards)"},
     {"completions", OPT_STR, OFF(completions_out), 0, 0, NULL, CMD_EVAL,
      "write each greedy completion here: prompt<TAB>completion<TAB>reward<TAB>eos|no-eos"},
     {"html", OPT_STR, OFF(html_out), 0, 0, NULL, CMD_SAMPLE | CMD_CHECK,
@@ -5826,7 +5827,7 @@ static void default_options(Options *o) {
     strcpy(o->val_data, "data/countdown_val.txt");
     strcpy(o->test_data, "data/countdown_test.txt");
     strcpy(o->data, "data/countdown_test.txt");
-    strcpy(o->prompt, "8 4 5 8>9:");
+    o->prompt[0] = 0;   // sample: none given, one drawn from --val-data
     o->steps = 0;
     o->batch_size = 32;
     o->warmup = 0;
@@ -5907,9 +5908,122 @@ static void print_help(const char *cmd, unsigned mask, const char *synopsis, con
 
 static const OptSpec *find_option(const char *name);   // the row of --name (below)
 
+/* A busy machine: OpenMP's waiting threads spin (libgomp: about 300,000 iterations at each
+   barrier before they sleep, unless told otherwise), and when other jobs hold the cores a
+   2-thread run then spins against them: several times slower (notes/speed.md, "On a shared
+   machine"). The program cannot change the policy itself (libgomp reads it before main), so it
+   says once, on stderr, what to type.
+
+   gomp_spin_count: the spins libgomp waits at a barrier before sleeping, as libgomp 4.4+ reads
+   its environment: GOMP_SPINCOUNT when it is a number (suffixes k, M, G, T: ×1e3..1e12) or
+   "infinite"/"infinity" (returned as 1e18), else OMP_WAIT_POLICY: PASSIVE 0, ACTIVE 3e10
+   (libgomp's "5 minutes"), unset or anything else 300,000. Either may be NULL (unset); case
+   and surrounding blanks are ignored, as libgomp does. */
+static double gomp_spin_count(const char *wait_policy, const char *spincount) {
+    char word[16];
+    if (spincount) {
+        while (*spincount == ' ' || *spincount == '\t') spincount++;
+        int n = 0;
+        while (spincount[n] && spincount[n] != ' ' && spincount[n] != '\t' && n < 15) {
+            char c = spincount[n];
+            word[n++] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+        }
+        word[n] = 0;
+        if (!strcmp(word, "infinite") || !strcmp(word, "infinity")) return 1e18;
+        char *end;
+        errno = 0;
+        double v = strtod(word, &end);
+        if (end != word && word[0] >= '0' && word[0] <= '9' && errno == 0) {
+            const char *suffixes = "kmgt";
+            const char *s = *end ? strchr(suffixes, *end) : NULL;
+            if (*end == 0 || (s && end[1] == 0)) {
+                for (int i = 0; s && i <= s - suffixes; i++) v *= 1000.0;
+                return v;
+            }
+        }   // not a count: libgomp ignores it, and so does this
+    }
+    if (wait_policy) {
+        while (*wait_policy == ' ' || *wait_policy == '\t') wait_policy++;
+        int n = 0;
+        while (wait_policy[n] && wait_policy[n] != ' ' && wait_policy[n] != '\t' && n < 15) {
+            char c = wait_policy[n];
+            word[n++] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+        }
+        word[n] = 0;
+        if (!strcmp(word, "passive")) return 0.0;
+        if (!strcmp(word, "active")) return 3e10;
+    }
+    return 300000.0;
+}
+
+// spin counts up to this are "short" (libgomp's own count when threads outnumber the CPUs);
+// 10,000 was measured and still spins against other jobs (notes/speed.md, "The wait policy of
+// make run, make compare and make test")
+#define BUSY_SPIN_SHORT 1000.0
+
+/* parse_loadavg: the text of /proc/loadavg ("0.97 0.83 0.40 4/100 11409": load averages over
+   1, 5 and 15 minutes, runnable/all scheduling entities, last pid) → *load1 and *running (the
+   runnable ones, the reader included). 0, or -1 if the text is not in that format. */
+static int parse_loadavg(const char *text, double *load1, int *running) {
+    double l5, l15;
+    int total;
+    if (!text || sscanf(text, "%lf %lf %lf %d/%d", load1, &l5, &l15, running, &total) != 5) return -1;
+    return *load1 >= 0 && *running >= 0 ? 0 : -1;
+}
+
+/* busy_machine_warning: 1, with a one-line message (no newline) in msg[cap], when this run's
+   OpenMP threads would spin against other jobs: it will use threads > 1, the other jobs take
+   a core or more (others = min(load1, running − 1), load1 the 1-minute load average, running
+   the runnable tasks now, this one included: both the last minute and this instant must show
+   them, so a run of ours that has just ended, still in the average, does not count), together
+   with our threads they oversubscribe the ncpu online CPUs (others + threads > ncpu), and the
+   spin count (gomp_spin_count of wait_policy, spincount: the environment's OMP_WAIT_POLICY and
+   GOMP_SPINCOUNT, NULL when unset) is above BUSY_SPIN_SHORT. cmd names the command in the
+   advice. Else 0 and msg = "". */
+static int busy_machine_warning(double load1, int running, int ncpu, int threads, const char *wait_policy,
+                                const char *spincount, const char *cmd, char *msg, size_t cap) {
+    if (cap) msg[0] = 0;
+    double others = running - 1 < load1 ? running - 1 : load1;
+    if (threads <= 1 || ncpu < 1 || others < 1.0 || others + threads <= ncpu) return 0;
+    if (gomp_spin_count(wait_policy, spincount) <= BUSY_SPIN_SHORT) return 0;
+    snprintf(msg, cap, "note: other jobs hold the CPUs (load %.2f, %d runnable, %d CPUs) and OpenMP's %d waiting "
+             "threads spin against them, which can make this run several times slower: type "
+             "OMP_WAIT_POLICY=PASSIVE " PROG " %.*s ... (or add --threads 1); notes/speed.md", load1, running, ncpu,
+             threads, (int)strcspn(cmd, " "), cmd);
+    return 1;
+}
+
+/* warn_if_busy: busy_machine_warning for this process (its environment, /proc/loadavg or, for the
+   tests, the text of GRPO_LOADAVG in its place, the online CPUs, num_threads()), printed on
+   stderr, once per process. Not in a build without OpenMP (nothing spins). */
+static void warn_if_busy(const char *cmd) {
+#ifdef _OPENMP
+    static int done = 0;
+    if (done) return;
+    done = 1;
+    char text[256] = "", msg[512];
+    const char *fake = getenv("GRPO_LOADAVG");
+    if (fake) snprintf(text, sizeof text, "%s", fake);
+    else {
+        FILE *f = fopen("/proc/loadavg", "r");
+        if (!f) return;
+        if (!fgets(text, sizeof text, f)) text[0] = 0;
+        fclose(f);
+    }
+    double load1;
+    int running;
+    if (parse_loadavg(text, &load1, &running) != 0) return;
+    if (busy_machine_warning(load1, running, (int)sysconf(_SC_NPROCESSORS_ONLN), num_threads(),
+                             getenv("OMP_WAIT_POLICY"), getenv("GOMP_SPINCOUNT"), cmd, msg, sizeof msg))
+        fprintf(stderr, "%s\n", msg);
+#else
+    (void)cmd;
+#endif
+}
+
 /* task_defaults: the data options that the command line does not give (given[i]: option i was
    given) take the defaults of o's task: --train-data, --val-data, --test-data and --data (eval:
-   the test split) its data files, --prompt (sample) its example prompt, and --max-new-tokens,
+   the test split) its data files, and --max-new-tokens,
    where it is at the countdown default (train, eval, sample), the budget its data need, and train's --lr
    where it is at countdown's (TASK_TRAIN_LR: chain-sum 1e-5, chosen on its validation splits in
    notes/chain-sum.md; 1e-4 lowered its accuracy). Countdown's are the
@@ -5922,7 +6036,7 @@ static void task_defaults(Options *o, const unsigned char *given) {
     if (o->task == TASK_COUNTDOWN) return;
     struct { const char *name; char *field; const char *value; } d[] = {
         {"train-data", o->train_data, t->train}, {"val-data", o->val_data, t->val},
-        {"test-data", o->test_data, t->test}, {"data", o->data, t->test}, {"prompt", o->prompt, t->example_prompt}};
+        {"test-data", o->test_data, t->test}, {"data", o->data, t->test}};
     for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) {
         int i = 0;
         while (i < NUM_OPTIONS && strcmp(OPTIONS[i].name, d[k].name)) i++;
@@ -6022,6 +6136,7 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
 #ifdef _OPENMP
     if (o->threads > 0) omp_set_num_threads(o->threads);
 #endif
+    warn_if_busy(cmd);
 #ifdef GRPO_CUDA
     if (mask & CUDA_CMDS) cuda_startup(o->tf32);
 #endif
@@ -9325,6 +9440,65 @@ static void print_tree(FILE *f, const PrefixTree *tree, const int *const *tokens
     free(is_last);
 }
 
+/* group_rewards_mixed: 1 if the k rewards r[0..k) are not all equal (the group has a gradient:
+   some advantage a_i = (r_i − mean)/(std + eps) is not 0), else 0 (k <= 1 included). */
+static int group_rewards_mixed(const float *r, int k) {
+    for (int i = 1; i < k; i++)
+        if (r[i] != r[0]) return 1;
+    return 0;
+}
+
+#define SAMPLE_TRIES 16   // sample without --prompt: validation prompts tried for a mixed group
+
+/* choose_sample_prompt: sample's prompt when --prompt is not given. Draws up to SAMPLE_TRIES
+   prompts of o->val_data (task t, uniformly with replacement, from stream 0x5a3e of --seed:
+   the same seed, the same choice), samples each one's group of --group-size as cmd_sample does
+   (the same streams, so the group shown is the group tried) and keeps the first whose rewards are
+   mixed, else the last; writes its text into o->prompt and says on stdout which one and how many
+   were tried. Errors: the file's (load_dataset), the checkpoint's (load_checkpoint). */
+static void choose_sample_prompt(Options *o, const Task *t) {
+    GPT model;
+    load_checkpoint(o->model, &model, 1, NULL);
+    refuse_other_task(o->model, &model, o->task);
+    Dataset val;
+    load_dataset(&val, o->val_data, model.config.max_seq_len, 0, t);
+    int k = o->group_size, maxT = model.config.max_seq_len, tries = 0, mixed = 0, line = 0;
+    GroupBatch g;
+    build_group_batch(&g, 1, k, o->max_new_tokens, 0, 0);
+    KVCache kv;
+    build_kvcache(&kv, &model.config, k);
+    GRPOConfig cfg = grpo_config_from_options(o);
+    Rng pick;
+    rng_seed(&pick, (uint64_t)o->seed, 0x5a3e);
+    while (tries < SAMPLE_TRIES && !mixed) {
+        int q = rng_int(&pick, val.n), plen = val.prompt_len[q];
+        const int *prompt = val.prompt + (size_t)q * val.maxT;
+        decode(prompt + 1, plen - 1, o->prompt, 255);
+        line = val.line[q];
+        tries++;
+        if (plen + o->max_new_tokens > maxT) break;   // cmd_sample names the limit
+        for (int i = 0; i < k; i++) {
+            g.prompt[i] = prompt;
+            g.plen[i] = plen;
+        }
+        sample_group(&model, &kv, &g, &cfg, 0, NULL);
+        const int *nums = val.nums + (size_t)q * MAX_NUMS;
+        for (int i = 0; i < k; i++)
+            g.reward[i] = task_reward(t, nums, val.num_count[q], val.target[q], g.comp_row[i], g.clen[i], 0.0f);
+        mixed = group_rewards_mixed(g.reward, k);
+    }
+    if (mixed)
+        printf("prompt drawn from %s (line %d): the first of %d tried whose group has mixed rewards\n",
+               o->val_data, line, tries);
+    else
+        printf("prompt drawn from %s (line %d): none of the %d tried had a group with mixed rewards "
+               "(the model solves all or none of each); the last one tried\n", o->val_data, line, tries);
+    free_group_batch(&g);
+    free_kvcache(&kv);
+    free_dataset(&val);
+    free_gpt(&model);
+}
+
 static int cmd_sample(int argc, char **argv, Options *o) {
     strcpy(o->model, "runs/sft/model.bin");
     const char *syn = "Samples a group of k completions for one prompt, scores them, and draws the\n"
@@ -9332,7 +9506,8 @@ static int cmd_sample(int argc, char **argv, Options *o) {
                       "each node's prefix), beside V̂ of the same prefix from --mc-k fresh continuations\n"
                       "(MC-PRM's explicit estimate, and the tokens it costs), step advantages A_λ and the\n"
                       "net coefficients GRPO and λ-GRPO give each step's tokens. --html FILE also draws it\n"
-                      "as one self-contained page (FILE#grpo, FILE#lambda-grpo choose the colouring).";
+                      "as one self-contained page (FILE#grpo, FILE#lambda-grpo choose the colouring).\n"
+                      "Without --prompt: a prompt of --val-data whose group has mixed rewards (up to 16 tried).";
     int first = parse_options(argc, argv, CMD_SAMPLE, o, "sample", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " sample'", argv[first]);
     if (o->html_out[0]) {   // refused now, not after the sampling
@@ -9341,6 +9516,8 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     }
     if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 (logits / T overflow below)");
     if (o->group_size > 4096) usage_error("--group-size must be <= 4096");
+    const Task *t = &TASKS[o->task];
+    if (!o->prompt[0]) choose_sample_prompt(o, t);
     int k = o->group_size, plen = (int)strlen(o->prompt), bad = 0;
     int nums[MAX_NUMS], n, target;
     int *prompt = (int *)mallocCheck((size_t)(plen + 1) * sizeof(int));
@@ -9348,7 +9525,6 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     if (encode(o->prompt, plen, prompt + 1, &bad) < 0)
         usage_error("--prompt: character '%c' at position %d is not in the vocabulary \"%s\"", o->prompt[bad],
                     bad + 1, VOCAB_CHARS);
-    const Task *t = &TASKS[o->task];
     if (t->parse_prompt(o->prompt, plen, nums, MAX_NUMS, &n, &target) != 0)
         usage_error("--prompt: '%s' is not %s", o->prompt, t->prompt_format);
     GPT model;
@@ -9379,6 +9555,10 @@ static int cmd_sample(int argc, char **argv, Options *o) {
         decode(g.comp_row[i], g.clen[i], text, sizeof text);
         printf("  y(%d)  r=%.0f  a=%+.4f  %s\n", i + 1, g.reward[i], g.advantage[i], text);
     }
+    if (k > 1 && !group_rewards_mixed(g.reward, k))
+        printf("\nall %d rewards are %g: this group gives no gradient. Every advantage a_i = (r_i - mean)/(std + eps)\n"
+               "is 0, so every token's term (a_i times its ratio) is 0 under GRPO and under λ-GRPO alike.\n", k,
+               g.reward[0]);
     // V̂ of each node's prefix from --mc-k fresh continuations (MC-PRM's estimate), beside R̂
     int inner = 0, group_tokens = 0;
     for (int nd = 0; nd < g.tree.num_nodes; nd++)
@@ -9408,7 +9588,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
         signed char *accepted = (signed char *)mallocCheck((size_t)k);
         for (int i = 0; i < k; i++) {
             ids[i] = i + 1;   // y(i+1), as the text names it
-            accepted[i] = (signed char)(countdown_reward(nums, n, target, g.comp_row[i], g.clen[i], 0.0f) == 1.0f);
+            accepted[i] = (signed char)(task_reward(t, nums, n, target, g.comp_row[i], g.clen[i], 0.0f) == 1.0f);
         }
         char settings[1400], tmp[1100];
         snprintf(settings, sizeof settings, "k=%d, T=%g, --max-new-tokens %d, --mc-k %d, --seed %d, model %s; "

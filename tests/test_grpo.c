@@ -1772,6 +1772,87 @@ static int stop_on_nan_threads(void) {
     return 0;
 }
 
+/* A busy machine: libgomp's spin count as it reads OMP_WAIT_POLICY and GOMP_SPINCOUNT, the
+   /proc/loadavg parser, when ./grpo warns (other jobs oversubscribe the CPUs, more than one
+   thread, a policy that spins), and that the warning is one stderr line, once, stdout unchanged. */
+static void test_busy_machine(void) {
+    struct { const char *policy, *count; double spins; } sc[] = {
+        {NULL, NULL, 300000}, {"PASSIVE", NULL, 0}, {" passive ", NULL, 0}, {"ACTIVE", NULL, 3e10},
+        {"active", NULL, 3e10}, {"sleepy", NULL, 300000}, {NULL, "10000", 10000}, {NULL, "10k", 10000},
+        {NULL, "2M", 2e6}, {"PASSIVE", "infinite", 1e18}, {NULL, "INFINITY", 1e18}, {"ACTIVE", "3000", 3000},
+        {"PASSIVE", "lots", 0}, {NULL, "10x", 300000}};
+    int bad = 0;
+    for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
+        double got = gomp_spin_count(sc[i].policy, sc[i].count);
+        if (got != sc[i].spins) {
+            bad++;
+            printf("  OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s: %g spins, expected %g\n", sc[i].policy ? sc[i].policy : "(unset)",
+                   sc[i].count ? sc[i].count : "(unset)", got, sc[i].spins);
+        }
+    }
+    check(bad == 0, "busy: libgomp's spin count from OMP_WAIT_POLICY, GOMP_SPINCOUNT", "%d wrong", bad);
+    double l1 = -1;
+    int run = -1;
+    int ok = parse_loadavg("2.41 1.33 0.63 6/99 13189\n", &l1, &run) == 0 && l1 == 2.41 && run == 6;
+    ok &= parse_loadavg("2.41 1.33 0.63", &l1, &run) == -1 && parse_loadavg("", &l1, &run) == -1 &&
+          parse_loadavg(NULL, &l1, &run) == -1 && parse_loadavg("-1 0 0 1/2 3", &l1, &run) == -1;
+    check(ok, "busy: parse_loadavg reads /proc/loadavg's load and runnable count", "load %g, %d runnable", l1, run);
+    struct { double load; int running, ncpu, threads; const char *policy, *count; int warns; } w[] = {
+        {2.5, 3, 2, 2, NULL, NULL, 1},          // another job on a 2-core machine, the default policy
+        {1.0, 2, 2, 2, NULL, NULL, 1},          // one busy loop beside 2 threads on 2 cores
+        {2.5, 3, 2, 2, "ACTIVE", NULL, 1},
+        {2.5, 3, 2, 2, "PASSIVE", NULL, 0},     // the threads sleep: nothing to say
+        {2.5, 3, 2, 2, NULL, "1000", 0},        // a short spin
+        {2.5, 3, 2, 2, NULL, "1001", 1},
+        {2.5, 3, 2, 2, NULL, "10k", 1},         // measured: still slow beside other jobs
+        {2.5, 3, 2, 2, "PASSIVE", "infinite", 1},   // GOMP_SPINCOUNT wins, as in libgomp
+        {2.5, 3, 2, 1, NULL, NULL, 0},          // one thread waits for no one
+        {2.0, 1, 2, 2, NULL, NULL, 0},          // only our own last run in the average: nothing runs now
+        {0.5, 4, 2, 2, NULL, NULL, 0},          // a moment's burst, not the last minute
+        {3.0, 4, 16, 8, NULL, NULL, 0},         // 3 others + 8 threads fit in 16 CPUs
+        {9.0, 10, 16, 8, NULL, NULL, 1}};       // 9 + 8 do not
+    bad = 0;
+    char msg[512];
+    for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
+        int got = busy_machine_warning(w[i].load, w[i].running, w[i].ncpu, w[i].threads, w[i].policy, w[i].count,
+                                       "train", msg, sizeof msg);
+        int msg_ok = got ? strstr(msg, "OMP_WAIT_POLICY=PASSIVE " PROG " train ...") && !strchr(msg, '\n')
+                         : msg[0] == 0;
+        if (got != w[i].warns || !msg_ok) {
+            bad++;
+            printf("  case %zu: load %g, %d runnable, %d CPUs, %d threads: warns %d, expected %d: '%s'\n", i,
+                   w[i].load, w[i].running, w[i].ncpu, w[i].threads, got, w[i].warns, msg);
+        }
+    }
+    check(bad == 0, "busy: warns when other jobs oversubscribe the CPUs and the threads spin", "%d wrong", bad);
+#ifdef _OPENMP
+    // the command: one line on stderr, once; stdout byte for byte that of a run that does not warn
+    static char cmd[2048], out_warn[4096], out_quiet[4096];
+    char err[512];
+    snprintf(err, sizeof err, "%s/busy_stderr.txt", TMPDIR_);
+    const char *envs[2] = {"OMP_WAIT_POLICY=ACTIVE", "OMP_WAIT_POLICY=PASSIVE"};
+    char *outs[2] = {out_warn, out_quiet};
+    int codes[2], lines[2], named[2];
+    for (int r = 0; r < 2; r++) {
+        snprintf(cmd, sizeof cmd, "(env -u GOMP_SPINCOUNT %s GRPO_LOADAVG='3.00 2.00 1.00 3/120 999' %s verify "
+                 "--threads 2 tests/fixtures/val_small.txt 2>%s)", envs[r], grpo_bin(), err);
+        codes[r] = run_binary(cmd, outs[r], sizeof out_warn);
+        size_t n = 0;
+        char *text = (char *)read_all(err, &n);
+        lines[r] = 0;
+        for (size_t i = 0; text && i < n; i++) lines[r] += text[i] == '\n';
+        char line[1024];
+        snprintf(line, sizeof line, "%.*s", text ? (int)n : 0, text ? text : "");
+        named[r] = strstr(line, "OMP_WAIT_POLICY=PASSIVE " PROG " verify ...") != NULL;
+        free(text);
+    }
+    check(codes[0] == 0 && codes[1] == 0 && lines[0] == 1 && named[0] && lines[1] == 0 && !strcmp(out_warn, out_quiet)
+          && out_warn[0], "busy: ./grpo warns in one stderr line, once; stdout unchanged",
+          "exit %d/%d, stderr lines %d (ACTIVE), %d (PASSIVE), stdout %s", codes[0], codes[1], lines[0], lines[1],
+          strcmp(out_warn, out_quiet) ? "differs" : "same");
+#endif
+}
+
 static void test_usage_errors(void) {
     static CmdCall calls[] = {
         {cmd_sft, "--no-such-option 3"}, {cmd_sft, "--steps"}, {cmd_sft, "--steps -4"}, {cmd_sft, "--lr abc"},
@@ -5607,6 +5688,26 @@ static void test_mc_commands(void) {
     check(code == 0 && lines > 0 && leaves > 0 && leaf_ok && sum == total,
           "sample: V̂ beside R̂ on each node; leaves V̂ = R̂; the costs add up",
           "exit %d: %d nodes, %d leaves, %ld tokens (printed %ld)", code, lines, leaves, sum, total);
+    // that run had no --prompt: it tried validation prompts for a group with mixed rewards (a random
+    // model has none), said so, and showed the last; every reward equal, the group gives no gradient
+    char first_prompt[256] = "", *pl = strstr(out, "\nprompt ");
+    if (pl) sscanf(pl + 1, "prompt %255[^(]", first_prompt);
+    check(code == 0 && strstr(out, "prompt drawn from data/countdown_val.txt (line ") &&
+          strstr(out, "none of the 16 tried had a group with mixed rewards") && first_prompt[0],
+          "sample without --prompt: a validation prompt, how many tried, none mixed", "exit %d: %s", code,
+          line_with(out, "drawn"));
+    check(code == 0 && strstr(out, "all 6 rewards are 0: this group gives no gradient") &&
+          strstr(out, "is 0 under GRPO and under λ-GRPO"), "sample: a group of equal rewards says it gives no "
+          "gradient, and why", "exit %d", code);
+    code = run_binary(cmd, out, sizeof out);   // the same seed: the same prompt
+    pl = strstr(out, "\nprompt ");
+    char again[256] = "";
+    if (pl) sscanf(pl + 1, "prompt %255[^(]", again);
+    check(code == 0 && first_prompt[0] && !strcmp(first_prompt, again), "sample without --prompt: the same "
+          "--seed draws the same prompt", "'%s' then '%s'", first_prompt, again);
+    int mixed_ok = group_rewards_mixed((const float[]){1, 0, 1}, 3) && !group_rewards_mixed((const float[]){1, 1, 1}, 3)
+                   && !group_rewards_mixed((const float[]){0.5f}, 1) && group_rewards_mixed((const float[]){0, 0, 0.5f}, 3);
+    check(mixed_ok, "sample: group_rewards_mixed", "");
 }
 
 /* Usage errors of MC-PRM's options: --mc-k out of range or not a number, MC-PRM's options in a
@@ -7285,8 +7386,13 @@ static void test_task_interface(void) {
     snprintf(cmd, sizeof cmd, "%s sample --task chain-sum --threads 1 --model %s --group-size 4 --max-new-tokens 6 "
              "--mc-k 2", grpo_bin(), cs);
     code = run_binary(cmd, out, sizeof out);
-    check(code == 0 && strstr(out, "prompt 12+7-3+25:") && strstr(out, "B(G):"),
-          "task: sample --task chain-sum draws B(G) for the task's example prompt", "exit %d", code);
+    check(code == 0 && strstr(out, "prompt drawn from data/chain_sum_t5_val.txt (line ") && strstr(out, "B(G):"),
+          "task: sample --task chain-sum draws B(G) for a prompt of the task's validation file", "exit %d", code);
+    snprintf(cmd, sizeof cmd, "%s sample --task chain-sum --threads 1 --model %s --group-size 4 --max-new-tokens 6 "
+             "--mc-k 2 --prompt 12+7-3+25:", grpo_bin(), cs);
+    code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "prompt 12+7-3+25:") && !strstr(out, "drawn from") && strstr(out, "B(G):"),
+          "task: sample --task chain-sum --prompt draws B(G) for that prompt", "exit %d", code);
 }
 
 // every objective and prompt selector runs on chain-sum; tree statistics in the log
@@ -7372,6 +7478,7 @@ int main(int argc, char **argv) {
     if (want("checkpoint", only)) test_checkpoint_checksums();
     if (want("checkpoint", only)) test_run_tmpdir();
     if (want("cli", only)) test_usage_errors();
+    if (want("cli", only)) test_busy_machine();
     if (want("cli", only)) test_io_errors();
     if (want("cli", only)) test_input_messages();
     if (want("checkpoint", only)) test_checkpoint_messages();
