@@ -1944,6 +1944,67 @@ static void load_sft_data_fn(void *path) {
     load_dataset(&d, (const char *)path, 64, 1, &TASKS[TASK_COUNTDOWN]);
     free_dataset(&d);
 }
+/* The 5-number countdown files (data/countdown_n5_{train,val,test}.txt, made by
+   data/regenerate.sh): each loads (train and val: every demonstration verifies), has the size
+   regenerate.sh asks for, exactly 5 numbers from 1..9 and a target in 1..50 on every line,
+   fits the 64-token context with --max-new-tokens 36 (notes/reference.md), and no problem
+   (multiset of numbers + target) of one split is in another. Runs in a child: a violation
+   exits 1 naming the file and line. */
+static long long cd5_key(const int *nums, int target) {   // sorted digits, then the target
+    int s[5];
+    memcpy(s, nums, sizeof s);
+    for (int i = 1; i < 5; i++)
+        for (int j = i; j > 0 && s[j - 1] > s[j]; j--) { int t = s[j]; s[j] = s[j - 1]; s[j - 1] = t; }
+    long long k = 0;
+    for (int i = 0; i < 5; i++) k = k * 10 + s[i];
+    return k * 100 + target;
+}
+static int cmp_ll(const void *a, const void *b) {
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return (x > y) - (x < y);
+}
+static void countdown_n5_data_fn(void *unused) {
+    (void)unused;
+    static const char *paths[3] = {"data/countdown_n5_test.txt", "data/countdown_n5_val.txt",
+                                   "data/countdown_n5_train.txt"};
+    static const int want_n[3] = {400, 400, 20000};
+    long long *keys[3];
+    int nkeys[3];
+    limit_memory();
+    for (int f = 0; f < 3; f++) {
+        Dataset d;
+        load_dataset(&d, paths[f], 64, f > 0, &TASKS[TASK_COUNTDOWN]);
+        if (d.n != want_n[f]) { fprintf(stderr, "%s: %d examples, want %d\n", paths[f], d.n, want_n[f]); exit(1); }
+        keys[f] = (long long *)mallocCheck((size_t)d.n * sizeof(long long));
+        nkeys[f] = d.n;
+        for (int i = 0; i < d.n; i++) {
+            const int *nums = d.nums + (size_t)i * MAX_NUMS;
+            int ok = d.num_count[i] == 5 && d.target[i] >= 1 && d.target[i] <= 50;
+            for (int j = 0; ok && j < 5; j++) ok = nums[j] >= 1 && nums[j] <= 9;
+            if (!ok) { fprintf(stderr, "%s:%d: not 5 numbers in 1..9 and a target in 1..50\n", paths[f], d.line[i]); exit(1); }
+            if (d.completion_len[i] > 36 || d.prompt_len[i] + 36 > 64) {
+                fprintf(stderr, "%s:%d: prompt %d + completion %d tokens do not fit (--max-new-tokens 36, context 64)\n",
+                        paths[f], d.line[i], d.prompt_len[i], d.completion_len[i]);
+                exit(1);
+            }
+            keys[f][i] = cd5_key(nums, d.target[i]);
+        }
+        qsort(keys[f], (size_t)d.n, sizeof(long long), cmp_ll);
+        free_dataset(&d);
+    }
+    for (int a = 0; a < 3; a++)
+        for (int b = a + 1; b < 3; b++)
+            for (int i = 0, j = 0; i < nkeys[a] && j < nkeys[b];) {
+                if (keys[a][i] == keys[b][j]) {
+                    fprintf(stderr, "%s and %s share the problem %lld (sorted numbers, then target)\n", paths[a],
+                            paths[b], keys[a][i]);
+                    exit(1);
+                }
+                if (keys[a][i] < keys[b][j]) i++;
+                else j++;
+            }
+    for (int f = 0; f < 3; f++) free(keys[f]);
+}
 static void read_check_fn(void *path) {
     CheckRecord *r;
     limit_memory();
@@ -2042,6 +2103,8 @@ static void test_input_messages(void) {
                 "data/countdown_train.txt", 0, "");
     expect_exit("data: every demonstration of data/countdown_val.txt verifies", load_sft_data_fn,
                 "data/countdown_val.txt", 0, "");
+    expect_exit("data: the 5-number countdown splits load, have 5 numbers, fit 36 new tokens, are disjoint",
+                countdown_n5_data_fn, NULL, 0, "");
     // the out-of-memory hint names only options of the command that ran out
 #ifndef TEST_UNDER_ASAN
     static const unsigned masks[8] = {CMD_SFT, CMD_TRAIN, CMD_EVAL, CMD_SAMPLE,
