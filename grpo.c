@@ -6029,7 +6029,7 @@ static void warn_if_busy(const char *cmd) {
    notes/chain-sum.md; 1e-4 lowered its accuracy). Countdown's are the
    defaults of default_options: without --task (or with --task countdown) nothing changes. */
 static const float TASK_TRAIN_LR[] = {1e-4f, 1e-5f};   // train's --lr per task, as TASKS (countdown's first)
-_Static_assert(sizeof TASK_TRAIN_LR / sizeof TASK_TRAIN_LR[0] == NUM_TASKS, "one train --lr per task");
+typedef char one_train_lr_per_task[sizeof TASK_TRAIN_LR / sizeof TASK_TRAIN_LR[0] == NUM_TASKS ? 1 : -1];  // C and C++
 
 static void task_defaults(Options *o, const unsigned char *given) {
     const Task *t = &TASKS[o->task];
@@ -6589,9 +6589,39 @@ static void check_select_options(const Options *o) {
                     "every outcome)", o->select_decay);
 }
 
+/* note_cut_demonstrations: how many of the demonstrations in d's file (the text after its TAB,
+   one token a character, plus <eos>) need more than --max-new-tokens; if any, one note on
+   stderr: completions that long are cut off by the sampler and score 0, so the data ask for
+   a larger budget (5-number countdown needs 36, not countdown's default 26). Prompt-only
+   files say nothing. Returns that count (a file that cannot be read: 0; load_dataset read it). */
+static long note_cut_demonstrations(const Options *o, const Dataset *d) {
+    FILE *f = fopen(d->path, "r");
+    if (!f) return 0;
+    char line[4200];
+    long cut = 0, demos = 0;
+    int longest = 0, longest_line = 0, lineno = 0;
+    while (fgets(line, sizeof line, f)) {
+        lineno++;
+        char *tab = strchr(line, '\t');
+        if (!tab || line[0] == '#') continue;
+        int len = (int)strcspn(tab + 1, "\r\n") + 1;   // + <eos>
+        demos++;
+        if (len > o->max_new_tokens) cut++;
+        if (len > longest) { longest = len; longest_line = lineno; }
+    }
+    fclose(f);
+    if (cut)
+        fprintf(stderr, "note: --max-new-tokens %d: %ld of the %ld demonstrations in %s need more (the longest, "
+                "line %d, %d tokens with <eos>); completions that long are cut off and score 0: give "
+                "--max-new-tokens %d or more for these data\n", o->max_new_tokens, cut, demos, d->path, longest_line,
+                longest, longest);
+    return cut;
+}
+
 // The longest prompt of d plus --max-new-tokens must fit in the model's context; the
-// error names that prompt's FILE:LINE.
+// error names that prompt's FILE:LINE. A budget shorter than the file's demonstrations: a note.
 static void check_context(const Options *o, int maxT, const Dataset *d) {
+    note_cut_demonstrations(o, d);
     int longest = 0;
     for (int i = 1; i < d->n; i++) if (d->prompt_len[i] > d->prompt_len[longest]) longest = i;
     if (d->n > 0 && d->prompt_len[longest] + o->max_new_tokens > maxT)

@@ -7394,6 +7394,44 @@ static void save_tiny_task_init(char *path, size_t cap, const char *file, uint64
     free_gpt(&m);
 }
 
+// a --max-new-tokens shorter than a file's demonstrations: counted, and one note naming the file
+static void test_note_cut_demonstrations(void) {
+    static char cmd[4096], out[65536];
+    Options o;
+    default_options(&o);
+    Dataset d = {0};
+    d.path = "tests/fixtures/val_small.txt";
+    long want[3] = {0, 0, 0}, got[3];
+    int budget[3] = {4, 20, 1000};
+    FILE *f = fopen(d.path, "r");   // the test's own count: characters after the TAB, + <eos>
+    char line[4200];
+    while (f && fgets(line, sizeof line, f)) {
+        char *tab = strchr(line, '\t');
+        if (!tab || line[0] == '#') continue;
+        size_t len = strlen(tab + 1);
+        while (len && (tab[len] == '\n' || tab[len] == '\r')) len--;
+        for (int b = 0; b < 3; b++) want[b] += (long)len + 1 > budget[b];
+    }
+    if (f) fclose(f);
+    for (int b = 0; b < 3; b++) { o.max_new_tokens = budget[b]; got[b] = note_cut_demonstrations(&o, &d); }
+    check(got[0] == want[0] && got[1] == want[1] && got[2] == 0 && want[0] > want[1] && want[1] > 0,
+          "data: demonstrations longer than --max-new-tokens are counted (4, 20, 1000 tokens)",
+          "%ld %ld %ld, expected %ld %ld 0", got[0], got[1], got[2], want[0], want[1]);
+    char cd[300];
+    save_tiny_task_init(cd, sizeof cd, "cut_cd.bin", 24, TASK_COUNTDOWN);
+    snprintf(cmd, sizeof cmd, "%s eval --threads 1 --model %s --data tests/fixtures/val_small.txt --max-new-tokens 4 "
+             "--pass-k 0 2>&1", grpo_bin(), cd);
+    int code = run_binary(cmd, out, sizeof out);
+    int noted = strstr(out, "note: --max-new-tokens 4:") && strstr(out, "tests/fixtures/val_small.txt need more");
+    snprintf(cmd, sizeof cmd, "%s eval --threads 1 --model %s --data tests/fixtures/val_small.txt --max-new-tokens 40 "
+             "--pass-k 0 2>&1", grpo_bin(), cd);
+    int code2 = run_binary(cmd, out, sizeof out);
+    int quiet = strstr(out, "need more") == NULL;
+    check(code == 0 && noted && code2 == 0 && quiet,
+          "data: eval notes once that --max-new-tokens 4 cuts val_small.txt's demonstrations; 40: no note",
+          "exit %d noted %d, exit %d quiet %d", code, noted, code2, quiet);
+}
+
 // train's --lr default follows the task (chain-sum: 1e-5); a given --lr and sft's default stay
 static void test_task_train_lr(void) {
     unsigned char given[NUM_OPTIONS] = {0};
@@ -7598,7 +7636,7 @@ int main(int argc, char **argv) {
     if (want("select", only)) test_select_dynamic_objectives();
     if (want("html", only)) { test_html_check(); test_html_sample_text(); test_html_sample_runs(); test_html_errors(); }
     if (want("verifier", only)) test_chain_sum_verifier();
-    if (want("task", only)) { test_task_train_lr(); test_task_interface(); test_chain_sum_methods(); }
+    if (want("task", only)) { test_note_cut_demonstrations(); test_task_train_lr(); test_task_interface(); test_chain_sum_methods(); }
     if (want("task", only)) test_chain_sum_resume();
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
