@@ -9518,11 +9518,11 @@ static int cmd_check(int argc, char **argv, Options *o) {
         for (int i = 0; i < N; i++)
             if (!rec[i].logp_ref)
                 check_error(path, rec[i].line, "logp_ref is required when --beta is not 0", NULL);
-    if (cfg.obj.beta != 0.0f)   // a missing logp is taken as 0 below: with a KL term, a wrong KL, silently
-        for (int i = 0; i < N; i++)
-            if (!rec[i].logp)
-                check_error(path, rec[i].line, "logp_ref given without logp: the KL term needs the "
-                            "policy's log-probs (logp=...) when --beta is not 0", NULL);
+    // a missing logp is taken as 0 below: the kl column (and with β != 0 the loss) from an invented logp
+    for (int i = 0; i < N; i++)
+        if (rec[i].logp_ref && !rec[i].logp)
+            check_error(path, rec[i].line, "logp_ref given without logp: the KL (the kl column, and the "
+                        "loss when --beta is not 0) needs the policy's log-probs (logp=...)", NULL);
     // a missing logp is taken as 0 below: with logp_old given, a wrong ratio, silently
     for (int i = 0; i < N; i++)
         if (rec[i].logp_old && !rec[i].logp)
