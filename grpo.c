@@ -5364,14 +5364,17 @@ static void make_dir(const char *path) {
    runs never write the same checkpoints and logs (their files would interleave, and the
    run that printed '# saved' could own the other's model). The kernel drops the lock when
    the process ends, however it ends, so a .lock file left behind is harmless. The file
-   holds the owner's pid for the message. Returns the descriptor for unlock_run_dir. */
-static int lock_run_dir(const char *run_dir) {
+   holds the owner's pid for the message; flag is the option that names the directory
+   (--run-dir, compare's --study), for the hints. Returns the descriptor for unlock_run_dir. */
+static int lock_run_dir(const char *run_dir, const char *flag) {
     char path[1100], msg[1400];
     snprintf(path, sizeof path, "%s/.lock", run_dir);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0) {
         snprintf(msg, sizeof msg, "cannot create lock file '%s': %s", path, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "check that --run-dir is writable");
+        char hint[96];
+        snprintf(hint, sizeof hint, "check that the %s directory is writable", flag);
+        fail_at(__FILE__, __LINE__, msg, hint);
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int err = errno;
@@ -5380,11 +5383,14 @@ static int lock_run_dir(const char *run_dir) {
         owner[n > 0 ? n : 0] = 0;
         owner[strcspn(owner, "\n")] = 0;
         if (err == EWOULDBLOCK)
-            snprintf(msg, sizeof msg, "run directory '%s' is in use by another run (pid %s)", run_dir,
-                     owner[0] ? owner : "unknown");
+            snprintf(msg, sizeof msg, "%s '%s' is in use by another %s (pid %s)",
+                     strcmp(flag, "--study") ? "run directory" : "study", run_dir,
+                     strcmp(flag, "--study") ? "run" : "compare", owner[0] ? owner : "unknown");
         else
             snprintf(msg, sizeof msg, "cannot lock '%s': %s", path, strerror(err));
-        fail_at(__FILE__, __LINE__, msg, "wait for that run to end, or give this one another --run-dir");
+        char hint[96];
+        snprintf(hint, sizeof hint, "wait for that run to end, or give this one another %s", flag);
+        fail_at(__FILE__, __LINE__, msg, hint);
     }
     char pid[32];
     int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
@@ -5435,6 +5441,7 @@ typedef struct {
     int budget_unit, eval_points, jobs;
     float budget;
     char study[256], methods[256], train_args[256], sft_args[256];
+    int quick;             // compare --quick: its SFT and train settings come before --sft-args, --train-args
 #ifdef GRPO_CUDA
     int tf32;              // 1: cuBLAS may use TF32 tensor cores
     int kernel_times;      // bench: 1 prints the GPU time of each kernel (CUDA build)
@@ -5561,7 +5568,7 @@ static const OptSpec OPTIONS[] = {
     {"num-iterations", OPT_INT, OFF(num_iterations), 1, 64, NULL, CMD_TRAIN | CMD_TREE,
      "updates μ per sampled batch (π_old frozen at sampling)"},
     {"micro-batch", OPT_INT, OFF(micro_batch), 0, 4096, NULL, CMD_TRAIN | CMD_TREE,
-     "sequences per forward/backward (0: whole step); changes no gradient"},
+     "sequences per forward/backward (0: whole step); the same gradient up to float rounding"},
     {"update-layout", OPT_ENUM, OFF(update_layout), 0, 0, UPDATE_LAYOUT_NAMES, CMD_SFT | CMD_TRAIN | CMD_TREE,
      "the training batch: tree (default on the CPU: the batch, or each micro-batch, packed as its "
      "prefix tree, shared prefixes computed once, no padding) or padded (the CUDA build's only "
@@ -5728,6 +5735,9 @@ static void task_defaults(Options *o, const unsigned char *given) {
     if (!given[mn - OPTIONS] && o->max_new_tokens == TASKS[TASK_COUNTDOWN].max_new) o->max_new_tokens = t->max_new;
 }
 
+// 1 for the characters isspace() takes in the C locale (strtol and strtod skip them at the start)
+static int is_blank(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
 /* parse_options: GNU long options for one command (bit `mask`); sets fields of o.
    Unknown option, missing value, unparsable or out-of-range value: usage error naming the
    option, exit 2. Returns the index of the first positional argument in argv. */
@@ -5785,8 +5795,11 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
         if (s->type == OPT_INT || s->type == OPT_FLOAT) {
             double v = s->type == OPT_INT ? (double)strtol(optarg, &end, 10) : strtod(optarg, &end);
             int out_of_range = errno == ERANGE;   // strtol/strtod saturated (or, strtod, underflowed)
-            if (end == optarg || *end || (errno && !out_of_range) || isnan(v))
-                usage_error("%s: '%s' is not a number", name, optarg);
+            // strtol and strtod skip leading blanks, and a trailing one is left over: both are refused
+            if (end == optarg || *end || (errno && !out_of_range) || isnan(v) || is_blank(optarg[0]))
+                usage_error("%s: '%s' is not a number%s", name, optarg,
+                            is_blank(optarg[0]) || is_blank(*end)
+                                ? " (no blanks around it)" : "");
             // a float option holds a float: beyond its range, or a non-zero value that would be
             // stored as 0 (1e-50, or 1e-320 where strtod itself underflows), is refused, not rounded
             int is_float = s->type == OPT_FLOAT;
@@ -5797,7 +5810,11 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
                                       "1.4e-45" : "|x| <= 3.4e38");
             if (out_of_range || v < s->min || v > s->max) {
                 char range[96];
-                snprintf(range, sizeof range, "'%s' is out of range [%g, %g]", optarg, s->min, s->max);
+                // as the parser reads numbers: an integer option's bounds in digits (1e+07 is not an integer)
+                if (s->type == OPT_INT)
+                    snprintf(range, sizeof range, "'%s' is out of range [%.0f, %.0f]", optarg, s->min, s->max);
+                else
+                    snprintf(range, sizeof range, "'%s' is out of range [%g, %g]", optarg, s->min, s->max);
                 usage_error("%s: %s", name, range);
             }
             if (s->type == OPT_INT) *(int *)p = (int)v;
@@ -7377,7 +7394,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
            model.num_parameters, model.config.num_layers, model.config.num_heads, model.config.channels,
            maxT, VOCAB_SIZE, train.n, val.n);
     make_dir(o->run_dir);
-    int lock = lock_run_dir(o->run_dir);
+    int lock = lock_run_dir(o->run_dir, "--run-dir");
     char ckpt[1100], periodic[1100];   // final model; periodic resumable checkpoint
     snprintf(ckpt, sizeof ckpt, "%s/model.bin", o->run_dir);
     snprintf(periodic, sizeof periodic, "%s/ckpt.bin", o->run_dir);
@@ -7901,9 +7918,10 @@ static int cmd_train(int argc, char **argv, Options *o) {
     Dataset train, val, test;
     load_dataset(&train, o->train_data, maxT, 0, &TASKS[o->task]);
     load_dataset(&val, o->val_data, maxT, 0, &TASKS[o->task]);
-    load_dataset(&test, o->test_data, maxT, 0, &TASKS[o->task]);
+    memset(&test, 0, sizeof test);   // --test-limit 0: no test evaluation, the file is not read
+    if (o->test_limit != 0) load_dataset(&test, o->test_data, maxT, 0, &TASKS[o->task]);
     const Dataset *sets[3] = {&train, &val, &test};
-    for (int s = 0; s < 3; s++) check_context(o, maxT, sets[s]);
+    for (int s = 0; s < 2 + (o->test_limit != 0); s++) check_context(o, maxT, sets[s]);
     int candidates = o->prompt_select == SELECT_MOPPS ? mopps_candidate_count(o, &train) : 0;
     print_options(stdout, o, CMD_TRAIN);
     char advantage[256];   // what each token's advantage is
@@ -7931,7 +7949,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
                "most %d refill rounds per step; their tokens count as auxiliary generated tokens\n",
                o->dynamic_max_rounds);
     make_dir(o->run_dir);
-    int lock = lock_run_dir(o->run_dir);
+    int lock = lock_run_dir(o->run_dir, "--run-dir");
     refuse_stale_checkpoint(o, run.periodic);
     if (o->resume[0]) snprintf(run.last_good, sizeof run.last_good, "%s", o->resume);
     KVCache kv;
@@ -8265,7 +8283,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
         printf("# mc-prm: every token is a step; V̂ of each prefix from K=%d continuations%s\n", o->mc_k,
                o->mc_whiten ? ", step advantages whitened over the step's tokens" : "");
     make_dir(o->run_dir);
-    int lock = lock_run_dir(o->run_dir);
+    int lock = lock_run_dir(o->run_dir, "--run-dir");
     const char *header = "objective,n,r_neg,seed,target,step,target_freq,mean_reward";
     CsvLog csv = open_csv(o->run_dir, "tree_steps.csv", header, 0, 0, NULL);
     static const int NS[2] = {1, 2};
@@ -9415,7 +9433,8 @@ static int read_check_file(const char *path, CheckRecord **out) {
     }
     free(line);
     if (f != stdin) fclose(f);
-    if (n == 0) check_error(path, lineno, "no completions in file", NULL);
+    if (n == 0)   // an empty file has no line 0: its line 1 is named
+        check_error(path, lineno > 0 ? lineno : 1, "no completions in file", lineno > 0 ? NULL : " (it is empty)");
     *out = recs;
     return n;
 }
@@ -10869,6 +10888,12 @@ static void print_report(const CmpReport *R, FILE *curves) {
 
 /* method_args: the train command line of method mi, seed `seed`, in run directory dir: fixed
    options first, then --train-args, the method's own, and last those compare sets itself. */
+// The settings of ./grpo compare --quick: a tiny model (2 layers, width 32) and budget; --sft-args and
+// --train-args after them (a later value of an option wins), so that they add to them.
+#define CMP_QUICK_SFT \
+    "--layers 2 --heads 2 --channels 32 --batch-size 16 --lr 3e-3 --steps 300 --eval-every 0"
+#define CMP_QUICK_TRAIN "--prompts-per-step 4 --group-size 4 --lr 1e-3 --eval-limit 40 --test-limit 40"
+
 static void method_args(ArgList *a, const Options *o, const Method *m, int seed, const char *dir,
                         const char *sft) {
     char num[64];
@@ -10880,6 +10905,7 @@ static void method_args(ArgList *a, const Options *o, const Method *m, int seed,
     arg_add(a, "0");
     arg_add(a, "--pass-k");
     arg_add(a, "0");
+    if (o->quick) split_options(a, CMP_QUICK_TRAIN, CMD_TRAIN, CMP_RESERVED_TRAIN, "--quick");
     split_options(a, o->train_args, CMD_TRAIN, CMP_RESERVED_TRAIN, "--train-args");
     if (m->objective >= 0) {
         arg_add(a, "--objective");
@@ -10914,6 +10940,7 @@ static void sft_args(ArgList *a, const Options *o, const char *dir, int threads)
     char num[32];
     memset(a, 0, sizeof *a);
     arg_add(a, "sft");
+    if (o->quick) split_options(a, CMP_QUICK_SFT, CMD_SFT, CMP_RESERVED_SFT, "--quick");
     split_options(a, o->sft_args, CMD_SFT, CMP_RESERVED_SFT, "--sft-args");
     arg_add(a, "--run-dir");
     arg_add(a, dir);
@@ -11113,10 +11140,6 @@ static uint64_t prereg_sft_hash(const char *study, const char *sft) {
     return h;
 }
 
-// The settings of ./grpo compare --quick: a tiny model (2 layers, width 32) and budget.
-#define CMP_QUICK_SFT \
-    "--layers 2 --heads 2 --channels 32 --batch-size 16 --lr 3e-3 --steps 300 --eval-every 0"
-#define CMP_QUICK_TRAIN "--prompts-per-step 4 --group-size 4 --lr 1e-3 --eval-limit 40 --test-limit 40"
 
 static int cmd_compare(int argc, char **argv, Options *o) {
     o->seeds = 5;
@@ -11139,8 +11162,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
         o->budget = 8000.0f;
         o->eval_points = 2;
         strcpy(o->study, "runs/compare-quick");
-        strcpy(o->sft_args, CMP_QUICK_SFT);
-        strcpy(o->train_args, CMP_QUICK_TRAIN);
+        o->quick = 1;   // CMP_QUICK_SFT and CMP_QUICK_TRAIN, then --sft-args and --train-args
         o->threads = 1;   // the tiny SFT run: more threads cost more in start-up than they save
     }
     const char *syn = "Runs every method with every seed from one SFT checkpoint at the same budget, in\n"
@@ -11149,7 +11171,8 @@ static int cmd_compare(int argc, char **argv, Options *o) {
                       "differences against grpo. Resumable: rerun the same command to continue.\n"
                       "--threads: the study's SFT run (every compare run has one thread).\n"
                       "--quick (no value): 2 seeds, a tiny model (2 layers, width 32, 300 SFT steps) and\n"
-                      "budget (8000 gen-tokens, 2 points) in runs/compare-quick; later options override it.";
+                      "budget (8000 gen-tokens, 2 points) in runs/compare-quick; later options override it\n"
+                      "(--sft-args and --train-args add to its SFT and train settings).";
     int first = parse_options(argc, argv, CMD_COMPARE, o, "compare", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " compare'", argv[first]);
 #ifdef GRPO_CUDA
@@ -11257,7 +11280,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     if (fclose(pr) != 0)
         fail_at(__FILE__, __LINE__, "compare: writing the pre-registration failed", oom_hint);
     make_dir(study);
-    int lock = lock_run_dir(study);   // one compare per study at a time
+    int lock = lock_run_dir(study, "--study");   // one compare per study at a time
     uint64_t hash = write_prereg(study, text);
     printf("%shash: fnv1a64 %016llx (in %s/prereg.txt)\n\n", text, (unsigned long long)hash, study);
     free(text);

@@ -1389,6 +1389,21 @@ static void test_run_dir_lock(void) {
     snprintf(model, sizeof model, "%s/model.bin", dir);
     struct stat sb;
     check(stat(model, &sb) != 0, "run dir: ... and writes nothing there", "");
+    // a second compare on a study in use: the hint names compare's option, --study
+    char study[256], study_lock[300];
+    snprintf(study, sizeof study, "%s/locked_study", TMPDIR_);
+    make_dir(study);
+    snprintf(study_lock, sizeof study_lock, "%s/.lock", study);
+    int sfd = open(study_lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    int slocked = sfd >= 0 && flock(sfd, LOCK_EX | LOCK_NB) == 0;
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s", grpo_bin(), study);
+    code = run_binary(cmd, out, sizeof out);
+    check(slocked && code == 1 && strstr(out, "in use by another compare") && strstr(out, "another --study") &&
+          !strstr(out, "--run-dir"), "compare: a study in use is refused, the hint naming --study",
+          "exit %d: %s", code, line_with(out, "hint:"));
+    if (sfd >= 0) close(sfd);
+    snprintf(cmd, sizeof cmd, "%s sft --threads 1 --steps 2 --layers 1 --heads 1 --channels 8 --batch-size 2 "
+             "--eval-every 0 --val-data tests/fixtures/val_small.txt --run-dir %s", grpo_bin(), dir);
     if (fd >= 0) close(fd);   // the "first run" ends: its lock goes with it
     code = run_binary(cmd, out, sizeof out);
     check(code == 0 && stat(model, &sb) == 0, "run dir: once the first run has ended, the directory is free",
@@ -1714,6 +1729,13 @@ static void test_test_limit(void) {
     check(code == 0 && strstr(out, "result: no test evaluation") && !strstr(out, "# start: test") &&
           !strstr(out, "pass@"), "train --test-limit 0: no test evaluation at the start or end",
           "exit %d: %s", code, line_with(out, "result"));
+    // ... and the --test-data file is not read: a missing or malformed one does not stop the run
+    snprintf(cmd, sizeof cmd, "%s train %s --test-limit 0 --test-data %s/no_such_test.txt --init %s "
+             "--run-dir %s/limit0_nofile", grpo_bin(), common, TMPDIR_, init, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "result: no test evaluation"),
+          "train --test-limit 0: --test-data is not read (a missing file runs)", "exit %d: %s", code,
+          line_with(out, "error"));
     snprintf(cmd, sizeof cmd, "%s train %s --test-limit 5 --init %s --run-dir %s/limit5", grpo_bin(), common,
              init, TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
@@ -1944,6 +1966,18 @@ static void test_input_messages(void) {
                                          "--data /tmp/grpo_test/prompts.txt"};
     expect_exit("usage: eval names the too-long prompt's FILE:LINE", cmd_call_fn, &eval_ctx, 2,
                 "prompts.txt:3, the longest prompt");
+    // --micro-batch's help: the same gradient up to float rounding (not "changes no gradient")
+    static char help[65536];
+    char help_cmd[256];
+    snprintf(help_cmd, sizeof help_cmd, "%s train --help", grpo_bin());
+    int help_rc = run_binary(help_cmd, help, sizeof help);
+    const char *mb = line_with(help, "--micro-batch");
+    check(help_rc == 0 && strstr(mb, "the same gradient up to float rounding"),
+          "help: --micro-batch gives the same gradient up to float rounding", "%s", mb);
+    // an empty file has no line 0: its line 1 is named (check's file; a data file)
+    write_bytes(tmp_path("/tmp/grpo_test/empty.txt"), "", 0);
+    expect_exit("check: an empty file is reported at line 1, not 0", read_check_fn,
+                (void *)tmp_path("/tmp/grpo_test/empty.txt"), 1, "empty.txt:1: no completions in file (it is empty)");
     // SFT demonstrations must be what the verifier scores 1; the shipped files are
     f = fopenCheck(tmp_path("/tmp/grpo_test/demo_space.txt"), "w");
     fprintf(f, "7 3 5>26:\t7*3=21,21+5=26\n7 3 5>26:\t7*3=21,21+5=26 \n");
@@ -3574,6 +3608,13 @@ static void parse_float_fn(void *arg) {
     parse_options(3, argv, CMD_SFT, &o, "cmd", "");
     exit(o.lr != 0.0f ? 0 : 3);   // 3: accepted, but stored as 0
 }
+static void parse_steps_fn(void *arg) {
+    char name[] = "cmd", *argv[4] = {name, (char *)"--steps", (char *)arg, NULL};
+    Options o;
+    default_options(&o);
+    parse_options(3, argv, CMD_SFT, &o, "cmd", "");
+    exit(0);
+}
 static void test_option_float_range(void) {
     static CmdCall tiny_eps = {cmd_train, "--adv-eps 1e-320"};
     expect_exit("usage: --adv-eps 1e-320 (strtod underflows) is out of float range", cmd_call_fn, &tiny_eps,
@@ -3585,7 +3626,22 @@ static void test_option_float_range(void) {
     expect_exit("usage: --lr 1e-40 (a subnormal float, not 0) is kept", parse_float_fn, "1e-40", 0, "");
     static CmdCall huge_int = {cmd_sft, "--steps 99999999999999999999"};
     expect_exit("usage: --steps beyond a long is out of range, not 'not a number'", cmd_call_fn, &huge_int, 2,
-                "--steps: '99999999999999999999' is out of range [0, 1e+07]");
+                "--steps: '99999999999999999999' is out of range [0, 10000000]");
+    // an integer option's range in digits, as the parser takes them (it refuses 1e+07 for --steps)
+    static CmdCall big_steps = {cmd_sft, "--steps 10000001"};
+    expect_exit("usage: an integer option's range is printed as integers ([0, 10000000])", cmd_call_fn,
+                &big_steps, 2, "--steps: '10000001' is out of range [0, 10000000]");
+    // a blank before or after a number: refused alike ('5 ' was refused, ' 5' taken as 5)
+    const char *blanks[4] = {" 5", "5 ", "\t5", " 1e-3"};
+    for (int i = 0; i < 4; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "usage: --lr '%s' (a blank around the number) is refused", blanks[i]);
+        expect_exit(name, parse_float_fn, (void *)blanks[i], 2, "is not a number (no blanks around it)");
+    }
+    expect_exit("usage: --steps ' 5' (an integer option) is refused as '5 ' is", parse_steps_fn, (void *)" 5", 2,
+                "--steps: ' 5' is not a number (no blanks around it)");
+    expect_exit("usage: --steps '5 ' is refused", parse_steps_fn, (void *)"5 ", 2,
+                "--steps: '5 ' is not a number (no blanks around it)");
 }
 
 /* ./grpo tree's per-seed lines name the window of its metric, min(50, --steps) steps (they
@@ -4426,6 +4482,15 @@ static void test_compare_quick(void) {
     check(rc == 1 && strstr(out, "error: run grpo+max-new-tokens=60/seed_1 failed") &&
           strstr(out, "seed_1/run.log") && strstr(out, "exceed the model's context"),
           "compare: a failing run is reported with its log, exit 1", "exit %d", rc);
+    // --sft-args after --quick add to its SFT settings (they replaced them: a 1-layer default model)
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/study_sft_args --seeds 1 "
+             "--sft-args '--steps 7 --context 8'", grpo_bin(), TMPDIR_);
+    rc = run_binary(cmd, out, sizeof out);
+    const char *sft_cmd = whole_line_with(out, " sft ");
+    check(strstr(sft_cmd, "--layers 2 --heads 2 --channels 32") && strstr(sft_cmd, "--steps 300") &&
+          strstr(sft_cmd, "--steps 7 --context 8") && strstr(out, "layers=2"),
+          "compare --quick --sft-args: added to the quick SFT settings (the later --steps wins)", "exit %d: %s",
+          rc, sft_cmd);
     snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/study_bad2 --methods grpo:--steps=5", grpo_bin(),
              TMPDIR_);
     rc = run_binary(cmd, out, sizeof out);
