@@ -1793,7 +1793,7 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
     }
     free(line);
     fclose(f);
-    if (d->n == 0) data_error(path, lineno, "no examples in file");
+    if (d->n == 0) data_error(path, lineno ? lineno : 1, lineno ? "no examples in file" : "no examples in file (it is empty)");
 }
 
 static void free_dataset(Dataset *d) {

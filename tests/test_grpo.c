@@ -1978,6 +1978,8 @@ static void test_input_messages(void) {
     write_bytes(tmp_path("/tmp/grpo_test/empty.txt"), "", 0);
     expect_exit("check: an empty file is reported at line 1, not 0", read_check_fn,
                 (void *)tmp_path("/tmp/grpo_test/empty.txt"), 1, "empty.txt:1: no completions in file (it is empty)");
+    expect_exit("data: an empty data file is reported at line 1, not 0", load_prompts_fn,
+                (void *)tmp_path("/tmp/grpo_test/empty.txt"), 1, "empty.txt:1: no examples in file (it is empty)");
     // SFT demonstrations must be what the verifier scores 1; the shipped files are
     f = fopenCheck(tmp_path("/tmp/grpo_test/demo_space.txt"), "w");
     fprintf(f, "7 3 5>26:\t7*3=21,21+5=26\n7 3 5>26:\t7*3=21,21+5=26 \n");
