@@ -6430,6 +6430,49 @@ static FILE *open_ckpt_tmp(const char *path, char *tmp, size_t cap) {
     }
 }
 
+#include <dirent.h>   // (here: only remove_dead_ckpt_tmps reads a directory)
+
+/* remove_dead_ckpt_tmps: removes the temporary files that saves killed by SIGKILL (or a power
+   cut) left in path's directory: NAME.tmp.<pid>.<n> (open_ckpt_tmp's names, of any checkpoint
+   there) whose process is gone (kill(pid, 0) fails with ESRCH), a regular file that is empty
+   or starts with CKPT_MAGIC. A file of a live process, of this one, or of any other content is
+   left alone. Each removal is a note on stderr; nothing here stops a save. */
+static void remove_dead_ckpt_tmps(const char *path) {
+    char dir[1100];
+    const char *slash = strrchr(path, '/');
+    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) + (slash == path), path);
+    else snprintf(dir, sizeof dir, ".");
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d)) != NULL; ) {
+        const char *name = e->d_name, *t = strstr(name, ".tmp.");
+        while (t && strstr(t + 1, ".tmp.")) t = strstr(t + 1, ".tmp.");   // the last ".tmp."
+        if (!t || t == name) continue;
+        const char *p = t + 5, *digits = p;
+        while (*p >= '0' && *p <= '9') p++;
+        if (p == digits || p - digits > 9 || *p != '.' || !p[1]) continue;
+        const char *n = p + 1;
+        while (*n >= '0' && *n <= '9') n++;
+        if (*n) continue;
+        long pid = strtol(digits, NULL, 10);
+        if (pid <= 0 || pid == (long)getpid()) continue;
+        errno = 0;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;   // alive (EPERM: another user's)
+        char full[1400];
+        snprintf(full, sizeof full, "%s/%s", dir, name);
+        struct stat sb;
+        if (lstat(full, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+        int32_t magic = 0;
+        FILE *f = sb.st_size > 0 ? fopen(full, "rb") : NULL;
+        int ours = sb.st_size == 0 || (f && fread(&magic, 4, 1, f) == 1 && magic == CKPT_MAGIC);
+        if (f) fclose(f);
+        if (ours && unlink(full) == 0)
+            fprintf(stderr, "note: removed %s (%lld bytes): a checkpoint's temporary file left by process %ld, "
+                            "which is gone\n", full, (long long)sb.st_size, pid);
+    }
+    closedir(d);
+}
+
 /* ckpt_write_failed: a checkpoint could not be written (disk full, file size limit, I/O
    error) at stage `what`: closes f (when still open), removes the temporary file so that
    nothing half-written stays behind, and stops the run naming the checkpoint. Whatever was
@@ -6475,6 +6518,7 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     }
 #endif
     char tmp[1100];
+    remove_dead_ckpt_tmps(path);   // what saves killed by SIGKILL left there
     struct sigaction saved[3];
     ckpt_signals(saved, 0);
     FILE *f = open_ckpt_tmp(path, tmp, sizeof tmp);

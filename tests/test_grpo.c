@@ -3878,6 +3878,43 @@ static void test_save_interrupted(void) {
     check(killed_ok == tries && left == 0,
           "checkpoint: SIGTERM/SIGINT during a save leaves no temporary file",
           "%d of %d children ended by the signal; %d temporary files left", killed_ok, tries, left);
+    // SIGKILL cannot be caught: a save killed by it leaves its temporary file (checkpoint-sized); the
+    // next save in that directory removes it, and leaves a live process's file and any other file alone
+    char path[300], live[400], other[400], litter[400];
+    snprintf(path, sizeof path, "%s/ckpt.bin", dir);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char tmp[1100];
+        FILE *f = open_ckpt_tmp(path, tmp, sizeof tmp);
+        int32_t h[CKPT_HEADER_INTS] = {CKPT_MAGIC, CKPT_VERSION};
+        fwrite(h, sizeof h, 1, f);
+        fflush(f);
+        raise(SIGKILL);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    snprintf(litter, sizeof litter, "ckpt.bin.tmp.%ld.", (long)pid);   // the prefix of its name
+    snprintf(live, sizeof live, "%s.tmp.%ld.0", path, (long)getppid());   // a live process's save
+    snprintf(other, sizeof other, "%s.tmp.%ld.999999", path, (long)pid);   // not a checkpoint's bytes
+    int32_t magic = CKPT_MAGIC;
+    write_bytes(live, &magic, 4);
+    write_bytes(other, "a user's own file", 17);
+    struct stat sb;
+    int planted = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && count_prefixed(dir, litter) == 2;
+    GPT m;
+    build_gpt(&m, (GPTConfig){16, VOCAB_SIZE, 1, 1, 8}, 1, 4);
+    char err[4096];
+    SaveCall sc = {path, &m, 0};   // no size limit
+    child_stderr(save_limited_fn, &sc, err, sizeof err);
+    free_gpt(&m);
+    check(planted && count_prefixed(dir, litter) == 1 && strstr(err, "note: removed") && strstr(err, litter),
+          "checkpoint: the next save removes the temporary file of a save killed by SIGKILL, with a note",
+          "%s; %.200s", planted ? "left by the killed save" : "NOT planted", err);
+    check(stat(live, &sb) == 0 && stat(other, &sb) == 0,
+          "checkpoint: ... and keeps a live process's temporary file and a file that is no checkpoint's", "");
+    unlink(live);
+    unlink(other);
 }
 
 // the n-th field (0-based) of row `row` (1-based) of a CSV file, as a number (-1: absent)
