@@ -7120,41 +7120,100 @@ static void close_csv(CsvLog *c) {
     if (ferror(c->f) || fclose(c->f) != 0) csv_failed(c);
 }
 
-/* csv_keep: the length of the part of text (n bytes) that a run resuming after step `step`
-   keeps: the header line, then complete rows numbered 1, 2, ... up to `step`, each with the
-   header's number of fields. It stops at the first row that is past the checkpoint (the
-   killed run went on after its last save), out of sequence, or malformed (a half-written
-   last row, or one fused with the next). *rows gets the number of rows kept; returns −1
-   when the file does not start with this header. */
-static long csv_keep(const char *text, long n, const char *header, int step, int *rows) {
+/* What csv_keep kept and dropped of a run's log, for open_csv's notes. */
+typedef struct {
+    int rows, last;              // rows kept; the step of the last one (0: none)
+    int past, past_from, past_to, past_line;   // complete rows of steps after the checkpoint's: dropped
+    int bad, bad_line;           // other lines dropped (malformed, out of order); the first of them
+    char bad_why[128];           // what was wrong with that first one
+    long cut_bytes;              // a last line without its '\n' (cut off mid-way): dropped
+    int cut_line;
+    int missing;                 // steps 1..step with no row kept
+    char missing_list[256];      // them, as ranges "3, 7-9" (cut with ", ..." when long)
+} CsvRepair;
+
+// Appends steps a..b (a <= b) to r's missing steps.
+static void csv_note_missing(CsvRepair *r, int a, int b) {
+    size_t used = strlen(r->missing_list);
+    r->missing += b - a + 1;
+    if (used >= sizeof r->missing_list - 40) {
+        if (!strstr(r->missing_list, "...")) snprintf(r->missing_list + used, sizeof r->missing_list - used, ", ...");
+        return;
+    }
+    if (a == b) snprintf(r->missing_list + used, sizeof r->missing_list - used, "%s%d", used ? ", " : "", a);
+    else snprintf(r->missing_list + used, sizeof r->missing_list - used, "%s%d-%d", used ? ", " : "", a, b);
+}
+
+/* csv_keep: what a run resuming after `step` keeps of its log text (n bytes): the header line,
+   then every complete row (ending in '\n', the header's number of fields, a step number
+   first) numbered above the row kept before it and at most `step`: the rows the checkpoint
+   vouches for, wherever a row is missing between them. It drops rows past the checkpoint
+   (the killed run went on after its last save), lines out of order (a step logged twice) or
+   malformed, and a last line cut off mid-way. The kept bytes are moved to the front of text;
+   returns their length, or −1 when the file does not start with this header. r says what
+   was kept and dropped, and which steps of 1..step have no row. */
+static long csv_keep(char *text, long n, const char *header, int step, CsvRepair *r) {
     long hlen = (long)strlen(header);
     int fields = 1;
     for (const char *p = header; *p; p++) fields += *p == ',';
-    *rows = 0;
+    memset(r, 0, sizeof *r);
     if (n < hlen + 1 || memcmp(text, header, hlen) != 0 || text[hlen] != '\n') return -1;
-    long keep = hlen + 1;
-    while (keep < n && *rows < step) {
-        const char *line = text + keep, *nl = (const char *)memchr(line, '\n', n - keep);
-        if (!nl) break;                                  // half-written last row
-        char *end;
-        long num = strtol(line, &end, 10);
+    long keep = hlen + 1, at = hlen + 1;
+    for (int lineno = 2; at < n; lineno++) {
+        char *line = text + at, *nl = (char *)memchr(line, '\n', n - at);
+        if (!nl) {   // the last line, without its '\n': cut off when the run stopped
+            r->cut_bytes = n - at;
+            r->cut_line = lineno;
+            break;
+        }
+        long len = (long)(nl - line) + 1;
+        at += len;
         int f = 1;
         for (const char *p = line; p < nl; p++) f += *p == ',';
-        if (end == line || *end != ',' || num != *rows + 1 || f != fields) break;
-        keep = (long)(nl - text) + 1;
-        (*rows)++;
+        char *end, why[128] = "";
+        errno = 0;
+        long num = line[0] >= '0' && line[0] <= '9' ? strtol(line, &end, 10) : -1;
+        if (num < 0 || errno || *end != ',') snprintf(why, sizeof why, "it does not start with a step number");
+        else if (f != fields) snprintf(why, sizeof why, "%d fields, the header has %d", f, fields);
+        else if (num <= r->last) snprintf(why, sizeof why, "step %ld after step %d: out of order", num, r->last);
+        if (!why[0] && num > step) {   // well-formed, after the checkpoint's step
+            if (!r->past) {
+                r->past_from = (int)num;
+                r->past_line = lineno;
+            }
+            r->past++;
+            r->past_to = (int)num;
+            continue;
+        }
+        if (why[0]) {
+            if (!r->bad) {
+                r->bad_line = lineno;
+                snprintf(r->bad_why, sizeof r->bad_why, "%s", why);
+            }
+            r->bad++;
+            continue;
+        }
+        if (num > r->last + 1) csv_note_missing(r, r->last + 1, (int)num - 1);
+        memmove(text + keep, line, (size_t)len);
+        keep += len;
+        r->rows++;
+        r->last = (int)num;
     }
+    if (r->last < step) csv_note_missing(r, r->last + 1, step);
     return keep;
 }
 
 /* open_csv: the run's log RUN_DIR/NAME. A new run (step 0) creates it with the header. A
-   run resuming after `step` steps keeps what csv_keep keeps and cuts the rest off, so the
-   file again holds one row per step taken; a missing or empty file (resuming into a new
-   run directory) gets the header. A row's first key_fields fields are what the same run
-   always writes alike (the fields before the timings); log_row ("" or NULL: unknown) is
-   those of the row the checkpoint was saved after: the log's row `step` must start with
-   them, or it is another run's log (a resume would append this run's rows to it), and the
-   run stops. */
+   run resuming after `step` steps keeps what csv_keep keeps and drops the rest (a note on
+   stderr for each kind of line dropped, and one naming the steps that have no row), so the
+   file again holds at most one row per step taken, in order; a missing or empty file
+   (resuming into a new run directory) gets the header, and a note that steps 1..step are not
+   in it. A row's first key_fields fields are what the same run always writes alike (the
+   fields before the timings); log_row ("" or NULL: unknown) is those of the row the
+   checkpoint was saved after: the log's row `step`, when it has one, must start with them,
+   or it is another run's log (a resume would append this run's rows to it), and the run
+   stops. The file is rewritten through a temporary file and a rename when a line is dropped
+   before its end. */
 static CsvLog open_csv(const char *run_dir, const char *name, const char *header, int step, int key_fields,
                        const char *log_row) {
     CsvLog c;
@@ -7163,6 +7222,10 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
     snprintf(c.path, sizeof c.path, "%s/%s", run_dir, name);
     struct stat sb;
     if (step == 0 || stat(c.path, &sb) != 0 || sb.st_size == 0) {
+        if (step > 0)
+            fprintf(stderr, "note: %s is new (it was missing or empty): step%s %s%d, before the checkpoint, "
+                            "%s not in it\n", c.path, step > 1 ? "s" : "", step > 1 ? "1-" : "", step,
+                    step > 1 ? "are" : "is");
         c.f = fopenCheck(c.path, "w");
         fprintf(c.f, "%s\n", header);
         csv_row_done(&c);
@@ -7172,33 +7235,62 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
     long n = (long)sb.st_size;
     char *text = (char *)mallocCheck((size_t)n);
     if (fread(text, 1, (size_t)n, c.f) != (size_t)n) csv_failed(&c);
-    int rows;
-    long keep = csv_keep(text, n, header, step, &rows);
+    char *orig = (char *)mallocCheck((size_t)n);
+    memcpy(orig, text, (size_t)n);
+    CsvRepair r;
+    long keep = csv_keep(text, n, header, step, &r);
     if (keep < 0) {
         char msg[1300];
         snprintf(msg, sizeof msg, "'%s' does not start with the header this run writes", c.path);
         fail_at(__FILE__, __LINE__, msg, "move the file away, or resume into another --run-dir");
     }
-    if (rows > 0) {   // the last row kept: row `rows`
+    if (r.rows > 0) {   // the last row kept: the row of step r.last
         long start = keep - 1;
         while (start > 0 && text[start - 1] != '\n') start--;
         csv_row_key(c.last_row, text + start, keep - start, key_fields);
     }
-    free(text);
-    if (log_row && log_row[0] && rows == step && strcmp(c.last_row, log_row) != 0) {
+    if (log_row && log_row[0] && r.last == step && strcmp(c.last_row, log_row) != 0) {
         char msg[1800];
         snprintf(msg, sizeof msg, "'%s' is another run's log: its row %d starts '%s', the checkpoint was "
                  "saved after the row '%s'", c.path, step, c.last_row, log_row);
         fail_at(__FILE__, __LINE__, msg, "move the log away, or resume into another --run-dir");
     }
-    if (keep < n)
-        fprintf(stderr, "note: %s: dropped %ld bytes after step %d (written after the checkpoint, or cut "
-                        "off when the run stopped)\n", c.path, n - keep, rows);
-    if (rows < step)
-        fprintf(stderr, "note: %s holds rows for steps 1-%d only; steps %d-%d were not logged\n",
-                c.path, rows, rows + 1, step);
-    if (fflush(c.f) != 0 || ftruncate(fileno(c.f), (off_t)keep) != 0 || fseek(c.f, 0, SEEK_END) != 0)
-        csv_failed(&c);
+    if (r.past == 1)
+        fprintf(stderr, "note: %s: dropped the row of step %d (line %d), written after the checkpoint of step %d\n",
+                c.path, r.past_from, r.past_line, step);
+    else if (r.past > 1)
+        fprintf(stderr, "note: %s: dropped %d rows of steps %d-%d (line %d on), written after the checkpoint of "
+                        "step %d\n", c.path, r.past, r.past_from, r.past_to, r.past_line, step);
+    if (r.bad)
+        fprintf(stderr, "note: %s: dropped %d line%s that %s not a row of this log, the first line %d (%s)\n",
+                c.path, r.bad, r.bad > 1 ? "s" : "", r.bad > 1 ? "are" : "is", r.bad_line, r.bad_why);
+    if (r.cut_bytes)
+        fprintf(stderr, "note: %s: dropped line %d, a row cut off mid-way (%ld bytes without a line end) when "
+                        "the run stopped\n", c.path, r.cut_line, r.cut_bytes);
+    if (r.missing)
+        fprintf(stderr, "note: %s has no row for step%s %s (the checkpoint was saved after step %d): %s not "
+                        "logged\n", c.path, r.missing > 1 ? "s" : "", r.missing_list, step,
+                r.missing > 1 ? "they were" : "it was");
+    int prefix = !memcmp(text, orig, (size_t)keep);   // only an end was dropped: cut the file there
+    free(orig);
+    if (prefix) {
+        if (fflush(c.f) != 0 || ftruncate(fileno(c.f), (off_t)keep) != 0 || fseek(c.f, 0, SEEK_END) != 0)
+            csv_failed(&c);
+    } else {   // a line dropped before the end: the kept rows to a temporary file, renamed over the log
+        char tmp[sizeof c.path];
+        snprintf(tmp, sizeof tmp, "%.1090s.tmp", c.path);
+        FILE *t = fopenCheck(tmp, "w");
+        if (fwrite(text, 1, (size_t)keep, t) != (size_t)keep || fflush(t) != 0 || fsync(fileno(t)) != 0) {
+            CsvLog e = c;
+            snprintf(e.path, sizeof e.path, "%s", tmp);
+            csv_failed(&e);
+        }
+        fcloseCheck(t);
+        if (rename(tmp, c.path) != 0) csv_failed(&c);
+        fclose(c.f);
+        c.f = fopenCheck(c.path, "a");
+    }
+    free(text);
     return c;
 }
 

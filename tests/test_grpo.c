@@ -1564,6 +1564,87 @@ static void test_csv_resume(void) {
           "exit %d: %s", code, err);
 }
 
+typedef struct { const char *dir; int step; const char *log_row; } CsvOpenCall;
+static void csv_open_fn(void *p) {
+    CsvOpenCall *c = (CsvOpenCall *)p;
+    CsvLog log = open_csv(c->dir, "log.csv", "step,a,b", c->step, 2, c->log_row);
+    close_csv(&log);
+}
+
+/* open_csv_case: writes RUN/log.csv (NULL: no file), opens it as a run resuming after `step`,
+   and checks the file's rows after it (want) and that its notes on stderr hold each of the
+   `notes` ('|'-separated) and not `never`. */
+static void open_csv_case(const char *name, const char *text, int step, const char *log_row, const char *want,
+                          const char *notes, const char *never) {
+    char dir[256], path[300], err[4096];
+    snprintf(dir, sizeof dir, "%s/csv_repair", TMPDIR_);
+    make_dir(dir);
+    snprintf(path, sizeof path, "%s/log.csv", dir);
+    unlink(path);
+    if (text) write_bytes(path, text, strlen(text));
+    CsvOpenCall call = {dir, step, log_row};
+    int rc = child_stderr(csv_open_fn, &call, err, sizeof err);
+    size_t n = 0;
+    char *got = (char *)read_all(path, &n);
+    got = (char *)realloc(got, n + 1);
+    got[n] = 0;
+    int ok = rc == 0 && !strcmp(got, want);
+    char missing[300] = "";
+    for (const char *p = notes; ok && *p; ) {
+        char one[200];
+        size_t len = strcspn(p, "|");
+        snprintf(one, sizeof one, "%.*s", (int)len, p);
+        if (!strstr(err, one)) { ok = 0; snprintf(missing, sizeof missing, "  <- no note '%s'", one); }
+        p += len + (p[len] == '|');
+    }
+    if (never && strstr(err, never)) { ok = 0; snprintf(missing, sizeof missing, "  <- says '%s'", never); }
+    for (char *q = got; *q; q++) if (*q == '\n') *q = '/';
+    for (char *q = err; *q; q++) if (*q == '\n') *q = ' ';
+    check(ok, name, "exit %d, rows '%s'; %.300s%s", rc, got + strlen("step,a,b/"), err, missing);
+    free(got);
+}
+
+/* A resumed run's log keeps every row the checkpoint vouches for (steps 1..step, in order)
+   and says exactly which steps have none: a gap (a row deleted) keeps the rows after it;
+   a missing or empty file, and a row cut off mid-way, name the steps not logged. */
+static void test_csv_repair(void) {
+    const char *H = "step,a,b\n";
+    char t[512], w[512];
+    snprintf(t, sizeof t, "%s1,x,y\n2,x,y\n4,x,y\n5,x,y\n6,x,y\n", H);
+    snprintf(w, sizeof w, "%s1,x,y\n2,x,y\n4,x,y\n5,x,y\n", H);
+    open_csv_case("csv: a gap (row 3 deleted): rows 4-5 kept, step 3 named, row 6 dropped", t, 5, "5,x", w,
+                  "no row for step 3 |dropped the row of step 6 (line 6), written after the checkpoint of step 5",
+                  "steps 4");
+    open_csv_case("csv: a missing log: steps 1-4 named as not in it", NULL, 4, NULL, H,
+                  "is new (it was missing or empty): steps 1-4", NULL);
+    open_csv_case("csv: an empty log: steps 1-4 named as not in it", "", 4, NULL, H,
+                  "is new (it was missing or empty): steps 1-4", NULL);
+    snprintf(t, sizeof t, "%s1,x", H);
+    open_csv_case("csv: a row cut off mid-way: named, and step 1 not logged (not 'steps 1-0')", t, 1, NULL, H,
+                  "dropped line 2, a row cut off mid-way (3 bytes|no row for step 1 ", "1-0");
+    snprintf(t, sizeof t, "%s1,x,y\n2,x,y\n2,x,y\n3,x\n3,x,y\nz,x,y\n4,x,y\n5,x,y\n6,x", H);
+    snprintf(w, sizeof w, "%s1,x,y\n2,x,y\n3,x,y\n4,x,y\n", H);
+    open_csv_case("csv: a duplicate, a short and an unnumbered line dropped, the rows around them kept", t, 4,
+                  "4,x", w, "dropped 3 lines that are not a row of this log, the first line 4 (step 2 after step 2"
+                  "|dropped the row of step 5 (line 9)|dropped line 10, a row cut off", "no row");
+    snprintf(t, sizeof t, "%s1,x,y\n2,x,y\n3,x,y\n", H);
+    open_csv_case("csv: rows 4-5 deleted: steps 4-5 named", t, 5, NULL, t, "no row for steps 4-5 (the checkpoint was saved after step 5)",
+                  "dropped");
+    snprintf(t, sizeof t, "%s1,x,y\n2,x,y\n", H);
+    open_csv_case("csv: a complete log up to the checkpoint: no note", t, 2, "2,x", t, "", "note");
+    // the last row vouched for, after a gap, is still checked against the checkpoint's record
+    char err[4096], dir[256];
+    snprintf(dir, sizeof dir, "%s/csv_repair", TMPDIR_);
+    snprintf(t, sizeof t, "%s1,x,y\n3,q,y\n", H);
+    char path[300];
+    snprintf(path, sizeof path, "%s/log.csv", dir);
+    write_bytes(path, t, strlen(t));
+    CsvOpenCall call = {dir, 3, "3,x"};
+    int rc = child_stderr(csv_open_fn, &call, err, sizeof err);
+    check(rc == 1 && strstr(err, "another run's log"), "csv: after a gap, the row of the checkpoint's step is "
+          "still checked against it", "exit %d: %.200s", rc, err);
+}
+
 /* train never overwrites its --init (the SFT model, also π_ref): a --run-dir that holds it
    is refused before anything runs. */
 static void test_train_keeps_init(void) {
@@ -6962,7 +7043,7 @@ int main(int argc, char **argv) {
     if (want("cli", only)) test_input_messages();
     if (want("checkpoint", only)) test_checkpoint_messages();
     if (want("sft", only)) test_sft_end_to_end();
-    if (want("sft", only)) { test_run_dir_lock(); test_save_failure(); test_csv_resume(); }
+    if (want("sft", only)) { test_run_dir_lock(); test_save_failure(); test_csv_resume(); test_csv_repair(); }
     if (want("train", only)) { test_train_keeps_init(); test_divergence(); test_resume_before(); }
     if (want("train", only)) test_test_limit();
     if (want("treetask", only)) test_tree_errors();
