@@ -10581,8 +10581,14 @@ static void write_file_atomic(const char *path, const char *text) {
     }
 }
 
-/* load_run: reads a finished run's eval.csv (points 0..K, in order) and result.txt into r.
-   Returns 0, or −1 with what is wrong in err. */
+/* load_run: reads a finished run's eval.csv (points 0..K, in order) and result.txt into r,
+   and checks that they hold: every number parses whole (no blanks, finite); point j is on
+   line j + 2; point 0 is the start (all zeros but val_acc); budget_spent, step, gen_tokens,
+   flops and seconds are >= 0 and never decrease, step and gen_tokens whole numbers; val_acc
+   and test_acc in [0, 1]; test_n a whole number >= 0, test_acc a multiple of 1/test_n (to
+   the 6 printed decimals); budget_done exactly 1; the last point's step, gen_tokens, flops
+   and seconds those of result.txt (the run ends at the step that spends its budget). Returns
+   0, or −1 with the file, the line and what is wrong in err. */
 static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     char path[700];
     snprintf(path, sizeof path, "%s/eval.csv", r->dir);
@@ -10591,19 +10597,42 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
         snprintf(err, errn, "cannot read %.400s: %s", path, strerror(errno));
         return -1;
     }
+    static const char *col[7] = {"point", "budget_spent", "step", "gen_tokens", "flops", "seconds", "val_acc"};
     const char *header = "point,budget_spent,step,gen_tokens,flops,seconds,val_acc\n";
     int rows = 0, ok = strncmp(text, header, strlen(header)) == 0;
+    char why[200] = "";
+    if (!ok) snprintf(why, sizeof why, "line 1: not the header '%.*s'", (int)strlen(header) - 1, header);
+    double prev[7] = {0};
     for (char *line = text + strlen(header); ok && *line; rows++) {
         char *nl = strchr(line, '\n');
         double v[7];
         char *p = line, *end;
+        int ln = rows + 2;
+        if (!nl) { snprintf(why, sizeof why, "line %d: cut off (no line end)", ln); ok = 0; break; }
         for (int f = 0; f < 7 && ok; f++) {
-            v[f] = strtod(p, &end);
-            ok = end != p && *end == (f < 6 ? ',' : '\n');
+            v[f] = is_blank(*p) ? 0.0 : strtod(p, &end);
+            if (is_blank(*p) || end == p || *end != (f < 6 ? ',' : '\n') || !isfinite(v[f])) {
+                snprintf(why, sizeof why, "line %d: %s is not a number%s", ln, col[f],
+                         f < 6 ? " followed by ','" : " ending the line");
+                ok = 0;
+            }
             p = end + 1;
         }
-        ok = ok && nl && rows <= K && v[0] == rows;
         if (!ok) break;
+        if (rows > K) snprintf(why, sizeof why, "line %d: more than %d points", ln, K + 1);
+        else if (v[0] != rows) snprintf(why, sizeof why, "line %d: point %g, expected %d", ln, v[0], rows);
+        else if (!(v[6] >= 0.0 && v[6] <= 1.0)) snprintf(why, sizeof why, "line %d: val_acc %g is not in [0, 1]", ln, v[6]);
+        for (int f = 1; f < 6 && !why[0]; f++) {
+            if (v[f] < 0.0) snprintf(why, sizeof why, "line %d: %s %g is negative", ln, col[f], v[f]);
+            else if ((f == 2 || f == 3) && v[f] != floor(v[f]))
+                snprintf(why, sizeof why, "line %d: %s %g is not a whole number", ln, col[f], v[f]);
+            else if (rows == 0 && v[f] != 0.0)
+                snprintf(why, sizeof why, "line %d: point 0 (the start) has %s %g, not 0", ln, col[f], v[f]);
+            else if (v[f] < prev[f])
+                snprintf(why, sizeof why, "line %d: %s %g is below the point before's %g", ln, col[f], v[f], prev[f]);
+        }
+        if (why[0]) { ok = 0; break; }
+        memcpy(prev, v, sizeof prev);
         r->x[AX_STEP][rows] = v[2];
         r->x[AX_TOKENS][rows] = v[3];
         r->x[AX_FLOPS][rows] = v[4];
@@ -10613,8 +10642,7 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     }
     free(text);
     if (!ok || rows != K + 1) {
-        const char *why = ok ? "the run ended before it spent its budget (--steps too low?)"
-                             : "unexpected header or row";
+        if (ok) snprintf(why, sizeof why, "the run ended before it spent its budget (--steps too low?)");
         snprintf(err, errn, "%.400s: %s (%d evaluation points of %d)", path, why, rows, K + 1);
         return -1;
     }
@@ -10624,16 +10652,56 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
         snprintf(err, errn, "cannot read %.400s: %s", path, strerror(errno));
         return -1;
     }
-    const char *acc = strstr(text, "test_acc ");
-    const char *n = strstr(text, "test_n ");
-    const char *done = strstr(text, "budget_done 1");
-    r->test_n = n ? atoi(n + 7) : 0;
-    r->test_acc = acc && r->test_n > 0 ? atof(acc + 9) : -1.0;
+    // key value lines; the keys compare reads, and those it checks against eval.csv's last point
+    static const char *keys[7] = {"test_acc", "test_n", "budget_done", "steps", "gen_tokens_traj", "gen_tokens_aux",
+                                  "flops"};
+    double val[8];
+    int have[8] = {0}, ln = 0;
+    for (char *line = text; *line && !why[0]; ) {
+        ln++;
+        char *nl = strchr(line, '\n'), *sp = strchr(line, ' ');
+        if (!nl) { snprintf(why, sizeof why, "line %d: cut off (no line end)", ln); break; }
+        int k = -1;
+        for (int i = 0; i < 7; i++)
+            if (sp && sp < nl && (size_t)(sp - line) == strlen(keys[i]) && !strncmp(line, keys[i], sp - line)) k = i;
+        if (sp && sp < nl && (size_t)(sp - line) == 7 && !strncmp(line, "seconds", 7)) k = 7;
+        if (k >= 0) {
+            char *end;
+            double v = is_blank(sp[1]) ? NAN : strtod(sp + 1, &end);
+            if (is_blank(sp[1]) || end == sp + 1 || end != nl || !isfinite(v))
+                snprintf(why, sizeof why, "line %d: the value of %s is not a number", ln, k == 7 ? "seconds" : keys[k]);
+            else if (have[k]) snprintf(why, sizeof why, "line %d: %s given twice", ln, k == 7 ? "seconds" : keys[k]);
+            val[k] = v;
+            have[k] = 1;
+        }
+        line = nl + 1;
+    }
     free(text);
-    if (!acc || !n || !done) {
-        snprintf(err, errn, "%.400s: no test_acc, test_n or 'budget_done 1' line", path);
+    if (!why[0] && (!have[0] || !have[1] || !have[2]))
+        snprintf(why, sizeof why, "no test_acc, test_n or budget_done line");
+    if (!why[0] && val[2] != 1.0) snprintf(why, sizeof why, "budget_done %g: the run did not spend its budget", val[2]);
+    if (!why[0] && !(val[1] >= 0 && val[1] == floor(val[1]) && val[1] < 2147483647.0))
+        snprintf(why, sizeof why, "test_n %g is not a whole number >= 0", val[1]);
+    if (!why[0] && !(val[0] >= 0.0 && val[0] <= 1.0)) snprintf(why, sizeof why, "test_acc %g is not in [0, 1]", val[0]);
+    if (!why[0] && val[1] > 0 && fabs(val[0] * val[1] - round(val[0] * val[1])) > 5.1e-7 * val[1] + 1e-9)
+        snprintf(why, sizeof why, "test_acc %g is not a count of test_n %g problems (correct / test_n)", val[0], val[1]);
+    // eval.csv's last point and result.txt: the same step and counters
+    double last[4] = {r->x[AX_STEP][K], r->x[AX_TOKENS][K], r->x[AX_FLOPS][K], r->x[AX_SECONDS][K]};
+    if (!why[0] && have[3] && val[3] != last[0])
+        snprintf(why, sizeof why, "steps %g, but eval.csv's last point is at step %g", val[3], last[0]);
+    if (!why[0] && have[4] && have[5] && val[4] + val[5] != last[1])
+        snprintf(why, sizeof why, "gen_tokens_traj + gen_tokens_aux %g, but eval.csv's last point has gen_tokens %g",
+                 val[4] + val[5], last[1]);
+    if (!why[0] && have[6] && val[6] != last[2])
+        snprintf(why, sizeof why, "flops %.0f, but eval.csv's last point has %.0f", val[6], last[2]);
+    if (!why[0] && have[7] && fabs(val[7] - last[3]) > 1e-6 * fmax(1.0, last[3]))
+        snprintf(why, sizeof why, "seconds %g, but eval.csv's last point has %g", val[7], last[3]);
+    if (why[0]) {
+        snprintf(err, errn, "%.400s: %s", path, why);
         return -1;
     }
+    r->test_n = (int)val[1];
+    r->test_acc = r->test_n > 0 ? val[0] : -1.0;
     return 0;
 }
 

@@ -1645,6 +1645,65 @@ static void test_csv_repair(void) {
           "still checked against it", "exit %d: %.200s", rc, err);
 }
 
+/* compare's load_run refuses a finished run whose files do not hold, naming the file and line:
+   a valid pair (K = 2) is read; each edit of one value is refused. */
+static int load_run_case(const char *eval, const char *result, char *err, size_t errn, CmpRun *r) {
+    char dir[256], path[300];
+    snprintf(dir, sizeof dir, "%s/load_run", TMPDIR_);
+    make_dir(dir);
+    snprintf(path, sizeof path, "%s/eval.csv", dir);
+    write_bytes(path, eval, strlen(eval));
+    snprintf(path, sizeof path, "%s/result.txt", dir);
+    write_bytes(path, result, strlen(result));
+    memset(r, 0, sizeof *r);
+    snprintf(r->dir, sizeof r->dir, "%s", dir);
+    err[0] = 0;
+    return load_run(r, 2, err, errn);
+}
+static void test_load_run_checks(void) {
+    const char *E = "point,budget_spent,step,gen_tokens,flops,seconds,val_acc\n0,0,0,0,0,0,0.100000\n"
+                    "1,4100,3,4100,2000000,1.500000,0.200000\n2,8200,6,8200,4000000,3.000000,0.250000\n";
+    const char *R = "test_acc 0.250000\ntest_n 40\nsft_test_acc 0.100000\nsteps 6\nbudget_done 1\n"
+                    "gen_tokens_traj 8000\ngen_tokens_aux 200\ntrained_tokens 9000\nflops 4000000\nseconds 3.000000\n";
+    char err[1024];
+    CmpRun r;
+    int rc = load_run_case(E, R, err, sizeof err, &r);
+    check(rc == 0 && r.test_acc == 0.25 && r.test_n == 40 && r.val[2] == 0.25, "compare: a finished run's files are read",
+          "%s", err);
+    struct { const char *what, *from, *to, *needle; int in_result; } cases[] = {
+        {"val_acc nan", "0.250000\n", "nan\n", "eval.csv: line 4: val_acc is not a number", 0},
+        {"val_acc 1.5", "0.250000\n", "1.5\n", "eval.csv: line 4: val_acc 1.5 is not in [0, 1]", 0},
+        {"val_acc -0.1", "0,0.100000", "0,-0.1", "line 2: val_acc -0.1", 0},
+        {"val_acc ' 0.2'", ",0.200000", ", 0.2", "line 3: val_acc is not a number", 0},
+        {"step 2.5", ",3,4100", ",2.5,4100", "line 3: step 2.5 is not a whole number", 0},
+        {"gen_tokens down", "6,8200,4", "6,4000,4", "line 4: gen_tokens 4000 is below", 0},
+        {"seconds inf", "1.500000", "inf", "line 3: seconds is not a number", 0},
+        {"point 0 not the start", "0,0,0,0,0,0,", "0,0,1,0,0,0,", "line 2: point 0 (the start) has step 1", 0},
+        {"test_acc 1.5", "test_acc 0.250000", "test_acc 1.5", "result.txt: test_acc 1.5 is not in [0, 1]", 1},
+        {"test_acc nan", "test_acc 0.250000", "test_acc nan", "result.txt: line 1: the value of test_acc", 1},
+        {"test_acc edited (0.26 of 40)", "test_acc 0.250000", "test_acc 0.260000", "not a count of test_n", 1},
+        {"test_acc line deleted (sft_test_acc is not it)", "test_acc 0.250000\n", "", "no test_acc", 1},
+        {"test_n 'abc'", "test_n 40", "test_n abc", "the value of test_n is not a number", 1},
+        {"test_n 40.5", "test_n 40", "test_n 40.5", "test_n 40.5 is not a whole number", 1},
+        {"budget_done 10", "budget_done 1", "budget_done 10", "budget_done 10", 1},
+        {"steps edited", "steps 6", "steps 7", "steps 7, but eval.csv's last point is at step 6", 1},
+        {"flops edited", "flops 4000000", "flops 4000001", "flops 4000001, but", 1},
+        {"test_acc twice", "steps 6", "test_acc 0.5", "test_acc given twice", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char e[1024], res[1024], name[160];
+        const char *src = cases[i].in_result ? R : E;
+        char *dst = cases[i].in_result ? res : e;
+        const char *at = strstr(src, cases[i].from);
+        snprintf(dst, 1024, "%.*s%s%s", (int)(at ? at - src : 0), src, cases[i].to, at ? at + strlen(cases[i].from) : "");
+        if (!cases[i].in_result) snprintf(res, sizeof res, "%s", R);
+        else snprintf(e, sizeof e, "%s", E);
+        rc = load_run_case(e, res, err, sizeof err, &r);
+        snprintf(name, sizeof name, "compare: a run with %s is refused, naming file and line", cases[i].what);
+        check(at && rc == -1 && strstr(err, cases[i].needle), name, "%s", err);
+    }
+}
+
 /* train never overwrites its --init (the SFT model, also π_ref): a --run-dir that holds it
    is refused before anything runs. */
 static void test_train_keeps_init(void) {
@@ -7079,6 +7138,7 @@ int main(int argc, char **argv) {
     if (want("train", only)) test_stale_checkpoint();
     if (want("sft", only)) test_sft_run_record();
     if (want("compare", only)) { test_compare_stats(); test_budget_accounting(); test_compare_quick(); }
+    if (want("compare", only)) test_load_run_checks();
     if (want("mcprm", only)) { test_mc_segment(); test_mc_advantages(); test_mc_dedup(); }
     if (want("mcprm", only)) { test_mc_tree_values(); test_mc_budget(); test_mc_train(); }
     if (want("mcprm", only)) { test_mc_commands(); test_mc_usage(); }
