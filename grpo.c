@@ -1792,7 +1792,7 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
     }
     free(line);
     fclose(f);
-    if (d->n == 0) data_error(path, lineno, "no examples in file");
+    if (d->n == 0) data_error(path, lineno ? lineno : 1, lineno ? "no examples in file" : "no examples in file (it is empty)");
 }
 
 static void free_dataset(Dataset *d) {
@@ -5553,14 +5553,17 @@ static void make_dir(const char *path) {
    runs never write the same checkpoints and logs (their files would interleave, and the
    run that printed '# saved' could own the other's model). The kernel drops the lock when
    the process ends, however it ends, so a .lock file left behind is harmless. The file
-   holds the owner's pid for the message. Returns the descriptor for unlock_run_dir. */
-static int lock_run_dir(const char *run_dir) {
+   holds the owner's pid for the message; flag is the option that names the directory
+   (--run-dir, compare's --study), for the hints. Returns the descriptor for unlock_run_dir. */
+static int lock_run_dir(const char *run_dir, const char *flag) {
     char path[1100], msg[1400];
     snprintf(path, sizeof path, "%s/.lock", run_dir);
     int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
     if (fd < 0) {
         snprintf(msg, sizeof msg, "cannot create lock file '%s': %s", path, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "check that --run-dir is writable");
+        char hint[96];
+        snprintf(hint, sizeof hint, "check that the %s directory is writable", flag);
+        fail_at(__FILE__, __LINE__, msg, hint);
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int err = errno;
@@ -5569,11 +5572,14 @@ static int lock_run_dir(const char *run_dir) {
         owner[n > 0 ? n : 0] = 0;
         owner[strcspn(owner, "\n")] = 0;
         if (err == EWOULDBLOCK)
-            snprintf(msg, sizeof msg, "run directory '%s' is in use by another run (pid %s)", run_dir,
-                     owner[0] ? owner : "unknown");
+            snprintf(msg, sizeof msg, "%s '%s' is in use by another %s (pid %s)",
+                     strcmp(flag, "--study") ? "run directory" : "study", run_dir,
+                     strcmp(flag, "--study") ? "run" : "compare", owner[0] ? owner : "unknown");
         else
             snprintf(msg, sizeof msg, "cannot lock '%s': %s", path, strerror(err));
-        fail_at(__FILE__, __LINE__, msg, "wait for that run to end, or give this one another --run-dir");
+        char hint[96];
+        snprintf(hint, sizeof hint, "wait for that run to end, or give this one another %s", flag);
+        fail_at(__FILE__, __LINE__, msg, hint);
     }
     char pid[32];
     int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
@@ -5626,6 +5632,7 @@ typedef struct {
     float target_acc;      // compare: the pre-registered validation accuracy X of the cost view (< 0: off)
     char study[256], methods[256], train_args[256], sft_args[256];
     int probe_every;       // train: GRPO's and λ-GRPO's gradients compared every N steps (0: off)
+    int quick;             // compare --quick: its SFT and train settings come before --sft-args, --train-args
 #ifdef GRPO_CUDA
     int tf32;              // 1: cuBLAS may use TF32 tensor cores
     int kernel_times;      // bench: 1 prints the GPU time of each kernel (CUDA build)
@@ -5754,7 +5761,7 @@ static const OptSpec OPTIONS[] = {
     {"num-iterations", OPT_INT, OFF(num_iterations), 1, 64, NULL, CMD_TRAIN | CMD_TREE,
      "updates μ per sampled batch (π_old frozen at sampling)"},
     {"micro-batch", OPT_INT, OFF(micro_batch), 0, 4096, NULL, CMD_TRAIN | CMD_TREE,
-     "sequences per forward/backward (0: whole step); changes no gradient"},
+     "sequences per forward/backward (0: whole step); the same gradient up to float rounding"},
     {"update-layout", OPT_ENUM, OFF(update_layout), 0, 0, UPDATE_LAYOUT_NAMES, CMD_SFT | CMD_TRAIN | CMD_TREE,
      "the training batch: tree (default on the CPU: the batch, or each micro-batch, packed as its "
      "prefix tree, shared prefixes computed once, no padding) or padded (the CUDA build's only "
@@ -6048,6 +6055,9 @@ static void task_defaults(Options *o, const unsigned char *given) {
     if (!given[lr - OPTIONS] && o->lr == TASK_TRAIN_LR[TASK_COUNTDOWN]) o->lr = TASK_TRAIN_LR[o->task];
 }
 
+// 1 for the characters isspace() takes in the C locale (strtol and strtod skip them at the start)
+static int is_blank(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
 /* parse_options: GNU long options for one command (bit `mask`); sets fields of o.
    Unknown option, missing value, unparsable or out-of-range value: usage error naming the
    option, exit 2. Returns the index of the first positional argument in argv. */
@@ -6105,8 +6115,11 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
         if (s->type == OPT_INT || s->type == OPT_FLOAT) {
             double v = s->type == OPT_INT ? (double)strtol(optarg, &end, 10) : strtod(optarg, &end);
             int out_of_range = errno == ERANGE;   // strtol/strtod saturated (or, strtod, underflowed)
-            if (end == optarg || *end || (errno && !out_of_range) || isnan(v))
-                usage_error("%s: '%s' is not a number", name, optarg);
+            // strtol and strtod skip leading blanks, and a trailing one is left over: both are refused
+            if (end == optarg || *end || (errno && !out_of_range) || isnan(v) || is_blank(optarg[0]))
+                usage_error("%s: '%s' is not a number%s", name, optarg,
+                            is_blank(optarg[0]) || is_blank(*end)
+                                ? " (no blanks around it)" : "");
             // a float option holds a float: beyond its range, or a non-zero value that would be
             // stored as 0 (1e-50, or 1e-320 where strtod itself underflows), is refused, not rounded
             int is_float = s->type == OPT_FLOAT;
@@ -6117,7 +6130,11 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
                                       "1.4e-45" : "|x| <= 3.4e38");
             if (out_of_range || v < s->min || v > s->max) {
                 char range[96];
-                snprintf(range, sizeof range, "'%s' is out of range [%g, %g]", optarg, s->min, s->max);
+                // as the parser reads numbers: an integer option's bounds in digits (1e+07 is not an integer)
+                if (s->type == OPT_INT)
+                    snprintf(range, sizeof range, "'%s' is out of range [%.0f, %.0f]", optarg, s->min, s->max);
+                else
+                    snprintf(range, sizeof range, "'%s' is out of range [%g, %g]", optarg, s->min, s->max);
                 usage_error("%s: %s", name, range);
             }
             if (s->type == OPT_INT) *(int *)p = (int)v;
@@ -6766,6 +6783,49 @@ static FILE *open_ckpt_tmp(const char *path, char *tmp, size_t cap) {
     }
 }
 
+#include <dirent.h>   // (here: only remove_dead_ckpt_tmps reads a directory)
+
+/* remove_dead_ckpt_tmps: removes the temporary files that saves killed by SIGKILL (or a power
+   cut) left in path's directory: NAME.tmp.<pid>.<n> (open_ckpt_tmp's names, of any checkpoint
+   there) whose process is gone (kill(pid, 0) fails with ESRCH), a regular file that is empty
+   or starts with CKPT_MAGIC. A file of a live process, of this one, or of any other content is
+   left alone. Each removal is a note on stderr; nothing here stops a save. */
+static void remove_dead_ckpt_tmps(const char *path) {
+    char dir[1100];
+    const char *slash = strrchr(path, '/');
+    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) + (slash == path), path);
+    else snprintf(dir, sizeof dir, ".");
+    DIR *d = opendir(dir);
+    if (!d) return;
+    for (struct dirent *e; (e = readdir(d)) != NULL; ) {
+        const char *name = e->d_name, *t = strstr(name, ".tmp.");
+        while (t && strstr(t + 1, ".tmp.")) t = strstr(t + 1, ".tmp.");   // the last ".tmp."
+        if (!t || t == name) continue;
+        const char *p = t + 5, *digits = p;
+        while (*p >= '0' && *p <= '9') p++;
+        if (p == digits || p - digits > 9 || *p != '.' || !p[1]) continue;
+        const char *n = p + 1;
+        while (*n >= '0' && *n <= '9') n++;
+        if (*n) continue;
+        long pid = strtol(digits, NULL, 10);
+        if (pid <= 0 || pid == (long)getpid()) continue;
+        errno = 0;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;   // alive (EPERM: another user's)
+        char full[1400];
+        snprintf(full, sizeof full, "%s/%s", dir, name);
+        struct stat sb;
+        if (lstat(full, &sb) != 0 || !S_ISREG(sb.st_mode)) continue;
+        int32_t magic = 0;
+        FILE *f = sb.st_size > 0 ? fopen(full, "rb") : NULL;
+        int ours = sb.st_size == 0 || (f && fread(&magic, 4, 1, f) == 1 && magic == CKPT_MAGIC);
+        if (f) fclose(f);
+        if (ours && unlink(full) == 0)
+            fprintf(stderr, "note: removed %s (%lld bytes): a checkpoint's temporary file left by process %ld, "
+                            "which is gone\n", full, (long long)sb.st_size, pid);
+    }
+    closedir(d);
+}
+
 /* ckpt_write_failed: a checkpoint could not be written (disk full, file size limit, I/O
    error) at stage `what`: closes f (when still open), removes the temporary file so that
    nothing half-written stays behind, and stops the run naming the checkpoint. Whatever was
@@ -6811,6 +6871,7 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     }
 #endif
     char tmp[1100];
+    remove_dead_ckpt_tmps(path);   // what saves killed by SIGKILL left there
     struct sigaction saved[3];
     ckpt_signals(saved, 0);
     FILE *f = open_ckpt_tmp(path, tmp, sizeof tmp);
@@ -7413,41 +7474,100 @@ static void close_csv(CsvLog *c) {
     if (ferror(c->f) || fclose(c->f) != 0) csv_failed(c);
 }
 
-/* csv_keep: the length of the part of text (n bytes) that a run resuming after step `step`
-   keeps: the header line, then complete rows numbered 1, 2, ... up to `step`, each with the
-   header's number of fields. It stops at the first row that is past the checkpoint (the
-   killed run went on after its last save), out of sequence, or malformed (a half-written
-   last row, or one fused with the next). *rows gets the number of rows kept; returns −1
-   when the file does not start with this header. */
-static long csv_keep(const char *text, long n, const char *header, int step, int *rows) {
+/* What csv_keep kept and dropped of a run's log, for open_csv's notes. */
+typedef struct {
+    int rows, last;              // rows kept; the step of the last one (0: none)
+    int past, past_from, past_to, past_line;   // complete rows of steps after the checkpoint's: dropped
+    int bad, bad_line;           // other lines dropped (malformed, out of order); the first of them
+    char bad_why[128];           // what was wrong with that first one
+    long cut_bytes;              // a last line without its '\n' (cut off mid-way): dropped
+    int cut_line;
+    int missing;                 // steps 1..step with no row kept
+    char missing_list[256];      // them, as ranges "3, 7-9" (cut with ", ..." when long)
+} CsvRepair;
+
+// Appends steps a..b (a <= b) to r's missing steps.
+static void csv_note_missing(CsvRepair *r, int a, int b) {
+    size_t used = strlen(r->missing_list);
+    r->missing += b - a + 1;
+    if (used >= sizeof r->missing_list - 40) {
+        if (!strstr(r->missing_list, "...")) snprintf(r->missing_list + used, sizeof r->missing_list - used, ", ...");
+        return;
+    }
+    if (a == b) snprintf(r->missing_list + used, sizeof r->missing_list - used, "%s%d", used ? ", " : "", a);
+    else snprintf(r->missing_list + used, sizeof r->missing_list - used, "%s%d-%d", used ? ", " : "", a, b);
+}
+
+/* csv_keep: what a run resuming after `step` keeps of its log text (n bytes): the header line,
+   then every complete row (ending in '\n', the header's number of fields, a step number
+   first) numbered above the row kept before it and at most `step`: the rows the checkpoint
+   vouches for, wherever a row is missing between them. It drops rows past the checkpoint
+   (the killed run went on after its last save), lines out of order (a step logged twice) or
+   malformed, and a last line cut off mid-way. The kept bytes are moved to the front of text;
+   returns their length, or −1 when the file does not start with this header. r says what
+   was kept and dropped, and which steps of 1..step have no row. */
+static long csv_keep(char *text, long n, const char *header, int step, CsvRepair *r) {
     long hlen = (long)strlen(header);
     int fields = 1;
     for (const char *p = header; *p; p++) fields += *p == ',';
-    *rows = 0;
+    memset(r, 0, sizeof *r);
     if (n < hlen + 1 || memcmp(text, header, hlen) != 0 || text[hlen] != '\n') return -1;
-    long keep = hlen + 1;
-    while (keep < n && *rows < step) {
-        const char *line = text + keep, *nl = (const char *)memchr(line, '\n', n - keep);
-        if (!nl) break;                                  // half-written last row
-        char *end;
-        long num = strtol(line, &end, 10);
+    long keep = hlen + 1, at = hlen + 1;
+    for (int lineno = 2; at < n; lineno++) {
+        char *line = text + at, *nl = (char *)memchr(line, '\n', n - at);
+        if (!nl) {   // the last line, without its '\n': cut off when the run stopped
+            r->cut_bytes = n - at;
+            r->cut_line = lineno;
+            break;
+        }
+        long len = (long)(nl - line) + 1;
+        at += len;
         int f = 1;
         for (const char *p = line; p < nl; p++) f += *p == ',';
-        if (end == line || *end != ',' || num != *rows + 1 || f != fields) break;
-        keep = (long)(nl - text) + 1;
-        (*rows)++;
+        char *end, why[128] = "";
+        errno = 0;
+        long num = line[0] >= '0' && line[0] <= '9' ? strtol(line, &end, 10) : -1;
+        if (num < 0 || errno || *end != ',') snprintf(why, sizeof why, "it does not start with a step number");
+        else if (f != fields) snprintf(why, sizeof why, "%d fields, the header has %d", f, fields);
+        else if (num <= r->last) snprintf(why, sizeof why, "step %ld after step %d: out of order", num, r->last);
+        if (!why[0] && num > step) {   // well-formed, after the checkpoint's step
+            if (!r->past) {
+                r->past_from = (int)num;
+                r->past_line = lineno;
+            }
+            r->past++;
+            r->past_to = (int)num;
+            continue;
+        }
+        if (why[0]) {
+            if (!r->bad) {
+                r->bad_line = lineno;
+                snprintf(r->bad_why, sizeof r->bad_why, "%s", why);
+            }
+            r->bad++;
+            continue;
+        }
+        if (num > r->last + 1) csv_note_missing(r, r->last + 1, (int)num - 1);
+        memmove(text + keep, line, (size_t)len);
+        keep += len;
+        r->rows++;
+        r->last = (int)num;
     }
+    if (r->last < step) csv_note_missing(r, r->last + 1, step);
     return keep;
 }
 
 /* open_csv: the run's log RUN_DIR/NAME. A new run (step 0) creates it with the header. A
-   run resuming after `step` steps keeps what csv_keep keeps and cuts the rest off, so the
-   file again holds one row per step taken; a missing or empty file (resuming into a new
-   run directory) gets the header. A row's first key_fields fields are what the same run
-   always writes alike (the fields before the timings); log_row ("" or NULL: unknown) is
-   those of the row the checkpoint was saved after: the log's row `step` must start with
-   them, or it is another run's log (a resume would append this run's rows to it), and the
-   run stops. */
+   run resuming after `step` steps keeps what csv_keep keeps and drops the rest (a note on
+   stderr for each kind of line dropped, and one naming the steps that have no row), so the
+   file again holds at most one row per step taken, in order; a missing or empty file
+   (resuming into a new run directory) gets the header, and a note that steps 1..step are not
+   in it. A row's first key_fields fields are what the same run always writes alike (the
+   fields before the timings); log_row ("" or NULL: unknown) is those of the row the
+   checkpoint was saved after: the log's row `step`, when it has one, must start with them,
+   or it is another run's log (a resume would append this run's rows to it), and the run
+   stops. The file is rewritten through a temporary file and a rename when a line is dropped
+   before its end. */
 static CsvLog open_csv(const char *run_dir, const char *name, const char *header, int step, int key_fields,
                        const char *log_row) {
     CsvLog c;
@@ -7457,6 +7577,10 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
     snprintf(c.path, sizeof c.path, "%s/%s", run_dir, name);
     struct stat sb;
     if (step == 0 || stat(c.path, &sb) != 0 || sb.st_size == 0) {
+        if (step > 0)
+            fprintf(stderr, "note: %s is new (it was missing or empty): step%s %s%d, before the checkpoint, "
+                            "%s not in it\n", c.path, step > 1 ? "s" : "", step > 1 ? "1-" : "", step,
+                    step > 1 ? "are" : "is");
         c.f = fopenCheck(c.path, "w");
         fprintf(c.f, "%s\n", header);
         csv_row_done(&c);
@@ -7466,33 +7590,62 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
     long n = (long)sb.st_size;
     char *text = (char *)mallocCheck((size_t)n);
     if (fread(text, 1, (size_t)n, c.f) != (size_t)n) csv_failed(&c);
-    int rows;
-    long keep = csv_keep(text, n, header, step, &rows);
+    char *orig = (char *)mallocCheck((size_t)n);
+    memcpy(orig, text, (size_t)n);
+    CsvRepair r;
+    long keep = csv_keep(text, n, header, step, &r);
     if (keep < 0) {
         char msg[1300];
         snprintf(msg, sizeof msg, "'%s' does not start with the header this run writes", c.path);
         fail_at(__FILE__, __LINE__, msg, "move the file away, or resume into another --run-dir");
     }
-    if (rows > 0) {   // the last row kept: row `rows`
+    if (r.rows > 0) {   // the last row kept: the row of step r.last
         long start = keep - 1;
         while (start > 0 && text[start - 1] != '\n') start--;
         csv_row_key(c.last_row, text + start, keep - start, key_fields);
     }
-    free(text);
-    if (log_row && log_row[0] && rows == step && strcmp(c.last_row, log_row) != 0) {
+    if (log_row && log_row[0] && r.last == step && strcmp(c.last_row, log_row) != 0) {
         char msg[1800];
         snprintf(msg, sizeof msg, "'%s' is another run's log: its row %d starts '%s', the checkpoint was "
                  "saved after the row '%s'", c.path, step, c.last_row, log_row);
         fail_at(__FILE__, __LINE__, msg, "move the log away, or resume into another --run-dir");
     }
-    if (keep < n)
-        fprintf(stderr, "note: %s: dropped %ld bytes after step %d (written after the checkpoint, or cut "
-                        "off when the run stopped)\n", c.path, n - keep, rows);
-    if (rows < step)
-        fprintf(stderr, "note: %s holds rows for steps 1-%d only; steps %d-%d were not logged\n",
-                c.path, rows, rows + 1, step);
-    if (fflush(c.f) != 0 || ftruncate(fileno(c.f), (off_t)keep) != 0 || fseek(c.f, 0, SEEK_END) != 0)
-        csv_failed(&c);
+    if (r.past == 1)
+        fprintf(stderr, "note: %s: dropped the row of step %d (line %d), written after the checkpoint of step %d\n",
+                c.path, r.past_from, r.past_line, step);
+    else if (r.past > 1)
+        fprintf(stderr, "note: %s: dropped %d rows of steps %d-%d (line %d on), written after the checkpoint of "
+                        "step %d\n", c.path, r.past, r.past_from, r.past_to, r.past_line, step);
+    if (r.bad)
+        fprintf(stderr, "note: %s: dropped %d line%s that %s not a row of this log, the first line %d (%s)\n",
+                c.path, r.bad, r.bad > 1 ? "s" : "", r.bad > 1 ? "are" : "is", r.bad_line, r.bad_why);
+    if (r.cut_bytes)
+        fprintf(stderr, "note: %s: dropped line %d, a row cut off mid-way (%ld bytes without a line end) when "
+                        "the run stopped\n", c.path, r.cut_line, r.cut_bytes);
+    if (r.missing)
+        fprintf(stderr, "note: %s has no row for step%s %s (the checkpoint was saved after step %d): %s not "
+                        "logged\n", c.path, r.missing > 1 ? "s" : "", r.missing_list, step,
+                r.missing > 1 ? "they were" : "it was");
+    int prefix = !memcmp(text, orig, (size_t)keep);   // only an end was dropped: cut the file there
+    free(orig);
+    if (prefix) {
+        if (fflush(c.f) != 0 || ftruncate(fileno(c.f), (off_t)keep) != 0 || fseek(c.f, 0, SEEK_END) != 0)
+            csv_failed(&c);
+    } else {   // a line dropped before the end: the kept rows to a temporary file, renamed over the log
+        char tmp[sizeof c.path];
+        snprintf(tmp, sizeof tmp, "%.1090s.tmp", c.path);
+        FILE *t = fopenCheck(tmp, "w");
+        if (fwrite(text, 1, (size_t)keep, t) != (size_t)keep || fflush(t) != 0 || fsync(fileno(t)) != 0) {
+            CsvLog e = c;
+            snprintf(e.path, sizeof e.path, "%s", tmp);
+            csv_failed(&e);
+        }
+        fcloseCheck(t);
+        if (rename(tmp, c.path) != 0) csv_failed(&c);
+        fclose(c.f);
+        c.f = fopenCheck(c.path, "a");
+    }
+    free(text);
     return c;
 }
 
@@ -7737,7 +7890,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
            model.num_parameters, model.config.num_layers, model.config.num_heads, model.config.channels,
            maxT, VOCAB_SIZE, train.n, val.n);
     make_dir(o->run_dir);
-    int lock = lock_run_dir(o->run_dir);
+    int lock = lock_run_dir(o->run_dir, "--run-dir");
     char ckpt[1100], periodic[1100];   // final model; periodic resumable checkpoint
     snprintf(ckpt, sizeof ckpt, "%s/model.bin", o->run_dir);
     snprintf(periodic, sizeof periodic, "%s/ckpt.bin", o->run_dir);
@@ -8266,9 +8419,10 @@ static int cmd_train(int argc, char **argv, Options *o) {
     Dataset train, val, test;
     load_dataset(&train, o->train_data, maxT, 0, &TASKS[o->task]);
     load_dataset(&val, o->val_data, maxT, 0, &TASKS[o->task]);
-    load_dataset(&test, o->test_data, maxT, 0, &TASKS[o->task]);
+    memset(&test, 0, sizeof test);   // --test-limit 0: no test evaluation, the file is not read
+    if (o->test_limit != 0) load_dataset(&test, o->test_data, maxT, 0, &TASKS[o->task]);
     const Dataset *sets[3] = {&train, &val, &test};
-    for (int s = 0; s < 3; s++) check_context(o, maxT, sets[s]);
+    for (int s = 0; s < 2 + (o->test_limit != 0); s++) check_context(o, maxT, sets[s]);
     int candidates = o->prompt_select == SELECT_MOPPS ? mopps_candidate_count(o, &train) : 0;
     print_options(stdout, o, CMD_TRAIN);
     char advantage[256];   // what each token's advantage is
@@ -8296,7 +8450,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
                "most %d refill rounds per step; their tokens count as auxiliary generated tokens\n",
                o->dynamic_max_rounds);
     make_dir(o->run_dir);
-    int lock = lock_run_dir(o->run_dir);
+    int lock = lock_run_dir(o->run_dir, "--run-dir");
     refuse_stale_checkpoint(o, run.periodic);
     if (o->resume[0]) snprintf(run.last_good, sizeof run.last_good, "%s", o->resume);
     KVCache kv;
@@ -8637,7 +8791,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
         printf("# mc-prm: every token is a step; V̂ of each prefix from K=%d continuations%s\n", o->mc_k,
                o->mc_whiten ? ", step advantages whitened over the step's tokens" : "");
     make_dir(o->run_dir);
-    int lock = lock_run_dir(o->run_dir);
+    int lock = lock_run_dir(o->run_dir, "--run-dir");
     const char *header = "objective,n,r_neg,seed,target,step,target_freq,mean_reward";
     CsvLog csv = open_csv(o->run_dir, "tree_steps.csv", header, 0, 0, NULL);
     static const int NS[2] = {1, 2};
@@ -9852,7 +10006,8 @@ static int read_check_file(const char *path, CheckRecord **out) {
     }
     free(line);
     if (f != stdin) fclose(f);
-    if (n == 0) check_error(path, lineno, "no completions in file", NULL);
+    if (n == 0)   // an empty file has no line 0: its line 1 is named
+        check_error(path, lineno > 0 ? lineno : 1, "no completions in file", lineno > 0 ? NULL : " (it is empty)");
     *out = recs;
     return n;
 }
@@ -9955,11 +10110,11 @@ static int cmd_check(int argc, char **argv, Options *o) {
         for (int i = 0; i < N; i++)
             if (!rec[i].logp_ref)
                 check_error(path, rec[i].line, "logp_ref is required when --beta is not 0", NULL);
-    if (cfg.obj.beta != 0.0f)   // a missing logp is taken as 0 below: with a KL term, a wrong KL, silently
-        for (int i = 0; i < N; i++)
-            if (!rec[i].logp)
-                check_error(path, rec[i].line, "logp_ref given without logp: the KL term needs the "
-                            "policy's log-probs (logp=...) when --beta is not 0", NULL);
+    // a missing logp is taken as 0 below: the kl column (and with β != 0 the loss) from an invented logp
+    for (int i = 0; i < N; i++)
+        if (rec[i].logp_ref && !rec[i].logp)
+            check_error(path, rec[i].line, "logp_ref given without logp: the KL (the kl column, and the "
+                        "loss when --beta is not 0) needs the policy's log-probs (logp=...)", NULL);
     // a missing logp is taken as 0 below: with logp_old given, a wrong ratio, silently
     for (int i = 0; i < N; i++)
         if (rec[i].logp_old && !rec[i].logp)
@@ -10863,8 +11018,14 @@ static void write_file_atomic(const char *path, const char *text) {
     }
 }
 
-/* load_run: reads a finished run's eval.csv (points 0..K, in order) and result.txt into r.
-   Returns 0, or −1 with what is wrong in err. */
+/* load_run: reads a finished run's eval.csv (points 0..K, in order) and result.txt into r,
+   and checks that they hold: every number parses whole (no blanks, finite); point j is on
+   line j + 2; point 0 is the start (all zeros but val_acc); budget_spent, step, gen_tokens,
+   flops and seconds are >= 0 and never decrease, step and gen_tokens whole numbers; val_acc
+   and test_acc in [0, 1]; test_n a whole number >= 0, test_acc a multiple of 1/test_n (to
+   the 6 printed decimals); budget_done exactly 1; the last point's step, gen_tokens, flops
+   and seconds those of result.txt (the run ends at the step that spends its budget). Returns
+   0, or −1 with the file, the line and what is wrong in err. */
 static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     char path[700];
     snprintf(path, sizeof path, "%s/eval.csv", r->dir);
@@ -10873,19 +11034,42 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
         snprintf(err, errn, "cannot read %.400s: %s", path, strerror(errno));
         return -1;
     }
+    static const char *col[7] = {"point", "budget_spent", "step", "gen_tokens", "flops", "seconds", "val_acc"};
     const char *header = "point,budget_spent,step,gen_tokens,flops,seconds,val_acc\n";
     int rows = 0, ok = strncmp(text, header, strlen(header)) == 0;
+    char why[200] = "";
+    if (!ok) snprintf(why, sizeof why, "line 1: not the header '%.*s'", (int)strlen(header) - 1, header);
+    double prev[7] = {0};
     for (char *line = text + strlen(header); ok && *line; rows++) {
         char *nl = strchr(line, '\n');
         double v[7];
         char *p = line, *end;
+        int ln = rows + 2;
+        if (!nl) { snprintf(why, sizeof why, "line %d: cut off (no line end)", ln); ok = 0; break; }
         for (int f = 0; f < 7 && ok; f++) {
-            v[f] = strtod(p, &end);
-            ok = end != p && *end == (f < 6 ? ',' : '\n');
+            v[f] = is_blank(*p) ? 0.0 : strtod(p, &end);
+            if (is_blank(*p) || end == p || *end != (f < 6 ? ',' : '\n') || !isfinite(v[f])) {
+                snprintf(why, sizeof why, "line %d: %s is not a number%s", ln, col[f],
+                         f < 6 ? " followed by ','" : " ending the line");
+                ok = 0;
+            }
             p = end + 1;
         }
-        ok = ok && nl && rows <= K && v[0] == rows;
         if (!ok) break;
+        if (rows > K) snprintf(why, sizeof why, "line %d: more than %d points", ln, K + 1);
+        else if (v[0] != rows) snprintf(why, sizeof why, "line %d: point %g, expected %d", ln, v[0], rows);
+        else if (!(v[6] >= 0.0 && v[6] <= 1.0)) snprintf(why, sizeof why, "line %d: val_acc %g is not in [0, 1]", ln, v[6]);
+        for (int f = 1; f < 6 && !why[0]; f++) {
+            if (v[f] < 0.0) snprintf(why, sizeof why, "line %d: %s %g is negative", ln, col[f], v[f]);
+            else if ((f == 2 || f == 3) && v[f] != floor(v[f]))
+                snprintf(why, sizeof why, "line %d: %s %g is not a whole number", ln, col[f], v[f]);
+            else if (rows == 0 && v[f] != 0.0)
+                snprintf(why, sizeof why, "line %d: point 0 (the start) has %s %g, not 0", ln, col[f], v[f]);
+            else if (v[f] < prev[f])
+                snprintf(why, sizeof why, "line %d: %s %g is below the point before's %g", ln, col[f], v[f], prev[f]);
+        }
+        if (why[0]) { ok = 0; break; }
+        memcpy(prev, v, sizeof prev);
         r->x[AX_STEP][rows] = v[2];
         r->x[AX_TOKENS][rows] = v[3];
         r->x[AX_FLOPS][rows] = v[4];
@@ -10895,8 +11079,7 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     }
     free(text);
     if (!ok || rows != K + 1) {
-        const char *why = ok ? "the run ended before it spent its budget (--steps too low?)"
-                             : "unexpected header or row";
+        if (ok) snprintf(why, sizeof why, "the run ended before it spent its budget (--steps too low?)");
         snprintf(err, errn, "%.400s: %s (%d evaluation points of %d)", path, why, rows, K + 1);
         return -1;
     }
@@ -10906,16 +11089,56 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
         snprintf(err, errn, "cannot read %.400s: %s", path, strerror(errno));
         return -1;
     }
-    const char *acc = strstr(text, "test_acc ");
-    const char *n = strstr(text, "test_n ");
-    const char *done = strstr(text, "budget_done 1");
-    r->test_n = n ? atoi(n + 7) : 0;
-    r->test_acc = acc && r->test_n > 0 ? atof(acc + 9) : -1.0;
+    // key value lines; the keys compare reads, and those it checks against eval.csv's last point
+    static const char *keys[7] = {"test_acc", "test_n", "budget_done", "steps", "gen_tokens_traj", "gen_tokens_aux",
+                                  "flops"};
+    double val[8];
+    int have[8] = {0}, ln = 0;
+    for (char *line = text; *line && !why[0]; ) {
+        ln++;
+        char *nl = strchr(line, '\n'), *sp = strchr(line, ' ');
+        if (!nl) { snprintf(why, sizeof why, "line %d: cut off (no line end)", ln); break; }
+        int k = -1;
+        for (int i = 0; i < 7; i++)
+            if (sp && sp < nl && (size_t)(sp - line) == strlen(keys[i]) && !strncmp(line, keys[i], sp - line)) k = i;
+        if (sp && sp < nl && (size_t)(sp - line) == 7 && !strncmp(line, "seconds", 7)) k = 7;
+        if (k >= 0) {
+            char *end;
+            double v = is_blank(sp[1]) ? NAN : strtod(sp + 1, &end);
+            if (is_blank(sp[1]) || end == sp + 1 || end != nl || !isfinite(v))
+                snprintf(why, sizeof why, "line %d: the value of %s is not a number", ln, k == 7 ? "seconds" : keys[k]);
+            else if (have[k]) snprintf(why, sizeof why, "line %d: %s given twice", ln, k == 7 ? "seconds" : keys[k]);
+            val[k] = v;
+            have[k] = 1;
+        }
+        line = nl + 1;
+    }
     free(text);
-    if (!acc || !n || !done) {
-        snprintf(err, errn, "%.400s: no test_acc, test_n or 'budget_done 1' line", path);
+    if (!why[0] && (!have[0] || !have[1] || !have[2]))
+        snprintf(why, sizeof why, "no test_acc, test_n or budget_done line");
+    if (!why[0] && val[2] != 1.0) snprintf(why, sizeof why, "budget_done %g: the run did not spend its budget", val[2]);
+    if (!why[0] && !(val[1] >= 0 && val[1] == floor(val[1]) && val[1] < 2147483647.0))
+        snprintf(why, sizeof why, "test_n %g is not a whole number >= 0", val[1]);
+    if (!why[0] && !(val[0] >= 0.0 && val[0] <= 1.0)) snprintf(why, sizeof why, "test_acc %g is not in [0, 1]", val[0]);
+    if (!why[0] && val[1] > 0 && fabs(val[0] * val[1] - round(val[0] * val[1])) > 5.1e-7 * val[1] + 1e-9)
+        snprintf(why, sizeof why, "test_acc %g is not a count of test_n %g problems (correct / test_n)", val[0], val[1]);
+    // eval.csv's last point and result.txt: the same step and counters
+    double last[4] = {r->x[AX_STEP][K], r->x[AX_TOKENS][K], r->x[AX_FLOPS][K], r->x[AX_SECONDS][K]};
+    if (!why[0] && have[3] && val[3] != last[0])
+        snprintf(why, sizeof why, "steps %g, but eval.csv's last point is at step %g", val[3], last[0]);
+    if (!why[0] && have[4] && have[5] && val[4] + val[5] != last[1])
+        snprintf(why, sizeof why, "gen_tokens_traj + gen_tokens_aux %g, but eval.csv's last point has gen_tokens %g",
+                 val[4] + val[5], last[1]);
+    if (!why[0] && have[6] && val[6] != last[2])
+        snprintf(why, sizeof why, "flops %.0f, but eval.csv's last point has %.0f", val[6], last[2]);
+    if (!why[0] && have[7] && fabs(val[7] - last[3]) > 1e-6 * fmax(1.0, last[3]))
+        snprintf(why, sizeof why, "seconds %g, but eval.csv's last point has %g", val[7], last[3]);
+    if (why[0]) {
+        snprintf(err, errn, "%.400s: %s", path, why);
         return -1;
     }
+    r->test_n = (int)val[1];
+    r->test_acc = r->test_n > 0 ? val[0] : -1.0;
     return 0;
 }
 
@@ -11398,6 +11621,12 @@ static void print_report(const CmpReport *R, FILE *curves) {
 
 /* method_args: the train command line of method mi, seed `seed`, in run directory dir: fixed
    options first, then --train-args, the method's own, and last those compare sets itself. */
+// The settings of ./grpo compare --quick: a tiny model (2 layers, width 32) and budget; --sft-args and
+// --train-args after them (a later value of an option wins), so that they add to them.
+#define CMP_QUICK_SFT \
+    "--layers 2 --heads 2 --channels 32 --batch-size 16 --lr 3e-3 --steps 300 --eval-every 0"
+#define CMP_QUICK_TRAIN "--prompts-per-step 4 --group-size 4 --lr 1e-3 --eval-limit 40 --test-limit 40"
+
 static void method_args(ArgList *a, const Options *o, const Method *m, int seed, const char *dir,
                         const char *sft) {
     char num[64];
@@ -11409,6 +11638,7 @@ static void method_args(ArgList *a, const Options *o, const Method *m, int seed,
     arg_add(a, "0");
     arg_add(a, "--pass-k");
     arg_add(a, "0");
+    if (o->quick) split_options(a, CMP_QUICK_TRAIN, CMD_TRAIN, CMP_RESERVED_TRAIN, "--quick");
     split_options(a, o->train_args, CMD_TRAIN, CMP_RESERVED_TRAIN, "--train-args");
     if (m->objective >= 0) {
         arg_add(a, "--objective");
@@ -11443,6 +11673,7 @@ static void sft_args(ArgList *a, const Options *o, const char *dir, int threads)
     char num[32];
     memset(a, 0, sizeof *a);
     arg_add(a, "sft");
+    if (o->quick) split_options(a, CMP_QUICK_SFT, CMD_SFT, CMP_RESERVED_SFT, "--quick");
     split_options(a, o->sft_args, CMD_SFT, CMP_RESERVED_SFT, "--sft-args");
     arg_add(a, "--run-dir");
     arg_add(a, dir);
@@ -11642,10 +11873,6 @@ static uint64_t prereg_sft_hash(const char *study, const char *sft) {
     return h;
 }
 
-// The settings of ./grpo compare --quick: a tiny model (2 layers, width 32) and budget.
-#define CMP_QUICK_SFT \
-    "--layers 2 --heads 2 --channels 32 --batch-size 16 --lr 3e-3 --steps 300 --eval-every 0"
-#define CMP_QUICK_TRAIN "--prompts-per-step 4 --group-size 4 --lr 1e-3 --eval-limit 40 --test-limit 40"
 
 /* ---- studies that outgrow one machine: compare --plan and compare --only RUN
 
@@ -11807,8 +12034,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
         o->budget = 8000.0f;
         o->eval_points = 2;
         strcpy(o->study, "runs/compare-quick");
-        strcpy(o->sft_args, CMP_QUICK_SFT);
-        strcpy(o->train_args, CMP_QUICK_TRAIN);
+        o->quick = 1;   // CMP_QUICK_SFT and CMP_QUICK_TRAIN, then --sft-args and --train-args
         o->threads = 1;   // the tiny SFT run: more threads cost more in start-up than they save
     }
     const char *syn = "Runs every method with every seed from one SFT checkpoint at the same budget, in\n"
@@ -11817,7 +12043,8 @@ static int cmd_compare(int argc, char **argv, Options *o) {
                       "differences against grpo. Resumable: rerun the same command to continue.\n"
                       "--threads: the study's SFT run (every compare run has one thread).\n"
                       "--quick (no value): 2 seeds, a tiny model (2 layers, width 32, 300 SFT steps) and\n"
-                      "budget (8000 gen-tokens, 2 points) in runs/compare-quick; later options override it.\n"
+                      "budget (8000 gen-tokens, 2 points) in runs/compare-quick; later options override it\n"
+                      "(--sft-args and --train-args add to its SFT and train settings).\n"
                       "--plan (no value): write the prereg, make the SFT checkpoint, then print one shell line\n"
                       "per run not done (for a scheduler: xargs -P, GNU parallel, a Slurm array) and run\n"
                       "nothing; rerun without --plan to collect. --only METHOD/seed_N: that run alone.";
@@ -11934,7 +12161,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     if (plan.only) cmp_only_ready(study, sft, o->init[0] != 0);
     make_dir(study);
     // one compare per study at a time; an --only run does not take it (its train run locks its own directory)
-    int lock = plan.only ? -1 : lock_run_dir(study);
+    int lock = plan.only ? -1 : lock_run_dir(study, "--study");
     uint64_t hash = write_prereg(study, text);
     if (!plan.only) printf("%shash: fnv1a64 %016llx (in %s/prereg.txt)\n\n", text, (unsigned long long)hash, study);
     free(text);

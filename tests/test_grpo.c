@@ -1389,6 +1389,21 @@ static void test_run_dir_lock(void) {
     snprintf(model, sizeof model, "%s/model.bin", dir);
     struct stat sb;
     check(stat(model, &sb) != 0, "run dir: ... and writes nothing there", "");
+    // a second compare on a study in use: the hint names compare's option, --study
+    char study[256], study_lock[300];
+    snprintf(study, sizeof study, "%s/locked_study", TMPDIR_);
+    make_dir(study);
+    snprintf(study_lock, sizeof study_lock, "%s/.lock", study);
+    int sfd = open(study_lock, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    int slocked = sfd >= 0 && flock(sfd, LOCK_EX | LOCK_NB) == 0;
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s", grpo_bin(), study);
+    code = run_binary(cmd, out, sizeof out);
+    check(slocked && code == 1 && strstr(out, "in use by another compare") && strstr(out, "another --study") &&
+          !strstr(out, "--run-dir"), "compare: a study in use is refused, the hint naming --study",
+          "exit %d: %s", code, line_with(out, "hint:"));
+    if (sfd >= 0) close(sfd);
+    snprintf(cmd, sizeof cmd, "%s sft --threads 1 --steps 2 --layers 1 --heads 1 --channels 8 --batch-size 2 "
+             "--eval-every 0 --val-data tests/fixtures/val_small.txt --run-dir %s", grpo_bin(), dir);
     if (fd >= 0) close(fd);   // the "first run" ends: its lock goes with it
     code = run_binary(cmd, out, sizeof out);
     check(code == 0 && stat(model, &sb) == 0, "run dir: once the first run has ended, the directory is free",
@@ -1547,6 +1562,146 @@ static void test_csv_resume(void) {
     const char *err = line_with(out, "error");
     check(code == 1 && strstr(err, "sft.csv"), "csv: a write error on the log stops the run, naming the file",
           "exit %d: %s", code, err);
+}
+
+typedef struct { const char *dir; int step; const char *log_row; } CsvOpenCall;
+static void csv_open_fn(void *p) {
+    CsvOpenCall *c = (CsvOpenCall *)p;
+    CsvLog log = open_csv(c->dir, "log.csv", "step,a,b", c->step, 2, c->log_row);
+    close_csv(&log);
+}
+
+/* open_csv_case: writes RUN/log.csv (NULL: no file), opens it as a run resuming after `step`,
+   and checks the file's rows after it (want) and that its notes on stderr hold each of the
+   `notes` ('|'-separated) and not `never`. */
+static void open_csv_case(const char *name, const char *text, int step, const char *log_row, const char *want,
+                          const char *notes, const char *never) {
+    char dir[256], path[300], err[4096];
+    snprintf(dir, sizeof dir, "%s/csv_repair", TMPDIR_);
+    make_dir(dir);
+    snprintf(path, sizeof path, "%s/log.csv", dir);
+    unlink(path);
+    if (text) write_bytes(path, text, strlen(text));
+    CsvOpenCall call = {dir, step, log_row};
+    int rc = child_stderr(csv_open_fn, &call, err, sizeof err);
+    size_t n = 0;
+    char *got = (char *)read_all(path, &n);
+    got = (char *)realloc(got, n + 1);
+    got[n] = 0;
+    int ok = rc == 0 && !strcmp(got, want);
+    char missing[300] = "";
+    for (const char *p = notes; ok && *p; ) {
+        char one[200];
+        size_t len = strcspn(p, "|");
+        snprintf(one, sizeof one, "%.*s", (int)len, p);
+        if (!strstr(err, one)) { ok = 0; snprintf(missing, sizeof missing, "  <- no note '%s'", one); }
+        p += len + (p[len] == '|');
+    }
+    if (never && strstr(err, never)) { ok = 0; snprintf(missing, sizeof missing, "  <- says '%s'", never); }
+    for (char *q = got; *q; q++) if (*q == '\n') *q = '/';
+    for (char *q = err; *q; q++) if (*q == '\n') *q = ' ';
+    check(ok, name, "exit %d, rows '%s'; %.300s%s", rc, got + strlen("step,a,b/"), err, missing);
+    free(got);
+}
+
+/* A resumed run's log keeps every row the checkpoint vouches for (steps 1..step, in order)
+   and says exactly which steps have none: a gap (a row deleted) keeps the rows after it;
+   a missing or empty file, and a row cut off mid-way, name the steps not logged. */
+static void test_csv_repair(void) {
+    const char *H = "step,a,b\n";
+    char t[512], w[512];
+    snprintf(t, sizeof t, "%s1,x,y\n2,x,y\n4,x,y\n5,x,y\n6,x,y\n", H);
+    snprintf(w, sizeof w, "%s1,x,y\n2,x,y\n4,x,y\n5,x,y\n", H);
+    open_csv_case("csv: a gap (row 3 deleted): rows 4-5 kept, step 3 named, row 6 dropped", t, 5, "5,x", w,
+                  "no row for step 3 |dropped the row of step 6 (line 6), written after the checkpoint of step 5",
+                  "steps 4");
+    open_csv_case("csv: a missing log: steps 1-4 named as not in it", NULL, 4, NULL, H,
+                  "is new (it was missing or empty): steps 1-4", NULL);
+    open_csv_case("csv: an empty log: steps 1-4 named as not in it", "", 4, NULL, H,
+                  "is new (it was missing or empty): steps 1-4", NULL);
+    snprintf(t, sizeof t, "%s1,x", H);
+    open_csv_case("csv: a row cut off mid-way: named, and step 1 not logged (not 'steps 1-0')", t, 1, NULL, H,
+                  "dropped line 2, a row cut off mid-way (3 bytes|no row for step 1 ", "1-0");
+    snprintf(t, sizeof t, "%s1,x,y\n2,x,y\n2,x,y\n3,x\n3,x,y\nz,x,y\n4,x,y\n5,x,y\n6,x", H);
+    snprintf(w, sizeof w, "%s1,x,y\n2,x,y\n3,x,y\n4,x,y\n", H);
+    open_csv_case("csv: a duplicate, a short and an unnumbered line dropped, the rows around them kept", t, 4,
+                  "4,x", w, "dropped 3 lines that are not a row of this log, the first line 4 (step 2 after step 2"
+                  "|dropped the row of step 5 (line 9)|dropped line 10, a row cut off", "no row");
+    snprintf(t, sizeof t, "%s1,x,y\n2,x,y\n3,x,y\n", H);
+    open_csv_case("csv: rows 4-5 deleted: steps 4-5 named", t, 5, NULL, t, "no row for steps 4-5 (the checkpoint was saved after step 5)",
+                  "dropped");
+    snprintf(t, sizeof t, "%s1,x,y\n2,x,y\n", H);
+    open_csv_case("csv: a complete log up to the checkpoint: no note", t, 2, "2,x", t, "", "note");
+    // the last row vouched for, after a gap, is still checked against the checkpoint's record
+    char err[4096], dir[256];
+    snprintf(dir, sizeof dir, "%s/csv_repair", TMPDIR_);
+    snprintf(t, sizeof t, "%s1,x,y\n3,q,y\n", H);
+    char path[300];
+    snprintf(path, sizeof path, "%s/log.csv", dir);
+    write_bytes(path, t, strlen(t));
+    CsvOpenCall call = {dir, 3, "3,x"};
+    int rc = child_stderr(csv_open_fn, &call, err, sizeof err);
+    check(rc == 1 && strstr(err, "another run's log"), "csv: after a gap, the row of the checkpoint's step is "
+          "still checked against it", "exit %d: %.200s", rc, err);
+}
+
+/* compare's load_run refuses a finished run whose files do not hold, naming the file and line:
+   a valid pair (K = 2) is read; each edit of one value is refused. */
+static int load_run_case(const char *eval, const char *result, char *err, size_t errn, CmpRun *r) {
+    char dir[256], path[300];
+    snprintf(dir, sizeof dir, "%s/load_run", TMPDIR_);
+    make_dir(dir);
+    snprintf(path, sizeof path, "%s/eval.csv", dir);
+    write_bytes(path, eval, strlen(eval));
+    snprintf(path, sizeof path, "%s/result.txt", dir);
+    write_bytes(path, result, strlen(result));
+    memset(r, 0, sizeof *r);
+    snprintf(r->dir, sizeof r->dir, "%s", dir);
+    err[0] = 0;
+    return load_run(r, 2, err, errn);
+}
+static void test_load_run_checks(void) {
+    const char *E = "point,budget_spent,step,gen_tokens,flops,seconds,val_acc\n0,0,0,0,0,0,0.100000\n"
+                    "1,4100,3,4100,2000000,1.500000,0.200000\n2,8200,6,8200,4000000,3.000000,0.250000\n";
+    const char *R = "test_acc 0.250000\ntest_n 40\nsft_test_acc 0.100000\nsteps 6\nbudget_done 1\n"
+                    "gen_tokens_traj 8000\ngen_tokens_aux 200\ntrained_tokens 9000\nflops 4000000\nseconds 3.000000\n";
+    char err[1024];
+    CmpRun r;
+    int rc = load_run_case(E, R, err, sizeof err, &r);
+    check(rc == 0 && r.test_acc == 0.25 && r.test_n == 40 && r.val[2] == 0.25, "compare: a finished run's files are read",
+          "%s", err);
+    struct { const char *what, *from, *to, *needle; int in_result; } cases[] = {
+        {"val_acc nan", "0.250000\n", "nan\n", "eval.csv: line 4: val_acc is not a number", 0},
+        {"val_acc 1.5", "0.250000\n", "1.5\n", "eval.csv: line 4: val_acc 1.5 is not in [0, 1]", 0},
+        {"val_acc -0.1", "0,0.100000", "0,-0.1", "line 2: val_acc -0.1", 0},
+        {"val_acc ' 0.2'", ",0.200000", ", 0.2", "line 3: val_acc is not a number", 0},
+        {"step 2.5", ",3,4100", ",2.5,4100", "line 3: step 2.5 is not a whole number", 0},
+        {"gen_tokens down", "6,8200,4", "6,4000,4", "line 4: gen_tokens 4000 is below", 0},
+        {"seconds inf", "1.500000", "inf", "line 3: seconds is not a number", 0},
+        {"point 0 not the start", "0,0,0,0,0,0,", "0,0,1,0,0,0,", "line 2: point 0 (the start) has step 1", 0},
+        {"test_acc 1.5", "test_acc 0.250000", "test_acc 1.5", "result.txt: test_acc 1.5 is not in [0, 1]", 1},
+        {"test_acc nan", "test_acc 0.250000", "test_acc nan", "result.txt: line 1: the value of test_acc", 1},
+        {"test_acc edited (0.26 of 40)", "test_acc 0.250000", "test_acc 0.260000", "not a count of test_n", 1},
+        {"test_acc line deleted (sft_test_acc is not it)", "test_acc 0.250000\n", "", "no test_acc", 1},
+        {"test_n 'abc'", "test_n 40", "test_n abc", "the value of test_n is not a number", 1},
+        {"test_n 40.5", "test_n 40", "test_n 40.5", "test_n 40.5 is not a whole number", 1},
+        {"budget_done 10", "budget_done 1", "budget_done 10", "budget_done 10", 1},
+        {"steps edited", "steps 6", "steps 7", "steps 7, but eval.csv's last point is at step 6", 1},
+        {"flops edited", "flops 4000000", "flops 4000001", "flops 4000001, but", 1},
+        {"test_acc twice", "steps 6", "test_acc 0.5", "test_acc given twice", 1},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char e[1024], res[1024], name[160];
+        const char *src = cases[i].in_result ? R : E;
+        char *dst = cases[i].in_result ? res : e;
+        const char *at = strstr(src, cases[i].from);
+        snprintf(dst, 1024, "%.*s%s%s", (int)(at ? at - src : 0), src, cases[i].to, at ? at + strlen(cases[i].from) : "");
+        if (!cases[i].in_result) snprintf(res, sizeof res, "%s", R);
+        else snprintf(e, sizeof e, "%s", E);
+        rc = load_run_case(e, res, err, sizeof err, &r);
+        snprintf(name, sizeof name, "compare: a run with %s is refused, naming file and line", cases[i].what);
+        check(at && rc == -1 && strstr(err, cases[i].needle), name, "%s", err);
+    }
 }
 
 /* train never overwrites its --init (the SFT model, also π_ref): a --run-dir that holds it
@@ -1714,6 +1869,13 @@ static void test_test_limit(void) {
     check(code == 0 && strstr(out, "result: no test evaluation") && !strstr(out, "# start: test") &&
           !strstr(out, "pass@"), "train --test-limit 0: no test evaluation at the start or end",
           "exit %d: %s", code, line_with(out, "result"));
+    // ... and the --test-data file is not read: a missing or malformed one does not stop the run
+    snprintf(cmd, sizeof cmd, "%s train %s --test-limit 0 --test-data %s/no_such_test.txt --init %s "
+             "--run-dir %s/limit0_nofile", grpo_bin(), common, TMPDIR_, init, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    check(code == 0 && strstr(out, "result: no test evaluation"),
+          "train --test-limit 0: --test-data is not read (a missing file runs)", "exit %d: %s", code,
+          line_with(out, "error"));
     snprintf(cmd, sizeof cmd, "%s train %s --test-limit 5 --init %s --run-dir %s/limit5", grpo_bin(), common,
              init, TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
@@ -2086,6 +2248,20 @@ static void test_input_messages(void) {
                                          "--data /tmp/grpo_test/prompts.txt"};
     expect_exit("usage: eval names the too-long prompt's FILE:LINE", cmd_call_fn, &eval_ctx, 2,
                 "prompts.txt:3, the longest prompt");
+    // --micro-batch's help: the same gradient up to float rounding (not "changes no gradient")
+    static char help[65536];
+    char help_cmd[256];
+    snprintf(help_cmd, sizeof help_cmd, "%s train --help", grpo_bin());
+    int help_rc = run_binary(help_cmd, help, sizeof help);
+    const char *mb = line_with(help, "--micro-batch");
+    check(help_rc == 0 && strstr(mb, "the same gradient up to float rounding"),
+          "help: --micro-batch gives the same gradient up to float rounding", "%s", mb);
+    // an empty file has no line 0: its line 1 is named (check's file; a data file)
+    write_bytes(tmp_path("/tmp/grpo_test/empty.txt"), "", 0);
+    expect_exit("check: an empty file is reported at line 1, not 0", read_check_fn,
+                (void *)tmp_path("/tmp/grpo_test/empty.txt"), 1, "empty.txt:1: no completions in file (it is empty)");
+    expect_exit("data: an empty data file is reported at line 1, not 0", load_prompts_fn,
+                (void *)tmp_path("/tmp/grpo_test/empty.txt"), 1, "empty.txt:1: no examples in file (it is empty)");
     // SFT demonstrations must be what the verifier scores 1; the shipped files are
     f = fopenCheck(tmp_path("/tmp/grpo_test/demo_space.txt"), "w");
     fprintf(f, "7 3 5>26:\t7*3=21,21+5=26\n7 3 5>26:\t7*3=21,21+5=26 \n");
@@ -4094,6 +4270,13 @@ static void parse_float_fn(void *arg) {
     parse_options(3, argv, CMD_SFT, &o, "cmd", "");
     exit(o.lr != 0.0f ? 0 : 3);   // 3: accepted, but stored as 0
 }
+static void parse_steps_fn(void *arg) {
+    char name[] = "cmd", *argv[4] = {name, (char *)"--steps", (char *)arg, NULL};
+    Options o;
+    default_options(&o);
+    parse_options(3, argv, CMD_SFT, &o, "cmd", "");
+    exit(0);
+}
 static void test_option_float_range(void) {
     static CmdCall tiny_eps = {cmd_train, "--adv-eps 1e-320"};
     expect_exit("usage: --adv-eps 1e-320 (strtod underflows) is out of float range", cmd_call_fn, &tiny_eps,
@@ -4105,7 +4288,22 @@ static void test_option_float_range(void) {
     expect_exit("usage: --lr 1e-40 (a subnormal float, not 0) is kept", parse_float_fn, "1e-40", 0, "");
     static CmdCall huge_int = {cmd_sft, "--steps 99999999999999999999"};
     expect_exit("usage: --steps beyond a long is out of range, not 'not a number'", cmd_call_fn, &huge_int, 2,
-                "--steps: '99999999999999999999' is out of range [0, 1e+07]");
+                "--steps: '99999999999999999999' is out of range [0, 10000000]");
+    // an integer option's range in digits, as the parser takes them (it refuses 1e+07 for --steps)
+    static CmdCall big_steps = {cmd_sft, "--steps 10000001"};
+    expect_exit("usage: an integer option's range is printed as integers ([0, 10000000])", cmd_call_fn,
+                &big_steps, 2, "--steps: '10000001' is out of range [0, 10000000]");
+    // a blank before or after a number: refused alike ('5 ' was refused, ' 5' taken as 5)
+    const char *blanks[4] = {" 5", "5 ", "\t5", " 1e-3"};
+    for (int i = 0; i < 4; i++) {
+        char name[96];
+        snprintf(name, sizeof name, "usage: --lr '%s' (a blank around the number) is refused", blanks[i]);
+        expect_exit(name, parse_float_fn, (void *)blanks[i], 2, "is not a number (no blanks around it)");
+    }
+    expect_exit("usage: --steps ' 5' (an integer option) is refused as '5 ' is", parse_steps_fn, (void *)" 5", 2,
+                "--steps: ' 5' is not a number (no blanks around it)");
+    expect_exit("usage: --steps '5 ' is refused", parse_steps_fn, (void *)"5 ", 2,
+                "--steps: '5 ' is not a number (no blanks around it)");
 }
 
 /* ./grpo tree's per-seed lines name the window of its metric, min(50, --steps) steps (they
@@ -4340,6 +4538,43 @@ static void test_save_interrupted(void) {
     check(killed_ok == tries && left == 0,
           "checkpoint: SIGTERM/SIGINT during a save leaves no temporary file",
           "%d of %d children ended by the signal; %d temporary files left", killed_ok, tries, left);
+    // SIGKILL cannot be caught: a save killed by it leaves its temporary file (checkpoint-sized); the
+    // next save in that directory removes it, and leaves a live process's file and any other file alone
+    char path[300], live[400], other[400], litter[400];
+    snprintf(path, sizeof path, "%s/ckpt.bin", dir);
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        char tmp[1100];
+        FILE *f = open_ckpt_tmp(path, tmp, sizeof tmp);
+        int32_t h[CKPT_HEADER_INTS] = {CKPT_MAGIC, CKPT_VERSION};
+        fwrite(h, sizeof h, 1, f);
+        fflush(f);
+        raise(SIGKILL);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    snprintf(litter, sizeof litter, "ckpt.bin.tmp.%ld.", (long)pid);   // the prefix of its name
+    snprintf(live, sizeof live, "%s.tmp.%ld.0", path, (long)getppid());   // a live process's save
+    snprintf(other, sizeof other, "%s.tmp.%ld.999999", path, (long)pid);   // not a checkpoint's bytes
+    int32_t magic = CKPT_MAGIC;
+    write_bytes(live, &magic, 4);
+    write_bytes(other, "a user's own file", 17);
+    struct stat sb;
+    int planted = WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL && count_prefixed(dir, litter) == 2;
+    GPT m;
+    build_gpt(&m, (GPTConfig){16, VOCAB_SIZE, 1, 1, 8}, 1, 4);
+    char err[4096];
+    SaveCall sc = {path, &m, 0};   // no size limit
+    child_stderr(save_limited_fn, &sc, err, sizeof err);
+    free_gpt(&m);
+    check(planted && count_prefixed(dir, litter) == 1 && strstr(err, "note: removed") && strstr(err, litter),
+          "checkpoint: the next save removes the temporary file of a save killed by SIGKILL, with a note",
+          "%s; %.200s", planted ? "left by the killed save" : "NOT planted", err);
+    check(stat(live, &sb) == 0 && stat(other, &sb) == 0,
+          "checkpoint: ... and keeps a live process's temporary file and a file that is no checkpoint's", "");
+    unlink(live);
+    unlink(other);
 }
 
 // the n-th field (0-based) of row `row` (1-based) of a CSV file, as a number (-1: absent)
@@ -4946,6 +5181,15 @@ static void test_compare_quick(void) {
     check(rc == 1 && strstr(out, "error: run grpo+max-new-tokens=60/seed_1 failed") &&
           strstr(out, "seed_1/run.log") && strstr(out, "exceed the model's context"),
           "compare: a failing run is reported with its log, exit 1", "exit %d", rc);
+    // --sft-args after --quick add to its SFT settings (they replaced them: a 1-layer default model)
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/study_sft_args --seeds 1 "
+             "--sft-args '--steps 7 --context 8'", grpo_bin(), TMPDIR_);
+    rc = run_binary(cmd, out, sizeof out);
+    const char *sft_cmd = whole_line_with(out, " sft ");
+    check(strstr(sft_cmd, "--layers 2 --heads 2 --channels 32") && strstr(sft_cmd, "--steps 300") &&
+          strstr(sft_cmd, "--steps 7 --context 8") && strstr(out, "layers=2"),
+          "compare --quick --sft-args: added to the quick SFT settings (the later --steps wins)", "exit %d: %s",
+          rc, sft_cmd);
     snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/study_bad2 --methods grpo:--steps=5", grpo_bin(),
              TMPDIR_);
     rc = run_binary(cmd, out, sizeof out);
@@ -7584,7 +7828,7 @@ int main(int argc, char **argv) {
     if (want("cli", only)) test_input_messages();
     if (want("checkpoint", only)) test_checkpoint_messages();
     if (want("sft", only)) test_sft_end_to_end();
-    if (want("sft", only)) { test_run_dir_lock(); test_save_failure(); test_csv_resume(); }
+    if (want("sft", only)) { test_run_dir_lock(); test_save_failure(); test_csv_resume(); test_csv_repair(); }
     if (want("train", only)) { test_train_keeps_init(); test_divergence(); test_resume_before(); }
     if (want("train", only)) test_test_limit();
     if (want("treetask", only)) test_tree_errors();
@@ -7623,6 +7867,7 @@ int main(int argc, char **argv) {
     if (want("sft", only)) test_sft_run_record();
     if (want("compare", only)) { test_compare_stats(); test_budget_accounting(); test_compare_quick();
                                    test_compare_cost_to_reach(); test_compare_plan(); }
+    if (want("compare", only)) test_load_run_checks();
     if (want("mcprm", only)) { test_mc_segment(); test_mc_advantages(); test_mc_dedup(); }
     if (want("mcprm", only)) { test_mc_tree_values(); test_mc_budget(); test_mc_train(); }
     if (want("mcprm", only)) { test_mc_commands(); test_mc_usage(); }
