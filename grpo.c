@@ -5926,16 +5926,21 @@ static const OptSpec *find_option(const char *name);   // the row of --name (bel
    "infinite"/"infinity" (returned as 1e18), else OMP_WAIT_POLICY: PASSIVE 0, ACTIVE 3e10
    (libgomp's "5 minutes"), unset or anything else 300,000. Either may be NULL (unset); case
    and surrounding blanks are ignored, as libgomp does. */
+// word[0..15]: s's first blank-separated word (at most 15 characters), in lower case
+static void first_word_lower(const char *s, char word[16]) {
+    while (*s == ' ' || *s == '\t') s++;
+    int n = 0;
+    while (s[n] && s[n] != ' ' && s[n] != '\t' && n < 15) {
+        char c = s[n];
+        word[n++] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
+    }
+    word[n] = 0;
+}
+
 static double gomp_spin_count(const char *wait_policy, const char *spincount) {
     char word[16];
     if (spincount) {
-        while (*spincount == ' ' || *spincount == '\t') spincount++;
-        int n = 0;
-        while (spincount[n] && spincount[n] != ' ' && spincount[n] != '\t' && n < 15) {
-            char c = spincount[n];
-            word[n++] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
-        }
-        word[n] = 0;
+        first_word_lower(spincount, word);
         if (!strcmp(word, "infinite") || !strcmp(word, "infinity")) return 1e18;
         char *end;
         errno = 0;
@@ -5950,13 +5955,7 @@ static double gomp_spin_count(const char *wait_policy, const char *spincount) {
         }   // not a count: libgomp ignores it, and so does this
     }
     if (wait_policy) {
-        while (*wait_policy == ' ' || *wait_policy == '\t') wait_policy++;
-        int n = 0;
-        while (wait_policy[n] && wait_policy[n] != ' ' && wait_policy[n] != '\t' && n < 15) {
-            char c = wait_policy[n];
-            word[n++] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
-        }
-        word[n] = 0;
+        first_word_lower(wait_policy, word);
         if (!strcmp(word, "passive")) return 0.0;
         if (!strcmp(word, "active")) return 3e10;
     }
