@@ -9699,6 +9699,10 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     }
     if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 (logits / T overflow below)");
     if (o->group_size > 4096) usage_error("--group-size must be <= 4096");
+    if (o->group_size < 2)
+        usage_error("--group-size %d: a group needs at least 2 completions (a_i compares each reward with "
+                    "the group's mean and std, so one completion has advantage 0 and its tree one path)",
+                    o->group_size);
     const Task *t = &TASKS[o->task];
     if (!o->prompt[0]) choose_sample_prompt(o, t);
     int k = o->group_size, plen = (int)strlen(o->prompt), bad = 0;
@@ -11790,8 +11794,10 @@ static uint64_t write_prereg(const char *study, const char *text) {
             free(full);
             snprintf(msg, sizeof msg, "study '%s' was pre-registered with another configuration (its "
                      "prereg.txt; this command's is in %s)", study, rejected);
-            fail_at(__FILE__, __LINE__, msg,
-                    "rerun with the options prereg.txt lists, or give another --study");
+            char hint[2400];
+            snprintf(hint, sizeof hint, "`diff %s/prereg.txt %s` shows what differs; rerun with the options "
+                     "prereg.txt lists, or give another --study", study, rejected);
+            fail_at(__FILE__, __LINE__, msg, hint);
         }
         return hash;
     }
@@ -12330,13 +12336,13 @@ static void print_usage(void) {
     printf("grpo.c: GRPO and λ-GRPO (Sullivan & Koller, arXiv 2509.21154) in one C file\n\n"
            "usage: " PROG " <command> [--option value ...]    (" PROG " <command> --help for options)\n\n"
            "commands:\n"
-           "  sft      supervised fine-tuning on demonstrations (data/countdown_train.txt)\n"
-           "  train    GRPO / λ-GRPO / MC-PRM / PPO on countdown from an SFT checkpoint\n"
+           "  sft      supervised fine-tuning on demonstrations (countdown's, or --task chain-sum's)\n"
+           "  train    GRPO / λ-GRPO / MC-PRM / PPO on a task (--task) from an SFT checkpoint\n"
            "  eval     score a checkpoint: greedy accuracy and pass@k\n"
            "  sample   sample a group for one prompt and draw its prefix tree B(G), R̂ beside V̂\n"
            "  tree     the paper's synthetic experiment (Table 1): GRPO vs λ-GRPO (+ MC-PRM, PPO) on a tree\n"
            "  check    advantages, |λ|, weights, loss and gradients for a batch from another trainer\n"
-           "  verify   score prompt<TAB>completion lines with the countdown verifier\n"
+           "  verify   score prompt<TAB>completion lines with the task's verifier (--task)\n"
            "  bench    training and sampling throughput\n"
            "  compare  methods x seeds at one budget from one SFT checkpoint, with confidence intervals\n");
 }

@@ -7638,6 +7638,17 @@ static void save_tiny_task_init(char *path, size_t cap, const char *file, uint64
     free_gpt(&m);
 }
 
+// sample refuses a group of one (no advantage, no tree to show), naming the option
+static void test_sample_group_of_one(void) {
+    static char cmd[2048], out[16384];
+    char cd[300];
+    save_tiny_task_init(cd, sizeof cd, "one_cd.bin", 25, TASK_COUNTDOWN);
+    snprintf(cmd, sizeof cmd, "%s sample --threads 1 --model %s --group-size 1 --max-new-tokens 4 2>&1", grpo_bin(), cd);
+    int code = run_binary(cmd, out, sizeof out);
+    check(code == 2 && strstr(out, "--group-size 1: a group needs at least 2 completions"),
+          "sample: --group-size 1 is refused, naming the option", "exit %d: %s", code, line_with(out, "group-size"));
+}
+
 // a --max-new-tokens shorter than a file's demonstrations: counted, and one note naming the file
 static void test_note_cut_demonstrations(void) {
     static char cmd[4096], out[65536];
@@ -7881,7 +7892,7 @@ int main(int argc, char **argv) {
     if (want("select", only)) test_select_dynamic_objectives();
     if (want("html", only)) { test_html_check(); test_html_sample_text(); test_html_sample_runs(); test_html_errors(); }
     if (want("verifier", only)) test_chain_sum_verifier();
-    if (want("task", only)) { test_note_cut_demonstrations(); test_task_train_lr(); test_task_interface(); test_chain_sum_methods(); }
+    if (want("task", only)) { test_sample_group_of_one(); test_note_cut_demonstrations(); test_task_train_lr(); test_task_interface(); test_chain_sum_methods(); }
     if (want("task", only)) test_chain_sum_resume();
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
