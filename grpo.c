@@ -5802,7 +5802,7 @@ static const OptSpec OPTIONS[] = {
     {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_COMPARE,
      "seeds 1..N of every method (paired across methods)"},
     {"target-acc", OPT_FLOAT, OFF(target_acc), 0, 1, NULL, CMD_COMPARE,
-     "X in [0, 1]: also report gen tokens and seconds to first reach val accuracy X (-1: off)"},
+     "X in [0, 1]: also report gen tokens and seconds to first reach val accuracy X (without it: no such view; the default -1 means that)"},
     {"jobs", OPT_INT, OFF(jobs), 0, 1024, NULL, CMD_COMPARE,
      "runs at once, one thread each (0: the core count)"},
     {"init", OPT_STR, OFF(init), 0, 0, NULL, CMD_COMPARE,
@@ -12005,6 +12005,21 @@ static int cmp_only_select(const CmpPlan *p, CmpRun *runs, int n, const Method *
         if (!strcmp(name, p->only)) at = i;
     }
     if (at < 0) usage_error("--only '%s': the study has no such run (METHOD/seed_N, as --plan prints it)", p->only);
+    // one --only per run at a time: a lock of the compare process's own (train's .lock is taken only
+    // once its run starts, after compare has opened the run's log), then the done marker again
+    make_dir(runs[at].dir);
+    char path[1200], done[1200];
+    snprintf(path, sizeof path, "%s/.only-lock", runs[at].dir);
+    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);   // held until the process ends
+    if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        fprintf(stderr, "error: --only '%s': %s\n  hint: another compare --only runs it now (the same plan line "
+                "started twice?); wait for it, its run.log is in %s\n", p->only,
+                fd < 0 ? strerror(errno) : "that run is in use", runs[at].dir);
+        exit(1);
+    }
+    snprintf(done, sizeof done, "%s/done", runs[at].dir);
+    struct stat sb;
+    if (stat(done, &sb) == 0) runs[at].state = CMP_DONE;   // finished while this one waited to start
     if (runs[at].state == CMP_DONE) {
         printf("done already: %s\n", p->only);
         return 1;

@@ -5251,6 +5251,35 @@ static char *summary_without_seconds(const char *text) {
    summary.txt is the in-process study's but for the seconds (summary_without_seconds, a
    strcmp of the rest). --target-acc: a run that never reaches X is counted (the quick model's
    accuracy is 0: 2 of 2 for both methods), and a rerun with another X is refused. */
+/* compare --only: the same plan line started twice at once. While one holds the run, the other
+   stops with exit 1 before it opens (and would truncate) the run's log; then the line runs. */
+static void test_compare_only_lock(void) {
+    static char cmd[4096], out[65536];
+    char c[256], run[300], lockp[320], logp[320], donep[320];
+    snprintf(c, sizeof c, "%s/only_lock", TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s --plan", grpo_bin(), c);
+    int rc = run_binary(cmd, out, sizeof out);
+    snprintf(run, sizeof run, "%s/runs/grpo/seed_1", c);
+    make_dir(run);
+    snprintf(lockp, sizeof lockp, "%s/.only-lock", run);
+    snprintf(logp, sizeof logp, "%s/run.log", run);
+    snprintf(donep, sizeof donep, "%s/done", run);
+    int fd = open(lockp, O_RDWR | O_CREAT | O_CLOEXEC, 0666);   // as a running --only holds it
+    int held = fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) == 0;
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s --only grpo/seed_1", grpo_bin(), c);
+    int rc1 = run_binary(cmd, out, sizeof out);
+    struct stat sb;
+    int untouched = stat(logp, &sb) != 0;
+    int named = strstr(out, "--only 'grpo/seed_1': that run is in use") != NULL;
+    if (fd >= 0) close(fd);
+    int rc2 = run_binary(cmd, out, sizeof out);
+    int done = stat(donep, &sb) == 0;
+    check(rc == 0 && held && rc1 == 1 && untouched && named && rc2 == 0 && done,
+          "compare --only: a second start of a running line stops before touching its log; then it runs",
+          "plan exit %d, held %d, exit %d, log untouched %d, named %d; then exit %d, done %d", rc, held, rc1,
+          untouched, named, rc2, done);
+}
+
 static void test_compare_plan(void) {
     static char cmd[4096], out[65536];
     char a[256], b[256], plan[512], path[512];
@@ -7877,7 +7906,8 @@ int main(int argc, char **argv) {
     if (want("train", only)) test_stale_checkpoint();
     if (want("sft", only)) test_sft_run_record();
     if (want("compare", only)) { test_compare_stats(); test_budget_accounting(); test_compare_quick();
-                                   test_compare_cost_to_reach(); test_compare_plan(); }
+                                   test_compare_cost_to_reach(); test_compare_plan();
+                                   test_compare_only_lock(); }
     if (want("compare", only)) test_load_run_checks();
     if (want("mcprm", only)) { test_mc_segment(); test_mc_advantages(); test_mc_dedup(); }
     if (want("mcprm", only)) { test_mc_tree_values(); test_mc_budget(); test_mc_train(); }
