@@ -10783,6 +10783,11 @@ static const char *CMP_RESERVED_SFT[] = {"threads", "run-dir", "resume", NULL};
 
 // 0 when --name is an option of the command `mask` that compare passes on; else a message in err
 static int check_pass_option(const char *name, unsigned mask, const char **reserved, char *err, size_t n) {
+    if (!strcmp(name, "save-every")) {
+        snprintf(err, n, "--save-every: compare reruns an interrupted run from its start, which "
+                 "its checkpoint would refuse (train asks for --resume); leave it out");
+        return -1;
+    }
     for (int r = 0; reserved[r]; r++)
         if (!strcmp(name, reserved[r])) {
             snprintf(err, n, "--%s is set by compare for every run", name);

@@ -5253,6 +5253,21 @@ static char *summary_without_seconds(const char *text) {
    accuracy is 0: 2 of 2 for both methods), and a rerun with another X is refused. */
 /* compare --only: the same plan line started twice at once. While one holds the run, the other
    stops with exit 1 before it opens (and would truncate) the run's log; then the line runs. */
+// compare refuses --save-every (its checkpoint would make the rerun of an interrupted run refuse)
+static void test_compare_no_save_every(void) {
+    static char cmd[2048], out[16384];
+    const char *how[3] = {"--train-args '--save-every 3'", "--sft-args '--save-every 3'",
+                          "--methods grpo,mine:--objective=lambda-grpo:--save-every=3"};
+    int ok = 0;
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/no_save_%d %s", grpo_bin(), TMPDIR_, i, how[i]);
+        int rc = run_binary(cmd, out, sizeof out);
+        ok += rc == 2 && strstr(out, "--save-every: compare reruns an interrupted run") != NULL;
+    }
+    check(ok == 3, "compare: --save-every in --train-args, --sft-args or a method is refused, saying why",
+          "%d of 3 refused", ok);
+}
+
 static void test_compare_only_lock(void) {
     static char cmd[4096], out[65536];
     char c[256], run[300], lockp[320], logp[320], donep[320];
@@ -7907,7 +7922,7 @@ int main(int argc, char **argv) {
     if (want("sft", only)) test_sft_run_record();
     if (want("compare", only)) { test_compare_stats(); test_budget_accounting(); test_compare_quick();
                                    test_compare_cost_to_reach(); test_compare_plan();
-                                   test_compare_only_lock(); }
+                                   test_compare_only_lock(); test_compare_no_save_every(); }
     if (want("compare", only)) test_load_run_checks();
     if (want("mcprm", only)) { test_mc_segment(); test_mc_advantages(); test_mc_dedup(); }
     if (want("mcprm", only)) { test_mc_tree_values(); test_mc_budget(); test_mc_train(); }
