@@ -12314,6 +12314,15 @@ static int cmd_compare(int argc, char **argv, Options *o) {
                 failed, failed > 1 ? "s" : "");
         exit(EXIT_INPUT);
     }
+    // every run scored the same test set (one --test-limit for all): a result.txt of another size
+    // would enter the test table beside the others, or blank it as "not evaluated"
+    for (int i = 1; i < nruns; i++)
+        if (runs[i].test_n != runs[0].test_n) {
+            fprintf(stderr, "error: %s/result.txt: test_n %d, but %s/result.txt has %d: the runs of one study "
+                    "score one test set\n  hint: delete that run's done marker to redo it\n", runs[i].dir,
+                    runs[i].test_n, runs[0].dir, runs[0].test_n);
+            exit(EXIT_INPUT);
+        }
     // every point of every run, then the report (stdout and summary.txt) and the views' curves
     char path[1200];
     snprintf(path, sizeof path, "%s/points.csv", study);

@@ -5253,6 +5253,34 @@ static char *summary_without_seconds(const char *text) {
    accuracy is 0: 2 of 2 for both methods), and a rerun with another X is refused. */
 /* compare --only: the same plan line started twice at once. While one holds the run, the other
    stops with exit 1 before it opens (and would truncate) the run's log; then the line runs. */
+// compare refuses a study whose runs scored test sets of different sizes (an edited result.txt)
+static void test_compare_test_n(void) {
+    static char cmd[2048], out[65536];
+    char st[256], res[320];
+    snprintf(st, sizeof st, "%s/test_n_study", TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s", grpo_bin(), st);
+    int rc0 = run_binary(cmd, out, sizeof out);
+    snprintf(res, sizeof res, "%s/runs/grpo/seed_2/result.txt", st);
+    char *text = slurp(res);
+    char *at = text ? strstr(text, "test_n ") : NULL;
+    int edited = 0;
+    if (at && at[7] >= '1' && at[7] <= '9') {   // test_n N -> 0, test_acc already 0 for the quick model
+        FILE *f = fopen(res, "w");
+        if (f) {
+            fwrite(text, 1, (size_t)(at - text) + 7, f);
+            fputs("0", f);
+            char *nl = strchr(at, '\n');
+            if (nl) fputs(nl, f);
+            edited = fclose(f) == 0;
+        }
+    }
+    free(text);
+    int rc = run_binary(cmd, out, sizeof out);
+    check(rc0 == 0 && edited && rc == 1 && strstr(out, "result.txt: test_n 0, but ") && strstr(out, "score one test set"),
+          "compare: runs whose result.txt hold another test_n are refused, naming both files",
+          "exit %d, edited %d, exit %d: %s", rc0, edited, rc, line_with(out, "test_n"));
+}
+
 // compare refuses --save-every (its checkpoint would make the rerun of an interrupted run refuse)
 static void test_compare_no_save_every(void) {
     static char cmd[2048], out[16384];
@@ -7922,7 +7950,8 @@ int main(int argc, char **argv) {
     if (want("sft", only)) test_sft_run_record();
     if (want("compare", only)) { test_compare_stats(); test_budget_accounting(); test_compare_quick();
                                    test_compare_cost_to_reach(); test_compare_plan();
-                                   test_compare_only_lock(); test_compare_no_save_every(); }
+                                   test_compare_only_lock(); test_compare_no_save_every();
+                                   test_compare_test_n(); }
     if (want("compare", only)) test_load_run_checks();
     if (want("mcprm", only)) { test_mc_segment(); test_mc_advantages(); test_mc_dedup(); }
     if (want("mcprm", only)) { test_mc_tree_values(); test_mc_budget(); test_mc_train(); }
