@@ -6084,8 +6084,12 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     for (;;) {
         int c = getopt_long(argc, argv, ":h", longopts, NULL);
         if (c == -1) break;
-        if (c == 'h') {
-            print_help(cmd, mask, synopsis, &defaults);
+        if (c == 'h') {   // the defaults of the --task given before --help (its data, budget, train's lr)
+            Options shown = defaults;
+            unsigned char none[NUM_OPTIONS] = {0};
+            shown.task = o->task;
+            task_defaults(&shown, none);
+            print_help(cmd, mask, synopsis, &shown);
             exit(0);
         }
         if (c == '?') {

@@ -7710,6 +7710,19 @@ static void save_tiny_task_init(char *path, size_t cap, const char *file, uint64
     free_gpt(&m);
 }
 
+// --help after --task shows that task's defaults (data files, budget, train's lr)
+static void test_help_task_defaults(void) {
+    static char cmd[1024], out[65536];
+    snprintf(cmd, sizeof cmd, "%s train --task chain-sum --help", grpo_bin());
+    int rc = run_binary(cmd, out, sizeof out);
+    int cs = strstr(out, "[data/chain_sum_t5_train.txt]") && strstr(out, "[1e-05]") && strstr(out, "[48]");
+    snprintf(cmd, sizeof cmd, "%s train --help", grpo_bin());
+    int rc2 = run_binary(cmd, out, sizeof out);
+    int cd = strstr(out, "[data/countdown_train.txt]") && strstr(out, "[0.0001]") && strstr(out, "[26]");
+    check(rc == 0 && cs && rc2 == 0 && cd, "help: train --task chain-sum --help shows chain-sum's defaults",
+          "exit %d chain-sum %d, exit %d countdown %d", rc, cs, rc2, cd);
+}
+
 // sample refuses a group of one (no advantage, no tree to show), naming the option
 static void test_sample_group_of_one(void) {
     static char cmd[2048], out[16384];
@@ -7966,7 +7979,7 @@ int main(int argc, char **argv) {
     if (want("select", only)) test_select_dynamic_objectives();
     if (want("html", only)) { test_html_check(); test_html_sample_text(); test_html_sample_runs(); test_html_errors(); }
     if (want("verifier", only)) test_chain_sum_verifier();
-    if (want("task", only)) { test_sample_group_of_one(); test_note_cut_demonstrations(); test_task_train_lr(); test_task_interface(); test_chain_sum_methods(); }
+    if (want("task", only)) { test_help_task_defaults(); test_sample_group_of_one(); test_note_cut_demonstrations(); test_task_train_lr(); test_task_interface(); test_chain_sum_methods(); }
     if (want("task", only)) test_chain_sum_resume();
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
