@@ -3866,16 +3866,16 @@ static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, con
     p->share = counted ? (double)shared / counted : NAN;
 }
 
-/* probe_update_directions (method_token_advantages calls it): at steps every, 2·every, ...
-   probe_directions on the step's batch (GRPOConfig and π_ref of the run), timed; the marks
-   r->t[0..3] then move later by its seconds, so that every duration the log and spend_budget take
-   from r->t leaves the probe out. Nothing without --probe-every. */
 #ifdef TESTING
 // A fault tests/test_grpo.c puts into the probe to see its "changes nothing" test fail (1: the probe
 // draws from the run's RNG; 2: it applies an AdamW step with its g_λ). Only in the test build.
 static int probe_test_fault = 0;
 #endif
 
+/* probe_update_directions (method_token_advantages calls it): at steps every, 2·every, ...
+   probe_directions on the step's batch (GRPOConfig and π_ref of the run), timed; the marks
+   r->t[0..3] then move later by its seconds, so that every duration the log and spend_budget take
+   from r->t leaves the probe out. Nothing without --probe-every. */
 static void probe_update_directions(TrainRun *run, StepReport *r) {
     Probe *p = run->probe;
     if (!p || r->step % p->every != 0) return;
@@ -5915,17 +5915,6 @@ static void print_help(const char *cmd, unsigned mask, const char *synopsis, con
 
 static const OptSpec *find_option(const char *name);   // the row of --name (below)
 
-/* A busy machine: OpenMP's waiting threads spin (libgomp: about 300,000 iterations at each
-   barrier before they sleep, unless told otherwise), and when other jobs hold the cores a
-   2-thread run then spins against them: several times slower (notes/speed.md, "On a shared
-   machine"). The program cannot change the policy itself (libgomp reads it before main), so it
-   says once, on stderr, what to type.
-
-   gomp_spin_count: the spins libgomp waits at a barrier before sleeping, as libgomp 4.4+ reads
-   its environment: GOMP_SPINCOUNT when it is a number (suffixes k, M, G, T: ×1e3..1e12) or
-   "infinite"/"infinity" (returned as 1e18), else OMP_WAIT_POLICY: PASSIVE 0, ACTIVE 3e10
-   (libgomp's "5 minutes"), unset or anything else 300,000. Either may be NULL (unset); case
-   and surrounding blanks are ignored, as libgomp does. */
 // word[0..15]: s's first blank-separated word (at most 15 characters), in lower case
 static void first_word_lower(const char *s, char word[16]) {
     while (*s == ' ' || *s == '\t') s++;
@@ -5937,6 +5926,17 @@ static void first_word_lower(const char *s, char word[16]) {
     word[n] = 0;
 }
 
+/* A busy machine: OpenMP's waiting threads spin (libgomp: about 300,000 iterations at each
+   barrier before they sleep, unless told otherwise), and when other jobs hold the cores a
+   2-thread run then spins against them: several times slower (notes/speed.md, "On a shared
+   machine"). The program cannot change the policy itself (libgomp reads it before main), so it
+   says once, on stderr, what to type.
+
+   gomp_spin_count: the spins libgomp waits at a barrier before sleeping, as libgomp 4.4+ reads
+   its environment: GOMP_SPINCOUNT when it is a number (suffixes k, M, G, T: ×1e3..1e12) or
+   "infinite"/"infinity" (returned as 1e18), else OMP_WAIT_POLICY: PASSIVE 0, ACTIVE 3e10
+   (libgomp's "5 minutes"), unset or anything else 300,000. Either may be NULL (unset); case
+   and surrounding blanks are ignored, as libgomp does. */
 static double gomp_spin_count(const char *wait_policy, const char *spincount) {
     char word[16];
     if (spincount) {
@@ -9627,14 +9627,6 @@ static void print_tree(FILE *f, const PrefixTree *tree, const int *const *tokens
     free(is_last);
 }
 
-/* group_rewards_mixed: 1 if the k rewards r[0..k) are not all equal (the group has a gradient:
-   some advantage a_i = (r_i − mean)/(std + eps) is not 0), else 0 (k <= 1 included). */
-static int group_rewards_mixed(const float *r, int k) {
-    for (int i = 1; i < k; i++)
-        if (r[i] != r[0]) return 1;
-    return 0;
-}
-
 #define SAMPLE_TRIES 16   // sample without --prompt: validation prompts tried for a mixed group
 
 /* choose_sample_prompt: sample's prompt when --prompt is not given. Draws up to SAMPLE_TRIES
@@ -9672,7 +9664,7 @@ static void choose_sample_prompt(Options *o, const Task *t) {
         const int *nums = val.nums + (size_t)q * MAX_NUMS;
         for (int i = 0; i < k; i++)
             g.reward[i] = task_reward(t, nums, val.num_count[q], val.target[q], g.comp_row[i], g.clen[i], 0.0f);
-        mixed = group_rewards_mixed(g.reward, k);
+        mixed = !group_rewards_equal(&g, 0);
     }
     if (mixed)
         printf("prompt drawn from %s (line %d): the first of %d tried whose group has mixed rewards\n",
@@ -9746,7 +9738,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
         decode(g.comp_row[i], g.clen[i], text, sizeof text);
         printf("  y(%d)  r=%.0f  a=%+.4f  %s\n", i + 1, g.reward[i], g.advantage[i], text);
     }
-    if (k > 1 && !group_rewards_mixed(g.reward, k))
+    if (group_rewards_equal(&g, 0))
         printf("\nall %d rewards are %g: this group gives no gradient. Every advantage a_i = (r_i - mean)/(std + eps)\n"
                "is 0, so every token's term (a_i times its ratio) is 0 under GRPO and under λ-GRPO alike.\n", k,
                g.reward[0]);
@@ -11332,10 +11324,13 @@ static void print_padded(FILE *f, const char *s, int width, int right) {
     else fprintf(f, "%s%*s", s, width > cols ? width - cols : 0, "");
 }
 
-static void format_ci(const MeanCI *c, int sign, char *buf, size_t n) {
-    if (isnan(c->half)) snprintf(buf, n, sign ? "%+.3f" : "%.3f", c->mean);
-    else snprintf(buf, n, sign ? "%+.3f±%.3f" : "%.3f±%.3f", c->mean, c->half);
+// "mean±half" with `digits` decimals (a sign with sign != 0); "mean" alone when half is NaN (n < 2)
+static void format_ci_digits(const MeanCI *c, int sign, int digits, char *buf, size_t n) {
+    if (isnan(c->half)) snprintf(buf, n, sign ? "%+.*f" : "%.*f", digits, c->mean);
+    else snprintf(buf, n, sign ? "%+.*f±%.*f" : "%.*f±%.*f", digits, c->mean, digits, c->half);
 }
+
+static void format_ci(const MeanCI *c, int sign, char *buf, size_t n) { format_ci_digits(c, sign, 3, buf, n); }
 
 typedef struct {
     FILE *out;          // the summary (stdout and summary.txt get the same text)
@@ -11494,12 +11489,10 @@ static void print_cost_view(const CmpReport *R) {
         print_padded(f, R->m[mi].label, wl, 0);
         MeanCI ct = mean_ci(tok, reached), cs = mean_ci(sec, reached);
         if (!reached) snprintf(cell, sizeof cell, "-");
-        else if (isnan(ct.half)) snprintf(cell, sizeof cell, "%.0f", ct.mean);
-        else snprintf(cell, sizeof cell, "%.0f±%.0f", ct.mean, ct.half);
+        else format_ci_digits(&ct, 0, 0, cell, sizeof cell);
         print_padded(f, cell, 20, 1);
         if (!reached) snprintf(cell, sizeof cell, "-");
-        else if (isnan(cs.half)) snprintf(cell, sizeof cell, "%.1f", cs.mean);
-        else snprintf(cell, sizeof cell, "%.1f±%.1f", cs.mean, cs.half);
+        else format_ci_digits(&cs, 0, 1, cell, sizeof cell);
         print_padded(f, cell, 16, 1);
         snprintf(cell, sizeof cell, "%d of %d", R->S - reached, R->S);
         print_padded(f, cell, 20, 1);
@@ -11512,8 +11505,7 @@ static void print_cost_view(const CmpReport *R) {
             snprintf(cell, sizeof cell, "(no seed where both reached it)");
         } else {
             PairedDiff p = paired_diff(a, b, pairs);
-            if (isnan(p.d.half)) snprintf(cell, sizeof cell, "%+.0f", p.d.mean);
-            else snprintf(cell, sizeof cell, "%+.0f±%.0f", p.d.mean, p.d.half);
+            format_ci_digits(&p.d, 1, 0, cell, sizeof cell);
             snprintf(cell + strlen(cell), sizeof cell - strlen(cell), " tokens (%d seed%s where both reached it)",
                      pairs, pairs > 1 ? "s" : "");
         }
@@ -11965,7 +11957,7 @@ static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Me
     for (int i = 0; i < n; i++) {
         if (runs[i].state == CMP_DONE) continue;
         char name[300];
-        snprintf(name, sizeof name, "%s/seed_%d", m[runs[i].method].dir, runs[i].seed);
+        run_name(&runs[i], m, name, sizeof name);
         fputs("cd ", f);
         shell_quote(f, cwd);
         fputs(" && ", f);
@@ -12010,8 +12002,7 @@ static int cmp_only_select(const CmpPlan *p, CmpRun *runs, int n, const Method *
     int at = -1;
     for (int i = 0; i < n; i++) {
         char name[300];
-        snprintf(name, sizeof name, "%s/seed_%d", m[runs[i].method].dir, runs[i].seed);
-        if (!strcmp(name, p->only)) at = i;
+        if (!strcmp(run_name(&runs[i], m, name, sizeof name), p->only)) at = i;
     }
     if (at < 0) usage_error("--only '%s': the study has no such run (METHOD/seed_N, as --plan prints it)", p->only);
     // one --only per run at a time: a lock of the compare process's own (train's .lock is taken only

@@ -6084,9 +6084,20 @@ static void test_mc_commands(void) {
     if (pl) sscanf(pl + 1, "prompt %255[^(]", again);
     check(code == 0 && first_prompt[0] && !strcmp(first_prompt, again), "sample without --prompt: the same "
           "--seed draws the same prompt", "'%s' then '%s'", first_prompt, again);
-    int mixed_ok = group_rewards_mixed((const float[]){1, 0, 1}, 3) && !group_rewards_mixed((const float[]){1, 1, 1}, 3)
-                   && !group_rewards_mixed((const float[]){0.5f}, 1) && group_rewards_mixed((const float[]){0, 0, 0.5f}, 3);
-    check(mixed_ok, "sample: group_rewards_mixed", "");
+    // sample's test of a group: group_rewards_equal on one group of k = 3 (and k = 1)
+    int three[2] = {0, 3}, one[2] = {0, 1};
+    GroupBatch g3 = {0}, g1 = {0};
+    g3.group_start = three;
+    g1.group_start = one;
+    g3.reward = (float[]){1, 0, 1};
+    int mixed_ok = !group_rewards_equal(&g3, 0);
+    g3.reward = (float[]){1, 1, 1};
+    mixed_ok &= group_rewards_equal(&g3, 0);
+    g1.reward = (float[]){0.5f};
+    mixed_ok &= group_rewards_equal(&g1, 0);
+    g3.reward = (float[]){0, 0, 0.5f};
+    mixed_ok &= !group_rewards_equal(&g3, 0);
+    check(mixed_ok, "sample: a group's rewards mixed or all equal (group_rewards_equal)", "");
 }
 
 /* Usage errors of MC-PRM's options: --mc-k out of range or not a number, MC-PRM's options in a
