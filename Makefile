@@ -14,15 +14,26 @@ HAVE_NVCC := $(shell command -v $(NVCC) 2>/dev/null)
 SIMD    := $(shell printf 'int main(void){return 0;}' | $(CC) -fopenmp-simd -x c - -o /dev/null 2>/dev/null && echo -fopenmp-simd)
 NOOMP   := $(SIMD) -Wno-unknown-pragmas
 
-# OpenMP's waiting threads sleep instead of spinning (libgomp reads this before main): beside
-# other jobs, spinning made a 2-thread run up to 20x slower; on an idle machine it saved at most
-# ~15% (notes/speed.md). For make run, make compare and make test; override it with
-# `make run OMP_WAIT_POLICY=ACTIVE` (or set it in the environment).
-OMP_WAIT_POLICY ?= PASSIVE
+# OpenMP's waiting threads (libgomp reads OMP_WAIT_POLICY before main): on an idle machine they
+# spin (libgomp's default: 200 RL steps 2.2x and SFT 1.24x faster than sleeping); when other jobs
+# hold a CPU they sleep (PASSIVE: spinning against them made a 2-thread run up to 20x slower).
+# Chosen once, as make starts, from $(LOADAVG) by ./grpo's own busy test (busy_machine_warning):
+# other jobs = min(1-minute load, runnable tasks - 1) >= 1. Measured: notes/speed.md. For make
+# run, make compare and make test; an OMP_WAIT_POLICY on the command line or in the environment
+# wins. `make wait-policy` prints the choice.
+LOADAVG ?= /proc/loadavg
+ifeq ($(origin OMP_WAIT_POLICY),undefined)
+OMP_WAIT_POLICY := $(shell awk '{ split($$4, r, "/"); o = r[1] - 1; if ($$1 < o) o = $$1; if (o >= 1) print "PASSIVE" }' $(LOADAVG) 2>/dev/null)
+endif
+ifneq ($(OMP_WAIT_POLICY),)
 run compare test: export OMP_WAIT_POLICY := $(OMP_WAIT_POLICY)
+endif
 
 .PHONY: all test test-asan bench bench-cuda run sft train cuda cuda-compile test-cuda clean figures assignment grade
-.PHONY: compare test-browser
+.PHONY: compare test-browser wait-policy
+
+wait-policy:
+	@echo "OMP_WAIT_POLICY=$(if $(OMP_WAIT_POLICY),$(OMP_WAIT_POLICY),(unset: libgomp's default, threads spin))"
 
 all: grpo
 

@@ -5640,8 +5640,8 @@ typedef struct {
 } Options;
 
 static const char *SCHEDULE_NAMES[] = {"cosine", "linear", "constant", NULL};
-enum { BUDGET_GEN_TOKENS, BUDGET_FLOPS, BUDGET_SECONDS };
-static const char *BUDGET_UNIT_NAMES[] = {"gen-tokens", "flops", "seconds", NULL};
+enum { BUDGET_GEN_TOKENS, BUDGET_FLOPS, BUDGET_SECONDS, BUDGET_STEPS };
+static const char *BUDGET_UNIT_NAMES[] = {"gen-tokens", "flops", "seconds", "steps", NULL};
 
 enum { CMD_SFT = 1, CMD_TRAIN = 2, CMD_EVAL = 4, CMD_SAMPLE = 8, CMD_CHECK = 16, CMD_BENCH = 32,
        CMD_VERIFY = 64, CMD_TREE = 128, CMD_COMPARE = 256 };
@@ -5790,7 +5790,7 @@ static const OptSpec OPTIONS[] = {
     // budget runs and studies (./grpo compare); "seeds" and "init" of compare are rows
     // of their own (other help, same fields) so that tree's and train's rows stay as they are
     {"budget-unit", OPT_ENUM, OFF(budget_unit), 0, 0, BUDGET_UNIT_NAMES, CMD_TRAIN | CMD_COMPARE,
-     "what --budget counts: generated tokens, model FLOPs (notes/compare.md), or training seconds"},
+     "what --budget counts: generated tokens, model FLOPs (notes/compare.md), training seconds, or steps (train --steps N with a constant schedule is --budget-unit steps --budget N, step for step)"},
     {"budget", OPT_FLOAT, OFF(budget), 0, 1e30, NULL, CMD_TRAIN | CMD_COMPARE,
      "stop after the first step at which this much is spent (0: off; --steps then only caps the run)"},
     {"eval-points", OPT_INT, OFF(eval_points), 0, 1000, NULL, CMD_TRAIN | CMD_COMPARE,
@@ -8024,13 +8024,14 @@ static double critic_flops_per_token(const GPTConfig *c) {
 #define BUDGET_TAG "budget"
 
 struct Budget {                  // a run's --budget and what it has spent so far (cumulative)
-    int unit;                    // --budget-unit: BUDGET_GEN_TOKENS, BUDGET_FLOPS or BUDGET_SECONDS
+    int unit;                    // --budget-unit: BUDGET_GEN_TOKENS, BUDGET_FLOPS, BUDGET_SECONDS or BUDGET_STEPS
     double amount;               // --budget (0: off; the counts are still kept and logged)
     double flops_per_token;      // model_flops_per_token of the policy
     double critic_flops_per_token;   // critic_flops_per_token with a critic (ppo), else 0
     long gen_traj, gen_aux;      // completion tokens sampled: trajectories, auxiliary generations
     long trained;                // positions the updates scored (μ per sampled position)
     double flops, seconds;       // model FLOPs; wall seconds of the steps (evaluations excluded)
+    long steps;                  // steps taken (the checkpoint's step count on a resume)
     int done;                    // 1 once the run has spent amount
     int points, next_point;      // --eval-points K, and the next point j (1..K) to evaluate at
     CsvLog eval_csv;             // RUN_DIR/eval.csv (f is NULL without --eval-points)
@@ -8041,6 +8042,7 @@ struct Budget {                  // a run's --budget and what it has spent so fa
 static double budget_spent(const Budget *b) {
     if (b->unit == BUDGET_FLOPS) return b->flops;
     if (b->unit == BUDGET_SECONDS) return b->seconds;
+    if (b->unit == BUDGET_STEPS) return (double)b->steps;
     return (double)(b->gen_traj + b->gen_aux);
 }
 
@@ -8075,7 +8077,7 @@ static void budget_resume(Budget *b, const Options *o, const TrainState *st) {
     int ok = bytes == BUDGET_SECTION_N * sizeof(double);
     for (int i = 0; ok && i < BUDGET_SECTION_N - 1; i++)   // counts; amount (1) and flops (7) may be fractional
         ok = isfinite(v[i]) && v[i] >= 0 && (i == 1 || i == 7 || v[i] == floor(v[i]));
-    if (!ok || v[0] > 2 || v[3] < 1 || v[3] > v[2] + 1 || v[4] > 9e15 || v[5] > 9e15 || v[6] > 9e15)
+    if (!ok || v[0] > BUDGET_STEPS || v[3] < 1 || v[3] > v[2] + 1 || v[4] > 9e15 || v[5] > 9e15 || v[6] > 9e15)
         ckpt_error(o->resume, "its budget counters (state section 'budget') are impossible (corrupt file?)", NULL);
     if ((int)v[0] != o->budget_unit)
         usage_error("--budget-unit %s: the run in '%s' counted its budget in %s; give --budget-unit %s",
@@ -8093,6 +8095,7 @@ static void budget_resume(Budget *b, const Options *o, const TrainState *st) {
     b->gen_aux = (long)v[5];
     b->trained = (long)v[6];
     b->flops = v[7];
+    b->steps = st->step;
     if (isfinite(v[8]) && v[8] >= 0) b->seconds = v[8];
     else if (o->budget_unit != BUDGET_SECONDS)
         fprintf(stderr, "note: the checkpoint holds the wall seconds spent only with --budget-unit seconds: the "
@@ -8207,6 +8210,7 @@ static int spend_budget(TrainRun *run, StepReport *r) {
     b->trained += r->trained_tokens;
     b->flops += r->flops;
     b->seconds += r->t[6] - r->t[0];
+    b->steps = r->step;
     r->budget_spent = budget_spent(b);
     b->done = b->amount > 0 && r->budget_spent >= b->amount;
     budget_to_section(b, run->state);   // the counters go into the step's checkpoint
@@ -10986,6 +10990,7 @@ static const char *AXIS_COLUMN[] = {"step", "gen_tokens", "flops", "seconds"};
 static int unit_axis(int unit) {
     if (unit == BUDGET_FLOPS) return AX_FLOPS;
     if (unit == BUDGET_SECONDS) return AX_SECONDS;
+    if (unit == BUDGET_STEPS) return AX_STEP;
     return AX_TOKENS;
 }
 

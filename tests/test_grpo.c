@@ -2013,6 +2013,38 @@ static void test_busy_machine(void) {
           "exit %d/%d, stderr lines %d (ACTIVE), %d (PASSIVE), stdout %s", codes[0], codes[1], lines[0], lines[1],
           strcmp(out_warn, out_quiet) ? "differs" : "same");
 #endif
+    // the Makefile's choice (make wait-policy, its LOADAVG file): PASSIVE exactly where ./grpo's own
+    // busy test sees other jobs (2 threads on 2 CPUs, libgomp's default spin count), unset elsewhere;
+    // a given OMP_WAIT_POLICY wins
+    static const char *avgs[] = {"3.00 2.00 1.00 3/120 999", "0.10 0.20 0.30 1/120 999", "3.00 2.00 1.00 1/120 9",
+                                 "0.40 1.00 1.00 4/120 9", "1.00 0.50 0.20 2/99 9", "0.99 0.50 0.20 2/99 9"};
+    int mk_bad = 0, mk_n = (int)(sizeof avgs / sizeof avgs[0]);
+    static char mcmd[2048];
+    char la[512], mout[512];
+    snprintf(la, sizeof la, "%s/busy_loadavg.txt", TMPDIR_);
+    for (int i = 0; i <= mk_n; i++) {
+        const char *text = avgs[i < mk_n ? i : 0];
+        FILE *f = fopen(la, "w");
+        if (!f) { mk_bad++; break; }
+        fprintf(f, "%s\n", text);
+        fclose(f);
+        double load1;
+        int running;
+        char msg[512];
+        int busy = parse_loadavg(text, &load1, &running) == 0
+                   && busy_machine_warning(load1, running, 2, 2, NULL, NULL, "train", msg, sizeof msg);
+        const char *given = i < mk_n ? "env -u OMP_WAIT_POLICY" : "env OMP_WAIT_POLICY=ACTIVE";
+        snprintf(mcmd, sizeof mcmd, "%s make -s --no-print-directory wait-policy LOADAVG=%s 2>&1", given, la);
+        mout[0] = 0;
+        run_binary(mcmd, mout, sizeof mout);
+        const char *want = i == mk_n ? "OMP_WAIT_POLICY=ACTIVE" : busy ? "OMP_WAIT_POLICY=PASSIVE" : "(unset";
+        if (!strstr(mout, want)) {
+            mk_bad++;
+            printf("  loadavg '%s' (%s): make printed '%s', expected '%s'\n", text, given, mout, want);
+        }
+    }
+    check(mk_bad == 0, "busy: the Makefile's wait policy is PASSIVE exactly where ./grpo sees other jobs",
+          "%d of %d wrong", mk_bad, mk_n + 1);
 }
 
 static void test_usage_errors(void) {
@@ -4917,6 +4949,7 @@ static void check_budget_run(const char *dir, const char *unit, double budget, i
         sums &= aux[i] == 0 && gen[i] == cum_traj;
         if (!strcmp(unit, "gen-tokens")) sums &= spent[i] == cum_traj;
         if (!strcmp(unit, "flops")) sums &= spent[i] == cum_flops;
+        if (!strcmp(unit, "steps")) sums &= spent[i] == i + 1;
     }
     snprintf(name, sizeof name, "budget: %s run: FLOPs = %g·F·trained tokens every step, F = %.0f", unit,
              ratio, F);
@@ -4991,6 +5024,37 @@ static void test_budget_accounting(void) {
     rc = run_cmd_quiet(cmd_train, args, log);
     check(rc == 0, "budget: seconds run exits 0", "exit %d", rc);
     check_budget_run(tmp_path("/tmp/grpo_test/budget_sec"), "seconds", 0.02, 1, 5.0);
+    // steps: --budget-unit steps --budget 5 stops after step 5 with its points at steps 1..5, and it is
+    // train --steps 5 step for step (constant schedule): the same weights, bit for bit
+    snprintf(args, sizeof args, "%s --budget-unit steps --budget 5 --eval-points 5 "
+             "--run-dir /tmp/grpo_test/budget_steps", common);
+    rc = run_cmd_quiet(cmd_train, args, log);
+    check(rc == 0, "budget: steps run exits 0", "exit %d", rc);
+    check_budget_run(tmp_path("/tmp/grpo_test/budget_steps"), "steps", 5, 5, 4.0);
+    {
+        char a5[2048], ev[512], mp[2][512];
+        snprintf(a5, sizeof a5, "%s --steps 5 --run-dir /tmp/grpo_test/budget_steps5", common);
+        int rc5 = run_cmd_quiet(cmd_train, a5, log);
+        snprintf(ev, sizeof ev, "%s", tmp_path("/tmp/grpo_test/budget_steps/eval.csv"));
+        char *evt = read_text(ev);
+        double st_col[16];
+        int np = evt ? csv_column(evt, "step", st_col, 16) : 0, at_steps = np == 6;
+        for (int i = 0; at_steps && i < np; i++) at_steps = st_col[i] == i;
+        free(evt);
+        snprintf(mp[0], sizeof mp[0], "%s", tmp_path("/tmp/grpo_test/budget_steps/model.bin"));
+        snprintf(mp[1], sizeof mp[1], "%s", tmp_path("/tmp/grpo_test/budget_steps5/model.bin"));
+        GPT ma, mb;
+        TrainState sa = {0}, sb = {0};
+        load_checkpoint(mp[0], &ma, 1, &sa);
+        load_checkpoint(mp[1], &mb, 1, &sb);
+        int same = rc5 == 0 && sa.step == 5 && sb.step == 5 && ma.num_parameters == mb.num_parameters &&
+                   !memcmp(ma.params_memory, mb.params_memory, ma.num_parameters * sizeof(float));
+        check(at_steps && same, "budget: --budget-unit steps --budget 5 is train --steps 5, bit for bit; "
+              "its points at steps 0..5", "exit %d, steps %d and %d, %d points%s", rc5, sa.step, sb.step, np,
+              same ? "" : ", weights differ");
+        free_gpt(&ma);
+        free_gpt(&mb);
+    }
     static char call_args[2][1024];
     snprintf(call_args[0], sizeof call_args[0], "%s --budget 1000 --resume "
              "/tmp/grpo_test/budget_tok/model.bin --run-dir /tmp/grpo_test/budget_r", common);
