@@ -5393,18 +5393,18 @@ static void test_compare_plan(void) {
     snprintf(a, sizeof a, "%s/plan_a", TMPDIR_);
     snprintf(b, sizeof b, "%s/plan_b", TMPDIR_);
     snprintf(plan, sizeof plan, "%s/plan.txt", TMPDIR_);
-    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s --target-acc 0.5 --jobs 2", grpo_bin(), a);
+    snprintf(cmd, sizeof cmd, "%s compare --quick --train-args '--temperature 1' --study %s --target-acc 0.5 --jobs 2", grpo_bin(), a);
     int rc = run_binary(cmd, out, sizeof out);
     const char *cost = strstr(out, "cost at equal accuracy");
     int counted = cost && strstr(cost, "grpo ") && strstr(cost, "2 of 2") && strstr(strstr(cost, "2 of 2") + 6, "2 of 2");
     check(rc == 0 && counted && strstr(out, "linearly interpolated"),
           "compare --target-acc 0.5: the cost view counts the runs that never reach it (2 of 2)", "exit %d%s", rc,
           rc ? out : "");
-    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s --target-acc 0.6", grpo_bin(), a);
+    snprintf(cmd, sizeof cmd, "%s compare --quick --train-args '--temperature 1' --study %s --target-acc 0.6", grpo_bin(), a);
     rc = run_binary(cmd, out, sizeof out);
     check(rc == 1 && strstr(out, "pre-registered with another configuration"),
           "compare: a rerun with another --target-acc is refused (it is pre-registered)", "exit %d", rc);
-    snprintf(cmd, sizeof cmd, "(%s compare --quick --study %s --target-acc 0.5 --plan > %s)", grpo_bin(), b, plan);
+    snprintf(cmd, sizeof cmd, "(%s compare --quick --train-args '--temperature 1' --study %s --target-acc 0.5 --plan > %s)", grpo_bin(), b, plan);
     rc = run_binary(cmd, out, sizeof out);
     char *lines = slurp(plan);
     int nlines = 0, ok = lines != NULL;
@@ -5420,16 +5420,17 @@ static void test_compare_plan(void) {
           "compare --plan: prints one --only line per run (4) on stdout, nothing else, runs none", "exit %d, %d lines",
           rc, nlines);
     free(lines);
-    snprintf(cmd, sizeof cmd, "cd / && xargs -P 2 -I{} sh -c {} < %s", plan);
+    // one line a command: xargs without -0 would strip the lines' quotes (--train-args' value has a space)
+    snprintf(cmd, sizeof cmd, "cd / && tr '\\n' '\\0' < %s | xargs -0 -P 2 -I{} sh -c {}", plan);
     rc = run_binary(cmd, out, sizeof out);
     check(rc == 0, "compare --plan | xargs -P 2: every line runs", "exit %d: %s", rc, line_with(out, "error"));
-    snprintf(cmd, sizeof cmd, "(%s compare --quick --study %s --target-acc 0.5 --plan > %s)", grpo_bin(), b, plan);
+    snprintf(cmd, sizeof cmd, "(%s compare --quick --train-args '--temperature 1' --study %s --target-acc 0.5 --plan > %s)", grpo_bin(), b, plan);
     rc = run_binary(cmd, out, sizeof out);
     lines = slurp(plan);
     check(rc == 0 && lines && !*lines && strstr(out, "plan: 0 runs to do of 4"),
           "compare --plan: once they ran, no line", "exit %d", rc);
     free(lines);
-    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s --target-acc 0.5", grpo_bin(), b);
+    snprintf(cmd, sizeof cmd, "%s compare --quick --train-args '--temperature 1' --study %s --target-acc 0.5", grpo_bin(), b);
     rc = run_binary(cmd, out, sizeof out);
     check(rc == 0 && strstr(out, "4 done already, 0 to run") && !strstr(out, "start:"),
           "compare after --plan's runs: collects, runs nothing", "exit %d", rc);
