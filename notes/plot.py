@@ -3,6 +3,11 @@
 
     python3 notes/plot.py [--runs runs] [--out runs/figures]
     python3 notes/plot.py --compare STUDY [--out FILE]     (the figure of ./grpo compare)
+    python3 notes/plot.py --length 3=runs/len_t3,5=runs/len_t5,7=runs/len_t7 [--out FILE]
+        (the length study: λ-GRPO − GRPO against completion length, probe cosine on a 2nd axis)
+    python3 notes/plot.py --cost STUDY[,STUDY...] [--out FILE]
+        (cost at equal accuracy: generated tokens and seconds to first reach the study's
+         pre-registered --target-acc, per method, mean and 95% CI over the runs that reached it)
 
 Each figure is drawn only when all of its logs exist under --runs; for a missing log it
 prints the command that writes it. PNG files go to --out (runs/figures by default; the
@@ -178,6 +183,172 @@ def compare_figure(study, out):
     print(f"plot.py: wrote {out} from {path}")
 
 
+# t quantiles t_{0.975, df} for the 95% intervals (as ./grpo compare: Student t, n - 1 df)
+T975 = {1: 12.7062, 2: 4.3027, 3: 3.1824, 4: 2.7764, 5: 2.5706, 6: 2.4469, 7: 2.3646, 8: 2.3060,
+        9: 2.2622, 10: 2.2281, 12: 2.1788, 15: 2.1314, 20: 2.0860, 30: 2.0423}
+
+
+def mean_ci(xs):
+    """mean and half-width of the 95% Student-t interval (nan half-width for one value)"""
+    n = len(xs)
+    if n == 0:
+        return float("nan"), float("nan")
+    m = sum(xs) / n
+    if n < 2:
+        return m, float("nan")
+    var = sum((x - m) ** 2 for x in xs) / (n - 1)
+    t = T975.get(n - 1) or T975[max(k for k in T975 if k <= n - 1)]
+    return m, t * (var / n) ** 0.5
+
+
+def study_runs(study, method):
+    """{seed: run dir} of one method of a compare study: the directory named method, or method
+    followed by its options ('grpo+probe-every=10')"""
+    root = os.path.join(study, "runs")
+    if not os.path.isdir(root):
+        raise ValueError(f"{root} is missing (no runs: ./grpo compare --study {study})")
+    dirs = [d for d in sorted(os.listdir(root)) if d == method or d.startswith(method + "+")]
+    if len(dirs) != 1:
+        raise ValueError(f"{root}: {len(dirs)} method directories for {method} ({', '.join(dirs) or 'none'})")
+    out = {}
+    for seed in os.listdir(os.path.join(root, dirs[0])):
+        d = os.path.join(root, dirs[0], seed)
+        if seed.startswith("seed_") and os.path.isfile(os.path.join(d, "done")):
+            out[int(seed[5:])] = d
+    if not out:
+        raise ValueError(f"{root}/{dirs[0]}: no finished run (no done marker)")
+    return out
+
+
+def result_value(run, key):
+    with open(os.path.join(run, "result.txt")) as f:
+        for line in f:
+            k, _, v = line.partition(" ")
+            if k == key:
+                return float(v)
+    raise ValueError(f"{run}/result.txt has no {key} line")
+
+
+def column_mean(run, col):
+    vals = [float(r[col]) for r in read_csv(os.path.join(run, "train.csv")) if r.get(col, "") not in ("", None)]
+    vals = [v for v in vals if v == v]   # a probe of a batch without gradient (all groups equal) is nan
+    if not vals:
+        raise ValueError(f"{run}/train.csv has no values in column {col}")
+    return sum(vals) / len(vals)
+
+
+def length_figure(spec, out):
+    """The length study: per setting (label=STUDY), the paired difference λ-GRPO − GRPO of greedy
+    test accuracy at the end (points; mean and 95% CI over the seeds both finished), beside the
+    runs' mean |λ| (train.csv mean_lambda), intermediate share and probe cosine (probe_cos, the
+    cosine of the two objectives' gradients on the same batch), averaged over steps and over the
+    runs of both methods. Prints the table it draws."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as pyplot
+    rows = []
+    for item in spec.split(","):
+        label, _, study = item.partition("=")
+        if not study:
+            raise ValueError(f"'{item}': expected LABEL=STUDY (e.g. 5=runs/len_t5)")
+        g, lam = study_runs(study, "grpo"), study_runs(study, "lambda-grpo")
+        seeds = sorted(set(g) & set(lam))
+        diff = [100 * (result_value(lam[s], "test_acc") - result_value(g[s], "test_acc")) for s in seeds]
+        runs = [g[s] for s in seeds] + [lam[s] for s in seeds]
+        m, h = mean_ci(diff)
+        cos = [column_mean(r, "probe_cos") for r in runs]
+        rows.append((label, m, h, len(seeds), sum(column_mean(r, "mean_lambda") for r in runs) / len(runs),
+                     sum(column_mean(r, "intermediate") for r in runs) / len(runs), sum(cos) / len(cos)))
+    print("setting  λ-GRPO − GRPO test (points, 95% CI)  seeds  mean |λ|  intermediate  probe cos")
+    for label, m, h, n, lam_m, inter, cos in rows:
+        print(f"{label:>7}  {m:+6.2f} ± {h:5.2f}{'':21}{n:5d}  {lam_m:8.2f}  {inter:12.3f}  {cos:9.4f}")
+    fig, ax = pyplot.subplots(figsize=(6.4, 4))
+    xs = list(range(len(rows)))
+    ax.errorbar(xs, [r[1] for r in rows], yerr=[r[2] for r in rows], fmt="o-", capsize=4,
+                label="λ-GRPO − GRPO, test accuracy (points, 95% CI)")
+    ax.axhline(0, color="gray", lw=0.8)
+    ax.set_xticks(xs)
+    ax.set_xticklabels([f"{r[0]}\n|λ| {r[4]:.1f}" for r in rows])
+    ax.set_xlabel("setting (terms), mean |λ| of its runs")
+    ax.set_ylabel("paired difference (points)")
+    ax2 = ax.twinx()
+    ax2.plot(xs, [r[6] for r in rows], "s--", color="tab:red", label="probe cosine (right axis)")
+    ax2.set_ylabel("cos(g_λ-GRPO, g_GRPO), mean over probed steps", color="tab:red")
+    lines = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
+    ax.legend(lines, [ln.get_label() for ln in lines], fontsize=8, loc="best")
+    ax.grid(alpha=0.3)
+    fig.suptitle("Where λ-GRPO differs from GRPO: completion length", fontsize=10)
+    fig.tight_layout()
+    fig.savefig(out, dpi=80)
+    print(f"plot.py: wrote {out}")
+
+
+def prereg_target(study):
+    with open(os.path.join(study, "prereg.txt")) as f:
+        for line in f:
+            if line.strip().startswith("target: validation accuracy "):
+                return float(line.split()[3].rstrip(";"))
+    raise ValueError(f"{study}/prereg.txt pre-registers no --target-acc")
+
+
+def first_reach(run, target):
+    """(generated tokens, seconds) at which the run's eval.csv first reaches target, linearly
+    interpolated between the two evaluation points around the crossing, as ./grpo compare's cost
+    view; None if it never does"""
+    pts = read_csv(os.path.join(run, "eval.csv"))
+    prev = None
+    for r in pts:
+        acc = float(r["val_acc"])
+        if acc >= target:
+            if prev is None or float(prev["val_acc"]) >= target:
+                return float(r["gen_tokens"]), float(r["seconds"])
+            a0 = float(prev["val_acc"])
+            f = (target - a0) / (acc - a0)
+            return tuple(float(prev[k]) + f * (float(r[k]) - float(prev[k])) for k in ("gen_tokens", "seconds"))
+        prev = r
+    return None
+
+
+def cost_figure(studies, out):
+    """Cost at equal accuracy: for each study and method, generated tokens and seconds to first
+    reach the study's pre-registered target (mean, 95% CI over the runs that reached it, and how
+    many of n did), as bars. Prints the table it draws."""
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as pyplot
+    bars = []
+    for study in studies.split(","):
+        target = prereg_target(study)
+        for method in sorted(os.listdir(os.path.join(study, "runs"))):
+            runs = study_runs(study, method.split("+")[0]) if "+" in method else study_runs(study, method)
+            hits = [first_reach(r, target) for r in runs.values()]
+            got = [h for h in hits if h is not None]
+            tok = mean_ci([h[0] for h in got]) if got else (float("nan"), float("nan"))
+            sec = mean_ci([h[1] for h in got]) if got else (float("nan"), float("nan"))
+            bars.append((f"{os.path.basename(study.rstrip('/'))}\n{method.split('+')[0]}", target, tok, sec,
+                         len(got), len(hits)))
+    print("study/method                      target  tokens to reach (mean ± CI)  seconds (mean ± CI)  reached")
+    for name, target, tok, sec, k, n in bars:
+        print(f"{name.replace(chr(10), ' / '):32}  {target:6.3f}  {tok[0]:12.0f} ± {tok[1]:9.0f}  "
+              f"{sec[0]:8.1f} ± {sec[1]:6.1f}  {k} of {n}")
+    fig, axes = pyplot.subplots(1, 2, figsize=(max(8, 1.1 * len(bars) + 3), 4))
+    xs = list(range(len(bars)))
+    for ax, idx, ylabel in ((axes[0], 2, "generated tokens to reach X"), (axes[1], 3, "seconds to reach X")):
+        ax.bar(xs, [b[idx][0] for b in bars], yerr=[b[idx][1] for b in bars], capsize=3, alpha=0.8)
+        for x, b in zip(xs, bars):
+            ax.annotate(f"{b[4]} of {b[5]}", (x, 0), xytext=(0, 3), textcoords="offset points", ha="center",
+                        fontsize=7)
+        ax.set_xticks(xs)
+        ax.set_xticklabels([b[0] for b in bars], fontsize=7)
+        ax.set_ylabel(ylabel)
+        ax.grid(alpha=0.3, axis="y")
+    fig.suptitle("Cost at equal accuracy (X pre-registered per study; mean, 95% CI over the runs "
+                 "that reached X; 'k of n' reached it)", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(out, dpi=80)
+    print(f"plot.py: wrote {out}")
+
+
 def main():
     ap = argparse.ArgumentParser(description="Figures from the CSV logs of grpo.c runs.")
     ap.add_argument("--runs", default="runs", help="directory holding the run directories [runs]")
@@ -186,7 +357,20 @@ def main():
                          "(with --compare: the PNG file [STUDY/compare.png])")
     ap.add_argument("--compare", metavar="STUDY",
                     help="draw the figure of ./grpo compare's study STUDY instead")
+    ap.add_argument("--length", metavar="L=STUDY,...",
+                    help="draw the length study's figure from these compare studies (label=study directory)")
+    ap.add_argument("--cost", metavar="STUDY,...",
+                    help="draw the cost-at-equal-accuracy bars of these compare studies")
     args = ap.parse_args()
+    for flag, draw, default in (("length", length_figure, "length.png"), ("cost", cost_figure, "cost.png")):
+        if getattr(args, flag):
+            try:
+                draw(getattr(args, flag), args.out or default)
+            except ImportError:
+                sys.exit(f"plot.py: matplotlib is not installed (pip install matplotlib): --{flag} not drawn")
+            except (KeyError, ValueError, OSError) as e:
+                sys.exit(f"plot.py --{flag}: {type(e).__name__} {e}")
+            return
     if args.compare:
         try:
             compare_figure(args.compare, args.out or os.path.join(args.compare, "compare.png"))
