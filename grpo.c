@@ -5630,6 +5630,7 @@ typedef struct {
     int budget_unit, eval_points, jobs;
     float budget;
     float target_acc;      // compare: the pre-registered validation accuracy X of the cost view (< 0: off)
+    int one_batch;         // compare: P, the probe prompts of the one-batch prediction view (0: off)
     char study[256], methods[256], train_args[256], sft_args[256];
     int probe_every;       // train: GRPO's and λ-GRPO's gradients compared every N steps (0: off)
     int quick;             // compare --quick: its SFT and train settings come before --sft-args, --train-args
@@ -5803,6 +5804,8 @@ static const OptSpec OPTIONS[] = {
      "seeds 1..N of every method (paired across methods)"},
     {"target-acc", OPT_FLOAT, OFF(target_acc), 0, 1, NULL, CMD_COMPARE,
      "X in [0, 1]: also report gen tokens and seconds to first reach val accuracy X (without it: no such view; the default -1 means that)"},
+    {"one-batch", OPT_INT, OFF(one_batch), 0, 100000, NULL, CMD_COMPARE,
+     "P: also the one-batch view: Δ = mean verifier reward over the first P --val-data prompts x 16 samples (seed 1, the reference's --temperature, the same draws for every model) after each run's first update (STUDY/onebatch/) minus the SFT model's, beside the training gain (test and val accuracy at the end minus at 0), ranking and predicted gap gain_ref·(Δ−Δ_ref)/Δ_ref (0: off)"},
     {"jobs", OPT_INT, OFF(jobs), 0, 1024, NULL, CMD_COMPARE,
      "runs at once, one thread each (0: the core count)"},
     {"init", OPT_STR, OFF(init), 0, 0, NULL, CMD_COMPARE,
@@ -11344,6 +11347,7 @@ typedef struct {
     int nm, S, K, ref, budget_axis;
     double budget;
     double target;      // --target-acc X (< 0: no cost view)
+    const struct OneBatch *ob;   // --one-batch: the one-batch counts (NULL: no such view)
 } CmpReport;
 
 // values of method mi at column j of v (runs are ordered seed-major: run i = seed_index·nm + method)
@@ -11518,6 +11522,8 @@ static void print_cost_view(const CmpReport *R) {
     }
 }
 
+static void print_onebatch_view(const CmpReport *R);   // --one-batch's view (its section, below)
+
 // The tables of a finished study, into R->out.
 static void print_report(const CmpReport *R, FILE *curves) {
     FILE *f = R->out;
@@ -11603,6 +11609,7 @@ static void print_report(const CmpReport *R, FILE *curves) {
         fprintf(f, "\n");
     }
     if (R->target >= 0) print_cost_view(R);
+    if (R->ob) print_onebatch_view(R);
     // the pre-registered hypotheses
     fprintf(f, "\nhypotheses (as pre-registered; two-sided, no correction for multiple comparisons):\n");
     int h = 1;
@@ -11884,6 +11891,356 @@ static uint64_t prereg_sft_hash(const char *study, const char *sft) {
     return h;
 }
 
+/* ---- the one-batch prediction view: compare --one-batch P
+
+   Is a one-batch look at the gradient a good guide to full training? For each run of the
+   study (method x seed), its first update alone: `./grpo train` with the run's own command line
+   (the same --seed, so the same first batch, and the same --steps cap, so the same learning-rate
+   schedule) stopped after its first step (--budget-unit gen-tokens --budget 1 --eval-points 0
+   --test-limit 0), into STUDY/onebatch/METHOD/seed_N/. The probe set: the first P prompts of the
+   reference method's --val-data, M = OB_SAMPLES samples each at its --temperature and
+   --max-new-tokens, sample s of prompt i on stream (OB_SEED, OB_STREAM + i·M + s), so the SFT
+   model and every updated model are scored with the same draws (common random numbers: the
+   same model scored twice gives the same count). E = the share of the P·M samples the verifier
+   accepts (reward 1; --format-reward is not counted); Δ = E_after − E_SFT. The counts are
+   cached in STUDY/onebatch/sft.txt and each run's probe.txt ("correct C\nsamples N\n"), so a
+   rerun redoes nothing; they are made when compare collects the study (a plain compare, not
+   --plan or --only), one after another, each train run at one thread. */
+#define OB_SAMPLES 16
+#define OB_SEED 1
+#define OB_STREAM (1ull << 41)
+
+/* onebatch_score: how many of M samples for each of the first P prompts of d the verifier
+   accepts (task_reward with format reward 0 is 1). Sample s of prompt i is drawn at
+   `temperature`, up to max_new tokens, on stream (seed, OB_STREAM + i·M + s), B sequences per
+   sampler call (the draws do not depend on B). Returns the count, 0..P·M; P <= d->n. */
+static long onebatch_score(GPT *m, const Dataset *d, int P, int M, int max_new, float temperature,
+                           uint64_t seed, int B) {
+    KVCache kv;
+    build_kvcache(&kv, &m->config, B);
+    const int **pp = (const int **)mallocCheck((size_t)B * sizeof(int *));
+    int *plen = (int *)mallocCheck((size_t)B * sizeof(int)), *idx = (int *)mallocCheck((size_t)B * sizeof(int));
+    int *comp = (int *)mallocCheck((size_t)B * max_new * sizeof(int)), *clen = (int *)mallocCheck(B * sizeof(int));
+    float *lp = (float *)mallocCheck((size_t)B * max_new * sizeof(float));
+    Rng *rngs = (Rng *)mallocCheck((size_t)B * sizeof(Rng));
+    long total = (long)P * M, correct = 0;
+    for (long s = 0; s < total; s += B) {
+        int n = (int)(s + B <= total ? B : total - s);
+        for (int b = 0; b < n; b++) {
+            int i = (int)((s + b) / M);
+            idx[b] = i;
+            pp[b] = d->prompt + (size_t)i * d->maxT;
+            plen[b] = d->prompt_len[i];
+            rng_seed(&rngs[b], seed, OB_STREAM + (uint64_t)(s + b));
+        }
+        sample_completions(m, &kv, n, pp, plen, max_new, temperature, 0, rngs, NULL, comp, lp, clen);
+        for (int b = 0; b < n; b++) {
+            int i = idx[b];
+            correct += task_reward(d->task, d->nums + (size_t)i * MAX_NUMS, d->num_count[i], d->target[i],
+                                   comp + (size_t)b * max_new, clen[b], 0.0f) == 1.0f;
+        }
+    }
+    free(pp); free(plen); free(idx); free(comp); free(clen); free(lp); free(rngs);
+    free_kvcache(&kv);
+    return correct;
+}
+
+/* cmp_resolve_train: the Options a train command line a resolves to (as resolved_config reads
+   it; the line was checked there before). */
+static void cmp_resolve_train(const ArgList *a, Options *t) {
+    default_options(t);
+    train_defaults(t);
+    ArgList copy = *a;   // getopt_long may reorder the words
+    for (int i = 0; i < copy.argc; i++) copy.argv[i] = copy.store + (a->argv[i] - a->store);
+    parse_options(copy.argc, copy.argv, CMD_TRAIN, t, "train", "");
+    t->obj.max_new_tokens = t->max_new_tokens;
+}
+
+typedef struct OneBatch {
+    int P, M;               // probe prompts (--one-batch), samples per prompt (OB_SAMPLES)
+    int task, max_new;      // the reference method's --task and --max-new-tokens
+    float temperature;      // its --temperature
+    char val_data[512];     // its --val-data
+    long sft;               // the SFT model's accepted samples among P·M (−1: not measured)
+    long *after;            // per run, in the runs' order: after its first update
+    double sft_test;        // the SFT model's greedy test accuracy (result.txt's sft_test_acc; −1: none)
+} OneBatch;
+
+/* onebatch_settings: the probe's settings from the reference method's train line (seed 1 of
+   method ref); every method must share its --task, --val-data and --max-new-tokens (one probe
+   set for all), else a usage error naming the method. P from --one-batch. */
+static void onebatch_settings(const Options *o, const Method *m, int nm, int ref, const char *runs_dir,
+                              const char *sft, OneBatch *ob) {
+    memset(ob, 0, sizeof *ob);
+    ob->P = o->one_batch;
+    ob->M = OB_SAMPLES;
+    ob->sft = -1;
+    ob->sft_test = -1.0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int mi = 0; mi < nm; mi++) {
+            if ((pass == 0) != (mi == ref)) continue;   // the reference first
+            ArgList a;
+            Options t;
+            char dir[600];
+            snprintf(dir, sizeof dir, "%s/%s/seed_1", runs_dir, m[mi].dir);
+            method_args(&a, o, &m[mi], 1, dir, sft);
+            cmp_resolve_train(&a, &t);
+            if (mi == ref) {
+                ob->task = t.task;
+                ob->max_new = t.max_new_tokens;
+                ob->temperature = t.temperature;
+                snprintf(ob->val_data, sizeof ob->val_data, "%s", t.val_data);
+            } else if (t.task != ob->task || t.max_new_tokens != ob->max_new || strcmp(t.val_data, ob->val_data)) {
+                usage_error("--one-batch: method '%s' runs another --task, --val-data or --max-new-tokens than "
+                            "%s; the one-batch view scores every model on one probe set (leave --one-batch "
+                            "out, or give every method the same)", m[mi].label, m[ref].label);
+            }
+        }
+}
+
+/* onebatch_read: a cached count (path: "correct C\nsamples N\n", as onebatch_write writes it)
+   into *correct. 0 when read, 1 when the file does not exist; a file that does not hold, or
+   was made for another P·M, stops compare (exit 1) naming it. */
+static int onebatch_read(const char *path, long want_samples, long *correct) {
+    char *text = slurp(path);
+    if (!text) return 1;
+    long c = -1, n = -1;
+    int used = 0;
+    int ok = sscanf(text, "correct %ld\nsamples %ld\n%n", &c, &n, &used) == 2 && used > 0 && !text[used] &&
+             n == want_samples && c >= 0 && c <= n;
+    free(text);
+    if (!ok) {
+        char msg[1300];
+        snprintf(msg, sizeof msg, "%s: not 'correct C' and 'samples %ld' lines with 0 <= C <= %ld", path,
+                 want_samples, want_samples);
+        fail_at(__FILE__, __LINE__, msg, "delete the file to measure it again");
+    }
+    *correct = c;
+    return 0;
+}
+
+static void onebatch_write(const char *path, long correct, long samples) {
+    char text[128];
+    snprintf(text, sizeof text, "correct %ld\nsamples %ld\n", correct, samples);
+    write_file_atomic(path, text);
+}
+
+/* onebatch_probe_set: the SFT model (sft) and the probe set (the reference's --val-data, read
+   at the model's context); a usage error when it has fewer than P prompts. */
+static void onebatch_probe_set(const OneBatch *ob, const char *sft, GPT *model, Dataset *d) {
+    load_checkpoint(sft, model, 1, NULL);
+    load_dataset(d, ob->val_data, model->config.max_seq_len, 0, &TASKS[ob->task]);
+    if (d->n < ob->P)
+        usage_error("--one-batch %d: the probe set, --val-data %s, has %d prompts", ob->P, ob->val_data, d->n);
+}
+
+/* onebatch_collect: the counts of the SFT model and of every run after its first update (from
+   the cache, else measured as the section's comment says and cached), into ob. A failing train
+   run stops compare (exit 1) with its log. */
+static void onebatch_collect(const Options *o, const char *study, const char *sft, uint64_t sft_hash,
+                             const Method *m, const CmpRun *runs, int nruns, const char *exe, OneBatch *ob) {
+    char dir[1200], path[1400], name[300];
+    long samples = (long)ob->P * ob->M;
+    GPT model;
+    Dataset d;
+    onebatch_probe_set(ob, sft, &model, &d);
+    ob->after = (long *)callocCheck((size_t)nruns, sizeof(long));
+    snprintf(dir, sizeof dir, "%s/onebatch", study);
+    make_dir(dir);
+    snprintf(path, sizeof path, "%s/sft.txt", dir);
+    if (onebatch_read(path, samples, &ob->sft)) {
+        ob->sft = onebatch_score(&model, &d, ob->P, ob->M, ob->max_new, ob->temperature, OB_SEED, 64);
+        onebatch_write(path, ob->sft, samples);
+    }
+    free_gpt(&model);
+    for (int i = 0; i < nruns; i++) {
+        const CmpRun *r = &runs[i];
+        snprintf(dir, sizeof dir, "%s/onebatch/%s/seed_%d", study, m[r->method].dir, r->seed);
+        snprintf(path, sizeof path, "%s/probe.txt", dir);
+        if (!onebatch_read(path, samples, &ob->after[i])) continue;
+        check_study_sft(sft, sft_hash, study);   // the first update starts from the recorded checkpoint
+        make_dir(dir);
+        ArgList a;
+        method_args(&a, o, &m[r->method], r->seed, dir, sft);
+        const char *stop[] = {"--budget-unit", "gen-tokens", "--budget", "1", "--eval-points", "0",
+                              "--test-limit", "0"};   // later values win: the first step, nothing scored
+        for (int k = 0; k < 8; k++) arg_add(&a, stop[k]);
+        char log[1400];
+        snprintf(log, sizeof log, "%s/run.log", dir);
+        printf("one-batch: %s's first update (log %s)\n", run_name(r, m, name, sizeof name), log);
+        pid_t pid = spawn(exe, a.argv, log);
+        int status = 0;
+        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            fprintf(stderr, "error: the one-batch run of %s failed (%s %d); its log: %s\n", name,
+                    WIFEXITED(status) ? "exit status" : "signal",
+                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), log);
+            print_log_error(log);
+            exit(EXIT_INPUT);
+        }
+        snprintf(path, sizeof path, "%s/model.bin", dir);
+        load_checkpoint(path, &model, 1, NULL);
+        long c = onebatch_score(&model, &d, ob->P, ob->M, ob->max_new, ob->temperature, OB_SEED, 64);
+        free_gpt(&model);
+        ob->after[i] = c;
+        snprintf(path, sizeof path, "%s/probe.txt", dir);
+        onebatch_write(path, c, samples);
+    }
+    free_dataset(&d);
+    // the SFT model's greedy test accuracy, as every run's result.txt records it (the same for all)
+    snprintf(path, sizeof path, "%s/result.txt", runs[0].dir);
+    char *text = slurp(path), *at = text ? strstr(text, "\nsft_test_acc ") : NULL;
+    if (at && runs[0].test_acc >= 0) ob->sft_test = atof(at + 14);
+    free(text);
+}
+
+/* OneBatchVerdict: does the one-batch Δ rank the methods as training's gain does, and by how
+   much does it over- or understate the gaps against the reference. */
+typedef struct {
+    int same;                            // 1: the orderings of the means agree (ties included)
+    int determined;                      // 1: the reference's Δ interval excludes 0 (the scale is set)
+    double predicted[CMP_MAX_METHODS];   // gain_ref · (Δ_m − Δ_ref) / Δ_ref (accuracy, NaN if !determined)
+} OneBatchVerdict;
+
+/* ordering: the labels by mean, highest first ("a > b = c"; a stable sort, equal means "=") */
+static void onebatch_ordering(const double *mean, int nm, const char *const *labels, char *out, size_t cap) {
+    int order[CMP_MAX_METHODS];
+    for (int i = 0; i < nm; i++) order[i] = i;
+    for (int i = 1; i < nm; i++)
+        for (int j = i; j > 0 && mean[order[j]] > mean[order[j - 1]]; j--) {
+            int t = order[j];
+            order[j] = order[j - 1];
+            order[j - 1] = t;
+        }
+    size_t n = 0;
+    out[0] = 0;
+    for (int i = 0; i < nm && n < cap; i++)
+        n += (size_t)snprintf(out + n, cap - n, "%s%s", i == 0 ? "" : mean[order[i]] == mean[order[i - 1]] ? " = " : " > ",
+                              labels[order[i]]);
+}
+
+/* onebatch_verdict: on the means over seeds of the one-batch Δ (delta[m], with the reference's
+   interval delta[ref].half) and of the training gain (gain[m]), and the mean paired training
+   gain difference against the reference (actual[m]): the verdict lines into f ("same ranking"
+   or "different ranking" with both orderings; for each other method the predicted gap
+   gain_ref·(Δ_m − Δ_ref)/Δ_ref against the actual one, in points (x100), and their difference;
+   "not determined" instead when Δ_ref's 95% interval includes 0, or has none). gain_name says
+   which gain ranks the methods. */
+static OneBatchVerdict onebatch_verdict(FILE *f, int nm, int ref, const char *const *labels, const MeanCI *delta,
+                                        const double *gain, const double *actual, const char *gain_name) {
+    OneBatchVerdict v;
+    memset(&v, 0, sizeof v);
+    double dm[CMP_MAX_METHODS], gm[CMP_MAX_METHODS];
+    for (int i = 0; i < nm; i++) {   // means within 1e-9 are equal (the same counts summed in another order)
+        dm[i] = round(delta[i].mean * 1e9) / 1e9;
+        gm[i] = round(gain[i] * 1e9) / 1e9;
+    }
+    v.same = 1;
+    for (int i = 0; i < nm; i++)
+        for (int j = 0; j < nm; j++) {
+            int a = (dm[i] > dm[j]) - (dm[i] < dm[j]), b = (gm[i] > gm[j]) - (gm[i] < gm[j]);
+            if (a != b) v.same = 0;
+        }
+    char o1[1200], o2[1200];
+    onebatch_ordering(dm, nm, labels, o1, sizeof o1);
+    onebatch_ordering(gm, nm, labels, o2, sizeof o2);
+    fprintf(f, "verdict: %s ranking: one-batch Δ %s; training (%s) %s\n", v.same ? "same" : "different", o1,
+            gain_name, o2);
+    const MeanCI *r = &delta[ref];
+    v.determined = !isnan(r->half) && (r->mean - r->half > 0 || r->mean + r->half < 0);
+    for (int i = 0; i < nm; i++) v.predicted[i] = NAN;
+    if (!v.determined) {
+        char cell[96];
+        format_ci_digits(r, 1, 4, cell, sizeof cell);
+        fprintf(f, "  gaps: the scale is not determined: %s's one-batch Δ is %s, %s, so (Δ_m − Δ_%s)/Δ_%s "
+                   "is no measure\n", labels[ref], cell, isnan(r->half) ? "with no interval (one seed)"
+                   : "its 95% interval includes 0", labels[ref], labels[ref]);
+        return v;
+    }
+    fprintf(f, "  gaps against %s in points of %s, predicted = gain_%s x (Δ_m − Δ_%s)/Δ_%s:\n", labels[ref],
+            gain_name, labels[ref], labels[ref], labels[ref]);
+    for (int i = 0; i < nm; i++) {
+        if (i == ref) continue;
+        v.predicted[i] = gain[ref] * (dm[i] - dm[ref]) / dm[ref];
+        // in points, to the 2 decimals printed (+ 0.0: no "-0.00")
+        double p = round(10000.0 * v.predicted[i]) / 100.0 + 0.0, a = round(10000.0 * actual[i]) / 100.0 + 0.0;
+        double d = fabs(p) - fabs(a);
+        fprintf(f, "    %s: predicted %+.2f, actual %+.2f: ", labels[i], p, a);
+        if (d == 0 && (p > 0) == (a > 0)) fprintf(f, "the one-batch test matches it\n");
+        else fprintf(f, "the one-batch test %s the gap by %.2f points%s\n", d > 0 ? "overstates" : "understates",
+                     fabs(p - a), (p > 0 && a < 0) || (p < 0 && a > 0) ? " (and gets its sign wrong)" : "");
+    }
+    return v;
+}
+
+/* print_onebatch_view: the one-batch table (per method: Δ, test gain, val gain, mean ± 95% CI
+   over seeds, and under each other method its paired differences against the reference), then
+   the verdict (onebatch_verdict, on the test gain; on the val gain when the runs had no test). */
+static void print_onebatch_view(const CmpReport *R) {
+    FILE *f = R->out;
+    const OneBatch *ob = R->ob;
+    int S = R->S, nm = R->nm, wl = 14, has_test = ob->sft_test >= 0;
+    double n = (double)ob->P * ob->M;
+    double dl[CMP_MAX_METHODS][1024], gt[CMP_MAX_METHODS][1024], gv[CMP_MAX_METHODS][1024];
+    char cell[96];
+    for (int i = 0; i < nm; i++) wl = (int)fmax(wl, strlen(R->m[i].label) + 2);
+    for (int s = 0; s < S; s++)
+        for (int mi = 0; mi < nm; mi++) {
+            int i = s * nm + mi;
+            const CmpRun *r = &R->runs[i];
+            dl[mi][s] = (double)(ob->after[i] - ob->sft) / n;
+            gt[mi][s] = has_test ? r->test_acc - ob->sft_test : NAN;
+            gv[mi][s] = r->val[R->K] - r->val[0];
+        }
+    fprintf(f, "\none-batch prediction (pre-registered --one-batch %d): Δ = expected verifier reward after each\n"
+               "  run's first update minus the SFT model's (%.4f), over the first %d validation prompts x %d\n"
+               "  samples at T=%g (seed %d, the same draws for every model); gain = greedy accuracy at the end\n"
+               "  minus the SFT model's (test; val: the last point minus point 0); mean ± 95%% CI over %d seeds\n",
+            ob->P, (double)ob->sft / n, ob->P, ob->M, ob->temperature, OB_SEED, S);
+    print_padded(f, "", wl, 0);
+    print_padded(f, "one-batch Δ", 22, 1);
+    print_padded(f, "test gain", 20, 1);
+    print_padded(f, "val gain", 20, 1);
+    fprintf(f, "\n");
+    MeanCI delta[CMP_MAX_METHODS];
+    double gain[CMP_MAX_METHODS], actual[CMP_MAX_METHODS];
+    double (*g)[1024] = has_test ? gt : gv;
+    for (int mi = 0; mi < nm; mi++) {
+        delta[mi] = mean_ci(dl[mi], S);
+        MeanCI ct = mean_ci(gt[mi], S), cv = mean_ci(gv[mi], S);
+        gain[mi] = has_test ? ct.mean : cv.mean;
+        print_padded(f, R->m[mi].label, wl, 0);
+        format_ci_digits(&delta[mi], 1, 4, cell, sizeof cell);
+        print_padded(f, cell, 22, 1);
+        if (has_test) format_ci(&ct, 1, cell, sizeof cell);
+        else snprintf(cell, sizeof cell, "(not evaluated)");
+        print_padded(f, cell, 20, 1);
+        format_ci(&cv, 1, cell, sizeof cell);
+        print_padded(f, cell, 20, 1);
+        fprintf(f, "\n");
+        actual[mi] = 0.0;
+        if (mi == R->ref) continue;
+        snprintf(cell, sizeof cell, "  Δ vs %.80s", R->m[R->ref].label);
+        print_padded(f, cell, wl, 0);
+        double (*cols[3])[1024] = {dl, gt, gv};
+        for (int c = 0; c < 3; c++) {
+            char diff[64];
+            PairedDiff p = paired_diff(cols[c][mi], cols[c][R->ref], S);
+            if (c == 1 && !has_test) snprintf(cell, sizeof cell, "-");
+            else {
+                format_ci_digits(&p.d, 1, c == 0 ? 4 : 3, diff, sizeof diff);
+                snprintf(cell, sizeof cell, "%s %d/%d", diff, p.favour_a, p.favour_b);
+            }
+            print_padded(f, cell, c == 0 ? 22 : 20, 1);
+        }
+        fprintf(f, "\n");
+        actual[mi] = paired_diff(g[mi], g[R->ref], S).d.mean;
+    }
+    const char *labels[CMP_MAX_METHODS];
+    for (int i = 0; i < nm; i++) labels[i] = R->m[i].label;
+    onebatch_verdict(f, nm, R->ref, labels, delta, gain, actual, has_test ? "test gain" : "val gain");
+}
+
 
 /* ---- studies that outgrow one machine: compare --plan and compare --only RUN
 
@@ -12040,6 +12397,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     o->budget = 1e6f;
     o->eval_points = 4;
     o->target_acc = -1.0f;
+    o->one_batch = 0;
     o->init[0] = 0;
     strcpy(o->study, "runs/compare");
     strcpy(o->methods, "grpo,lambda-grpo");
@@ -12166,6 +12524,19 @@ static int cmd_compare(int argc, char **argv, Options *o) {
         resolved_config(pr, &args, 1);
         usage_context = NULL;
     }
+    OneBatch ob;   // --one-batch: only when given, so the prereg (and hash) of a study without it is unchanged
+    memset(&ob, 0, sizeof ob);
+    if (o->one_batch > 0) {
+        onebatch_settings(o, methods, nm, ref, runs_dir, sft, &ob);
+        fprintf(pr, "  one-batch: the first %d prompts of %s x %d samples at temperature %.9g, max-new-tokens %d\n"
+                    "    (%s's), sampling seed %d, the same draws for every model (common random numbers); each run's\n"
+                    "    first update (its command line, stopped after step 1) in %s/onebatch/; reported, not tested:\n"
+                    "    delta = verifier-accepted share after it minus the SFT model's, beside the training gain (test\n"
+                    "    accuracy at the end minus the SFT model's; val: last point minus point 0), the rankings of\n"
+                    "    the means, and predicted gap = gain_%s x (delta_m - delta_%s) / delta_%s\n",
+                ob.P, ob.val_data, ob.M, ob.temperature, ob.max_new, methods[ref].label, OB_SEED, study,
+                methods[ref].label, methods[ref].label, methods[ref].label);
+    }
     fprintf(pr, "\nhypotheses (two-sided; each is supported when the 95%% t interval of the paired\n"
                 "difference over the seeds excludes 0; no correction for multiple comparisons)\n");
     int h = 1;
@@ -12213,6 +12584,13 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     }
     if (!o->init[0]) sft_hash = prereg_sft_hash(study, sft);
     check_study_sft(sft, sft_hash, study);
+    if (o->one_batch > 0 && !plan.only) {   // the probe set holds P prompts: refused before any run
+        GPT probe_model;
+        Dataset probe_set;
+        onebatch_probe_set(&ob, sft, &probe_model, &probe_set);
+        free_gpt(&probe_model);
+        free_dataset(&probe_set);
+    }
     // the runs, seed-major (every method's seed 1, then seed 2, ...: complete pairs come first)
     CmpRun *runs = (CmpRun *)callocCheck((size_t)nruns, sizeof(CmpRun));
     int skipped = 0;
@@ -12323,6 +12701,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
                     runs[i].test_n, runs[0].dir, runs[0].test_n);
             exit(EXIT_INPUT);
         }
+    if (o->one_batch > 0) onebatch_collect(o, study, sft, sft_hash, methods, runs, nruns, exe, &ob);
     // every point of every run, then the report (stdout and summary.txt) and the views' curves
     char path[1200];
     snprintf(path, sizeof path, "%s/points.csv", study);
@@ -12343,7 +12722,8 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     size_t report_n = 0;
     FILE *rf = open_memstream(&report, &report_n);
     if (!rf) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
-    CmpReport R = {rf, runs, methods, nm, S, K, ref, unit_axis(o->budget_unit), o->budget, o->target_acc};
+    CmpReport R = {rf, runs, methods, nm, S, K, ref, unit_axis(o->budget_unit), o->budget, o->target_acc, NULL};
+    R.ob = o->one_batch > 0 ? &ob : NULL;
     print_report(&R, curves);
     fcloseCheck(curves);
     if (fclose(rf) != 0) fail_at(__FILE__, __LINE__, "compare: writing the report failed", oom_hint);
@@ -12354,6 +12734,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     printf("\nwrote %s/points.csv, %s/curves.csv, %s/summary.txt;\n"
            "figure: python3 notes/plot.py --compare %s\n", study, study, study, study);
     free(runs);
+    free(ob.after);
     unlock_run_dir(lock);
     return 0;
 }

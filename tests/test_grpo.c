@@ -5460,6 +5460,238 @@ static void test_compare_plan(void) {
           "exit %d", rc);
 }
 
+/* ---- compare --one-batch P: the one-batch prediction view */
+
+/* the count an independent reading of the view's definition gives: M samples for each of the
+   first P prompts, sample s of prompt i on stream (1, 2^41 + i·M + s), one sequence per sampler
+   call (compare's batch is 64), the verifier's reward 1 counted */
+static long onebatch_count_by_hand(GPT *m, const Dataset *d, int P, int M, int max_new, float T) {
+    KVCache kv;
+    build_kvcache(&kv, &m->config, 1);
+    int *comp = (int *)mallocCheck((size_t)max_new * sizeof(int)), clen = 0;
+    float *lp = (float *)mallocCheck((size_t)max_new * sizeof(float));
+    long correct = 0;
+    for (int i = 0; i < P; i++)
+        for (int s = 0; s < M; s++) {
+            Rng rng;
+            rng_seed(&rng, 1, (1ull << 41) + (uint64_t)i * M + s);
+            const int *pp = d->prompt + (size_t)i * d->maxT;
+            sample_completions(m, &kv, 1, &pp, &d->prompt_len[i], max_new, T, 0, &rng, NULL, comp, lp, &clen);
+            correct += task_reward(d->task, d->nums + (size_t)i * MAX_NUMS, d->num_count[i], d->target[i], comp,
+                                   clen, 0.0f) == 1.0f;
+        }
+    free(comp);
+    free(lp);
+    free_kvcache(&kv);
+    return correct;
+}
+
+static long read_count(const char *path) {
+    char *t = slurp(path);
+    long c = -1, n = -1;
+    if (t && sscanf(t, "correct %ld\nsamples %ld\n", &c, &n) != 2) c = -1;
+    free(t);
+    return c;
+}
+
+/* A quick chain-sum study (its tiny model solves some prompts) made by --plan, xargs and a
+   collecting compare: (a) grpo seed 1's one-batch count is that of an independent `./grpo
+   train --steps 1` with the run's command line (from prereg.txt), scored by hand, and its first
+   train.csv row is the full run's (the same first batch); (b) the SFT model scored twice (and at
+   another batch size) gives the same count: Δ exactly 0; the view and the cache; (d) another
+   --one-batch, or none, against its prereg is refused. */
+static void test_compare_one_batch(void) {
+    static char cmd[4096], out[65536];
+    char st[256], plan[320], path[1024], dir[512];
+    // a first update that changes samples of this tiny model: 8 x 8 completions, lr 3e-3 without warm-up
+    const char *args = "--quick --sft-args '--task chain-sum --steps 600' --train-args '--task chain-sum --group-size 8 "
+                       "--prompts-per-step 8 --lr 3e-3 --warmup 0' --one-batch 24";
+    snprintf(st, sizeof st, "%s/onebatch_study", TMPDIR_);
+    snprintf(plan, sizeof plan, "%s/onebatch_plan.txt", TMPDIR_);
+    // (sh runs the plan's lines: xargs would take their quotes, here around blanks, as its own)
+    snprintf(cmd, sizeof cmd, "((%s compare %s --study %s --plan > %s) && (cd / && sh %s) && %s compare %s --study %s)",
+             grpo_bin(), args, st, plan, plan, grpo_bin(), args, st);
+    int rc = run_binary(cmd, out, sizeof out);
+    const char *view = strstr(out, "one-batch prediction (pre-registered --one-batch 24)");
+    int shown = view && strstr(view, "one-batch Δ") && strstr(view, "verdict: ") && strstr(view, " ranking: ") &&
+                strstr(out, "one-batch: grpo/seed_1's first update");
+    snprintf(path, sizeof path, "%s/summary.txt", st);
+    char *sum = slurp(path);
+    check(rc == 0 && shown && sum && strstr(sum, "one-batch prediction") && strstr(sum, "verdict: "),
+          "compare --one-batch after --plan and xargs: the view, in the report and summary.txt", "exit %d: %s", rc,
+          rc ? line_with(out, "error") : "");
+    // a rerun measures nothing again (the counts are cached) and prints the same view
+    snprintf(cmd, sizeof cmd, "%s compare %s --study %s", grpo_bin(), args, st);
+    rc = run_binary(cmd, out, sizeof out);
+    snprintf(path, sizeof path, "%s/summary.txt", st);
+    char *sum2 = slurp(path);
+    check(rc == 0 && !strstr(out, "first update (log") && sum && sum2 && strstr(sum2, "verdict: ") &&
+              !strcmp(strstr(sum, "one-batch prediction"), strstr(sum2, "one-batch prediction")),
+          "compare --one-batch: a rerun measures nothing again and prints the same view", "exit %d", rc);
+    free(sum);
+    free(sum2);
+    // (a) the independent first update: the run's command line from prereg.txt, --steps 1, no budget
+    snprintf(path, sizeof path, "%s/prereg.txt", st);
+    char *pre = slurp(path);
+    char line[2048] = "";
+    float T = 0;
+    int P = 0, M = 0, max_new = 0;
+    const char *at = pre ? strstr(pre, "  method grpo (seed 1") : NULL;
+    at = at ? strstr(at, " train ") : NULL;
+    if (at) snprintf(line, sizeof line, "%.*s", (int)(strchr(at, '\n') - at), at);
+    const char *ob = pre ? strstr(pre, "  one-batch: the first ") : NULL;
+    char val[512] = "";
+    int parsed = ob && sscanf(ob, "  one-batch: the first %d prompts of %511s x %d samples at temperature %f, "
+                              "max-new-tokens %d", &P, val, &M, &T, &max_new) == 5;
+    free(pre);
+    char *cut = strstr(line, " --steps 10000000 --budget-unit gen-tokens --budget 8000 --eval-points 2");
+    char *rd = strstr(line, " --run-dir ");
+    if (cut && rd) {
+        memmove(cut, cut + strlen(" --steps 10000000 --budget-unit gen-tokens --budget 8000 --eval-points 2"),
+                strlen(cut + strlen(" --steps 10000000 --budget-unit gen-tokens --budget 8000 --eval-points 2")) + 1);
+        rd = strstr(line, " --run-dir ");
+        *rd = 0;
+    }
+    snprintf(dir, sizeof dir, "%s/onebatch_by_hand", TMPDIR_);
+    snprintf(cmd, sizeof cmd, "%s%s --steps 1 --run-dir %s", grpo_bin(), line, dir);
+    int rc_train = cut && rd ? run_binary(cmd, out, sizeof out) : -1;
+    GPT sft, after;
+    Dataset d;
+    long sft_hand = -1, after_hand = -1, sft_again = -1, sft_b7 = -1, sft_seed2 = -1;
+    snprintf(path, sizeof path, "%s/sft/model.bin", st);
+    if (rc_train == 0 && parsed) {
+        load_checkpoint(path, &sft, 1, NULL);
+        load_dataset(&d, val, sft.config.max_seq_len, 0, &TASKS[1]);
+        snprintf(path, sizeof path, "%s/model.bin", dir);
+        load_checkpoint(path, &after, 1, NULL);
+        sft_hand = onebatch_count_by_hand(&sft, &d, P, M, max_new, T);
+        after_hand = onebatch_count_by_hand(&after, &d, P, M, max_new, T);
+        // (b) common random numbers: the same model twice, at another batch size too; another seed differs
+        sft_again = onebatch_score(&sft, &d, P, M, max_new, T, OB_SEED, 64);
+        sft_b7 = onebatch_score(&sft, &d, P, M, max_new, T, OB_SEED, 7);
+        sft_seed2 = onebatch_score(&sft, &d, P, M, max_new, T, OB_SEED + 1, 64);
+        free_gpt(&after);
+        free_gpt(&sft);
+        free_dataset(&d);
+    }
+    snprintf(path, sizeof path, "%s/onebatch/sft.txt", st);
+    long sft_cached = read_count(path);
+    snprintf(path, sizeof path, "%s/onebatch/grpo/seed_1/probe.txt", st);
+    long after_cached = read_count(path);
+    check(rc_train == 0 && parsed && P == 24 && M == 16 && sft_hand == sft_cached && after_hand == after_cached &&
+              after_hand >= 0 && sft_hand > 0 && after_hand != sft_hand,
+          "compare --one-batch: grpo seed 1's counts = an independent train --steps 1 scored by hand",
+          "train exit %d, parsed %d; SFT %ld by hand, %ld cached; after %ld by hand, %ld cached", rc_train, parsed,
+          sft_hand, sft_cached, after_hand, after_cached);
+    // the same first batch as the full run: train.csv's first row, but its timings (13 fields)
+    char *r1 = NULL, *r2 = NULL;
+    snprintf(path, sizeof path, "%s/onebatch/grpo/seed_1/train.csv", st);
+    char *t1 = slurp(path);
+    snprintf(path, sizeof path, "%s/runs/grpo/seed_1/train.csv", st);
+    char *t2 = slurp(path);
+    int same_row = 0;
+    if (t1 && t2 && (r1 = strchr(t1, '\n')) && (r2 = strchr(t2, '\n'))) {
+        r1++;
+        r2++;
+        int n = 0, k = 1;
+        while (k <= 13 && r1[n] && r1[n] != '\n') k += r1[n++] == ',';
+        same_row = k == 14 && n > 13 && !strncmp(r1, r2, (size_t)n);
+    }
+    free(t1);
+    free(t2);
+    check(same_row, "compare --one-batch: its first update's train.csv row 1 is the full run's (the same first batch)",
+          "%s", same_row ? "" : "differs");
+    check(sft_again == sft_hand && sft_b7 == sft_hand && sft_hand >= 0 && sft_seed2 != sft_hand,
+          "compare --one-batch: the SFT model scored twice (batch 64, 7) gives Δ exactly 0; another seed differs",
+          "%ld, %ld, %ld; seed 2 %ld", sft_hand, sft_again, sft_b7, sft_seed2);
+    // (d) pre-registered: another P, or none, is refused
+    char other[600];
+    snprintf(other, sizeof other, "%s", args);
+    memcpy(strstr(other, "--one-batch 24"), "--one-batch 25", 14);
+    snprintf(cmd, sizeof cmd, "%s compare %s --study %s", grpo_bin(), other, st);
+    int rc1 = run_binary(cmd, out, sizeof out);
+    int named1 = strstr(out, "pre-registered with another configuration") != NULL;
+    *strstr(other, " --one-batch 25") = 0;
+    snprintf(cmd, sizeof cmd, "%s compare %s --study %s", grpo_bin(), other, st);
+    int rc2 = run_binary(cmd, out, sizeof out);
+    int named2 = strstr(out, "pre-registered with another configuration") != NULL;
+    check(rc1 == 1 && named1 && rc2 == 1 && named2,
+          "compare: another --one-batch, or none, against its prereg is refused", "exit %d %d, exit %d %d", rc1,
+          named1, rc2, named2);
+}
+
+// (c) the verdict's arithmetic on hand-made numbers
+static void test_compare_one_batch_verdict(void) {
+    const char *labels[3] = {"grpo", "a", "b"};
+    char *text = NULL;
+    size_t n = 0;
+    // same ranking: Δ 0.02±0.005, 0.03, 0.01; gains 0.10, 0.13, 0.04 -> a: predicted 0.10·0.01/0.02 = +5 points
+    MeanCI d1[3] = {{3, 0.02, 0.001, 0.005}, {3, 0.03, 0.001, 0.005}, {3, 0.01, 0.001, 0.005}};
+    double g1[3] = {0.10, 0.13, 0.04}, act1[3] = {0.0, 0.03, -0.06};
+    FILE *f = open_memstream(&text, &n);
+    OneBatchVerdict v1 = onebatch_verdict(f, 3, 0, labels, d1, g1, act1, "test gain");
+    fclose(f);
+    int ok1 = v1.same && v1.determined && fabs(v1.predicted[1] - 0.05) < 1e-12 && fabs(v1.predicted[2] + 0.05) < 1e-12 &&
+              strstr(text, "verdict: same ranking: one-batch Δ a > grpo > b; training (test gain) a > grpo > b") &&
+              strstr(text, "a: predicted +5.00, actual +3.00: the one-batch test overstates the gap by 2.00 points") &&
+              strstr(text, "b: predicted -5.00, actual -6.00: the one-batch test understates the gap by 1.00 points");
+    check(ok1, "compare --one-batch verdict: same ranking, predicted gap gain_ref·(Δ−Δ_ref)/Δ_ref against actual",
+          "%s", ok1 ? "" : text);
+    free(text);
+    // different ranking (b ahead in training); means equal to within rounding are ties
+    MeanCI d2[3] = {{3, 0.02, 0.001, 0.005}, {3, 0.1 + 0.2, 0.001, 0.005}, {3, 0.3, 0.001, 0.005}};
+    double g2[3] = {0.10, 0.05, 0.20}, act2[3] = {0, -0.05, 0.10};
+    f = open_memstream(&text, &n);
+    OneBatchVerdict v2 = onebatch_verdict(f, 3, 0, labels, d2, g2, act2, "val gain");
+    fclose(f);
+    int ok2 = !v2.same && strstr(text, "verdict: different ranking: one-batch Δ a = b > grpo; training (val gain) "
+                                       "b > grpo > a") && strstr(text, "(and gets its sign wrong)");
+    check(ok2, "compare --one-batch verdict: different ranking, ties within rounding, a wrong sign", "%s", ok2 ? "" : text);
+    free(text);
+    // Δ_ref's interval includes 0, or one seed (no interval): the scale is not determined
+    MeanCI d3[3] = {{3, 0.002, 0.001, 0.005}, {3, 0.03, 0.001, 0.005}, {3, 0.01, 0.001, 0.005}};
+    MeanCI d4[3] = {{1, 0.02, NAN, NAN}, {1, 0.03, NAN, NAN}, {1, 0.01, NAN, NAN}};
+    f = open_memstream(&text, &n);
+    OneBatchVerdict v3 = onebatch_verdict(f, 3, 0, labels, d3, g1, act1, "test gain");
+    OneBatchVerdict v4 = onebatch_verdict(f, 3, 0, labels, d4, g1, act1, "test gain");
+    fclose(f);
+    int ok3 = !v3.determined && !v4.determined && isnan(v3.predicted[1]) && !strstr(text, "predicted +") &&
+              strstr(text, "grpo's one-batch Δ is +0.0020±0.0050, its 95% interval includes 0") &&
+              strstr(text, "grpo's one-batch Δ is +0.0200, with no interval (one seed)");
+    check(ok3, "compare --one-batch verdict: Δ_ref's interval includes 0 (or none): the scale is not determined",
+          "%s", ok3 ? "" : text);
+    free(text);
+}
+
+// (e) bad --one-batch values, and a probe set too small or not shared, are refused before any run
+static void test_compare_one_batch_usage(void) {
+    static char cmd[2048], out[16384];
+    const char *bad[3] = {"-1", "abc", "100001"};
+    int ok = 0;
+    for (int i = 0; i < 3; i++) {
+        snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/ob_bad_%d --one-batch %s", grpo_bin(), TMPDIR_, i,
+                 bad[i]);
+        int rc = run_binary(cmd, out, sizeof out);
+        ok += rc == 2 && strstr(out, "--one-batch") != NULL;
+    }
+    check(ok == 3, "compare --one-batch: -1, abc, 100001 are refused naming the option", "%d of 3", ok);
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/ob_big --one-batch 100000", grpo_bin(), TMPDIR_);
+    int rc = run_binary(cmd, out, sizeof out);
+    char runs[512];
+    snprintf(runs, sizeof runs, "%s/ob_big/runs", TMPDIR_);
+    struct stat sb;
+    check(rc == 2 && strstr(out, "--one-batch 100000: the probe set, --val-data ") && strstr(out, " prompts") &&
+              stat(runs, &sb) != 0,
+          "compare --one-batch P beyond the validation set is refused before any run", "exit %d: %s", rc,
+          line_with(out, "one-batch"));
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/ob_mixed --one-batch 10 --methods "
+             "grpo,short:--objective=grpo:--max-new-tokens=10", grpo_bin(), TMPDIR_);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 2 && strstr(out, "--one-batch: method 'short:--objective=grpo:--max-new-tokens=10' runs another"),
+          "compare --one-batch: methods with another probe set (--max-new-tokens) are refused", "exit %d: %s", rc,
+          line_with(out, "one-batch"));
+}
+
 /* The tree-packed update with per-token advantages (GroupBatch.token_adv, as MC-PRM's A_j and
    PPO's A_t reach the loss): on random batches (random_pack_batch) with a random advantage on
    every token, grpo_prepare_tokens puts token_adv's value on each token with weight 1, and the
@@ -8040,7 +8272,8 @@ int main(int argc, char **argv) {
     if (want("compare", only)) { test_compare_stats(); test_budget_accounting(); test_compare_quick();
                                    test_compare_cost_to_reach(); test_compare_plan();
                                    test_compare_only_lock(); test_compare_no_save_every();
-                                   test_compare_test_n(); }
+                                   test_compare_test_n(); test_compare_one_batch();
+                                   test_compare_one_batch_verdict(); test_compare_one_batch_usage(); }
     if (want("compare", only)) test_load_run_checks();
     if (want("mcprm", only)) { test_mc_segment(); test_mc_advantages(); test_mc_dedup(); }
     if (want("mcprm", only)) { test_mc_tree_values(); test_mc_budget(); test_mc_train(); }
