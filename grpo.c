@@ -11896,8 +11896,8 @@ static uint64_t prereg_sft_hash(const char *study, const char *sft) {
    Is a one-batch look at the gradient a good guide to full training? For each run of the
    study (method x seed), its first update alone: `./grpo train` with the run's own command line
    (the same --seed, so the same first batch, and the same --steps cap, so the same learning-rate
-   schedule) stopped after its first step (--budget-unit gen-tokens --budget 1 --eval-points 0
-   --test-limit 0), into STUDY/onebatch/METHOD/seed_N/. The probe set: the first P prompts of the
+   schedule) at its peak learning rate (--warmup 0) stopped after its first step (--budget-unit
+   gen-tokens --budget 1 --eval-points 0 --test-limit 0), into STUDY/onebatch/METHOD/seed_N/. The probe set: the first P prompts of the
    reference method's --val-data, M = OB_SAMPLES samples each at its --temperature and
    --max-new-tokens, sample s of prompt i on stream (OB_SEED, OB_STREAM + i·M + s), so the SFT
    model and every updated model are scored with the same draws (common random numbers: the
@@ -12062,9 +12062,11 @@ static void onebatch_collect(const Options *o, const char *study, const char *sf
         make_dir(dir);
         ArgList a;
         method_args(&a, o, &m[r->method], r->seed, dir, sft);
+        // later values win: the first step, nothing scored, at the run's peak --lr (--warmup 0: the
+        // run's own step 1 is at lr/warmup, a warm-up artefact, not its training rate)
         const char *stop[] = {"--budget-unit", "gen-tokens", "--budget", "1", "--eval-points", "0",
-                              "--test-limit", "0"};   // later values win: the first step, nothing scored
-        for (int k = 0; k < 8; k++) arg_add(&a, stop[k]);
+                              "--test-limit", "0", "--warmup", "0"};
+        for (int k = 0; k < 10; k++) arg_add(&a, stop[k]);
         char log[1400];
         snprintf(log, sizeof log, "%s/run.log", dir);
         printf("one-batch: %s's first update (log %s)\n", run_name(r, m, name, sizeof name), log);
@@ -12530,7 +12532,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
         onebatch_settings(o, methods, nm, ref, runs_dir, sft, &ob);
         fprintf(pr, "  one-batch: the first %d prompts of %s x %d samples at temperature %.9g, max-new-tokens %d\n"
                     "    (%s's), sampling seed %d, the same draws for every model (common random numbers); each run's\n"
-                    "    first update (its command line, stopped after step 1) in %s/onebatch/; reported, not tested:\n"
+                    "    first update (its command line at --warmup 0, stopped after step 1) in %s/onebatch/; reported, not tested:\n"
                     "    delta = verifier-accepted share after it minus the SFT model's, beside the training gain (test\n"
                     "    accuracy at the end minus the SFT model's; val: last point minus point 0), the rankings of\n"
                     "    the means, and predicted gap = gain_%s x (delta_m - delta_%s) / delta_%s\n",

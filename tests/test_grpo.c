@@ -5503,9 +5503,10 @@ static long read_count(const char *path) {
 static void test_compare_one_batch(void) {
     static char cmd[4096], out[65536];
     char st[256], plan[320], path[1024], dir[512];
-    // a first update that changes samples of this tiny model: 8 x 8 completions, lr 3e-3 without warm-up
+    // a first update that changes samples of this tiny model: 8 x 8 completions, lr 3e-3 (warm-up 1
+    // step: the full run's step 1 at lr too, and the one-batch run's config must still say warmup=0)
     const char *args = "--quick --sft-args '--task chain-sum --steps 600' --train-args '--task chain-sum --group-size 8 "
-                       "--prompts-per-step 8 --lr 3e-3 --warmup 0' --one-batch 24";
+                       "--prompts-per-step 8 --lr 3e-3 --warmup 1' --one-batch 24";
     snprintf(st, sizeof st, "%s/onebatch_study", TMPDIR_);
     snprintf(plan, sizeof plan, "%s/onebatch_plan.txt", TMPDIR_);
     // (sh runs the plan's lines: xargs would take their quotes, here around blanks, as its own)
@@ -5599,6 +5600,15 @@ static void test_compare_one_batch(void) {
     }
     free(t1);
     free(t2);
+    snprintf(path, sizeof path, "%s/onebatch/grpo/seed_1/run.log", st);
+    char *obl = slurp(path);
+    snprintf(path, sizeof path, "%s/runs/grpo/seed_1/run.log", st);
+    char *fl = slurp(path);
+    check(obl && fl && strstr(obl, " warmup=0 ") && strstr(fl, " warmup=1 "),
+          "compare --one-batch: the first update runs at the peak --lr (warmup=0; the study's runs: warmup=1)",
+          "%s", obl ? "" : "no log");
+    free(obl);
+    free(fl);
     check(same_row, "compare --one-batch: its first update's train.csv row 1 is the full run's (the same first batch)",
           "%s", same_row ? "" : "differs");
     check(sft_again == sft_hand && sft_b7 == sft_hand && sft_hand >= 0 && sft_seed2 != sft_hand,
