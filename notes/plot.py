@@ -254,14 +254,19 @@ def length_figure(spec, out):
         g, lam = study_runs(study, "grpo"), study_runs(study, "lambda-grpo")
         seeds = sorted(set(g) & set(lam))
         diff = [100 * (result_value(lam[s], "test_acc") - result_value(g[s], "test_acc")) for s in seeds]
+        last_val = lambda run: float(read_csv(os.path.join(run, "eval.csv"))[-1]["val_acc"])
+        vm, vh = mean_ci([100 * (last_val(lam[s]) - last_val(g[s])) for s in seeds])
         runs = [g[s] for s in seeds] + [lam[s] for s in seeds]
         m, h = mean_ci(diff)
         cos = [column_mean(r, "probe_cos") for r in runs]
-        rows.append((label, m, h, len(seeds), sum(column_mean(r, "mean_lambda") for r in runs) / len(runs),
+        rows.append((label, m, h, len(seeds), vm, vh, sum(column_mean(r, "mean_lambda") for r in runs) / len(runs),
                      sum(column_mean(r, "intermediate") for r in runs) / len(runs), sum(cos) / len(cos)))
-    print("setting  λ-GRPO − GRPO test (points, 95% CI)  seeds  mean |λ|  intermediate  probe cos")
-    for label, m, h, n, lam_m, inter, cos in rows:
-        print(f"{label:>7}  {m:+6.2f} ± {h:5.2f}{'':21}{n:5d}  {lam_m:8.2f}  {inter:12.3f}  {cos:9.4f}")
+    print("setting  λ-GRPO − GRPO, points (95% CI): test at the end  val at the last point  seeds  "
+          "mean |λ|  intermediate  probe cos")
+    for label, m, h, n, vm, vh, lam_m, inter, cos in rows:
+        print(f"{label:>7}  {'':19}{m:+6.2f} ± {h:5.2f}      {vm:+6.2f} ± {vh:5.2f}  {n:5d}  {lam_m:8.2f}  "
+              f"{inter:12.3f}  {cos:9.4f}")
+    rows = [(r[0], r[1], r[2], r[3], r[6], r[7], r[8]) for r in rows]
     fig, ax = pyplot.subplots(figsize=(6.4, 4))
     xs = list(range(len(rows)))
     ax.errorbar(xs, [r[1] for r in rows], yerr=[r[2] for r in rows], fmt="o-", capsize=4,
@@ -273,7 +278,8 @@ def length_figure(spec, out):
     ax.set_ylabel("paired difference (points)")
     ax2 = ax.twinx()
     ax2.plot(xs, [r[6] for r in rows], "s--", color="tab:red", label="probe cosine (right axis)")
-    ax2.set_ylabel("cos(g_λ-GRPO, g_GRPO), mean over probed steps", color="tab:red")
+    ax2.set_ylabel("probe cosine of the two gradients", color="tab:red")
+    ax2.set_ylim(min(0.5, min(r[6] for r in rows) - 0.05), 1.0)
     lines = ax.get_legend_handles_labels()[0] + ax2.get_legend_handles_labels()[0]
     ax.legend(lines, [ln.get_label() for ln in lines], fontsize=8, loc="best")
     ax.grid(alpha=0.3)
