@@ -5300,6 +5300,7 @@ static char *summary_without_seconds(const char *text) {
             if (in_end && strncmp(line, "at the end", 10)) {   // drop the last field (seconds)
                 while (keep && line[keep - 1] == ' ') keep--;
                 while (keep && line[keep - 1] != ' ') keep--;
+                while (keep && line[keep - 1] == ' ') keep--;   // and its padding (9.9 s and 10.2 s)
             }
             memcpy(o, line, keep);
             o += keep;
