@@ -23,7 +23,7 @@ NOOMP   := $(SIMD) -Wno-unknown-pragmas
 # wins. `make wait-policy` prints the choice.
 LOADAVG ?= /proc/loadavg
 ifeq ($(origin OMP_WAIT_POLICY),undefined)
-OMP_WAIT_POLICY := $(shell awk '{ split($$4, r, "/"); o = r[1] - 1; if ($$1 < o) o = $$1; if (o >= 0.5) print "PASSIVE" }' $(LOADAVG) 2>/dev/null)
+OMP_WAIT_POLICY := $(shell awk '{ split($$4, r, "/"); o = r[1] - 1; if ($$1 + 0 < o) o = $$1 + 0; if (o >= 0.5) print "PASSIVE"; exit }' $(LOADAVG) 2>/dev/null)
 endif
 ifneq ($(OMP_WAIT_POLICY),)
 run compare test: export OMP_WAIT_POLICY := $(OMP_WAIT_POLICY)

@@ -8371,6 +8371,8 @@ static int cmd_train(int argc, char **argv, Options *o) {
     // ---- budget: the counters start at 0, or a resume continues its checkpoint's (state section "budget")
     if (o->eval_points > 0 && o->budget <= 0)
         usage_error("--eval-points %d needs --budget (the points are fractions of it)", o->eval_points);
+    if (o->budget_unit == BUDGET_STEPS && o->budget != floorf(o->budget))
+        usage_error("--budget %.9g: --budget-unit steps counts whole steps; give an integer", o->budget);
     TrainRun run;
     memset(&run, 0, sizeof run);
     char ckpt[1100];   // the final model; run.periodic: the periodic resumable checkpoint
@@ -12440,6 +12442,8 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     usage_error("compare runs one CPU process per core: use the CPU build (" PROG " is the CUDA build)");
 #endif
     if (!(o->budget > 0)) usage_error("--budget %g: compare needs a budget > 0", o->budget);
+    if (o->budget_unit == BUDGET_STEPS && o->budget != floorf(o->budget))
+        usage_error("--budget %.9g: --budget-unit steps counts whole steps; give an integer", o->budget);
     if (o->eval_points < 1 || o->eval_points > CMP_MAX_POINTS)
         usage_error("--eval-points %d: compare needs 1 to %d points", o->eval_points, CMP_MAX_POINTS);
     if (o->seeds > 1024) usage_error("--seeds %d: at most 1024", o->seeds);
@@ -12531,6 +12535,11 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     memset(&ob, 0, sizeof ob);
     if (o->one_batch > 0) {
         onebatch_settings(o, methods, nm, ref, runs_dir, sft, &ob);
+        Dataset all;   // before the prereg is written: a P the file cannot hold is not registered
+        load_dataset(&all, ob.val_data, 1024, 0, &TASKS[ob.task]);   // (the context's cut comes later)
+        if (all.n < ob.P)
+            usage_error("--one-batch %d: the probe set, --val-data %s, has %d prompts", ob.P, ob.val_data, all.n);
+        free_dataset(&all);
         fprintf(pr, "  one-batch: the first %d prompts of %s x %d samples at temperature %.9g, max-new-tokens %d\n"
                     "    (%s's), sampling seed %d, the same draws for every model (common random numbers); each run's\n"
                     "    first update (its command line at --warmup 0, stopped after step 1) in %s/onebatch/; reported, not tested:\n"
