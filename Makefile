@@ -18,12 +18,12 @@ NOOMP   := $(SIMD) -Wno-unknown-pragmas
 # spin (libgomp's default: 200 RL steps 2.2x and SFT 1.24x faster than sleeping); when other jobs
 # hold a CPU they sleep (PASSIVE: spinning against them made a 2-thread run up to 20x slower).
 # Chosen once, as make starts, from $(LOADAVG) by ./grpo's own busy test (busy_machine_warning):
-# other jobs = min(1-minute load, runnable tasks - 1) >= 0.5. Measured: notes/speed.md. For make
+# other jobs = min(1-minute load, runnable tasks - 1) >= 1. Measured: notes/speed.md. For make
 # run, make compare and make test; an OMP_WAIT_POLICY on the command line or in the environment
 # wins. `make wait-policy` prints the choice.
 LOADAVG ?= /proc/loadavg
 ifeq ($(origin OMP_WAIT_POLICY),undefined)
-OMP_WAIT_POLICY := $(shell awk '{ split($$4, r, "/"); o = r[1] - 1; if ($$1 + 0 < o) o = $$1 + 0; if (o >= 0.5) print "PASSIVE"; exit }' $(LOADAVG) 2>/dev/null)
+OMP_WAIT_POLICY := $(shell awk '{ split($$4, r, "/"); o = r[1] - 1; if ($$1 + 0 < o) o = $$1 + 0; if (o >= 1) print "PASSIVE"; exit }' $(LOADAVG) 2>/dev/null)
 endif
 ifneq ($(OMP_WAIT_POLICY),)
 run compare test: export OMP_WAIT_POLICY := $(OMP_WAIT_POLICY)

@@ -5982,8 +5982,8 @@ static int parse_loadavg(const char *text, double *load1, int *running) {
 
 /* busy_machine_warning: 1, with a one-line message (no newline) in msg[cap], when this run's
    OpenMP threads would spin against other jobs: it will use threads > 1, the other jobs take
-   half a core or more (others = min(load1, running − 1) ≥ 0.5: one busy job's 1-minute average
-   passes 0.5 about 42 s after it starts and tends to 1 from below; load1 the 1-minute load average, running
+   a core or more (others = min(load1, running − 1) ≥ 1; one busy job's 1-minute average tends to
+   1 from below, so it counts only with others beside it; load1 the 1-minute load average, running
    the runnable tasks now, this one included: both the last minute and this instant must show
    them, so a run of ours that has just ended, still in the average, does not count), together
    with our threads they oversubscribe the ncpu online CPUs (others + threads > ncpu), and the
@@ -5994,7 +5994,7 @@ static int busy_machine_warning(double load1, int running, int ncpu, int threads
                                 const char *spincount, const char *cmd, char *msg, size_t cap) {
     if (cap) msg[0] = 0;
     double others = running - 1 < load1 ? running - 1 : load1;
-    if (threads <= 1 || ncpu < 1 || others < 0.5 || others + threads <= ncpu) return 0;
+    if (threads <= 1 || ncpu < 1 || others < 1.0 || others + threads <= ncpu) return 0;
     if (gomp_spin_count(wait_policy, spincount) <= BUSY_SPIN_SHORT) return 0;
     snprintf(msg, cap, "note: other jobs hold the CPUs (load %.2f, %d runnable, %d CPUs) and OpenMP's %d waiting "
              "threads spin against them, which can make this run several times slower: type "
