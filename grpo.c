@@ -11704,16 +11704,23 @@ static void sft_args(ArgList *a, const Options *o, const char *dir, int threads)
 /* resolved_config: the full configuration a command line gives (`# config: ...`, as the run
    prints it at start-up), from this build's defaults; a bad option or value stops compare here
    with the message the run would give, before anything runs. */
+/* cmp_resolve: the Options a train (is_train) or sft command line a resolves to: that command's
+   defaults, then a's words, parsed from a copy (getopt_long may reorder them). A bad word is a
+   usage error, as on the command line. */
+static void cmp_resolve(const ArgList *a, int is_train, Options *t) {
+    default_options(t);
+    if (is_train) train_defaults(t);
+    else sft_defaults(t);
+    ArgList copy = *a;
+    for (int i = 0; i < copy.argc; i++) copy.argv[i] = copy.store + (a->argv[i] - a->store);
+    parse_options(copy.argc, copy.argv, is_train ? CMD_TRAIN : CMD_SFT, t, is_train ? "train" : "sft", "");
+    if (is_train) t->obj.max_new_tokens = t->max_new_tokens;
+}
+
 static void resolved_config(FILE *f, ArgList *a, int is_train) {
     Options t;
-    default_options(&t);
-    if (is_train) train_defaults(&t);
-    else sft_defaults(&t);
-    ArgList copy = *a;   // getopt_long may reorder the words
-    for (int i = 0; i < copy.argc; i++) copy.argv[i] = copy.store + (a->argv[i] - a->store);
-    parse_options(copy.argc, copy.argv, is_train ? CMD_TRAIN : CMD_SFT, &t, is_train ? "train" : "sft", "");
+    cmp_resolve(a, is_train, &t);
     if (is_train) {
-        t.obj.max_new_tokens = t.max_new_tokens;
         check_grpo_options(&t);
         check_scoped_options(&t, CMD_TRAIN);
         check_select_options(&t);
@@ -11948,17 +11955,6 @@ static long onebatch_score(GPT *m, const Dataset *d, int P, int M, int max_new, 
     return correct;
 }
 
-/* cmp_resolve_train: the Options a train command line a resolves to (as resolved_config reads
-   it; the line was checked there before). */
-static void cmp_resolve_train(const ArgList *a, Options *t) {
-    default_options(t);
-    train_defaults(t);
-    ArgList copy = *a;   // getopt_long may reorder the words
-    for (int i = 0; i < copy.argc; i++) copy.argv[i] = copy.store + (a->argv[i] - a->store);
-    parse_options(copy.argc, copy.argv, CMD_TRAIN, t, "train", "");
-    t->obj.max_new_tokens = t->max_new_tokens;
-}
-
 typedef struct OneBatch {
     int P, M;               // probe prompts (--one-batch), samples per prompt (OB_SAMPLES)
     int task, max_new;      // the reference method's --task and --max-new-tokens
@@ -11987,7 +11983,7 @@ static void onebatch_settings(const Options *o, const Method *m, int nm, int ref
             char dir[600];
             snprintf(dir, sizeof dir, "%s/%s/seed_1", runs_dir, m[mi].dir);
             method_args(&a, o, &m[mi], 1, dir, sft);
-            cmp_resolve_train(&a, &t);
+            cmp_resolve(&a, 1, &t);   // (the line was checked by resolved_config before)
             if (mi == ref) {
                 ob->task = t.task;
                 ob->max_new = t.max_new_tokens;
@@ -12028,13 +12024,18 @@ static void onebatch_write(const char *path, long correct, long samples) {
     write_file_atomic(path, text);
 }
 
-/* onebatch_probe_set: the SFT model (sft) and the probe set (the reference's --val-data, read
-   at the model's context); a usage error when it has fewer than P prompts. */
-static void onebatch_probe_set(const OneBatch *ob, const char *sft, GPT *model, Dataset *d) {
-    load_checkpoint(sft, model, 1, NULL);
-    load_dataset(d, ob->val_data, model->config.max_seq_len, 0, &TASKS[ob->task]);
+/* onebatch_prompts: the probe set d (the reference's --val-data, read at context maxT); a usage
+   error when it has fewer than P prompts. */
+static void onebatch_prompts(const OneBatch *ob, int maxT, Dataset *d) {
+    load_dataset(d, ob->val_data, maxT, 0, &TASKS[ob->task]);
     if (d->n < ob->P)
         usage_error("--one-batch %d: the probe set, --val-data %s, has %d prompts", ob->P, ob->val_data, d->n);
+}
+
+/* onebatch_probe_set: the SFT model (sft) and the probe set at its context (onebatch_prompts). */
+static void onebatch_probe_set(const OneBatch *ob, const char *sft, GPT *model, Dataset *d) {
+    load_checkpoint(sft, model, 1, NULL);
+    onebatch_prompts(ob, model->config.max_seq_len, d);
 }
 
 /* onebatch_collect: the counts of the SFT model and of every run after its first update (from
@@ -12536,9 +12537,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     if (o->one_batch > 0) {
         onebatch_settings(o, methods, nm, ref, runs_dir, sft, &ob);
         Dataset all;   // before the prereg is written: a P the file cannot hold is not registered
-        load_dataset(&all, ob.val_data, 1024, 0, &TASKS[ob.task]);   // (the context's cut comes later)
-        if (all.n < ob.P)
-            usage_error("--one-batch %d: the probe set, --val-data %s, has %d prompts", ob.P, ob.val_data, all.n);
+        onebatch_prompts(&ob, 1024, &all);   // (the cut at the SFT model's context comes later)
         free_dataset(&all);
         fprintf(pr, "  one-batch: the first %d prompts of %s x %d samples at temperature %.9g, max-new-tokens %d\n"
                     "    (%s's), sampling seed %d, the same draws for every model (common random numbers); each run's\n"

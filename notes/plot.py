@@ -326,7 +326,7 @@ def cost_figure(studies, out):
     for study in studies.split(","):
         target = prereg_target(study)
         for method in sorted(os.listdir(os.path.join(study, "runs"))):
-            runs = study_runs(study, method.split("+")[0]) if "+" in method else study_runs(study, method)
+            runs = study_runs(study, method.split("+")[0])
             hits = [first_reach(r, target) for r in runs.values()]
             got = [h for h in hits if h is not None]
             tok = mean_ci([h[0] for h in got]) if got else (float("nan"), float("nan"))
