@@ -7663,6 +7663,18 @@ static int count_all_equal_groups(const GroupBatch *g) {
     return count;
 }
 
+/* mean_sample_nll: the mean over the batch's completion tokens (clen[i] of completion i) of
+   −log π_old(y_t | x, y_<t) at the sampling temperature, from the sampler's sample_logp, in
+   nats per token. As E_y~π[−log π(y)] = H(π) at every position, it estimates the policy's
+   per-token entropy along its own samples (train.csv's entropy column). 0 for no tokens. */
+static double mean_sample_nll(const GroupBatch *g) {
+    double sum = 0.0;
+    long count = 0;
+    for (int i = 0; i < g->N; i++)
+        for (int t = 0; t < g->clen[i]; t++, count++) sum -= g->sample_logp[(size_t)i * g->max_new + t];
+    return count > 0 ? sum / count : 0.0;
+}
+
 // train.csv's columns of the objectives with a phase of their own, after the others (a GRPO or
 // λ-GRPO run's log is what it was): MC-PRM's values, PPO's critic; then prompt selection's, in a
 // run whose --prompt-select is not uniform
@@ -7675,7 +7687,8 @@ static int count_all_equal_groups(const GroupBatch *g) {
    mean |λ|, tree statistics, loss, KL, clipped share, gradient norm, tokens sampled, the
    seconds of each phase (sample, score, tree, update: the policy's alone), throughput,
    validation accuracy, and what the step spent (spend_budget) with the run's spending so far
-   in --budget-unit; for MC-PRM then its distinct states, the auxiliary share of the step's
+   in --budget-unit, then the sampled tokens' mean −log π_old (mean_sample_nll: an estimate of
+   the policy's entropy); for MC-PRM then its distinct states, the auxiliary share of the step's
    generated tokens (gen_aux / (gen_traj + gen_aux): its continuations, and dynamic sampling's
    dropped groups when both run) and the seconds of its phase (MC_CSV_COLUMNS); with a critic
    (ppo) its value loss, clipped share, explained variance, mean |A| before whitening, gradient
@@ -7744,11 +7757,11 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     char probe_fields[96] = "";   // PROBE_CSV_COLUMNS, last (with --probe-every only)
     if (csv->probe) probe_csv_fields(probe_fields, sizeof probe_fields, csv->probe, r->step);
     csv_row(csv, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%lld,"
-                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g%s%s%s\n",
+                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g,%.6f%s%s%s\n",
             r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
             r->trees.intermediate, u->loss, u->kl, u->clip_frac, u->grad_norm, r->gen_tokens, t_sample,
             t_score, t_tree, t_update, tok_s, r->val_acc, r->gen_traj, r->gen_aux, r->trained_tokens,
-            r->flops, r->budget_spent, extra, select_fields, probe_fields);
+            r->flops, r->budget_spent, mean_sample_nll(g), extra, select_fields, probe_fields);
 }
 
 /* stop_on_nan: the run has met a non-finite value at step `step` (numbered as in the log
@@ -8342,7 +8355,7 @@ static void train_csv_header(char *out, size_t cap, const Options *o) {
     snprintf(out, cap, "%s%s%s%s",
              "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,"
              "loss,kl,clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
-             "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent",
+             "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent,entropy",
              objective == OBJ_MC_PRM ? MC_CSV_COLUMNS : objective == OBJ_PPO ? CRITIC_CSV_COLUMNS : "",
              o->prompt_select != SELECT_UNIFORM ? SELECT_CSV_COLUMNS : "", o->probe_every ? PROBE_CSV_COLUMNS : "");
 }

@@ -4917,6 +4917,53 @@ static int csv_column(const char *text, const char *name, double *out, int max) 
     return rows;
 }
 
+/* train.csv's entropy column (mean_sample_nll): a model whose logits are all 0 (wte, tied to
+   the output, set to 0) samples uniformly over the V tokens, so every sampled token has
+   log-prob −log V and the column is log V (float32 log-softmax: off by ~1e-7); then a batch
+   made by hand, with values past each completion's length that must not count. */
+static void test_entropy_column(void) {
+    char sft[256], zero[256], args[2048], logf[256], path[512];
+    snprintf(logf, sizeof logf, "%s/entropy.log", TMPDIR_);
+    snprintf(sft, sizeof sft, "%s/tiny_sft/model.bin", TMPDIR_);
+    snprintf(args, sizeof args, "--layers 2 --heads 2 --channels 32 --batch-size 16 --steps 30 --lr 3e-3 --eval-every 0 "
+             "--val-data tests/fixtures/val_small.txt --run-dir %s/tiny_sft", TMPDIR_);
+    struct stat sb;
+    if (stat(sft, &sb) != 0) run_cmd_quiet(cmd_sft, args, logf);
+    GPT m;
+    load_checkpoint(sft, &m, 1, NULL);
+    for (size_t i = 0; i < m.param_sizes[0]; i++) m.params.wte[i] = 0.0f;
+    snprintf(zero, sizeof zero, "%s/zero_logits.bin", TMPDIR_);
+    save_checkpoint(zero, &m, 0, NULL);
+    int V = m.config.vocab_size;
+    free_gpt(&m);
+    snprintf(args, sizeof args, "--prompts-per-step 2 --group-size 4 --max-new-tokens 8 --steps 2 --eval-every 0 "
+             "--test-limit 0 --pass-k 0 --val-data tests/fixtures/val_small.txt --init %s --run-dir %s/entropy",
+             zero, TMPDIR_);
+    int rc = run_cmd_quiet(cmd_train, args, logf);
+    snprintf(path, sizeof path, "%s/entropy/train.csv", TMPDIR_);
+    size_t n;
+    char *csv = (char *)read_all(path, &n);
+    csv = (char *)realloc(csv, n + 1);
+    csv[n] = 0;
+    double h[4] = {0};
+    int rows = csv_column(csv, "entropy", h, 4);
+    free(csv);
+    check(rc == 0 && rows == 2 && fabs(h[0] - log((double)V)) < 1e-5 && fabs(h[1] - log((double)V)) < 1e-5,
+          "train.csv: entropy of a uniform policy is log V", "rc %d, %d rows, %.7f %.7f vs %.7f", rc, rows, h[0],
+          h[1], log((double)V));
+    GroupBatch g;
+    memset(&g, 0, sizeof g);
+    int clen[3] = {2, 1, 3};
+    float logp[3 * 4] = {-0.5f, -1.5f, 9, 9, -2.0f, 9, 9, 9, -0.25f, -0.75f, -1.0f, 9};
+    g.N = 3;
+    g.max_new = 4;
+    g.clen = clen;
+    g.sample_logp = logp;
+    double want = (0.5 + 1.5 + 2.0 + 0.25 + 0.75 + 1.0) / 6;
+    check(fabs(mean_sample_nll(&g) - want) < 1e-12, "mean_sample_nll: mean -log p over the tokens of each length",
+          "%.9f vs %.9f", mean_sample_nll(&g), want);
+}
+
 /* One budget run of the tiny model: checks that it stops at the first step that spends the
    budget, that every step's FLOPs are the formula on its counts (ratio = flops/(F·trained),
    from μ and β), and that the evaluation points sit at the first steps past j/K of it. */
@@ -8276,6 +8323,7 @@ int main(int argc, char **argv) {
     if (want("train", only)) test_tree_layout_train();
     if (want("probe", only)) test_probe_directions();
     if (want("train", only)) test_probe_train();
+    if (want("train", only)) test_entropy_column();
     if (want("treetask", only)) test_tree_task();
     if (want("check", only)) test_check_fixtures();
     if (want("check", only)) test_check_mask_truncated();
