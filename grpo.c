@@ -11682,8 +11682,11 @@ static void method_args(ArgList *a, const Options *o, const Method *m, int seed,
         arg_add(a, name);
         arg_add(a, m->opt[k][1]);
     }
+    // --steps: the budget itself when it counts steps (so that a decaying --schedule ends at the
+    // budget's end), else a cap the budget stops the run long before
+    snprintf(num, sizeof num, "%d", o->budget_unit == BUDGET_STEPS ? (int)o->budget : 10000000);
     arg_add(a, "--steps");
-    arg_add(a, "10000000");
+    arg_add(a, num);
     arg_add(a, "--budget-unit");
     arg_add(a, BUDGET_UNIT_NAMES[o->budget_unit]);
     snprintf(num, sizeof num, "%.9g", o->budget);
@@ -11737,6 +11740,10 @@ static void resolved_config(FILE *f, ArgList *a, int is_train) {
         check_grpo_options(&t);
         check_scoped_options(&t, CMD_TRAIN);
         check_select_options(&t);
+        if (t.schedule != 2 && t.budget_unit != BUDGET_STEPS)
+            usage_error("--schedule %s decays the learning rate over --steps, which compare sets to a cap "
+                        "of 10000000 steps unless the budget counts steps: use --budget-unit steps, or the "
+                        "constant schedule", SCHEDULE_NAMES[t.schedule]);
     } else if (t.channels % t.heads) {
         usage_error("--sft-args: --heads must divide --channels");
     }
