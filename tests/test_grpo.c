@@ -5418,6 +5418,28 @@ static void test_compare_no_save_every(void) {
           "%d of 3 refused", ok);
 }
 
+/* A decaying --schedule in compare: refused (before the prereg) unless the budget counts steps,
+   and then each run's --steps is the budget, so that the decay ends at the budget's end. */
+static void test_compare_schedule(void) {
+    static char cmd[2048], out[16384];
+    char path[512];
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/sched_a --methods grpo,cos:--objective=grpo:--schedule=cosine",
+             grpo_bin(), TMPDIR_);
+    int rc = run_binary(cmd, out, sizeof out);
+    snprintf(path, sizeof path, "%s/sched_a/prereg.txt", TMPDIR_);
+    struct stat sb;
+    check(rc == 2 && strstr(out, "--schedule cosine decays the learning rate over --steps") && stat(path, &sb) != 0,
+          "compare: a decaying schedule under a gen-tokens budget is refused before the prereg", "exit %d: %.300s", rc, out);
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/sched_b --seeds 1 --budget-unit steps --budget 3 "
+             "--methods cos:--objective=grpo:--schedule=cosine --plan", grpo_bin(), TMPDIR_);
+    rc = run_binary(cmd, out, sizeof out);
+    snprintf(path, sizeof path, "%s/sched_b/prereg.txt", TMPDIR_);
+    char *pre = slurp(path);
+    check(rc == 0 && pre && strstr(pre, " --schedule cosine --steps 3 --budget-unit steps --budget 3 "),
+          "compare: under --budget-unit steps a run's --steps is the budget (a cosine decays over it)", "exit %d", rc);
+    free(pre);
+}
+
 static void test_compare_only_lock(void) {
     static char cmd[4096], out[65536];
     char c[256], run[300], lockp[320], logp[320], donep[320];
@@ -8341,7 +8363,7 @@ int main(int argc, char **argv) {
     if (want("sft", only)) test_sft_run_record();
     if (want("compare", only)) { test_compare_stats(); test_budget_accounting(); test_compare_quick();
                                    test_compare_cost_to_reach(); test_compare_plan();
-                                   test_compare_only_lock(); test_compare_no_save_every();
+                                   test_compare_only_lock(); test_compare_no_save_every(); test_compare_schedule();
                                    test_compare_test_n(); test_compare_one_batch();
                                    test_compare_one_batch_verdict(); test_compare_one_batch_usage(); }
     if (want("compare", only)) test_load_run_checks();
