@@ -5,6 +5,9 @@
     python3 notes/plot.py --compare STUDY [--out FILE]     (the figure of ./grpo compare)
     python3 notes/plot.py --length 3=runs/len_t3,5=runs/len_t5,7=runs/len_t7 [--out FILE]
         (the length study: λ-GRPO − GRPO against completion length, probe cosine on a 2nd axis)
+    python3 notes/plot.py --dynamics STUDY [--out FILE]
+        (training dynamics of a compare study's methods against the step: validation accuracy,
+         sampled reward, share of all-equal groups, entropy; prints the early and late means)
     python3 notes/plot.py --cost STUDY[,STUDY...] [--out FILE]
         (cost at equal accuracy: generated tokens and seconds to first reach the study's
          pre-registered --target-acc, per method, mean and 95% CI over the runs that reached it)
@@ -355,6 +358,66 @@ def cost_figure(studies, out):
     print(f"plot.py: wrote {out}")
 
 
+def dynamics_figure(study, out):
+    """Each method of a compare study against the step, mean over its seeds: greedy validation
+    accuracy at the evaluation points (with the 95% interval), and from train.csv (25-step
+    means) the sampled reward, the share of groups whose rewards are all equal (no gradient) and
+    the entropy estimate (mean -log pi_old of the sampled tokens). Prints each method's means
+    over steps 1-50 and over the last 50 steps, with their 95% intervals over seeds."""
+    root = os.path.join(study, "runs")
+    if not os.path.isdir(root):
+        raise ValueError(f"{root} is missing (no runs: ./grpo compare --study {study})")
+    methods = sorted(os.listdir(root))
+    cols = [("mean_reward", "sampled reward"), ("frac_all_equal", "share of all-equal groups"),
+            ("entropy", "entropy estimate (nats/token)")]
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as pyplot
+    fig, axes = pyplot.subplots(1, 4, figsize=(17, 3.8))
+    print(f"{'method':<28} {'column':<15} {'steps 1-50':>16} {'last 50 steps':>16}  seeds")
+    for method in methods:
+        runs = {}
+        for seed in os.listdir(os.path.join(root, method)):
+            d = os.path.join(root, method, seed)
+            if seed.startswith("seed_") and os.path.isfile(os.path.join(d, "done")):
+                runs[int(seed[5:])] = d
+        if not runs:
+            continue
+        label = method.split("+")[0]
+        evals = [read_csv(os.path.join(d, "eval.csv")) for d in runs.values()]
+        steps = sorted({int(r["step"]) for e in evals for r in e})
+        pts = []
+        for st in steps:
+            vals = [float(r["val_acc"]) for e in evals for r in e if int(r["step"]) == st]
+            if len(vals) == len(evals):
+                pts.append((st, *mean_ci(vals)))
+        line, = axes[0].plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{label} ({len(runs)} seeds)")
+        axes[0].fill_between([p[0] for p in pts], [p[1] - p[2] for p in pts], [p[1] + p[2] for p in pts],
+                             color=line.get_color(), alpha=0.2)
+        trains = [read_csv(os.path.join(d, "train.csv")) for d in runs.values()]
+        n = min(len(t) for t in trains)
+        for ax, (col, _) in zip(axes[1:], cols):
+            if any(col not in t[0] for t in trains):
+                continue
+            per_seed = [[float(r[col]) for r in t[:n]] for t in trains]
+            mean = [sum(v[i] for v in per_seed) / len(per_seed) for i in range(n)]
+            ax.plot(range(1, n + 1), smooth(mean, 25), color=line.get_color(), label=label)
+            early = mean_ci([sum(v[:50]) / len(v[:50]) for v in per_seed])
+            late = mean_ci([sum(v[-50:]) / len(v[-50:]) for v in per_seed])
+            print(f"{label:<28} {col:<15} {early[0]:>8.4f}±{early[1]:<7.4f} {late[0]:>8.4f}±{late[1]:<7.4f}  {len(runs)}")
+    axes[0].set_title("greedy validation accuracy (mean, 95% CI)", fontsize=10)
+    for ax, (_, title) in zip(axes[1:], cols):
+        ax.set_title(title + " (25-step mean)", fontsize=10)
+    for ax in axes:
+        ax.set_xlabel("step")
+        ax.grid(alpha=0.3)
+    axes[0].legend(fontsize=8)
+    fig.suptitle(f"training dynamics: {study}")
+    fig.tight_layout()
+    fig.savefig(out, dpi=80)
+    print(f"plot.py: wrote {out}")
+
+
 def main():
     ap = argparse.ArgumentParser(description="Figures from the CSV logs of grpo.c runs.")
     ap.add_argument("--runs", default="runs", help="directory holding the run directories [runs]")
@@ -365,10 +428,13 @@ def main():
                     help="draw the figure of ./grpo compare's study STUDY instead")
     ap.add_argument("--length", metavar="L=STUDY,...",
                     help="draw the length study's figure from these compare studies (label=study directory)")
+    ap.add_argument("--dynamics", metavar="STUDY",
+                    help="draw a compare study's training dynamics (accuracy, reward, all-equal share, entropy)")
     ap.add_argument("--cost", metavar="STUDY,...",
                     help="draw the cost-at-equal-accuracy bars of these compare studies")
     args = ap.parse_args()
-    for flag, draw, default in (("length", length_figure, "length.png"), ("cost", cost_figure, "cost.png")):
+    for flag, draw, default in (("length", length_figure, "length.png"), ("cost", cost_figure, "cost.png"),
+                                  ("dynamics", dynamics_figure, "dynamics.png")):
         if getattr(args, flag):
             try:
                 draw(getattr(args, flag), args.out or default)

@@ -1,0 +1,175 @@
+#!/usr/bin/env python3
+"""Why a countdown answer is wrong: counts the greedy completions of `./grpo eval --completions`.
+
+usage: python3 notes/failures.py FILE.tsv [FILE.tsv ...]     (standard library only)
+
+Each FILE is `./grpo eval --completions` output on a countdown file, one line per prompt:
+prompt<TAB>completion<TAB>reward<TAB>eos|no-eos. Every completion is put in one class:
+
+  correct          the reward column is 1
+  false last step  the last step writes the target, and its own arithmetic is wrong
+                   (e.g. `5+2=9` for target 9): the answer "reaches" the target by a false claim
+  false earlier    the last step writes the target and is right, but an earlier step is wrong,
+                   or a step uses a number that is not available (not given, or used up)
+  misses target    every step is well formed, and the last one writes another number
+  malformed        not `a op b=c` steps joined by ',' (or cut by --max-new-tokens: no-eos)
+
+The rules are the verifier's (countdown_verify in grpo.c): each step takes two available
+numbers and puts its result back; + - * /, exact division, every result a positive integer;
+correct when one number is left and it is the target. This script checks them again on every
+line and counts the lines where it disagrees with the reward column (it should print 0).
+Prints one table row per file: the count and share of each class among the wrong answers.
+Then, for the false last steps whose earlier steps are right: after which step the target
+could no longer be reached from the numbers left (brute force over every order and operation),
+i.e. where the plan went wrong before the last step covered it up.
+"""
+from functools import lru_cache
+import re
+import sys
+
+STEP = re.compile(r"^(\d+)([-+*/])(\d+)=(\d+)$")
+
+
+def parse_prompt(prompt):
+    m = re.match(r"^([\d ]+)>(\d+):$", prompt)
+    if not m:
+        raise ValueError(f"not a countdown prompt: {prompt!r}")
+    return [int(x) for x in m.group(1).split()], int(m.group(2))
+
+
+@lru_cache(maxsize=None)
+def reachable(pool, target):
+    """Whether the numbers in pool (a sorted tuple) can be combined, all of them, into target."""
+    if len(pool) == 1:
+        return pool[0] == target
+    for i in range(len(pool)):
+        for j in range(len(pool)):
+            if i == j:
+                continue
+            a, b = pool[i], pool[j]
+            rest = [pool[k] for k in range(len(pool)) if k != i and k != j]
+            for r in (a + b, a - b, a * b, a // b if b and a % b == 0 else 0):
+                if r > 0 and reachable(tuple(sorted(rest + [r])), target):
+                    return True
+    return False
+
+
+def dead_end(prompt, completion):
+    """For a completion whose steps before the last are right: the first k (0 = the problem
+    itself) after whose k steps the target cannot be reached; None when it still can before the
+    last step (then only the last step was wrong)."""
+    nums, target = parse_prompt(prompt)
+    pool = list(nums)
+    steps = [STEP.match(s) for s in completion.split(",")]
+    for k in range(len(steps)):
+        if not reachable(tuple(sorted(pool)), target):
+            return k
+        a, b, c = int(steps[k].group(1)), int(steps[k].group(3)), int(steps[k].group(4))
+        if k == len(steps) - 1:
+            return None
+        pool.remove(a)
+        pool.remove(b)
+        pool.append(c)
+    return None
+
+
+def classify(prompt, completion, ended):
+    """(class, verified): the completion's class (above, except correct) and whether the
+    verifier's rules accept it."""
+    nums, target = parse_prompt(prompt)
+    steps = [STEP.match(s) for s in completion.split(",")] if completion else [None]
+    if not ended or any(s is None for s in steps):
+        return "malformed", False
+    pool = list(nums)
+    wrong_before_last = False
+    last_false = False
+    for k, s in enumerate(steps):
+        a, op, b, c = int(s.group(1)), s.group(2), int(s.group(3)), int(s.group(4))
+        available = a in pool and (pool.remove(a) or True) and b in pool and (pool.remove(b) or True)
+        if op == "+":
+            r = a + b
+        elif op == "-":
+            r = a - b
+        elif op == "*":
+            r = a * b
+        else:
+            r = a // b if b and a % b == 0 else None
+        arith_ok = r is not None and r > 0 and r == c
+        if k == len(steps) - 1:
+            last_false = not arith_ok
+            wrong_before_last = wrong_before_last or not available
+        else:
+            wrong_before_last = wrong_before_last or not (available and arith_ok)
+        pool.append(c)
+    final = int(steps[-1].group(4))
+    verified = not wrong_before_last and not last_false and len(pool) == 1 and pool[0] == target
+    if final != target:
+        return "misses target", verified
+    if last_false:
+        return "false last step", verified
+    return ("false earlier" if wrong_before_last or len(pool) != 1 else "correct"), verified
+
+
+CLASSES = ["false last step", "false earlier", "misses target", "malformed"]
+
+
+def main(paths):
+    print(f"{'file':<40} {'n':>4} {'correct':>8} " + " ".join(f"{c:>16}" for c in CLASSES) + "  disagree")
+    ends = []
+    for path in paths:
+        where = {}
+        counts = {c: 0 for c in CLASSES}
+        n = correct = disagree = 0
+        with open(path) as f:
+            for lineno, line in enumerate(f, 1):
+                parts = line.rstrip("\n").split("\t")
+                if len(parts) != 4 or parts[3] not in ("eos", "no-eos"):
+                    sys.exit(f"{path}:{lineno}: expected prompt<TAB>completion<TAB>reward<TAB>eos|no-eos")
+                prompt, completion, reward, end = parts
+                cls, verified = classify(prompt, completion, end == "eos")
+                n += 1
+                if float(reward) == 1.0:
+                    correct += 1
+                    disagree += not verified
+                else:
+                    disagree += verified
+                    counts[cls if cls != "correct" else "false earlier"] += 1
+                    if cls == "false last step" and classify_earlier_right(prompt, completion):
+                        k = dead_end(prompt, completion)
+                        where[k] = where.get(k, 0) + 1
+        wrong = max(n - correct, 1)
+        cells = " ".join(f"{counts[c]:>6} ({100 * counts[c] / wrong:4.1f}%)" for c in CLASSES)
+        print(f"{path[-40:]:<40} {n:>4} {correct:>8} {cells}  {disagree:>8}")
+        ends.append((path, where))
+    print("\nfalse last steps whose earlier steps are right: the step after which the target was out of reach")
+    print(f"{'file':<40} {'problem':>8} {'step 1':>8} {'step 2':>8} {'step 3+':>8} {'never':>8}")
+    for path, where in ends:
+        later = sum(v for k, v in where.items() if k is not None and k >= 3)
+        print(f"{path[-40:]:<40} {where.get(0, 0):>8} {where.get(1, 0):>8} {where.get(2, 0):>8} {later:>8} "
+              f"{where.get(None, 0):>8}")
+
+
+def classify_earlier_right(prompt, completion):
+    """Whether every step before the last takes available numbers and is right."""
+    nums, _ = parse_prompt(prompt)
+    pool = list(nums)
+    steps = [STEP.match(s) for s in completion.split(",")]
+    for s in steps[:-1]:
+        a, op, b, c = int(s.group(1)), s.group(2), int(s.group(3)), int(s.group(4))
+        if a not in pool:
+            return False
+        pool.remove(a)
+        if b not in pool:
+            return False
+        pool.remove(b)
+        r = {"+": a + b, "-": a - b, "*": a * b}.get(op, a // b if b and a % b == 0 else 0)
+        if not (r > 0 and r == c):
+            return False
+        pool.append(c)
+    return True
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 2:
+        sys.exit(__doc__)
+    main(sys.argv[1:])
