@@ -37,6 +37,12 @@ def parse_prompt(prompt):
     return [int(x) for x in m.group(1).split()], int(m.group(2))
 
 
+def apply(a, op, b):
+    """a op b under the verifier's rules: a positive integer, or None (exact division only)."""
+    r = {"+": a + b, "-": a - b, "*": a * b}.get(op, a // b if b and a % b == 0 else 0)
+    return r if r > 0 else None
+
+
 @lru_cache(maxsize=None)
 def reachable(pool, target):
     """Whether the numbers in pool (a sorted tuple) can be combined, all of them, into target."""
@@ -48,8 +54,9 @@ def reachable(pool, target):
                 continue
             a, b = pool[i], pool[j]
             rest = [pool[k] for k in range(len(pool)) if k != i and k != j]
-            for r in (a + b, a - b, a * b, a // b if b and a % b == 0 else 0):
-                if r > 0 and reachable(tuple(sorted(rest + [r])), target):
+            for op in "+-*/":
+                r = apply(a, op, b)
+                if r and reachable(tuple(sorted(rest + [r])), target):
                     return True
     return False
 
@@ -86,15 +93,7 @@ def classify(prompt, completion, ended):
     for k, s in enumerate(steps):
         a, op, b, c = int(s.group(1)), s.group(2), int(s.group(3)), int(s.group(4))
         available = a in pool and (pool.remove(a) or True) and b in pool and (pool.remove(b) or True)
-        if op == "+":
-            r = a + b
-        elif op == "-":
-            r = a - b
-        elif op == "*":
-            r = a * b
-        else:
-            r = a // b if b and a % b == 0 else None
-        arith_ok = r is not None and r > 0 and r == c
+        arith_ok = apply(a, op, b) == c
         if k == len(steps) - 1:
             last_false = not arith_ok
             wrong_before_last = wrong_before_last or not available
@@ -162,8 +161,7 @@ def classify_earlier_right(prompt, completion):
         if b not in pool:
             return False
         pool.remove(b)
-        r = {"+": a + b, "-": a - b, "*": a * b}.get(op, a // b if b and a % b == 0 else 0)
-        if not (r > 0 and r == c):
+        if apply(a, op, b) != c:
             return False
         pool.append(c)
     return True

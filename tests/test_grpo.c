@@ -8051,6 +8051,42 @@ static const char *build_isa(void) {
 // ----------------------------------------------------------------------------
 // The second task, chain-sum, and the task interface (grpo.c "Task and verifier: chain-sum")
 
+/* notes/failures.py on hand-classified lines: one of each class, plus a line whose reward column
+   says 1 for a wrong answer (the script must count it as a disagreement); the false last step
+   `5+2=9` comes after steps that are right and leave {2, 5}, from which 9 cannot be made, while
+   {2, 3, 8} after step 1 still can (8+3-2): a dead end after step 2. Needs python3 (not for
+   make test: without it the check is not run, and says so). */
+static void test_failures_script(void) {
+    static char cmd[1024], out[8192];
+    if (run_binary("python3 -c 'import sys; sys.exit(0)'", out, sizeof out) != 0) {
+        printf("note  notes/failures.py not checked: no python3\n");
+        return;
+    }
+    char path[256];
+    snprintf(path, sizeof path, "%s/failures.tsv", TMPDIR_);
+    FILE *f = fopen(path, "w");
+    fputs("2 2 6 3>9:\t2+6=8,8-3=5,5+2=9\t0\teos\n"        // false last step, dead end after step 2
+          "8 4 5 8>9:\t8-5=3,8-3=5,5+4=9\t1\teos\n"        // correct
+          "8 4 5 8>10:\t8-5=3,8-3=5,5+4=9\t0\teos\n"       // misses the target
+          "8 4 5 8>9:\t8-5=4,8-4=4,4+5=9\t0\teos\n"        // false earlier (and 5 used up)
+          "8 4 5 8>9:\t8-5\t0\tno-eos\n"                   // malformed
+          "2 2 6 3>9:\t2+6=8,8-3=5,5+2=9\t1\teos\n", f);   // a wrong reward column
+    fclose(f);
+    snprintf(cmd, sizeof cmd, "python3 notes/failures.py %s", path);
+    int rc = run_binary(cmd, out, sizeof out);
+    int n = -1, correct = -1, last = -1, earlier = -1, misses = -1, malformed = -1, disagree = -1;
+    int problem = -1, step1 = -1, step2 = -1, later = -1, never = -1;
+    const char *row = strstr(out, "failures.tsv ");
+    if (row) sscanf(row, "%*s %d %d %d (%*f%%) %d (%*f%%) %d (%*f%%) %d (%*f%%) %d", &n, &correct, &last, &earlier,
+                    &misses, &malformed, &disagree);
+    row = row ? strstr(row + 1, "failures.tsv ") : NULL;
+    if (row) sscanf(row, "%*s %d %d %d %d %d", &problem, &step1, &step2, &later, &never);
+    check(rc == 0 && n == 6 && correct == 2 && last == 1 && earlier == 1 && misses == 1 && malformed == 1 &&
+          disagree == 1 && problem == 0 && step1 == 0 && step2 == 1 && later == 0 && never == 0,
+          "notes/failures.py: classes, dead ends and disagreements of hand-classified lines",
+          "exit %d: %.600s", rc, out);
+}
+
 static void test_chain_sum_verifier(void) {
     static const struct { const char *text; int target; float expect; } cases[] = {
         {"12+7=19,19-3=16,16+25=41", 41, 1}, {"12+7=20,20-3=17,16+25=41", 41, 1},   // only the answer is read
@@ -8380,7 +8416,7 @@ int main(int argc, char **argv) {
     if (want("select", only)) test_select_dynamic_objectives();
     if (want("html", only)) { test_html_check(); test_html_sample_text(); test_html_sample_runs(); test_html_errors(); }
     if (want("verifier", only)) test_chain_sum_verifier();
-    if (want("task", only)) { test_help_task_defaults(); test_sample_group_of_one(); test_note_cut_demonstrations(); test_task_train_lr(); test_task_interface(); test_chain_sum_methods(); }
+    if (want("task", only)) { test_help_task_defaults(); test_sample_group_of_one(); test_note_cut_demonstrations(); test_task_train_lr(); test_failures_script(); test_task_interface(); test_chain_sum_methods(); }
     if (want("task", only)) test_chain_sum_resume();
     if (finish_run_tmpdir(TMPDIR_, tests_failed != 0))
         printf("# %s %s\n", tests_failed ? "files of this run kept in" : "could not remove", TMPDIR_);
