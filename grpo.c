@@ -7687,8 +7687,7 @@ static double mean_sample_nll(const GroupBatch *g) {
    mean |λ|, tree statistics, loss, KL, clipped share, gradient norm, tokens sampled, the
    seconds of each phase (sample, score, tree, update: the policy's alone), throughput,
    validation accuracy, and what the step spent (spend_budget) with the run's spending so far
-   in --budget-unit, then the sampled tokens' mean −log π_old (mean_sample_nll: an estimate of
-   the policy's entropy); for MC-PRM then its distinct states, the auxiliary share of the step's
+   in --budget-unit; for MC-PRM then its distinct states, the auxiliary share of the step's
    generated tokens (gen_aux / (gen_traj + gen_aux): its continuations, and dynamic sampling's
    dropped groups when both run) and the seconds of its phase (MC_CSV_COLUMNS); with a critic
    (ppo) its value loss, clipped share, explained variance, mean |A| before whitening, gradient
@@ -7696,7 +7695,8 @@ static double mean_sample_nll(const GroupBatch *g) {
    --prompt-select other than uniform then what prompt selection did (SelectStats, a dynamic
    step's refill rounds counted as sampling; SELECT_CSV_COLUMNS). The first step at which
    dynamic sampling's round cap leaves all-equal groups in the batch also gets a note on
-   standard error (the column dynamic_cap_hit marks every such step). */
+   standard error (the column dynamic_cap_hit marks every such step). Last, in every run, the
+   sampled tokens' mean −log π_old (mean_sample_nll: an estimate of the policy's entropy). */
 static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     int N = g->N, P = g->num_groups;
     double mean_reward = 0.0, mean_len = 0.0;
@@ -7754,14 +7754,14 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     if (sel->logged)
         snprintf(select_fields, sizeof select_fields, ",%.4f,%.4f,%d,%.4f,%d", sel->p_pred, sel->p_real,
                  sel->groups_sampled, (double)sel->eq_sampled / sel->groups_sampled, sel->cap_hit);
-    char probe_fields[96] = "";   // PROBE_CSV_COLUMNS, last (with --probe-every only)
+    char probe_fields[96] = "";   // PROBE_CSV_COLUMNS (with --probe-every only), before entropy
     if (csv->probe) probe_csv_fields(probe_fields, sizeof probe_fields, csv->probe, r->step);
     csv_row(csv, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%lld,"
-                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g,%.6f%s%s%s\n",
+                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g%s%s%s,%.6f\n",
             r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
             r->trees.intermediate, u->loss, u->kl, u->clip_frac, u->grad_norm, r->gen_tokens, t_sample,
             t_score, t_tree, t_update, tok_s, r->val_acc, r->gen_traj, r->gen_aux, r->trained_tokens,
-            r->flops, r->budget_spent, mean_sample_nll(g), extra, select_fields, probe_fields);
+            r->flops, r->budget_spent, extra, select_fields, probe_fields, mean_sample_nll(g));
 }
 
 /* stop_on_nan: the run has met a non-finite value at step `step` (numbered as in the log
@@ -8348,16 +8348,19 @@ static void report_prompt_selection(const PromptSelector *s, const char *run_dir
 /* train_csv_header: train.csv's header for a run with options o (log_step writes its rows):
    the columns of every run, then MC-PRM's (MC_CSV_COLUMNS, --objective mc-prm) or the critic's
    (CRITIC_CSV_COLUMNS, ppo), then prompt selection's (SELECT_CSV_COLUMNS, a --prompt-select
-   other than uniform), so that a GRPO or λ-GRPO run with uniform prompts has the header it
-   had before any of them existed. */
+   other than uniform), then the probe's (PROBE_CSV_COLUMNS, --probe-every), so that the other
+   columns keep their places whatever the options; last, in every run, entropy (the sampled
+   tokens' mean −log π_old, mean_sample_nll: a log written by a build without it has
+   another header, and a resume into it is refused, naming the file). */
 static void train_csv_header(char *out, size_t cap, const Options *o) {
     int objective = o->obj.objective;
     snprintf(out, cap, "%s%s%s%s",
              "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,"
              "loss,kl,clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
-             "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent,entropy",
+             "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent",
              objective == OBJ_MC_PRM ? MC_CSV_COLUMNS : objective == OBJ_PPO ? CRITIC_CSV_COLUMNS : "",
              o->prompt_select != SELECT_UNIFORM ? SELECT_CSV_COLUMNS : "", o->probe_every ? PROBE_CSV_COLUMNS : "");
+    snprintf(out + strlen(out), cap - strlen(out), ",entropy");
 }
 
 /* cmd_train: ./grpo train. Loads π_θ (and π_ref when β != 0) from --init, or resumes
@@ -8533,7 +8536,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     run.save_every = o->save_every;
     run.format_reward = o->format_reward;
     run.csv = &csv;
-    Probe probe;   // ---- --probe-every: its values go to train.csv's last columns
+    Probe probe;   // ---- --probe-every: its values go to train.csv (before entropy)
     if (o->probe_every) {
         build_probe(&probe, policy.num_parameters, N, o->max_new_tokens, o->probe_every);
         run.probe = &probe;

@@ -4096,7 +4096,7 @@ static int csv_fields(char *line, char **field, int cap) {
 }
 
 /* probe_log_diff: train.csv of a run without the probe (a) and with it (b): b's header is a's with
-   PROBE_CSV_COLUMNS after it, and every row holds the same fields but the seconds (t_sample, t_score,
+   PROBE_CSV_COLUMNS before its last column (entropy), and every row holds the same fields but the seconds (t_sample, t_score,
    t_tree, t_update, tok_per_s). Returns 1 when that holds; *probed has bit s set for each step s (< 31)
    whose row holds probe values (the others must have 4 empty cells), *below1 counts those whose
    cosine is < 1. */
@@ -4114,8 +4114,9 @@ static int probe_log_diff(const char *path_a, const char *path_b, int *probed, i
         *ea = 0, *eb = 0;
         if (row == 0) {
             char want[1024];
-            snprintf(want, sizeof want, "%s%s", la, PROBE_CSV_COLUMNS);
-            if (strcmp(want, lb)) { snprintf(why, cap, "header '%s'", lb); ok = 0; break; }
+            const char *last = strrchr(la, ',');
+            snprintf(want, sizeof want, "%.*s%s%s", last ? (int)(last - la) : 0, la, PROBE_CSV_COLUMNS, last ? last : "");
+            if (!last || strcmp(last, ",entropy") || strcmp(want, lb)) { snprintf(why, cap, "header '%s'", lb); ok = 0; break; }
             char *f[64];
             cols = csv_fields(la, f, 64);
             for (int k = 0; k < cols; k++)
@@ -4124,18 +4125,21 @@ static int probe_log_diff(const char *path_a, const char *path_b, int *probed, i
             char *fa[64], *fb[64];
             int ca = csv_fields(la, fa, 64), cb = csv_fields(lb, fb, 64);
             if (ca != cols || cb != cols + 4) { snprintf(why, cap, "row %d: %d and %d fields", row, ca, cb); ok = 0; break; }
-            for (int k = 0; k < cols && ok; k++)
-                if (!seconds[k] && strcmp(fa[k], fb[k])) {
-                    snprintf(why, cap, "row %d field %d: %s vs %s", row, k, fa[k], fb[k]);
+            for (int k = 0; k < cols && ok; k++) {
+                int kb = k < cols - 1 ? k : cols + 3;   // b's entropy is after its 4 probe cells
+                if (!seconds[k] && strcmp(fa[k], fb[kb])) {
+                    snprintf(why, cap, "row %d field %d: %s vs %s", row, k, fa[k], fb[kb]);
                     ok = 0;
                 }
+            }
+            char **pc = fb + cols - 1;   // b's 4 probe cells
             int empty = 0;
-            for (int k = cols; k < cols + 4; k++) empty += fb[k][0] == 0;
+            for (int k = 0; k < 4; k++) empty += pc[k][0] == 0;
             if (empty == 0) {
                 *probed |= 1 << (row < 31 ? row : 0);
-                double cosv = atof(fb[cols]), ratio = atof(fb[cols + 1]), share = atof(fb[cols + 2]);
-                if (!(fabs(cosv) <= 1.0 + 1e-9 && ratio > 0.0 && share >= 0.0 && share <= 1.0 && atof(fb[cols + 3]) >= 0.0)) {
-                    snprintf(why, cap, "row %d: probe values %s %s %s", row, fb[cols], fb[cols + 1], fb[cols + 2]);
+                double cosv = atof(pc[0]), ratio = atof(pc[1]), share = atof(pc[2]);
+                if (!(fabs(cosv) <= 1.0 + 1e-9 && ratio > 0.0 && share >= 0.0 && share <= 1.0 && atof(pc[3]) >= 0.0)) {
+                    snprintf(why, cap, "row %d: probe values %s %s %s", row, pc[0], pc[1], pc[2]);
                     ok = 0;
                 }
                 *below1 += cosv < 1.0;
@@ -6401,7 +6405,7 @@ static void test_mc_train(void) {
     csv_column(csv, "aux_share", share, 8);
     csv_column(csv, "gen_tokens_traj", traj, 8);
     csv_column(csv, "gen_tokens_aux", aux, 8);
-    int ok = rows == 4 && strstr(csv, ",budget_spent,mc_states,aux_share,t_mc\n") != NULL;
+    int ok = rows == 4 && strstr(csv, ",budget_spent,mc_states,aux_share,t_mc,entropy\n") != NULL;
     for (int r = 0; ok && r < rows; r++)   // aux_share is printed with 6 decimals
         ok &= states[r] >= 2 && aux[r] > 0 && fabs(share[r] - aux[r] / (traj[r] + aux[r])) < 1e-6;
     check(ok, "mc-prm train: train.csv ends with mc_states, aux_share, t_mc (aux_share = aux/(traj+aux))",
@@ -7705,8 +7709,7 @@ static void test_select_runs(void) {
     check(dyn_banner, "select: a dynamic run's banner names --prompt-select and its round cap, not MoPPS's",
           "%.50s", strstr(config, "prompt-select") ? strstr(config, "prompt-select") : config);
     // uniform, the default: no selection option in the banner or the run record, and train.csv's
-    // header and rows as before prompt selection (24 fields), so older runs resume and a study
-    // pre-registered before it keeps its hash
+    // header and rows as before prompt selection (24 fields), then the entropy estimate, last
     const char *uni_config = whole_line_with(out, "# config:");
     int uni_banner = strstr(uni_config, " format-reward=0 ") && !strstr(uni_config, "prompt-select") &&
                      !strstr(uni_config, "select-") && !strstr(uni_config, "dynamic-max-rounds");
@@ -7722,12 +7725,12 @@ static void test_select_runs(void) {
     const char *header = "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,"
                          "intermediate,loss,kl,clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,"
                          "t_update,tok_per_s,val_acc,gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,"
-                         "budget_spent\n";
+                         "budget_spent,entropy\n";
     int uni_csv = csv_len > strlen(header) && !strncmp(csv, header, strlen(header));
     const char *row1 = csv + strlen(header);
     int commas = 0;
     for (const char *c = row1; uni_csv && *c && *c != '\n'; c++) commas += *c == ',';
-    uni_csv &= commas == 23;
+    uni_csv &= commas == 24;
     free(csv);
     check(uni_banner && uni_record && uni_csv,
           "select: a uniform run: no selection option in its banner or run record, train.csv as before",
