@@ -1,4 +1,5 @@
 # grpo.c: build, test, run. `make` builds ./grpo (CPU, OpenMP when the compiler has it).
+.DEFAULT_GOAL := all
 CC      ?= cc
 # -mprefer-vector-width=512 where the compiler takes it: with -march=native on an Intel AVX-512
 # CPU gcc still vectorizes with 256-bit registers (its default there); the matmul tile is

@@ -19,6 +19,7 @@
 #      runs from the line number of that rule line to the line before the rule line of the
 #      next section the table names (in file order); the last one runs to the end of grpo.c.
 #      Every row's section must exist, once. Failures print the range grpo.c has.
+#   e. a bare `make` builds ./grpo (the Makefile's default goal; needs make).
 # Prints one PASS/FAIL line per check (with the details of a failure under it) and ends with
 # `N passed, N failed`; exit status 1 on any failure. Needs sh, awk, grep, and git for the
 # list of the repository's files (without git: any file that exists counts).
@@ -216,6 +217,17 @@ END {
   }
 }' README.md grpo.c > "$tmp/d"
 report "$tmp/d"
+
+# ---- e. a bare `make` (README: "`make` builds ./grpo") builds ./grpo: the default goal, dry run,
+# every target remade, compiles grpo.c into grpo (a target written above `all:` would take its place)
+if command -v make >/dev/null 2>&1; then
+  if make -n -B 2>/dev/null | grep -q -- ' grpo\.c -o grpo '; then
+    echo "PASS  e. a bare make builds ./grpo (the Makefile's default goal)" > "$tmp/e"
+  else
+    { echo "FAIL  e. a bare make does not build ./grpo: its default goal is $(make -n -p 2>/dev/null | sed -n 's/^\.DEFAULT_GOAL := //p' | head -1)"; } > "$tmp/e"
+  fi
+  report "$tmp/e"
+fi
 
 echo "$passed passed, $failed failed"
 [ "$failed" -eq 0 ]
