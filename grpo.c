@@ -11745,8 +11745,8 @@ static void resolved_config(FILE *f, ArgList *a, int is_train) {
         check_select_options(&t);
         if (t.schedule != 2 && t.budget_unit != BUDGET_STEPS)
             usage_error("--schedule %s decays the learning rate over --steps, which compare sets to a cap "
-                        "of 10000000 steps unless the budget counts steps: use --budget-unit steps, or the "
-                        "constant schedule", SCHEDULE_NAMES[t.schedule]);
+                        "of 10000000 steps unless the budget counts steps: use --budget-unit steps --budget N "
+                        "(N steps per run), or the constant schedule", SCHEDULE_NAMES[t.schedule]);
     } else if (t.channels % t.heads) {
         usage_error("--sft-args: --heads must divide --channels");
     }
@@ -12436,7 +12436,9 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     // --plan and --only RUN (cmp_plan_args) likewise; the rest, as given, is what --plan's lines repeat
     static CmpPlan plan;   // static: its args stay reachable (one compare per process)
     argc = cmp_plan_args(argc, argv, &plan);
+    int budget_given = 0;   // the default budget counts generated tokens: another unit needs its own
     for (int i = 1; i < argc; i++) {
+        budget_given |= !strcmp(argv[i], "--budget") || !strncmp(argv[i], "--budget=", 9);
         if (!strcmp(argv[i], "--quick")) quick = 1;
         else argv[n++] = argv[i];
     }
@@ -12466,6 +12468,9 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     usage_error("compare runs one CPU process per core: use the CPU build (" PROG " is the CUDA build)");
 #endif
     if (!(o->budget > 0)) usage_error("--budget %g: compare needs a budget > 0", o->budget);
+    if (o->budget_unit != BUDGET_GEN_TOKENS && !budget_given)
+        usage_error("--budget-unit %s: give --budget N in %s too (the default, %.9g, counts generated tokens)",
+                    BUDGET_UNIT_NAMES[o->budget_unit], BUDGET_UNIT_NAMES[o->budget_unit], o->budget);
     if (o->budget_unit == BUDGET_STEPS && o->budget != floorf(o->budget))
         usage_error("--budget %.9g: --budget-unit steps counts whole steps; give an integer", o->budget);
     if (o->eval_points < 1 || o->eval_points > CMP_MAX_POINTS)

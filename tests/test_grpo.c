@@ -5442,6 +5442,18 @@ static void test_compare_schedule(void) {
     check(rc == 0 && pre && strstr(pre, " --schedule cosine --steps 3 --budget-unit steps --budget 3 "),
           "compare: under --budget-unit steps a run's --steps is the budget (a cosine decays over it)", "exit %d", rc);
     free(pre);
+    // another unit without its own --budget: the default (tokens) would be read as steps or seconds
+    int refused = 0;
+    const char *units[3] = {"steps", "seconds", "flops"};
+    for (int u = 0; u < 3; u++) {
+        snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/sched_c%d --budget-unit %s", grpo_bin(), TMPDIR_, u,
+                 units[u]);
+        rc = run_binary(cmd, out, sizeof out);
+        snprintf(path, sizeof path, "%s/sched_c%d", TMPDIR_, u);
+        refused += rc == 2 && strstr(out, "give --budget N in") && stat(path, &sb) != 0;
+    }
+    check(refused == 3, "compare: --budget-unit steps, seconds or flops without --budget is refused, nothing written",
+          "%d of 3 refused", refused);
 }
 
 static void test_compare_only_lock(void) {
