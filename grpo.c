@@ -12473,6 +12473,8 @@ static int cmd_compare(int argc, char **argv, Options *o) {
                     BUDGET_UNIT_NAMES[o->budget_unit], BUDGET_UNIT_NAMES[o->budget_unit], o->budget);
     if (o->budget_unit == BUDGET_STEPS && o->budget != floorf(o->budget))
         usage_error("--budget %.9g: --budget-unit steps counts whole steps; give an integer", o->budget);
+    if (o->budget_unit == BUDGET_STEPS && o->budget > 10000000)
+        usage_error("--budget %.9g: with --budget-unit steps at most 10000000 (train's --steps)", o->budget);
     if (o->eval_points < 1 || o->eval_points > CMP_MAX_POINTS)
         usage_error("--eval-points %d: compare needs 1 to %d points", o->eval_points, CMP_MAX_POINTS);
     if (o->seeds > 1024) usage_error("--seeds %d: at most 1024", o->seeds);

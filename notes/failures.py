@@ -10,9 +10,11 @@ prompt<TAB>completion<TAB>reward<TAB>eos|no-eos. Every completion is put in one 
   false last step  the last step writes the target, and its own arithmetic is wrong
                    (e.g. `5+2=9` for target 9): the answer "reaches" the target by a false claim
   false earlier    the last step writes the target and is right, but an earlier step is wrong,
-                   or a step uses a number that is not available (not given, or used up)
+                   a step uses a number that is not available (not given, or used up), or
+                   numbers are left unused
   misses target    every step is well formed, and the last one writes another number
-  malformed        not `a op b=c` steps joined by ',' (or cut by --max-new-tokens: no-eos)
+  malformed        not `a op b=c` steps joined by ',' (a completion cut by --max-new-tokens,
+                   no-eos, is classed by its text like any other: the verifier reads the text)
 
 The rules are the verifier's (countdown_verify in grpo.c): each step takes two available
 numbers and puts its result back; + - * /, exact division, every result a positive integer;
@@ -24,10 +26,13 @@ could no longer be reached from the numbers left (brute force over every order a
 i.e. where the plan went wrong before the last step covered it up.
 """
 from functools import lru_cache
+import os
 import re
 import sys
 
-STEP = re.compile(r"^(\d+)([-+*/])(\d+)=(\d+)$")
+# a number as countdown_parse_number reads it: 1 to 6 digits, no leading zero
+NUM = r"(0|[1-9]\d{0,5})"
+STEP = re.compile(rf"^{NUM}([-+*/]){NUM}={NUM}$")
 
 
 def parse_prompt(prompt):
@@ -80,12 +85,12 @@ def dead_end(prompt, completion):
     return None
 
 
-def classify(prompt, completion, ended):
+def classify(prompt, completion):
     """(class, verified): the completion's class (above, except correct) and whether the
     verifier's rules accept it."""
     nums, target = parse_prompt(prompt)
     steps = [STEP.match(s) for s in completion.split(",")] if completion else [None]
-    if not ended or any(s is None for s in steps):
+    if any(s is None for s in steps):
         return "malformed", False
     pool = list(nums)
     wrong_before_last = False
@@ -119,15 +124,21 @@ def main(paths):
         where = {}
         counts = {c: 0 for c in CLASSES}
         n = correct = disagree = 0
+        if not os.path.isfile(path):
+            sys.exit(f"failures.py: {path}: no such file (./grpo eval --completions FILE writes one)")
         with open(path) as f:
             for lineno, line in enumerate(f, 1):
                 parts = line.rstrip("\n").split("\t")
                 if len(parts) != 4 or parts[3] not in ("eos", "no-eos"):
                     sys.exit(f"{path}:{lineno}: expected prompt<TAB>completion<TAB>reward<TAB>eos|no-eos")
                 prompt, completion, reward, end = parts
-                cls, verified = classify(prompt, completion, end == "eos")
+                try:
+                    cls, verified = classify(prompt, completion)
+                    reward = float(reward)
+                except ValueError as e:
+                    sys.exit(f"{path}:{lineno}: {e} (failures.py reads countdown's completions)")
                 n += 1
-                if float(reward) == 1.0:
+                if reward == 1.0:
                     correct += 1
                     disagree += not verified
                 else:

@@ -360,7 +360,7 @@ def cost_figure(studies, out):
 
 def dynamics_figure(study, out):
     """Each method of a compare study against the step, mean over its seeds: greedy validation
-    accuracy at the evaluation points (with the 95% interval), and from train.csv (25-step
+    accuracy at the evaluation points (with the 95% interval; x is the point's mean step), and from train.csv (25-step
     means) the sampled reward, the share of groups whose rewards are all equal (no gradient) and
     the entropy estimate (mean -log pi_old of the sampled tokens). Prints each method's means
     over steps 1-50 and over the last 50 steps, with their 95% intervals over seeds."""
@@ -374,7 +374,8 @@ def dynamics_figure(study, out):
     matplotlib.use("Agg")
     import matplotlib.pyplot as pyplot
     fig, axes = pyplot.subplots(1, 4, figsize=(17, 3.8))
-    print(f"{'method':<28} {'column':<15} {'steps 1-50':>16} {'last 50 steps':>16}  seeds")
+    print(f"{'method':<40} {'column':<15} {'steps 1-50':>16} {'last 50 steps':>16}  seeds")
+    drawn = 0
     for method in methods:
         runs = {}
         for seed in os.listdir(os.path.join(root, method)):
@@ -382,29 +383,35 @@ def dynamics_figure(study, out):
             if seed.startswith("seed_") and os.path.isfile(os.path.join(d, "done")):
                 runs[int(seed[5:])] = d
         if not runs:
+            print(f"plot.py: {root}/{method}: no finished run (no done marker), left out")
             continue
-        label = method.split("+")[0]
+        label = method   # the whole directory name: methods may differ only in their options
+        # evaluation points by their index (eval.csv's point): under a token or time budget the
+        # seeds reach a point at different steps; x is the mean step over the seeds
         evals = [read_csv(os.path.join(d, "eval.csv")) for d in runs.values()]
-        steps = sorted({int(r["step"]) for e in evals for r in e})
         pts = []
-        for st in steps:
-            vals = [float(r["val_acc"]) for e in evals for r in e if int(r["step"]) == st]
-            if len(vals) == len(evals):
-                pts.append((st, *mean_ci(vals)))
+        for j in sorted({int(r["point"]) for e in evals for r in e}):
+            rows = [r for e in evals for r in e if int(r["point"]) == j]
+            if len(rows) == len(evals):
+                pts.append((sum(int(r["step"]) for r in rows) / len(rows), *mean_ci([float(r["val_acc"]) for r in rows])))
         line, = axes[0].plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{label} ({len(runs)} seeds)")
         axes[0].fill_between([p[0] for p in pts], [p[1] - p[2] for p in pts], [p[1] + p[2] for p in pts],
                              color=line.get_color(), alpha=0.2)
+        drawn += 1
         trains = [read_csv(os.path.join(d, "train.csv")) for d in runs.values()]
         n = min(len(t) for t in trains)
         for ax, (col, _) in zip(axes[1:], cols):
             if any(col not in t[0] for t in trains):
+                print(f"plot.py: {root}/{method}: train.csv has no column {col} (a build without it), not drawn")
                 continue
             per_seed = [[float(r[col]) for r in t[:n]] for t in trains]
             mean = [sum(v[i] for v in per_seed) / len(per_seed) for i in range(n)]
             ax.plot(range(1, n + 1), smooth(mean, 25), color=line.get_color(), label=label)
             early = mean_ci([sum(v[:50]) / len(v[:50]) for v in per_seed])
             late = mean_ci([sum(v[-50:]) / len(v[-50:]) for v in per_seed])
-            print(f"{label:<28} {col:<15} {early[0]:>8.4f}±{early[1]:<7.4f} {late[0]:>8.4f}±{late[1]:<7.4f}  {len(runs)}")
+            print(f"{label:<40} {col:<15} {early[0]:>8.4f}±{early[1]:<7.4f} {late[0]:>8.4f}±{late[1]:<7.4f}  {len(runs)}")
+    if not drawn:
+        raise ValueError(f"{root}: no finished run of any method")
     axes[0].set_title("greedy validation accuracy (mean, 95% CI)", fontsize=10)
     for ax, (_, title) in zip(axes[1:], cols):
         ax.set_title(title + " (25-step mean)", fontsize=10)

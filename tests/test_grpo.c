@@ -5454,6 +5454,10 @@ static void test_compare_schedule(void) {
     }
     check(refused == 3, "compare: --budget-unit steps, seconds or flops without --budget is refused, nothing written",
           "%d of 3 refused", refused);
+    snprintf(cmd, sizeof cmd, "%s compare --quick --study %s/sched_d --budget-unit steps --budget 3e9", grpo_bin(), TMPDIR_);
+    rc = run_binary(cmd, out, sizeof out);
+    check(rc == 2 && strstr(out, "--budget 3e+09: with --budget-unit steps at most 10000000"),
+          "compare: a steps budget beyond train's --steps range is refused, naming --budget", "exit %d: %.200s", rc, out);
 }
 
 static void test_compare_only_lock(void) {
@@ -8066,8 +8070,9 @@ static const char *build_isa(void) {
 // ----------------------------------------------------------------------------
 // The second task, chain-sum, and the task interface (grpo.c "Task and verifier: chain-sum")
 
-/* notes/failures.py on hand-classified lines: one of each class, plus a line whose reward column
-   says 1 for a wrong answer (the script must count it as a disagreement); the false last step
+/* notes/failures.py on hand-classified lines: one of each class, a leading zero (malformed, as the
+   verifier reads it), a right answer cut at the budget (no-eos: the verifier accepts it), plus a
+   line whose reward column says 1 for a wrong answer (the script must count it as a disagreement); the false last step
    `5+2=9` comes after steps that are right and leave {2, 5}, from which 9 cannot be made, while
    {2, 3, 8} after step 1 still can (8+3-2): a dead end after step 2. Needs python3 (not for
    make test: without it the check is not run, and says so). */
@@ -8085,7 +8090,9 @@ static void test_failures_script(void) {
           "8 4 5 8>10:\t8-5=3,8-3=5,5+4=9\t0\teos\n"       // misses the target
           "8 4 5 8>9:\t8-5=4,8-4=4,4+5=9\t0\teos\n"        // false earlier (and 5 used up)
           "8 4 5 8>9:\t8-5\t0\tno-eos\n"                   // malformed
-          "2 2 6 3>9:\t2+6=8,8-3=5,5+2=9\t1\teos\n", f);   // a wrong reward column
+          "2 2 6 3>9:\t2+6=8,8-3=5,5+2=9\t1\teos\n"        // a wrong reward column
+          "2 2 6 3>9:\t2/2=1,1*6=06,06+3=9\t0\teos\n"      // malformed: a leading zero
+          "8 4 5 8>9:\t8-5=3,8-3=5,5+4=9\t1\tno-eos\n", f); // cut at the budget, right: verified
     fclose(f);
     snprintf(cmd, sizeof cmd, "python3 notes/failures.py %s", path);
     int rc = run_binary(cmd, out, sizeof out);
@@ -8096,7 +8103,7 @@ static void test_failures_script(void) {
                     &misses, &malformed, &disagree);
     row = row ? strstr(row + 1, "failures.tsv ") : NULL;
     if (row) sscanf(row, "%*s %d %d %d %d %d", &problem, &step1, &step2, &later, &never);
-    check(rc == 0 && n == 6 && correct == 2 && last == 1 && earlier == 1 && misses == 1 && malformed == 1 &&
+    check(rc == 0 && n == 8 && correct == 3 && last == 1 && earlier == 1 && misses == 1 && malformed == 2 &&
           disagree == 1 && problem == 0 && step1 == 0 && step2 == 1 && later == 0 && never == 0,
           "notes/failures.py: classes, dead ends and disagreements of hand-classified lines",
           "exit %d: %.600s", rc, out);
