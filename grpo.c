@@ -10656,6 +10656,9 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #define CMP_MAX_METHODS 16
 #define CMP_MAX_OPTS 16
 #define CMP_MAX_POINTS 64
+// the most steps a compare run may take: the top of train's --steps range (OPTIONS); a run whose
+// budget is not in steps gets it as --steps, a cap its budget stops it long before
+static int cmp_steps_cap(void) { return (int)find_option("steps")->max; }
 #define CMP_MAX_ARGS 160
 
 // ---- statistics
@@ -11687,7 +11690,7 @@ static void method_args(ArgList *a, const Options *o, const Method *m, int seed,
     }
     // --steps: the budget itself when it counts steps (so that a decaying --schedule ends at the
     // budget's end), else a cap the budget stops the run long before
-    snprintf(num, sizeof num, "%d", o->budget_unit == BUDGET_STEPS ? (int)o->budget : 10000000);
+    snprintf(num, sizeof num, "%d", o->budget_unit == BUDGET_STEPS ? (int)o->budget : cmp_steps_cap());
     arg_add(a, "--steps");
     arg_add(a, num);
     arg_add(a, "--budget-unit");
@@ -11720,9 +11723,6 @@ static void sft_args(ArgList *a, const Options *o, const char *dir, int threads)
     arg_add(a, num);
 }
 
-/* resolved_config: the full configuration a command line gives (`# config: ...`, as the run
-   prints it at start-up), from this build's defaults; a bad option or value stops compare here
-   with the message the run would give, before anything runs. */
 /* cmp_resolve: the Options a train (is_train) or sft command line a resolves to: that command's
    defaults, then a's words, parsed from a copy (getopt_long may reorder them). A bad word is a
    usage error, as on the command line. */
@@ -11736,6 +11736,9 @@ static void cmp_resolve(const ArgList *a, int is_train, Options *t) {
     if (is_train) t->obj.max_new_tokens = t->max_new_tokens;
 }
 
+/* resolved_config: the full configuration a command line gives (`# config: ...`, as the run
+   prints it at start-up), from this build's defaults; a bad option or value stops compare here
+   with the message the run would give, before anything runs. */
 static void resolved_config(FILE *f, ArgList *a, int is_train) {
     Options t;
     cmp_resolve(a, is_train, &t);
@@ -11743,10 +11746,10 @@ static void resolved_config(FILE *f, ArgList *a, int is_train) {
         check_grpo_options(&t);
         check_scoped_options(&t, CMD_TRAIN);
         check_select_options(&t);
-        if (t.schedule != 2 && t.budget_unit != BUDGET_STEPS)
+        if (t.schedule != 2 && t.budget_unit != BUDGET_STEPS)   // 2: constant (SCHEDULE_NAMES)
             usage_error("--schedule %s decays the learning rate over --steps, which compare sets to a cap "
-                        "of 10000000 steps unless the budget counts steps: use --budget-unit steps --budget N "
-                        "(N steps per run), or the constant schedule", SCHEDULE_NAMES[t.schedule]);
+                        "of %d steps unless the budget counts steps: use --budget-unit steps --budget N "
+                        "(N steps per run), or the constant schedule", SCHEDULE_NAMES[t.schedule], cmp_steps_cap());
     } else if (t.channels % t.heads) {
         usage_error("--sft-args: --heads must divide --channels");
     }
@@ -12473,8 +12476,8 @@ static int cmd_compare(int argc, char **argv, Options *o) {
                     BUDGET_UNIT_NAMES[o->budget_unit], BUDGET_UNIT_NAMES[o->budget_unit], o->budget);
     if (o->budget_unit == BUDGET_STEPS && o->budget != floorf(o->budget))
         usage_error("--budget %.9g: --budget-unit steps counts whole steps; give an integer", o->budget);
-    if (o->budget_unit == BUDGET_STEPS && o->budget > 10000000)
-        usage_error("--budget %.9g: with --budget-unit steps at most 10000000 (train's --steps)", o->budget);
+    if (o->budget_unit == BUDGET_STEPS && o->budget > cmp_steps_cap())
+        usage_error("--budget %.9g: with --budget-unit steps at most %d (train's --steps)", o->budget, cmp_steps_cap());
     if (o->eval_points < 1 || o->eval_points > CMP_MAX_POINTS)
         usage_error("--eval-points %d: compare needs 1 to %d points", o->eval_points, CMP_MAX_POINTS);
     if (o->seeds > 1024) usage_error("--seeds %d: at most 1024", o->seeds);

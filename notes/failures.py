@@ -85,33 +85,40 @@ def dead_end(prompt, completion):
     return None
 
 
+def take(pool, a, b):
+    """Removes a, then b, from pool (the numbers still available); whether both were there."""
+    for x in (a, b):
+        if x not in pool:
+            return False
+        pool.remove(x)
+    return True
+
+
 def classify(prompt, completion):
-    """(class, verified): the completion's class (above, except correct) and whether the
-    verifier's rules accept it."""
+    """(class, verified, earlier_right): the completion's class (above, except correct), whether
+    the verifier's rules accept it, and whether every step before the last takes available
+    numbers and is right."""
     nums, target = parse_prompt(prompt)
     steps = [STEP.match(s) for s in completion.split(",")] if completion else [None]
     if any(s is None for s in steps):
-        return "malformed", False
+        return "malformed", False, False
     pool = list(nums)
-    wrong_before_last = False
-    last_false = False
-    for k, s in enumerate(steps):
+    earlier_right = True
+    for s in steps[:-1]:
         a, op, b, c = int(s.group(1)), s.group(2), int(s.group(3)), int(s.group(4))
-        available = a in pool and (pool.remove(a) or True) and b in pool and (pool.remove(b) or True)
-        arith_ok = apply(a, op, b) == c
-        if k == len(steps) - 1:
-            last_false = not arith_ok
-            wrong_before_last = wrong_before_last or not available
-        else:
-            wrong_before_last = wrong_before_last or not (available and arith_ok)
+        earlier_right &= take(pool, a, b) and apply(a, op, b) == c
         pool.append(c)
-    final = int(steps[-1].group(4))
-    verified = not wrong_before_last and not last_false and len(pool) == 1 and pool[0] == target
-    if final != target:
-        return "misses target", verified
+    a, op, b, c = int(steps[-1].group(1)), steps[-1].group(2), int(steps[-1].group(3)), int(steps[-1].group(4))
+    last_available = take(pool, a, b)
+    last_false = apply(a, op, b) != c
+    pool.append(c)
+    verified = earlier_right and last_available and not last_false and len(pool) == 1 and pool[0] == target
+    if c != target:
+        return "misses target", verified, earlier_right
     if last_false:
-        return "false last step", verified
-    return ("false earlier" if wrong_before_last or len(pool) != 1 else "correct"), verified
+        return "false last step", verified, earlier_right
+    right = earlier_right and last_available and len(pool) == 1
+    return ("correct" if right else "false earlier"), verified, earlier_right
 
 
 CLASSES = ["false last step", "false earlier", "misses target", "malformed"]
@@ -133,7 +140,7 @@ def main(paths):
                     sys.exit(f"{path}:{lineno}: expected prompt<TAB>completion<TAB>reward<TAB>eos|no-eos")
                 prompt, completion, reward, end = parts
                 try:
-                    cls, verified = classify(prompt, completion)
+                    cls, verified, earlier_right = classify(prompt, completion)
                     reward = float(reward)
                 except ValueError as e:
                     sys.exit(f"{path}:{lineno}: {e} (failures.py reads countdown's completions)")
@@ -144,7 +151,7 @@ def main(paths):
                 else:
                     disagree += verified
                     counts[cls if cls != "correct" else "false earlier"] += 1
-                    if cls == "false last step" and classify_earlier_right(prompt, completion):
+                    if cls == "false last step" and earlier_right:
                         k = dead_end(prompt, completion)
                         where[k] = where.get(k, 0) + 1
         wrong = max(n - correct, 1)
@@ -157,25 +164,6 @@ def main(paths):
         later = sum(v for k, v in where.items() if k is not None and k >= 3)
         print(f"{path[-40:]:<40} {where.get(0, 0):>8} {where.get(1, 0):>8} {where.get(2, 0):>8} {later:>8} "
               f"{where.get(None, 0):>8}")
-
-
-def classify_earlier_right(prompt, completion):
-    """Whether every step before the last takes available numbers and is right."""
-    nums, _ = parse_prompt(prompt)
-    pool = list(nums)
-    steps = [STEP.match(s) for s in completion.split(",")]
-    for s in steps[:-1]:
-        a, op, b, c = int(s.group(1)), s.group(2), int(s.group(3)), int(s.group(4))
-        if a not in pool:
-            return False
-        pool.remove(a)
-        if b not in pool:
-            return False
-        pool.remove(b)
-        if apply(a, op, b) != c:
-            return False
-        pool.append(c)
-    return True
 
 
 if __name__ == "__main__":

@@ -204,6 +204,16 @@ def mean_ci(xs):
     return m, t * (var / n) ** 0.5
 
 
+def finished_runs(method_dir):
+    """{seed: run dir} of the runs of one method directory that have their done marker"""
+    out = {}
+    for seed in os.listdir(method_dir):
+        d = os.path.join(method_dir, seed)
+        if seed.startswith("seed_") and os.path.isfile(os.path.join(d, "done")):
+            out[int(seed[5:])] = d
+    return out
+
+
 def study_runs(study, method):
     """{seed: run dir} of one method of a compare study: the directory named method, or method
     followed by its options ('grpo+probe-every=10')"""
@@ -213,11 +223,7 @@ def study_runs(study, method):
     dirs = [d for d in sorted(os.listdir(root)) if d == method or d.startswith(method + "+")]
     if len(dirs) != 1:
         raise ValueError(f"{root}: {len(dirs)} method directories for {method} ({', '.join(dirs) or 'none'})")
-    out = {}
-    for seed in os.listdir(os.path.join(root, dirs[0])):
-        d = os.path.join(root, dirs[0], seed)
-        if seed.startswith("seed_") and os.path.isfile(os.path.join(d, "done")):
-            out[int(seed[5:])] = d
+    out = finished_runs(os.path.join(root, dirs[0]))
     if not out:
         raise ValueError(f"{root}/{dirs[0]}: no finished run (no done marker)")
     return out
@@ -377,11 +383,7 @@ def dynamics_figure(study, out):
     print(f"{'method':<40} {'column':<15} {'steps 1-50':>16} {'last 50 steps':>16}  seeds")
     drawn = 0
     for method in methods:
-        runs = {}
-        for seed in os.listdir(os.path.join(root, method)):
-            d = os.path.join(root, method, seed)
-            if seed.startswith("seed_") and os.path.isfile(os.path.join(d, "done")):
-                runs[int(seed[5:])] = d
+        runs = finished_runs(os.path.join(root, method))
         if not runs:
             print(f"plot.py: {root}/{method}: no finished run (no done marker), left out")
             continue
