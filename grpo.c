@@ -7564,6 +7564,45 @@ static long csv_keep(char *text, long n, const char *header, int step, CsvRepair
     return keep;
 }
 
+/* csv_header_diff: into out (cap bytes), where the first line of text (n bytes) parts from header
+   (comma-separated names): "column K is 'a' in the file, 'b' in this run", or which side has
+   columns the other lacks ("the file has no column K 'b'", ...). For open_csv's refusal. */
+static void csv_header_diff(char *out, size_t cap, const char *text, long n, const char *header) {
+    long end = 0;
+    while (end < n && text[end] != '\n' && text[end] != '\r') end++;
+    const char *a = text, *a_end = text + end, *b = header, *b_end = header + strlen(header);
+    if (end == 0) {
+        snprintf(out, cap, "its first line is empty");
+        return;
+    }
+    for (int col = 1;; col++) {
+        int more_a = a <= a_end, more_b = b <= b_end;
+        const char *ae = a, *be = b;
+        while (more_a && ae < a_end && *ae != ',') ae++;
+        while (more_b && be < b_end && *be != ',') be++;
+        if (!more_a && !more_b) {
+            snprintf(out, cap, "the names agree");
+            return;
+        }
+        if (!more_a) {
+            snprintf(out, cap, "the file has no column %d '%.*s' (it ends after column %d)", col, (int)(be - b), b,
+                     col - 1);
+            return;
+        }
+        if (!more_b) {
+            snprintf(out, cap, "the file has a column %d '%.*s' that this run does not write", col, (int)(ae - a), a);
+            return;
+        }
+        if (ae - a != be - b || memcmp(a, b, (size_t)(ae - a)) != 0) {
+            snprintf(out, cap, "column %d is '%.*s' in the file, '%.*s' in this run", col, (int)(ae - a), a,
+                     (int)(be - b), b);
+            return;
+        }
+        a = ae + 1;   // past the comma, or past the end (no more fields)
+        b = be + 1;
+    }
+}
+
 /* open_csv: the run's log RUN_DIR/NAME. A new run (step 0) creates it with the header. A
    run resuming after `step` steps keeps what csv_keep keeps and drops the rest (a note on
    stderr for each kind of line dropped, and one naming the steps that have no row), so the
@@ -7602,9 +7641,11 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
     CsvRepair r;
     long keep = csv_keep(text, n, header, step, &r);
     if (keep < 0) {
-        char msg[1300];
-        snprintf(msg, sizeof msg, "'%s' does not start with the header this run writes", c.path);
-        fail_at(__FILE__, __LINE__, msg, "move the file away, or resume into another --run-dir");
+        char msg[1600], diff[200];
+        csv_header_diff(diff, sizeof diff, text, n, header);
+        snprintf(msg, sizeof msg, "'%s' does not start with the header this run writes: %s", c.path, diff);
+        fail_at(__FILE__, __LINE__, msg, "a log from another build or other options: move the file away, or "
+                "resume into another --run-dir");
     }
     if (r.rows > 0) {   // the last row kept: the row of step r.last
         long start = keep - 1;

@@ -1643,6 +1643,25 @@ static void test_csv_repair(void) {
     int rc = child_stderr(csv_open_fn, &call, err, sizeof err);
     check(rc == 1 && strstr(err, "another run's log"), "csv: after a gap, the row of the checkpoint's step is "
           "still checked against it", "exit %d: %.200s", rc, err);
+    // another header (an older build's log, other options): refused, naming the first column that differs
+    const struct { const char *text, *want, *name; } heads[] = {
+        {"step,a\n1,x\n", "the file has no column 3 'b' (it ends after column 2)", "a column fewer (an older build)"},
+        {"step,a,b,c\n1,x,y,z\n", "the file has a column 4 'c' that this run does not write", "a column more"},
+        {"step,a,q\n1,x,y\n", "column 3 is 'q' in the file, 'b' in this run", "a column renamed"},
+        {"\n1,x,y\n", "its first line is empty", "an empty header line"},
+    };
+    for (size_t h = 0; h < sizeof heads / sizeof heads[0]; h++) {
+        write_bytes(path, heads[h].text, strlen(heads[h].text));
+        CsvOpenCall c2 = {dir, 1, NULL};
+        rc = child_stderr(csv_open_fn, &c2, err, sizeof err);
+        char name[160];
+        snprintf(name, sizeof name, "csv: another header is refused, naming where it differs: %s", heads[h].name);
+        check(rc == 1 && strstr(err, "does not start with the header this run writes") && strstr(err, heads[h].want),
+              name, "exit %d: %.300s", rc, err);
+    }
+    char diff[200];
+    csv_header_diff(diff, sizeof diff, "step,a,b\n", 9, "step,a,b");
+    check(!strcmp(diff, "the names agree"), "csv: csv_header_diff of equal names says so", "'%s'", diff);
 }
 
 /* compare's load_run refuses a finished run whose files do not hold, naming the file and line:
