@@ -5,7 +5,7 @@
     python3 notes/plot.py --compare STUDY [--out FILE]     (the figure of ./grpo compare)
     python3 notes/plot.py --length 3=runs/len_t3,5=runs/len_t5,7=runs/len_t7 [--out FILE]
         (the length study: λ-GRPO − GRPO against completion length, probe cosine on a 2nd axis)
-    python3 notes/plot.py --dynamics STUDY [--out FILE]
+    python3 notes/plot.py --dynamics STUDY [--out FILE]      (FILE: STUDY/dynamics.png by default)
         (training dynamics of a compare study's methods against the step: validation accuracy,
          sampled reward, share of all-equal groups, entropy; prints the early and late means)
     python3 notes/plot.py --cost STUDY[,STUDY...] [--out FILE]
@@ -432,7 +432,8 @@ def main():
     ap.add_argument("--runs", default="runs", help="directory holding the run directories [runs]")
     ap.add_argument("--out", default=None,
                     help="directory for the PNG files [runs/figures]; notes/figures holds the committed ones "
-                         "(with --compare: the PNG file [STUDY/compare.png])")
+                         "(with --compare or --dynamics: the PNG file [STUDY/compare.png, STUDY/dynamics.png]; "
+                         "with --length or --cost: the PNG file [runs/figures/length.png, runs/figures/cost.png])")
     ap.add_argument("--compare", metavar="STUDY",
                     help="draw the figure of ./grpo compare's study STUDY instead")
     ap.add_argument("--length", metavar="L=STUDY,...",
@@ -442,11 +443,16 @@ def main():
     ap.add_argument("--cost", metavar="STUDY,...",
                     help="draw the cost-at-equal-accuracy bars of these compare studies")
     args = ap.parse_args()
-    for flag, draw, default in (("length", length_figure, "length.png"), ("cost", cost_figure, "cost.png"),
-                                  ("dynamics", dynamics_figure, "dynamics.png")):
+    for flag, draw, name in (("length", length_figure, "length.png"), ("cost", cost_figure, "cost.png"),
+                               ("dynamics", dynamics_figure, "dynamics.png")):
         if getattr(args, flag):
+            # the file: --out, else the study's own directory (--dynamics, as --compare), else runs/figures
+            out = args.out or (os.path.join(args.dynamics, name) if flag == "dynamics"
+                               else os.path.join("runs", "figures", name))
             try:
-                draw(getattr(args, flag), args.out or default)
+                if os.path.dirname(out):
+                    os.makedirs(os.path.dirname(out), exist_ok=True)
+                draw(getattr(args, flag), out)
             except ImportError:
                 sys.exit(f"plot.py: matplotlib is not installed (pip install matplotlib): --{flag} not drawn")
             except (KeyError, ValueError, OSError) as e:
