@@ -7564,38 +7564,57 @@ static long csv_keep(char *text, long n, const char *header, int step, CsvRepair
     return keep;
 }
 
-/* csv_header_diff: into out (cap bytes), where the first line of text (n bytes) parts from header
-   (comma-separated names): "column K is 'a' in the file, 'b' in this run", or which side has
-   columns the other lacks ("the file has no column K 'b'", ...). For open_csv's refusal. */
+// csv_name: into out (cap bytes, at least 64) the len bytes of a name as open_csv's messages show it:
+// bytes outside printable ASCII as \xHH (a BOM, \r, NUL, ...), cut after 40 with "..."
+static void csv_name(char *out, size_t cap, const char *name, long len) {
+    size_t k = 0;
+    for (long i = 0; i < len && k + 8 < cap; i++) {
+        if (i == 40) {
+            k += (size_t)snprintf(out + k, cap - k, "...");
+            break;
+        }
+        unsigned char ch = (unsigned char)name[i];
+        if (ch >= 0x20 && ch < 0x7f) out[k++] = (char)ch;
+        else k += (size_t)snprintf(out + k, cap - k, "\\x%02x", ch);
+    }
+    out[k] = 0;
+}
+
+/* csv_header_diff: into out (cap bytes), where the first line of text (n bytes, up to its '\n')
+   parts from header (comma-separated names): "column K is 'a' in the file, 'b' in this run", or
+   which side has columns the other lacks, or that the names agree but the line has no end. For
+   open_csv's refusal; names shown by csv_name. */
 static void csv_header_diff(char *out, size_t cap, const char *text, long n, const char *header) {
     long end = 0;
-    while (end < n && text[end] != '\n' && text[end] != '\r') end++;
-    const char *a = text, *a_end = text + end, *b = header, *b_end = header + strlen(header);
-    if (end == 0) {
+    while (end < n && text[end] != '\n') end++;
+    if (end == 0 || (end == 1 && text[0] == '\r')) {
         snprintf(out, cap, "its first line is empty");
         return;
     }
+    const char *a = text, *a_end = text + end, *b = header, *b_end = header + strlen(header);
+    char na[200], nb[200];
     for (int col = 1;; col++) {
         int more_a = a <= a_end, more_b = b <= b_end;
         const char *ae = a, *be = b;
         while (more_a && ae < a_end && *ae != ',') ae++;
         while (more_b && be < b_end && *be != ',') be++;
+        if (more_a) csv_name(na, sizeof na, a, ae - a);
+        if (more_b) csv_name(nb, sizeof nb, b, be - b);
         if (!more_a && !more_b) {
-            snprintf(out, cap, "the names agree");
+            snprintf(out, cap, end == n ? "the names agree, but the header line has no line end"
+                                        : "the names agree");
             return;
         }
         if (!more_a) {
-            snprintf(out, cap, "the file has no column %d '%.*s' (it ends after column %d)", col, (int)(be - b), b,
-                     col - 1);
+            snprintf(out, cap, "the file has no column %d '%s' (it ends after column %d)", col, nb, col - 1);
             return;
         }
         if (!more_b) {
-            snprintf(out, cap, "the file has a column %d '%.*s' that this run does not write", col, (int)(ae - a), a);
+            snprintf(out, cap, "the file has a column %d '%s' that this run does not write", col, na);
             return;
         }
         if (ae - a != be - b || memcmp(a, b, (size_t)(ae - a)) != 0) {
-            snprintf(out, cap, "column %d is '%.*s' in the file, '%.*s' in this run", col, (int)(ae - a), a,
-                     (int)(be - b), b);
+            snprintf(out, cap, "column %d is '%s' in the file, '%s' in this run", col, na, nb);
             return;
         }
         a = ae + 1;   // past the comma, or past the end (no more fields)
@@ -7641,7 +7660,7 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
     CsvRepair r;
     long keep = csv_keep(text, n, header, step, &r);
     if (keep < 0) {
-        char msg[1600], diff[200];
+        char msg[1800], diff[600];
         csv_header_diff(diff, sizeof diff, text, n, header);
         snprintf(msg, sizeof msg, "'%s' does not start with the header this run writes: %s", c.path, diff);
         fail_at(__FILE__, __LINE__, msg, "a log from another build or other options: move the file away, or "

@@ -103,7 +103,7 @@ def tree_figure(inputs, out):
     axes[0][0].legend(loc="upper left", fontsize=8)
     fig.suptitle("Synthetic binary-tree task (paper §4.3): frequency of the target leaf")
     fig.tight_layout()
-    fig.savefig(out, dpi=80)
+    save_fig(fig, out)
 
 
 def stats_figure(paths, out):
@@ -122,7 +122,7 @@ def stats_figure(paths, out):
     axes[0].legend(fontsize=8)
     fig.suptitle("Process-set statistics of plain GRPO on countdown (paper §3.2)")
     fig.tight_layout()
-    fig.savefig(out, dpi=80)
+    save_fig(fig, out)
 
 
 def main_job_figure(paths, out):
@@ -141,7 +141,7 @@ def main_job_figure(paths, out):
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
     fig.tight_layout()
-    fig.savefig(out, dpi=80)
+    save_fig(fig, out)
 
 
 def compare_figure(study, out):
@@ -182,7 +182,7 @@ def compare_figure(study, out):
     axes[1].set_title("at matched time (mean, 95% CI)", fontsize=10)
     fig.suptitle(f"./grpo compare: {study}")
     fig.tight_layout()
-    fig.savefig(out, dpi=80)
+    save_fig(fig, out)
     print(f"plot.py: wrote {out} from {path}")
 
 
@@ -204,9 +204,33 @@ def mean_ci(xs):
     return m, t * (var / n) ** 0.5
 
 
+def save_fig(fig, out):
+    """fig to the file out, its directory made if missing (only now: a figure that fails to draw
+    leaves no directory behind)"""
+    if os.path.dirname(out):
+        os.makedirs(os.path.dirname(out), exist_ok=True)
+    fig.savefig(out, dpi=80)
+
+
+def out_file(out, default_dir, name):
+    """The PNG file a figure of one file goes to: out when it names a file; NAME inside out when
+    out is an existing directory or ends with '/'; out + '.png' when it has no extension (as
+    matplotlib would write it, so that the path printed is the file written); no out: NAME in
+    default_dir"""
+    if not out:
+        return os.path.join(default_dir, name)
+    if out.endswith("/") or os.path.isdir(out):
+        return os.path.join(out, name)
+    if not os.path.splitext(out)[1]:
+        return out + ".png"
+    return out
+
+
 def finished_runs(method_dir):
     """{seed: run dir} of the runs of one method directory that have their done marker"""
     out = {}
+    if not os.path.isdir(method_dir):   # a stray file among the method directories
+        return out
     for seed in os.listdir(method_dir):
         d = os.path.join(method_dir, seed)
         if seed.startswith("seed_") and os.path.isfile(os.path.join(d, "done")):
@@ -294,7 +318,7 @@ def length_figure(spec, out):
     ax.grid(alpha=0.3)
     fig.suptitle("Where λ-GRPO differs from GRPO: completion length", fontsize=10)
     fig.tight_layout()
-    fig.savefig(out, dpi=80)
+    save_fig(fig, out)
     print(f"plot.py: wrote {out}")
 
 
@@ -334,7 +358,10 @@ def cost_figure(studies, out):
     bars = []
     for study in studies.split(","):
         target = prereg_target(study)
-        for method in sorted(os.listdir(os.path.join(study, "runs"))):
+        root = os.path.join(study, "runs")
+        if not os.path.isdir(root):
+            raise ValueError(f"{root} is missing or not a directory (no runs: ./grpo compare --study {study})")
+        for method in sorted(m for m in os.listdir(root) if os.path.isdir(os.path.join(root, m))):
             runs = study_runs(study, method.split("+")[0])
             hits = [first_reach(r, target) for r in runs.values()]
             got = [h for h in hits if h is not None]
@@ -360,7 +387,7 @@ def cost_figure(studies, out):
     fig.suptitle("Cost at equal accuracy (X pre-registered per study; mean, 95% CI over the runs "
                  "that reached X; 'k of n' reached it)", fontsize=9)
     fig.tight_layout()
-    fig.savefig(out, dpi=80)
+    save_fig(fig, out)
     print(f"plot.py: wrote {out}")
 
 
@@ -373,7 +400,7 @@ def dynamics_figure(study, out):
     root = os.path.join(study, "runs")
     if not os.path.isdir(root):
         raise ValueError(f"{root} is missing (no runs: ./grpo compare --study {study})")
-    methods = sorted(os.listdir(root))
+    methods = sorted(m for m in os.listdir(root) if os.path.isdir(os.path.join(root, m)))
     cols = [("mean_reward", "sampled reward"), ("frac_all_equal", "share of all-equal groups"),
             ("entropy", "entropy estimate (nats/token)")]
     import matplotlib
@@ -423,7 +450,7 @@ def dynamics_figure(study, out):
     axes[0].legend(fontsize=8)
     fig.suptitle(f"training dynamics: {study}")
     fig.tight_layout()
-    fig.savefig(out, dpi=80)
+    save_fig(fig, out)
     print(f"plot.py: wrote {out}")
 
 
@@ -431,9 +458,10 @@ def main():
     ap = argparse.ArgumentParser(description="Figures from the CSV logs of grpo.c runs.")
     ap.add_argument("--runs", default="runs", help="directory holding the run directories [runs]")
     ap.add_argument("--out", default=None,
-                    help="directory for the PNG files [runs/figures]; notes/figures holds the committed ones "
-                         "(with --compare or --dynamics: the PNG file [STUDY/compare.png, STUDY/dynamics.png]; "
-                         "with --length or --cost: the PNG file [runs/figures/length.png, runs/figures/cost.png])")
+                    help="where the PNG files go: a directory [runs/figures] (notes/figures holds the committed "
+                         "ones). With --compare, --dynamics, --length or --cost, one figure: a file, or a directory "
+                         "to hold it [STUDY/compare.png, STUDY/dynamics.png, runs/figures/length.png, "
+                         "runs/figures/cost.png]")
     ap.add_argument("--compare", metavar="STUDY",
                     help="draw the figure of ./grpo compare's study STUDY instead")
     ap.add_argument("--length", metavar="L=STUDY,...",
@@ -443,15 +471,15 @@ def main():
     ap.add_argument("--cost", metavar="STUDY,...",
                     help="draw the cost-at-equal-accuracy bars of these compare studies")
     args = ap.parse_args()
+    given = [f"--{f}" for f in ("compare", "length", "cost", "dynamics") if getattr(args, f)]
+    if len(given) > 1:
+        ap.error(f"{' and '.join(given)}: one figure per call")
     for flag, draw, name in (("length", length_figure, "length.png"), ("cost", cost_figure, "cost.png"),
                                ("dynamics", dynamics_figure, "dynamics.png")):
         if getattr(args, flag):
             # the file: --out, else the study's own directory (--dynamics, as --compare), else runs/figures
-            out = args.out or (os.path.join(args.dynamics, name) if flag == "dynamics"
-                               else os.path.join("runs", "figures", name))
+            out = out_file(args.out, args.dynamics if flag == "dynamics" else os.path.join("runs", "figures"), name)
             try:
-                if os.path.dirname(out):
-                    os.makedirs(os.path.dirname(out), exist_ok=True)
                 draw(getattr(args, flag), out)
             except ImportError:
                 sys.exit(f"plot.py: matplotlib is not installed (pip install matplotlib): --{flag} not drawn")
@@ -460,8 +488,8 @@ def main():
             return
     if args.compare:
         try:
-            compare_figure(args.compare, args.out or os.path.join(args.compare, "compare.png"))
-        except (KeyError, ValueError) as e:
+            compare_figure(args.compare, out_file(args.out, args.compare, "compare.png"))
+        except (KeyError, ValueError, OSError) as e:
             sys.exit(f"plot.py: cannot read {args.compare}/curves.csv: {type(e).__name__} {e}")
         return
     if args.out is None:

@@ -1649,6 +1649,11 @@ static void test_csv_repair(void) {
         {"step,a,b,c\n1,x,y,z\n", "the file has a column 4 'c' that this run does not write", "a column more"},
         {"step,a,q\n1,x,y\n", "column 3 is 'q' in the file, 'b' in this run", "a column renamed"},
         {"\n1,x,y\n", "its first line is empty", "an empty header line"},
+        {"step,a,b\r\n1,x,y\r\n", "column 3 is 'b\\x0d' in the file, 'b' in this run", "CRLF line ends"},
+        {"\xef\xbb\xbfstep,a,b\n1,x,y\n", "column 1 is '\\xef\\xbb\\xbfstep' in the file", "a UTF-8 BOM"},
+        {"step,a,b", "the names agree, but the header line has no line end", "the header without its line end"},
+        {"step,a,bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb\n",
+         "column 3 is 'bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb...' in the file, 'b' in this run", "a long name, cut"},
     };
     for (size_t h = 0; h < sizeof heads / sizeof heads[0]; h++) {
         write_bytes(path, heads[h].text, strlen(heads[h].text));
