@@ -26,8 +26,10 @@ LOADAVG ?= /proc/loadavg
 ifeq ($(origin OMP_WAIT_POLICY),undefined)
 TEST_WAIT_POLICY := PASSIVE
 OMP_WAIT_POLICY := $(shell awk '{ split($$4, r, "/"); o = r[1] - 1; if ($$1 + 0 < o) o = $$1 + 0; if (o >= 1) print "PASSIVE"; exit }' $(LOADAVG) 2>/dev/null)
+WAIT_WHY := $(if $(OMP_WAIT_POLICY),other jobs seen in $(LOADAVG): threads sleep,no other jobs seen: threads spin)
 else
 TEST_WAIT_POLICY := $(OMP_WAIT_POLICY)
+WAIT_WHY := given
 endif
 ifneq ($(OMP_WAIT_POLICY),)
 run compare: export OMP_WAIT_POLICY := $(OMP_WAIT_POLICY)
@@ -40,6 +42,9 @@ test test-asan: export OMP_WAIT_POLICY := $(TEST_WAIT_POLICY)
 
 wait-policy:
 	@echo "OMP_WAIT_POLICY=$(if $(OMP_WAIT_POLICY),$(OMP_WAIT_POLICY),(unset: libgomp's default, threads spin))"
+
+# the line make run and make compare start with
+WAIT_LINE = make: OMP_WAIT_POLICY=$(if $(OMP_WAIT_POLICY),$(OMP_WAIT_POLICY),unset) ($(WAIT_WHY); make wait-policy)
 
 all: grpo
 
@@ -146,6 +151,7 @@ bench-cuda: grpo_cuda
 
 # the main job: SFT if no SFT checkpoint exists, then λ-GRPO on countdown
 run: grpo
+	@echo "$(WAIT_LINE)"
 	@if [ ! -f runs/sft/model.bin ]; then ./grpo sft; fi
 	./grpo train
 
@@ -155,6 +161,7 @@ run: grpo
 # 3x slower one. Rerun to continue an interrupted study. Then
 # the figure (runs/compare/compare.png) when matplotlib is installed.
 compare: grpo
+	@echo "$(WAIT_LINE)"
 	./grpo compare
 	@if python3 -c 'import matplotlib' 2>/dev/null; then python3 notes/plot.py --compare runs/compare; \
 	else echo "make compare: matplotlib not installed (pip install matplotlib): no figure"; fi

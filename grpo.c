@@ -6160,7 +6160,8 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
 #ifdef _OPENMP
     if (o->threads > 0) omp_set_num_threads(o->threads);
 #endif
-    warn_if_busy(cmd);
+    // check and verify take milliseconds: no advice about a wait policy for them
+    if (!(mask & (CMD_CHECK | CMD_VERIFY))) warn_if_busy(cmd);
 #ifdef GRPO_CUDA
     if (mask & CUDA_CMDS) cuda_startup(o->tf32);
 #endif

@@ -2020,8 +2020,8 @@ static void test_busy_machine(void) {
     char *outs[2] = {out_warn, out_quiet};
     int codes[2], lines[2], named[2];
     for (int r = 0; r < 2; r++) {
-        snprintf(cmd, sizeof cmd, "(env -u GOMP_SPINCOUNT %s GRPO_LOADAVG='3.00 2.00 1.00 3/120 999' %s verify "
-                 "--threads 2 tests/fixtures/val_small.txt 2>%s)", envs[r], grpo_bin(), err);
+        snprintf(cmd, sizeof cmd, "(env -u GOMP_SPINCOUNT %s GRPO_LOADAVG='3.00 2.00 1.00 3/120 999' %s tree "
+                 "--threads 2 --steps 1 --seeds 1 --run-dir %s/busy_tree 2>%s)", envs[r], grpo_bin(), TMPDIR_, err);
         codes[r] = run_binary(cmd, outs[r], sizeof out_warn);
         size_t n = 0;
         char *text = (char *)read_all(err, &n);
@@ -2029,13 +2029,19 @@ static void test_busy_machine(void) {
         for (size_t i = 0; text && i < n; i++) lines[r] += text[i] == '\n';
         char line[1024];
         snprintf(line, sizeof line, "%.*s", text ? (int)n : 0, text ? text : "");
-        named[r] = strstr(line, "OMP_WAIT_POLICY=PASSIVE " PROG " verify ...") != NULL;
+        named[r] = strstr(line, "OMP_WAIT_POLICY=PASSIVE " PROG " tree ...") != NULL;
         free(text);
     }
     check(codes[0] == 0 && codes[1] == 0 && lines[0] == 1 && named[0] && lines[1] == 0 && !strcmp(out_warn, out_quiet)
           && out_warn[0], "busy: ./grpo warns in one stderr line, once; stdout unchanged",
           "exit %d/%d, stderr lines %d (ACTIVE), %d (PASSIVE), stdout %s", codes[0], codes[1], lines[0], lines[1],
           strcmp(out_warn, out_quiet) ? "differs" : "same");
+    // verify and check take milliseconds: they never advise
+    snprintf(cmd, sizeof cmd, "(env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=ACTIVE GRPO_LOADAVG='3.00 2.00 1.00 3/120 999' "
+             "%s verify --threads 2 tests/fixtures/val_small.txt 2>&1 >/dev/null)", grpo_bin());
+    int vcode = run_binary(cmd, out_warn, sizeof out_warn);
+    check(vcode == 0 && !strstr(out_warn, "other jobs hold the CPUs"), "busy: verify, which takes milliseconds, "
+          "does not advise on the wait policy", "exit %d: %.200s", vcode, out_warn);
 #endif
     // the Makefile's choice (make wait-policy, its LOADAVG file): PASSIVE exactly where ./grpo's own
     // busy test sees other jobs (2 threads on 2 CPUs, libgomp's default spin count), unset elsewhere;
