@@ -25,11 +25,12 @@ NOOMP   := $(SIMD) -Wno-unknown-pragmas
 LOADAVG ?= /proc/loadavg
 ifeq ($(origin OMP_WAIT_POLICY),undefined)
 TEST_WAIT_POLICY := PASSIVE
-OMP_WAIT_POLICY := $(shell awk '{ split($$4, r, "/"); o = r[1] - 1; if ($$1 + 0 < o) o = $$1 + 0; if (o >= 1) print "PASSIVE"; exit }' $(LOADAVG) 2>/dev/null)
-WAIT_WHY := $(if $(OMP_WAIT_POLICY),other jobs seen in $(LOADAVG): threads sleep,no other jobs seen: threads spin)
+LOAD_OK := $(if $(LOADAVG),$(shell awk 'NR == 1 && NF >= 4 && $$4 ~ /\// { print "ok"; exit }' $(LOADAVG) 2>/dev/null))
+OMP_WAIT_POLICY := $(if $(LOAD_OK),$(shell awk '{ split($$4, r, "/"); o = r[1] - 1; if ($$1 + 0 < o) o = $$1 + 0; if (o >= 1) print "PASSIVE"; exit }' $(LOADAVG) 2>/dev/null))
+WAIT_WHY := $(if $(LOAD_OK),$(if $(OMP_WAIT_POLICY),other jobs seen in $(LOADAVG): threads sleep,no other jobs seen in $(LOADAVG): threads spin),could not read a load average from '$(LOADAVG)': threads spin)
 else
 TEST_WAIT_POLICY := $(OMP_WAIT_POLICY)
-WAIT_WHY := given
+WAIT_WHY := $(if $(OMP_WAIT_POLICY),given,given empty: libgomp's default)
 endif
 ifneq ($(OMP_WAIT_POLICY),)
 run compare: export OMP_WAIT_POLICY := $(OMP_WAIT_POLICY)
@@ -155,8 +156,9 @@ bench-cuda: grpo_cuda
 MAKERUN_MODEL := --layers 2 --channels 192
 run: grpo
 	@echo "$(WAIT_LINE)"
-	@if [ ! -f runs/sft/model.bin ]; then echo "./grpo sft $(MAKERUN_MODEL)"; ./grpo sft $(MAKERUN_MODEL); fi
-	./grpo train
+	@if [ ! -f runs/sft/model.bin ]; then echo "./grpo sft $(MAKERUN_MODEL)"; ./grpo sft $(MAKERUN_MODEL); \
+	else echo "make: runs/sft/model.bin exists: reusing it (delete runs/sft for make run's own SFT model)"; fi
+	@echo "./grpo train"; ./grpo train
 
 # The default study (notes/compare.md): grpo and lambda-grpo x 5
 # seeds at 1M generated tokens each, from one SFT checkpoint (runs/compare/sft, made if missing),

@@ -2075,6 +2075,27 @@ static void test_busy_machine(void) {
     }
     check(mk_bad == 0, "busy: the Makefile's wait policy is PASSIVE exactly where ./grpo sees other jobs",
           "%d of %d wrong", mk_bad, mk_n + 1);
+    // make run's first line says the choice and why; a load file that cannot be read is said so
+    // (not "no other jobs"), an empty LOADAVG reads nothing (it does not wait on standard input)
+    const struct { const char *args, *want; } run_lines[] = {
+        {"LOADAVG=/nonexistent/loadavg", "OMP_WAIT_POLICY=unset (could not read a load average from '/nonexistent/loadavg'"},
+        {"LOADAVG=", "OMP_WAIT_POLICY=unset (could not read a load average from ''"},
+        {"OMP_WAIT_POLICY=ACTIVE", "OMP_WAIT_POLICY=ACTIVE (given;"},
+        {"OMP_WAIT_POLICY=", "OMP_WAIT_POLICY=unset (given empty"},
+    };
+    int line_bad = 0;
+    for (size_t i = 0; i < sizeof run_lines / sizeof run_lines[0]; i++) {
+        snprintf(mcmd, sizeof mcmd, "env -u OMP_WAIT_POLICY make -n --no-print-directory run %s </dev/null 2>&1 | grep -m1 'make: OMP_WAIT_POLICY'",
+                 run_lines[i].args);
+        mout[0] = 0;
+        run_binary(mcmd, mout, sizeof mout);
+        if (!strstr(mout, run_lines[i].want)) {
+            line_bad++;
+            printf("  make run %s: first line '%s', expected '%s'\n", run_lines[i].args, mout, run_lines[i].want);
+        }
+    }
+    check(line_bad == 0, "busy: make run's first line says the wait policy and why (unreadable load, given, empty)",
+          "%d of 4 wrong", line_bad);
 }
 
 static void test_usage_errors(void) {
