@@ -6003,9 +6003,16 @@ static int busy_machine_warning(double load1, int running, int ncpu, int threads
     return 1;
 }
 
+// main's argv, for warn_if_busy's restart under PASSIVE (NULL in the test build: it never restarts)
+static char **restart_argv = NULL;
+
 /* warn_if_busy: busy_machine_warning for this process (its environment, /proc/loadavg or, for the
-   tests, the text of GRPO_LOADAVG in its place, the online CPUs, num_threads()), printed on
-   stderr, once per process. Not in a build without OpenMP (nothing spins). */
+   tests, the text of GRPO_LOADAVG in its place, the online CPUs, num_threads()), once per process.
+   When OMP_WAIT_POLICY and GOMP_SPINCOUNT are both unset (libgomp's default spins) it says so in
+   one stderr line and restarts the program (Linux: /proc/self/exe, the same arguments) with
+   OMP_WAIT_POLICY=PASSIVE, which libgomp reads only at start-up: every command chooses when it
+   starts, as make does when make starts (a wait policy changes no result). A policy that was
+   set is kept, with the warning. Not in a build without OpenMP (nothing spins). */
 static void warn_if_busy(const char *cmd) {
 #ifdef _OPENMP
     static int done = 0;
@@ -6023,9 +6030,23 @@ static void warn_if_busy(const char *cmd) {
     double load1;
     int running;
     if (parse_loadavg(text, &load1, &running) != 0) return;
-    if (busy_machine_warning(load1, running, (int)sysconf(_SC_NPROCESSORS_ONLN), num_threads(),
-                             getenv("OMP_WAIT_POLICY"), getenv("GOMP_SPINCOUNT"), cmd, msg, sizeof msg))
-        fprintf(stderr, "%s\n", msg);
+    int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
+    if (!busy_machine_warning(load1, running, ncpu, num_threads(), getenv("OMP_WAIT_POLICY"),
+                              getenv("GOMP_SPINCOUNT"), cmd, msg, sizeof msg))
+        return;
+#ifdef __linux__
+    if (restart_argv && !getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {
+        fprintf(stderr, "note: other jobs hold the CPUs (load %.2f, %d runnable, %d CPUs): restarting with "
+                "OMP_WAIT_POLICY=PASSIVE, threads that sleep while they wait (spinning against other jobs can "
+                "make a run several times slower; OMP_WAIT_POLICY=ACTIVE keeps it spinning); notes/speed.md\n",
+                load1, running, ncpu);
+        fflush(stderr);
+        setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
+        execv("/proc/self/exe", restart_argv);
+        fprintf(stderr, "note: the restart failed (%s): this run spins\n", strerror(errno));
+    }
+#endif
+    fprintf(stderr, "%s\n", msg);
 #else
     (void)cmd;
 #endif
@@ -12864,6 +12885,7 @@ static void print_usage(void) {
 
 #ifndef TESTING
 int main(int argc, char **argv) {
+    restart_argv = argv;    // warn_if_busy may restart the program under OMP_WAIT_POLICY=PASSIVE
     atexit(check_stdout);   // also covers the exit(0) paths, such as --help
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         print_usage();

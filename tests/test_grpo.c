@@ -2036,6 +2036,22 @@ static void test_busy_machine(void) {
           && out_warn[0], "busy: ./grpo warns in one stderr line, once; stdout unchanged",
           "exit %d/%d, stderr lines %d (ACTIVE), %d (PASSIVE), stdout %s", codes[0], codes[1], lines[0], lines[1],
           strcmp(out_warn, out_quiet) ? "differs" : "same");
+    // with the policy unset (libgomp's default spins) the program restarts itself under PASSIVE: one
+    // stderr line, no advice, stdout that of the PASSIVE run
+    snprintf(cmd, sizeof cmd, "(env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY GRPO_LOADAVG='3.00 2.00 1.00 3/120 999' %s "
+             "tree --threads 2 --steps 1 --seeds 1 --run-dir %s/busy_tree 2>%s)", grpo_bin(), TMPDIR_, err);
+    static char out_restart[4096];
+    int rcode = run_binary(cmd, out_restart, sizeof out_restart);
+    size_t rn = 0;
+    char *rtext = (char *)read_all(err, &rn);
+    int rlines = 0;
+    for (size_t i = 0; rtext && i < rn; i++) rlines += rtext[i] == '\n';
+    int restarted = rtext && strstr(rtext, "restarting with OMP_WAIT_POLICY=PASSIVE") && !strstr(rtext, "type OMP_WAIT");
+    check(rcode == 0 && rlines == 1 && restarted && !strcmp(out_restart, out_quiet),
+          "busy: with OMP_WAIT_POLICY unset, ./grpo says so once and restarts itself under PASSIVE (stdout unchanged)",
+          "exit %d, stderr lines %d, %s, stdout %s: %.200s", rcode, rlines, restarted ? "restarted" : "no restart",
+          strcmp(out_restart, out_quiet) ? "differs" : "same", rtext ? rtext : "");
+    free(rtext);
     // verify and check take milliseconds: they never advise
     snprintf(cmd, sizeof cmd, "(env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=ACTIVE GRPO_LOADAVG='3.00 2.00 1.00 3/120 999' "
              "%s verify --threads 2 tests/fixtures/val_small.txt 2>&1 >/dev/null)", grpo_bin());
