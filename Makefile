@@ -25,9 +25,10 @@ NOOMP   := $(SIMD) -Wno-unknown-pragmas
 LOADAVG ?= /proc/loadavg
 ifeq ($(origin OMP_WAIT_POLICY),undefined)
 TEST_WAIT_POLICY := PASSIVE
-LOAD_OK := $(if $(LOADAVG),$(shell awk 'NR == 1 && NF >= 4 && $$4 ~ /\// { print "ok"; exit }' $(LOADAVG) 2>/dev/null))
-OMP_WAIT_POLICY := $(if $(LOAD_OK),$(shell awk '{ split($$4, r, "/"); o = r[1] - 1; if ($$1 + 0 < o) o = $$1 + 0; if (o >= 1) print "PASSIVE"; exit }' $(LOADAVG) 2>/dev/null))
-WAIT_WHY := $(if $(LOAD_OK),$(if $(OMP_WAIT_POLICY),other jobs seen in $(LOADAVG): threads sleep,no other jobs seen in $(LOADAVG): threads spin),could not read a load average from '$(LOADAVG)': threads spin)
+# LOAD_SAYS: PASSIVE (other jobs), spin (none), or empty (no load average read; an empty LOADAVG reads nothing)
+LOAD_SAYS := $(if $(LOADAVG),$(shell awk 'NR == 1 { if (NF < 4 || $$4 !~ /\//) exit; split($$4, r, "/"); o = r[1] - 1; if ($$1 + 0 < o) o = $$1 + 0; print (o >= 1 ? "PASSIVE" : "spin"); exit }' $(LOADAVG) 2>/dev/null))
+OMP_WAIT_POLICY := $(filter PASSIVE,$(LOAD_SAYS))
+WAIT_WHY := $(if $(LOAD_SAYS),$(if $(OMP_WAIT_POLICY),other jobs seen in $(LOADAVG): threads sleep,no other jobs seen in $(LOADAVG): threads spin),could not read a load average from '$(LOADAVG)': threads spin)
 else
 TEST_WAIT_POLICY := $(OMP_WAIT_POLICY)
 WAIT_WHY := $(if $(OMP_WAIT_POLICY),given,given empty: libgomp's default)
