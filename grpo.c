@@ -7757,6 +7757,28 @@ static double mean_sample_nll(const GroupBatch *g) {
     return count > 0 ? sum / count : 0.0;
 }
 
+/* lambda_mixed_stats: over the completion tokens of the groups whose rewards are not all equal
+   (the groups that give a gradient): *mean_lambda = mean |λ(i,t)|, and *share = Σ|a_i|(1 − 1/|λ(i,t)|)
+   / Σ|a_i|, the share of the advantage weight that λ-GRPO's 1/|λ| takes away (0: it changes
+   nothing; train.csv's mean_lambda_mixed and lambda_share). Both NAN when no group is mixed. */
+static void lambda_mixed_stats(const GroupBatch *g, double *mean_lambda, double *share) {
+    double lam = 0.0, abs_a = 0.0, taken = 0.0;
+    long count = 0;
+    for (int p = 0; p < g->num_groups; p++) {
+        if (group_rewards_equal(g, p)) continue;
+        for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++)
+            for (int t = 0; t < g->clen[i]; t++, count++) {
+                int l = g->lambda_size[(size_t)i * g->max_new + t];
+                double a = fabs(g->advantage[i]);
+                lam += l;
+                abs_a += a;
+                taken += a * (1.0 - 1.0 / l);
+            }
+    }
+    *mean_lambda = count > 0 ? lam / count : NAN;
+    *share = abs_a > 0 ? taken / abs_a : NAN;
+}
+
 // train.csv's columns of the objectives with a phase of their own, after the others (a GRPO or
 // λ-GRPO run's log is what it was): MC-PRM's values, PPO's critic; then prompt selection's, in a
 // run whose --prompt-select is not uniform
@@ -7838,12 +7860,15 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
                  sel->groups_sampled, (double)sel->eq_sampled / sel->groups_sampled, sel->cap_hit);
     char probe_fields[96] = "";   // PROBE_CSV_COLUMNS (with --probe-every only), before entropy
     if (csv->probe) probe_csv_fields(probe_fields, sizeof probe_fields, csv->probe, r->step);
+    double lambda_mixed, lambda_share;
+    lambda_mixed_stats(g, &lambda_mixed, &lambda_share);
     csv_row(csv, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%lld,"
-                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g%s%s%s,%.6f\n",
+                 "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g%s%s%s,%.6f,%.4f,%.6f\n",
             r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
             r->trees.intermediate, u->loss, u->kl, u->clip_frac, u->grad_norm, r->gen_tokens, t_sample,
             t_score, t_tree, t_update, tok_s, r->val_acc, r->gen_traj, r->gen_aux, r->trained_tokens,
-            r->flops, r->budget_spent, extra, select_fields, probe_fields, mean_sample_nll(g));
+            r->flops, r->budget_spent, extra, select_fields, probe_fields, mean_sample_nll(g), lambda_mixed,
+            lambda_share);
 }
 
 /* stop_on_nan: the run has met a non-finite value at step `step` (numbered as in the log
@@ -8442,7 +8467,7 @@ static void train_csv_header(char *out, size_t cap, const Options *o) {
              "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent",
              objective == OBJ_MC_PRM ? MC_CSV_COLUMNS : objective == OBJ_PPO ? CRITIC_CSV_COLUMNS : "",
              o->prompt_select != SELECT_UNIFORM ? SELECT_CSV_COLUMNS : "", o->probe_every ? PROBE_CSV_COLUMNS : "");
-    snprintf(out + strlen(out), cap - strlen(out), ",entropy");
+    snprintf(out + strlen(out), cap - strlen(out), ",entropy,mean_lambda_mixed,lambda_share");
 }
 
 /* cmd_train: ./grpo train. Loads π_θ (and π_ref when β != 0) from --init, or resumes
@@ -12601,7 +12626,9 @@ static int cmd_compare(int argc, char **argv, Options *o) {
                 "(1/%d..%d/%d of\n    the budget); greedy test accuracy at the end; one thread per run\n",
             o->budget, BUDGET_UNIT_NAMES[o->budget_unit], K, K, K, K);
     fprintf(pr, "  statistics: mean and 95%% interval over seeds (Student t, n-1 df); paired differences\n"
-                "    against %s (mean, 95%% interval, seeds favouring each)\n", methods[ref].label);
+                "    against %s (mean, 95%% interval, seeds favouring each, paired t test's p, minimum\n"
+                "    detectable difference at 80%% power from the paired sd); each run's values in summary.txt\n",
+                methods[ref].label);
     if (o->target_acc >= 0)   // only when given: the prereg (and hash) of a study without it is unchanged
         fprintf(pr, "  target: validation accuracy %.9g; generated tokens and seconds to first reach it\n"
                     "    (interpolated between evaluations; a run that does not reach it is counted as such)\n",
@@ -12663,8 +12690,8 @@ static int cmd_compare(int argc, char **argv, Options *o) {
                 ob.P, ob.val_data, ob.M, ob.temperature, ob.max_new, methods[ref].label, OB_SEED, study,
                 methods[ref].label, methods[ref].label, methods[ref].label);
     }
-    fprintf(pr, "\nhypotheses (two-sided; each is supported when the 95%% t interval of the paired\n"
-                "difference over the seeds excludes 0; no correction for multiple comparisons)\n");
+    fprintf(pr, "\nhypotheses (two-sided paired t tests over the seeds; Holm's correction over the study's %d\n"
+                "hypotheses: each is supported when its Holm-adjusted p is below 0.05)\n", 3 * (nm - 1));
     int h = 1;
     for (int mi = 0; mi < nm; mi++) {
         if (mi == ref) continue;

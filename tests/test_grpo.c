@@ -4163,7 +4163,7 @@ static int csv_fields(char *line, char **field, int cap) {
 }
 
 /* probe_log_diff: train.csv of a run without the probe (a) and with it (b): b's header is a's with
-   PROBE_CSV_COLUMNS before its last column (entropy), and every row holds the same fields but the seconds (t_sample, t_score,
+   PROBE_CSV_COLUMNS before its last three (entropy, mean_lambda_mixed, lambda_share), and every row holds the same fields but the seconds (t_sample, t_score,
    t_tree, t_update, tok_per_s). Returns 1 when that holds; *probed has bit s set for each step s (< 31)
    whose row holds probe values (the others must have 4 empty cells), *below1 counts those whose
    cosine is < 1. */
@@ -4181,9 +4181,9 @@ static int probe_log_diff(const char *path_a, const char *path_b, int *probed, i
         *ea = 0, *eb = 0;
         if (row == 0) {
             char want[1024];
-            const char *last = strrchr(la, ',');
+            const char *last = strstr(la, ",entropy,");
             snprintf(want, sizeof want, "%.*s%s%s", last ? (int)(last - la) : 0, la, PROBE_CSV_COLUMNS, last ? last : "");
-            if (!last || strcmp(last, ",entropy") || strcmp(want, lb)) { snprintf(why, cap, "header '%s'", lb); ok = 0; break; }
+            if (!last || strcmp(last, ",entropy,mean_lambda_mixed,lambda_share") || strcmp(want, lb)) { snprintf(why, cap, "header '%s'", lb); ok = 0; break; }
             char *f[64];
             cols = csv_fields(la, f, 64);
             for (int k = 0; k < cols; k++)
@@ -4193,13 +4193,13 @@ static int probe_log_diff(const char *path_a, const char *path_b, int *probed, i
             int ca = csv_fields(la, fa, 64), cb = csv_fields(lb, fb, 64);
             if (ca != cols || cb != cols + 4) { snprintf(why, cap, "row %d: %d and %d fields", row, ca, cb); ok = 0; break; }
             for (int k = 0; k < cols && ok; k++) {
-                int kb = k < cols - 1 ? k : cols + 3;   // b's entropy is after its 4 probe cells
+                int kb = k < cols - 3 ? k : k + 4;   // b's last three are after its 4 probe cells
                 if (!seconds[k] && strcmp(fa[k], fb[kb])) {
                     snprintf(why, cap, "row %d field %d: %s vs %s", row, k, fa[k], fb[kb]);
                     ok = 0;
                 }
             }
-            char **pc = fb + cols - 1;   // b's 4 probe cells
+            char **pc = fb + cols - 3;   // b's 4 probe cells
             int empty = 0;
             for (int k = 0; k < 4; k++) empty += pc[k][0] == 0;
             if (empty == 0) {
@@ -5033,6 +5033,18 @@ static void test_entropy_column(void) {
     double want = (0.5 + 1.5 + 2.0 + 0.25 + 0.75 + 1.0) / 6;
     check(fabs(mean_sample_nll(&g) - want) < 1e-12, "mean_sample_nll: mean -log p over the tokens of each length",
           "%.9f vs %.9f", mean_sample_nll(&g), want);
+    // lambda_mixed_stats: group 0 (completions 0, 1) mixed, group 1 (completion 2 alone) all equal;
+    // by hand: tokens (|λ|, |a|) = (2, 1), (1, 1), (2, 0.5) -> mean |λ| 5/3, share (0.5 + 0 + 0.25)/2.5
+    int start[3] = {0, 2, 3}, lam[3 * 4] = {2, 1, 9, 9, 2, 9, 9, 9, 7, 7, 7, 9};
+    float reward[3] = {1, 0, 1}, adv[3] = {1.0f, -0.5f, 0};
+    g.num_groups = 2, g.group_start = start, g.lambda_size = lam, g.reward = reward, g.advantage = adv;
+    double ml, share;
+    lambda_mixed_stats(&g, &ml, &share);
+    check(fabs(ml - 5.0 / 3) < 1e-12 && fabs(share - 0.75 / 2.5) < 1e-12,
+          "lambda_mixed_stats: mean |λ| and the 1/|λ| share over the mixed groups' tokens only", "%.9f %.9f", ml, share);
+    reward[1] = 1;
+    lambda_mixed_stats(&g, &ml, &share);
+    check(isnan(ml) && isnan(share), "lambda_mixed_stats: no mixed group gives NAN", "%g %g", ml, share);
 }
 
 /* One budget run of the tiny model: checks that it stops at the first step that spends the
@@ -6488,7 +6500,7 @@ static void test_mc_train(void) {
     csv_column(csv, "aux_share", share, 8);
     csv_column(csv, "gen_tokens_traj", traj, 8);
     csv_column(csv, "gen_tokens_aux", aux, 8);
-    int ok = rows == 4 && strstr(csv, ",budget_spent,mc_states,aux_share,t_mc,entropy\n") != NULL;
+    int ok = rows == 4 && strstr(csv, ",budget_spent,mc_states,aux_share,t_mc,entropy,mean_lambda_mixed,lambda_share\n") != NULL;
     for (int r = 0; ok && r < rows; r++)   // aux_share is printed with 6 decimals
         ok &= states[r] >= 2 && aux[r] > 0 && fabs(share[r] - aux[r] / (traj[r] + aux[r])) < 1e-6;
     check(ok, "mc-prm train: train.csv ends with mc_states, aux_share, t_mc (aux_share = aux/(traj+aux))",
@@ -7792,7 +7804,7 @@ static void test_select_runs(void) {
     check(dyn_banner, "select: a dynamic run's banner names --prompt-select and its round cap, not MoPPS's",
           "%.50s", strstr(config, "prompt-select") ? strstr(config, "prompt-select") : config);
     // uniform, the default: no selection option in the banner or the run record, and train.csv's
-    // header and rows as before prompt selection (24 fields), then the entropy estimate, last
+    // header and rows as before prompt selection (24 fields), then entropy, mean_lambda_mixed, lambda_share
     const char *uni_config = whole_line_with(out, "# config:");
     int uni_banner = strstr(uni_config, " format-reward=0 ") && !strstr(uni_config, "prompt-select") &&
                      !strstr(uni_config, "select-") && !strstr(uni_config, "dynamic-max-rounds");
@@ -7808,12 +7820,12 @@ static void test_select_runs(void) {
     const char *header = "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,"
                          "intermediate,loss,kl,clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,"
                          "t_update,tok_per_s,val_acc,gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,"
-                         "budget_spent,entropy\n";
+                         "budget_spent,entropy,mean_lambda_mixed,lambda_share\n";
     int uni_csv = csv_len > strlen(header) && !strncmp(csv, header, strlen(header));
     const char *row1 = csv + strlen(header);
     int commas = 0;
     for (const char *c = row1; uni_csv && *c && *c != '\n'; c++) commas += *c == ',';
-    uni_csv &= commas == 24;
+    uni_csv &= commas == 26;
     free(csv);
     check(uni_banner && uni_record && uni_csv,
           "select: a uniform run: no selection option in its banner or run record, train.csv as before",
