@@ -6003,21 +6003,16 @@ static int busy_machine_warning(double load1, int running, int ncpu, int threads
     return 1;
 }
 
-// main's argv, for warn_if_busy's restart under PASSIVE (NULL in the test build: it never restarts)
-static char **restart_argv = NULL;
-
 /* warn_if_busy: busy_machine_warning for this process (its environment, /proc/loadavg or, for the
-   tests, the text of GRPO_LOADAVG in its place, the online CPUs, num_threads()), once per process.
-   When OMP_WAIT_POLICY and GOMP_SPINCOUNT are both unset (libgomp's default spins) it says so in
-   one stderr line and restarts the program (Linux: /proc/self/exe, the same arguments) with
-   OMP_WAIT_POLICY=PASSIVE, which libgomp reads only at start-up: every command chooses when it
-   starts, as make does when make starts (a wait policy changes no result). A policy that was
-   set is kept, with the warning. Not in a build without OpenMP (nothing spins). */
-static void warn_if_busy(const char *cmd) {
+   tests, the text of GRPO_LOADAVG in its place, the online CPUs, and the threads: --threads N as
+   typed in argv, else num_threads()). main calls it once, before the command reads or writes
+   anything, with argv as typed. When OMP_WAIT_POLICY and GOMP_SPINCOUNT are both unset (libgomp's
+   default spins) it says so in one stderr line and restarts the program (Linux: /proc/self/exe,
+   exactly argv) with OMP_WAIT_POLICY=PASSIVE, which libgomp reads only at start-up: every command
+   chooses when it starts, as make does when make starts (a wait policy changes no result). A
+   policy that was set is kept, with the warning. Not in a build without OpenMP (nothing spins). */
+static void warn_if_busy(const char *cmd, char **argv) {
 #ifdef _OPENMP
-    static int done = 0;
-    if (done) return;
-    done = 1;
     char text[256] = "", msg[512];
     const char *fake = getenv("GRPO_LOADAVG");
     if (fake) snprintf(text, sizeof text, "%s", fake);
@@ -6028,27 +6023,32 @@ static void warn_if_busy(const char *cmd) {
         fclose(f);
     }
     double load1;
-    int running;
+    int running, threads = num_threads();
     if (parse_loadavg(text, &load1, &running) != 0) return;
+    for (int i = 2; argv[i]; i++) {   // the last --threads wins, as in parse_options; 0 means the default
+        const char *v = !strcmp(argv[i], "--threads") ? argv[i + 1] : !strncmp(argv[i], "--threads=", 10) ? argv[i] + 10 : NULL;
+        if (v && atoi(v) > 0) threads = atoi(v);
+        if (!strcmp(argv[i], "--threads") && argv[i + 1]) i++;
+    }
     int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (!busy_machine_warning(load1, running, ncpu, num_threads(), getenv("OMP_WAIT_POLICY"),
-                              getenv("GOMP_SPINCOUNT"), cmd, msg, sizeof msg))
+    if (!busy_machine_warning(load1, running, ncpu, threads, getenv("OMP_WAIT_POLICY"), getenv("GOMP_SPINCOUNT"),
+                              cmd, msg, sizeof msg))
         return;
 #ifdef __linux__
-    if (restart_argv && !getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {
+    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {
         fprintf(stderr, "note: other jobs hold the CPUs (load %.2f, %d runnable, %d CPUs): restarting with "
                 "OMP_WAIT_POLICY=PASSIVE, threads that sleep while they wait (spinning against other jobs can "
                 "make a run several times slower; OMP_WAIT_POLICY=ACTIVE keeps it spinning); notes/speed.md\n",
                 load1, running, ncpu);
         fflush(stderr);
         setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
-        execv("/proc/self/exe", restart_argv);
+        execv("/proc/self/exe", argv);
         fprintf(stderr, "note: the restart failed (%s): this run spins\n", strerror(errno));
     }
 #endif
     fprintf(stderr, "%s\n", msg);
 #else
-    (void)cmd;
+    (void)cmd, (void)argv;
 #endif
 }
 
@@ -6181,8 +6181,6 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
 #ifdef _OPENMP
     if (o->threads > 0) omp_set_num_threads(o->threads);
 #endif
-    // check and verify take milliseconds: no advice about a wait policy for them
-    if (!(mask & (CMD_CHECK | CMD_VERIFY))) warn_if_busy(cmd);
 #ifdef GRPO_CUDA
     if (mask & CUDA_CMDS) cuda_startup(o->tf32);
 #endif
@@ -12475,7 +12473,9 @@ static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Me
     }
     if (fclose(f) != 0) fail_at(__FILE__, __LINE__, "compare --plan: writing the plan failed", strerror(errno));
     fprintf(stderr, "plan: %d run%s to do of %d, one line each on standard output; then rerun this command "
-                    "without --plan to collect\n", lines, lines == 1 ? "" : "s", n);
+                    "without --plan to collect. Each line trains with one thread (train --threads 1; its\n"
+                    "  compare process waits without OpenMP threads): OMP_WAIT_POLICY changes nothing, and a busy\n"
+                    "  machine slows a line only by the CPU it shares\n", lines, lines == 1 ? "" : "s", n);
 }
 
 /* cmp_only_ready: before an --only run touches the study: its prereg.txt must exist, and the
@@ -12912,7 +12912,6 @@ static void print_usage(void) {
 
 #ifndef TESTING
 int main(int argc, char **argv) {
-    restart_argv = argv;    // warn_if_busy may restart the program under OMP_WAIT_POLICY=PASSIVE
     atexit(check_stdout);   // also covers the exit(0) paths, such as --help
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         print_usage();
@@ -12921,17 +12920,17 @@ int main(int argc, char **argv) {
     Options o;
     default_options(&o);
     const char *cmd = argv[1];
-    argc--;   // the command's options follow its name
-    argv++;
-    if (!strcmp(cmd, "sft")) return cmd_sft(argc, argv, &o);
-    if (!strcmp(cmd, "train")) return cmd_train(argc, argv, &o);
-    if (!strcmp(cmd, "eval")) return cmd_eval(argc, argv, &o);
-    if (!strcmp(cmd, "sample")) return cmd_sample(argc, argv, &o);
-    if (!strcmp(cmd, "check")) return cmd_check(argc, argv, &o);
-    if (!strcmp(cmd, "verify")) return cmd_verify(argc, argv, &o);
-    if (!strcmp(cmd, "bench")) return cmd_bench(argc, argv, &o);
-    if (!strcmp(cmd, "tree")) return cmd_tree(argc, argv, &o);
-    if (!strcmp(cmd, "compare")) return cmd_compare(argc, argv, &o);
+    static const struct { const char *name; int (*run)(int, char **, Options *); int advises; } CMDS[] = {
+        {"sft", cmd_sft, 1},   {"train", cmd_train, 1},     {"eval", cmd_eval, 1},   {"sample", cmd_sample, 1},
+        {"check", cmd_check, 0}, {"verify", cmd_verify, 0}, {"bench", cmd_bench, 1}, {"tree", cmd_tree, 1},
+        {"compare", cmd_compare, 1}};
+    for (size_t i = 0; i < sizeof CMDS / sizeof CMDS[0]; i++) {
+        if (strcmp(cmd, CMDS[i].name)) continue;
+        // before the command reads or writes anything, with argv as typed (check and verify take
+        // milliseconds: no advice about a wait policy for them)
+        if (CMDS[i].advises) warn_if_busy(cmd, argv);
+        return CMDS[i].run(argc - 1, argv + 1, &o);   // the command's options follow its name
+    }
     fprintf(stderr, "usage error: unknown command '%s'\n  (run '" PROG " --help')\n", cmd);
     return EXIT_USAGE;
 }

@@ -2052,6 +2052,43 @@ static void test_busy_machine(void) {
           "exit %d, stderr lines %d, %s, stdout %s: %.200s", rcode, rlines, restarted ? "restarted" : "no restart",
           strcmp(out_restart, out_quiet) ? "differs" : "same", rtext ? rtext : "");
     free(rtext);
+    // the restart runs exactly the command typed: compare removes --plan, --only and --quick from its
+    // argv as it parses, and --plan points standard output at standard error; the restart happens
+    // before either. Under the faked load with the policy unset, against the same command without it:
+    // the same plan on stdout, an --only line trains its one run, --quick before --threads 2 parses
+    {
+        static char c2[2048], busy_out[8192], calm_out[8192];
+        const char *busy = "env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY GRPO_LOADAVG='5 5 5 6/200 1'";
+        const char *calm = "env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=PASSIVE GRPO_LOADAVG='0 0 0 1/200 1'";
+        char *outs2[2] = {busy_out, calm_out};
+        int rc2[2];
+        for (int r = 0; r < 2; r++) {
+            snprintf(c2, sizeof c2, "(%s %s compare --quick --study %s/restart_%d --threads 2 --plan 2>/dev/null)",
+                     r ? calm : busy, grpo_bin(), TMPDIR_, r);
+            rc2[r] = run_binary(c2, outs2[r], sizeof busy_out);
+        }
+        for (char *mark = strstr(calm_out, "/restart_1"); mark; mark = strstr(mark, "/restart_1"))
+            mark[9] = '0';   // the plans differ in the study's name only
+        int nlines = 0;
+        for (const char *c = busy_out; *c; c++) nlines += *c == '\n';
+        check(rc2[0] == 0 && rc2[1] == 0 && nlines == 4 && !strcmp(busy_out, calm_out) && strstr(busy_out, "--only"),
+              "busy: compare --quick ... --threads 2 --plan restarted under load: the same 4 plan lines",
+              "exit %d/%d, %d lines, %s: %.200s", rc2[0], rc2[1], nlines, strcmp(busy_out, calm_out) ? "differ" : "same",
+              busy_out);
+        // the plan's first line, under the load: that run alone
+        char *nl = strchr(busy_out, '\n');
+        if (nl) *nl = 0;
+        char script[512];
+        snprintf(script, sizeof script, "%s/restart_only.sh", TMPDIR_);
+        FILE *sf = fopen(script, "w");
+        if (sf) fprintf(sf, "%s\n", busy_out), fclose(sf);
+        snprintf(c2, sizeof c2, "(%s sh %s >/dev/null 2>&1; ls %s/restart_0/runs/*/)", busy, script, TMPDIR_);
+        int rc_only = run_binary(c2, calm_out, sizeof calm_out);
+        int seeds = 0;
+        for (const char *c = strstr(calm_out, "seed_"); c; c = strstr(c + 1, "seed_")) seeds++;
+        check(rc_only == 0 && seeds == 1, "busy: a plan line restarted under load trains its one run, not the study",
+              "exit %d, %d run directories: %.200s", rc_only, seeds, calm_out);
+    }
     // verify and check take milliseconds: they never advise
     snprintf(cmd, sizeof cmd, "(env -u GOMP_SPINCOUNT OMP_WAIT_POLICY=ACTIVE GRPO_LOADAVG='3.00 2.00 1.00 3/120 999' "
              "%s verify --threads 2 tests/fixtures/val_small.txt 2>&1 >/dev/null)", grpo_bin());
