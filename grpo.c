@@ -6107,8 +6107,16 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     opterr = 0;
     optind = 1;
     for (;;) {
-        int c = getopt_long(argc, argv, ":h", longopts, NULL);
+        int li = -1;
+        int c = getopt_long(argc, argv, ":h", longopts, &li);
         if (c == -1) break;
+        if (li >= 0) {   // getopt_long takes any unique prefix (--ste for --steps): only the whole name counts
+            const char *typed = optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1];
+            size_t len = strcspn(typed + 2, "=");
+            if (strncmp(typed, "--", 2) || len != strlen(longopts[li].name))
+                usage_error("unknown option '%.*s' for '" PROG " %s' (did you mean --%s? options are matched "
+                            "whole)", (int)(len + 2), typed, cmd, longopts[li].name);
+        }
         if (c == 'h') {   // the defaults of the --task given before --help (its data, budget, train's lr)
             Options shown = defaults;
             unsigned char none[NUM_OPTIONS] = {0};

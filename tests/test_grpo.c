@@ -2369,6 +2369,13 @@ static void test_input_messages(void) {
     expect_exit("usage: '-xy' is named in the message", cmd_call_fn, &xy, 2, "unknown option '-xy'");
     static CmdCall xy2 = {cmd_check, "F --beta 0.1 -xy"};
     expect_exit("usage: '-xy' after other options is named", cmd_call_fn, &xy2, 2, "unknown option '-xy'");
+    // options match whole: getopt_long's unique prefixes (--step for --steps) are refused, naming the option
+    static CmdCall pre1 = {cmd_train, "--step 10"}, pre2 = {cmd_train, "--ste=10"}, pre3 = {cmd_sft, "--steps 1 --run-di x"};
+    expect_exit("usage: a prefix of an option (--step) is refused, naming --steps", cmd_call_fn, &pre1, 2,
+                "unknown option '--step' for './grpo train' (did you mean --steps?");
+    expect_exit("usage: a prefix with its value (--ste=10) is refused", cmd_call_fn, &pre2, 2, "unknown option '--ste'");
+    expect_exit("usage: a prefix after another option (--run-di) is refused", cmd_call_fn, &pre3, 2,
+                "unknown option '--run-di' for './grpo sft' (did you mean --run-dir?");
     // a prompt that does not fit with --max-new-tokens is named by FILE:LINE, in train and eval
     GPT tiny;
     build_gpt(&tiny, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 1);
