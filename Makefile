@@ -160,7 +160,7 @@ run: grpo
 	@echo "$(WAIT_LINE)"
 	@if [ ! -f runs/sft/model.bin ]; then echo "./grpo sft $(MAKERUN_MODEL)"; ./grpo sft $(MAKERUN_MODEL); \
 	else echo "make: runs/sft/model.bin exists: reusing it (delete runs/sft for make run's own SFT model)"; fi
-	@echo "./grpo train"; ./grpo train
+	@echo "./grpo train --overwrite 1"; ./grpo train --overwrite 1
 
 # The default study (notes/compare.md): grpo and lambda-grpo x 5
 # seeds at 1M generated tokens each, from one SFT checkpoint (runs/compare/sft, made if missing),

@@ -5633,6 +5633,7 @@ typedef struct {
     int one_batch;         // compare: P, the probe prompts of the one-batch prediction view (0: off)
     char study[256], methods[256], train_args[256], sft_args[256];
     int probe_every;       // train: GRPO's and λ-GRPO's gradients compared every N steps (0: off)
+    int overwrite;         // sft, train: 1 replaces the finished run in --run-dir (its model.bin); 0 refuses
     int quick;             // compare --quick: its SFT and train settings come before --sft-args, --train-args
 #ifdef GRPO_CUDA
     int tf32;              // 1: cuBLAS may use TF32 tensor cores
@@ -5720,6 +5721,8 @@ static const OptSpec OPTIONS[] = {
      "score at most N prompts per evaluation (0: all); for train's test file see --test-limit"},
     {"test-limit", OPT_INT, OFF(test_limit), -1, 10000000, NULL, CMD_TRAIN,
      "score the first N test prompts at the start and end (-1: all; 0: none, for short try-outs)"},
+    {"overwrite", OPT_INT, OFF(overwrite), 0, 1, NULL, CMD_SFT | CMD_TRAIN,
+     "1: replace the finished run in --run-dir (its model.bin and logs); 0: refuse to"},
     {"save-every", OPT_INT, OFF(save_every), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN,
      "write a resumable checkpoint every N steps (0: only at the end)"},
     {"prompts-per-step", OPT_INT, OFF(prompts_per_step), 1, 4096, NULL, CMD_TRAIN | CMD_TREE,
@@ -6265,6 +6268,7 @@ static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
     if (!strcmp(s->name, "task")) return o->task != TASK_COUNTDOWN;   // countdown's runs print as before --task
     if (mask & CMD_TREE && !strcmp(s->name, "objective")) return o->tree_objectives[0] != 0;
     if (!strcmp(s->name, "probe-every") && !o->probe_every) return 0;   // off: the banner is as before it
+    if (!strcmp(s->name, "overwrite") && !o->overwrite) return 0;
     if (!(mask & (CMD_TRAIN | CMD_TREE | CMD_CHECK))) return 1;
     return (option_objectives(s) & objectives_run(o, mask)) && (option_selectors(s) & selectors_run(o, mask));
 }
@@ -6549,11 +6553,17 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
     }
 }
 
-/* A new run (no --resume) in a run directory that holds a resumable checkpoint (ckpt.bin) of
-   an earlier run is refused: the new run would overwrite that run's log but leave its
-   checkpoint beside it, and a later --resume would mix the two. */
+/* A new run (no --resume) in a run directory that holds an earlier run is refused: a finished one
+   (model.bin) unless --overwrite 1, since the new run would replace its model and logs; one with a
+   resumable checkpoint (ckpt.bin) always, since the new run would overwrite that run's log but leave
+   its checkpoint beside it, and a later --resume would mix the two. */
 static void refuse_stale_checkpoint(const Options *o, const char *periodic) {
     struct stat sb;
+    char model[1100];
+    snprintf(model, sizeof model, "%s/model.bin", o->run_dir);
+    if (!o->resume[0] && !o->overwrite && stat(model, &sb) == 0)
+        usage_error("--run-dir %s holds a finished run ('%s'): give another --run-dir, or --overwrite 1 to "
+                    "replace it", o->run_dir, model);
     if (!o->resume[0] && stat(periodic, &sb) == 0)
         usage_error("--run-dir %s holds '%s', the resumable checkpoint of an earlier run: continue that run "
                     "with --resume %s, or give another --run-dir (or remove the file)", o->run_dir, periodic,
