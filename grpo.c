@@ -52,6 +52,7 @@ How to read it
   packs a micro-batch's sequences so that shared positions are computed once, and changes no
   weight. README.md maps the sections to line numbers.
 */
+#define _GNU_SOURCE   // fopencookie: standard error through one escaper (escape_stderr)
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
@@ -1584,6 +1585,7 @@ typedef struct {
     float (*verify)(const int *nums, int n, int target, const char *completion, int len);
     int (*well_formed)(const char *completion, int len);   // --format-reward: 1 if well formed
     int max_new;                   // the completion budget its default data need (--max-new-tokens)
+    int max_new_nums;              // ... whose problems have at most this many numbers (terms)
     char step_end;                 // MC-PRM: a step ends after each such character
     const char *chars;             // the characters of VOCAB_CHARS its text uses
 } Task;
@@ -1592,10 +1594,10 @@ enum { TASK_COUNTDOWN = 0, TASK_CHAIN_SUM = 1 };   // indices in TASKS: never re
 static const Task TASKS[] = {
     {"countdown", "data/countdown_train.txt", "data/countdown_val.txt", "data/countdown_test.txt",
      "`n1 n2 ... nk>target:` with 1 to 8 numbers of at most 6 digits", countdown_parse_prompt,
-     countdown_verify, countdown_well_formed, 26, ',', "0123456789+-*/=,>: "},
+     countdown_verify, countdown_well_formed, 26, 4, ',', "0123456789+-*/=,>: "},
     {"chain-sum", "data/chain_sum_t5_train.txt", "data/chain_sum_t5_val.txt", "data/chain_sum_t5_test.txt",
      "`t1+t2-t3...:` (task chain-sum) with 2 to 8 terms of at most 6 digits joined by + or -",
-     chain_sum_parse_prompt, chain_sum_verify, chain_sum_well_formed, 48, ',', "0123456789+-=,:"},
+     chain_sum_parse_prompt, chain_sum_verify, chain_sum_well_formed, 48, 5, ',', "0123456789+-=,:"},
 };
 #define NUM_TASKS ((int)(sizeof TASKS / sizeof TASKS[0]))
 static const char *TASK_NAMES[] = {"countdown", "chain-sum", NULL};   // --task's choices, as TASKS
@@ -5510,6 +5512,38 @@ static int same_file(const char *a, const char *b) {
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
+/* is_stdin: path names standard input: "-", or a path to the file descriptor 0 holds (/dev/stdin,
+   /proc/self/fd/0) */
+static int is_stdin(const char *path) {
+    struct stat sp, s0;
+    if (!strcmp(path, "-")) return 1;
+    return fstat(0, &s0) == 0 && stat(path, &sp) == 0 && sp.st_dev == s0.st_dev && sp.st_ino == s0.st_ino &&
+           !S_ISDIR(sp.st_mode);
+}
+
+typedef struct { const char *flag, *path; } NamedPath;   // an option and its file ("" or NULL: not given)
+static void usage_error(const char *fmt, ...);
+
+/* refuse_inputs_as_outputs: before a command reads or writes anything: each output outs[i] must not
+   be any input ins[j], by any spelling or link (same device and inode; a path not there yet is no
+   input), and at most one input may be standard input ("-", /dev/stdin: it can be read once).
+   Usage error (exit 2) naming both options; no and ni are the counts. */
+static void refuse_inputs_as_outputs(const NamedPath *outs, int no, const NamedPath *ins, int ni) {
+    for (int i = 0; i < no; i++)
+        for (int j = 0; j < ni; j++)
+            if (outs[i].path && outs[i].path[0] && ins[j].path && ins[j].path[0] && same_file(outs[i].path, ins[j].path))
+                usage_error("%s %s: that is the %s file '%s', which this command reads and would overwrite; give "
+                            "another path", outs[i].flag, outs[i].path, ins[j].flag, ins[j].path);
+    int first = -1;
+    for (int j = 0; j < ni; j++) {
+        if (!ins[j].path || !ins[j].path[0] || !is_stdin(ins[j].path)) continue;
+        if (first >= 0)
+            usage_error("%s %s and %s %s: both are standard input, which can be read once; give one of them a file",
+                        ins[first].flag, ins[first].path, ins[j].flag, ins[j].path);
+        first = j;
+    }
+}
+
 // the program's name in usage messages
 #ifdef GRPO_CUDA
 #define PROG "./grpo_cuda"
@@ -5805,8 +5839,8 @@ static const OptSpec OPTIONS[] = {
      "comma-separated name[:--option=value...]; name: an objective or a label"},
     {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_COMPARE,
      "seeds 1..N of every method (paired across methods)"},
-    {"target-acc", OPT_FLOAT, OFF(target_acc), 0, 1, NULL, CMD_COMPARE,
-     "X in [0, 1]: also report gen tokens and seconds to first reach val accuracy X (without it: no such view; the default -1 means that)"},
+    {"target-acc", OPT_FLOAT, OFF(target_acc), -1, 1, NULL, CMD_COMPARE,
+     "X in [0, 1]: also report gen tokens and seconds to first reach val accuracy X (-1: no such view)"},
     {"one-batch", OPT_INT, OFF(one_batch), 0, 100000, NULL, CMD_COMPARE,
      "P: also the one-batch view: Δ = mean verifier reward over the first P --val-data prompts x 16 samples (seed 1, the reference's --temperature, the same draws for every model) after each run's first update (STUDY/onebatch/) minus the SFT model's, beside the training gain (test and val accuracy at the end minus at 0), ranking and predicted gap gain_ref·(Δ−Δ_ref)/Δ_ref (0: off)"},
     {"jobs", OPT_INT, OFF(jobs), 0, 1024, NULL, CMD_COMPARE,
@@ -6570,6 +6604,27 @@ static void refuse_stale_checkpoint(const Options *o, const char *periodic) {
                     periodic);
 }
 
+/* refuse_run_dir_inputs: sft's or train's (mask) files in --run-dir are none of its inputs
+   (refuse_inputs_as_outputs): data files, --init (the SFT model, also π_ref), --resume (which may be
+   the run's own ckpt.bin: a resume in place). */
+static void refuse_run_dir_inputs(const Options *o, unsigned mask) {
+    static const char *names[] = {"model.bin", "ckpt.bin", "sft.csv", "train.csv", "eval.csv", "result.txt",
+                                  "prompt_select.txt"};
+    enum { NO = sizeof names / sizeof names[0] };
+    char paths[NO][1100];
+    NamedPath outs[NO], ins[5] = {{"--train-data", o->train_data}, {"--val-data", o->val_data},
+                                  {"--resume", o->resume}, {"--test-data", mask & CMD_TRAIN ? o->test_data : ""},
+                                  {"--init", mask & CMD_TRAIN ? o->init : ""}};
+    for (int i = 0; i < NO; i++) {
+        snprintf(paths[i], sizeof paths[i], "%s/%s", o->run_dir, names[i]);
+        outs[i] = (NamedPath){"--run-dir", paths[i]};
+    }
+    refuse_inputs_as_outputs(outs, 1, ins, 5);                   // model.bin: every input
+    refuse_inputs_as_outputs(outs + 1, 1, ins + 3, 2);          // ckpt.bin: all but --resume and data
+    refuse_inputs_as_outputs(outs + 1, 1, ins, 2);
+    refuse_inputs_as_outputs(outs + 2, NO - 2, ins, 5);
+}
+
 // Checks shared by train and tree, made before anything is loaded: options that would
 // make a GRPO run meaningless.
 static void check_grpo_options(const Options *o) {
@@ -6672,6 +6727,14 @@ static long note_cut_demonstrations(const Options *o, const Dataset *d) {
         if (len > longest) { longest = len; longest_line = lineno; }
     }
     fclose(f);
+    int most = 0;   // a file of prompts only: the budget cannot be read from it; the task knows its
+    for (int i = 0; i < d->n; i++) most = d->num_count[i] > most ? d->num_count[i] : most;   // default's size
+    if (demos == 0 && most > d->task->max_new_nums && o->max_new_tokens <= d->task->max_new)
+        fprintf(stderr, "note: --max-new-tokens %d: %s holds prompts only, so the budget its problems need "
+                "cannot be read from it; they have up to %d numbers, and %s's default budget, %d, is for up to "
+                "%d: a longer solution is cut off and scores 0: eval --data on a file of demonstrations of that "
+                "size says how many tokens they need; give that --max-new-tokens\n",
+                o->max_new_tokens, d->path, most, d->task->name, d->task->max_new, d->task->max_new_nums);
     if (cut)
         fprintf(stderr, "note: --max-new-tokens %d: %ld of the %ld demonstrations in %s need more (the longest, "
                 "line %d, %d tokens with <eos>); completions that long are cut off and score 0: give "
@@ -6799,33 +6862,75 @@ static void ckpt_signals(struct sigaction *saved, int restore) {
     }
 }
 
-/* open_ckpt_tmp: creates a new temporary file next to path, PATH.tmp.<pid>.<n> (O_EXCL:
-   never one that exists, so two processes or two saves never share one), and names it in
-   tmp and in ckpt_tmp_name. The directory is the same as path's, so the final rename cannot
-   cross file systems. */
-static FILE *open_ckpt_tmp(const char *path, char *tmp, size_t cap) {
-    static unsigned long counter = 0;   // saves by this process
-    for (int attempt = 0; ; attempt++) {
+/* atomic_create: the one way this program writes a file whole: a new temporary file next to path,
+   PATH.tmp.<pid>.<n>, created exclusively (O_CREAT | O_EXCL: never a file that exists, and never
+   through a link planted under that name), named in tmp (cap bytes); atomic_commit then flushes,
+   fsyncs and closes it and renames it over path, so a reader sees all of the new file or the old
+   one. Used by checkpoints, run logs' repair, compare's files and the --html pages. NULL from
+   atomic_create, -1 from atomic_commit (the temporary file removed) with errno set; the caller
+   names the file. The directory is path's, so the rename cannot cross file systems. */
+static FILE *atomic_create(const char *path, char *tmp, size_t cap) {
+    static unsigned long counter = 0;   // files made by this process
+    for (int attempt = 0; attempt <= 1000; attempt++) {
         snprintf(tmp, cap, "%s.tmp.%ld.%lu", path, (long)getpid(), counter++);
-        ckpt_tmp_live = 0;
-        snprintf(ckpt_tmp_name, sizeof ckpt_tmp_name, "%s", tmp);
-        ckpt_tmp_live = 1;   // before the file exists: a signal from here on removes it
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0666);
-        int err = errno;
-        if (fd < 0) ckpt_tmp_live = 0;   // not created (a file of that name is a dead process's)
-        errno = err;
+        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
         if (fd >= 0) {
             FILE *f = fdopen(fd, "wb");
             if (f) return f;
+            int err = errno;
             close(fd);
             unlink(tmp);
+            errno = err;
+            return NULL;
         }
-        if (fd >= 0 || errno != EEXIST || attempt == 1000) {
-            char msg[1300];
-            snprintf(msg, sizeof msg, "cannot create '%s': %s", tmp, strerror(errno));
-            fail_at(__FILE__, __LINE__, msg, "check that the directory exists and is writable");
-        }
+        if (errno != EEXIST) return NULL;   // (a file of that name is a dead process's, or planted)
     }
+    return NULL;
+}
+
+static int atomic_commit(FILE *f, const char *tmp, const char *path) {
+    int failed = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
+    int err = errno;
+    if (fclose(f) != 0 && !failed) failed = 1, err = errno;
+    if (!failed && rename(tmp, path) != 0) failed = 1, err = errno;
+    if (!failed) return 0;
+    unlink(tmp);
+    errno = err;
+    return -1;
+}
+
+// atomic_create and atomic_commit that exit (1) naming the file when they fail (files written whole)
+typedef struct { FILE *f; char tmp[1200]; const char *path; } AtomicFile;
+static FILE *atomic_open(AtomicFile *a, const char *path) {
+    a->path = path;
+    a->f = atomic_create(path, a->tmp, sizeof a->tmp);
+    if (!a->f) {
+        char msg[2600];
+        snprintf(msg, sizeof msg, "cannot create '%s' (to write '%s'): %s", a->tmp, path, strerror(errno));
+        fail_at(__FILE__, __LINE__, msg, "check that the directory exists and is writable");
+    }
+    return a->f;
+}
+static void atomic_close(AtomicFile *a) {
+    if (atomic_commit(a->f, a->tmp, a->path) == 0) return;
+    char msg[2600];
+    snprintf(msg, sizeof msg, "cannot write '%s' (through '%s'): %s", a->path, a->tmp, strerror(errno));
+    fail_at(__FILE__, __LINE__, msg, "is the disk full? the temporary file was removed");
+}
+
+/* open_ckpt_tmp: atomic_create for a checkpoint, its name also in ckpt_tmp_name so that a signal
+   removes it; exits naming it when it cannot be made. */
+static FILE *open_ckpt_tmp(const char *path, char *tmp, size_t cap) {
+    ckpt_tmp_live = 0;
+    FILE *f = atomic_create(path, tmp, cap);
+    if (!f) {
+        char msg[1300];
+        snprintf(msg, sizeof msg, "cannot create '%s': %s", tmp, strerror(errno));
+        fail_at(__FILE__, __LINE__, msg, "check that the directory exists and is writable");
+    }
+    snprintf(ckpt_tmp_name, sizeof ckpt_tmp_name, "%s", tmp);
+    ckpt_tmp_live = 1;   // from here on a signal removes it
+    return f;
 }
 
 #include <dirent.h>   // (here: only remove_dead_ckpt_tmps reads a directory)
@@ -6980,10 +7085,7 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
         }
     }
     if (!ok) ckpt_write_failed(f, tmp, path, "write");
-    if (fflush(f) != 0) ckpt_write_failed(f, tmp, path, "flush");
-    if (fsync(fileno(f)) != 0) ckpt_write_failed(f, tmp, path, "fsync");
-    if (fclose(f) != 0) ckpt_write_failed(NULL, tmp, path, "close");
-    if (rename(tmp, path) != 0) ckpt_write_failed(NULL, tmp, path, "rename");
+    if (atomic_commit(f, tmp, path) != 0) ckpt_write_failed(NULL, tmp, path, "flush, close or rename");
     ckpt_tmp_live = 0;   // renamed: no temporary file left to remove
     ckpt_signals(saved, 1);
 }
@@ -7737,16 +7839,10 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
         if (fflush(c.f) != 0 || ftruncate(fileno(c.f), (off_t)keep) != 0 || fseek(c.f, 0, SEEK_END) != 0)
             csv_failed(&c);
     } else {   // a line dropped before the end: the kept rows to a temporary file, renamed over the log
-        char tmp[sizeof c.path];
-        snprintf(tmp, sizeof tmp, "%.1090s.tmp", c.path);
-        FILE *t = fopenCheck(tmp, "w");
-        if (fwrite(text, 1, (size_t)keep, t) != (size_t)keep || fflush(t) != 0 || fsync(fileno(t)) != 0) {
-            CsvLog e = c;
-            snprintf(e.path, sizeof e.path, "%s", tmp);
-            csv_failed(&e);
-        }
-        fcloseCheck(t);
-        if (rename(tmp, c.path) != 0) csv_failed(&c);
+        char tmp[sizeof c.path + 64];
+        FILE *t = atomic_create(c.path, tmp, sizeof tmp);
+        if (!t || fwrite(text, 1, (size_t)keep, t) != (size_t)keep || atomic_commit(t, tmp, c.path) != 0)
+            csv_failed(&c);
         fclose(c.f);
         c.f = fopenCheck(c.path, "a");
     }
@@ -7996,6 +8092,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
                       "--save-every a resumable RUN_DIR/ckpt.bin.";
     int first = parse_options(argc, argv, CMD_SFT, o, "sft", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " sft'", argv[first]);
+    refuse_run_dir_inputs(o, CMD_SFT);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
 #ifdef GRPO_CUDA
     if (o->update_layout == LAYOUT_TREE)
@@ -8460,10 +8557,11 @@ static void report_prompt_selection(const PromptSelector *s, const char *run_dir
            isnan(rho) ? "; undefined: one side is constant" : "");
     char path[1100];
     snprintf(path, sizeof path, "%s/prompt_select.txt", run_dir);
-    FILE *f = fopenCheck(path, "w");
+    AtomicFile af;
+    FILE *f = atomic_open(&af, path);
     fprintf(f, "prompt_select mopps\ngroups %ld\nspearman %.6f\nmean_pred %.6f\nmean_real %.6f\n", h, rho,
             mean_pred, mean_real);
-    fcloseCheck(f);
+    atomic_close(&af);
     free(pred);
     free(real);
 }
@@ -8517,10 +8615,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     char ckpt[1100];   // the final model; run.periodic: the periodic resumable checkpoint
     snprintf(ckpt, sizeof ckpt, "%s/model.bin", o->run_dir);
     snprintf(run.periodic, sizeof run.periodic, "%s/ckpt.bin", o->run_dir);
-    // the run overwrites these two files: never the SFT checkpoint it starts from, also π_ref
-    if (same_file(ckpt, o->init) || same_file(run.periodic, o->init))
-        usage_error("--run-dir %s: it holds the --init checkpoint '%s' (the SFT model, also π_ref), "
-                    "which this run would overwrite; give another --run-dir", o->run_dir, o->init);
+    refuse_run_dir_inputs(o, CMD_TRAIN);
     int N = o->prompts_per_step * o->group_size;
     int micro = o->micro_batch > 0 && o->micro_batch < N ? o->micro_batch : N;
     GPT policy, ref, init_model;
@@ -8696,12 +8791,13 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (budget.amount > 0) {   // ---- budget: what the run spent and scored, for compare
         char path[1100];
         snprintf(path, sizeof path, "%s/result.txt", o->run_dir);
-        FILE *f = fopenCheck(path, "w");
+        AtomicFile af;
+        FILE *f = atomic_open(&af, path);
         fprintf(f, "test_acc %.6f\ntest_n %d\nsft_test_acc %.6f\nsteps %d\nbudget_done %d\n", after.accuracy,
                 after.n, before.accuracy, st.step, budget.done);
         fprintf(f, "gen_tokens_traj %ld\ngen_tokens_aux %ld\ntrained_tokens %ld\nflops %.0f\nseconds %.6f\n",
                 budget.gen_traj, budget.gen_aux, budget.trained, budget.flops, budget.seconds);
-        fcloseCheck(f);
+        atomic_close(&af);
     }
     if (run.mc) free_mcprm(&mc);
     free_group_batch(&g);
@@ -9141,7 +9237,13 @@ static void load_token_names(TokenNames *tn, const char *path) {
     }
     text[n] = 0;
     int lines = 0;
-    for (size_t i = 0; i < n; i++) lines += text[i] == '\n';
+    for (size_t i = 0; i < n; i++) {
+        if (text[i] == 0) {   // a name cannot hold one (it would end that name, and lose the rest)
+            fprintf(stderr, "error: --token-names %s:%d: a NUL byte; a name is one line of text\n", path, lines + 1);
+            exit(EXIT_INPUT);
+        }
+        lines += text[i] == '\n';
+    }
     if (n > 0 && text[n - 1] != '\n') lines++;   // a last line without its newline
     tn->name = (char **)mallocCheck((size_t)(lines + 1) * sizeof(char *));
     char *p = text;
@@ -9447,28 +9549,24 @@ static const char HTML_STYLE[] =
     ".bg-endtext{font:11px monospace;fill:#333}\n.bg-head{font:bold 13px sans-serif}\n"
     ".bg-node:hover .bg-box{stroke:#000;stroke-width:2}\n";
 
-/* html_check_path: refuses --html PATH before any work: a directory, one of the command's
-   inputs (inputs: n paths, "" skipped), or a place where its temporary file cannot be made
-   (the directory missing or not writable). Exits with a message naming --html. */
-static void html_check_path(const char *path, const char *const *inputs, int n) {
+/* html_check_path: refuses --html PATH before any work: a directory, or a place where its
+   temporary file cannot be made (the directory missing or not writable). Exits with a message
+   naming --html. (An input of the command: refuse_inputs_as_outputs.) */
+static void html_check_path(const char *path) {
     struct stat sb;
-    for (int i = 0; i < n; i++)
-        if (inputs[i][0] && same_file(path, inputs[i]))
-            usage_error("--html %s: that is the input file '%s'; give another path", path, inputs[i]);
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
         fprintf(stderr, "error: --html %s: is a directory; give a file name\n", path);
         exit(EXIT_INPUT);
     }
     char tmp[1100];
-    snprintf(tmp, sizeof tmp, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
+    FILE *f = atomic_create(path, tmp, sizeof tmp);
     if (!f) {
         fprintf(stderr, "error: --html %s: cannot write there (%s: %s); check that the directory exists and is "
                         "writable\n", path, tmp, strerror(errno));
         exit(EXIT_INPUT);
     }
     fclose(f);
-    remove(tmp);
+    unlink(tmp);
 }
 
 /* html_begin: opens the page's temporary file (PATH.tmp.PID, renamed by html_end) and writes
@@ -9480,8 +9578,7 @@ static void html_check_path(const char *path, const char *const *inputs, int n) 
    file cannot be opened. tmp (cap bytes) receives the temporary name. */
 static FILE *html_begin(const char *path, char *tmp, size_t cap, const char *command, const char *source,
                         int objective, const char *settings, const char *value_note, int verifier) {
-    snprintf(tmp, cap, "%s.tmp.%ld", path, (long)getpid());
-    FILE *f = fopen(tmp, "w");
+    FILE *f = atomic_create(path, tmp, cap);
     if (!f) {
         fprintf(stderr, "error: --html %s: cannot write %s: %s\n", path, tmp, strerror(errno));
         exit(EXIT_INPUT);
@@ -9577,15 +9674,9 @@ static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int f
    naming --html when a write failed (a full disk) or the rename did. */
 static void html_end(FILE *f, const char *tmp, const char *path) {
     fprintf(f, "\n]}\n</script>\n<script>\n%s</script>\n</body>\n</html>\n", HTML_SCRIPT);
-    int failed = ferror(f);
-    if (fclose(f) != 0 || failed) {
-        fprintf(stderr, "error: --html %s: write failed (%s); is the disk full?\n", path, tmp);
-        remove(tmp);
-        exit(EXIT_INPUT);
-    }
-    if (rename(tmp, path) != 0) {
-        fprintf(stderr, "error: --html %s: cannot rename %s to it: %s\n", path, tmp, strerror(errno));
-        remove(tmp);
+    if (atomic_commit(f, tmp, path) != 0) {
+        fprintf(stderr, "error: --html %s: writing it through %s failed: %s (is the disk full?)\n", path, tmp,
+                strerror(errno));
         exit(EXIT_INPUT);
     }
 }
@@ -9674,10 +9765,8 @@ static int cmd_eval(int argc, char **argv, Options *o) {
     if (o->temperature < 0.01f)
         usage_error("--temperature must be >= 0.01 (logits / T overflow below; greedy decoding does not "
                     "use it)");
-    int overwrites_input = same_file(o->completions_out, o->model) || same_file(o->completions_out, o->data);
-    if (o->completions_out[0] && overwrites_input)
-        usage_error("--completions %s: that is the --model or --data file; give another path",
-                    o->completions_out);
+    NamedPath outs[1] = {{"--completions", o->completions_out}}, ins[2] = {{"--model", o->model}, {"--data", o->data}};
+    refuse_inputs_as_outputs(outs, 1, ins, 2);
     print_options(stdout, o, CMD_EVAL);
     GPT m;
     load_checkpoint(o->model, &m, 1, NULL);
@@ -9687,10 +9776,11 @@ static int cmd_eval(int argc, char **argv, Options *o) {
     check_context(o, m.config.max_seq_len, &d);
     KVCache kv;
     build_kvcache(&kv, &m.config, 64);
-    FILE *dump = o->completions_out[0] ? fopenCheck(o->completions_out, "w") : NULL;
+    AtomicFile af;
+    FILE *dump = o->completions_out[0] ? atomic_open(&af, o->completions_out) : NULL;
     EvalResult r = evaluate(&m, &kv, &d, o->eval_limit, o->max_new_tokens, o->temperature, o->pass_k, o->seed,
                             o->format_reward, dump);
-    if (dump) fcloseCheck(dump);
+    if (dump) atomic_close(&af);
     printf("eval: %s on %s: greedy accuracy %.4f", o->model, o->data, r.accuracy);
     if (o->pass_k) printf(", pass@%d %.4f (T=%g)", o->pass_k, r.pass_k, o->temperature);
     printf(" (%d problems)\n", r.n);
@@ -9838,10 +9928,9 @@ static int cmd_sample(int argc, char **argv, Options *o) {
                       "Without --prompt: a prompt of --val-data whose group has mixed rewards (up to 16 tried).";
     int first = parse_options(argc, argv, CMD_SAMPLE, o, "sample", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " sample'", argv[first]);
-    if (o->html_out[0]) {   // refused now, not after the sampling
-        const char *inputs[1] = {o->model};
-        html_check_path(o->html_out, inputs, 1);
-    }
+    NamedPath outs[1] = {{"--html", o->html_out}}, ins[2] = {{"--model", o->model}, {"--val-data", o->val_data}};
+    refuse_inputs_as_outputs(outs, 1, ins, 2);
+    if (o->html_out[0]) html_check_path(o->html_out);   // refused now, not after the sampling
     if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 (logits / T overflow below)");
     if (o->group_size > 4096) usage_error("--group-size must be <= 4096");
     if (o->group_size < 2)
@@ -10220,10 +10309,9 @@ static int cmd_check(int argc, char **argv, Options *o) {
     if (first != argc - 1) usage_error("'" PROG " check' needs exactly one FILE argument ('-' for stdin)");
     if (o->token_names[0] && !o->html_out[0])
         usage_error("--token-names %s names tokens on the --html page only; add --html OUT", o->token_names);
-    if (o->html_out[0]) {   // refused before the file is read
-        const char *inputs[2] = {argv[first], o->token_names};
-        html_check_path(o->html_out, inputs, 2);
-    }
+    NamedPath outs[1] = {{"--html", o->html_out}}, ins[2] = {{"FILE", argv[first]}, {"--token-names", o->token_names}};
+    refuse_inputs_as_outputs(outs, 1, ins, 2);
+    if (o->html_out[0]) html_check_path(o->html_out);   // refused before the file is read
     if (o->obj.objective == OBJ_MC_PRM)
         usage_error("--objective mc-prm: check runs a dumped batch without a model, and MC-PRM's V̂ needs "
                     "fresh continuations from one (use grpo or lambda-grpo; ./grpo sample prints V̂ "
@@ -11164,14 +11252,11 @@ static char *slurp(const char *path) {
 // Writes text to path through a temporary file and a rename: a reader sees all of it or none.
 static void write_file_atomic(const char *path, const char *text) {
     char tmp[1200];
-    snprintf(tmp, sizeof tmp, "%s.tmp", path);
-    FILE *f = fopenCheck(tmp, "w");
-    fputs(text, f);
-    fcloseCheck(f);
-    if (rename(tmp, path) != 0) {
+    FILE *f = atomic_create(path, tmp, sizeof tmp);
+    if (!f || fputs(text, f) < 0 || atomic_commit(f, tmp, path) != 0) {
         char msg[1400];
-        snprintf(msg, sizeof msg, "cannot rename '%s' to '%s': %s", tmp, path, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "check that the study directory is writable");
+        snprintf(msg, sizeof msg, "cannot write '%s' (through '%s'): %s", path, tmp, strerror(errno));
+        fail_at(__FILE__, __LINE__, msg, "check that the study directory is writable and the disk not full");
     }
 }
 
@@ -12596,6 +12681,8 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     usage_error("compare runs one CPU process per core: use the CPU build (" PROG " is the CUDA build)");
 #endif
     if (!(o->budget > 0)) usage_error("--budget %g: compare needs a budget > 0", o->budget);
+    if (o->target_acc < 0 && o->target_acc != -1.0f)
+        usage_error("--target-acc %g: give an accuracy in [0, 1], or -1 for no such view", o->target_acc);
     if (o->budget_unit != BUDGET_GEN_TOKENS && !budget_given)
         usage_error("--budget-unit %s: give --budget N in %s too (the default, %.9g, counts generated tokens)",
                     BUDGET_UNIT_NAMES[o->budget_unit], BUDGET_UNIT_NAMES[o->budget_unit], o->budget);
@@ -12876,7 +12963,8 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     // every point of every run, then the report (stdout and summary.txt) and the views' curves
     char path[1200];
     snprintf(path, sizeof path, "%s/points.csv", study);
-    FILE *pts = fopenCheck(path, "w");
+    AtomicFile apts, acurves;
+    FILE *pts = atomic_open(&apts, path);
     fprintf(pts, "method,seed,point,budget_spent,step,gen_tokens,flops,seconds,val_acc,test_acc\n");
     for (int i = 0; i < nruns; i++) {
         const CmpRun *r = &runs[i];
@@ -12885,9 +12973,10 @@ static int cmd_compare(int argc, char **argv, Options *o) {
                     j, r->x[unit_axis(o->budget_unit)][j], r->x[AX_STEP][j], r->x[AX_TOKENS][j],
                     r->x[AX_FLOPS][j], r->x[AX_SECONDS][j], r->val[j], r->test_acc);
     }
-    fcloseCheck(pts);
-    snprintf(path, sizeof path, "%s/curves.csv", study);
-    FILE *curves = fopenCheck(path, "w");
+    atomic_close(&apts);
+    char cpath[1200];
+    snprintf(cpath, sizeof cpath, "%s/curves.csv", study);
+    FILE *curves = atomic_open(&acurves, cpath);
     fprintf(curves, "view,method,point,x,n,mean,ci_lo,ci_hi\n");
     char *report = NULL;
     size_t report_n = 0;
@@ -12896,7 +12985,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     CmpReport R = {rf, runs, methods, nm, S, K, ref, unit_axis(o->budget_unit), o->budget, o->target_acc, NULL};
     R.ob = o->one_batch > 0 ? &ob : NULL;
     print_report(&R, curves);
-    fcloseCheck(curves);
+    atomic_close(&acurves);
     if (fclose(rf) != 0) fail_at(__FILE__, __LINE__, "compare: writing the report failed", oom_hint);
     fputs(report, stdout);
     snprintf(path, sizeof path, "%s/summary.txt", study);
@@ -12928,8 +13017,42 @@ static void print_usage(void) {
            "  compare  methods x seeds at one budget from one SFT checkpoint, with confidence intervals\n");
 }
 
+/* Standard error through one escaper: every message that quotes input (a line of a data or check
+   file, a name, a path) shows the bytes that could steer a terminal (the C0 controls but newline
+   and tab, DEL) as \xHH, so that a file can clear no screen and set no window title. UTF-8
+   passes unchanged. main installs it (glibc's fopencookie; elsewhere standard error is as it is). */
+#ifdef __GLIBC__
+static ssize_t stderr_escaped_write(void *cookie, const char *buf, size_t n) {
+    (void)cookie;
+    char out[1024];
+    size_t k = 0;
+    for (size_t i = 0; i < n; i++) {
+        unsigned char ch = (unsigned char)buf[i];
+        if ((ch < 0x20 && ch != '\n' && ch != '\t') || ch == 0x7f) k += (size_t)snprintf(out + k, 5, "\\x%02x", ch);
+        else out[k++] = (char)ch;
+        if (k + 4 >= sizeof out || i + 1 == n) {
+            for (size_t w = 0; w < k;) {
+                ssize_t r = write(STDERR_FILENO, out + w, k - w);
+                if (r < 0 && errno == EINTR) continue;
+                if (r <= 0) return -1;
+                w += (size_t)r;
+            }
+            k = 0;
+        }
+    }
+    return (ssize_t)n;
+}
+static void escape_stderr(void) {
+    FILE *e = fopencookie(NULL, "w", (cookie_io_functions_t){NULL, stderr_escaped_write, NULL, NULL});
+    if (e && setvbuf(e, NULL, _IONBF, 0) == 0) stderr = e;
+}
+#else
+static void escape_stderr(void) {}
+#endif
+
 #ifndef TESTING
 int main(int argc, char **argv) {
+    escape_stderr();
     atexit(check_stdout);   // also covers the exit(0) paths, such as --help
     if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h") || !strcmp(argv[1], "help")) {
         print_usage();

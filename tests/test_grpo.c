@@ -2363,6 +2363,86 @@ static void oom_fn(void *arg) {
     mallocCheck((size_t)1 << 62);
 }
 
+/* The hostile pass's cases, on the program as a user runs it: no output over an input (by any
+   spelling or link), temporary files that follow no link, standard input read once, a NUL in a
+   name, terminal escapes shown as \xHH, a prompt-only file's budget note, a finished run kept. */
+// p made absolute (the tests below cd into the temporary directory); a rotating buffer of four
+static const char *abs_path(const char *p) {
+    static char buf[4][4096];
+    static int k = 0;
+    k = (k + 1) % 4;
+    if (!realpath(p, buf[k])) snprintf(buf[k], sizeof buf[k], "%s", p);
+    return buf[k];
+}
+
+static int sh_run(char *out, size_t cap, const char *fmt, ...) {
+    static char line[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    line[0] = '(';
+    vsnprintf(line + 1, sizeof line - 2, fmt, ap);
+    va_end(ap);
+    strcat(line, ")");
+    return run_binary(line, out, cap);
+}
+
+static void test_hostile_inputs(void) {
+    static char out[8192];
+    const char *G = grpo_bin(), *T = TMPDIR_;
+    int rc = sh_run(out, sizeof out, "cd %s && mkdir -p hp && head -12 %s/tests/fixtures/val_small.txt > hp/v.txt && "
+                    "ln -sf v.txt hp/link.txt && %s sft --layers 1 --heads 1 --channels 16 --steps 2 --eval-every 0 "
+                    "--val-data hp/v.txt --train-data hp/v.txt --run-dir hp/sft", T, abs_path("."), abs_path(G));
+    check(rc == 0, "hostile: a tiny SFT model for the cases below", "exit %d: %.200s", rc, out);
+    // --html over --val-data, directly and through a link: refused, the file intact
+    rc = sh_run(out, sizeof out, "cd %s && %s sample --model hp/sft/model.bin --val-data hp/v.txt --html hp/v.txt", T,
+                abs_path(G));
+    int rc2 = sh_run(out + 4096, 4096, "cd %s && %s sample --model hp/sft/model.bin --val-data hp/v.txt --html "
+                     "./hp/link.txt; head -12 %s/tests/fixtures/val_small.txt | cmp -s - hp/v.txt && echo intact",
+                     T, abs_path(G), abs_path("."));
+    check(rc == 2 && strstr(out, "--html hp/v.txt: that is the --val-data file") && rc2 == 0 &&   // (head's)
+          strstr(out + 4096, "that is the --val-data file") && strstr(out + 4096, "\nintact"),
+          "hostile: sample --html naming its --val-data (or a link to it) is refused, the file kept",
+          "exit %d, %d: %.150s | %.150s", rc, rc2, out, out + 4096);
+    // a link planted under the page's temporary name (this shell's pid, which exec keeps): not followed
+    rc = sh_run(out, sizeof out, "cd %s && printf keep > hp/victim && sh -c 'for n in 0 1 2 3; do ln -s victim "
+                "hp/page.html.tmp.$$.$n; done; ln -s victim hp/page.html.tmp.$$; exec %s sample --model "
+                "hp/sft/model.bin --val-data hp/v.txt --group-size 4 --html hp/page.html' >/dev/null 2>&1; "
+                "cat hp/victim; echo; head -c 15 hp/page.html", T, abs_path(G));
+    check(rc == 0 && !strncmp(out, "keep\n<!DOCTYPE html>", 20),
+          "hostile: links planted under --html's temporary names are not followed", "exit %d: %.100s", rc, out);
+    // two inputs that are both standard input; a NUL byte in --token-names; escapes in a message
+    rc = sh_run(out, sizeof out, "cd %s && %s check - --token-names /dev/stdin --html hp/o.html < "
+                "%s/notes/examples/worked_example.txt", T, abs_path(G), abs_path("."));
+    check(rc == 2 && strstr(out, "FILE - and --token-names /dev/stdin: both are standard input"),
+          "hostile: check - --token-names /dev/stdin is refused (standard input is read once)", "exit %d: %.150s", rc, out);
+    rc = sh_run(out, sizeof out, "cd %s && printf 'a\\nb\\000c\\nd\\n' > hp/nul.txt && %s check "
+                "%s/notes/examples/worked_example.txt --token-names hp/nul.txt --html hp/o.html >/dev/null",
+                T, abs_path(G), abs_path("."));
+    check(rc == 1 && strstr(out, "--token-names hp/nul.txt:2: a NUL byte"),
+          "hostile: a NUL byte in --token-names is refused with FILE:LINE", "exit %d: %.150s", rc, out);
+    rc = sh_run(out, sizeof out, "cd %s && printf 'group=1 reward=1 tokens=1 \\033]0;PWN\\007\\033[2J=1\\n' > "
+                "hp/e.txt && %s check hp/e.txt", T, abs_path(G));
+    check(rc != 0 && !strchr(out, 0x1b) && !strchr(out, 0x07) && strstr(out, "\\x1b]0;PWN\\x07\\x1b[2J"),
+          "hostile: terminal escapes in a quoted input line are shown as \\xHH, not sent", "exit %d: %.150s", rc, out);
+    // a prompt-only file of 5-number problems: the note says the budget cannot be read from it
+    rc = sh_run(out, sizeof out, "%s eval --model %s/hp/sft/model.bin --data data/countdown_n5_test.txt --eval-limit 2",
+                G, T);
+    check(rc == 0 && strstr(out, "data/countdown_n5_test.txt holds prompts only") && strstr(out, "up to 5 numbers"),
+          "hostile: eval on 5-number prompts without demonstrations says the budget cannot be read off them",
+          "exit %d: %.200s", rc, out);
+    // a finished run is not replaced without --overwrite 1
+    rc = sh_run(out, sizeof out, "cd %s && %s sft --layers 1 --heads 1 --channels 16 --steps 2 --eval-every 0 "
+                "--val-data hp/v.txt --train-data hp/v.txt --run-dir hp/sft", T, abs_path(G));
+    rc2 = sh_run(out + 4096, 4096, "cd %s && %s sft --layers 1 --heads 1 --channels 16 --steps 2 --eval-every 0 "
+                 "--val-data hp/v.txt --train-data hp/v.txt --run-dir hp/sft --overwrite 1 >/dev/null", T, abs_path(G));
+    check(rc == 2 && strstr(out, "--run-dir hp/sft holds a finished run ('hp/sft/model.bin'): give another --run-dir, "
+          "or --overwrite 1") && rc2 == 0, "hostile: a finished run is refused unless --overwrite 1", "exit %d, %d: %.200s",
+          rc, rc2, out);
+    rc = sh_run(out, sizeof out, "%s compare --target-acc -1 --budget -1 2>&1", G);
+    check(rc == 2 && !strstr(out, "target-acc") && strstr(out, "--budget"),
+          "hostile: compare --target-acc -1, the documented default, is accepted as typed", "exit %d: %.150s", rc, out);
+}
+
 static void test_input_messages(void) {
     // -xy: getopt is still inside the argument, so argv[optind - 1] is the one before it
     static CmdCall xy = {cmd_sft, "-xy"};
@@ -8502,6 +8582,7 @@ int main(int argc, char **argv) {
     if (want("cli", only)) test_busy_machine();
     if (want("cli", only)) test_io_errors();
     if (want("cli", only)) test_input_messages();
+    if (want("cli", only)) test_hostile_inputs();
     if (want("checkpoint", only)) test_checkpoint_messages();
     if (want("sft", only)) test_sft_end_to_end();
     if (want("sft", only)) { test_run_dir_lock(); test_save_failure(); test_csv_resume(); test_csv_repair(); }
