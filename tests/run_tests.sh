@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Runs the test suite twice (OpenMP build, then the single-threaded build without OpenMP),
 # its float-sensitive groups in the portable and the widest-ISA builds (tests/isa.sh), then
-# the assignment tooling's self-test (tests/test_assignment.sh), and ends with one line
+# the assignment tooling's self-test (tests/test_assignment.sh), the docs (tests/check_docs.sh,
+# tests/doc_commands.sh: the README tour and chain-sum.md run as written), and ends with one line
 # `N passed, N failed` summing all of them; exit status 1 on any failure.
 set -u
 cd "$(dirname "$0")/.."
 FLOAT_GROUPS=model,objective,sampler,tree,treetask,treepack,mcprm,critic,probe
 total_pass=0; total_fail=0; status=0
 for run in tests/test_grpo tests/test_grpo_noomp "tests/test_grpo_portable $FLOAT_GROUPS" \
-           "tests/test_grpo_wide $FLOAT_GROUPS" tests/test_assignment.sh tests/check_docs.sh; do
+           "tests/test_grpo_wide $FLOAT_GROUPS" tests/test_assignment.sh tests/check_docs.sh tests/doc_commands.sh; do
   bin=${run%% *}
   args=${run#"$bin"}
   echo "== $run"
