@@ -10913,28 +10913,36 @@ static double incomplete_beta(double a, double b, double x) {
     return 1.0 - front * beta_fraction(b, a, 1.0 - x) / b;
 }
 
-/* t_quantile_975: the 0.975 quantile of Student's t with df degrees of freedom, the factor of
-   a two-sided 95% interval. Up to df = 1000: the t solving P(|T| > t) = I_{df/(df+t²)}(df/2, 1/2)
-   = 0.05, by bisection (to 1e-12). Beyond: the Cornish-Fisher expansion around the normal
-   quantile z = 1.959964 (Abramowitz & Stegun 26.7.5, terms to 1/df⁴; its error at df = 1000 is
-   below 1e-12). NaN for df < 1. */
-static double t_quantile_975(double df) {
+// t_tail2: P(|T| > t) for Student's t with df degrees of freedom: a t statistic's two-sided p
+static double t_tail2(double t, double df) { return incomplete_beta(df / 2.0, 0.5, df / (df + t * t)); }
+
+/* t_quantile: the t > 0 with P(|T| > t) = p2 (0 < p2 < 1) for Student's t with df >= 1 degrees of
+   freedom, by bisection on t_tail2 (to 1e-12): p2 = 0.05 gives a 95% interval's factor, 0.4 the
+   one-sided 0.8 quantile of a power calculation. NaN for df < 1. */
+static double t_quantile(double p2, double df) {
     if (!(df >= 1.0)) return NAN;
-    if (df > 1000.0) {
-        double z = 1.959963984540054, z2 = z * z;
-        double g1 = (z2 + 1.0) * z / 4.0;
-        double g2 = ((5.0 * z2 + 16.0) * z2 + 3.0) * z / 96.0;
-        double g3 = (((3.0 * z2 + 19.0) * z2 + 17.0) * z2 - 15.0) * z / 384.0;
-        double g4 = ((((79.0 * z2 + 776.0) * z2 + 1482.0) * z2 - 1920.0) * z2 - 945.0) * z / 92160.0;
-        return z + g1 / df + g2 / (df * df) + g3 / (df * df * df) + g4 / (df * df * df * df);
-    }
-    double lo = 0.0, hi = 1000.0;   // P(|T| > 1000) < 0.05 for every df >= 1
+    double lo = 0.0, hi = 1e4;   // P(|T| > 1e4) < 1e-4 for every df >= 1
     while (hi - lo > 1e-12) {
         double t = 0.5 * (lo + hi);
-        if (incomplete_beta(df / 2.0, 0.5, df / (df + t * t)) > 0.05) lo = t;
+        if (t_tail2(t, df) > p2) lo = t;
         else hi = t;
     }
     return 0.5 * (lo + hi);
+}
+
+/* t_quantile_975: the 0.975 quantile of Student's t with df degrees of freedom, the factor of
+   a two-sided 95% interval: t_quantile(0.05, df) up to df = 1000; beyond, the Cornish-Fisher
+   expansion around the normal quantile z = 1.959964 (Abramowitz & Stegun 26.7.5, terms to 1/df⁴;
+   its error at df = 1000 is below 1e-12). NaN for df < 1. */
+static double t_quantile_975(double df) {
+    if (!(df >= 1.0)) return NAN;
+    if (df <= 1000.0) return t_quantile(0.05, df);
+    double z = 1.959963984540054, z2 = z * z;
+    double g1 = (z2 + 1.0) * z / 4.0;
+    double g2 = ((5.0 * z2 + 16.0) * z2 + 3.0) * z / 96.0;
+    double g3 = (((3.0 * z2 + 19.0) * z2 + 17.0) * z2 - 15.0) * z / 384.0;
+    double g4 = ((((79.0 * z2 + 776.0) * z2 + 1482.0) * z2 - 1920.0) * z2 - 945.0) * z / 92160.0;
+    return z + g1 / df + g2 / (df * df) + g3 / (df * df * df) + g4 / (df * df * df * df);
 }
 
 typedef struct {
@@ -10961,12 +10969,15 @@ static MeanCI mean_ci(const double *x, int n) {
 typedef struct {
     MeanCI d;           // of the differences a_i − b_i
     int favour_a, favour_b, ties;
+    double p;           // the paired t test's two-sided p (NaN for n < 2)
+    double mde;         // the minimum detectable difference at 80% power, two-sided α = 0.05, from
+                        // the observed sd: (t_{0.975} + t_{0.8}) · sd / √n at n − 1 df (NaN for n < 2)
 } PairedDiff;
 
 // paired_diff: a (a method) against b (the reference) on the same seeds, i = 0..n−1.
 static PairedDiff paired_diff(const double *a, const double *b, int n) {
     double d[1024];
-    PairedDiff p = {{0, NAN, NAN, NAN}, 0, 0, 0};
+    PairedDiff p = {{0, NAN, NAN, NAN}, 0, 0, 0, NAN, NAN};
     if (n > 1024) n = 1024;
     for (int i = 0; i < n; i++) {
         d[i] = a[i] - b[i];
@@ -10975,7 +10986,32 @@ static PairedDiff paired_diff(const double *a, const double *b, int n) {
         p.ties += d[i] == 0;
     }
     p.d = mean_ci(d, n);
+    if (n >= 2) {
+        double se = p.d.sd / sqrt((double)n);
+        p.p = se > 0 ? t_tail2(fabs(p.d.mean) / se, n - 1) : (p.d.mean == 0 ? 1.0 : 0.0);
+        p.mde = (t_quantile(0.05, n - 1) + t_quantile(0.4, n - 1)) * se;
+    }
     return p;
+}
+
+/* holm: Holm's step-down adjustment of m p-values (NaN: not tested, left out of the family):
+   sorted ascending, adj_(i) = max_{j <= i} min(1, (m' − j + 1)·p_(j)) with m' the tested count;
+   a hypothesis is supported at family-wise α when adj < α. Holm (1979). */
+static void holm(const double *p, double *adj, int m) {
+    int order[64], mt = 0;
+    for (int i = 0; i < m && i < 64; i++) {
+        adj[i] = NAN;
+        if (isnan(p[i])) continue;
+        int j = mt++;
+        while (j > 0 && p[order[j - 1]] > p[i]) { order[j] = order[j - 1]; j--; }
+        order[j] = i;
+    }
+    double run = 0.0;
+    for (int j = 0; j < mt; j++) {
+        double v = fmin(1.0, (mt - j) * p[order[j]]);
+        run = fmax(run, v);
+        adj[order[j]] = run;
+    }
 }
 
 /* interp_at: the curve (xs[i], ys[i]), i < n, xs non-decreasing, linearly interpolated at x;
@@ -11651,18 +11687,34 @@ static PairedDiff last_point_diff(const CmpReport *R, int axis, int mi) {
     return paired_diff(a, b, R->S);
 }
 
-static void print_verdict(FILE *f, int h, const char *what, const Method *m, int mi, int ref, PairedDiff p) {
+/* print_per_seed: every run's values, from which each interval of the report can be recomputed:
+   validation accuracy at points 0..K (point 0: the SFT model) and test accuracy at the end. */
+static void print_per_seed(const CmpReport *R) {
+    fprintf(R->out, "\nper-seed values: validation accuracy at points 0..%d, then test accuracy at the end\n", R->K);
+    for (int mi = 0; mi < R->nm; mi++)
+        for (int s = 0; s < R->S; s++) {
+            const CmpRun *r = &R->runs[s * R->nm + mi];
+            fprintf(R->out, "  %s seed_%d:", R->m[mi].label, r->seed);
+            for (int j = 0; j <= R->K; j++) fprintf(R->out, " %.6g", r->val[j]);
+            fprintf(R->out, " | test %.6g\n", r->test_acc);
+        }
+}
+
+static void print_verdict(FILE *f, int h, const char *what, const Method *m, int mi, int ref, PairedDiff p,
+                          double holm_p) {
     char diff[64];
     format_ci(&p.d, 1, diff, sizeof diff);
     char ties[32] = "";   // seeds with the same value under both (neither favoured)
     if (p.ties) snprintf(ties, sizeof ties, ", %d tied", p.ties);
     fprintf(f, "  H%d %s vs %s, %s: %s (%d/%d seeds%s): ", h, m[mi].label, m[ref].label, what, diff,
             p.favour_a, p.favour_b, ties);
-    if (isnan(p.d.half)) fprintf(f, "not testable (fewer than 2 seeds)\n");
-    else if (p.d.mean - p.d.half > 0 || p.d.mean + p.d.half < 0)
-        fprintf(f, "supported: the 95%% CI excludes 0, favouring %s\n",
-                p.d.mean > 0 ? m[mi].label : m[ref].label);
-    else fprintf(f, "not supported: the 95%% CI includes 0\n");
+    if (isnan(p.d.half)) {
+        fprintf(f, "not testable (fewer than 2 seeds)\n");
+        return;
+    }
+    fprintf(f, "p %.3g, Holm %.3g, detectable %.3f: ", p.p, holm_p, p.mde);
+    if (holm_p < 0.05) fprintf(f, "supported, favouring %s\n", p.d.mean > 0 ? m[mi].label : m[ref].label);
+    else fprintf(f, "not supported\n");
 }
 
 /* cost_to_reach: the cost x (any axis: gen tokens, seconds, ...) at which a run's validation
@@ -11840,26 +11892,37 @@ static void print_report(const CmpReport *R, FILE *curves) {
     }
     if (R->target >= 0) print_cost_view(R);
     if (R->ob) print_onebatch_view(R);
-    // the pre-registered hypotheses
-    fprintf(f, "\nhypotheses (as pre-registered; two-sided, no correction for multiple comparisons):\n");
-    int h = 1;
-    for (int mi = 0; mi < R->nm; mi++) {
+    print_per_seed(R);
+    // the pre-registered hypotheses: three per method, Holm's correction over all of them
+    int nh = 0, hm[64];
+    PairedDiff hp[64];
+    double pv[64], adj[64];
+    for (int mi = 0; mi < R->nm && nh + 3 <= 64; mi++) {
         if (mi == R->ref) continue;
-        if (has_test) {
-            for (int s = 0; s < R->S; s++) {
-                a[s] = R->runs[s * R->nm + mi].test_acc;
-                b[s] = R->runs[s * R->nm + R->ref].test_acc;
-            }
-            print_verdict(f, h, "test accuracy at the end", R->m, mi, R->ref, paired_diff(a, b, R->S));
-        } else {
-            fprintf(f, "  H%d %s vs %s, test accuracy at the end: not testable (the runs had no test set)\n",
-                    h, R->m[mi].label, R->m[R->ref].label);
+        PairedDiff none = {{0, NAN, NAN, NAN}, 0, 0, 0, NAN, NAN};
+        for (int s = 0; s < R->S; s++) {
+            a[s] = R->runs[s * R->nm + mi].test_acc;
+            b[s] = R->runs[s * R->nm + R->ref].test_acc;
         }
-        print_verdict(f, h + 1, "val accuracy at matched generated tokens (last point)", R->m, mi, R->ref,
-                      last_point_diff(R, AX_TOKENS, mi));
-        print_verdict(f, h + 2, "val accuracy at matched time (last point)", R->m, mi, R->ref,
-                      last_point_diff(R, AX_SECONDS, mi));
-        h += 3;
+        hp[nh] = has_test ? paired_diff(a, b, R->S) : none;
+        hp[nh + 1] = last_point_diff(R, AX_TOKENS, mi);
+        hp[nh + 2] = last_point_diff(R, AX_SECONDS, mi);
+        for (int k = 0; k < 3; k++) hm[nh + k] = mi, pv[nh + k] = hp[nh + k].p;
+        nh += 3;
+    }
+    holm(pv, adj, nh);
+    fprintf(f, "\nhypotheses (as pre-registered; two-sided paired t tests, p; Holm: the p adjusted over the %d\n"
+               "hypotheses, supported when below 0.05; detectable: the difference this study finds with 80%%\n"
+               "power at that sd):\n", nh);
+    static const char *what[3] = {"test accuracy at the end", "val accuracy at matched generated tokens (last point)",
+                                  "val accuracy at matched time (last point)"};
+    for (int k = 0; k < nh; k++) {
+        if (k % 3 == 0 && !has_test) {
+            fprintf(f, "  H%d %s vs %s, test accuracy at the end: not testable (the runs had no test set)\n",
+                    k + 1, R->m[hm[k]].label, R->m[R->ref].label);
+            continue;
+        }
+        print_verdict(f, k + 1, what[k % 3], R->m, hm[k], R->ref, hp[k], adj[k]);
     }
 }
 
@@ -12887,6 +12950,11 @@ static int cmd_compare(int argc, char **argv, Options *o) {
             char log[1200], name[300];
             check_study_sft(sft, sft_hash, study);   // each run starts from the recorded checkpoint
             make_dir(r->dir);
+            static const char *stale[] = {"model.bin", "ckpt.bin", "result.txt"};   // a try before `done`
+            for (int k = 0; k < 3; k++) {   // (train refuses a --run-dir that holds a finished run)
+                snprintf(log, sizeof log, "%s/%s", r->dir, stale[k]);
+                unlink(log);
+            }
             snprintf(log, sizeof log, "%s/run.log", r->dir);
             method_args(&args, o, &methods[r->method], r->seed, r->dir, sft);
             r->pid = spawn(exe, args.argv, log);

@@ -5009,6 +5009,19 @@ static void test_compare_stats(void) {
           fabs(c.half - 1.96324316147756) < 1e-9 && one.mean == 1.0 && isnan(one.half),
           "compare: mean and 95% CI of 1..5 (3 ± 1.9632); one value has no interval", "%.6f ± %.6f",
           c.mean, c.half);
+    // the paired t test and the 80%-power detectable difference, d = 1..5 against 0 (mpmath: t = 4.2426,
+    // p = I_{4/(4+t²)}(2, 1/2) = 0.0132355995636827; (t_{0.975,4} + t_{0.8,4})·sd/√5 = 2.62860559489689)
+    double zero5[5] = {0};
+    PairedDiff pt = paired_diff(x, zero5, 5);
+    check(fabs(pt.p - 0.0132355995636827) < 1e-9 && fabs(pt.mde - 2.62860559489689) < 1e-9,
+          "compare: paired t test p and minimum detectable difference of 1..5 (mpmath's values)", "p %.12f mde %.12f",
+          pt.p, pt.mde);
+    // Holm over {0.01, 0.04, 0.03, untested}: sorted 0.01·3, 0.03·2, 0.04·1, kept non-decreasing
+    double hp_in[4] = {0.01, 0.04, 0.03, NAN}, hadj[4];
+    holm(hp_in, hadj, 4);
+    check(fabs(hadj[0] - 0.03) < 1e-15 && fabs(hadj[1] - 0.06) < 1e-15 && fabs(hadj[2] - 0.06) < 1e-15 && isnan(hadj[3]),
+          "compare: Holm's adjusted p of 0.01, 0.04, 0.03 is 0.03, 0.06, 0.06; an untested one stays out",
+          "%g %g %g %g", hadj[0], hadj[1], hadj[2], hadj[3]);
     // paired: d = (0.05, 0, 0.10, -0.02): mean 0.0325, sd 0.0537742193496723, half-width
     // t(3)·sd/2 = 3.18244630528371 · 0.0268871096748361 = 0.0855667828444401; 2 favour a, 1 b, 1 tie
     double a[4] = {0.30, 0.25, 0.40, 0.20}, b[4] = {0.25, 0.25, 0.30, 0.22};
