@@ -6595,13 +6595,13 @@ static void refuse_stale_checkpoint(const Options *o, const char *periodic) {
     struct stat sb;
     char model[1100];
     snprintf(model, sizeof model, "%s/model.bin", o->run_dir);
-    if (!o->resume[0] && !o->overwrite && stat(model, &sb) == 0)
-        usage_error("--run-dir %s holds a finished run ('%s'): give another --run-dir, or --overwrite 1 to "
-                    "replace it", o->run_dir, model);
     if (!o->resume[0] && stat(periodic, &sb) == 0)
         usage_error("--run-dir %s holds '%s', the resumable checkpoint of an earlier run: continue that run "
                     "with --resume %s, or give another --run-dir (or remove the file)", o->run_dir, periodic,
                     periodic);
+    if (!o->resume[0] && !o->overwrite && stat(model, &sb) == 0)
+        usage_error("--run-dir %s holds a finished run ('%s'): give another --run-dir, or --overwrite 1 to "
+                    "replace it", o->run_dir, model);
 }
 
 /* refuse_run_dir_inputs: sft's or train's (mask) files in --run-dir are none of its inputs
@@ -11896,7 +11896,7 @@ static void print_report(const CmpReport *R, FILE *curves) {
     // the pre-registered hypotheses: three per method, Holm's correction over all of them
     int nh = 0, hm[64];
     PairedDiff hp[64];
-    double pv[64], adj[64];
+    double pv[64] = {0}, adj[64];
     for (int mi = 0; mi < R->nm && nh + 3 <= 64; mi++) {
         if (mi == R->ref) continue;
         PairedDiff none = {{0, NAN, NAN, NAN}, 0, 0, 0, NAN, NAN};

@@ -650,7 +650,7 @@ static void test_html_errors(void) {
     snprintf(cmd, sizeof cmd, "%s check --html notes/examples/worked_example.txt notes/examples/worked_example.txt",
              grpo_bin());
     code = run_binary(cmd, out, sizeof out);
-    check(code == 2 && strstr(out, "that is the input file"), "html: --html naming the input file: refused, exit 2",
+    check(code == 2 && strstr(out, "that is the FILE file"), "html: --html naming the input file: refused, exit 2",
           "exit %d: %s", code, line_with(out, "--html"));
     snprintf(cmd, sizeof cmd, "%s check --token-names notes/examples/letters.txt notes/examples/worked_example.txt",
              grpo_bin());
