@@ -40,7 +40,7 @@ endif
 test test-asan: export OMP_WAIT_POLICY := $(TEST_WAIT_POLICY)
 
 .PHONY: all test test-asan bench bench-cuda run sft train cuda cuda-compile test-cuda clean figures assignment grade
-.PHONY: compare test-browser wait-policy
+.PHONY: compare test-browser wait-policy tree-sweep
 
 wait-policy:
 	@echo "OMP_WAIT_POLICY=$(if $(OMP_WAIT_POLICY),$(OMP_WAIT_POLICY),(unset: libgomp's default, threads spin))"
@@ -172,6 +172,12 @@ compare: grpo
 	./grpo compare
 	@if python3 -c 'import matplotlib' 2>/dev/null; then python3 notes/plot.py --compare runs/compare; \
 	else echo "make compare: matplotlib not installed (pip install matplotlib): no figure"; fi
+
+# The Table 1 map (notes/results.md): ./grpo tree at 6 learning rates x group sizes 6, 16, 36, 20 seeds,
+# 1,000 steps (18 commands, 2 at once: about 40 min on 2 cores), then its summary and figure in
+# runs/tree_sweep (notes/tree_sweep.py: needs mpmath; matplotlib for the figure). Rerun to continue.
+tree-sweep: grpo
+	sh notes/tree_sweep.sh ./grpo runs/tree_sweep
 
 # Course assignments (notes/assignments.md). `make assignment [IDS="prefix_tree ..."]` writes
 # build/assignment/grpo.c with those functions' bodies (all of them without IDS) replaced by
