@@ -54,18 +54,18 @@ grpo: grpo.c
 	@echo "make: OpenMP $(if $(OMP),on ($(OMP)),off: the compiler does not accept -fopenmp; building single-threaded)"
 	$(CC) $(CFLAGS) $(if $(OMP),$(OMP),$(NOOMP)) grpo.c -o $@ $(LDLIBS)
 
-tests/test_grpo: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c tests/test_html.c tests/fuzz/replay.c tests/fuzz/fz_entry.h tests/ref_model.h
+tests/test_grpo: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c tests/test_html.c tests/test_claims.c tests/fuzz/replay.c tests/fuzz/fz_entry.h tests/ref_model.h
 	$(CC) $(CFLAGS) $(OMP) tests/test_grpo.c -o $@ $(LDLIBS)
 
 # the same suite built without OpenMP: the file must compile and run correctly single-threaded
-tests/test_grpo_noomp: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c tests/test_html.c tests/fuzz/replay.c tests/fuzz/fz_entry.h tests/ref_model.h
+tests/test_grpo_noomp: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c tests/test_html.c tests/test_claims.c tests/fuzz/replay.c tests/fuzz/fz_entry.h tests/ref_model.h
 	$(CC) $(CFLAGS) $(NOOMP) tests/test_grpo.c -o $@ $(LDLIBS)
 
 # The float-sensitive groups once more, built for both ends of the instruction sets (float32
 # results depend on vector width and FMA contraction; the suite's tolerances must hold on any
 # CPU): tests/isa.sh prints the flags. portable: -march=x86-64 -ffp-contract=off (SSE2, no
 # FMA); wide: the widest vector ISA that the compiler and this CPU both support.
-TEST_SRC   := tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c tests/test_html.c tests/fuzz/replay.c \
+TEST_SRC   := tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c tests/test_html.c tests/test_claims.c tests/fuzz/replay.c \
               tests/fuzz/fz_entry.h tests/ref_model.h
 TEST_WARN  := -Wall -Wextra -Wno-unused-function
 tests/test_grpo_portable: $(TEST_SRC) tests/isa.sh
@@ -88,7 +88,7 @@ test: grpo tests/test_grpo tests/test_grpo_noomp tests/test_grpo_portable tests/
 
 # the whole suite under AddressSanitizer and UndefinedBehaviorSanitizer (single-threaded
 # build: libgomp's thread pool is not instrumented and would hide nothing but add noise)
-tests/test_grpo_asan: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c tests/test_html.c tests/fuzz/replay.c tests/fuzz/fz_entry.h tests/ref_model.h
+tests/test_grpo_asan: tests/test_grpo.c grpo.c tests/verifier_cases.h tests/test_check.c tests/test_html.c tests/test_claims.c tests/fuzz/replay.c tests/fuzz/fz_entry.h tests/ref_model.h
 	$(CC) -O1 -g -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	  -Wall -Wextra -Wno-unused-function tests/test_grpo.c -o $@ $(LDLIBS)
 

@@ -11251,6 +11251,7 @@ typedef struct {
     double x[4][CMP_MAX_POINTS + 1];    // at each evaluation point: step, gen tokens, FLOPs, seconds
     double val[CMP_MAX_POINTS + 1];     // greedy validation accuracy
     double test_acc;                    // at the end; −1 without a test evaluation
+    double sft_test_acc;                // the --init model's, before the first step; −1: none
     int test_n;
 } CmpRun;
 enum { CMP_PENDING, CMP_RUNNING, CMP_DONE, CMP_FAILED };
@@ -11368,24 +11369,24 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
         return -1;
     }
     // key value lines; the keys compare reads, and those it checks against eval.csv's last point
-    static const char *keys[7] = {"test_acc", "test_n", "budget_done", "steps", "gen_tokens_traj", "gen_tokens_aux",
-                                  "flops"};
-    double val[8];
-    int have[8] = {0}, ln = 0;
+    static const char *keys[8] = {"test_acc", "test_n", "budget_done", "steps", "gen_tokens_traj", "gen_tokens_aux",
+                                  "flops", "sft_test_acc"};
+    double val[9];
+    int have[9] = {0}, ln = 0;
     for (char *line = text; *line && !why[0]; ) {
         ln++;
         char *nl = strchr(line, '\n'), *sp = strchr(line, ' ');
         if (!nl) { snprintf(why, sizeof why, "line %d: cut off (no line end)", ln); break; }
         int k = -1;
-        for (int i = 0; i < 7; i++)
+        for (int i = 0; i < 8; i++)
             if (sp && sp < nl && (size_t)(sp - line) == strlen(keys[i]) && !strncmp(line, keys[i], sp - line)) k = i;
-        if (sp && sp < nl && (size_t)(sp - line) == 7 && !strncmp(line, "seconds", 7)) k = 7;
+        if (sp && sp < nl && (size_t)(sp - line) == 7 && !strncmp(line, "seconds", 7)) k = 8;
         if (k >= 0) {
             char *end;
             double v = is_blank(sp[1]) ? NAN : strtod(sp + 1, &end);
             if (is_blank(sp[1]) || end == sp + 1 || end != nl || !isfinite(v))
-                snprintf(why, sizeof why, "line %d: the value of %s is not a number", ln, k == 7 ? "seconds" : keys[k]);
-            else if (have[k]) snprintf(why, sizeof why, "line %d: %s given twice", ln, k == 7 ? "seconds" : keys[k]);
+                snprintf(why, sizeof why, "line %d: the value of %s is not a number", ln, k == 8 ? "seconds" : keys[k]);
+            else if (have[k]) snprintf(why, sizeof why, "line %d: %s given twice", ln, k == 8 ? "seconds" : keys[k]);
             val[k] = v;
             have[k] = 1;
         }
@@ -11409,14 +11410,15 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
                  val[4] + val[5], last[1]);
     if (!why[0] && have[6] && val[6] != last[2])
         snprintf(why, sizeof why, "flops %.0f, but eval.csv's last point has %.0f", val[6], last[2]);
-    if (!why[0] && have[7] && fabs(val[7] - last[3]) > 1e-6 * fmax(1.0, last[3]))
-        snprintf(why, sizeof why, "seconds %g, but eval.csv's last point has %g", val[7], last[3]);
+    if (!why[0] && have[8] && fabs(val[8] - last[3]) > 1e-6 * fmax(1.0, last[3]))
+        snprintf(why, sizeof why, "seconds %g, but eval.csv's last point has %g", val[8], last[3]);
     if (why[0]) {
         snprintf(err, errn, "%.400s: %s", path, why);
         return -1;
     }
     r->test_n = (int)val[1];
     r->test_acc = r->test_n > 0 ? val[0] : -1.0;
+    r->sft_test_acc = have[7] && r->test_n > 0 ? val[7] : -1.0;
     return 0;
 }
 
@@ -11690,13 +11692,14 @@ static PairedDiff last_point_diff(const CmpReport *R, int axis, int mi) {
 /* print_per_seed: every run's values, from which each interval of the report can be recomputed:
    validation accuracy at points 0..K (point 0: the SFT model) and test accuracy at the end. */
 static void print_per_seed(const CmpReport *R) {
-    fprintf(R->out, "\nper-seed values: validation accuracy at points 0..%d, then test accuracy at the end\n", R->K);
+    fprintf(R->out, "\nper-seed values: validation accuracy at points 0..%d, then test accuracy at the end (and the\n"
+                    "  starting model's)\n", R->K);
     for (int mi = 0; mi < R->nm; mi++)
         for (int s = 0; s < R->S; s++) {
             const CmpRun *r = &R->runs[s * R->nm + mi];
             fprintf(R->out, "  %s seed_%d:", R->m[mi].label, r->seed);
             for (int j = 0; j <= R->K; j++) fprintf(R->out, " %.6g", r->val[j]);
-            fprintf(R->out, " | test %.6g\n", r->test_acc);
+            fprintf(R->out, " | test %.6g (SFT %.6g)\n", r->test_acc, r->sft_test_acc);
         }
 }
 

@@ -8265,6 +8265,7 @@ static void test_select_usage(void) {
 // ----------------------------------------------------------------------------
 
 #include "test_html.c"   // the --html page of B(G) (group html)
+#include "test_claims.c"   // the docs' study numbers against their records (group claims)
 
 // the vector instructions and FMA this build may use (float32 results depend on them)
 static const char *build_isa(void) {
@@ -8653,6 +8654,7 @@ int main(int argc, char **argv) {
     if (want("select", only)) test_dynamic_filter();
     if (want("select", only)) { test_spearman(); test_select_runs(); test_select_usage(); }
     if (want("select", only)) test_select_dynamic_objectives();
+    if (want("claims", only)) test_claims();
     if (want("html", only)) { test_html_check(); test_html_sample_text(); test_html_sample_runs(); test_html_errors(); }
     if (want("verifier", only)) test_chain_sum_verifier();
     if (want("task", only)) { test_help_task_defaults(); test_sample_group_of_one(); test_note_cut_demonstrations(); test_task_train_lr(); test_failures_script(); test_task_interface(); test_chain_sum_methods(); }
