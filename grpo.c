@@ -137,10 +137,17 @@ static FILE *fopen_check(const char *path, const char *mode, const char *file, i
         snprintf(msg, sizeof msg, "'%s' is a directory, expected a file", path);
         fail_at(file, line, msg, "check the path");
     }
-    FILE *f = fopen(path, mode);
+    // a file it writes (a run's logs) is never reached through a link: O_NOFOLLOW on the last name
+    int writes = mode[0] != 'r' || strchr(mode, '+');
+    int flags = mode[0] == 'w' ? O_CREAT | O_TRUNC : mode[0] == 'a' ? O_CREAT | O_APPEND : 0;
+    int fd = writes ? open(path, (strchr(mode, '+') || mode[0] == 'r' ? O_RDWR : O_WRONLY) | flags | O_NOFOLLOW |
+                                     O_CLOEXEC, 0666) : -1;
+    FILE *f = writes ? (fd >= 0 ? fdopen(fd, mode) : NULL) : fopen(path, mode);
     if (!f) {
         char msg[1200];
-        snprintf(msg, sizeof msg, "cannot open '%s' (mode %s): %s", path, mode, strerror(errno));
+        if (fd >= 0) close(fd);
+        snprintf(msg, sizeof msg, "cannot open '%s' (mode %s): %s%s", path, mode, strerror(errno),
+                 errno == ELOOP ? " (it is a link: a file this program writes is never written through one)" : "");
         fail_at(file, line, msg, mode[0] == 'r' ? "check the path; run from the repository root"
                                                 : "check that the directory exists and is writable");
     }
@@ -5512,28 +5519,46 @@ static int same_file(const char *a, const char *b) {
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-/* is_stdin: path names standard input: "-", or a path to the file descriptor 0 holds (/dev/stdin,
-   /proc/self/fd/0) */
+/* is_stdin: path reads standard input's stream: "-", or a path to what file descriptor 0 holds
+   (/dev/stdin, /proc/self/fd/0) when that is not a regular file (a pipe or a terminal, which can be
+   read once; a regular file opened again by path starts over) */
 static int is_stdin(const char *path) {
     struct stat sp, s0;
     if (!strcmp(path, "-")) return 1;
-    return fstat(0, &s0) == 0 && stat(path, &sp) == 0 && sp.st_dev == s0.st_dev && sp.st_ino == s0.st_ino &&
-           !S_ISDIR(sp.st_mode);
+    return fstat(0, &s0) == 0 && !S_ISREG(s0.st_mode) && stat(path, &sp) == 0 && sp.st_dev == s0.st_dev &&
+           sp.st_ino == s0.st_ino;
+}
+
+// same_input: the file path names is the input `in` ("-": standard input, whatever it holds)
+static int same_input(const char *path, const char *in) {
+    struct stat sp, s0;
+    if (strcmp(in, "-")) return same_file(path, in);
+    return fstat(0, &s0) == 0 && stat(path, &sp) == 0 && sp.st_dev == s0.st_dev && sp.st_ino == s0.st_ino;
 }
 
 typedef struct { const char *flag, *path; } NamedPath;   // an option and its file ("" or NULL: not given)
 static void usage_error(const char *fmt, ...);
 
-/* refuse_inputs_as_outputs: before a command reads or writes anything: each output outs[i] must not
-   be any input ins[j], by any spelling or link (same device and inode; a path not there yet is no
-   input), and at most one input may be standard input ("-", /dev/stdin: it can be read once).
-   Usage error (exit 2) naming both options; no and ni are the counts. */
+/* refuse_inputs_as_outputs: before a command reads or writes anything. Each output outs[i] is a new
+   name or a regular file (never "-", a directory, a link, a device or a FIFO: the file is written
+   whole and renamed over the name) and none of the inputs ins[j] by any spelling or link (same
+   device and inode; "-" is standard input); at most one input reads standard input's stream
+   (is_stdin). Usage error (exit 2) naming the options; no and ni are the counts. */
 static void refuse_inputs_as_outputs(const NamedPath *outs, int no, const NamedPath *ins, int ni) {
-    for (int i = 0; i < no; i++)
+    for (int i = 0; i < no; i++) {
+        const char *out = outs[i].path;
+        struct stat sb;
+        if (!out || !out[0]) continue;
+        if (!strcmp(out, "-"))
+            usage_error("%s -: this output is a file, not standard output; give a file name", outs[i].flag);
+        if (lstat(out, &sb) == 0 && !S_ISREG(sb.st_mode))
+            usage_error("%s %s: it is %s; give the name of a regular file (or a new one)", outs[i].flag, out, S_ISDIR(sb.st_mode) ? "a directory" : S_ISLNK(sb.st_mode) ?
+                        "a link" : "a device, FIFO or socket");
         for (int j = 0; j < ni; j++)
-            if (outs[i].path && outs[i].path[0] && ins[j].path && ins[j].path[0] && same_file(outs[i].path, ins[j].path))
+            if (ins[j].path && ins[j].path[0] && same_input(out, ins[j].path))
                 usage_error("%s %s: that is the %s file '%s', which this command reads and would overwrite; give "
-                            "another path", outs[i].flag, outs[i].path, ins[j].flag, ins[j].path);
+                            "another path", outs[i].flag, out, ins[j].flag, ins[j].path);
+    }
     int first = -1;
     for (int j = 0; j < ni; j++) {
         if (!ins[j].path || !ins[j].path[0] || !is_stdin(ins[j].path)) continue;
@@ -5592,7 +5617,7 @@ static void make_dir(const char *path) {
 static int lock_run_dir(const char *run_dir, const char *flag) {
     char path[1100], msg[1400];
     snprintf(path, sizeof path, "%s/.lock", run_dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0) {
         snprintf(msg, sizeof msg, "cannot create lock file '%s': %s", path, strerror(errno));
         char hint[96];
@@ -5667,7 +5692,7 @@ typedef struct {
     int one_batch;         // compare: P, the probe prompts of the one-batch prediction view (0: off)
     char study[256], methods[256], train_args[256], sft_args[256];
     int probe_every;       // train: GRPO's and λ-GRPO's gradients compared every N steps (0: off)
-    int overwrite;         // sft, train: 1 replaces the finished run in --run-dir (its model.bin); 0 refuses
+    int overwrite;         // sft, train, tree: 1 replaces the finished run in --run-dir; 0 refuses
     int quick;             // compare --quick: its SFT and train settings come before --sft-args, --train-args
 #ifdef GRPO_CUDA
     int tf32;              // 1: cuBLAS may use TF32 tensor cores
@@ -5755,8 +5780,8 @@ static const OptSpec OPTIONS[] = {
      "score at most N prompts per evaluation (0: all); for train's test file see --test-limit"},
     {"test-limit", OPT_INT, OFF(test_limit), -1, 10000000, NULL, CMD_TRAIN,
      "score the first N test prompts at the start and end (-1: all; 0: none, for short try-outs)"},
-    {"overwrite", OPT_INT, OFF(overwrite), 0, 1, NULL, CMD_SFT | CMD_TRAIN,
-     "1: replace the finished run in --run-dir (its model.bin and logs); 0: refuse to"},
+    {"overwrite", OPT_INT, OFF(overwrite), 0, 1, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
+     "1: replace the finished run in --run-dir (its model.bin, tree_steps.csv, logs); 0: refuse to"},
     {"save-every", OPT_INT, OFF(save_every), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN,
      "write a resumable checkpoint every N steps (0: only at the end)"},
     {"prompts-per-step", OPT_INT, OFF(prompts_per_step), 1, 4096, NULL, CMD_TRAIN | CMD_TREE,
@@ -9038,6 +9063,14 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     if (list_has(o->tree_objectives, "mc-prm"))
         printf("# mc-prm: every token is a step; V̂ of each prefix from K=%d continuations%s\n", o->mc_k,
                o->mc_whiten ? ", step advantages whitened over the step's tokens" : "");
+    char steps_csv[1100];
+    snprintf(steps_csv, sizeof steps_csv, "%s/tree_steps.csv", o->run_dir);
+    NamedPath out = {"--run-dir", steps_csv};
+    refuse_inputs_as_outputs(&out, 1, NULL, 0);
+    struct stat sb;
+    if (!o->overwrite && stat(steps_csv, &sb) == 0)
+        usage_error("--run-dir %s holds an earlier run ('%s'): give another --run-dir, or --overwrite 1 to replace "
+                    "it", o->run_dir, steps_csv);
     make_dir(o->run_dir);
     int lock = lock_run_dir(o->run_dir, "--run-dir");
     const char *header = "objective,n,r_neg,seed,target,step,target_freq,mean_reward";
@@ -10234,6 +10267,14 @@ static int read_check_file(const char *path, CheckRecord **out) {
                 snprintf(detail, sizeof detail, "%s has %d numbers, tokens has %d", names[c], counts[c], r.n);
                 check_error(path, lineno, detail, NULL);
             }
+        const float *lists[3] = {r.logp, r.logp_old, r.logp_ref};
+        for (int c = 0; c < 3; c++)   // a log-probability is at most 0
+            for (int t = 0; counts[c] >= 0 && t < r.n; t++)
+                if (lists[c][t] > 0.0f) {
+                    snprintf(detail, sizeof detail, "%s's number %d is %g: a log-probability is <= 0", names[c], t + 1,
+                             lists[c][t]);
+                    check_error(path, lineno, detail, NULL);
+                }
         if (n == cap) {
             cap *= 2;
             recs = (CheckRecord *)realloc(recs, cap * sizeof(CheckRecord));
@@ -11443,7 +11484,7 @@ static pid_t spawn(const char *exe, char *const *argv, const char *log_path) {
 #else
     (void)parent;
 #endif
-    int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    int fd = open(log_path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW, 0666);
     if (fd < 0) {
         fprintf(stderr, "error: cannot create '%s': %s\n", log_path, strerror(errno));
         _exit(127);
@@ -12581,13 +12622,11 @@ static int cmp_plan_args(int argc, char **argv, CmpPlan *p) {
             p->plan = 1;
             continue;
         }
-        if (!strcmp(argv[i], "--only")) {
-            if (i + 1 >= argc) usage_error("--only needs a run, METHOD/seed_N (as --plan prints it)");
-            p->only = argv[++i];
-            continue;
-        }
-        if (!strncmp(argv[i], "--only=", 7)) {
-            p->only = argv[i] + 7;
+        if (!strcmp(argv[i], "--only") || !strncmp(argv[i], "--only=", 7)) {
+            if (p->only) usage_error("--only given twice ('%s', then '%s'): one run a line", p->only, argv[i]);
+            if (argv[i][6] == '=') p->only = argv[i] + 7;
+            else if (i + 1 >= argc) usage_error("--only needs a run, METHOD/seed_N (as --plan prints it)");
+            else p->only = argv[++i];
             continue;
         }
         p->args[p->nargs++] = argv[i];
@@ -12595,6 +12634,9 @@ static int cmp_plan_args(int argc, char **argv, CmpPlan *p) {
     }
     argv[n] = NULL;
     if (p->plan && p->only) usage_error("--plan and --only: give one (--plan prints the --only lines)");
+    for (int i = 0; p->plan && i < p->nargs; i++)   // a line a run: a line end inside one would split it
+        if (strpbrk(p->args[i], "\n\r"))
+            usage_error("--plan: the argument '%s' holds a line end, and the plan prints one line a run", p->args[i]);
     if (p->plan) {   // only the plan's lines on standard output, so that it can be piped to a scheduler
         fflush(stdout);
         p->out = dup(STDOUT_FILENO);
@@ -12619,6 +12661,9 @@ static void shell_quote(FILE *f, const char *s) {
 static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Method *m, const char *exe) {
     char cwd[4096];
     if (!getcwd(cwd, sizeof cwd)) fail_at(__FILE__, __LINE__, "compare --plan: getcwd failed", strerror(errno));
+    if (strpbrk(cwd, "\n\r") || strpbrk(exe, "\n\r"))
+        fail_at(__FILE__, __LINE__, "compare --plan: the working directory or the program's path holds a line end",
+                "the plan prints one line a run: run it from a path without one");
     FILE *f = fdopen(p->out, "w");
     if (!f) fail_at(__FILE__, __LINE__, "compare --plan: fdopen failed", strerror(errno));
     int lines = 0;
@@ -12680,7 +12725,7 @@ static int cmp_only_select(const CmpPlan *p, CmpRun *runs, int n, const Method *
     make_dir(runs[at].dir);
     char path[1200], done[1200];
     snprintf(path, sizeof path, "%s/.only-lock", runs[at].dir);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0666);   // held until the process ends
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);   // held until the process ends
     if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
         fprintf(stderr, "error: --only '%s': %s\n  hint: another compare --only runs it now (the same plan line "
                 "started twice?); wait for it, its run.log is in %s\n", p->only,
@@ -13098,10 +13143,22 @@ static ssize_t stderr_escaped_write(void *cookie, const char *buf, size_t n) {
     char out[1024];
     size_t k = 0;
     for (size_t i = 0; i < n; i++) {
-        unsigned char ch = (unsigned char)buf[i];
-        if ((ch < 0x20 && ch != '\n' && ch != '\t') || ch == 0x7f) k += (size_t)snprintf(out + k, 5, "\\x%02x", ch);
-        else out[k++] = (char)ch;
-        if (k + 4 >= sizeof out || i + 1 == n) {
+        const unsigned char *u = (const unsigned char *)buf + i;
+        unsigned char ch = u[0];
+        // a UTF-8 sequence: its length, 0 when invalid; U+0080..U+009F (the C1 controls: ESC's
+        // 8-bit forms) counts as invalid here
+        size_t len = ch < 0x80 ? 1 : ch >= 0xc2 && ch < 0xe0 ? 2 : ch >= 0xe0 && ch < 0xf0 ? 3 : ch >= 0xf0 && ch < 0xf5 ? 4 : 0;
+        for (size_t j = 1; j < len; j++)
+            if (i + j >= n || (u[j] & 0xc0) != 0x80) len = 0;
+        if (len == 2 && ch == 0xc2 && u[1] < 0xa0) len = 0;
+        if ((len == 1 && ch < 0x20 && ch != '\n' && ch != '\t') || ch == 0x7f || len == 0)
+            k += (size_t)snprintf(out + k, 5, "\\x%02x", ch);
+        else {
+            memcpy(out + k, u, len);
+            k += len;
+            i += len - 1;
+        }
+        if (k + 8 >= sizeof out || i + 1 == n) {
             for (size_t w = 0; w < k;) {
                 ssize_t r = write(STDERR_FILENO, out + w, k - w);
                 if (r < 0 && errno == EINTR) continue;

@@ -14,8 +14,12 @@ for lr in 1e-4 2e-4 3e-4 5e-4 1e-3 3e-3; do
   for k in 6 16 36; do
     d="$OUT/lr${lr}_k$k"
     # 240 runs x 1,000 steps, one line each, and the header: 240,001 lines when done
-    if [ -f "$d/tree_steps.csv" ] && [ "$(wc -l < "$d/tree_steps.csv")" -eq 240001 ]; then continue; fi
-    echo "OMP_WAIT_POLICY=PASSIVE $G tree --threads 1 --seeds 20 --steps 1000 --lr $lr --group-size $k --run-dir $d > $d.log 2>&1"
+    ow=""   # a command cut off before its end is run again from the start, over its partial log
+    if [ -f "$d/tree_steps.csv" ]; then
+      [ "$(wc -l < "$d/tree_steps.csv")" -eq 240001 ] && continue
+      ow=" --overwrite 1"
+    fi
+    echo "OMP_WAIT_POLICY=PASSIVE $G tree --threads 1 --seeds 20 --steps 1000 --lr $lr --group-size $k --run-dir $d$ow > $d.log 2>&1"
   done
 done | xargs -P "$JOBS" -I{} sh -c '{}'
 python3 notes/tree_sweep.py "$OUT"

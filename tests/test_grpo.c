@@ -2021,7 +2021,7 @@ static void test_busy_machine(void) {
     int codes[2], lines[2], named[2];
     for (int r = 0; r < 2; r++) {
         snprintf(cmd, sizeof cmd, "(env -u GOMP_SPINCOUNT %s GRPO_LOADAVG='3.00 2.00 1.00 3/120 999' %s tree "
-                 "--threads 2 --steps 1 --seeds 1 --run-dir %s/busy_tree 2>%s)", envs[r], grpo_bin(), TMPDIR_, err);
+                 "--threads 2 --steps 1 --seeds 1 --run-dir %s/busy_tree --overwrite 1 2>%s)", envs[r], grpo_bin(), TMPDIR_, err);
         codes[r] = run_binary(cmd, outs[r], sizeof out_warn);
         size_t n = 0;
         char *text = (char *)read_all(err, &n);
@@ -2039,7 +2039,7 @@ static void test_busy_machine(void) {
     // with the policy unset (libgomp's default spins) the program restarts itself under PASSIVE: one
     // stderr line, no advice, stdout that of the PASSIVE run
     snprintf(cmd, sizeof cmd, "(env -u GOMP_SPINCOUNT -u OMP_WAIT_POLICY GRPO_LOADAVG='3.00 2.00 1.00 3/120 999' %s "
-             "tree --threads 2 --steps 1 --seeds 1 --run-dir %s/busy_tree 2>%s)", grpo_bin(), TMPDIR_, err);
+             "tree --threads 2 --steps 1 --seeds 1 --run-dir %s/busy_tree --overwrite 1 2>%s)", grpo_bin(), TMPDIR_, err);
     static char out_restart[4096];
     int rcode = run_binary(cmd, out_restart, sizeof out_restart);
     size_t rn = 0;
@@ -2400,7 +2400,7 @@ static void test_hostile_inputs(void) {
                      "./hp/link.txt; head -12 %s/tests/fixtures/val_small.txt | cmp -s - hp/v.txt && echo intact",
                      T, abs_path(G), abs_path("."));
     check(rc == 2 && strstr(out, "--html hp/v.txt: that is the --val-data file") && rc2 == 0 &&   // (head's)
-          strstr(out + 4096, "that is the --val-data file") && strstr(out + 4096, "\nintact"),
+          strstr(out + 4096, "./hp/link.txt: it is a link") && strstr(out + 4096, "\nintact"),
           "hostile: sample --html naming its --val-data (or a link to it) is refused, the file kept",
           "exit %d, %d: %.150s | %.150s", rc, rc2, out, out + 4096);
     // a link planted under the page's temporary name (this shell's pid, which exec keeps): not followed
@@ -2411,8 +2411,8 @@ static void test_hostile_inputs(void) {
     check(rc == 0 && !strncmp(out, "keep\n<!DOCTYPE html>", 20),
           "hostile: links planted under --html's temporary names are not followed", "exit %d: %.100s", rc, out);
     // two inputs that are both standard input; a NUL byte in --token-names; escapes in a message
-    rc = sh_run(out, sizeof out, "cd %s && %s check - --token-names /dev/stdin --html hp/o.html < "
-                "%s/notes/examples/worked_example.txt", T, abs_path(G), abs_path("."));
+    rc = sh_run(out, sizeof out, "cd %s && cat %s/notes/examples/worked_example.txt | %s check - --token-names "
+                "/dev/stdin --html hp/o.html", T, abs_path("."), abs_path(G));
     check(rc == 2 && strstr(out, "FILE - and --token-names /dev/stdin: both are standard input"),
           "hostile: check - --token-names /dev/stdin is refused (standard input is read once)", "exit %d: %.150s", rc, out);
     rc = sh_run(out, sizeof out, "cd %s && printf 'a\\nb\\000c\\nd\\n' > hp/nul.txt && %s check "
@@ -2438,6 +2438,46 @@ static void test_hostile_inputs(void) {
     check(rc == 2 && strstr(out, "--run-dir hp/sft holds a finished run ('hp/sft/model.bin'): give another --run-dir, "
           "or --overwrite 1") && rc2 == 0, "hostile: a finished run is refused unless --overwrite 1", "exit %d, %d: %.200s",
           rc, rc2, out);
+    // the second hostile pass: outputs that are no regular file; check -'s input as its --html; links
+    // planted as a run's .lock and log; tree's finished run; a line end in a plan; C1 controls; --only
+    // twice; a positive log-probability
+    rc = sh_run(out, sizeof out, "cd %s && rm -f hp/fifo && mkfifo hp/fifo && %s eval --model hp/sft/model.bin "
+                "--data hp/v.txt --eval-limit 2 --completions hp/fifo; test -p hp/fifo && echo still-fifo", T,
+                abs_path(G));
+    check(strstr(out, "--completions hp/fifo: it is a device, FIFO or socket") && strstr(out, "still-fifo"),
+          "hostile: an output that is a FIFO (or device) is refused, not replaced", "%.150s", out);
+    rc = sh_run(out, sizeof out, "cd %s && cp %s/notes/examples/worked_example.txt hp/batch.txt && %s check - --html "
+                "hp/batch.txt < hp/batch.txt; head -c 5 hp/batch.txt", T, abs_path("."), abs_path(G));
+    check(strstr(out, "--html hp/batch.txt: that is the FILE file '-'") && !strstr(out, "<!DOC"),
+          "hostile: check - --html naming the file on standard input is refused", "%.150s", out);
+    rc = sh_run(out, sizeof out, "cd %s && printf precious > hp/victim2 && mkdir -p hp/s7 hp/s8 && ln -sf ../victim2 "
+                "hp/s7/.lock && ln -sf ../victim2 hp/s8/sft.csv && for d in s7 s8; do %s sft --layers 1 --heads 1 "
+                "--channels 16 --steps 1 --eval-every 0 --val-data hp/v.txt --train-data hp/v.txt --run-dir hp/$d "
+                ">/dev/null 2>&1; echo rc=$?; done; cat hp/victim2", T, abs_path(G));
+    check(strstr(out, "rc=1\nrc=2\nprecious") != NULL,
+          "hostile: links planted as a run's .lock or log are not followed (the run stops, the target kept)", "%.150s",
+          out);
+    rc = sh_run(out, sizeof out, "cd %s && %s tree --steps 1 --seeds 1 --run-dir hp/tr >/dev/null && %s tree --steps 1 "
+                "--seeds 1 --run-dir hp/tr; echo rc=$?; %s tree --steps 1 --seeds 1 --run-dir hp/tr --overwrite 1 "
+                ">/dev/null; echo rc=$?", T, abs_path(G), abs_path(G), abs_path(G));
+    check(strstr(out, "--run-dir hp/tr holds an earlier run") && strstr(out, "rc=2\nrc=0"),
+          "hostile: tree refuses a finished run's directory unless --overwrite 1", "%.200s", out);
+    rc = sh_run(out, sizeof out, "%s compare --quick --study '%s/hp/q\ntouch %s/hp/PWNED #' --plan; ls %s/hp/PWNED", G,
+                T, T, T);
+    check(strstr(out, "holds a line end") && strstr(out, "No such file"),
+          "hostile: compare --plan refuses an argument with a line end (a plan line could run another command)",
+          "%.150s", out);
+    rc = sh_run(out, sizeof out, "cd %s && printf 'group=1 reward=1 tokens=1 \\302\\2332J=1\\n' > hp/c1.txt && %s "
+                "check hp/c1.txt", T, abs_path(G));
+    check(rc == 1 && strstr(out, "\\xc2\\x9b2J") && !strstr(out, "\xc2\x9b"),
+          "hostile: C1 controls (U+009B) in a message are shown as \\xHH", "exit %d: %.150s", rc, out);
+    rc = sh_run(out, sizeof out, "%s compare --only grpo/seed_1 --only=grpo/seed_2", G);
+    check(rc == 2 && strstr(out, "--only given twice"), "hostile: compare --only given twice is refused",
+          "exit %d: %.150s", rc, out);
+    rc = sh_run(out, sizeof out, "cd %s && printf 'group=1 reward=1 tokens=1,2 logp=-0.5,0.5\\ngroup=1 reward=0 "
+                "tokens=1\\n' > hp/lp.txt && %s check hp/lp.txt", T, abs_path(G));
+    check(rc == 1 && strstr(out, "hp/lp.txt:1: logp's number 2 is 0.5: a log-probability is <= 0"),
+          "hostile: a positive log-probability in a check file is refused with FILE:LINE", "exit %d: %.150s", rc, out);
     rc = sh_run(out, sizeof out, "%s compare --target-acc -1 --budget -1 2>&1", G);
     check(rc == 2 && !strstr(out, "target-acc") && strstr(out, "--budget"),
           "hostile: compare --target-acc -1, the documented default, is accepted as typed", "exit %d: %.150s", rc, out);
