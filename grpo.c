@@ -5536,8 +5536,50 @@ static int same_input(const char *path, const char *in) {
     return fstat(0, &s0) == 0 && stat(path, &sp) == 0 && sp.st_dev == s0.st_dev && sp.st_ino == s0.st_ino;
 }
 
+/* shell_word: s as one word of a shell command line that a message or record prints: s itself when
+   every byte is safe (letters, digits, . _ - / + , : = @ %), else s single-quoted (each ' as '\'').
+   The result lives until the eighth call after this one. */
+static const char *shell_word(const char *s) {
+    static char buf[8][1200];
+    static int k = 0;
+    if (s[0] && !s[strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-/+,:=@%")]) return s;
+    char *o = buf[k = (k + 1) % 8];
+    size_t n = 0;
+    o[n++] = '\'';
+    for (; *s && n + 6 < sizeof buf[0]; s++) {
+        if (*s == '\'') { memcpy(o + n, "'\\''", 4); n += 4; }
+        else o[n++] = *s;
+    }
+    o[n++] = '\'';
+    o[n] = 0;
+    return o;
+}
+
 typedef struct { const char *flag, *path; } NamedPath;   // an option and its file ("" or NULL: not given)
 static void usage_error(const char *fmt, ...);
+
+/* output_is_ours: an existing file that the single-file output `flag` may replace: empty, or of the
+   kind it writes (--html: a page that starts <!DOCTYPE html>; --completions: a first line of four
+   TAB-separated fields ending eos or no-eos). Other flags (a run directory's files): 1. */
+static int output_is_ours(const char *flag, const char *path) {
+    int html = !strcmp(flag, "--html");
+    if (!html && strcmp(flag, "--completions")) return 1;
+    char head[4096] = "";
+    FILE *f = fopen(path, "rb");
+    if (!f) return 1;
+    size_t n = fread(head, 1, sizeof head - 1, f);
+    fclose(f);
+    head[n] = 0;
+    if (n == 0) return 1;
+    if (html) return !strncmp(head, "<!DOCTYPE html>", 15);
+    char *nl = strchr(head, '\n');
+    if (!nl) return 0;
+    *nl = 0;
+    int tabs = 0;
+    for (char *c = head; *c; c++) tabs += *c == '\t';
+    char *last = strrchr(head, '\t');
+    return tabs == 3 && (!strcmp(last + 1, "eos") || !strcmp(last + 1, "no-eos"));
+}
 
 /* refuse_inputs_as_outputs: before a command reads or writes anything. Each output outs[i] is a new
    name or a regular file (never "-", a directory, a link, a device or a FIFO: the file is written
@@ -5558,6 +5600,10 @@ static void refuse_inputs_as_outputs(const NamedPath *outs, int no, const NamedP
             if (ins[j].path && ins[j].path[0] && same_input(out, ins[j].path))
                 usage_error("%s %s: that is the %s file '%s', which this command reads and would overwrite; give "
                             "another path", outs[i].flag, out, ins[j].flag, ins[j].path);
+        if (S_ISREG(sb.st_mode) && !output_is_ours(outs[i].flag, out))
+            usage_error("%s %s: the file holds something other than what this option writes (%s); remove it or give another "
+                        "name", outs[i].flag, out, !strcmp(outs[i].flag, "--html") ? "a page that starts <!DOCTYPE html>" :
+                        "lines prompt<TAB>completion<TAB>reward<TAB>eos|no-eos");
     }
     int first = -1;
     for (int j = 0; j < ni; j++) {
@@ -6385,7 +6431,7 @@ static const char *TRAIN_RUN_OPTIONS[] = {
     "adv-std", "adv-std-scope", "adv-eps", "clip-eps-low", "clip-eps-high", "beta", "num-iterations",
     "mask-truncated", "format-reward", "mc-k", "mc-whiten", "gae-gamma", "gae-lambda", "prompt-select",
     "select-target", "select-candidates", "select-decay", "dynamic-max-rounds", NULL};
-static const char *SFT_RUN_OPTIONS[] = {"batch-size", NULL};
+static const char *SFT_RUN_OPTIONS[] = {"seed", "batch-size", NULL};
 // The input files a run record holds the hash of (record_input_hashes), and a resume checks
 // (check_resume_inputs): a resume with other data, or another starting point, is another run.
 static const char *const TRAIN_INPUTS[] = {"train-data", "val-data", "init", NULL};
@@ -6620,13 +6666,16 @@ static void refuse_stale_checkpoint(const Options *o, const char *periodic) {
     struct stat sb;
     char model[1100];
     snprintf(model, sizeof model, "%s/model.bin", o->run_dir);
+    int finished = !o->resume[0] && stat(model, &sb) == 0, with_ckpt = stat(periodic, &sb) == 0;
+    if (finished && !o->overwrite)
+        usage_error("--run-dir %s holds a finished run ('%s'%s%s%s): give another --run-dir, or --overwrite 1 to "
+                    "replace it", o->run_dir, model, with_ckpt ? ", and its last resumable checkpoint '" : "",
+                    with_ckpt ? periodic : "", with_ckpt ? "'" : "");
+    if (finished) unlink(periodic);   // --overwrite 1: the finished run's last periodic checkpoint goes with it
     if (!o->resume[0] && stat(periodic, &sb) == 0)
         usage_error("--run-dir %s holds '%s', the resumable checkpoint of an earlier run: continue that run "
                     "with --resume %s, or give another --run-dir (or remove the file)", o->run_dir, periodic,
-                    periodic);
-    if (!o->resume[0] && !o->overwrite && stat(model, &sb) == 0)
-        usage_error("--run-dir %s holds a finished run ('%s'): give another --run-dir, or --overwrite 1 to "
-                    "replace it", o->run_dir, model);
+                    shell_word(periodic));
 }
 
 /* refuse_run_dir_inputs: sft's or train's (mask) files in --run-dir are none of its inputs
@@ -12085,7 +12134,7 @@ static void resolved_config(FILE *f, ArgList *a, int is_train) {
 // The command line as text, with PROG for the binary (not this machine's path: the hash stays the same).
 static void print_command(FILE *f, const ArgList *a) {
     fprintf(f, "    " PROG);
-    for (int i = 0; i < a->argc; i++) fprintf(f, " %s", a->argv[i]);
+    for (int i = 0; i < a->argc; i++) fprintf(f, " %s", shell_word(a->argv[i]));
     fprintf(f, "\n");
 }
 
@@ -12159,8 +12208,10 @@ static uint64_t write_prereg(const char *study, const char *text) {
             snprintf(msg, sizeof msg, "study '%s' was pre-registered with another configuration (its "
                      "prereg.txt; this command's is in %s)", study, rejected);
             char hint[2400];
-            snprintf(hint, sizeof hint, "`diff %s/prereg.txt %s` shows what differs; rerun with the options "
-                     "prereg.txt lists, or give another --study", study, rejected);
+            char prereg[1100];
+            snprintf(prereg, sizeof prereg, "%s/prereg.txt", study);
+            snprintf(hint, sizeof hint, "`diff %s %s` shows what differs; rerun with the options "
+                     "prereg.txt lists, or give another --study", shell_word(prereg), shell_word(rejected));
             fail_at(__FILE__, __LINE__, msg, hint);
         }
         return hash;
@@ -12791,6 +12842,10 @@ static int cmd_compare(int argc, char **argv, Options *o) {
 #ifdef GRPO_CUDA
     usage_error("compare runs one CPU process per core: use the CPU build (" PROG " is the CUDA build)");
 #endif
+    // one spelling of the study's path (prereg.txt records it): no "./" before, no "/" after, no "//"
+    for (char *d; (d = strstr(o->study, "//")) != NULL;) memmove(d, d + 1, strlen(d));
+    while (!strncmp(o->study, "./", 2) && o->study[2]) memmove(o->study, o->study + 2, strlen(o->study) - 1);
+    for (size_t n = strlen(o->study); n > 1 && o->study[n - 1] == '/'; n--) o->study[n - 1] = 0;
     if (!(o->budget > 0)) usage_error("--budget %g: compare needs a budget > 0", o->budget);
     if (o->target_acc < 0 && o->target_acc != -1.0f)
         usage_error("--target-acc %g: give an accuracy in [0, 1], or -1 for no such view", o->target_acc);

@@ -2478,6 +2478,18 @@ static void test_hostile_inputs(void) {
                 "tokens=1\\n' > hp/lp.txt && %s check hp/lp.txt", T, abs_path(G));
     check(rc == 1 && strstr(out, "hp/lp.txt:1: logp's number 2 is 0.5: a log-probability is <= 0"),
           "hostile: a positive log-probability in a check file is refused with FILE:LINE", "exit %d: %.150s", rc, out);
+    // the third pass: a single-file output over a file of another kind (a checkpoint); a study path with
+    // shell text is quoted where prereg.txt and hints print it; another spelling of the study's path
+    rc = sh_run(out, sizeof out, "cd %s && cp hp/sft/model.bin hp/other.bin && %s eval --model hp/sft/model.bin --data "
+                "hp/v.txt --eval-limit 2 --completions hp/other.bin; head -c 4 hp/other.bin | od -An -c", T, abs_path(G));
+    check(strstr(out, "the file holds something other than what this option writes") && strstr(out, "G   R   P   O"),
+          "hostile: --completions over a checkpoint (no input of eval) is refused, the checkpoint kept", "%.200s", out);
+    rc = sh_run(out, sizeof out, "%s compare --quick --study '%s/hp/s;touch PWN;' --plan >/dev/null 2>&1; grep -c "
+                "\"run-dir '%s/hp/s;touch PWN;/sft'\" '%s/hp/s;touch PWN;/prereg.txt'; %s compare --quick --study "
+                "%s//hp/s\\;touch\\ PWN\\;/ --plan 2>/dev/null | wc -l", G, T, T, T, G, T);
+    check(!strncmp(out, "1\n", 2) && strstr(out, "\n4\n"),
+          "hostile: prereg.txt quotes a study path with shell text; another spelling of the path is the same study",
+          "%.200s", out);
     rc = sh_run(out, sizeof out, "%s compare --target-acc -1 --budget -1 2>&1", G);
     check(rc == 2 && !strstr(out, "target-acc") && strstr(out, "--budget"),
           "hostile: compare --target-acc -1, the documented default, is accepted as typed", "exit %d: %.150s", rc, out);
@@ -4967,7 +4979,7 @@ static void test_stale_checkpoint(void) {
     snprintf(cmd, sizeof cmd, "%s train %s --seed 5 --run-dir %s/stale_a", grpo_bin(), common, TMPDIR_);
     if (code == 0) code = run_binary(cmd, out, sizeof out);
     const char *err = line_with(out, "usage error");
-    check(code == 2 && strstr(err, "stale_a/ckpt.bin") && strstr(err, "--resume"),
+    check(code == 2 && strstr(err, "stale_a/ckpt.bin") && strstr(err, "--overwrite 1"),
           "run dir: a new run beside an earlier run's ckpt.bin is refused", "exit %d: %s", code, err);
     // run B's log in its own dir (another seed: other samples), then run A resumed into it
     snprintf(cmd, sizeof cmd, "%s train %s --seed 5 --run-dir %s/stale_b", grpo_bin(), common, TMPDIR_);
@@ -5017,8 +5029,19 @@ static void test_sft_run_record(void) {
     snprintf(cmd, sizeof cmd, "%s sft %s --run-dir %s/sft_record", grpo_bin(), common, TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
     err = line_with(out, "usage error");
-    check(code == 2 && strstr(err, "sft_record/ckpt.bin") && strstr(err, "--resume"),
+    check(code == 2 && strstr(err, "sft_record/ckpt.bin") && strstr(err, "--overwrite 1"),
           "sft: a new run beside an earlier run's ckpt.bin is refused", "exit %d: %s", code, err);
+    snprintf(cmd, sizeof cmd, "%s sft %s --seed 9 --resume %s/sft_record/ckpt.bin --run-dir %s/sft_record9", grpo_bin(),
+             common, TMPDIR_, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    err = line_with(out, "usage error");
+    check(code == 2 && strstr(err, "--seed 9"), "sft --resume with another --seed: refused, naming it", "exit %d: %s",
+          code, err);
+    // --overwrite 1 replaces the finished run and its last periodic checkpoint; a resume keeps its --seed
+    snprintf(cmd, sizeof cmd, "%s sft %s --run-dir %s/sft_record --overwrite 1", grpo_bin(), common, TMPDIR_);
+    code = run_binary(cmd, out, sizeof out);
+    check(code == 0, "sft --overwrite 1 replaces a finished run with its ckpt.bin (--save-every)", "exit %d: %s", code,
+          line_with(out, "error"));
 }
 
 // ----------------------------------------------------------------------------
