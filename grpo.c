@@ -8548,7 +8548,7 @@ static void eval_budget_points(TrainRun *run, const StepReport *r) {
 
 // train's defaults where they differ from default_options (compare reads them for its prereg)
 static void train_defaults(Options *o) {
-    o->steps = 800;   // make run: +8.8 ± 3.2 test points over 5 seeds (notes/results.md); 400 gave about +6
+    o->steps = 800;   // make run's RL steps: notes/results.md gives what they gain
     o->lr = TASK_TRAIN_LR[TASK_COUNTDOWN];
     o->warmup = 10;
     o->schedule = 2;
@@ -10952,7 +10952,8 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 //       budget_spent (cumulative), beside t_sample, t_score, t_tree, t_update (seconds).
 //   RUN_DIR/result.txt at the end: `key value` lines test_acc, test_n, sft_test_acc, steps,
 //       budget_done, gen_tokens_traj, gen_tokens_aux, trained_tokens, flops, seconds.
-//   --budget with --resume is refused (the counters are not in the checkpoint).
+//   --budget with --resume: the same --budget, --budget-unit and --eval-points (the counters are in
+//       the checkpoint's "budget" section: budget_resume).
 
 #define CMP_MAX_METHODS 16
 #define CMP_MAX_OPTS 16
