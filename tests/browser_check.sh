@@ -22,11 +22,11 @@ if [ "${1:-}" = "--out" ]; then out=${2:?--out needs a directory}; fi
 browser=""
 for b in chromium chromium-browser google-chrome; do command -v "$b" >/dev/null 2>&1 && { browser=$b; break; }; done
 if [ -z "$browser" ]; then
-  echo "browser_check: skipped: no chromium (Debian: apt-get install chromium)"
+  echo "browser_check: SKIPPED, not passed: no chromium (Debian: apt-get install chromium)"
   exit 0
 fi
 if ! command -v compare >/dev/null 2>&1; then
-  echo "browser_check: skipped: no ImageMagick compare (Debian: apt-get install imagemagick)"
+  echo "browser_check: SKIPPED, not passed: no ImageMagick compare (Debian: apt-get install imagemagick)"
   exit 0
 fi
 [ -x ./grpo ] || { echo "browser_check: ./grpo not built (make grpo)"; exit 1; }
