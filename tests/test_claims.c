@@ -3,8 +3,9 @@
 //
 // notes/studies/claims.tsv, one claim a line (TAB-separated; # comments):
 //   DOC  TEXT  RECORD  STAT  SCALE  FORMAT
-// TEXT must stand in DOC as written; the value STAT computes from RECORD, times SCALE, printed
-// with FORMAT (printf, one or two %f: mean, then the 95% half-width), must stand in TEXT.
+// TEXT must stand in DOC as written (each place it stands counts as covered); the value STAT
+// computes from RECORD, times SCALE, printed with FORMAT (printf, one or two %f: mean, then the 95%
+// half-width), must stand in TEXT.
 // STAT, on a compare record (its per-seed lines "  METHOD seed_N: v0 .. vK | test T (SFT S)"):
 //   test M | gain M (test − SFT) | dtest A B (paired, A − B) | val J M | dval J A B | sft M
 //   (mean ± 95% t half-width over seeds; sft: the starting model's test accuracy, no interval)
@@ -172,7 +173,8 @@ static int claims_run(const char *const paths[2], int verbose, int *wrong, int *
             } else if (claim_value(rec, f[3], atof(f[4]), f[5], shown, sizeof shown, why, sizeof why) == 0 &&
                        !strstr(f[1], shown))
                 snprintf(why, sizeof why, "%s gives %s, not in '%s'", f[2], shown, f[1]);
-            if (at) memset(covered[d] + (at - text[d]), 1, strlen(f[1]));
+            for (const char *o = at; o; o = strstr(o + 1, f[1]))   // every place it stands is covered
+                memset(covered[d] + (o - text[d]), 1, strlen(f[1]));
             free(rec);
             claims++;
             if (why[0] && (*wrong)++ < 5 && verbose) printf("  notes/studies/claims.tsv:%d: %s\n", lineno, why);
