@@ -9080,7 +9080,8 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     o->group_size = 16;
     o->prompts_per_step = 1;
     o->seeds = 5;
-    o->lr = 1e-3f;
+    o->lr = 5e-4f;   // GRPO's best rate at 250 steps, k = 16, by a rule fixed before λ-GRPO's runs were read
+                     // (notes/studies/tree_sweep.prereg.txt; the map of both: notes/results.md)
     o->warmup = 0;
     o->schedule = 2;
     o->weight_decay = 0.0f;
