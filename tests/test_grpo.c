@@ -1919,7 +1919,7 @@ static void test_tree_errors(void) {
           "tree: --steps 0 is a usage error", "exit %d: %s", code, line_with(out, "error"));
     // lr 10 with beta2 0 makes AdamW's step g/|g| x 10 per weight: NaN within a few steps
     snprintf(cmd, sizeof cmd, "%s tree --threads 2 --seeds 5 --steps 30 --lr 10 --beta1 0.99 --beta2 0 "
-             "--run-dir %s/tree_nan", grpo_bin(), TMPDIR_);
+             "--run-dir %s/tree_nan --overwrite 1", grpo_bin(), TMPDIR_);
     int twice = 0, last_good = 0, codes_ok = 1;
     for (int i = 0; i < 3; i++) {
         code = run_binary(cmd, out, sizeof out);
