@@ -645,7 +645,7 @@ static void test_html_errors(void) {
           "exit %d: %s", code, line_with(out, "--html"));
     snprintf(cmd, sizeof cmd, "%s check --html %s notes/examples/worked_example.txt", grpo_bin(), TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
-    check(code == 1 && strstr(out, "is a directory"), "html: --html naming a directory: exit 1", "exit %d: %s", code,
+    check(code == 2 && strstr(out, "it is a directory"), "html: --html naming a directory: refused, exit 2", "exit %d: %s", code,
           line_with(out, "--html"));
     snprintf(cmd, sizeof cmd, "%s check --html notes/examples/worked_example.txt notes/examples/worked_example.txt",
              grpo_bin());
