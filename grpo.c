@@ -130,6 +130,7 @@ static void *calloc_check(size_t n, size_t size, const char *file, int line) {
 }
 #define callocCheck(n, size) calloc_check(n, size, __FILE__, __LINE__)
 
+static FILE *fopen_nofollow(const char *path, const char *mode);   // a file it writes: through no link (tooling)
 static FILE *fopen_check(const char *path, const char *mode, const char *file, int line) {
     struct stat sb;
     if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
@@ -137,17 +138,10 @@ static FILE *fopen_check(const char *path, const char *mode, const char *file, i
         snprintf(msg, sizeof msg, "'%s' is a directory, expected a file", path);
         fail_at(file, line, msg, "check the path");
     }
-    // a file it writes (a run's logs) is never reached through a link: O_NOFOLLOW on the last name
-    int writes = mode[0] != 'r' || strchr(mode, '+');
-    int flags = mode[0] == 'w' ? O_CREAT | O_TRUNC : mode[0] == 'a' ? O_CREAT | O_APPEND : 0;
-    int fd = writes ? open(path, (strchr(mode, '+') || mode[0] == 'r' ? O_RDWR : O_WRONLY) | flags | O_NOFOLLOW |
-                                     O_CLOEXEC, 0666) : -1;
-    FILE *f = writes ? (fd >= 0 ? fdopen(fd, mode) : NULL) : fopen(path, mode);
+    FILE *f = mode[0] == 'r' && !strchr(mode, '+') ? fopen(path, mode) : fopen_nofollow(path, mode);
     if (!f) {
         char msg[1200];
-        if (fd >= 0) close(fd);
-        snprintf(msg, sizeof msg, "cannot open '%s' (mode %s): %s%s", path, mode, strerror(errno),
-                 errno == ELOOP ? " (it is a link: a file this program writes is never written through one)" : "");
+        snprintf(msg, sizeof msg, "cannot open '%s' (mode %s): %s", path, mode, strerror(errno));
         fail_at(file, line, msg, mode[0] == 'r' ? "check the path; run from the repository root"
                                                 : "check that the directory exists and is writable");
     }
@@ -1591,8 +1585,7 @@ typedef struct {
     // the verifier: 1.0f if completion[0..len) (no <eos>) solves the problem, else 0.0f
     float (*verify)(const int *nums, int n, int target, const char *completion, int len);
     int (*well_formed)(const char *completion, int len);   // --format-reward: 1 if well formed
-    int max_new;                   // the completion budget its default data need (--max-new-tokens)
-    int max_new_nums;              // ... whose problems have at most this many numbers (terms)
+    int max_new, max_new_nums;     // the budget its default data need (--max-new-tokens), for up to max_new_nums numbers
     char step_end;                 // MC-PRM: a step ends after each such character
     const char *chars;             // the characters of VOCAB_CHARS its text uses
 } Task;
@@ -6934,6 +6927,22 @@ static void ckpt_signals(struct sigaction *saved, int restore) {
         sigemptyset(&sa.sa_mask);
         sigaction(CKPT_SIGNALS[i], &sa, NULL);
     }
+}
+
+/* fopen_nofollow: fopen(path, mode) for a mode that writes ("w", "a", "r+", ...), but never through
+   a link: O_NOFOLLOW on the last name (a link planted as a run's log or lock fails with ELOOP).
+   NULL with errno set. fopenCheck uses it for every file it opens to write. */
+static FILE *fopen_nofollow(const char *path, const char *mode) {
+    int flags = mode[0] == 'w' ? O_CREAT | O_TRUNC : mode[0] == 'a' ? O_CREAT | O_APPEND : 0;
+    int fd = open(path, (strchr(mode, '+') || mode[0] == 'r' ? O_RDWR : O_WRONLY) | flags | O_NOFOLLOW | O_CLOEXEC,
+                  0666);
+    FILE *f = fd >= 0 ? fdopen(fd, mode) : NULL;
+    if (!f && fd >= 0) {
+        int err = errno;
+        close(fd);
+        errno = err;
+    }
+    return f;
 }
 
 /* atomic_create: the one way this program writes a file whole: a new temporary file next to path,
