@@ -10327,9 +10327,9 @@ static int read_check_file(const char *path, CheckRecord **out) {
                 check_error(path, lineno, detail, NULL);
             }
         const float *lists[3] = {r.logp, r.logp_old, r.logp_ref};
-        for (int c = 0; c < 3; c++)   // a log-probability is at most 0
+        for (int c = 0; c < 3; c++)   // a log-probability is at most 0 (up to a trainer's float rounding)
             for (int t = 0; counts[c] >= 0 && t < r.n; t++)
-                if (lists[c][t] > 0.0f) {
+                if (lists[c][t] > 1e-6f) {
                     snprintf(detail, sizeof detail, "%s's number %d is %g: a log-probability is <= 0", names[c], t + 1,
                              lists[c][t]);
                     check_error(path, lineno, detail, NULL);
