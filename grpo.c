@@ -6989,7 +6989,7 @@ static FILE *atomic_open(AtomicFile *a, const char *path) {
     a->f = atomic_create(path, a->tmp, sizeof a->tmp);
     if (!a->f) {
         char msg[2600];
-        snprintf(msg, sizeof msg, "cannot create '%s' (to write '%s'): %s", a->tmp, path, strerror(errno));
+        snprintf(msg, sizeof msg, "cannot create '%.1100s' (to write '%.1100s'): %s", a->tmp, path, strerror(errno));
         fail_at(__FILE__, __LINE__, msg, "check that the directory exists and is writable");
     }
     return a->f;
@@ -6997,7 +6997,7 @@ static FILE *atomic_open(AtomicFile *a, const char *path) {
 static void atomic_close(AtomicFile *a) {
     if (atomic_commit(a->f, a->tmp, a->path) == 0) return;
     char msg[2600];
-    snprintf(msg, sizeof msg, "cannot write '%s' (through '%s'): %s", a->path, a->tmp, strerror(errno));
+    snprintf(msg, sizeof msg, "cannot write '%.1100s' (through '%.1100s'): %s", a->path, a->tmp, strerror(errno));
     fail_at(__FILE__, __LINE__, msg, "is the disk full? the temporary file was removed");
 }
 
@@ -11389,13 +11389,9 @@ static char *slurp(const char *path) {
 
 // Writes text to path through a temporary file and a rename: a reader sees all of it or none.
 static void write_file_atomic(const char *path, const char *text) {
-    char tmp[1200];
-    FILE *f = atomic_create(path, tmp, sizeof tmp);
-    if (!f || fputs(text, f) < 0 || atomic_commit(f, tmp, path) != 0) {
-        char msg[1400];
-        snprintf(msg, sizeof msg, "cannot write '%s' (through '%s'): %s", path, tmp, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "check that the study directory is writable and the disk not full");
-    }
+    AtomicFile a;
+    fputs(text, atomic_open(&a, path));
+    atomic_close(&a);   // (a failed fputs shows as ferror there)
 }
 
 /* load_run: reads a finished run's eval.csv (points 0..K, in order) and result.txt into r,
