@@ -41,6 +41,9 @@ How to read it
   The functions that carry the paper: compute_advantages (a_i, eq. 2), build_prefix_tree and
   build_group_trees (B(G), §3.1), lambda_weight (1/|λ(i,t)|, eq. 11), grpo_token_loss (the
   clipped per-token objective and ∂loss/∂logp, eqs. 3–4), grpo_update (μ AdamW steps), grpo_step.
+  On the CPU, by default, the sampler and the update run speed paths with the same results (the
+  same tokens; the same gradient up to float rounding); `--sampler plain --update-layout padded`
+  runs the reference's own loops only (grpo_step's comment says which is which).
   Then, under the OPTIONAL PARTS banner, what a first reading skips, each reached from the
   reference through a call whose declaration says in one line what it computes:
     Comparison method: MC-PRM → Comparison method: PPO → Prompt selection → Speed paths (register
@@ -721,7 +724,7 @@ static void act_sizes(size_t *s, const GPTConfig *c, int B, int T) {
 // plus scratch for one position of each of the B sequences.
 typedef struct {
     int B;
-    int pack;                 // the sampler shares prompts and packs unfinished rows (kv_copy_positions)
+    int pack;                 // 1: the sampler's speed path (sample_completions_shared; --sampler shared)
     float *k, *v;
     float *x, *ln, *qkv, *atty, *proj, *fch, *fch_gelu, *logits;
     float *mean, *rstd;       // (B) LayerNorm statistics of the step (not kept)
@@ -1811,44 +1814,6 @@ static void free_dataset(Dataset *d) {
 // ----------------------------------------------------------------------------
 // Group sampler: k completions per prompt with the KV cache, one RNG stream each
 
-/* shared_prompts: leader[b] = the first row whose prompt equals row b's (same length, same
-   tokens), b itself for the first row of each distinct prompt; returns how many are distinct.
-   Rows are compared by content, so callers need not say which rows form a group; a hash
-   table of 2B to 4B entries keeps it linear. */
-static int shared_prompts(int *leader, int B, const int *const *prompts, const int *prompt_len) {
-    int size = 1;
-    while (size < 2 * B) size *= 2;
-    int *table = (int *)mallocCheck((size_t)size * sizeof(int));
-    for (int i = 0; i < size; i++) table[i] = -1;
-    int distinct = 0;
-    for (int b = 0; b < B; b++) {
-        uint64_t h = 1469598103934665603ull ^ (uint64_t)prompt_len[b];   // FNV-1a
-        for (int t = 0; t < prompt_len[b]; t++) {
-            h ^= (uint32_t)prompts[b][t];
-            h *= 1099511628211ull;
-        }
-        h ^= h >> 32;   // FNV's low bits depend on the tokens' low bits only: mix in the high ones
-        h *= 0x9e3779b97f4a7c15ull;
-        int i = (int)(h >> 32 & (uint64_t)(size - 1));
-        leader[b] = b;
-        while (table[i] >= 0) {
-            int a = table[i];
-            size_t bytes = (size_t)prompt_len[b] * sizeof(int);
-            if (prompt_len[a] == prompt_len[b] && memcmp(prompts[a], prompts[b], bytes) == 0) {
-                leader[b] = a;
-                break;
-            }
-            i = (i + 1) & (size - 1);
-        }
-        if (leader[b] == b) {
-            table[i] = b;
-            distinct++;
-        }
-    }
-    free(table);
-    return distinct;
-}
-
 /* draw_token: the next token from logits z (V): softmax(z / temperature) over the allowed
    tokens, then the argmax when greedy, else a draw with rng. *logp: its log-prob under that
    distribution (nats). probs (V) is scratch. */
@@ -1882,128 +1847,64 @@ static int draw_token(const float *z, int V, float temperature, int greedy, Rng 
    Writes comp (B, stride) token ids, comp_logp (B, stride) their log-probs under the
    sampling distribution (nats, temperature applied), comp_len (B).
    Requires 1 <= budget[b] <= stride, prompt_len[b] + budget[b] <= maxT and B <= kv->B: the
-   commands refuse options that break them with a usage error; the budget is checked here
-   again because a caller that gets it wrong would otherwise write past comp (a budget of 0
-   stores one token). MC-PRM's continuations give each row its own budget (what is left of
-   max_new after the state's prefix); sample_completions gives every row max_new.
-
-   The decode step computes cache slots 0..n-1 only, so the sampler keeps the work there
-   (kv->pack, the CPU): each distinct prompt is fed once (rows with equal prompts, a GRPO
-   group, share it: its cache is copied to the other rows' slots), and a finished sequence
-   leaves the front slots (the last unfinished one moves into its slot). Every row of a
-   decode step is computed on its own, in the same order whatever the other rows and the row
-   count are, so a sequence's tokens and log-probs do not depend on the batch it is sampled
-   in (notes/cpu-fast-paths.md). */
+   commands refuse options that break them; they are checked here again because a caller that
+   gets them wrong would write past comp. MC-PRM's continuations give each row its own budget.
+   The loop below feeds every row one position per decode step: row b reads its prompt, then
+   draws a token after each position from its last prompt token on. A row's logits depend on
+   its own tokens only, so a sequence does not depend on the batch it is sampled in. */
+static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *const *prompts,
+                                      const int *prompt_len, const int *budget, int stride, float temperature,
+                                      int greedy, Rng *rngs, const unsigned char *allowed,
+                                      int *comp, float *comp_logp, int *comp_len);
+// leader[b] = the first of the B rows whose prompt equals row b's; returns how many are distinct
+static int shared_prompts(int *leader, int B, const int *const *prompts, const int *prompt_len);
 static void sample_completions_budget(GPT *m, KVCache *kv, int B, const int *const *prompts,
                                       const int *prompt_len, const int *budget, int stride, float temperature,
                                       int greedy, Rng *rngs, const unsigned char *allowed,
                                       int *comp, float *comp_logp, int *comp_len) {
     const char *hint = "a command did not check its token budget; please report this";
     for (int b = 0; b < B; b++) {
-        if (budget[b] < 1)
-            fail_at(__FILE__, __LINE__, "sample_completions: max_new < 1 leaves no room for a new token",
-                    hint);
-        if (budget[b] > stride)
-            fail_at(__FILE__, __LINE__, "sample_completions: a row's budget is longer than its row", hint);
+        if (budget[b] < 1 || budget[b] > stride)
+            fail_at(__FILE__, __LINE__, "sample_completions: a row's budget (max_new) is < 1 or longer than its row", hint);
         if (prompt_len[b] < 1 || prompt_len[b] + budget[b] > m->config.max_seq_len)
             fail_at(__FILE__, __LINE__, "sample_completions: prompt + max_new exceed the context", hint);
     }
     if (B > kv->B)
         fail_at(__FILE__, __LINE__, "sample_completions: more sequences than the KV cache holds",
                 "a command built its KV cache too small; please report this");
-    if (B < 1) return;
+    if (kv->pack) {   // the CPU's default (--sampler shared; Speed paths): the same tokens and log-probs,
+                      // bit for bit, each distinct prompt fed once and finished rows no longer computed
+        sample_completions_shared(m, kv, B, prompts, prompt_len, budget, stride, temperature, greedy, rngs,
+                                  allowed, comp, comp_logp, comp_len);
+        return;
+    }
     int V = m->config.vocab_size;
-    int maxT = m->config.max_seq_len;
-    int *leader = (int *)mallocCheck((size_t)B * sizeof(int));
-    int *row_of = (int *)mallocCheck((size_t)B * sizeof(int));    // row_of[s]: the row in slot s
-    int *slot_of = (int *)mallocCheck((size_t)B * sizeof(int));
-    int *tok = (int *)mallocCheck((size_t)B * sizeof(int));       // per slot: the step's token
-    int *pos = (int *)mallocCheck((size_t)B * sizeof(int));       // and its position
-    int *done = (int *)mallocCheck((size_t)B * sizeof(int));
+    int *tok = (int *)mallocCheck((size_t)(B > 0 ? B : 1) * sizeof(int));
+    int *pos = (int *)mallocCheck((size_t)(B > 0 ? B : 1) * sizeof(int));
     float *probs = (float *)mallocCheck((size_t)V * sizeof(float));
-    int D = B;
-    if (kv->pack) D = shared_prompts(leader, B, prompts, prompt_len);
-    for (int b = 0; b < B && !kv->pack; b++) leader[b] = b;
-    float *first = (float *)mallocCheck((size_t)D * V * sizeof(float));   // logits after each prompt
-    kv_pack_weights(kv, m);
-    // slots 0..D-1: the distinct prompts, longest first, so that the prompts still being fed
-    // at any position are slots 0..n-1; then the other rows
-    int nslot = 0;
-    for (int len = maxT; len >= 1; len--)
-        for (int b = 0; b < B; b++)
-            if (leader[b] == b && prompt_len[b] == len) row_of[nslot++] = b;
-    for (int b = 0; b < B; b++)
-        if (leader[b] != b) row_of[nslot++] = b;
-    for (int s = 0; s < B; s++) slot_of[row_of[s]] = s;
-    // feed the distinct prompts, one position per step
-    int n = D;
-    for (int t = 0; t < prompt_len[row_of[0]]; t++) {
-        while (prompt_len[row_of[n - 1]] <= t) n--;
-        for (int s = 0; s < n; s++) {
-            tok[s] = prompts[row_of[s]][t];
-            pos[s] = t;
+    int left = B;   // rows still drawing
+    for (int b = 0; b < B; b++) comp_len[b] = 0;
+    for (int t = 0; left > 0; t++) {
+        for (int b = 0; b < B; b++) {   // position t of every row: a prompt token, its last draw, or padding
+            int j = t - prompt_len[b];  // (a finished row's padding changes none of its tokens)
+            tok[b] = j < 0 ? prompts[b][t] : j < comp_len[b] ? comp[(size_t)b * stride + j] : TOK_PAD;
+            pos[b] = t;
         }
-        gpt_decode_step(m, kv, tok, pos, n);
-        for (int s = 0; s < n; s++)
-            if (prompt_len[row_of[s]] == t + 1)
-                memcpy(first + (size_t)s * V, kv->logits + (size_t)s * V, (size_t)V * sizeof(float));
-    }
-    // the other rows get their prompt's cache, and every row draws its first token
-    for (int s = D; s < B; s++) {
-        int b = row_of[s];
-        kv_copy_positions(kv, &m->config, s, slot_of[leader[b]], prompt_len[b]);
-    }
-    for (int b = 0; b < B; b++) {
-        const float *z = first + (size_t)slot_of[leader[b]] * V;
-        comp[(size_t)b * stride] = draw_token(z, V, temperature, greedy, &rngs[b], allowed, probs,
-                                              &comp_logp[(size_t)b * stride]);
-        comp_len[b] = 1;
-        done[b] = comp[(size_t)b * stride] == TOK_EOS || budget[b] == 1;
-    }
-    int active = B;
-    int left = 0;   // unfinished rows
-    for (int b = 0; b < B; b++) left += !done[b];
-    while (left > 0) {
-        // a finished row's slot takes the last unfinished row (with its cache): slots
-        // 0..active-1 hold the unfinished rows (without kv->pack, all rows stay, and the
-        // finished ones are fed again past their end, harmlessly)
-        for (int s = 0; s < active && kv->pack; s++) {
-            if (!done[row_of[s]]) continue;
-            while (active - 1 > s && done[row_of[active - 1]]) active--;
-            active--;
-            if (active == s) break;
-            int b = row_of[active];
-            kv_copy_positions(kv, &m->config, s, active, prompt_len[b] + comp_len[b] - 1);
-            row_of[active] = row_of[s];
-            row_of[s] = b;
-        }
-        // each row feeds its last token
-        for (int s = 0; s < active; s++) {
-            int b = row_of[s];
-            tok[s] = comp[(size_t)b * stride + comp_len[b] - 1];
-            pos[s] = prompt_len[b] + comp_len[b] - 1;
-        }
-        gpt_decode_step(m, kv, tok, pos, active);
-        for (int s = 0; s < active; s++) {
-            int b = row_of[s];
-            if (done[b]) continue;
-            size_t j = (size_t)b * stride + comp_len[b];
-            comp[j] = draw_token(kv->logits + (size_t)s * V, V, temperature, greedy, &rngs[b], allowed, probs,
-                                 &comp_logp[j]);
-            comp_len[b]++;
-            done[b] = comp[j] == TOK_EOS || comp_len[b] == budget[b];
-            left -= done[b];
+        gpt_decode_step(m, kv, tok, pos, B);
+        for (int b = 0; b < B; b++) {
+            int n = comp_len[b];
+            if (t < prompt_len[b] - 1 || (n > 0 && (comp[(size_t)b * stride + n - 1] == TOK_EOS || n == budget[b])))
+                continue;   // still reading its prompt, or finished
+            size_t at = (size_t)b * stride + n;
+            comp[at] = draw_token(kv->logits + (size_t)b * V, V, temperature, greedy, &rngs[b], allowed, probs,
+                                  &comp_logp[at]);
+            comp_len[b] = n + 1;
+            left -= comp[at] == TOK_EOS || n + 1 == budget[b];
         }
     }
-    kv_unpack_weights(kv);
-    free(leader);
-    free(row_of);
-    free(slot_of);
     free(tok);
     free(pos);
-    free(done);
     free(probs);
-    free(first);
 }
 
 /* sample_completions: sample_completions_budget with the same budget, max_new tokens, for
@@ -2392,6 +2293,10 @@ static double grpo_token_loss(const ObjectiveConfig *cfg, int n, const float *lo
 // shared-prefix batch, every shared prefix computed once (Speed paths; notes/shared-prefix-batch.md)
 enum { LAYOUT_PADDED = 0, LAYOUT_TREE };
 static const char *UPDATE_LAYOUT_NAMES[] = {"padded", "tree", NULL};
+// How the sampler runs (the same tokens bit for bit): plain, the loop of sample_completions_budget;
+// or shared, sample_completions_shared (Speed paths), the CPU's default. It sets kv->pack.
+enum { SAMPLER_PLAIN = 0, SAMPLER_SHARED };
+static const char *SAMPLER_NAMES[] = {"plain", "shared", NULL};
 
 /* GRPOConfig: what a GRPO step needs and nothing more. The commands (train, tree, check,
    sample) fill it from their options with grpo_config_from_options (tooling section). */
@@ -2827,7 +2732,7 @@ typedef struct {                 // one GRPO run, set up by cmd_train
     KVCache *kv;                 // the sampler's cache for the N sequences of a step
     GroupBatch *batch;           // the step's P groups of k completions
     const Dataset *train, *val;  // prompts to train on, and to validate on every eval_every steps
-    PromptSelector *select;      // how each step chooses its prompts (--prompt-select)
+    PromptSelector *select;      // --prompt-select mopps or dynamic; NULL: uniform (draw_prompts)
     GRPOConfig cfg;
     AdamWConfig opt;             // its schedule counts steps·μ optimizer steps
     TrainState *state;           // steps taken and the run's RNG: what a resumable checkpoint holds
@@ -2898,28 +2803,39 @@ typedef struct {                 // one step, as log_step prints it and writes i
     SelectStats select;          // what prompt selection did: predicted and realised success, refills
 } StepReport;
 
-// The tooling the loop calls, defined after the banner below (it is not GRPO): the step's log
-// line and CSV row, validation, stopping on NaN, periodic checkpoints, the --budget's counts
-// and its evaluation points.
-static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv);
-static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int max_new,
-                           float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump);
-static void stop_on_nan(const char *what, int step, float value, const char *last_good);
-static void save_periodic_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good,
-                                     size_t cap);
-static int spend_budget(TrainRun *run, StepReport *r);
-static void eval_budget_points(TrainRun *run, const StepReport *r);
-static void critic_to_section(Critic *c, TrainState *st);
+
+/* stop_on_nan: the run has met a non-finite value at step `step` (numbered as in the log
+   and the CSV): stop before anything is saved. last_good names the newest checkpoint that
+   passed check_params (NULL: the command writes none). Threads of ./grpo tree may get here
+   at once: the critical section lets one print and end the process. */
+static void stop_on_nan(const char *what, int step, float value, const char *last_good) {
+    #pragma omp critical(stop_on_nan)
+    {
+        fprintf(stderr, "error: step %d: %s is %g; stopping so the model is not corrupted.\n",
+                step, what, value);
+        if (last_good)
+            fprintf(stderr, "  last good checkpoint: %s\n",
+                    last_good[0] ? last_good : "none yet (this run has saved nothing)");
+        fprintf(stderr, "  hint: lower --lr, lower --grad-clip, or check the data\n");
+        exit(EXIT_INPUT);
+    }
+}
+
+// after_step (tooling, defined after the TOOLING banner; it is not GRPO): what step r spent (--budget),
+// validation every eval_every steps, the log line and CSV row, a periodic checkpoint. Returns 1 when
+// the run's --budget is spent.
+static int after_step(TrainRun *run, StepReport *r);
 static void ckpt_add_section(TrainState *st, const char *tag, void *data, uint64_t bytes, int owned);
 
-// The comparison methods' hooks into the step (each defined in its method's section after the loop).
-// select_prompts: the step's prompts x into g (uniform draws with the run's RNG: draw_prompts; or MoPPS)
+// The comparison methods' hooks into the step (each defined in its method's section after the loop;
+// none runs for GRPO and λ-GRPO with uniform prompts).
+// select_prompts: the step's prompts x into g for --prompt-select mopps or dynamic
 static void select_prompts(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng *run_rng, SelectStats *out);
 // after scoring: DAPO's dynamic sampling refills groups whose rewards are all equal; MoPPS updates
-// its posteriors. Uniform prompts: only the log's statistics (no effect on training).
+// its posteriors; both record the step's selection statistics
 static void select_after_scoring(TrainRun *run, StepReport *r);
 // per-token advantages g->token_adv in place of a_i: MC-PRM's A_j (run->mc) or PPO's GAE A_t
-// (run->critic). Nothing for GRPO and λ-GRPO (but --probe-every's measurement, which changes nothing).
+// (run->critic); --probe-every's measurement of GRPO's and λ-GRPO's directions (it changes nothing).
 static void method_token_advantages(TrainRun *run, StepReport *r);
 // after the policy's update: PPO's critic takes its own μ steps. Nothing for the other methods.
 static void method_after_update(TrainRun *run, StepReport *r);
@@ -2930,27 +2846,34 @@ static void method_after_update(TrainRun *run, StepReport *r);
 
 /* grpo_step: one GRPO step, the paper's algorithm (DeepSeekMath's Algorithm 1 with μ updates per
    sampled batch) phase by phase: prompts → sample → score → advantages → B(G) and |λ| → update.
-   r->t[0..6] time the phases. The comparison methods change it only through the hooks above. A
-   non-finite loss or gradient norm stops the process at once, with nothing saved (stop_on_nan). */
+   r->t[0..6] time the phases. For GRPO and λ-GRPO with uniform prompts every call is in the
+   reference above; the other methods and prompt selectors enter only through the hooks above. A
+   non-finite loss or gradient norm stops the process at once, with nothing saved (stop_on_nan).
+   Which code runs: on the CPU, by default, two speed paths stand in for two loops of the reference,
+   the sampler's (--sampler shared: sample_completions_shared, the same tokens bit for bit) and the
+   update's (--update-layout tree: the shared-prefix batch, the same loss and gradient up to float
+   rounding). `--sampler plain --update-layout padded` runs the reference's own loops only; the test
+   "reference paths" trains both ways and gets the same model up to rounding. */
 static void grpo_step(TrainRun *run, StepReport *r, int *adam_t) {
     GroupBatch *g = run->batch;
     TrainState *st = run->state;
     const GRPOConfig *cfg = &run->cfg;
     r->t[0] = wall_seconds();
     // x: one prompt per group from the training set; y(i) ~ π_old(·|x), k per prompt (§2)
-    select_prompts(run->select, g, run->train, &st->rng, &r->select);
+    if (run->select) select_prompts(run->select, g, run->train, &st->rng, &r->select);
+    else draw_prompts(g, run->train, &st->rng);   // uniform, with replacement
     sample_group(run->policy, run->kv, g, cfg, st->step, NULL);
     r->t[1] = wall_seconds();
     // r_i: the verifier's outcome reward of each completion (§2)
     score_group(g, run->train, run->format_reward);
-    select_after_scoring(run, r);
+    if (run->select) select_after_scoring(run, r);
     r->t[2] = wall_seconds();
     // a_i = (r_i − mean r) / (std r + eps) within each group (eq. 2)
     compute_advantages(g->advantage, g->reward, g->num_groups, g->group_start, &cfg->obj);
     // B(G): each group's prefix tree and |λ(i,t)| of every token (§3.1)
     r->trees = build_group_trees(g);
     r->t[3] = wall_seconds();
-    method_token_advantages(run, r);
+    if (run->mc || run->critic || run->probe) method_token_advantages(run, r);   // not for (λ-)GRPO
     r->t[4] = wall_seconds();
     // μ AdamW steps on the clipped objective (eqs. 3–4), λ-GRPO dividing each token's term by
     // |λ(i,t)| (eq. 11)
@@ -2958,19 +2881,16 @@ static void grpo_step(TrainRun *run, StepReport *r, int *adam_t) {
     if (status != UPDATE_DONE)
         stop_on_nan(UPDATE_STOPPED_BY[status], r->step, r->update.not_finite, run->last_good);
     r->t[5] = wall_seconds();
-    method_after_update(run, r);
+    if (run->critic) method_after_update(run, r);   // PPO's critic update
     r->t[6] = wall_seconds();
 }
 
-/* train_loop: GRPO steps state->step+1 .. steps (grpo_step), then for each what it spent
-   (spend_budget), validation every eval_every steps, the log line and CSV row (log_step), and
-   every save_every steps a resumable checkpoint. A run with --budget ends after the first step
-   that spends it. */
+/* train_loop: GRPO steps state->step+1 .. steps (grpo_step), each followed by the tooling's
+   after_step (what it spent, validation, the log line and CSV row, a periodic checkpoint). A run
+   with --budget ends after the first step that spends it. */
 static void train_loop(TrainRun *run) {
-    GroupBatch *g = run->batch;
     TrainState *st = run->state;
-    const GRPOConfig *cfg = &run->cfg;
-    int adam_t = st->step * cfg->num_iterations;   // AdamW steps taken: μ per GRPO step
+    int adam_t = st->step * run->cfg.num_iterations;   // AdamW steps taken: μ per GRPO step
     int budget_done = 0;
     for (; st->step < run->steps && !budget_done; st->step++) {
         StepReport report;
@@ -2979,23 +2899,7 @@ static void train_loop(TrainRun *run) {
         report.mc_prm = run->mc != NULL;
         report.has_critic = run->critic != NULL;
         grpo_step(run, &report, &adam_t);
-        // what the step spent (tokens, FLOPs, seconds); 1 once the run's --budget is spent
-        budget_done = spend_budget(run, &report);
-        st->gen_tokens += report.gen_traj;
-        report.gen_tokens = st->gen_tokens;
-        report.last = report.step == run->steps || budget_done;
-        // validation every eval_every steps and at the end; the log line and train.csv's row
-        report.val_acc = -1.0f;
-        if (run->eval_every && (report.step % run->eval_every == 0 || report.last))
-            report.val_acc = evaluate(run->policy, run->kv, run->val, run->eval_limit, g->max_new,
-                                      cfg->temperature, 0, cfg->seed, 0.0f, NULL).accuracy;
-        log_step(g, &report, run->csv);
-        eval_budget_points(run, &report);   // --eval-points: val accuracy at j/K of the budget
-        // every save_every steps a resumable checkpoint (PPO: the critic as its state section)
-        if (run->save_every && report.step % run->save_every == 0 && !report.last) {
-            if (run->critic) critic_to_section(run->critic, st);
-            save_periodic_checkpoint(run->periodic, run->policy, st, run->last_good, sizeof run->last_good);
-        }
+        budget_done = after_step(run, &report);
     }
 }
 
@@ -5199,6 +5103,150 @@ static void decode_matmul(GPT *m, const float **panels, float *out, const float 
     }
 }
 
+// ---- The shared sampler: the sampler's work on distinct prompts and unfinished rows only
+
+/* shared_prompts: leader[b] = the first row whose prompt equals row b's (same length, same
+   tokens), b itself for the first row of each distinct prompt; returns how many are distinct.
+   Rows are compared by content, so callers need not say which rows form a group; a hash
+   table of 2B to 4B entries keeps it linear. */
+static int shared_prompts(int *leader, int B, const int *const *prompts, const int *prompt_len) {
+    int size = 1;
+    while (size < 2 * B) size *= 2;
+    int *table = (int *)mallocCheck((size_t)size * sizeof(int));
+    for (int i = 0; i < size; i++) table[i] = -1;
+    int distinct = 0;
+    for (int b = 0; b < B; b++) {
+        uint64_t h = 1469598103934665603ull ^ (uint64_t)prompt_len[b];   // FNV-1a
+        for (int t = 0; t < prompt_len[b]; t++) {
+            h ^= (uint32_t)prompts[b][t];
+            h *= 1099511628211ull;
+        }
+        h ^= h >> 32;   // FNV's low bits depend on the tokens' low bits only: mix in the high ones
+        h *= 0x9e3779b97f4a7c15ull;
+        int i = (int)(h >> 32 & (uint64_t)(size - 1));
+        leader[b] = b;
+        while (table[i] >= 0) {
+            int a = table[i];
+            size_t bytes = (size_t)prompt_len[b] * sizeof(int);
+            if (prompt_len[a] == prompt_len[b] && memcmp(prompts[a], prompts[b], bytes) == 0) {
+                leader[b] = a;
+                break;
+            }
+            i = (i + 1) & (size - 1);
+        }
+        if (leader[b] == b) {
+            table[i] = b;
+            distinct++;
+        }
+    }
+    free(table);
+    return distinct;
+}
+
+/* sample_completions_shared: sample_completions_budget's tokens and log-probs, bit for bit, with
+   less work (the CPU's default sampler, --sampler shared). The decode step computes cache slots
+   0..n-1 only, so the work is kept there: each distinct prompt is fed once (rows with equal
+   prompts, a GRPO group, share it: its cache is copied to the other rows' slots), the weights
+   are packed once for the call (kv_pack_weights), and a finished sequence leaves the front slots
+   (the last unfinished one moves into its slot). Every row of a decode step is computed on its
+   own, in the same order whatever the other rows and the row count are (notes/cpu-fast-paths.md). */
+static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *const *prompts,
+                                      const int *prompt_len, const int *budget, int stride, float temperature,
+                                      int greedy, Rng *rngs, const unsigned char *allowed,
+                                      int *comp, float *comp_logp, int *comp_len) {
+    if (B < 1) return;
+    int V = m->config.vocab_size;
+    int maxT = m->config.max_seq_len;
+    int *leader = (int *)mallocCheck((size_t)B * sizeof(int));
+    int *row_of = (int *)mallocCheck((size_t)B * sizeof(int));    // row_of[s]: the row in slot s
+    int *slot_of = (int *)mallocCheck((size_t)B * sizeof(int));
+    int *tok = (int *)mallocCheck((size_t)B * sizeof(int));       // per slot: the step's token
+    int *pos = (int *)mallocCheck((size_t)B * sizeof(int));       // and its position
+    int *done = (int *)mallocCheck((size_t)B * sizeof(int));
+    float *probs = (float *)mallocCheck((size_t)V * sizeof(float));
+    int D = shared_prompts(leader, B, prompts, prompt_len);
+    float *first = (float *)mallocCheck((size_t)D * V * sizeof(float));   // logits after each prompt
+    kv_pack_weights(kv, m);
+    // slots 0..D-1: the distinct prompts, longest first, so that the prompts still being fed
+    // at any position are slots 0..n-1; then the other rows
+    int nslot = 0;
+    for (int len = maxT; len >= 1; len--)
+        for (int b = 0; b < B; b++)
+            if (leader[b] == b && prompt_len[b] == len) row_of[nslot++] = b;
+    for (int b = 0; b < B; b++)
+        if (leader[b] != b) row_of[nslot++] = b;
+    for (int s = 0; s < B; s++) slot_of[row_of[s]] = s;
+    // feed the distinct prompts, one position per step
+    int n = D;
+    for (int t = 0; t < prompt_len[row_of[0]]; t++) {
+        while (prompt_len[row_of[n - 1]] <= t) n--;
+        for (int s = 0; s < n; s++) {
+            tok[s] = prompts[row_of[s]][t];
+            pos[s] = t;
+        }
+        gpt_decode_step(m, kv, tok, pos, n);
+        for (int s = 0; s < n; s++)
+            if (prompt_len[row_of[s]] == t + 1)
+                memcpy(first + (size_t)s * V, kv->logits + (size_t)s * V, (size_t)V * sizeof(float));
+    }
+    // the other rows get their prompt's cache, and every row draws its first token
+    for (int s = D; s < B; s++) {
+        int b = row_of[s];
+        kv_copy_positions(kv, &m->config, s, slot_of[leader[b]], prompt_len[b]);
+    }
+    for (int b = 0; b < B; b++) {
+        const float *z = first + (size_t)slot_of[leader[b]] * V;
+        comp[(size_t)b * stride] = draw_token(z, V, temperature, greedy, &rngs[b], allowed, probs,
+                                              &comp_logp[(size_t)b * stride]);
+        comp_len[b] = 1;
+        done[b] = comp[(size_t)b * stride] == TOK_EOS || budget[b] == 1;
+    }
+    int active = B;
+    int left = 0;   // unfinished rows
+    for (int b = 0; b < B; b++) left += !done[b];
+    while (left > 0) {
+        // a finished row's slot takes the last unfinished row (with its cache): slots
+        // 0..active-1 hold the unfinished rows
+        for (int s = 0; s < active; s++) {
+            if (!done[row_of[s]]) continue;
+            while (active - 1 > s && done[row_of[active - 1]]) active--;
+            active--;
+            if (active == s) break;
+            int b = row_of[active];
+            kv_copy_positions(kv, &m->config, s, active, prompt_len[b] + comp_len[b] - 1);
+            row_of[active] = row_of[s];
+            row_of[s] = b;
+        }
+        // each row feeds its last token
+        for (int s = 0; s < active; s++) {
+            int b = row_of[s];
+            tok[s] = comp[(size_t)b * stride + comp_len[b] - 1];
+            pos[s] = prompt_len[b] + comp_len[b] - 1;
+        }
+        gpt_decode_step(m, kv, tok, pos, active);
+        for (int s = 0; s < active; s++) {
+            int b = row_of[s];
+            if (done[b]) continue;
+            size_t j = (size_t)b * stride + comp_len[b];
+            comp[j] = draw_token(kv->logits + (size_t)s * V, V, temperature, greedy, &rngs[b], allowed, probs,
+                                 &comp_logp[j]);
+            comp_len[b]++;
+            done[b] = comp[j] == TOK_EOS || comp_len[b] == budget[b];
+            left -= done[b];
+        }
+    }
+    kv_unpack_weights(kv);
+    free(leader);
+    free(row_of);
+    free(slot_of);
+    free(tok);
+    free(pos);
+    free(done);
+    free(probs);
+    free(first);
+}
+
+
 // ----------------------------------------------------------------------------
 // CUDA seam: the CPU/GPU boundary, every function of grpo_kernels.cu that grpo.c calls, and the
 // gpu_* hooks the reference calls (the CPU build's return 0). The tooling's own GRPO_CUDA conditionals
@@ -5712,6 +5760,7 @@ typedef struct {
     // GRPO
     int prompts_per_step, group_size, max_new_tokens, num_iterations, micro_batch, mask_truncated;
     int update_layout;     // LAYOUT_PADDED or LAYOUT_TREE
+    int sampler;           // SAMPLER_PLAIN or SAMPLER_SHARED (kv->pack)
     int pass_k, seeds;
     float temperature;
     ObjectiveConfig obj;
@@ -5868,6 +5917,10 @@ static const OptSpec OPTIONS[] = {
      "the training batch: tree (default on the CPU: the batch, or each micro-batch, packed as its "
      "prefix tree, shared prefixes computed once, no padding) or padded (the CUDA build's only "
      "layout); same loss and gradient up to float rounding"},
+    {"sampler", OPT_ENUM, OFF(sampler), 0, 0, SAMPLER_NAMES, CMD_TRAIN | CMD_TREE,
+     "the sampler: shared (default on the CPU: each distinct prompt fed once, finished rows dropped, "
+     "weights packed) or plain (the reference's loop; the CUDA build's only one); the same tokens "
+     "bit for bit. --sampler plain --update-layout padded runs the reference's own code only"},
     {"mask-truncated", OPT_INT, OFF(mask_truncated), 0, 1, NULL, CMD_TRAIN | CMD_CHECK,
      "1: completions cut at max-new-tokens without <eos> (check: truncated=1) get no loss, no normaliser"},
     {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_TREE, "seeds per cell of the grid (paper: 5)"},
@@ -5965,8 +6018,10 @@ static void default_options(Options *o) {
     o->mc_whiten = 1;
 #ifdef GRPO_CUDA
     o->update_layout = LAYOUT_PADDED;   // the shared-prefix batch runs on the CPU only
+    o->sampler = SAMPLER_PLAIN;
 #else
     o->update_layout = LAYOUT_TREE;     // padded and tree give the same loss and gradient up to rounding
+    o->sampler = SAMPLER_SHARED;        // plain and shared give the same tokens bit for bit
 #endif
     o->gae_gamma = 1.0f;
     o->gae_lambda = 1.0f;
@@ -6708,6 +6763,8 @@ static void check_grpo_options(const Options *o) {
     if (o->update_layout == LAYOUT_TREE)
         usage_error("--update-layout tree: the tree-packed update runs on the CPU only (./grpo); "
                     "the CUDA build trains with --update-layout padded");
+    if (o->sampler == SAMPLER_SHARED)
+        usage_error("--sampler shared runs on the CPU only (./grpo); the CUDA build samples with --sampler plain");
 #endif
 }
 
@@ -8033,7 +8090,7 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
         if (r->has_critic)
             printf(" | critic vloss %.5f ev %+.3f |A| %.4f %.2f s", c->value_loss, c->explained_var,
                    c->mean_abs_adv, t_critic);
-        if (sel->p_pred >= 0) printf(" | p̂ %.2f real %.2f", sel->p_pred, sel->p_real);
+        if (sel->logged && sel->p_pred >= 0) printf(" | p̂ %.2f real %.2f", sel->p_pred, sel->p_real);
         if (sel->refill_rounds > 0)
             printf(" | refill %d groups, %d rounds%s", sel->groups_dropped, sel->refill_rounds,
                    sel->cap_hit ? ", cap" : "");
@@ -8066,21 +8123,35 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
             lambda_share);
 }
 
-/* stop_on_nan: the run has met a non-finite value at step `step` (numbered as in the log
-   and the CSV): stop before anything is saved. last_good names the newest checkpoint that
-   passed check_params (NULL: the command writes none). Threads of ./grpo tree may get here
-   at once: the critical section lets one print and end the process. */
-static void stop_on_nan(const char *what, int step, float value, const char *last_good) {
-    #pragma omp critical(stop_on_nan)
-    {
-        fprintf(stderr, "error: step %d: %s is %g; stopping so the model is not corrupted.\n",
-                step, what, value);
-        if (last_good)
-            fprintf(stderr, "  last good checkpoint: %s\n",
-                    last_good[0] ? last_good : "none yet (this run has saved nothing)");
-        fprintf(stderr, "  hint: lower --lr, lower --grad-clip, or check the data\n");
-        exit(EXIT_INPUT);
+
+// What after_step calls, defined below: validation, periodic checkpoints, the --budget's counts and
+// its evaluation points.
+static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int max_new,
+                           float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump);
+static void save_periodic_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good,
+                                     size_t cap);
+static int spend_budget(TrainRun *run, StepReport *r);
+static void eval_budget_points(TrainRun *run, const StepReport *r);
+static void critic_to_section(Critic *c, TrainState *st);
+
+static int after_step(TrainRun *run, StepReport *r) {
+    GroupBatch *g = run->batch;
+    TrainState *st = run->state;
+    int budget_done = spend_budget(run, r);   // tokens, FLOPs, seconds; 1 once --budget is spent
+    st->gen_tokens += r->gen_traj;
+    r->gen_tokens = st->gen_tokens;
+    r->last = r->step == run->steps || budget_done;
+    r->val_acc = -1.0f;   // validation every eval_every steps and at the end
+    if (run->eval_every && (r->step % run->eval_every == 0 || r->last))
+        r->val_acc = evaluate(run->policy, run->kv, run->val, run->eval_limit, g->max_new, run->cfg.temperature,
+                              0, run->cfg.seed, 0.0f, NULL).accuracy;
+    log_step(g, r, run->csv);
+    eval_budget_points(run, r);   // --eval-points: val accuracy at j/K of the budget
+    if (run->save_every && r->step % run->save_every == 0 && !r->last) {   // PPO: its critic as a section
+        if (run->critic) critic_to_section(run->critic, st);
+        save_periodic_checkpoint(run->periodic, run->policy, st, run->last_good, sizeof run->last_good);
     }
+    return budget_done;
 }
 
 // ----------------------------------------------------------------------------
@@ -8785,6 +8856,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (o->resume[0]) snprintf(run.last_good, sizeof run.last_good, "%s", o->resume);
     KVCache kv;
     build_kvcache(&kv, &policy.config, N);
+    kv.pack = o->sampler;
     GroupBatch g;
     build_group_batch(&g, o->prompts_per_step, o->group_size, o->max_new_tokens, micro, maxT);
     MCPRM mc;   // ---- MC-PRM: its verifier reads the step's prompts from g
@@ -8827,7 +8899,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     run.batch = &g;
     run.train = &train;
     run.val = &val;
-    run.select = &select;
+    run.select = o->prompt_select == SELECT_UNIFORM ? NULL : &select;
     run.cfg = grpo_config_from_options(o);
     run.opt = adamw_from_options(o, o->steps * o->num_iterations);
     run.state = &st;
@@ -8993,6 +9065,7 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
     tree_allowed(allowed);
     KVCache kv;
     build_kvcache(&kv, &model.config, N);
+    kv.pack = o->sampler;
     GroupBatch g;
     build_group_batch(&g, P, k, TREE_DEPTH, N, model.config.max_seq_len);
     MCPRM mc;
