@@ -5923,11 +5923,10 @@ static const OptSpec OPTIONS[] = {
 };
 #define NUM_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
 
+// The defaults of every option (--help shows them); a field not set here is 0 or "".
 static void default_options(Options *o) {
     memset(o, 0, sizeof *o);
     o->seed = 1337;
-    o->threads = 0;
-    strcpy(o->run_dir, "");
     strcpy(o->init, "runs/sft/model.bin");
     strcpy(o->model, "runs/grpo/model.bin");
     o->layers = 4;
@@ -5938,29 +5937,17 @@ static void default_options(Options *o) {
     strcpy(o->val_data, "data/countdown_val.txt");
     strcpy(o->test_data, "data/countdown_test.txt");
     strcpy(o->data, "data/countdown_test.txt");
-    o->prompt[0] = 0;   // sample: none given, one drawn from --val-data
-    o->steps = 0;
     o->batch_size = 32;
-    o->warmup = 0;
-    o->eval_every = 0;
-    o->save_every = 0;
-    o->eval_limit = 0;
-    o->lr = 0;
     o->min_lr_frac = 0.1f;
-    o->weight_decay = 0.0f;
     o->grad_clip = 1.0f;
     o->beta1 = 0.9f;
     o->beta2 = 0.95f;
-    o->schedule = 0;
     o->prompts_per_step = 8;
     o->group_size = 8;
     o->max_new_tokens = 26;
     o->num_iterations = 1;
-    o->micro_batch = 0;
-    o->mask_truncated = 0;
     o->pass_k = 8;
     o->temperature = 1.0f;
-    o->format_reward = 0.0f;
     o->mc_k = 4;
     o->mc_whiten = 1;
 #ifdef GRPO_CUDA
@@ -5970,11 +5957,8 @@ static void default_options(Options *o) {
 #endif
     o->gae_gamma = 1.0f;
     o->gae_lambda = 1.0f;
-    o->critic_lr = 0.0f;
-    strcpy(o->tree_objectives, "");
     o->prompt_select = SELECT_UNIFORM;
     o->select_target = 0.5f;
-    o->select_candidates = 0;
     o->select_decay = 1.0f;
     o->dynamic_max_rounds = DYNAMIC_DEFAULT_ROUNDS;
     o->obj = (ObjectiveConfig){OBJ_LAMBDA_GRPO, AGG_TOKEN_MEAN, STD_SAMPLE, SCOPE_GROUP, 1e-4f, 0.2f, 0.2f,
@@ -6019,84 +6003,54 @@ static void print_help(const char *cmd, unsigned mask, const char *synopsis, con
 
 static const OptSpec *find_option(const char *name);   // the row of --name (below)
 
-// word[0..15]: s's first blank-separated word (at most 15 characters), in lower case
-static void first_word_lower(const char *s, char word[16]) {
-    while (*s == ' ' || *s == '\t') s++;
-    int n = 0;
-    while (s[n] && s[n] != ' ' && s[n] != '\t' && n < 15) {
-        char c = s[n];
-        word[n++] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
-    }
-    word[n] = 0;
-}
+/* A busy machine: OpenMP's waiting threads spin (libgomp: about 300,000 iterations at each barrier
+   before they sleep), and when other jobs hold the cores a 2-thread run then spins against them:
+   several times slower (notes/speed.md, "On a shared machine"). libgomp reads its policy before
+   main, so the program can only restart itself under another one, or say what to type.
 
-/* A busy machine: OpenMP's waiting threads spin (libgomp: about 300,000 iterations at each
-   barrier before they sleep, unless told otherwise), and when other jobs hold the cores a
-   2-thread run then spins against them: several times slower (notes/speed.md, "On a shared
-   machine"). The program cannot change the policy itself (libgomp reads it before main), so it
-   says once, on stderr, what to type.
-
-   gomp_spin_count: the spins libgomp waits at a barrier before sleeping, as libgomp 4.4+ reads
-   its environment: GOMP_SPINCOUNT when it is a number (suffixes k, M, G, T: ×1e3..1e12) or
-   "infinite"/"infinity" (returned as 1e18), else OMP_WAIT_POLICY: PASSIVE 0, ACTIVE 3e10
-   (libgomp's "5 minutes"), unset or anything else 300,000. Either may be NULL (unset); case
-   and surrounding blanks are ignored, as libgomp does. */
+   gomp_spin_count: the spins libgomp (4.4+) waits at a barrier before sleeping: GOMP_SPINCOUNT when
+   it is a count (suffixes k, M, G, T: x1e3..1e12) or infinite/infinity (1e18), else OMP_WAIT_POLICY:
+   PASSIVE 0, ACTIVE 3e10, anything else 300,000. NULL: unset; case and surrounding blanks ignored. */
 static double gomp_spin_count(const char *wait_policy, const char *spincount) {
-    char word[16];
-    if (spincount) {
-        first_word_lower(spincount, word);
-        if (!strcmp(word, "infinite") || !strcmp(word, "infinity")) return 1e18;
+    static const char suffixes[] = "kKmMgGtT";
+    char w[16];
+    if (spincount && sscanf(spincount, "%15s", w) == 1) {
+        if (!strcasecmp(w, "infinite") || !strcasecmp(w, "infinity")) return 1e18;
         char *end;
         errno = 0;
-        double v = strtod(word, &end);
-        if (end != word && word[0] >= '0' && word[0] <= '9' && errno == 0) {
-            const char *suffixes = "kmgt";
-            const char *s = *end ? strchr(suffixes, *end) : NULL;
-            if (*end == 0 || (s && end[1] == 0)) {
-                for (int i = 0; s && i <= s - suffixes; i++) v *= 1000.0;
-                return v;
-            }
+        double v = strtod(w, &end);
+        const char *s = *end ? strchr(suffixes, *end) : NULL;
+        if (w[0] >= '0' && w[0] <= '9' && errno == 0 && (!*end || (s && !end[1]))) {
+            for (long i = 0; s && i <= (s - suffixes) / 2; i++) v *= 1000.0;
+            return v;
         }   // not a count: libgomp ignores it, and so does this
     }
-    if (wait_policy) {
-        first_word_lower(wait_policy, word);
-        if (!strcmp(word, "passive")) return 0.0;
-        if (!strcmp(word, "active")) return 3e10;
+    if (wait_policy && sscanf(wait_policy, "%15s", w) == 1) {
+        if (!strcasecmp(w, "passive")) return 0.0;
+        if (!strcasecmp(w, "active")) return 3e10;
     }
     return 300000.0;
 }
 
-// spin counts up to this are "short" (libgomp's own count when threads outnumber the CPUs);
-// 10,000 was measured and still spins against other jobs (notes/speed.md, "The wait policy of
-// make run, make compare and make test")
-#define BUSY_SPIN_SHORT 1000.0
-
-/* parse_loadavg: the text of /proc/loadavg ("0.97 0.83 0.40 4/100 11409": load averages over
-   1, 5 and 15 minutes, runnable/all scheduling entities, last pid) → *load1 and *running (the
-   runnable ones, the reader included). 0, or -1 if the text is not in that format. */
-static int parse_loadavg(const char *text, double *load1, int *running) {
-    double l5, l15;
-    int total;
-    if (!text || sscanf(text, "%lf %lf %lf %d/%d", load1, &l5, &l15, running, &total) != 5) return -1;
-    return *load1 >= 0 && *running >= 0 ? 0 : -1;
-}
-
-/* busy_machine_warning: 1, with a one-line message (no newline) in msg[cap], when this run's
-   OpenMP threads would spin against other jobs: it will use threads > 1, the other jobs take
-   a core or more (others = min(load1, running − 1) ≥ 1; one busy job's 1-minute average tends to
-   1 from below, so it counts only with others beside it; load1 the 1-minute load average, running
-   the runnable tasks now, this one included: both the last minute and this instant must show
-   them, so a run of ours that has just ended, still in the average, does not count), together
-   with our threads they oversubscribe the ncpu online CPUs (others + threads > ncpu), and the
-   spin count (gomp_spin_count of wait_policy, spincount: the environment's OMP_WAIT_POLICY and
-   GOMP_SPINCOUNT, NULL when unset) is above BUSY_SPIN_SHORT. cmd names the command in the
-   advice. Else 0 and msg = "". */
-static int busy_machine_warning(double load1, int running, int ncpu, int threads, const char *wait_policy,
+/* busy_machine_warning: 1, with a one-line advice (no newline) in msg[cap], when this run's OpenMP
+   threads would spin against other jobs, else 0 and msg = "". loadavg: the text of /proc/loadavg
+   ("0.97 0.83 0.40 4/100 11409": load over 1, 5, 15 minutes, runnable/all tasks, last pid; another
+   text: 0). Busy: threads > 1; the others take a core or more, others = min(load1, runnable − 1) ≥ 1
+   (both the last minute and this instant must show them, so a run of ours that has just ended does
+   not count); others + threads > ncpu; and the spin count of wait_policy and spincount (the
+   environment's, NULL: unset) is above 1,000 (10,000 was measured and still spins against other
+   jobs: notes/speed.md, "The wait policy of make run, make compare and make test"). */
+static int busy_machine_warning(const char *loadavg, int ncpu, int threads, const char *wait_policy,
                                 const char *spincount, const char *cmd, char *msg, size_t cap) {
-    if (cap) msg[0] = 0;
+    double load1, l5, l15;
+    int running, total;
+    msg[0] = 0;
+    if (!loadavg || sscanf(loadavg, "%lf %lf %lf %d/%d", &load1, &l5, &l15, &running, &total) != 5 ||
+        load1 < 0 || running < 0)
+        return 0;
     double others = running - 1 < load1 ? running - 1 : load1;
     if (threads <= 1 || ncpu < 1 || others < 1.0 || others + threads <= ncpu) return 0;
-    if (gomp_spin_count(wait_policy, spincount) <= BUSY_SPIN_SHORT) return 0;
+    if (gomp_spin_count(wait_policy, spincount) <= 1000.0) return 0;
     snprintf(msg, cap, "note: other jobs hold the CPUs (load %.2f, %d runnable, %d CPUs) and OpenMP's %d waiting "
              "threads spin against them, which can make this run several times slower: type "
              "OMP_WAIT_POLICY=PASSIVE " PROG " %.*s ... (or add --threads 1); notes/speed.md", load1, running, ncpu,
@@ -6104,43 +6058,35 @@ static int busy_machine_warning(double load1, int running, int ncpu, int threads
     return 1;
 }
 
-/* warn_if_busy: busy_machine_warning for this process (its environment, /proc/loadavg or, for the
-   tests, the text of GRPO_LOADAVG in its place, the online CPUs, and the threads: --threads N as
-   typed in argv, else num_threads()). main calls it once, before the command reads or writes
-   anything, with argv as typed. When OMP_WAIT_POLICY and GOMP_SPINCOUNT are both unset (libgomp's
-   default spins) it says so in one stderr line and restarts the program (Linux: /proc/self/exe,
-   exactly argv) with OMP_WAIT_POLICY=PASSIVE, which libgomp reads only at start-up: every command
-   chooses when it starts, as make does when make starts (a wait policy changes no result). A
-   policy that was set is kept, with the warning. Not in a build without OpenMP (nothing spins). */
+/* warn_if_busy: busy_machine_warning for this process (/proc/loadavg or, for the tests, the text of
+   GRPO_LOADAVG; the online CPUs; --threads N as typed in argv, else num_threads()), called by main
+   before the command reads or writes anything. With OMP_WAIT_POLICY and GOMP_SPINCOUNT both unset it
+   says so in one stderr line and restarts the program (Linux: /proc/self/exe, exactly argv) under
+   OMP_WAIT_POLICY=PASSIVE, which libgomp reads only at start-up (a wait policy changes no result); a
+   policy that was set is kept, with the advice. Not in a build without OpenMP (nothing spins). */
 static void warn_if_busy(const char *cmd, char **argv) {
 #ifdef _OPENMP
     char text[256] = "", msg[512];
     const char *fake = getenv("GRPO_LOADAVG");
+    FILE *f = fake ? NULL : fopen("/proc/loadavg", "r");
     if (fake) snprintf(text, sizeof text, "%s", fake);
-    else {
-        FILE *f = fopen("/proc/loadavg", "r");
-        if (!f) return;
-        if (!fgets(text, sizeof text, f)) text[0] = 0;
-        fclose(f);
-    }
-    double load1;
-    int running, threads = num_threads();
-    if (parse_loadavg(text, &load1, &running) != 0) return;
+    else if (f && !fgets(text, sizeof text, f)) text[0] = 0;
+    if (f) fclose(f);
+    int threads = num_threads();
     for (int i = 2; argv[i]; i++) {   // the last --threads wins, as in parse_options; 0 means the default
-        const char *v = !strcmp(argv[i], "--threads") ? argv[i + 1] : !strncmp(argv[i], "--threads=", 10) ? argv[i] + 10 : NULL;
+        const char *v = !strcmp(argv[i], "--threads") ? argv[i + 1]
+                        : !strncmp(argv[i], "--threads=", 10) ? argv[i] + 10 : NULL;
         if (v && atoi(v) > 0) threads = atoi(v);
         if (!strcmp(argv[i], "--threads") && argv[i + 1]) i++;
     }
+    const char *policy = getenv("OMP_WAIT_POLICY"), *spins = getenv("GOMP_SPINCOUNT");
     int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (!busy_machine_warning(load1, running, ncpu, threads, getenv("OMP_WAIT_POLICY"), getenv("GOMP_SPINCOUNT"),
-                              cmd, msg, sizeof msg))
-        return;
+    if (!busy_machine_warning(text, ncpu, threads, policy, spins, cmd, msg, sizeof msg)) return;
 #ifdef __linux__
-    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {
-        fprintf(stderr, "note: other jobs hold the CPUs (load %.2f, %d runnable, %d CPUs): restarting with "
-                "OMP_WAIT_POLICY=PASSIVE, threads that sleep while they wait (spinning against other jobs can "
-                "make a run several times slower; OMP_WAIT_POLICY=ACTIVE keeps it spinning); notes/speed.md\n",
-                load1, running, ncpu);
+    if (!policy && !spins) {   // msg's "note: other jobs hold the CPUs (load ..., N CPUs)", then the restart
+        fprintf(stderr, "%.*s: restarting with OMP_WAIT_POLICY=PASSIVE, threads that sleep while they wait "
+                "(spinning against other jobs can make a run several times slower; OMP_WAIT_POLICY=ACTIVE keeps "
+                "it spinning); notes/speed.md\n", (int)strcspn(msg, ")") + 1, msg);
         fflush(stderr);
         setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
         execv("/proc/self/exe", argv);
@@ -6310,17 +6256,12 @@ static const struct { const char *name; unsigned objectives, selectors; } SCOPED
     {"select-decay", ~0u, 1u << SELECT_MOPPS}, {"dynamic-max-rounds", ~0u, 1u << SELECT_DYNAMIC},
     {"probe-every", 1u << OBJ_GRPO | 1u << OBJ_LAMBDA_GRPO, ~0u}};
 
-// The objectives option s applies to (1 << OBJ_* bits; all of them: ~0u).
-static unsigned option_objectives(const OptSpec *s) {
+// The objectives (selectors = 0) or prompt selectors (1) option s applies to: 1 << OBJ_* or
+// 1 << SELECT_* bits, ~0u for all of them.
+static unsigned option_scope(const OptSpec *s, int selectors) {
     for (size_t i = 0; i < sizeof SCOPED_OPTIONS / sizeof SCOPED_OPTIONS[0]; i++)
-        if (!strcmp(SCOPED_OPTIONS[i].name, s->name)) return SCOPED_OPTIONS[i].objectives;
-    return ~0u;
-}
-
-// The prompt selectors option s applies to (1 << SELECT_* bits; all of them: ~0u).
-static unsigned option_selectors(const OptSpec *s) {
-    for (size_t i = 0; i < sizeof SCOPED_OPTIONS / sizeof SCOPED_OPTIONS[0]; i++)
-        if (!strcmp(SCOPED_OPTIONS[i].name, s->name)) return SCOPED_OPTIONS[i].selectors;
+        if (!strcmp(SCOPED_OPTIONS[i].name, s->name))
+            return selectors ? SCOPED_OPTIONS[i].selectors : SCOPED_OPTIONS[i].objectives;
     return ~0u;
 }
 
@@ -6368,7 +6309,7 @@ static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
     if (!strcmp(s->name, "probe-every") && !o->probe_every) return 0;   // off: the banner is as before it
     if (!strcmp(s->name, "overwrite") && !o->overwrite) return 0;
     if (!(mask & (CMD_TRAIN | CMD_TREE | CMD_CHECK))) return 1;
-    return (option_objectives(s) & objectives_run(o, mask)) && (option_selectors(s) & selectors_run(o, mask));
+    return (option_scope(s, 0) & objectives_run(o, mask)) && (option_scope(s, 1) & selectors_run(o, mask));
 }
 
 // Prints every option of the command with the value in force (start-up banner).
@@ -6487,27 +6428,35 @@ static int input_hash_key(const char *name) {
 static uint64_t fnv1a64(const void *data, size_t n);   // compare's hash, below
 static void ckpt_error(const char *path, const char *what, const char *hint);   // checkpoints, below
 
-/* file_fnv1a64: FNV-1a (64 bits) of the bytes of the file at path into *hash (read in 64 KiB
-   pieces). Returns 0, or −1 with errno when the file cannot be read. */
+/* file_fnv1a64: fnv1a64 of the bytes of the file at path into *hash.
+   Returns 0, or −1 with errno when the file cannot be read. */
 static int file_fnv1a64(const char *path, uint64_t *hash) {
     FILE *f = fopen(path, "rb");
     if (!f) return -1;
-    static unsigned char buf[65536];
-    uint64_t h = 14695981039346656037ull;
-    size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0)
-        for (size_t i = 0; i < got; i++) {
-            h ^= buf[i];
-            h *= 1099511628211ull;
-        }
+    size_t cap = 65536, n = 0, got;
+    unsigned char *buf = (unsigned char *)mallocCheck(cap);
+    while ((got = fread(buf + n, 1, cap - n, f)) > 0)
+        if ((n += got) == cap && !(buf = (unsigned char *)realloc(buf, cap *= 2)))
+            fail_at(__FILE__, __LINE__, "out of memory reading an input file", oom_hint);
     int err = ferror(f) ? (errno ? errno : EIO) : 0;
     fclose(f);
-    if (err) {
-        errno = err;
-        return -1;
+    *hash = fnv1a64(buf, n);
+    free(buf);
+    errno = err;
+    return err ? -1 : 0;
+}
+
+// The fnv1a64 of the file that o's option `name` names, as 16 hex digits in out; exits (1) naming
+// the option when the file cannot be read (hint: what to give).
+static void input_file_hash(char out[17], const Options *o, const char *name, const char *hint) {
+    const char *file = (const char *)o + find_option(name)->offset;
+    uint64_t hash;
+    if (file_fnv1a64(file, &hash) != 0) {
+        char msg[1300];
+        snprintf(msg, sizeof msg, "--%s '%s': cannot read it: %s", name, file, strerror(errno));
+        fail_at(__FILE__, __LINE__, msg, hint);
     }
-    *hash = h;
-    return 0;
+    snprintf(out, 17, "%016llx", (unsigned long long)hash);
 }
 
 /* record_input_hashes: appends "NAME.fnv1a64=<16 hex digits>\n" to a run record's options (out,
@@ -6523,16 +6472,7 @@ static void record_input_hashes(char *out, size_t cap, const Options *o, const c
         snprintf(key, sizeof key, "%s" INPUT_HASH_SUFFIX, names[i]);
         const char *old = record_value(saved, key);
         if (old) snprintf(value, sizeof value, "%.16s", old);
-        else {
-            const char *file = (const char *)o + find_option(names[i])->offset;
-            uint64_t hash;
-            if (file_fnv1a64(file, &hash) != 0) {
-                char msg[1300];
-                snprintf(msg, sizeof msg, "--%s '%s': cannot read it: %s", names[i], file, strerror(errno));
-                fail_at(__FILE__, __LINE__, msg, "give a readable file");
-            }
-            snprintf(value, sizeof value, "%016llx", (unsigned long long)hash);
-        }
+        else input_file_hash(value, o, names[i], "give a readable file");
         size_t used = strlen(out);
         if (used + strlen(key) + strlen(value) + 3 > cap)
             fail_at(__FILE__, __LINE__, "internal error: the run record is full", NULL);
@@ -6543,15 +6483,13 @@ static void record_input_hashes(char *out, size_t cap, const Options *o, const c
 /* check_resume_inputs: the files this resumed run reads for the options of names (--train-data,
    --val-data; --init where it loads it) against the hashes in the run record of the
    checkpoint at path (st->options). Another file content is a usage error naming the option,
-   both hashes and what to do; a format-4 record without the key is an error (a record this
-   build wrote holds every one); formats 1-3 hold none: not checked. */
+   both hashes and what to do; a record without the key is an error (this build records every one). */
 static void check_resume_inputs(const Options *o, const TrainState *st, const char *path,
                                 const char *const *names) {
     for (int i = 0; names[i]; i++) {
         char key[80];
         snprintf(key, sizeof key, "%s" INPUT_HASH_SUFFIX, names[i]);
         const char *saved = record_value(st->options, key);
-        if (!saved && st->version < 4) continue;
         if (!saved) {
             char msg[256];
             snprintf(msg, sizeof msg, "its run record has no '%s' (the hash of its --%s), so --%s cannot be "
@@ -6559,14 +6497,8 @@ static void check_resume_inputs(const Options *o, const TrainState *st, const ch
             ckpt_error(path, msg, "the file was edited, or written by another build; start a new run with --init");
         }
         const char *file = (const char *)o + find_option(names[i])->offset;
-        uint64_t hash;
-        if (file_fnv1a64(file, &hash) != 0) {
-            char msg[1300];
-            snprintf(msg, sizeof msg, "--%s '%s': cannot read it: %s", names[i], file, strerror(errno));
-            fail_at(__FILE__, __LINE__, msg, "give the file the resumed run was started with");
-        }
-        char ours[32];
-        snprintf(ours, sizeof ours, "%016llx", (unsigned long long)hash);
+        char ours[17];
+        input_file_hash(ours, o, names[i], "give the file the resumed run was started with");
         if (strncmp(saved, ours, 16) != 0 || saved[16] != '\n')
             usage_error("--%s %s: its bytes (fnv1a64 %s) are not those of the --%s that the run in '%s' was "
                         "started with (fnv1a64 %.16s), and a resumed run must go on with its own inputs: give "
@@ -6579,16 +6511,9 @@ static void check_resume_inputs(const Options *o, const TrainState *st, const ch
    values; of any other recorded option (the optimizer's), a note. An option of `fixed` that
    the record leaves out although it is in force now, and that is out of force at the defaults
    (option_in_force: --prompt-select uniform, MC-PRM's and the selectors' options), was not in
-   force in the saved run: a usage error as well (a uniform run resumed as a dynamic one). A
-   checkpoint of format 1 records none: a note says that nothing is checked. */
+   force in the saved run: a usage error as well (a uniform run resumed as a dynamic one). */
 static void check_resume_options(const Options *o, const TrainState *st, const char *path,
                                  const char *const *fixed) {
-    if (!st->options[0]) {
-        fprintf(stderr, "note: '%s' records no options (checkpoint format 1): the resumed run's options are "
-                        "not checked against its own%s\n", path,
-                st->kind == 2 ? "; the log's gen_tokens counts from 0 again" : "");
-        return;
-    }
     for (const char *line = st->options; *line; ) {
         const char *nl = strchr(line, '\n'), *eq = strchr(line, '=');
         if (!nl) nl = line + strlen(line);
@@ -6598,12 +6523,11 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
         line = *nl ? nl + 1 : nl;
         const OptSpec *s = find_option(name);
         if (!s && input_hash_key(name)) continue;   // an input file's hash: check_resume_inputs
-        if (!s && st->version >= 4) {   // its CRC held, so this build wrote a key it does not read
+        if (!s) {   // its CRC held, so this build wrote a key it does not read
             char msg[256];
             snprintf(msg, sizeof msg, "its run record holds '%s', which this build does not know", name);
             ckpt_error(path, msg, "resume with the build that wrote it, or start a new run with --init");
         }
-        if (!s) continue;   // format 2-3: an option of another build, unchecked
         option_text(ours, sizeof ours, o, s, 1);
         if (!strcmp(ours, saved)) continue;
         char theirs_shown[64], ours_shown[64];
@@ -6632,10 +6556,9 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
         const OptSpec *s = find_option(fixed[i]);
         int in_force_by_default = option_in_force(&d, s, CMD_TRAIN);
         if (!option_in_force(o, s, CMD_TRAIN)) continue;
-        if (in_force_by_default && st->version < 4) continue;   // format 2-3: a build may have lacked it
         int recorded = record_value(st->options, fixed[i]) != NULL;
         if (recorded) continue;
-        if (in_force_by_default) {   // format 4 records every option in force: the key is missing
+        if (in_force_by_default) {   // every option in force is recorded: the key is missing
             char msg[256];
             snprintf(msg, sizeof msg, "its run record has no '%s', which every run records, so --%s cannot be "
                      "checked", fixed[i], fixed[i]);
@@ -6727,12 +6650,12 @@ static void check_scoped_options(const Options *o, unsigned mask) {
     for (int i = 0; i < NUM_OPTIONS; i++) {
         const OptSpec *s = &OPTIONS[i];
         char ours[64], dflt[64], shown[64], names[128] = "", why[192];
-        int objective_scoped = !(option_objectives(s) & run);
-        if (!(s->cmds & mask) || (!objective_scoped && option_selectors(s) & selector)) continue;
+        int objective_scoped = !(option_scope(s, 0) & run);
+        if (!(s->cmds & mask) || (!objective_scoped && option_scope(s, 1) & selector)) continue;
         option_text(ours, sizeof ours, o, s, 1);
         option_text(dflt, sizeof dflt, &d, s, 1);
         if (!strcmp(ours, dflt)) continue;
-        unsigned scope = objective_scoped ? option_objectives(s) : option_selectors(s);
+        unsigned scope = option_scope(s, !objective_scoped);
         const char *const *choices = objective_scoped ? OBJECTIVE_NAMES : PROMPT_SELECT_NAMES;
         for (int k = 0; choices[k]; k++)
             if (scope >> k & 1u)
@@ -6855,32 +6778,19 @@ static void check_context(const Options *o, int maxT, const Dataset *d) {
 static const char *const CKPT_CRC_NAMES[6] = {"the vocabulary", "the parameters", "the AdamW first moments",
                                               "the AdamW second moments", "the RNG state", "the run record"};
 
-/* crc32_update: CRC-32 of n more bytes of data after a CRC of crc (0 for none yet): the
-   running value, so that a section written in pieces (a state section's tag, length and
-   bytes) has one CRC. Slicing by 8 (8 tables of 256, built on the first call): about 1 GB/s,
-   so checking a checkpoint costs a fraction of reading it. */
+/* crc32_update: CRC-32 of n more bytes of data after a CRC of crc (0 for none yet): the running
+   value, so that a section written in pieces (a state section's tag, length and bytes) has one CRC. */
 static uint32_t crc32_update(uint32_t crc, const void *data, size_t n) {
-    static uint32_t table[8][256];
-    static int built = 0;
-    if (!built) {   // no threads yet at the first save or load; the tables are the same every time anyway
+    static uint32_t table[256];   // built at the first save or load, before any thread runs
+    if (!table[1])
         for (uint32_t i = 0; i < 256; i++) {
             uint32_t c = i;
             for (int k = 0; k < 8; k++) c = c & 1u ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-            table[0][i] = c;
+            table[i] = c;
         }
-        for (int t = 1; t < 8; t++)
-            for (int i = 0; i < 256; i++) table[t][i] = table[0][table[t - 1][i] & 0xff] ^ (table[t - 1][i] >> 8);
-        built = 1;
-    }
     const unsigned char *p = (const unsigned char *)data;
     crc = ~crc;
-    for (; n >= 8; n -= 8, p += 8) {   // little-endian word order, as the bytes lie in the file
-        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
-        uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
-        crc = table[7][lo & 0xff] ^ table[6][(lo >> 8) & 0xff] ^ table[5][(lo >> 16) & 0xff] ^ table[4][lo >> 24] ^
-              table[3][hi & 0xff] ^ table[2][(hi >> 8) & 0xff] ^ table[1][(hi >> 16) & 0xff] ^ table[0][hi >> 24];
-    }
-    while (n--) crc = table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    while (n--) crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
     return ~crc;
 }
 
@@ -6902,7 +6812,7 @@ static int32_t ckpt_section_crc(const char *tag, uint64_t bytes, const void *dat
    named here (unlink is async-signal-safe; the name is written before the file is created,
    so no file exists that the handler does not know) and raises the signal again, now with
    its default action, so the process ends as the signal says. */
-static char ckpt_tmp_name[1100];
+static char ckpt_tmp_name[1200];
 static volatile sig_atomic_t ckpt_tmp_live = 0;   // 1: ckpt_tmp_name may exist and is ours
 static const int CKPT_SIGNALS[3] = {SIGINT, SIGTERM, SIGHUP};
 
@@ -7001,21 +6911,6 @@ static void atomic_close(AtomicFile *a) {
     fail_at(__FILE__, __LINE__, msg, "is the disk full? the temporary file was removed");
 }
 
-/* open_ckpt_tmp: atomic_create for a checkpoint, its name also in ckpt_tmp_name so that a signal
-   removes it; exits naming it when it cannot be made. */
-static FILE *open_ckpt_tmp(const char *path, char *tmp, size_t cap) {
-    ckpt_tmp_live = 0;
-    FILE *f = atomic_create(path, tmp, cap);
-    if (!f) {
-        char msg[1300];
-        snprintf(msg, sizeof msg, "cannot create '%s': %s", tmp, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "check that the directory exists and is writable");
-    }
-    snprintf(ckpt_tmp_name, sizeof ckpt_tmp_name, "%s", tmp);
-    ckpt_tmp_live = 1;   // from here on a signal removes it
-    return f;
-}
-
 #include <dirent.h>   // (here: only remove_dead_ckpt_tmps reads a directory)
 
 /* remove_dead_ckpt_tmps: removes the temporary files that saves killed by SIGKILL (or a power
@@ -7059,20 +6954,6 @@ static void remove_dead_ckpt_tmps(const char *path) {
     closedir(d);
 }
 
-/* ckpt_write_failed: a checkpoint could not be written (disk full, file size limit, I/O
-   error) at stage `what`: closes f (when still open), removes the temporary file so that
-   nothing half-written stays behind, and stops the run naming the checkpoint. Whatever was
-   under path before is untouched. */
-static void ckpt_write_failed(FILE *f, const char *tmp, const char *path, const char *what) {
-    int err = errno;
-    if (f) fclose(f);
-    unlink(tmp);
-    char msg[1400];
-    snprintf(msg, sizeof msg, "cannot save checkpoint '%s': %s failed: %s", path, what, strerror(err));
-    fail_at(__FILE__, __LINE__, msg, "is the disk full? the temporary file was removed; an older file "
-                                     "under that name, if any, is intact");
-}
-
 static const char *csv_last_row(const struct CsvLog *c);   // run logs, below
 
 /* save_checkpoint: writes path atomically (a temporary file of its own, fsync, rename): the
@@ -7103,11 +6984,13 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
         return;
     }
 #endif
-    char tmp[1100];
     remove_dead_ckpt_tmps(path);   // what saves killed by SIGKILL left there
     struct sigaction saved[3];
     ckpt_signals(saved, 0);
-    FILE *f = open_ckpt_tmp(path, tmp, sizeof tmp);
+    AtomicFile a;
+    FILE *f = atomic_open(&a, path);
+    snprintf(ckpt_tmp_name, sizeof ckpt_tmp_name, "%s", a.tmp);
+    ckpt_tmp_live = 1;   // from here on a signal removes it
     char vocab[512];
     int vlen = vocab_string(vocab, sizeof vocab);
     int32_t h[CKPT_HEADER_INTS] = {0};
@@ -7153,22 +7036,21 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     for (int i = 0; i < nsec; i++)
         h[CKPT_CRC_SECTIONS + i] = ckpt_section_crc(st->section[i].tag, st->section[i].bytes, st->section[i].data);
     h[CKPT_CRC_HEADER] = ckpt_header_crc(h);
-    int ok = fwrite(h, sizeof(int32_t), CKPT_HEADER_INTS, f) == CKPT_HEADER_INTS;
-    ok = ok && fwrite(vocab, 1, vlen, f) == (size_t)vlen;
-    ok = ok && fwrite(m->params_memory, sizeof(float), np, f) == np;
+    fwrite(h, sizeof(int32_t), CKPT_HEADER_INTS, f);   // a failed write shows as ferror in atomic_close
+    fwrite(vocab, 1, vlen, f);
+    fwrite(m->params_memory, sizeof(float), np, f);
     if (with_optimizer) {
-        ok = ok && fwrite(m->m_memory, sizeof(float), np, f) == np;
-        ok = ok && fwrite(m->v_memory, sizeof(float), np, f) == np;
-        ok = ok && fwrite(st->rng.s, sizeof(uint64_t), 4, f) == 4;
-        ok = ok && fwrite(record, 1, rlen, f) == (size_t)rlen;
+        fwrite(m->m_memory, sizeof(float), np, f);
+        fwrite(m->v_memory, sizeof(float), np, f);
+        fwrite(st->rng.s, sizeof(uint64_t), 4, f);
+        fwrite(record, 1, rlen, f);
         for (int i = 0; i < nsec; i++) {   // each: its tag, its length (uint64), its bytes
-            ok = ok && fwrite(st->section[i].tag, 1, CKPT_TAG_BYTES, f) == CKPT_TAG_BYTES;
-            ok = ok && fwrite(&st->section[i].bytes, sizeof(uint64_t), 1, f) == 1;
-            ok = ok && fwrite(st->section[i].data, 1, st->section[i].bytes, f) == st->section[i].bytes;
+            fwrite(st->section[i].tag, 1, CKPT_TAG_BYTES, f);
+            fwrite(&st->section[i].bytes, sizeof(uint64_t), 1, f);
+            fwrite(st->section[i].data, 1, st->section[i].bytes, f);
         }
     }
-    if (!ok) ckpt_write_failed(f, tmp, path, "write");
-    if (atomic_commit(f, tmp, path) != 0) ckpt_write_failed(NULL, tmp, path, "flush, close or rename");
+    atomic_close(&a);   // on failure: exits naming path, the temporary file removed, an older path intact
     ckpt_tmp_live = 0;   // renamed: no temporary file left to remove
     ckpt_signals(saved, 1);
 }
@@ -7311,7 +7193,7 @@ static void ckpt_parse_record(const char *path, const char *record, int len, Tra
         else ckpt_error(path, "the run record's options are too long (corrupt file?)", NULL);
         line = nl + 1;
     }
-    if (st->version >= 4 && (!have_tokens || !have_row))
+    if (!have_tokens || !have_row)
         ckpt_error(path, !have_tokens ? "its run record has no count 'gen_tokens=N'"
                                       : "its run record has no 'log_row=' (the log's last row)",
                    "the file was edited, or written by another build; start a new run with --init");
@@ -7340,21 +7222,18 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     if (h[0] != CKPT_MAGIC)
         ckpt_error(path, "bad magic number: not a grpo.c checkpoint",
                    "pass a model.bin written by ./grpo sft or ./grpo train");
-    if (h[1] < 1 || h[1] > CKPT_VERSION) {   // 1: no run record; 2: no state sections
-        snprintf(msg, sizeof msg, "format version %d, this build reads versions 1 to %d", h[1],
-                 CKPT_VERSION);
-        ckpt_error(path, msg, "re-create the checkpoint with this build");
+    if (h[1] != CKPT_VERSION) {   // formats 1-3 (no checksums; older run records): an older grpo.c's
+        snprintf(msg, sizeof msg, "format version %d, this build reads version %d only%s", h[1], CKPT_VERSION,
+                 h[1] >= 1 && h[1] < CKPT_VERSION ? " (an older grpo.c wrote it)" : "");
+        ckpt_error(path, msg, "re-create it by re-running the command that wrote it with this build, or use "
+                              "it with the older grpo.c build that wrote it");
     }
-    // format 4: the header's own CRC first, before any of its values is trusted
-    int checked = h[1] >= 4;
-    if (checked && h[CKPT_CRC_HEADER] != ckpt_header_crc(h))
+    // the header's own CRC first, before any of its values is trusted
+    if (h[CKPT_CRC_HEADER] != ckpt_header_crc(h))
         ckpt_error(path, "checksum mismatch in the header (a flipped bit, or an edited file)",
                    "the file is corrupt; use an intact copy or an earlier checkpoint");
-    if (!checked)
-        fprintf(stderr, "note: checkpoint '%s' is format %d, which holds no checksums: its bytes are loaded "
-                        "unchecked (a save by this build writes format %d, checked)\n", path, h[1], CKPT_VERSION);
-    int record_len = h[1] >= 2 && h[7] ? h[11] : 0;
-    int nsec = h[1] >= 3 && h[7] ? h[12] : 0;
+    int record_len = h[7] ? h[11] : 0;
+    int nsec = h[7] ? h[12] : 0;
     long long sec_bytes = nsec ? (long long)h[13] + ((long long)h[14] << 31) : 0;
     GPTConfig c = {h[2], h[3], h[4], h[5], h[6]};
     // the ranges of --context, --layers, --heads, --channels: every file ./grpo can write
@@ -7382,7 +7261,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     }
     char vocab[4097], ours[512];
     ckpt_read(vocab, 1, h[9], f, path, "the vocabulary");
-    if (checked) ckpt_check_crc(path, h, 0, vocab, h[9]);
+    ckpt_check_crc(path, h, 0, vocab, h[9]);
     vocab[h[9]] = 0;
     int vlen = vocab_string(ours, sizeof ours);
     if (c.vocab_size != VOCAB_SIZE || h[9] != vlen || memcmp(vocab, ours, vlen) != 0) {
@@ -7409,23 +7288,23 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
 #endif
     size_t pbytes = m->num_parameters * sizeof(float);
     ckpt_read(params, sizeof(float), m->num_parameters, f, path, "the parameters");
-    if (checked) ckpt_check_crc(path, h, 1, params, pbytes);
+    ckpt_check_crc(path, h, 1, params, pbytes);
     ckpt_refuse_not_finite(path, m, params, "parameter");
     if (h[7]) {
         ckpt_read(mom1, sizeof(float), m->num_parameters, f, path, "the AdamW first moments");
-        if (checked) ckpt_check_crc(path, h, 2, mom1, pbytes);
+        ckpt_check_crc(path, h, 2, mom1, pbytes);
         ckpt_read(mom2, sizeof(float), m->num_parameters, f, path, "the AdamW second moments");
-        if (checked) ckpt_check_crc(path, h, 3, mom2, pbytes);
+        ckpt_check_crc(path, h, 3, mom2, pbytes);
         if (st) {   // a resume steps with them (--init discards them)
             ckpt_refuse_not_finite(path, m, mom1, "AdamW first moment of");
             ckpt_refuse_not_finite(path, m, mom2, "AdamW second moment of");
         }
         Rng r;
         ckpt_read(r.s, sizeof(uint64_t), 4, f, path, "the RNG state");
-        if (checked) ckpt_check_crc(path, h, 4, r.s, sizeof r.s);
+        ckpt_check_crc(path, h, 4, r.s, sizeof r.s);
         char record[CKPT_RECORD_MAX];
         ckpt_read(record, 1, record_len, f, path, "the run record");
-        if (checked) ckpt_check_crc(path, h, 5, record, (size_t)record_len);
+        ckpt_check_crc(path, h, 5, record, (size_t)record_len);
         record[record_len] = 0;
         if (st) {
             const char *resumer = st->kind == 1 ? "sft" : "train";
@@ -7442,7 +7321,6 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
             }
             st->rng = r;
             st->step = h[8];
-            st->version = h[1];
             ckpt_parse_record(path, record, record_len, st);
             st->num_sections = 0;
         }
@@ -7460,7 +7338,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
             left -= (long long)bytes;
             void *data = mallocCheck(bytes ? bytes : 1);
             ckpt_read(data, 1, bytes, f, path, "a state section");
-            if (checked && ckpt_section_crc(tag, bytes, data) != h[CKPT_CRC_SECTIONS + i]) {
+            if (ckpt_section_crc(tag, bytes, data) != h[CKPT_CRC_SECTIONS + i]) {
                 char name[CKPT_TAG_BYTES + 1];
                 printable_name(name, tag, (int)strnlen(tag, CKPT_TAG_BYTES));
                 snprintf(msg_sec, sizeof msg_sec, "checksum mismatch in state section %d ('%s') (a flipped "
