@@ -5492,9 +5492,8 @@ static void fclose_check(FILE *f, const char *file, int line) {
 }
 #define fcloseCheck(f) fclose_check(f, __FILE__, __LINE__)
 
-/* check_stdout: run at exit (main registers it). Standard output is buffered, so a write
-   error (`./grpo check F > /dev/full`, a full disk) may only show when it is flushed at
-   exit, after the command returned 0; the error then ends the program with status 1. */
+/* check_stdout: run at exit (main registers it): a write error on the buffered standard output
+   (`./grpo check F > /dev/full`) may show only at this flush, and then ends the program with status 1. */
 static void check_stdout(void) {
     errno = 0;
     int failed = fflush(stdout) != 0;
@@ -5512,9 +5511,8 @@ static int same_file(const char *a, const char *b) {
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-/* is_stdin: path reads standard input's stream: "-", or a path to what file descriptor 0 holds
-   (/dev/stdin, /proc/self/fd/0) when that is not a regular file (a pipe or a terminal, which can be
-   read once; a regular file opened again by path starts over) */
+/* is_stdin: path reads standard input's stream: "-", or a path to what descriptor 0 holds when that
+   is not a regular file (a pipe or a terminal can be read once; a regular file reopened starts over) */
 static int is_stdin(const char *path) {
     struct stat sp, s0;
     if (!strcmp(path, "-")) return 1;
@@ -5529,9 +5527,8 @@ static int same_input(const char *path, const char *in) {
     return fstat(0, &s0) == 0 && stat(path, &sp) == 0 && sp.st_dev == s0.st_dev && sp.st_ino == s0.st_ino;
 }
 
-/* shell_word: s as one word of a shell command line that a message or record prints: s itself when
-   every byte is safe (letters, digits, . _ - / + , : = @ %), else s single-quoted (each ' as '\'').
-   The result lives until the eighth call after this one. */
+/* shell_word: s as one word of a shell command line: itself when every byte is safe, else single-quoted
+   (each ' as '\''). The result lives until the eighth call after this one. */
 static const char *shell_word(const char *s) {
     static char buf[8][1200];
     static int k = 0;
@@ -5551,9 +5548,9 @@ static const char *shell_word(const char *s) {
 typedef struct { const char *flag, *path; } NamedPath;   // an option and its file ("" or NULL: not given)
 static void usage_error(const char *fmt, ...);
 
-/* output_is_ours: an existing file that the single-file output `flag` may replace: empty, or of the
-   kind it writes (--html: a page that starts <!DOCTYPE html>; --completions: a first line of four
-   TAB-separated fields ending eos or no-eos). Other flags (a run directory's files): 1. */
+/* output_is_ours: 1 when output `flag` may replace the existing file path: empty, or of the kind it
+   writes (--html: <!DOCTYPE html>...; --completions: four TAB-separated fields ending eos|no-eos); other
+   flags (a run directory's files): 1. */
 static int output_is_ours(const char *flag, const char *path) {
     int html = !strcmp(flag, "--html");
     if (!html && strcmp(flag, "--completions")) return 1;
@@ -5574,11 +5571,9 @@ static int output_is_ours(const char *flag, const char *path) {
     return tabs == 3 && (!strcmp(last + 1, "eos") || !strcmp(last + 1, "no-eos"));
 }
 
-/* refuse_inputs_as_outputs: before a command reads or writes anything. Each output outs[i] is a new
-   name or a regular file (never "-", a directory, a link, a device or a FIFO: the file is written
-   whole and renamed over the name) and none of the inputs ins[j] by any spelling or link (same
-   device and inode; "-" is standard input); at most one input reads standard input's stream
-   (is_stdin). Usage error (exit 2) naming the options; no and ni are the counts. */
+/* refuse_inputs_as_outputs: before a command reads or writes anything: each of the no outputs is a new
+   name or a regular file (it is renamed over), and none of the ni inputs by any spelling or link; at
+   most one input reads standard input's stream. Else a usage error naming the options. */
 static void refuse_inputs_as_outputs(const NamedPath *outs, int no, const NamedPath *ins, int ni) {
     for (int i = 0; i < no; i++) {
         const char *out = outs[i].path;
@@ -5615,8 +5610,9 @@ static void refuse_inputs_as_outputs(const NamedPath *outs, int no, const NamedP
 #define PROG "./grpo"
 #endif
 
-// Usage error: names the option and what was expected, exit status 2.
 static const char *usage_context = NULL;   // where the options came from, when not the command line
+
+// Usage error: names the option and what was expected, exit status 2.
 
 static void usage_error(const char *fmt, ...) {
     va_list ap;
@@ -5647,12 +5643,10 @@ static void make_dir(const char *path) {
     }
 }
 
-/* lock_run_dir: an exclusive lock on RUN_DIR/.lock for the rest of the run, so that two
-   runs never write the same checkpoints and logs (their files would interleave, and the
-   run that printed '# saved' could own the other's model). The kernel drops the lock when
-   the process ends, however it ends, so a .lock file left behind is harmless. The file
-   holds the owner's pid for the message; flag is the option that names the directory
-   (--run-dir, compare's --study), for the hints. Returns the descriptor for unlock_run_dir. */
+/* lock_run_dir: an exclusive flock on RUN_DIR/.lock for the rest of the run, so that two runs never
+   write the same checkpoints and logs; the kernel drops it when the process ends, however it ends. The
+   file holds the owner's pid for the message; flag (--run-dir, --study) is for the hints. Returns the
+   descriptor for unlock_run_dir. */
 static int lock_run_dir(const char *run_dir, const char *flag) {
     char path[1100], msg[1400];
     snprintf(path, sizeof path, "%s/.lock", run_dir);
@@ -6003,10 +5997,8 @@ static void print_help(const char *cmd, unsigned mask, const char *synopsis, con
 
 static const OptSpec *find_option(const char *name);   // the row of --name (below)
 
-/* A busy machine: OpenMP's waiting threads spin (libgomp: about 300,000 iterations at each barrier
-   before they sleep), and when other jobs hold the cores a 2-thread run then spins against them:
-   several times slower (notes/speed.md, "On a shared machine"). libgomp reads its policy before
-   main, so the program can only restart itself under another one, or say what to type.
+/* A busy machine: libgomp's waiting threads spin, and beside other jobs a 2-thread run then is several
+   times slower (notes/speed.md, "On a shared machine"). libgomp reads its policy before main.
 
    gomp_spin_count: the spins libgomp (4.4+) waits at a barrier before sleeping: GOMP_SPINCOUNT when
    it is a count (suffixes k, M, G, T: x1e3..1e12) or infinite/infinity (1e18), else OMP_WAIT_POLICY:
@@ -6032,14 +6024,11 @@ static double gomp_spin_count(const char *wait_policy, const char *spincount) {
     return 300000.0;
 }
 
-/* busy_machine_warning: 1, with a one-line advice (no newline) in msg[cap], when this run's OpenMP
-   threads would spin against other jobs, else 0 and msg = "". loadavg: the text of /proc/loadavg
-   ("0.97 0.83 0.40 4/100 11409": load over 1, 5, 15 minutes, runnable/all tasks, last pid; another
-   text: 0). Busy: threads > 1; the others take a core or more, others = min(load1, runnable − 1) ≥ 1
-   (both the last minute and this instant must show them, so a run of ours that has just ended does
-   not count); others + threads > ncpu; and the spin count of wait_policy and spincount (the
-   environment's, NULL: unset) is above 1,000 (10,000 was measured and still spins against other
-   jobs: notes/speed.md, "The wait policy of make run, make compare and make test"). */
+/* busy_machine_warning: 1, with a one-line advice in msg[cap], when this run's threads would spin
+   against other jobs, else 0 and msg = "". loadavg: /proc/loadavg's text (another text: 0). Busy:
+   threads > 1, others = min(load1, runnable − 1) ≥ 1 (both the last minute and this instant show them:
+   our own run that just ended does not count), others + threads > ncpu, and the spin count of
+   wait_policy and spincount (NULL: unset) above 1,000 (10,000 measured still spins: notes/speed.md). */
 static int busy_machine_warning(const char *loadavg, int ncpu, int threads, const char *wait_policy,
                                 const char *spincount, const char *cmd, char *msg, size_t cap) {
     double load1, l5, l15;
@@ -6058,12 +6047,10 @@ static int busy_machine_warning(const char *loadavg, int ncpu, int threads, cons
     return 1;
 }
 
-/* warn_if_busy: busy_machine_warning for this process (/proc/loadavg or, for the tests, the text of
-   GRPO_LOADAVG; the online CPUs; --threads N as typed in argv, else num_threads()), called by main
-   before the command reads or writes anything. With OMP_WAIT_POLICY and GOMP_SPINCOUNT both unset it
-   says so in one stderr line and restarts the program (Linux: /proc/self/exe, exactly argv) under
-   OMP_WAIT_POLICY=PASSIVE, which libgomp reads only at start-up (a wait policy changes no result); a
-   policy that was set is kept, with the advice. Not in a build without OpenMP (nothing spins). */
+/* warn_if_busy: busy_machine_warning for this process (/proc/loadavg, or for the tests GRPO_LOADAVG;
+   --threads as typed in argv, else num_threads()), before the command reads or writes anything. With
+   OMP_WAIT_POLICY and GOMP_SPINCOUNT unset it says so in one line and restarts (/proc/self/exe, argv as
+   typed) under OMP_WAIT_POLICY=PASSIVE, which changes no result; a policy that was set stays, advised. */
 static void warn_if_busy(const char *cmd, char **argv) {
 #ifdef _OPENMP
     char text[256] = "", msg[512];
@@ -6099,13 +6086,9 @@ static void warn_if_busy(const char *cmd, char **argv) {
 #endif
 }
 
-/* task_defaults: the data options that the command line does not give (given[i]: option i was
-   given) take the defaults of o's task: --train-data, --val-data, --test-data and --data (eval:
-   the test split) its data files, and --max-new-tokens,
-   where it is at the countdown default (train, eval, sample), the budget its data need, and train's --lr
-   where it is at countdown's (TASK_TRAIN_LR: chain-sum 1e-5, chosen on its validation splits in
-   notes/chain-sum.md; 1e-4 lowered its accuracy). Countdown's are the
-   defaults of default_options: without --task (or with --task countdown) nothing changes. */
+/* task_defaults: the options not given (given[i]: option i was) take o's task's defaults: its data files,
+   its --max-new-tokens and train's --lr where they are countdown's (TASK_TRAIN_LR: chain-sum 1e-5, chosen
+   on its validation splits in notes/chain-sum.md). Countdown's are default_options'. */
 static const float TASK_TRAIN_LR[] = {1e-4f, 1e-5f};   // train's --lr per task, as TASKS (countdown's first)
 typedef char one_train_lr_per_task[sizeof TASK_TRAIN_LR / sizeof TASK_TRAIN_LR[0] == NUM_TASKS ? 1 : -1];  // C and C++
 
@@ -6129,9 +6112,8 @@ static void task_defaults(Options *o, const unsigned char *given) {
 // 1 for the characters isspace() takes in the C locale (strtol and strtod skip them at the start)
 static int is_blank(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
-/* parse_options: GNU long options for one command (bit `mask`); sets fields of o.
-   Unknown option, missing value, unparsable or out-of-range value: usage error naming the
-   option, exit 2. Returns the index of the first positional argument in argv. */
+/* parse_options: GNU long options for one command (bit `mask`) into o; a bad option or value is a usage
+   error naming it. Returns the index of the first positional argument in argv. */
 static int parse_options(int argc, char **argv, unsigned mask, Options *o, const char *cmd,
                          const char *synopsis) {
     struct option longopts[NUM_OPTIONS + 2];
@@ -6242,12 +6224,9 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     return optind;
 }
 
-/* The options of some objectives only (objectives: 1 << OBJ_* bits) or of some prompt
-   selectors only (selectors: 1 << SELECT_* bits; ~0u: all of them): in force only in a run of
-   one of them (option_in_force), so printed at start-up and recorded in the run record only
-   there, and refused in any other run when set away from their defaults
-   (check_scoped_options). --prompt-select is itself an option of mopps and dynamic: a uniform
-   run (the default) names no selection option. Every other option applies to every run. */
+/* The options of some objectives (1 << OBJ_* bits) or prompt selectors (1 << SELECT_*; ~0u: all) only:
+   printed and recorded only in their runs (option_in_force), refused elsewhere when set
+   (check_scoped_options). A uniform run (the default) names no selection option. */
 static const struct { const char *name; unsigned objectives, selectors; } SCOPED_OPTIONS[] = {
     {"mc-k", 1u << OBJ_MC_PRM, ~0u}, {"mc-whiten", 1u << OBJ_MC_PRM, ~0u},
     {"gae-gamma", 1u << OBJ_PPO, ~0u}, {"gae-lambda", 1u << OBJ_PPO, ~0u}, {"critic-lr", 1u << OBJ_PPO, ~0u},
@@ -6277,9 +6256,8 @@ static int list_has(const char *list, const char *name) {
     return 0;
 }
 
-/* objectives_run: the objectives a run of command `mask` trains (1 << OBJ_* bits): tree's grid,
-   GRPO and λ-GRPO and each objective its --objective list names (tree_methods checks the
-   names); train's (and check's) --objective. */
+// objectives_run: the objectives (1 << OBJ_* bits) a run of command `mask` trains: train's and
+// check's --objective; tree's GRPO, λ-GRPO and its --objective list.
 static unsigned objectives_run(const Options *o, unsigned mask) {
     if (!(mask & CMD_TREE)) return 1u << o->obj.objective;
     unsigned run = 1u << OBJ_GRPO | 1u << OBJ_LAMBDA_GRPO;
@@ -6294,15 +6272,10 @@ static unsigned selectors_run(const Options *o, unsigned mask) {
     return mask & CMD_TRAIN ? 1u << o->prompt_select : 1u << SELECT_UNIFORM;
 }
 
-/* option_in_force: 0 for an option of command `mask` that this run does not use: an option of
-   some objectives or some prompt selectors only (SCOPED_OPTIONS: MC-PRM's mc-*, PPO's gae-*
-   and critic-lr; --prompt-select unless it is mopps or dynamic, MoPPS's select-*, dynamic's
-   --dynamic-max-rounds) unless one of them runs (objectives_run, selectors_run), and tree's
-   --objective list when it is empty. The start-up line and the run record leave such an
-   option out, so a GRPO or λ-GRPO run with uniform prompts prints and records exactly what it
-   did before MC-PRM, PPO and prompt selection existed (and a study pre-registered then keeps
-   its hash). A command that trains no objective
-   (sample: V̂ from --mc-k continuations) has all its options in force. */
+/* option_in_force: 0 for an option of command `mask` that this run does not use (SCOPED_OPTIONS of
+   objectives or selectors not run; tree's empty --objective list; --task countdown, --probe-every 0,
+   --overwrite 0). The banner and run record leave it out, so a run prints and records what it did
+   before those options existed (a study pre-registered then keeps its hash). */
 static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
     if (!strcmp(s->name, "task")) return o->task != TASK_COUNTDOWN;   // countdown's runs print as before --task
     if (mask & CMD_TREE && !strcmp(s->name, "objective")) return o->tree_objectives[0] != 0;
@@ -6324,7 +6297,7 @@ static void print_options(FILE *f, const Options *o, unsigned mask) {
     fprintf(f, " threads=%d\n", num_threads());
 }
 
-// The options of a GRPO step (train, tree; check and sample use the objective and sampling ones).
+// The options of a GRPO step (train, tree).
 static GRPOConfig grpo_config_from_options(const Options *o) {
     GRPOConfig cfg = {o->obj, o->temperature, o->num_iterations, o->micro_batch, o->mask_truncated, o->seed,
                       o->update_layout};
@@ -6354,20 +6327,16 @@ static void check_weight_decay(const Options *o) {
                     o->lr, o->weight_decay, o->lr * o->weight_decay);
 }
 
-/* The options that shape a run's samples and updates. A checkpoint's run record holds them, and
-   a resume must give the same values, else the resumed run is not the run it continues (its
-   samples come from --seed, its groups from --group-size, ...): a usage error naming the
-   option and both values. The optimizer's options may change on a resume, with a note:
-   lowering --lr and resuming is how a diverging run is rescued. --steps may change too (a
-   resume may extend a run); paths and reporting options (--eval-every, ...) do not count. */
+/* The options that shape a run's samples and updates: a checkpoint's run record holds them, and a
+   resume must give the same values. The optimizer's may change, with a note (lowering --lr and
+   resuming rescues a diverging run); --steps, paths and reporting options are not recorded. */
 static const char *TRAIN_RUN_OPTIONS[] = {
     "seed", "prompts-per-step", "group-size", "temperature", "max-new-tokens", "objective", "loss-agg",
     "adv-std", "adv-std-scope", "adv-eps", "clip-eps-low", "clip-eps-high", "beta", "num-iterations",
     "mask-truncated", "format-reward", "mc-k", "mc-whiten", "gae-gamma", "gae-lambda", "prompt-select",
     "select-target", "select-candidates", "select-decay", "dynamic-max-rounds", NULL};
 static const char *SFT_RUN_OPTIONS[] = {"seed", "batch-size", NULL};
-// The input files a run record holds the hash of (record_input_hashes), and a resume checks
-// (check_resume_inputs): a resume with other data, or another starting point, is another run.
+// The input files whose hash a run record holds and a resume checks: other data is another run.
 static const char *const TRAIN_INPUTS[] = {"train-data", "val-data", "init", NULL};
 static const char *const SFT_INPUTS[] = {"train-data", "val-data", NULL};
 // (the critic's learning rate, as the policy's, may change on a resume)
@@ -6389,8 +6358,7 @@ static void option_text(char *out, size_t cap, const Options *o, const OptSpec *
     else snprintf(out, cap, "%s", p);
 }
 
-// The run record's options: "name=value\n" for each of the names lists (NULL-terminated) that is
-// in force (option_in_force: MC-PRM's options only in an MC-PRM run, PPO's in a PPO run).
+// The run record's options: "name=value\n" for each option in force of both NULL-terminated lists.
 static void record_options(char *out, size_t cap, const Options *o, const char *const *fixed,
                            const char *const *optimizer) {
     size_t used = 0;
@@ -6459,12 +6427,9 @@ static void input_file_hash(char out[17], const Options *o, const char *name, co
     snprintf(out, 17, "%016llx", (unsigned long long)hash);
 }
 
-/* record_input_hashes: appends "NAME.fnv1a64=<16 hex digits>\n" to a run record's options (out,
-   capacity cap) for each option of names (NULL-terminated; each an OPT_STRING path: --train-data,
-   --val-data, --init): the hash of the file it names, or, where `saved` (the resumed run's
-   record, "" for a new run) holds one, that one, so that a resume that does not read the file
-   (--init at β = 0) carries the starting point's hash on. An unreadable file stops the run
-   (exit 1), naming the option. */
+/* record_input_hashes: appends "NAME.fnv1a64=<16 hex digits>\n" to a run record (out, cap bytes) for each
+   file option of names: its file's hash, or the one `saved` (the resumed run's record, "" for a new run)
+   holds, so that a resume that does not read --init (β = 0) carries the starting point's hash on. */
 static void record_input_hashes(char *out, size_t cap, const Options *o, const char *const *names,
                                 const char *saved) {
     for (int i = 0; names[i]; i++) {
@@ -6480,10 +6445,8 @@ static void record_input_hashes(char *out, size_t cap, const Options *o, const c
     }
 }
 
-/* check_resume_inputs: the files this resumed run reads for the options of names (--train-data,
-   --val-data; --init where it loads it) against the hashes in the run record of the
-   checkpoint at path (st->options). Another file content is a usage error naming the option,
-   both hashes and what to do; a record without the key is an error (this build records every one). */
+/* check_resume_inputs: the files of the options of names against the hashes in the run record of
+   the checkpoint at path: another content is a usage error naming the option and both hashes. */
 static void check_resume_inputs(const Options *o, const TrainState *st, const char *path,
                                 const char *const *names) {
     for (int i = 0; names[i]; i++) {
@@ -6506,12 +6469,10 @@ static void check_resume_inputs(const Options *o, const TrainState *st, const ch
     }
 }
 
-/* check_resume_options: the options recorded in the checkpoint at path (st->options) against
-   this command's o. Another value of an option in `fixed` is a usage error naming it and both
-   values; of any other recorded option (the optimizer's), a note. An option of `fixed` that
-   the record leaves out although it is in force now, and that is out of force at the defaults
-   (option_in_force: --prompt-select uniform, MC-PRM's and the selectors' options), was not in
-   force in the saved run: a usage error as well (a uniform run resumed as a dynamic one). */
+/* check_resume_options: the options recorded in the checkpoint at path against o: another value of
+   an option in `fixed` is a usage error naming both values, of another (the optimizer's) a note. An
+   option of `fixed` in force now that the record leaves out was not in force then (a uniform run
+   resumed as a dynamic one): a usage error too. */
 static void check_resume_options(const Options *o, const TrainState *st, const char *path,
                                  const char *const *fixed) {
     for (const char *line = st->options; *line; ) {
@@ -6575,9 +6536,7 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
 }
 
 /* A new run (no --resume) in a run directory that holds an earlier run is refused: a finished one
-   (model.bin) unless --overwrite 1, since the new run would replace its model and logs; one with a
-   resumable checkpoint (ckpt.bin) always, since the new run would overwrite that run's log but leave
-   its checkpoint beside it, and a later --resume would mix the two. */
+   unless --overwrite 1; one with a resumable checkpoint always (a later --resume would mix the two). */
 static void refuse_stale_checkpoint(const Options *o, const char *periodic) {
     struct stat sb;
     char model[1100];
@@ -6594,9 +6553,8 @@ static void refuse_stale_checkpoint(const Options *o, const char *periodic) {
                     shell_word(periodic));
 }
 
-/* refuse_run_dir_inputs: sft's or train's (mask) files in --run-dir are none of its inputs
-   (refuse_inputs_as_outputs): data files, --init (the SFT model, also π_ref), --resume (which may be
-   the run's own ckpt.bin: a resume in place). */
+// refuse_run_dir_inputs: sft's or train's (mask) files in --run-dir are none of its inputs
+// (--resume may be the run's own ckpt.bin: a resume in place).
 static void refuse_run_dir_inputs(const Options *o, unsigned mask) {
     static const char *names[] = {"model.bin", "ckpt.bin", "sft.csv", "train.csv", "eval.csv", "result.txt",
                                   "prompt_select.txt"};
@@ -6634,15 +6592,9 @@ static void check_grpo_options(const Options *o) {
 #endif
 }
 
-/* check_scoped_options: an option of some objectives or prompt selectors only (SCOPED_OPTIONS:
-   --mc-k, --mc-whiten, --gae-gamma, --gae-lambda, --critic-lr; --select-target,
-   --select-candidates, --select-decay, --dynamic-max-rounds) set away from its default in a run
-   of command `mask` that runs none of them (train, compare: another --objective or
-   --prompt-select; tree: none of them in its --objective list) would do nothing: a usage error
-   naming the option and what it applies to, not an option silently ignored. Then PPO's own,
-   when it runs: --critic-lr x --weight-decay < 1 (check_weight_decay's rule), and the CUDA build
-   refuses it (its critic's value head runs on the host only). Call it after tree_methods has
-   checked tree's list. */
+/* check_scoped_options: an option of SCOPED_OPTIONS set away from its default in a run of command
+   `mask` that runs none of its objectives or selectors would do nothing: a usage error naming it and
+   what it applies to. Then PPO's own checks when it runs. Call it after tree_methods. */
 static void check_scoped_options(const Options *o, unsigned mask) {
     Options d;
     default_options(&d);
@@ -6683,10 +6635,7 @@ static void check_scoped_options(const Options *o, unsigned mask) {
 #endif
 }
 
-/* check_select_options: --prompt-select's options, made before anything is loaded (train; and
-   compare, for every method): M >= P and d in (0, 1] (an option of another selector than the
-   run's is check_scoped_options' error). M <= the training set's size is checked once it is
-   loaded (cmd_train). */
+// check_select_options: --prompt-select's options before anything is loaded: M >= P, d in (0, 1].
 static void check_select_options(const Options *o) {
     if (o->select_candidates != 0 && o->select_candidates < o->prompts_per_step)
         usage_error("--select-candidates %d: MoPPS keeps --prompts-per-step %d of the M candidates, so M "
@@ -6696,11 +6645,10 @@ static void check_select_options(const Options *o) {
                     "every outcome)", o->select_decay);
 }
 
-/* note_cut_demonstrations: how many of the demonstrations in d's file (the text after its TAB,
-   one token a character, plus <eos>) need more than --max-new-tokens; if any, one note on
-   stderr: completions that long are cut off by the sampler and score 0, so the data ask for
-   a larger budget (5-number countdown needs 36, not countdown's default 26). Prompt-only
-   files say nothing. Returns that count (a file that cannot be read: 0; load_dataset read it). */
+/* note_cut_demonstrations: how many of the demonstrations in d's file (one token a character, plus
+   <eos>) need more than --max-new-tokens (they would be cut off and score 0); if any, a note. A file of
+   prompts with more numbers than the task's default budget is for: a note too. Returns that count. */
+
 static long note_cut_demonstrations(const Options *o, const Dataset *d) {
     FILE *f = fopen(d->path, "r");
     if (!f) return 0;
@@ -6746,28 +6694,20 @@ static void check_context(const Options *o, int maxT, const Dataset *d) {
 }
 
 // ----------------------------------------------------------------------------
-// Checkpoints: header (magic, version, config, vocabulary), parameters, and optionally
-// the AdamW state, the step counter, the RNG state and the run record (the options that
-// shape the run, its sampled-token count, its log's last row) so a resumed run continues
-// bit for bit, and only as the run it continues. Written to a temporary file of its own
-// (PATH.tmp.<pid>.<n>), flushed, synced and renamed, so a crash never leaves a half-written
-// checkpoint under the real name, and two processes saving to one path never write into the
-// same file.
+// Checkpoints: header (magic, version, config, vocabulary), parameters, and optionally the AdamW
+// state, the step, the RNG state, the run record (the options that shape the run, its sampled-token
+// count, its log's last row) and state sections, so a resumed run continues bit for bit, and only as
+// the run it continues. Written whole through a temporary file of its own (atomic_open).
 
 #define CKPT_MAGIC 0x4f505247   // "GRPO" in a little-endian file
-#define CKPT_VERSION 4          // 4: a CRC-32 of every section in the header (h[16..25], h[31]);
-                                // 3: state sections after the run record (h[12] of them, h[13..14]
-                                // bytes); 2: the run record after the RNG state (h[11] bytes); 1: none
+#define CKPT_VERSION 4          // the only one read (1-3: older grpo.c builds, without checksums)
 #define CKPT_HEADER_INTS 32
 #define CKPT_RECORD_MAX 4096    // bytes of a run record
 #define CKPT_TAG_BYTES 8        // a state section's name, NUL-padded
-#define CKPT_TASK_INT 15        // h[15]: the model's task (index in TASKS); files written before
-                                // tasks were recorded hold 0 there, countdown's index
+#define CKPT_TASK_INT 15        // h[15]: the model's task (index in TASKS)
 
-/* Format 4's checksums: CRC-32 (IEEE 802.3, the polynomial of zlib and PNG: reflected
-   0xEDB88320, initial and final XOR 0xFFFFFFFF) of each section, so that a flipped bit or an
-   edited byte anywhere is refused, naming the section, instead of loading as other weights, a
-   shifted RNG or another run record. They sit in the header, which the last one covers:
+/* The checksums: CRC-32 (IEEE 802.3, zlib's and PNG's) of each section, so that a flipped bit or an
+   edited byte is refused, naming the section. They sit in the header, which the last one covers:
      h[16] vocabulary, h[17] parameters, h[18] AdamW m, h[19] AdamW v, h[20] RNG state,
      h[21] run record, h[22 + i] state section i (its tag, its length and its bytes),
      h[31] the header's own ints h[0..30].
@@ -6806,12 +6746,9 @@ static int32_t ckpt_section_crc(const char *tag, uint64_t bytes, const void *dat
     return (int32_t)crc32_update(c, data, bytes);
 }
 
-/* A save that SIGINT, SIGTERM or SIGHUP interrupts (Ctrl-C, kill, a closed terminal) removes
-   its temporary file before the process dies. For the length of a save, ckpt_on_signal
-   handles them (a signal that was ignored stays ignored): it unlinks the temporary file
-   named here (unlink is async-signal-safe; the name is written before the file is created,
-   so no file exists that the handler does not know) and raises the signal again, now with
-   its default action, so the process ends as the signal says. */
+/* A save that SIGINT, SIGTERM or SIGHUP interrupts removes its temporary file: for the length of a
+   save ckpt_on_signal (async-signal-safe) unlinks the file named here and raises the signal again with
+   its default action. A signal that was ignored stays ignored. */
 static char ckpt_tmp_name[1200];
 static volatile sig_atomic_t ckpt_tmp_live = 0;   // 1: ckpt_tmp_name may exist and is ours
 static const int CKPT_SIGNALS[3] = {SIGINT, SIGTERM, SIGHUP};
@@ -6839,9 +6776,8 @@ static void ckpt_signals(struct sigaction *saved, int restore) {
     }
 }
 
-/* fopen_nofollow: fopen(path, mode) for a mode that writes ("w", "a", "r+", ...), but never through
-   a link: O_NOFOLLOW on the last name (a link planted as a run's log or lock fails with ELOOP).
-   NULL with errno set. fopenCheck uses it for every file it opens to write. */
+/* fopen_nofollow: fopen(path, mode) for a mode that writes, but never through a link (O_NOFOLLOW: a
+   link planted as a run's log fails with ELOOP). NULL with errno set. fopenCheck's for writing. */
 static FILE *fopen_nofollow(const char *path, const char *mode) {
     int flags = mode[0] == 'w' ? O_CREAT | O_TRUNC : mode[0] == 'a' ? O_CREAT | O_APPEND : 0;
     int fd = open(path, (strchr(mode, '+') || mode[0] == 'r' ? O_RDWR : O_WRONLY) | flags | O_NOFOLLOW | O_CLOEXEC,
@@ -6855,13 +6791,10 @@ static FILE *fopen_nofollow(const char *path, const char *mode) {
     return f;
 }
 
-/* atomic_create: the one way this program writes a file whole: a new temporary file next to path,
-   PATH.tmp.<pid>.<n>, created exclusively (O_CREAT | O_EXCL: never a file that exists, and never
-   through a link planted under that name), named in tmp (cap bytes); atomic_commit then flushes,
-   fsyncs and closes it and renames it over path, so a reader sees all of the new file or the old
-   one. Used by checkpoints, run logs' repair, compare's files and the --html pages. NULL from
-   atomic_create, -1 from atomic_commit (the temporary file removed) with errno set; the caller
-   names the file. The directory is path's, so the rename cannot cross file systems. */
+/* atomic_create: the one way this program writes a file whole: a new temporary file PATH.tmp.<pid>.<n>
+   (named in tmp, cap bytes) created with O_CREAT | O_EXCL | O_NOFOLLOW; atomic_commit flushes, fsyncs,
+   closes and renames it over path, so a reader sees all of the new file or the old one. NULL, or -1
+   with the temporary file removed, with errno set. atomic_open and atomic_close exit naming the file. */
 static FILE *atomic_create(const char *path, char *tmp, size_t cap) {
     static unsigned long counter = 0;   // files made by this process
     for (int attempt = 0; attempt <= 1000; attempt++) {
@@ -6892,7 +6825,6 @@ static int atomic_commit(FILE *f, const char *tmp, const char *path) {
     return -1;
 }
 
-// atomic_create and atomic_commit that exit (1) naming the file when they fail (files written whole)
 typedef struct { FILE *f; char tmp[1200]; const char *path; } AtomicFile;
 static FILE *atomic_open(AtomicFile *a, const char *path) {
     a->path = path;
@@ -6913,11 +6845,9 @@ static void atomic_close(AtomicFile *a) {
 
 #include <dirent.h>   // (here: only remove_dead_ckpt_tmps reads a directory)
 
-/* remove_dead_ckpt_tmps: removes the temporary files that saves killed by SIGKILL (or a power
-   cut) left in path's directory: NAME.tmp.<pid>.<n> (open_ckpt_tmp's names, of any checkpoint
-   there) whose process is gone (kill(pid, 0) fails with ESRCH), a regular file that is empty
-   or starts with CKPT_MAGIC. A file of a live process, of this one, or of any other content is
-   left alone. Each removal is a note on stderr; nothing here stops a save. */
+/* remove_dead_ckpt_tmps: removes from path's directory what saves killed by SIGKILL left: files
+   NAME.tmp.<pid>.<n> of a process that is gone, empty or starting with CKPT_MAGIC, each with a note.
+   Any other file is left alone. */
 static void remove_dead_ckpt_tmps(const char *path) {
     char dir[1100];
     const char *slash = strrchr(path, '/');
@@ -6956,12 +6886,9 @@ static void remove_dead_ckpt_tmps(const char *path) {
 
 static const char *csv_last_row(const struct CsvLog *c);   // run logs, below
 
-/* save_checkpoint: writes path atomically (a temporary file of its own, fsync, rename): the
-   header (CKPT_MAGIC, CKPT_VERSION, configuration, vocabulary), the parameters, and with
-   with_optimizer the AdamW moments, st's step and RNG, the run record and st's state sections
-   (tag, uint64 length, bytes each; at most CKPT_MAX_SECTIONS) (the runs call
-   check_params before each save). Any write error stops the process (exit 1), the temporary file
-   removed and an older file at path intact. */
+/* save_checkpoint: writes path whole: the header, the vocabulary, the parameters and, with
+   with_optimizer, the AdamW moments, st's RNG, run record and state sections (tag, uint64 length,
+   bytes each). A write error stops the process (exit 1), an older file at path intact. */
 static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, const TrainState *st) {
 #ifdef GRPO_CUDA
     if (m->on_device) {   // a host copy of what the file holds, written by the code below
@@ -7061,19 +6988,8 @@ static void ckpt_error(const char *path, const char *what, const char *hint) {
     exit(EXIT_INPUT);
 }
 
-/* ckpt_check_crc: section `which` of a format-4 file at path (an index of CKPT_CRC_NAMES:
-   0 vocabulary .. 5 run record; n bytes at data, as read) against its CRC-32 in header h;
-   a mismatch stops the load (exit 1), naming the file and the section. */
-static void ckpt_check_crc(const char *path, const int32_t *h, int which, const void *data, size_t n) {
-    if ((int32_t)crc32_update(0, data, n) == h[CKPT_CRC_VOCAB + which]) return;
-    char msg[160];
-    snprintf(msg, sizeof msg, "checksum mismatch in %s (a flipped bit, or an edited file)", CKPT_CRC_NAMES[which]);
-    ckpt_error(path, msg, "the file is corrupt; use an intact copy or an earlier checkpoint");
-}
-
-/* refuse_other_task: the model m, read from checkpoint path, learnt the task its checkpoint
-   records (m->task); used with another task's data (--task `task`) it would be scored by a
-   verifier of prompts it has never seen: an error naming both tasks (exit 1). */
+// refuse_other_task: the model m read from path is of another task than --task `task`: an error
+// naming both (exit 1).
 static void refuse_other_task(const char *path, const GPT *m, int task) {
     if (m->task == task) return;
     char msg[256], hint[256];
@@ -7096,6 +7012,19 @@ static void ckpt_read(void *ptr, size_t size, size_t n, FILE *f, const char *pat
         snprintf(msg, sizeof msg, "truncated: the file ends inside %s", what);
         ckpt_error(path, msg, "the file is incomplete (interrupted copy?); use an intact checkpoint");
     }
+}
+
+#define CKPT_CORRUPT_HINT "the file is corrupt; use an intact copy or an earlier checkpoint"
+
+// ckpt_read of section `which` of CKPT_CRC_NAMES, checked against its CRC-32 in header h: a mismatch
+// stops the load (exit 1), naming the file and the section.
+static void ckpt_read_checked(void *ptr, size_t size, size_t n, FILE *f, const char *path, const int32_t *h,
+                              int which) {
+    ckpt_read(ptr, size, n, f, path, CKPT_CRC_NAMES[which]);
+    if ((int32_t)crc32_update(0, ptr, size * n) == h[CKPT_CRC_VOCAB + which]) return;
+    char msg[160];
+    snprintf(msg, sizeof msg, "checksum mismatch in %s (a flipped bit, or an edited file)", CKPT_CRC_NAMES[which]);
+    ckpt_error(path, msg, CKPT_CORRUPT_HINT);
 }
 
 // The next name of a vocabulary string (each name followed by '\n', n bytes) from *pos:
@@ -7141,11 +7070,8 @@ static void vocab_mismatch(char *msg, size_t cap, const char *file_v, int file_n
              file_size, VOCAB_SIZE);
 }
 
-/* ckpt_refuse_not_finite: a checkpoint's tensor data (a, laid out like m's parameters) must
-   be finite: a NaN or Inf (a diverged run's weights, a corrupt file) would give accuracy 0,
-   a NaN loss at the first step, or a "last good" checkpoint that is not. The first one stops
-   the load, naming the file, `what` ("parameter", "AdamW first moment", ...), the tensor and
-   the index in it. A pass over memory just read from disk: negligible beside the read. */
+/* ckpt_refuse_not_finite: a checkpoint's tensor data (a, laid out like m's parameters) must be
+   finite; the first NaN or Inf stops the load, naming the file, `what`, the tensor and the index. */
 static void ckpt_refuse_not_finite(const char *path, const GPT *m, const float *a, const char *what) {
     size_t i = 0;
     while (i < m->num_parameters && isfinite(a[i])) i++;
@@ -7160,10 +7086,8 @@ static void ckpt_refuse_not_finite(const char *path, const GPT *m, const float *
                           "checkpoint");
 }
 
-/* ckpt_parse_record: a run record ("key=value\n" lines; version 1 files have none: len 0)
-   into st: gen_tokens, log_row, and every other line into st->options. A format-4 record
-   (st->version) must hold gen_tokens (a count) and log_row: without them a resume would count
-   from 0 or not check its log, so a missing one is an error naming the file, not a skipped check. */
+/* ckpt_parse_record: a run record ("key=value\n" lines, len bytes) into st: gen_tokens, log_row
+   (both required) and every other line into st->options. */
 static void ckpt_parse_record(const char *path, const char *record, int len, TrainState *st) {
     st->gen_tokens = 0;
     st->options[0] = 0;
@@ -7199,14 +7123,47 @@ static void ckpt_parse_record(const char *path, const char *record, int len, Tra
                    "the file was edited, or written by another build; start a new run with --init");
 }
 
-/* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences).
-   If st is not NULL the file must hold optimizer state, which is restored with the step,
-   RNG, run record (options, tokens sampled, log row: version 2) and the state sections
-   (version 3: st->section, malloc'd; a method takes its own with ckpt_section). Refuses, with a message
-   naming the file: another format (magic), another version, an impossible config, a
-   vocabulary different from this build's, a truncated file, trailing bytes, and a parameter
-   (or, for a resume, an AdamW moment) that is NaN or Inf. Returns 1 if the file holds
-   optimizer state. */
+/* ckpt_read_sections: the nsec state sections of a checkpoint (left bytes in all, as header h says),
+   each checked against its CRC-32: into st (malloc'd), or (st NULL, --init) read, checked and freed. */
+static void ckpt_read_sections(FILE *f, const char *path, const int32_t *h, int nsec, long long left,
+                               TrainState *st) {
+    for (int i = 0; i < nsec; i++) {
+        char tag[CKPT_TAG_BYTES], msg_sec[160];
+        uint64_t bytes;
+        ckpt_read(tag, 1, CKPT_TAG_BYTES, f, path, "a state section's tag");
+        ckpt_read(&bytes, sizeof bytes, 1, f, path, "a state section's length");
+        if ((long long)bytes > left || tag[CKPT_TAG_BYTES - 1] != 0) {
+            snprintf(msg_sec, sizeof msg_sec, "a state section disagrees with the header (state section %d: "
+                     "its tag or length; corrupt file?)", i + 1);
+            ckpt_error(path, msg_sec, NULL);
+        }
+        left -= (long long)bytes;
+        void *data = mallocCheck(bytes ? bytes : 1);
+        ckpt_read(data, 1, bytes, f, path, "a state section");
+        if (ckpt_section_crc(tag, bytes, data) != h[CKPT_CRC_SECTIONS + i]) {
+            char name[CKPT_TAG_BYTES + 1];
+            printable_name(name, tag, (int)strnlen(tag, CKPT_TAG_BYTES));
+            snprintf(msg_sec, sizeof msg_sec, "checksum mismatch in state section %d ('%s') (a flipped "
+                     "bit, or an edited file)", i + 1, name);
+            ckpt_error(path, msg_sec, CKPT_CORRUPT_HINT);
+        }
+        if (!st) {
+            free(data);
+            continue;
+        }
+        memcpy(st->section[i].tag, tag, CKPT_TAG_BYTES);
+        st->section[i].bytes = bytes;
+        st->section[i].data = data;
+        st->section_owned[i] = 1;
+        st->num_sections = i + 1;
+    }
+}
+
+/* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences). With st the
+   file must hold optimizer state, restored with the step, RNG, run record and state sections
+   (malloc'd; a method takes its own with ckpt_section). Refuses, naming the file: another format or
+   version, a checksum mismatch, an impossible config, another vocabulary, a truncated file, trailing
+   bytes, a NaN or Inf. Returns 1 if the file holds optimizer state. */
 static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *st) {
     struct stat sb;
     if (stat(path, &sb) != 0 && errno == ENOENT)   // the usual case: no SFT run yet
@@ -7230,8 +7187,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     }
     // the header's own CRC first, before any of its values is trusted
     if (h[CKPT_CRC_HEADER] != ckpt_header_crc(h))
-        ckpt_error(path, "checksum mismatch in the header (a flipped bit, or an edited file)",
-                   "the file is corrupt; use an intact copy or an earlier checkpoint");
+        ckpt_error(path, "checksum mismatch in the header (a flipped bit, or an edited file)", CKPT_CORRUPT_HINT);
     int record_len = h[7] ? h[11] : 0;
     int nsec = h[7] ? h[12] : 0;
     long long sec_bytes = nsec ? (long long)h[13] + ((long long)h[14] << 31) : 0;
@@ -7260,8 +7216,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         }
     }
     char vocab[4097], ours[512];
-    ckpt_read(vocab, 1, h[9], f, path, "the vocabulary");
-    ckpt_check_crc(path, h, 0, vocab, h[9]);
+    ckpt_read_checked(vocab, 1, h[9], f, path, h, 0);
     vocab[h[9]] = 0;
     int vlen = vocab_string(ours, sizeof ours);
     if (c.vocab_size != VOCAB_SIZE || h[9] != vlen || memcmp(vocab, ours, vlen) != 0) {
@@ -7286,25 +7241,19 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         mom2 = mom1 + m->num_parameters;
     }
 #endif
-    size_t pbytes = m->num_parameters * sizeof(float);
-    ckpt_read(params, sizeof(float), m->num_parameters, f, path, "the parameters");
-    ckpt_check_crc(path, h, 1, params, pbytes);
+    ckpt_read_checked(params, sizeof(float), m->num_parameters, f, path, h, 1);
     ckpt_refuse_not_finite(path, m, params, "parameter");
     if (h[7]) {
-        ckpt_read(mom1, sizeof(float), m->num_parameters, f, path, "the AdamW first moments");
-        ckpt_check_crc(path, h, 2, mom1, pbytes);
-        ckpt_read(mom2, sizeof(float), m->num_parameters, f, path, "the AdamW second moments");
-        ckpt_check_crc(path, h, 3, mom2, pbytes);
+        ckpt_read_checked(mom1, sizeof(float), m->num_parameters, f, path, h, 2);
+        ckpt_read_checked(mom2, sizeof(float), m->num_parameters, f, path, h, 3);
         if (st) {   // a resume steps with them (--init discards them)
             ckpt_refuse_not_finite(path, m, mom1, "AdamW first moment of");
             ckpt_refuse_not_finite(path, m, mom2, "AdamW second moment of");
         }
         Rng r;
-        ckpt_read(r.s, sizeof(uint64_t), 4, f, path, "the RNG state");
-        ckpt_check_crc(path, h, 4, r.s, sizeof r.s);
+        ckpt_read_checked(r.s, sizeof(uint64_t), 4, f, path, h, 4);
         char record[CKPT_RECORD_MAX];
-        ckpt_read(record, 1, record_len, f, path, "the run record");
-        ckpt_check_crc(path, h, 5, record, (size_t)record_len);
+        ckpt_read_checked(record, 1, record_len, f, path, h, 5);
         record[record_len] = 0;
         if (st) {
             const char *resumer = st->kind == 1 ? "sft" : "train";
@@ -7324,37 +7273,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
             ckpt_parse_record(path, record, record_len, st);
             st->num_sections = 0;
         }
-        long long left = sec_bytes;   // what the header says the sections hold
-        for (int i = 0; i < nsec; i++) {   // read (and checked) for --init too, then freed
-            char tag[CKPT_TAG_BYTES], msg_sec[160];
-            uint64_t bytes;
-            ckpt_read(tag, 1, CKPT_TAG_BYTES, f, path, "a state section's tag");
-            ckpt_read(&bytes, sizeof bytes, 1, f, path, "a state section's length");
-            if ((long long)bytes > left || tag[CKPT_TAG_BYTES - 1] != 0) {
-                snprintf(msg_sec, sizeof msg_sec, "a state section disagrees with the header (state section %d: "
-                         "its tag or length; corrupt file?)", i + 1);
-                ckpt_error(path, msg_sec, NULL);
-            }
-            left -= (long long)bytes;
-            void *data = mallocCheck(bytes ? bytes : 1);
-            ckpt_read(data, 1, bytes, f, path, "a state section");
-            if (ckpt_section_crc(tag, bytes, data) != h[CKPT_CRC_SECTIONS + i]) {
-                char name[CKPT_TAG_BYTES + 1];
-                printable_name(name, tag, (int)strnlen(tag, CKPT_TAG_BYTES));
-                snprintf(msg_sec, sizeof msg_sec, "checksum mismatch in state section %d ('%s') (a flipped "
-                         "bit, or an edited file)", i + 1, name);
-                ckpt_error(path, msg_sec, "the file is corrupt; use an intact copy or an earlier checkpoint");
-            }
-            if (!st) {
-                free(data);
-                continue;
-            }
-            memcpy(st->section[i].tag, tag, CKPT_TAG_BYTES);
-            st->section[i].bytes = bytes;
-            st->section[i].data = data;
-            st->section_owned[i] = 1;
-            st->num_sections = i + 1;
-        }
+        ckpt_read_sections(f, path, h, nsec, sec_bytes, st);
         if (!st) {   // --init: the weights only, the moments start at zero, state sections dropped
             memset(mom1, 0, m->num_parameters * sizeof(float));
             memset(mom2, 0, m->num_parameters * sizeof(float));
@@ -7427,10 +7346,9 @@ static void critic_to_section(Critic *c, TrainState *st) {
     ckpt_add_section(st, CRITIC_TAG, c->section, c->section_bytes, 0);
 }
 
-/* critic_from_section: the critic's state from the state section "critic" that load_checkpoint
-   read from path into st, for a resumed --objective ppo run. Refuses, naming the file: no such
-   section (a checkpoint of another objective, or of format 1 or 2), a section of another size
-   or model, and a parameter or moment that is NaN or Inf. */
+/* critic_from_section: the critic's state from st's state section "critic" (read from path) for a
+   resumed --objective ppo run. Refuses, naming the file: no such section, another size or model, a
+   NaN or Inf. */
 static void critic_from_section(Critic *c, const TrainState *st, const char *path) {
     uint64_t bytes = 0;
     const char *p = (const char *)ckpt_section(st, CRITIC_TAG, &bytes);
@@ -7467,19 +7385,13 @@ static void critic_from_section(Critic *c, const TrainState *st, const char *pat
     }
 }
 
-/* Largest |parameter| a checkpoint may hold. Weights start at N(0, 0.02²) (LayerNorm gains
-   at 1), and AdamW moves each by at most about lr per step (|m̂|/sqrt(v̂) is about 1 when
-   β1² < β2), so healthy runs stay far below it: SFT runs of 600–2,000 steps and GRPO after
-   them end below 1.6, and even 200 steps at --lr 10 stay under 600. Past it, attention and
-   output logits (products of two such weights summed over the channels) are 1e8 and more,
-   where the softmax is one-hot and float32 overflows soon after: the run is diverging (a
-   run with lr × weight_decay = 3 reached 3e9 within 70 steps, then NaN). */
+/* Largest |parameter| a checkpoint may hold. AdamW moves a weight by about lr per step, so healthy
+   runs stay far below it (SFT and GRPO end below 1.6; 200 steps at --lr 10 under 600); past it logits
+   are 1e8 and more and float32 overflows soon after: the run is diverging. */
 #define PARAM_LIMIT 1e4f
 
-/* check_params: called before every save. If a parameter is not finite or exceeds
-   PARAM_LIMIT, stops the run at step `step` (as numbered in the log) without saving, and
-   names last_good, the newest checkpoint that passed this check. So a "last good"
-   checkpoint always holds parameters a run can resume from. */
+/* check_params: before every save: a parameter that is not finite or exceeds PARAM_LIMIT stops the run
+   at step `step` without saving, naming last_good, the newest checkpoint that passed this check. */
 static void check_params(const GPT *m, int step, const char *last_good) {
     const float *p = m->params_memory;
 #ifdef GRPO_CUDA
@@ -7518,9 +7430,9 @@ static void check_params(const GPT *m, int step, const char *last_good) {
     }
 }
 
-/* save_periodic_checkpoint: after step st->step+1 of a run, a resumable checkpoint at path
-   holding the state after that step; check_params first stops the run, naming last_good, if
-   the parameters diverged. Then path is the last good checkpoint (last_good, capacity cap). */
+// save_periodic_checkpoint: after step st->step+1, a resumable checkpoint at path (checked by
+// check_params first), which then is last_good (cap bytes).
+
 static void save_periodic_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good,
                                      size_t cap) {
     TrainState next = *st;
@@ -7533,8 +7445,7 @@ static void save_periodic_checkpoint(const char *path, const GPT *m, const Train
 // ----------------------------------------------------------------------------
 // Run logs: the CSV log of a run, its per-step log line, stopping on NaN
 
-/* The run's CSV log, one row per step, flushed row by row: a run that is killed loses at
-   most the row being written, and a write error (disk full) stops the run at once. */
+// The run's CSV log, one row per step, flushed row by row (a killed run loses at most that row).
 struct CsvLog {
     FILE *f;
     char path[1100];
@@ -7582,7 +7493,7 @@ static void close_csv(CsvLog *c) {
     if (ferror(c->f) || fclose(c->f) != 0) csv_failed(c);
 }
 
-/* What csv_keep kept and dropped of a run's log, for open_csv's notes. */
+// What csv_keep kept and dropped of a run's log, for open_csv's notes.
 typedef struct {
     int rows, last;              // rows kept; the step of the last one (0: none)
     int past, past_from, past_to, past_line;   // complete rows of steps after the checkpoint's: dropped
@@ -7606,14 +7517,10 @@ static void csv_note_missing(CsvRepair *r, int a, int b) {
     else snprintf(r->missing_list + used, sizeof r->missing_list - used, "%s%d-%d", used ? ", " : "", a, b);
 }
 
-/* csv_keep: what a run resuming after `step` keeps of its log text (n bytes): the header line,
-   then every complete row (ending in '\n', the header's number of fields, a step number
-   first) numbered above the row kept before it and at most `step`: the rows the checkpoint
-   vouches for, wherever a row is missing between them. It drops rows past the checkpoint
-   (the killed run went on after its last save), lines out of order (a step logged twice) or
-   malformed, and a last line cut off mid-way. The kept bytes are moved to the front of text;
-   returns their length, or −1 when the file does not start with this header. r says what
-   was kept and dropped, and which steps of 1..step have no row. */
+/* csv_keep: what a run resuming after `step` keeps of its log text (n bytes): the header line, then
+   each complete, well-formed row numbered above the one kept before it and at most `step`. The kept
+   bytes move to the front of text; returns their length, or −1 when the file does not start with this
+   header. r says what was kept and dropped, and which steps of 1..step have no row. */
 static long csv_keep(char *text, long n, const char *header, int step, CsvRepair *r) {
     long hlen = (long)strlen(header);
     int fields = 1;
@@ -7681,10 +7588,8 @@ static void csv_name(char *out, size_t cap, const char *name, long len) {
     out[k] = 0;
 }
 
-/* csv_header_diff: into out (cap bytes), where the first line of text (n bytes, up to its '\n')
-   parts from header (comma-separated names): "column K is 'a' in the file, 'b' in this run", or
-   which side has columns the other lacks, or that the names agree but the line has no end. For
-   open_csv's refusal; names shown by csv_name. */
+// csv_header_diff: into out (cap bytes), where the first line of text (n bytes) parts from header,
+// for open_csv's refusal.
 static void csv_header_diff(char *out, size_t cap, const char *text, long n, const char *header) {
     long end = 0;
     while (end < n && text[end] != '\n') end++;
@@ -7723,17 +7628,11 @@ static void csv_header_diff(char *out, size_t cap, const char *text, long n, con
     }
 }
 
-/* open_csv: the run's log RUN_DIR/NAME. A new run (step 0) creates it with the header. A
-   run resuming after `step` steps keeps what csv_keep keeps and drops the rest (a note on
-   stderr for each kind of line dropped, and one naming the steps that have no row), so the
-   file again holds at most one row per step taken, in order; a missing or empty file
-   (resuming into a new run directory) gets the header, and a note that steps 1..step are not
-   in it. A row's first key_fields fields are what the same run always writes alike (the
-   fields before the timings); log_row ("" or NULL: unknown) is those of the row the
-   checkpoint was saved after: the log's row `step`, when it has one, must start with them,
-   or it is another run's log (a resume would append this run's rows to it), and the run
-   stops. The file is rewritten through a temporary file and a rename when a line is dropped
-   before its end. */
+/* open_csv: the run's log RUN_DIR/NAME: new with its header at step 0 (or when missing or empty, with
+   a note); a run resuming after `step` keeps what csv_keep keeps, with a note for each kind of line
+   dropped. A row's first key_fields fields are those the same run always writes alike; log_row ("" or
+   NULL: unknown) is those of the row the checkpoint was saved after: another row `step` is another
+   run's log, and the run stops. */
 static CsvLog open_csv(const char *run_dir, const char *name, const char *header, int step, int key_fields,
                        const char *log_row) {
     CsvLog c;
@@ -7818,10 +7717,8 @@ static int count_all_equal_groups(const GroupBatch *g) {
     return count;
 }
 
-/* mean_sample_nll: the mean over the batch's completion tokens (clen[i] of completion i) of
-   −log π_old(y_t | x, y_<t) at the sampling temperature, from the sampler's sample_logp, in
-   nats per token. As E_y~π[−log π(y)] = H(π) at every position, it estimates the policy's
-   per-token entropy along its own samples (train.csv's entropy column). 0 for no tokens. */
+/* mean_sample_nll: the mean of −log π_old(y_t | x, y_<t) over the batch's completion tokens, in nats:
+   an estimate of the policy's per-token entropy along its own samples (train.csv's entropy). */
 static double mean_sample_nll(const GroupBatch *g) {
     double sum = 0.0;
     long count = 0;
@@ -7830,10 +7727,9 @@ static double mean_sample_nll(const GroupBatch *g) {
     return count > 0 ? sum / count : 0.0;
 }
 
-/* lambda_mixed_stats: over the completion tokens of the groups whose rewards are not all equal
-   (the groups that give a gradient): *mean_lambda = mean |λ(i,t)|, and *share = Σ|a_i|(1 − 1/|λ(i,t)|)
-   / Σ|a_i|, the share of the advantage weight that λ-GRPO's 1/|λ| takes away (0: it changes
-   nothing; train.csv's mean_lambda_mixed and lambda_share). Both NAN when no group is mixed. */
+/* lambda_mixed_stats: over the tokens of the groups whose rewards are not all equal: *mean_lambda =
+   mean |λ(i,t)|, *share = Σ|a_i|(1 − 1/|λ(i,t)|) / Σ|a_i|, the share of the advantage weight that
+   λ-GRPO's 1/|λ| takes away. Both NAN when no group is mixed. */
 static void lambda_mixed_stats(const GroupBatch *g, double *mean_lambda, double *share) {
     double lam = 0.0, abs_a = 0.0, taken = 0.0;
     long count = 0;
@@ -7852,28 +7748,15 @@ static void lambda_mixed_stats(const GroupBatch *g, double *mean_lambda, double 
     *share = abs_a > 0 ? taken / abs_a : NAN;
 }
 
-// train.csv's columns of the objectives with a phase of their own, after the others (a GRPO or
-// λ-GRPO run's log is what it was): MC-PRM's values, PPO's critic; then prompt selection's, in a
-// run whose --prompt-select is not uniform
+// train.csv's columns of MC-PRM, PPO's critic, then prompt selection (not uniform), after the others
 #define MC_CSV_COLUMNS ",mc_states,aux_share,t_mc"
 #define CRITIC_CSV_COLUMNS ",value_loss,value_clip_frac,explained_var,mean_abs_adv,critic_grad_norm,t_critic"
 #define SELECT_CSV_COLUMNS ",p_pred,p_real,groups_sampled,frac_all_equal_sampled,dynamic_cap_hit"
 
-/* log_step: one GRPO step on stdout (every 10th step, the last one and every validated one)
-   and as a row of train.csv: mean reward, share of groups with equal rewards, mean length,
-   mean |λ|, tree statistics, loss, KL, clipped share, gradient norm, tokens sampled, the
-   seconds of each phase (sample, score, tree, update: the policy's alone), throughput,
-   validation accuracy, and what the step spent (spend_budget) with the run's spending so far
-   in --budget-unit; for MC-PRM then its distinct states, the auxiliary share of the step's
-   generated tokens (gen_aux / (gen_traj + gen_aux): its continuations, and dynamic sampling's
-   dropped groups when both run) and the seconds of its phase (MC_CSV_COLUMNS); with a critic
-   (ppo) its value loss, clipped share, explained variance, mean |A| before whitening, gradient
-   norm and seconds (its forward at sampling time and its update; CRITIC_CSV_COLUMNS); for a
-   --prompt-select other than uniform then what prompt selection did (SelectStats, a dynamic
-   step's refill rounds counted as sampling; SELECT_CSV_COLUMNS). The first step at which
-   dynamic sampling's round cap leaves all-equal groups in the batch also gets a note on
-   standard error (the column dynamic_cap_hit marks every such step). Last, in every run, the
-   sampled tokens' mean −log π_old (mean_sample_nll: an estimate of the policy's entropy). */
+/* log_step: one GRPO step on stdout (every 10th step, the last one and every validated one) and as
+   a row of train.csv (its header names the columns; then MC_CSV_COLUMNS or CRITIC_CSV_COLUMNS,
+   SELECT_CSV_COLUMNS, the probe's, and the entropy estimate). The first step at which dynamic
+   sampling's round cap leaves all-equal groups also gets a note on stderr. */
 static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     int N = g->N, P = g->num_groups;
     double mean_reward = 0.0, mean_len = 0.0;
@@ -7944,10 +7827,9 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
             lambda_share);
 }
 
-/* stop_on_nan: the run has met a non-finite value at step `step` (numbered as in the log
-   and the CSV): stop before anything is saved. last_good names the newest checkpoint that
-   passed check_params (NULL: the command writes none). Threads of ./grpo tree may get here
-   at once: the critical section lets one print and end the process. */
+/* stop_on_nan: a non-finite value at step `step`: stop before anything is saved, naming last_good
+   (NULL: the command writes none). The critical section lets one of tree's threads print and exit. */
+
 static void stop_on_nan(const char *what, int step, float value, const char *last_good) {
     #pragma omp critical(stop_on_nan)
     {
