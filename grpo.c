@@ -5959,22 +5959,25 @@ static void default_options(Options *o) {
                                0.0f, 40};
 }
 
-static void print_option_value(FILE *f, const Options *o, const OptSpec *s) {
+static const OptSpec *find_option(const char *name) {
+    for (int i = 0; i < NUM_OPTIONS; i++)
+        if (!strcmp(OPTIONS[i].name, name)) return &OPTIONS[i];
+    return NULL;
+}
+
+// The value of option s in o as text; exact: a float with 9 digits (the run record's form).
+static void option_text(char *out, size_t cap, const Options *o, const OptSpec *s, int exact) {
     const char *p = (const char *)o + s->offset;
-    switch (s->type) {
-        case OPT_INT:
-            fprintf(f, "%d", *(const int *)p);
-            break;
-        case OPT_FLOAT:
-            fprintf(f, "%g", *(const float *)p);
-            break;
-        case OPT_STR:
-            fprintf(f, "%s", p[0] ? p : "(none)");
-            break;
-        case OPT_ENUM:
-            fprintf(f, "%s", s->choices[*(const int *)p]);
-            break;
-    }
+    if (s->type == OPT_FLOAT) snprintf(out, cap, exact ? "%.9g" : "%g", *(const float *)p);
+    else if (s->type == OPT_INT) snprintf(out, cap, "%d", *(const int *)p);
+    else if (s->type == OPT_ENUM) snprintf(out, cap, "%s", s->choices[*(const int *)p]);
+    else snprintf(out, cap, "%s", p);
+}
+
+static void print_option_value(FILE *f, const Options *o, const OptSpec *s) {
+    char v[300];
+    option_text(v, sizeof v, o, s, 0);
+    fputs(v[0] ? v : "(none)", f);
 }
 
 static void print_help(const char *cmd, unsigned mask, const char *synopsis, const Options *defaults) {
@@ -5995,7 +5998,6 @@ static void print_help(const char *cmd, unsigned mask, const char *synopsis, con
     printf("  --%-18s %s\n", "help", "this help");
 }
 
-static const OptSpec *find_option(const char *name);   // the row of --name (below)
 
 /* A busy machine: libgomp's waiting threads spin, and beside other jobs a 2-thread run then is several
    times slower (notes/speed.md, "On a shared machine"). libgomp reads its policy before main.
@@ -6099,9 +6101,7 @@ static void task_defaults(Options *o, const unsigned char *given) {
         {"train-data", o->train_data, t->train}, {"val-data", o->val_data, t->val},
         {"test-data", o->test_data, t->test}, {"data", o->data, t->test}};
     for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) {
-        int i = 0;
-        while (i < NUM_OPTIONS && strcmp(OPTIONS[i].name, d[k].name)) i++;
-        if (!given[i]) snprintf(d[k].field, 255, "%s", d[k].value);
+        if (!given[find_option(d[k].name) - OPTIONS]) snprintf(d[k].field, 255, "%s", d[k].value);
     }
     const OptSpec *mn = find_option("max-new-tokens");
     if (!given[mn - OPTIONS] && o->max_new_tokens == TASKS[TASK_COUNTDOWN].max_new) o->max_new_tokens = t->max_new;
@@ -6343,21 +6343,6 @@ static const char *const SFT_INPUTS[] = {"train-data", "val-data", NULL};
 static const char *OPTIMIZER_OPTIONS[] = {"lr", "min-lr-frac", "schedule", "warmup", "weight-decay", "beta1",
                                           "beta2", "grad-clip", "critic-lr", NULL};
 
-static const OptSpec *find_option(const char *name) {
-    for (int i = 0; i < NUM_OPTIONS; i++)
-        if (!strcmp(OPTIONS[i].name, name)) return &OPTIONS[i];
-    return NULL;
-}
-
-// The value of option s in o as text; exact: a float with 9 digits (the run record's form).
-static void option_text(char *out, size_t cap, const Options *o, const OptSpec *s, int exact) {
-    const char *p = (const char *)o + s->offset;
-    if (s->type == OPT_FLOAT) snprintf(out, cap, exact ? "%.9g" : "%g", *(const float *)p);
-    else if (s->type == OPT_INT) snprintf(out, cap, "%d", *(const int *)p);
-    else if (s->type == OPT_ENUM) snprintf(out, cap, "%s", s->choices[*(const int *)p]);
-    else snprintf(out, cap, "%s", p);
-}
-
 // The run record's options: "name=value\n" for each option in force of both NULL-terminated lists.
 static void record_options(char *out, size_t cap, const Options *o, const char *const *fixed,
                            const char *const *optimizer) {
@@ -6491,16 +6476,12 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
         }
         option_text(ours, sizeof ours, o, s, 1);
         if (!strcmp(ours, saved)) continue;
-        char theirs_shown[64], ours_shown[64];
-        snprintf(theirs_shown, sizeof theirs_shown, "%s", saved);
-        snprintf(ours_shown, sizeof ours_shown, "%s", ours);
-        if (s->type == OPT_FLOAT) {   // %g, unless that shows the two values alike
-            snprintf(theirs_shown, sizeof theirs_shown, "%g", (float)strtod(saved, NULL));
-            option_text(ours_shown, sizeof ours_shown, o, s, 0);
-            if (!strcmp(theirs_shown, ours_shown)) {
-                snprintf(theirs_shown, sizeof theirs_shown, "%s", saved);
-                snprintf(ours_shown, sizeof ours_shown, "%s", ours);
-            }
+        char theirs_shown[64], ours_shown[64];   // a float as %g, unless that shows the two values alike
+        snprintf(theirs_shown, sizeof theirs_shown, "%g", (float)strtod(saved, NULL));
+        option_text(ours_shown, sizeof ours_shown, o, s, 0);
+        if (s->type != OPT_FLOAT || !strcmp(theirs_shown, ours_shown)) {
+            snprintf(theirs_shown, sizeof theirs_shown, "%s", saved);
+            snprintf(ours_shown, sizeof ours_shown, "%s", ours);
         }
         int is_fixed = 0;
         for (int i = 0; fixed[i]; i++) is_fixed |= !strcmp(fixed[i], name);
@@ -6516,9 +6497,8 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
     for (int i = 0; fixed[i]; i++) {
         const OptSpec *s = find_option(fixed[i]);
         int in_force_by_default = option_in_force(&d, s, CMD_TRAIN);
-        if (!option_in_force(o, s, CMD_TRAIN)) continue;
-        int recorded = record_value(st->options, fixed[i]) != NULL;
-        if (recorded) continue;
+        if (!option_in_force(o, s, CMD_TRAIN) || record_value(st->options, fixed[i])) continue;
+
         if (in_force_by_default) {   // every option in force is recorded: the key is missing
             char msg[256];
             snprintf(msg, sizeof msg, "its run record has no '%s', which every run records, so --%s cannot be "
@@ -6858,13 +6838,10 @@ static void remove_dead_ckpt_tmps(const char *path) {
     for (struct dirent *e; (e = readdir(d)) != NULL; ) {
         const char *name = e->d_name, *t = strstr(name, ".tmp.");
         while (t && strstr(t + 1, ".tmp.")) t = strstr(t + 1, ".tmp.");   // the last ".tmp."
-        if (!t || t == name) continue;
-        const char *p = t + 5, *digits = p;
-        while (*p >= '0' && *p <= '9') p++;
-        if (p == digits || p - digits > 9 || *p != '.' || !p[1]) continue;
-        const char *n = p + 1;
-        while (*n >= '0' && *n <= '9') n++;
-        if (*n) continue;
+        char digits[10];
+        int end = 0;   // past <pid>.<n>, both digits only
+        if (!t || t == name || sscanf(t + 5, "%9[0-9].%*[0-9]%n", digits, &end) != 1 || !end || t[5 + end])
+            continue;
         long pid = strtol(digits, NULL, 10);
         if (pid <= 0 || pid == (long)getpid()) continue;
         errno = 0;
@@ -6918,64 +6895,38 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     FILE *f = atomic_open(&a, path);
     snprintf(ckpt_tmp_name, sizeof ckpt_tmp_name, "%s", a.tmp);
     ckpt_tmp_live = 1;   // from here on a signal removes it
-    char vocab[512];
-    int vlen = vocab_string(vocab, sizeof vocab);
-    int32_t h[CKPT_HEADER_INTS] = {0};
-    h[0] = CKPT_MAGIC;
-    h[1] = CKPT_VERSION;
-    h[2] = m->config.max_seq_len;
-    h[3] = m->config.vocab_size;
-    h[4] = m->config.num_layers;
-    h[5] = m->config.num_heads;
-    h[6] = m->config.channels;
-    h[7] = with_optimizer;
-    h[8] = st ? st->step : 0;
-    h[9] = vlen;
-    h[10] = st ? st->kind : 0;   // which run wrote the optimizer state: 1 sft, 2 train
-    h[CKPT_TASK_INT] = m->task;  // the model's task, an index in TASKS (0: countdown)
-    // the run record, text after the RNG state: the options that shape the run, the tokens
-    // sampled so far, and the first two fields of the log's last row (load_checkpoint)
-    char record[CKPT_RECORD_MAX];
-    int rlen = 0;
-    if (with_optimizer && st) {
+    char vocab[512], record[CKPT_RECORD_MAX];
+    int vlen = vocab_string(vocab, sizeof vocab), rlen = 0;
+    if (with_optimizer && st) {   // the run record: the options, the tokens sampled, the log's last row
         const char *row = st->log ? csv_last_row(st->log) : st->log_row;
         rlen = snprintf(record, sizeof record, "%sgen_tokens=%lld\nlog_row=%s\n", st->options, st->gen_tokens,
                         row);
         if (rlen >= (int)sizeof record) rlen = 0;   // cannot happen: options < 1024, row < 64 bytes
     }
-    h[11] = rlen;
     int nsec = with_optimizer && st ? st->num_sections : 0;
     uint64_t sec_bytes = 0;   // every section's bytes, without their tags and lengths
     for (int i = 0; i < nsec; i++) sec_bytes += st->section[i].bytes;
-    h[12] = nsec;
-    h[13] = (int32_t)(sec_bytes & 0x7fffffff);   // the total in two 31-bit halves
-    h[14] = (int32_t)(sec_bytes >> 31);
-    size_t np = m->num_parameters;
-    // format 4: every section's CRC-32 in the header, the header's own last (CKPT_CRC_NAMES)
-    h[CKPT_CRC_VOCAB] = (int32_t)crc32_update(0, vocab, vlen);
-    h[CKPT_CRC_VOCAB + 1] = (int32_t)crc32_update(0, m->params_memory, np * sizeof(float));
-    if (with_optimizer) {
-        h[CKPT_CRC_VOCAB + 2] = (int32_t)crc32_update(0, m->m_memory, np * sizeof(float));
-        h[CKPT_CRC_VOCAB + 3] = (int32_t)crc32_update(0, m->v_memory, np * sizeof(float));
-        h[CKPT_CRC_VOCAB + 4] = (int32_t)crc32_update(0, st->rng.s, 4 * sizeof(uint64_t));
-        h[CKPT_CRC_VOCAB + 5] = (int32_t)crc32_update(0, record, rlen);
-    }
+    // h[10]: which run wrote the optimizer state (1 sft, 2 train); h[13..14]: sec_bytes in two 31-bit halves
+    int32_t h[CKPT_HEADER_INTS] = {CKPT_MAGIC, CKPT_VERSION, m->config.max_seq_len, m->config.vocab_size,
+                                   m->config.num_layers, m->config.num_heads, m->config.channels, with_optimizer,
+                                   st ? st->step : 0, vlen, st ? st->kind : 0, rlen, nsec,
+                                   (int32_t)(sec_bytes & 0x7fffffff), (int32_t)(sec_bytes >> 31)};
+    h[CKPT_TASK_INT] = m->task;
+    // the sections of CKPT_CRC_NAMES in file order, each with its CRC-32 in the header
+    size_t pb = m->num_parameters * sizeof(float), bytes[6] = {(size_t)vlen, pb, pb, pb, 4 * sizeof(uint64_t),
+                                                                (size_t)rlen};
+    const void *data[6] = {vocab, m->params_memory, m->m_memory, m->v_memory, st ? st->rng.s : NULL, record};
+    int nparts = with_optimizer ? 6 : 2;
+    for (int i = 0; i < nparts; i++) h[CKPT_CRC_VOCAB + i] = (int32_t)crc32_update(0, data[i], bytes[i]);
     for (int i = 0; i < nsec; i++)
         h[CKPT_CRC_SECTIONS + i] = ckpt_section_crc(st->section[i].tag, st->section[i].bytes, st->section[i].data);
     h[CKPT_CRC_HEADER] = ckpt_header_crc(h);
     fwrite(h, sizeof(int32_t), CKPT_HEADER_INTS, f);   // a failed write shows as ferror in atomic_close
-    fwrite(vocab, 1, vlen, f);
-    fwrite(m->params_memory, sizeof(float), np, f);
-    if (with_optimizer) {
-        fwrite(m->m_memory, sizeof(float), np, f);
-        fwrite(m->v_memory, sizeof(float), np, f);
-        fwrite(st->rng.s, sizeof(uint64_t), 4, f);
-        fwrite(record, 1, rlen, f);
-        for (int i = 0; i < nsec; i++) {   // each: its tag, its length (uint64), its bytes
-            fwrite(st->section[i].tag, 1, CKPT_TAG_BYTES, f);
-            fwrite(&st->section[i].bytes, sizeof(uint64_t), 1, f);
-            fwrite(st->section[i].data, 1, st->section[i].bytes, f);
-        }
+    for (int i = 0; i < nparts; i++) fwrite(data[i], 1, bytes[i], f);
+    for (int i = 0; i < nsec; i++) {   // each: its tag, its length (uint64), its bytes
+        fwrite(st->section[i].tag, 1, CKPT_TAG_BYTES, f);
+        fwrite(&st->section[i].bytes, sizeof(uint64_t), 1, f);
+        fwrite(st->section[i].data, 1, st->section[i].bytes, f);
     }
     atomic_close(&a);   // on failure: exits naming path, the temporary file removed, an older path intact
     ckpt_tmp_live = 0;   // renamed: no temporary file left to remove
