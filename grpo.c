@@ -6117,12 +6117,10 @@ static int is_blank(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 static int parse_options(int argc, char **argv, unsigned mask, Options *o, const char *cmd,
                          const char *synopsis) {
     struct option longopts[NUM_OPTIONS + 2];
-    int map[NUM_OPTIONS + 2], n = 0;
-    for (int i = 0; i < NUM_OPTIONS; i++)
-        if (OPTIONS[i].cmds & mask) {
-            longopts[n] = (struct option){OPTIONS[i].name, required_argument, NULL, 1000 + n};
-            map[n++] = i;
-        }
+    int n = 0;
+    for (int i = 0; i < NUM_OPTIONS; i++)   // getopt_long returns 1000 + the row's index
+        if (OPTIONS[i].cmds & mask)
+            longopts[n++] = (struct option){OPTIONS[i].name, required_argument, NULL, 1000 + i};
     longopts[n] = (struct option){"help", no_argument, NULL, 'h'};
     longopts[n + 1] = (struct option){NULL, 0, NULL, 0};
     if (mask & (CMD_SFT | CMD_BENCH)) oom_hint = "use a smaller --batch-size or model";
@@ -6172,8 +6170,8 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
             usage_error("unknown option '%s' for '" PROG " %s'", bad, cmd);
         }
         if (c == ':') usage_error("option '%s' needs a value", argv[optind - 1]);
-        const OptSpec *s = &OPTIONS[map[c - 1000]];
-        given[map[c - 1000]] = 1;
+        const OptSpec *s = &OPTIONS[c - 1000];
+        given[c - 1000] = 1;
         char *p = (char *)o + s->offset, *end = NULL, name[64];
         snprintf(name, sizeof name, "--%s", s->name);
         errno = 0;
@@ -6183,8 +6181,8 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
             // strtol and strtod skip leading blanks, and a trailing one is left over: both are refused
             if (end == optarg || *end || (errno && !out_of_range) || isnan(v) || is_blank(optarg[0]))
                 usage_error("%s: '%s' is not a number%s", name, optarg,
-                            is_blank(optarg[0]) || is_blank(*end)
-                                ? " (no blanks around it)" : "");
+                            is_blank(optarg[0]) || is_blank(*end) ? " (no blanks around it)" : "");
+
             // a float option holds a float: beyond its range, or a non-zero value that would be
             // stored as 0 (1e-50, or 1e-320 where strtod itself underflows), is refused, not rounded
             int is_float = s->type == OPT_FLOAT;
@@ -6193,15 +6191,9 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
                 usage_error("%s: '%s' is out of float range (%s)", name, optarg,
                             to_zero ? "not 0, but it would be stored as 0: the smallest float is about "
                                       "1.4e-45" : "|x| <= 3.4e38");
-            if (out_of_range || v < s->min || v > s->max) {
-                char range[96];
-                // as the parser reads numbers: an integer option's bounds in digits (1e+07 is not an integer)
-                if (s->type == OPT_INT)
-                    snprintf(range, sizeof range, "'%s' is out of range [%.0f, %.0f]", optarg, s->min, s->max);
-                else
-                    snprintf(range, sizeof range, "'%s' is out of range [%g, %g]", optarg, s->min, s->max);
-                usage_error("%s: %s", name, range);
-            }
+            if (out_of_range || v < s->min || v > s->max)   // an integer's bounds in digits (1e+07 is not one)
+                usage_error(s->type == OPT_INT ? "%s: '%s' is out of range [%.0f, %.0f]"
+                                               : "%s: '%s' is out of range [%g, %g]", name, optarg, s->min, s->max);
             if (s->type == OPT_INT) *(int *)p = (int)v;
             else *(float *)p = (float)v;
         } else if (s->type == OPT_STR) {
@@ -8383,7 +8375,7 @@ static void train_csv_header(char *out, size_t cap, const Options *o) {
    test prompts again and prints the result line (with --budget also RUN_DIR/result.txt). */
 static int cmd_train(int argc, char **argv, Options *o) {
     train_defaults(o);
-    const char *syn = "GRPO / λ-GRPO on countdown, starting from an SFT checkpoint (--init, also π_ref).\n"
+    const char *syn = "GRPO / λ-GRPO on the --task's prompts, from an SFT checkpoint (--init, also π_ref).\n"
                       "Each step: sample P prompts x k completions, score them, build each group's\n"
                       "prefix tree B(G), compute the objective, update. Logs RUN_DIR/train.csv;\n"
                       "writes RUN_DIR/model.bin. Ends with 'result: test accuracy A -> B (...)'.";
