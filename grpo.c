@@ -6074,8 +6074,10 @@ static void warn_if_busy(const char *cmd, char **argv) {
 #ifdef __linux__
     if (!policy && !spins) {   // msg's "note: other jobs hold the CPUs (load ..., N CPUs)", then the restart
         fprintf(stderr, "%.*s: restarting with OMP_WAIT_POLICY=PASSIVE, threads that sleep while they wait "
-                "(spinning against other jobs can make a run several times slower; OMP_WAIT_POLICY=ACTIVE keeps "
-                "it spinning); notes/speed.md\n", (int)strcspn(msg, ")") + 1, msg);
+                "(spinning against other jobs can make a run several times slower; "
+                "OMP_WAIT_POLICY=ACTIVE keeps it spinning); notes/speed.md\n",
+                (int)strcspn(msg, ")") + 1, msg);
+
         fflush(stderr);
         setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
         execv("/proc/self/exe", argv);
@@ -6191,9 +6193,10 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
                 usage_error("%s: '%s' is out of float range (%s)", name, optarg,
                             to_zero ? "not 0, but it would be stored as 0: the smallest float is about "
                                       "1.4e-45" : "|x| <= 3.4e38");
-            if (out_of_range || v < s->min || v > s->max)   // an integer's bounds in digits (1e+07 is not one)
+            if (out_of_range || v < s->min || v > s->max)   // an integer's bounds in digits, not 1e+07
                 usage_error(s->type == OPT_INT ? "%s: '%s' is out of range [%.0f, %.0f]"
-                                               : "%s: '%s' is out of range [%g, %g]", name, optarg, s->min, s->max);
+                                               : "%s: '%s' is out of range [%g, %g]",
+                            name, optarg, s->min, s->max);
             if (s->type == OPT_INT) *(int *)p = (int)v;
             else *(float *)p = (float)v;
         } else if (s->type == OPT_STR) {
@@ -6694,7 +6697,7 @@ static const char *const CKPT_CRC_NAMES[6] = {"the vocabulary", "the parameters"
    value, so that a section written in pieces (a state section's tag, length and bytes) has one CRC. */
 static uint32_t crc32_update(uint32_t crc, const void *data, size_t n) {
     static uint32_t table[256];   // built at the first save or load, before any thread runs
-    if (!table[1])
+    if (!table[255])   // (the last entry built)
         for (uint32_t i = 0; i < 256; i++) {
             uint32_t c = i;
             for (int k = 0; k < 8; k++) c = c & 1u ? 0xEDB88320u ^ (c >> 1) : c >> 1;
@@ -6900,8 +6903,8 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     for (int i = 0; i < nsec; i++) sec_bytes += st->section[i].bytes;
     // h[10]: which run wrote the optimizer state (1 sft, 2 train); h[13..14]: sec_bytes in two 31-bit halves
     int32_t h[CKPT_HEADER_INTS] = {CKPT_MAGIC, CKPT_VERSION, m->config.max_seq_len, m->config.vocab_size,
-                                   m->config.num_layers, m->config.num_heads, m->config.channels, with_optimizer,
-                                   st ? st->step : 0, vlen, st ? st->kind : 0, rlen, nsec,
+                                   m->config.num_layers, m->config.num_heads, m->config.channels,
+                                   with_optimizer, st ? st->step : 0, vlen, st ? st->kind : 0, rlen, nsec,
                                    (int32_t)(sec_bytes & 0x7fffffff), (int32_t)(sec_bytes >> 31)};
     h[CKPT_TASK_INT] = m->task;
     // the sections of CKPT_CRC_NAMES in file order, each with its CRC-32 in the header
@@ -6966,7 +6969,8 @@ static void ckpt_read_checked(void *ptr, size_t size, size_t n, FILE *f, const c
     ckpt_read(ptr, size, n, f, path, CKPT_CRC_NAMES[which]);
     if ((int32_t)crc32_update(0, ptr, size * n) == h[CKPT_CRC_VOCAB + which]) return;
     char msg[160];
-    snprintf(msg, sizeof msg, "checksum mismatch in %s (a flipped bit, or an edited file)", CKPT_CRC_NAMES[which]);
+    snprintf(msg, sizeof msg, "checksum mismatch in %s (a flipped bit, or an edited file)",
+             CKPT_CRC_NAMES[which]);
     ckpt_error(path, msg, CKPT_CORRUPT_HINT);
 }
 
@@ -7130,7 +7134,9 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     }
     // the header's own CRC first, before any of its values is trusted
     if (h[CKPT_CRC_HEADER] != ckpt_header_crc(h))
-        ckpt_error(path, "checksum mismatch in the header (a flipped bit, or an edited file)", CKPT_CORRUPT_HINT);
+        ckpt_error(path, "checksum mismatch in the header (a flipped bit, or an edited file)",
+                   CKPT_CORRUPT_HINT);
+
     int record_len = h[7] ? h[11] : 0;
     int nsec = h[7] ? h[12] : 0;
     long long sec_bytes = nsec ? (long long)h[13] + ((long long)h[14] << 31) : 0;

@@ -997,9 +997,11 @@ static void load_train_resume_fn(void *path) { GPT m; TrainState st = {0}; st.ki
 static void test_checkpoints(void) {
     char path[256], bad[300];
     make_dir(TMPDIR_);
-    uint32_t crc = crc32_update(0, "123456789", 9), pieces = crc32_update(crc32_update(0, "1234", 4), "56789", 5);
-    check(crc == 0xCBF43926u && pieces == crc, "checkpoint: CRC-32 check value crc32(\"123456789\") = 0xCBF43926, "
-          "also when fed in pieces", "%08x, %08x", crc, pieces);
+    uint32_t crc = crc32_update(0, "123456789", 9);
+    uint32_t pieces = crc32_update(crc32_update(0, "1234", 4), "56789", 5);
+    check(crc == 0xCBF43926u && pieces == crc,
+          "checkpoint: CRC-32 check value crc32(\"123456789\") = 0xCBF43926, also when fed in pieces",
+          "%08x, %08x", crc, pieces);
     snprintf(path, sizeof path, "%s/ckpt.bin", TMPDIR_);
     GPTConfig c = {16, VOCAB_SIZE, 2, 2, 16};
     GPT a, b;
@@ -2012,7 +2014,8 @@ static void test_busy_machine(void) {
     }
     // texts that are not /proc/loadavg's: no warning
     const char *not_loadavg[] = {"9 9 9", "", NULL, "9 9 9 x/9 1"};
-    for (int i = 0; i < 4; i++) bad += busy_machine_warning(not_loadavg[i], 2, 2, NULL, NULL, "train", msg, sizeof msg);
+    for (int i = 0; i < 4; i++)
+        bad += busy_machine_warning(not_loadavg[i], 2, 2, NULL, NULL, "train", msg, sizeof msg);
     check(bad == 0, "busy: warns when other jobs oversubscribe the CPUs and the threads spin", "%d wrong", bad);
 #ifdef _OPENMP
     // the command: one line on stderr, once; stdout byte for byte that of a run that does not warn
