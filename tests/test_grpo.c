@@ -1966,6 +1966,12 @@ static int stop_on_nan_threads(void) {
 /* A busy machine: libgomp's spin count as it reads OMP_WAIT_POLICY and GOMP_SPINCOUNT, the
    /proc/loadavg parser, when ./grpo warns (other jobs oversubscribe the CPUs, more than one
    thread, a policy that spins), and that the warning is one stderr line, once, stdout unchanged. */
+// tree's "# R runs x S steps in T s" line: T blanked (a wall time, not an output of the run)
+static void blank_seconds(char *out) {
+    char *p = strstr(out, " steps in ");
+    for (p = p ? p + 10 : NULL; p && *p && *p != ' '; p++) *p = '#';
+}
+
 static void test_busy_machine(void) {
     struct { const char *policy, *count; double spins; } sc[] = {
         {NULL, NULL, 300000}, {"PASSIVE", NULL, 0}, {" passive ", NULL, 0}, {"ACTIVE", NULL, 3e10},
@@ -2029,6 +2035,7 @@ static void test_busy_machine(void) {
         snprintf(cmd, sizeof cmd, "(env -u GOMP_SPINCOUNT %s GRPO_LOADAVG='3.00 2.00 1.00 3/120 999' %s tree "
                  "--threads 2 --steps 1 --seeds 1 --run-dir %s/busy_tree --overwrite 1 2>%s)", envs[r], grpo_bin(), TMPDIR_, err);
         codes[r] = run_binary(cmd, outs[r], sizeof out_warn);
+        blank_seconds(outs[r]);
         size_t n = 0;
         char *text = (char *)read_all(err, &n);
         lines[r] = 0;
@@ -2048,6 +2055,7 @@ static void test_busy_machine(void) {
              "tree --threads 2 --steps 1 --seeds 1 --run-dir %s/busy_tree --overwrite 1 2>%s)", grpo_bin(), TMPDIR_, err);
     static char out_restart[4096];
     int rcode = run_binary(cmd, out_restart, sizeof out_restart);
+    blank_seconds(out_restart);
     size_t rn = 0;
     char *rtext = (char *)read_all(err, &rn);
     int rlines = 0;
