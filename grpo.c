@@ -2804,10 +2804,8 @@ typedef struct {                 // one step, as log_step prints it and writes i
 } StepReport;
 
 
-/* stop_on_nan: the run has met a non-finite value at step `step` (numbered as in the log
-   and the CSV): stop before anything is saved. last_good names the newest checkpoint that
-   passed check_params (NULL: the command writes none). Threads of ./grpo tree may get here
-   at once: the critical section lets one print and end the process. */
+/* stop_on_nan: a non-finite value at step `step`: stop before anything is saved, naming last_good
+   (NULL: the command writes none). The critical section lets one of tree's threads print and exit. */
 static void stop_on_nan(const char *what, int step, float value, const char *last_good) {
     #pragma omp critical(stop_on_nan)
     {
@@ -5540,9 +5538,8 @@ static void fclose_check(FILE *f, const char *file, int line) {
 }
 #define fcloseCheck(f) fclose_check(f, __FILE__, __LINE__)
 
-/* check_stdout: run at exit (main registers it). Standard output is buffered, so a write
-   error (`./grpo check F > /dev/full`, a full disk) may only show when it is flushed at
-   exit, after the command returned 0; the error then ends the program with status 1. */
+/* check_stdout: run at exit (main registers it): a write error on the buffered standard output
+   (`./grpo check F > /dev/full`) may show only at this flush, and then ends the program with status 1. */
 static void check_stdout(void) {
     errno = 0;
     int failed = fflush(stdout) != 0;
@@ -5560,9 +5557,8 @@ static int same_file(const char *a, const char *b) {
     return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
 }
 
-/* is_stdin: path reads standard input's stream: "-", or a path to what file descriptor 0 holds
-   (/dev/stdin, /proc/self/fd/0) when that is not a regular file (a pipe or a terminal, which can be
-   read once; a regular file opened again by path starts over) */
+/* is_stdin: path reads standard input's stream: "-", or a path to what descriptor 0 holds when that
+   is not a regular file (a pipe or a terminal can be read once; a regular file reopened starts over) */
 static int is_stdin(const char *path) {
     struct stat sp, s0;
     if (!strcmp(path, "-")) return 1;
@@ -5577,9 +5573,8 @@ static int same_input(const char *path, const char *in) {
     return fstat(0, &s0) == 0 && stat(path, &sp) == 0 && sp.st_dev == s0.st_dev && sp.st_ino == s0.st_ino;
 }
 
-/* shell_word: s as one word of a shell command line that a message or record prints: s itself when
-   every byte is safe (letters, digits, . _ - / + , : = @ %), else s single-quoted (each ' as '\'').
-   The result lives until the eighth call after this one. */
+/* shell_word: s as one word of a shell command line: itself when every byte is safe, else single-quoted
+   (each ' as '\''). The result lives until the eighth call after this one. */
 static const char *shell_word(const char *s) {
     static char buf[8][1200];
     static int k = 0;
@@ -5599,9 +5594,9 @@ static const char *shell_word(const char *s) {
 typedef struct { const char *flag, *path; } NamedPath;   // an option and its file ("" or NULL: not given)
 static void usage_error(const char *fmt, ...);
 
-/* output_is_ours: an existing file that the single-file output `flag` may replace: empty, or of the
-   kind it writes (--html: a page that starts <!DOCTYPE html>; --completions: a first line of four
-   TAB-separated fields ending eos or no-eos). Other flags (a run directory's files): 1. */
+/* output_is_ours: 1 when output `flag` may replace the existing file path: empty, or of the kind it
+   writes (--html: <!DOCTYPE html>...; --completions: four TAB-separated fields ending eos|no-eos); other
+   flags (a run directory's files): 1. */
 static int output_is_ours(const char *flag, const char *path) {
     int html = !strcmp(flag, "--html");
     if (!html && strcmp(flag, "--completions")) return 1;
@@ -5622,11 +5617,9 @@ static int output_is_ours(const char *flag, const char *path) {
     return tabs == 3 && (!strcmp(last + 1, "eos") || !strcmp(last + 1, "no-eos"));
 }
 
-/* refuse_inputs_as_outputs: before a command reads or writes anything. Each output outs[i] is a new
-   name or a regular file (never "-", a directory, a link, a device or a FIFO: the file is written
-   whole and renamed over the name) and none of the inputs ins[j] by any spelling or link (same
-   device and inode; "-" is standard input); at most one input reads standard input's stream
-   (is_stdin). Usage error (exit 2) naming the options; no and ni are the counts. */
+/* refuse_inputs_as_outputs: before a command reads or writes anything: each of the no outputs is a new
+   name or a regular file (it is renamed over), and none of the ni inputs by any spelling or link; at
+   most one input reads standard input's stream. Else a usage error naming the options. */
 static void refuse_inputs_as_outputs(const NamedPath *outs, int no, const NamedPath *ins, int ni) {
     for (int i = 0; i < no; i++) {
         const char *out = outs[i].path;
@@ -5663,8 +5656,9 @@ static void refuse_inputs_as_outputs(const NamedPath *outs, int no, const NamedP
 #define PROG "./grpo"
 #endif
 
-// Usage error: names the option and what was expected, exit status 2.
 static const char *usage_context = NULL;   // where the options came from, when not the command line
+
+// Usage error: names the option and what was expected, exit status 2.
 
 static void usage_error(const char *fmt, ...) {
     va_list ap;
@@ -5695,12 +5689,10 @@ static void make_dir(const char *path) {
     }
 }
 
-/* lock_run_dir: an exclusive lock on RUN_DIR/.lock for the rest of the run, so that two
-   runs never write the same checkpoints and logs (their files would interleave, and the
-   run that printed '# saved' could own the other's model). The kernel drops the lock when
-   the process ends, however it ends, so a .lock file left behind is harmless. The file
-   holds the owner's pid for the message; flag is the option that names the directory
-   (--run-dir, compare's --study), for the hints. Returns the descriptor for unlock_run_dir. */
+/* lock_run_dir: an exclusive flock on RUN_DIR/.lock for the rest of the run, so that two runs never
+   write the same checkpoints and logs; the kernel drops it when the process ends, however it ends. The
+   file holds the owner's pid for the message; flag (--run-dir, --study) is for the hints. Returns the
+   descriptor for unlock_run_dir. */
 static int lock_run_dir(const char *run_dir, const char *flag) {
     char path[1100], msg[1400];
     snprintf(path, sizeof path, "%s/.lock", run_dir);
@@ -5976,11 +5968,10 @@ static const OptSpec OPTIONS[] = {
 };
 #define NUM_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
 
+// The defaults of every option (--help shows them); a field not set here is 0 or "".
 static void default_options(Options *o) {
     memset(o, 0, sizeof *o);
     o->seed = 1337;
-    o->threads = 0;
-    strcpy(o->run_dir, "");
     strcpy(o->init, "runs/sft/model.bin");
     strcpy(o->model, "runs/grpo/model.bin");
     o->layers = 4;
@@ -5991,29 +5982,17 @@ static void default_options(Options *o) {
     strcpy(o->val_data, "data/countdown_val.txt");
     strcpy(o->test_data, "data/countdown_test.txt");
     strcpy(o->data, "data/countdown_test.txt");
-    o->prompt[0] = 0;   // sample: none given, one drawn from --val-data
-    o->steps = 0;
     o->batch_size = 32;
-    o->warmup = 0;
-    o->eval_every = 0;
-    o->save_every = 0;
-    o->eval_limit = 0;
-    o->lr = 0;
     o->min_lr_frac = 0.1f;
-    o->weight_decay = 0.0f;
     o->grad_clip = 1.0f;
     o->beta1 = 0.9f;
     o->beta2 = 0.95f;
-    o->schedule = 0;
     o->prompts_per_step = 8;
     o->group_size = 8;
     o->max_new_tokens = 26;
     o->num_iterations = 1;
-    o->micro_batch = 0;
-    o->mask_truncated = 0;
     o->pass_k = 8;
     o->temperature = 1.0f;
-    o->format_reward = 0.0f;
     o->mc_k = 4;
     o->mc_whiten = 1;
 #ifdef GRPO_CUDA
@@ -6025,33 +6004,33 @@ static void default_options(Options *o) {
 #endif
     o->gae_gamma = 1.0f;
     o->gae_lambda = 1.0f;
-    o->critic_lr = 0.0f;
-    strcpy(o->tree_objectives, "");
     o->prompt_select = SELECT_UNIFORM;
     o->select_target = 0.5f;
-    o->select_candidates = 0;
     o->select_decay = 1.0f;
     o->dynamic_max_rounds = DYNAMIC_DEFAULT_ROUNDS;
     o->obj = (ObjectiveConfig){OBJ_LAMBDA_GRPO, AGG_TOKEN_MEAN, STD_SAMPLE, SCOPE_GROUP, 1e-4f, 0.2f, 0.2f,
                                0.0f, 40};
 }
 
-static void print_option_value(FILE *f, const Options *o, const OptSpec *s) {
+static const OptSpec *find_option(const char *name) {
+    for (int i = 0; i < NUM_OPTIONS; i++)
+        if (!strcmp(OPTIONS[i].name, name)) return &OPTIONS[i];
+    return NULL;
+}
+
+// The value of option s in o as text; exact: a float with 9 digits (the run record's form).
+static void option_text(char *out, size_t cap, const Options *o, const OptSpec *s, int exact) {
     const char *p = (const char *)o + s->offset;
-    switch (s->type) {
-        case OPT_INT:
-            fprintf(f, "%d", *(const int *)p);
-            break;
-        case OPT_FLOAT:
-            fprintf(f, "%g", *(const float *)p);
-            break;
-        case OPT_STR:
-            fprintf(f, "%s", p[0] ? p : "(none)");
-            break;
-        case OPT_ENUM:
-            fprintf(f, "%s", s->choices[*(const int *)p]);
-            break;
-    }
+    if (s->type == OPT_FLOAT) snprintf(out, cap, exact ? "%.9g" : "%g", *(const float *)p);
+    else if (s->type == OPT_INT) snprintf(out, cap, "%d", *(const int *)p);
+    else if (s->type == OPT_ENUM) snprintf(out, cap, "%s", s->choices[*(const int *)p]);
+    else snprintf(out, cap, "%s", p);
+}
+
+static void print_option_value(FILE *f, const Options *o, const OptSpec *s) {
+    char v[300];
+    option_text(v, sizeof v, o, s, 0);
+    fputs(v[0] ? v : "(none)", f);
 }
 
 static void print_help(const char *cmd, unsigned mask, const char *synopsis, const Options *defaults) {
@@ -6072,86 +6051,50 @@ static void print_help(const char *cmd, unsigned mask, const char *synopsis, con
     printf("  --%-18s %s\n", "help", "this help");
 }
 
-static const OptSpec *find_option(const char *name);   // the row of --name (below)
 
-// word[0..15]: s's first blank-separated word (at most 15 characters), in lower case
-static void first_word_lower(const char *s, char word[16]) {
-    while (*s == ' ' || *s == '\t') s++;
-    int n = 0;
-    while (s[n] && s[n] != ' ' && s[n] != '\t' && n < 15) {
-        char c = s[n];
-        word[n++] = c >= 'A' && c <= 'Z' ? (char)(c - 'A' + 'a') : c;
-    }
-    word[n] = 0;
-}
+/* A busy machine: libgomp's waiting threads spin, and beside other jobs a 2-thread run then is several
+   times slower (notes/speed.md, "On a shared machine"). libgomp reads its policy before main.
 
-/* A busy machine: OpenMP's waiting threads spin (libgomp: about 300,000 iterations at each
-   barrier before they sleep, unless told otherwise), and when other jobs hold the cores a
-   2-thread run then spins against them: several times slower (notes/speed.md, "On a shared
-   machine"). The program cannot change the policy itself (libgomp reads it before main), so it
-   says once, on stderr, what to type.
-
-   gomp_spin_count: the spins libgomp waits at a barrier before sleeping, as libgomp 4.4+ reads
-   its environment: GOMP_SPINCOUNT when it is a number (suffixes k, M, G, T: ×1e3..1e12) or
-   "infinite"/"infinity" (returned as 1e18), else OMP_WAIT_POLICY: PASSIVE 0, ACTIVE 3e10
-   (libgomp's "5 minutes"), unset or anything else 300,000. Either may be NULL (unset); case
-   and surrounding blanks are ignored, as libgomp does. */
+   gomp_spin_count: the spins libgomp (4.4+) waits at a barrier before sleeping: GOMP_SPINCOUNT when
+   it is a count (suffixes k, M, G, T: x1e3..1e12) or infinite/infinity (1e18), else OMP_WAIT_POLICY:
+   PASSIVE 0, ACTIVE 3e10, anything else 300,000. NULL: unset; case and surrounding blanks ignored. */
 static double gomp_spin_count(const char *wait_policy, const char *spincount) {
-    char word[16];
-    if (spincount) {
-        first_word_lower(spincount, word);
-        if (!strcmp(word, "infinite") || !strcmp(word, "infinity")) return 1e18;
+    static const char suffixes[] = "kKmMgGtT";
+    char w[16];
+    if (spincount && sscanf(spincount, "%15s", w) == 1) {
+        if (!strcasecmp(w, "infinite") || !strcasecmp(w, "infinity")) return 1e18;
         char *end;
         errno = 0;
-        double v = strtod(word, &end);
-        if (end != word && word[0] >= '0' && word[0] <= '9' && errno == 0) {
-            const char *suffixes = "kmgt";
-            const char *s = *end ? strchr(suffixes, *end) : NULL;
-            if (*end == 0 || (s && end[1] == 0)) {
-                for (int i = 0; s && i <= s - suffixes; i++) v *= 1000.0;
-                return v;
-            }
+        double v = strtod(w, &end);
+        const char *s = *end ? strchr(suffixes, *end) : NULL;
+        if (w[0] >= '0' && w[0] <= '9' && errno == 0 && (!*end || (s && !end[1]))) {
+            for (long i = 0; s && i <= (s - suffixes) / 2; i++) v *= 1000.0;
+            return v;
         }   // not a count: libgomp ignores it, and so does this
     }
-    if (wait_policy) {
-        first_word_lower(wait_policy, word);
-        if (!strcmp(word, "passive")) return 0.0;
-        if (!strcmp(word, "active")) return 3e10;
+    if (wait_policy && sscanf(wait_policy, "%15s", w) == 1) {
+        if (!strcasecmp(w, "passive")) return 0.0;
+        if (!strcasecmp(w, "active")) return 3e10;
     }
     return 300000.0;
 }
 
-// spin counts up to this are "short" (libgomp's own count when threads outnumber the CPUs);
-// 10,000 was measured and still spins against other jobs (notes/speed.md, "The wait policy of
-// make run, make compare and make test")
-#define BUSY_SPIN_SHORT 1000.0
-
-/* parse_loadavg: the text of /proc/loadavg ("0.97 0.83 0.40 4/100 11409": load averages over
-   1, 5 and 15 minutes, runnable/all scheduling entities, last pid) → *load1 and *running (the
-   runnable ones, the reader included). 0, or -1 if the text is not in that format. */
-static int parse_loadavg(const char *text, double *load1, int *running) {
-    double l5, l15;
-    int total;
-    if (!text || sscanf(text, "%lf %lf %lf %d/%d", load1, &l5, &l15, running, &total) != 5) return -1;
-    return *load1 >= 0 && *running >= 0 ? 0 : -1;
-}
-
-/* busy_machine_warning: 1, with a one-line message (no newline) in msg[cap], when this run's
-   OpenMP threads would spin against other jobs: it will use threads > 1, the other jobs take
-   a core or more (others = min(load1, running − 1) ≥ 1; one busy job's 1-minute average tends to
-   1 from below, so it counts only with others beside it; load1 the 1-minute load average, running
-   the runnable tasks now, this one included: both the last minute and this instant must show
-   them, so a run of ours that has just ended, still in the average, does not count), together
-   with our threads they oversubscribe the ncpu online CPUs (others + threads > ncpu), and the
-   spin count (gomp_spin_count of wait_policy, spincount: the environment's OMP_WAIT_POLICY and
-   GOMP_SPINCOUNT, NULL when unset) is above BUSY_SPIN_SHORT. cmd names the command in the
-   advice. Else 0 and msg = "". */
-static int busy_machine_warning(double load1, int running, int ncpu, int threads, const char *wait_policy,
+/* busy_machine_warning: 1, with a one-line advice in msg[cap], when this run's threads would spin
+   against other jobs, else 0 and msg = "". loadavg: /proc/loadavg's text (another text: 0). Busy:
+   threads > 1, others = min(load1, runnable − 1) ≥ 1 (both the last minute and this instant show them:
+   our own run that just ended does not count), others + threads > ncpu, and the spin count of
+   wait_policy and spincount (NULL: unset) above 1,000 (10,000 measured still spins: notes/speed.md). */
+static int busy_machine_warning(const char *loadavg, int ncpu, int threads, const char *wait_policy,
                                 const char *spincount, const char *cmd, char *msg, size_t cap) {
-    if (cap) msg[0] = 0;
+    double load1, l5, l15;
+    int running, total;
+    msg[0] = 0;
+    if (!loadavg || sscanf(loadavg, "%lf %lf %lf %d/%d", &load1, &l5, &l15, &running, &total) != 5 ||
+        load1 < 0 || running < 0)
+        return 0;
     double others = running - 1 < load1 ? running - 1 : load1;
     if (threads <= 1 || ncpu < 1 || others < 1.0 || others + threads <= ncpu) return 0;
-    if (gomp_spin_count(wait_policy, spincount) <= BUSY_SPIN_SHORT) return 0;
+    if (gomp_spin_count(wait_policy, spincount) <= 1000.0) return 0;
     snprintf(msg, cap, "note: other jobs hold the CPUs (load %.2f, %d runnable, %d CPUs) and OpenMP's %d waiting "
              "threads spin against them, which can make this run several times slower: type "
              "OMP_WAIT_POLICY=PASSIVE " PROG " %.*s ... (or add --threads 1); notes/speed.md", load1, running, ncpu,
@@ -6159,43 +6102,35 @@ static int busy_machine_warning(double load1, int running, int ncpu, int threads
     return 1;
 }
 
-/* warn_if_busy: busy_machine_warning for this process (its environment, /proc/loadavg or, for the
-   tests, the text of GRPO_LOADAVG in its place, the online CPUs, and the threads: --threads N as
-   typed in argv, else num_threads()). main calls it once, before the command reads or writes
-   anything, with argv as typed. When OMP_WAIT_POLICY and GOMP_SPINCOUNT are both unset (libgomp's
-   default spins) it says so in one stderr line and restarts the program (Linux: /proc/self/exe,
-   exactly argv) with OMP_WAIT_POLICY=PASSIVE, which libgomp reads only at start-up: every command
-   chooses when it starts, as make does when make starts (a wait policy changes no result). A
-   policy that was set is kept, with the warning. Not in a build without OpenMP (nothing spins). */
+/* warn_if_busy: busy_machine_warning for this process (/proc/loadavg, or for the tests GRPO_LOADAVG;
+   --threads as typed in argv, else num_threads()), before the command reads or writes anything. With
+   OMP_WAIT_POLICY and GOMP_SPINCOUNT unset it says so in one line and restarts (/proc/self/exe, argv as
+   typed) under OMP_WAIT_POLICY=PASSIVE, which changes no result; a policy that was set stays, advised. */
 static void warn_if_busy(const char *cmd, char **argv) {
 #ifdef _OPENMP
     char text[256] = "", msg[512];
     const char *fake = getenv("GRPO_LOADAVG");
+    FILE *f = fake ? NULL : fopen("/proc/loadavg", "r");
     if (fake) snprintf(text, sizeof text, "%s", fake);
-    else {
-        FILE *f = fopen("/proc/loadavg", "r");
-        if (!f) return;
-        if (!fgets(text, sizeof text, f)) text[0] = 0;
-        fclose(f);
-    }
-    double load1;
-    int running, threads = num_threads();
-    if (parse_loadavg(text, &load1, &running) != 0) return;
+    else if (f && !fgets(text, sizeof text, f)) text[0] = 0;
+    if (f) fclose(f);
+    int threads = num_threads();
     for (int i = 2; argv[i]; i++) {   // the last --threads wins, as in parse_options; 0 means the default
-        const char *v = !strcmp(argv[i], "--threads") ? argv[i + 1] : !strncmp(argv[i], "--threads=", 10) ? argv[i] + 10 : NULL;
+        const char *v = !strcmp(argv[i], "--threads") ? argv[i + 1]
+                        : !strncmp(argv[i], "--threads=", 10) ? argv[i] + 10 : NULL;
         if (v && atoi(v) > 0) threads = atoi(v);
         if (!strcmp(argv[i], "--threads") && argv[i + 1]) i++;
     }
+    const char *policy = getenv("OMP_WAIT_POLICY"), *spins = getenv("GOMP_SPINCOUNT");
     int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (!busy_machine_warning(load1, running, ncpu, threads, getenv("OMP_WAIT_POLICY"), getenv("GOMP_SPINCOUNT"),
-                              cmd, msg, sizeof msg))
-        return;
+    if (!busy_machine_warning(text, ncpu, threads, policy, spins, cmd, msg, sizeof msg)) return;
 #ifdef __linux__
-    if (!getenv("OMP_WAIT_POLICY") && !getenv("GOMP_SPINCOUNT")) {
-        fprintf(stderr, "note: other jobs hold the CPUs (load %.2f, %d runnable, %d CPUs): restarting with "
-                "OMP_WAIT_POLICY=PASSIVE, threads that sleep while they wait (spinning against other jobs can "
-                "make a run several times slower; OMP_WAIT_POLICY=ACTIVE keeps it spinning); notes/speed.md\n",
-                load1, running, ncpu);
+    if (!policy && !spins) {   // msg's "note: other jobs hold the CPUs (load ..., N CPUs)", then the restart
+        fprintf(stderr, "%.*s: restarting with OMP_WAIT_POLICY=PASSIVE, threads that sleep while they wait "
+                "(spinning against other jobs can make a run several times slower; "
+                "OMP_WAIT_POLICY=ACTIVE keeps it spinning); notes/speed.md\n",
+                (int)strcspn(msg, ")") + 1, msg);
+
         fflush(stderr);
         setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
         execv("/proc/self/exe", argv);
@@ -6208,13 +6143,9 @@ static void warn_if_busy(const char *cmd, char **argv) {
 #endif
 }
 
-/* task_defaults: the data options that the command line does not give (given[i]: option i was
-   given) take the defaults of o's task: --train-data, --val-data, --test-data and --data (eval:
-   the test split) its data files, and --max-new-tokens,
-   where it is at the countdown default (train, eval, sample), the budget its data need, and train's --lr
-   where it is at countdown's (TASK_TRAIN_LR: chain-sum 1e-5, chosen on its validation splits in
-   notes/chain-sum.md; 1e-4 lowered its accuracy). Countdown's are the
-   defaults of default_options: without --task (or with --task countdown) nothing changes. */
+/* task_defaults: the options not given (given[i]: option i was) take o's task's defaults: its data files,
+   its --max-new-tokens and train's --lr where they are countdown's (TASK_TRAIN_LR: chain-sum 1e-5, chosen
+   on its validation splits in notes/chain-sum.md). Countdown's are default_options'. */
 static const float TASK_TRAIN_LR[] = {1e-4f, 1e-5f};   // train's --lr per task, as TASKS (countdown's first)
 typedef char one_train_lr_per_task[sizeof TASK_TRAIN_LR / sizeof TASK_TRAIN_LR[0] == NUM_TASKS ? 1 : -1];  // C and C++
 
@@ -6225,9 +6156,7 @@ static void task_defaults(Options *o, const unsigned char *given) {
         {"train-data", o->train_data, t->train}, {"val-data", o->val_data, t->val},
         {"test-data", o->test_data, t->test}, {"data", o->data, t->test}};
     for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) {
-        int i = 0;
-        while (i < NUM_OPTIONS && strcmp(OPTIONS[i].name, d[k].name)) i++;
-        if (!given[i]) snprintf(d[k].field, 255, "%s", d[k].value);
+        if (!given[find_option(d[k].name) - OPTIONS]) snprintf(d[k].field, 255, "%s", d[k].value);
     }
     const OptSpec *mn = find_option("max-new-tokens");
     if (!given[mn - OPTIONS] && o->max_new_tokens == TASKS[TASK_COUNTDOWN].max_new) o->max_new_tokens = t->max_new;
@@ -6238,18 +6167,15 @@ static void task_defaults(Options *o, const unsigned char *given) {
 // 1 for the characters isspace() takes in the C locale (strtol and strtod skip them at the start)
 static int is_blank(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
-/* parse_options: GNU long options for one command (bit `mask`); sets fields of o.
-   Unknown option, missing value, unparsable or out-of-range value: usage error naming the
-   option, exit 2. Returns the index of the first positional argument in argv. */
+/* parse_options: GNU long options for one command (bit `mask`) into o; a bad option or value is a usage
+   error naming it. Returns the index of the first positional argument in argv. */
 static int parse_options(int argc, char **argv, unsigned mask, Options *o, const char *cmd,
                          const char *synopsis) {
     struct option longopts[NUM_OPTIONS + 2];
-    int map[NUM_OPTIONS + 2], n = 0;
-    for (int i = 0; i < NUM_OPTIONS; i++)
-        if (OPTIONS[i].cmds & mask) {
-            longopts[n] = (struct option){OPTIONS[i].name, required_argument, NULL, 1000 + n};
-            map[n++] = i;
-        }
+    int n = 0;
+    for (int i = 0; i < NUM_OPTIONS; i++)   // getopt_long returns 1000 + the row's index
+        if (OPTIONS[i].cmds & mask)
+            longopts[n++] = (struct option){OPTIONS[i].name, required_argument, NULL, 1000 + i};
     longopts[n] = (struct option){"help", no_argument, NULL, 'h'};
     longopts[n + 1] = (struct option){NULL, 0, NULL, 0};
     if (mask & (CMD_SFT | CMD_BENCH)) oom_hint = "use a smaller --batch-size or model";
@@ -6299,8 +6225,8 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
             usage_error("unknown option '%s' for '" PROG " %s'", bad, cmd);
         }
         if (c == ':') usage_error("option '%s' needs a value", argv[optind - 1]);
-        const OptSpec *s = &OPTIONS[map[c - 1000]];
-        given[map[c - 1000]] = 1;
+        const OptSpec *s = &OPTIONS[c - 1000];
+        given[c - 1000] = 1;
         char *p = (char *)o + s->offset, *end = NULL, name[64];
         snprintf(name, sizeof name, "--%s", s->name);
         errno = 0;
@@ -6310,8 +6236,8 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
             // strtol and strtod skip leading blanks, and a trailing one is left over: both are refused
             if (end == optarg || *end || (errno && !out_of_range) || isnan(v) || is_blank(optarg[0]))
                 usage_error("%s: '%s' is not a number%s", name, optarg,
-                            is_blank(optarg[0]) || is_blank(*end)
-                                ? " (no blanks around it)" : "");
+                            is_blank(optarg[0]) || is_blank(*end) ? " (no blanks around it)" : "");
+
             // a float option holds a float: beyond its range, or a non-zero value that would be
             // stored as 0 (1e-50, or 1e-320 where strtod itself underflows), is refused, not rounded
             int is_float = s->type == OPT_FLOAT;
@@ -6320,15 +6246,10 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
                 usage_error("%s: '%s' is out of float range (%s)", name, optarg,
                             to_zero ? "not 0, but it would be stored as 0: the smallest float is about "
                                       "1.4e-45" : "|x| <= 3.4e38");
-            if (out_of_range || v < s->min || v > s->max) {
-                char range[96];
-                // as the parser reads numbers: an integer option's bounds in digits (1e+07 is not an integer)
-                if (s->type == OPT_INT)
-                    snprintf(range, sizeof range, "'%s' is out of range [%.0f, %.0f]", optarg, s->min, s->max);
-                else
-                    snprintf(range, sizeof range, "'%s' is out of range [%g, %g]", optarg, s->min, s->max);
-                usage_error("%s: %s", name, range);
-            }
+            if (out_of_range || v < s->min || v > s->max)   // an integer's bounds in digits, not 1e+07
+                usage_error(s->type == OPT_INT ? "%s: '%s' is out of range [%.0f, %.0f]"
+                                               : "%s: '%s' is out of range [%g, %g]",
+                            name, optarg, s->min, s->max);
             if (s->type == OPT_INT) *(int *)p = (int)v;
             else *(float *)p = (float)v;
         } else if (s->type == OPT_STR) {
@@ -6351,12 +6272,9 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     return optind;
 }
 
-/* The options of some objectives only (objectives: 1 << OBJ_* bits) or of some prompt
-   selectors only (selectors: 1 << SELECT_* bits; ~0u: all of them): in force only in a run of
-   one of them (option_in_force), so printed at start-up and recorded in the run record only
-   there, and refused in any other run when set away from their defaults
-   (check_scoped_options). --prompt-select is itself an option of mopps and dynamic: a uniform
-   run (the default) names no selection option. Every other option applies to every run. */
+/* The options of some objectives (1 << OBJ_* bits) or prompt selectors (1 << SELECT_*; ~0u: all) only:
+   printed and recorded only in their runs (option_in_force), refused elsewhere when set
+   (check_scoped_options). A uniform run (the default) names no selection option. */
 static const struct { const char *name; unsigned objectives, selectors; } SCOPED_OPTIONS[] = {
     {"mc-k", 1u << OBJ_MC_PRM, ~0u}, {"mc-whiten", 1u << OBJ_MC_PRM, ~0u},
     {"gae-gamma", 1u << OBJ_PPO, ~0u}, {"gae-lambda", 1u << OBJ_PPO, ~0u}, {"critic-lr", 1u << OBJ_PPO, ~0u},
@@ -6365,17 +6283,12 @@ static const struct { const char *name; unsigned objectives, selectors; } SCOPED
     {"select-decay", ~0u, 1u << SELECT_MOPPS}, {"dynamic-max-rounds", ~0u, 1u << SELECT_DYNAMIC},
     {"probe-every", 1u << OBJ_GRPO | 1u << OBJ_LAMBDA_GRPO, ~0u}};
 
-// The objectives option s applies to (1 << OBJ_* bits; all of them: ~0u).
-static unsigned option_objectives(const OptSpec *s) {
+// The objectives (selectors = 0) or prompt selectors (1) option s applies to: 1 << OBJ_* or
+// 1 << SELECT_* bits, ~0u for all of them.
+static unsigned option_scope(const OptSpec *s, int selectors) {
     for (size_t i = 0; i < sizeof SCOPED_OPTIONS / sizeof SCOPED_OPTIONS[0]; i++)
-        if (!strcmp(SCOPED_OPTIONS[i].name, s->name)) return SCOPED_OPTIONS[i].objectives;
-    return ~0u;
-}
-
-// The prompt selectors option s applies to (1 << SELECT_* bits; all of them: ~0u).
-static unsigned option_selectors(const OptSpec *s) {
-    for (size_t i = 0; i < sizeof SCOPED_OPTIONS / sizeof SCOPED_OPTIONS[0]; i++)
-        if (!strcmp(SCOPED_OPTIONS[i].name, s->name)) return SCOPED_OPTIONS[i].selectors;
+        if (!strcmp(SCOPED_OPTIONS[i].name, s->name))
+            return selectors ? SCOPED_OPTIONS[i].selectors : SCOPED_OPTIONS[i].objectives;
     return ~0u;
 }
 
@@ -6391,9 +6304,8 @@ static int list_has(const char *list, const char *name) {
     return 0;
 }
 
-/* objectives_run: the objectives a run of command `mask` trains (1 << OBJ_* bits): tree's grid,
-   GRPO and λ-GRPO and each objective its --objective list names (tree_methods checks the
-   names); train's (and check's) --objective. */
+// objectives_run: the objectives (1 << OBJ_* bits) a run of command `mask` trains: train's and
+// check's --objective; tree's GRPO, λ-GRPO and its --objective list.
 static unsigned objectives_run(const Options *o, unsigned mask) {
     if (!(mask & CMD_TREE)) return 1u << o->obj.objective;
     unsigned run = 1u << OBJ_GRPO | 1u << OBJ_LAMBDA_GRPO;
@@ -6408,22 +6320,17 @@ static unsigned selectors_run(const Options *o, unsigned mask) {
     return mask & CMD_TRAIN ? 1u << o->prompt_select : 1u << SELECT_UNIFORM;
 }
 
-/* option_in_force: 0 for an option of command `mask` that this run does not use: an option of
-   some objectives or some prompt selectors only (SCOPED_OPTIONS: MC-PRM's mc-*, PPO's gae-*
-   and critic-lr; --prompt-select unless it is mopps or dynamic, MoPPS's select-*, dynamic's
-   --dynamic-max-rounds) unless one of them runs (objectives_run, selectors_run), and tree's
-   --objective list when it is empty. The start-up line and the run record leave such an
-   option out, so a GRPO or λ-GRPO run with uniform prompts prints and records exactly what it
-   did before MC-PRM, PPO and prompt selection existed (and a study pre-registered then keeps
-   its hash). A command that trains no objective
-   (sample: V̂ from --mc-k continuations) has all its options in force. */
+/* option_in_force: 0 for an option of command `mask` that this run does not use (SCOPED_OPTIONS of
+   objectives or selectors not run; tree's empty --objective list; --task countdown, --probe-every 0,
+   --overwrite 0). The banner and run record leave it out, so a run prints and records what it did
+   before those options existed (a study pre-registered then keeps its hash). */
 static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
     if (!strcmp(s->name, "task")) return o->task != TASK_COUNTDOWN;   // countdown's runs print as before --task
     if (mask & CMD_TREE && !strcmp(s->name, "objective")) return o->tree_objectives[0] != 0;
     if (!strcmp(s->name, "probe-every") && !o->probe_every) return 0;   // off: the banner is as before it
     if (!strcmp(s->name, "overwrite") && !o->overwrite) return 0;
     if (!(mask & (CMD_TRAIN | CMD_TREE | CMD_CHECK))) return 1;
-    return (option_objectives(s) & objectives_run(o, mask)) && (option_selectors(s) & selectors_run(o, mask));
+    return (option_scope(s, 0) & objectives_run(o, mask)) && (option_scope(s, 1) & selectors_run(o, mask));
 }
 
 // Prints every option of the command with the value in force (start-up banner).
@@ -6438,7 +6345,7 @@ static void print_options(FILE *f, const Options *o, unsigned mask) {
     fprintf(f, " threads=%d\n", num_threads());
 }
 
-// The options of a GRPO step (train, tree; check and sample use the objective and sampling ones).
+// The options of a GRPO step (train, tree).
 static GRPOConfig grpo_config_from_options(const Options *o) {
     GRPOConfig cfg = {o->obj, o->temperature, o->num_iterations, o->micro_batch, o->mask_truncated, o->seed,
                       o->update_layout};
@@ -6468,43 +6375,23 @@ static void check_weight_decay(const Options *o) {
                     o->lr, o->weight_decay, o->lr * o->weight_decay);
 }
 
-/* The options that shape a run's samples and updates. A checkpoint's run record holds them, and
-   a resume must give the same values, else the resumed run is not the run it continues (its
-   samples come from --seed, its groups from --group-size, ...): a usage error naming the
-   option and both values. The optimizer's options may change on a resume, with a note:
-   lowering --lr and resuming is how a diverging run is rescued. --steps may change too (a
-   resume may extend a run); paths and reporting options (--eval-every, ...) do not count. */
+/* The options that shape a run's samples and updates: a checkpoint's run record holds them, and a
+   resume must give the same values. The optimizer's may change, with a note (lowering --lr and
+   resuming rescues a diverging run); --steps, paths and reporting options are not recorded. */
 static const char *TRAIN_RUN_OPTIONS[] = {
     "seed", "prompts-per-step", "group-size", "temperature", "max-new-tokens", "objective", "loss-agg",
     "adv-std", "adv-std-scope", "adv-eps", "clip-eps-low", "clip-eps-high", "beta", "num-iterations",
     "mask-truncated", "format-reward", "mc-k", "mc-whiten", "gae-gamma", "gae-lambda", "prompt-select",
     "select-target", "select-candidates", "select-decay", "dynamic-max-rounds", NULL};
 static const char *SFT_RUN_OPTIONS[] = {"seed", "batch-size", NULL};
-// The input files a run record holds the hash of (record_input_hashes), and a resume checks
-// (check_resume_inputs): a resume with other data, or another starting point, is another run.
+// The input files whose hash a run record holds and a resume checks: other data is another run.
 static const char *const TRAIN_INPUTS[] = {"train-data", "val-data", "init", NULL};
 static const char *const SFT_INPUTS[] = {"train-data", "val-data", NULL};
 // (the critic's learning rate, as the policy's, may change on a resume)
 static const char *OPTIMIZER_OPTIONS[] = {"lr", "min-lr-frac", "schedule", "warmup", "weight-decay", "beta1",
                                           "beta2", "grad-clip", "critic-lr", NULL};
 
-static const OptSpec *find_option(const char *name) {
-    for (int i = 0; i < NUM_OPTIONS; i++)
-        if (!strcmp(OPTIONS[i].name, name)) return &OPTIONS[i];
-    return NULL;
-}
-
-// The value of option s in o as text; exact: a float with 9 digits (the run record's form).
-static void option_text(char *out, size_t cap, const Options *o, const OptSpec *s, int exact) {
-    const char *p = (const char *)o + s->offset;
-    if (s->type == OPT_FLOAT) snprintf(out, cap, exact ? "%.9g" : "%g", *(const float *)p);
-    else if (s->type == OPT_INT) snprintf(out, cap, "%d", *(const int *)p);
-    else if (s->type == OPT_ENUM) snprintf(out, cap, "%s", s->choices[*(const int *)p]);
-    else snprintf(out, cap, "%s", p);
-}
-
-// The run record's options: "name=value\n" for each of the names lists (NULL-terminated) that is
-// in force (option_in_force: MC-PRM's options only in an MC-PRM run, PPO's in a PPO run).
+// The run record's options: "name=value\n" for each option in force of both NULL-terminated lists.
 static void record_options(char *out, size_t cap, const Options *o, const char *const *fixed,
                            const char *const *optimizer) {
     size_t used = 0;
@@ -6542,35 +6429,40 @@ static int input_hash_key(const char *name) {
 static uint64_t fnv1a64(const void *data, size_t n);   // compare's hash, below
 static void ckpt_error(const char *path, const char *what, const char *hint);   // checkpoints, below
 
-/* file_fnv1a64: FNV-1a (64 bits) of the bytes of the file at path into *hash (read in 64 KiB
-   pieces). Returns 0, or −1 with errno when the file cannot be read. */
+/* file_fnv1a64: fnv1a64 of the bytes of the file at path into *hash.
+   Returns 0, or −1 with errno when the file cannot be read. */
 static int file_fnv1a64(const char *path, uint64_t *hash) {
     FILE *f = fopen(path, "rb");
     if (!f) return -1;
-    static unsigned char buf[65536];
-    uint64_t h = 14695981039346656037ull;
-    size_t got;
-    while ((got = fread(buf, 1, sizeof buf, f)) > 0)
-        for (size_t i = 0; i < got; i++) {
-            h ^= buf[i];
-            h *= 1099511628211ull;
-        }
+    size_t cap = 65536, n = 0, got;
+    unsigned char *buf = (unsigned char *)mallocCheck(cap);
+    while ((got = fread(buf + n, 1, cap - n, f)) > 0)
+        if ((n += got) == cap && !(buf = (unsigned char *)realloc(buf, cap *= 2)))
+            fail_at(__FILE__, __LINE__, "out of memory reading an input file", oom_hint);
     int err = ferror(f) ? (errno ? errno : EIO) : 0;
     fclose(f);
-    if (err) {
-        errno = err;
-        return -1;
-    }
-    *hash = h;
-    return 0;
+    *hash = fnv1a64(buf, n);
+    free(buf);
+    errno = err;
+    return err ? -1 : 0;
 }
 
-/* record_input_hashes: appends "NAME.fnv1a64=<16 hex digits>\n" to a run record's options (out,
-   capacity cap) for each option of names (NULL-terminated; each an OPT_STRING path: --train-data,
-   --val-data, --init): the hash of the file it names, or, where `saved` (the resumed run's
-   record, "" for a new run) holds one, that one, so that a resume that does not read the file
-   (--init at β = 0) carries the starting point's hash on. An unreadable file stops the run
-   (exit 1), naming the option. */
+// The fnv1a64 of the file that o's option `name` names, as 16 hex digits in out; exits (1) naming
+// the option when the file cannot be read (hint: what to give).
+static void input_file_hash(char out[17], const Options *o, const char *name, const char *hint) {
+    const char *file = (const char *)o + find_option(name)->offset;
+    uint64_t hash;
+    if (file_fnv1a64(file, &hash) != 0) {
+        char msg[1300];
+        snprintf(msg, sizeof msg, "--%s '%s': cannot read it: %s", name, file, strerror(errno));
+        fail_at(__FILE__, __LINE__, msg, hint);
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)hash);
+}
+
+/* record_input_hashes: appends "NAME.fnv1a64=<16 hex digits>\n" to a run record (out, cap bytes) for each
+   file option of names: its file's hash, or the one `saved` (the resumed run's record, "" for a new run)
+   holds, so that a resume that does not read --init (β = 0) carries the starting point's hash on. */
 static void record_input_hashes(char *out, size_t cap, const Options *o, const char *const *names,
                                 const char *saved) {
     for (int i = 0; names[i]; i++) {
@@ -6578,16 +6470,7 @@ static void record_input_hashes(char *out, size_t cap, const Options *o, const c
         snprintf(key, sizeof key, "%s" INPUT_HASH_SUFFIX, names[i]);
         const char *old = record_value(saved, key);
         if (old) snprintf(value, sizeof value, "%.16s", old);
-        else {
-            const char *file = (const char *)o + find_option(names[i])->offset;
-            uint64_t hash;
-            if (file_fnv1a64(file, &hash) != 0) {
-                char msg[1300];
-                snprintf(msg, sizeof msg, "--%s '%s': cannot read it: %s", names[i], file, strerror(errno));
-                fail_at(__FILE__, __LINE__, msg, "give a readable file");
-            }
-            snprintf(value, sizeof value, "%016llx", (unsigned long long)hash);
-        }
+        else input_file_hash(value, o, names[i], "give a readable file");
         size_t used = strlen(out);
         if (used + strlen(key) + strlen(value) + 3 > cap)
             fail_at(__FILE__, __LINE__, "internal error: the run record is full", NULL);
@@ -6595,18 +6478,14 @@ static void record_input_hashes(char *out, size_t cap, const Options *o, const c
     }
 }
 
-/* check_resume_inputs: the files this resumed run reads for the options of names (--train-data,
-   --val-data; --init where it loads it) against the hashes in the run record of the
-   checkpoint at path (st->options). Another file content is a usage error naming the option,
-   both hashes and what to do; a format-4 record without the key is an error (a record this
-   build wrote holds every one); formats 1-3 hold none: not checked. */
+/* check_resume_inputs: the files of the options of names against the hashes in the run record of
+   the checkpoint at path: another content is a usage error naming the option and both hashes. */
 static void check_resume_inputs(const Options *o, const TrainState *st, const char *path,
                                 const char *const *names) {
     for (int i = 0; names[i]; i++) {
         char key[80];
         snprintf(key, sizeof key, "%s" INPUT_HASH_SUFFIX, names[i]);
         const char *saved = record_value(st->options, key);
-        if (!saved && st->version < 4) continue;
         if (!saved) {
             char msg[256];
             snprintf(msg, sizeof msg, "its run record has no '%s' (the hash of its --%s), so --%s cannot be "
@@ -6614,14 +6493,8 @@ static void check_resume_inputs(const Options *o, const TrainState *st, const ch
             ckpt_error(path, msg, "the file was edited, or written by another build; start a new run with --init");
         }
         const char *file = (const char *)o + find_option(names[i])->offset;
-        uint64_t hash;
-        if (file_fnv1a64(file, &hash) != 0) {
-            char msg[1300];
-            snprintf(msg, sizeof msg, "--%s '%s': cannot read it: %s", names[i], file, strerror(errno));
-            fail_at(__FILE__, __LINE__, msg, "give the file the resumed run was started with");
-        }
-        char ours[32];
-        snprintf(ours, sizeof ours, "%016llx", (unsigned long long)hash);
+        char ours[17];
+        input_file_hash(ours, o, names[i], "give the file the resumed run was started with");
         if (strncmp(saved, ours, 16) != 0 || saved[16] != '\n')
             usage_error("--%s %s: its bytes (fnv1a64 %s) are not those of the --%s that the run in '%s' was "
                         "started with (fnv1a64 %.16s), and a resumed run must go on with its own inputs: give "
@@ -6629,21 +6502,12 @@ static void check_resume_inputs(const Options *o, const TrainState *st, const ch
     }
 }
 
-/* check_resume_options: the options recorded in the checkpoint at path (st->options) against
-   this command's o. Another value of an option in `fixed` is a usage error naming it and both
-   values; of any other recorded option (the optimizer's), a note. An option of `fixed` that
-   the record leaves out although it is in force now, and that is out of force at the defaults
-   (option_in_force: --prompt-select uniform, MC-PRM's and the selectors' options), was not in
-   force in the saved run: a usage error as well (a uniform run resumed as a dynamic one). A
-   checkpoint of format 1 records none: a note says that nothing is checked. */
+/* check_resume_options: the options recorded in the checkpoint at path against o: another value of
+   an option in `fixed` is a usage error naming both values, of another (the optimizer's) a note. An
+   option of `fixed` in force now that the record leaves out was not in force then (a uniform run
+   resumed as a dynamic one): a usage error too. */
 static void check_resume_options(const Options *o, const TrainState *st, const char *path,
                                  const char *const *fixed) {
-    if (!st->options[0]) {
-        fprintf(stderr, "note: '%s' records no options (checkpoint format 1): the resumed run's options are "
-                        "not checked against its own%s\n", path,
-                st->kind == 2 ? "; the log's gen_tokens counts from 0 again" : "");
-        return;
-    }
     for (const char *line = st->options; *line; ) {
         const char *nl = strchr(line, '\n'), *eq = strchr(line, '=');
         if (!nl) nl = line + strlen(line);
@@ -6653,24 +6517,19 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
         line = *nl ? nl + 1 : nl;
         const OptSpec *s = find_option(name);
         if (!s && input_hash_key(name)) continue;   // an input file's hash: check_resume_inputs
-        if (!s && st->version >= 4) {   // its CRC held, so this build wrote a key it does not read
+        if (!s) {   // its CRC held, so this build wrote a key it does not read
             char msg[256];
             snprintf(msg, sizeof msg, "its run record holds '%s', which this build does not know", name);
             ckpt_error(path, msg, "resume with the build that wrote it, or start a new run with --init");
         }
-        if (!s) continue;   // format 2-3: an option of another build, unchecked
         option_text(ours, sizeof ours, o, s, 1);
         if (!strcmp(ours, saved)) continue;
-        char theirs_shown[64], ours_shown[64];
-        snprintf(theirs_shown, sizeof theirs_shown, "%s", saved);
-        snprintf(ours_shown, sizeof ours_shown, "%s", ours);
-        if (s->type == OPT_FLOAT) {   // %g, unless that shows the two values alike
-            snprintf(theirs_shown, sizeof theirs_shown, "%g", (float)strtod(saved, NULL));
-            option_text(ours_shown, sizeof ours_shown, o, s, 0);
-            if (!strcmp(theirs_shown, ours_shown)) {
-                snprintf(theirs_shown, sizeof theirs_shown, "%s", saved);
-                snprintf(ours_shown, sizeof ours_shown, "%s", ours);
-            }
+        char theirs_shown[64], ours_shown[64];   // a float as %g, unless that shows the two values alike
+        snprintf(theirs_shown, sizeof theirs_shown, "%g", (float)strtod(saved, NULL));
+        option_text(ours_shown, sizeof ours_shown, o, s, 0);
+        if (s->type != OPT_FLOAT || !strcmp(theirs_shown, ours_shown)) {
+            snprintf(theirs_shown, sizeof theirs_shown, "%s", saved);
+            snprintf(ours_shown, sizeof ours_shown, "%s", ours);
         }
         int is_fixed = 0;
         for (int i = 0; fixed[i]; i++) is_fixed |= !strcmp(fixed[i], name);
@@ -6686,11 +6545,9 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
     for (int i = 0; fixed[i]; i++) {
         const OptSpec *s = find_option(fixed[i]);
         int in_force_by_default = option_in_force(&d, s, CMD_TRAIN);
-        if (!option_in_force(o, s, CMD_TRAIN)) continue;
-        if (in_force_by_default && st->version < 4) continue;   // format 2-3: a build may have lacked it
-        int recorded = record_value(st->options, fixed[i]) != NULL;
-        if (recorded) continue;
-        if (in_force_by_default) {   // format 4 records every option in force: the key is missing
+        if (!option_in_force(o, s, CMD_TRAIN) || record_value(st->options, fixed[i])) continue;
+
+        if (in_force_by_default) {   // every option in force is recorded: the key is missing
             char msg[256];
             snprintf(msg, sizeof msg, "its run record has no '%s', which every run records, so --%s cannot be "
                      "checked", fixed[i], fixed[i]);
@@ -6707,9 +6564,7 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
 }
 
 /* A new run (no --resume) in a run directory that holds an earlier run is refused: a finished one
-   (model.bin) unless --overwrite 1, since the new run would replace its model and logs; one with a
-   resumable checkpoint (ckpt.bin) always, since the new run would overwrite that run's log but leave
-   its checkpoint beside it, and a later --resume would mix the two. */
+   unless --overwrite 1; one with a resumable checkpoint always (a later --resume would mix the two). */
 static void refuse_stale_checkpoint(const Options *o, const char *periodic) {
     struct stat sb;
     char model[1100];
@@ -6726,9 +6581,8 @@ static void refuse_stale_checkpoint(const Options *o, const char *periodic) {
                     shell_word(periodic));
 }
 
-/* refuse_run_dir_inputs: sft's or train's (mask) files in --run-dir are none of its inputs
-   (refuse_inputs_as_outputs): data files, --init (the SFT model, also π_ref), --resume (which may be
-   the run's own ckpt.bin: a resume in place). */
+// refuse_run_dir_inputs: sft's or train's (mask) files in --run-dir are none of its inputs
+// (--resume may be the run's own ckpt.bin: a resume in place).
 static void refuse_run_dir_inputs(const Options *o, unsigned mask) {
     static const char *names[] = {"model.bin", "ckpt.bin", "sft.csv", "train.csv", "eval.csv", "result.txt",
                                   "prompt_select.txt"};
@@ -6768,15 +6622,9 @@ static void check_grpo_options(const Options *o) {
 #endif
 }
 
-/* check_scoped_options: an option of some objectives or prompt selectors only (SCOPED_OPTIONS:
-   --mc-k, --mc-whiten, --gae-gamma, --gae-lambda, --critic-lr; --select-target,
-   --select-candidates, --select-decay, --dynamic-max-rounds) set away from its default in a run
-   of command `mask` that runs none of them (train, compare: another --objective or
-   --prompt-select; tree: none of them in its --objective list) would do nothing: a usage error
-   naming the option and what it applies to, not an option silently ignored. Then PPO's own,
-   when it runs: --critic-lr x --weight-decay < 1 (check_weight_decay's rule), and the CUDA build
-   refuses it (its critic's value head runs on the host only). Call it after tree_methods has
-   checked tree's list. */
+/* check_scoped_options: an option of SCOPED_OPTIONS set away from its default in a run of command
+   `mask` that runs none of its objectives or selectors would do nothing: a usage error naming it and
+   what it applies to. Then PPO's own checks when it runs. Call it after tree_methods. */
 static void check_scoped_options(const Options *o, unsigned mask) {
     Options d;
     default_options(&d);
@@ -6784,12 +6632,12 @@ static void check_scoped_options(const Options *o, unsigned mask) {
     for (int i = 0; i < NUM_OPTIONS; i++) {
         const OptSpec *s = &OPTIONS[i];
         char ours[64], dflt[64], shown[64], names[128] = "", why[192];
-        int objective_scoped = !(option_objectives(s) & run);
-        if (!(s->cmds & mask) || (!objective_scoped && option_selectors(s) & selector)) continue;
+        int objective_scoped = !(option_scope(s, 0) & run);
+        if (!(s->cmds & mask) || (!objective_scoped && option_scope(s, 1) & selector)) continue;
         option_text(ours, sizeof ours, o, s, 1);
         option_text(dflt, sizeof dflt, &d, s, 1);
         if (!strcmp(ours, dflt)) continue;
-        unsigned scope = objective_scoped ? option_objectives(s) : option_selectors(s);
+        unsigned scope = option_scope(s, !objective_scoped);
         const char *const *choices = objective_scoped ? OBJECTIVE_NAMES : PROMPT_SELECT_NAMES;
         for (int k = 0; choices[k]; k++)
             if (scope >> k & 1u)
@@ -6817,10 +6665,7 @@ static void check_scoped_options(const Options *o, unsigned mask) {
 #endif
 }
 
-/* check_select_options: --prompt-select's options, made before anything is loaded (train; and
-   compare, for every method): M >= P and d in (0, 1] (an option of another selector than the
-   run's is check_scoped_options' error). M <= the training set's size is checked once it is
-   loaded (cmd_train). */
+// check_select_options: --prompt-select's options before anything is loaded: M >= P, d in (0, 1].
 static void check_select_options(const Options *o) {
     if (o->select_candidates != 0 && o->select_candidates < o->prompts_per_step)
         usage_error("--select-candidates %d: MoPPS keeps --prompts-per-step %d of the M candidates, so M "
@@ -6830,11 +6675,10 @@ static void check_select_options(const Options *o) {
                     "every outcome)", o->select_decay);
 }
 
-/* note_cut_demonstrations: how many of the demonstrations in d's file (the text after its TAB,
-   one token a character, plus <eos>) need more than --max-new-tokens; if any, one note on
-   stderr: completions that long are cut off by the sampler and score 0, so the data ask for
-   a larger budget (5-number countdown needs 36, not countdown's default 26). Prompt-only
-   files say nothing. Returns that count (a file that cannot be read: 0; load_dataset read it). */
+/* note_cut_demonstrations: how many of the demonstrations in d's file (one token a character, plus
+   <eos>) need more than --max-new-tokens (they would be cut off and score 0); if any, a note. A file of
+   prompts with more numbers than the task's default budget is for: a note too. Returns that count. */
+
 static long note_cut_demonstrations(const Options *o, const Dataset *d) {
     FILE *f = fopen(d->path, "r");
     if (!f) return 0;
@@ -6880,28 +6724,20 @@ static void check_context(const Options *o, int maxT, const Dataset *d) {
 }
 
 // ----------------------------------------------------------------------------
-// Checkpoints: header (magic, version, config, vocabulary), parameters, and optionally
-// the AdamW state, the step counter, the RNG state and the run record (the options that
-// shape the run, its sampled-token count, its log's last row) so a resumed run continues
-// bit for bit, and only as the run it continues. Written to a temporary file of its own
-// (PATH.tmp.<pid>.<n>), flushed, synced and renamed, so a crash never leaves a half-written
-// checkpoint under the real name, and two processes saving to one path never write into the
-// same file.
+// Checkpoints: header (magic, version, config, vocabulary), parameters, and optionally the AdamW
+// state, the step, the RNG state, the run record (the options that shape the run, its sampled-token
+// count, its log's last row) and state sections, so a resumed run continues bit for bit, and only as
+// the run it continues. Written whole through a temporary file of its own (atomic_open).
 
 #define CKPT_MAGIC 0x4f505247   // "GRPO" in a little-endian file
-#define CKPT_VERSION 4          // 4: a CRC-32 of every section in the header (h[16..25], h[31]);
-                                // 3: state sections after the run record (h[12] of them, h[13..14]
-                                // bytes); 2: the run record after the RNG state (h[11] bytes); 1: none
+#define CKPT_VERSION 4          // the only one read (1-3: older grpo.c builds, without checksums)
 #define CKPT_HEADER_INTS 32
 #define CKPT_RECORD_MAX 4096    // bytes of a run record
 #define CKPT_TAG_BYTES 8        // a state section's name, NUL-padded
-#define CKPT_TASK_INT 15        // h[15]: the model's task (index in TASKS); files written before
-                                // tasks were recorded hold 0 there, countdown's index
+#define CKPT_TASK_INT 15        // h[15]: the model's task (index in TASKS)
 
-/* Format 4's checksums: CRC-32 (IEEE 802.3, the polynomial of zlib and PNG: reflected
-   0xEDB88320, initial and final XOR 0xFFFFFFFF) of each section, so that a flipped bit or an
-   edited byte anywhere is refused, naming the section, instead of loading as other weights, a
-   shifted RNG or another run record. They sit in the header, which the last one covers:
+/* The checksums: CRC-32 (IEEE 802.3, zlib's and PNG's) of each section, so that a flipped bit or an
+   edited byte is refused, naming the section. They sit in the header, which the last one covers:
      h[16] vocabulary, h[17] parameters, h[18] AdamW m, h[19] AdamW v, h[20] RNG state,
      h[21] run record, h[22 + i] state section i (its tag, its length and its bytes),
      h[31] the header's own ints h[0..30].
@@ -6912,32 +6748,19 @@ static void check_context(const Options *o, int maxT, const Dataset *d) {
 static const char *const CKPT_CRC_NAMES[6] = {"the vocabulary", "the parameters", "the AdamW first moments",
                                               "the AdamW second moments", "the RNG state", "the run record"};
 
-/* crc32_update: CRC-32 of n more bytes of data after a CRC of crc (0 for none yet): the
-   running value, so that a section written in pieces (a state section's tag, length and
-   bytes) has one CRC. Slicing by 8 (8 tables of 256, built on the first call): about 1 GB/s,
-   so checking a checkpoint costs a fraction of reading it. */
+/* crc32_update: CRC-32 of n more bytes of data after a CRC of crc (0 for none yet): the running
+   value, so that a section written in pieces (a state section's tag, length and bytes) has one CRC. */
 static uint32_t crc32_update(uint32_t crc, const void *data, size_t n) {
-    static uint32_t table[8][256];
-    static int built = 0;
-    if (!built) {   // no threads yet at the first save or load; the tables are the same every time anyway
+    static uint32_t table[256];   // built at the first save or load, before any thread runs
+    if (!table[255])   // (the last entry built)
         for (uint32_t i = 0; i < 256; i++) {
             uint32_t c = i;
             for (int k = 0; k < 8; k++) c = c & 1u ? 0xEDB88320u ^ (c >> 1) : c >> 1;
-            table[0][i] = c;
+            table[i] = c;
         }
-        for (int t = 1; t < 8; t++)
-            for (int i = 0; i < 256; i++) table[t][i] = table[0][table[t - 1][i] & 0xff] ^ (table[t - 1][i] >> 8);
-        built = 1;
-    }
     const unsigned char *p = (const unsigned char *)data;
     crc = ~crc;
-    for (; n >= 8; n -= 8, p += 8) {   // little-endian word order, as the bytes lie in the file
-        uint32_t lo = crc ^ ((uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24);
-        uint32_t hi = (uint32_t)p[4] | (uint32_t)p[5] << 8 | (uint32_t)p[6] << 16 | (uint32_t)p[7] << 24;
-        crc = table[7][lo & 0xff] ^ table[6][(lo >> 8) & 0xff] ^ table[5][(lo >> 16) & 0xff] ^ table[4][lo >> 24] ^
-              table[3][hi & 0xff] ^ table[2][(hi >> 8) & 0xff] ^ table[1][(hi >> 16) & 0xff] ^ table[0][hi >> 24];
-    }
-    while (n--) crc = table[0][(crc ^ *p++) & 0xff] ^ (crc >> 8);
+    while (n--) crc = table[(crc ^ *p++) & 0xff] ^ (crc >> 8);
     return ~crc;
 }
 
@@ -6953,13 +6776,10 @@ static int32_t ckpt_section_crc(const char *tag, uint64_t bytes, const void *dat
     return (int32_t)crc32_update(c, data, bytes);
 }
 
-/* A save that SIGINT, SIGTERM or SIGHUP interrupts (Ctrl-C, kill, a closed terminal) removes
-   its temporary file before the process dies. For the length of a save, ckpt_on_signal
-   handles them (a signal that was ignored stays ignored): it unlinks the temporary file
-   named here (unlink is async-signal-safe; the name is written before the file is created,
-   so no file exists that the handler does not know) and raises the signal again, now with
-   its default action, so the process ends as the signal says. */
-static char ckpt_tmp_name[1100];
+/* A save that SIGINT, SIGTERM or SIGHUP interrupts removes its temporary file: for the length of a
+   save ckpt_on_signal (async-signal-safe) unlinks the file named here and raises the signal again with
+   its default action. A signal that was ignored stays ignored. */
+static char ckpt_tmp_name[1200];
 static volatile sig_atomic_t ckpt_tmp_live = 0;   // 1: ckpt_tmp_name may exist and is ours
 static const int CKPT_SIGNALS[3] = {SIGINT, SIGTERM, SIGHUP};
 
@@ -6986,9 +6806,8 @@ static void ckpt_signals(struct sigaction *saved, int restore) {
     }
 }
 
-/* fopen_nofollow: fopen(path, mode) for a mode that writes ("w", "a", "r+", ...), but never through
-   a link: O_NOFOLLOW on the last name (a link planted as a run's log or lock fails with ELOOP).
-   NULL with errno set. fopenCheck uses it for every file it opens to write. */
+/* fopen_nofollow: fopen(path, mode) for a mode that writes, but never through a link (O_NOFOLLOW: a
+   link planted as a run's log fails with ELOOP). NULL with errno set. fopenCheck's for writing. */
 static FILE *fopen_nofollow(const char *path, const char *mode) {
     int flags = mode[0] == 'w' ? O_CREAT | O_TRUNC : mode[0] == 'a' ? O_CREAT | O_APPEND : 0;
     int fd = open(path, (strchr(mode, '+') || mode[0] == 'r' ? O_RDWR : O_WRONLY) | flags | O_NOFOLLOW | O_CLOEXEC,
@@ -7002,13 +6821,10 @@ static FILE *fopen_nofollow(const char *path, const char *mode) {
     return f;
 }
 
-/* atomic_create: the one way this program writes a file whole: a new temporary file next to path,
-   PATH.tmp.<pid>.<n>, created exclusively (O_CREAT | O_EXCL: never a file that exists, and never
-   through a link planted under that name), named in tmp (cap bytes); atomic_commit then flushes,
-   fsyncs and closes it and renames it over path, so a reader sees all of the new file or the old
-   one. Used by checkpoints, run logs' repair, compare's files and the --html pages. NULL from
-   atomic_create, -1 from atomic_commit (the temporary file removed) with errno set; the caller
-   names the file. The directory is path's, so the rename cannot cross file systems. */
+/* atomic_create: the one way this program writes a file whole: a new temporary file PATH.tmp.<pid>.<n>
+   (named in tmp, cap bytes) created with O_CREAT | O_EXCL | O_NOFOLLOW; atomic_commit flushes, fsyncs,
+   closes and renames it over path, so a reader sees all of the new file or the old one. NULL, or -1
+   with the temporary file removed, with errno set. atomic_open and atomic_close exit naming the file. */
 static FILE *atomic_create(const char *path, char *tmp, size_t cap) {
     static unsigned long counter = 0;   // files made by this process
     for (int attempt = 0; attempt <= 1000; attempt++) {
@@ -7039,7 +6855,6 @@ static int atomic_commit(FILE *f, const char *tmp, const char *path) {
     return -1;
 }
 
-// atomic_create and atomic_commit that exit (1) naming the file when they fail (files written whole)
 typedef struct { FILE *f; char tmp[1200]; const char *path; } AtomicFile;
 static FILE *atomic_open(AtomicFile *a, const char *path) {
     a->path = path;
@@ -7058,28 +6873,11 @@ static void atomic_close(AtomicFile *a) {
     fail_at(__FILE__, __LINE__, msg, "is the disk full? the temporary file was removed");
 }
 
-/* open_ckpt_tmp: atomic_create for a checkpoint, its name also in ckpt_tmp_name so that a signal
-   removes it; exits naming it when it cannot be made. */
-static FILE *open_ckpt_tmp(const char *path, char *tmp, size_t cap) {
-    ckpt_tmp_live = 0;
-    FILE *f = atomic_create(path, tmp, cap);
-    if (!f) {
-        char msg[1300];
-        snprintf(msg, sizeof msg, "cannot create '%s': %s", tmp, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "check that the directory exists and is writable");
-    }
-    snprintf(ckpt_tmp_name, sizeof ckpt_tmp_name, "%s", tmp);
-    ckpt_tmp_live = 1;   // from here on a signal removes it
-    return f;
-}
-
 #include <dirent.h>   // (here: only remove_dead_ckpt_tmps reads a directory)
 
-/* remove_dead_ckpt_tmps: removes the temporary files that saves killed by SIGKILL (or a power
-   cut) left in path's directory: NAME.tmp.<pid>.<n> (open_ckpt_tmp's names, of any checkpoint
-   there) whose process is gone (kill(pid, 0) fails with ESRCH), a regular file that is empty
-   or starts with CKPT_MAGIC. A file of a live process, of this one, or of any other content is
-   left alone. Each removal is a note on stderr; nothing here stops a save. */
+/* remove_dead_ckpt_tmps: removes from path's directory what saves killed by SIGKILL left: files
+   NAME.tmp.<pid>.<n> of a process that is gone, empty or starting with CKPT_MAGIC, each with a note.
+   Any other file is left alone. */
 static void remove_dead_ckpt_tmps(const char *path) {
     char dir[1100];
     const char *slash = strrchr(path, '/');
@@ -7090,13 +6888,10 @@ static void remove_dead_ckpt_tmps(const char *path) {
     for (struct dirent *e; (e = readdir(d)) != NULL; ) {
         const char *name = e->d_name, *t = strstr(name, ".tmp.");
         while (t && strstr(t + 1, ".tmp.")) t = strstr(t + 1, ".tmp.");   // the last ".tmp."
-        if (!t || t == name) continue;
-        const char *p = t + 5, *digits = p;
-        while (*p >= '0' && *p <= '9') p++;
-        if (p == digits || p - digits > 9 || *p != '.' || !p[1]) continue;
-        const char *n = p + 1;
-        while (*n >= '0' && *n <= '9') n++;
-        if (*n) continue;
+        char digits[10];
+        int end = 0;   // past <pid>.<n>, both digits only
+        if (!t || t == name || sscanf(t + 5, "%9[0-9].%*[0-9]%n", digits, &end) != 1 || !end || t[5 + end])
+            continue;
         long pid = strtol(digits, NULL, 10);
         if (pid <= 0 || pid == (long)getpid()) continue;
         errno = 0;
@@ -7116,28 +6911,11 @@ static void remove_dead_ckpt_tmps(const char *path) {
     closedir(d);
 }
 
-/* ckpt_write_failed: a checkpoint could not be written (disk full, file size limit, I/O
-   error) at stage `what`: closes f (when still open), removes the temporary file so that
-   nothing half-written stays behind, and stops the run naming the checkpoint. Whatever was
-   under path before is untouched. */
-static void ckpt_write_failed(FILE *f, const char *tmp, const char *path, const char *what) {
-    int err = errno;
-    if (f) fclose(f);
-    unlink(tmp);
-    char msg[1400];
-    snprintf(msg, sizeof msg, "cannot save checkpoint '%s': %s failed: %s", path, what, strerror(err));
-    fail_at(__FILE__, __LINE__, msg, "is the disk full? the temporary file was removed; an older file "
-                                     "under that name, if any, is intact");
-}
-
 static const char *csv_last_row(const struct CsvLog *c);   // run logs, below
 
-/* save_checkpoint: writes path atomically (a temporary file of its own, fsync, rename): the
-   header (CKPT_MAGIC, CKPT_VERSION, configuration, vocabulary), the parameters, and with
-   with_optimizer the AdamW moments, st's step and RNG, the run record and st's state sections
-   (tag, uint64 length, bytes each; at most CKPT_MAX_SECTIONS) (the runs call
-   check_params before each save). Any write error stops the process (exit 1), the temporary file
-   removed and an older file at path intact. */
+/* save_checkpoint: writes path whole: the header, the vocabulary, the parameters and, with
+   with_optimizer, the AdamW moments, st's RNG, run record and state sections (tag, uint64 length,
+   bytes each). A write error stops the process (exit 1), an older file at path intact. */
 static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, const TrainState *st) {
 #ifdef GRPO_CUDA
     if (m->on_device) {   // a host copy of what the file holds, written by the code below
@@ -7160,72 +6938,47 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
         return;
     }
 #endif
-    char tmp[1100];
     remove_dead_ckpt_tmps(path);   // what saves killed by SIGKILL left there
     struct sigaction saved[3];
     ckpt_signals(saved, 0);
-    FILE *f = open_ckpt_tmp(path, tmp, sizeof tmp);
-    char vocab[512];
-    int vlen = vocab_string(vocab, sizeof vocab);
-    int32_t h[CKPT_HEADER_INTS] = {0};
-    h[0] = CKPT_MAGIC;
-    h[1] = CKPT_VERSION;
-    h[2] = m->config.max_seq_len;
-    h[3] = m->config.vocab_size;
-    h[4] = m->config.num_layers;
-    h[5] = m->config.num_heads;
-    h[6] = m->config.channels;
-    h[7] = with_optimizer;
-    h[8] = st ? st->step : 0;
-    h[9] = vlen;
-    h[10] = st ? st->kind : 0;   // which run wrote the optimizer state: 1 sft, 2 train
-    h[CKPT_TASK_INT] = m->task;  // the model's task, an index in TASKS (0: countdown)
-    // the run record, text after the RNG state: the options that shape the run, the tokens
-    // sampled so far, and the first two fields of the log's last row (load_checkpoint)
-    char record[CKPT_RECORD_MAX];
-    int rlen = 0;
-    if (with_optimizer && st) {
+    AtomicFile a;
+    FILE *f = atomic_open(&a, path);
+    snprintf(ckpt_tmp_name, sizeof ckpt_tmp_name, "%s", a.tmp);
+    ckpt_tmp_live = 1;   // from here on a signal removes it
+    char vocab[512], record[CKPT_RECORD_MAX];
+    int vlen = vocab_string(vocab, sizeof vocab), rlen = 0;
+    if (with_optimizer && st) {   // the run record: the options, the tokens sampled, the log's last row
         const char *row = st->log ? csv_last_row(st->log) : st->log_row;
         rlen = snprintf(record, sizeof record, "%sgen_tokens=%lld\nlog_row=%s\n", st->options, st->gen_tokens,
                         row);
         if (rlen >= (int)sizeof record) rlen = 0;   // cannot happen: options < 1024, row < 64 bytes
     }
-    h[11] = rlen;
     int nsec = with_optimizer && st ? st->num_sections : 0;
     uint64_t sec_bytes = 0;   // every section's bytes, without their tags and lengths
     for (int i = 0; i < nsec; i++) sec_bytes += st->section[i].bytes;
-    h[12] = nsec;
-    h[13] = (int32_t)(sec_bytes & 0x7fffffff);   // the total in two 31-bit halves
-    h[14] = (int32_t)(sec_bytes >> 31);
-    size_t np = m->num_parameters;
-    // format 4: every section's CRC-32 in the header, the header's own last (CKPT_CRC_NAMES)
-    h[CKPT_CRC_VOCAB] = (int32_t)crc32_update(0, vocab, vlen);
-    h[CKPT_CRC_VOCAB + 1] = (int32_t)crc32_update(0, m->params_memory, np * sizeof(float));
-    if (with_optimizer) {
-        h[CKPT_CRC_VOCAB + 2] = (int32_t)crc32_update(0, m->m_memory, np * sizeof(float));
-        h[CKPT_CRC_VOCAB + 3] = (int32_t)crc32_update(0, m->v_memory, np * sizeof(float));
-        h[CKPT_CRC_VOCAB + 4] = (int32_t)crc32_update(0, st->rng.s, 4 * sizeof(uint64_t));
-        h[CKPT_CRC_VOCAB + 5] = (int32_t)crc32_update(0, record, rlen);
-    }
+    // h[10]: which run wrote the optimizer state (1 sft, 2 train); h[13..14]: sec_bytes in two 31-bit halves
+    int32_t h[CKPT_HEADER_INTS] = {CKPT_MAGIC, CKPT_VERSION, m->config.max_seq_len, m->config.vocab_size,
+                                   m->config.num_layers, m->config.num_heads, m->config.channels,
+                                   with_optimizer, st ? st->step : 0, vlen, st ? st->kind : 0, rlen, nsec,
+                                   (int32_t)(sec_bytes & 0x7fffffff), (int32_t)(sec_bytes >> 31)};
+    h[CKPT_TASK_INT] = m->task;
+    // the sections of CKPT_CRC_NAMES in file order, each with its CRC-32 in the header
+    size_t pb = m->num_parameters * sizeof(float), bytes[6] = {(size_t)vlen, pb, pb, pb, 4 * sizeof(uint64_t),
+                                                                (size_t)rlen};
+    const void *data[6] = {vocab, m->params_memory, m->m_memory, m->v_memory, st ? st->rng.s : NULL, record};
+    int nparts = with_optimizer ? 6 : 2;
+    for (int i = 0; i < nparts; i++) h[CKPT_CRC_VOCAB + i] = (int32_t)crc32_update(0, data[i], bytes[i]);
     for (int i = 0; i < nsec; i++)
         h[CKPT_CRC_SECTIONS + i] = ckpt_section_crc(st->section[i].tag, st->section[i].bytes, st->section[i].data);
     h[CKPT_CRC_HEADER] = ckpt_header_crc(h);
-    int ok = fwrite(h, sizeof(int32_t), CKPT_HEADER_INTS, f) == CKPT_HEADER_INTS;
-    ok = ok && fwrite(vocab, 1, vlen, f) == (size_t)vlen;
-    ok = ok && fwrite(m->params_memory, sizeof(float), np, f) == np;
-    if (with_optimizer) {
-        ok = ok && fwrite(m->m_memory, sizeof(float), np, f) == np;
-        ok = ok && fwrite(m->v_memory, sizeof(float), np, f) == np;
-        ok = ok && fwrite(st->rng.s, sizeof(uint64_t), 4, f) == 4;
-        ok = ok && fwrite(record, 1, rlen, f) == (size_t)rlen;
-        for (int i = 0; i < nsec; i++) {   // each: its tag, its length (uint64), its bytes
-            ok = ok && fwrite(st->section[i].tag, 1, CKPT_TAG_BYTES, f) == CKPT_TAG_BYTES;
-            ok = ok && fwrite(&st->section[i].bytes, sizeof(uint64_t), 1, f) == 1;
-            ok = ok && fwrite(st->section[i].data, 1, st->section[i].bytes, f) == st->section[i].bytes;
-        }
+    fwrite(h, sizeof(int32_t), CKPT_HEADER_INTS, f);   // a failed write shows as ferror in atomic_close
+    for (int i = 0; i < nparts; i++) fwrite(data[i], 1, bytes[i], f);
+    for (int i = 0; i < nsec; i++) {   // each: its tag, its length (uint64), its bytes
+        fwrite(st->section[i].tag, 1, CKPT_TAG_BYTES, f);
+        fwrite(&st->section[i].bytes, sizeof(uint64_t), 1, f);
+        fwrite(st->section[i].data, 1, st->section[i].bytes, f);
     }
-    if (!ok) ckpt_write_failed(f, tmp, path, "write");
-    if (atomic_commit(f, tmp, path) != 0) ckpt_write_failed(NULL, tmp, path, "flush, close or rename");
+    atomic_close(&a);   // on failure: exits naming path, the temporary file removed, an older path intact
     ckpt_tmp_live = 0;   // renamed: no temporary file left to remove
     ckpt_signals(saved, 1);
 }
@@ -7236,19 +6989,8 @@ static void ckpt_error(const char *path, const char *what, const char *hint) {
     exit(EXIT_INPUT);
 }
 
-/* ckpt_check_crc: section `which` of a format-4 file at path (an index of CKPT_CRC_NAMES:
-   0 vocabulary .. 5 run record; n bytes at data, as read) against its CRC-32 in header h;
-   a mismatch stops the load (exit 1), naming the file and the section. */
-static void ckpt_check_crc(const char *path, const int32_t *h, int which, const void *data, size_t n) {
-    if ((int32_t)crc32_update(0, data, n) == h[CKPT_CRC_VOCAB + which]) return;
-    char msg[160];
-    snprintf(msg, sizeof msg, "checksum mismatch in %s (a flipped bit, or an edited file)", CKPT_CRC_NAMES[which]);
-    ckpt_error(path, msg, "the file is corrupt; use an intact copy or an earlier checkpoint");
-}
-
-/* refuse_other_task: the model m, read from checkpoint path, learnt the task its checkpoint
-   records (m->task); used with another task's data (--task `task`) it would be scored by a
-   verifier of prompts it has never seen: an error naming both tasks (exit 1). */
+// refuse_other_task: the model m read from path is of another task than --task `task`: an error
+// naming both (exit 1).
 static void refuse_other_task(const char *path, const GPT *m, int task) {
     if (m->task == task) return;
     char msg[256], hint[256];
@@ -7271,6 +7013,20 @@ static void ckpt_read(void *ptr, size_t size, size_t n, FILE *f, const char *pat
         snprintf(msg, sizeof msg, "truncated: the file ends inside %s", what);
         ckpt_error(path, msg, "the file is incomplete (interrupted copy?); use an intact checkpoint");
     }
+}
+
+#define CKPT_CORRUPT_HINT "the file is corrupt; use an intact copy or an earlier checkpoint"
+
+// ckpt_read of section `which` of CKPT_CRC_NAMES, checked against its CRC-32 in header h: a mismatch
+// stops the load (exit 1), naming the file and the section.
+static void ckpt_read_checked(void *ptr, size_t size, size_t n, FILE *f, const char *path, const int32_t *h,
+                              int which) {
+    ckpt_read(ptr, size, n, f, path, CKPT_CRC_NAMES[which]);
+    if ((int32_t)crc32_update(0, ptr, size * n) == h[CKPT_CRC_VOCAB + which]) return;
+    char msg[160];
+    snprintf(msg, sizeof msg, "checksum mismatch in %s (a flipped bit, or an edited file)",
+             CKPT_CRC_NAMES[which]);
+    ckpt_error(path, msg, CKPT_CORRUPT_HINT);
 }
 
 // The next name of a vocabulary string (each name followed by '\n', n bytes) from *pos:
@@ -7316,11 +7072,8 @@ static void vocab_mismatch(char *msg, size_t cap, const char *file_v, int file_n
              file_size, VOCAB_SIZE);
 }
 
-/* ckpt_refuse_not_finite: a checkpoint's tensor data (a, laid out like m's parameters) must
-   be finite: a NaN or Inf (a diverged run's weights, a corrupt file) would give accuracy 0,
-   a NaN loss at the first step, or a "last good" checkpoint that is not. The first one stops
-   the load, naming the file, `what` ("parameter", "AdamW first moment", ...), the tensor and
-   the index in it. A pass over memory just read from disk: negligible beside the read. */
+/* ckpt_refuse_not_finite: a checkpoint's tensor data (a, laid out like m's parameters) must be
+   finite; the first NaN or Inf stops the load, naming the file, `what`, the tensor and the index. */
 static void ckpt_refuse_not_finite(const char *path, const GPT *m, const float *a, const char *what) {
     size_t i = 0;
     while (i < m->num_parameters && isfinite(a[i])) i++;
@@ -7335,10 +7088,8 @@ static void ckpt_refuse_not_finite(const char *path, const GPT *m, const float *
                           "checkpoint");
 }
 
-/* ckpt_parse_record: a run record ("key=value\n" lines; version 1 files have none: len 0)
-   into st: gen_tokens, log_row, and every other line into st->options. A format-4 record
-   (st->version) must hold gen_tokens (a count) and log_row: without them a resume would count
-   from 0 or not check its log, so a missing one is an error naming the file, not a skipped check. */
+/* ckpt_parse_record: a run record ("key=value\n" lines, len bytes) into st: gen_tokens, log_row
+   (both required) and every other line into st->options. */
 static void ckpt_parse_record(const char *path, const char *record, int len, TrainState *st) {
     st->gen_tokens = 0;
     st->options[0] = 0;
@@ -7368,20 +7119,53 @@ static void ckpt_parse_record(const char *path, const char *record, int len, Tra
         else ckpt_error(path, "the run record's options are too long (corrupt file?)", NULL);
         line = nl + 1;
     }
-    if (st->version >= 4 && (!have_tokens || !have_row))
+    if (!have_tokens || !have_row)
         ckpt_error(path, !have_tokens ? "its run record has no count 'gen_tokens=N'"
                                       : "its run record has no 'log_row=' (the log's last row)",
                    "the file was edited, or written by another build; start a new run with --init");
 }
 
-/* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences).
-   If st is not NULL the file must hold optimizer state, which is restored with the step,
-   RNG, run record (options, tokens sampled, log row: version 2) and the state sections
-   (version 3: st->section, malloc'd; a method takes its own with ckpt_section). Refuses, with a message
-   naming the file: another format (magic), another version, an impossible config, a
-   vocabulary different from this build's, a truncated file, trailing bytes, and a parameter
-   (or, for a resume, an AdamW moment) that is NaN or Inf. Returns 1 if the file holds
-   optimizer state. */
+/* ckpt_read_sections: the nsec state sections of a checkpoint (left bytes in all, as header h says),
+   each checked against its CRC-32: into st (malloc'd), or (st NULL, --init) read, checked and freed. */
+static void ckpt_read_sections(FILE *f, const char *path, const int32_t *h, int nsec, long long left,
+                               TrainState *st) {
+    for (int i = 0; i < nsec; i++) {
+        char tag[CKPT_TAG_BYTES], msg_sec[160];
+        uint64_t bytes;
+        ckpt_read(tag, 1, CKPT_TAG_BYTES, f, path, "a state section's tag");
+        ckpt_read(&bytes, sizeof bytes, 1, f, path, "a state section's length");
+        if ((long long)bytes > left || tag[CKPT_TAG_BYTES - 1] != 0) {
+            snprintf(msg_sec, sizeof msg_sec, "a state section disagrees with the header (state section %d: "
+                     "its tag or length; corrupt file?)", i + 1);
+            ckpt_error(path, msg_sec, NULL);
+        }
+        left -= (long long)bytes;
+        void *data = mallocCheck(bytes ? bytes : 1);
+        ckpt_read(data, 1, bytes, f, path, "a state section");
+        if (ckpt_section_crc(tag, bytes, data) != h[CKPT_CRC_SECTIONS + i]) {
+            char name[CKPT_TAG_BYTES + 1];
+            printable_name(name, tag, (int)strnlen(tag, CKPT_TAG_BYTES));
+            snprintf(msg_sec, sizeof msg_sec, "checksum mismatch in state section %d ('%s') (a flipped "
+                     "bit, or an edited file)", i + 1, name);
+            ckpt_error(path, msg_sec, CKPT_CORRUPT_HINT);
+        }
+        if (!st) {
+            free(data);
+            continue;
+        }
+        memcpy(st->section[i].tag, tag, CKPT_TAG_BYTES);
+        st->section[i].bytes = bytes;
+        st->section[i].data = data;
+        st->section_owned[i] = 1;
+        st->num_sections = i + 1;
+    }
+}
+
+/* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences). With st the
+   file must hold optimizer state, restored with the step, RNG, run record and state sections
+   (malloc'd; a method takes its own with ckpt_section). Refuses, naming the file: another format or
+   version, a checksum mismatch, an impossible config, another vocabulary, a truncated file, trailing
+   bytes, a NaN or Inf. Returns 1 if the file holds optimizer state. */
 static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *st) {
     struct stat sb;
     if (stat(path, &sb) != 0 && errno == ENOENT)   // the usual case: no SFT run yet
@@ -7397,21 +7181,19 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     if (h[0] != CKPT_MAGIC)
         ckpt_error(path, "bad magic number: not a grpo.c checkpoint",
                    "pass a model.bin written by ./grpo sft or ./grpo train");
-    if (h[1] < 1 || h[1] > CKPT_VERSION) {   // 1: no run record; 2: no state sections
-        snprintf(msg, sizeof msg, "format version %d, this build reads versions 1 to %d", h[1],
-                 CKPT_VERSION);
-        ckpt_error(path, msg, "re-create the checkpoint with this build");
+    if (h[1] != CKPT_VERSION) {   // formats 1-3 (no checksums; older run records): an older grpo.c's
+        snprintf(msg, sizeof msg, "format version %d, this build reads version %d only%s", h[1], CKPT_VERSION,
+                 h[1] >= 1 && h[1] < CKPT_VERSION ? " (an older grpo.c wrote it)" : "");
+        ckpt_error(path, msg, "re-create it by re-running the command that wrote it with this build, or use "
+                              "it with the older grpo.c build that wrote it");
     }
-    // format 4: the header's own CRC first, before any of its values is trusted
-    int checked = h[1] >= 4;
-    if (checked && h[CKPT_CRC_HEADER] != ckpt_header_crc(h))
+    // the header's own CRC first, before any of its values is trusted
+    if (h[CKPT_CRC_HEADER] != ckpt_header_crc(h))
         ckpt_error(path, "checksum mismatch in the header (a flipped bit, or an edited file)",
-                   "the file is corrupt; use an intact copy or an earlier checkpoint");
-    if (!checked)
-        fprintf(stderr, "note: checkpoint '%s' is format %d, which holds no checksums: its bytes are loaded "
-                        "unchecked (a save by this build writes format %d, checked)\n", path, h[1], CKPT_VERSION);
-    int record_len = h[1] >= 2 && h[7] ? h[11] : 0;
-    int nsec = h[1] >= 3 && h[7] ? h[12] : 0;
+                   CKPT_CORRUPT_HINT);
+
+    int record_len = h[7] ? h[11] : 0;
+    int nsec = h[7] ? h[12] : 0;
     long long sec_bytes = nsec ? (long long)h[13] + ((long long)h[14] << 31) : 0;
     GPTConfig c = {h[2], h[3], h[4], h[5], h[6]};
     // the ranges of --context, --layers, --heads, --channels: every file ./grpo can write
@@ -7438,8 +7220,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         }
     }
     char vocab[4097], ours[512];
-    ckpt_read(vocab, 1, h[9], f, path, "the vocabulary");
-    if (checked) ckpt_check_crc(path, h, 0, vocab, h[9]);
+    ckpt_read_checked(vocab, 1, h[9], f, path, h, 0);
     vocab[h[9]] = 0;
     int vlen = vocab_string(ours, sizeof ours);
     if (c.vocab_size != VOCAB_SIZE || h[9] != vlen || memcmp(vocab, ours, vlen) != 0) {
@@ -7464,25 +7245,19 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         mom2 = mom1 + m->num_parameters;
     }
 #endif
-    size_t pbytes = m->num_parameters * sizeof(float);
-    ckpt_read(params, sizeof(float), m->num_parameters, f, path, "the parameters");
-    if (checked) ckpt_check_crc(path, h, 1, params, pbytes);
+    ckpt_read_checked(params, sizeof(float), m->num_parameters, f, path, h, 1);
     ckpt_refuse_not_finite(path, m, params, "parameter");
     if (h[7]) {
-        ckpt_read(mom1, sizeof(float), m->num_parameters, f, path, "the AdamW first moments");
-        if (checked) ckpt_check_crc(path, h, 2, mom1, pbytes);
-        ckpt_read(mom2, sizeof(float), m->num_parameters, f, path, "the AdamW second moments");
-        if (checked) ckpt_check_crc(path, h, 3, mom2, pbytes);
+        ckpt_read_checked(mom1, sizeof(float), m->num_parameters, f, path, h, 2);
+        ckpt_read_checked(mom2, sizeof(float), m->num_parameters, f, path, h, 3);
         if (st) {   // a resume steps with them (--init discards them)
             ckpt_refuse_not_finite(path, m, mom1, "AdamW first moment of");
             ckpt_refuse_not_finite(path, m, mom2, "AdamW second moment of");
         }
         Rng r;
-        ckpt_read(r.s, sizeof(uint64_t), 4, f, path, "the RNG state");
-        if (checked) ckpt_check_crc(path, h, 4, r.s, sizeof r.s);
+        ckpt_read_checked(r.s, sizeof(uint64_t), 4, f, path, h, 4);
         char record[CKPT_RECORD_MAX];
-        ckpt_read(record, 1, record_len, f, path, "the run record");
-        if (checked) ckpt_check_crc(path, h, 5, record, (size_t)record_len);
+        ckpt_read_checked(record, 1, record_len, f, path, h, 5);
         record[record_len] = 0;
         if (st) {
             const char *resumer = st->kind == 1 ? "sft" : "train";
@@ -7499,41 +7274,10 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
             }
             st->rng = r;
             st->step = h[8];
-            st->version = h[1];
             ckpt_parse_record(path, record, record_len, st);
             st->num_sections = 0;
         }
-        long long left = sec_bytes;   // what the header says the sections hold
-        for (int i = 0; i < nsec; i++) {   // read (and checked) for --init too, then freed
-            char tag[CKPT_TAG_BYTES], msg_sec[160];
-            uint64_t bytes;
-            ckpt_read(tag, 1, CKPT_TAG_BYTES, f, path, "a state section's tag");
-            ckpt_read(&bytes, sizeof bytes, 1, f, path, "a state section's length");
-            if ((long long)bytes > left || tag[CKPT_TAG_BYTES - 1] != 0) {
-                snprintf(msg_sec, sizeof msg_sec, "a state section disagrees with the header (state section %d: "
-                         "its tag or length; corrupt file?)", i + 1);
-                ckpt_error(path, msg_sec, NULL);
-            }
-            left -= (long long)bytes;
-            void *data = mallocCheck(bytes ? bytes : 1);
-            ckpt_read(data, 1, bytes, f, path, "a state section");
-            if (checked && ckpt_section_crc(tag, bytes, data) != h[CKPT_CRC_SECTIONS + i]) {
-                char name[CKPT_TAG_BYTES + 1];
-                printable_name(name, tag, (int)strnlen(tag, CKPT_TAG_BYTES));
-                snprintf(msg_sec, sizeof msg_sec, "checksum mismatch in state section %d ('%s') (a flipped "
-                         "bit, or an edited file)", i + 1, name);
-                ckpt_error(path, msg_sec, "the file is corrupt; use an intact copy or an earlier checkpoint");
-            }
-            if (!st) {
-                free(data);
-                continue;
-            }
-            memcpy(st->section[i].tag, tag, CKPT_TAG_BYTES);
-            st->section[i].bytes = bytes;
-            st->section[i].data = data;
-            st->section_owned[i] = 1;
-            st->num_sections = i + 1;
-        }
+        ckpt_read_sections(f, path, h, nsec, sec_bytes, st);
         if (!st) {   // --init: the weights only, the moments start at zero, state sections dropped
             memset(mom1, 0, m->num_parameters * sizeof(float));
             memset(mom2, 0, m->num_parameters * sizeof(float));
@@ -7606,10 +7350,9 @@ static void critic_to_section(Critic *c, TrainState *st) {
     ckpt_add_section(st, CRITIC_TAG, c->section, c->section_bytes, 0);
 }
 
-/* critic_from_section: the critic's state from the state section "critic" that load_checkpoint
-   read from path into st, for a resumed --objective ppo run. Refuses, naming the file: no such
-   section (a checkpoint of another objective, or of format 1 or 2), a section of another size
-   or model, and a parameter or moment that is NaN or Inf. */
+/* critic_from_section: the critic's state from st's state section "critic" (read from path) for a
+   resumed --objective ppo run. Refuses, naming the file: no such section, another size or model, a
+   NaN or Inf. */
 static void critic_from_section(Critic *c, const TrainState *st, const char *path) {
     uint64_t bytes = 0;
     const char *p = (const char *)ckpt_section(st, CRITIC_TAG, &bytes);
@@ -7646,19 +7389,13 @@ static void critic_from_section(Critic *c, const TrainState *st, const char *pat
     }
 }
 
-/* Largest |parameter| a checkpoint may hold. Weights start at N(0, 0.02²) (LayerNorm gains
-   at 1), and AdamW moves each by at most about lr per step (|m̂|/sqrt(v̂) is about 1 when
-   β1² < β2), so healthy runs stay far below it: SFT runs of 600–2,000 steps and GRPO after
-   them end below 1.6, and even 200 steps at --lr 10 stay under 600. Past it, attention and
-   output logits (products of two such weights summed over the channels) are 1e8 and more,
-   where the softmax is one-hot and float32 overflows soon after: the run is diverging (a
-   run with lr × weight_decay = 3 reached 3e9 within 70 steps, then NaN). */
+/* Largest |parameter| a checkpoint may hold. AdamW moves a weight by about lr per step, so healthy
+   runs stay far below it (SFT and GRPO end below 1.6; 200 steps at --lr 10 under 600); past it logits
+   are 1e8 and more and float32 overflows soon after: the run is diverging. */
 #define PARAM_LIMIT 1e4f
 
-/* check_params: called before every save. If a parameter is not finite or exceeds
-   PARAM_LIMIT, stops the run at step `step` (as numbered in the log) without saving, and
-   names last_good, the newest checkpoint that passed this check. So a "last good"
-   checkpoint always holds parameters a run can resume from. */
+/* check_params: before every save: a parameter that is not finite or exceeds PARAM_LIMIT stops the run
+   at step `step` without saving, naming last_good, the newest checkpoint that passed this check. */
 static void check_params(const GPT *m, int step, const char *last_good) {
     const float *p = m->params_memory;
 #ifdef GRPO_CUDA
@@ -7697,9 +7434,9 @@ static void check_params(const GPT *m, int step, const char *last_good) {
     }
 }
 
-/* save_periodic_checkpoint: after step st->step+1 of a run, a resumable checkpoint at path
-   holding the state after that step; check_params first stops the run, naming last_good, if
-   the parameters diverged. Then path is the last good checkpoint (last_good, capacity cap). */
+// save_periodic_checkpoint: after step st->step+1, a resumable checkpoint at path (checked by
+// check_params first), which then is last_good (cap bytes).
+
 static void save_periodic_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good,
                                      size_t cap) {
     TrainState next = *st;
@@ -7712,8 +7449,7 @@ static void save_periodic_checkpoint(const char *path, const GPT *m, const Train
 // ----------------------------------------------------------------------------
 // Run logs: the CSV log of a run, its per-step log line, stopping on NaN
 
-/* The run's CSV log, one row per step, flushed row by row: a run that is killed loses at
-   most the row being written, and a write error (disk full) stops the run at once. */
+// The run's CSV log, one row per step, flushed row by row (a killed run loses at most that row).
 struct CsvLog {
     FILE *f;
     char path[1100];
@@ -7761,7 +7497,7 @@ static void close_csv(CsvLog *c) {
     if (ferror(c->f) || fclose(c->f) != 0) csv_failed(c);
 }
 
-/* What csv_keep kept and dropped of a run's log, for open_csv's notes. */
+// What csv_keep kept and dropped of a run's log, for open_csv's notes.
 typedef struct {
     int rows, last;              // rows kept; the step of the last one (0: none)
     int past, past_from, past_to, past_line;   // complete rows of steps after the checkpoint's: dropped
@@ -7785,14 +7521,10 @@ static void csv_note_missing(CsvRepair *r, int a, int b) {
     else snprintf(r->missing_list + used, sizeof r->missing_list - used, "%s%d-%d", used ? ", " : "", a, b);
 }
 
-/* csv_keep: what a run resuming after `step` keeps of its log text (n bytes): the header line,
-   then every complete row (ending in '\n', the header's number of fields, a step number
-   first) numbered above the row kept before it and at most `step`: the rows the checkpoint
-   vouches for, wherever a row is missing between them. It drops rows past the checkpoint
-   (the killed run went on after its last save), lines out of order (a step logged twice) or
-   malformed, and a last line cut off mid-way. The kept bytes are moved to the front of text;
-   returns their length, or −1 when the file does not start with this header. r says what
-   was kept and dropped, and which steps of 1..step have no row. */
+/* csv_keep: what a run resuming after `step` keeps of its log text (n bytes): the header line, then
+   each complete, well-formed row numbered above the one kept before it and at most `step`. The kept
+   bytes move to the front of text; returns their length, or −1 when the file does not start with this
+   header. r says what was kept and dropped, and which steps of 1..step have no row. */
 static long csv_keep(char *text, long n, const char *header, int step, CsvRepair *r) {
     long hlen = (long)strlen(header);
     int fields = 1;
@@ -7860,10 +7592,8 @@ static void csv_name(char *out, size_t cap, const char *name, long len) {
     out[k] = 0;
 }
 
-/* csv_header_diff: into out (cap bytes), where the first line of text (n bytes, up to its '\n')
-   parts from header (comma-separated names): "column K is 'a' in the file, 'b' in this run", or
-   which side has columns the other lacks, or that the names agree but the line has no end. For
-   open_csv's refusal; names shown by csv_name. */
+// csv_header_diff: into out (cap bytes), where the first line of text (n bytes) parts from header,
+// for open_csv's refusal.
 static void csv_header_diff(char *out, size_t cap, const char *text, long n, const char *header) {
     long end = 0;
     while (end < n && text[end] != '\n') end++;
@@ -7902,17 +7632,11 @@ static void csv_header_diff(char *out, size_t cap, const char *text, long n, con
     }
 }
 
-/* open_csv: the run's log RUN_DIR/NAME. A new run (step 0) creates it with the header. A
-   run resuming after `step` steps keeps what csv_keep keeps and drops the rest (a note on
-   stderr for each kind of line dropped, and one naming the steps that have no row), so the
-   file again holds at most one row per step taken, in order; a missing or empty file
-   (resuming into a new run directory) gets the header, and a note that steps 1..step are not
-   in it. A row's first key_fields fields are what the same run always writes alike (the
-   fields before the timings); log_row ("" or NULL: unknown) is those of the row the
-   checkpoint was saved after: the log's row `step`, when it has one, must start with them,
-   or it is another run's log (a resume would append this run's rows to it), and the run
-   stops. The file is rewritten through a temporary file and a rename when a line is dropped
-   before its end. */
+/* open_csv: the run's log RUN_DIR/NAME: new with its header at step 0 (or when missing or empty, with
+   a note); a run resuming after `step` keeps what csv_keep keeps, with a note for each kind of line
+   dropped. A row's first key_fields fields are those the same run always writes alike; log_row ("" or
+   NULL: unknown) is those of the row the checkpoint was saved after: another row `step` is another
+   run's log, and the run stops. */
 static CsvLog open_csv(const char *run_dir, const char *name, const char *header, int step, int key_fields,
                        const char *log_row) {
     CsvLog c;
@@ -7997,10 +7721,8 @@ static int count_all_equal_groups(const GroupBatch *g) {
     return count;
 }
 
-/* mean_sample_nll: the mean over the batch's completion tokens (clen[i] of completion i) of
-   −log π_old(y_t | x, y_<t) at the sampling temperature, from the sampler's sample_logp, in
-   nats per token. As E_y~π[−log π(y)] = H(π) at every position, it estimates the policy's
-   per-token entropy along its own samples (train.csv's entropy column). 0 for no tokens. */
+/* mean_sample_nll: the mean of −log π_old(y_t | x, y_<t) over the batch's completion tokens, in nats:
+   an estimate of the policy's per-token entropy along its own samples (train.csv's entropy). */
 static double mean_sample_nll(const GroupBatch *g) {
     double sum = 0.0;
     long count = 0;
@@ -8009,10 +7731,9 @@ static double mean_sample_nll(const GroupBatch *g) {
     return count > 0 ? sum / count : 0.0;
 }
 
-/* lambda_mixed_stats: over the completion tokens of the groups whose rewards are not all equal
-   (the groups that give a gradient): *mean_lambda = mean |λ(i,t)|, and *share = Σ|a_i|(1 − 1/|λ(i,t)|)
-   / Σ|a_i|, the share of the advantage weight that λ-GRPO's 1/|λ| takes away (0: it changes
-   nothing; train.csv's mean_lambda_mixed and lambda_share). Both NAN when no group is mixed. */
+/* lambda_mixed_stats: over the tokens of the groups whose rewards are not all equal: *mean_lambda =
+   mean |λ(i,t)|, *share = Σ|a_i|(1 − 1/|λ(i,t)|) / Σ|a_i|, the share of the advantage weight that
+   λ-GRPO's 1/|λ| takes away. Both NAN when no group is mixed. */
 static void lambda_mixed_stats(const GroupBatch *g, double *mean_lambda, double *share) {
     double lam = 0.0, abs_a = 0.0, taken = 0.0;
     long count = 0;
@@ -8031,28 +7752,15 @@ static void lambda_mixed_stats(const GroupBatch *g, double *mean_lambda, double 
     *share = abs_a > 0 ? taken / abs_a : NAN;
 }
 
-// train.csv's columns of the objectives with a phase of their own, after the others (a GRPO or
-// λ-GRPO run's log is what it was): MC-PRM's values, PPO's critic; then prompt selection's, in a
-// run whose --prompt-select is not uniform
+// train.csv's columns of MC-PRM, PPO's critic, then prompt selection (not uniform), after the others
 #define MC_CSV_COLUMNS ",mc_states,aux_share,t_mc"
 #define CRITIC_CSV_COLUMNS ",value_loss,value_clip_frac,explained_var,mean_abs_adv,critic_grad_norm,t_critic"
 #define SELECT_CSV_COLUMNS ",p_pred,p_real,groups_sampled,frac_all_equal_sampled,dynamic_cap_hit"
 
-/* log_step: one GRPO step on stdout (every 10th step, the last one and every validated one)
-   and as a row of train.csv: mean reward, share of groups with equal rewards, mean length,
-   mean |λ|, tree statistics, loss, KL, clipped share, gradient norm, tokens sampled, the
-   seconds of each phase (sample, score, tree, update: the policy's alone), throughput,
-   validation accuracy, and what the step spent (spend_budget) with the run's spending so far
-   in --budget-unit; for MC-PRM then its distinct states, the auxiliary share of the step's
-   generated tokens (gen_aux / (gen_traj + gen_aux): its continuations, and dynamic sampling's
-   dropped groups when both run) and the seconds of its phase (MC_CSV_COLUMNS); with a critic
-   (ppo) its value loss, clipped share, explained variance, mean |A| before whitening, gradient
-   norm and seconds (its forward at sampling time and its update; CRITIC_CSV_COLUMNS); for a
-   --prompt-select other than uniform then what prompt selection did (SelectStats, a dynamic
-   step's refill rounds counted as sampling; SELECT_CSV_COLUMNS). The first step at which
-   dynamic sampling's round cap leaves all-equal groups in the batch also gets a note on
-   standard error (the column dynamic_cap_hit marks every such step). Last, in every run, the
-   sampled tokens' mean −log π_old (mean_sample_nll: an estimate of the policy's entropy). */
+/* log_step: one GRPO step on stdout (every 10th step, the last one and every validated one) and as
+   a row of train.csv (its header names the columns; then MC_CSV_COLUMNS or CRITIC_CSV_COLUMNS,
+   SELECT_CSV_COLUMNS, the probe's, and the entropy estimate). The first step at which dynamic
+   sampling's round cap leaves all-equal groups also gets a note on stderr. */
 static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     int N = g->N, P = g->num_groups;
     double mean_reward = 0.0, mean_len = 0.0;
@@ -8743,7 +8451,7 @@ static void train_csv_header(char *out, size_t cap, const Options *o) {
    test prompts again and prints the result line (with --budget also RUN_DIR/result.txt). */
 static int cmd_train(int argc, char **argv, Options *o) {
     train_defaults(o);
-    const char *syn = "GRPO / λ-GRPO on countdown, starting from an SFT checkpoint (--init, also π_ref).\n"
+    const char *syn = "GRPO / λ-GRPO on the --task's prompts, from an SFT checkpoint (--init, also π_ref).\n"
                       "Each step: sample P prompts x k completions, score them, build each group's\n"
                       "prefix tree B(G), compute the objective, update. Logs RUN_DIR/train.csv;\n"
                       "writes RUN_DIR/model.bin. Ends with 'result: test accuracy A -> B (...)'.";

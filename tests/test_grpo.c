@@ -997,6 +997,11 @@ static void load_train_resume_fn(void *path) { GPT m; TrainState st = {0}; st.ki
 static void test_checkpoints(void) {
     char path[256], bad[300];
     make_dir(TMPDIR_);
+    uint32_t crc = crc32_update(0, "123456789", 9);
+    uint32_t pieces = crc32_update(crc32_update(0, "1234", 4), "56789", 5);
+    check(crc == 0xCBF43926u && pieces == crc,
+          "checkpoint: CRC-32 check value crc32(\"123456789\") = 0xCBF43926, also when fed in pieces",
+          "%08x, %08x", crc, pieces);
     snprintf(path, sizeof path, "%s/ckpt.bin", TMPDIR_);
     GPTConfig c = {16, VOCAB_SIZE, 2, 2, 16};
     GPT a, b;
@@ -1137,7 +1142,7 @@ static void test_checkpoint_checksums(void) {
         refused_all += refused;
     }
     printf("# checkpoint checksums: %d of %d single-bit flips refused\n", refused_all, total);
-    // format 3: the same file without checksums loads, unchecked, with a note
+    // format 3 (no checksums; an older grpo.c's): refused, naming its format and what to do
     unsigned char *old = (unsigned char *)mallocCheck(n);
     memcpy(old, buf, n);
     int32_t h3[CKPT_HEADER_INTS];
@@ -1147,8 +1152,8 @@ static void test_checkpoint_checksums(void) {
     memcpy(old, h3, sizeof h3);
     snprintf(bad, sizeof bad, "%s/crc_v3.bin", TMPDIR_);
     write_bytes(bad, old, n);
-    expect_exit("checkpoint: format 3 (no checksums) still loads, with a note that it is unchecked", load_resume_fn,
-                bad, 0, "holds no checksums: its bytes are loaded unchecked");
+    expect_exit("checkpoint: format 3 (no checksums) is refused, naming the format and an older build",
+                load_resume_fn, bad, 1, "format version 3, this build reads version 4 only (an older grpo.c");
     // a run record edited with its CRC made to match: 'seed=' read as 'reed='
     memcpy(old, buf, n);
     char *rec = (char *)old + record_at, *seed = NULL;
@@ -1961,6 +1966,12 @@ static int stop_on_nan_threads(void) {
 /* A busy machine: libgomp's spin count as it reads OMP_WAIT_POLICY and GOMP_SPINCOUNT, the
    /proc/loadavg parser, when ./grpo warns (other jobs oversubscribe the CPUs, more than one
    thread, a policy that spins), and that the warning is one stderr line, once, stdout unchanged. */
+// tree's "# R runs x S steps in T s" line: T blanked (a wall time, not an output of the run)
+static void blank_seconds(char *out) {
+    char *p = strstr(out, " steps in ");
+    for (p = p ? p + 10 : NULL; p && *p && *p != ' '; p++) *p = '#';
+}
+
 static void test_busy_machine(void) {
     struct { const char *policy, *count; double spins; } sc[] = {
         {NULL, NULL, 300000}, {"PASSIVE", NULL, 0}, {" passive ", NULL, 0}, {"ACTIVE", NULL, 3e10},
@@ -1977,12 +1988,6 @@ static void test_busy_machine(void) {
         }
     }
     check(bad == 0, "busy: libgomp's spin count from OMP_WAIT_POLICY, GOMP_SPINCOUNT", "%d wrong", bad);
-    double l1 = -1;
-    int run = -1;
-    int ok = parse_loadavg("2.41 1.33 0.63 6/99 13189\n", &l1, &run) == 0 && l1 == 2.41 && run == 6;
-    ok &= parse_loadavg("2.41 1.33 0.63", &l1, &run) == -1 && parse_loadavg("", &l1, &run) == -1 &&
-          parse_loadavg(NULL, &l1, &run) == -1 && parse_loadavg("-1 0 0 1/2 3", &l1, &run) == -1;
-    check(ok, "busy: parse_loadavg reads /proc/loadavg's load and runnable count", "load %g, %d runnable", l1, run);
     struct { double load; int running, ncpu, threads; const char *policy, *count; int warns; } w[] = {
         {2.5, 3, 2, 2, NULL, NULL, 1},          // another job on a 2-core machine, the default policy
         {1.0, 2, 2, 2, NULL, NULL, 1},          // one busy loop beside 2 threads on 2 cores
@@ -1996,20 +2001,27 @@ static void test_busy_machine(void) {
         {2.0, 1, 2, 2, NULL, NULL, 0},          // only our own last run in the average: nothing runs now
         {0.5, 4, 2, 2, NULL, NULL, 0},          // a moment's burst, not the last minute
         {3.0, 4, 16, 8, NULL, NULL, 0},         // 3 others + 8 threads fit in 16 CPUs
-        {9.0, 10, 16, 8, NULL, NULL, 1}};       // 9 + 8 do not
+        {9.0, 10, 16, 8, NULL, NULL, 1},        // 9 + 8 do not
+        {-1, 9, 2, 2, NULL, NULL, 0}};          // not a load average (the text's parsing below)
     bad = 0;
-    char msg[512];
+    char msg[512], text[64];
     for (size_t i = 0; i < sizeof w / sizeof w[0]; i++) {
-        int got = busy_machine_warning(w[i].load, w[i].running, w[i].ncpu, w[i].threads, w[i].policy, w[i].count,
-                                       "train", msg, sizeof msg);
+        snprintf(text, sizeof text, "%g 1.33 0.63 %d/99 13189\n", w[i].load, w[i].running);
+        int got = busy_machine_warning(text, w[i].ncpu, w[i].threads, w[i].policy, w[i].count, "train", msg,
+                                       sizeof msg);
         int msg_ok = got ? strstr(msg, "OMP_WAIT_POLICY=PASSIVE " PROG " train ...") && !strchr(msg, '\n')
                          : msg[0] == 0;
+        if (i == 0) msg_ok &= strstr(msg, "(load 2.50, 3 runnable, 2 CPUs)") != NULL;   // the text as read
         if (got != w[i].warns || !msg_ok) {
             bad++;
             printf("  case %zu: load %g, %d runnable, %d CPUs, %d threads: warns %d, expected %d: '%s'\n", i,
                    w[i].load, w[i].running, w[i].ncpu, w[i].threads, got, w[i].warns, msg);
         }
     }
+    // texts that are not /proc/loadavg's: no warning
+    const char *not_loadavg[] = {"9 9 9", "", NULL, "9 9 9 x/9 1"};
+    for (int i = 0; i < 4; i++)
+        bad += busy_machine_warning(not_loadavg[i], 2, 2, NULL, NULL, "train", msg, sizeof msg);
     check(bad == 0, "busy: warns when other jobs oversubscribe the CPUs and the threads spin", "%d wrong", bad);
 #ifdef _OPENMP
     // the command: one line on stderr, once; stdout byte for byte that of a run that does not warn
@@ -2023,6 +2035,7 @@ static void test_busy_machine(void) {
         snprintf(cmd, sizeof cmd, "(env -u GOMP_SPINCOUNT %s GRPO_LOADAVG='3.00 2.00 1.00 3/120 999' %s tree "
                  "--threads 2 --steps 1 --seeds 1 --run-dir %s/busy_tree --overwrite 1 2>%s)", envs[r], grpo_bin(), TMPDIR_, err);
         codes[r] = run_binary(cmd, outs[r], sizeof out_warn);
+        blank_seconds(outs[r]);
         size_t n = 0;
         char *text = (char *)read_all(err, &n);
         lines[r] = 0;
@@ -2042,6 +2055,7 @@ static void test_busy_machine(void) {
              "tree --threads 2 --steps 1 --seeds 1 --run-dir %s/busy_tree --overwrite 1 2>%s)", grpo_bin(), TMPDIR_, err);
     static char out_restart[4096];
     int rcode = run_binary(cmd, out_restart, sizeof out_restart);
+    blank_seconds(out_restart);
     size_t rn = 0;
     char *rtext = (char *)read_all(err, &rn);
     int rlines = 0;
@@ -2111,11 +2125,8 @@ static void test_busy_machine(void) {
         if (!f) { mk_bad++; break; }
         fprintf(f, "%s\n%s", text, i == 0 ? "3.00 2.00 1.00 3/120 999\n" : "");   // a 2nd line is not read
         fclose(f);
-        double load1;
-        int running;
         char msg[512];
-        int busy = parse_loadavg(text, &load1, &running) == 0
-                   && busy_machine_warning(load1, running, 2, 2, NULL, NULL, "train", msg, sizeof msg);
+        int busy = busy_machine_warning(text, 2, 2, NULL, NULL, "train", msg, sizeof msg);
         const char *given = i < mk_n ? "env -u OMP_WAIT_POLICY" : "env OMP_WAIT_POLICY=ACTIVE";
         snprintf(mcmd, sizeof mcmd, "%s make -s --no-print-directory wait-policy LOADAVG=%s 2>&1", given, la);
         mout[0] = 0;
@@ -4824,8 +4835,10 @@ static void test_save_interrupted(void) {
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
-        char tmp[1100];
-        FILE *f = open_ckpt_tmp(path, tmp, sizeof tmp);
+        AtomicFile a;
+        FILE *f = atomic_open(&a, path);
+        snprintf(ckpt_tmp_name, sizeof ckpt_tmp_name, "%s", a.tmp);
+        ckpt_tmp_live = 1;
         int32_t h[CKPT_HEADER_INTS] = {CKPT_MAGIC, CKPT_VERSION};
         fwrite(h, sizeof h, 1, f);
         fflush(f);
@@ -4883,7 +4896,7 @@ static void tiny_train_args(char *out, size_t cap, const char *init) {
    another --seed or another option that shapes the samples (usage error naming the option and
    both values; it went on with the command line's seed: another model), while another --lr is
    taken with a note (lowering it is how a diverging run is rescued). A checkpoint of format 1
-   (no run record) still resumes, with a note. */
+   (no run record) is refused, naming the file, its format and what to do. */
 static void test_resume_run_record(void) {
     char init[300], ckpt[300], csv_a[300], csv_b[300];
     save_tiny_init(init, sizeof init, "record_init.bin", 21);
@@ -4958,10 +4971,9 @@ static void test_resume_run_record(void) {
     snprintf(cmd, sizeof cmd, "%s train %s --resume %s --run-dir %s/record_e", grpo_bin(), common, old,
              TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
-    check(code == 0 && strstr(out, "records no options (checkpoint format 1)"),
-          "train --resume of a format-1 checkpoint: resumes, noting that nothing is checked", "exit %d: %s",
-          code,
-          line_with(out, "note"));
+    check(code == 1 && strstr(out, "record_v1.bin': format version 1") && strstr(out, "older grpo.c build"),
+          "train --resume of a format-1 checkpoint: refused, naming the file, its format and what to do",
+          "exit %d: %s", code, line_with(out, "error"));
 }
 
 /* A new run in a run dir that holds ckpt.bin from an earlier run is refused (a later --resume
