@@ -8086,6 +8086,46 @@ static void stop_on_nan(const char *what, int step, float value, const char *las
 // ----------------------------------------------------------------------------
 // SFT: supervised training on task demonstrations (loss on completion tokens only)
 
+// load_task_model: the checkpoint at path into m (B rows; st: its state, or NULL); refused when
+// it learnt another task than --task.
+static void load_task_model(const Options *o, const char *path, GPT *m, int B, TrainState *st) {
+    load_checkpoint(path, m, B, st);
+    refuse_other_task(path, m, o->task);
+}
+
+/* resume_run: --resume's checkpoint into m (B rows) and st; refused when it has taken --steps
+   already, or ran with other run_options or inputs (check_resume_options, check_resume_inputs). */
+static void resume_run(const Options *o, GPT *m, int B, TrainState *st, const char *const *run_options,
+                       const char *const *inputs) {
+    load_task_model(o, o->resume, m, B, st);
+    if (st->step >= o->steps)
+        usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st->step);
+    check_resume_options(o, st, o->resume, run_options);
+    check_resume_inputs(o, st, o->resume, inputs);
+}
+
+/* open_run_dir: makes and locks --run-dir (returns the lock); its model.bin and ckpt.bin paths
+   into ckpt and periodic (1100 bytes each); refuses a stale ckpt.bin (refuse_stale_checkpoint). */
+static int open_run_dir(const Options *o, char *ckpt, char *periodic) {
+    make_dir(o->run_dir);
+    int lock = lock_run_dir(o->run_dir, "--run-dir");
+    snprintf(ckpt, 1100, "%s/model.bin", o->run_dir);
+    snprintf(periodic, 1100, "%s/ckpt.bin", o->run_dir);
+    refuse_stale_checkpoint(o, periodic);
+    return lock;
+}
+
+// masked_nll: Σ −logp[i] over the n positions with targets[i] >= 0, their number into *count.
+static double masked_nll(const float *logp, const int *targets, int n, long *count) {
+    double sum = 0.0;
+    for (int i = 0; i < n; i++)
+        if (targets[i] >= 0) {
+            sum -= logp[i];
+            ++*count;
+        }
+    return sum;
+}
+
 // Mean completion log-loss (nats/token) of a dataset's demonstrations, forward only.
 static float dataset_loss(GPT *m, const Dataset *d, int batch, int limit, int *inputs, int *targets,
                           float *logp) {
@@ -8102,11 +8142,7 @@ static float dataset_loss(GPT *m, const Dataset *d, int batch, int limit, int *i
         int T = make_batch(inputs, targets, B, pp, d->prompt_len + s, cp, d->completion_len + s);
         gpt_forward(m, inputs, B, T);
         gpt_logprob_forward(m, logp, targets, B * T, 1.0f, NULL);
-        for (int i = 0; i < B * T; i++)
-            if (targets[i] >= 0) {
-                sum -= logp[i];
-                count++;
-            }
+        sum += masked_nll(logp, targets, B * T, &count);
     }
     return count ? (float)(sum / count) : 0.0f;
 }
@@ -8119,14 +8155,8 @@ static double sft_loss_padded(GPT *m, const int *inputs, const int *targets, flo
                               int T) {
     gpt_forward(m, inputs, B, T);
     gpt_logprob_forward(m, logp, targets, B * T, 1.0f, NULL);
-    int count = 0;
-    double loss = 0.0;
-    for (int i = 0; i < B * T; i++)
-        if (targets[i] >= 0) {
-            count++;
-            loss -= logp[i];
-        }
-    loss /= count;
+    long count = 0;
+    double loss = masked_nll(logp, targets, B * T, &count) / count;
     for (int i = 0; i < B * T; i++) dlogp[i] = targets[i] >= 0 ? -1.0f / count : 0.0f;
     return loss;
 }
@@ -8189,12 +8219,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     st.kind = 1;
     rng_seed(&st.rng, o->seed, 1);
     if (o->resume[0]) {
-        load_checkpoint(o->resume, &model, o->batch_size, &st);
-        refuse_other_task(o->resume, &model, o->task);
-        if (st.step >= o->steps)
-            usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
-        check_resume_options(o, &st, o->resume, SFT_RUN_OPTIONS);
-        check_resume_inputs(o, &st, o->resume, SFT_INPUTS);
+        resume_run(o, &model, o->batch_size, &st, SFT_RUN_OPTIONS, SFT_INPUTS);
         GPTConfig c = model.config;
         if (c.num_layers != o->layers || c.num_heads != o->heads || c.channels != o->channels ||
             c.max_seq_len != o->context)
@@ -8212,12 +8237,8 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     printf("# model: %zu parameters (L=%d NH=%d C=%d maxT=%d V=%d); %d train, %d val examples\n",
            model.num_parameters, model.config.num_layers, model.config.num_heads, model.config.channels,
            maxT, VOCAB_SIZE, train.n, val.n);
-    make_dir(o->run_dir);
-    int lock = lock_run_dir(o->run_dir, "--run-dir");
     char ckpt[1100], periodic[1100];   // final model; periodic resumable checkpoint
-    snprintf(ckpt, sizeof ckpt, "%s/model.bin", o->run_dir);
-    snprintf(periodic, sizeof periodic, "%s/ckpt.bin", o->run_dir);
-    refuse_stale_checkpoint(o, periodic);
+    int lock = open_run_dir(o, ckpt, periodic);
     CsvLog csv = open_csv(o->run_dir, "sft.csv", "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s",
                           st.step, 5, st.log_row);   // 5: step,loss,val_loss,lr,grad_norm
     record_options(st.options, sizeof st.options, o, SFT_RUN_OPTIONS, OPTIMIZER_OPTIONS);
@@ -8667,12 +8688,67 @@ static void train_csv_header(char *out, size_t cap, const Options *o) {
     snprintf(out + strlen(out), cap - strlen(out), ",entropy,mean_lambda_mixed,lambda_share");
 }
 
+/* print_objective: train's header lines on the objective (its advantage, loss, clip, β, μ), the
+   critic (ppo: built from --init or as the checkpoint holds it) and the prompt selection. */
+static void print_objective(const Options *o, const Critic *critic, int train_n, int candidates) {
+    char advantage[256];   // what each token's advantage is
+    snprintf(advantage, sizeof advantage, "advantage (r - mean)/(%s std + %g)", ADV_STD_NAMES[o->obj.adv_std],
+             o->obj.adv_eps);
+    if (o->obj.objective == OBJ_MC_PRM)
+        snprintf(advantage, sizeof advantage, "step advantage A_j = V̂(s_j+1) - V̂(s_j) (last step: r - V̂), "
+                 "steps end after each ',', V̂ from K=%d continuations per state%s", o->mc_k,
+                 o->mc_whiten ? ", whitened over the step's tokens" : "");
+    if (critic) snprintf(advantage, sizeof advantage, "advantage A_t from the critic (GAE)");
+    printf("# objective %s: %s, loss %s, clip [%g, %g], beta %g, mu %d\n", OBJECTIVE_NAMES[o->obj.objective],
+           advantage, LOSS_AGG_NAMES[o->obj.loss_agg], 1.0f - o->obj.clip_eps_low,
+           1.0f + o->obj.clip_eps_high, o->obj.beta, o->num_iterations);
+    if (critic)
+        printf("# ppo: critic %s (value head w ~ N(0, 0.02), b = 0), GAE gamma %g lambda %g, advantages "
+               "whitened over the batch, value loss token-mean clipped at V_old +- %g, critic lr %g\n",
+               o->resume[0] ? "as the checkpoint holds it" : "from the --init trunk", critic->cfg.gamma,
+               critic->cfg.lam, critic->cfg.clip_value, critic->cfg.opt.lr);
+    if (o->prompt_select == SELECT_MOPPS)
+        printf("# prompt selection mopps: a Beta(1, 1) prior per training prompt (%d); each step M = %d "
+               "candidates, the %d whose p ~ Beta(a, b) is nearest %g; decay %g; success = the verifier "
+               "accepts\n", train_n, candidates, o->prompts_per_step, o->select_target, o->select_decay);
+    if (o->prompt_select == SELECT_DYNAMIC)
+        printf("# prompt selection dynamic: groups whose rewards are all equal are replaced by new ones, at "
+               "most %d refill rounds per step; their tokens count as auxiliary generated tokens\n",
+               o->dynamic_max_rounds);
+}
+
+/* print_result: train's last lines: the saved model (and test pass@k), the result line (test
+   accuracy before -> after), and with --budget RUN_DIR/result.txt (what the run spent and
+   scored, for compare). */
+static void print_result(const Options *o, const char *ckpt, EvalResult before, EvalResult after, int steps,
+                         const Budget *b, double minutes) {
+    printf("# saved %s", ckpt);
+    if (o->pass_k > 0 && o->test_limit != 0) printf("; test pass@%d %.4f", o->pass_k, after.pass_k);
+    printf("\n");
+    if (o->test_limit != 0)
+        printf("result: test accuracy %.4f -> %.4f (%d problems, %s, %.1f min)\n", before.accuracy,
+               after.accuracy, after.n, OBJECTIVE_NAMES[o->obj.objective], minutes);
+    else
+        printf("result: no test evaluation (--test-limit 0; %s, %.1f min)\n",
+               OBJECTIVE_NAMES[o->obj.objective], minutes);
+    if (b->amount <= 0) return;
+    char path[1100];
+    snprintf(path, sizeof path, "%s/result.txt", o->run_dir);
+    AtomicFile af;
+    FILE *f = atomic_open(&af, path);
+    fprintf(f, "test_acc %.6f\ntest_n %d\nsft_test_acc %.6f\nsteps %d\nbudget_done %d\n", after.accuracy,
+            after.n, before.accuracy, steps, b->done);
+    fprintf(f, "gen_tokens_traj %ld\ngen_tokens_aux %ld\ntrained_tokens %ld\nflops %.0f\nseconds %.6f\n",
+            b->gen_traj, b->gen_aux, b->trained, b->flops, b->seconds);
+    atomic_close(&af);
+}
+
 /* cmd_train: ./grpo train. Loads π_θ (and π_ref when β != 0) from --init, or resumes
    --resume; scores the test prompts; runs train_loop; saves RUN_DIR/model.bin; scores the
    test prompts again and prints the result line (with --budget also RUN_DIR/result.txt). */
 static int cmd_train(int argc, char **argv, Options *o) {
     train_defaults(o);
-    const char *syn = "GRPO / λ-GRPO on countdown, starting from an SFT checkpoint (--init, also π_ref).\n"
+    const char *syn = "GRPO / λ-GRPO on the --task, starting from an SFT checkpoint (--init, also π_ref).\n"
                       "Each step: sample P prompts x k completions, score them, build each group's\n"
                       "prefix tree B(G), compute the objective, update. Logs RUN_DIR/train.csv;\n"
                       "writes RUN_DIR/model.bin. Ends with 'result: test accuracy A -> B (...)'.";
@@ -8688,16 +8764,12 @@ static int cmd_train(int argc, char **argv, Options *o) {
         usage_error("--probe-every: the CUDA build keeps its gradients on the GPU and the probe reads them on "
                     "the host; use the CPU build (make; ./grpo)");
 #endif
-    // ---- budget: the counters start at 0, or a resume continues its checkpoint's (state section "budget")
     if (o->eval_points > 0 && o->budget <= 0)
         usage_error("--eval-points %d needs --budget (the points are fractions of it)", o->eval_points);
     if (o->budget_unit == BUDGET_STEPS && o->budget != floorf(o->budget))
         usage_error("--budget %.9g: --budget-unit steps counts whole steps; give an integer", o->budget);
     TrainRun run;
     memset(&run, 0, sizeof run);
-    char ckpt[1100];   // the final model; run.periodic: the periodic resumable checkpoint
-    snprintf(ckpt, sizeof ckpt, "%s/model.bin", o->run_dir);
-    snprintf(run.periodic, sizeof run.periodic, "%s/ckpt.bin", o->run_dir);
     refuse_run_dir_inputs(o, CMD_TRAIN);
     int N = o->prompts_per_step * o->group_size;
     int micro = o->micro_batch > 0 && o->micro_batch < N ? o->micro_batch : N;
@@ -8705,22 +8777,12 @@ static int cmd_train(int argc, char **argv, Options *o) {
     TrainState st = {0};
     st.kind = 2;
     rng_seed(&st.rng, o->seed, 2);
-    if (o->resume[0]) {
-        load_checkpoint(o->resume, &policy, micro, &st);
-        refuse_other_task(o->resume, &policy, o->task);
-        if (st.step >= o->steps)
-            usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
-        check_resume_options(o, &st, o->resume, TRAIN_RUN_OPTIONS);
-        // and with the inputs of the run it continues: its data, and the --init it loads below
-        // (π_ref when β != 0; the start of the test comparison)
-        const char *inputs[] = {"train-data", "val-data", o->obj.beta != 0.0f || o->test_limit != 0 ? "init" : NULL,
-                                NULL};
-        check_resume_inputs(o, &st, o->resume, inputs);
-    }
-    else {
-        load_checkpoint(o->init, &policy, micro, NULL);
-        refuse_other_task(o->init, &policy, o->task);
-    }
+    // a resumed run goes on with its inputs: its data, and the --init it loads below (π_ref when
+    // β != 0; the start of the test comparison)
+    const char *inputs[] = {"train-data", "val-data", o->obj.beta != 0.0f || o->test_limit != 0 ? "init" : NULL,
+                            NULL};
+    if (o->resume[0]) resume_run(o, &policy, micro, &st, TRAIN_RUN_OPTIONS, inputs);
+    else load_task_model(o, o->init, &policy, micro, NULL);
     // ppo: the critic, from the trunk of the --init model (the policy's start), or as the
     // checkpoint's state section "critic" holds it
     Critic critic;
@@ -8731,13 +8793,11 @@ static int cmd_train(int argc, char **argv, Options *o) {
         if (o->resume[0]) critic_from_section(&critic, &st, o->resume);
     }
     int use_ref = o->obj.beta != 0.0f;
-    if (use_ref) load_checkpoint(o->init, &ref, micro, NULL);
-    if (use_ref) refuse_other_task(o->init, &ref, o->task);
+    if (use_ref) load_task_model(o, o->init, &ref, micro, NULL);
     // The result line compares the SFT model (--init) with the trained one, so a resumed run
     // scores --init at its start as well, not the checkpoint it continues.
     int load_init = o->resume[0] && !use_ref && o->test_limit != 0;
-    if (load_init) load_checkpoint(o->init, &init_model, micro, NULL);
-    if (load_init) refuse_other_task(o->init, &init_model, o->task);
+    if (load_init) load_task_model(o, o->init, &init_model, micro, NULL);
     GPT *sft_model = !o->resume[0] ? &policy : (use_ref ? &ref : &init_model);
     if ((use_ref || load_init) && memcmp(&sft_model->config, &policy.config, sizeof(GPTConfig)) != 0) {
         char msg[1400];
@@ -8755,33 +8815,9 @@ static int cmd_train(int argc, char **argv, Options *o) {
     for (int s = 0; s < 2 + (o->test_limit != 0); s++) check_context(o, maxT, sets[s]);
     int candidates = o->prompt_select == SELECT_MOPPS ? mopps_candidate_count(o, &train) : 0;
     print_options(stdout, o, CMD_TRAIN);
-    char advantage[256];   // what each token's advantage is
-    snprintf(advantage, sizeof advantage, "advantage (r - mean)/(%s std + %g)", ADV_STD_NAMES[o->obj.adv_std],
-             o->obj.adv_eps);
-    if (o->obj.objective == OBJ_MC_PRM)
-        snprintf(advantage, sizeof advantage, "step advantage A_j = V̂(s_j+1) - V̂(s_j) (last step: r - V̂), "
-                 "steps end after each ',', V̂ from K=%d continuations per state%s", o->mc_k,
-                 o->mc_whiten ? ", whitened over the step's tokens" : "");
-    if (use_critic) snprintf(advantage, sizeof advantage, "advantage A_t from the critic (GAE)");
-    printf("# objective %s: %s, loss %s, clip [%g, %g], beta %g, mu %d\n", OBJECTIVE_NAMES[o->obj.objective],
-           advantage, LOSS_AGG_NAMES[o->obj.loss_agg], 1.0f - o->obj.clip_eps_low,
-           1.0f + o->obj.clip_eps_high, o->obj.beta, o->num_iterations);
-    if (use_critic)
-        printf("# ppo: critic %s (value head w ~ N(0, 0.02), b = 0), GAE gamma %g lambda %g, advantages "
-               "whitened over the batch, value loss token-mean clipped at V_old +- %g, critic lr %g\n",
-               o->resume[0] ? "as the checkpoint holds it" : "from the --init trunk", critic.cfg.gamma,
-               critic.cfg.lam, critic.cfg.clip_value, critic.cfg.opt.lr);
-    if (o->prompt_select == SELECT_MOPPS)
-        printf("# prompt selection mopps: a Beta(1, 1) prior per training prompt (%d); each step M = %d "
-               "candidates, the %d whose p ~ Beta(a, b) is nearest %g; decay %g; success = the verifier "
-               "accepts\n", train.n, candidates, o->prompts_per_step, o->select_target, o->select_decay);
-    if (o->prompt_select == SELECT_DYNAMIC)
-        printf("# prompt selection dynamic: groups whose rewards are all equal are replaced by new ones, at "
-               "most %d refill rounds per step; their tokens count as auxiliary generated tokens\n",
-               o->dynamic_max_rounds);
-    make_dir(o->run_dir);
-    int lock = lock_run_dir(o->run_dir, "--run-dir");
-    refuse_stale_checkpoint(o, run.periodic);
+    print_objective(o, use_critic ? &critic : NULL, train.n, candidates);
+    char ckpt[1100];   // the final model; run.periodic: the periodic resumable checkpoint
+    int lock = open_run_dir(o, ckpt, run.periodic);
     if (o->resume[0]) snprintf(run.last_good, sizeof run.last_good, "%s", o->resume);
     KVCache kv;
     build_kvcache(&kv, &policy.config, N);
@@ -8803,7 +8839,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
         ckpt_add_section(&st, "mopps", select.state, mopps_state_bytes(&select), 0);
     }
     double t_start = wall_seconds();
-    EvalResult before = {0.0f, 0.0f, 0};
+    EvalResult before = {0.0f, 0.0f, 0}, after = before;
     if (o->test_limit != 0) {
         before = evaluate(sft_model, &kv, &test, o->test_limit, o->max_new_tokens, o->temperature, 0, o->seed,
                           0.0f, NULL);
@@ -8843,7 +8879,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
         run.probe = &probe;
         csv.probe = &probe;
     }
-    Budget budget;   // ---- budget
+    Budget budget;
     run.budget = &budget;
     start_budget(&budget, o, &run);
     train_loop(&run);
@@ -8857,31 +8893,10 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (o->prompt_select == SELECT_MOPPS) report_prompt_selection(&select, o->run_dir);
     if (budget.eval_csv.f) close_csv(&budget.eval_csv);
     unlock_run_dir(lock);
-    EvalResult after = {0.0f, 0.0f, 0};
     if (o->test_limit != 0)
         after = evaluate(&policy, &kv, &test, o->test_limit, o->max_new_tokens, o->temperature, o->pass_k,
                          o->seed, 0.0f, NULL);
-    double minutes = (wall_seconds() - t_start) / 60.0;
-    printf("# saved %s", ckpt);
-    if (o->pass_k > 0 && o->test_limit != 0) printf("; test pass@%d %.4f", o->pass_k, after.pass_k);
-    printf("\n");
-    if (o->test_limit != 0)
-        printf("result: test accuracy %.4f -> %.4f (%d problems, %s, %.1f min)\n", before.accuracy,
-               after.accuracy, after.n, OBJECTIVE_NAMES[o->obj.objective], minutes);
-    else
-        printf("result: no test evaluation (--test-limit 0; %s, %.1f min)\n",
-               OBJECTIVE_NAMES[o->obj.objective], minutes);
-    if (budget.amount > 0) {   // ---- budget: what the run spent and scored, for compare
-        char path[1100];
-        snprintf(path, sizeof path, "%s/result.txt", o->run_dir);
-        AtomicFile af;
-        FILE *f = atomic_open(&af, path);
-        fprintf(f, "test_acc %.6f\ntest_n %d\nsft_test_acc %.6f\nsteps %d\nbudget_done %d\n", after.accuracy,
-                after.n, before.accuracy, st.step, budget.done);
-        fprintf(f, "gen_tokens_traj %ld\ngen_tokens_aux %ld\ntrained_tokens %ld\nflops %.0f\nseconds %.6f\n",
-                budget.gen_traj, budget.gen_aux, budget.trained, budget.flops, budget.seconds);
-        atomic_close(&af);
-    }
+    print_result(o, ckpt, before, after, st.step, &budget, (wall_seconds() - t_start) / 60.0);
     if (run.mc) free_mcprm(&mc);
     free_group_batch(&g);
     free_prompt_selector(&select);
@@ -9290,12 +9305,11 @@ typedef struct {
     char **name;        // (n) NUL-terminated names, or NULL
     int n;
     int own_vocab;      // 1: decode() (sample)
-    char *storage;      // the file's text that name[] points into
 } TokenNames;
 
 /* load_token_names: the names of check --token-names FILE: line n (from 0) names token id n,
    without its line ending (LF or CRLF); an empty line names the empty string. Exits naming
-   the option and the file when it cannot be read. */
+   the option and the file when it cannot be read, or a line holds a NUL byte. */
 static void load_token_names(TokenNames *tn, const char *path) {
     memset(tn, 0, sizeof *tn);
     FILE *f = fopen(path, "rb");
@@ -9303,57 +9317,28 @@ static void load_token_names(TokenNames *tn, const char *path) {
         fprintf(stderr, "error: --token-names %s: cannot open: %s\n", path, strerror(errno));
         exit(EXIT_INPUT);
     }
-    size_t cap = 1 << 16, n = 0, got;
-    char *text = (char *)mallocCheck(cap + 1);
-    while ((got = fread(text + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            if (cap >= ((size_t)1 << 30)) {
-                fprintf(stderr, "error: --token-names %s: larger than 1 GiB\n", path);
-                exit(EXIT_INPUT);
-            }
-            cap *= 2;
-            char *bigger = (char *)realloc(text, cap + 1);
-            if (!bigger) {
-                fprintf(stderr, "error: --token-names %s: out of memory\n", path);
-                exit(EXIT_INPUT);
-            }
-            text = bigger;
-        }
+    char where[1100], *line = NULL;   // where: the file as messages name it
+    snprintf(where, sizeof where, "error: --token-names %s", path);
+    size_t cap = 0;
+    long len;
+    while ((len = read_line(f, &line, &cap, 1L << 20, where, tn->n + 1)) != -1) {
+        if ((size_t)len != strlen(line)) data_error(where, tn->n + 1, "a NUL byte; a name is one line of text");
+        if (line[len - 1] == '\n') line[--len] = 0;
+        if (len > 0 && line[len - 1] == '\r') line[--len] = 0;
+        char **grown = (char **)realloc(tn->name, (size_t)(tn->n + 1) * sizeof(char *));
+        if (!grown) data_error(where, tn->n + 1, "out of memory");
+        tn->name = grown;
+        tn->name[tn->n] = (char *)mallocCheck((size_t)len + 1);
+        memcpy(tn->name[tn->n++], line, (size_t)len + 1);
     }
-    int failed = ferror(f);
+    if (!tn->name) tn->name = (char **)mallocCheck(sizeof(char *));   // an empty file: names, none of them
+    free(line);
     fclose(f);
-    if (failed) {
-        fprintf(stderr, "error: --token-names %s: read failed\n", path);
-        exit(EXIT_INPUT);
-    }
-    text[n] = 0;
-    int lines = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (text[i] == 0) {   // a name cannot hold one (it would end that name, and lose the rest)
-            fprintf(stderr, "error: --token-names %s:%d: a NUL byte; a name is one line of text\n", path, lines + 1);
-            exit(EXIT_INPUT);
-        }
-        lines += text[i] == '\n';
-    }
-    if (n > 0 && text[n - 1] != '\n') lines++;   // a last line without its newline
-    tn->name = (char **)mallocCheck((size_t)(lines + 1) * sizeof(char *));
-    char *p = text;
-    for (int l = 0; l < lines; l++) {
-        char *nl = strchr(p, '\n');
-        if (nl) *nl = 0;
-        size_t len = strlen(p);
-        if (len > 0 && p[len - 1] == '\r') p[len - 1] = 0;
-        tn->name[l] = p;
-        p = nl ? nl + 1 : p + len;
-    }
-    tn->n = lines;
-    tn->storage = text;
 }
 
 static void free_token_names(TokenNames *tn) {
+    for (int i = 0; i < tn->n; i++) free(tn->name[i]);
     free(tn->name);
-    free(tn->storage);
 }
 
 // Writes s[0..n) as the inside of a JSON string. <, > and & are escaped too: the JSON sits in
