@@ -9363,8 +9363,10 @@ static void html_chars(FILE *f, const char *s) {
     }
 }
 
-// A float as JSON: 9 significant digits (the float exactly, as check prints it); NAN: null.
-static void json_num(FILE *f, double v) {
+// A float as JSON after the text before (a key): 9 significant digits (the float exactly, as
+// check prints it); NAN: null.
+static void json_num(FILE *f, const char *before, double v) {
+    fputs(before, f);
     if (isfinite(v)) fprintf(f, "%.9g", v);
     else fputs("null", f);
 }
@@ -9413,8 +9415,7 @@ typedef struct {
     int k;
     const int *const *tokens;     // (k) completion i's token ids
     const int *len;               // (k)
-    const float *reward, *advantage;   // (k) r_i and a_i
-    const int *id;                // (k) what the page calls completion i: sample's y(i+1) (i+1), check's line
+    const float *reward, *advantage;   // (k) r_i and a_i; the page names completion i y(i+1), as the paper
     const signed char *accepted;  // (k) 1 when the verifier accepted it, else 0; NULL: no verifier (check)
     const PrefixTree *tree;
     const int *node_of, *lambda_size;
@@ -9695,7 +9696,7 @@ static FILE *html_begin(const char *path, char *tmp, size_t cap, const char *com
 }
 
 /* html_group: one group's entry of the JSON's "groups" (first: 1 for the first group): its
-   completions (id, reward, advantage, length, the verifier's verdict, the node where it ends)
+   completions (id i+1, reward, advantage, length, the verifier's verdict, the node where it ends)
    and its nodes in build_prefix_tree's order (parent before children): parent, the process
    step [start, end) and its text, the NodeNumbers, members and the completions ending there. */
 static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int first) {
@@ -9710,10 +9711,9 @@ static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int f
     fprintf(f, "\",\"k\":%d,\n\"completions\":[", pg->k);
     for (int i = 0; i < pg->k; i++) {
         int leaf = pg->len[i] > 0 ? pg->node_of[(size_t)i * pg->stride + pg->len[i] - 1] : -1;
-        fprintf(f, "%s\n{\"id\":%d,\"reward\":", i ? "," : "", pg->id[i]);
-        json_num(f, pg->reward[i]);
-        fprintf(f, ",\"advantage\":");
-        json_num(f, pg->advantage[i]);
+        fprintf(f, "%s\n{\"id\":%d", i ? "," : "", i + 1);
+        json_num(f, ",\"reward\":", pg->reward[i]);
+        json_num(f, ",\"advantage\":", pg->advantage[i]);
         fprintf(f, ",\"len\":%d,\"accepted\":%s,\"leaf\":%d}", pg->len[i],
                 pg->accepted ? (pg->accepted[i] ? "true" : "false") : "null", leaf);
     }
@@ -9725,22 +9725,16 @@ static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int f
         fprintf(f, "%s\n{\"parent\":%d,\"start\":%d,\"end\":%d,\"text\":", n ? "," : "", nd->parent, nd->start,
                 nd->end);
         json_tokens(f, tn, pg->tokens[nd->member] + nd->start, nd->end - nd->start);
-        fprintf(f, ",\"size\":%d,\"R\":", nn->size);
-        json_num(f, nn->reward);
-        fprintf(f, ",\"A\":");
-        json_num(f, nn->advantage);
-        fprintf(f, ",\"net\":[");
-        json_num(f, nn->net[0]);
-        fputc(',', f);
-        json_num(f, nn->net[1]);
-        fprintf(f, "],\"V\":");
-        json_num(f, nn->value);
-        fprintf(f, ",\"cost\":");
-        if (nn->cost == -2) fputs("null", f);
-        else fprintf(f, "%ld", nn->cost);
+        fprintf(f, ",\"size\":%d", nn->size);
+        json_num(f, ",\"R\":", nn->reward);
+        json_num(f, ",\"A\":", nn->advantage);
+        json_num(f, ",\"net\":[", nn->net[0]);
+        json_num(f, ",", nn->net[1]);
+        json_num(f, "],\"V\":", nn->value);
+        json_num(f, ",\"cost\":", nn->cost == -2 ? NAN : (double)nn->cost);
         fprintf(f, ",\"members\":[");
         int m = node_members(tree, n, pg->len, pg->k, pg->node_of, pg->stride, members);
-        for (int a = 0; a < m; a++) fprintf(f, "%s%d", a ? "," : "", pg->id[members[a]]);
+        for (int a = 0; a < m; a++) fprintf(f, "%s%d", a ? "," : "", members[a] + 1);
         fprintf(f, "]}");
     }
     fprintf(f, "]}");
@@ -10082,12 +10076,9 @@ static int cmd_sample(int argc, char **argv, Options *o) {
            group_tokens);
     print_tree(stdout, &g.tree, g.comp_row, g.clen, k, g.node_of, g.max_new, node_nums);
     if (o->html_out[0]) {
-        int *ids = (int *)mallocCheck((size_t)k * sizeof(int));
         signed char *accepted = (signed char *)mallocCheck((size_t)k);
-        for (int i = 0; i < k; i++) {
-            ids[i] = i + 1;   // y(i+1), as the text names it
+        for (int i = 0; i < k; i++)
             accepted[i] = (signed char)(task_reward(t, nums, n, target, g.comp_row[i], g.clen[i], 0.0f) == 1.0f);
-        }
         char settings[1400], tmp[1100];
         snprintf(settings, sizeof settings, "k=%d, T=%g, --max-new-tokens %d, --mc-k %d, --seed %d, model %s; "
                  "advantages: --adv-std %s, --adv-eps %g (the training defaults)", k, o->temperature,
@@ -10095,7 +10086,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
         TokenNames tn;
         memset(&tn, 0, sizeof tn);
         tn.own_vocab = 1;
-        PageGroup pg = {0, o->prompt, k, g.comp_row, g.clen, g.reward, g.advantage, ids, accepted, &g.tree,
+        PageGroup pg = {0, o->prompt, k, g.comp_row, g.clen, g.reward, g.advantage, accepted, &g.tree,
                         g.node_of, g.lambda_size, g.max_new, node_nums};
         FILE *page = html_begin(o->html_out, tmp, sizeof tmp, "sample", o->prompt, o->obj.objective, settings,
                                 NULL, 1);
@@ -10103,7 +10094,6 @@ static int cmd_sample(int argc, char **argv, Options *o) {
         html_end(page, tmp, o->html_out);
         fflush(stdout);   // the note after the text it follows, on a terminal
         fprintf(stderr, "html: wrote %s\n", o->html_out);
-        free(ids);
         free(accepted);
     }
     free(node_nums);
@@ -10335,8 +10325,8 @@ static int read_check_file(const char *path, CheckRecord **out) {
 }
 
 /* check_write_html: the --html page of check's batch (built, advantages and trees done): one
-   tree per group, in group-id order, each completion named by its line in path (rec[order[a]]
-   is completion a). Each group's tree is built again with build_prefix_tree (the batch keeps
+   tree per group, in group-id order, its completions y1..yk in file order (rec[order[a]] is
+   completion a). Each group's tree is built again with build_prefix_tree (the batch keeps
    only the last one); node_numbers gives the numbers, with no V̂ (no model). */
 static void check_write_html(const Options *o, const char *path, GroupBatch *batch, const CheckRecord *rec,
                              const int *order, const GRPOConfig *cfg) {
@@ -10354,9 +10344,7 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
                             "verifier's verdict: the rewards are the file's.", 0);
     int stride = batch->max_new, largest = 1;
     for (int p = 0; p < batch->num_groups; p++)
-        if (batch->group_start[p + 1] - batch->group_start[p] > largest)
-            largest = batch->group_start[p + 1] - batch->group_start[p];
-    int *ids = (int *)mallocCheck((size_t)largest * sizeof(int));
+        largest = imax(largest, batch->group_start[p + 1] - batch->group_start[p]);
     NodeNumbers *nums = (NodeNumbers *)mallocCheck((size_t)2 * (largest + 1) * sizeof(NodeNumbers));
     for (int p = 0; p < batch->num_groups; p++) {
         int first = batch->group_start[p], k = batch->group_start[p + 1] - first;
@@ -10365,18 +10353,16 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
                           batch->advantage + first, batch->lambda_size + row, batch->node_of + row, stride);
         node_numbers(nums, &batch->tree, batch->advantage + first, batch->clen + first, k, batch->node_of + row,
                      batch->lambda_size + row, stride, NULL, NULL);
-        for (int i = 0; i < k; i++) ids[i] = rec[order[first + i]].line;
         char label[64];
         snprintf(label, sizeof label, "group %ld", rec[order[first]].group);
         PageGroup pg = {rec[order[first]].group, label, k, batch->comp_row + first, batch->clen + first,
-                        batch->reward + first, batch->advantage + first, ids, NULL, &batch->tree,
+                        batch->reward + first, batch->advantage + first, NULL, &batch->tree,
                         batch->node_of + row, batch->lambda_size + row, stride, nums};
         html_group(page, &pg, &tn, p == 0);
     }
     html_end(page, tmp, o->html_out);
     fflush(stdout);   // the note after the text it follows, on a terminal
     fprintf(stderr, "html: wrote %s\n", o->html_out);
-    free(ids);
     free(nums);
     free_token_names(&tn);
 }
