@@ -10525,16 +10525,55 @@ static int cmd_check(int argc, char **argv, Options *o) {
 // ----------------------------------------------------------------------------
 // bench: training and sampling throughput of the model (make bench compares with PyTorch)
 
+// BenchBatch: bench's fixed training batch, B x T random tokens and targets, dlogp the gradient
+// of their mean log-loss
+typedef struct {
+    int B, T;
+    int *inputs, *targets;   // (B·T)
+    float *logp, *dlogp;     // (B·T)
+} BenchBatch;
+
+static void build_bench_batch(BenchBatch *b, int B, int T, Rng *rng) {
+    size_t n = (size_t)B * T;
+    *b = (BenchBatch){B, T, (int *)mallocCheck(n * sizeof(int)), (int *)mallocCheck(n * sizeof(int)),
+                      (float *)mallocCheck(n * sizeof(float)), (float *)mallocCheck(n * sizeof(float))};
+    for (size_t i = 0; i < n; i++) {
+        b->inputs[i] = rng_int(rng, VOCAB_SIZE);
+        b->targets[i] = rng_int(rng, VOCAB_SIZE);
+        b->dlogp[i] = -1.0f / (B * T);
+    }
+}
+
+static void free_bench_batch(BenchBatch *b) {
+    free(b->inputs);
+    free(b->targets);
+    free(b->logp);
+    free(b->dlogp);
+}
+
 // one timed training step of bench: forward, log-probs, backward, clipping, AdamW step t
-static void bench_train_step(GPT *m, const int *inputs, const int *targets, float *logp, const float *dlogp,
-                             int B, int T, const AdamWConfig *opt, int t) {
-    gpt_forward(m, inputs, B, T);
-    gpt_logprob_forward(m, logp, targets, B * T, 1.0f, NULL);
+static void bench_train_step(GPT *m, const BenchBatch *b, const AdamWConfig *opt, int t) {
+    int BT = b->B * b->T;
+    gpt_forward(m, b->inputs, b->B, b->T);
+    gpt_logprob_forward(m, b->logp, b->targets, BT, 1.0f, NULL);
     gpt_zero_grad(m);
-    gpt_logprob_backward(m, targets, dlogp, B * T, 1.0f);
-    gpt_backward(m, inputs);
+    gpt_logprob_backward(m, b->targets, b->dlogp, BT, 1.0f);
+    gpt_backward(m, b->inputs);
     clip_grad_norm(m, 1.0f);
     adamw_update(m, opt, 1e-4f, t);
+}
+
+// time_train_steps: the tokens/s of `steps` bench_train_steps of m on b, after `warm` untimed ones.
+static double time_train_steps(GPT *m, const BenchBatch *b, const AdamWConfig *opt, int warm, int steps) {
+    double t0 = 0;
+    for (int it = 0; it < warm + steps; it++) {
+        if (it == warm) t0 = wall_seconds();
+        bench_train_step(m, b, opt, it + 1);
+    }
+#ifdef GRPO_CUDA
+    if (m->on_device) cuda_synchronize();   // the GPU runs behind the host: wait for the last step
+#endif
+    return (double)b->B * b->T * steps / (wall_seconds() - t0);
 }
 
 /* read_bench_groups: the groups of path (eval --completions' format: prompt<TAB>completion<TAB>
@@ -10596,9 +10635,6 @@ static int read_bench_groups(const char *path, GroupBatch *g, int *prompts, int 
     return fits ? n : 0;
 }
 
-// timed sampling calls in bench (after a warm-up); the median is reported
-#define BENCH_SAMPLE_REPS 5
-
 /* fma_peak_gflops: the fp32 FMA throughput of one core as this build compiles it, GFLOP/s
    (2 FLOPs per lane and FMA): x = x·a + b in 12 independent chains of 16 floats (12 vector
    registers, AVX2 or AVX-512: more chains in flight than the FMA units' latency times their
@@ -10641,6 +10677,32 @@ static double median_of(double *x, int n) {
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
+// timed sampling calls in bench (after a warm-up); the median is reported
+#define BENCH_SAMPLE_REPS 5
+
+/* time_sampling: the median seconds of BENCH_SAMPLE_REPS sample_completions calls (T = 1) for
+   the B <= 128 sequences of pp, plen, after a warm-up; sequence b's stream is (seed, stream0 + b)
+   anew in every call, so every call draws the same completions. allowed: the sampler's mask
+   (NULL: all). *new_tokens: the tokens the last call drew. */
+static double time_sampling(GPT *m, KVCache *kv, int B, const int *const *pp, const int *plen, int max_new,
+                            uint64_t seed, int stream0, const unsigned char *allowed, long *new_tokens) {
+    int *comp = (int *)mallocCheck((size_t)B * max_new * sizeof(int)), clen[128];
+    float *lp = (float *)mallocCheck((size_t)B * max_new * sizeof(float));
+    Rng rngs[128];
+    double s[BENCH_SAMPLE_REPS];
+    for (int it = 0; it <= BENCH_SAMPLE_REPS; it++) {
+        for (int b = 0; b < B; b++) rng_seed(&rngs[b], seed, stream0 + b);
+        double t0 = wall_seconds();
+        sample_completions(m, kv, B, pp, plen, max_new, 1.0f, 0, rngs, allowed, comp, lp, clen);
+        if (it > 0) s[it - 1] = wall_seconds() - t0;
+    }
+    *new_tokens = 0;
+    for (int b = 0; b < B; b++) *new_tokens += clen[b];
+    free(comp);
+    free(lp);
+    return median_of(s, BENCH_SAMPLE_REPS);
+}
+
 static int cmd_bench(int argc, char **argv, Options *o) {
     o->batch_size = 16;   // bench's defaults
     o->steps = 10;
@@ -10665,57 +10727,24 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     build_gpt(&m, (GPTConfig){T, VOCAB_SIZE, o->layers, o->heads, o->channels}, B, o->seed);
     Rng rng;
     rng_seed(&rng, o->seed, 3);
-    int *inputs = (int *)mallocCheck((size_t)B * T * sizeof(int));
-    int *targets = (int *)mallocCheck((size_t)B * T * sizeof(int));
-    float *logp = (float *)mallocCheck((size_t)B * T * sizeof(float));
-    float *dlogp = (float *)mallocCheck((size_t)B * T * sizeof(float));
-    for (int i = 0; i < B * T; i++) {   // random tokens, the gradient of a mean log-loss
-        inputs[i] = rng_int(&rng, VOCAB_SIZE);
-        targets[i] = rng_int(&rng, VOCAB_SIZE);
-        dlogp[i] = -1.0f / (B * T);
-    }
+    BenchBatch bb, ub;
+    build_bench_batch(&bb, B, T, &rng);
     AdamWConfig opt = {1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0, 1000, 2, 1.0f};
-    double t0 = 0;
-    for (int it = 0; it < 3 + o->steps; it++) {
-        if (it == 3) t0 = wall_seconds();
-        bench_train_step(&m, inputs, targets, logp, dlogp, B, T, &opt, it + 1);
-    }
-#ifdef GRPO_CUDA
-    if (m.on_device) cuda_synchronize();   // the GPU runs behind the host: wait for the last step
-#endif
-    double train_tok_s = (double)B * T * o->steps / (wall_seconds() - t0);
-    size_t C = o->channels, L = o->layers, V = VOCAB_SIZE;
-    size_t n_nonemb = m.num_parameters - m.param_sizes[0] - m.param_sizes[1];
-    double fwd_flops = 2.0 * n_nonemb + 2.0 * L * T * C + 2.0 * C * V;
-    double gflops = train_tok_s * 3.0 * fwd_flops / 1e9;
+    double train_tok_s = time_train_steps(&m, &bb, &opt, 3, o->steps);
+    double gflops = train_tok_s * 3.0 * model_flops_per_token(&m.config) / 1e9;
 #ifndef GRPO_CUDA
     double peak = fma_peak_gflops();   // one core's; the step runs on num_threads() of them
 #endif
     // the same step at the shape of the main job's GRPO update: 8 prompts x 16 completions,
     // sequences of up to 37 tokens (11-token prompt, 26 new), on a model of the same size
-    int UB = 128;
-    int UT = imin(37, T);
+    int UB = 128, UT = imin(37, T);
     GPT mu;
-    build_gpt(&mu, (GPTConfig){T, VOCAB_SIZE, o->layers, o->heads, o->channels}, UB, o->seed);
-    int *uin = (int *)mallocCheck((size_t)UB * UT * sizeof(int));
-    int *utg = (int *)mallocCheck((size_t)UB * UT * sizeof(int));
-    float *ulp = (float *)mallocCheck((size_t)UB * UT * sizeof(float));
-    float *udlp = (float *)mallocCheck((size_t)UB * UT * sizeof(float));
-    for (int i = 0; i < UB * UT; i++) {
-        uin[i] = rng_int(&rng, VOCAB_SIZE);
-        utg[i] = rng_int(&rng, VOCAB_SIZE);
-        udlp[i] = -1.0f / (UB * UT);
-    }
-    int usteps = imax(3, o->steps / 2);
-    for (int it = 0; it < 1 + usteps; it++) {
-        if (it == 1) t0 = wall_seconds();
-        bench_train_step(&mu, uin, utg, ulp, udlp, UB, UT, &opt, it + 1);
-    }
-#ifdef GRPO_CUDA
-    if (mu.on_device) cuda_synchronize();
-#endif
-    double update_tok_s = (double)UB * UT * usteps / (wall_seconds() - t0);
-    double update_gflops = update_tok_s * 3.0 * (2.0 * n_nonemb + 2.0 * L * UT * C + 2.0 * C * V) / 1e9;
+    build_gpt(&mu, m.config, UB, o->seed);
+    build_bench_batch(&ub, UB, UT, &rng);
+    double update_tok_s = time_train_steps(&mu, &ub, &opt, 1, imax(3, o->steps / 2));
+    GPTConfig ucfg = m.config;   // FLOPs per token at the update's length (attention's 2·L·UT·C)
+    ucfg.max_seq_len = UT;
+    double update_gflops = update_tok_s * 3.0 * model_flops_per_token(&ucfg) / 1e9;
     // the GRPO update itself (grpo_update: loss, backward, clipping, AdamW) on real groups, the
     // padded layout and the shared-prefix batch (tree) alternating (CPU build: the CUDA build trains padded)
     GroupBatch rg;
@@ -10725,7 +10754,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #ifdef GRPO_CUDA
     layouts = mu.on_device ? 1 : 2;
 #endif
-    double rg_ms[2][5], rg_med[2] = {0, 0}, rg_lo[2] = {0, 0}, rg_hi[2] = {0, 0};
+    double rg_ms[2][5];   // sorted by median_of: [0] the fastest, [2] the median, [4] the slowest
     if (rg_n > 0) {
         rg_T = make_batch(rg.inputs, rg.targets, rg_n, rg.prompt, rg.plen, rg.comp_row, rg.clen);
         rg_rows = pack_shared_prefix_batch(rg.spb, rg_n, rg.prompt, rg.plen, rg.comp_row, rg.clen);
@@ -10745,21 +10774,11 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #endif
                 if (it > 0) rg_ms[lay][it - 1] = 1e3 * (wall_seconds() - t1);
             }
-        for (int lay = 0; lay < layouts; lay++) {
-            rg_lo[lay] = rg_hi[lay] = rg_ms[lay][0];
-            for (int r = 1; r < 5; r++) {
-                rg_lo[lay] = fmin(rg_lo[lay], rg_ms[lay][r]);
-                rg_hi[lay] = fmax(rg_hi[lay], rg_ms[lay][r]);
-            }
-            rg_med[lay] = median_of(rg_ms[lay], 5);
-        }
+        for (int lay = 0; lay < layouts; lay++) median_of(rg_ms[lay], 5);
         free_group_batch(&rg);
     }
     free(rg_prompts);
-    free(uin);
-    free(utg);
-    free(ulp);
-    free(udlp);
+    free_bench_batch(&ub);
     free_gpt(&mu);
     // sampling: eos masked so every sequence runs to the end of the context
     KVCache kv;
@@ -10768,60 +10787,33 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     for (int v = 0; v < VOCAB_SIZE; v++) allowed[v] = v != TOK_EOS;
     int *prompts = (int *)mallocCheck((size_t)S * P * sizeof(int)), plen[64];
     const int *pp[64];
-    Rng rngs[64];
     for (int b = 0; b < S; b++) {
         for (int t = 0; t < P; t++) prompts[b * P + t] = rng_int(&rng, VOCAB_SIZE);
         pp[b] = prompts + b * P;
         plen[b] = P;
-        rng_seed(&rngs[b], o->seed, 100 + b);
     }
-    int max_new = T - P;
-    int *comp = (int *)mallocCheck((size_t)S * max_new * sizeof(int)), clen[64];
-    float *clp = (float *)mallocCheck((size_t)S * max_new * sizeof(float));
-    sample_completions(&m, &kv, S, pp, plen, max_new, 1.0f, 0, rngs, allowed, comp, clp, clen);  // warm-up
-    double sample_s[BENCH_SAMPLE_REPS];   // one call takes ~0.1 s: the median of a few
-    for (int r = 0; r < BENCH_SAMPLE_REPS; r++) {
-        t0 = wall_seconds();
-        sample_completions(&m, &kv, S, pp, plen, max_new, 1.0f, 0, rngs, allowed, comp, clp, clen);
-        sample_s[r] = wall_seconds() - t0;
-    }
-    double sample_tok_s = (double)S * max_new / median_of(sample_s, BENCH_SAMPLE_REPS);
+    long tokens;
+    double sample_tok_s = (double)S * (T - P) /   // every sequence runs to the end of the context
+                          time_sampling(&m, &kv, S, pp, plen, T - P, o->seed, 100, allowed, &tokens);
     // sampling the way a GRPO step does: 8 prompts x 16 completions that stop at <eos> (the
     // sampler feeds each prompt once and drops finished sequences from the decode step)
     double grpo_tok_s = 0.0;
-    int gp = 12;
-    int gk = 16;
-    int gnew = imin(26, T - gp);
+    int gp = 12, gk = 16, gnew = imin(26, T - gp);
     if (gnew >= 1) {
         KVCache gkv;
         build_kvcache(&gkv, &m.config, 8 * gk);
-        int gprompts[8][12];
+        int gprompts[8][12], gplen[8 * 16];
         const int *gpp[8 * 16];
-        int gplen[8 * 16];
-        int *gcomp = (int *)mallocCheck((size_t)8 * gk * gnew * sizeof(int));
-        float *glp = (float *)mallocCheck((size_t)8 * gk * gnew * sizeof(float));
-        int glen[8 * 16];
-        Rng grng[8 * 16];
-        long gtokens = 0;
         for (int p = 0; p < 8; p++) {
             gprompts[p][0] = TOK_BOS;
             for (int t = 1; t < gp; t++) gprompts[p][t] = rng_int(&rng, VOCAB_SIZE);
         }
-        double gs[BENCH_SAMPLE_REPS];
-        for (int it = 0; it <= BENCH_SAMPLE_REPS; it++) {   // a warm-up, then the timed calls
-            for (int i = 0; i < 8 * gk; i++) {
-                gpp[i] = gprompts[i / gk];
-                gplen[i] = gp;
-                rng_seed(&grng[i], o->seed, 200 + i);   // the same completions every time
-            }
-            t0 = wall_seconds();
-            sample_completions(&m, &gkv, 8 * gk, gpp, gplen, gnew, 1.0f, 0, grng, NULL, gcomp, glp, glen);
-            if (it > 0) gs[it - 1] = wall_seconds() - t0;
+        for (int i = 0; i < 8 * gk; i++) {
+            gpp[i] = gprompts[i / gk];
+            gplen[i] = gp;
         }
-        for (int i = 0; i < 8 * gk; i++) gtokens += glen[i];
-        grpo_tok_s = gtokens / median_of(gs, BENCH_SAMPLE_REPS);
-        free(gcomp);
-        free(glp);
+        double s = time_sampling(&m, &gkv, 8 * gk, gpp, gplen, gnew, o->seed, 200, NULL, &tokens);
+        grpo_tok_s = tokens / s;
         free_kvcache(&gkv);
     }
     printf("# model: %zu parameters (L=%d NH=%d C=%d maxT=%d), train batch %dx%d, sample batch %d\n",
@@ -10829,15 +10821,12 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #ifdef GRPO_CUDA
     printf("train  %10.0f tokens/s  (%.2f GFLOP/s on the GPU, TF32 %s)\n", train_tok_s, gflops,
            o->tf32 ? "on" : "off");
+    printf("update %10.0f tokens/s  (%.2f GFLOP/s): the same step at the GRPO update's shape, %d x %d\n",
+           update_tok_s, update_gflops, UB, UT);
 #else
     printf("train  %10.0f tokens/s  (%.2f GFLOP/s: %.0f%% of the fp32 peak measured, %d x %.1f GFLOP/s "
            "of FMAs per core)\n", train_tok_s, gflops, 100.0 * gflops / (num_threads() * peak), num_threads(),
            peak);
-#endif
-#ifdef GRPO_CUDA
-    printf("update %10.0f tokens/s  (%.2f GFLOP/s): the same step at the GRPO update's shape, %d x %d\n",
-           update_tok_s, update_gflops, UB, UT);
-#else
     printf("update %10.0f tokens/s  (%.2f GFLOP/s, %.0f%% of peak): the same step at the GRPO update's "
            "shape, %d x %d\n", update_tok_s, update_gflops, 100.0 * update_gflops / (num_threads() * peak), UB,
            UT);
@@ -10845,11 +10834,11 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     if (rg_n > 0) {
         printf("update %10.1f ms per GRPO update [%.1f-%.1f], padded: %d sampled completions "
                "(tests/fixtures/bench_groups.txt), %d x %d = %d positions\n",
-               rg_med[0], rg_lo[0], rg_hi[0], rg_n, rg_n, rg_T, rg_n * rg_T);
+               rg_ms[0][2], rg_ms[0][0], rg_ms[0][4], rg_n, rg_n, rg_T, rg_n * rg_T);
         if (layouts == 2)
             printf("update %10.1f ms per GRPO update [%.1f-%.1f], tree-packed: %d rows (%.2f of padded): "
-                   "%.2fx the padded\n", rg_med[1], rg_lo[1], rg_hi[1], rg_rows,
-                   (double)rg_rows / (rg_n * rg_T), rg_med[0] / rg_med[1]);
+                   "%.2fx the padded\n", rg_ms[1][2], rg_ms[1][0], rg_ms[1][4], rg_rows,
+                   (double)rg_rows / (rg_n * rg_T), rg_ms[0][2] / rg_ms[1][2]);
     } else {
         printf("update: tests/fixtures/bench_groups.txt not found or does not fit this model: "
                "no GRPO update lines (run from the repository root)\n");
@@ -10862,7 +10851,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     if (m.on_device) {   // the step's cuBLAS products timed inside one training step, then alone
         cuda_time_sgemm = 1;
         cuda_sgemm_seconds = 0.0;
-        bench_train_step(&m, inputs, targets, logp, dlogp, B, T, &opt, 4 + o->steps);
+        bench_train_step(&m, &bb, &opt, 4 + o->steps);
         cuda_synchronize();
         cuda_time_sgemm = 0;
         int BT = B * T, Ci = o->channels, Li = o->layers, reps = 20;
@@ -10877,8 +10866,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
                mm_flops / alone / 1e9, 100.0 * alone / cuda_sgemm_seconds, 1e3 * B * T / train_tok_s);
         if (o->kernel_times) {
             cuda_kernel_times_start();
-            for (int it = 0; it < 3; it++)
-                bench_train_step(&m, inputs, targets, logp, dlogp, B, T, &opt, 5 + o->steps + it);
+            for (int it = 0; it < 3; it++) bench_train_step(&m, &bb, &opt, 5 + o->steps + it);
             cuda_kernel_times_report(stdout, 3);
         }
     }
@@ -10890,15 +10878,10 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #endif
     if (rg_n > 0 && layouts == 2)
         printf("update_padded_ms=%.2f update_tree_ms=%.2f update_seqs=%d update_T=%d update_rows=%d ",
-               rg_med[0], rg_med[1], rg_n, rg_T, rg_rows);
+               rg_ms[0][2], rg_ms[1][2], rg_n, rg_T, rg_rows);
     printf("threads=%d\n", num_threads());
-    free(inputs);
-    free(targets);
-    free(logp);
-    free(dlogp);
+    free_bench_batch(&bb);
     free(prompts);
-    free(comp);
-    free(clp);
     free_kvcache(&kv);
     free_gpt(&m);
     return 0;
