@@ -10175,52 +10175,43 @@ static void check_error(const char *path, int line, const char *what, const char
     exit(EXIT_INPUT);
 }
 
-// Parses a comma-separated list of n_max numbers (ints if is_int); returns the count.
+// Parses a comma-separated list of numbers (ints if is_int) into *out; returns the count. key: the
+// list's name in messages.
 static int parse_list(const char *s, int is_int, void **out, const char *path, int line, const char *key) {
     int cap = 16, n = 0;
     char detail[160];
     void *buf = mallocCheck((size_t)cap * 4);
-    if (*s == 0) {
-        *out = buf;
-        return 0;
-    }
-    for (;;) {
+    for (*out = buf; *s; s++) {
         char *end;
         errno = 0;
         if (n == cap) {
             cap *= 2;
             buf = realloc(buf, (size_t)cap * 4);
             if (!buf) check_error(path, line, "out of memory", NULL);
+            *out = buf;
         }
+        const char *what = NULL;
+        snprintf(detail, sizeof detail, " (item %d of %s)", n + 1, key);
         if (is_int) {
             long v = strtol(s, &end, 10);
-            if (end == s || (*end && *end != ',') || errno) {
-                snprintf(detail, sizeof detail, " (item %d of %s)", n + 1, key);
-                check_error(path, line, "token id is not an integer", detail);
-            }
-            if (v < 0 || v > 2147483647L) {
+            if (end == s || (*end && *end != ',') || errno) what = "token id is not an integer";
+            else if (v < 0 || v > 2147483647L) {
                 snprintf(detail, sizeof detail, " (item %d of %s: %ld)", n + 1, key, v);
-                check_error(path, line, "token id must be a non-negative 32-bit integer", detail);
+                what = "token id must be a non-negative 32-bit integer";
             }
             ((int *)buf)[n++] = (int)v;
         } else {
             double v = strtod(s, &end);
-            if (end == s || (*end && *end != ',')) {
-                snprintf(detail, sizeof detail, " (item %d of %s)", n + 1, key);
-                check_error(path, line, "number does not parse", detail);
-            }
-            if (!isfinite(v) || fabs(v) > FLT_MAX) {
-                snprintf(detail, sizeof detail, " (item %d of %s)", n + 1, key);
-                check_error(path, line, "number is not finite or outside the float range (|x| <= 3.4e38)",
-                            detail);
-            }
+            if (end == s || (*end && *end != ',')) what = "number does not parse";
+            else if (!isfinite(v) || fabs(v) > FLT_MAX)
+                what = "number is not finite or outside the float range (|x| <= 3.4e38)";
             ((float *)buf)[n++] = (float)v;
         }
-        if (*end == 0) break;
-        s = end + 1;
-        if (*s == 0) check_error(path, line, "list ends with ',' in ", key);
+        if (what) check_error(path, line, what, detail);
+        s = end;
+        if (*s == 0) break;
+        if (s[1] == 0) check_error(path, line, "list ends with ',' in ", key);
     }
-    *out = buf;
     return n;
 }
 
@@ -10242,7 +10233,9 @@ static int read_check_file(const char *path, CheckRecord **out) {
         char *hash = strchr(line, '#');
         if (hash) *hash = 0;
         CheckRecord r = {lineno, 0, 0.0f, -1, NULL, NULL, NULL, NULL, -1};
-        int have_group = 0, have_reward = 0, nlogp = -1, nold = -1, nref = -1, fields = 0;
+        int have_group = 0, have_reward = 0, counts[3] = {-1, -1, -1}, fields = 0;
+        static const char *names[3] = {"logp", "logp_old", "logp_ref"};
+        float **lists[3] = {&r.logp, &r.logp_old, &r.logp_ref};
         char *save = NULL;
         for (char *tok = strtok_r(line, " \t\r\n", &save); tok; tok = strtok_r(NULL, " \t\r\n", &save)) {
             fields++;
@@ -10250,7 +10243,8 @@ static int read_check_file(const char *path, CheckRecord **out) {
             if (!eq) check_error(path, lineno, "expected key=value, got: ", tok);
             *eq = 0;
             char *key = tok, *val = eq + 1, *end;
-            int dup = 0;
+            int dup = 0, c = 0;
+            while (c < 3 && strcmp(key, names[c])) c++;   // 3: not a list of log-probs
             if (!strcmp(key, "group")) {
                 dup = have_group++;
                 errno = 0;
@@ -10267,15 +10261,9 @@ static int read_check_file(const char *path, CheckRecord **out) {
             } else if (!strcmp(key, "tokens")) {
                 dup = r.n >= 0;
                 r.n = parse_list(val, 1, (void **)&r.tokens, path, lineno, "tokens");
-            } else if (!strcmp(key, "logp")) {
-                dup = nlogp >= 0;
-                nlogp = parse_list(val, 0, (void **)&r.logp, path, lineno, "logp");
-            } else if (!strcmp(key, "logp_old")) {
-                dup = nold >= 0;
-                nold = parse_list(val, 0, (void **)&r.logp_old, path, lineno, "logp_old");
-            } else if (!strcmp(key, "logp_ref")) {
-                dup = nref >= 0;
-                nref = parse_list(val, 0, (void **)&r.logp_ref, path, lineno, "logp_ref");
+            } else if (c < 3) {
+                dup = counts[c] >= 0;
+                counts[c] = parse_list(val, 0, (void **)lists[c], path, lineno, names[c]);
             } else if (!strcmp(key, "truncated")) {
                 dup = r.truncated >= 0;
                 if (strcmp(val, "0") && strcmp(val, "1"))
@@ -10294,19 +10282,16 @@ static int read_check_file(const char *path, CheckRecord **out) {
             check_error(path, lineno, "missing required key: tokens (use `tokens=` for an empty completion)",
                         NULL);
         char detail[96];
-        int counts[3] = {nlogp, nold, nref};
-        const char *names[3] = {"logp", "logp_old", "logp_ref"};
         for (int c = 0; c < 3; c++)
             if (counts[c] >= 0 && counts[c] != r.n) {
                 snprintf(detail, sizeof detail, "%s has %d numbers, tokens has %d", names[c], counts[c], r.n);
                 check_error(path, lineno, detail, NULL);
             }
-        const float *lists[3] = {r.logp, r.logp_old, r.logp_ref};
         for (int c = 0; c < 3; c++)   // a log-probability is at most 0 (up to a trainer's float rounding)
             for (int t = 0; counts[c] >= 0 && t < r.n; t++)
-                if (lists[c][t] > 1e-6f) {
+                if ((*lists[c])[t] > 1e-6f) {
                     snprintf(detail, sizeof detail, "%s's number %d is %g: a log-probability is <= 0", names[c], t + 1,
-                             lists[c][t]);
+                             (*lists[c])[t]);
                     check_error(path, lineno, detail, NULL);
                 }
         if (n == cap) {
@@ -10367,6 +10352,41 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
     free_token_names(&tn);
 }
 
+/* refuse_check_records: what check cannot run on, named by its first line (check_error): a group of
+   one completion when the std is the group's; with β != 0 a line without logp_ref; logp_ref or
+   logp_old without logp; with mask_truncated a line without truncated=. The records are in file
+   order; order, starts: the G groups as cmd_check orders them. */
+static void refuse_check_records(const char *path, const CheckRecord *rec, int N, const int *order,
+                                 const int *starts, int G, const ObjectiveConfig *obj, int mask_truncated) {
+    int needs_pairs = obj->adv_std != STD_NONE && obj->adv_std_scope == SCOPE_GROUP;
+    for (int g = 0; g < G; g++)
+        if (starts[g + 1] - starts[g] < 2 && needs_pairs) {
+            char detail[128];
+            snprintf(detail, sizeof detail, " (group %ld has one completion; --adv-std %s needs k >= 2, "
+                     "or use --adv-std none)", rec[order[starts[g]]].group, ADV_STD_NAMES[obj->adv_std]);
+            check_error(path, rec[order[starts[g]]].line, "group of size 1", detail);
+        }
+    if (obj->beta != 0.0f)
+        for (int i = 0; i < N; i++)
+            if (!rec[i].logp_ref)
+                check_error(path, rec[i].line, "logp_ref is required when --beta is not 0", NULL);
+    // a missing logp is taken as 0 below: the kl column (and with β != 0 the loss) from an invented logp
+    for (int i = 0; i < N; i++)
+        if (rec[i].logp_ref && !rec[i].logp)
+            check_error(path, rec[i].line, "logp_ref given without logp: the KL (the kl column, and the "
+                        "loss when --beta is not 0) needs the policy's log-probs (logp=...)", NULL);
+    // a missing logp is taken as 0 below: with logp_old given, a wrong ratio, silently
+    for (int i = 0; i < N; i++)
+        if (rec[i].logp_old && !rec[i].logp)
+            check_error(path, rec[i].line, "logp_old given without logp: the ratio exp(logp - logp_old) "
+                        "needs the policy's log-probs (logp=...)", NULL);
+    // masking needs the trainer's own verdict: only it knows its EOS ids and its budget
+    if (mask_truncated)
+        for (int i = 0; i < N; i++)
+            if (rec[i].truncated < 0)
+                check_error(path, rec[i].line, "truncated=0|1 is required when --mask-truncated is 1", NULL);
+}
+
 static int cmd_check(int argc, char **argv, Options *o) {
     o->max_new_tokens = 1024;
     const char *syn = "check FILE: runs one batch dumped from another trainer through grpo.c's tree and\n"
@@ -10405,33 +10425,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
     int *starts = (int *)mallocCheck((N + 1) * sizeof(int)), G = 0;
     for (int a = 0; a < N; a++) if (a == 0 || rec[order[a]].group != rec[order[a - 1]].group) starts[G++] = a;
     starts[G] = N;
-    int needs_pairs = cfg.obj.adv_std != STD_NONE && cfg.obj.adv_std_scope == SCOPE_GROUP;
-    for (int g = 0; g < G; g++)
-        if (starts[g + 1] - starts[g] < 2 && needs_pairs) {
-            char detail[128];
-            snprintf(detail, sizeof detail, " (group %ld has one completion; --adv-std %s needs k >= 2, "
-                     "or use --adv-std none)", rec[order[starts[g]]].group, ADV_STD_NAMES[cfg.obj.adv_std]);
-            check_error(path, rec[order[starts[g]]].line, "group of size 1", detail);
-        }
-    if (cfg.obj.beta != 0.0f)
-        for (int i = 0; i < N; i++)
-            if (!rec[i].logp_ref)
-                check_error(path, rec[i].line, "logp_ref is required when --beta is not 0", NULL);
-    // a missing logp is taken as 0 below: the kl column (and with β != 0 the loss) from an invented logp
-    for (int i = 0; i < N; i++)
-        if (rec[i].logp_ref && !rec[i].logp)
-            check_error(path, rec[i].line, "logp_ref given without logp: the KL (the kl column, and the "
-                        "loss when --beta is not 0) needs the policy's log-probs (logp=...)", NULL);
-    // a missing logp is taken as 0 below: with logp_old given, a wrong ratio, silently
-    for (int i = 0; i < N; i++)
-        if (rec[i].logp_old && !rec[i].logp)
-            check_error(path, rec[i].line, "logp_old given without logp: the ratio exp(logp - logp_old) "
-                        "needs the policy's log-probs (logp=...)", NULL);
-    // masking needs the trainer's own verdict: only it knows its EOS ids and its budget
-    if (o->mask_truncated)
-        for (int i = 0; i < N; i++)
-            if (rec[i].truncated < 0)
-                check_error(path, rec[i].line, "truncated=0|1 is required when --mask-truncated is 1", NULL);
+    refuse_check_records(path, rec, N, order, starts, G, &cfg.obj, o->mask_truncated);
     // the batch as a training step holds it: completion a is line order[a] of the file, rows of
     // the longest completion's length
     int maxlen = 1;
