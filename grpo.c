@@ -9939,23 +9939,34 @@ static void print_tree(FILE *f, const PrefixTree *tree, const int *const *tokens
 
 #define SAMPLE_TRIES 16   // sample without --prompt: validation prompts tried for a mixed group
 
+/* sample_scored_group: g's one group of k completions of prompt (plen tokens, <bos> first), drawn
+   as a training step's first step draws it (sample_group), and their rewards from task t for the
+   problem nums (n), target. */
+static void sample_scored_group(GPT *m, KVCache *kv, GroupBatch *g, const GRPOConfig *cfg, const int *prompt,
+                                int plen, const Task *t, const int *nums, int n, int target) {
+    for (int i = 0; i < g->N; i++) {
+        g->prompt[i] = prompt;
+        g->plen[i] = plen;
+    }
+    sample_group(m, kv, g, cfg, 0, NULL);
+    for (int i = 0; i < g->N; i++)
+        g->reward[i] = task_reward(t, nums, n, target, g->comp_row[i], g->clen[i], 0.0f);
+}
+
 /* choose_sample_prompt: sample's prompt when --prompt is not given. Draws up to SAMPLE_TRIES
    prompts of o->val_data (task t, uniformly with replacement, from stream 0x5a3e of --seed:
    the same seed, the same choice), samples each one's group of --group-size as cmd_sample does
    (the same streams, so the group shown is the group tried) and keeps the first whose rewards are
    mixed, else the last; writes its text into o->prompt and says on stdout which one and how many
    were tried. Errors: the file's (load_dataset), the checkpoint's (load_checkpoint). */
-static void choose_sample_prompt(Options *o, const Task *t) {
-    GPT model;
-    load_checkpoint(o->model, &model, 1, NULL);
-    refuse_other_task(o->model, &model, o->task);
+static void choose_sample_prompt(Options *o, const Task *t, GPT *model) {
     Dataset val;
-    load_dataset(&val, o->val_data, model.config.max_seq_len, 0, t);
-    int k = o->group_size, maxT = model.config.max_seq_len, tries = 0, mixed = 0, line = 0;
+    load_dataset(&val, o->val_data, model->config.max_seq_len, 0, t);
+    int k = o->group_size, maxT = model->config.max_seq_len, tries = 0, mixed = 0, line = 0;
     GroupBatch g;
     build_group_batch(&g, 1, k, o->max_new_tokens, 0, 0);
     KVCache kv;
-    build_kvcache(&kv, &model.config, k);
+    build_kvcache(&kv, &model->config, k);
     GRPOConfig cfg = grpo_config_from_options(o);
     Rng pick;
     rng_seed(&pick, (uint64_t)o->seed, 0x5a3e);
@@ -9966,14 +9977,8 @@ static void choose_sample_prompt(Options *o, const Task *t) {
         line = val.line[q];
         tries++;
         if (plen + o->max_new_tokens > maxT) break;   // cmd_sample names the limit
-        for (int i = 0; i < k; i++) {
-            g.prompt[i] = prompt;
-            g.plen[i] = plen;
-        }
-        sample_group(&model, &kv, &g, &cfg, 0, NULL);
-        const int *nums = val.nums + (size_t)q * MAX_NUMS;
-        for (int i = 0; i < k; i++)
-            g.reward[i] = task_reward(t, nums, val.num_count[q], val.target[q], g.comp_row[i], g.clen[i], 0.0f);
+        sample_scored_group(model, &kv, &g, &cfg, prompt, plen, t, val.nums + (size_t)q * MAX_NUMS,
+                            val.num_count[q], val.target[q]);
         mixed = !group_rewards_equal(&g, 0);
     }
     if (mixed)
@@ -9985,7 +9990,6 @@ static void choose_sample_prompt(Options *o, const Task *t) {
     free_group_batch(&g);
     free_kvcache(&kv);
     free_dataset(&val);
-    free_gpt(&model);
 }
 
 static int cmd_sample(int argc, char **argv, Options *o) {
@@ -10009,7 +10013,10 @@ static int cmd_sample(int argc, char **argv, Options *o) {
                     "the group's mean and std, so one completion has advantage 0 and its tree one path)",
                     o->group_size);
     const Task *t = &TASKS[o->task];
-    if (!o->prompt[0]) choose_sample_prompt(o, t);
+    GPT model;
+    int chosen = !o->prompt[0];   // the model loads first then, else after the --prompt is read
+    if (chosen) load_task_model(o, o->model, &model, 1, NULL);
+    if (chosen) choose_sample_prompt(o, t, &model);
     int k = o->group_size, plen = (int)strlen(o->prompt), bad = 0;
     int nums[MAX_NUMS], n, target;
     int *prompt = (int *)mallocCheck((size_t)(plen + 1) * sizeof(int));
@@ -10019,9 +10026,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
                     bad + 1, VOCAB_CHARS);
     if (t->parse_prompt(o->prompt, plen, nums, MAX_NUMS, &n, &target) != 0)
         usage_error("--prompt: '%s' is not %s", o->prompt, t->prompt_format);
-    GPT model;
-    load_checkpoint(o->model, &model, 1, NULL);
-    refuse_other_task(o->model, &model, o->task);
+    if (!chosen) load_task_model(o, o->model, &model, 1, NULL);
     int maxT = model.config.max_seq_len;
     if (1 + plen + o->max_new_tokens > maxT)
         usage_error("--max-new-tokens: %d prompt tokens + %d new tokens exceed the model's context of %d",
@@ -10029,16 +10034,10 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     // one group of k, through the functions of a training step (its first step's streams)
     GroupBatch g;
     build_group_batch(&g, 1, k, o->max_new_tokens, 0, 0);
-    for (int i = 0; i < k; i++) {
-        g.prompt[i] = prompt;
-        g.plen[i] = plen + 1;
-    }
     KVCache kv;
     build_kvcache(&kv, &model.config, k);
     GRPOConfig cfg = grpo_config_from_options(o);
-    sample_group(&model, &kv, &g, &cfg, 0, NULL);
-    for (int i = 0; i < k; i++)
-        g.reward[i] = task_reward(t, nums, n, target, g.comp_row[i], g.clen[i], 0.0f);
+    sample_scored_group(&model, &kv, &g, &cfg, prompt, plen + 1, t, nums, n, target);
     compute_advantages(g.advantage, g.reward, 1, g.group_start, &cfg.obj);   // k = 1: a = 0
     TreeStats ts = build_group_trees(&g);
     printf("prompt %s  (k=%d, T=%g, model %s)\n\n", o->prompt, k, o->temperature, o->model);
