@@ -8743,6 +8743,43 @@ static void print_result(const Options *o, const char *ckpt, EvalResult before, 
     atomic_close(&af);
 }
 
+/* load_train_models: train's models, micro rows each: π_θ from --init, or as --resume's
+   checkpoint (with its state st) holds it; with a critic (ppo) the critic, from the --init
+   trunk or the checkpoint's state section "critic"; π_ref (β != 0) from --init; for a resumed
+   run without π_ref but with test scores, --init into init_model. Returns the model the result
+   line starts from (--init's). */
+static GPT *load_train_models(const Options *o, GPT *policy, GPT *ref, GPT *init_model, Critic *critic,
+                              TrainState *st, int micro) {
+    st->kind = 2;
+    rng_seed(&st->rng, o->seed, 2);
+    // a resumed run goes on with its inputs: its data, and the --init it loads below (π_ref when
+    // β != 0; the start of the test comparison)
+    const char *inputs[] = {"train-data", "val-data", o->obj.beta != 0.0f || o->test_limit != 0 ? "init" : NULL,
+                            NULL};
+    if (o->resume[0]) resume_run(o, policy, micro, st, TRAIN_RUN_OPTIONS, inputs);
+    else load_task_model(o, o->init, policy, micro, NULL);
+    if (critic) {   // ppo: from the trunk of the --init model (the policy's start), or as the checkpoint holds it
+        CriticConfig ccfg = critic_config_from_options(o, o->steps * o->num_iterations);
+        build_critic(critic, policy, micro, o->prompts_per_step * o->group_size, o->max_new_tokens, ccfg,
+                     (uint64_t)o->seed);
+        if (o->resume[0]) critic_from_section(critic, st, o->resume);
+    }
+    int use_ref = o->obj.beta != 0.0f;
+    if (use_ref) load_task_model(o, o->init, ref, micro, NULL);
+    // The result line compares the SFT model (--init) with the trained one, so a resumed run
+    // scores --init at its start as well, not the checkpoint it continues.
+    int load_init = o->resume[0] && !use_ref && o->test_limit != 0;
+    if (load_init) load_task_model(o, o->init, init_model, micro, NULL);
+    GPT *sft_model = !o->resume[0] ? policy : (use_ref ? ref : init_model);
+    if ((use_ref || load_init) && memcmp(&sft_model->config, &policy->config, sizeof(GPTConfig)) != 0) {
+        char msg[1400];
+        snprintf(msg, sizeof msg, "--init '%s' is not the model that '%s' continues (another configuration)",
+                 o->init, o->resume);
+        fail_at(__FILE__, __LINE__, msg, "give the --init the resumed run started from");
+    }
+    return sft_model;
+}
+
 /* cmd_train: ./grpo train. Loads π_θ (and π_ref when β != 0) from --init, or resumes
    --resume; scores the test prompts; runs train_loop; saves RUN_DIR/model.bin; scores the
    test prompts again and prints the result line (with --budget also RUN_DIR/result.txt). */
@@ -8773,38 +8810,12 @@ static int cmd_train(int argc, char **argv, Options *o) {
     refuse_run_dir_inputs(o, CMD_TRAIN);
     int N = o->prompts_per_step * o->group_size;
     int micro = o->micro_batch > 0 && o->micro_batch < N ? o->micro_batch : N;
-    GPT policy, ref, init_model;
+    GPT policy, ref, init_model;   // π_θ; π_ref (β != 0); --init for a resumed run's test comparison
     TrainState st = {0};
-    st.kind = 2;
-    rng_seed(&st.rng, o->seed, 2);
-    // a resumed run goes on with its inputs: its data, and the --init it loads below (π_ref when
-    // β != 0; the start of the test comparison)
-    const char *inputs[] = {"train-data", "val-data", o->obj.beta != 0.0f || o->test_limit != 0 ? "init" : NULL,
-                            NULL};
-    if (o->resume[0]) resume_run(o, &policy, micro, &st, TRAIN_RUN_OPTIONS, inputs);
-    else load_task_model(o, o->init, &policy, micro, NULL);
-    // ppo: the critic, from the trunk of the --init model (the policy's start), or as the
-    // checkpoint's state section "critic" holds it
     Critic critic;
-    int use_critic = o->obj.objective == OBJ_PPO;
-    if (use_critic) {
-        CriticConfig ccfg = critic_config_from_options(o, o->steps * o->num_iterations);
-        build_critic(&critic, &policy, micro, N, o->max_new_tokens, ccfg, (uint64_t)o->seed);
-        if (o->resume[0]) critic_from_section(&critic, &st, o->resume);
-    }
-    int use_ref = o->obj.beta != 0.0f;
-    if (use_ref) load_task_model(o, o->init, &ref, micro, NULL);
-    // The result line compares the SFT model (--init) with the trained one, so a resumed run
-    // scores --init at its start as well, not the checkpoint it continues.
+    int use_critic = o->obj.objective == OBJ_PPO, use_ref = o->obj.beta != 0.0f;
     int load_init = o->resume[0] && !use_ref && o->test_limit != 0;
-    if (load_init) load_task_model(o, o->init, &init_model, micro, NULL);
-    GPT *sft_model = !o->resume[0] ? &policy : (use_ref ? &ref : &init_model);
-    if ((use_ref || load_init) && memcmp(&sft_model->config, &policy.config, sizeof(GPTConfig)) != 0) {
-        char msg[1400];
-        snprintf(msg, sizeof msg, "--init '%s' is not the model that '%s' continues (another configuration)",
-                 o->init, o->resume);
-        fail_at(__FILE__, __LINE__, msg, "give the --init the resumed run started from");
-    }
+    GPT *sft_model = load_train_models(o, &policy, &ref, &init_model, use_critic ? &critic : NULL, &st, micro);
     int maxT = policy.config.max_seq_len;
     Dataset train, val, test;
     load_dataset(&train, o->train_data, maxT, 0, &TASKS[o->task]);
@@ -10696,6 +10707,72 @@ static double time_sampling(GPT *m, KVCache *kv, int B, const int *const *pp, co
     return median_of(s, BENCH_SAMPLE_REPS);
 }
 
+/* time_grpo_updates: the GRPO update itself (grpo_update: loss, backward, clipping, AdamW) of m
+   on the sampled groups of tests/fixtures/bench_groups.txt (at most 128 completions, 26 new
+   tokens), a warm-up then 5 of each layout (padded, then tree-packed when layouts is 2),
+   alternating: their ms into ms[layout] (sorted by median_of); the padded length and the
+   packed rows into *T and *rows. Returns the number of completions, 0 when the file is missing
+   or does not fit (nothing timed). */
+static int time_grpo_updates(GPT *m, const AdamWConfig *opt, int layouts, double ms[2][5], int *T, int *rows) {
+    GroupBatch g;
+    int maxT = m->config.max_seq_len;
+    int *prompts = (int *)mallocCheck((size_t)128 * maxT * sizeof(int));
+    int n = read_bench_groups("tests/fixtures/bench_groups.txt", &g, prompts, 128, 26, maxT);
+    if (n > 0) {
+        *T = make_batch(g.inputs, g.targets, n, g.prompt, g.plen, g.comp_row, g.clen);
+        *rows = pack_shared_prefix_batch(g.spb, n, g.prompt, g.plen, g.comp_row, g.clen);
+        Options def;
+        default_options(&def);
+        GRPOConfig cfg = grpo_config_from_options(&def);
+        cfg.obj.max_new_tokens = 26;
+        int adam = 0;
+        UpdateStats us;
+        for (int it = 0; it < 6; it++)
+            for (int lay = 0; lay < layouts; lay++) {
+                cfg.update_layout = lay;
+                double t1 = wall_seconds();
+                grpo_update(m, NULL, &g, &cfg, opt, &adam, NULL, &us);
+#ifdef GRPO_CUDA
+                if (m->on_device) cuda_synchronize();
+#endif
+                if (it > 0) ms[lay][it - 1] = 1e3 * (wall_seconds() - t1);
+            }
+        for (int lay = 0; lay < layouts; lay++) median_of(ms[lay], 5);
+        free_group_batch(&g);
+    }
+    free(prompts);
+    return n;
+}
+
+#ifdef GRPO_CUDA
+/* bench_cuda_products: the cuBLAS products of one training step of m on b (AdamW steps from
+   o->steps + 4 on) timed inside the step, then alone, printed beside the step's time (from
+   train_tok_s); with --kernel-times the kernels of 3 more steps. */
+static void bench_cuda_products(GPT *m, const BenchBatch *b, const AdamWConfig *opt, const Options *o,
+                                double train_tok_s) {
+    cuda_time_sgemm = 1;
+    cuda_sgemm_seconds = 0.0;
+    bench_train_step(m, b, opt, 4 + o->steps);
+    cuda_synchronize();
+    cuda_time_sgemm = 0;
+    int BT = b->B * b->T, Ci = o->channels, Li = o->layers, reps = 20;
+    double per_layer = cuda_time_sgemms(BT, Ci, 3 * Ci, reps) + cuda_time_sgemms(BT, Ci, Ci, reps) +
+                       cuda_time_sgemms(BT, Ci, 4 * Ci, reps) + cuda_time_sgemms(BT, 4 * Ci, Ci, reps);
+    double alone = Li * per_layer + cuda_time_sgemms(BT, Ci, VOCAB_SIZE, reps);
+    // 3 products of 2·N·C·OC per matmul
+    double mm_flops = 6.0 * BT * ((double)Li * 12 * Ci * Ci + (double)Ci * VOCAB_SIZE);
+    printf("sgemm  %.3f ms of matmul products (cuBLAS) per training step (%.0f GFLOP/s); the same "
+           "products alone: %.3f ms (%.0f GFLOP/s): %.0f%% of isolated cuBLAS; the step takes %.3f ms\n",
+           cuda_sgemm_seconds * 1e3, mm_flops / cuda_sgemm_seconds / 1e9, alone * 1e3,
+           mm_flops / alone / 1e9, 100.0 * alone / cuda_sgemm_seconds, 1e3 * BT / train_tok_s);
+    if (o->kernel_times) {
+        cuda_kernel_times_start();
+        for (int it = 0; it < 3; it++) bench_train_step(m, b, opt, 5 + o->steps + it);
+        cuda_kernel_times_report(stdout, 3);
+    }
+}
+#endif
+
 static int cmd_bench(int argc, char **argv, Options *o) {
     o->batch_size = 16;   // bench's defaults
     o->steps = 10;
@@ -10738,39 +10815,12 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     GPTConfig ucfg = m.config;   // FLOPs per token at the update's length (attention's 2·L·UT·C)
     ucfg.max_seq_len = UT;
     double update_gflops = update_tok_s * 3.0 * model_flops_per_token(&ucfg) / 1e9;
-    // the GRPO update itself (grpo_update: loss, backward, clipping, AdamW) on real groups, the
-    // padded layout and the shared-prefix batch (tree) alternating (CPU build: the CUDA build trains padded)
-    GroupBatch rg;
-    int *rg_prompts = (int *)mallocCheck((size_t)UB * T * sizeof(int));
-    int rg_n = read_bench_groups("tests/fixtures/bench_groups.txt", &rg, rg_prompts, UB, 26, T);
-    int rg_T = 0, rg_rows = 0, layouts = 2;
+    int layouts = 2;   // the padded layout and the shared-prefix batch (tree); the CUDA build trains padded
 #ifdef GRPO_CUDA
     layouts = mu.on_device ? 1 : 2;
 #endif
     double rg_ms[2][5];   // sorted by median_of: [0] the fastest, [2] the median, [4] the slowest
-    if (rg_n > 0) {
-        rg_T = make_batch(rg.inputs, rg.targets, rg_n, rg.prompt, rg.plen, rg.comp_row, rg.clen);
-        rg_rows = pack_shared_prefix_batch(rg.spb, rg_n, rg.prompt, rg.plen, rg.comp_row, rg.clen);
-        Options def;
-        default_options(&def);
-        GRPOConfig rcfg = grpo_config_from_options(&def);
-        rcfg.obj.max_new_tokens = 26;
-        int adam = 0;
-        UpdateStats us;
-        for (int it = 0; it < 6; it++)   // a warm-up, then 5 of each
-            for (int lay = 0; lay < layouts; lay++) {
-                rcfg.update_layout = lay;
-                double t1 = wall_seconds();
-                grpo_update(&mu, NULL, &rg, &rcfg, &opt, &adam, NULL, &us);
-#ifdef GRPO_CUDA
-                if (mu.on_device) cuda_synchronize();
-#endif
-                if (it > 0) rg_ms[lay][it - 1] = 1e3 * (wall_seconds() - t1);
-            }
-        for (int lay = 0; lay < layouts; lay++) median_of(rg_ms[lay], 5);
-        free_group_batch(&rg);
-    }
-    free(rg_prompts);
+    int rg_T = 0, rg_rows = 0, rg_n = time_grpo_updates(&mu, &opt, layouts, rg_ms, &rg_T, &rg_rows);
     free_bench_batch(&ub);
     free_gpt(&mu);
     // sampling: eos masked so every sequence runs to the end of the context
@@ -10841,28 +10891,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
         printf("sample %10.0f new tokens/s as in a GRPO step (8 prompts x 16, <= %d new tokens, to <eos>)\n",
                grpo_tok_s, gnew);
 #ifdef GRPO_CUDA
-    if (m.on_device) {   // the step's cuBLAS products timed inside one training step, then alone
-        cuda_time_sgemm = 1;
-        cuda_sgemm_seconds = 0.0;
-        bench_train_step(&m, &bb, &opt, 4 + o->steps);
-        cuda_synchronize();
-        cuda_time_sgemm = 0;
-        int BT = B * T, Ci = o->channels, Li = o->layers, reps = 20;
-        double per_layer = cuda_time_sgemms(BT, Ci, 3 * Ci, reps) + cuda_time_sgemms(BT, Ci, Ci, reps) +
-                           cuda_time_sgemms(BT, Ci, 4 * Ci, reps) + cuda_time_sgemms(BT, 4 * Ci, Ci, reps);
-        double alone = Li * per_layer + cuda_time_sgemms(BT, Ci, VOCAB_SIZE, reps);
-        // 3 products of 2·N·C·OC per matmul
-        double mm_flops = 6.0 * BT * ((double)Li * 12 * Ci * Ci + (double)Ci * VOCAB_SIZE);
-        printf("sgemm  %.3f ms of matmul products (cuBLAS) per training step (%.0f GFLOP/s); the same "
-               "products alone: %.3f ms (%.0f GFLOP/s): %.0f%% of isolated cuBLAS; the step takes %.3f ms\n",
-               cuda_sgemm_seconds * 1e3, mm_flops / cuda_sgemm_seconds / 1e9, alone * 1e3,
-               mm_flops / alone / 1e9, 100.0 * alone / cuda_sgemm_seconds, 1e3 * B * T / train_tok_s);
-        if (o->kernel_times) {
-            cuda_kernel_times_start();
-            for (int it = 0; it < 3; it++) bench_train_step(&m, &bb, &opt, 5 + o->steps + it);
-            cuda_kernel_times_report(stdout, 3);
-        }
-    }
+    if (m.on_device) bench_cuda_products(&m, &bb, &opt, o, train_tok_s);
 #endif
     printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f update_tok_s=%.1f update_gflops=%.2f ",
            train_tok_s, sample_tok_s, gflops, update_tok_s, update_gflops);
