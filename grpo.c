@@ -9204,12 +9204,10 @@ static int cmd_tree(int argc, char **argv, Options *o) {
             double mean[8], sd[8];
             for (int m = 0; m < M; m++) {
                 const float *v = metric + ((size_t)(a * 3 + b) * M + m) * S;
-                double seed_mean = 0, ss = 0;
-                for (int s = 0; s < S; s++) seed_mean += v[s];
-                seed_mean /= S;
-                for (int s = 0; s < S; s++) ss += (v[s] - seed_mean) * (v[s] - seed_mean);
-                mean[m] = seed_mean;
-                sd[m] = S > 1 ? sqrt(ss / (S - 1)) : 0.0;
+                mean[m] = 0.0;
+                for (int s = 0; s < S; s++) mean[m] += v[s];
+                mean[m] /= S;
+                sd[m] = std_of(v, S, STD_SAMPLE, mean[m]);
             }
             printf("  %d  %5.1f |  %.4f ± %.4f   %.4f ± %.4f", NS[a], RNEG[b], mean[0], sd[0], mean[1],
                    sd[1]);
@@ -9752,8 +9750,8 @@ static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int f
     free(members);
 }
 
-/* html_end: closes the JSON and the page, and renames the temporary file tmp to path; exits
-   naming --html when a write failed (a full disk) or the rename did. */
+/* html_end: closes the JSON and the page, renames the temporary file tmp to path and says so on
+   stderr; exits naming --html when a write failed (a full disk) or the rename did. */
 static void html_end(FILE *f, const char *tmp, const char *path) {
     fprintf(f, "\n]}\n</script>\n<script>\n%s</script>\n</body>\n</html>\n", HTML_SCRIPT);
     if (atomic_commit(f, tmp, path) != 0) {
@@ -9761,6 +9759,8 @@ static void html_end(FILE *f, const char *tmp, const char *path) {
                 strerror(errno));
         exit(EXIT_INPUT);
     }
+    fflush(stdout);   // the note after the text it follows, on a terminal
+    fprintf(stderr, "html: wrote %s\n", path);
 }
 
 // ----------------------------------------------------------------------------
@@ -10102,8 +10102,6 @@ static int cmd_sample(int argc, char **argv, Options *o) {
                                 NULL, 1);
         html_group(page, &pg, &tn, 1);
         html_end(page, tmp, o->html_out);
-        fflush(stdout);   // the note after the text it follows, on a terminal
-        fprintf(stderr, "html: wrote %s\n", o->html_out);
         free(accepted);
     }
     free(node_nums);
@@ -10356,8 +10354,6 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
         html_group(page, &pg, &tn, p == 0);
     }
     html_end(page, tmp, o->html_out);
-    fflush(stdout);   // the note after the text it follows, on a terminal
-    fprintf(stderr, "html: wrote %s\n", o->html_out);
     free(nums);
     free_token_names(&tn);
 }
