@@ -10136,11 +10136,9 @@ static int cmd_verify(int argc, char **argv, Options *o) {
         if (len == 0 || line[0] == '#') continue;
         char *tab = (char *)memchr(line, '\t', len);
         int plen = tab ? (int)(tab - line) : len, nums[MAX_NUMS], n, target;
-        if (tab && memchr(tab + 1, '\t', len - plen - 1)) {
-            fprintf(stderr, "%s:%d: more than one TAB: expected `prompt<TAB>completion` "
-                            "(for a file from eval --completions: cut -f1,2 FILE)\n", argv[first], lineno);
-            exit(EXIT_INPUT);
-        }
+        if (tab && memchr(tab + 1, '\t', len - plen - 1))
+            data_error(argv[first], lineno, "more than one TAB: expected `prompt<TAB>completion` (for a file "
+                       "from eval --completions: cut -f1,2 FILE)");
         const Task *t = &TASKS[o->task];
         if (t->parse_prompt(line, plen, nums, MAX_NUMS, &n, &target) != 0) {
             fprintf(stderr, "%s:%d: prompt is not %s\n", argv[first], lineno, t->prompt_format);
