@@ -8758,7 +8758,7 @@ static GPT *load_train_models(const Options *o, GPT *policy, GPT *ref, GPT *init
                             NULL};
     if (o->resume[0]) resume_run(o, policy, micro, st, TRAIN_RUN_OPTIONS, inputs);
     else load_task_model(o, o->init, policy, micro, NULL);
-    if (critic) {   // ppo: from the trunk of the --init model (the policy's start), or as the checkpoint holds it
+    if (critic) {   // ppo: from the --init trunk (the policy's start), or as the checkpoint holds it
         CriticConfig ccfg = critic_config_from_options(o, o->steps * o->num_iterations);
         build_critic(critic, policy, micro, o->prompts_per_step * o->group_size, o->max_new_tokens, ccfg,
                      (uint64_t)o->seed);
@@ -8815,7 +8815,8 @@ static int cmd_train(int argc, char **argv, Options *o) {
     Critic critic;
     int use_critic = o->obj.objective == OBJ_PPO, use_ref = o->obj.beta != 0.0f;
     int load_init = o->resume[0] && !use_ref && o->test_limit != 0;
-    GPT *sft_model = load_train_models(o, &policy, &ref, &init_model, use_critic ? &critic : NULL, &st, micro);
+    GPT *sft_model = load_train_models(o, &policy, &ref, &init_model, use_critic ? &critic : NULL, &st,
+                                       micro);
     int maxT = policy.config.max_seq_len;
     Dataset train, val, test;
     load_dataset(&train, o->train_data, maxT, 0, &TASKS[o->task]);
@@ -9331,7 +9332,8 @@ static void load_token_names(TokenNames *tn, const char *path) {
     size_t cap = 0;
     long len;
     while ((len = read_line(f, &line, &cap, 1L << 20, where, tn->n + 1)) != -1) {
-        if ((size_t)len != strlen(line)) data_error(where, tn->n + 1, "a NUL byte; a name is one line of text");
+        if ((size_t)len != strlen(line))
+            data_error(where, tn->n + 1, "a NUL byte; a name is one line of text");
         if (line[len - 1] == '\n') line[--len] = 0;
         if (len > 0 && line[len - 1] == '\r') line[--len] = 0;
         char **grown = (char **)realloc(tn->name, (size_t)(tn->n + 1) * sizeof(char *));
@@ -10707,7 +10709,8 @@ static double time_sampling(GPT *m, KVCache *kv, int B, const int *const *pp, co
    alternating: their ms into ms[layout] (sorted by median_of); the padded length and the
    packed rows into *T and *rows. Returns the number of completions, 0 when the file is missing
    or does not fit (nothing timed). */
-static int time_grpo_updates(GPT *m, const AdamWConfig *opt, int layouts, double ms[2][5], int *T, int *rows) {
+static int time_grpo_updates(GPT *m, const AdamWConfig *opt, int layouts, double ms[2][5], int *T,
+                             int *rows) {
     GroupBatch g;
     int maxT = m->config.max_seq_len;
     int *prompts = (int *)mallocCheck((size_t)128 * maxT * sizeof(int));

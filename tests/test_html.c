@@ -320,7 +320,8 @@ static int member_line(const double *reward, const long *group_of, long group, i
    own every row of the columns exactly once. Returns the number of differences, the first in
    why. */
 static int page_vs_check_columns(const JVal *root, CheckRow g[HT_LINES][HT_T], CheckRow l[HT_LINES][HT_T],
-                                 int rows, const double *reward, const long *group_of, char *why, size_t cap) {
+                                 int rows, const double *reward, const long *group_of, char *why,
+                                 size_t cap) {
     why[0] = 0;
     const JVal *groups = jget(root, "groups");
     if (!groups || groups->type != J_ARR || rows <= 0) {
@@ -436,7 +437,8 @@ static void html_check_file(const char *label, const char *file, const char *opt
     memset(&root, 0, sizeof root);
     int parsed = json && page_parse(json, &root);
     char why[600] = "";
-    int bad = parsed && rows == rows_l ? page_vs_check_columns(&root, rg, rl, rows, reward, group_of, why, sizeof why) : -1;
+    int bad = parsed && rows == rows_l
+                  ? page_vs_check_columns(&root, rg, rl, rows, reward, group_of, why, sizeof why) : -1;
     const JVal *groups = jget(&root, "groups");
     snprintf(name, sizeof name, "html: check %s: JSON = check's |λ|, A_λ, net, R̂", label);
     check(bad == 0, name, "%d groups, %d rows, %d differ %s", groups ? groups->n : 0, rows, bad, why);
