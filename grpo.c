@@ -7865,6 +7865,46 @@ static int after_step(TrainRun *run, StepReport *r) {
 // ----------------------------------------------------------------------------
 // SFT: supervised training on task demonstrations (loss on completion tokens only)
 
+// load_task_model: the checkpoint at path into m (B rows; st: its state, or NULL); refused when
+// it learnt another task than --task.
+static void load_task_model(const Options *o, const char *path, GPT *m, int B, TrainState *st) {
+    load_checkpoint(path, m, B, st);
+    refuse_other_task(path, m, o->task);
+}
+
+/* resume_run: --resume's checkpoint into m (B rows) and st; refused when it has taken --steps
+   already, or ran with other run_options or inputs (check_resume_options, check_resume_inputs). */
+static void resume_run(const Options *o, GPT *m, int B, TrainState *st, const char *const *run_options,
+                       const char *const *inputs) {
+    load_task_model(o, o->resume, m, B, st);
+    if (st->step >= o->steps)
+        usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st->step);
+    check_resume_options(o, st, o->resume, run_options);
+    check_resume_inputs(o, st, o->resume, inputs);
+}
+
+/* open_run_dir: makes and locks --run-dir (returns the lock); its model.bin and ckpt.bin paths
+   into ckpt and periodic (1100 bytes each); refuses a stale ckpt.bin (refuse_stale_checkpoint). */
+static int open_run_dir(const Options *o, char *ckpt, char *periodic) {
+    make_dir(o->run_dir);
+    int lock = lock_run_dir(o->run_dir, "--run-dir");
+    snprintf(ckpt, 1100, "%s/model.bin", o->run_dir);
+    snprintf(periodic, 1100, "%s/ckpt.bin", o->run_dir);
+    refuse_stale_checkpoint(o, periodic);
+    return lock;
+}
+
+// masked_nll: Σ −logp[i] over the n positions with targets[i] >= 0, their number into *count.
+static double masked_nll(const float *logp, const int *targets, int n, long *count) {
+    double sum = 0.0;
+    for (int i = 0; i < n; i++)
+        if (targets[i] >= 0) {
+            sum -= logp[i];
+            ++*count;
+        }
+    return sum;
+}
+
 // Mean completion log-loss (nats/token) of a dataset's demonstrations, forward only.
 static float dataset_loss(GPT *m, const Dataset *d, int batch, int limit, int *inputs, int *targets,
                           float *logp) {
@@ -7881,11 +7921,7 @@ static float dataset_loss(GPT *m, const Dataset *d, int batch, int limit, int *i
         int T = make_batch(inputs, targets, B, pp, d->prompt_len + s, cp, d->completion_len + s);
         gpt_forward(m, inputs, B, T);
         gpt_logprob_forward(m, logp, targets, B * T, 1.0f, NULL);
-        for (int i = 0; i < B * T; i++)
-            if (targets[i] >= 0) {
-                sum -= logp[i];
-                count++;
-            }
+        sum += masked_nll(logp, targets, B * T, &count);
     }
     return count ? (float)(sum / count) : 0.0f;
 }
@@ -7898,14 +7934,8 @@ static double sft_loss_padded(GPT *m, const int *inputs, const int *targets, flo
                               int T) {
     gpt_forward(m, inputs, B, T);
     gpt_logprob_forward(m, logp, targets, B * T, 1.0f, NULL);
-    int count = 0;
-    double loss = 0.0;
-    for (int i = 0; i < B * T; i++)
-        if (targets[i] >= 0) {
-            count++;
-            loss -= logp[i];
-        }
-    loss /= count;
+    long count = 0;
+    double loss = masked_nll(logp, targets, B * T, &count) / count;
     for (int i = 0; i < B * T; i++) dlogp[i] = targets[i] >= 0 ? -1.0f / count : 0.0f;
     return loss;
 }
@@ -7968,12 +7998,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     st.kind = 1;
     rng_seed(&st.rng, o->seed, 1);
     if (o->resume[0]) {
-        load_checkpoint(o->resume, &model, o->batch_size, &st);
-        refuse_other_task(o->resume, &model, o->task);
-        if (st.step >= o->steps)
-            usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
-        check_resume_options(o, &st, o->resume, SFT_RUN_OPTIONS);
-        check_resume_inputs(o, &st, o->resume, SFT_INPUTS);
+        resume_run(o, &model, o->batch_size, &st, SFT_RUN_OPTIONS, SFT_INPUTS);
         GPTConfig c = model.config;
         if (c.num_layers != o->layers || c.num_heads != o->heads || c.channels != o->channels ||
             c.max_seq_len != o->context)
@@ -7991,12 +8016,8 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     printf("# model: %zu parameters (L=%d NH=%d C=%d maxT=%d V=%d); %d train, %d val examples\n",
            model.num_parameters, model.config.num_layers, model.config.num_heads, model.config.channels,
            maxT, VOCAB_SIZE, train.n, val.n);
-    make_dir(o->run_dir);
-    int lock = lock_run_dir(o->run_dir, "--run-dir");
     char ckpt[1100], periodic[1100];   // final model; periodic resumable checkpoint
-    snprintf(ckpt, sizeof ckpt, "%s/model.bin", o->run_dir);
-    snprintf(periodic, sizeof periodic, "%s/ckpt.bin", o->run_dir);
-    refuse_stale_checkpoint(o, periodic);
+    int lock = open_run_dir(o, ckpt, periodic);
     CsvLog csv = open_csv(o->run_dir, "sft.csv", "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s",
                           st.step, 5, st.log_row);   // 5: step,loss,val_loss,lr,grad_norm
     record_options(st.options, sizeof st.options, o, SFT_RUN_OPTIONS, OPTIMIZER_OPTIONS);
@@ -8446,12 +8467,104 @@ static void train_csv_header(char *out, size_t cap, const Options *o) {
     snprintf(out + strlen(out), cap - strlen(out), ",entropy,mean_lambda_mixed,lambda_share");
 }
 
+/* print_objective: train's header lines on the objective (its advantage, loss, clip, β, μ), the
+   critic (ppo: built from --init or as the checkpoint holds it) and the prompt selection. */
+static void print_objective(const Options *o, const Critic *critic, int train_n, int candidates) {
+    char advantage[256];   // what each token's advantage is
+    snprintf(advantage, sizeof advantage, "advantage (r - mean)/(%s std + %g)", ADV_STD_NAMES[o->obj.adv_std],
+             o->obj.adv_eps);
+    if (o->obj.objective == OBJ_MC_PRM)
+        snprintf(advantage, sizeof advantage, "step advantage A_j = V̂(s_j+1) - V̂(s_j) (last step: r - V̂), "
+                 "steps end after each ',', V̂ from K=%d continuations per state%s", o->mc_k,
+                 o->mc_whiten ? ", whitened over the step's tokens" : "");
+    if (critic) snprintf(advantage, sizeof advantage, "advantage A_t from the critic (GAE)");
+    printf("# objective %s: %s, loss %s, clip [%g, %g], beta %g, mu %d\n", OBJECTIVE_NAMES[o->obj.objective],
+           advantage, LOSS_AGG_NAMES[o->obj.loss_agg], 1.0f - o->obj.clip_eps_low,
+           1.0f + o->obj.clip_eps_high, o->obj.beta, o->num_iterations);
+    if (critic)
+        printf("# ppo: critic %s (value head w ~ N(0, 0.02), b = 0), GAE gamma %g lambda %g, advantages "
+               "whitened over the batch, value loss token-mean clipped at V_old +- %g, critic lr %g\n",
+               o->resume[0] ? "as the checkpoint holds it" : "from the --init trunk", critic->cfg.gamma,
+               critic->cfg.lam, critic->cfg.clip_value, critic->cfg.opt.lr);
+    if (o->prompt_select == SELECT_MOPPS)
+        printf("# prompt selection mopps: a Beta(1, 1) prior per training prompt (%d); each step M = %d "
+               "candidates, the %d whose p ~ Beta(a, b) is nearest %g; decay %g; success = the verifier "
+               "accepts\n", train_n, candidates, o->prompts_per_step, o->select_target, o->select_decay);
+    if (o->prompt_select == SELECT_DYNAMIC)
+        printf("# prompt selection dynamic: groups whose rewards are all equal are replaced by new ones, at "
+               "most %d refill rounds per step; their tokens count as auxiliary generated tokens\n",
+               o->dynamic_max_rounds);
+}
+
+/* print_result: train's last lines: the saved model (and test pass@k), the result line (test
+   accuracy before -> after), and with --budget RUN_DIR/result.txt (what the run spent and
+   scored, for compare). */
+static void print_result(const Options *o, const char *ckpt, EvalResult before, EvalResult after, int steps,
+                         const Budget *b, double minutes) {
+    printf("# saved %s", ckpt);
+    if (o->pass_k > 0 && o->test_limit != 0) printf("; test pass@%d %.4f", o->pass_k, after.pass_k);
+    printf("\n");
+    if (o->test_limit != 0)
+        printf("result: test accuracy %.4f -> %.4f (%d problems, %s, %.1f min)\n", before.accuracy,
+               after.accuracy, after.n, OBJECTIVE_NAMES[o->obj.objective], minutes);
+    else
+        printf("result: no test evaluation (--test-limit 0; %s, %.1f min)\n",
+               OBJECTIVE_NAMES[o->obj.objective], minutes);
+    if (b->amount <= 0) return;
+    char path[1100];
+    snprintf(path, sizeof path, "%s/result.txt", o->run_dir);
+    AtomicFile af;
+    FILE *f = atomic_open(&af, path);
+    fprintf(f, "test_acc %.6f\ntest_n %d\nsft_test_acc %.6f\nsteps %d\nbudget_done %d\n", after.accuracy,
+            after.n, before.accuracy, steps, b->done);
+    fprintf(f, "gen_tokens_traj %ld\ngen_tokens_aux %ld\ntrained_tokens %ld\nflops %.0f\nseconds %.6f\n",
+            b->gen_traj, b->gen_aux, b->trained, b->flops, b->seconds);
+    atomic_close(&af);
+}
+
+/* load_train_models: train's models, micro rows each: π_θ from --init, or as --resume's
+   checkpoint (with its state st) holds it; with a critic (ppo) the critic, from the --init
+   trunk or the checkpoint's state section "critic"; π_ref (β != 0) from --init; for a resumed
+   run without π_ref but with test scores, --init into init_model. Returns the model the result
+   line starts from (--init's). */
+static GPT *load_train_models(const Options *o, GPT *policy, GPT *ref, GPT *init_model, Critic *critic,
+                              TrainState *st, int micro) {
+    st->kind = 2;
+    rng_seed(&st->rng, o->seed, 2);
+    // a resumed run goes on with its inputs: its data, and the --init it loads below (π_ref when
+    // β != 0; the start of the test comparison)
+    const char *inputs[] = {"train-data", "val-data", o->obj.beta != 0.0f || o->test_limit != 0 ? "init" : NULL,
+                            NULL};
+    if (o->resume[0]) resume_run(o, policy, micro, st, TRAIN_RUN_OPTIONS, inputs);
+    else load_task_model(o, o->init, policy, micro, NULL);
+    if (critic) {   // ppo: from the --init trunk (the policy's start), or as the checkpoint holds it
+        CriticConfig ccfg = critic_config_from_options(o, o->steps * o->num_iterations);
+        build_critic(critic, policy, micro, o->prompts_per_step * o->group_size, o->max_new_tokens, ccfg,
+                     (uint64_t)o->seed);
+        if (o->resume[0]) critic_from_section(critic, st, o->resume);
+    }
+    int use_ref = o->obj.beta != 0.0f;
+    if (use_ref) load_task_model(o, o->init, ref, micro, NULL);
+    // The result line compares the SFT model (--init) with the trained one, so a resumed run
+    // scores --init at its start as well, not the checkpoint it continues.
+    int load_init = o->resume[0] && !use_ref && o->test_limit != 0;
+    if (load_init) load_task_model(o, o->init, init_model, micro, NULL);
+    GPT *sft_model = !o->resume[0] ? policy : (use_ref ? ref : init_model);
+    if ((use_ref || load_init) && memcmp(&sft_model->config, &policy->config, sizeof(GPTConfig)) != 0) {
+        char msg[1400];
+        snprintf(msg, sizeof msg, "--init '%s' is not the model that '%s' continues (another configuration)",
+                 o->init, o->resume);
+        fail_at(__FILE__, __LINE__, msg, "give the --init the resumed run started from");
+    }
+    return sft_model;
+}
+
 /* cmd_train: ./grpo train. Loads π_θ (and π_ref when β != 0) from --init, or resumes
    --resume; scores the test prompts; runs train_loop; saves RUN_DIR/model.bin; scores the
    test prompts again and prints the result line (with --budget also RUN_DIR/result.txt). */
 static int cmd_train(int argc, char **argv, Options *o) {
     train_defaults(o);
-    const char *syn = "GRPO / λ-GRPO on the --task's prompts, from an SFT checkpoint (--init, also π_ref).\n"
+    const char *syn = "GRPO / λ-GRPO on the --task, starting from an SFT checkpoint (--init, also π_ref).\n"
                       "Each step: sample P prompts x k completions, score them, build each group's\n"
                       "prefix tree B(G), compute the objective, update. Logs RUN_DIR/train.csv;\n"
                       "writes RUN_DIR/model.bin. Ends with 'result: test accuracy A -> B (...)'.";
@@ -8467,63 +8580,22 @@ static int cmd_train(int argc, char **argv, Options *o) {
         usage_error("--probe-every: the CUDA build keeps its gradients on the GPU and the probe reads them on "
                     "the host; use the CPU build (make; ./grpo)");
 #endif
-    // ---- budget: the counters start at 0, or a resume continues its checkpoint's (state section "budget")
     if (o->eval_points > 0 && o->budget <= 0)
         usage_error("--eval-points %d needs --budget (the points are fractions of it)", o->eval_points);
     if (o->budget_unit == BUDGET_STEPS && o->budget != floorf(o->budget))
         usage_error("--budget %.9g: --budget-unit steps counts whole steps; give an integer", o->budget);
     TrainRun run;
     memset(&run, 0, sizeof run);
-    char ckpt[1100];   // the final model; run.periodic: the periodic resumable checkpoint
-    snprintf(ckpt, sizeof ckpt, "%s/model.bin", o->run_dir);
-    snprintf(run.periodic, sizeof run.periodic, "%s/ckpt.bin", o->run_dir);
     refuse_run_dir_inputs(o, CMD_TRAIN);
     int N = o->prompts_per_step * o->group_size;
     int micro = o->micro_batch > 0 && o->micro_batch < N ? o->micro_batch : N;
-    GPT policy, ref, init_model;
+    GPT policy, ref, init_model;   // π_θ; π_ref (β != 0); --init for a resumed run's test comparison
     TrainState st = {0};
-    st.kind = 2;
-    rng_seed(&st.rng, o->seed, 2);
-    if (o->resume[0]) {
-        load_checkpoint(o->resume, &policy, micro, &st);
-        refuse_other_task(o->resume, &policy, o->task);
-        if (st.step >= o->steps)
-            usage_error("--steps %d: '%s' has already taken %d steps", o->steps, o->resume, st.step);
-        check_resume_options(o, &st, o->resume, TRAIN_RUN_OPTIONS);
-        // and with the inputs of the run it continues: its data, and the --init it loads below
-        // (π_ref when β != 0; the start of the test comparison)
-        const char *inputs[] = {"train-data", "val-data", o->obj.beta != 0.0f || o->test_limit != 0 ? "init" : NULL,
-                                NULL};
-        check_resume_inputs(o, &st, o->resume, inputs);
-    }
-    else {
-        load_checkpoint(o->init, &policy, micro, NULL);
-        refuse_other_task(o->init, &policy, o->task);
-    }
-    // ppo: the critic, from the trunk of the --init model (the policy's start), or as the
-    // checkpoint's state section "critic" holds it
     Critic critic;
-    int use_critic = o->obj.objective == OBJ_PPO;
-    if (use_critic) {
-        CriticConfig ccfg = critic_config_from_options(o, o->steps * o->num_iterations);
-        build_critic(&critic, &policy, micro, N, o->max_new_tokens, ccfg, (uint64_t)o->seed);
-        if (o->resume[0]) critic_from_section(&critic, &st, o->resume);
-    }
-    int use_ref = o->obj.beta != 0.0f;
-    if (use_ref) load_checkpoint(o->init, &ref, micro, NULL);
-    if (use_ref) refuse_other_task(o->init, &ref, o->task);
-    // The result line compares the SFT model (--init) with the trained one, so a resumed run
-    // scores --init at its start as well, not the checkpoint it continues.
+    int use_critic = o->obj.objective == OBJ_PPO, use_ref = o->obj.beta != 0.0f;
     int load_init = o->resume[0] && !use_ref && o->test_limit != 0;
-    if (load_init) load_checkpoint(o->init, &init_model, micro, NULL);
-    if (load_init) refuse_other_task(o->init, &init_model, o->task);
-    GPT *sft_model = !o->resume[0] ? &policy : (use_ref ? &ref : &init_model);
-    if ((use_ref || load_init) && memcmp(&sft_model->config, &policy.config, sizeof(GPTConfig)) != 0) {
-        char msg[1400];
-        snprintf(msg, sizeof msg, "--init '%s' is not the model that '%s' continues (another configuration)",
-                 o->init, o->resume);
-        fail_at(__FILE__, __LINE__, msg, "give the --init the resumed run started from");
-    }
+    GPT *sft_model = load_train_models(o, &policy, &ref, &init_model, use_critic ? &critic : NULL, &st,
+                                       micro);
     int maxT = policy.config.max_seq_len;
     Dataset train, val, test;
     load_dataset(&train, o->train_data, maxT, 0, &TASKS[o->task]);
@@ -8534,33 +8606,9 @@ static int cmd_train(int argc, char **argv, Options *o) {
     for (int s = 0; s < 2 + (o->test_limit != 0); s++) check_context(o, maxT, sets[s]);
     int candidates = o->prompt_select == SELECT_MOPPS ? mopps_candidate_count(o, &train) : 0;
     print_options(stdout, o, CMD_TRAIN);
-    char advantage[256];   // what each token's advantage is
-    snprintf(advantage, sizeof advantage, "advantage (r - mean)/(%s std + %g)", ADV_STD_NAMES[o->obj.adv_std],
-             o->obj.adv_eps);
-    if (o->obj.objective == OBJ_MC_PRM)
-        snprintf(advantage, sizeof advantage, "step advantage A_j = V̂(s_j+1) - V̂(s_j) (last step: r - V̂), "
-                 "steps end after each ',', V̂ from K=%d continuations per state%s", o->mc_k,
-                 o->mc_whiten ? ", whitened over the step's tokens" : "");
-    if (use_critic) snprintf(advantage, sizeof advantage, "advantage A_t from the critic (GAE)");
-    printf("# objective %s: %s, loss %s, clip [%g, %g], beta %g, mu %d\n", OBJECTIVE_NAMES[o->obj.objective],
-           advantage, LOSS_AGG_NAMES[o->obj.loss_agg], 1.0f - o->obj.clip_eps_low,
-           1.0f + o->obj.clip_eps_high, o->obj.beta, o->num_iterations);
-    if (use_critic)
-        printf("# ppo: critic %s (value head w ~ N(0, 0.02), b = 0), GAE gamma %g lambda %g, advantages "
-               "whitened over the batch, value loss token-mean clipped at V_old +- %g, critic lr %g\n",
-               o->resume[0] ? "as the checkpoint holds it" : "from the --init trunk", critic.cfg.gamma,
-               critic.cfg.lam, critic.cfg.clip_value, critic.cfg.opt.lr);
-    if (o->prompt_select == SELECT_MOPPS)
-        printf("# prompt selection mopps: a Beta(1, 1) prior per training prompt (%d); each step M = %d "
-               "candidates, the %d whose p ~ Beta(a, b) is nearest %g; decay %g; success = the verifier "
-               "accepts\n", train.n, candidates, o->prompts_per_step, o->select_target, o->select_decay);
-    if (o->prompt_select == SELECT_DYNAMIC)
-        printf("# prompt selection dynamic: groups whose rewards are all equal are replaced by new ones, at "
-               "most %d refill rounds per step; their tokens count as auxiliary generated tokens\n",
-               o->dynamic_max_rounds);
-    make_dir(o->run_dir);
-    int lock = lock_run_dir(o->run_dir, "--run-dir");
-    refuse_stale_checkpoint(o, run.periodic);
+    print_objective(o, use_critic ? &critic : NULL, train.n, candidates);
+    char ckpt[1100];   // the final model; run.periodic: the periodic resumable checkpoint
+    int lock = open_run_dir(o, ckpt, run.periodic);
     if (o->resume[0]) snprintf(run.last_good, sizeof run.last_good, "%s", o->resume);
     KVCache kv;
     build_kvcache(&kv, &policy.config, N);
@@ -8583,7 +8631,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
         ckpt_add_section(&st, "mopps", select.state, mopps_state_bytes(&select), 0);
     }
     double t_start = wall_seconds();
-    EvalResult before = {0.0f, 0.0f, 0};
+    EvalResult before = {0.0f, 0.0f, 0}, after = before;
     if (o->test_limit != 0) {
         before = evaluate(sft_model, &kv, &test, o->test_limit, o->max_new_tokens, o->temperature, 0, o->seed,
                           0.0f, NULL);
@@ -8623,7 +8671,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
         run.probe = &probe;
         csv.probe = &probe;
     }
-    Budget budget;   // ---- budget
+    Budget budget;
     run.budget = &budget;
     start_budget(&budget, o, &run);
     train_loop(&run);
@@ -8637,31 +8685,10 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (o->prompt_select == SELECT_MOPPS) report_prompt_selection(&select, o->run_dir);
     if (budget.eval_csv.f) close_csv(&budget.eval_csv);
     unlock_run_dir(lock);
-    EvalResult after = {0.0f, 0.0f, 0};
     if (o->test_limit != 0)
         after = evaluate(&policy, &kv, &test, o->test_limit, o->max_new_tokens, o->temperature, o->pass_k,
                          o->seed, 0.0f, NULL);
-    double minutes = (wall_seconds() - t_start) / 60.0;
-    printf("# saved %s", ckpt);
-    if (o->pass_k > 0 && o->test_limit != 0) printf("; test pass@%d %.4f", o->pass_k, after.pass_k);
-    printf("\n");
-    if (o->test_limit != 0)
-        printf("result: test accuracy %.4f -> %.4f (%d problems, %s, %.1f min)\n", before.accuracy,
-               after.accuracy, after.n, OBJECTIVE_NAMES[o->obj.objective], minutes);
-    else
-        printf("result: no test evaluation (--test-limit 0; %s, %.1f min)\n",
-               OBJECTIVE_NAMES[o->obj.objective], minutes);
-    if (budget.amount > 0) {   // ---- budget: what the run spent and scored, for compare
-        char path[1100];
-        snprintf(path, sizeof path, "%s/result.txt", o->run_dir);
-        AtomicFile af;
-        FILE *f = atomic_open(&af, path);
-        fprintf(f, "test_acc %.6f\ntest_n %d\nsft_test_acc %.6f\nsteps %d\nbudget_done %d\n", after.accuracy,
-                after.n, before.accuracy, st.step, budget.done);
-        fprintf(f, "gen_tokens_traj %ld\ngen_tokens_aux %ld\ntrained_tokens %ld\nflops %.0f\nseconds %.6f\n",
-                budget.gen_traj, budget.gen_aux, budget.trained, budget.flops, budget.seconds);
-        atomic_close(&af);
-    }
+    print_result(o, ckpt, before, after, st.step, &budget, (wall_seconds() - t_start) / 60.0);
     if (run.mc) free_mcprm(&mc);
     free_group_batch(&g);
     free_prompt_selector(&select);
@@ -8959,12 +8986,10 @@ static int cmd_tree(int argc, char **argv, Options *o) {
             double mean[8], sd[8];
             for (int m = 0; m < M; m++) {
                 const float *v = metric + ((size_t)(a * 3 + b) * M + m) * S;
-                double seed_mean = 0, ss = 0;
-                for (int s = 0; s < S; s++) seed_mean += v[s];
-                seed_mean /= S;
-                for (int s = 0; s < S; s++) ss += (v[s] - seed_mean) * (v[s] - seed_mean);
-                mean[m] = seed_mean;
-                sd[m] = S > 1 ? sqrt(ss / (S - 1)) : 0.0;
+                mean[m] = 0.0;
+                for (int s = 0; s < S; s++) mean[m] += v[s];
+                mean[m] /= S;
+                sd[m] = std_of(v, S, STD_SAMPLE, mean[m]);
             }
             printf("  %d  %5.1f |  %.4f ± %.4f   %.4f ± %.4f", NS[a], RNEG[b], mean[0], sd[0], mean[1],
                    sd[1]);
@@ -9071,12 +9096,11 @@ typedef struct {
     char **name;        // (n) NUL-terminated names, or NULL
     int n;
     int own_vocab;      // 1: decode() (sample)
-    char *storage;      // the file's text that name[] points into
 } TokenNames;
 
 /* load_token_names: the names of check --token-names FILE: line n (from 0) names token id n,
    without its line ending (LF or CRLF); an empty line names the empty string. Exits naming
-   the option and the file when it cannot be read. */
+   the option and the file when it cannot be read, or a line holds a NUL byte. */
 static void load_token_names(TokenNames *tn, const char *path) {
     memset(tn, 0, sizeof *tn);
     FILE *f = fopen(path, "rb");
@@ -9084,57 +9108,29 @@ static void load_token_names(TokenNames *tn, const char *path) {
         fprintf(stderr, "error: --token-names %s: cannot open: %s\n", path, strerror(errno));
         exit(EXIT_INPUT);
     }
-    size_t cap = 1 << 16, n = 0, got;
-    char *text = (char *)mallocCheck(cap + 1);
-    while ((got = fread(text + n, 1, cap - n, f)) > 0) {
-        n += got;
-        if (n == cap) {
-            if (cap >= ((size_t)1 << 30)) {
-                fprintf(stderr, "error: --token-names %s: larger than 1 GiB\n", path);
-                exit(EXIT_INPUT);
-            }
-            cap *= 2;
-            char *bigger = (char *)realloc(text, cap + 1);
-            if (!bigger) {
-                fprintf(stderr, "error: --token-names %s: out of memory\n", path);
-                exit(EXIT_INPUT);
-            }
-            text = bigger;
-        }
+    char where[1100], *line = NULL;   // where: the file as messages name it
+    snprintf(where, sizeof where, "error: --token-names %s", path);
+    size_t cap = 0;
+    long len;
+    while ((len = read_line(f, &line, &cap, 1L << 20, where, tn->n + 1)) != -1) {
+        if ((size_t)len != strlen(line))
+            data_error(where, tn->n + 1, "a NUL byte; a name is one line of text");
+        if (line[len - 1] == '\n') line[--len] = 0;
+        if (len > 0 && line[len - 1] == '\r') line[--len] = 0;
+        char **grown = (char **)realloc(tn->name, (size_t)(tn->n + 1) * sizeof(char *));
+        if (!grown) data_error(where, tn->n + 1, "out of memory");
+        tn->name = grown;
+        tn->name[tn->n] = (char *)mallocCheck((size_t)len + 1);
+        memcpy(tn->name[tn->n++], line, (size_t)len + 1);
     }
-    int failed = ferror(f);
+    if (!tn->name) tn->name = (char **)mallocCheck(sizeof(char *));   // an empty file: names, none of them
+    free(line);
     fclose(f);
-    if (failed) {
-        fprintf(stderr, "error: --token-names %s: read failed\n", path);
-        exit(EXIT_INPUT);
-    }
-    text[n] = 0;
-    int lines = 0;
-    for (size_t i = 0; i < n; i++) {
-        if (text[i] == 0) {   // a name cannot hold one (it would end that name, and lose the rest)
-            fprintf(stderr, "error: --token-names %s:%d: a NUL byte; a name is one line of text\n", path, lines + 1);
-            exit(EXIT_INPUT);
-        }
-        lines += text[i] == '\n';
-    }
-    if (n > 0 && text[n - 1] != '\n') lines++;   // a last line without its newline
-    tn->name = (char **)mallocCheck((size_t)(lines + 1) * sizeof(char *));
-    char *p = text;
-    for (int l = 0; l < lines; l++) {
-        char *nl = strchr(p, '\n');
-        if (nl) *nl = 0;
-        size_t len = strlen(p);
-        if (len > 0 && p[len - 1] == '\r') p[len - 1] = 0;
-        tn->name[l] = p;
-        p = nl ? nl + 1 : p + len;
-    }
-    tn->n = lines;
-    tn->storage = text;
 }
 
 static void free_token_names(TokenNames *tn) {
+    for (int i = 0; i < tn->n; i++) free(tn->name[i]);
     free(tn->name);
-    free(tn->storage);
 }
 
 // Writes s[0..n) as the inside of a JSON string. <, > and & are escaped too: the JSON sits in
@@ -9159,8 +9155,10 @@ static void html_chars(FILE *f, const char *s) {
     }
 }
 
-// A float as JSON: 9 significant digits (the float exactly, as check prints it); NAN: null.
-static void json_num(FILE *f, double v) {
+// A float as JSON after the text before (a key): 9 significant digits (the float exactly, as
+// check prints it); NAN: null.
+static void json_num(FILE *f, const char *before, double v) {
+    fputs(before, f);
     if (isfinite(v)) fprintf(f, "%.9g", v);
     else fputs("null", f);
 }
@@ -9209,8 +9207,7 @@ typedef struct {
     int k;
     const int *const *tokens;     // (k) completion i's token ids
     const int *len;               // (k)
-    const float *reward, *advantage;   // (k) r_i and a_i
-    const int *id;                // (k) what the page calls completion i: sample's y(i+1) (i+1), check's line
+    const float *reward, *advantage;   // (k) r_i and a_i; the page names completion i y(i+1), as the paper
     const signed char *accepted;  // (k) 1 when the verifier accepted it, else 0; NULL: no verifier (check)
     const PrefixTree *tree;
     const int *node_of, *lambda_size;
@@ -9491,7 +9488,7 @@ static FILE *html_begin(const char *path, char *tmp, size_t cap, const char *com
 }
 
 /* html_group: one group's entry of the JSON's "groups" (first: 1 for the first group): its
-   completions (id, reward, advantage, length, the verifier's verdict, the node where it ends)
+   completions (id i+1, reward, advantage, length, the verifier's verdict, the node where it ends)
    and its nodes in build_prefix_tree's order (parent before children): parent, the process
    step [start, end) and its text, the NodeNumbers, members and the completions ending there. */
 static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int first) {
@@ -9506,10 +9503,9 @@ static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int f
     fprintf(f, "\",\"k\":%d,\n\"completions\":[", pg->k);
     for (int i = 0; i < pg->k; i++) {
         int leaf = pg->len[i] > 0 ? pg->node_of[(size_t)i * pg->stride + pg->len[i] - 1] : -1;
-        fprintf(f, "%s\n{\"id\":%d,\"reward\":", i ? "," : "", pg->id[i]);
-        json_num(f, pg->reward[i]);
-        fprintf(f, ",\"advantage\":");
-        json_num(f, pg->advantage[i]);
+        fprintf(f, "%s\n{\"id\":%d", i ? "," : "", i + 1);
+        json_num(f, ",\"reward\":", pg->reward[i]);
+        json_num(f, ",\"advantage\":", pg->advantage[i]);
         fprintf(f, ",\"len\":%d,\"accepted\":%s,\"leaf\":%d}", pg->len[i],
                 pg->accepted ? (pg->accepted[i] ? "true" : "false") : "null", leaf);
     }
@@ -9521,30 +9517,24 @@ static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int f
         fprintf(f, "%s\n{\"parent\":%d,\"start\":%d,\"end\":%d,\"text\":", n ? "," : "", nd->parent, nd->start,
                 nd->end);
         json_tokens(f, tn, pg->tokens[nd->member] + nd->start, nd->end - nd->start);
-        fprintf(f, ",\"size\":%d,\"R\":", nn->size);
-        json_num(f, nn->reward);
-        fprintf(f, ",\"A\":");
-        json_num(f, nn->advantage);
-        fprintf(f, ",\"net\":[");
-        json_num(f, nn->net[0]);
-        fputc(',', f);
-        json_num(f, nn->net[1]);
-        fprintf(f, "],\"V\":");
-        json_num(f, nn->value);
-        fprintf(f, ",\"cost\":");
-        if (nn->cost == -2) fputs("null", f);
-        else fprintf(f, "%ld", nn->cost);
+        fprintf(f, ",\"size\":%d", nn->size);
+        json_num(f, ",\"R\":", nn->reward);
+        json_num(f, ",\"A\":", nn->advantage);
+        json_num(f, ",\"net\":[", nn->net[0]);
+        json_num(f, ",", nn->net[1]);
+        json_num(f, "],\"V\":", nn->value);
+        json_num(f, ",\"cost\":", nn->cost == -2 ? NAN : (double)nn->cost);
         fprintf(f, ",\"members\":[");
         int m = node_members(tree, n, pg->len, pg->k, pg->node_of, pg->stride, members);
-        for (int a = 0; a < m; a++) fprintf(f, "%s%d", a ? "," : "", pg->id[members[a]]);
+        for (int a = 0; a < m; a++) fprintf(f, "%s%d", a ? "," : "", members[a] + 1);
         fprintf(f, "]}");
     }
     fprintf(f, "]}");
     free(members);
 }
 
-/* html_end: closes the JSON and the page, and renames the temporary file tmp to path; exits
-   naming --html when a write failed (a full disk) or the rename did. */
+/* html_end: closes the JSON and the page, renames the temporary file tmp to path and says so on
+   stderr; exits naming --html when a write failed (a full disk) or the rename did. */
 static void html_end(FILE *f, const char *tmp, const char *path) {
     fprintf(f, "\n]}\n</script>\n<script>\n%s</script>\n</body>\n</html>\n", HTML_SCRIPT);
     if (atomic_commit(f, tmp, path) != 0) {
@@ -9552,6 +9542,8 @@ static void html_end(FILE *f, const char *tmp, const char *path) {
                 strerror(errno));
         exit(EXIT_INPUT);
     }
+    fflush(stdout);   // the note after the text it follows, on a terminal
+    fprintf(stderr, "html: wrote %s\n", path);
 }
 
 // ----------------------------------------------------------------------------
@@ -9741,23 +9733,34 @@ static void print_tree(FILE *f, const PrefixTree *tree, const int *const *tokens
 
 #define SAMPLE_TRIES 16   // sample without --prompt: validation prompts tried for a mixed group
 
+/* sample_scored_group: g's one group of k completions of prompt (plen tokens, <bos> first), drawn
+   as a training step's first step draws it (sample_group), and their rewards from task t for the
+   problem nums (n), target. */
+static void sample_scored_group(GPT *m, KVCache *kv, GroupBatch *g, const GRPOConfig *cfg, const int *prompt,
+                                int plen, const Task *t, const int *nums, int n, int target) {
+    for (int i = 0; i < g->N; i++) {
+        g->prompt[i] = prompt;
+        g->plen[i] = plen;
+    }
+    sample_group(m, kv, g, cfg, 0, NULL);
+    for (int i = 0; i < g->N; i++)
+        g->reward[i] = task_reward(t, nums, n, target, g->comp_row[i], g->clen[i], 0.0f);
+}
+
 /* choose_sample_prompt: sample's prompt when --prompt is not given. Draws up to SAMPLE_TRIES
    prompts of o->val_data (task t, uniformly with replacement, from stream 0x5a3e of --seed:
    the same seed, the same choice), samples each one's group of --group-size as cmd_sample does
    (the same streams, so the group shown is the group tried) and keeps the first whose rewards are
    mixed, else the last; writes its text into o->prompt and says on stdout which one and how many
    were tried. Errors: the file's (load_dataset), the checkpoint's (load_checkpoint). */
-static void choose_sample_prompt(Options *o, const Task *t) {
-    GPT model;
-    load_checkpoint(o->model, &model, 1, NULL);
-    refuse_other_task(o->model, &model, o->task);
+static void choose_sample_prompt(Options *o, const Task *t, GPT *model) {
     Dataset val;
-    load_dataset(&val, o->val_data, model.config.max_seq_len, 0, t);
-    int k = o->group_size, maxT = model.config.max_seq_len, tries = 0, mixed = 0, line = 0;
+    load_dataset(&val, o->val_data, model->config.max_seq_len, 0, t);
+    int k = o->group_size, maxT = model->config.max_seq_len, tries = 0, mixed = 0, line = 0;
     GroupBatch g;
     build_group_batch(&g, 1, k, o->max_new_tokens, 0, 0);
     KVCache kv;
-    build_kvcache(&kv, &model.config, k);
+    build_kvcache(&kv, &model->config, k);
     GRPOConfig cfg = grpo_config_from_options(o);
     Rng pick;
     rng_seed(&pick, (uint64_t)o->seed, 0x5a3e);
@@ -9768,14 +9771,8 @@ static void choose_sample_prompt(Options *o, const Task *t) {
         line = val.line[q];
         tries++;
         if (plen + o->max_new_tokens > maxT) break;   // cmd_sample names the limit
-        for (int i = 0; i < k; i++) {
-            g.prompt[i] = prompt;
-            g.plen[i] = plen;
-        }
-        sample_group(&model, &kv, &g, &cfg, 0, NULL);
-        const int *nums = val.nums + (size_t)q * MAX_NUMS;
-        for (int i = 0; i < k; i++)
-            g.reward[i] = task_reward(t, nums, val.num_count[q], val.target[q], g.comp_row[i], g.clen[i], 0.0f);
+        sample_scored_group(model, &kv, &g, &cfg, prompt, plen, t, val.nums + (size_t)q * MAX_NUMS,
+                            val.num_count[q], val.target[q]);
         mixed = !group_rewards_equal(&g, 0);
     }
     if (mixed)
@@ -9787,7 +9784,6 @@ static void choose_sample_prompt(Options *o, const Task *t) {
     free_group_batch(&g);
     free_kvcache(&kv);
     free_dataset(&val);
-    free_gpt(&model);
 }
 
 static int cmd_sample(int argc, char **argv, Options *o) {
@@ -9811,7 +9807,10 @@ static int cmd_sample(int argc, char **argv, Options *o) {
                     "the group's mean and std, so one completion has advantage 0 and its tree one path)",
                     o->group_size);
     const Task *t = &TASKS[o->task];
-    if (!o->prompt[0]) choose_sample_prompt(o, t);
+    GPT model;
+    int chosen = !o->prompt[0];   // the model loads first then, else after the --prompt is read
+    if (chosen) load_task_model(o, o->model, &model, 1, NULL);
+    if (chosen) choose_sample_prompt(o, t, &model);
     int k = o->group_size, plen = (int)strlen(o->prompt), bad = 0;
     int nums[MAX_NUMS], n, target;
     int *prompt = (int *)mallocCheck((size_t)(plen + 1) * sizeof(int));
@@ -9821,9 +9820,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
                     bad + 1, VOCAB_CHARS);
     if (t->parse_prompt(o->prompt, plen, nums, MAX_NUMS, &n, &target) != 0)
         usage_error("--prompt: '%s' is not %s", o->prompt, t->prompt_format);
-    GPT model;
-    load_checkpoint(o->model, &model, 1, NULL);
-    refuse_other_task(o->model, &model, o->task);
+    if (!chosen) load_task_model(o, o->model, &model, 1, NULL);
     int maxT = model.config.max_seq_len;
     if (1 + plen + o->max_new_tokens > maxT)
         usage_error("--max-new-tokens: %d prompt tokens + %d new tokens exceed the model's context of %d",
@@ -9831,16 +9828,10 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     // one group of k, through the functions of a training step (its first step's streams)
     GroupBatch g;
     build_group_batch(&g, 1, k, o->max_new_tokens, 0, 0);
-    for (int i = 0; i < k; i++) {
-        g.prompt[i] = prompt;
-        g.plen[i] = plen + 1;
-    }
     KVCache kv;
     build_kvcache(&kv, &model.config, k);
     GRPOConfig cfg = grpo_config_from_options(o);
-    sample_group(&model, &kv, &g, &cfg, 0, NULL);
-    for (int i = 0; i < k; i++)
-        g.reward[i] = task_reward(t, nums, n, target, g.comp_row[i], g.clen[i], 0.0f);
+    sample_scored_group(&model, &kv, &g, &cfg, prompt, plen + 1, t, nums, n, target);
     compute_advantages(g.advantage, g.reward, 1, g.group_start, &cfg.obj);   // k = 1: a = 0
     TreeStats ts = build_group_trees(&g);
     printf("prompt %s  (k=%d, T=%g, model %s)\n\n", o->prompt, k, o->temperature, o->model);
@@ -9878,12 +9869,9 @@ static int cmd_sample(int argc, char **argv, Options *o) {
            group_tokens);
     print_tree(stdout, &g.tree, g.comp_row, g.clen, k, g.node_of, g.max_new, node_nums);
     if (o->html_out[0]) {
-        int *ids = (int *)mallocCheck((size_t)k * sizeof(int));
         signed char *accepted = (signed char *)mallocCheck((size_t)k);
-        for (int i = 0; i < k; i++) {
-            ids[i] = i + 1;   // y(i+1), as the text names it
+        for (int i = 0; i < k; i++)
             accepted[i] = (signed char)(task_reward(t, nums, n, target, g.comp_row[i], g.clen[i], 0.0f) == 1.0f);
-        }
         char settings[1400], tmp[1100];
         snprintf(settings, sizeof settings, "k=%d, T=%g, --max-new-tokens %d, --mc-k %d, --seed %d, model %s; "
                  "advantages: --adv-std %s, --adv-eps %g (the training defaults)", k, o->temperature,
@@ -9891,15 +9879,12 @@ static int cmd_sample(int argc, char **argv, Options *o) {
         TokenNames tn;
         memset(&tn, 0, sizeof tn);
         tn.own_vocab = 1;
-        PageGroup pg = {0, o->prompt, k, g.comp_row, g.clen, g.reward, g.advantage, ids, accepted, &g.tree,
+        PageGroup pg = {0, o->prompt, k, g.comp_row, g.clen, g.reward, g.advantage, accepted, &g.tree,
                         g.node_of, g.lambda_size, g.max_new, node_nums};
         FILE *page = html_begin(o->html_out, tmp, sizeof tmp, "sample", o->prompt, o->obj.objective, settings,
                                 NULL, 1);
         html_group(page, &pg, &tn, 1);
         html_end(page, tmp, o->html_out);
-        fflush(stdout);   // the note after the text it follows, on a terminal
-        fprintf(stderr, "html: wrote %s\n", o->html_out);
-        free(ids);
         free(accepted);
     }
     free(node_nums);
@@ -9934,11 +9919,9 @@ static int cmd_verify(int argc, char **argv, Options *o) {
         if (len == 0 || line[0] == '#') continue;
         char *tab = (char *)memchr(line, '\t', len);
         int plen = tab ? (int)(tab - line) : len, nums[MAX_NUMS], n, target;
-        if (tab && memchr(tab + 1, '\t', len - plen - 1)) {
-            fprintf(stderr, "%s:%d: more than one TAB: expected `prompt<TAB>completion` "
-                            "(for a file from eval --completions: cut -f1,2 FILE)\n", argv[first], lineno);
-            exit(EXIT_INPUT);
-        }
+        if (tab && memchr(tab + 1, '\t', len - plen - 1))
+            data_error(argv[first], lineno, "more than one TAB: expected `prompt<TAB>completion` (for a file "
+                       "from eval --completions: cut -f1,2 FILE)");
         const Task *t = &TASKS[o->task];
         if (t->parse_prompt(line, plen, nums, MAX_NUMS, &n, &target) != 0) {
             fprintf(stderr, "%s:%d: prompt is not %s\n", argv[first], lineno, t->prompt_format);
@@ -9981,52 +9964,43 @@ static void check_error(const char *path, int line, const char *what, const char
     exit(EXIT_INPUT);
 }
 
-// Parses a comma-separated list of n_max numbers (ints if is_int); returns the count.
+// Parses a comma-separated list of numbers (ints if is_int) into *out; returns the count. key: the
+// list's name in messages.
 static int parse_list(const char *s, int is_int, void **out, const char *path, int line, const char *key) {
     int cap = 16, n = 0;
     char detail[160];
     void *buf = mallocCheck((size_t)cap * 4);
-    if (*s == 0) {
-        *out = buf;
-        return 0;
-    }
-    for (;;) {
+    for (*out = buf; *s; s++) {
         char *end;
         errno = 0;
         if (n == cap) {
             cap *= 2;
             buf = realloc(buf, (size_t)cap * 4);
             if (!buf) check_error(path, line, "out of memory", NULL);
+            *out = buf;
         }
+        const char *what = NULL;
+        snprintf(detail, sizeof detail, " (item %d of %s)", n + 1, key);
         if (is_int) {
             long v = strtol(s, &end, 10);
-            if (end == s || (*end && *end != ',') || errno) {
-                snprintf(detail, sizeof detail, " (item %d of %s)", n + 1, key);
-                check_error(path, line, "token id is not an integer", detail);
-            }
-            if (v < 0 || v > 2147483647L) {
+            if (end == s || (*end && *end != ',') || errno) what = "token id is not an integer";
+            else if (v < 0 || v > 2147483647L) {
                 snprintf(detail, sizeof detail, " (item %d of %s: %ld)", n + 1, key, v);
-                check_error(path, line, "token id must be a non-negative 32-bit integer", detail);
+                what = "token id must be a non-negative 32-bit integer";
             }
             ((int *)buf)[n++] = (int)v;
         } else {
             double v = strtod(s, &end);
-            if (end == s || (*end && *end != ',')) {
-                snprintf(detail, sizeof detail, " (item %d of %s)", n + 1, key);
-                check_error(path, line, "number does not parse", detail);
-            }
-            if (!isfinite(v) || fabs(v) > FLT_MAX) {
-                snprintf(detail, sizeof detail, " (item %d of %s)", n + 1, key);
-                check_error(path, line, "number is not finite or outside the float range (|x| <= 3.4e38)",
-                            detail);
-            }
+            if (end == s || (*end && *end != ',')) what = "number does not parse";
+            else if (!isfinite(v) || fabs(v) > FLT_MAX)
+                what = "number is not finite or outside the float range (|x| <= 3.4e38)";
             ((float *)buf)[n++] = (float)v;
         }
-        if (*end == 0) break;
-        s = end + 1;
-        if (*s == 0) check_error(path, line, "list ends with ',' in ", key);
+        if (what) check_error(path, line, what, detail);
+        s = end;
+        if (*s == 0) break;
+        if (s[1] == 0) check_error(path, line, "list ends with ',' in ", key);
     }
-    *out = buf;
     return n;
 }
 
@@ -10048,7 +10022,9 @@ static int read_check_file(const char *path, CheckRecord **out) {
         char *hash = strchr(line, '#');
         if (hash) *hash = 0;
         CheckRecord r = {lineno, 0, 0.0f, -1, NULL, NULL, NULL, NULL, -1};
-        int have_group = 0, have_reward = 0, nlogp = -1, nold = -1, nref = -1, fields = 0;
+        int have_group = 0, have_reward = 0, counts[3] = {-1, -1, -1}, fields = 0;
+        static const char *names[3] = {"logp", "logp_old", "logp_ref"};
+        float **lists[3] = {&r.logp, &r.logp_old, &r.logp_ref};
         char *save = NULL;
         for (char *tok = strtok_r(line, " \t\r\n", &save); tok; tok = strtok_r(NULL, " \t\r\n", &save)) {
             fields++;
@@ -10056,7 +10032,8 @@ static int read_check_file(const char *path, CheckRecord **out) {
             if (!eq) check_error(path, lineno, "expected key=value, got: ", tok);
             *eq = 0;
             char *key = tok, *val = eq + 1, *end;
-            int dup = 0;
+            int dup = 0, c = 0;
+            while (c < 3 && strcmp(key, names[c])) c++;   // 3: not a list of log-probs
             if (!strcmp(key, "group")) {
                 dup = have_group++;
                 errno = 0;
@@ -10073,15 +10050,9 @@ static int read_check_file(const char *path, CheckRecord **out) {
             } else if (!strcmp(key, "tokens")) {
                 dup = r.n >= 0;
                 r.n = parse_list(val, 1, (void **)&r.tokens, path, lineno, "tokens");
-            } else if (!strcmp(key, "logp")) {
-                dup = nlogp >= 0;
-                nlogp = parse_list(val, 0, (void **)&r.logp, path, lineno, "logp");
-            } else if (!strcmp(key, "logp_old")) {
-                dup = nold >= 0;
-                nold = parse_list(val, 0, (void **)&r.logp_old, path, lineno, "logp_old");
-            } else if (!strcmp(key, "logp_ref")) {
-                dup = nref >= 0;
-                nref = parse_list(val, 0, (void **)&r.logp_ref, path, lineno, "logp_ref");
+            } else if (c < 3) {
+                dup = counts[c] >= 0;
+                counts[c] = parse_list(val, 0, (void **)lists[c], path, lineno, names[c]);
             } else if (!strcmp(key, "truncated")) {
                 dup = r.truncated >= 0;
                 if (strcmp(val, "0") && strcmp(val, "1"))
@@ -10100,19 +10071,16 @@ static int read_check_file(const char *path, CheckRecord **out) {
             check_error(path, lineno, "missing required key: tokens (use `tokens=` for an empty completion)",
                         NULL);
         char detail[96];
-        int counts[3] = {nlogp, nold, nref};
-        const char *names[3] = {"logp", "logp_old", "logp_ref"};
         for (int c = 0; c < 3; c++)
             if (counts[c] >= 0 && counts[c] != r.n) {
                 snprintf(detail, sizeof detail, "%s has %d numbers, tokens has %d", names[c], counts[c], r.n);
                 check_error(path, lineno, detail, NULL);
             }
-        const float *lists[3] = {r.logp, r.logp_old, r.logp_ref};
         for (int c = 0; c < 3; c++)   // a log-probability is at most 0 (up to a trainer's float rounding)
             for (int t = 0; counts[c] >= 0 && t < r.n; t++)
-                if (lists[c][t] > 1e-6f) {
+                if ((*lists[c])[t] > 1e-6f) {
                     snprintf(detail, sizeof detail, "%s's number %d is %g: a log-probability is <= 0", names[c], t + 1,
-                             lists[c][t]);
+                             (*lists[c])[t]);
                     check_error(path, lineno, detail, NULL);
                 }
         if (n == cap) {
@@ -10131,8 +10099,8 @@ static int read_check_file(const char *path, CheckRecord **out) {
 }
 
 /* check_write_html: the --html page of check's batch (built, advantages and trees done): one
-   tree per group, in group-id order, each completion named by its line in path (rec[order[a]]
-   is completion a). Each group's tree is built again with build_prefix_tree (the batch keeps
+   tree per group, in group-id order, its completions y1..yk in file order (rec[order[a]] is
+   completion a). Each group's tree is built again with build_prefix_tree (the batch keeps
    only the last one); node_numbers gives the numbers, with no V̂ (no model). */
 static void check_write_html(const Options *o, const char *path, GroupBatch *batch, const CheckRecord *rec,
                              const int *order, const GRPOConfig *cfg) {
@@ -10150,9 +10118,7 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
                             "verifier's verdict: the rewards are the file's.", 0);
     int stride = batch->max_new, largest = 1;
     for (int p = 0; p < batch->num_groups; p++)
-        if (batch->group_start[p + 1] - batch->group_start[p] > largest)
-            largest = batch->group_start[p + 1] - batch->group_start[p];
-    int *ids = (int *)mallocCheck((size_t)largest * sizeof(int));
+        largest = imax(largest, batch->group_start[p + 1] - batch->group_start[p]);
     NodeNumbers *nums = (NodeNumbers *)mallocCheck((size_t)2 * (largest + 1) * sizeof(NodeNumbers));
     for (int p = 0; p < batch->num_groups; p++) {
         int first = batch->group_start[p], k = batch->group_start[p + 1] - first;
@@ -10161,20 +10127,51 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
                           batch->advantage + first, batch->lambda_size + row, batch->node_of + row, stride);
         node_numbers(nums, &batch->tree, batch->advantage + first, batch->clen + first, k, batch->node_of + row,
                      batch->lambda_size + row, stride, NULL, NULL);
-        for (int i = 0; i < k; i++) ids[i] = rec[order[first + i]].line;
         char label[64];
         snprintf(label, sizeof label, "group %ld", rec[order[first]].group);
         PageGroup pg = {rec[order[first]].group, label, k, batch->comp_row + first, batch->clen + first,
-                        batch->reward + first, batch->advantage + first, ids, NULL, &batch->tree,
+                        batch->reward + first, batch->advantage + first, NULL, &batch->tree,
                         batch->node_of + row, batch->lambda_size + row, stride, nums};
         html_group(page, &pg, &tn, p == 0);
     }
     html_end(page, tmp, o->html_out);
-    fflush(stdout);   // the note after the text it follows, on a terminal
-    fprintf(stderr, "html: wrote %s\n", o->html_out);
-    free(ids);
     free(nums);
     free_token_names(&tn);
+}
+
+/* refuse_check_records: what check cannot run on, named by its first line (check_error): a group of
+   one completion when the std is the group's; with β != 0 a line without logp_ref; logp_ref or
+   logp_old without logp; with mask_truncated a line without truncated=. The records are in file
+   order; order, starts: the G groups as cmd_check orders them. */
+static void refuse_check_records(const char *path, const CheckRecord *rec, int N, const int *order,
+                                 const int *starts, int G, const ObjectiveConfig *obj, int mask_truncated) {
+    int needs_pairs = obj->adv_std != STD_NONE && obj->adv_std_scope == SCOPE_GROUP;
+    for (int g = 0; g < G; g++)
+        if (starts[g + 1] - starts[g] < 2 && needs_pairs) {
+            char detail[128];
+            snprintf(detail, sizeof detail, " (group %ld has one completion; --adv-std %s needs k >= 2, "
+                     "or use --adv-std none)", rec[order[starts[g]]].group, ADV_STD_NAMES[obj->adv_std]);
+            check_error(path, rec[order[starts[g]]].line, "group of size 1", detail);
+        }
+    if (obj->beta != 0.0f)
+        for (int i = 0; i < N; i++)
+            if (!rec[i].logp_ref)
+                check_error(path, rec[i].line, "logp_ref is required when --beta is not 0", NULL);
+    // a missing logp is taken as 0 below: the kl column (and with β != 0 the loss) from an invented logp
+    for (int i = 0; i < N; i++)
+        if (rec[i].logp_ref && !rec[i].logp)
+            check_error(path, rec[i].line, "logp_ref given without logp: the KL (the kl column, and the "
+                        "loss when --beta is not 0) needs the policy's log-probs (logp=...)", NULL);
+    // a missing logp is taken as 0 below: with logp_old given, a wrong ratio, silently
+    for (int i = 0; i < N; i++)
+        if (rec[i].logp_old && !rec[i].logp)
+            check_error(path, rec[i].line, "logp_old given without logp: the ratio exp(logp - logp_old) "
+                        "needs the policy's log-probs (logp=...)", NULL);
+    // masking needs the trainer's own verdict: only it knows its EOS ids and its budget
+    if (mask_truncated)
+        for (int i = 0; i < N; i++)
+            if (rec[i].truncated < 0)
+                check_error(path, rec[i].line, "truncated=0|1 is required when --mask-truncated is 1", NULL);
 }
 
 static int cmd_check(int argc, char **argv, Options *o) {
@@ -10215,33 +10212,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
     int *starts = (int *)mallocCheck((N + 1) * sizeof(int)), G = 0;
     for (int a = 0; a < N; a++) if (a == 0 || rec[order[a]].group != rec[order[a - 1]].group) starts[G++] = a;
     starts[G] = N;
-    int needs_pairs = cfg.obj.adv_std != STD_NONE && cfg.obj.adv_std_scope == SCOPE_GROUP;
-    for (int g = 0; g < G; g++)
-        if (starts[g + 1] - starts[g] < 2 && needs_pairs) {
-            char detail[128];
-            snprintf(detail, sizeof detail, " (group %ld has one completion; --adv-std %s needs k >= 2, "
-                     "or use --adv-std none)", rec[order[starts[g]]].group, ADV_STD_NAMES[cfg.obj.adv_std]);
-            check_error(path, rec[order[starts[g]]].line, "group of size 1", detail);
-        }
-    if (cfg.obj.beta != 0.0f)
-        for (int i = 0; i < N; i++)
-            if (!rec[i].logp_ref)
-                check_error(path, rec[i].line, "logp_ref is required when --beta is not 0", NULL);
-    // a missing logp is taken as 0 below: the kl column (and with β != 0 the loss) from an invented logp
-    for (int i = 0; i < N; i++)
-        if (rec[i].logp_ref && !rec[i].logp)
-            check_error(path, rec[i].line, "logp_ref given without logp: the KL (the kl column, and the "
-                        "loss when --beta is not 0) needs the policy's log-probs (logp=...)", NULL);
-    // a missing logp is taken as 0 below: with logp_old given, a wrong ratio, silently
-    for (int i = 0; i < N; i++)
-        if (rec[i].logp_old && !rec[i].logp)
-            check_error(path, rec[i].line, "logp_old given without logp: the ratio exp(logp - logp_old) "
-                        "needs the policy's log-probs (logp=...)", NULL);
-    // masking needs the trainer's own verdict: only it knows its EOS ids and its budget
-    if (o->mask_truncated)
-        for (int i = 0; i < N; i++)
-            if (rec[i].truncated < 0)
-                check_error(path, rec[i].line, "truncated=0|1 is required when --mask-truncated is 1", NULL);
+    refuse_check_records(path, rec, N, order, starts, G, &cfg.obj, o->mask_truncated);
     // the batch as a training step holds it: completion a is line order[a] of the file, rows of
     // the longest completion's length
     int maxlen = 1;
@@ -10335,16 +10306,55 @@ static int cmd_check(int argc, char **argv, Options *o) {
 // ----------------------------------------------------------------------------
 // bench: training and sampling throughput of the model (make bench compares with PyTorch)
 
+// BenchBatch: bench's fixed training batch, B x T random tokens and targets, dlogp the gradient
+// of their mean log-loss
+typedef struct {
+    int B, T;
+    int *inputs, *targets;   // (B·T)
+    float *logp, *dlogp;     // (B·T)
+} BenchBatch;
+
+static void build_bench_batch(BenchBatch *b, int B, int T, Rng *rng) {
+    size_t n = (size_t)B * T;
+    *b = (BenchBatch){B, T, (int *)mallocCheck(n * sizeof(int)), (int *)mallocCheck(n * sizeof(int)),
+                      (float *)mallocCheck(n * sizeof(float)), (float *)mallocCheck(n * sizeof(float))};
+    for (size_t i = 0; i < n; i++) {
+        b->inputs[i] = rng_int(rng, VOCAB_SIZE);
+        b->targets[i] = rng_int(rng, VOCAB_SIZE);
+        b->dlogp[i] = -1.0f / (B * T);
+    }
+}
+
+static void free_bench_batch(BenchBatch *b) {
+    free(b->inputs);
+    free(b->targets);
+    free(b->logp);
+    free(b->dlogp);
+}
+
 // one timed training step of bench: forward, log-probs, backward, clipping, AdamW step t
-static void bench_train_step(GPT *m, const int *inputs, const int *targets, float *logp, const float *dlogp,
-                             int B, int T, const AdamWConfig *opt, int t) {
-    gpt_forward(m, inputs, B, T);
-    gpt_logprob_forward(m, logp, targets, B * T, 1.0f, NULL);
+static void bench_train_step(GPT *m, const BenchBatch *b, const AdamWConfig *opt, int t) {
+    int BT = b->B * b->T;
+    gpt_forward(m, b->inputs, b->B, b->T);
+    gpt_logprob_forward(m, b->logp, b->targets, BT, 1.0f, NULL);
     gpt_zero_grad(m);
-    gpt_logprob_backward(m, targets, dlogp, B * T, 1.0f);
-    gpt_backward(m, inputs);
+    gpt_logprob_backward(m, b->targets, b->dlogp, BT, 1.0f);
+    gpt_backward(m, b->inputs);
     clip_grad_norm(m, 1.0f);
     adamw_update(m, opt, 1e-4f, t);
+}
+
+// time_train_steps: the tokens/s of `steps` bench_train_steps of m on b, after `warm` untimed ones.
+static double time_train_steps(GPT *m, const BenchBatch *b, const AdamWConfig *opt, int warm, int steps) {
+    double t0 = 0;
+    for (int it = 0; it < warm + steps; it++) {
+        if (it == warm) t0 = wall_seconds();
+        bench_train_step(m, b, opt, it + 1);
+    }
+#ifdef GRPO_CUDA
+    if (m->on_device) cuda_synchronize();   // the GPU runs behind the host: wait for the last step
+#endif
+    return (double)b->B * b->T * steps / (wall_seconds() - t0);
 }
 
 /* read_bench_groups: the groups of path (eval --completions' format: prompt<TAB>completion<TAB>
@@ -10406,9 +10416,6 @@ static int read_bench_groups(const char *path, GroupBatch *g, int *prompts, int 
     return fits ? n : 0;
 }
 
-// timed sampling calls in bench (after a warm-up); the median is reported
-#define BENCH_SAMPLE_REPS 5
-
 /* fma_peak_gflops: the fp32 FMA throughput of one core as this build compiles it, GFLOP/s
    (2 FLOPs per lane and FMA): x = x·a + b in 12 independent chains of 16 floats (12 vector
    registers, AVX2 or AVX-512: more chains in flight than the FMA units' latency times their
@@ -10451,6 +10458,99 @@ static double median_of(double *x, int n) {
     return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
 }
 
+// timed sampling calls in bench (after a warm-up); the median is reported
+#define BENCH_SAMPLE_REPS 5
+
+/* time_sampling: the median seconds of BENCH_SAMPLE_REPS sample_completions calls (T = 1) for
+   the B <= 128 sequences of pp, plen, after a warm-up; sequence b's stream is (seed, stream0 + b)
+   anew in every call, so every call draws the same completions. allowed: the sampler's mask
+   (NULL: all). *new_tokens: the tokens the last call drew. */
+static double time_sampling(GPT *m, KVCache *kv, int B, const int *const *pp, const int *plen, int max_new,
+                            uint64_t seed, int stream0, const unsigned char *allowed, long *new_tokens) {
+    int *comp = (int *)mallocCheck((size_t)B * max_new * sizeof(int)), clen[128];
+    float *lp = (float *)mallocCheck((size_t)B * max_new * sizeof(float));
+    Rng rngs[128];
+    double s[BENCH_SAMPLE_REPS];
+    for (int it = 0; it <= BENCH_SAMPLE_REPS; it++) {
+        for (int b = 0; b < B; b++) rng_seed(&rngs[b], seed, stream0 + b);
+        double t0 = wall_seconds();
+        sample_completions(m, kv, B, pp, plen, max_new, 1.0f, 0, rngs, allowed, comp, lp, clen);
+        if (it > 0) s[it - 1] = wall_seconds() - t0;
+    }
+    *new_tokens = 0;
+    for (int b = 0; b < B; b++) *new_tokens += clen[b];
+    free(comp);
+    free(lp);
+    return median_of(s, BENCH_SAMPLE_REPS);
+}
+
+/* time_grpo_updates: the GRPO update itself (grpo_update: loss, backward, clipping, AdamW) of m
+   on the sampled groups of tests/fixtures/bench_groups.txt (at most 128 completions, 26 new
+   tokens), a warm-up then 5 of each layout (padded, then tree-packed when layouts is 2),
+   alternating: their ms into ms[layout] (sorted by median_of); the padded length and the
+   packed rows into *T and *rows. Returns the number of completions, 0 when the file is missing
+   or does not fit (nothing timed). */
+static int time_grpo_updates(GPT *m, const AdamWConfig *opt, int layouts, double ms[2][5], int *T,
+                             int *rows) {
+    GroupBatch g;
+    int maxT = m->config.max_seq_len;
+    int *prompts = (int *)mallocCheck((size_t)128 * maxT * sizeof(int));
+    int n = read_bench_groups("tests/fixtures/bench_groups.txt", &g, prompts, 128, 26, maxT);
+    if (n > 0) {
+        *T = make_batch(g.inputs, g.targets, n, g.prompt, g.plen, g.comp_row, g.clen);
+        *rows = pack_shared_prefix_batch(g.spb, n, g.prompt, g.plen, g.comp_row, g.clen);
+        Options def;
+        default_options(&def);
+        GRPOConfig cfg = grpo_config_from_options(&def);
+        cfg.obj.max_new_tokens = 26;
+        int adam = 0;
+        UpdateStats us;
+        for (int it = 0; it < 6; it++)
+            for (int lay = 0; lay < layouts; lay++) {
+                cfg.update_layout = lay;
+                double t1 = wall_seconds();
+                grpo_update(m, NULL, &g, &cfg, opt, &adam, NULL, &us);
+#ifdef GRPO_CUDA
+                if (m->on_device) cuda_synchronize();
+#endif
+                if (it > 0) ms[lay][it - 1] = 1e3 * (wall_seconds() - t1);
+            }
+        for (int lay = 0; lay < layouts; lay++) median_of(ms[lay], 5);
+        free_group_batch(&g);
+    }
+    free(prompts);
+    return n;
+}
+
+#ifdef GRPO_CUDA
+/* bench_cuda_products: the cuBLAS products of one training step of m on b (AdamW steps from
+   o->steps + 4 on) timed inside the step, then alone, printed beside the step's time (from
+   train_tok_s); with --kernel-times the kernels of 3 more steps. */
+static void bench_cuda_products(GPT *m, const BenchBatch *b, const AdamWConfig *opt, const Options *o,
+                                double train_tok_s) {
+    cuda_time_sgemm = 1;
+    cuda_sgemm_seconds = 0.0;
+    bench_train_step(m, b, opt, 4 + o->steps);
+    cuda_synchronize();
+    cuda_time_sgemm = 0;
+    int BT = b->B * b->T, Ci = o->channels, Li = o->layers, reps = 20;
+    double per_layer = cuda_time_sgemms(BT, Ci, 3 * Ci, reps) + cuda_time_sgemms(BT, Ci, Ci, reps) +
+                       cuda_time_sgemms(BT, Ci, 4 * Ci, reps) + cuda_time_sgemms(BT, 4 * Ci, Ci, reps);
+    double alone = Li * per_layer + cuda_time_sgemms(BT, Ci, VOCAB_SIZE, reps);
+    // 3 products of 2·N·C·OC per matmul
+    double mm_flops = 6.0 * BT * ((double)Li * 12 * Ci * Ci + (double)Ci * VOCAB_SIZE);
+    printf("sgemm  %.3f ms of matmul products (cuBLAS) per training step (%.0f GFLOP/s); the same "
+           "products alone: %.3f ms (%.0f GFLOP/s): %.0f%% of isolated cuBLAS; the step takes %.3f ms\n",
+           cuda_sgemm_seconds * 1e3, mm_flops / cuda_sgemm_seconds / 1e9, alone * 1e3,
+           mm_flops / alone / 1e9, 100.0 * alone / cuda_sgemm_seconds, 1e3 * BT / train_tok_s);
+    if (o->kernel_times) {
+        cuda_kernel_times_start();
+        for (int it = 0; it < 3; it++) bench_train_step(m, b, opt, 5 + o->steps + it);
+        cuda_kernel_times_report(stdout, 3);
+    }
+}
+#endif
+
 static int cmd_bench(int argc, char **argv, Options *o) {
     o->batch_size = 16;   // bench's defaults
     o->steps = 10;
@@ -10475,101 +10575,31 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     build_gpt(&m, (GPTConfig){T, VOCAB_SIZE, o->layers, o->heads, o->channels}, B, o->seed);
     Rng rng;
     rng_seed(&rng, o->seed, 3);
-    int *inputs = (int *)mallocCheck((size_t)B * T * sizeof(int));
-    int *targets = (int *)mallocCheck((size_t)B * T * sizeof(int));
-    float *logp = (float *)mallocCheck((size_t)B * T * sizeof(float));
-    float *dlogp = (float *)mallocCheck((size_t)B * T * sizeof(float));
-    for (int i = 0; i < B * T; i++) {   // random tokens, the gradient of a mean log-loss
-        inputs[i] = rng_int(&rng, VOCAB_SIZE);
-        targets[i] = rng_int(&rng, VOCAB_SIZE);
-        dlogp[i] = -1.0f / (B * T);
-    }
+    BenchBatch bb, ub;
+    build_bench_batch(&bb, B, T, &rng);
     AdamWConfig opt = {1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0, 1000, 2, 1.0f};
-    double t0 = 0;
-    for (int it = 0; it < 3 + o->steps; it++) {
-        if (it == 3) t0 = wall_seconds();
-        bench_train_step(&m, inputs, targets, logp, dlogp, B, T, &opt, it + 1);
-    }
-#ifdef GRPO_CUDA
-    if (m.on_device) cuda_synchronize();   // the GPU runs behind the host: wait for the last step
-#endif
-    double train_tok_s = (double)B * T * o->steps / (wall_seconds() - t0);
-    size_t C = o->channels, L = o->layers, V = VOCAB_SIZE;
-    size_t n_nonemb = m.num_parameters - m.param_sizes[0] - m.param_sizes[1];
-    double fwd_flops = 2.0 * n_nonemb + 2.0 * L * T * C + 2.0 * C * V;
-    double gflops = train_tok_s * 3.0 * fwd_flops / 1e9;
+    double train_tok_s = time_train_steps(&m, &bb, &opt, 3, o->steps);
+    double gflops = train_tok_s * 3.0 * model_flops_per_token(&m.config) / 1e9;
 #ifndef GRPO_CUDA
     double peak = fma_peak_gflops();   // one core's; the step runs on num_threads() of them
 #endif
     // the same step at the shape of the main job's GRPO update: 8 prompts x 16 completions,
     // sequences of up to 37 tokens (11-token prompt, 26 new), on a model of the same size
-    int UB = 128;
-    int UT = imin(37, T);
+    int UB = 128, UT = imin(37, T);
     GPT mu;
-    build_gpt(&mu, (GPTConfig){T, VOCAB_SIZE, o->layers, o->heads, o->channels}, UB, o->seed);
-    int *uin = (int *)mallocCheck((size_t)UB * UT * sizeof(int));
-    int *utg = (int *)mallocCheck((size_t)UB * UT * sizeof(int));
-    float *ulp = (float *)mallocCheck((size_t)UB * UT * sizeof(float));
-    float *udlp = (float *)mallocCheck((size_t)UB * UT * sizeof(float));
-    for (int i = 0; i < UB * UT; i++) {
-        uin[i] = rng_int(&rng, VOCAB_SIZE);
-        utg[i] = rng_int(&rng, VOCAB_SIZE);
-        udlp[i] = -1.0f / (UB * UT);
-    }
-    int usteps = imax(3, o->steps / 2);
-    for (int it = 0; it < 1 + usteps; it++) {
-        if (it == 1) t0 = wall_seconds();
-        bench_train_step(&mu, uin, utg, ulp, udlp, UB, UT, &opt, it + 1);
-    }
-#ifdef GRPO_CUDA
-    if (mu.on_device) cuda_synchronize();
-#endif
-    double update_tok_s = (double)UB * UT * usteps / (wall_seconds() - t0);
-    double update_gflops = update_tok_s * 3.0 * (2.0 * n_nonemb + 2.0 * L * UT * C + 2.0 * C * V) / 1e9;
-    // the GRPO update itself (grpo_update: loss, backward, clipping, AdamW) on real groups, the
-    // padded layout and the shared-prefix batch (tree) alternating (CPU build: the CUDA build trains padded)
-    GroupBatch rg;
-    int *rg_prompts = (int *)mallocCheck((size_t)UB * T * sizeof(int));
-    int rg_n = read_bench_groups("tests/fixtures/bench_groups.txt", &rg, rg_prompts, UB, 26, T);
-    int rg_T = 0, rg_rows = 0, layouts = 2;
+    build_gpt(&mu, m.config, UB, o->seed);
+    build_bench_batch(&ub, UB, UT, &rng);
+    double update_tok_s = time_train_steps(&mu, &ub, &opt, 1, imax(3, o->steps / 2));
+    GPTConfig ucfg = m.config;   // FLOPs per token at the update's length (attention's 2·L·UT·C)
+    ucfg.max_seq_len = UT;
+    double update_gflops = update_tok_s * 3.0 * model_flops_per_token(&ucfg) / 1e9;
+    int layouts = 2;   // the padded layout and the shared-prefix batch (tree); the CUDA build trains padded
 #ifdef GRPO_CUDA
     layouts = mu.on_device ? 1 : 2;
 #endif
-    double rg_ms[2][5], rg_med[2] = {0, 0}, rg_lo[2] = {0, 0}, rg_hi[2] = {0, 0};
-    if (rg_n > 0) {
-        rg_T = make_batch(rg.inputs, rg.targets, rg_n, rg.prompt, rg.plen, rg.comp_row, rg.clen);
-        rg_rows = pack_shared_prefix_batch(rg.spb, rg_n, rg.prompt, rg.plen, rg.comp_row, rg.clen);
-        Options def;
-        default_options(&def);
-        GRPOConfig rcfg = grpo_config_from_options(&def);
-        rcfg.obj.max_new_tokens = 26;
-        int adam = 0;
-        UpdateStats us;
-        for (int it = 0; it < 6; it++)   // a warm-up, then 5 of each
-            for (int lay = 0; lay < layouts; lay++) {
-                rcfg.update_layout = lay;
-                double t1 = wall_seconds();
-                grpo_update(&mu, NULL, &rg, &rcfg, &opt, &adam, NULL, &us);
-#ifdef GRPO_CUDA
-                if (mu.on_device) cuda_synchronize();
-#endif
-                if (it > 0) rg_ms[lay][it - 1] = 1e3 * (wall_seconds() - t1);
-            }
-        for (int lay = 0; lay < layouts; lay++) {
-            rg_lo[lay] = rg_hi[lay] = rg_ms[lay][0];
-            for (int r = 1; r < 5; r++) {
-                rg_lo[lay] = fmin(rg_lo[lay], rg_ms[lay][r]);
-                rg_hi[lay] = fmax(rg_hi[lay], rg_ms[lay][r]);
-            }
-            rg_med[lay] = median_of(rg_ms[lay], 5);
-        }
-        free_group_batch(&rg);
-    }
-    free(rg_prompts);
-    free(uin);
-    free(utg);
-    free(ulp);
-    free(udlp);
+    double rg_ms[2][5];   // sorted by median_of: [0] the fastest, [2] the median, [4] the slowest
+    int rg_T = 0, rg_rows = 0, rg_n = time_grpo_updates(&mu, &opt, layouts, rg_ms, &rg_T, &rg_rows);
+    free_bench_batch(&ub);
     free_gpt(&mu);
     // sampling: eos masked so every sequence runs to the end of the context
     KVCache kv;
@@ -10578,60 +10608,33 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     for (int v = 0; v < VOCAB_SIZE; v++) allowed[v] = v != TOK_EOS;
     int *prompts = (int *)mallocCheck((size_t)S * P * sizeof(int)), plen[64];
     const int *pp[64];
-    Rng rngs[64];
     for (int b = 0; b < S; b++) {
         for (int t = 0; t < P; t++) prompts[b * P + t] = rng_int(&rng, VOCAB_SIZE);
         pp[b] = prompts + b * P;
         plen[b] = P;
-        rng_seed(&rngs[b], o->seed, 100 + b);
     }
-    int max_new = T - P;
-    int *comp = (int *)mallocCheck((size_t)S * max_new * sizeof(int)), clen[64];
-    float *clp = (float *)mallocCheck((size_t)S * max_new * sizeof(float));
-    sample_completions(&m, &kv, S, pp, plen, max_new, 1.0f, 0, rngs, allowed, comp, clp, clen);  // warm-up
-    double sample_s[BENCH_SAMPLE_REPS];   // one call takes ~0.1 s: the median of a few
-    for (int r = 0; r < BENCH_SAMPLE_REPS; r++) {
-        t0 = wall_seconds();
-        sample_completions(&m, &kv, S, pp, plen, max_new, 1.0f, 0, rngs, allowed, comp, clp, clen);
-        sample_s[r] = wall_seconds() - t0;
-    }
-    double sample_tok_s = (double)S * max_new / median_of(sample_s, BENCH_SAMPLE_REPS);
+    long tokens;
+    double sample_tok_s = (double)S * (T - P) /   // every sequence runs to the end of the context
+                          time_sampling(&m, &kv, S, pp, plen, T - P, o->seed, 100, allowed, &tokens);
     // sampling the way a GRPO step does: 8 prompts x 16 completions that stop at <eos> (the
     // sampler feeds each prompt once and drops finished sequences from the decode step)
     double grpo_tok_s = 0.0;
-    int gp = 12;
-    int gk = 16;
-    int gnew = imin(26, T - gp);
+    int gp = 12, gk = 16, gnew = imin(26, T - gp);
     if (gnew >= 1) {
         KVCache gkv;
         build_kvcache(&gkv, &m.config, 8 * gk);
-        int gprompts[8][12];
+        int gprompts[8][12], gplen[8 * 16];
         const int *gpp[8 * 16];
-        int gplen[8 * 16];
-        int *gcomp = (int *)mallocCheck((size_t)8 * gk * gnew * sizeof(int));
-        float *glp = (float *)mallocCheck((size_t)8 * gk * gnew * sizeof(float));
-        int glen[8 * 16];
-        Rng grng[8 * 16];
-        long gtokens = 0;
         for (int p = 0; p < 8; p++) {
             gprompts[p][0] = TOK_BOS;
             for (int t = 1; t < gp; t++) gprompts[p][t] = rng_int(&rng, VOCAB_SIZE);
         }
-        double gs[BENCH_SAMPLE_REPS];
-        for (int it = 0; it <= BENCH_SAMPLE_REPS; it++) {   // a warm-up, then the timed calls
-            for (int i = 0; i < 8 * gk; i++) {
-                gpp[i] = gprompts[i / gk];
-                gplen[i] = gp;
-                rng_seed(&grng[i], o->seed, 200 + i);   // the same completions every time
-            }
-            t0 = wall_seconds();
-            sample_completions(&m, &gkv, 8 * gk, gpp, gplen, gnew, 1.0f, 0, grng, NULL, gcomp, glp, glen);
-            if (it > 0) gs[it - 1] = wall_seconds() - t0;
+        for (int i = 0; i < 8 * gk; i++) {
+            gpp[i] = gprompts[i / gk];
+            gplen[i] = gp;
         }
-        for (int i = 0; i < 8 * gk; i++) gtokens += glen[i];
-        grpo_tok_s = gtokens / median_of(gs, BENCH_SAMPLE_REPS);
-        free(gcomp);
-        free(glp);
+        double s = time_sampling(&m, &gkv, 8 * gk, gpp, gplen, gnew, o->seed, 200, NULL, &tokens);
+        grpo_tok_s = tokens / s;
         free_kvcache(&gkv);
     }
     printf("# model: %zu parameters (L=%d NH=%d C=%d maxT=%d), train batch %dx%d, sample batch %d\n",
@@ -10639,15 +10642,12 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #ifdef GRPO_CUDA
     printf("train  %10.0f tokens/s  (%.2f GFLOP/s on the GPU, TF32 %s)\n", train_tok_s, gflops,
            o->tf32 ? "on" : "off");
+    printf("update %10.0f tokens/s  (%.2f GFLOP/s): the same step at the GRPO update's shape, %d x %d\n",
+           update_tok_s, update_gflops, UB, UT);
 #else
     printf("train  %10.0f tokens/s  (%.2f GFLOP/s: %.0f%% of the fp32 peak measured, %d x %.1f GFLOP/s "
            "of FMAs per core)\n", train_tok_s, gflops, 100.0 * gflops / (num_threads() * peak), num_threads(),
            peak);
-#endif
-#ifdef GRPO_CUDA
-    printf("update %10.0f tokens/s  (%.2f GFLOP/s): the same step at the GRPO update's shape, %d x %d\n",
-           update_tok_s, update_gflops, UB, UT);
-#else
     printf("update %10.0f tokens/s  (%.2f GFLOP/s, %.0f%% of peak): the same step at the GRPO update's "
            "shape, %d x %d\n", update_tok_s, update_gflops, 100.0 * update_gflops / (num_threads() * peak), UB,
            UT);
@@ -10655,11 +10655,11 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     if (rg_n > 0) {
         printf("update %10.1f ms per GRPO update [%.1f-%.1f], padded: %d sampled completions "
                "(tests/fixtures/bench_groups.txt), %d x %d = %d positions\n",
-               rg_med[0], rg_lo[0], rg_hi[0], rg_n, rg_n, rg_T, rg_n * rg_T);
+               rg_ms[0][2], rg_ms[0][0], rg_ms[0][4], rg_n, rg_n, rg_T, rg_n * rg_T);
         if (layouts == 2)
             printf("update %10.1f ms per GRPO update [%.1f-%.1f], tree-packed: %d rows (%.2f of padded): "
-                   "%.2fx the padded\n", rg_med[1], rg_lo[1], rg_hi[1], rg_rows,
-                   (double)rg_rows / (rg_n * rg_T), rg_med[0] / rg_med[1]);
+                   "%.2fx the padded\n", rg_ms[1][2], rg_ms[1][0], rg_ms[1][4], rg_rows,
+                   (double)rg_rows / (rg_n * rg_T), rg_ms[0][2] / rg_ms[1][2]);
     } else {
         printf("update: tests/fixtures/bench_groups.txt not found or does not fit this model: "
                "no GRPO update lines (run from the repository root)\n");
@@ -10669,29 +10669,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
         printf("sample %10.0f new tokens/s as in a GRPO step (8 prompts x 16, <= %d new tokens, to <eos>)\n",
                grpo_tok_s, gnew);
 #ifdef GRPO_CUDA
-    if (m.on_device) {   // the step's cuBLAS products timed inside one training step, then alone
-        cuda_time_sgemm = 1;
-        cuda_sgemm_seconds = 0.0;
-        bench_train_step(&m, inputs, targets, logp, dlogp, B, T, &opt, 4 + o->steps);
-        cuda_synchronize();
-        cuda_time_sgemm = 0;
-        int BT = B * T, Ci = o->channels, Li = o->layers, reps = 20;
-        double per_layer = cuda_time_sgemms(BT, Ci, 3 * Ci, reps) + cuda_time_sgemms(BT, Ci, Ci, reps) +
-                           cuda_time_sgemms(BT, Ci, 4 * Ci, reps) + cuda_time_sgemms(BT, 4 * Ci, Ci, reps);
-        double alone = Li * per_layer + cuda_time_sgemms(BT, Ci, VOCAB_SIZE, reps);
-        // 3 products of 2·N·C·OC per matmul
-        double mm_flops = 6.0 * BT * ((double)Li * 12 * Ci * Ci + (double)Ci * VOCAB_SIZE);
-        printf("sgemm  %.3f ms of matmul products (cuBLAS) per training step (%.0f GFLOP/s); the same "
-               "products alone: %.3f ms (%.0f GFLOP/s): %.0f%% of isolated cuBLAS; the step takes %.3f ms\n",
-               cuda_sgemm_seconds * 1e3, mm_flops / cuda_sgemm_seconds / 1e9, alone * 1e3,
-               mm_flops / alone / 1e9, 100.0 * alone / cuda_sgemm_seconds, 1e3 * B * T / train_tok_s);
-        if (o->kernel_times) {
-            cuda_kernel_times_start();
-            for (int it = 0; it < 3; it++)
-                bench_train_step(&m, inputs, targets, logp, dlogp, B, T, &opt, 5 + o->steps + it);
-            cuda_kernel_times_report(stdout, 3);
-        }
-    }
+    if (m.on_device) bench_cuda_products(&m, &bb, &opt, o, train_tok_s);
 #endif
     printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f update_tok_s=%.1f update_gflops=%.2f ",
            train_tok_s, sample_tok_s, gflops, update_tok_s, update_gflops);
@@ -10700,15 +10678,10 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #endif
     if (rg_n > 0 && layouts == 2)
         printf("update_padded_ms=%.2f update_tree_ms=%.2f update_seqs=%d update_T=%d update_rows=%d ",
-               rg_med[0], rg_med[1], rg_n, rg_T, rg_rows);
+               rg_ms[0][2], rg_ms[1][2], rg_n, rg_T, rg_rows);
     printf("threads=%d\n", num_threads());
-    free(inputs);
-    free(targets);
-    free(logp);
-    free(dlogp);
+    free_bench_batch(&bb);
     free(prompts);
-    free(comp);
-    free(clp);
     free_kvcache(&kv);
     free_gpt(&m);
     return 0;

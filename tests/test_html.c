@@ -301,8 +301,18 @@ static int parse_check_columns(const char *out, CheckRow rows[HT_LINES][HT_T]) {
     return count;
 }
 
+/* member_line: the line of completion y(id) of group `group` in a check file (reward[line] set:
+   a completion's line; group_of: check_file_rewards): the page names a group's completions
+   y1..yk in file order. 0 when there is none. */
+static int member_line(const double *reward, const long *group_of, long group, int id) {
+    for (int line = 1; line < HT_LINES; line++)
+        if (!isnan(reward[line]) && group_of[line] == group && --id == 0) return line;
+    return 0;
+}
+
 /* page_vs_check_columns: every node of every group of the page against check's columns, run
-   with --objective grpo (g) and lambda-grpo (l): for each member (its line) and each position
+   with --objective grpo (g) and lambda-grpo (l): for each member (y(id), the id-th line of its
+   group in the file: member_line) and each position
    t of the step, lambda_size = |λ| and step_advantage = A_λ (both printed from the same float:
    to 1e-7 relative); at the step's first position Σ_members weight·advantage = the node's net
    coefficient under each objective (1e-6 relative: a sum of rounded printouts); R̂ = the mean
@@ -310,7 +320,8 @@ static int parse_check_columns(const char *out, CheckRow rows[HT_LINES][HT_T]) {
    own every row of the columns exactly once. Returns the number of differences, the first in
    why. */
 static int page_vs_check_columns(const JVal *root, CheckRow g[HT_LINES][HT_T], CheckRow l[HT_LINES][HT_T],
-                                 int rows, const double *reward, char *why, size_t cap) {
+                                 int rows, const double *reward, const long *group_of, char *why,
+                                 size_t cap) {
     why[0] = 0;
     const JVal *groups = jget(root, "groups");
     if (!groups || groups->type != J_ARR || rows <= 0) {
@@ -320,13 +331,14 @@ static int page_vs_check_columns(const JVal *root, CheckRow g[HT_LINES][HT_T], C
     int bad = 0, owned = 0;
     for (int gi = 0; gi < groups->n; gi++) {
         const JVal *nodes = jget(&groups->items[gi], "nodes");
+        long group = (long)jnum(&groups->items[gi], "group");
         for (int n = 0; nodes && n < nodes->n; n++) {
             const JVal *nd = &nodes->items[n], *mem = jget(nd, "members"), *net = jget(nd, "net");
             int start = (int)jnum(nd, "start"), end = (int)jnum(nd, "end"), size = (int)jnum(nd, "size");
             double A = jnum(nd, "A"), R = jnum(nd, "R"), sum[2] = {0, 0}, rsum = 0;
             int ok = mem && net && net->n == 2 && mem->n == size && start >= 0 && end <= HT_T && start < end;
             for (int a = 0; ok && a < mem->n; a++) {
-                int line = (int)mem->items[a].num;
+                int line = member_line(reward, group_of, group, (int)mem->items[a].num);
                 ok &= line > 0 && line < HT_LINES;
                 for (int t = start; ok && t < end; t++) {
                     const CheckRow *rg = &g[line][t], *rl = &l[line][t];
@@ -376,16 +388,19 @@ static char *plant(const char *json, const char *key) {
     return out;
 }
 
-// rewards[line] of a check file (line numbers as check counts them), NAN elsewhere
-static void check_file_rewards(const char *path, double *reward) {
+// reward[line] and group_of[line] of a check file (line numbers as check counts them), NAN and 0 elsewhere
+static void check_file_rewards(const char *path, double *reward, long *group_of) {
     for (int i = 0; i < HT_LINES; i++) reward[i] = NAN;
+    for (int i = 0; i < HT_LINES; i++) group_of[i] = 0;
     char *text = slurp_file(path);
     int line = 1;
     for (char *p = text; p && *p; line++) {
         char *nl = strchr(p, '\n');
         if (nl) *nl = 0;
         char *r = strstr(p, "reward=");
+        char *g = strstr(p, "group=");
         if (r && p[0] != '#' && line < HT_LINES) reward[line] = atof(r + 7);
+        if (g && p[0] != '#' && line < HT_LINES) group_of[line] = atol(g + 6);
         p = nl ? nl + 1 : p + strlen(p);
     }
     free(text);
@@ -416,12 +431,14 @@ static void html_check_file(const char *label, const char *file, const char *opt
     static CheckRow rg[HT_LINES][HT_T], rl[HT_LINES][HT_T];
     int rows = parse_check_columns(out_g, rg), rows_l = parse_check_columns(out_l, rl);
     double reward[HT_LINES];
-    check_file_rewards(file, reward);
+    long group_of[HT_LINES];
+    check_file_rewards(file, reward, group_of);
     JVal root;
     memset(&root, 0, sizeof root);
     int parsed = json && page_parse(json, &root);
     char why[600] = "";
-    int bad = parsed && rows == rows_l ? page_vs_check_columns(&root, rg, rl, rows, reward, why, sizeof why) : -1;
+    int bad = parsed && rows == rows_l
+                  ? page_vs_check_columns(&root, rg, rl, rows, reward, group_of, why, sizeof why) : -1;
     const JVal *groups = jget(&root, "groups");
     snprintf(name, sizeof name, "html: check %s: JSON = check's |λ|, A_λ, net, R̂", label);
     check(bad == 0, name, "%d groups, %d rows, %d differ %s", groups ? groups->n : 0, rows, bad, why);
@@ -432,7 +449,7 @@ static void html_check_file(const char *label, const char *file, const char *opt
         char *wrong = plant(json, keys[q]);
         JVal w;
         if (wrong && page_parse(wrong, &w)) {
-            caught += page_vs_check_columns(&w, rg, rl, rows, reward, why, sizeof why) > 0;
+            caught += page_vs_check_columns(&w, rg, rl, rows, reward, group_of, why, sizeof why) > 0;
             jfree(&w);
         }
         free(wrong);
@@ -474,6 +491,14 @@ static void test_html_check(void) {
     check(ok && jkl && near(jnum(jkl, "R"), 1.0 / 3, 1e-6) && near(jnum(jkl, "A"), -0.2214, 1e-4),
           "html: worked example: AB, JKL, NQ have the paper's net coefficients", "JKL R̂ %.4f A_λ %+.4f",
           jnum(jkl, "R"), jnum(jkl, "A"));
+    // the completions are y1..y6 in group order, as the paper names them (not their file lines 3..8)
+    const JVal *wg = jget(&we, "groups"), *comps = wg && wg->n ? jget(&wg->items[0], "completions") : NULL;
+    int ids_ok = comps && comps->n == 6;
+    for (int i = 0; ids_ok && i < comps->n; i++) ids_ok = jnum(&comps->items[i], "id") == i + 1;
+    const JVal *ab = jget(page_node(&we, "AB"), "members");
+    ids_ok = ids_ok && ab && ab->n == 2 && ab->items[0].num == 1 && ab->items[1].num == 2;
+    check(ids_ok, "html: worked example: completions labelled y1..y6 as in the paper (AB's members y1, y2)",
+          "%d completions", comps ? comps->n : -1);
     jfree(&we);
     html_check_file("authors_grpo_beta", "tests/fixtures/check/authors_grpo_beta.txt", "--beta 0.04", "", NULL);
     // long steps: four completions of 400 tokens, two pairs sharing 300; a step of more than
@@ -530,18 +555,14 @@ static void test_html_sample_text(void) {
     fprintf(mem, "<prompt>\n");
     print_tree(mem, &g.tree, g.comp_row, g.clen, 8, g.node_of, g.max_new, nums);
     fclose(mem);
-    int ids[8];
     signed char accepted[8];
-    for (int i = 0; i < 8; i++) {
-        ids[i] = i + 1;
-        accepted[i] = (signed char)(g.reward[i] == 1.0f);
-    }
+    for (int i = 0; i < 8; i++) accepted[i] = (signed char)(g.reward[i] == 1.0f);
     char page[400], tmp[1100];
     snprintf(page, sizeof page, "%s/html_text.html", TMPDIR_);
     TokenNames tn;
     memset(&tn, 0, sizeof tn);
     tn.own_vocab = 1;
-    PageGroup pg = {0, "7 3 5>26:", 8, g.comp_row, g.clen, g.reward, g.advantage, ids, accepted, &g.tree,
+    PageGroup pg = {0, "7 3 5>26:", 8, g.comp_row, g.clen, g.reward, g.advantage, accepted, &g.tree,
                     g.node_of, g.lambda_size, g.max_new, nums};
     FILE *f = html_begin(page, tmp, sizeof tmp, "sample", "7 3 5>26:", OBJ_LAMBDA_GRPO, "test", NULL, 1);
     html_group(f, &pg, &tn, 1);
