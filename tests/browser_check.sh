@@ -13,9 +13,9 @@
 #     and the k = 64 page is under 1 MB. Sizes and times are printed.
 # Then make web's page (grpo.c in WebAssembly, notes/web), under 2 MB, through
 # notes/web/test_page.js: a small Table 1 grid against the same WebAssembly under node, bit for
-# bit; a typed worked example against native ./grpo check; nothing fetched (its screenshot:
-# web_page.png). Without emcc (Debian: apt-get install emscripten) that part is SKIPPED, and the
-# summary line says so.
+# bit (and in Firefox, where it is installed); a typed worked example against native ./grpo check;
+# nothing fetched (its screenshot: web_page.png). Without emcc (Debian: apt-get install
+# emscripten) that part is SKIPPED, and the summary line says so.
 # The countdown model: $GRPO_HTML_MODEL, else runs/sft/model.bin, else a small SFT model made
 # here (~1 min). The screenshots go to a temporary directory, or to DIR with --out (`--out
 # notes/figures` refreshes the committed figures). Without chromium it prints a SKIPPED line and
@@ -146,8 +146,10 @@ else
     if [ "$bytes" -le 2000000 ]; then
       ok "make web: build/web/grpo.html, $bytes bytes (at most 2 MB), built in $(( $(date +%s) - t )) s"
     else bad "make web: build/web/grpo.html is $bytes bytes, over 2 MB"; fi
+    # and in Firefox too where it is installed (CI: not installed)
+    firefox=$(command -v firefox-esr || command -v firefox)
     node notes/web/test_page.js build/web/grpo.html "$browser" ./grpo "$shots/web_page.png" ${out:+--figure} \
-      > "$tmp/web.txt" 2>&1
+      ${firefox:+--firefox "$firefox"} > "$tmp/web.txt" 2>&1
     grep -v '^web page: ' "$tmp/web.txt"
     # a committed figure: 256 colours (ImageMagick, as compare above), a third of the bytes
     if [ -n "$out" ]; then convert "$shots/web_page.png" -colors 256 "PNG8:$shots/web_page.png"; fi

@@ -1,6 +1,6 @@
-// node notes/web/test_page.js PAGE BROWSER GRPO SHOT [--figure]: make web's page in headless
-// Chromium, driven over the DevTools protocol (a small WebSocket client below: node 18 and 20 have
-// none built in). It opens PAGE from file://, then
+// node notes/web/test_page.js PAGE BROWSER GRPO SHOT [--figure] [--firefox FIREFOX]: make web's page
+// in headless Chromium, driven over the DevTools protocol (a small WebSocket client below: node 18
+// and 20 have none built in). It opens PAGE from file://, then
 //   - runs a small Table 1 grid (./grpo tree) from the page's fields and checks its output and
 //     tree_steps.csv against the same WebAssembly (the page's own) run under node, bit for bit,
 //     and the curves drawn while it ran against the CSV;
@@ -9,12 +9,15 @@
 //   - checks that the B(G) picture (check --html, in an iframe) drew and that its switch works,
 //     that nothing was fetched (every request file:, blob:, data: or about:) and that nothing was
 //     logged as an error; then writes a screenshot to SHOT (--figure: after the preset's grid).
+// With --firefox, the same small grid in headless Firefox too (WebDriver BiDi), against node's.
 // Prints one PASS or FAIL line per check; exit status 1 when one fails.
 'use strict';
 const fs = require('fs'), path = require('path'), os = require('os'), http = require('http');
 const crypto = require('crypto'), {spawn, execFileSync} = require('child_process');
 const [pagePath, browser, grpoBin, shot] = process.argv.slice(2);
 const figure = process.argv.includes('--figure');
+const firefox = process.argv.includes('--firefox') ? process.argv[process.argv.indexOf('--firefox') + 1]
+                                                   : null;
 let pass = 0, fail = 0;
 const ok = (what) => { console.log('PASS  ' + what); pass++; };
 const bad = (what) => { console.log('FAIL  ' + what); fail++; };
@@ -103,6 +106,67 @@ const load = new Function('require', '__dirname', '__filename', 'module', 'expor
 const [GRPO, grpoRun] = load(require, __dirname, __filename, {}, {});
 const wasmModule = new WebAssembly.Module(Buffer.from(script('grpo-wasm').trim(), 'base64'));
 const nodeRun = (args, read) => grpoRun(GRPO, wasmModule, args, {}, read || []);
+
+// inFirefox: the small grid (args) in headless Firefox over WebDriver BiDi; resolves to the page's
+// grpoPage.tree as JSON and its errors, or throws
+async function inFirefox(args) {
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'grpo-web-firefox.'));
+  const fx = spawn(firefox, ['--headless', '--no-remote', '--profile', dir, '--remote-debugging-port=0'],
+                   {stdio: ['ignore', 'pipe', 'pipe']});
+  try {
+    let log = '';
+    const url = await new Promise((resolve, reject) => {
+      const t = setTimeout(() => reject(new Error('firefox did not start: ' + log.slice(-300))), 60000);
+      const seen = (d) => {
+        log += d;
+        const m = /WebDriver BiDi listening on (ws:\S+)/.exec(log);
+        if (m) { clearTimeout(t); resolve(m[1].replace(/\/?$/, '/session')); }
+      };
+      fx.stdout.on('data', seen);
+      fx.stderr.on('data', seen);
+    });
+    const ws = await websocket(url), waiting = new Map();
+    let id = 0;
+    ws.onmessage = (text) => {
+      const m = JSON.parse(text);
+      if (m.id && waiting.has(m.id)) { waiting.get(m.id)(m); waiting.delete(m.id); }
+    };
+    const send = (method, params) => new Promise((r) => {
+      waiting.set(++id, r);
+      ws.send(JSON.stringify({id, method, params}));
+    });
+    await send('session.new', {capabilities: {}});
+    const context = (await send('browsingContext.getTree', {})).result.contexts[0].context;
+    const page = 'file://' + path.resolve(pagePath);
+    await send('browsingContext.navigate', {context, url: page, wait: 'complete'});
+    const evaluate = async (expression) => {   // the value of a JSON-valued expression
+      const r = await send('script.evaluate', {expression: 'JSON.stringify(' + expression + ')',
+                                               awaitPromise: true, target: {context}});
+      if (r.type !== 'success' || r.result.type !== 'success')
+        throw new Error(expression + ': ' + JSON.stringify(r));
+      return r.result.result.type === 'string' ? JSON.parse(r.result.result.value) : undefined;
+    };
+    const until = async (expr) => {
+      for (const t0 = Date.now(); Date.now() - t0 < 120000; await sleep(200))
+        if (await evaluate(expr)) return;
+      throw new Error(expr + ': not within 120 s');
+    };
+    await until('!!(window.grpoPage && grpoPage.ready)');
+    const fields = {'t-lr': args[2], 't-k': args[4], 't-seeds': args[6], 't-steps': args[8]};
+    await evaluate(`(function (f) { for (var k in f) document.getElementById(k).value = f[k];
+                      document.getElementById('t-run').click(); })(${JSON.stringify(fields)})`);
+    await until('!!(grpoPage.tree && grpoPage.tree.done)');
+    const tree = await evaluate('grpoPage.tree'), errors = await evaluate('grpoPage.errors');
+    ws.close();
+    return {tree, errors};
+  } finally {
+    fx.kill();
+    await sleep(500);
+    try {
+      fs.rmSync(dir, {recursive: true, force: true});
+    } catch (e) { /* left in the temporary directory */ }
+  }
+}
 
 let chrome = null, tmp = null;
 async function main() {
@@ -194,6 +258,13 @@ async function main() {
     function (p) { return p.getAttribute('data-objective') + ':' + p.getAttribute('points').split(' ').length;
     }).join(' ')`);
   check(drawn === 'grpo:30 lambda-grpo:30', 'both mean curves drawn from the CSV, 30 steps each', drawn);
+  if (firefox) {
+    const fx = await inFirefox(args);
+    const same = fx.tree.rc === 0 && fx.tree.csv === csv && noTime(fx.tree.out) === noTime(ref.out);
+    check(same && !fx.errors.length,
+          'Firefox (' + firefox + '): the same grid, tree_steps.csv and Table 1 = under node, bit for bit',
+          fx.errors.join('; '));
+  }
   const tableRows = await evaluate(`document.querySelectorAll('#tree-table tr').length`);
   check(tableRows === 7, 'Table 1 on the page: 6 cells beside the paper\'s', tableRows + ' rows');
 
