@@ -1,9 +1,9 @@
 // node notes/web/test_page.js PAGE BROWSER GRPO SHOT [--figure] [--firefox FIREFOX]: make web's page
 // in headless Chromium, driven over the DevTools protocol (a small WebSocket client below: node 18
 // and 20 have none built in). It opens PAGE from file://, then
-//   - runs a small Table 1 grid (./grpo tree) from the page's fields and checks its output and
-//     tree_steps.csv against the same WebAssembly (the page's own) run under node, bit for bit,
-//     and the curves drawn while it ran against the CSV;
+//   - starts and stops tree's default grid, then runs a small Table 1 grid (./grpo tree) from the
+//     page's fields and checks its output and tree_steps.csv against the same WebAssembly (the
+//     page's own) run under node, bit for bit, and the curves drawn while it ran against the CSV;
 //   - types a change into the worked example (a reward, then a new completion) and checks check's
 //     table and loss on the page against native ./grpo check (GRPO, the binary) to float rounding;
 //   - checks that the B(G) picture (check --html, in an iframe) drew and that its switch works,
@@ -230,7 +230,15 @@ async function main() {
   ok(`the page loaded from file:// and ran its first commands (tree --help, tree, check) in ` +
      `${Date.now() - t0} ms`);
 
-  // 1. a small Table 1 grid, typed into the fields
+  // 1. the default grid started and stopped (its worker is replaced), then a small grid typed in
+  await click('t-run');
+  await until('grpoPage.tree.progress.length > 0', 60, 'the default grid\'s first run');
+  await click('t-stop');
+  await until('grpoPage.tree.done', 10, 'Stop');
+  const stopped = await evaluate(`grpoPage.tree.rc === null &&
+                                   document.getElementById('t-status').textContent`);
+  check(stopped === 'stopped', 'the default grid (' + (await evaluate('grpoPage.tree.args.join(" ")')) +
+        ') ran, drew its first run and stopped on Stop', stopped);
   for (const [sel, v] of Object.entries({'#t-lr': '3e-4', '#t-k': '8', '#t-seeds': '1', '#t-steps': '30'}))
     await type(sel, v);
   await click('t-run');
