@@ -40,7 +40,7 @@ endif
 test test-asan: export OMP_WAIT_POLICY := $(TEST_WAIT_POLICY)
 
 .PHONY: all test test-asan bench bench-cuda run sft train cuda cuda-compile test-cuda clean figures assignment grade
-.PHONY: compare test-browser wait-policy tree-sweep
+.PHONY: compare test-browser wait-policy tree-sweep web
 
 wait-policy:
 	@echo "OMP_WAIT_POLICY=$(if $(OMP_WAIT_POLICY),$(OMP_WAIT_POLICY),(unset: libgomp's default, threads spin))"
@@ -194,7 +194,7 @@ grade:
 clean:
 	rm -f grpo grpo_cuda grpo_asan grpo_kernels.o tests/test_cuda tests/test_grpo tests/test_grpo_noomp tests/test_grpo_asan
 	rm -f tests/test_grpo_portable tests/test_grpo_wide
-	rm -rf build/assignment
+	rm -rf build/assignment build/web
 
 # Figures from the CSV logs under runs/, written to runs/figures/; each figure whose logs are
 # missing is skipped, with the command that writes them. `make figures OUT=notes/figures`
@@ -204,10 +204,28 @@ FIGURES_OUT := $(if $(filter command line,$(origin OUT)),$(OUT),runs/figures)
 figures:
 	python3 notes/plot.py --runs runs --out $(FIGURES_OUT)
 
+# The paper's experiments in a browser (notes/web): grpo.c compiled to WebAssembly by emscripten
+# (Debian: apt-get install emscripten), one self-contained page, build/web/grpo.html, that opens
+# from file:// offline: ./grpo tree (Table 1) live and ./grpo check on an editable worked example.
+# -O1: Debian's emscripten 3.1.6 (clang 14) crashes at -O2 compiling trunk_backward.
+WEB_SRC   := grpo.c notes/web/page.html notes/web/page.js notes/web/run.js notes/web/worker.js \
+             notes/web/build.js notes/examples/worked_example.txt notes/examples/letters.txt
+EMCCFLAGS := -O1 -sMODULARIZE=1 -sEXPORT_NAME=GRPO -sENVIRONMENT=web,worker,node -sALLOW_MEMORY_GROWTH=1 \
+             -sEXIT_RUNTIME=1 -sINVOKE_RUN=0 -sFORCE_FILESYSTEM=1 -sEXPORTED_RUNTIME_METHODS=callMain,FS
+web: build/web/grpo.html
+build/web/grpo.html: $(WEB_SRC)
+	@command -v emcc > /dev/null || { echo "make web: no emcc (Debian: apt-get install emscripten)"; exit 1; }
+	@mkdir -p build/web
+	emcc $(EMCCFLAGS) grpo.c -o build/web/grpo.js -lm
+	node notes/web/build.js build/web
+
 # The --html page of B(G) in headless Chromium (tests/browser_check.sh): the worked example and a
 # countdown group under both objectives (the switch changes the pixels), the draw time and size of
-# groups of 64. Skips (exit 0) without chromium. `make test-browser OUT=notes/figures` also
-# replaces the committed screenshots there. It uses runs/sft/model.bin (or makes a small one).
+# groups of 64; then make web's page (notes/web/test_page.js: Table 1 against the same WebAssembly
+# under node, bit for bit, the worked example against ./grpo check, nothing fetched). Without
+# chromium, or emcc for the page, its summary line says SKIPPED (exit 0). `make test-browser
+# OUT=notes/figures` also replaces the committed screenshots there (web_page.png after a grid of the
+# preset). It uses runs/sft/model.bin (or makes a small one).
 test-browser: grpo
 	@bash tests/browser_check.sh $(if $(filter command line,$(origin OUT)),--out $(OUT))
 

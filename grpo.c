@@ -8886,6 +8886,20 @@ static int tree_methods(const Options *o, int *methods) {
     return M;
 }
 
+#ifdef __EMSCRIPTEN__
+#include <emscripten.h>
+/* web_tree_run: the web page's view of a tree run as it ends (notes/web, make web: its Web Worker
+   draws the curve while the other runs go on): objective, n, r_neg and seed as in tree_steps.csv,
+   which stays the record, and freq (steps), the run's per-step target frequency. Elsewhere nothing. */
+static void web_tree_run(int objective, int n, float r_neg, int seed, const float *freq, int steps) {
+    EM_ASM({ if (Module.onTreeRun)
+                 Module.onTreeRun(UTF8ToString($0), $1, $2, $3, HEAPF32.slice($4 >> 2, ($4 >> 2) + $5)); },
+           OBJECTIVE_NAMES[objective], n, r_neg, seed, freq, steps);
+}
+#else
+#define web_tree_run(objective, n, r_neg, seed, freq, steps) ((void)0)
+#endif
+
 // The name of an objective in tree's table.
 static const char *objective_label(int objective) {
     static const char *labels[] = {"GRPO", "λ-GRPO", "MC-PRM", "PPO"};
@@ -8964,6 +8978,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
         int s = idx % S, m = (idx / S) % M, b = (idx / (M * S)) % 3, a = idx / (3 * M * S);
         metric[idx] = tree_run(o, methods[m], NS[a], RNEG[b], s + 1, curve + (size_t)idx * o->steps,
                                rcurve + (size_t)idx * o->steps, &targets[idx]);
+        web_tree_run(methods[m], NS[a], RNEG[b], s + 1, curve + (size_t)idx * o->steps, o->steps);
     }
     for (int idx = 0; idx < runs; idx++) {
         int s = idx % S, m = (idx / S) % M, b = (idx / (M * S)) % 3, a = idx / (3 * M * S);

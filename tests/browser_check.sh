@@ -11,9 +11,14 @@
 #     objective rendered twice gives the same pixels (so the difference is the switch's);
 #   - the draw time the page measured (performance.now(), data-draw-ms) is under a second,
 #     and the k = 64 page is under 1 MB. Sizes and times are printed.
+# Then make web's page (grpo.c in WebAssembly, notes/web), under 2 MB, through
+# notes/web/test_page.js: a small Table 1 grid against the same WebAssembly under node, bit for
+# bit (and in Firefox, where it is installed); a typed worked example against native ./grpo check;
+# nothing fetched (its screenshot: web_page.png). Without emcc (Debian: apt-get install
+# emscripten) that part is SKIPPED, and the summary line says so.
 # The countdown model: $GRPO_HTML_MODEL, else runs/sft/model.bin, else a small SFT model made
 # here (~1 min). The screenshots go to a temporary directory, or to DIR with --out (`--out
-# notes/figures` refreshes the committed figures). Without chromium it prints a skip line and
+# notes/figures` refreshes the committed figures). Without chromium it prints a SKIPPED line and
 # exits 0; ./grpo must be built (make grpo). Exit status 1 when a check fails.
 set -u
 cd "$(dirname "$0")/.."
@@ -129,5 +134,30 @@ for p in countdown64 check64; do
   bytes=$(wc -c < "$tmp/$p.html")
   if [ "$bytes" -lt 1000000 ]; then ok "$p page: $bytes bytes, under 1 MB"; else bad "$p page: $bytes bytes"; fi
 done
-echo "browser_check: $pass passed, $fail failed"
+
+# make web's page: built here (its build time printed), then test_page.js's checks
+skipped=""
+if ! command -v emcc > /dev/null 2>&1 || ! command -v node > /dev/null 2>&1; then
+  skipped=", SKIPPED: the WebAssembly page (no emcc or node; Debian: apt-get install emscripten)"
+else
+  t=$(date +%s)
+  if make --no-print-directory web > "$tmp/web.log" 2>&1; then
+    bytes=$(wc -c < build/web/grpo.html)
+    if [ "$bytes" -le 2000000 ]; then
+      ok "make web: build/web/grpo.html, $bytes bytes (at most 2 MB), built in $(( $(date +%s) - t )) s"
+    else bad "make web: build/web/grpo.html is $bytes bytes, over 2 MB"; fi
+    # and in Firefox too where it is installed (CI: not installed)
+    firefox=$(command -v firefox-esr || command -v firefox)
+    node notes/web/test_page.js build/web/grpo.html "$browser" ./grpo "$shots/web_page.png" ${out:+--figure} \
+      ${firefox:+--firefox "$firefox"} > "$tmp/web.txt" 2>&1
+    grep -v '^web page: ' "$tmp/web.txt"
+    # a committed figure: 256 colours (ImageMagick, as compare above), a third of the bytes
+    if [ -n "$out" ]; then convert "$shots/web_page.png" -colors 256 "PNG8:$shots/web_page.png"; fi
+    pass=$((pass + $(grep -c '^PASS' "$tmp/web.txt"))); fail=$((fail + $(grep -c '^FAIL' "$tmp/web.txt")))
+    grep -q '^web page: ' "$tmp/web.txt" || bad "notes/web/test_page.js ended without its summary"
+  else
+    tail -20 "$tmp/web.log"; bad "make web failed"
+  fi
+fi
+echo "browser_check: $pass passed, $fail failed$skipped"
 [ "$fail" -eq 0 ]
