@@ -11274,6 +11274,7 @@ static const char *AXIS_VIEW[] = {"per-step view", "matched generated tokens", "
                                   "matched time"};
 static const char *AXIS_COLUMN[] = {"step", "gen_tokens", "flops", "seconds"};
 
+// unit_axis: the view axis (AX_*) that counts a budget unit (BUDGET_*)
 static int unit_axis(int unit) {
     if (unit == BUDGET_FLOPS) return AX_FLOPS;
     if (unit == BUDGET_SECONDS) return AX_SECONDS;
@@ -11510,54 +11511,42 @@ static const char *run_name(const CmpRun *r, const Method *m, char *buf, size_t 
 }
 
 /* print_progress: runs done, those running with their share of the budget, and the time left:
-   the remaining work (pending runs, plus what running runs have left) in runs, times the mean
+   the remaining work in runs (pending ones, plus what running ones have left) times the mean
    duration of a run (of those finished by this invocation; before the first, from the running
    ones' pace), divided by the runs going at once. */
 static void print_progress(const CmpRun *runs, int n, const Method *m, double budget, int jobs, double t0) {
-    int done = 0, pending = 0, running = 0, failed = 0;
+    int count[4] = {0}, dur_n = 0, pace_n = 0;   // runs in each state (CMP_PENDING ...)
     double left = 0.0, dur_sum = 0.0, pace_sum = 0.0;
-    int dur_n = 0, pace_n = 0;
-    char line[1024] = "", name[300];
+    char line[1024] = "", name[300], eta[64], fails[32] = "";
     size_t used = 0;
     for (int i = 0; i < n; i++) {
         const CmpRun *r = &runs[i];
-        if (r->state == CMP_DONE) {
-            done++;
-            if (r->wall > 0) {
-                dur_sum += r->wall;
-                dur_n++;
-            }
+        count[r->state]++;
+        if (r->state == CMP_DONE && r->wall > 0) {
+            dur_sum += r->wall;
+            dur_n++;
+        } else if (r->state == CMP_PENDING) {
+            left += 1.0;
         } else if (r->state == CMP_RUNNING) {
             double frac = fmin(1.0, run_spent(r) / budget);
-            double elapsed = wall_seconds() - r->t_start;
-            running++;
             left += 1.0 - frac;
             if (frac > 0.02) {
-                pace_sum += elapsed / frac;
+                pace_sum += (wall_seconds() - r->t_start) / frac;
                 pace_n++;
             }
-            const char *sep = running > 1 ? ", " : "";
             if (used < sizeof line - 100)
-                used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%", sep,
+                used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%", count[CMP_RUNNING] > 1 ? ", " : "",
                                          run_name(r, m, name, sizeof name), 100.0 * frac);
-        } else if (r->state == CMP_FAILED) {
-            failed++;
-        } else {
-            pending++;
-            left += 1.0;
         }
     }
     double per_run = dur_n ? dur_sum / dur_n : (pace_n ? pace_sum / pace_n : -1.0);
-    char eta[64];
-    if (per_run > 0 && jobs > 0)
-        snprintf(eta, sizeof eta, "about %.1f min left", left * per_run / jobs / 60.0);
-    else
-        snprintf(eta, sizeof eta, "time left: known after the first steps");
-    char fails[32] = "";
-    if (failed) snprintf(fails, sizeof fails, ", %d failed", failed);
-    double minutes = (wall_seconds() - t0) / 60.0;
-    printf("progress: %d/%d runs done, %d running%s%s%s, %d waiting%s; %.1f min so far, %s\n", done, n,
-           running, running ? " (" : "", line, running ? ")" : "", pending, fails, minutes, eta);
+    if (per_run > 0 && jobs > 0) snprintf(eta, sizeof eta, "about %.1f min left", left * per_run / jobs / 60.0);
+    else snprintf(eta, sizeof eta, "time left: known after the first steps");
+    if (count[CMP_FAILED]) snprintf(fails, sizeof fails, ", %d failed", count[CMP_FAILED]);
+    int running = count[CMP_RUNNING];
+    printf("progress: %d/%d runs done, %d running%s%s%s, %d waiting%s; %.1f min so far, %s\n", count[CMP_DONE], n,
+           running, running ? " (" : "", line, running ? ")" : "", count[CMP_PENDING], fails,
+           (wall_seconds() - t0) / 60.0, eta);
     fflush(stdout);
 }
 
@@ -12009,11 +11998,17 @@ static void print_command(FILE *f, const ArgList *a) {
 
 #define PREREG_SFT_LINE "sft-checkpoint: fnv1a64 "   // prereg.txt's line after the hash: the made SFT's hash
 
-/* prereg_check_own_hash: an existing prereg.txt (old, read from path) against itself: the
-   FNV-1a of every byte above its hash line must be the hash that line states, and below it
-   may stand only the made SFT checkpoint's line (PREREG_SFT_LINE, 16 hex digits, its bytes),
-   once. Else the file was edited after it was written (another seed range, another method),
-   and compare stops (exit 1) naming the file, before anything runs or is reported. */
+// study_has_runs: 1 when STUDY/runs exists (its path into runs_dir)
+static int study_has_runs(const char *study, char *runs_dir, size_t n) {
+    struct stat sb;
+    snprintf(runs_dir, n, "%s/runs", study);
+    return stat(runs_dir, &sb) == 0;
+}
+
+/* prereg_check_own_hash: an existing prereg.txt (old, read from path) against itself: the FNV-1a of
+   every byte above its hash line must be the hash that line states, and below it may stand only
+   the made SFT's line (PREREG_SFT_LINE, as compare writes it). Else it was edited after it was
+   written, and compare stops (exit 1) naming the file, before anything runs or is reported. */
 static void prereg_check_own_hash(const char *path, const char *old) {
     const char *at = strstr(old, "\nhash: fnv1a64 ");
     char msg[1400];
@@ -12032,80 +12027,57 @@ static void prereg_check_own_hash(const char *path, const char *old) {
                  "pre-registered)", path, (unsigned long long)actual, end ? (int)(end - hex) : 16, hex);
         fail_at(__FILE__, __LINE__, msg, "restore the file as compare wrote it, or give another --study");
     }
-    const char *rest = end + 1;   // nothing, or the made SFT's line and nothing after it
-    if (!*rest) return;
-    const char *nl = strchr(rest, '\n');
-    int ok = !strncmp(rest, PREREG_SFT_LINE, strlen(PREREG_SFT_LINE)) && nl && !nl[1];
-    const char *h = rest + strlen(PREREG_SFT_LINE);
-    for (int i = 0; ok && i < 16; i++) ok = (h[i] >= '0' && h[i] <= '9') || (h[i] >= 'a' && h[i] <= 'f');
-    if (ok) {   // then exactly " (N bytes)", as compare writes it
-        char *num_end = NULL;
-        long long bytes = strncmp(h + 16, " (", 2) ? -1 : strtoll(h + 18, &num_end, 10);
-        char want[64];
-        snprintf(want, sizeof want, " (%lld bytes)", bytes);
-        ok = bytes >= 0 && (size_t)(nl - h - 16) == strlen(want) && !strncmp(h + 16, want, strlen(want));
-    }
-    if (!ok) {
+    const char *rest = end + 1;   // nothing, or exactly the line compare writes and nothing after it
+    unsigned long long h = 0;
+    long long bytes = -1;
+    char want[128] = "";
+    if (sscanf(rest, PREREG_SFT_LINE "%16llx (%lld bytes)", &h, &bytes) == 2 && bytes >= 0)
+        snprintf(want, sizeof want, PREREG_SFT_LINE "%016llx (%lld bytes)\n", h, bytes);
+    if (*rest && strcmp(rest, want) != 0) {
         snprintf(msg, sizeof msg, "'%s': below its hash line stands '%.80s', and only the line '" PREREG_SFT_LINE
                  "<16 hex digits> (<n> bytes)' that compare writes may stand there", path, rest);
         fail_at(__FILE__, __LINE__, msg, "restore the file as compare wrote it, or give another --study");
     }
 }
 
-/* write_prereg: the configuration and the hypotheses (text), then their hash; an existing
-   prereg.txt must match its own hash (prereg_check_own_hash) and carry this text's (the same
-   study), else compare stops. */
+/* write_prereg: the configuration and the hypotheses (text), then their hash, into STUDY/prereg.txt;
+   an existing one must match its own hash and carry this text's (the same study), else compare
+   stops (this text then in prereg.rejected.txt). Returns the hash. */
 static uint64_t write_prereg(const char *study, const char *text) {
     uint64_t hash = fnv1a64(text, strlen(text));
-    char path[1100], line[64];
+    char path[1100], rejected[1100], msg[2600], hint[2400];
     snprintf(path, sizeof path, "%s/prereg.txt", study);
-    snprintf(line, sizeof line, "hash: fnv1a64 %016llx\n", (unsigned long long)hash);
-    char *old = slurp(path);
+    size_t n = strlen(text) + 64;
+    char *full = (char *)mallocCheck(n), *old = slurp(path);
+    snprintf(full, n, "%shash: fnv1a64 %016llx\n", text, (unsigned long long)hash);
+    const char *line = full + strlen(text);
     if (old) {
         prereg_check_own_hash(path, old);
         const char *at = strstr(old, "\nhash: fnv1a64 ");
         int same = at && !strncmp(at + 1, line, strlen(line));
         free(old);
         if (!same) {
-            char rejected[1100], msg[2600];
             snprintf(rejected, sizeof rejected, "%s/prereg.rejected.txt", study);
-            size_t n = strlen(text) + strlen(line) + 1;
-            char *full = (char *)mallocCheck(n);
-            snprintf(full, n, "%s%s", text, line);
             write_file_atomic(rejected, full);
-            free(full);
             snprintf(msg, sizeof msg, "study '%s' was pre-registered with another configuration (its "
                      "prereg.txt; this command's is in %s)", study, rejected);
-            char hint[2400];
-            char prereg[1100];
-            snprintf(prereg, sizeof prereg, "%s/prereg.txt", study);
             snprintf(hint, sizeof hint, "`diff %s %s` shows what differs; rerun with the options "
-                     "prereg.txt lists, or give another --study", shell_word(prereg), shell_word(rejected));
+                     "prereg.txt lists, or give another --study", shell_word(path), shell_word(rejected));
             fail_at(__FILE__, __LINE__, msg, hint);
         }
-        return hash;
-    }
-    char runs_dir[1100];
-    struct stat sb;
-    snprintf(runs_dir, sizeof runs_dir, "%s/runs", study);
-    if (stat(runs_dir, &sb) == 0) {
-        char msg[1300];
-        snprintf(msg, sizeof msg, "'%s' holds runs but no prereg.txt (which is written before the first run)",
-                 study);
+    } else if (study_has_runs(study, rejected, sizeof rejected)) {
+        snprintf(msg, sizeof msg, "'%s' holds runs but no prereg.txt (which is written before the first run)", study);
         fail_at(__FILE__, __LINE__, msg, "give another --study, or remove its runs/ directory");
+    } else {
+        write_file_atomic(path, full);
     }
-    size_t n = strlen(text) + strlen(line) + 1;
-    char *full = (char *)mallocCheck(n);
-    snprintf(full, n, "%s%s", text, line);
-    write_file_atomic(path, full);
     free(full);
     return hash;
 }
 
-/* check_study_sft: the study's starting checkpoint sft (made or given) against the hash its
-   pre-registration holds (want): a swapped or rewritten file would start the runs that have not
-   run yet from another model than the ones done. A mismatch, or a file that cannot be read,
-   stops compare (exit 1) naming the file, before the run it was about to start. */
+/* check_study_sft: the study's starting checkpoint sft against the hash its pre-registration
+   holds (want): a swapped or rewritten file would start the runs not yet run from another model.
+   A mismatch or an unreadable file stops compare (exit 1) naming it. */
 static void check_study_sft(const char *sft, uint64_t want, const char *study) {
     uint64_t have = 0;
     char msg[1400];
@@ -12121,32 +12093,28 @@ static void check_study_sft(const char *sft, uint64_t want, const char *study) {
                                      "the recorded one)");
 }
 
-/* prereg_sft_hash: the hash of the study's made SFT checkpoint sft, as the line below the
-   hash line of STUDY/prereg.txt (PREREG_SFT_LINE) records it. Without that line (the SFT run
-   has just finished, or a compare was stopped right after it) the checkpoint is hashed now and
-   the line written, unless runs have started (STUDY/runs exists): then which model they
-   started from cannot be told, and compare stops (exit 1). */
+/* prereg_sft_hash: the made SFT checkpoint's hash, from prereg.txt's line below the hash line;
+   without it (the SFT run has just finished) the checkpoint is hashed now and the line written,
+   unless runs have started: then which model they started from cannot be told (exit 1). */
 static uint64_t prereg_sft_hash(const char *study, const char *sft) {
-    char path[1100], msg[3200];
+    char path[1100], runs_dir[1100], msg[3200];
     snprintf(path, sizeof path, "%s/prereg.txt", study);
     char *pre = slurp(path);
     if (!pre) fail_at(__FILE__, __LINE__, "compare: cannot read back the study's prereg.txt", "");
     const char *at = strstr(pre, "\nhash: fnv1a64 "), *line = at ? strchr(at + 1, '\n') : NULL;
+    uint64_t h = 0;
     if (line && !strncmp(line + 1, PREREG_SFT_LINE, strlen(PREREG_SFT_LINE))) {
-        uint64_t h = strtoull(line + 1 + strlen(PREREG_SFT_LINE), NULL, 16);   // checked by write_prereg
+        h = strtoull(line + 1 + strlen(PREREG_SFT_LINE), NULL, 16);   // checked by write_prereg
         free(pre);
         return h;
     }
-    struct stat sb;
-    char runs_dir[1100];
-    snprintf(runs_dir, sizeof runs_dir, "%s/runs", study);
-    if (stat(runs_dir, &sb) == 0) {
+    if (study_has_runs(study, runs_dir, sizeof runs_dir)) {
         snprintf(msg, sizeof msg, "'%s' records no hash of the SFT checkpoint '%s' (its line '" PREREG_SFT_LINE
                  "...'), and runs have started (%s): which model they started from cannot be told", path, sft,
                  runs_dir);
         fail_at(__FILE__, __LINE__, msg, "give another --study");
     }
-    uint64_t h = 0;
+    struct stat sb;
     if (file_fnv1a64(sft, &h) != 0 || stat(sft, &sb) != 0) {
         snprintf(msg, sizeof msg, "cannot read the study's SFT checkpoint '%s': %s", sft, strerror(errno));
         fail_at(__FILE__, __LINE__, msg, "");
@@ -12162,21 +12130,13 @@ static uint64_t prereg_sft_hash(const char *study, const char *sft) {
     return h;
 }
 
-/* ---- the one-batch prediction view: compare --one-batch P
+/* ---- the one-batch prediction view: compare --one-batch P (notes/compare.md)
 
-   Is a one-batch look at the gradient a good guide to full training? For each run of the
-   study (method x seed), its first update alone: `./grpo train` with the run's own command line
-   (the same --seed, so the same first batch, and the same --steps cap, so the same learning-rate
-   schedule) at its peak learning rate (--warmup 0) stopped after its first step (--budget-unit
-   gen-tokens --budget 1 --eval-points 0 --test-limit 0), into STUDY/onebatch/METHOD/seed_N/. The probe set: the first P prompts of the
-   reference method's --val-data, M = OB_SAMPLES samples each at its --temperature and
-   --max-new-tokens, sample s of prompt i on stream (OB_SEED, OB_STREAM + i·M + s), so the SFT
-   model and every updated model are scored with the same draws (common random numbers: the
-   same model scored twice gives the same count). E = the share of the P·M samples the verifier
-   accepts (reward 1; --format-reward is not counted); Δ = E_after − E_SFT. The counts are
-   cached in STUDY/onebatch/sft.txt and each run's probe.txt ("correct C\nsamples N\n"), so a
-   rerun redoes nothing; they are made when compare collects the study (a plain compare, not
-   --plan or --only), one after another, each train run at one thread. */
+   Each run's first update alone (its own train line at --warmup 0, stopped after step 1), into
+   STUDY/onebatch/METHOD/seed_N/; the SFT model and each updated one scored on the same probe
+   draws: the first P prompts of the reference's --val-data x OB_SAMPLES samples, sample s of
+   prompt i on stream (OB_SEED, OB_STREAM + i·M + s). The counts are cached (sft.txt, probe.txt)
+   and made when a plain compare collects the study (not --plan or --only). */
 #define OB_SAMPLES 16
 #define OB_SEED 1
 #define OB_STREAM (1ull << 41)
@@ -12190,7 +12150,7 @@ static long onebatch_score(GPT *m, const Dataset *d, int P, int M, int max_new, 
     KVCache kv;
     build_kvcache(&kv, &m->config, B);
     const int **pp = (const int **)mallocCheck((size_t)B * sizeof(int *));
-    int *plen = (int *)mallocCheck((size_t)B * sizeof(int)), *idx = (int *)mallocCheck((size_t)B * sizeof(int));
+    int *plen = (int *)mallocCheck((size_t)B * sizeof(int));
     int *comp = (int *)mallocCheck((size_t)B * max_new * sizeof(int)), *clen = (int *)mallocCheck(B * sizeof(int));
     float *lp = (float *)mallocCheck((size_t)B * max_new * sizeof(float));
     Rng *rngs = (Rng *)mallocCheck((size_t)B * sizeof(Rng));
@@ -12199,19 +12159,18 @@ static long onebatch_score(GPT *m, const Dataset *d, int P, int M, int max_new, 
         int n = (int)(s + B <= total ? B : total - s);
         for (int b = 0; b < n; b++) {
             int i = (int)((s + b) / M);
-            idx[b] = i;
             pp[b] = d->prompt + (size_t)i * d->maxT;
             plen[b] = d->prompt_len[i];
             rng_seed(&rngs[b], seed, OB_STREAM + (uint64_t)(s + b));
         }
         sample_completions(m, &kv, n, pp, plen, max_new, temperature, 0, rngs, NULL, comp, lp, clen);
         for (int b = 0; b < n; b++) {
-            int i = idx[b];
+            int i = (int)((s + b) / M);
             correct += task_reward(d->task, d->nums + (size_t)i * MAX_NUMS, d->num_count[i], d->target[i],
                                    comp + (size_t)b * max_new, clen[b], 0.0f) == 1.0f;
         }
     }
-    free(pp); free(plen); free(idx); free(comp); free(clen); free(lp); free(rngs);
+    free(pp); free(plen); free(comp); free(clen); free(lp); free(rngs);
     free_kvcache(&kv);
     return correct;
 }
@@ -12351,11 +12310,7 @@ static void onebatch_collect(const Options *o, const char *study, const char *sf
         onebatch_write(path, c, samples);
     }
     free_dataset(&d);
-    // the SFT model's greedy test accuracy, as every run's result.txt records it (the same for all)
-    snprintf(path, sizeof path, "%s/result.txt", runs[0].dir);
-    char *text = slurp(path), *at = text ? strstr(text, "\nsft_test_acc ") : NULL;
-    if (at && runs[0].test_acc >= 0) ob->sft_test = atof(at + 14);
-    free(text);
+    ob->sft_test = runs[0].sft_test_acc;   // the SFT model's greedy test accuracy (the same in every run)
 }
 
 /* OneBatchVerdict: does the one-batch Δ rank the methods as training's gain does, and by how
@@ -12493,18 +12448,11 @@ static void print_onebatch_view(const CmpReport *R) {
 }
 
 
-/* ---- studies that outgrow one machine: compare --plan and compare --only RUN
+/* ---- studies that outgrow one machine: compare --plan and compare --only RUN (notes/compare.md)
 
-   --plan writes the pre-registration and makes the shared SFT checkpoint (both as a plain
-   compare would, before its first run), then prints to standard output one shell line per run
-   that is not done, and runs nothing: `cd CWD && EXE compare OPTIONS --only METHOD/seed_N`,
-   with OPTIONS this command's own (but --plan), CWD and EXE absolute. Everything else compare
-   prints goes to standard error. --only RUN runs that one run of the study as compare would
-   (the prereg and the SFT checkpoint checked against their hashes, the run's files checked,
-   then its done marker), without the study's lock, so that any number of them can run at once
-   from a scheduler on a shared filesystem; it needs the prereg and the SFT checkpoint that
-   --plan made. A plain compare with the same options then finds every done marker and
-   reports (or runs what is missing). */
+   --plan writes the prereg and makes the SFT checkpoint, then prints one shell line per run not
+   done (`cd CWD && EXE compare OPTIONS --only METHOD/seed_N`) and runs nothing; --only runs that
+   one run as compare would, without the study's lock, so that a scheduler can run many at once. */
 typedef struct {
     int plan;             // 1: --plan
     const char *only;     // --only RUN (METHOD-DIR/seed_N), or NULL
