@@ -11147,7 +11147,8 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
             CMP_FAIL("method '%.40s...' is longer than %zu characters", p, sizeof x->label - 1);
         memcpy(x->label, p, len);
         for (size_t i = 0; i < len; i++)
-            if (!strchr("-_.:=+", p[i]) && !(p[i] >= '0' && p[i] <= '9') && !((p[i] | 32) >= 'a' && (p[i] | 32) <= 'z'))
+            if (!strchr("-_.:=+", p[i]) && !(p[i] >= '0' && p[i] <= '9') &&
+                !((p[i] | 32) >= 'a' && (p[i] | 32) <= 'z'))   // | 32: ASCII upper case to lower
                 CMP_FAIL("method '%.200s': character '%c' (use letters, digits and - _ . : = +)", x->label, p[i]);
         char copy[256];   // the name, then each ":--opt=value"
         memcpy(copy, x->label, sizeof copy);
@@ -11462,7 +11463,7 @@ static const char *exit_text(int status, const char *sig, char *buf, size_t n) {
     return buf;
 }
 
-// The budget a running run has spent: the budget_spent column of the last row of its train.csv.
+// run_spent: the budget a running run has spent: the budget_spent column of its train.csv's last row
 static double run_spent(const CmpRun *r) {
     char path[1200];
     snprintf(path, sizeof path, "%s/train.csv", r->dir);
@@ -11535,8 +11536,9 @@ static void print_progress(const CmpRun *runs, int n, const Method *m, double bu
                 pace_n++;
             }
             if (used < sizeof line - 100)
-                used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%", count[CMP_RUNNING] > 1 ? ", " : "",
-                                         run_name(r, m, name, sizeof name), 100.0 * frac);
+                used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%",
+                                         count[CMP_RUNNING] > 1 ? ", " : "", run_name(r, m, name, sizeof name),
+                                         100.0 * frac);
         }
     }
     double per_run = dur_n ? dur_sum / dur_n : (pace_n ? pace_sum / pace_n : -1.0);
@@ -11752,7 +11754,8 @@ static void print_cost_view(const CmpReport *R) {
                "  (pre-registered --target-acc; linearly interpolated between evaluations; mean ± 95%% CI over\n"
                "  the seeds that reached it; a seed that did not is counted, not dropped, and is in no mean)\n",
             R->target);
-    print_heads(R, 3, (const char *[]){"gen tokens to X", "seconds to X", "did not reach X"}, (const int[]){20, 16, 20});
+    print_heads(R, 3, (const char *[]){"gen tokens to X", "seconds to X", "did not reach X"},
+                (const int[]){20, 16, 20});
     for (int mi = 0; mi < R->nm; mi++) {
         int reached = 0, pairs = 0;
         double tok[1024], sec[1024], a[1024], b[1024];
@@ -12066,7 +12069,8 @@ static uint64_t write_prereg(const char *study, const char *text) {
             fail_at(__FILE__, __LINE__, msg, hint);
         }
     } else if (study_has_runs(study, rejected, sizeof rejected)) {
-        snprintf(msg, sizeof msg, "'%s' holds runs but no prereg.txt (which is written before the first run)", study);
+        snprintf(msg, sizeof msg, "'%s' holds runs but no prereg.txt (which is written before the first run)",
+                 study);
         fail_at(__FILE__, __LINE__, msg, "give another --study, or remove its runs/ directory");
     } else {
         write_file_atomic(path, full);
@@ -12288,9 +12292,8 @@ static void onebatch_collect(const Options *o, const char *study, const char *sf
         method_args(&a, o, &m[r->method], r->seed, dir, sft);
         // later values win: the first step, nothing scored, at the run's peak --lr (--warmup 0: the
         // run's own step 1 is at lr/warmup, a warm-up artefact, not its training rate)
-        const char *stop[] = {"--budget-unit", "gen-tokens", "--budget", "1", "--eval-points", "0",
-                              "--test-limit", "0", "--warmup", "0"};
-        for (int k = 0; k < 10; k++) arg_add(&a, stop[k]);
+        args_add(&a, "--budget-unit", "gen-tokens", "--budget", "1", "--eval-points", "0", "--test-limit", "0",
+                 "--warmup", "0", NULL);
         char log[1400];
         snprintf(log, sizeof log, "%s/run.log", dir);
         printf("one-batch: %s's first update (log %s)\n", run_name(r, m, name, sizeof name), log);
@@ -12303,11 +12306,10 @@ static void onebatch_collect(const Options *o, const char *study, const char *sf
         }
         snprintf(path, sizeof path, "%s/model.bin", dir);
         load_checkpoint(path, &model, 1, NULL);
-        long c = onebatch_score(&model, &d, ob->P, ob->M, ob->max_new, ob->temperature, OB_SEED, 64);
+        ob->after[i] = onebatch_score(&model, &d, ob->P, ob->M, ob->max_new, ob->temperature, OB_SEED, 64);
         free_gpt(&model);
-        ob->after[i] = c;
         snprintf(path, sizeof path, "%s/probe.txt", dir);
-        onebatch_write(path, c, samples);
+        onebatch_write(path, ob->after[i], samples);
     }
     free_dataset(&d);
     ob->sft_test = runs[0].sft_test_acc;   // the SFT model's greedy test accuracy (the same in every run)
@@ -12338,13 +12340,10 @@ static void onebatch_ordering(const double *mean, int nm, const char *const *lab
                               labels[order[i]]);
 }
 
-/* onebatch_verdict: on the means over seeds of the one-batch Δ (delta[m], with the reference's
-   interval delta[ref].half) and of the training gain (gain[m]), and the mean paired training
-   gain difference against the reference (actual[m]): the verdict lines into f ("same ranking"
-   or "different ranking" with both orderings; for each other method the predicted gap
-   gain_ref·(Δ_m − Δ_ref)/Δ_ref against the actual one, in points (x100), and their difference;
-   "not determined" instead when Δ_ref's 95% interval includes 0, or has none). gain_name says
-   which gain ranks the methods. */
+/* onebatch_verdict: from the one-batch Δ (delta[m]), the training gain (gain[m], named gain_name)
+   and the paired gain difference against the reference (actual[m]), the verdict lines into f: same
+   or different ranking of the means, then each method's predicted gap gain_ref·(Δ_m − Δ_ref)/Δ_ref
+   against the actual one in points, or "not determined" when Δ_ref's 95% interval holds 0. */
 static OneBatchVerdict onebatch_verdict(FILE *f, int nm, int ref, const char *const *labels, const MeanCI *delta,
                                         const double *gain, const double *actual, const char *gain_name) {
     OneBatchVerdict v;
@@ -12610,7 +12609,8 @@ static void cmp_options(int argc, char **argv, Options *o, CmpPlan *plan) {
     strcpy(o->study, "runs/compare");
     strcpy(o->methods, "grpo,lambda-grpo");
     argc = cmp_plan_args(argc, argv, plan);   // the rest, as given, is what --plan's lines repeat
-    int quick = 0, n = 1, budget_given = 0;   // the default budget counts generated tokens: another unit needs its own
+    int quick = 0, n = 1;
+    int budget_given = 0;   // the default budget counts generated tokens: another unit needs its own
     for (int i = 1; i < argc; i++) {
         budget_given |= !strcmp(argv[i], "--budget") || !strncmp(argv[i], "--budget=", 9);
         if (!strcmp(argv[i], "--quick")) quick = 1;
@@ -12711,7 +12711,8 @@ static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
             o->budget, BUDGET_UNIT_NAMES[o->budget_unit], st->K, st->K, st->K, st->K);
     fprintf(pr, "  statistics: mean and 95%% interval over seeds (Student t, n-1 df); paired differences\n"
                 "    against %s (mean, 95%% interval, seeds favouring each, paired t test's p, minimum\n"
-                "    detectable difference at 80%% power from the paired sd); each run's values in summary.txt\n", ref);
+                "    detectable difference at 80%% power from the paired sd); each run's values in summary.txt\n",
+            ref);
     if (o->target_acc >= 0)   // only when given: the prereg (and hash) of a study without it is unchanged
         fprintf(pr, "  target: validation accuracy %.9g; generated tokens and seconds to first reach it\n"
                     "    (interpolated between evaluations; a run that does not reach it is counted as such)\n",
