@@ -11283,22 +11283,17 @@ static int unit_axis(int unit) {
     return AX_TOKENS;
 }
 
-// A whole small file into a NUL-terminated buffer (NULL when it cannot be read).
+// slurp: a whole small file as a string (up to a NUL byte, if it holds one); NULL when it cannot be opened
 static char *slurp(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
-    size_t cap = 4096, n = 0, got;
-    char *buf = (char *)mallocCheck(cap);
-    while ((got = fread(buf + n, 1, cap - 1 - n, f)) > 0) {
-        n += got;
-        if (n + 1 == cap) {
-            cap *= 2;
-            buf = (char *)realloc(buf, cap);
-            if (!buf) fail_at(__FILE__, __LINE__, "out of memory reading a study file", oom_hint);
-        }
+    char *buf = NULL;
+    size_t cap = 0;
+    if (getdelim(&buf, &cap, '\0', f) < 0) {   // nothing read (an empty file, a directory): ""
+        free(buf);
+        buf = (char *)callocCheck(1, 1);
     }
     fclose(f);
-    buf[n] = 0;
     return buf;
 }
 
@@ -12199,26 +12194,26 @@ static void onebatch_settings(const Options *o, const Method *m, int nm, int ref
     ob->M = OB_SAMPLES;
     ob->sft = -1;
     ob->sft_test = -1.0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int mi = 0; mi < nm; mi++) {
-            if ((pass == 0) != (mi == ref)) continue;   // the reference first
-            ArgList a;
-            Options t;
-            char dir[600];
-            snprintf(dir, sizeof dir, "%s/%s/seed_1", runs_dir, m[mi].dir);
-            method_args(&a, o, &m[mi], 1, dir, sft);
-            cmp_resolve(&a, 1, &t);   // (the line was checked by resolved_config before)
-            if (mi == ref) {
-                ob->task = t.task;
-                ob->max_new = t.max_new_tokens;
-                ob->temperature = t.temperature;
-                snprintf(ob->val_data, sizeof ob->val_data, "%s", t.val_data);
-            } else if (t.task != ob->task || t.max_new_tokens != ob->max_new || strcmp(t.val_data, ob->val_data)) {
-                usage_error("--one-batch: method '%s' runs another --task, --val-data or --max-new-tokens than "
-                            "%s; the one-batch view scores every model on one probe set (leave --one-batch "
-                            "out, or give every method the same)", m[mi].label, m[ref].label);
-            }
+    for (int k = -1; k < nm; k++) {   // the reference first
+        int mi = k < 0 ? ref : k;
+        if (k == ref) continue;
+        ArgList a;
+        Options t;
+        char dir[600];
+        snprintf(dir, sizeof dir, "%s/%s/seed_1", runs_dir, m[mi].dir);
+        method_args(&a, o, &m[mi], 1, dir, sft);
+        cmp_resolve(&a, 1, &t);   // (the line was checked by resolved_config before)
+        if (mi == ref) {
+            ob->task = t.task;
+            ob->max_new = t.max_new_tokens;
+            ob->temperature = t.temperature;
+            snprintf(ob->val_data, sizeof ob->val_data, "%s", t.val_data);
+        } else if (t.task != ob->task || t.max_new_tokens != ob->max_new || strcmp(t.val_data, ob->val_data)) {
+            usage_error("--one-batch: method '%s' runs another --task, --val-data or --max-new-tokens than "
+                        "%s; the one-batch view scores every model on one probe set (leave --one-batch "
+                        "out, or give every method the same)", m[mi].label, m[ref].label);
         }
+    }
 }
 
 /* onebatch_read: a cached count (path: "correct C\nsamples N\n", as onebatch_write writes it)
@@ -12458,11 +12453,13 @@ typedef struct {
     int nargs;            // compare's own options as given, but --plan (what the plan's lines repeat)
     char **args;
     int out;              // --plan: the real standard output (standard output is then standard error)
+    int quick;            // --quick given (a flag: the option table holds options with a value)
+    int budget_given;     // --budget given (the default budget counts generated tokens)
 } CmpPlan;
 
-/* cmp_plan_args: takes --plan and --only RUN / --only=RUN out of argv (argv[0] is "compare")
-   into p, and keeps the options as given in p->args. Returns the new argc. A usage error when
-   --only has no value or is given with --plan. */
+/* cmp_plan_args: takes the flags --plan, --quick and --only RUN / --only=RUN out of argv (argv[0]
+   is "compare") into p, and keeps the options as given but --plan in p->args. Returns the new
+   argc. A usage error when --only has no value or is given with --plan. */
 static int cmp_plan_args(int argc, char **argv, CmpPlan *p) {
     memset(p, 0, sizeof *p);
     p->out = -1;
@@ -12481,7 +12478,9 @@ static int cmp_plan_args(int argc, char **argv, CmpPlan *p) {
             continue;
         }
         p->args[p->nargs++] = argv[i];
-        argv[n++] = argv[i];
+        p->budget_given |= !strcmp(argv[i], "--budget") || !strncmp(argv[i], "--budget=", 9);
+        if (!strcmp(argv[i], "--quick")) p->quick = 1;
+        else argv[n++] = argv[i];
     }
     argv[n] = NULL;
     if (p->plan && p->only) usage_error("--plan and --only: give one (--plan prints the --only lines)");
@@ -12497,8 +12496,9 @@ static int cmp_plan_args(int argc, char **argv, CmpPlan *p) {
     return n;
 }
 
-// s single-quoted for a POSIX shell (each ' written '\'')
-static void shell_quote(FILE *f, const char *s) {
+// shell_quote: `before`, then s single-quoted for a POSIX shell (each ' written '\'')
+static void shell_quote(FILE *f, const char *before, const char *s) {
+    fputs(before, f);
     fputc('\'', f);
     for (; *s; s++)
         if (*s == '\'') fputs("'\\''", f);
@@ -12522,17 +12522,11 @@ static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Me
         if (runs[i].state == CMP_DONE) continue;
         char name[300];
         run_name(&runs[i], m, name, sizeof name);
-        fputs("cd ", f);
-        shell_quote(f, cwd);
-        fputs(" && ", f);
-        shell_quote(f, exe);
+        shell_quote(f, "cd ", cwd);
+        shell_quote(f, " && ", exe);
         fputs(" compare", f);
-        for (int k = 0; k < p->nargs; k++) {
-            fputc(' ', f);
-            shell_quote(f, p->args[k]);
-        }
-        fputs(" --only ", f);
-        shell_quote(f, name);
+        for (int k = 0; k < p->nargs; k++) shell_quote(f, " ", p->args[k]);
+        shell_quote(f, " --only ", name);
         fputc('\n', f);
         lines++;
     }
@@ -12595,9 +12589,8 @@ static int cmp_only_select(const CmpPlan *p, CmpRun *runs, int n, const Method *
     return 0;
 }
 
-/* cmp_options: compare's defaults, then --quick (a flag, taken out before parsing so that the
-   options after it override its settings), --plan and --only (into plan), and the options,
-   checked. */
+/* cmp_options: compare's defaults, then --quick's (so that the options after it override them),
+   then the options, checked; --plan, --only and --quick are taken out first (cmp_plan_args). */
 static void cmp_options(int argc, char **argv, Options *o, CmpPlan *plan) {
     o->seeds = 5;
     o->budget_unit = BUDGET_GEN_TOKENS;
@@ -12608,16 +12601,8 @@ static void cmp_options(int argc, char **argv, Options *o, CmpPlan *plan) {
     o->init[0] = 0;
     strcpy(o->study, "runs/compare");
     strcpy(o->methods, "grpo,lambda-grpo");
-    argc = cmp_plan_args(argc, argv, plan);   // the rest, as given, is what --plan's lines repeat
-    int quick = 0, n = 1;
-    int budget_given = 0;   // the default budget counts generated tokens: another unit needs its own
-    for (int i = 1; i < argc; i++) {
-        budget_given |= !strcmp(argv[i], "--budget") || !strncmp(argv[i], "--budget=", 9);
-        if (!strcmp(argv[i], "--quick")) quick = 1;
-        else argv[n++] = argv[i];
-    }
-    argc = n;
-    if (quick) {
+    argc = cmp_plan_args(argc, argv, plan);
+    if (plan->quick) {
         o->seeds = 2;
         o->budget = 8000.0f;
         o->eval_points = 2;
@@ -12648,7 +12633,7 @@ static void cmp_options(int argc, char **argv, Options *o, CmpPlan *plan) {
     if (!(o->budget > 0)) usage_error("--budget %g: compare needs a budget > 0", o->budget);
     if (o->target_acc < 0 && o->target_acc != -1.0f)
         usage_error("--target-acc %g: give an accuracy in [0, 1], or -1 for no such view", o->target_acc);
-    if (o->budget_unit != BUDGET_GEN_TOKENS && !budget_given)
+    if (o->budget_unit != BUDGET_GEN_TOKENS && !plan->budget_given)
         usage_error("--budget-unit %s: give --budget N in %s too (the default, %.9g, counts generated tokens)",
                     BUDGET_UNIT_NAMES[o->budget_unit], BUDGET_UNIT_NAMES[o->budget_unit], o->budget);
     if (o->budget_unit == BUDGET_STEPS && o->budget != floorf(o->budget))
