@@ -12713,7 +12713,8 @@ static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
                 (unsigned long long)st->sft_hash);
     } else {
         sft_args(&args, o, st->sft_dir, 1);
-        args.argv[args.argc -= 2] = NULL;   // the thread count is not part of the configuration (same result)
+        args.argc -= 2;   // the thread count is not part of the configuration (same result)
+        args.argv[args.argc] = NULL;
         fprintf(pr, "  sft: %s, made if missing by\n", st->sft);
         print_command(pr, &args);
         fprintf(pr, "  ");
