@@ -10705,34 +10705,13 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 // ----------------------------------------------------------------------------
 // compare: methods x seeds at one budget, from one SFT checkpoint (the compute-matched protocol)
 //
-// A study is a directory (--study):
-//   prereg.txt             the configuration and the hypotheses, with their hash, written before
-//                          the first run; a rerun with another configuration is refused
-//   sft/model.bin          the shared SFT checkpoint, made by `./grpo sft` if missing (or --init P)
-//   runs/METHOD/seed_N/    one `./grpo train` run: run.log, train.csv, eval.csv, result.txt, and
-//                          `done`, written last by compare once the run's files check out; a run
-//                          with `done` is never redone, one without it is rerun from scratch
-//   points.csv, curves.csv every evaluation of every run; the views' means and intervals
-//   summary.txt            the tables printed at the end
-// Runs are child processes of this same binary (/proc/self/exe train ... --threads 1), up to
-// --jobs at once; one thread each, so a run's result does not depend on how many run beside it
-// (except under --budget-unit seconds, where the budget itself is wall time).
-//
-// What compare needs from `./grpo train` (its "budget" blocks; every run gets these options):
-//   --budget-unit gen-tokens|flops|seconds, --budget X > 0: the run stops after the first step at
-//       which the amount spent is >= X. gen-tokens: generated tokens (trajectory + auxiliary);
-//       flops: model FLOPs (model_flops_per_token); seconds: wall seconds of the training steps
-//       (sample, score, tree, update; evaluations not counted). --steps only caps the run.
-//   --eval-points K: greedy validation accuracy (--val-data, --eval-limit) of the --init model
-//       (point 0) and after the first step at which spent >= j/K·X (j = 1..K), appended to
-//       RUN_DIR/eval.csv: point,budget_spent,step,gen_tokens,flops,seconds,val_acc (cumulative
-//       amounts at that step; a step that reaches two points gives both rows one evaluation).
-//   train.csv, per step: gen_tokens_traj, gen_tokens_aux, trained_tokens, flops (that step's),
-//       budget_spent (cumulative), beside t_sample, t_score, t_tree, t_update (seconds).
-//   RUN_DIR/result.txt at the end: `key value` lines test_acc, test_n, sft_test_acc, steps,
-//       budget_done, gen_tokens_traj, gen_tokens_aux, trained_tokens, flops, seconds.
-//   --budget with --resume: the same --budget, --budget-unit and --eval-points (the counters are in
-//       the checkpoint's "budget" section: budget_resume).
+// A study is a directory (--study): prereg.txt (configuration, hypotheses and their hash, written
+// before the first run), sft/model.bin (made if missing, or --init P), runs/METHOD/seed_N/ (one
+// `./grpo train` run each, with `done` written last once its files check out: a run with `done` is
+// never redone, one without it is rerun from scratch), points.csv, curves.csv and summary.txt.
+// Runs are child processes of this binary (/proc/self/exe train ... --threads 1), up to --jobs at
+// once. What compare needs from train (--budget-unit, --budget, --eval-points, eval.csv,
+// result.txt) is in notes/compare.md; a --budget run resumes with the same three (budget_resume).
 
 #define CMP_MAX_METHODS 16
 #define CMP_MAX_OPTS 16
@@ -10744,37 +10723,29 @@ static int cmp_steps_cap(void) { return (int)find_option("steps")->max; }
 
 // ---- statistics
 
+// lentz_guard: v kept away from 0 (the modified Lentz method's guard against a zero denominator)
+static double lentz_guard(double v) { return fabs(v) < 1e-300 ? 1e-300 : v; }
+
 // beta_fraction: the continued fraction of I_x(a, b) (modified Lentz; Numerical Recipes §6.4)
 static double beta_fraction(double a, double b, double x) {
-    const double tiny = 1e-300;
-    double c = 1.0;
-    double d = 1.0 - (a + b) * x / (a + 1.0);
-    if (fabs(d) < tiny) d = tiny;
-    d = 1.0 / d;
-    double h = d;
+    double c = 1.0, d = 1.0 / lentz_guard(1.0 - (a + b) * x / (a + 1.0)), h = d;
     for (int m = 1; m <= 100000; m++) {
-        double aa = m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m));
-        d = 1.0 + aa * d;
-        if (fabs(d) < tiny) d = tiny;
-        c = 1.0 + aa / c;
-        if (fabs(c) < tiny) c = tiny;
-        d = 1.0 / d;
-        h *= d * c;
-        aa = -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0));
-        d = 1.0 + aa * d;
-        if (fabs(d) < tiny) d = tiny;
-        c = 1.0 + aa / c;
-        if (fabs(c) < tiny) c = tiny;
-        d = 1.0 / d;
-        double step = d * c;
-        h *= step;
+        double even = m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m));
+        double odd = -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0));
+        double step = 1.0;
+        for (int k = 0; k < 2; k++) {
+            double aa = k ? odd : even;
+            d = 1.0 / lentz_guard(1.0 + aa * d);
+            c = lentz_guard(1.0 + aa / c);
+            step = d * c;
+            h *= step;
+        }
         if (fabs(step - 1.0) < 1e-15) break;
     }
     return h;
 }
 
-/* incomplete_beta: the regularized incomplete beta function I_x(a, b) (the t distribution's
-   CDF goes through it), by beta_fraction on the side of x where it converges fast. */
+// incomplete_beta: the regularized I_x(a, b), by beta_fraction on the side of x where it converges fast
 static double incomplete_beta(double a, double b, double x) {
     if (x <= 0.0) return 0.0;
     if (x >= 1.0) return 1.0;
@@ -10786,9 +10757,8 @@ static double incomplete_beta(double a, double b, double x) {
 // t_tail2: P(|T| > t) for Student's t with df degrees of freedom: a t statistic's two-sided p
 static double t_tail2(double t, double df) { return incomplete_beta(df / 2.0, 0.5, df / (df + t * t)); }
 
-/* t_quantile: the t > 0 with P(|T| > t) = p2 (0 < p2 < 1) for Student's t with df >= 1 degrees of
-   freedom, by bisection on t_tail2 (to 1e-12): p2 = 0.05 gives a 95% interval's factor, 0.4 the
-   one-sided 0.8 quantile of a power calculation. NaN for df < 1. */
+/* t_quantile: the t > 0 with P(|T| > t) = p2 for Student's t with df >= 1 (NaN below), by bisection
+   on t_tail2 to 1e-12: p2 0.05 gives a 95% interval's factor, 0.4 the 80%-power quantile. */
 static double t_quantile(double p2, double df) {
     if (!(df >= 1.0)) return NAN;
     double lo = 0.0, hi = 1e4;   // P(|T| > 1e4) < 1e-4 for every df >= 1
@@ -10798,21 +10768,6 @@ static double t_quantile(double p2, double df) {
         else hi = t;
     }
     return 0.5 * (lo + hi);
-}
-
-/* t_quantile_975: the 0.975 quantile of Student's t with df degrees of freedom, the factor of
-   a two-sided 95% interval: t_quantile(0.05, df) up to df = 1000; beyond, the Cornish-Fisher
-   expansion around the normal quantile z = 1.959964 (Abramowitz & Stegun 26.7.5, terms to 1/df⁴;
-   its error at df = 1000 is below 1e-12). NaN for df < 1. */
-static double t_quantile_975(double df) {
-    if (!(df >= 1.0)) return NAN;
-    if (df <= 1000.0) return t_quantile(0.05, df);
-    double z = 1.959963984540054, z2 = z * z;
-    double g1 = (z2 + 1.0) * z / 4.0;
-    double g2 = ((5.0 * z2 + 16.0) * z2 + 3.0) * z / 96.0;
-    double g3 = (((3.0 * z2 + 19.0) * z2 + 17.0) * z2 - 15.0) * z / 384.0;
-    double g4 = ((((79.0 * z2 + 776.0) * z2 + 1482.0) * z2 - 1920.0) * z2 - 945.0) * z / 92160.0;
-    return z + g1 / df + g2 / (df * df) + g3 / (df * df * df) + g4 / (df * df * df * df);
 }
 
 typedef struct {
@@ -10832,7 +10787,7 @@ static MeanCI mean_ci(const double *x, int n) {
     double ss = 0.0;
     for (int i = 0; i < n; i++) ss += (x[i] - r.mean) * (x[i] - r.mean);
     r.sd = sqrt(ss / (n - 1));
-    r.half = t_quantile_975(n - 1) * r.sd / sqrt((double)n);
+    r.half = t_quantile(0.05, n - 1) * r.sd / sqrt((double)n);
     return r;
 }
 
@@ -10941,58 +10896,37 @@ static int check_pass_option(const char *name, unsigned mask, const char **reser
     return -1;
 }
 
-/* parse_methods: "name[:--opt=value[:--opt=value...]],..." into m (at most max). A name that is an
-   objective (grpo, lambda-grpo, ...) runs with --objective name; any other name is a label and
-   runs train's default objective unless its options give --objective. Option values are checked
-   later, when compare resolves each method's configuration. Returns the count, or −1 with a
-   message in err. */
+// CMP_FAIL: the message into err (errn bytes), then −1 from the function (the parsers of this section)
+#define CMP_FAIL(...) do { snprintf(err, errn, __VA_ARGS__); return -1; } while (0)
+
+/* parse_methods: "name[:--opt=value...],..." into m (at most max). A name that is an objective runs
+   with --objective name; any other is a label that must give options (a bare one is refused), and
+   runs train's default objective unless they give --objective. Option values are checked when
+   compare resolves each method. Returns the count, or −1 with a message in err. */
 static int parse_methods(const char *spec, Method *m, int max, char *err, size_t errn) {
     int count = 0;
-    const char *p = spec;
-    if (!*spec) {
-        snprintf(err, errn, "no method given");
-        return -1;
-    }
-    for (;;) {
+    if (!*spec) CMP_FAIL("no method given");
+    for (const char *p = spec;; p++) {
         size_t len = strcspn(p, ",");
-        if (len == 0) {
-            snprintf(err, errn, "an empty method (two commas, or a comma at an end)");
-            return -1;
-        }
-        if (count == max) {
-            snprintf(err, errn, "more than %d methods", max);
-            return -1;
-        }
+        if (len == 0) CMP_FAIL("an empty method (two commas, or a comma at an end)");
+        if (count == max) CMP_FAIL("more than %d methods", max);
         Method *x = &m[count];
         memset(x, 0, sizeof *x);
-        if (len >= sizeof x->label) {
-            snprintf(err, errn, "method '%.40s...' is longer than %zu characters", p, sizeof x->label - 1);
-            return -1;
-        }
+        if (len >= sizeof x->label)
+            CMP_FAIL("method '%.40s...' is longer than %zu characters", p, sizeof x->label - 1);
         memcpy(x->label, p, len);
-        for (size_t i = 0; i < len; i++) {
-            unsigned char ch = (unsigned char)p[i];
-            int alnum = (ch >= 'a' && ch <= 'z') || (ch >= 'A' && ch <= 'Z') || (ch >= '0' && ch <= '9');
-            if (!alnum && !strchr("-_.:=+", ch)) {
-                snprintf(err, errn, "method '%.200s': character '%c' (use letters, digits and - _ . : = +)",
-                         x->label, ch);
-                return -1;
-            }
-        }
-        // the name, then each ":--opt=value"
-        char copy[256];
+        for (size_t i = 0; i < len; i++)
+            if (!strchr("-_.:=+", p[i]) && !(p[i] >= '0' && p[i] <= '9') &&
+                !((p[i] | 32) >= 'a' && (p[i] | 32) <= 'z'))   // | 32: ASCII upper case to lower
+                CMP_FAIL("method '%.200s': character '%c' (use letters, digits and - _ . : = +)", x->label, p[i]);
+        char copy[256];   // the name, then each ":--opt=value"
         memcpy(copy, x->label, sizeof copy);
         char *colon = strchr(copy, ':');
         if (colon) *colon = 0;
-        if (!copy[0]) {
-            snprintf(err, errn, "method '%.200s' has no name before ':'", x->label);
-            return -1;
-        }
-        if (!strcmp(copy, ".") || !strcmp(copy, "..")) {   // its runs' directory would be runs/ or the study
-            snprintf(err, errn, "method '%.200s': '%.2s' cannot name a method (its runs would land outside runs/)",
+        if (!copy[0]) CMP_FAIL("method '%.200s' has no name before ':'", x->label);
+        if (!strcmp(copy, ".") || !strcmp(copy, ".."))   // its runs' directory would be runs/ or the study
+            CMP_FAIL("method '%.200s': '%.2s' cannot name a method (its runs would land outside runs/)",
                      x->label, copy);
-            return -1;
-        }
         x->objective = -1;
         for (int k = 0; OBJECTIVE_NAMES[k]; k++)
             if (!strcmp(copy, OBJECTIVE_NAMES[k])) x->objective = k;
@@ -11001,70 +10935,41 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
             for (int k = 0; OBJECTIVE_NAMES[k]; k++)
                 snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "",
                          OBJECTIVE_NAMES[k]);
-            snprintf(err, errn, "method '%.100s' is not an objective (%s); a label runs with the options it is "
+            CMP_FAIL("method '%.100s' is not an objective (%s); a label runs with the options it is "
                      "given: %.100s:--objective=NAME[:--option=value...]", x->label, names, x->label);
-            return -1;
         }
-        char *rest = colon ? colon + 1 : NULL;
-        while (rest) {
-            char *next = strchr(rest, ':');
-            if (next) *next = 0;
-            char *eq = strchr(rest, '=');
-            if (strncmp(rest, "--", 2) != 0 || !eq || eq == rest + 2 || !eq[1]) {
-                snprintf(err, errn, "method '%.200s': '%s' is not --option=value", x->label, rest);
-                return -1;
-            }
-            if (x->nopts == CMP_MAX_OPTS) {
-                snprintf(err, errn, "method '%.200s': more than %d options", x->label, CMP_MAX_OPTS);
-                return -1;
-            }
+        char *next = NULL;
+        for (char *rest = colon ? colon + 1 : NULL; rest; rest = next ? next + 1 : NULL) {
+            if ((next = strchr(rest, ':')) != NULL) *next = 0;
+            char *eq = strchr(rest, '='), why[160];
+            if (strncmp(rest, "--", 2) != 0 || !eq || eq == rest + 2 || !eq[1])
+                CMP_FAIL("method '%.200s': '%s' is not --option=value", x->label, rest);
+            if (x->nopts == CMP_MAX_OPTS) CMP_FAIL("method '%.200s': more than %d options", x->label, CMP_MAX_OPTS);
             *eq = 0;
-            if (strlen(rest + 2) >= 128 || strlen(eq + 1) >= 128) {
-                snprintf(err, errn, "method '%.200s': an option or value longer than 127 characters",
-                         x->label);
-                return -1;
-            }
-            char why[160];
-            if (check_pass_option(rest + 2, CMD_TRAIN, CMP_RESERVED_TRAIN, why, sizeof why) != 0) {
-                snprintf(err, errn, "method '%.200s': %s", x->label, why);
-                return -1;
-            }
-            if (x->objective >= 0 && !strcmp(rest + 2, "objective")) {
-                snprintf(err, errn, "method '%.200s': its name is an objective already; give "
+            if (strlen(rest + 2) >= 128 || strlen(eq + 1) >= 128)
+                CMP_FAIL("method '%.200s': an option or value longer than 127 characters", x->label);
+            if (check_pass_option(rest + 2, CMD_TRAIN, CMP_RESERVED_TRAIN, why, sizeof why) != 0)
+                CMP_FAIL("method '%.200s': %s", x->label, why);
+            if (x->objective >= 0 && !strcmp(rest + 2, "objective"))
+                CMP_FAIL("method '%.200s': its name is an objective already; give "
                          "--objective to a label (e.g. mine:--objective=grpo)", x->label);
-                return -1;
-            }
             strcpy(x->opt[x->nopts][0], rest + 2);
-            strcpy(x->opt[x->nopts][1], eq + 1);
-            x->nopts++;
-            rest = next ? next + 1 : NULL;
+            strcpy(x->opt[x->nopts++][1], eq + 1);
         }
-        // directory name: ":--" becomes "+" (lambda-grpo:--temperature=0.7 -> lambda-grpo+temperature=0.7)
-        size_t o = 0;
-        for (const char *q = x->label; *q; ) {
-            if (!strncmp(q, ":--", 3)) {
-                x->dir[o++] = '+';
-                q += 3;
-            } else {
-                x->dir[o++] = *q++;
-            }
+        size_t o = 0;   // the directory: each ":--" written "+" (lambda-grpo+temperature=0.7)
+        for (const char *q = x->label; *q; o++) {
+            int sep = !strncmp(q, ":--", 3);
+            x->dir[o] = sep ? '+' : *q;
+            q += sep ? 3 : 1;
         }
         x->dir[o] = 0;
         for (int j = 0; j < count; j++)
-            if (!strcmp(m[j].label, x->label) || !strcmp(m[j].dir, x->dir)) {
-                snprintf(err, errn, "method '%.200s' is given twice", x->label);
-                return -1;
-            }
+            if (!strcmp(m[j].label, x->label) || !strcmp(m[j].dir, x->dir))
+                CMP_FAIL("method '%.200s' is given twice", x->label);
         count++;
         p += len;
-        if (!*p) break;
-        p++;
-        if (!*p) {
-            snprintf(err, errn, "an empty method (two commas, or a comma at an end)");
-            return -1;
-        }
+        if (!*p) return count;
     }
-    return count;
 }
 
 typedef struct {
@@ -11074,6 +10979,7 @@ typedef struct {
     size_t used;
 } ArgList;
 
+// arg_add: the word s appended to a (a usage error when a run's line would outgrow it)
 static void arg_add(ArgList *a, const char *s) {
     size_t n = strlen(s) + 1;
     if (a->argc == CMP_MAX_ARGS || a->used + n > sizeof a->store)
@@ -11082,6 +10988,14 @@ static void arg_add(ArgList *a, const char *s) {
     a->argv[a->argc++] = a->store + a->used;
     a->argv[a->argc] = NULL;
     a->used += n;
+}
+
+// args_add: arg_add of each word, up to a NULL
+static void args_add(ArgList *a, ...) {
+    va_list ap;
+    va_start(ap, a);
+    for (const char *s; (s = va_arg(ap, const char *)) != NULL;) arg_add(a, s);
+    va_end(ap);
 }
 
 /* split_options: the words of `text` ("--name value" or "--name=value", separated by blanks)
@@ -11130,6 +11044,7 @@ static const char *AXIS_VIEW[] = {"per-step view", "matched generated tokens", "
                                   "matched time"};
 static const char *AXIS_COLUMN[] = {"step", "gen_tokens", "flops", "seconds"};
 
+// unit_axis: the view axis (AX_*) that counts a budget unit (BUDGET_*)
 static int unit_axis(int unit) {
     if (unit == BUDGET_FLOPS) return AX_FLOPS;
     if (unit == BUDGET_SECONDS) return AX_SECONDS;
@@ -11137,22 +11052,17 @@ static int unit_axis(int unit) {
     return AX_TOKENS;
 }
 
-// A whole small file into a NUL-terminated buffer (NULL when it cannot be read).
+// slurp: a whole small file as a string (up to a NUL byte, if it holds one); NULL when it cannot be opened
 static char *slurp(const char *path) {
     FILE *f = fopen(path, "rb");
     if (!f) return NULL;
-    size_t cap = 4096, n = 0, got;
-    char *buf = (char *)mallocCheck(cap);
-    while ((got = fread(buf + n, 1, cap - 1 - n, f)) > 0) {
-        n += got;
-        if (n + 1 == cap) {
-            cap *= 2;
-            buf = (char *)realloc(buf, cap);
-            if (!buf) fail_at(__FILE__, __LINE__, "out of memory reading a study file", oom_hint);
-        }
+    char *buf = NULL;
+    size_t cap = 0;
+    if (getdelim(&buf, &cap, '\0', f) < 0) {   // nothing read (an empty file, a directory): ""
+        free(buf);
+        buf = (char *)callocCheck(1, 1);
     }
     fclose(f);
-    buf[n] = 0;
     return buf;
 }
 
@@ -11163,44 +11073,33 @@ static void write_file_atomic(const char *path, const char *text) {
     atomic_close(&a);   // (a failed fputs shows as ferror there)
 }
 
-/* load_run: reads a finished run's eval.csv (points 0..K, in order) and result.txt into r,
-   and checks that they hold: every number parses whole (no blanks, finite); point j is on
-   line j + 2; point 0 is the start (all zeros but val_acc); budget_spent, step, gen_tokens,
-   flops and seconds are >= 0 and never decrease, step and gen_tokens whole numbers; val_acc
-   and test_acc in [0, 1]; test_n a whole number >= 0, test_acc a multiple of 1/test_n (to
-   the 6 printed decimals); budget_done exactly 1; the last point's step, gen_tokens, flops
-   and seconds those of result.txt (the run ends at the step that spends its budget). Returns
-   0, or −1 with the file, the line and what is wrong in err. */
+/* load_run: a finished run's eval.csv (points 0..K in order) and result.txt into r, checked: every
+   number parses whole and finite; point j on line j + 2, point 0 all zeros but val_acc; the
+   counters >= 0 and never decreasing, step and gen_tokens whole; val_acc and test_acc in [0, 1];
+   test_n whole >= 0 and test_acc a count of it (to the 6 printed decimals); budget_done 1; the last
+   point's counters those of result.txt. Returns 0, or −1 with the file, line and what is wrong in err. */
 static int load_run(CmpRun *r, int K, char *err, size_t errn) {
-    char path[700];
-    snprintf(path, sizeof path, "%s/eval.csv", r->dir);
-    char *text = slurp(path);
-    if (!text) {
-        snprintf(err, errn, "cannot read %.400s: %s", path, strerror(errno));
-        return -1;
-    }
     static const char *col[7] = {"point", "budget_spent", "step", "gen_tokens", "flops", "seconds", "val_acc"};
     const char *header = "point,budget_spent,step,gen_tokens,flops,seconds,val_acc\n";
-    int rows = 0, ok = strncmp(text, header, strlen(header)) == 0;
-    char why[200] = "";
-    if (!ok) snprintf(why, sizeof why, "line 1: not the header '%.*s'", (int)strlen(header) - 1, header);
-    double prev[7] = {0};
-    for (char *line = text + strlen(header); ok && *line; rows++) {
-        char *nl = strchr(line, '\n');
-        double v[7];
-        char *p = line, *end;
+    char path[700], why[200] = "";
+    snprintf(path, sizeof path, "%s/eval.csv", r->dir);
+    char *text = slurp(path);
+    if (!text) CMP_FAIL("cannot read %.400s: %s", path, strerror(errno));
+    int rows = 0;
+    if (strncmp(text, header, strlen(header)) != 0)
+        snprintf(why, sizeof why, "line 1: not the header '%.*s'", (int)strlen(header) - 1, header);
+    double prev[7] = {0}, v[7];
+    for (char *line = text + strlen(header); !why[0] && *line; rows++) {
+        char *nl = strchr(line, '\n'), *p = line, *end;
         int ln = rows + 2;
-        if (!nl) { snprintf(why, sizeof why, "line %d: cut off (no line end)", ln); ok = 0; break; }
-        for (int f = 0; f < 7 && ok; f++) {
-            v[f] = is_blank(*p) ? 0.0 : strtod(p, &end);
-            if (is_blank(*p) || end == p || *end != (f < 6 ? ',' : '\n') || !isfinite(v[f])) {
+        if (!nl) { snprintf(why, sizeof why, "line %d: cut off (no line end)", ln); break; }
+        for (int f = 0; f < 7 && !why[0]; f++, p = end + 1) {
+            v[f] = strtod(p, &end);
+            if (is_blank(*p) || end == p || *end != (f < 6 ? ',' : '\n') || !isfinite(v[f]))
                 snprintf(why, sizeof why, "line %d: %s is not a number%s", ln, col[f],
                          f < 6 ? " followed by ','" : " ending the line");
-                ok = 0;
-            }
-            p = end + 1;
         }
-        if (!ok) break;
+        if (why[0]) break;
         if (rows > K) snprintf(why, sizeof why, "line %d: more than %d points", ln, K + 1);
         else if (v[0] != rows) snprintf(why, sizeof why, "line %d: point %g, expected %d", ln, v[0], rows);
         else if (!(v[6] >= 0.0 && v[6] <= 1.0)) snprintf(why, sizeof why, "line %d: val_acc %g is not in [0, 1]", ln, v[6]);
@@ -11213,75 +11112,60 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
             else if (v[f] < prev[f])
                 snprintf(why, sizeof why, "line %d: %s %g is below the point before's %g", ln, col[f], v[f], prev[f]);
         }
-        if (why[0]) { ok = 0; break; }
+        if (why[0]) break;
         memcpy(prev, v, sizeof prev);
-        r->x[AX_STEP][rows] = v[2];
-        r->x[AX_TOKENS][rows] = v[3];
-        r->x[AX_FLOPS][rows] = v[4];
-        r->x[AX_SECONDS][rows] = v[5];
+        for (int a = 0; a < 4; a++) r->x[a][rows] = v[2 + a];   // step, gen tokens, FLOPs, seconds
         r->val[rows] = v[6];
         line = nl + 1;
     }
     free(text);
-    if (!ok || rows != K + 1) {
-        if (ok) snprintf(why, sizeof why, "the run ended before it spent its budget (--steps too low?)");
-        snprintf(err, errn, "%.400s: %s (%d evaluation points of %d)", path, why, rows, K + 1);
-        return -1;
+    if (why[0] || rows != K + 1) {
+        if (!why[0]) snprintf(why, sizeof why, "the run ended before it spent its budget (--steps too low?)");
+        CMP_FAIL("%.400s: %s (%d evaluation points of %d)", path, why, rows, K + 1);
     }
     snprintf(path, sizeof path, "%s/result.txt", r->dir);
-    text = slurp(path);
-    if (!text) {
-        snprintf(err, errn, "cannot read %.400s: %s", path, strerror(errno));
-        return -1;
-    }
-    // key value lines; the keys compare reads, and those it checks against eval.csv's last point
-    static const char *keys[8] = {"test_acc", "test_n", "budget_done", "steps", "gen_tokens_traj", "gen_tokens_aux",
-                                  "flops", "sft_test_acc"};
+    if (!(text = slurp(path))) CMP_FAIL("cannot read %.400s: %s", path, strerror(errno));
+    // `key value` lines: the keys compare reads, and those it checks against eval.csv's last point
+    static const char *keys[9] = {"test_acc", "test_n", "budget_done", "steps", "gen_tokens_traj",
+                                  "gen_tokens_aux", "flops", "sft_test_acc", "seconds"};
     double val[9];
     int have[9] = {0}, ln = 0;
-    for (char *line = text; *line && !why[0]; ) {
+    for (char *line = text, *nl; *line && !why[0]; line = nl + 1) {
+        char *sp = strchr(line, ' '), *end;
         ln++;
-        char *nl = strchr(line, '\n'), *sp = strchr(line, ' ');
-        if (!nl) { snprintf(why, sizeof why, "line %d: cut off (no line end)", ln); break; }
+        if (!(nl = strchr(line, '\n'))) { snprintf(why, sizeof why, "line %d: cut off (no line end)", ln); break; }
         int k = -1;
-        for (int i = 0; i < 8; i++)
+        for (int i = 0; i < 9; i++)
             if (sp && sp < nl && (size_t)(sp - line) == strlen(keys[i]) && !strncmp(line, keys[i], sp - line)) k = i;
-        if (sp && sp < nl && (size_t)(sp - line) == 7 && !strncmp(line, "seconds", 7)) k = 8;
-        if (k >= 0) {
-            char *end;
-            double v = is_blank(sp[1]) ? NAN : strtod(sp + 1, &end);
-            if (is_blank(sp[1]) || end == sp + 1 || end != nl || !isfinite(v))
-                snprintf(why, sizeof why, "line %d: the value of %s is not a number", ln, k == 8 ? "seconds" : keys[k]);
-            else if (have[k]) snprintf(why, sizeof why, "line %d: %s given twice", ln, k == 8 ? "seconds" : keys[k]);
-            val[k] = v;
-            have[k] = 1;
-        }
-        line = nl + 1;
+        if (k < 0) continue;
+        val[k] = strtod(sp + 1, &end);
+        if (is_blank(sp[1]) || end == sp + 1 || end != nl || !isfinite(val[k]))
+            snprintf(why, sizeof why, "line %d: the value of %s is not a number", ln, keys[k]);
+        else if (have[k]) snprintf(why, sizeof why, "line %d: %s given twice", ln, keys[k]);
+        have[k] = 1;
     }
     free(text);
-    if (!why[0] && (!have[0] || !have[1] || !have[2]))
-        snprintf(why, sizeof why, "no test_acc, test_n or budget_done line");
-    if (!why[0] && val[2] != 1.0) snprintf(why, sizeof why, "budget_done %g: the run did not spend its budget", val[2]);
-    if (!why[0] && !(val[1] >= 0 && val[1] == floor(val[1]) && val[1] < 2147483647.0))
-        snprintf(why, sizeof why, "test_n %g is not a whole number >= 0", val[1]);
-    if (!why[0] && !(val[0] >= 0.0 && val[0] <= 1.0)) snprintf(why, sizeof why, "test_acc %g is not in [0, 1]", val[0]);
-    if (!why[0] && val[1] > 0 && fabs(val[0] * val[1] - round(val[0] * val[1])) > 5.1e-7 * val[1] + 1e-9)
-        snprintf(why, sizeof why, "test_acc %g is not a count of test_n %g problems (correct / test_n)", val[0], val[1]);
-    // eval.csv's last point and result.txt: the same step and counters
     double last[4] = {r->x[AX_STEP][K], r->x[AX_TOKENS][K], r->x[AX_FLOPS][K], r->x[AX_SECONDS][K]};
-    if (!why[0] && have[3] && val[3] != last[0])
-        snprintf(why, sizeof why, "steps %g, but eval.csv's last point is at step %g", val[3], last[0]);
-    if (!why[0] && have[4] && have[5] && val[4] + val[5] != last[1])
-        snprintf(why, sizeof why, "gen_tokens_traj + gen_tokens_aux %g, but eval.csv's last point has gen_tokens %g",
-                 val[4] + val[5], last[1]);
-    if (!why[0] && have[6] && val[6] != last[2])
-        snprintf(why, sizeof why, "flops %.0f, but eval.csv's last point has %.0f", val[6], last[2]);
-    if (!why[0] && have[8] && fabs(val[8] - last[3]) > 1e-6 * fmax(1.0, last[3]))
-        snprintf(why, sizeof why, "seconds %g, but eval.csv's last point has %g", val[8], last[3]);
-    if (why[0]) {
-        snprintf(err, errn, "%.400s: %s", path, why);
-        return -1;
+    if (!why[0]) {
+        if (!have[0] || !have[1] || !have[2]) snprintf(why, sizeof why, "no test_acc, test_n or budget_done line");
+        else if (val[2] != 1.0) snprintf(why, sizeof why, "budget_done %g: the run did not spend its budget", val[2]);
+        else if (!(val[1] >= 0 && val[1] == floor(val[1]) && val[1] < 2147483647.0))
+            snprintf(why, sizeof why, "test_n %g is not a whole number >= 0", val[1]);
+        else if (!(val[0] >= 0.0 && val[0] <= 1.0)) snprintf(why, sizeof why, "test_acc %g is not in [0, 1]", val[0]);
+        else if (val[1] > 0 && fabs(val[0] * val[1] - round(val[0] * val[1])) > 5.1e-7 * val[1] + 1e-9)
+            snprintf(why, sizeof why, "test_acc %g is not a count of test_n %g problems (correct / test_n)", val[0],
+                     val[1]);
+        else if (have[3] && val[3] != last[0])
+            snprintf(why, sizeof why, "steps %g, but eval.csv's last point is at step %g", val[3], last[0]);
+        else if (have[4] && have[5] && val[4] + val[5] != last[1])
+            snprintf(why, sizeof why, "gen_tokens_traj + gen_tokens_aux %g, but eval.csv's last point has "
+                     "gen_tokens %g", val[4] + val[5], last[1]);
+        else if (have[6] && val[6] != last[2])
+            snprintf(why, sizeof why, "flops %.0f, but eval.csv's last point has %.0f", val[6], last[2]);
+        else if (have[8] && fabs(val[8] - last[3]) > 1e-6 * fmax(1.0, last[3]))
+            snprintf(why, sizeof why, "seconds %g, but eval.csv's last point has %g", val[8], last[3]);
     }
+    if (why[0]) CMP_FAIL("%.400s: %s", path, why);
     r->test_n = (int)val[1];
     r->test_acc = r->test_n > 0 ? val[0] : -1.0;
     r->sft_test_acc = have[7] && r->test_n > 0 ? val[7] : -1.0;
@@ -11328,7 +11212,22 @@ static pid_t spawn(const char *exe, char *const *argv, const char *log_path) {
     _exit(127);
 }
 
-// The budget a running run has spent: the budget_spent column of the last row of its train.csv.
+// spawn_wait: spawn, then the child's wait status once it has ended
+static int spawn_wait(const char *exe, char *const *argv, const char *log_path) {
+    pid_t pid = spawn(exe, argv, log_path);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    return status;
+}
+
+// exit_text: a wait status as "exit status N", or as "SIG N" (SIG: how a signal is named) into buf
+static const char *exit_text(int status, const char *sig, char *buf, size_t n) {
+    if (WIFEXITED(status)) snprintf(buf, n, "exit status %d", WEXITSTATUS(status));
+    else snprintf(buf, n, "%s %d", sig, WTERMSIG(status));
+    return buf;
+}
+
+// run_spent: the budget a running run has spent: the budget_spent column of its train.csv's last row
 static double run_spent(const CmpRun *r) {
     char path[1200];
     snprintf(path, sizeof path, "%s/train.csv", r->dir);
@@ -11377,65 +11276,52 @@ static const char *run_name(const CmpRun *r, const Method *m, char *buf, size_t 
 }
 
 /* print_progress: runs done, those running with their share of the budget, and the time left:
-   the remaining work (pending runs, plus what running runs have left) in runs, times the mean
+   the remaining work in runs (pending ones, plus what running ones have left) times the mean
    duration of a run (of those finished by this invocation; before the first, from the running
    ones' pace), divided by the runs going at once. */
 static void print_progress(const CmpRun *runs, int n, const Method *m, double budget, int jobs, double t0) {
-    int done = 0, pending = 0, running = 0, failed = 0;
+    int count[4] = {0}, dur_n = 0, pace_n = 0;   // runs in each state (CMP_PENDING ...)
     double left = 0.0, dur_sum = 0.0, pace_sum = 0.0;
-    int dur_n = 0, pace_n = 0;
-    char line[1024] = "", name[300];
+    char line[1024] = "", name[300], eta[64], fails[32] = "";
     size_t used = 0;
     for (int i = 0; i < n; i++) {
         const CmpRun *r = &runs[i];
-        if (r->state == CMP_DONE) {
-            done++;
-            if (r->wall > 0) {
-                dur_sum += r->wall;
-                dur_n++;
-            }
+        count[r->state]++;
+        if (r->state == CMP_DONE && r->wall > 0) {
+            dur_sum += r->wall;
+            dur_n++;
+        } else if (r->state == CMP_PENDING) {
+            left += 1.0;
         } else if (r->state == CMP_RUNNING) {
             double frac = fmin(1.0, run_spent(r) / budget);
-            double elapsed = wall_seconds() - r->t_start;
-            running++;
             left += 1.0 - frac;
             if (frac > 0.02) {
-                pace_sum += elapsed / frac;
+                pace_sum += (wall_seconds() - r->t_start) / frac;
                 pace_n++;
             }
-            const char *sep = running > 1 ? ", " : "";
             if (used < sizeof line - 100)
-                used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%", sep,
-                                         run_name(r, m, name, sizeof name), 100.0 * frac);
-        } else if (r->state == CMP_FAILED) {
-            failed++;
-        } else {
-            pending++;
-            left += 1.0;
+                used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%",
+                                         count[CMP_RUNNING] > 1 ? ", " : "", run_name(r, m, name, sizeof name),
+                                         100.0 * frac);
         }
     }
     double per_run = dur_n ? dur_sum / dur_n : (pace_n ? pace_sum / pace_n : -1.0);
-    char eta[64];
-    if (per_run > 0 && jobs > 0)
-        snprintf(eta, sizeof eta, "about %.1f min left", left * per_run / jobs / 60.0);
-    else
-        snprintf(eta, sizeof eta, "time left: known after the first steps");
-    char fails[32] = "";
-    if (failed) snprintf(fails, sizeof fails, ", %d failed", failed);
-    double minutes = (wall_seconds() - t0) / 60.0;
-    printf("progress: %d/%d runs done, %d running%s%s%s, %d waiting%s; %.1f min so far, %s\n", done, n,
-           running, running ? " (" : "", line, running ? ")" : "", pending, fails, minutes, eta);
+    if (per_run > 0 && jobs > 0) snprintf(eta, sizeof eta, "about %.1f min left", left * per_run / jobs / 60.0);
+    else snprintf(eta, sizeof eta, "time left: known after the first steps");
+    if (count[CMP_FAILED]) snprintf(fails, sizeof fails, ", %d failed", count[CMP_FAILED]);
+    int running = count[CMP_RUNNING];
+    printf("progress: %d/%d runs done, %d running%s%s%s, %d waiting%s; %.1f min so far, %s\n", count[CMP_DONE], n,
+           running, running ? " (" : "", line, running ? ")" : "", count[CMP_PENDING], fails,
+           (wall_seconds() - t0) / 60.0, eta);
     fflush(stdout);
 }
 
 // ---- the views and the tables
 
 /* view_values: every run's validation accuracy at the view's points 0..K (v: runs x (K+1)) and
-   the points' x (xs). The view of the budget's own unit reads each run's evaluations (point j
-   was evaluated after the first step that spent >= j/K of the budget, within one step of it;
-   xs: the nominal j/K·budget). Any other view interpolates each run's curve linearly between
-   its evaluations at K evenly spaced points up to the smallest final x over all runs, so that
-   every run covers them. */
+   the points' x (xs). The budget's own unit reads each run's evaluations (xs: the nominal
+   j/K·budget); any other view interpolates each run's curve at K evenly spaced points up to the
+   smallest final x over all runs, so that every run covers them. */
 static void view_values(int axis, const CmpRun *runs, int n, int K, int budget_axis, double budget,
                         double *xs, double *v) {
     double end = INFINITY;
@@ -11449,6 +11335,7 @@ static void view_values(int axis, const CmpRun *runs, int n, int K, int budget_a
     }
 }
 
+// format_amount: an amount x of the axis as a column head ("step 12", "1.5 s", "2.1M tok", ...)
 static void format_amount(int axis, double x, char *buf, size_t n) {
     if (axis == AX_STEP) snprintf(buf, n, "step %.4g", x);
     else if (axis == AX_SECONDS) snprintf(buf, n, "%.*f s", x < 100 ? 1 : 0, x);
@@ -11474,6 +11361,13 @@ static void format_ci_digits(const MeanCI *c, int sign, int digits, char *buf, s
 
 static void format_ci(const MeanCI *c, int sign, char *buf, size_t n) { format_ci_digits(c, sign, 3, buf, n); }
 
+// a paired difference's cell: "+mean±half a/b" (b: the seeds favouring the reference)
+static void format_diff(const PairedDiff *p, int digits, char *buf, size_t n) {
+    char d[64];
+    format_ci_digits(&p->d, 1, digits, d, sizeof d);
+    snprintf(buf, n, "%s %d/%d", d, p->favour_a, p->favour_b);
+}
+
 typedef struct {
     FILE *out;          // the summary (stdout and summary.txt get the same text)
     const CmpRun *runs;
@@ -11482,6 +11376,7 @@ typedef struct {
     double budget;
     double target;      // --target-acc X (< 0: no cost view)
     const struct OneBatch *ob;   // --one-batch: the one-batch counts (NULL: no such view)
+    int wl;             // the width of the tables' first column (the labels)
 } CmpReport;
 
 // values of method mi at column j of v (runs are ordered seed-major: run i = seed_index·nm + method)
@@ -11489,52 +11384,63 @@ static void method_column(const CmpReport *R, const double *v, int mi, int j, do
     for (int s = 0; s < R->S; s++) out[s] = v[(s * R->nm + mi) * (R->K + 1) + j];
 }
 
-/* print_view: one table: a row per method (mean ± half-width of the 95% CI over seeds) and
-   under each other method its paired difference against the reference (favouring it/ref).
-   Appends the view's rows to curves.csv. */
+// method mi's test accuracy on each seed
+static void test_column(const CmpReport *R, int mi, double *out) {
+    for (int s = 0; s < R->S; s++) out[s] = R->runs[s * R->nm + mi].test_acc;
+}
+
+// a table's first cell, s padded to the labels' width; delta_label: the 'Δ vs REF' row's (REF cut at `cut`)
+static void row_label(const CmpReport *R, const char *s) { print_padded(R->out, s, R->wl, 0); }
+static void delta_label(const CmpReport *R, int cut) {
+    char s[300];
+    snprintf(s, sizeof s, "  Δ vs %.*s", cut, R->m[R->ref].label);
+    row_label(R, s);
+}
+
+// a table's head line: n column heads, right-aligned in their widths
+static void print_heads(const CmpReport *R, int n, const char *const *heads, const int *widths) {
+    row_label(R, "");
+    for (int c = 0; c < n; c++) print_padded(R->out, heads[c], widths[c], 1);
+    fprintf(R->out, "\n");
+}
+
+/* print_view: one table: a row per method (mean ± half-width of the 95% CI over seeds) and under
+   each other method its paired difference against the reference. Appends its rows to curves.csv. */
 static void print_view(const CmpReport *R, int axis, FILE *curves) {
-    int n = R->nm * R->S, K = R->K, wl = 14;
-    double xs[CMP_MAX_POINTS + 1];
+    int n = R->nm * R->S, K = R->K;
+    double xs[CMP_MAX_POINTS + 1], a[1024], b[1024];
     double *v = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
-    double a[1024], b[1024];
     char cell[96], amount[64];
     view_values(axis, R->runs, n, K, R->budget_axis, R->budget, xs, v);
-    for (int i = 0; i < R->nm; i++) wl = (int)fmax(wl, strlen(R->m[i].label) + 2);
     format_amount(axis, xs[K], amount, sizeof amount);
-    fprintf(R->out, "\n%s: greedy validation accuracy, mean ± 95%% CI over %d seeds,\n", AXIS_VIEW[axis],
-            R->S);
+    fprintf(R->out, "\n%s: greedy validation accuracy, mean ± 95%% CI over %d seeds,\n", AXIS_VIEW[axis], R->S);
     if (axis == R->budget_axis) fprintf(R->out, "  at the evaluation points (fractions of the budget)\n");
     else fprintf(R->out, "  interpolated between evaluations, up to %s (the shortest run's end)\n", amount);
-    print_padded(R->out, "", wl, 0);
+    row_label(R, "");
     for (int j = 1; j <= K; j++) {
         format_amount(axis, xs[j], amount, sizeof amount);
         print_padded(R->out, amount, 20, 1);
     }
     fprintf(R->out, "\n");
     for (int mi = 0; mi < R->nm; mi++) {
-        print_padded(R->out, R->m[mi].label, wl, 0);
+        row_label(R, R->m[mi].label);
         for (int j = 0; j <= K; j++) {
             method_column(R, v, mi, j, a);
             MeanCI c = mean_ci(a, R->S);
-            if (j > 0) {
-                format_ci(&c, 0, cell, sizeof cell);
-                print_padded(R->out, cell, 20, 1);
-            }
+            format_ci(&c, 0, cell, sizeof cell);
+            if (j > 0) print_padded(R->out, cell, 20, 1);
             double half = isnan(c.half) ? 0.0 : c.half;   // one seed: no interval, the band is the mean
             fprintf(curves, "%s,%s,%d,%.10g,%d,%.6f,%.6f,%.6f\n", AXIS_COLUMN[axis], R->m[mi].label, j, xs[j],
                     c.n, c.mean, c.mean - half, c.mean + half);
         }
         fprintf(R->out, "\n");
         if (mi == R->ref) continue;
-        snprintf(cell, sizeof cell, "  Δ vs %.80s", R->m[R->ref].label);
-        print_padded(R->out, cell, wl, 0);
+        delta_label(R, 80);
         for (int j = 1; j <= K; j++) {
             method_column(R, v, mi, j, a);
             method_column(R, v, R->ref, j, b);
             PairedDiff p = paired_diff(a, b, R->S);
-            char diff[64];
-            format_ci(&p.d, 1, diff, sizeof diff);
-            snprintf(cell, sizeof cell, "%s %d/%d", diff, p.favour_a, p.favour_b);
+            format_diff(&p, 3, cell, sizeof cell);
             print_padded(R->out, cell, 20, 1);
         }
         fprintf(R->out, "\n");
@@ -11542,8 +11448,7 @@ static void print_view(const CmpReport *R, int axis, FILE *curves) {
     free(v);
 }
 
-/* last_point_diff: the paired difference of method mi against the reference at the view's
-   last point (hypotheses H2, H3). */
+// last_point_diff: method mi against the reference at the view's last point (hypotheses H2, H3)
 static PairedDiff last_point_diff(const CmpReport *R, int axis, int mi) {
     int n = R->nm * R->S, K = R->K;
     double xs[CMP_MAX_POINTS + 1], a[1024], b[1024];
@@ -11569,6 +11474,7 @@ static void print_per_seed(const CmpReport *R) {
         }
 }
 
+// print_verdict: hypothesis h's line: the difference, its p, Holm's p and whether it is supported
 static void print_verdict(FILE *f, int h, const char *what, const Method *m, int mi, int ref, PairedDiff p,
                           double holm_p) {
     char diff[64];
@@ -11586,14 +11492,10 @@ static void print_verdict(FILE *f, int h, const char *what, const Method *m, int
     else fprintf(f, "not supported\n");
 }
 
-/* cost_to_reach: the cost x (any axis: gen tokens, seconds, ...) at which a run's validation
-   accuracy first reaches target, from its n evaluations (xs[j], val[j]), j = 0..n−1, in order
-   of x. The first j with val[j] >= target: xs[0] when j is 0 (the starting model already
-   reaches it), else linear interpolation between evaluations j−1 and j, where the accuracy
-   crosses target: xs[j−1] + (target − val[j−1]) / (val[j] − val[j−1]) · (xs[j] − xs[j−1]) (the
-   same straight line between evaluations as the matched views read). NAN when no evaluation
-   reaches it (the run is censored at its last evaluation: it did not reach target within its
-   budget). */
+/* cost_to_reach: the cost x (any axis) at which a run's validation accuracy first reaches target,
+   from its n evaluations (xs[j], val[j]) in order of x: xs[0] when the start reaches it, else
+   linear interpolation between the evaluations where it crosses target (the straight line the
+   matched views read); NAN when none reaches it (censored at the end of its budget). */
 static double cost_to_reach(const double *xs, const double *val, int n, double target) {
     for (int j = 0; j < n; j++) {
         if (!(val[j] >= target)) continue;
@@ -11604,63 +11506,46 @@ static double cost_to_reach(const double *xs, const double *val, int n, double t
     return NAN;
 }
 
-/* print_cost_view: the cost at equal accuracy: for each method the generated tokens and the
-   training seconds at which its runs first reach validation accuracy R->target
-   (cost_to_reach: interpolated between evaluations, the SFT model's included as point 0),
-   mean ± 95% t interval over the seeds that reached it, and how many of the S seeds did not
-   (they are counted, not dropped, and enter no mean); under each other method the paired
-   difference in tokens against the reference over the seeds where both reached it. */
+/* print_cost_view: per method the generated tokens and training seconds at which its runs first
+   reach validation accuracy R->target (cost_to_reach), mean ± 95% CI over the seeds that reached
+   it, and how many did not (counted, in no mean); under each other method the paired difference
+   in tokens against the reference over the seeds where both reached it. */
 static void print_cost_view(const CmpReport *R) {
     FILE *f = R->out;
-    int K = R->K, wl = 14;
+    int K = R->K, S = R->S;
     char cell[96];
-    for (int i = 0; i < R->nm; i++) wl = (int)fmax(wl, strlen(R->m[i].label) + 2);
     fprintf(f, "\ncost at equal accuracy: generated tokens and seconds to first reach validation accuracy %.3f\n"
                "  (pre-registered --target-acc; linearly interpolated between evaluations; mean ± 95%% CI over\n"
                "  the seeds that reached it; a seed that did not is counted, not dropped, and is in no mean)\n",
             R->target);
-    print_padded(f, "", wl, 0);
-    print_padded(f, "gen tokens to X", 20, 1);
-    print_padded(f, "seconds to X", 16, 1);
-    print_padded(f, "did not reach X", 20, 1);
-    fprintf(f, "\n");
-    double tok[1024], sec[1024], ref_tok[1024], a[1024], b[1024];
-    for (int s = 0; s < R->S; s++) {
-        const CmpRun *r = &R->runs[s * R->nm + R->ref];
-        ref_tok[s] = cost_to_reach(r->x[AX_TOKENS], r->val, K + 1, R->target);
-    }
+    print_heads(R, 3, (const char *[]){"gen tokens to X", "seconds to X", "did not reach X"},
+                (const int[]){20, 16, 20});
     for (int mi = 0; mi < R->nm; mi++) {
         int reached = 0, pairs = 0;
-        double all_tok[1024];
-        for (int s = 0; s < R->S; s++) {
-            const CmpRun *r = &R->runs[s * R->nm + mi];
+        double tok[1024], sec[1024], a[1024], b[1024];
+        for (int s = 0; s < S; s++) {
+            const CmpRun *r = &R->runs[s * R->nm + mi], *rr = &R->runs[s * R->nm + R->ref];
             double t = cost_to_reach(r->x[AX_TOKENS], r->val, K + 1, R->target);
-            double c = cost_to_reach(r->x[AX_SECONDS], r->val, K + 1, R->target);
-            all_tok[s] = t;
+            double t_ref = cost_to_reach(rr->x[AX_TOKENS], rr->val, K + 1, R->target);
             if (isnan(t)) continue;
-            tok[reached] = t;
-            sec[reached++] = c;
-        }
-        for (int s = 0; s < R->S; s++)
-            if (!isnan(all_tok[s]) && !isnan(ref_tok[s])) {
-                a[pairs] = all_tok[s];
-                b[pairs++] = ref_tok[s];
+            if (!isnan(t_ref)) {
+                a[pairs] = t;
+                b[pairs++] = t_ref;
             }
-        print_padded(f, R->m[mi].label, wl, 0);
+            tok[reached] = t;
+            sec[reached++] = cost_to_reach(r->x[AX_SECONDS], r->val, K + 1, R->target);
+        }
         MeanCI ct = mean_ci(tok, reached), cs = mean_ci(sec, reached);
-        if (!reached) snprintf(cell, sizeof cell, "-");
-        else format_ci_digits(&ct, 0, 0, cell, sizeof cell);
-        print_padded(f, cell, 20, 1);
-        if (!reached) snprintf(cell, sizeof cell, "-");
-        else format_ci_digits(&cs, 0, 1, cell, sizeof cell);
-        print_padded(f, cell, 16, 1);
-        snprintf(cell, sizeof cell, "%d of %d", R->S - reached, R->S);
+        row_label(R, R->m[mi].label);
+        format_ci_digits(&ct, 0, 0, cell, sizeof cell);
+        print_padded(f, reached ? cell : "-", 20, 1);
+        format_ci_digits(&cs, 0, 1, cell, sizeof cell);
+        print_padded(f, reached ? cell : "-", 16, 1);
+        snprintf(cell, sizeof cell, "%d of %d", S - reached, S);
         print_padded(f, cell, 20, 1);
         fprintf(f, "\n");
         if (mi == R->ref) continue;
-        char label[300];
-        snprintf(label, sizeof label, "  Δ vs %s", R->m[R->ref].label);
-        print_padded(f, label, wl, 0);
+        delta_label(R, 255);
         if (pairs == 0) {
             snprintf(cell, sizeof cell, "(no seed where both reached it)");
         } else {
@@ -11673,106 +11558,75 @@ static void print_cost_view(const CmpReport *R) {
     }
 }
 
-static void print_onebatch_view(const CmpReport *R);   // --one-batch's view (its section, below)
-
-// The tables of a finished study, into R->out.
-static void print_report(const CmpReport *R, FILE *curves) {
-    FILE *f = R->out;
-    int K = R->K, has_test = 1, wl = 14;
+// print_end_table: test accuracy at the end of the budget (and its Δ), and what each method spent
+static void print_end_table(const CmpReport *R, int has_test) {
+    static const char *fmt[4] = {"%.0f", "%.0f", "%.3g", "%.1f"};   // step, gen tokens, FLOPs, seconds
+    char cell[96], delta[300];
     double a[1024], b[1024];
-    char cell[96];
-    for (int i = 0; i < R->nm * R->S; i++) has_test &= R->runs[i].test_acc >= 0;
-    for (int i = 0; i < R->nm; i++) wl = (int)fmax(wl, strlen(R->m[i].label) + 2);
-    fprintf(f, "\n== results: %d methods x %d seeds; the ± are half-widths of 95%% t intervals over seeds;\n"
-               "   'Δ vs %s' is the paired difference on the same seeds, then the seeds favouring each\n"
-               "   (the method / %s; a tied seed favours neither)\n", R->nm, R->S, R->m[R->ref].label,
-               R->m[R->ref].label);
-    print_view(R, AX_STEP, curves);
-    print_view(R, AX_TOKENS, curves);
-    if (R->budget_axis == AX_FLOPS) print_view(R, AX_FLOPS, curves);
-    print_view(R, AX_SECONDS, curves);
-    // the end of the budget: test accuracy, and what each method spent
-    fprintf(f, "\nat the end of the budget (mean over seeds):\n");
-    print_padded(f, "", wl, 0);
-    char delta[300];
+    fprintf(R->out, "\nat the end of the budget (mean over seeds):\n");
     snprintf(delta, sizeof delta, "Δ vs %s", R->m[R->ref].label);
-    const char *heads[] = {"test accuracy", delta, "steps", "gen tokens", "FLOPs", "seconds"};
-    for (int c = 0; c < 6; c++) print_padded(f, heads[c], c < 2 ? 20 : 12, 1);
-    fprintf(f, "\n");
+    print_heads(R, 6, (const char *[]){"test accuracy", delta, "steps", "gen tokens", "FLOPs", "seconds"},
+                (const int[]){20, 20, 12, 12, 12, 12});
     for (int mi = 0; mi < R->nm; mi++) {
-        print_padded(f, R->m[mi].label, wl, 0);
-        for (int s = 0; s < R->S; s++) {
-            a[s] = R->runs[s * R->nm + mi].test_acc;
-            b[s] = R->runs[s * R->nm + R->ref].test_acc;
-        }
+        row_label(R, R->m[mi].label);
+        test_column(R, mi, a);
+        test_column(R, R->ref, b);
         MeanCI c = mean_ci(a, R->S);
-        if (has_test) format_ci(&c, 0, cell, sizeof cell);
-        else snprintf(cell, sizeof cell, "(not evaluated)");
-        print_padded(f, cell, 20, 1);
-        if (mi != R->ref && has_test) {
-            PairedDiff p = paired_diff(a, b, R->S);
-            char diff[64];
-            format_ci(&p.d, 1, diff, sizeof diff);
-            snprintf(cell, sizeof cell, "%s %d/%d", diff, p.favour_a, p.favour_b);
-        } else {
-            snprintf(cell, sizeof cell, "-");
-        }
-        print_padded(f, cell, 20, 1);
+        format_ci(&c, 0, cell, sizeof cell);
+        print_padded(R->out, has_test ? cell : "(not evaluated)", 20, 1);
+        PairedDiff p = paired_diff(a, b, R->S);
+        format_diff(&p, 3, cell, sizeof cell);
+        print_padded(R->out, mi != R->ref && has_test ? cell : "-", 20, 1);
         for (int ax = 0; ax < 4; ax++) {
             double sum = 0.0;
-            for (int s = 0; s < R->S; s++) sum += R->runs[s * R->nm + mi].x[ax][K];
-            if (ax == AX_STEP || ax == AX_TOKENS) snprintf(cell, sizeof cell, "%.0f", sum / R->S);
-            else if (ax == AX_FLOPS) snprintf(cell, sizeof cell, "%.3g", sum / R->S);
-            else snprintf(cell, sizeof cell, "%.1f", sum / R->S);
-            print_padded(f, cell, 12, 1);
+            for (int s = 0; s < R->S; s++) sum += R->runs[s * R->nm + mi].x[ax][R->K];
+            snprintf(cell, sizeof cell, fmt[ax], sum / R->S);
+            print_padded(R->out, cell, 12, 1);
         }
-        fprintf(f, "\n");
+        fprintf(R->out, "\n");
     }
-    // peak validation accuracy over the evaluation points (point 0 included: the SFT model)
-    fprintf(f, "\npeak validation accuracy over the %d evaluation points (and the SFT model), "
-               "mean ± 95%% CI:\n", K);
-    print_padded(f, "", wl, 0);
-    print_padded(f, "peak val accuracy", 20, 1);
-    print_padded(f, "steps to peak", 20, 1);
-    print_padded(f, "gen tokens to peak", 24, 1);
-    fprintf(f, "\n");
+}
+
+// print_peak_table: the peak validation accuracy over points 0..K, and the steps and tokens to it
+static void print_peak_table(const CmpReport *R) {
+    char cell[96];
+    fprintf(R->out, "\npeak validation accuracy over the %d evaluation points (and the SFT model), "
+                    "mean ± 95%% CI:\n", R->K);
+    print_heads(R, 3, (const char *[]){"peak val accuracy", "steps to peak", "gen tokens to peak"},
+                (const int[]){20, 20, 24});
     for (int mi = 0; mi < R->nm; mi++) {
         double pk[1024], st[1024], tk[1024];
         for (int s = 0; s < R->S; s++) {
             const CmpRun *r = &R->runs[s * R->nm + mi];
             int best = 0;
-            for (int j = 1; j <= K; j++)
+            for (int j = 1; j <= R->K; j++)
                 if (r->val[j] > r->val[best]) best = j;
             pk[s] = r->val[best];
             st[s] = r->x[AX_STEP][best];
             tk[s] = r->x[AX_TOKENS][best];
         }
         MeanCI cp = mean_ci(pk, R->S), cs = mean_ci(st, R->S), ct = mean_ci(tk, R->S);
-        print_padded(f, R->m[mi].label, wl, 0);
+        row_label(R, R->m[mi].label);
         format_ci(&cp, 0, cell, sizeof cell);
-        print_padded(f, cell, 20, 1);
-        if (isnan(cs.half)) snprintf(cell, sizeof cell, "%.0f", cs.mean);
-        else snprintf(cell, sizeof cell, "%.0f±%.0f", cs.mean, cs.half);
-        print_padded(f, cell, 20, 1);
-        if (isnan(ct.half)) snprintf(cell, sizeof cell, "%.0f", ct.mean);
-        else snprintf(cell, sizeof cell, "%.0f±%.0f", ct.mean, ct.half);
-        print_padded(f, cell, 24, 1);
-        fprintf(f, "\n");
+        print_padded(R->out, cell, 20, 1);
+        format_ci_digits(&cs, 0, 0, cell, sizeof cell);
+        print_padded(R->out, cell, 20, 1);
+        format_ci_digits(&ct, 0, 0, cell, sizeof cell);
+        print_padded(R->out, cell, 24, 1);
+        fprintf(R->out, "\n");
     }
-    if (R->target >= 0) print_cost_view(R);
-    if (R->ob) print_onebatch_view(R);
-    print_per_seed(R);
-    // the pre-registered hypotheses: three per method, Holm's correction over all of them
+}
+
+// print_hypotheses: the pre-registered hypotheses, three per method, Holm's correction over all of them
+static void print_hypotheses(const CmpReport *R, int has_test) {
     int nh = 0, hm[64];
     PairedDiff hp[64];
-    double pv[64] = {0}, adj[64];
+    double pv[64] = {0}, adj[64], a[1024], b[1024];
     for (int mi = 0; mi < R->nm && nh + 3 <= 64; mi++) {
         if (mi == R->ref) continue;
         PairedDiff none = {{0, NAN, NAN, NAN}, 0, 0, 0, NAN, NAN};
-        for (int s = 0; s < R->S; s++) {
-            a[s] = R->runs[s * R->nm + mi].test_acc;
-            b[s] = R->runs[s * R->nm + R->ref].test_acc;
-        }
+        test_column(R, mi, a);
+        test_column(R, R->ref, b);
         hp[nh] = has_test ? paired_diff(a, b, R->S) : none;
         hp[nh + 1] = last_point_diff(R, AX_TOKENS, mi);
         hp[nh + 2] = last_point_diff(R, AX_SECONDS, mi);
@@ -11780,87 +11634,82 @@ static void print_report(const CmpReport *R, FILE *curves) {
         nh += 3;
     }
     holm(pv, adj, nh);
-    fprintf(f, "\nhypotheses (as pre-registered; two-sided paired t tests, p; Holm: the p adjusted over the %d\n"
-               "hypotheses, supported when below 0.05; detectable: the difference this study finds with 80%%\n"
-               "power at that sd):\n", nh);
+    fprintf(R->out, "\nhypotheses (as pre-registered; two-sided paired t tests, p; Holm: the p adjusted over the %d\n"
+                    "hypotheses, supported when below 0.05; detectable: the difference this study finds with 80%%\n"
+                    "power at that sd):\n", nh);
     static const char *what[3] = {"test accuracy at the end", "val accuracy at matched generated tokens (last point)",
                                   "val accuracy at matched time (last point)"};
     for (int k = 0; k < nh; k++) {
-        if (k % 3 == 0 && !has_test) {
-            fprintf(f, "  H%d %s vs %s, test accuracy at the end: not testable (the runs had no test set)\n",
+        if (k % 3 == 0 && !has_test)
+            fprintf(R->out, "  H%d %s vs %s, test accuracy at the end: not testable (the runs had no test set)\n",
                     k + 1, R->m[hm[k]].label, R->m[R->ref].label);
-            continue;
-        }
-        print_verdict(f, k + 1, what[k % 3], R->m, hm[k], R->ref, hp[k], adj[k]);
+        else print_verdict(R->out, k + 1, what[k % 3], R->m, hm[k], R->ref, hp[k], adj[k]);
     }
+}
+
+static void print_onebatch_view(const CmpReport *R);   // --one-batch's view (its section, below)
+
+// print_report: the tables of a finished study, into R->out; the views' rows into curves
+static void print_report(const CmpReport *R, FILE *curves) {
+    int has_test = 1;
+    for (int i = 0; i < R->nm * R->S; i++) has_test &= R->runs[i].test_acc >= 0;
+    fprintf(R->out, "\n== results: %d methods x %d seeds; the ± are half-widths of 95%% t intervals over seeds;\n"
+                    "   'Δ vs %s' is the paired difference on the same seeds, then the seeds favouring each\n"
+                    "   (the method / %s; a tied seed favours neither)\n", R->nm, R->S, R->m[R->ref].label,
+            R->m[R->ref].label);
+    print_view(R, AX_STEP, curves);
+    print_view(R, AX_TOKENS, curves);
+    if (R->budget_axis == AX_FLOPS) print_view(R, AX_FLOPS, curves);
+    print_view(R, AX_SECONDS, curves);
+    print_end_table(R, has_test);
+    print_peak_table(R);
+    if (R->target >= 0) print_cost_view(R);
+    if (R->ob) print_onebatch_view(R);
+    print_per_seed(R);
+    print_hypotheses(R, has_test);
 }
 
 // ---- the command
 
-/* method_args: the train command line of method mi, seed `seed`, in run directory dir: fixed
-   options first, then --train-args, the method's own, and last those compare sets itself. */
 // The settings of ./grpo compare --quick: a tiny model (2 layers, width 32) and budget; --sft-args and
 // --train-args after them (a later value of an option wins), so that they add to them.
 #define CMP_QUICK_SFT \
     "--layers 2 --heads 2 --channels 32 --batch-size 16 --lr 3e-3 --steps 300 --eval-every 0"
 #define CMP_QUICK_TRAIN "--prompts-per-step 4 --group-size 4 --lr 1e-3 --eval-limit 40 --test-limit 40"
 
+/* method_args: the train command line of method m, seed `seed`, in run directory dir: fixed
+   options first, then --quick's, --train-args, the method's own, and last those compare sets. */
 static void method_args(ArgList *a, const Options *o, const Method *m, int seed, const char *dir,
                         const char *sft) {
-    char num[64];
+    char steps[32], budget[32], points[32], seed_s[32], name[160];
     memset(a, 0, sizeof *a);
-    arg_add(a, "train");
-    arg_add(a, "--threads");
-    arg_add(a, "1");
-    arg_add(a, "--eval-every");
-    arg_add(a, "0");
-    arg_add(a, "--pass-k");
-    arg_add(a, "0");
+    args_add(a, "train", "--threads", "1", "--eval-every", "0", "--pass-k", "0", NULL);
     if (o->quick) split_options(a, CMP_QUICK_TRAIN, CMD_TRAIN, CMP_RESERVED_TRAIN, "--quick");
     split_options(a, o->train_args, CMD_TRAIN, CMP_RESERVED_TRAIN, "--train-args");
-    if (m->objective >= 0) {
-        arg_add(a, "--objective");
-        arg_add(a, OBJECTIVE_NAMES[m->objective]);
-    }
+    if (m->objective >= 0) args_add(a, "--objective", OBJECTIVE_NAMES[m->objective], NULL);
     for (int k = 0; k < m->nopts; k++) {
-        char name[160];
         snprintf(name, sizeof name, "--%s", m->opt[k][0]);
-        arg_add(a, name);
-        arg_add(a, m->opt[k][1]);
+        args_add(a, name, m->opt[k][1], NULL);
     }
     // --steps: the budget itself when it counts steps (so that a decaying --schedule ends at the
     // budget's end), else a cap the budget stops the run long before
-    snprintf(num, sizeof num, "%d", o->budget_unit == BUDGET_STEPS ? (int)o->budget : cmp_steps_cap());
-    arg_add(a, "--steps");
-    arg_add(a, num);
-    arg_add(a, "--budget-unit");
-    arg_add(a, BUDGET_UNIT_NAMES[o->budget_unit]);
-    snprintf(num, sizeof num, "%.9g", o->budget);
-    arg_add(a, "--budget");
-    arg_add(a, num);
-    snprintf(num, sizeof num, "%d", o->eval_points);
-    arg_add(a, "--eval-points");
-    arg_add(a, num);
-    arg_add(a, "--init");
-    arg_add(a, sft);
-    snprintf(num, sizeof num, "%d", seed);
-    arg_add(a, "--seed");
-    arg_add(a, num);
-    arg_add(a, "--run-dir");
-    arg_add(a, dir);
+    snprintf(steps, sizeof steps, "%d", o->budget_unit == BUDGET_STEPS ? (int)o->budget : cmp_steps_cap());
+    snprintf(budget, sizeof budget, "%.9g", o->budget);
+    snprintf(points, sizeof points, "%d", o->eval_points);
+    snprintf(seed_s, sizeof seed_s, "%d", seed);
+    args_add(a, "--steps", steps, "--budget-unit", BUDGET_UNIT_NAMES[o->budget_unit], "--budget", budget,
+             "--eval-points", points, "--init", sft, "--seed", seed_s, "--run-dir", dir, NULL);
 }
 
+// sft_args: the study's SFT command line (--quick's, then --sft-args), into dir at `threads` threads
 static void sft_args(ArgList *a, const Options *o, const char *dir, int threads) {
     char num[32];
     memset(a, 0, sizeof *a);
     arg_add(a, "sft");
     if (o->quick) split_options(a, CMP_QUICK_SFT, CMD_SFT, CMP_RESERVED_SFT, "--quick");
     split_options(a, o->sft_args, CMD_SFT, CMP_RESERVED_SFT, "--sft-args");
-    arg_add(a, "--run-dir");
-    arg_add(a, dir);
     snprintf(num, sizeof num, "%d", threads);
-    arg_add(a, "--threads");
-    arg_add(a, num);
+    args_add(a, "--run-dir", dir, "--threads", num, NULL);
 }
 
 /* cmp_resolve: the Options a train (is_train) or sft command line a resolves to: that command's
@@ -11916,11 +11765,17 @@ static void print_command(FILE *f, const ArgList *a) {
 
 #define PREREG_SFT_LINE "sft-checkpoint: fnv1a64 "   // prereg.txt's line after the hash: the made SFT's hash
 
-/* prereg_check_own_hash: an existing prereg.txt (old, read from path) against itself: the
-   FNV-1a of every byte above its hash line must be the hash that line states, and below it
-   may stand only the made SFT checkpoint's line (PREREG_SFT_LINE, 16 hex digits, its bytes),
-   once. Else the file was edited after it was written (another seed range, another method),
-   and compare stops (exit 1) naming the file, before anything runs or is reported. */
+// study_has_runs: 1 when STUDY/runs exists (its path into runs_dir)
+static int study_has_runs(const char *study, char *runs_dir, size_t n) {
+    struct stat sb;
+    snprintf(runs_dir, n, "%s/runs", study);
+    return stat(runs_dir, &sb) == 0;
+}
+
+/* prereg_check_own_hash: an existing prereg.txt (old, read from path) against itself: the FNV-1a of
+   every byte above its hash line must be the hash that line states, and below it may stand only
+   the made SFT's line (PREREG_SFT_LINE, as compare writes it). Else it was edited after it was
+   written, and compare stops (exit 1) naming the file, before anything runs or is reported. */
 static void prereg_check_own_hash(const char *path, const char *old) {
     const char *at = strstr(old, "\nhash: fnv1a64 ");
     char msg[1400];
@@ -11939,80 +11794,58 @@ static void prereg_check_own_hash(const char *path, const char *old) {
                  "pre-registered)", path, (unsigned long long)actual, end ? (int)(end - hex) : 16, hex);
         fail_at(__FILE__, __LINE__, msg, "restore the file as compare wrote it, or give another --study");
     }
-    const char *rest = end + 1;   // nothing, or the made SFT's line and nothing after it
-    if (!*rest) return;
-    const char *nl = strchr(rest, '\n');
-    int ok = !strncmp(rest, PREREG_SFT_LINE, strlen(PREREG_SFT_LINE)) && nl && !nl[1];
-    const char *h = rest + strlen(PREREG_SFT_LINE);
-    for (int i = 0; ok && i < 16; i++) ok = (h[i] >= '0' && h[i] <= '9') || (h[i] >= 'a' && h[i] <= 'f');
-    if (ok) {   // then exactly " (N bytes)", as compare writes it
-        char *num_end = NULL;
-        long long bytes = strncmp(h + 16, " (", 2) ? -1 : strtoll(h + 18, &num_end, 10);
-        char want[64];
-        snprintf(want, sizeof want, " (%lld bytes)", bytes);
-        ok = bytes >= 0 && (size_t)(nl - h - 16) == strlen(want) && !strncmp(h + 16, want, strlen(want));
-    }
-    if (!ok) {
+    const char *rest = end + 1;   // nothing, or exactly the line compare writes and nothing after it
+    unsigned long long h = 0;
+    long long bytes = -1;
+    char want[128] = "";
+    if (sscanf(rest, PREREG_SFT_LINE "%16llx (%lld bytes)", &h, &bytes) == 2 && bytes >= 0)
+        snprintf(want, sizeof want, PREREG_SFT_LINE "%016llx (%lld bytes)\n", h, bytes);
+    if (*rest && strcmp(rest, want) != 0) {
         snprintf(msg, sizeof msg, "'%s': below its hash line stands '%.80s', and only the line '" PREREG_SFT_LINE
                  "<16 hex digits> (<n> bytes)' that compare writes may stand there", path, rest);
         fail_at(__FILE__, __LINE__, msg, "restore the file as compare wrote it, or give another --study");
     }
 }
 
-/* write_prereg: the configuration and the hypotheses (text), then their hash; an existing
-   prereg.txt must match its own hash (prereg_check_own_hash) and carry this text's (the same
-   study), else compare stops. */
+/* write_prereg: the configuration and the hypotheses (text), then their hash, into STUDY/prereg.txt;
+   an existing one must match its own hash and carry this text's (the same study), else compare
+   stops (this text then in prereg.rejected.txt). Returns the hash. */
 static uint64_t write_prereg(const char *study, const char *text) {
     uint64_t hash = fnv1a64(text, strlen(text));
-    char path[1100], line[64];
+    char path[1100], rejected[1100], msg[2600], hint[2400];
     snprintf(path, sizeof path, "%s/prereg.txt", study);
-    snprintf(line, sizeof line, "hash: fnv1a64 %016llx\n", (unsigned long long)hash);
-    char *old = slurp(path);
+    size_t n = strlen(text) + 64;
+    char *full = (char *)mallocCheck(n), *old = slurp(path);
+    snprintf(full, n, "%shash: fnv1a64 %016llx\n", text, (unsigned long long)hash);
+    const char *line = full + strlen(text);
     if (old) {
         prereg_check_own_hash(path, old);
         const char *at = strstr(old, "\nhash: fnv1a64 ");
         int same = at && !strncmp(at + 1, line, strlen(line));
         free(old);
         if (!same) {
-            char rejected[1100], msg[2600];
             snprintf(rejected, sizeof rejected, "%s/prereg.rejected.txt", study);
-            size_t n = strlen(text) + strlen(line) + 1;
-            char *full = (char *)mallocCheck(n);
-            snprintf(full, n, "%s%s", text, line);
             write_file_atomic(rejected, full);
-            free(full);
             snprintf(msg, sizeof msg, "study '%s' was pre-registered with another configuration (its "
                      "prereg.txt; this command's is in %s)", study, rejected);
-            char hint[2400];
-            char prereg[1100];
-            snprintf(prereg, sizeof prereg, "%s/prereg.txt", study);
             snprintf(hint, sizeof hint, "`diff %s %s` shows what differs; rerun with the options "
-                     "prereg.txt lists, or give another --study", shell_word(prereg), shell_word(rejected));
+                     "prereg.txt lists, or give another --study", shell_word(path), shell_word(rejected));
             fail_at(__FILE__, __LINE__, msg, hint);
         }
-        return hash;
-    }
-    char runs_dir[1100];
-    struct stat sb;
-    snprintf(runs_dir, sizeof runs_dir, "%s/runs", study);
-    if (stat(runs_dir, &sb) == 0) {
-        char msg[1300];
+    } else if (study_has_runs(study, rejected, sizeof rejected)) {
         snprintf(msg, sizeof msg, "'%s' holds runs but no prereg.txt (which is written before the first run)",
                  study);
         fail_at(__FILE__, __LINE__, msg, "give another --study, or remove its runs/ directory");
+    } else {
+        write_file_atomic(path, full);
     }
-    size_t n = strlen(text) + strlen(line) + 1;
-    char *full = (char *)mallocCheck(n);
-    snprintf(full, n, "%s%s", text, line);
-    write_file_atomic(path, full);
     free(full);
     return hash;
 }
 
-/* check_study_sft: the study's starting checkpoint sft (made or given) against the hash its
-   pre-registration holds (want): a swapped or rewritten file would start the runs that have not
-   run yet from another model than the ones done. A mismatch, or a file that cannot be read,
-   stops compare (exit 1) naming the file, before the run it was about to start. */
+/* check_study_sft: the study's starting checkpoint sft against the hash its pre-registration
+   holds (want): a swapped or rewritten file would start the runs not yet run from another model.
+   A mismatch or an unreadable file stops compare (exit 1) naming it. */
 static void check_study_sft(const char *sft, uint64_t want, const char *study) {
     uint64_t have = 0;
     char msg[1400];
@@ -12028,32 +11861,28 @@ static void check_study_sft(const char *sft, uint64_t want, const char *study) {
                                      "the recorded one)");
 }
 
-/* prereg_sft_hash: the hash of the study's made SFT checkpoint sft, as the line below the
-   hash line of STUDY/prereg.txt (PREREG_SFT_LINE) records it. Without that line (the SFT run
-   has just finished, or a compare was stopped right after it) the checkpoint is hashed now and
-   the line written, unless runs have started (STUDY/runs exists): then which model they
-   started from cannot be told, and compare stops (exit 1). */
+/* prereg_sft_hash: the made SFT checkpoint's hash, from prereg.txt's line below the hash line;
+   without it (the SFT run has just finished) the checkpoint is hashed now and the line written,
+   unless runs have started: then which model they started from cannot be told (exit 1). */
 static uint64_t prereg_sft_hash(const char *study, const char *sft) {
-    char path[1100], msg[3200];
+    char path[1100], runs_dir[1100], msg[3200];
     snprintf(path, sizeof path, "%s/prereg.txt", study);
     char *pre = slurp(path);
     if (!pre) fail_at(__FILE__, __LINE__, "compare: cannot read back the study's prereg.txt", "");
     const char *at = strstr(pre, "\nhash: fnv1a64 "), *line = at ? strchr(at + 1, '\n') : NULL;
+    uint64_t h = 0;
     if (line && !strncmp(line + 1, PREREG_SFT_LINE, strlen(PREREG_SFT_LINE))) {
-        uint64_t h = strtoull(line + 1 + strlen(PREREG_SFT_LINE), NULL, 16);   // checked by write_prereg
+        h = strtoull(line + 1 + strlen(PREREG_SFT_LINE), NULL, 16);   // checked by write_prereg
         free(pre);
         return h;
     }
-    struct stat sb;
-    char runs_dir[1100];
-    snprintf(runs_dir, sizeof runs_dir, "%s/runs", study);
-    if (stat(runs_dir, &sb) == 0) {
+    if (study_has_runs(study, runs_dir, sizeof runs_dir)) {
         snprintf(msg, sizeof msg, "'%s' records no hash of the SFT checkpoint '%s' (its line '" PREREG_SFT_LINE
                  "...'), and runs have started (%s): which model they started from cannot be told", path, sft,
                  runs_dir);
         fail_at(__FILE__, __LINE__, msg, "give another --study");
     }
-    uint64_t h = 0;
+    struct stat sb;
     if (file_fnv1a64(sft, &h) != 0 || stat(sft, &sb) != 0) {
         snprintf(msg, sizeof msg, "cannot read the study's SFT checkpoint '%s': %s", sft, strerror(errno));
         fail_at(__FILE__, __LINE__, msg, "");
@@ -12069,21 +11898,13 @@ static uint64_t prereg_sft_hash(const char *study, const char *sft) {
     return h;
 }
 
-/* ---- the one-batch prediction view: compare --one-batch P
+/* ---- the one-batch prediction view: compare --one-batch P (notes/compare.md)
 
-   Is a one-batch look at the gradient a good guide to full training? For each run of the
-   study (method x seed), its first update alone: `./grpo train` with the run's own command line
-   (the same --seed, so the same first batch, and the same --steps cap, so the same learning-rate
-   schedule) at its peak learning rate (--warmup 0) stopped after its first step (--budget-unit
-   gen-tokens --budget 1 --eval-points 0 --test-limit 0), into STUDY/onebatch/METHOD/seed_N/. The probe set: the first P prompts of the
-   reference method's --val-data, M = OB_SAMPLES samples each at its --temperature and
-   --max-new-tokens, sample s of prompt i on stream (OB_SEED, OB_STREAM + i·M + s), so the SFT
-   model and every updated model are scored with the same draws (common random numbers: the
-   same model scored twice gives the same count). E = the share of the P·M samples the verifier
-   accepts (reward 1; --format-reward is not counted); Δ = E_after − E_SFT. The counts are
-   cached in STUDY/onebatch/sft.txt and each run's probe.txt ("correct C\nsamples N\n"), so a
-   rerun redoes nothing; they are made when compare collects the study (a plain compare, not
-   --plan or --only), one after another, each train run at one thread. */
+   Each run's first update alone (its own train line at --warmup 0, stopped after step 1), into
+   STUDY/onebatch/METHOD/seed_N/; the SFT model and each updated one scored on the same probe
+   draws: the first P prompts of the reference's --val-data x OB_SAMPLES samples, sample s of
+   prompt i on stream (OB_SEED, OB_STREAM + i·M + s). The counts are cached (sft.txt, probe.txt)
+   and made when a plain compare collects the study (not --plan or --only). */
 #define OB_SAMPLES 16
 #define OB_SEED 1
 #define OB_STREAM (1ull << 41)
@@ -12097,7 +11918,7 @@ static long onebatch_score(GPT *m, const Dataset *d, int P, int M, int max_new, 
     KVCache kv;
     build_kvcache(&kv, &m->config, B);
     const int **pp = (const int **)mallocCheck((size_t)B * sizeof(int *));
-    int *plen = (int *)mallocCheck((size_t)B * sizeof(int)), *idx = (int *)mallocCheck((size_t)B * sizeof(int));
+    int *plen = (int *)mallocCheck((size_t)B * sizeof(int));
     int *comp = (int *)mallocCheck((size_t)B * max_new * sizeof(int)), *clen = (int *)mallocCheck(B * sizeof(int));
     float *lp = (float *)mallocCheck((size_t)B * max_new * sizeof(float));
     Rng *rngs = (Rng *)mallocCheck((size_t)B * sizeof(Rng));
@@ -12106,19 +11927,18 @@ static long onebatch_score(GPT *m, const Dataset *d, int P, int M, int max_new, 
         int n = (int)(s + B <= total ? B : total - s);
         for (int b = 0; b < n; b++) {
             int i = (int)((s + b) / M);
-            idx[b] = i;
             pp[b] = d->prompt + (size_t)i * d->maxT;
             plen[b] = d->prompt_len[i];
             rng_seed(&rngs[b], seed, OB_STREAM + (uint64_t)(s + b));
         }
         sample_completions(m, &kv, n, pp, plen, max_new, temperature, 0, rngs, NULL, comp, lp, clen);
         for (int b = 0; b < n; b++) {
-            int i = idx[b];
+            int i = (int)((s + b) / M);
             correct += task_reward(d->task, d->nums + (size_t)i * MAX_NUMS, d->num_count[i], d->target[i],
                                    comp + (size_t)b * max_new, clen[b], 0.0f) == 1.0f;
         }
     }
-    free(pp); free(plen); free(idx); free(comp); free(clen); free(lp); free(rngs);
+    free(pp); free(plen); free(comp); free(clen); free(lp); free(rngs);
     free_kvcache(&kv);
     return correct;
 }
@@ -12143,26 +11963,26 @@ static void onebatch_settings(const Options *o, const Method *m, int nm, int ref
     ob->M = OB_SAMPLES;
     ob->sft = -1;
     ob->sft_test = -1.0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int mi = 0; mi < nm; mi++) {
-            if ((pass == 0) != (mi == ref)) continue;   // the reference first
-            ArgList a;
-            Options t;
-            char dir[600];
-            snprintf(dir, sizeof dir, "%s/%s/seed_1", runs_dir, m[mi].dir);
-            method_args(&a, o, &m[mi], 1, dir, sft);
-            cmp_resolve(&a, 1, &t);   // (the line was checked by resolved_config before)
-            if (mi == ref) {
-                ob->task = t.task;
-                ob->max_new = t.max_new_tokens;
-                ob->temperature = t.temperature;
-                snprintf(ob->val_data, sizeof ob->val_data, "%s", t.val_data);
-            } else if (t.task != ob->task || t.max_new_tokens != ob->max_new || strcmp(t.val_data, ob->val_data)) {
-                usage_error("--one-batch: method '%s' runs another --task, --val-data or --max-new-tokens than "
-                            "%s; the one-batch view scores every model on one probe set (leave --one-batch "
-                            "out, or give every method the same)", m[mi].label, m[ref].label);
-            }
+    for (int k = -1; k < nm; k++) {   // the reference first
+        int mi = k < 0 ? ref : k;
+        if (k == ref) continue;
+        ArgList a;
+        Options t;
+        char dir[600];
+        snprintf(dir, sizeof dir, "%s/%s/seed_1", runs_dir, m[mi].dir);
+        method_args(&a, o, &m[mi], 1, dir, sft);
+        cmp_resolve(&a, 1, &t);   // (the line was checked by resolved_config before)
+        if (mi == ref) {
+            ob->task = t.task;
+            ob->max_new = t.max_new_tokens;
+            ob->temperature = t.temperature;
+            snprintf(ob->val_data, sizeof ob->val_data, "%s", t.val_data);
+        } else if (t.task != ob->task || t.max_new_tokens != ob->max_new || strcmp(t.val_data, ob->val_data)) {
+            usage_error("--one-batch: method '%s' runs another --task, --val-data or --max-new-tokens than "
+                        "%s; the one-batch view scores every model on one probe set (leave --one-batch "
+                        "out, or give every method the same)", m[mi].label, m[ref].label);
         }
+    }
 }
 
 /* onebatch_read: a cached count (path: "correct C\nsamples N\n", as onebatch_write writes it)
@@ -12236,36 +12056,27 @@ static void onebatch_collect(const Options *o, const char *study, const char *sf
         method_args(&a, o, &m[r->method], r->seed, dir, sft);
         // later values win: the first step, nothing scored, at the run's peak --lr (--warmup 0: the
         // run's own step 1 is at lr/warmup, a warm-up artefact, not its training rate)
-        const char *stop[] = {"--budget-unit", "gen-tokens", "--budget", "1", "--eval-points", "0",
-                              "--test-limit", "0", "--warmup", "0"};
-        for (int k = 0; k < 10; k++) arg_add(&a, stop[k]);
+        args_add(&a, "--budget-unit", "gen-tokens", "--budget", "1", "--eval-points", "0", "--test-limit", "0",
+                 "--warmup", "0", NULL);
         char log[1400];
         snprintf(log, sizeof log, "%s/run.log", dir);
         printf("one-batch: %s's first update (log %s)\n", run_name(r, m, name, sizeof name), log);
-        pid_t pid = spawn(exe, a.argv, log);
-        int status = 0;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+        int status = spawn_wait(exe, a.argv, log);
         if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            fprintf(stderr, "error: the one-batch run of %s failed (%s %d); its log: %s\n", name,
-                    WIFEXITED(status) ? "exit status" : "signal",
-                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), log);
+            fprintf(stderr, "error: the one-batch run of %s failed (%s); its log: %s\n", name,
+                    exit_text(status, "signal", path, sizeof path), log);
             print_log_error(log);
             exit(EXIT_INPUT);
         }
         snprintf(path, sizeof path, "%s/model.bin", dir);
         load_checkpoint(path, &model, 1, NULL);
-        long c = onebatch_score(&model, &d, ob->P, ob->M, ob->max_new, ob->temperature, OB_SEED, 64);
+        ob->after[i] = onebatch_score(&model, &d, ob->P, ob->M, ob->max_new, ob->temperature, OB_SEED, 64);
         free_gpt(&model);
-        ob->after[i] = c;
         snprintf(path, sizeof path, "%s/probe.txt", dir);
-        onebatch_write(path, c, samples);
+        onebatch_write(path, ob->after[i], samples);
     }
     free_dataset(&d);
-    // the SFT model's greedy test accuracy, as every run's result.txt records it (the same for all)
-    snprintf(path, sizeof path, "%s/result.txt", runs[0].dir);
-    char *text = slurp(path), *at = text ? strstr(text, "\nsft_test_acc ") : NULL;
-    if (at && runs[0].test_acc >= 0) ob->sft_test = atof(at + 14);
-    free(text);
+    ob->sft_test = runs[0].sft_test_acc;   // the SFT model's greedy test accuracy (the same in every run)
 }
 
 /* OneBatchVerdict: does the one-batch Δ rank the methods as training's gain does, and by how
@@ -12293,13 +12104,10 @@ static void onebatch_ordering(const double *mean, int nm, const char *const *lab
                               labels[order[i]]);
 }
 
-/* onebatch_verdict: on the means over seeds of the one-batch Δ (delta[m], with the reference's
-   interval delta[ref].half) and of the training gain (gain[m]), and the mean paired training
-   gain difference against the reference (actual[m]): the verdict lines into f ("same ranking"
-   or "different ranking" with both orderings; for each other method the predicted gap
-   gain_ref·(Δ_m − Δ_ref)/Δ_ref against the actual one, in points (x100), and their difference;
-   "not determined" instead when Δ_ref's 95% interval includes 0, or has none). gain_name says
-   which gain ranks the methods. */
+/* onebatch_verdict: from the one-batch Δ (delta[m]), the training gain (gain[m], named gain_name)
+   and the paired gain difference against the reference (actual[m]), the verdict lines into f: same
+   or different ranking of the means, then each method's predicted gap gain_ref·(Δ_m − Δ_ref)/Δ_ref
+   against the actual one in points, or "not determined" when Δ_ref's 95% interval holds 0. */
 static OneBatchVerdict onebatch_verdict(FILE *f, int nm, int ref, const char *const *labels, const MeanCI *delta,
                                         const double *gain, const double *actual, const char *gain_name) {
     OneBatchVerdict v;
@@ -12353,11 +12161,10 @@ static OneBatchVerdict onebatch_verdict(FILE *f, int nm, int ref, const char *co
 static void print_onebatch_view(const CmpReport *R) {
     FILE *f = R->out;
     const OneBatch *ob = R->ob;
-    int S = R->S, nm = R->nm, wl = 14, has_test = ob->sft_test >= 0;
+    int S = R->S, nm = R->nm, has_test = ob->sft_test >= 0;
     double n = (double)ob->P * ob->M;
     double dl[CMP_MAX_METHODS][1024], gt[CMP_MAX_METHODS][1024], gv[CMP_MAX_METHODS][1024];
     char cell[96];
-    for (int i = 0; i < nm; i++) wl = (int)fmax(wl, strlen(R->m[i].label) + 2);
     for (int s = 0; s < S; s++)
         for (int mi = 0; mi < nm; mi++) {
             int i = s * nm + mi;
@@ -12371,44 +12178,32 @@ static void print_onebatch_view(const CmpReport *R) {
                "  samples at T=%g (seed %d, the same draws for every model); gain = greedy accuracy at the end\n"
                "  minus the SFT model's (test; val: the last point minus point 0); mean ± 95%% CI over %d seeds\n",
             ob->P, (double)ob->sft / n, ob->P, ob->M, ob->temperature, OB_SEED, S);
-    print_padded(f, "", wl, 0);
-    print_padded(f, "one-batch Δ", 22, 1);
-    print_padded(f, "test gain", 20, 1);
-    print_padded(f, "val gain", 20, 1);
-    fprintf(f, "\n");
+    double (*cols[3])[1024] = {dl, gt, gv};
+    static const int width[3] = {22, 20, 20};
+    print_heads(R, 3, (const char *[]){"one-batch Δ", "test gain", "val gain"}, width);
     MeanCI delta[CMP_MAX_METHODS];
     double gain[CMP_MAX_METHODS], actual[CMP_MAX_METHODS];
-    double (*g)[1024] = has_test ? gt : gv;
+    int g = has_test ? 1 : 2;   // the gain that ranks the methods: test, else val
     for (int mi = 0; mi < nm; mi++) {
-        delta[mi] = mean_ci(dl[mi], S);
-        MeanCI ct = mean_ci(gt[mi], S), cv = mean_ci(gv[mi], S);
-        gain[mi] = has_test ? ct.mean : cv.mean;
-        print_padded(f, R->m[mi].label, wl, 0);
-        format_ci_digits(&delta[mi], 1, 4, cell, sizeof cell);
-        print_padded(f, cell, 22, 1);
-        if (has_test) format_ci(&ct, 1, cell, sizeof cell);
-        else snprintf(cell, sizeof cell, "(not evaluated)");
-        print_padded(f, cell, 20, 1);
-        format_ci(&cv, 1, cell, sizeof cell);
-        print_padded(f, cell, 20, 1);
+        row_label(R, R->m[mi].label);
+        for (int c = 0; c < 3; c++) {
+            MeanCI ci = mean_ci(cols[c][mi], S);
+            format_ci_digits(&ci, 1, c ? 3 : 4, cell, sizeof cell);
+            print_padded(f, c == 1 && !has_test ? "(not evaluated)" : cell, width[c], 1);
+            if (c == 0) delta[mi] = ci;
+            if (c == g) gain[mi] = ci.mean;
+        }
         fprintf(f, "\n");
         actual[mi] = 0.0;
         if (mi == R->ref) continue;
-        snprintf(cell, sizeof cell, "  Δ vs %.80s", R->m[R->ref].label);
-        print_padded(f, cell, wl, 0);
-        double (*cols[3])[1024] = {dl, gt, gv};
+        delta_label(R, 80);
         for (int c = 0; c < 3; c++) {
-            char diff[64];
             PairedDiff p = paired_diff(cols[c][mi], cols[c][R->ref], S);
-            if (c == 1 && !has_test) snprintf(cell, sizeof cell, "-");
-            else {
-                format_ci_digits(&p.d, 1, c == 0 ? 4 : 3, diff, sizeof diff);
-                snprintf(cell, sizeof cell, "%s %d/%d", diff, p.favour_a, p.favour_b);
-            }
-            print_padded(f, cell, c == 0 ? 22 : 20, 1);
+            format_diff(&p, c ? 3 : 4, cell, sizeof cell);
+            print_padded(f, c == 1 && !has_test ? "-" : cell, width[c], 1);
         }
         fprintf(f, "\n");
-        actual[mi] = paired_diff(g[mi], g[R->ref], S).d.mean;
+        actual[mi] = paired_diff(cols[g][mi], cols[g][R->ref], S).d.mean;
     }
     const char *labels[CMP_MAX_METHODS];
     for (int i = 0; i < nm; i++) labels[i] = R->m[i].label;
@@ -12416,29 +12211,24 @@ static void print_onebatch_view(const CmpReport *R) {
 }
 
 
-/* ---- studies that outgrow one machine: compare --plan and compare --only RUN
+/* ---- studies that outgrow one machine: compare --plan and compare --only RUN (notes/compare.md)
 
-   --plan writes the pre-registration and makes the shared SFT checkpoint (both as a plain
-   compare would, before its first run), then prints to standard output one shell line per run
-   that is not done, and runs nothing: `cd CWD && EXE compare OPTIONS --only METHOD/seed_N`,
-   with OPTIONS this command's own (but --plan), CWD and EXE absolute. Everything else compare
-   prints goes to standard error. --only RUN runs that one run of the study as compare would
-   (the prereg and the SFT checkpoint checked against their hashes, the run's files checked,
-   then its done marker), without the study's lock, so that any number of them can run at once
-   from a scheduler on a shared filesystem; it needs the prereg and the SFT checkpoint that
-   --plan made. A plain compare with the same options then finds every done marker and
-   reports (or runs what is missing). */
+   --plan writes the prereg and makes the SFT checkpoint, then prints one shell line per run not
+   done (`cd CWD && EXE compare OPTIONS --only METHOD/seed_N`) and runs nothing; --only runs that
+   one run as compare would, without the study's lock, so that a scheduler can run many at once. */
 typedef struct {
     int plan;             // 1: --plan
     const char *only;     // --only RUN (METHOD-DIR/seed_N), or NULL
     int nargs;            // compare's own options as given, but --plan (what the plan's lines repeat)
     char **args;
     int out;              // --plan: the real standard output (standard output is then standard error)
+    int quick;            // --quick given (a flag: the option table holds options with a value)
+    int budget_given;     // --budget given (the default budget counts generated tokens)
 } CmpPlan;
 
-/* cmp_plan_args: takes --plan and --only RUN / --only=RUN out of argv (argv[0] is "compare")
-   into p, and keeps the options as given in p->args. Returns the new argc. A usage error when
-   --only has no value or is given with --plan. */
+/* cmp_plan_args: takes the flags --plan, --quick and --only RUN / --only=RUN out of argv (argv[0]
+   is "compare") into p, and keeps the options as given but --plan in p->args. Returns the new
+   argc. A usage error when --only has no value or is given with --plan. */
 static int cmp_plan_args(int argc, char **argv, CmpPlan *p) {
     memset(p, 0, sizeof *p);
     p->out = -1;
@@ -12457,7 +12247,9 @@ static int cmp_plan_args(int argc, char **argv, CmpPlan *p) {
             continue;
         }
         p->args[p->nargs++] = argv[i];
-        argv[n++] = argv[i];
+        p->budget_given |= !strcmp(argv[i], "--budget") || !strncmp(argv[i], "--budget=", 9);
+        if (!strcmp(argv[i], "--quick")) p->quick = 1;
+        else argv[n++] = argv[i];
     }
     argv[n] = NULL;
     if (p->plan && p->only) usage_error("--plan and --only: give one (--plan prints the --only lines)");
@@ -12473,8 +12265,9 @@ static int cmp_plan_args(int argc, char **argv, CmpPlan *p) {
     return n;
 }
 
-// s single-quoted for a POSIX shell (each ' written '\'')
-static void shell_quote(FILE *f, const char *s) {
+// shell_quote: `before`, then s single-quoted for a POSIX shell (each ' written '\'')
+static void shell_quote(FILE *f, const char *before, const char *s) {
+    fputs(before, f);
     fputc('\'', f);
     for (; *s; s++)
         if (*s == '\'') fputs("'\\''", f);
@@ -12498,17 +12291,11 @@ static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Me
         if (runs[i].state == CMP_DONE) continue;
         char name[300];
         run_name(&runs[i], m, name, sizeof name);
-        fputs("cd ", f);
-        shell_quote(f, cwd);
-        fputs(" && ", f);
-        shell_quote(f, exe);
+        shell_quote(f, "cd ", cwd);
+        shell_quote(f, " && ", exe);
         fputs(" compare", f);
-        for (int k = 0; k < p->nargs; k++) {
-            fputc(' ', f);
-            shell_quote(f, p->args[k]);
-        }
-        fputs(" --only ", f);
-        shell_quote(f, name);
+        for (int k = 0; k < p->nargs; k++) shell_quote(f, " ", p->args[k]);
+        shell_quote(f, " --only ", name);
         fputc('\n', f);
         lines++;
     }
@@ -12571,7 +12358,9 @@ static int cmp_only_select(const CmpPlan *p, CmpRun *runs, int n, const Method *
     return 0;
 }
 
-static int cmd_compare(int argc, char **argv, Options *o) {
+/* cmp_options: compare's defaults, then --quick's (so that the options after it override them),
+   then the options, checked; --plan, --only and --quick are taken out first (cmp_plan_args). */
+static void cmp_options(int argc, char **argv, Options *o, CmpPlan *plan) {
     o->seeds = 5;
     o->budget_unit = BUDGET_GEN_TOKENS;
     o->budget = 1e6f;
@@ -12581,20 +12370,8 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     o->init[0] = 0;
     strcpy(o->study, "runs/compare");
     strcpy(o->methods, "grpo,lambda-grpo");
-    // --quick is a flag (the option table holds options with a value): taken out before parsing,
-    // so that the options after it override its settings
-    int quick = 0, n = 1;
-    // --plan and --only RUN (cmp_plan_args) likewise; the rest, as given, is what --plan's lines repeat
-    static CmpPlan plan;   // static: its args stay reachable (one compare per process)
-    argc = cmp_plan_args(argc, argv, &plan);
-    int budget_given = 0;   // the default budget counts generated tokens: another unit needs its own
-    for (int i = 1; i < argc; i++) {
-        budget_given |= !strcmp(argv[i], "--budget") || !strncmp(argv[i], "--budget=", 9);
-        if (!strcmp(argv[i], "--quick")) quick = 1;
-        else argv[n++] = argv[i];
-    }
-    argc = n;
-    if (quick) {
+    argc = cmp_plan_args(argc, argv, plan);
+    if (plan->quick) {
         o->seeds = 2;
         o->budget = 8000.0f;
         o->eval_points = 2;
@@ -12621,11 +12398,11 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     // one spelling of the study's path (prereg.txt records it): no "./" before, no "/" after, no "//"
     for (char *d; (d = strstr(o->study, "//")) != NULL;) memmove(d, d + 1, strlen(d));
     while (!strncmp(o->study, "./", 2) && o->study[2]) memmove(o->study, o->study + 2, strlen(o->study) - 1);
-    for (size_t n = strlen(o->study); n > 1 && o->study[n - 1] == '/'; n--) o->study[n - 1] = 0;
+    for (size_t k = strlen(o->study); k > 1 && o->study[k - 1] == '/'; k--) o->study[k - 1] = 0;
     if (!(o->budget > 0)) usage_error("--budget %g: compare needs a budget > 0", o->budget);
     if (o->target_acc < 0 && o->target_acc != -1.0f)
         usage_error("--target-acc %g: give an accuracy in [0, 1], or -1 for no such view", o->target_acc);
-    if (o->budget_unit != BUDGET_GEN_TOKENS && !budget_given)
+    if (o->budget_unit != BUDGET_GEN_TOKENS && !plan->budget_given)
         usage_error("--budget-unit %s: give --budget N in %s too (the default, %.9g, counts generated tokens)",
                     BUDGET_UNIT_NAMES[o->budget_unit], BUDGET_UNIT_NAMES[o->budget_unit], o->budget);
     if (o->budget_unit == BUDGET_STEPS && o->budget != floorf(o->budget))
@@ -12635,98 +12412,102 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     if (o->eval_points < 1 || o->eval_points > CMP_MAX_POINTS)
         usage_error("--eval-points %d: compare needs 1 to %d points", o->eval_points, CMP_MAX_POINTS);
     if (o->seeds > 1024) usage_error("--seeds %d: at most 1024", o->seeds);
-    Method methods[CMP_MAX_METHODS];
+}
+
+// A study being run: its options, methods, paths and runs (one compare per process)
+typedef struct {
+    const Options *o;
+    Method m[CMP_MAX_METHODS];
+    int nm, ref, S, K, nruns, jobs;   // ref: the reference of the paired differences
+    char exe[1024], study[256], sft_dir[300], sft[600], runs_dir[300];
+    uint64_t sft_hash;                // of the starting checkpoint: every run is checked to start from it
+    CmpRun *runs;                     // seed-major: every method's seed 1, then seed 2, ...
+} Study;
+
+// study_setup: the methods (the reference: grpo, else the first), this program's path and the paths
+static void study_setup(Study *st, const Options *o) {
     char err[512];
-    int nm = parse_methods(o->methods, methods, CMP_MAX_METHODS, err, sizeof err);
-    if (nm < 0) usage_error("--methods '%s': %s", o->methods, err);
-    int ref = 0;   // the reference of the paired differences: grpo, else the first method
-    for (int i = nm - 1; i >= 0; i--)
-        if (!strcmp(methods[i].label, "grpo")) ref = i;
-    char exe[1024];
-    ssize_t len = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    st->o = o;
+    st->nm = parse_methods(o->methods, st->m, CMP_MAX_METHODS, err, sizeof err);
+    if (st->nm < 0) usage_error("--methods '%s': %s", o->methods, err);
+    for (int i = st->nm - 1; i >= 0; i--)
+        if (!strcmp(st->m[i].label, "grpo")) st->ref = i;
+    ssize_t len = readlink("/proc/self/exe", st->exe, sizeof st->exe - 1);
     if (len <= 0) fail_at(__FILE__, __LINE__, "compare: cannot read /proc/self/exe (the program's own path)",
                           "compare starts its runs through /proc/self/exe (Linux)");
-    exe[len] = 0;
+    st->exe[len] = 0;
     long cores = sysconf(_SC_NPROCESSORS_ONLN);
-    int jobs = o->jobs > 0 ? o->jobs : (cores > 0 ? (int)cores : 1);
-    int S = o->seeds, K = o->eval_points, nruns = nm * S;
-    // the study directory and its SFT checkpoint
-    char study[256], sft_dir[300], sft[600], runs_dir[300];
-    snprintf(study, sizeof study, "%s", o->study);
-    snprintf(sft_dir, sizeof sft_dir, "%s/sft", study);
-    snprintf(runs_dir, sizeof runs_dir, "%s/runs", study);
-    if (o->init[0]) snprintf(sft, sizeof sft, "%s", o->init);
-    else snprintf(sft, sizeof sft, "%s/model.bin", sft_dir);
-    // the pre-registration: configuration and hypotheses, then their hash
-    char *text = NULL;
-    size_t text_n = 0;
-    FILE *pr = open_memstream(&text, &text_n);
-    if (!pr) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
-    fprintf(pr, "# grpo.c compare: pre-registration of the study '%s'\n", study);
-    fprintf(pr, "# written before its first run; the hash line covers every byte above it "
-                "(FNV-1a, 64 bits)\n\n");
+    st->jobs = o->jobs > 0 ? o->jobs : (cores > 0 ? (int)cores : 1);
+    st->S = o->seeds;
+    st->K = o->eval_points;
+    st->nruns = st->nm * st->S;
+    snprintf(st->study, sizeof st->study, "%s", o->study);
+    snprintf(st->sft_dir, sizeof st->sft_dir, "%s/sft", st->study);
+    snprintf(st->runs_dir, sizeof st->runs_dir, "%s/runs", st->study);
+    if (o->init[0]) snprintf(st->sft, sizeof st->sft, "%s", o->init);
+    else snprintf(st->sft, sizeof st->sft, "%s/model.bin", st->sft_dir);
+}
+
+/* prereg_config: the pre-registration's configuration lines into pr: the budget and statistics,
+   the SFT checkpoint (given: its hash into st->sft_hash) or its command line, and each method's
+   resolved command line (a bad option stops compare here, before anything runs). */
+static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
+    const Options *o = st->o;
+    const char *ref = st->m[st->ref].label;
+    ArgList args;
+    fprintf(pr, "# grpo.c compare: pre-registration of the study '%s'\n", st->study);
+    fprintf(pr, "# written before its first run; the hash line covers every byte above it (FNV-1a, 64 bits)\n\n");
     fprintf(pr, "configuration\n");
-    fprintf(pr, "  methods: %s (paired differences against %s, on the same seeds)\n", o->methods,
-            methods[ref].label);
-    fprintf(pr, "  seeds: 1..%d for every method; every run starts from the same SFT checkpoint\n", S);
-    fprintf(pr, "  budget: %.9g %s per run; greedy validation accuracy at 0 and at %d points "
-                "(1/%d..%d/%d of\n    the budget); greedy test accuracy at the end; one thread per run\n",
-            o->budget, BUDGET_UNIT_NAMES[o->budget_unit], K, K, K, K);
+    fprintf(pr, "  methods: %s (paired differences against %s, on the same seeds)\n", o->methods, ref);
+    fprintf(pr, "  seeds: 1..%d for every method; every run starts from the same SFT checkpoint\n", st->S);
+    fprintf(pr, "  budget: %.9g %s per run; greedy validation accuracy at 0 and at %d points (1/%d..%d/%d of\n"
+                "    the budget); greedy test accuracy at the end; one thread per run\n",
+            o->budget, BUDGET_UNIT_NAMES[o->budget_unit], st->K, st->K, st->K, st->K);
     fprintf(pr, "  statistics: mean and 95%% interval over seeds (Student t, n-1 df); paired differences\n"
                 "    against %s (mean, 95%% interval, seeds favouring each, paired t test's p, minimum\n"
                 "    detectable difference at 80%% power from the paired sd); each run's values in summary.txt\n",
-                methods[ref].label);
+            ref);
     if (o->target_acc >= 0)   // only when given: the prereg (and hash) of a study without it is unchanged
         fprintf(pr, "  target: validation accuracy %.9g; generated tokens and seconds to first reach it\n"
                     "    (interpolated between evaluations; a run that does not reach it is counted as such)\n",
                 o->target_acc);
-    ArgList args;
-    uint64_t sft_hash = 0;   // of the starting checkpoint: every run is checked to start from it
+    struct stat sb;
     if (o->init[0]) {
-        char *blob = slurp(sft);
-        if (!blob) {
+        if (file_fnv1a64(st->sft, &st->sft_hash) != 0 || stat(st->sft, &sb) != 0) {
             char msg[1300];
-            snprintf(msg, sizeof msg, "--init '%s': cannot read it: %s", sft, strerror(errno));
+            snprintf(msg, sizeof msg, "--init '%s': cannot read it: %s", st->sft, strerror(errno));
             fail_at(__FILE__, __LINE__, msg, "give an SFT checkpoint written by ./grpo sft");
         }
-        struct stat sb;
-        stat(sft, &sb);
-        sft_hash = fnv1a64(blob, (size_t)sb.st_size);
-        fprintf(pr, "  sft: %s (given; %lld bytes, fnv1a64 %016llx)\n", sft, (long long)sb.st_size,
-                (unsigned long long)sft_hash);
-        free(blob);
+        fprintf(pr, "  sft: %s (given; %lld bytes, fnv1a64 %016llx)\n", st->sft, (long long)sb.st_size,
+                (unsigned long long)st->sft_hash);
     } else {
-        sft_args(&args, o, sft_dir, 1);
+        sft_args(&args, o, st->sft_dir, 1);
         args.argc -= 2;   // the thread count is not part of the configuration (same result)
         args.argv[args.argc] = NULL;
-        fprintf(pr, "  sft: %s, made if missing by\n", sft);
+        fprintf(pr, "  sft: %s, made if missing by\n", st->sft);
         print_command(pr, &args);
         fprintf(pr, "  ");
         usage_context = "the study's SFT run (--sft-args)";
         resolved_config(pr, &args, 0);
         usage_context = NULL;
     }
-    for (int mi = 0; mi < nm; mi++) {
-        char dir[600];
-        snprintf(dir, sizeof dir, "%s/%s/seed_1", runs_dir, methods[mi].dir);
-        method_args(&args, o, &methods[mi], 1, dir, sft);
-        fprintf(pr, "  method %s (seed 1; the other seeds differ in --seed and --run-dir only):\n",
-                methods[mi].label);
+    for (int mi = 0; mi < st->nm; mi++) {
+        char dir[600], context[300];
+        snprintf(dir, sizeof dir, "%s/%s/seed_1", st->runs_dir, st->m[mi].dir);
+        method_args(&args, o, &st->m[mi], 1, dir, st->sft);
+        fprintf(pr, "  method %s (seed 1; the other seeds differ in --seed and --run-dir only):\n", st->m[mi].label);
         print_command(pr, &args);
         fprintf(pr, "  ");
-        char context[300];
         snprintf(context, sizeof context, "--methods: method '%.200s' (--train-args, then its own options)",
-                 methods[mi].label);
+                 st->m[mi].label);
         usage_context = context;
         resolved_config(pr, &args, 1);
         usage_context = NULL;
     }
-    OneBatch ob;   // --one-batch: only when given, so the prereg (and hash) of a study without it is unchanged
-    memset(&ob, 0, sizeof ob);
-    if (o->one_batch > 0) {
-        onebatch_settings(o, methods, nm, ref, runs_dir, sft, &ob);
+    if (o->one_batch > 0) {   // only when given, so the prereg (and hash) of a study without it is unchanged
+        onebatch_settings(o, st->m, st->nm, st->ref, st->runs_dir, st->sft, ob);
         Dataset all;   // before the prereg is written: a P the file cannot hold is not registered
-        onebatch_prompts(&ob, 1024, &all);   // (the cut at the SFT model's context comes later)
+        onebatch_prompts(ob, 1024, &all);   // (the cut at the SFT model's context comes later)
         free_dataset(&all);
         fprintf(pr, "  one-batch: the first %d prompts of %s x %d samples at temperature %.9g, max-new-tokens %d\n"
                     "    (%s's), sampling seed %d, the same draws for every model (common random numbers); each run's\n"
@@ -12734,163 +12515,230 @@ static int cmd_compare(int argc, char **argv, Options *o) {
                     "    delta = verifier-accepted share after it minus the SFT model's, beside the training gain (test\n"
                     "    accuracy at the end minus the SFT model's; val: last point minus point 0), the rankings of\n"
                     "    the means, and predicted gap = gain_%s x (delta_m - delta_%s) / delta_%s\n",
-                ob.P, ob.val_data, ob.M, ob.temperature, ob.max_new, methods[ref].label, OB_SEED, study,
-                methods[ref].label, methods[ref].label, methods[ref].label);
+                ob->P, ob->val_data, ob->M, ob->temperature, ob->max_new, ref, OB_SEED, st->study, ref, ref, ref);
     }
+}
+
+// prereg_text: the pre-registration's text (malloc'd): the configuration, then the hypotheses
+static char *prereg_text(Study *st, OneBatch *ob) {
+    char *text = NULL;
+    size_t text_n = 0;
+    FILE *pr = open_memstream(&text, &text_n);
+    if (!pr) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
+    prereg_config(pr, st, ob);
     fprintf(pr, "\nhypotheses (two-sided paired t tests over the seeds; Holm's correction over the study's %d\n"
-                "hypotheses: each is supported when its Holm-adjusted p is below 0.05)\n", 3 * (nm - 1));
-    int h = 1;
-    for (int mi = 0; mi < nm; mi++) {
-        if (mi == ref) continue;
-        const char *a = methods[mi].label, *b = methods[ref].label;
+                "hypotheses: each is supported when its Holm-adjusted p is below 0.05)\n", 3 * (st->nm - 1));
+    for (int mi = 0, h = 1; mi < st->nm; mi++) {
+        if (mi == st->ref) continue;
+        const char *a = st->m[mi].label, *b = st->m[st->ref].label;
         fprintf(pr, "  H%d %s vs %s: greedy test accuracy at the end of the budget differs\n", h, a, b);
         fprintf(pr, "  H%d %s vs %s: validation accuracy at matched generated tokens (last point) differs\n",
                 h + 1, a, b);
-        fprintf(pr, "  H%d %s vs %s: validation accuracy at matched time (last point) differs\n",
-                h + 2, a, b);
+        fprintf(pr, "  H%d %s vs %s: validation accuracy at matched time (last point) differs\n", h + 2, a, b);
         h += 3;
     }
     fprintf(pr, "exploratory (reported, not tested): the per-step view; steps and tokens to peak validation\n"
                 "accuracy\n");
-    if (fclose(pr) != 0)
-        fail_at(__FILE__, __LINE__, "compare: writing the pre-registration failed", oom_hint);
-    if (plan.only) cmp_only_ready(study, sft, o->init[0] != 0);
-    make_dir(study);
-    // one compare per study at a time; an --only run does not take it (its train run locks its own directory)
-    int lock = plan.only ? -1 : lock_run_dir(study, "--study");
-    uint64_t hash = write_prereg(study, text);
-    if (!plan.only) printf("%shash: fnv1a64 %016llx (in %s/prereg.txt)\n\n", text, (unsigned long long)hash, study);
-    free(text);
-    double t0 = wall_seconds();
-    // the shared SFT checkpoint, once
+    if (fclose(pr) != 0) fail_at(__FILE__, __LINE__, "compare: writing the pre-registration failed", oom_hint);
+    return text;
+}
+
+// make_sft: the study's shared SFT checkpoint, made once (a failed SFT run stops compare, exit 1)
+static void make_sft(const Study *st, double t0) {
     struct stat sb;
-    if (!o->init[0] && stat(sft, &sb) != 0) {
-        char log[1200];
-        make_dir(sft_dir);
-        snprintf(log, sizeof log, "%s/run.log", sft_dir);
-        sft_args(&args, o, sft_dir, o->threads);
-        printf("sft: making %s (log %s)\n", sft, log);
-        fflush(stdout);
-        pid_t pid = spawn(exe, args.argv, log);
-        int status = 0;
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || stat(sft, &sb) != 0) {
-            fprintf(stderr, "error: the study's SFT run failed (%s %d); its log: %s\n",
-                    WIFEXITED(status) ? "exit status" : "signal",
-                    WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status), log);
+    if (stat(st->sft, &sb) == 0) return;
+    char log[1200], how[64];
+    ArgList args;
+    make_dir(st->sft_dir);
+    snprintf(log, sizeof log, "%s/run.log", st->sft_dir);
+    sft_args(&args, st->o, st->sft_dir, st->o->threads);
+    printf("sft: making %s (log %s)\n", st->sft, log);
+    int status = spawn_wait(st->exe, args.argv, log);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || stat(st->sft, &sb) != 0) {
+        fprintf(stderr, "error: the study's SFT run failed (%s); its log: %s\n",
+                exit_text(status, "signal", how, sizeof how), log);
+        exit(EXIT_INPUT);
+    }
+    printf("sft: done in %.1f min\n", (wall_seconds() - t0) / 60.0);
+}
+
+// load_done_runs: st->runs, each run marked done read back (load_run; a bad one stops compare). Returns their count.
+static int load_done_runs(Study *st) {
+    char err[512], done[1200];
+    struct stat sb;
+    int skipped = 0;
+    st->runs = (CmpRun *)callocCheck((size_t)st->nruns, sizeof(CmpRun));
+    for (int i = 0; i < st->nruns; i++) {
+        CmpRun *r = &st->runs[i];
+        r->method = i % st->nm;
+        r->seed = i / st->nm + 1;
+        snprintf(r->dir, sizeof r->dir, "%s/%s/seed_%d", st->runs_dir, st->m[r->method].dir, r->seed);
+        snprintf(done, sizeof done, "%s/done", r->dir);
+        if (stat(done, &sb) != 0) continue;
+        if (load_run(r, st->K, err, sizeof err) != 0) {
+            fprintf(stderr, "error: run %s is marked done but %s\n  hint: delete %s to redo the run\n", r->dir, err,
+                    done);
             exit(EXIT_INPUT);
         }
-        printf("sft: done in %.1f min\n", (wall_seconds() - t0) / 60.0);
+        r->state = CMP_DONE;
+        skipped++;
     }
-    if (!o->init[0]) sft_hash = prereg_sft_hash(study, sft);
-    check_study_sft(sft, sft_hash, study);
-    if (o->one_batch > 0 && !plan.only) {   // the probe set holds P prompts: refused before any run
-        GPT probe_model;
-        Dataset probe_set;
-        onebatch_probe_set(&ob, sft, &probe_model, &probe_set);
-        free_gpt(&probe_model);
-        free_dataset(&probe_set);
+    return skipped;
+}
+
+// start_run: run r started as a child process (its leftovers from a try before `done` removed first)
+static void start_run(Study *st, CmpRun *r, double t0) {
+    char log[1200], name[300];
+    ArgList args;
+    check_study_sft(st->sft, st->sft_hash, st->study);   // each run starts from the recorded checkpoint
+    make_dir(r->dir);
+    static const char *stale[] = {"model.bin", "ckpt.bin", "result.txt"};   // a try before `done`
+    for (int k = 0; k < 3; k++) {   // (train refuses a --run-dir that holds a finished run)
+        snprintf(log, sizeof log, "%s/%s", r->dir, stale[k]);
+        unlink(log);
     }
-    // the runs, seed-major (every method's seed 1, then seed 2, ...: complete pairs come first)
-    CmpRun *runs = (CmpRun *)callocCheck((size_t)nruns, sizeof(CmpRun));
-    int skipped = 0;
-    for (int s = 0; s < S; s++)
-        for (int mi = 0; mi < nm; mi++) {
-            CmpRun *r = &runs[s * nm + mi];
-            char done[1200];
-            r->method = mi;
-            r->seed = s + 1;
-            snprintf(r->dir, sizeof r->dir, "%s/%s/seed_%d", runs_dir, methods[mi].dir, r->seed);
-            snprintf(done, sizeof done, "%s/done", r->dir);
-            if (stat(done, &sb) != 0) continue;
-            if (load_run(r, K, err, sizeof err) != 0) {
-                fprintf(stderr, "error: run %s is marked done but %s\n  hint: delete %s to redo the run\n",
-                        r->dir, err, done);
-                exit(EXIT_INPUT);
-            }
-            r->state = CMP_DONE;
-            skipped++;
-        }
-    if (plan.plan) {   // the runs not done, one command a line, to the real standard output; nothing runs
-        cmp_print_plan(&plan, runs, nruns, methods, exe);
-        unlock_run_dir(lock);
-        free(runs);
+    snprintf(log, sizeof log, "%s/run.log", r->dir);
+    method_args(&args, st->o, &st->m[r->method], r->seed, r->dir, st->sft);
+    r->pid = spawn(st->exe, args.argv, log);
+    r->state = CMP_RUNNING;
+    r->t_start = wall_seconds();
+    printf("start: %s (log %s)\n", run_name(r, st->m, name, sizeof name), log);
+    print_progress(st->runs, st->nruns, st->m, st->o->budget, st->jobs, t0);
+}
+
+// finish_run: run r has ended with wait status `status`: checked (load_run) and marked done, or failed
+static int finish_run(Study *st, CmpRun *r, int status) {
+    char name[300], log[1200], done[1200], err[512];
+    r->wall = wall_seconds() - r->t_start;
+    run_name(r, st->m, name, sizeof name);
+    snprintf(log, sizeof log, "%s/run.log", r->dir);
+    int exited_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
+    if (!exited_ok) exit_text(status, "killed by signal", err, sizeof err);
+    if (exited_ok && load_run(r, st->K, err, sizeof err) == 0) {
+        snprintf(done, sizeof done, "%s/done", r->dir);
+        write_file_atomic(done, "done\n");   // last: the run's files are complete and checked
+        r->state = CMP_DONE;
+        printf("done: %s in %.1f min\n", name, r->wall / 60.0);
         return 0;
     }
-    if (plan.only && cmp_only_select(&plan, runs, nruns, methods)) return 0;
-    printf("runs: %d (%d methods x %d seeds), %d done already, %d to run, %d at once (one thread each)\n",
-           nruns, nm, S, skipped, nruns - skipped, jobs);
+    r->state = CMP_FAILED;
+    fprintf(stderr, "error: run %s failed (%s); its log: %s\n", name, err, log);
+    print_log_error(log);
+    return 1;
+}
+
+/* run_all: the runs not done, up to st->jobs at once, in order (seed-major: complete pairs come
+   first); none is started after the first failure. Returns how many failed. */
+static int run_all(Study *st, double t0) {
     int running = 0, failed = 0, next = 0;
     double last_print = wall_seconds();
     for (;;) {
-        while (!failed && running < jobs && next < nruns) {
-            CmpRun *r = &runs[next++];
+        while (!failed && running < st->jobs && next < st->nruns) {
+            CmpRun *r = &st->runs[next++];
             if (r->state == CMP_DONE) continue;
-            char log[1200], name[300];
-            check_study_sft(sft, sft_hash, study);   // each run starts from the recorded checkpoint
-            make_dir(r->dir);
-            static const char *stale[] = {"model.bin", "ckpt.bin", "result.txt"};   // a try before `done`
-            for (int k = 0; k < 3; k++) {   // (train refuses a --run-dir that holds a finished run)
-                snprintf(log, sizeof log, "%s/%s", r->dir, stale[k]);
-                unlink(log);
-            }
-            snprintf(log, sizeof log, "%s/run.log", r->dir);
-            method_args(&args, o, &methods[r->method], r->seed, r->dir, sft);
-            r->pid = spawn(exe, args.argv, log);
-            r->state = CMP_RUNNING;
-            r->t_start = wall_seconds();
+            start_run(st, r, t0);
             running++;
-            printf("start: %s (log %s)\n", run_name(r, methods, name, sizeof name), log);
-            print_progress(runs, nruns, methods, o->budget, jobs, t0);
             last_print = wall_seconds();
         }
-        if (running == 0) break;
+        if (running == 0) return failed;
         int status = 0;
         pid_t pid = waitpid(-1, &status, WNOHANG);
         if (pid == 0) {
             struct timespec pause = {0, 200000000};
             nanosleep(&pause, NULL);
-            if (wall_seconds() - last_print >= 30.0) {
-                print_progress(runs, nruns, methods, o->budget, jobs, t0);
-                last_print = wall_seconds();
-            }
-            continue;
-        }
-        if (pid < 0) {
+            if (wall_seconds() - last_print < 30.0) continue;
+        } else if (pid < 0) {
             if (errno == EINTR) continue;
             fail_at(__FILE__, __LINE__, "compare: waitpid failed", "");
-        }
-        CmpRun *r = NULL;
-        for (int i = 0; i < nruns; i++)
-            if (runs[i].state == CMP_RUNNING && runs[i].pid == pid) r = &runs[i];
-        if (!r) continue;
-        running--;
-        r->wall = wall_seconds() - r->t_start;
-        char name[300], log[1200], done[1200];
-        run_name(r, methods, name, sizeof name);
-        snprintf(log, sizeof log, "%s/run.log", r->dir);
-        int exited_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-        if (!exited_ok)
-            snprintf(err, sizeof err, "%s %d", WIFEXITED(status) ? "exit status" : "killed by signal",
-                     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
-        if (exited_ok && load_run(r, K, err, sizeof err) == 0) {
-            snprintf(done, sizeof done, "%s/done", r->dir);
-            write_file_atomic(done, "done\n");   // last: the run's files are complete and checked
-            r->state = CMP_DONE;
-            printf("done: %s in %.1f min\n", name, r->wall / 60.0);
         } else {
-            r->state = CMP_FAILED;
-            failed++;
-            fprintf(stderr, "error: run %s failed (%s); its log: %s\n", name, err, log);
-            print_log_error(log);
+            CmpRun *r = NULL;
+            for (int i = 0; i < st->nruns; i++)
+                if (st->runs[i].state == CMP_RUNNING && st->runs[i].pid == pid) r = &st->runs[i];
+            if (!r) continue;
+            running--;
+            failed += finish_run(st, r, status);
         }
-        print_progress(runs, nruns, methods, o->budget, jobs, t0);
+        print_progress(st->runs, st->nruns, st->m, st->o->budget, st->jobs, t0);
         last_print = wall_seconds();
     }
-    if (plan.only && !failed) {   // its run is done (the marker written above): no report
-        free(runs);
+}
+
+// write_results: points.csv (every point of every run), the report (stdout and summary.txt) and curves.csv
+static void write_results(const Study *st, const OneBatch *ob) {
+    const Options *o = st->o;
+    char path[1200];
+    AtomicFile apts, acurves;
+    snprintf(path, sizeof path, "%s/points.csv", st->study);
+    FILE *pts = atomic_open(&apts, path);
+    fprintf(pts, "method,seed,point,budget_spent,step,gen_tokens,flops,seconds,val_acc,test_acc\n");
+    for (int i = 0; i < st->nruns; i++) {
+        const CmpRun *r = &st->runs[i];
+        for (int j = 0; j <= st->K; j++)
+            fprintf(pts, "%s,%d,%d,%.10g,%.0f,%.0f,%.0f,%.6f,%.6f,%.6f\n", st->m[r->method].label, r->seed,
+                    j, r->x[unit_axis(o->budget_unit)][j], r->x[AX_STEP][j], r->x[AX_TOKENS][j],
+                    r->x[AX_FLOPS][j], r->x[AX_SECONDS][j], r->val[j], r->test_acc);
+    }
+    atomic_close(&apts);
+    snprintf(path, sizeof path, "%s/curves.csv", st->study);
+    FILE *curves = atomic_open(&acurves, path);
+    fprintf(curves, "view,method,point,x,n,mean,ci_lo,ci_hi\n");
+    char *report = NULL;
+    size_t report_n = 0;
+    FILE *rf = open_memstream(&report, &report_n);
+    if (!rf) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
+    CmpReport R = {rf, st->runs, st->m, st->nm, st->S, st->K, st->ref, unit_axis(o->budget_unit), o->budget,
+                   o->target_acc, o->one_batch > 0 ? ob : NULL, 14};
+    for (int i = 0; i < st->nm; i++) R.wl = (int)fmax(R.wl, strlen(st->m[i].label) + 2);
+    print_report(&R, curves);
+    atomic_close(&acurves);
+    if (fclose(rf) != 0) fail_at(__FILE__, __LINE__, "compare: writing the report failed", oom_hint);
+    fputs(report, stdout);
+    snprintf(path, sizeof path, "%s/summary.txt", st->study);
+    write_file_atomic(path, report);
+    free(report);
+    printf("\nwrote %s/points.csv, %s/curves.csv, %s/summary.txt;\n"
+           "figure: python3 notes/plot.py --compare %s\n", st->study, st->study, st->study, st->study);
+}
+
+static int cmd_compare(int argc, char **argv, Options *o) {
+    static CmpPlan plan;   // static: its args stay reachable (one compare per process)
+    static Study st;
+    OneBatch ob;
+    memset(&ob, 0, sizeof ob);
+    cmp_options(argc, argv, o, &plan);
+    study_setup(&st, o);
+    char *text = prereg_text(&st, &ob);
+    if (plan.only) cmp_only_ready(st.study, st.sft, o->init[0] != 0);
+    make_dir(st.study);
+    // one compare per study at a time; an --only run does not take it (its train run locks its own directory)
+    int lock = plan.only ? -1 : lock_run_dir(st.study, "--study");
+    uint64_t hash = write_prereg(st.study, text);
+    if (!plan.only) printf("%shash: fnv1a64 %016llx (in %s/prereg.txt)\n\n", text, (unsigned long long)hash, st.study);
+    free(text);
+    double t0 = wall_seconds();
+    if (!o->init[0]) {
+        make_sft(&st, t0);
+        st.sft_hash = prereg_sft_hash(st.study, st.sft);
+    }
+    check_study_sft(st.sft, st.sft_hash, st.study);
+    if (o->one_batch > 0 && !plan.only) {   // the probe set holds P prompts: refused before any run
+        GPT probe_model;
+        Dataset probe_set;
+        onebatch_probe_set(&ob, st.sft, &probe_model, &probe_set);
+        free_gpt(&probe_model);
+        free_dataset(&probe_set);
+    }
+    int skipped = load_done_runs(&st);
+    if (plan.plan) {   // the runs not done, one command a line, to the real standard output; nothing runs
+        cmp_print_plan(&plan, st.runs, st.nruns, st.m, st.exe);
+        unlock_run_dir(lock);
         return 0;
     }
+    if (plan.only && cmp_only_select(&plan, st.runs, st.nruns, st.m)) return 0;
+    printf("runs: %d (%d methods x %d seeds), %d done already, %d to run, %d at once (one thread each)\n",
+           st.nruns, st.nm, st.S, skipped, st.nruns - skipped, st.jobs);
+    int failed = run_all(&st, t0);
+    if (plan.only && !failed) return 0;   // its run is done (the marker written): no report
     if (failed) {
         fprintf(stderr, "error: %d run%s failed (logs named above); no new run was started after the first "
                         "failure. Finished runs are kept: rerun the same command to run the rest.\n",
@@ -12899,48 +12747,17 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     }
     // every run scored the same test set (one --test-limit for all): a result.txt of another size
     // would enter the test table beside the others, or blank it as "not evaluated"
-    for (int i = 1; i < nruns; i++)
-        if (runs[i].test_n != runs[0].test_n) {
+    for (int i = 1; i < st.nruns; i++)
+        if (st.runs[i].test_n != st.runs[0].test_n) {
             fprintf(stderr, "error: %s/result.txt: test_n %d, but %s/result.txt has %d: the runs of one study "
-                    "score one test set\n  hint: delete that run's done marker to redo it\n", runs[i].dir,
-                    runs[i].test_n, runs[0].dir, runs[0].test_n);
+                    "score one test set\n  hint: delete that run's done marker to redo it\n", st.runs[i].dir,
+                    st.runs[i].test_n, st.runs[0].dir, st.runs[0].test_n);
             exit(EXIT_INPUT);
         }
-    if (o->one_batch > 0) onebatch_collect(o, study, sft, sft_hash, methods, runs, nruns, exe, &ob);
-    // every point of every run, then the report (stdout and summary.txt) and the views' curves
-    char path[1200];
-    snprintf(path, sizeof path, "%s/points.csv", study);
-    AtomicFile apts, acurves;
-    FILE *pts = atomic_open(&apts, path);
-    fprintf(pts, "method,seed,point,budget_spent,step,gen_tokens,flops,seconds,val_acc,test_acc\n");
-    for (int i = 0; i < nruns; i++) {
-        const CmpRun *r = &runs[i];
-        for (int j = 0; j <= K; j++)
-            fprintf(pts, "%s,%d,%d,%.10g,%.0f,%.0f,%.0f,%.6f,%.6f,%.6f\n", methods[r->method].label, r->seed,
-                    j, r->x[unit_axis(o->budget_unit)][j], r->x[AX_STEP][j], r->x[AX_TOKENS][j],
-                    r->x[AX_FLOPS][j], r->x[AX_SECONDS][j], r->val[j], r->test_acc);
-    }
-    atomic_close(&apts);
-    char cpath[1200];
-    snprintf(cpath, sizeof cpath, "%s/curves.csv", study);
-    FILE *curves = atomic_open(&acurves, cpath);
-    fprintf(curves, "view,method,point,x,n,mean,ci_lo,ci_hi\n");
-    char *report = NULL;
-    size_t report_n = 0;
-    FILE *rf = open_memstream(&report, &report_n);
-    if (!rf) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
-    CmpReport R = {rf, runs, methods, nm, S, K, ref, unit_axis(o->budget_unit), o->budget, o->target_acc, NULL};
-    R.ob = o->one_batch > 0 ? &ob : NULL;
-    print_report(&R, curves);
-    atomic_close(&acurves);
-    if (fclose(rf) != 0) fail_at(__FILE__, __LINE__, "compare: writing the report failed", oom_hint);
-    fputs(report, stdout);
-    snprintf(path, sizeof path, "%s/summary.txt", study);
-    write_file_atomic(path, report);
-    free(report);
-    printf("\nwrote %s/points.csv, %s/curves.csv, %s/summary.txt;\n"
-           "figure: python3 notes/plot.py --compare %s\n", study, study, study, study);
-    free(runs);
+    if (o->one_batch > 0)
+        onebatch_collect(o, st.study, st.sft, st.sft_hash, st.m, st.runs, st.nruns, st.exe, &ob);
+    write_results(&st, &ob);
+    free(st.runs);
     free(ob.after);
     unlock_run_dir(lock);
     return 0;
