@@ -2783,7 +2783,7 @@ static int tree_of_strings(PrefixTree *tree, const char **s, int k, int *lam, in
     return build_prefix_tree(tree, tok, len, k, r ? r : zr, a ? a : za, lam, node, stride);
 }
 
-static int row_equals(const int *row, const int *want_, int n) { return !memcmp(row, want_, n * sizeof(int)); }
+static int row_equals(const int *row, const int *want_, int n) { return same_ints("|λ| along it", row, want_, n); }
 
 static void test_tree_cases(void) {
     PrefixTree tree;
