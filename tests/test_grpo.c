@@ -6783,8 +6783,8 @@ static void test_mc_commands(void) {
           "sample without --prompt: a validation prompt, how many tried, none mixed", "exit %d: %s", code,
           line_with(out, "drawn"));
     check(code == 0 && strstr(out, "all 6 rewards are 0: this group gives no gradient") &&
-          strstr(out, "is 0 under GRPO and under λ-GRPO"), "sample: a group of equal rewards says it gives no "
-          "gradient, and why", "exit %d", code);
+          strstr(out, "is 0 under GRPO and under λ-GRPO") && strstr(out, "try another --seed or --prompt"),
+          "sample: a group of equal rewards says it gives no gradient, why, and what to try", "exit %d", code);
     code = run_binary(cmd, out, sizeof out);   // the same seed: the same prompt
     pl = strstr(out, "\nprompt ");
     char again[256] = "";
