@@ -9857,8 +9857,9 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     }
     if (group_rewards_equal(&g, 0))
         printf("\nall %d rewards are %g: this group gives no gradient. Every advantage a_i = (r_i - mean)/(std + eps)\n"
-               "is 0, so every token's term (a_i times its ratio) is 0 under GRPO and under λ-GRPO alike.\n", k,
-               g.reward[0]);
+               "is 0, so every token's term (a_i times its ratio) is 0 under GRPO and under λ-GRPO alike.\n"
+               "For a group with mixed rewards try another --seed or --prompt (without --prompt, sample\n"
+               "tries up to %d validation prompts for one).\n", k, g.reward[0], SAMPLE_TRIES);
     // V̂ of each node's prefix from --mc-k fresh continuations (MC-PRM's estimate), beside R̂
     int inner = 0, group_tokens = 0;
     for (int nd = 0; nd < g.tree.num_nodes; nd++)

@@ -12,7 +12,7 @@
 set -u
 cd "$(dirname "$0")/.." || exit 1
 G=${GRPO_BIN:-./grpo}
-[ -x "$G" ] || { echo "doc_commands: '$G' is not built (make grpo)"; echo "0 passed, 1 failed"; exit 1; }
+[ -x "$G" ] || { echo "FAIL  docs: '$G' is not built (make grpo)"; echo "0 passed, 1 failed"; exit 1; }
 G=$(cd "$(dirname "$G")" && pwd)/$(basename "$G")
 root=$(pwd)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/grpo_doc.XXXXXX")

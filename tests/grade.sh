@@ -9,7 +9,8 @@
 # single-threaded, under a time limit, and scores each function by its checks (the table
 # below). A check that is not printed (the group crashed, timed out or did not compile)
 # counts as failed; checks printed before a crash still count. Prints the compiler warnings
-# located in SRC, the failed checks with their detail lines, for a group that crashed the
+# located in SRC, the failed checks with their detail lines (a function's first check to show
+# got against expected first, the case a student can act on), for a group that crashed the
 # signal and what AddressSanitizer finds when the group is rerun under it, a table
 # `function passed/total score`, and last a line
 #   grade: P/T checks, F/N functions, E/M end-to-end
@@ -69,7 +70,7 @@ identities|e|objective|λ-GRPO: equals GRPO exactly|1
 identities|e|objective|micro-batch: |2
 fixtures|e|check|check fixture |19'
 
-usage() { sed -n '2,18p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 [ $# -ge 1 ] || usage
 case $1 in
   -h|--help) usage ;;
@@ -246,7 +247,11 @@ printf '%s\n' "$SPEC" | awk -F'|' -v dir="$tmp" -v groups="$groups" -v sel=" $se
           if (grp[i] != g || index(name, pre[i]) != 1) continue
           seen[i]++
           if (line ~ /^PASS/) pass[i]++
-          else { nf[row[i]]++; if (nf[row[i]] <= 6) failed[row[i]] = failed[row[i]] "    " substr(line, 1, 200) "\n" detail }
+          else {   # the first that shows got against expected leads; then the others, in order
+            r = row[i]; txt = "    " substr(line, 1, 200) "\n" detail
+            if (!(r in lead) && detail ~ /got .*expected/) lead[r] = txt
+            else if (nfl[r] < 6) fl[r, ++nfl[r]] = txt
+          }
           break
         }
         detail = ""; nd = 0
@@ -266,9 +271,11 @@ printf '%s\n' "$SPEC" | awk -F'|' -v dir="$tmp" -v groups="$groups" -v sel=" $se
       rp[row[i]] += pass[i]; rt[row[i]] += tot
     }
     any = 0
-    for (r = 1; r <= nr; r++) if (failed[order[r]] != "") {
-      if (!any) print "failed checks (at most 6 per function):"; any = 1
-      printf "  %s:\n%s", order[r], failed[order[r]]
+    for (r = 1; r <= nr; r++) {
+      id = order[r]; if (!(id in lead) && !nfl[id]) continue
+      if (!any) print "failed checks (at most 6 per function; first the first to show got against expected):"
+      any = 1; shown = id in lead; printf "  %s:\n%s", id, shown ? lead[id] : ""
+      for (j = 1; j <= nfl[id] && shown < 6; j++) { printf "%s", fl[id, j]; shown++ }
     }
     printf "%s", notes
     printf "%-22s %13s %7s\n", "function", "passed/total", "score"

@@ -7,14 +7,15 @@
 #   4. for each function, a copy with only that function stubbed scores zero on it
 #      (so the single-assignment copies of notes/assignments.md give no free marks);
 #   5. what grade.sh prints: no compiler warnings of its own blamed on the student, the
-#      student's own warnings with their line, the detail lines of failed checks, and for a
-#      crash the signal and (with AddressSanitizer) what was overflowed, where;
+#      student's own warnings with their line, the detail lines of failed checks (for an
+#      off-by-one in prefix_tree first a |λ| row, got against expected), and for a crash the
+#      signal and (with AddressSanitizer) what was overflowed, where;
 #   6. make assignment does not overwrite an edited copy without FORCE=1;
 #   7. make figures writes to runs/figures unless OUT= says otherwise, and notes/plot.py
 #      names each missing log with the command that writes it (needs python3, not matplotlib);
 #   8. the grading runs leave nothing in TMPDIR (the suite's run directories included).
 # Prints PASS/FAIL lines and ends with `N passed, N failed`; exit status 1 on any failure.
-# Needs sh, awk and the C compiler; Python only for 7. 10 grading runs in parallel (one with
+# Needs sh, awk and the C compiler; Python only for 7. 11 grading runs in parallel (one with
 # an AddressSanitizer build): about 25 s of CPU, 15-40 s of wall time on 2 cores.
 set -u
 cd "$(dirname "$0")/.."
@@ -73,19 +74,28 @@ sed -e 's/same = in->len\[members\[a\]\] > next && in->tokens/same = in->tokens/
 \1int unused_in_tree;/' grpo.c > "$tmp/crash/grpo.c"
 mutated=$(diff grpo.c "$tmp/crash/grpo.c" | grep -c '^>')
 warn_line=$(grep -n 'int unused_in_tree;' "$tmp/crash/grpo.c" | cut -d: -f1)
+# An off-by-one at the tree's root: the completions are not split by their first token, so
+# |λ(i,0)| counts the completions that share tokens 0..-1 (all of them). grade.sh must show the
+# case a student can act on, got against expected, first.
+mkdir -p "$tmp/obo"
+sed 's/^\( *\)while (b < nonempty && tokens\[tree->members\[b\]\]\[0\] == .*/\1b = nonempty;/' grpo.c > "$tmp/obo/grpo.c"
+obo_mutated=$(diff grpo.c "$tmp/obo/grpo.c" | grep -c '^>')
 
 # the grading runs are independent single-threaded processes: run them all at once, with a
 # TMPDIR of their own, which must be empty afterwards (grade.sh's directory and the suite's
 # run directories in it, also of the stubbed copies' failing and crashing groups)
 gtmp="$tmp/grade_tmpdir"
 mkdir "$gtmp"
-TMPDIR="$gtmp" sh tests/grade.sh grpo.c > "$tmp/grade_ref.txt" 2>&1 &
+# (grpo.c's and the off-by-one's with 120 s per group: 11 runs at once on 2 cores took grpo.c's
+# model group past 30 s)
+TMPDIR="$gtmp" GRADE_TIMEOUT=120 sh tests/grade.sh grpo.c > "$tmp/grade_ref.txt" 2>&1 &
 TMPDIR="$gtmp" GRADE_ASAN=0 sh tests/grade.sh "$tmp/all/grpo.c" > "$tmp/grade_all.txt" 2>&1 &
 for id in $IDS; do   # -O0: these only have to score zero, and compile twice as fast
   TMPDIR="$gtmp" GRADE_ASAN=0 GRADE_CFLAGS="-O0 -Wall -Wextra -Wno-unused-function" \
     sh tests/grade.sh "$tmp/one_$id/grpo.c" "$id" > "$tmp/grade_$id.txt" 2>&1 &
 done
 TMPDIR="$gtmp" sh tests/grade.sh "$tmp/crash/grpo.c" prefix_tree > "$tmp/grade_crash.txt" 2>&1 &
+TMPDIR="$gtmp" GRADE_ASAN=0 GRADE_TIMEOUT=120 sh tests/grade.sh "$tmp/obo/grpo.c" prefix_tree > "$tmp/grade_obo.txt" 2>&1 &
 wait
 gleft=$(ls -A "$gtmp" | tr '\n' ' ')
 check "$([ -z "$gleft" ] && echo 1)" "grade: leaves nothing in TMPDIR" "${gleft:-empty}"
@@ -94,10 +104,10 @@ check "$([ -z "$gleft" ] && echo 1)" "grade: leaves nothing in TMPDIR" "${gleft:
 last=$(tail -1 "$tmp/grade_ref.txt")
 ok=$(echo "$last" | awk -v nf="$NF" '{ split($2, c, "/"); split($4, f, "/"); split($6, e, "/") }
   c[1] == c[2] && c[2] > 0 && f[1] == f[2] && f[2] == nf && e[1] == e[2] { print 1 }')
-check "$ok" "grade: grpo.c gets full marks" "$last"
 drift=$(grep -Ec 'update the table|did not print|does not compile' "$tmp/grade_ref.txt")
+check "$ok" "grade: grpo.c gets full marks" "$last"
+[ "$ok" = 1 ] && [ "$drift" = 0 ] || sed 's/^/      /' "$tmp/grade_ref.txt"   # under the FAIL line
 check "$([ "$drift" = 0 ] && echo 1)" "grade: its table matches the suite's check names and counts" "$(grep 'update the table' "$tmp/grade_ref.txt" | head -3)"
-[ "$ok" = 1 ] && [ "$drift" = 0 ] || sed 's/^/      /' "$tmp/grade_ref.txt"
 
 # 3. the all-stub copy gets zero everywhere
 last=$(tail -1 "$tmp/grade_all.txt")
@@ -118,6 +128,12 @@ check "$(grep -q 'compiler warning' "$tmp/grade_ref.txt" || echo 1)" "grade: no 
   "$(grep 'compiler warning' "$tmp/grade_ref.txt")"
 check "$(grep -q 'FAIL  ' "$tmp/grade_all.txt" && awk '/^    FAIL  /{f=1; next} f && /^      .*got .*expected/{ok=1} {f=0} END{exit !ok}' "$tmp/grade_all.txt" && echo 1)" \
   "grade: a failed check shows its detail lines" "$(grep -c 'got .*expected' "$tmp/grade_all.txt") detail lines"
+# the off-by-one: under "prefix_tree:" first a FAIL line, then its |λ| row, got against expected
+lead=$(awk '/^  prefix_tree:$/ { getline f; getline d; print f; print d; exit }' "$tmp/grade_obo.txt")
+check "$([ "$obo_mutated" = 1 ] && echo "$lead" | head -1 | grep -q '^    FAIL  tree: ' &&
+         echo "$lead" | tail -1 | grep -Eq '^ +\|λ\| along it: got \[3,2,2\], expected \[2,2,2\]$' && echo 1)" \
+  "grade: an off-by-one in prefix_tree shows got against expected first" "$(echo "$lead" | tail -1 | sed 's/^ *//')"
+[ -n "$(echo "$lead" | tail -1 | grep 'got')" ] || sed 's/^/      /' "$tmp/grade_obo.txt"
 check "$([ "$mutated" = 2 ] && [ -n "$warn_line" ] && echo 1)" "grade: the crash test's copy of grpo.c (2 lines changed)" "$mutated lines"
 check "$(grep -q "^grade: 1 compiler warning(s) in $tmp/crash/grpo.c" "$tmp/grade_crash.txt" &&
          grep -q "grpo.c:$warn_line:[0-9]*: warning: unused variable" "$tmp/grade_crash.txt" && echo 1)" \

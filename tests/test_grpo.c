@@ -31,15 +31,35 @@ static const char *grpo_bin(void) {
     return b && *b ? b : "./grpo";
 }
 
+/* check: one line `PASS|FAIL  name  detail` (a detail that quotes a program's output on several
+   lines is joined with " | ", so that the line after a check is never part of it) */
 static void check(int ok, const char *name, const char *fmt, ...) {
-    printf("%s  %-58s ", ok ? "PASS" : "FAIL", name);
+    char detail[2048];
     va_list ap;
     va_start(ap, fmt);
-    vprintf(fmt, ap);
+    vsnprintf(detail, sizeof detail, fmt, ap);
     va_end(ap);
+    printf("%s  %-58s ", ok ? "PASS" : "FAIL", name);
+    for (const char *c = detail; *c; c++) {
+        if (*c != '\n') { putchar(*c); continue; }
+        while (c[1] == '\n' || c[1] == ' ') c++;   // a line end and the next line's indent
+        if (c[1]) fputs(" | ", stdout);
+    }
     printf("\n");
     fflush(stdout);
     if (ok) tests_passed++; else tests_failed++;
+}
+
+/* same_ints: got[0..n) == want[0..n); else prints `      what: got [..], expected [..]` (a detail
+   line before the check's FAIL line, as compare() prints them) and returns 0 */
+static int same_ints(const char *what, const int *got, const int *want, int n) {
+    if (!memcmp(got, want, n * sizeof(int))) return 1;
+    printf("      %s: got [", what);
+    for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", got[i]);
+    printf("], expected [");
+    for (int i = 0; i < n; i++) printf("%s%d", i ? "," : "", want[i]);
+    printf("]\n");
+    return 0;
 }
 
 /* compare: passes when max |a−b| <= tol · S with S = max(max|b|, scale): the error is measured
@@ -2774,7 +2794,7 @@ static int tree_of_strings(PrefixTree *tree, const char **s, int k, int *lam, in
     return build_prefix_tree(tree, tok, len, k, r ? r : zr, a ? a : za, lam, node, stride);
 }
 
-static int row_equals(const int *row, const int *want_, int n) { return !memcmp(row, want_, n * sizeof(int)); }
+static int row_equals(const int *row, const int *want_, int n) { return same_ints("|λ| along it", row, want_, n); }
 
 static void test_tree_cases(void) {
     PrefixTree tree;
@@ -6843,8 +6863,8 @@ static void test_mc_commands(void) {
           "sample without --prompt: a validation prompt, how many tried, none mixed", "exit %d: %s", code,
           line_with(out, "drawn"));
     check(code == 0 && strstr(out, "all 6 rewards are 0: this group gives no gradient") &&
-          strstr(out, "is 0 under GRPO and under λ-GRPO"), "sample: a group of equal rewards says it gives no "
-          "gradient, and why", "exit %d", code);
+          strstr(out, "is 0 under GRPO and under λ-GRPO") && strstr(out, "try another --seed or --prompt"),
+          "sample: a group of equal rewards says it gives no gradient, why, and what to try", "exit %d", code);
     code = run_binary(cmd, out, sizeof out);   // the same seed: the same prompt
     pl = strstr(out, "\nprompt ");
     char again[256] = "";
