@@ -55,7 +55,9 @@ How to read it
   packs a micro-batch's sequences so that shared positions are computed once, and changes no
   weight. README.md maps the sections to line numbers.
 */
+#ifndef _GNU_SOURCE   // (nvcc defines it)
 #define _GNU_SOURCE   // fopencookie: standard error through one escaper (escape_stderr)
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <stdint.h>
