@@ -102,7 +102,7 @@ def run(cfg, out_root):
     if trainer.accelerator.is_main_process:
         with open(os.path.join(out, "warnings.txt"), "w") as f:
             for w in caught:
-                if "check dump" in str(w.message) or "grpo_trl" in str(w.message) or "Trainer: " in str(w.message):
+                if any(x in str(w.message) for x in ("check dump", "grpo_trl", "with dropout on")):
                     f.write(str(w.message).replace("\n", " ") + "\n")
 
 

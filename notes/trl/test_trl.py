@@ -108,15 +108,18 @@ def extras(model, dropout_model, llama_dropout, binary, P):
         k6 = dict(batch, num_generations=6)
         fake = dict(fake_trl_version="1.99.0", loss_type="dapo", beta=0.0, **batch)
         cfgs += [
-            dict(name="dropout_llama", trainer="lambda", loss_type="dapo", beta=0.04, use_bias_correction_kl=False,
-                 model=llama_dropout, **batch),
-            dict(name="dropout_zeroed", trainer="grpo", loss_type="dapo", beta=0.0, model=dropout_model, **batch),
+            dict(name="dropout_llama", trainer="lambda", loss_type="dapo", beta=0.04,
+                 use_bias_correction_kl=False, model=llama_dropout, **batch),
+            dict(name="dropout_zeroed", trainer="grpo", loss_type="dapo", beta=0.0, model=dropout_model,
+                 **batch),
             dict(name="version_refused", trainer="lambda", **fake),
             dict(name="version_allowed_arg", trainer="grpo", allow_untested_trl=True, **fake),
-            dict(name="version_allowed_env", trainer="lambda", environ={"GRPO_TRL_ALLOW_UNTESTED": "1"}, **fake),
-            dict(name="rounding_mixed", trainer="lambda", loss_type="dapo", beta=0.04, use_bias_correction_kl=False,
-                 reward="tenths", steps=2, **k6),
-            dict(name="rounding_all_equal", trainer="grpo", loss_type="dapo", beta=0.0, reward="constant", **k6)]
+            dict(name="version_allowed_env", trainer="lambda", environ={"GRPO_TRL_ALLOW_UNTESTED": "1"},
+                 **fake),
+            dict(name="rounding_mixed", trainer="lambda", loss_type="dapo", beta=0.04,
+                 use_bias_correction_kl=False, reward="tenths", steps=2, **k6),
+            dict(name="rounding_all_equal", trainer="grpo", loss_type="dapo", beta=0.0, reward="constant",
+                 **k6)]
     for c in cfgs:
         c.setdefault("model", model)
         c["grpo_binary"] = binary
@@ -140,7 +143,7 @@ def run_configs(cfgs, out, P):
     text = open(os.path.join(out, "run.log"), errors="replace").read()
     if rc != 0 and P > 1 and "FAILED:\n" not in text and re.search(r"exitcode\s*:\s*-\d+|Signal \d+", text):
         # a process killed by a signal with no Python error of ours (seen once: SIGABRT in one gloo process on
-        # a CI machine, not reproduced): said here with its excerpt, and launched once more (another free port)
+        # a CI machine, not reproduced): said here with its excerpt, and launched once more (a new free port)
         print(f"note P={P}: the launch ended with a process killed by a signal and no Python error; its log is "
               f"{os.path.join(out, 'run.1.log')}; launching once more\n" + failure_excerpt(text), flush=True)
         os.replace(os.path.join(out, "run.log"), os.path.join(out, "run.1.log"))
@@ -254,10 +257,11 @@ def check_extras(out, P, binary):
     d = os.path.join(out, "bias_correction_default")
     warned = "use_bias_correction_kl" in open(os.path.join(d, "warnings.txt")).read()
     record(f"P={P} warning for use_bias_correction_kl=True", warned)
-    # dropout: warned, in the header and the verdict; the dump still reproduces TRL's step (the loss pass's values)
+    # dropout: warned, in the header and the verdict; the dump still reproduces TRL's step (the loss's values)
     cases = [("dropout", "GPT-2's nn.Dropout, disable_dropout=False", "nn.Dropout modules")]
     if P == 1:
-        cases.append(("dropout_llama", "Llama's attention_dropout, disable_dropout=True", "config.attention_dropout"))
+        cases.append(("dropout_llama", "Llama's attention_dropout, disable_dropout=True",
+                      "config.attention_dropout"))
     for name, what, source in cases:
         d = os.path.join(out, name)
         warned = open(os.path.join(d, "warnings.txt")).read().count("with dropout on")
@@ -266,7 +270,7 @@ def check_extras(out, P, binary):
         said = "but TRL trained with dropout on: ratio and KL are noise" in text
         record(f"P={P} dropout ({what}): warned once, named in the header, compare says 'match, but'",
                warned == 1 and header and rc == 0 and said,
-               f"warnings {warned}, header names {source}: {header}, compare exit {rc}, verdict said it: {said}")
+               f"warnings {warned}, header names {source}: {header}, compare exit {rc}, verdict: {said}")
     if P != 1:
         return
     check_p1_extras(out)
@@ -321,7 +325,7 @@ def check_p1_extras(out):
         record(f"P=1 version guard overridden ({name[16:]}): warned, in the header and the verdict",
                warned and header and rc == 0 and "but grpo_trl: TRL 1.99.0 is untested" in text,
                f"warned {warned}, header {header}, compare exit {rc}")
-    # float32 rounding of all-equal rewards 0.3 in groups of 6: named, not a mismatch; without rewards, a mismatch
+    # float32 rounding of all-equal rewards 0.3 in groups of 6: named, not a mismatch (without rewards: one)
     for name in ("rounding_mixed", "rounding_all_equal"):
         d = os.path.join(out, name)
         texts = [run_cmd(d, s) for s in steps_of(d)]
@@ -359,22 +363,23 @@ def check_outside(work, grpo, model):
     with open(os.path.join(proj, "train.py"), "w") as f:
         f.write(OUTSIDE_SCRIPT)
     bindir = os.path.dirname(sys.executable)
-    path = [x for x in os.environ.get("PATH", "").split(os.pathsep) if x and not os.path.isfile(os.path.join(x, "grpo"))]
+    path = [x for x in os.environ.get("PATH", "").split(os.pathsep)
+            if x and not os.path.isfile(os.path.join(x, "grpo"))]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GRPO_BIN")}
     env["PATH"] = os.pathsep.join([bindir] + path)
-    runs = {"none": ([sys.executable, "train.py", model, "none"], env),
-            "grpo": ([sys.executable, "train.py", model, "grpo"], dict(env, GRPO_BIN=grpo)),
-            "lambda": ([sys.executable, "train.py", model, "lambda"],
-                       dict(env, PATH=os.pathsep.join([bindir, os.path.dirname(grpo)] + path))),
-            "lambda2": ([os.path.join(bindir, "grpo-trl-cpu-launch"), "2", "train.py", model, "lambda2"],
-                        dict(env, GRPO_BIN=grpo))}
-    for mode, (cmd, e) in runs.items():
-        p = subprocess.run(cmd, capture_output=True, text=True, cwd=proj, env=e)
+    # one process for the three 1-process cases (the script sets GRPO_BIN and PATH between them), one launch
+    one = subprocess.run([sys.executable, "train.py", model, "none,grpo,lambda", grpo], capture_output=True,
+                         text=True, cwd=proj, env=env)
+    refusal = [line for line in one.stdout.splitlines() if line.startswith("refused:")]
+    record("outside: no grpo binary (no argument, no GRPO_BIN, none on PATH): refused before training",
+           bool(refusal) and "pass grpo_binary=PATH, set GRPO_BIN=PATH" in refusal[0],
+           (refusal or ["not refused"])[0])
+    launcher = os.path.join(bindir, "grpo-trl-cpu-launch")
+    two = subprocess.run([launcher, "2", "train.py", model, "lambda2", grpo], capture_output=True, text=True,
+                         cwd=proj, env=env)
+    for mode in ("grpo", "lambda", "lambda2"):
+        p = two if mode == "lambda2" else one
         log = p.stdout + p.stderr
-        if mode == "none":
-            record("outside: no grpo binary (no argument, no GRPO_BIN, none on PATH): refused before training",
-                   p.returncode == 3 and "pass grpo_binary=PATH, set GRPO_BIN=PATH" in log, log.strip()[-300:])
-            continue
         where = {"grpo": "from GRPO_BIN", "lambda": "from PATH", "lambda2": "from GRPO_BIN"}[mode]
         installed = re.search(r"^grpo_trl from \S*site-packages", log, re.M) is not None
         d = os.path.join(proj, "dumps", mode)
@@ -391,21 +396,24 @@ def check_outside(work, grpo, model):
                "run from / and grpo-trl-compare match",
                installed and where in log and printed in log and all(w.startswith("/") for w in paths)
                and q.returncode == 0 and "match:" in q.stdout and c.returncode == 0,
-               f"exit {q.returncode}: {(q.stdout + q.stderr).strip().splitlines()[-1:]}; grpo-trl-compare exit "
-               f"{c.returncode}")
+               f"exit {q.returncode}: {(q.stdout + q.stderr).strip().splitlines()[-1:]}; "
+               f"grpo-trl-compare exit {c.returncode}")
     d = os.path.join(proj, "dumps", "grpo")
     if os.path.exists(os.path.join(d, "step0.cmd")):
         os.remove(os.path.join(d, "step0.check.tsv"))
-        broken = open(os.path.join(d, "step0.cmd")).read().replace(grpo, os.path.join(proj, "missing-grpo"), 1)
+        broken = open(os.path.join(d, "step0.cmd")).read().replace(grpo, os.path.join(proj, "missing"), 1)
         q = subprocess.run(["bash", "-c", broken], capture_output=True, text=True, cwd="/")
         record("outside: the printed command with a missing binary fails and leaves no stepS.check.tsv",
-               q.returncode != 0 and not os.path.exists(os.path.join(d, "step0.check.tsv")), f"exit {q.returncode}")
+               q.returncode != 0 and not os.path.exists(os.path.join(d, "step0.check.tsv")),
+               f"exit {q.returncode}")
     print(f"outside the checkout: {time.time() - t0:.0f} s", flush=True)
     shutil.rmtree(proj, ignore_errors=True)
 
 
 OUTSIDE_SCRIPT = """\
-# a user's project: python3 train.py MODEL_DIR none|grpo|lambda|lambda2 (the installed grpo_trl)
+# a user's project: python3 train.py MODEL_DIR MODE[,MODE...] GRPO (the installed grpo_trl). Modes: none (no
+# binary anywhere: refused), grpo (GRPO_BIN=GRPO), lambda (GRPO's directory on PATH), lambda2 (GRPO_BIN=GRPO,
+# run under grpo-trl-cpu-launch 2)
 import os, sys
 from datasets import Dataset
 from trl import GRPOConfig
@@ -413,8 +421,9 @@ import grpo_trl
 from grpo_trl import DumpGRPOTrainer, DumpLambdaGRPOTrainer
 
 print("grpo_trl from", os.path.dirname(grpo_trl.__file__), flush=True)
-model, mode = sys.argv[1], sys.argv[2]
+model, modes, grpo = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
 P = int(os.environ.get("WORLD_SIZE", "1"))
+path = os.environ["PATH"]
 
 
 def reward(completions, **kwargs):
@@ -426,13 +435,19 @@ args = GRPOConfig(output_dir="out", report_to=[], use_cpu=True, save_strategy="n
                   max_completion_length=5, learning_rate=5e-4, disable_tqdm=True, beta=0.04,
                   use_bias_correction_kl=False)
 data = Dataset.from_dict({"prompt": ["a b", "c d e", "f a", "b b c"] * 4})
-cls = DumpGRPOTrainer if mode in ("none", "grpo") else DumpLambdaGRPOTrainer
-try:
-    trainer = cls(model=model, reward_funcs=reward, args=args, train_dataset=data, check_dump_dir="dumps/" + mode)
-except FileNotFoundError as e:
-    print("refused:", e)
-    sys.exit(3)
-trainer.train()
+for mode in modes:
+    os.environ.pop("GRPO_BIN", None)
+    os.environ["PATH"] = os.pathsep.join([os.path.dirname(grpo), path]) if mode == "lambda" else path
+    if mode in ("grpo", "lambda2"):
+        os.environ["GRPO_BIN"] = grpo
+    cls = DumpGRPOTrainer if mode in ("none", "grpo") else DumpLambdaGRPOTrainer
+    try:
+        trainer = cls(model=model, reward_funcs=reward, args=args, train_dataset=data,
+                      check_dump_dir="dumps/" + mode)
+    except FileNotFoundError as e:
+        print("refused:", e, flush=True)
+        continue
+    trainer.train()
 """
 
 

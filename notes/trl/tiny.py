@@ -17,7 +17,8 @@ def build(out_dir, seed=0, dropout=0.0, arch="gpt2"):
     Llama's attention_dropout, applied inside the attention call (no nn.Dropout module)."""
     import torch
     from tokenizers import Tokenizer, models, pre_tokenizers, decoders
-    from transformers import GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+    from transformers import (GPT2Config, GPT2LMHeadModel, LlamaConfig, LlamaForCausalLM,
+                              PreTrainedTokenizerFast)
 
     vocab = {"<pad>": 0, "<eos>": 1}
     for i, c in enumerate(LETTERS):
@@ -32,11 +33,11 @@ def build(out_dir, seed=0, dropout=0.0, arch="gpt2"):
     ids = dict(vocab_size=len(vocab), initializer_range=0.3, bos_token_id=1, eos_token_id=1, pad_token_id=0)
     if arch == "llama":
         model = LlamaForCausalLM(LlamaConfig(hidden_size=32, intermediate_size=64, num_hidden_layers=2,
-                                             num_attention_heads=2, num_key_value_heads=2, max_position_embeddings=64,
-                                             attention_dropout=dropout, **ids))
+                                             num_attention_heads=2, num_key_value_heads=2,
+                                             max_position_embeddings=64, attention_dropout=dropout, **ids))
     else:
-        model = GPT2LMHeadModel(GPT2Config(n_positions=64, n_embd=32, n_layer=2, n_head=2, resid_pdrop=dropout,
-                                           embd_pdrop=dropout, attn_pdrop=dropout, **ids))
+        model = GPT2LMHeadModel(GPT2Config(n_positions=64, n_embd=32, n_layer=2, n_head=2,
+                                           resid_pdrop=dropout, embd_pdrop=dropout, attn_pdrop=dropout, **ids))
     os.makedirs(out_dir, exist_ok=True)
     model.save_pretrained(out_dir)
     fast.save_pretrained(out_dir)
@@ -61,7 +62,7 @@ def reward(completions, **kwargs):
 def reward_tenths(completions, prompts=None, **kwargs):
     """Not dyadic, so float32 group means round: 0.3 for every completion of a prompt starting with a, b or c
     (an all-equal group), else 0.3 + 0.1 × (number of 'a' and 'b', capped at 4)."""
-    return [0.3 if p.split()[0] in ("a", "b", "c") else 0.3 + 0.1 * min(4, sum(w in ("a", "b") for w in c.split()))
+    return [0.3 if p.split()[0] in ("a", "b", "c") else 0.3 + 0.1 * min(4, sum(w in "ab" for w in c.split()))
             for p, c in zip(prompts, completions)]
 
 

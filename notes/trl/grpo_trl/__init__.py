@@ -9,9 +9,9 @@ The trainers are imported on first use, so `grpo_trl.compare` needs neither torc
 TRL versions: guard.TESTED_TRL_VERSIONS; another one is refused unless allowed (guard.py)."""
 __version__ = "0.1.0"
 
-_LAZY = {"LambdaGRPOTrainer": "lambda_grpo", "GuardedGRPOTrainer": "lambda_grpo", "lambda_sizes": "lambda_grpo",
-         "DumpGRPOTrainer": "check_dump", "DumpLambdaGRPOTrainer": "check_dump", "find_grpo_binary": "check_dump",
-         "TESTED_TRL_VERSIONS": "guard", "find_dropout": "guard"}
+_LAZY = {"LambdaGRPOTrainer": "lambda_grpo", "GuardedGRPOTrainer": "lambda_grpo",
+         "lambda_sizes": "lambda_grpo", "DumpGRPOTrainer": "check_dump", "DumpLambdaGRPOTrainer": "check_dump",
+         "find_grpo_binary": "check_dump", "TESTED_TRL_VERSIONS": "guard", "find_dropout": "guard"}
 __all__ = sorted(_LAZY)
 
 

@@ -122,13 +122,13 @@ def find_grpo_binary(binary=None):
         if value:
             path = os.path.abspath(os.path.expanduser(value))
             if not (os.path.isfile(path) and os.access(path, os.X_OK)):
-                raise FileNotFoundError(f"check dump: {source} names {value!r}, which is not an executable file "
-                                        "(build grpo.c with `make grpo` and give its path)")
+                raise FileNotFoundError(f"check dump: {source} names {value!r}, which is not an executable "
+                                        "file (build grpo.c with `make grpo` and give its path)")
             return path, source
     path = shutil.which("grpo")
     if path is None:
-        raise FileNotFoundError("check dump: no grpo binary: pass grpo_binary=PATH, set GRPO_BIN=PATH, or put "
-                                "`grpo` on PATH (build it with `make grpo` in the grpo.c checkout)")
+        raise FileNotFoundError("check dump: no grpo binary: pass grpo_binary=PATH, set GRPO_BIN=PATH, or "
+                                "put `grpo` on PATH (build it with `make grpo` in the grpo.c checkout)")
     return os.path.abspath(path), "PATH"
 
 

@@ -124,8 +124,8 @@ def rounding_groups(mine, ref, adv_eps):
 def compare(trainer_path, check_path, tol=1e-6, out=sys.stdout, quiet=False, adv_eps=1e-4):
     """Returns (ok, report dict). Raises InputError on unreadable input."""
     mine, my_loss = read_table(trainer_path, ["line", "t", "token", "advantage", "lambda_size", "dloss_dlogp"])
-    ref, ref_loss = read_table(check_path, ["line", "group", "t", "token", "lambda_size", "weight", "advantage",
-                                            "ratio", "dloss_dlogp"])
+    ref, ref_loss = read_table(check_path, ["line", "group", "t", "token", "lambda_size", "weight",
+                                            "advantage", "ratio", "dloss_dlogp"])
     only_mine, only_ref = sorted(set(mine) - set(ref)), sorted(set(ref) - set(mine))
     if only_mine or only_ref:
         k = (only_mine or only_ref)[0]
@@ -147,22 +147,22 @@ def compare(trainer_path, check_path, tol=1e-6, out=sys.stdout, quiet=False, adv
                      f"trainer {mine[k]['lambda_size']}, check {ref[k]['lambda_size']})")
 
     rounding = rounding_groups(mine, ref, adv_eps)
-    # the most such an advantage A can move a cell: |A|·(ratio + 1)·c, c the largest normaliser check applied
-    # to another token's policy term (|dloss_dlogp| / |ratio·advantage·weight|; 1 when there is none)
-    per_unit = [abs(float(r["dloss_dlogp"]) / (float(r["ratio"]) * float(r["advantage"]) * float(r["weight"])))
-                for r in ref.values() if float(r["advantage"]) * float(r["weight"]) * float(r["ratio"]) != 0]
+    # the most such an advantage A can move a cell: |A|·(ratio + 1)·c, c the largest normaliser check
+    # applied to another token's policy term (|dloss_dlogp| / |ratio·advantage·weight|; 1 when none)
+    unit = {k: float(r["ratio"]) * float(r["advantage"]) * float(r["weight"]) for k, r in ref.items()}
+    per_unit = [abs(float(ref[k]["dloss_dlogp"]) / u) for k, u in unit.items() if u != 0]
     c = min(1.0, max(per_unit)) if per_unit else 1.0
     allow = {k: abs(float(mine[k]["advantage"])) * (float(ref[k]["ratio"]) + 1) * c
              for _, keys in rounding.values() for k in keys}
     report["rounding_groups"] = len(rounding)
     for g, (bound, keys) in sorted(rounding.items(), key=lambda x: int(x[0])):
         lines = sorted({k[0] for k in keys})
+        top = max(abs(float(mine[k]["advantage"])) for k in keys)
         print(f"rounding     group {g} (lines {lines[0]}-{lines[-1]}): rewards all {mine[keys[0]]['reward']}, "
-              f"check's advantages exactly 0, the trainer's up to "
-              f"{max(abs(float(mine[k]['advantage'])) for k in keys):.1e} (float32 rounding of the group mean; "
-              f"bound {bound:.1e} for eps {adv_eps:g}): not a mismatch", file=out)
+              f"check's advantages exactly 0, the trainer's up to {top:.1e} (float32 rounding of the group "
+              f"mean; bound {bound:.1e} for eps {adv_eps:g}): not a mismatch", file=out)
 
-    def column(name, want_of):
+    def column(name, want_of, allow):
         keys = [k for k in sorted(ref) if mine[k][name] != "-"]
         if not keys:
             return None
@@ -186,8 +186,8 @@ def compare(trainer_path, check_path, tol=1e-6, out=sys.stdout, quiet=False, adv
         return (_num(r["advantage"], check_path, r["_n"], "advantage")
                 * _num(r["weight"], check_path, r["_n"], "weight"))
 
-    column("advantage", check_adv)
-    column("dloss_dlogp", lambda r, k: _num(r["dloss_dlogp"], check_path, r["_n"], "dloss_dlogp"))
+    column("advantage", check_adv, {k: abs(float(mine[k]["advantage"])) for k in allow})   # within the bound
+    column("dloss_dlogp", lambda r, k: _num(r["dloss_dlogp"], check_path, r["_n"], "dloss_dlogp"), allow)
     loss_scale = max(abs(ref_loss), sum(abs(float(r["dloss_dlogp"])) for r in ref.values()))
     dl = abs(my_loss - ref_loss)
     excess = max(0.0, dl - sum(allow.values()))
@@ -196,8 +196,8 @@ def compare(trainer_path, check_path, tol=1e-6, out=sys.stdout, quiet=False, adv
     ok = rel <= tol
     if not quiet or not ok:
         extra = f", less the rounding groups' {sum(allow.values()):.1e}" if allow else ""
-        print(f"{'loss':12s} trainer {my_loss:.9g}  check {ref_loss:.9g}  |diff| {dl:.3e}{extra}  relative {rel:.3e} "
-              f"(of {loss_scale:.3e})  {'ok' if ok else 'MISMATCH'}", file=out)
+        print(f"{'loss':12s} trainer {my_loss:.9g}  check {ref_loss:.9g}  |diff| {dl:.3e}{extra}  "
+              f"relative {rel:.3e} (of {loss_scale:.3e})  {'ok' if ok else 'MISMATCH'}", file=out)
     if not ok:
         fails.append(f"loss: |diff| {dl:.3e} is {rel:.3e} of its scale (tolerance {tol:g})")
     if lam_rows and not quiet:
@@ -209,7 +209,8 @@ def compare(trainer_path, check_path, tol=1e-6, out=sys.stdout, quiet=False, adv
     if not fails and (not quiet or notes):
         verdict = f"match: {len(ref)} tokens within {tol:g}"
         if rounding:
-            verdict += f" ({len(allow)} of them in {len(rounding)} all-equal-reward groups, within float32 rounding)"
+            verdict += (f" ({len(allow)} of them in {len(rounding)} all-equal-reward groups, within float32 "
+                        "rounding)")
         print(verdict + "".join(f", but {c}" for c in notes), file=out)
     return not fails, report
 
@@ -221,7 +222,7 @@ def main(argv=None):
     ap.add_argument("check_output")
     ap.add_argument("--tol", type=float, default=1e-6, help="relative tolerance (default 1e-6)")
     ap.add_argument("--adv-eps", type=float, default=1e-4,
-                    help="the eps the trainer adds to the std (TRL 1e-4, verl 1e-6): the float32-rounding bound")
+                    help="the eps the trainer adds to the std (TRL 1e-4, verl 1e-6): the rounding bound")
     ap.add_argument("--quiet", action="store_true", help="print only mismatches (and a match's caveats)")
     a = ap.parse_args(argv)
     if not (a.tol >= 0 and math.isfinite(a.tol)) or not (a.adv_eps > 0 and math.isfinite(a.adv_eps)):

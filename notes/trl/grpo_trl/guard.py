@@ -29,8 +29,8 @@ def check_trl_version(cls, allow=None):
     text = (f"grpo_trl: TRL {version} is untested (tested: {', '.join(TESTED_TRL_VERSIONS)}); {cls.__name__} "
             f"overrides TRL's private methods {', '.join(overridden_methods(cls))}, which may have changed")
     if not allow:
-        raise RuntimeError(text + f". To run anyway: {cls.__name__}(..., allow_untested_trl=True) or {ALLOW_ENV}=1 "
-                           "(then every dump header repeats this warning)")
+        raise RuntimeError(text + f". To run anyway: {cls.__name__}(..., allow_untested_trl=True) or "
+                           f"{ALLOW_ENV}=1 (then every dump header repeats this warning)")
     warnings.warn(text, stacklevel=3)
     return text
 
@@ -65,10 +65,12 @@ def find_dropout(model):
         ids = (torch.arange(16, device=param.device) * 7 + 1).remainder(vocab).unsqueeze(0)
         devices = [param.device] if param.device.type == "cuda" else []
         was_training = model.training
-        with torch.random.fork_rng(devices=devices), torch.no_grad():
-            model.train()
-            a, b = (model(input_ids=ids).logits.float() for _ in range(2))
-        model.train(was_training)
+        try:
+            with torch.random.fork_rng(devices=devices), torch.no_grad():
+                model.train()
+                a, b = (model(input_ids=ids).logits.float() for _ in range(2))
+        finally:
+            model.train(was_training)
         diff = float((a - b).abs().max())
         if diff <= 1e-5 * max(float(a.abs().max()), 1.0):
             return []
@@ -81,7 +83,8 @@ def find_dropout(model):
     return named + fields + [test]
 
 
-def dropout_text(found):
-    return ("TRL trained with dropout on: ratio and KL are noise (" + "; ".join(found) + "; "
-            "set GRPOConfig(disable_dropout=True) and the config's dropout fields to 0: disable_dropout zeroes "
-            "only nn.Dropout modules)")
+def dropout_text(found, lead="TRL trained with dropout on: ratio and KL are noise"):
+    """The warning (or, by default, the dump's caveat) for find_dropout's findings."""
+    return (lead + " (" + "; ".join(found) + "; "
+            "set GRPOConfig(disable_dropout=True) and the config's dropout fields to 0: disable_dropout "
+            "zeroes only nn.Dropout modules)")

@@ -77,7 +77,9 @@ class GuardedGRPOTrainer(GRPOTrainer):
         super().__init__(*args, **kwargs)
         self.dropout = find_dropout(self.model)   # after TRL's disable_dropout
         if self.dropout:
-            warnings.warn(f"{type(self).__name__}: " + dropout_text(self.dropout), stacklevel=2)
+            lead = (f"{type(self).__name__}: training with dropout on: each forward pass draws its own mask, "
+                    "so the ratio and the KL will be noise")
+            warnings.warn(dropout_text(self.dropout, lead), stacklevel=2)
 
 
 class LambdaGRPOTrainer(GuardedGRPOTrainer):
