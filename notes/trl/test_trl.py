@@ -337,7 +337,7 @@ def check_p1_extras(out):
                             else line for line in f))
         old = compare.main([no_reward, os.path.join(d, "step0.check.tsv"), "--quiet"])
         record(f"P=1 {name}: all-equal groups of rewards 0.3 named as float32 rounding, the steps match",
-               named > 0 and rcs and all(rc == 0 for rc in rcs) and old == 1,
+               named > 0 and bool(rcs) and all(rc == 0 for rc in rcs) and old == 1,
                f"{named} groups named, compare exits {rcs}; without the reward column exit {old}")
 
 
