@@ -299,7 +299,8 @@ def check_extras(out, P, binary):
                                         "same batch"),
              "files swapped": ([os.path.join(d, "step1.check.tsv"), src], "header lacks")}
     for what, (argv, want) in cases.items():
-        p = subprocess.run([sys.executable, os.path.join(HERE, "compare.py"), *argv], capture_output=True, text=True)
+        p = subprocess.run([sys.executable, os.path.join(HERE, "grpo_trl", "compare.py"), *argv],
+                           capture_output=True, text=True)
         record(f"compare.py bad input ({what}): exit 2, message", p.returncode == 2 and want in p.stderr,
                p.stderr.strip()[:160])
 
