@@ -26,8 +26,9 @@ def command(n, script_args):
 
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
-    if len(argv) < 2 or not argv[0].isdigit():
-        print("usage: grpo-trl-cpu-launch N SCRIPT [ARGS...]", file=sys.stderr)
+    if len(argv) < 2 or not argv[0].isdigit() or int(argv[0]) < 2:
+        print("usage: grpo-trl-cpu-launch N SCRIPT [ARGS...]   (N >= 2 processes on CPU; one process: run "
+              "the script itself)", file=sys.stderr)
         return 2
     cmd, env = command(int(argv[0]), argv[1:])
     return subprocess.run(cmd, env=env).returncode
