@@ -233,9 +233,10 @@ test-browser: grpo
 	@bash tests/browser_check.sh $(if $(filter command line,$(origin OUT)),--out $(OUT))
 
 # λ-GRPO and ./grpo check in TRL and verl (notes/checking-trainers.md): real TRL 1.16 training steps
-# on CPU with a tiny local model, 1 and 2 processes, dumped and checked with ./grpo check, and
-# verl 0.9.1's loss functions (notes/verl). Not part of `make test` (it needs ~6 GB of Python
-# packages): `sh notes/trl/install.sh VENV && make test-trl TRL_PYTHON=VENV/bin/python`.
+# on CPU with a tiny local model, 1 and 2 processes, dumped and checked with ./grpo check; the
+# package notes/trl (grpo_trl) pip-installed into TRL_PYTHON's environment and run from a temporary
+# project outside the checkout; verl 0.9.1's loss functions (notes/verl). Not part of `make test`
+# (~6 GB of Python packages): `sh notes/trl/install.sh VENV && make test-trl TRL_PYTHON=VENV/bin/python`.
 .PHONY: test-trl
 TRL_PYTHON ?= python3
 test-trl: grpo

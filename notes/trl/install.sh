@@ -1,7 +1,8 @@
 #!/bin/sh
 # notes/trl/install.sh VENV_DIR: a virtual environment with what `make test-trl` needs
 # (notes/trl/requirements.txt, then verl 0.9.1 without its dependencies). Safe to rerun: pip
-# leaves satisfied requirements alone. Then: make test-trl TRL_PYTHON=VENV_DIR/bin/python
+# leaves satisfied requirements alone. Then: make test-trl TRL_PYTHON=VENV_DIR/bin/python (which
+# also installs the package grpo_trl; by hand: VENV_DIR/bin/pip install ./notes/trl)
 set -eu
 venv=${1:?usage: sh notes/trl/install.sh VENV_DIR}
 here=$(cd "$(dirname "$0")" && pwd)

@@ -5,9 +5,13 @@ every step for ./grpo check (used by test_trl.py; runs alone or under `accelerat
     accelerate launch --num_processes 2 --cpu notes/trl/run_configs.py CONFIGS.json OUT_DIR
 
 CONFIGS.json: a list of objects {name, trainer: grpo|lambda|lambda-unit|lambda-shifted|
-lambda-no-truncated|lambda-local, model: DIR, steps, grpo_binary, ... GRPOConfig fields}. Each run writes
-OUT_DIR/NAME/stepS.{txt,trl.tsv,cmd} and OUT_DIR/NAME/warnings.txt (the main process's
-warnings). The lambda-* trainers with a planted bug exist for the mutation tests."""
+lambda-no-truncated|lambda-local, model: DIR, steps, grpo_binary, [fake_trl_version,
+allow_untested_trl, environ (set during the run), reward: dyadic|tenths|constant (tiny.py)] ...
+GRPOConfig fields}. Each run writes OUT_DIR/NAME/stepS.{txt,trl.tsv,cmd}
+and OUT_DIR/NAME/warnings.txt (the main process's warnings from grpo_trl); a run with
+fake_trl_version (trl.__version__ set to it for this run) that is refused writes the refusal to
+OUT_DIR/NAME/refused.txt instead. The lambda-* trainers with a planted bug exist for the
+mutation tests."""
 import faulthandler
 import json
 import os
@@ -16,13 +20,14 @@ import traceback
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, HERE)
+sys.path.insert(0, HERE)   # this checkout's grpo_trl, and tiny.py
 
+import trl  # noqa: E402
 from trl import GRPOConfig  # noqa: E402
 
 import tiny  # noqa: E402
-from check_dump import DumpGRPOTrainer, DumpLambdaGRPOTrainer  # noqa: E402
-from lambda_grpo import lambda_sizes, lambda_sizes_by_group  # noqa: E402
+from grpo_trl.check_dump import DumpGRPOTrainer, DumpLambdaGRPOTrainer  # noqa: E402
+from grpo_trl.lambda_grpo import lambda_sizes, lambda_sizes_by_group  # noqa: E402
 
 
 class UnitLambda(DumpLambdaGRPOTrainer):
@@ -59,7 +64,9 @@ class LocalLambda(DumpLambdaGRPOTrainer):
 TRAINERS = {"grpo": DumpGRPOTrainer, "lambda": DumpLambdaGRPOTrainer, "lambda-unit": UnitLambda,
             "lambda-shifted": ShiftedLambda, "lambda-no-truncated": NoTruncatedLambda,
             "lambda-local": LocalLambda}
-OWN_KEYS = {"name", "trainer", "model", "steps", "grpo_binary", "prompts_seed"}
+OWN_KEYS = {"name", "trainer", "model", "steps", "grpo_binary", "prompts_seed", "fake_trl_version",
+            "allow_untested_trl", "environ", "reward"}
+REWARDS = {"dyadic": tiny.reward, "tenths": tiny.reward_tenths, "constant": tiny.reward_constant}
 
 
 def run(cfg, out_root):
@@ -69,18 +76,33 @@ def run(cfg, out_root):
                 logging_steps=1, learning_rate=5e-4, seed=0, disable_dropout=True, max_completion_length=5,
                 max_steps=cfg.get("steps", 1), disable_tqdm=True)
     base.update(fields)
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        args = GRPOConfig(**base)
-        trainer = TRAINERS[cfg["trainer"]](
-            model=cfg["model"], reward_funcs=tiny.reward, args=args,
-            train_dataset=tiny.prompts(seed=cfg.get("prompts_seed", 0)),
-            check_dump_dir=out, grpo_binary=cfg.get("grpo_binary", "./grpo"))
-        trainer.train()
+    real_version, real_env = trl.__version__, dict(os.environ)
+    trl.__version__ = cfg.get("fake_trl_version", real_version)
+    os.environ.update(cfg.get("environ", {}))
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            args = GRPOConfig(**base)
+            trainer = TRAINERS[cfg["trainer"]](
+                model=cfg["model"], reward_funcs=REWARDS[cfg.get("reward", "dyadic")], args=args,
+                train_dataset=tiny.prompts(seed=cfg.get("prompts_seed", 0)), check_dump_dir=out,
+                grpo_binary=cfg["grpo_binary"], allow_untested_trl=cfg.get("allow_untested_trl"))
+            trainer.train()
+    except RuntimeError as e:
+        if "fake_trl_version" not in cfg or "untested" not in str(e):
+            raise
+        os.makedirs(out, exist_ok=True)
+        with open(os.path.join(out, "refused.txt"), "w") as f:
+            f.write(str(e) + "\n")
+        return
+    finally:
+        trl.__version__ = real_version
+        os.environ.clear()
+        os.environ.update(real_env)
     if trainer.accelerator.is_main_process:
         with open(os.path.join(out, "warnings.txt"), "w") as f:
             for w in caught:
-                if "check dump" in str(w.message):
+                if any(x in str(w.message) for x in ("check dump", "grpo_trl", "with dropout on")):
                     f.write(str(w.message).replace("\n", " ") + "\n")
 
 

@@ -1,14 +1,14 @@
 #!/usr/bin/env python3
 """notes/trl/test_trl.py: `make test-trl`. Real TRL training steps on CPU with a tiny local model
-(notes/trl/tiny.py), dumped with notes/trl/check_dump.py, run through `./grpo check` with the
-command the dump prints, and compared with notes/trl/compare.py (tolerance 1e-6 of the column
-scale; see compare.py). Last line: `N passed, N failed`.
+(notes/trl/tiny.py), dumped with grpo_trl.check_dump (this checkout's notes/trl/grpo_trl), run
+through `./grpo check` with the command the dump prints (run from the dump's directory), and
+compared with grpo_trl/compare.py (tolerance 1e-6 of the column scale; see compare.py). Last
+line: `N passed, N failed`.
 
-    python3 notes/trl/test_trl.py [--grpo ./grpo] [--keep DIR] [--processes 1,2]
+    python3 notes/trl/test_trl.py [--grpo ./grpo] [--keep DIR] [--processes 1,2] [--verl]
 
-Covered, with 1 process and with 2 (`accelerate launch --num_processes 2 --multi_gpu`
-(torchrun), CPU, gloo; a group's
-completions then sit on both processes):
+Covered, with 1 process and with 2 (grpo_trl.launch: accelerate's torchrun launcher on CPU, gloo;
+a group's completions then sit on both processes):
   * GRPOTrainer (dump) vs `./grpo check --objective grpo` and LambdaGRPOTrainer vs
     `--objective lambda-grpo`: loss_type dapo, grpo, dr_grpo × β 0, 0.04 × scale_rewards group,
     none × μ = num_iterations 1, 2 (μ = 2: both iterations are dumped and checked); also dapo
@@ -21,6 +21,17 @@ completions then sit on both processes):
     out of the tree, (2 processes) |λ| counted without gathering the other process's completions, a wrong --clip-eps-high, a gradient changed by 1e-5, TRL's default
     use_bias_correction_kl=True (the gradient check has no such term); the dropout warning; the
     printed command uses only options `./grpo check --help` lists; compare.py's bad-input errors.
+  * (1 process) Dropout of each kind is detected and named in the warning, the dump header and
+    compare's verdict: GPT-2's nn.Dropout, Llama's attention_dropout under disable_dropout=True;
+    none for a GPT-2 with dropout fields whose modules disable_dropout zeroed. The version guard
+    (trl.__version__ faked): refused naming the overridden methods; allowed by the argument and by
+    GRPO_TRL_ALLOW_UNTESTED=1, with the warning in the dump header and the verdict. Rewards 0.3
+    in groups of 6: all-equal groups are named as float32 rounding, not a mismatch (and are one
+    without the reward column).
+  * From outside the checkout (check_outside): `pip install` of a copy of the package into this
+    Python's environment, then in a temporary project: no binary (refused), GRPO_BIN (GRPO), PATH
+    (λ-GRPO), and `grpo-trl-cpu-launch 2` (λ-GRPO, two processes); each printed command run from
+    /, `grpo-trl-compare`, and a failing binary that leaves no stepS.check.tsv.
 """
 import argparse
 import io
@@ -35,9 +46,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
-sys.path.insert(0, HERE)
+sys.path.insert(0, HERE)   # this checkout's grpo_trl, not an installed one
 
-import compare  # noqa: E402
+from grpo_trl import compare, launch  # noqa: E402
 
 RESULTS = []
 WORST = {}
@@ -75,7 +86,7 @@ def matrix(model, binary, P):
     return cfgs
 
 
-def extras(model, dropout_model, binary, P):
+def extras(model, dropout_model, llama_dropout, binary, P):
     batch = dict(num_generations=4, per_device_train_batch_size=12 // (2 * P), gradient_accumulation_steps=2)
     cfgs = []
     for loss in ("dapo", "grpo", "dr_grpo", "bnpo", "cispo", "sapo", "luspo", "vespo"):
@@ -93,6 +104,22 @@ def extras(model, dropout_model, binary, P):
     ]
     if P > 1:
         cfgs.append(dict(name="plant_local", trainer="lambda-local", loss_type="dapo", beta=0.0, steps=4, **batch))
+    else:
+        k6 = dict(batch, num_generations=6)
+        fake = dict(fake_trl_version="1.99.0", loss_type="dapo", beta=0.0, **batch)
+        cfgs += [
+            dict(name="dropout_llama", trainer="lambda", loss_type="dapo", beta=0.04,
+                 use_bias_correction_kl=False, model=llama_dropout, **batch),
+            dict(name="dropout_zeroed", trainer="grpo", loss_type="dapo", beta=0.0, model=dropout_model,
+                 **batch),
+            dict(name="version_refused", trainer="lambda", **fake),
+            dict(name="version_allowed_arg", trainer="grpo", allow_untested_trl=True, **fake),
+            dict(name="version_allowed_env", trainer="lambda", environ={"GRPO_TRL_ALLOW_UNTESTED": "1"},
+                 **fake),
+            dict(name="rounding_mixed", trainer="lambda", loss_type="dapo", beta=0.04,
+                 use_bias_correction_kl=False, reward="tenths", steps=2, **k6),
+            dict(name="rounding_all_equal", trainer="grpo", loss_type="dapo", beta=0.0, reward="constant",
+                 **k6)]
     for c in cfgs:
         c.setdefault("model", model)
         c["grpo_binary"] = binary
@@ -107,42 +134,27 @@ def run_configs(cfgs, out, P):
     script = os.path.join(HERE, "run_configs.py")
     if P == 1:
         cmd = [sys.executable, script, path, out]
-    else:
-        # `accelerate launch --cpu --num_processes 2` starts ONE process in accelerate 1.15 (its simple
-        # launcher; several CPU processes only through mpirun). --multi_gpu takes the torchrun launcher;
-        # with GRPOConfig(use_cpu=True) and no GPU the processes are MULTI_CPU with gloo.
-        # one machine: the rendezvous on the loopback device and a port free now (not torchrun's fixed 29500)
-        cmd = [sys.executable, "-m", "accelerate.commands.launch", "--num_processes", str(P), "--num_machines", "1",
-               "--multi_gpu", "--mixed_precision", "no", "--dynamo_backend", "no", "--main_process_ip", "127.0.0.1",
-               "--main_process_port", str(free_port()), script, path, out]
-    env = dict(os.environ)
-    env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    else:   # grpo-trl-cpu-launch's command (`accelerate launch --cpu` would start one process)
+        cmd, env = launch.command(P, [script, path, out])
+    env = env if P > 1 else dict(os.environ)
     t0 = time.time()
     with open(os.path.join(out, "run.log"), "w") as log:
         rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env).returncode
     text = open(os.path.join(out, "run.log"), errors="replace").read()
     if rc != 0 and P > 1 and "FAILED:\n" not in text and re.search(r"exitcode\s*:\s*-\d+|Signal \d+", text):
         # a process killed by a signal with no Python error of ours (seen once: SIGABRT in one gloo process on
-        # a CI machine, not reproduced): said here with its excerpt, and launched once more on another port
+        # a CI machine, not reproduced): said here with its excerpt, and launched once more (a new free port)
         print(f"note P={P}: the launch ended with a process killed by a signal and no Python error; its log is "
               f"{os.path.join(out, 'run.1.log')}; launching once more\n" + failure_excerpt(text), flush=True)
         os.replace(os.path.join(out, "run.log"), os.path.join(out, "run.1.log"))
         for c in cfgs:
             shutil.rmtree(os.path.join(out, c["name"]), ignore_errors=True)
-        cmd[cmd.index("--main_process_port") + 1] = str(free_port())
         with open(os.path.join(out, "run.log"), "w") as log:
             rc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT, env=env).returncode
     record(f"P={P}: {len(cfgs)} TRL runs ({time.time() - t0:.0f} s)", rc == 0,
            "" if rc == 0 else f"exit {rc}, see {os.path.join(out, 'run.log')}\n"
            + failure_excerpt(open(os.path.join(out, "run.log"), errors="replace").read()))
     return rc == 0
-
-
-def free_port():
-    import socket
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def failure_excerpt(log):
@@ -166,10 +178,10 @@ def steps_of(d):
 
 
 def run_cmd(d, step):
-    """Runs the printed command (./grpo check ... && python3 compare.py ...) as printed."""
+    """Runs the printed command (grpo check ... && compare.py ...) as printed, from the dump's directory."""
     with open(os.path.join(d, f"step{step}.cmd")) as f:
         cmd = f.read().strip()
-    p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, cwd=ROOT)
+    p = subprocess.run(["bash", "-c", cmd], capture_output=True, text=True, cwd=d)
     return cmd, p.returncode, p.stdout + p.stderr
 
 
@@ -184,7 +196,8 @@ def check_matrix(cfgs, out, P, help_options):
             cmd, rc, text = run_cmd(d, s)
             used = set(re.findall(r"(?<= )--[a-z-]+", cmd.split(">")[0]))
             bad = used - help_options
-            ok = rc == 0 and not bad
+            caveat = "# caveat" in open(os.path.join(d, f"step{s}.trl.tsv")).read()
+            ok = rc == 0 and not bad and not caveat
             detail = ""
             if rc == 0:
                 _, rep = compare.compare(os.path.join(d, f"step{s}.trl.tsv"), os.path.join(d, f"step{s}.check.tsv"),
@@ -201,6 +214,8 @@ def check_matrix(cfgs, out, P, help_options):
                 detail = f"exit {rc}: {text.strip()[-600:]}"
             if bad:
                 detail += f"; options not in ./grpo check --help: {sorted(bad)}"
+            if caveat:
+                detail += "; a caveat in the dump header (dropout? untested TRL?)"
             record(f"P={P} {c['name']} step {s}", ok, detail)
 
 
@@ -242,14 +257,23 @@ def check_extras(out, P, binary):
     d = os.path.join(out, "bias_correction_default")
     warned = "use_bias_correction_kl" in open(os.path.join(d, "warnings.txt")).read()
     record(f"P={P} warning for use_bias_correction_kl=True", warned)
-    # dropout: warned, and the dump still reproduces TRL's step (it holds the loss pass's values)
-    d = os.path.join(out, "dropout")
-    warned = "dropout is active" in open(os.path.join(d, "warnings.txt")).read()
-    _, rc, text = run_cmd(d, 0)
-    record(f"P={P} dropout on: warned, and the dumped step still checks", warned and rc == 0,
-           f"warned={warned}, compare exit {rc}")
+    # dropout: warned, in the header and the verdict; the dump still reproduces TRL's step (the loss's values)
+    cases = [("dropout", "GPT-2's nn.Dropout, disable_dropout=False", "nn.Dropout modules")]
+    if P == 1:
+        cases.append(("dropout_llama", "Llama's attention_dropout, disable_dropout=True",
+                      "config.attention_dropout"))
+    for name, what, source in cases:
+        d = os.path.join(out, name)
+        warned = open(os.path.join(d, "warnings.txt")).read().count("with dropout on")
+        header = source in open(os.path.join(d, "step0.trl.tsv")).read()
+        _, rc, text = run_cmd(d, 0)
+        said = "but TRL trained with dropout on: ratio and KL are noise" in text
+        record(f"P={P} dropout ({what}): warned once, named in the header, compare says 'match, but'",
+               warned == 1 and header and rc == 0 and said,
+               f"warnings {warned}, header names {source}: {header}, compare exit {rc}, verdict: {said}")
     if P != 1:
         return
+    check_p1_extras(out)
     # a wrong check option on a μ = 2 step with clipped tokens, and a gradient moved by 1e-5
     d = os.path.join(out, "grpo_dapo_beta0.0_group_mu2")
     txt, check_out = os.path.join(d, "step1.txt"), os.path.join(d, "wrong_clip.tsv")
@@ -275,9 +299,157 @@ def check_extras(out, P, binary):
                                         "same batch"),
              "files swapped": ([os.path.join(d, "step1.check.tsv"), src], "header lacks")}
     for what, (argv, want) in cases.items():
-        p = subprocess.run([sys.executable, os.path.join(HERE, "compare.py"), *argv], capture_output=True, text=True)
+        p = subprocess.run([sys.executable, os.path.join(HERE, "grpo_trl", "compare.py"), *argv],
+                           capture_output=True, text=True)
         record(f"compare.py bad input ({what}): exit 2, message", p.returncode == 2 and want in p.stderr,
                p.stderr.strip()[:160])
+
+
+def check_p1_extras(out):
+    d = os.path.join(out, "dropout_zeroed")
+    _, rc, text = run_cmd(d, 0)
+    quiet = not os.path.getsize(os.path.join(d, "warnings.txt")) and "dropout" not in text
+    record("P=1 no dropout reported for GPT-2 dropout fields that disable_dropout zeroed", rc == 0 and quiet,
+           f"compare exit {rc}")
+    # the version guard, trl.__version__ faked as 1.99.0
+    path = os.path.join(out, "version_refused", "refused.txt")
+    text = open(path).read() if os.path.exists(path) else ""
+    names = ["1.99.0", "1.16.0", "_generate,", "_generate_and_score_completions", "_compute_loss",
+             "_get_per_token_logps_and_entropies", "allow_untested_trl=True", "GRPO_TRL_ALLOW_UNTESTED=1"]
+    record("P=1 version guard: TRL 1.99.0 refused, naming the overridden methods and both overrides",
+           all(n in text for n in names), text.strip()[:200] or "not refused")
+    for name in ("version_allowed_arg", "version_allowed_env"):
+        d = os.path.join(out, name)
+        warned = "TRL 1.99.0 is untested" in open(os.path.join(d, "warnings.txt")).read()
+        header = "# caveat: grpo_trl: TRL 1.99.0 is untested" in open(os.path.join(d, "step0.trl.tsv")).read()
+        _, rc, text = run_cmd(d, 0)
+        record(f"P=1 version guard overridden ({name[16:]}): warned, in the header and the verdict",
+               warned and header and rc == 0 and "but grpo_trl: TRL 1.99.0 is untested" in text,
+               f"warned {warned}, header {header}, compare exit {rc}")
+    # float32 rounding of all-equal rewards 0.3 in groups of 6: named, not a mismatch (without rewards: one)
+    for name in ("rounding_mixed", "rounding_all_equal"):
+        d = os.path.join(out, name)
+        texts = [run_cmd(d, s) for s in steps_of(d)]
+        named = sum(t.count("float32 rounding of the group mean") for _, _, t in texts)
+        rcs = [rc for _, rc, _ in texts]
+        no_reward = os.path.join(d, "no_reward.trl.tsv")
+        with open(os.path.join(d, "step0.trl.tsv")) as f, open(no_reward, "w") as g:
+            g.write("".join(line.rsplit("\t", 1)[0] + "\n" if "\t" in line and not line.startswith("loss")
+                            else line for line in f))
+        old = compare.main([no_reward, os.path.join(d, "step0.check.tsv"), "--quiet"])
+        record(f"P=1 {name}: all-equal groups of rewards 0.3 named as float32 rounding, the steps match",
+               named > 0 and bool(rcs) and all(rc == 0 for rc in rcs) and old == 1,
+               f"{named} groups named, compare exits {rcs}; without the reward column exit {old}")
+
+
+def check_outside(work, grpo, model):
+    """The installed package in a temporary project outside the checkout (see the module docstring)."""
+    t0 = time.time()
+    pkg, proj = os.path.join(work, "pkg"), tempfile.mkdtemp(prefix="grpo_trl_project.")
+    os.makedirs(pkg)
+    shutil.copy(os.path.join(HERE, "pyproject.toml"), pkg)
+    shutil.copytree(os.path.join(HERE, "grpo_trl"), os.path.join(pkg, "grpo_trl"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    pip = [sys.executable, "-m", "pip", "install", "--quiet", "--disable-pip-version-check", "--no-deps"]
+    try:
+        import setuptools  # noqa: F401  (present: build offline, without an isolated build environment)
+        pip.append("--no-build-isolation")
+    except ImportError:
+        pass
+    p = subprocess.run(pip + [pkg], capture_output=True, text=True, cwd=proj)
+    record("outside: pip install of notes/trl (a copy) into this environment", p.returncode == 0,
+           (p.stdout + p.stderr).strip()[-400:])
+    if p.returncode != 0:
+        return
+    with open(os.path.join(proj, "train.py"), "w") as f:
+        f.write(OUTSIDE_SCRIPT)
+    bindir = os.path.dirname(sys.executable)
+    path = [x for x in os.environ.get("PATH", "").split(os.pathsep)
+            if x and not os.path.isfile(os.path.join(x, "grpo"))]
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "GRPO_BIN")}
+    env["PATH"] = os.pathsep.join([bindir] + path)
+    # one process for the three 1-process cases (the script sets GRPO_BIN and PATH between them), one launch
+    one = subprocess.run([sys.executable, "train.py", model, "none,grpo,lambda", grpo], capture_output=True,
+                         text=True, cwd=proj, env=env)
+    refusal = [line for line in one.stdout.splitlines() if line.startswith("refused:")]
+    record("outside: no grpo binary (no argument, no GRPO_BIN, none on PATH): refused before training",
+           bool(refusal) and "pass grpo_binary=PATH, set GRPO_BIN=PATH" in refusal[0],
+           (refusal or ["not refused"])[0])
+    launcher = os.path.join(bindir, "grpo-trl-cpu-launch")
+    two = subprocess.run([launcher, "2", "train.py", model, "lambda2", grpo], capture_output=True, text=True,
+                         cwd=proj, env=env)
+    for mode in ("grpo", "lambda", "lambda2"):
+        p = two if mode == "lambda2" else one
+        log = p.stdout + p.stderr
+        where = {"grpo": "from GRPO_BIN", "lambda": "from PATH", "lambda2": "from GRPO_BIN"}[mode]
+        installed = re.search(r"^grpo_trl from \S*site-packages", log, re.M) is not None
+        d = os.path.join(proj, "dumps", mode)
+        cmd_file = os.path.join(d, "step0.cmd")
+        if p.returncode != 0 or not os.path.exists(cmd_file):
+            record(f"outside: {mode} ran", False, f"exit {p.returncode}: {log.strip()[-600:]}")
+            continue
+        printed = open(cmd_file).read().strip()
+        paths = [w for w in printed.split() if "/" in w]
+        q = subprocess.run(["bash", "-c", printed], capture_output=True, text=True, cwd="/")
+        c = subprocess.run([os.path.join(bindir, "grpo-trl-compare"), os.path.join(d, "step0.trl.tsv"),
+                            os.path.join(d, "step0.check.tsv")], capture_output=True, text=True, cwd=proj)
+        record(f"outside: {mode}: installed package, binary {where}; the printed command (absolute paths) "
+               "run from / and grpo-trl-compare match",
+               installed and where in log and printed in log and all(w.startswith("/") for w in paths)
+               and q.returncode == 0 and "match:" in q.stdout and c.returncode == 0,
+               f"exit {q.returncode}: {(q.stdout + q.stderr).strip().splitlines()[-1:]}; "
+               f"grpo-trl-compare exit {c.returncode}")
+    d = os.path.join(proj, "dumps", "grpo")
+    if os.path.exists(os.path.join(d, "step0.cmd")):
+        os.remove(os.path.join(d, "step0.check.tsv"))
+        broken = open(os.path.join(d, "step0.cmd")).read().replace(grpo, os.path.join(proj, "missing"), 1)
+        q = subprocess.run(["bash", "-c", broken], capture_output=True, text=True, cwd="/")
+        record("outside: the printed command with a missing binary fails and leaves no stepS.check.tsv",
+               q.returncode != 0 and not os.path.exists(os.path.join(d, "step0.check.tsv")),
+               f"exit {q.returncode}")
+    print(f"outside the checkout: {time.time() - t0:.0f} s", flush=True)
+    shutil.rmtree(proj, ignore_errors=True)
+
+
+OUTSIDE_SCRIPT = """\
+# a user's project: python3 train.py MODEL_DIR MODE[,MODE...] GRPO (the installed grpo_trl). Modes: none (no
+# binary anywhere: refused), grpo (GRPO_BIN=GRPO), lambda (GRPO's directory on PATH), lambda2 (GRPO_BIN=GRPO,
+# run under grpo-trl-cpu-launch 2)
+import os, sys
+from datasets import Dataset
+from trl import GRPOConfig
+import grpo_trl
+from grpo_trl import DumpGRPOTrainer, DumpLambdaGRPOTrainer
+
+print("grpo_trl from", os.path.dirname(grpo_trl.__file__), flush=True)
+model, modes, grpo = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
+P = int(os.environ.get("WORLD_SIZE", "1"))
+path = os.environ["PATH"]
+
+
+def reward(completions, **kwargs):
+    return [min(4, sum(w in ("a", "b") for w in c.split())) / 4.0 for c in completions]
+
+
+args = GRPOConfig(output_dir="out", report_to=[], use_cpu=True, save_strategy="no", seed=0, max_steps=1,
+                  num_generations=4, per_device_train_batch_size=12 // (2 * P), gradient_accumulation_steps=2,
+                  max_completion_length=5, learning_rate=5e-4, disable_tqdm=True, beta=0.04,
+                  use_bias_correction_kl=False)
+data = Dataset.from_dict({"prompt": ["a b", "c d e", "f a", "b b c"] * 4})
+for mode in modes:
+    os.environ.pop("GRPO_BIN", None)
+    os.environ["PATH"] = os.pathsep.join([os.path.dirname(grpo), path]) if mode == "lambda" else path
+    if mode in ("grpo", "lambda2"):
+        os.environ["GRPO_BIN"] = grpo
+    cls = DumpGRPOTrainer if mode in ("none", "grpo") else DumpLambdaGRPOTrainer
+    try:
+        trainer = cls(model=model, reward_funcs=reward, args=args, train_dataset=data,
+                      check_dump_dir="dumps/" + mode)
+    except FileNotFoundError as e:
+        print("refused:", e, flush=True)
+        continue
+    trainer.train()
+"""
 
 
 def _cut(path, out):
@@ -308,12 +480,13 @@ def main():
     import tiny
     model, dropout_model = tiny.build(os.path.join(work, "model")), tiny.build(os.path.join(work, "model_dropout"),
                                                                             dropout=0.1)
-    binary = os.path.relpath(a.grpo, ROOT)
-    binary = binary if "/" in binary else "./" + binary
+    llama_dropout = tiny.build(os.path.join(work, "llama_dropout"), dropout=0.1, arch="llama")
+    binary = os.path.abspath(a.grpo)
+    check_outside(work, binary, model)
     for P in (int(x) for x in a.processes.split(",")):
         out = os.path.join(work, f"p{P}")
         cfgs = matrix(model, binary, P)
-        ext = extras(model, dropout_model, binary, P)
+        ext = extras(model, dropout_model, llama_dropout, binary, P)
         if run_configs(cfgs + ext, out, P):
             check_matrix(cfgs, out, P, help_options)
             check_extras(out, P, binary)

@@ -26,11 +26,11 @@ import zlib
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(os.path.dirname(HERE))
 sys.path.insert(0, HERE)
-sys.path.insert(0, os.path.join(ROOT, "notes", "trl"))
+sys.path.insert(0, os.path.join(ROOT, "notes", "trl", "grpo_trl"))
 
 import torch  # noqa: E402
 
-import compare  # noqa: E402  (notes/trl/compare.py)
+import compare  # noqa: E402  (notes/trl/grpo_trl/compare.py)
 import lambda_grpo_verl  # noqa: E402
 
 RESULTS = []

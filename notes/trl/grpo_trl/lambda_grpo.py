@@ -1,4 +1,4 @@
-"""notes/trl/lambda_grpo.py: λ-GRPO for TRL (tested with TRL 1.16.0), as `./grpo check
+"""grpo_trl.lambda_grpo: λ-GRPO for TRL (tested with TRL 1.16.0), as `./grpo check
 --objective lambda-grpo` computes it.
 
 λ-GRPO (Sullivan & Koller, arXiv 2509.21154, eq. 11) divides each completion token's whole loss
@@ -8,8 +8,12 @@ grpo.c's rule, followed here: |λ| is counted over each group's unpadded complet
 completion included (also those that `mask_truncated_completions` takes out of the loss: they
 are in the group's tree, they only get no loss); the loss aggregation is TRL's own.
 
-    from lambda_grpo import LambdaGRPOTrainer        # PYTHONPATH=notes/trl
+    from grpo_trl import LambdaGRPOTrainer           # pip install ./notes/trl
     trainer = LambdaGRPOTrainer(model=..., reward_funcs=..., args=GRPOConfig(...), train_dataset=...)
+
+Before training (GuardedGRPOTrainer): a TRL version other than guard.TESTED_TRL_VERSIONS is refused
+(allow_untested_trl=True or GRPO_TRL_ALLOW_UNTESTED=1: a warning), and dropout of any kind
+(guard.find_dropout) is warned about once; `self.untested_trl` and `self.dropout` keep both.
 
 How (subclass overrides only; TRL's loss code is called, not copied):
   * `_generate` keeps the unpadded completion ids; `_generate_and_score_completions` gathers them
@@ -26,9 +30,13 @@ How (subclass overrides only; TRL's loss code is called, not copied):
     TRL's own loss with every |λ| set to 1). `use_bias_correction_kl` multiplies k3 by the
     ratio as TRL does (`./grpo check` has no such option: compare with it False).
 """
+import warnings
+
 import torch
 from accelerate.utils import gather_object
 from trl import GRPOTrainer
+
+from .guard import check_trl_version, dropout_text, find_dropout
 
 
 def lambda_sizes(completions, group_size):
@@ -61,7 +69,20 @@ def lambda_sizes_by_group(completions, group_keys):
     return [[count[n] for n in path] for path in paths]
 
 
-class LambdaGRPOTrainer(GRPOTrainer):
+class GuardedGRPOTrainer(GRPOTrainer):
+    """GRPOTrainer that refuses an untested TRL version before building and warns once about dropout."""
+
+    def __init__(self, *args, allow_untested_trl=None, **kwargs):
+        self.untested_trl = check_trl_version(type(self), allow_untested_trl)
+        super().__init__(*args, **kwargs)
+        self.dropout = find_dropout(self.model)   # after TRL's disable_dropout
+        if self.dropout:
+            lead = (f"{type(self).__name__}: training with dropout on: each forward pass draws its own mask, "
+                    "so the ratio and the KL will be noise")
+            warnings.warn(dropout_text(self.dropout, lead), stacklevel=2)
+
+
+class LambdaGRPOTrainer(GuardedGRPOTrainer):
     """GRPOTrainer with λ-GRPO's per-token weights 1/|λ(i,t)| (see the module docstring)."""
 
     # ---- the completion ids, before TRL pads and masks them

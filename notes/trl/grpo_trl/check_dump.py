@@ -1,10 +1,13 @@
-"""notes/trl/check_dump.py: dump TRL GRPO steps for `./grpo check`, without patching TRL
-(tested with TRL 1.16.0).
+"""grpo_trl.check_dump: dump TRL GRPO steps for `./grpo check`, without patching TRL
+(tested with TRL 1.16.0; other versions: see guard.py).
 
-    from check_dump import DumpGRPOTrainer, DumpLambdaGRPOTrainer   # PYTHONPATH=notes/trl
+    from grpo_trl import DumpGRPOTrainer, DumpLambdaGRPOTrainer      # pip install ./notes/trl
     trainer = DumpGRPOTrainer(model=..., reward_funcs=..., args=GRPOConfig(...), train_dataset=...,
                               check_dump_dir="dumps", check_dump_steps=[0, 1])   # None: every step
     trainer.train()
+
+grpo.c's binary: the grpo_binary argument, else $GRPO_BIN, else `grpo` on PATH (find_grpo_binary;
+none of them: refused before training); the one used is printed and named in every dump header.
 
 For each dumped optimizer step S (every iteration of μ = num_iterations is its own step) the
 main process writes, in check_dump_dir:
@@ -17,27 +20,32 @@ main process writes, in check_dump_dir:
                  (else TRL uses logp.detach(), ratio 1, and the key is left out); logp_ref when
                  β != 0; truncated = TRL's own test (last id not EOS/pad).
   stepS.trl.tsv  TRL's own results for the same rows: the advantage TRL used per token (a_i, or
-                 a_i/|λ| for LambdaGRPOTrainer), |λ| (LambdaGRPOTrainer; '-' otherwise), and the
+                 a_i/|λ| for LambdaGRPOTrainer), |λ| (LambdaGRPOTrainer; '-' otherwise), the
+                 completion's reward (for compare's float32-rounding rule), and the
                  gradient of TRL's step loss with respect to each token's log-prob, captured by a
                  hook on the log-prob tensor during TRL's own backward; then `loss`, the step's
                  loss. Step loss = (1/P) Σ over processes and micro-batches of what
                  `_compute_loss` returned (DDP averages gradients over the P processes), and the
                  gradient is likewise the hook's gradient / P.
   stepS.cmd      the `./grpo check` command for this trainer's configuration and the compare
-                 command (also printed), see check_command().
+                 command (also printed; absolute paths; check's output is written to a .part file
+                 renamed on success, so a failed check leaves no stepS.check.tsv), see check_command().
+Header lines `# caveat: ...` (dropout on, an untested TRL version) reach compare's verdict.
 Each process first writes stepS.rankR.jsonl; the main process merges them after a barrier.
 """
 import json
 import math
 import os
 import shlex
+import shutil
+import sys
 import warnings
 
 import torch
-from accelerate.utils import gather_object
-from trl import GRPOTrainer
+import trl
 
-from lambda_grpo import LambdaGRPOTrainer
+from .lambda_grpo import GuardedGRPOTrainer, LambdaGRPOTrainer
+from .guard import dropout_text
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -107,10 +115,21 @@ def check_command(trainer, lambda_grpo=None):
     return opts, problems
 
 
-def dropout_active(model):
-    """Modules with dropout p > 0 (TRL's disable_dropout=False keeps them)."""
-    return [name for name, m in model.named_modules()
-            if isinstance(m, torch.nn.modules.dropout._DropoutNd) and m.p > 0]
+def find_grpo_binary(binary=None):
+    """(absolute path, where it came from) of grpo.c's binary: the argument, else $GRPO_BIN, else
+    `grpo` on PATH. Raises FileNotFoundError when the one named, or any, is not an executable file."""
+    for value, source in ((binary, "the grpo_binary argument"), (os.environ.get("GRPO_BIN"), "GRPO_BIN")):
+        if value:
+            path = os.path.abspath(os.path.expanduser(value))
+            if not (os.path.isfile(path) and os.access(path, os.X_OK)):
+                raise FileNotFoundError(f"check dump: {source} names {value!r}, which is not an executable "
+                                        "file (build grpo.c with `make grpo` and give its path)")
+            return path, source
+    path = shutil.which("grpo")
+    if path is None:
+        raise FileNotFoundError("check dump: no grpo binary: pass grpo_binary=PATH, set GRPO_BIN=PATH, or "
+                                "put `grpo` on PATH (build it with `make grpo` in the grpo.c checkout)")
+    return os.path.abspath(path), "PATH"
 
 
 def _fmt(values):
@@ -120,11 +139,13 @@ def _fmt(values):
 class CheckDumpMixin:
     """Mix into a GRPOTrainer subclass (before it): DumpGRPOTrainer, DumpLambdaGRPOTrainer."""
 
-    def __init__(self, *args, check_dump_dir=None, check_dump_steps=None, grpo_binary="./grpo", **kwargs):
+    def __init__(self, *args, check_dump_dir=None, check_dump_steps=None, grpo_binary=None, **kwargs):
+        self.grpo_binary = self.grpo_binary_source = None
+        if check_dump_dir is not None:   # before building: refuse early
+            self.grpo_binary, self.grpo_binary_source = find_grpo_binary(grpo_binary)
         super().__init__(*args, **kwargs)
-        self.check_dump_dir = check_dump_dir
+        self.check_dump_dir = None if check_dump_dir is None else os.path.abspath(check_dump_dir)
         self.check_dump_steps = None if check_dump_steps is None else set(int(s) for s in check_dump_steps)
-        self.grpo_binary = grpo_binary
         self._dump_pending = []
         self._dump_generation = -1
         if check_dump_dir is None:
@@ -135,15 +156,8 @@ class CheckDumpMixin:
                              f"{self.args.gradient_accumulation_steps}), so that one optimizer step is one whole "
                              "generation batch (whole groups)")
         if self.accelerator.is_main_process:
-            os.makedirs(check_dump_dir, exist_ok=True)
-        drop = dropout_active(self.model)
-        if drop:
-            warnings.warn(f"check dump: dropout is active in {len(drop)} modules (e.g. {drop[0]}; GRPOConfig"
-                          "(disable_dropout=False) is TRL's default): every forward pass draws its own mask, so "
-                          "logp_old / logp_ref (other passes) differ from logp even where the policy has not "
-                          "changed, and a log-prob recomputed in another pass will not match. The dump holds the "
-                          "values TRL's loss used, so ./grpo check still reproduces the step; set "
-                          "disable_dropout=True for a meaningful ratio and KL.", stacklevel=2)
+            os.makedirs(self.check_dump_dir, exist_ok=True)
+            print(f"check dump: grpo binary {self.grpo_binary} (from {self.grpo_binary_source})", flush=True)
         opts, problems = check_command(self)
         for p in problems:
             warnings.warn("check dump: ./grpo check will not reproduce this configuration exactly: " + p, stacklevel=2)
@@ -272,12 +286,15 @@ def merge_rank_files(base, P, trainer, opts):
     if idx != list(range(len(rows))):
         raise RuntimeError(f"{base}: the processes' completions are not one generation batch (indices {idx[:8]}...)")
     k = trainer.num_generations
-    names = [type(trainer).__name__, f"TRL step {trainer.state.global_step}", f"generation {meta['generation']}",
-             f"iteration {meta['iteration']}", f"processes {P}", f"num_generations {k}"]
+    names = [type(trainer).__name__, f"TRL {trl.__version__} step {trainer.state.global_step}",
+             f"generation {meta['generation']}", f"iteration {meta['iteration']}", f"processes {P}",
+             f"num_generations {k}", f"grpo binary {trainer.grpo_binary} (from {trainer.grpo_binary_source})"]
+    head = "# " + ", ".join(names) + "\n" + "".join(f"# caveat: {c}\n" for c in caveats(trainer))
+    first = head.count("\n") + 1   # the first completion's line in stepS.txt
     with open(base + ".txt", "w") as f, open(base + ".trl.tsv", "w") as g:
-        f.write("# " + ", ".join(names) + "\n")
-        g.write("# " + ", ".join(names) + "\n")
-        g.write("line\tt\ttoken\tadvantage\tlambda_size\tdloss_dlogp\n")
+        f.write(head)
+        g.write(head)
+        g.write("line\tt\ttoken\tadvantage\tlambda_size\tdloss_dlogp\treward\n")
         for i, row in enumerate(rows):
             if not math.isfinite(row["reward"]):
                 raise RuntimeError(f"{base}: completion {i} has no reward (every reward function returned None)")
@@ -289,7 +306,8 @@ def merge_rank_files(base, P, trainer, opts):
             f.write(line + f" truncated={row['truncated']}\n")
             for t, tok in enumerate(row["tokens"]):
                 lam = row["lambda"][t] if "lambda" in row else "-"
-                g.write(f"{i + 2}\t{t}\t{tok}\t{row['adv'][t]:.9g}\t{lam}\t{row['grad'][t]:.9g}\n")
+                g.write(f"{first + i}\t{t}\t{tok}\t{row['adv'][t]:.9g}\t{lam}\t{row['grad'][t]:.9g}\t"
+                        f"{row['reward']:.9g}\n")
         g.write(f"loss\t{loss:.9g}\n")
     cmd = command_lines(base, trainer, opts)
     with open(base + ".cmd", "w") as f:
@@ -297,16 +315,25 @@ def merge_rank_files(base, P, trainer, opts):
     print(cmd, flush=True)
 
 
+def caveats(trainer):
+    """What makes a matching step less than it seems (written as `# caveat:` header lines)."""
+    found = [dropout_text(trainer.dropout)] if trainer.dropout else []
+    return found + ([trainer.untested_trl] if trainer.untested_trl else [])
+
+
 def command_lines(base, trainer, opts):
+    """The shell command: ./grpo check into stepS.check.tsv (via a .part file renamed on success), then
+    compare.py; absolute paths, so it runs from any directory."""
     if opts is None:
         return f"# {base}.txt: no ./grpo check command reproduces this configuration (see the warnings)"
-    binary = getattr(trainer, "grpo_binary", "./grpo")
-    compare = os.path.relpath(os.path.join(HERE, "compare.py"))
-    return (f"{binary} check {shlex.quote(base + '.txt')} {' '.join(opts)} > {shlex.quote(base + '.check.tsv')} && "
-            f"python3 {compare} {shlex.quote(base + '.trl.tsv')} {shlex.quote(base + '.check.tsv')}")
+    q = shlex.quote
+    out = q(base + ".check.tsv")
+    return (f"{q(trainer.grpo_binary)} check {q(base + '.txt')} {' '.join(opts)} > {out}.part && "
+            f"mv {out}.part {out} && {q(sys.executable)} {q(os.path.join(HERE, 'compare.py'))} "
+            f"{q(base + '.trl.tsv')} {out}")
 
 
-class DumpGRPOTrainer(CheckDumpMixin, GRPOTrainer):
+class DumpGRPOTrainer(CheckDumpMixin, GuardedGRPOTrainer):
     """TRL's GRPOTrainer, dumping steps for `./grpo check --objective grpo`."""
 
 
