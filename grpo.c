@@ -3723,22 +3723,17 @@ static void method_after_update(TrainRun *run, StepReport *r) {
 // Probe: GRPO's and λ-GRPO's update directions (--probe-every N; notes/credit-assignment.md,
 // "How far λ-GRPO's update is from GRPO's"). grpo_step reaches it through method_token_advantages.
 //
-// Every N steps, at π_old (after B(G) and the advantages, before grpo_update: the gradient of the
-// update's first iteration), both objectives' policy gradients on the step's batch with its
-// advantages, whichever of the two trains: g_GRPO (every token's weight 1) and g_λ (1/|λ(i,t)|,
-// eq. 11). It changes nothing in the run: it draws no random number, moves no parameter and no
-// AdamW moment, writes none of the batch's arrays that the update reads (only the forward's
-// scratch, which the update rewrites), and its seconds are cut out of the step's clock (the
-// phase columns, tok_per_s and --budget's seconds). Path: the update's own, in the run's
-// --update-layout (padded: policy_logp, gpt_backward; tree: the shared-prefix batch) and
-// micro-batches: one forward per micro-batch, then one backward per objective on it into the
-// probe's own gradient buffers; the same arithmetic as grpo_loss_backward at iteration 0, so each
-// gradient equals the update's (with that objective) bit for bit (tests/test_grpo.c,
-// test_probe_directions). Its cost: about one forward and two backwards of the batch, the
-// update's first iteration and one backward more. The CPU build only (the CUDA
-// build keeps its gradients on the GPU). MC-PRM and PPO refuse --probe-every (their per-token
-// advantages are not GRPO's a_i, so "GRPO's update" would be another objective's).
+// Every N steps, at π_old (after B(G) and the advantages, before grpo_update), the gradient of the
+// update's first iteration under each objective, whichever of the two trains: g_GRPO (every token's
+// weight 1) and g_λ (1/|λ(i,t)|, eq. 11). It runs the update's own functions (grpo_prepare_tokens,
+// grpo_loss_backward: the run's --update-layout and micro-batches), so each gradient equals the
+// update's bit for bit. It changes nothing in the run: it draws no random number, moves no parameter
+// and no AdamW moment, writes per-token arrays of its own (only the forward's scratch is shared, and
+// the update rewrites it), and its seconds are cut out of the step's clock (the phase columns,
+// tok_per_s and --budget's seconds). The CPU build only (the CUDA build keeps its gradients on the
+// GPU). MC-PRM and PPO refuse --probe-every (their per-token advantages are not GRPO's a_i).
 
+enum { PROBE_ARRAYS = 9 };  // the per-token arrays of a GroupBatch that the update writes (probe_directions)
 typedef struct Probe Probe;
 struct Probe {
     int every;              // N: steps N, 2N, ... (1-based, as the log's) are probed
@@ -3750,8 +3745,9 @@ struct Probe {
     double seconds;         // wall-clock seconds of the probe (left out of the step's clock)
     size_t num_parameters;
     float *grad[2];         // (num_parameters) g_GRPO and g_λ, as grads_memory lays them out
-    float *logp, *logp_ref, *adv, *coef, *weight[2], *dlogp[2];   // (N, max_new) per completion token
-    float *seq_coef;        // (N) c_i (loss_agg_coef_masked)
+    float *tok[PROBE_ARRAYS];   // (N, max_new) each, used in place of the batch's (probe_directions)
+    unsigned char *clipped;     // (N, max_new)
+    float *seq_coef;            // (N)
 };
 
 /* build_probe: a probe for a model of num_parameters parameters and batches of N completions of up
@@ -3760,25 +3756,17 @@ static void build_probe(Probe *p, size_t num_parameters, int N, int max_new, int
     memset(p, 0, sizeof *p);
     p->every = every;
     p->num_parameters = num_parameters;
-    size_t NT = (size_t)N * max_new;
-    for (int o = 0; o < 2; o++) {
-        p->grad[o] = (float *)callocCheck(num_parameters, sizeof(float));
-        p->weight[o] = (float *)callocCheck(NT, sizeof(float));
-        p->dlogp[o] = (float *)callocCheck(NT, sizeof(float));
-    }
-    float **per_token[] = {&p->logp, &p->logp_ref, &p->adv, &p->coef};
-    for (size_t a = 0; a < sizeof per_token / sizeof per_token[0]; a++)
-        *per_token[a] = (float *)callocCheck(NT, sizeof(float));
+    for (int o = 0; o < 2; o++) p->grad[o] = (float *)callocCheck(num_parameters, sizeof(float));
+    for (int a = 0; a < PROBE_ARRAYS; a++) p->tok[a] = (float *)callocCheck((size_t)N * max_new, sizeof(float));
+    p->clipped = (unsigned char *)callocCheck((size_t)N * max_new, 1);
     p->seq_coef = (float *)callocCheck(N, sizeof(float));
 }
 
 static void free_probe(Probe *p) {
-    for (int o = 0; o < 2; o++) {
-        free(p->grad[o]);
-        free(p->weight[o]);
-        free(p->dlogp[o]);
-    }
-    free(p->logp); free(p->logp_ref); free(p->adv); free(p->coef); free(p->seq_coef);
+    for (int o = 0; o < 2; o++) free(p->grad[o]);
+    for (int a = 0; a < PROBE_ARRAYS; a++) free(p->tok[a]);
+    free(p->clipped);
+    free(p->seq_coef);
 }
 
 // Points m's gradient tensors at mem (num_parameters floats): backward passes accumulate there.
@@ -3789,79 +3777,43 @@ static void probe_point_grads(GPT *m, float *mem) {
 
 /* probe_directions: g_GRPO and g_λ of the batch g (advantages and |λ| set: after
    build_group_trees) at the policy's current parameters, taken as π_old (ratio 1), into p->grad[0]
-   and p->grad[1], in cfg->micro_batch micro-batches; π_ref from ref when cfg->obj.beta != 0 (the
-   k3 term is weighted with the rest, eq. 11). Sets p->cos, p->norm_ratio and p->share (sums in
-   double); not p->seconds or p->step. cfg->update_layout picks the path (padded or tree), as
-   grpo_loss_backward's. Leaves policy's own gradients, its parameters and every array of g but the
-   forward's scratch (inputs, targets, logp_pos, dlogp_pos, the shared-prefix batch spb) as they were. */
+   and p->grad[1]: per objective, grpo_prepare_tokens and grpo_loss_backward at iteration 0 (π_ref
+   from ref) on g's completions with the probe's per-token arrays. Sets p->cos, p->norm_ratio and
+   p->share (sums in double); not p->seconds or p->step. Leaves policy's own gradients, its
+   parameters and every array of g but the forward's scratch (inputs, targets, logp_pos, dlogp_pos,
+   the shared-prefix batch spb) as they were. */
 static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, const GRPOConfig *cfg,
                              const unsigned char *allowed) {
-    const ObjectiveConfig *obj = &cfg->obj;
-    int N = g->N, stride = g->max_new;
-    int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
-    int use_ref = ref && obj->beta != 0.0f;
-    ObjectiveConfig as[2] = {*obj, *obj};   // the weights of each objective (lambda_weight)
-    as[0].objective = OBJ_GRPO;
-    as[1].objective = OBJ_LAMBDA_GRPO;
-    const unsigned char *masked = cfg->mask_truncated ? g->truncated : NULL;
-    loss_agg_coef_masked(p->seq_coef, g->clen, masked, N, obj);
-    long counted = 0, shared = 0;
-    for (int i = 0; i < N; i++)
-        for (int t = 0; t < g->clen[i]; t++) {   // as grpo_prepare_tokens
-            size_t at = (size_t)i * stride + t;
-            p->adv[at] = g->token_adv ? g->token_adv[at] : g->advantage[i];
-            p->coef[at] = p->seq_coef[i];
-            for (int o = 0; o < 2; o++) p->weight[o][at] = lambda_weight(&as[o], g->lambda_size[at]);
-            counted += p->seq_coef[i] != 0.0f;
-            shared += p->seq_coef[i] != 0.0f && g->lambda_size[at] > 1;
-        }
+    GroupBatch b = *g;
+    float **arrays[PROBE_ARRAYS] = {&b.logp, &b.logp_old, &b.logp_ref, &b.adv_tok, &b.weight, &b.coef,
+                                    &b.dlogp, &b.ratio, &b.kl};
+    for (int a = 0; a < PROBE_ARRAYS; a++) *arrays[a] = p->tok[a];
+    b.clipped = p->clipped;
+    b.seq_coef = p->seq_coef;
     float *own_grads = policy->grads_memory;
-    for (int o = 0; o < 2; o++) memset(p->grad[o], 0, p->num_parameters * sizeof(float));
-    int tree = cfg->update_layout == LAYOUT_TREE;
-    for (int first = 0; first < N; first += micro) {
-        int B = first + micro <= N ? micro : N - first;
-        int T = 0;
-        if (tree) {   // as grpo_loss_backward: π_ref's forward, then the policy's (its activations stay)
-            pack_shared_prefix_batch(g->spb, B, g->prompt + first, g->plen + first, g->comp_row + first, g->clen + first);
-            if (use_ref) policy_logp_spb(ref, g, first, B, cfg->temperature, allowed, p->logp_ref);
-            policy_logp_spb(policy, g, first, B, cfg->temperature, allowed, p->logp);
-        } else {
-            if (use_ref) policy_logp(ref, g, first, B, cfg->temperature, allowed, p->logp_ref);
-            T = policy_logp(policy, g, first, B, cfg->temperature, allowed, p->logp);
-        }
-        for (int o = 0; o < 2; o++) {   // one backward per objective on the same forward
-            for (int i = first; i < first + B; i++) {
-                size_t row = (size_t)i * stride;
-                TokenLossOut out = {p->dlogp[o] + row, NULL, NULL, NULL};
-                grpo_token_loss(obj, g->clen[i], p->logp + row, p->logp + row,
-                                obj->beta != 0.0f ? p->logp_ref + row : NULL, p->adv + row, p->weight[o] + row,
-                                p->coef + row, &out);
-            }
-            probe_point_grads(policy, p->grad[o]);
-            if (tree) {   // policy_backward_spb reads g->dlogp: pointed at the probe's for the call
-                float *dlogp = g->dlogp;
-                g->dlogp = p->dlogp[o];
-                policy_backward_spb(policy, g, first, B, cfg->temperature);
-                g->dlogp = dlogp;
-                continue;
-            }
-            for (int b = 0; b < B; b++)   // ∂loss/∂logp to sequence positions, as grpo_loss_backward
-                for (int t = 0; t < T; t++) {
-                    int i = first + b, j = t + 1 - g->plen[i];
-                    int scored = g->targets[b * T + t] >= 0;
-                    g->dlogp_pos[b * T + t] = scored ? p->dlogp[o][(size_t)i * stride + j] : 0.0f;
-                }
-            gpt_logprob_backward(policy, g->targets, g->dlogp_pos, B * T, cfg->temperature);
-            gpt_backward(policy, g->inputs);
-        }
+    for (int o = 0; o < 2; o++) {
+        GRPOConfig as = *cfg;
+        as.obj.objective = o == 0 ? OBJ_GRPO : OBJ_LAMBDA_GRPO;
+        UpdateStats us;
+        double kl_sum = 0.0;
+        int clipped = 0;
+        grpo_prepare_tokens(&b, &as, &us);
+        probe_point_grads(policy, p->grad[o]);
+        grpo_loss_backward(policy, ref, &b, &as, 0, allowed, &kl_sum, &clipped);
     }
     probe_point_grads(policy, own_grads);
+    long counted = 0, shared = 0;
+    for (int i = 0; i < b.N; i++)
+        for (int t = 0; t < b.clen[i]; t++) {
+            counted += b.seq_coef[i] != 0.0f;
+            shared += b.seq_coef[i] != 0.0f && b.lambda_size[(size_t)i * b.max_new + t] > 1;
+        }
     double dot = 0.0, nn[2] = {0.0, 0.0};
     for (size_t k = 0; k < p->num_parameters; k++) {
-        double a = p->grad[0][k], b = p->grad[1][k];
-        dot += a * b;
+        double a = p->grad[0][k], c = p->grad[1][k];
+        dot += a * c;
         nn[0] += a * a;
-        nn[1] += b * b;
+        nn[1] += c * c;
     }
     p->cos = nn[0] > 0.0 && nn[1] > 0.0 ? dot / sqrt(nn[0] * nn[1]) : NAN;
     p->norm_ratio = nn[0] > 0.0 ? sqrt(nn[1] / nn[0]) : NAN;
