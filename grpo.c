@@ -5363,39 +5363,31 @@ static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
 }
 #else
 // The CPU build: nothing lives on a GPU, and every hook leaves the work to the CPU code.
-static void gpu_adopt_model(GPT *m) { (void)m; }
-static int gpu_free_model(GPT *m) { (void)m; return 0; }
-static const int *gpu_inputs(GPT *m, const int *inputs, size_t n) { (void)m; (void)n; return inputs; }
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+static void gpu_adopt_model(GPT *m) {}
+static int gpu_free_model(GPT *m) { return 0; }
+static const int *gpu_inputs(GPT *m, const int *inputs, size_t n) { return inputs; }
 static int gpu_encoder_backward(GPT *m, float *dwte, float *dwpe, const float *dres, int B, int T, int C) {
-    (void)m; (void)dwte; (void)dwpe; (void)dres; (void)B; (void)T; (void)C;
     return 0;
 }
-static int gpu_build_kvcache(KVCache *kv, const GPTConfig *c, int B) { (void)kv; (void)c; (void)B; return 0; }
-static int gpu_free_kvcache(KVCache *kv) { (void)kv; return 0; }
-static void gpu_decode_inputs(GPT *m, KVCache *kv, const int **tokens, const int **pos, float **logits, int B) {
-    (void)m; (void)kv; (void)tokens; (void)pos; (void)logits; (void)B;
-}
-static void gpu_decode_logits(GPT *m, KVCache *kv, const float *logits, int B) {
-    (void)m; (void)kv; (void)logits; (void)B;
-}
+static int gpu_build_kvcache(KVCache *kv, const GPTConfig *c, int B) { return 0; }
+static int gpu_free_kvcache(KVCache *kv) { return 0; }
+static void gpu_decode_inputs(GPT *m, KVCache *kv, const int **tokens, const int **pos, float **logits, int B) {}
+static void gpu_decode_logits(GPT *m, KVCache *kv, const float *logits, int B) {}
 static int gpu_kv_copy(KVCache *kv, float *kd, const float *ks, size_t kn, float *vd, const float *vs, size_t vn) {
-    (void)kv; (void)kd; (void)ks; (void)kn; (void)vd; (void)vs; (void)vn;
     return 0;
 }
 static int gpu_logprob_forward(GPT *m, float *logp, const int *targets, int N, float temperature,
                                const unsigned char *allowed) {
-    (void)m; (void)logp; (void)targets; (void)N; (void)temperature; (void)allowed;
     return 0;
 }
 static int gpu_logprob_backward(GPT *m, const int *targets, const float *dlogp, int N, float temperature) {
-    (void)m; (void)targets; (void)dlogp; (void)N; (void)temperature;
     return 0;
 }
-static int gpu_clip_grad_norm(GPT *m, float max_norm, float *norm) { (void)m; (void)max_norm; (void)norm; return 0; }
-static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
-    (void)m; (void)o; (void)lr; (void)t;
-    return 0;
-}
+static int gpu_clip_grad_norm(GPT *m, float max_norm, float *norm) { return 0; }
+static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) { return 0; }
+#pragma GCC diagnostic pop
 #endif
 
 // ============================================================================
