@@ -4676,42 +4676,6 @@ static void spb_encoder_backward(float *dwte, float *dwpe, const float *dres, co
     encoder_backward_pos(dwte, dwpe, dres, pk->token, pk->pos, pk->rows, C);
 }
 
-/* spb_attention_forward_ref: attention over a packed prefix tree in textbook form, the
-   readable version of spb_attention_forward below (same arguments, shapes in its comment,
-   same result up to float rounding) and the oracle it is tested against. Row r's query sees
-   the keys of its root path: path[j] is r's ancestor at position j, path[pos[r]] = r; then
-   causal attention's formula (attention_forward_ref) over those rows. Only the tests call it. */
-static void spb_attention_forward_ref(float *out, float *att, const float *inp, const SharedPrefixBatch *pk, int C,
-                                       int NH) {
-    int C3 = 3 * C, hs = C / NH;
-    float scale = 1.0f / sqrtf((float)hs);
-    int *path = (int *)mallocCheck(((size_t)pk->max_pos + 1) * sizeof(int));
-    for (int r = 0; r < pk->rows; r++) {
-        int t = pk->pos[r];
-        for (int a = r; a >= 0; a = pk->parent[a]) path[pk->pos[a]] = a;
-        for (int h = 0; h < NH; h++) {
-            const float *q = inp + (size_t)r * C3 + h * hs;
-            float *a = att + (size_t)h * pk->att_size + pk->att_off[r];
-            float maxv = -FLT_MAX, sum = 0.0f;
-            for (int j = 0; j <= t; j++) {   // row r sees its root path only
-                const float *k = inp + (size_t)path[j] * C3 + C + h * hs;
-                float s = 0.0f;
-                for (int i = 0; i < hs; i++) s += q[i] * k[i];
-                a[j] = s * scale;
-                if (a[j] > maxv) maxv = a[j];
-            }
-            for (int j = 0; j <= t; j++) { a[j] = expf(a[j] - maxv); sum += a[j]; }
-            for (int j = 0; j <= t; j++) a[j] /= sum;
-            float *o = out + (size_t)r * C + h * hs;
-            for (int i = 0; i < hs; i++) {   // out_r = Σ_j a[j] v_path[j]
-                o[i] = 0.0f;
-                for (int j = 0; j <= t; j++) o[i] += a[j] * inp[(size_t)path[j] * C3 + 2 * C + h * hs + i];
-            }
-        }
-    }
-    free(path);
-}
-
 #define TA_RB 32   // rows per task of tree attention
 
 /* A task's copy of the root path it is at, for one head: column p of xt (hs, Tp) holds x (hs)
