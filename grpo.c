@@ -3029,21 +3029,12 @@ static int chain_sum_well_formed(const char *completion, int len) {
 
 // ----------------------------------------------------------------------------
 // Comparison method: MC-PRM (explicit process rewards: VinePPO, Kazemnejad et al. 2024, arXiv
-// 2410.01679). Read after the reference; grpo_step reaches it through method_token_advantages.
-//
-// λ-GRPO reads a prefix's value off the group that was sampled anyway (R̂(λ), no extra tokens);
-// MC-PRM pays for it (notes/credit-assignment.md §3). Each completion is split into steps (countdown:
-// after each ',', one equation per step; the tree task: after every token), and the value of
-// each state s_j, the prompt and the first j steps, is estimated afresh from K continuations
-// drawn from π_old at the training temperature and scored by the verifier:
-//     V̂(s_j) = (1/K) Σ_c r(s_j, continuation c),   j = 0 .. m−1 (the end, s_m, has value 0),
-//     A_j = V̂(s_{j+1}) − V̂(s_j) for j < m−1,      A_{m−1} = r − V̂(s_{m−1}).
-// Every token of step j (the last step's <eos> included) carries A_j into GRPO's clipped
-// surrogate, KL and aggregation in place of a_i (grpo_prepare_tokens), with weight 1; VinePPO
-// then whitens the advantages over the batch's tokens (--mc-whiten, on by default). Identical
-// states of a step (a group's prompt, equal prefixes, equal prompts of two groups) are estimated
-// once, and the step's continuations go to the sampler together: each distinct state is
-// prefilled once and its K rows share its cache, as a group's completions share their prompt.
+// 2410.01679; notes/credit-assignment.md §3). grpo_step reaches it through method_token_advantages.
+// λ-GRPO reads a prefix's value off the group sampled anyway; MC-PRM pays for it. Each completion
+// is split into steps; state s_j (the prompt and the first j steps) gets V̂(s_j), the mean verifier
+// reward of K continuations from π_old, and every token of step j carries A_j = V̂(s_{j+1}) − V̂(s_j)
+// (last step: r − V̂(s_{m−1})) in place of a_i, whitened over the batch (--mc-whiten). Identical
+// states are estimated once, each prefilled once for its K rows.
 
 // A segmentation: a task's step-end character (Task.step_end; MC_SEGMENT_COMMA: ',', countdown's
 // and chain-sum's), or MC_SEGMENT_TOKEN (1, no character of VOCAB_CHARS): every token a step.
@@ -3051,9 +3042,7 @@ enum { MC_SEGMENT_COMMA = ',', MC_SEGMENT_TOKEN = 1 };
 #define MC_MAX_ROWS 2048   // continuations per sampler call (at least one state's K): its KV cache's rows
 
 /* OutcomeReward: a task's verifier as MC-PRM calls it: the outcome reward of completion
-   comp[0..len) (<eos> last when it ended) of the prompt of group `group`, whose problems are in
-   task. The reward of a state's continuation is the reward of the state's completion tokens
-   followed by the continuation's. */
+   comp[0..len) (<eos> last when it ended) of the prompt of group `group`, whose problems are in task. */
 typedef float (*OutcomeReward)(const void *task, int group, const int *comp, int len);
 
 typedef struct {                 // a task's problems (countdown, chain-sum), as MC-PRM's verifier reads them
@@ -3133,21 +3122,17 @@ static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k
     mc->N = N;
     size_t cap = (size_t)N * max_new;
     mc->cap = (int)cap;
+    int **per_step[] = {&mc->state_len, &mc->state_prefix, &mc->state_group, &mc->step_start, &mc->state_of,
+                        &mc->cand_len, &mc->cand_leader, &mc->cand_state};
+    for (size_t a = 0; a < sizeof per_step / sizeof per_step[0]; a++)
+        *per_step[a] = (int *)callocCheck(cap, sizeof(int));
     mc->state_seq = (const int **)callocCheck(cap, sizeof(int *));
-    mc->state_len = (int *)callocCheck(cap, sizeof(int));
-    mc->state_prefix = (int *)callocCheck(cap, sizeof(int));
-    mc->state_group = (int *)callocCheck(cap, sizeof(int));
+    mc->cand_seq = (const int **)callocCheck(cap, sizeof(int *));
     mc->state_stream = (uint64_t *)callocCheck(cap, sizeof(uint64_t));
     mc->value = (float *)callocCheck(cap, sizeof(float));
     mc->state_tokens = (long *)callocCheck(cap, sizeof(long));
     mc->num_steps = (int *)callocCheck(N, sizeof(int));
-    mc->step_start = (int *)callocCheck(cap, sizeof(int));
-    mc->state_of = (int *)callocCheck(cap, sizeof(int));
     mc->seq = (int *)callocCheck((size_t)N * mc->maxT, sizeof(int));
-    mc->cand_seq = (const int **)callocCheck(cap, sizeof(int *));
-    mc->cand_len = (int *)callocCheck(cap, sizeof(int));
-    mc->cand_leader = (int *)callocCheck(cap, sizeof(int));
-    mc->cand_state = (int *)callocCheck(cap, sizeof(int));
     int states_per_call = MC_MAX_ROWS / k > 1 ? MC_MAX_ROWS / k : 1;
     if ((size_t)states_per_call > cap) states_per_call = (int)cap;
     mc->rows = states_per_call * k;
@@ -3183,12 +3168,10 @@ static uint64_t mc_stream(int step, int i, int b) {
     return (1ull << 62) + ((((uint64_t)step * 4096 + (uint64_t)i) * 1024 + (uint64_t)b) << 12);
 }
 
-/* mc_segment: the steps of completion comp[0..len) (notes/credit-assignment.md §3). mode a
-   character, the task's step end (MC_SEGMENT_COMMA, ',': countdown, chain-sum): a step ends after
-   each ',' that is not the completion's last token, so every equation with its ',' is a step and the last step runs to the end, <eos> included (a
-   completion cut right after a ',' does not get an empty last step). MC_SEGMENT_TOKEN (the tree
-   task): every token is a step. Writes each step's first token to start[0..m) (start[0] = 0) and
-   returns the number of steps m (0 for an empty completion). */
+/* mc_segment: the steps of completion comp[0..len): with a step-end character (mode, e.g. ',') a
+   step ends after each one that is not the last token (so no empty last step; the last runs to
+   the end, <eos> included); MC_SEGMENT_TOKEN: every token a step. Writes each step's first token
+   to start[0..m) and returns m (0 for an empty completion). */
 static int mc_segment(const int *comp, int len, int mode, int *start) {
     int comma = mode == MC_SEGMENT_TOKEN ? -1 : char_to_token((unsigned char)mode), m = 0;
     for (int t = 0; t < len; t++) {
@@ -3198,28 +3181,25 @@ static int mc_segment(const int *comp, int len, int mode, int *start) {
     return m;
 }
 
-/* mc_build_states: the states of step `step`'s batch g: for every completion i its steps
-   (mc_segment; num_steps, step_start) and for step j its state s_j = <bos> prompt and the first
-   step_start[j] tokens; the distinct ones (equal tokens, compared whole: shared_prompts) become
-   states 0..D−1 in order of first appearance, each with the stream of its first appearance, and
-   state_of maps every step to its state. Returns D. A state's problem is its prompt's, so equal
-   tokens are one state (its group: the first appearance's). */
+/* mc_build_states: the states of step `step`'s batch g: each completion's steps (mc_segment) and
+   for step j its state s_j = <bos> prompt and the first step_start[j] tokens; the distinct ones
+   (equal tokens: shared_prompts; a state's problem is its prompt's) become states 0..D−1 in order
+   of first appearance, with that appearance's group and stream; state_of maps each step to its
+   state. Returns D. */
 static int mc_build_states(MCPRM *mc, const GroupBatch *g, int step) {
     int stride = g->max_new;
     int C = 0;
-    for (int p = 0; p < g->num_groups; p++)
-        for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++) {
-            int *seq = mc->seq + (size_t)i * mc->maxT;
-            memcpy(seq, g->prompt[i], (size_t)g->plen[i] * sizeof(int));
-            memcpy(seq + g->plen[i], g->comp_row[i], (size_t)g->clen[i] * sizeof(int));
-            int *start = mc->step_start + (size_t)i * stride;
-            mc->num_steps[i] = mc_segment(g->comp_row[i], g->clen[i], mc->segment, start);
-            for (int j = 0; j < mc->num_steps[i]; j++) {
-                mc->cand_seq[C] = seq;
-                mc->cand_len[C] = g->plen[i] + start[j];
-                C++;
-            }
+    for (int i = 0; i < g->N; i++) {
+        int *seq = mc->seq + (size_t)i * mc->maxT;
+        memcpy(seq, g->prompt[i], (size_t)g->plen[i] * sizeof(int));
+        memcpy(seq + g->plen[i], g->comp_row[i], (size_t)g->clen[i] * sizeof(int));
+        int *start = mc->step_start + (size_t)i * stride;
+        mc->num_steps[i] = mc_segment(g->comp_row[i], g->clen[i], mc->segment, start);
+        for (int j = 0; j < mc->num_steps[i]; j++, C++) {
+            mc->cand_seq[C] = seq;
+            mc->cand_len[C] = g->plen[i] + start[j];
         }
+    }
     if (C > 0) shared_prompts(mc->cand_leader, C, mc->cand_seq, mc->cand_len);
     int D = 0, c = 0;
     for (int p = 0; p < g->num_groups; p++)
@@ -3241,14 +3221,11 @@ static int mc_build_states(MCPRM *mc, const GroupBatch *g, int step) {
     return D;
 }
 
-/* mc_estimate_values: V̂ of states 0..num_states−1 (notes/credit-assignment.md §3): K continuations
-   of each from policy (π_old: the model that sampled the step, before its update) at the
-   temperature over mc->allowed, each of up to max_new − state_prefix tokens from its own stream
-   (seed, state_stream + c), scored by the verifier on the state's completion tokens followed by
-   the continuation's; V̂ = the mean of the K rewards (in double). A continuation cut at the budget
-   scores what the verifier gives it (0 on countdown). The states go to sample_completions_budget
-   in calls of up to mc->rows rows, whole states in order: its KV cache shares each state's
-   prefill among its K rows. Fills value and state_tokens; returns what it spent. */
+/* mc_estimate_values: V̂ of states 0..num_states−1: K continuations of each from policy (π_old) at
+   the temperature over mc->allowed, each of up to max_new − state_prefix tokens from its own stream
+   (seed, state_stream + c), scored by the verifier on the state's completion tokens followed by the
+   continuation's; V̂ = their mean (in double). Whole states go to sample_completions_budget, up to
+   mc->rows rows a call (each state prefilled once). Fills value and state_tokens; returns the cost. */
 static MCStats mc_estimate_values(MCPRM *mc, GPT *policy, float temperature, uint64_t seed) {
     MCStats st = {mc->num_states, 0, 0, 0};
     int K = mc->k, per_call = mc->rows / mc->k;
@@ -3288,10 +3265,9 @@ static MCStats mc_estimate_values(MCPRM *mc, GPT *policy, float temperature, uin
     return st;
 }
 
-/* mc_step_advantages: adv (N, max_new) of batch g from the values of its states (credit-
-   assignment.md §3): the tokens of step j of completion i get A_j = V̂(s_{j+1}) − V̂(s_j),
-   those of its last step A_{m−1} = r_i − V̂(s_{m−1}) (the end's value is 0); computed in double.
-   num_steps (N), step_start and state_of (N, max_new) as mc_build_states fills them, value (D). */
+/* mc_step_advantages: adv (N, max_new) of batch g: the tokens of step j of completion i get
+   A_j = V̂(s_{j+1}) − V̂(s_j), those of its last step r_i − V̂(s_{m−1}), in double; the other arrays
+   as mc_build_states fills them, value (D). */
 static void mc_step_advantages(float *adv, const GroupBatch *g, const int *num_steps, const int *step_start,
                                const int *state_of, const float *value) {
     int stride = g->max_new;
@@ -3308,11 +3284,9 @@ static void mc_step_advantages(float *adv, const GroupBatch *g, const int *num_s
     }
 }
 
-/* whiten_advantages: out = (A − mean) / sqrt(var + 1e-8) over every completion token of the
-   batch (adv and out (N, stride), row i holding len[i] tokens; out may be adv), mean and sample
-   variance (n − 1) over those tokens, in double: TRL's and verl's masked_whiten over the response
-   mask, as VinePPO (its PPO trainer) applies it to MC-PRM's step advantages and verl's PPO to
-   GAE's. When every token has the same advantage, or there is only one, they all become exactly 0. */
+/* whiten_advantages: out = (A − mean) / sqrt(var + 1e-8) over every completion token (adv and out
+   (N, stride), row i holding len[i] tokens; out may be adv), sample variance, in double: TRL's and
+   verl's masked_whiten (VinePPO's and verl's PPO). Equal advantages, or only one, all become 0. */
 static void whiten_advantages(float *out, const float *adv, const int *len, int N, int stride) {
     double sum = 0.0, ss = 0.0;
     long n = 0;
@@ -3341,12 +3315,9 @@ static void whiten_advantages(float *out, const float *adv, const int *len, int 
         }
 }
 
-/* mc_prm_advantages: the MC-PRM phase of step `step` (0-based) on batch g (sampled by policy,
-   rewards scored): its states (mc_build_states), their V̂ from K fresh continuations each
-   (mc_estimate_values: the model is still π_old), every token's step advantage into mc->adv
-   (mc_step_advantages), whitened over the step's tokens when mc->whiten; g->token_adv then points
-   at them, so grpo_prepare_tokens gives token (i,t) the advantage A_j of its step instead of a_i.
-   Returns what it spent: the step's auxiliary tokens and sampler positions (spend_budget). */
+/* mc_prm_advantages: the MC-PRM phase of step `step` (0-based) on batch g (rewards scored, policy
+   still π_old): states, V̂, each token's A_j into mc->adv (whitened when mc->whiten), and
+   g->token_adv pointed at them. Returns its cost: auxiliary tokens and sampler positions. */
 static MCStats mc_prm_advantages(MCPRM *mc, GPT *policy, GroupBatch *g, const GRPOConfig *cfg, int step) {
     mc_build_states(mc, g, step);
     MCStats st = mc_estimate_values(mc, policy, cfg->temperature, (uint64_t)cfg->seed);
