@@ -3328,20 +3328,14 @@ static MCStats mc_prm_advantages(MCPRM *mc, GPT *policy, GroupBatch *g, const GR
 }
 
 // ----------------------------------------------------------------------------
-// Comparison method: PPO (a learned critic with GAE: Schulman et al. 2017, arXiv 1707.06347; GAE: Schulman et al.
-// 2016, arXiv 1506.02438; the conventions of verl's core_algos: compute_gae_advantage_return,
-// compute_value_loss)
-//
-// --objective ppo trains the policy on the same clipped surrogate, KL and aggregation as GRPO,
-// but each token's advantage comes from a value model instead of the token's group: V(x, y_<t),
-// a transformer of the policy's shape whose LM head is replaced by a scalar value head,
-// initialised from the SFT trunk, with parameters and AdamW moments of its own (verl's critic;
-// VinePPO's PPO baseline). Per step, after scoring: V_old, the critic's values at sampling time
-// (critic_forward); A_t and return_t by GAE (gae_advantages); A_t whitened over the batch
-// (whiten_advantages) and handed to grpo_update as per-token advantages (GroupBatch.token_adv,
-// λ-weight 1); after the policy's update, μ AdamW steps of the critic on the clipped value loss
-// (value_loss, critic_update). PPO needs no groups: with k > 1 per prompt it sees the data GRPO
-// sees, and its a_i and trees are still computed, for the log's statistics only.
+// Comparison method: PPO (a learned critic with GAE: Schulman et al. 2017, arXiv 1707.06347; GAE:
+// Schulman et al. 2016, arXiv 1506.02438; verl's core_algos conventions; notes/credit-assignment.md)
+// --objective ppo trains the policy on GRPO's clipped surrogate, KL and aggregation with each
+// token's advantage from a value model V(x, y_<t): the policy's shape with a scalar value head in
+// place of the LM head, initialised from the SFT trunk (verl's critic; VinePPO's PPO baseline).
+// Per step: V_old at sampling time, GAE's A_t whitened into GroupBatch.token_adv (ppo_advantages),
+// and after the policy's update μ AdamW steps of the critic (critic_update). a_i and the trees are
+// still computed, for the log only.
 
 typedef struct {
     float gamma;         // GAE's discount γ (--gae-gamma; verl's default 1)
@@ -3373,13 +3367,10 @@ struct Critic {
     uint64_t section_bytes;
 };
 
-/* gae_advantages: GAE (Schulman et al. 2016, eq. 16) for N completions; value (V_old), adv and
-   ret are (N, stride), row i holding completion i's tokens t = 0..clen[i]−1. The outcome reward
-   r_i sits on the last token (r_t = 0 before it) and the value after the last token is 0 (the
-   episode ends there):
+/* gae_advantages: GAE (eq. 16) for N completions; value (V_old), adv and ret (N, stride), row i
+   holding clen[i] tokens; r_i on the last token, V = 0 after it (verl's compute_gae_advantage_return):
        δ_t = r_t + γ V_{t+1} − V_t,   A_t = δ_t + γ λ A_{t+1},   return_t = A_t + V_t
-   (verl's compute_gae_advantage_return). At γ = λ = 1 the sum telescopes: A_t = r − V_t.
-   Accumulated backwards in double, stored as float. */
+   (at γ = λ = 1: A_t = r − V_t). Accumulated backwards in double. */
 static void gae_advantages(float *adv, float *ret, const float *value, const float *reward, const int *clen,
                            int N, int stride, float gamma, float lam) {
     for (int i = 0; i < N; i++) {
@@ -3400,10 +3391,9 @@ static void gae_advantages(float *adv, float *ret, const float *value, const flo
 
 /* value_loss: PPO's clipped value loss over n tokens, arrays (n) (verl's compute_value_loss):
        ℓ = ½ max((V − ret)², (clip(V, V_old − c, V_old + c) − ret)²),
-   each token's times coef, the aggregation factor (token-mean: 1 / the step's token count).
-   Returns Σ coef·ℓ (double). dvalue gets ∂(coef·ℓ)/∂V = coef·(V − ret), or 0 where the clipped
-   branch is strictly larger: V is then outside V_old ± c, where clip() is constant (torch.max
-   and torch.clamp in verl). clipped (NULL: not wanted) marks those tokens. */
+   times coef (token-mean: 1 / the step's token count). Returns Σ coef·ℓ (double). dvalue gets
+   coef·(V − ret), or 0 where the clipped branch is strictly larger (V outside V_old ± c, clip()
+   constant: torch.max and torch.clamp in verl), which clipped (NULL: not wanted) marks. */
 static double value_loss(int n, const float *value, const float *value_old, const float *ret, float coef,
                          float clip_value, float *dvalue, unsigned char *clipped) {
     double loss = 0.0;
@@ -3435,9 +3425,8 @@ static void value_head_forward(float *value, const float *lnf, const float *head
     }
 }
 
-/* value_head_backward: given dvalue (N) = ∂loss/∂V, writes dlnf (N,C) = dvalue·w (the gradient
-   gpt_backward_trunk starts from) and adds Σ_n dvalue_n·[lnf_n, 1] to dhead (C+1), each
-   channel's sum over the positions in order (any thread count gives the same sums). */
+/* value_head_backward: given dvalue (N) = ∂loss/∂V, writes dlnf (N,C) = dvalue·w and adds
+   Σ_n dvalue_n·[lnf_n, 1] to dhead (C+1), summed in position order (any thread count, same sums). */
 static void value_head_backward(float *dlnf, float *dhead, const float *dvalue, const float *lnf,
                                 const float *head, int N, int C) {
     #pragma omp parallel for
@@ -3458,11 +3447,9 @@ static uint64_t critic_section_bytes(size_t P, int C) {
     return 3 * sizeof(int64_t) + (3 * (uint64_t)P + 3 * (uint64_t)(C + 1)) * sizeof(float);
 }
 
-/* build_critic: a critic for micro-batches of up to max_batch sequences and steps of N
-   completions of up to max_new tokens. The trunk is a copy of init's parameters (the SFT model,
-   also π_θ's start; AdamW moments 0); the value head is initialised as the Hugging Face score
-   head of verl's critic (AutoModelForTokenClassification): w ~ N(0, 0.02) from seed's own
-   stream, b = 0, so V starts near 0. CPU only. */
+/* build_critic: a critic for micro-batches of up to max_batch sequences and steps of N completions
+   of up to max_new tokens: the trunk a copy of init's parameters (AdamW moments 0), the value head
+   as verl's (Hugging Face's score head): w ~ N(0, 0.02) from seed's own stream, b = 0. CPU only. */
 static void build_critic(Critic *c, const GPT *init, int max_batch, int N, int max_new, CriticConfig cfg,
                          uint64_t seed) {
     memset(c, 0, sizeof *c);
@@ -3495,11 +3482,10 @@ static void free_critic(Critic *c) {
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
 }
 
-/* critic_forward: the critic on completions [first, first+B) of g, teacher-forced as
-   policy_logp feeds the policy (make_batch, the same scratch): writes rows first..first+B−1 of
-   out (N, max_new) with V(i,t), read at position plen−1+t, whose next token is completion token
-   t: the state before generating it (verl's values[:, -response_length-1:-1]). Leaves the
-   trunk's activations and value_pos (B·T) for a backward pass. Returns T of the batch. */
+/* critic_forward: policy_logp for the critic on completions [first, first+B) of g: rows of out
+   (N, max_new) get V(i,t), read at position plen−1+t, the state before completion token t (verl's
+   values[:, -response_length-1:-1]). Leaves activations and value_pos (B·T) for a backward pass.
+   Returns T of the batch. */
 static int critic_forward(Critic *c, GroupBatch *g, int first, int B, float *out) {
     int T = make_batch(g->inputs, g->targets, B, g->prompt + first, g->plen + first, g->comp_row + first,
                        g->clen + first);
@@ -3513,11 +3499,9 @@ static int critic_forward(Critic *c, GroupBatch *g, int first, int B, float *out
     return T;
 }
 
-/* ppo_advantages: the step's per-token advantages for --objective ppo: V_old at every
-   completion token (critic_forward in micro-batches of cfg->micro_batch sequences), GAE's A_t
-   and return_t from the rewards (gae_advantages), A_t whitened over the batch
-   (whiten_advantages); g->token_adv then points at them, so grpo_prepare_tokens gives token
-   (i,t) the advantage A_t instead of a_i. Fills stats' explained variance and mean |A|. */
+/* ppo_advantages: the step's per-token advantages for --objective ppo: V_old (critic_forward, in
+   micro-batches), GAE's A_t and return_t, A_t whitened over the batch into g->token_adv. Fills
+   stats' explained variance and mean |A|. */
 static void ppo_advantages(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
     int N = g->N, stride = g->max_new;
     int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
@@ -3586,14 +3570,10 @@ static void critic_adamw_update(Critic *c, float lr, int t) {
     }
 }
 
-/* critic_loss_backward: the value loss of the step (value_loss against ppo_advantages' returns
-   and V_old) and its gradient, into the critic's trunk and head gradients (zeroed here), in
-   micro-batches of cfg->micro_batch sequences: critic_forward, then ∂loss/∂V scattered to the
-   positions it was read at, value_head_backward and gpt_backward_trunk. Token-mean over the
-   step's completion tokens (verl's default loss_agg_mode for the critic): one normaliser for
-   the whole step, so micro-batching gives the same gradient up to float rounding; a completion that --mask-truncated
-   masks gets no value loss and leaves the token count. Returns the loss; *clipped gets the
-   count of tokens on the clipped branch. */
+/* critic_loss_backward: the step's value loss (value_loss against ppo_advantages' returns and
+   V_old) and its gradient into the critic's gradients (zeroed here), in micro-batches. Token-mean
+   over the step's tokens (verl's critic default), one normaliser for the step; a completion that
+   --mask-truncated masks counts nothing. Returns the loss; *clipped: tokens on the clipped branch. */
 static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *cfg, long *clipped) {
     int N = g->N, stride = g->max_new;
     int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
@@ -3629,13 +3609,10 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
     return loss;
 }
 
-/* critic_update: μ = cfg->num_iterations AdamW steps of the critic on the clipped value loss
-   (critic_loss_backward), each with one global gradient norm over trunk and head clipped at
-   --grad-clip and AdamW at --critic-lr's schedule for step c->adam_t (counted up). Iteration 0
-   recomputes V = V_old (the critic has not moved since ppo_advantages), so at μ = 1 the clip
-   never binds. A non-finite loss or gradient norm stops it before that iteration's update: it
-   returns UPDATE_LOSS_NOT_FINITE or UPDATE_GRAD_NORM_NOT_FINITE with the value in
-   stats->not_finite. Fills stats with iteration 0's loss, clip share and gradient norm. */
+/* critic_update: grpo_update for the critic: μ = cfg->num_iterations AdamW steps (--critic-lr's
+   schedule at c->adam_t) on critic_loss_backward, one global norm over trunk and head clipped at
+   --grad-clip (iteration 0 has V = V_old: at μ = 1 the clip never binds). Stops at a non-finite
+   loss or norm as grpo_update does; stats: iteration 0's loss, clip share and gradient norm. */
 static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
     long tokens = 0;
     for (int i = 0; i < g->N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
@@ -3668,27 +3645,6 @@ static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cf
 
 // why critic_update stopped (the names stop_on_nan prints)
 static const char *CRITIC_STOPPED_BY[] = {"", "the critic's value loss", "the critic's gradient norm"};
-
-// ---- the hooks grpo_step calls for the methods with per-token advantages (MC-PRM above, PPO)
-
-// MC-PRM (VinePPO): V̂ of each step's state from K continuations ~ π_old, and A_j = V̂(s_{j+1}) −
-// V̂(s_j) (last step: r − V̂) on every token of step j. PPO (Schulman et al. 2017): the critic's
-// V_old at every token, A_t by GAE, whitened over the batch. The update trains on these in place of a_i.
-// GRPO and λ-GRPO with --probe-every: the probe's measurement (its section, below), which changes nothing.
-static void probe_update_directions(TrainRun *run, StepReport *r);
-static void method_token_advantages(TrainRun *run, StepReport *r) {
-    if (run->mc) r->mc = mc_prm_advantages(run->mc, run->policy, run->batch, &run->cfg, run->state->step);
-    if (run->critic) ppo_advantages(run->critic, run->batch, &run->cfg, &r->critic);
-    probe_update_directions(run, r);
-}
-
-// PPO: μ AdamW steps of the critic on the clipped value loss against GAE's returns
-static void method_after_update(TrainRun *run, StepReport *r) {
-    if (!run->critic) return;
-    UpdateStatus status = critic_update(run->critic, run->batch, &run->cfg, &r->critic);
-    if (status != UPDATE_DONE)
-        stop_on_nan(CRITIC_STOPPED_BY[status], r->step, r->critic.not_finite, run->last_good);
-}
 
 // ----------------------------------------------------------------------------
 // Probe: GRPO's and λ-GRPO's update directions (--probe-every N; notes/credit-assignment.md,
@@ -3826,6 +3782,21 @@ static void probe_update_directions(TrainRun *run, StepReport *r) {
 static void probe_csv_fields(char *out, size_t cap, const Probe *p, int step) {
     if (p->step != step) snprintf(out, cap, ",,,,");
     else snprintf(out, cap, ",%.9g,%.9g,%.6f,%.4f", p->cos, p->norm_ratio, p->share, p->seconds);
+}
+
+// ---- The hooks grpo_step calls (declared before it): MC-PRM's and PPO's per-token advantages, the
+// probe's measurement (which changes nothing), and PPO's critic update
+static void method_token_advantages(TrainRun *run, StepReport *r) {
+    if (run->mc) r->mc = mc_prm_advantages(run->mc, run->policy, run->batch, &run->cfg, run->state->step);
+    if (run->critic) ppo_advantages(run->critic, run->batch, &run->cfg, &r->critic);
+    probe_update_directions(run, r);
+}
+
+static void method_after_update(TrainRun *run, StepReport *r) {
+    if (!run->critic) return;
+    UpdateStatus status = critic_update(run->critic, run->batch, &run->cfg, &r->critic);
+    if (status != UPDATE_DONE)
+        stop_on_nan(CRITIC_STOPPED_BY[status], r->step, r->critic.not_finite, run->last_good);
 }
 
 // ----------------------------------------------------------------------------
