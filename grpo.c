@@ -4207,12 +4207,9 @@ static double spearman(const double *x, const double *y, int n) {
 // vector units busy (notes/cpu-fast-paths.md). Tested against the plain versions by tests/test_grpo.c.
 
 // ---- Register tiles, packed panels and vector helpers (matmul_forward / matmul_backward)
-// Each helper computes the plain formula stated above it, in an order that keeps the vector
-// units busy; the long why is in the notes file.
 
-// matmul's register tile: MM_R rows x MM_W outputs, two vectors a row: 6 x 16 with AVX2 (12
-// of its 16 registers hold sums), 8 x 32 with AVX-512 (16 of 32). Each output's sum is the
-// same whatever the tile's shape: only the speed depends on it (notes/cpu-fast-paths.md).
+// matmul's register tile: MM_R rows x MM_W outputs, two vectors a row (AVX2: 12 of its 16
+// registers hold sums; AVX-512: 16 of 32). Each output's sum is the same whatever the tile's shape.
 #if defined(__AVX512F__)
 #define MM_R 8      // rows per register tile
 #define MM_W 32     // outputs per register tile: two AVX-512 vectors
@@ -4358,9 +4355,8 @@ static inline float exp_simd(float x) {
     return p * scale;
 }
 
-// Row sums, 16 partial sums wide: a float sum written as one chain runs one term at a time
-// (gcc may not reorder it). The 16 partial sums are added pairwise at the end, so the order is
-// the same on every instruction set and thread count.
+// Row sums, 16 partial sums wide (one chain runs one term at a time), added pairwise at the end:
+// the same order on every instruction set and thread count.
 #define SUM_W 16
 
 // Σ_i x[i], i < n
@@ -4390,9 +4386,8 @@ static inline float dot16(const float *x, const float *y, int n) {
 }
 
 // Attention's sums: vector loops across 8 positions or 8 channels, never along a dot product.
-
 // ATTN_WIDE: positions (attn_scores) or channels (attn_rows) per block while they last, 8 sums in
-// flight; then blocks of 8. A head's sums are too short to hide the FMA latency with fewer.
+// flight (a head's sums are too short to hide the FMA latency with fewer); then blocks of 8.
 #define ATTN_WIDE 32
 
 // The sums of attention, one block of them: for j < width (32 or 8, a constant where inlined),
@@ -4418,9 +4413,7 @@ static inline __attribute__((always_inline)) void attn_block(float *y, int accum
     for (int j = 0; j < width; j++) y[i0 + j] = (accumulate ? y[i0 + j] : 0.0f) + (acc[j] + acc2[j]) * scale;
 }
 
-// s[t2] = scale * Σ_i q[i] kt[i*Tp + t2] for t2 < n8 (a multiple of 8; kt padded to match).
-// Even and odd i go to two sums; the positions go ATTN_WIDE at a time, then 8 at a time; each
-// sum is the same either way.
+// s[t2] = scale * Σ_i q[i] kt[i*Tp + t2] for t2 < n8 (a multiple of 8; kt padded to match)
 static inline void attn_scores(float *s, const float *q, const float *kt, int hs, int Tp, int n8,
                                float scale) {
     int t0 = 0;
@@ -4429,9 +4422,7 @@ static inline void attn_scores(float *s, const float *q, const float *kt, int hs
     for (; t0 < n8; t0 += 8) attn_block(s, 0, q, 1, kt, Tp, 0, hs, t0, 8, scale);
 }
 
-// y[i] = (accumulate ? y[i] : 0) + Σ_{t0 <= t < t1} w[t*ws] x[t*xs + i], for i < hs.
-// Even and odd t go to two sums; the channels go ATTN_WIDE at a time while they can, then 8 at
-// a time, then one by one; each sum is the same either way.
+// y[i] = (accumulate ? y[i] : 0) + Σ_{t0 <= t < t1} w[t*ws] x[t*xs + i], for i < hs
 static inline void attn_rows(float *y, int accumulate, const float *w, size_t ws,
                              const float *x, size_t xs, int t0, int t1, int hs) {
     int i0 = 0;
@@ -4445,10 +4436,8 @@ static inline void attn_rows(float *y, int accumulate, const float *w, size_t ws
     }
 }
 
-// Reads p[0..n) once, front to back, one float per cache line, so that the hardware
-// prefetcher streams it into the cache: attention then reads a sequence's rows head by head,
-// hs floats out of every 3C, a pattern it picks up too late (measured: the backward pass 1.9x
-// faster on cold data). The empty asm keeps the otherwise unused loads.
+// Reads p[0..n) once, one float per cache line, so that the prefetcher streams it in: attention's
+// hs floats out of every 3C it picks up too late (backward 1.9x faster). The asm keeps the loads.
 static inline void warm_cache(const float *p, size_t n) {
     float s = 0.0f;
     for (size_t i = 0; i < n; i += 16) s += p[i];
@@ -4471,8 +4460,7 @@ static void pack_weight_panels(float *panels, const float *weight, int C, int OC
 }
 
 // matmul_forward on a weight packed by pack_weight_panels: out (N,OC) = inp (N,C) @ weight^T
-// + bias (OC, may be NULL). A block of MM_NB rows meets every panel in turn (the rows stay in
-// cache). The sampler packs its weights once per sampling call and decodes on them.
+// + bias (OC, may be NULL); a block of MM_NB rows meets every panel in turn (the rows stay in cache)
 static void matmul_forward_packed(float *out, const float *inp, const float *panels, const float *bias,
                                   int N, int C, int OC) {
     int nob = (OC + MM_W - 1) / MM_W;
@@ -4488,12 +4476,10 @@ static void matmul_forward_packed(float *out, const float *inp, const float *pan
         }
 }
 
-// matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC) (bias may be NULL).
-// All three products (out, dinp, dweight) run on mm_tile against a "panel": the other
-// operand's block copied into a zero-padded (K, MM_W) array. Each output is summed over C
-// by one thread in the same order whatever N is (decoding one position gives the logits of
-// the full forward, bit for bit) and whatever the number of threads. The weight's panels
-// are packed once per call, into one buffer of ~OC*C floats, before the row loop.
+// matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC) (bias may be NULL). All three
+// products (out, dinp, dweight) run on mm_tile against a zero-padded (K, MM_W) panel of the other
+// operand. Each output is summed by one thread in the same order whatever N (decoding one position
+// gives the full forward's logits bit for bit) and the number of threads.
 static void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                            int N, int C, int OC) {
     float *panels = (float *)mallocCheck(weight_panels_size(C, OC) * sizeof(float));
@@ -4569,20 +4555,14 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
 // ---- The shared-prefix batch (--update-layout tree): a micro-batch packed as its prefix trie
 
 /* SharedPrefixBatch: sequences packed as their prefix trie, one row per distinct prefix (the
-   --update-layout tree, notes/shared-prefix-batch.md). In a causal model a position's
-   activations depend only on the tokens up to it, so sequences that share a prefix share
-   its rows: each row is computed once, and the gradients of all the sequences through it
-   add up there. Row r holds input token token[r] at position pos[r] (its depth: 0 for
-   <bos>) under parent[r] (−1 at position 0), and attends to its root path: itself and its
-   ancestors, the pos[r] + 1 positions of every sequence through it. Rows are in depth-first
-   preorder, so a parent comes before its children and the subtree of r is the rows
-   [r, subtree_end[r]). Per head and layer, row r's attention weights over its root path (root
-   first) are entries att_off[r] .. att_off[r] + pos[r] of a block of att_size = Σ_r (pos[r] + 1)
-   floats. The targets (pack_shared_prefix_batch fills them): row r predicts the distinct next tokens
-   edge_token[edge_start[r] .. edge_start[r+1]) (its "edges": several where the sequences
-   through it part), and completion token j of sequence b is edge edge_of[b·max_new + j].
-   (Not the group's prefix tree B(G): this trie packs a micro-batch's whole sequences, prompt
-   included, only to compute shared positions once; the loss and its weights are unchanged.) */
+   --update-layout tree, notes/shared-prefix-batch.md): in a causal model a position depends only
+   on the tokens up to it, so a shared prefix's rows are computed once and its sequences' gradients
+   add up there. Row r holds token[r] at position pos[r] (its depth) under parent[r] (−1 at 0) and
+   attends to its root path; rows are in depth-first preorder, so the subtree of r is the rows
+   [r, subtree_end[r]). Per head and layer, row r's attention weights (root first) are entries
+   att_off[r] .. att_off[r] + pos[r] of att_size floats. Row r predicts the distinct next tokens
+   edge_token[edge_start[r] .. edge_start[r+1]) (its edges), and completion token j of sequence b
+   is edge edge_of[b·max_new + j]. (Not B(G): it packs whole sequences, prompt included.) */
 struct SharedPrefixBatch {
     int rows, edges;              // in this batch
     int max_pos;                  // the largest pos[r]
@@ -4603,40 +4583,31 @@ static void spb_encoder_forward(float *out, const SharedPrefixBatch *pk, const f
     encoder_forward_pos(out, pk->token, pk->pos, wte, wpe, pk->rows, C);
 }
 
-// encoder_forward_pos's backward (rows with a position each, as a packed batch's): dwte
-// (V,C) += dout (B,C) at each row's token, dwpe (maxT,C) at its position; serial, as above
-static void encoder_backward_pos(float *dwte, float *dwpe, const float *dout, const int *tokens,
-                                 const int *pos, int B, int C) {
-    for (int b = 0; b < B; b++) {
-        const float *d = dout + (size_t)b * C;
-        float *dwe = dwte + (size_t)tokens[b] * C, *dpe = dwpe + (size_t)pos[b] * C;
+// its backward: dwte (V,C) += dres (rows,C) at each row's token, dwpe (maxT,C) at its position; serial
+static void spb_encoder_backward(float *dwte, float *dwpe, const float *dres, const SharedPrefixBatch *pk, int C) {
+    for (int r = 0; r < pk->rows; r++) {
+        const float *d = dres + (size_t)r * C;
+        float *dwe = dwte + (size_t)pk->token[r] * C, *dpe = dwpe + (size_t)pk->pos[r] * C;
         for (int i = 0; i < C; i++) { dwe[i] += d[i]; dpe[i] += d[i]; }
     }
 }
 
-static void spb_encoder_backward(float *dwte, float *dwpe, const float *dres, const SharedPrefixBatch *pk, int C) {
-    encoder_backward_pos(dwte, dwpe, dres, pk->token, pk->pos, pk->rows, C);
-}
-
 #define TA_RB 32   // rows per task of tree attention
 
-/* A task's copy of the root path it is at, for one head: column p of xt (hs, Tp) holds x (hs)
-   transposed and row p of yb (Tp, hs) holds y (hs), for the row at position p of the path.
-   Moving on to the next row in preorder overwrites its position only: the ancestors of a row
-   are the last rows visited at each smaller position. */
+/* A task's copy of its root path for one head: column p of xt (hs, Tp) = x (hs), row p of yb
+   (Tp, hs) = y, for the path's row at position p. In preorder the next row overwrites its position
+   only: a row's ancestors are the last rows visited at each smaller position. */
 static inline void spb_path_put(float *xt, float *yb, const float *x, const float *y, int p, int hs,
                                  int Tp) {
     for (int i = 0; i < hs; i++) xt[(size_t)i * Tp + p] = x[i];
     memcpy(yb + (size_t)p * hs, y, (size_t)hs * sizeof(float));
 }
 
-/* spb_attention_forward: causal attention over a packed prefix tree (SharedPrefixBatch): row r attends
-   to its root path. inp (rows, 3C) holds q, k, v; out (rows, C); att (NH, att_size) keeps the
-   softmax for the backward pass. attention_forward's arithmetic on the same keys and values in
-   the same order, so a row's output equals, bit for bit, that of its position in any sequence
-   through it run through attention_forward. A task is a block of TA_RB rows and one head: it
-   loads the root path above its first row, then walks its rows keeping the keys (transposed,
-   kt (hs, Tp)) and values (vb (Tp, hs)) of the current path (spb_path_put). */
+/* spb_attention_forward: causal attention over a packed prefix tree, row r attending to its root
+   path: inp (rows, 3C) q, k, v; out (rows, C); att (NH, att_size) the softmax. attention_forward's
+   arithmetic in the same order: a row's output equals its position's in any sequence through it,
+   bit for bit. A task (TA_RB rows, one head) loads the root path above its first row, then walks
+   its rows keeping the path's keys kt (hs, Tp) and values vb (Tp, hs) (spb_path_put). */
 static void spb_attention_forward(float *out, float *att, const float *inp, const SharedPrefixBatch *pk, int C,
                                    int NH) {
     int C3 = 3 * C, hs = C / NH, Tp = (pk->max_pos + 8) / 8 * 8;
@@ -4677,15 +4648,11 @@ static void spb_attention_forward(float *out, float *att, const float *inp, cons
     }
 }
 
-/* spb_attention_backward: dinp (rows, 3C) += ∂L/∂(q,k,v) given dout (rows, C), for the forward
-   above; datt (NH, att_size) is scratch (it ends up holding ∂L/∂scores). Two passes, as
-   attention_backward's three: (1) per row, along root paths as in the forward (values
-   transposed in vt, keys as rows in kb): the score gradients dS = a (da − Σ a da) · scale with
-   da_j = dout·v[path j], and dq_r = Σ_j dS_j k[path j]; (2) per row n, dk_n = Σ dS_r[pos n] q_r
-   and dv_n = Σ a_r[pos n] dout_r over the rows r of its subtree (the queries that see n), which
-   preorder makes the contiguous rows [n, subtree_end[n]): one sum per gradient row, no two tasks
-   writing one row. The passes' tasks are a block of rows and a head; the second waits for the
-   first (the barrier of omp for). */
+/* spb_attention_backward: dinp (rows, 3C) += ∂L/∂(q,k,v) given dout (rows, C); datt (NH, att_size)
+   scratch (ends as ∂L/∂scores). Two passes over (row block, head) tasks: (1) along root paths as in
+   the forward: dS = a (da − Σ a da) · scale with da_j = dout·v[path j], dq_r = Σ_j dS_j k[path j];
+   (2) per row n, dk_n = Σ dS_r[pos n] q_r and dv_n = Σ a_r[pos n] dout_r over its subtree's rows
+   [n, subtree_end[n]) (the queries that see n): one sum per gradient row, no two tasks on one row. */
 static void spb_attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
                                     const float *att, const SharedPrefixBatch *pk, int C, int NH) {
     int C3 = 3 * C, hs = C / NH, Tp = (pk->max_pos + 8) / 8 * 8;
@@ -4757,9 +4724,7 @@ static void gpt_set_rows(GPT *m, const SharedPrefixBatch *pk) {
 }
 
 
-/* gpt_forward_spb: the packed batch pk (SharedPrefixBatch; CPU only) → acts.logits (rows, V), the
-   logits of row r predicting the tokens after its prefix (trunk_forward on pk's rows, then the
-   LM head). */
+/* gpt_forward_spb: gpt_forward on the packed batch pk's rows → acts.logits (rows, V). CPU only. */
 static void gpt_forward_spb(GPT *m, const SharedPrefixBatch *pk) {
     if (m->on_device)
         fail_at(__FILE__, __LINE__, "the tree-packed update runs on the CPU only",
@@ -4775,11 +4740,8 @@ static void gpt_backward_spb(GPT *m, const SharedPrefixBatch *pk) {
     trunk_backward(m, pk->token, pk);
 }
 
-/* spb_logprob_forward: logprob_forward on the rows of a packed batch pk (SharedPrefixBatch), whose row
-   r predicts several tokens where the sequences through it part: its softmax once, into probs
-   (rows, V), and the log-prob of each of its edges' tokens, logp (edges), with logprob_forward's
-   arithmetic (the same value as at that position of a padded batch, bit for bit). A row without
-   edges (inside the prompt) gets a probs row of 0. */
+/* spb_logprob_forward: logprob_forward on pk's rows, each with its edges' tokens: its softmax once
+   into probs (rows, V) (a row without edges: 0) and logp (edges), bit for bit a padded batch's. */
 static void spb_logprob_forward(float *logp, float *probs, const float *logits, const SharedPrefixBatch *pk, int V,
                                  float temperature, const unsigned char *allowed) {
     #pragma omp parallel for
@@ -4797,9 +4759,7 @@ static void spb_logprob_forward(float *logp, float *probs, const float *logits, 
 }
 
 /* spb_logprob_backward: dlogits (rows, V) = Σ_e dlogp[e] · (onehot(edge_token[e]) − probs) /
-   temperature over the edges e of each row: the gradient through log_softmax of every token
-   the row predicts, one backward for all the sequences through it (dlogp[e]: their ∂loss/∂logp
-   summed, pack_shared_prefix_batch's edge_dlogp). Rows without edges get 0. Overwrites dlogits. */
+   temperature over each row's edges (dlogp[e]: its sequences' ∂loss/∂logp summed); overwrites. */
 static void spb_logprob_backward(float *dlogits, const float *probs, const SharedPrefixBatch *pk, const float *dlogp,
                                   int V, float temperature) {
     float inv_t = 1.0f / temperature;
@@ -4824,16 +4784,14 @@ static void build_shared_prefix_batch(SharedPrefixBatch *pk, int B, int maxT, in
     pk->cap_rows = (int)R;
     pk->cap_edges = (int)E;
     pk->max_new = max_new;
-    pk->token = (int *)mallocCheck(R * sizeof(int));
-    pk->pos = (int *)mallocCheck(R * sizeof(int));
-    pk->parent = (int *)mallocCheck(R * sizeof(int));
-    pk->subtree_end = (int *)mallocCheck(R * sizeof(int));
+    int **per_row[] = {&pk->token, &pk->pos, &pk->parent, &pk->subtree_end};
+    for (int a = 0; a < 4; a++) *per_row[a] = (int *)mallocCheck(R * sizeof(int));
     pk->att_off = (size_t *)mallocCheck((R + 1) * sizeof(size_t));
     pk->edge_start = (int *)mallocCheck((R + 1) * sizeof(int));
     pk->edge_token = (int *)mallocCheck(E * sizeof(int));
+    pk->edge_of = (int *)mallocCheck(E * sizeof(int));
     pk->edge_logp = (float *)mallocCheck(E * sizeof(float));
     pk->edge_dlogp = (float *)mallocCheck(E * sizeof(float));
-    pk->edge_of = (int *)mallocCheck(E * sizeof(int));
     pk->scratch = (int *)mallocCheck((9 * R + 3 * E) * sizeof(int));   // pack_shared_prefix_batch's layout
 }
 
@@ -4857,14 +4815,11 @@ static void delete_shared_prefix_batch(SharedPrefixBatch *pk) {
 }
 
 
-/* pack_shared_prefix_batch: make_batch's sequences <bos> prompt completion (prompt[b] holds <bos>; lengths
-   plen[b], clen[b], B <= pk->cap_seqs) packed as their prefix trie into pk (SharedPrefixBatch). A
-   sequence of n = plen + clen tokens has the inputs of positions 0..n−2 (its last token is
-   only a target); each distinct prefix of them is one row, so the rows are the trie's nodes;
-   the completion token j of sequence b (predicted at position plen−1+j) is the edge (its
-   row, its token), edge_of[b·max_new + j]. A sequence without completion tokens adds no row
-   (nothing of it is scored). Rows in depth-first preorder, children and edges in order of
-   first appearance. O(positions · children per row). Returns the row count. */
+/* pack_shared_prefix_batch: make_batch's sequences <bos> prompt completion (lengths plen[b],
+   clen[b], B <= pk->cap_seqs) packed as their prefix trie into pk: each distinct prefix of a
+   sequence's inputs (positions 0..n−2) is one row; completion token j of sequence b is the edge
+   (its row, its token) edge_of[b·max_new + j]; a sequence without completion tokens adds no row.
+   Preorder rows, children and edges in order of first appearance. Returns the row count. */
 static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *const *prompt, const int *plen, const int *const *comp,
                       const int *clen) {
     if (B > pk->cap_seqs)
@@ -4970,10 +4925,9 @@ static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *con
         }
     return rows;
 }
-/* policy_logp_spb: policy_logp on the shared-prefix micro-batch g->spb (pack_shared_prefix_batch of
-   completions [first, first+B)): one forward per row; each completion token gets its edge's
-   log-prob, which is the padded batch's at that position bit for bit (the same arithmetic on
-   the same prefix). Leaves m's activations in place for policy_backward_spb. */
+/* policy_logp_spb: policy_logp on the shared-prefix micro-batch g->spb (completions [first,
+   first+B) packed): each completion token gets its edge's log-prob, the padded batch's bit for bit.
+   Leaves m's activations in place for policy_backward_spb. */
 static void policy_logp_spb(GPT *m, GroupBatch *g, int first, int B, float temperature,
                              const unsigned char *allowed, float *out) {
     SharedPrefixBatch *pk = g->spb;
@@ -4988,10 +4942,9 @@ static void policy_logp_spb(GPT *m, GroupBatch *g, int first, int B, float tempe
     }
 }
 
-/* policy_backward_spb: accumulates ∂loss/∂θ into m->grads for the micro-batch of the last
-   policy_logp_spb, given g->dlogp of its completions: each edge's ∂loss/∂logp is the sum over
-   the completion tokens that are it (members sharing the prefix and the next token), added in
-   completion order; then one log-prob backward per row for all its edges and one backward pass. */
+/* policy_backward_spb: accumulates ∂loss/∂θ into m->grads for the last policy_logp_spb's micro-batch
+   given g->dlogp: each edge gets the sum of its completion tokens' (in completion order), then one
+   log-prob backward per row and one backward pass. */
 static void policy_backward_spb(GPT *m, GroupBatch *g, int first, int B, float temperature) {
     SharedPrefixBatch *pk = g->spb;
     if (pk->rows == 0) return;
@@ -5008,10 +4961,9 @@ static void policy_backward_spb(GPT *m, GroupBatch *g, int first, int B, float t
 
 // ---- Packed decode: the sampler's weights packed once per sampling call
 
-/* The decode step's weights packed once (matmul's panels; pack_weight_panels): for each layer
-   qkvw, attprojw, fcw, fcprojw, then wte (the LM head). A decode step on them skips the
-   packing that matmul_forward does per call, ~1/B of its work; the sums are the same.
-   decode_panels_size: the floats they take. */
+/* The decode step's weights packed once (pack_weight_panels): per layer qkvw, attprojw, fcw,
+   fcprojw, then wte; a decode step on them skips matmul_forward's packing (~1/B of its work; the
+   same sums). decode_panels_size: the floats they take. */
 static size_t decode_panels_size(const GPTConfig *c) {
     int C = c->channels;
     return (size_t)c->num_layers * (weight_panels_size(C, 3 * C) + weight_panels_size(C, C) +
@@ -5019,10 +4971,9 @@ static size_t decode_panels_size(const GPTConfig *c) {
            weight_panels_size(C, c->vocab_size);
 }
 
-// The host's decode steps on kv use the model's weights as they are now (kv->panels), until
-// kv_unpack_weights; the sampler calls both, around one sampling call. The panels lie in the
-// order gpt_decode_step's matmuls read them (decode_matmul steps through them one by one):
-// a change to either order must change both.
+// The host's decode steps on kv use m's weights as they are now (kv->panels) until kv_unpack_weights
+// (the sampler calls both around a sampling call). The panels lie in the order gpt_decode_step's
+// matmuls read them (decode_matmul steps through them): a change to either order must change both.
 static void kv_pack_weights(KVCache *kv, const GPT *m) {
     if (kv->on_device) return;   // the GPU's matmul is cuBLAS: nothing to pack
     const GPTConfig *c = &m->config;
