@@ -3286,18 +3286,14 @@ static void mc_step_advantages(float *adv, const GroupBatch *g, const int *num_s
 
 /* whiten_advantages: out = (A − mean) / sqrt(var + 1e-8) over every completion token (adv and out
    (N, stride), row i holding len[i] tokens; out may be adv), sample variance, in double: TRL's and
-   verl's masked_whiten (VinePPO's and verl's PPO). Equal advantages, or only one, all become 0. */
+   verl's masked_whiten (VinePPO's and verl's PPO). Equal advantages, or only one, all become 0 (their
+   double sum is exact, so the mean equals them). */
 static void whiten_advantages(float *out, const float *adv, const int *len, int N, int stride) {
     double sum = 0.0, ss = 0.0;
     long n = 0;
-    int all_equal = 1;
-    float first = 0.0f;
     for (int i = 0; i < N; i++)
         for (int t = 0; t < len[i]; t++) {
-            float a = adv[(size_t)i * stride + t];
-            if (n == 0) first = a;
-            all_equal &= a == first;
-            sum += a;
+            sum += adv[(size_t)i * stride + t];
             n++;
         }
     if (n == 0) return;
@@ -3311,7 +3307,7 @@ static void whiten_advantages(float *out, const float *adv, const int *len, int 
     for (int i = 0; i < N; i++)
         for (int t = 0; t < len[i]; t++) {
             size_t at = (size_t)i * stride + t;
-            out[at] = all_equal ? 0.0f : (float)((adv[at] - mean) * inv_std);
+            out[at] = (float)((adv[at] - mean) * inv_std);
         }
 }
 
@@ -4223,7 +4219,6 @@ static double spearman(const double *x, const double *y, int n) {
 #define MM_KB 256   // rows of inp per dweight panel
 #define MM_KC 64    // terms per partial sum in mm_tile
 
-
 // acc[r][j] = Σ_k a[r][k*ks] * panel[k][j], r < MM_R, j < MM_W (pragmas: keep the sums in
 // registers). Summed in blocks of MM_KC terms: one long sequential float sum loses accuracy.
 static inline void mm_tile(float acc[MM_R][MM_W], const float *const a[MM_R], size_t ks,
@@ -4275,11 +4270,10 @@ static void pack_panels(float *panels, size_t pstride, const float *src, size_t 
     }
 }
 
-/* mm_rows: rows [n0, nend) of out (rows ldo apart, columns [0, w)) from rows of A (N rows of
-   K floats, lda apart) times panel (K, MM_W), MM_R rows at a time (past row N-1 the tile
-   reads row N-1 again and stores nothing): out = acc + bias[j] (bias may be NULL), or
-   out += acc with accumulate. The row loop of matmul_forward and of matmul_backward's dinp.
-   Not inlined: inside the callers' parallel regions gcc spills the tile's row pointers. */
+/* mm_rows: rows [n0, nend) of out (ldo apart, columns [0, w)) = rows of A (N rows of K floats,
+   lda apart) times panel (K, MM_W) + bias[j] (NULL: none), or += with accumulate; MM_R rows at a
+   time (past row N-1 the tile rereads it, stores nothing). Not inlined: inside the callers'
+   parallel regions gcc spills the tile's row pointers. */
 __attribute__((noinline))
 static void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, int n0, int nend,
                     const float *panel, int K, int w, const float *bias, int accumulate) {
@@ -4517,11 +4511,9 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
                 int nend = imin(N, (nb + 1) * MM_NB);
                 mm_rows(dinp + i0, C, dout, OC, N, nb * MM_NB, nend, panels + ib * psize, OC, iw, NULL, 1);
             }
-        // dW[o, i0:i0+16] = Σ_n dout[n,o] inp[n, i0:i0+16]. A task is a block of outputs times
-        // MM_IG column panels: it walks n in chunks of MM_KB rows, packs the chunk's panels of
-        // inp and adds each panel's sums (every output sums chunk by chunk, in the same order).
-        // dbias[o] = Σ_n dout[n,o], summed row by row by the tasks of the first column group,
-        // while their chunk of dout is in cache.
+        // dW[o, i0:i0+16] = Σ_n dout[n,o] inp[n, i0:i0+16]: a task (a block of outputs, MM_IG column
+        // panels) walks n in chunks of MM_KB rows, packing each chunk's panels of inp. dbias: the
+        // first column group's tasks, row by row, while their chunk of dout is in cache.
         float *ipanels = (float *)mallocCheck((size_t)MM_IG * MM_KB * MM_W * sizeof(float));
         #pragma omp for collapse(2) schedule(dynamic) nowait
         for (int gb = 0; gb < ngb; gb++)
@@ -4723,7 +4715,6 @@ static void gpt_set_rows(GPT *m, const SharedPrefixBatch *pk) {
     m->att_size = pk->att_size;
 }
 
-
 /* gpt_forward_spb: gpt_forward on the packed batch pk's rows → acts.logits (rows, V). CPU only. */
 static void gpt_forward_spb(GPT *m, const SharedPrefixBatch *pk) {
     if (m->on_device)
@@ -4792,7 +4783,7 @@ static void build_shared_prefix_batch(SharedPrefixBatch *pk, int B, int maxT, in
     pk->edge_of = (int *)mallocCheck(E * sizeof(int));
     pk->edge_logp = (float *)mallocCheck(E * sizeof(float));
     pk->edge_dlogp = (float *)mallocCheck(E * sizeof(float));
-    pk->scratch = (int *)mallocCheck((9 * R + 3 * E) * sizeof(int));   // pack_shared_prefix_batch's layout
+    pk->scratch = (int *)mallocCheck((7 * R + 3 * E) * sizeof(int));   // pack_shared_prefix_batch's layout
 }
 
 static void free_shared_prefix_batch(SharedPrefixBatch *pk) {
@@ -4814,62 +4805,52 @@ static void delete_shared_prefix_batch(SharedPrefixBatch *pk) {
     free(pk);
 }
 
-
 /* pack_shared_prefix_batch: make_batch's sequences <bos> prompt completion (lengths plen[b],
    clen[b], B <= pk->cap_seqs) packed as their prefix trie into pk: each distinct prefix of a
    sequence's inputs (positions 0..n−2) is one row; completion token j of sequence b is the edge
    (its row, its token) edge_of[b·max_new + j]; a sequence without completion tokens adds no row.
    Preorder rows, children and edges in order of first appearance. Returns the row count. */
-static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *const *prompt, const int *plen, const int *const *comp,
-                      const int *clen) {
+static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *const *prompt, const int *plen,
+                                    const int *const *comp, const int *clen) {
     if (B > pk->cap_seqs)
-        fail_at(__FILE__, __LINE__, "pack_shared_prefix_batch: more sequences than the pack holds", "please report this");
+        fail_at(__FILE__, __LINE__, "pack_shared_prefix_batch: more sequences than the pack holds",
+                "please report this");
     // the trie in creation order: node c has token ctok[c] at position cpos[c] under cpar[c], its
     // children first_child[c] -> next_sibling ..., its edges first_edge[c] -> next_edge ...
     int R = pk->cap_rows, E = pk->cap_edges;
     int *ctok = pk->scratch, *cpos = ctok + R, *cpar = cpos + R, *first_child = cpar + R;
-    int *last_child = first_child + R, *next_sibling = last_child + R, *first_edge = next_sibling + R;
-    int *last_edge = first_edge + R, *new_row = last_edge + R;
+    int *next_sibling = first_child + R, *first_edge = next_sibling + R, *new_row = first_edge + R;
     int *etok = new_row + R, *next_edge = etok + E, *new_edge = next_edge + E;
-    int nodes = 0, edges = 0, first_root = -1, last_root = -1;
+    int nodes = 0, edges = 0, first_root = -1;
     for (int b = 0; b < B; b++) {
         int n = plen[b] + clen[b];
         int node = -1;   // the node of the prefix so far (-1: none yet)
         for (int t = 0; clen[b] > 0 && t < n - 1; t++) {
             int tok = t < plen[b] ? prompt[b][t] : comp[b][t - plen[b]];
-            int c = node < 0 ? first_root : first_child[node];
-            while (c >= 0 && ctok[c] != tok) c = next_sibling[c];
-            if (c < 0) {   // a new prefix: a new node, the last child of its parent
+            int *c = node < 0 ? &first_root : &first_child[node];   // the search ends on the list's last link
+            while (*c >= 0 && ctok[*c] != tok) c = &next_sibling[*c];
+            if (*c < 0) {   // a new prefix: a new node, the last child of its parent
                 if (nodes == R)
                     fail_at(__FILE__, __LINE__, "pack_shared_prefix_batch: too many rows", "please report this");
-                c = nodes++;
-                ctok[c] = tok;
-                cpos[c] = t;
-                cpar[c] = node;
-                first_child[c] = last_child[c] = next_sibling[c] = -1;
-                first_edge[c] = last_edge[c] = -1;
-                int *tail = node < 0 ? &last_root : &last_child[node];
-                if (*tail >= 0) next_sibling[*tail] = c;
-                else if (node < 0) first_root = c;
-                else first_child[node] = c;
-                *tail = c;
+                ctok[nodes] = tok;
+                cpos[nodes] = t;
+                cpar[nodes] = node;
+                first_child[nodes] = next_sibling[nodes] = first_edge[nodes] = -1;
+                *c = nodes++;
             }
-            node = c;
+            node = *c;
             if (t + 1 < plen[b]) continue;
             int target = comp[b][t + 1 - plen[b]];   // completion token j = t + 1 − plen
-            int e = first_edge[node];
-            while (e >= 0 && etok[e] != target) e = next_edge[e];
-            if (e < 0) {
+            int *e = &first_edge[node];
+            while (*e >= 0 && etok[*e] != target) e = &next_edge[*e];
+            if (*e < 0) {
                 if (edges == E)
                     fail_at(__FILE__, __LINE__, "pack_shared_prefix_batch: too many edges", "please report this");
-                e = edges++;
-                etok[e] = target;
-                next_edge[e] = -1;
-                if (last_edge[node] >= 0) next_edge[last_edge[node]] = e;
-                else first_edge[node] = e;
-                last_edge[node] = e;
+                etok[edges] = target;
+                next_edge[edges] = -1;
+                *e = edges++;
             }
-            pk->edge_of[(size_t)b * pk->max_new + t + 1 - plen[b]] = e;
+            pk->edge_of[(size_t)b * pk->max_new + t + 1 - plen[b]] = *e;
         }
     }
     // depth-first preorder: a node, then its children's subtrees in order; a leaf closes itself
@@ -5009,22 +4990,15 @@ static void decode_matmul(GPT *m, const float **panels, float *out, const float 
 }
 
 // ----------------------------------------------------------------------------
-// CUDA seam: the CPU/GPU boundary, every function of grpo_kernels.cu that grpo.c calls, and the
-// gpu_* hooks the reference calls (the CPU build's return 0). The tooling's own GRPO_CUDA conditionals
-// (the CUDA-only options, checkpoints copied through the host, bench's GPU timings) stay with the
-// command they change: each is a line or two that a hook would only hide.
-// gpt_* call each layer through LAYER(), which picks cuda_<name> for a model built once
-// cuda_enabled is set; functions only the tests call are declared in tests/test_cuda.cu.
-// More in notes/cuda-integration.md.
+// CUDA seam: the CPU/GPU boundary (notes/cuda-integration.md): the functions of grpo_kernels.cu
+// that grpo.c calls besides the layers' cuda_ twins (LAYER), and the gpu_* hooks the reference
+// calls (the CPU build's return 0). The tooling's few GRPO_CUDA lines stay with their commands.
 
 #ifdef GRPO_CUDA
-/* The CUDA build (make cuda, -DGRPO_CUDA): grpo_kernels.cu implements every layer above as
-   cuda_<name>, same arguments, DEVICE pointers (see that file's header). A model or KV cache
-   built after cuda_startup() lives in GPU memory (on_device = 1) and LAYER(m, f) calls
-   cuda_f for it, f otherwise, so gpt_forward, gpt_backward and gpt_decode_step are one
-   algorithm for both. The loop, the sampler's softmax and RNG, the verifier, the prefix
-   tree and the objectives stay on the host; per sampled token the last logits (B·V floats)
-   come back, per micro-batch the log-probs come back and their gradients go down. */
+/* The CUDA build (make cuda, -DGRPO_CUDA): a model or KV cache built after cuda_startup() lives in
+   GPU memory (on_device = 1). The loop, the sampler's softmax and RNG, the verifier, the trees and
+   the objectives stay on the host: per sampled token the last logits come back, per micro-batch
+   the log-probs come back and their gradients go down. */
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -5070,8 +5044,8 @@ static void cuda_startup(int tf32) {
     cuda_enabled = 1;
 }
 
-// Moves a model built on the host to the GPU: parameters and AdamW moments are copied,
-// gradients start at zero, activations are left unset (every pass writes them first).
+// Moves a model built on the host to the GPU: parameters, gradients (zero) and AdamW moments
+// copied, activations left unset (every pass writes them first).
 static void gpt_to_device(GPT *m) {
     size_t pb = m->num_parameters * sizeof(float), ab = m->acts_capacity * sizeof(float);
     size_t BT = (size_t)m->max_batch * m->config.max_seq_len;
@@ -5103,8 +5077,8 @@ static void free_gpt_device(GPT *m) {
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) cuda_free(arrays[i]);
 }
 
-// The hooks the reference calls (declared in "Model"), for the CUDA build: each acts on a model or
-// KV cache in GPU memory and returns 1, else returns 0 and the CPU code runs.
+// The hooks (declared in "Model"): each acts on a model or KV cache in GPU memory and returns 1,
+// else returns 0 and the CPU code runs.
 static void gpu_adopt_model(GPT *m) {
     if (cuda_enabled) gpt_to_device(m);
 }
