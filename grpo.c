@@ -3071,10 +3071,9 @@ struct MCPRM {
     int k;                       // K: continuations per state (--mc-k)
     int whiten;                  // 1: the advantages are whitened over the step's tokens (--mc-whiten)
     int segment;                 // a task's step end (',': countdown, chain-sum) or MC_SEGMENT_TOKEN (the tree task)
-    int max_new;                 // the completion budget: a continuation of a state that holds b
-                                 // completion tokens draws at most max_new − b
+    int max_new;                 // the completion budget (a state holding b tokens continues for max_new − b)
     int maxT;                    // the model's context: the row length of seq
-    OutcomeReward reward;        // the task's verifier, and its problems
+    OutcomeReward reward;        // the task's verifier, and its problems (task)
     const void *task;
     const unsigned char *allowed;   // the sampler's token mask (the tree task's L and R); NULL: none
     // the states of one estimate, (cap) each: state d is the first state_len[d] tokens of
@@ -3100,8 +3099,7 @@ struct MCPRM {
     float *cont_logp;
     Rng *rngs;
     int *scratch;                // (max_new) a state's completion tokens followed by a continuation
-    float *adv;                  // (N, max_new) the step advantage A_j of every token: what the policy
-                                 // trains on (GroupBatch.token_adv)
+    float *adv;                  // (N, max_new) every token's A_j: what the policy trains on (token_adv)
 };
 
 /* build_mcprm: MC-PRM's buffers for steps of N completions of up to max_new tokens (states: up to
@@ -3110,16 +3108,8 @@ struct MCPRM {
    sampler's token mask (allowed, NULL: none; it must outlive mc). */
 static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k, int whiten, int segment,
                         OutcomeReward reward, const void *task, const unsigned char *allowed) {
-    memset(mc, 0, sizeof *mc);
-    mc->k = k;
-    mc->whiten = whiten;
-    mc->segment = segment;
-    mc->max_new = max_new;
-    mc->maxT = c->max_seq_len;
-    mc->reward = reward;
-    mc->task = task;
-    mc->allowed = allowed;
-    mc->N = N;
+    *mc = (MCPRM){.k = k, .whiten = whiten, .segment = segment, .max_new = max_new, .maxT = c->max_seq_len,
+                  .reward = reward, .task = task, .allowed = allowed, .N = N};
     size_t cap = (size_t)N * max_new;
     mc->cap = (int)cap;
     int **per_step[] = {&mc->state_len, &mc->state_prefix, &mc->state_group, &mc->step_start, &mc->state_of,
@@ -3139,10 +3129,9 @@ static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k
     size_t R = mc->rows;
     build_kvcache(&mc->kv, c, mc->rows);
     mc->row_seq = (const int **)callocCheck(R, sizeof(int *));
-    mc->row_len = (int *)callocCheck(R, sizeof(int));
-    mc->row_budget = (int *)callocCheck(R, sizeof(int));
+    int **per_row[] = {&mc->row_len, &mc->row_budget, &mc->cont_len};
+    for (int a = 0; a < 3; a++) *per_row[a] = (int *)callocCheck(R, sizeof(int));
     mc->cont = (int *)callocCheck(R * max_new, sizeof(int));
-    mc->cont_len = (int *)callocCheck(R, sizeof(int));
     mc->cont_logp = (float *)callocCheck(R * max_new, sizeof(float));
     mc->rngs = (Rng *)callocCheck(R, sizeof(Rng));
     mc->scratch = (int *)callocCheck(max_new, sizeof(int));
@@ -3342,8 +3331,7 @@ typedef struct {
 
 struct Critic {
     CriticConfig cfg;
-    GPT trunk;                 // the transformer: parameters, gradients, AdamW moments, activations
-                               // (its LM head is never run; wte is only the token embedding here)
+    GPT trunk;                 // the transformer (its LM head never runs: wte only embeds tokens)
     int C;
     float *head;               // (C+1) the value head: w (C), then the bias b; V = w · lnf + b
     float *head_grad;          // (C+1)
@@ -3394,13 +3382,10 @@ static double value_loss(int n, const float *value, const float *value_old, cons
                          float clip_value, float *dvalue, unsigned char *clipped) {
     double loss = 0.0;
     for (int j = 0; j < n; j++) {
-        float lo = value_old[j] - clip_value;
-        float hi = value_old[j] + clip_value;
+        float lo = value_old[j] - clip_value, hi = value_old[j] + clip_value;
         float v_clipped = value[j] < lo ? lo : (value[j] > hi ? hi : value[j]);
-        float err = value[j] - ret[j];
-        float err_clipped = v_clipped - ret[j];
-        float l_unclipped = err * err;
-        float l_clipped = err_clipped * err_clipped;
+        float err = value[j] - ret[j], err_clipped = v_clipped - ret[j];
+        float l_unclipped = err * err, l_clipped = err_clipped * err_clipped;
         int take_clip = l_clipped > l_unclipped;
         loss += (double)coef * 0.5 * (take_clip ? l_clipped : l_unclipped);
         dvalue[j] = take_clip ? 0.0f : coef * err;
@@ -3448,15 +3433,12 @@ static uint64_t critic_section_bytes(size_t P, int C) {
    as verl's (Hugging Face's score head): w ~ N(0, 0.02) from seed's own stream, b = 0. CPU only. */
 static void build_critic(Critic *c, const GPT *init, int max_batch, int N, int max_new, CriticConfig cfg,
                          uint64_t seed) {
-    memset(c, 0, sizeof *c);
-    c->cfg = cfg;
+    *c = (Critic){.cfg = cfg};
     build_gpt(&c->trunk, init->config, max_batch, 0);
     memcpy(c->trunk.params_memory, init->params_memory, init->num_parameters * sizeof(float));
     c->C = init->config.channels;
-    c->head = (float *)callocCheck(c->C + 1, sizeof(float));
-    c->head_grad = (float *)callocCheck(c->C + 1, sizeof(float));
-    c->head_m = (float *)callocCheck(c->C + 1, sizeof(float));
-    c->head_v = (float *)callocCheck(c->C + 1, sizeof(float));
+    float **head[] = {&c->head, &c->head_grad, &c->head_m, &c->head_v};
+    for (int a = 0; a < 4; a++) *head[a] = (float *)callocCheck(c->C + 1, sizeof(float));
     Rng rng;
     rng_seed(&rng, seed, 0xc417);
     for (int i = 0; i < c->C; i++) c->head[i] = 0.02f * rng_normal(&rng);
@@ -3676,9 +3658,7 @@ struct Probe {
 /* build_probe: a probe for a model of num_parameters parameters and batches of N completions of up
    to max_new tokens, probing every `every` steps (>= 1). free_probe frees it. */
 static void build_probe(Probe *p, size_t num_parameters, int N, int max_new, int every) {
-    memset(p, 0, sizeof *p);
-    p->every = every;
-    p->num_parameters = num_parameters;
+    *p = (Probe){.every = every, .num_parameters = num_parameters};
     for (int o = 0; o < 2; o++) p->grad[o] = (float *)callocCheck(num_parameters, sizeof(float));
     for (int a = 0; a < PROBE_ARRAYS; a++) p->tok[a] = (float *)callocCheck((size_t)N * max_new, sizeof(float));
     p->clipped = (unsigned char *)callocCheck((size_t)N * max_new, 1);
@@ -4769,12 +4749,8 @@ static void spb_logprob_backward(float *dlogits, const float *probs, const Share
 /* build_shared_prefix_batch: a SharedPrefixBatch for up to B sequences of up to maxT tokens with up to max_new
    completion tokens each (B = 0: an empty one, for a batch no model is run on). */
 static void build_shared_prefix_batch(SharedPrefixBatch *pk, int B, int maxT, int max_new) {
-    memset(pk, 0, sizeof *pk);
     size_t R = (size_t)B * maxT, E = (size_t)B * max_new;
-    pk->cap_seqs = B;
-    pk->cap_rows = (int)R;
-    pk->cap_edges = (int)E;
-    pk->max_new = max_new;
+    *pk = (SharedPrefixBatch){.max_new = max_new, .cap_seqs = B, .cap_rows = (int)R, .cap_edges = (int)E};
     int **per_row[] = {&pk->token, &pk->pos, &pk->parent, &pk->subtree_end};
     for (int a = 0; a < 4; a++) *per_row[a] = (int *)mallocCheck(R * sizeof(int));
     pk->att_off = (size_t *)mallocCheck((R + 1) * sizeof(size_t));
