@@ -3102,10 +3102,9 @@ struct MCPRM {
     float *adv;                  // (N, max_new) every token's A_j: what the policy trains on (token_adv)
 };
 
-/* build_mcprm: MC-PRM's buffers for steps of N completions of up to max_new tokens (states: up to
-   one per completion token) with model shape c, K = k continuations per state in sampler calls of
-   up to max(K, MC_MAX_ROWS) rows (whole states), a task's verifier (reward, task) and the
-   sampler's token mask (allowed, NULL: none; it must outlive mc). */
+/* build_mcprm: MC-PRM's buffers for steps of N completions of up to max_new tokens, model shape c,
+   K = k continuations per state (sampler calls of up to max(K, MC_MAX_ROWS) rows), the verifier
+   (reward, task) and the sampler's token mask (allowed, NULL: none; it must outlive mc). */
 static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k, int whiten, int segment,
                         OutcomeReward reward, const void *task, const unsigned char *allowed) {
     *mc = (MCPRM){.k = k, .whiten = whiten, .segment = segment, .max_new = max_new, .maxT = c->max_seq_len,
@@ -3628,15 +3627,11 @@ static const char *CRITIC_STOPPED_BY[] = {"", "the critic's value loss", "the cr
 // Probe: GRPO's and λ-GRPO's update directions (--probe-every N; notes/credit-assignment.md,
 // "How far λ-GRPO's update is from GRPO's"). grpo_step reaches it through method_token_advantages.
 //
-// Every N steps, at π_old (after B(G) and the advantages, before grpo_update), the gradient of the
-// update's first iteration under each objective, whichever of the two trains: g_GRPO (every token's
-// weight 1) and g_λ (1/|λ(i,t)|, eq. 11). It runs the update's own functions (grpo_prepare_tokens,
-// grpo_loss_backward: the run's --update-layout and micro-batches), so each gradient equals the
-// update's bit for bit. It changes nothing in the run: it draws no random number, moves no parameter
-// and no AdamW moment, writes per-token arrays of its own (only the forward's scratch is shared, and
-// the update rewrites it), and its seconds are cut out of the step's clock (the phase columns,
-// tok_per_s and --budget's seconds). The CPU build only (the CUDA build keeps its gradients on the
-// GPU). MC-PRM and PPO refuse --probe-every (their per-token advantages are not GRPO's a_i).
+// Every N steps, before grpo_update, the gradient of the update's first iteration under each
+// objective, whichever trains: g_GRPO (weights 1) and g_λ (1/|λ(i,t)|, eq. 11), by the update's own
+// functions, so bit for bit the update's. It changes nothing in the run: no random number, no
+// parameter or AdamW moment, per-token arrays of its own, its seconds cut out of the step's clock.
+// CPU build only (the CUDA build keeps its gradients on the GPU); not with MC-PRM or PPO.
 
 enum { PROBE_ARRAYS = 9 };  // the per-token arrays of a GroupBatch that the update writes (probe_directions)
 typedef struct Probe Probe;
@@ -3678,13 +3673,10 @@ static void probe_point_grads(GPT *m, float *mem) {
     point_tensors((float **)&m->grads, mem, m->param_sizes, NUM_PARAM_TENSORS);
 }
 
-/* probe_directions: g_GRPO and g_λ of the batch g (advantages and |λ| set: after
-   build_group_trees) at the policy's current parameters, taken as π_old (ratio 1), into p->grad[0]
-   and p->grad[1]: per objective, grpo_prepare_tokens and grpo_loss_backward at iteration 0 (π_ref
-   from ref) on g's completions with the probe's per-token arrays. Sets p->cos, p->norm_ratio and
-   p->share (sums in double); not p->seconds or p->step. Leaves policy's own gradients, its
-   parameters and every array of g but the forward's scratch (inputs, targets, logp_pos, dlogp_pos,
-   the shared-prefix batch spb) as they were. */
+/* probe_directions: g_GRPO and g_λ of batch g (after build_group_trees) at the policy's parameters
+   into p->grad[0] and [1]: per objective grpo_prepare_tokens and grpo_loss_backward at iteration 0
+   on g with the probe's per-token arrays. Sets p->cos, p->norm_ratio, p->share (sums in double).
+   Leaves the policy and every array of g but the forward's scratch (inputs .. spb) as they were. */
 static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, const GRPOConfig *cfg,
                              const unsigned char *allowed) {
     GroupBatch b = *g;
@@ -3729,10 +3721,8 @@ static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, con
 static int probe_test_fault = 0;
 #endif
 
-/* probe_update_directions (method_token_advantages calls it): at steps every, 2·every, ...
-   probe_directions on the step's batch (GRPOConfig and π_ref of the run), timed; the marks
-   r->t[0..3] then move later by its seconds, so that every duration the log and spend_budget take
-   from r->t leaves the probe out. Nothing without --probe-every. */
+/* probe_update_directions: at steps every, 2·every, ... probe_directions on the step's batch, timed;
+   the marks r->t[0..3] then move later by its seconds, so every duration taken from r->t leaves it out. */
 static void probe_update_directions(TrainRun *run, StepReport *r) {
     Probe *p = run->probe;
     if (!p || r->step % p->every != 0) return;
@@ -3752,8 +3742,7 @@ static void probe_update_directions(TrainRun *run, StepReport *r) {
     for (int k = 0; k <= 3; k++) r->t[k] += p->seconds;
 }
 
-// train.csv's probe columns (PROBE_CSV_COLUMNS) of step `step`: its values, or empty cells when
-// the probe did not run at it.
+// train.csv's probe columns of step `step`: its values, or empty cells when the probe did not run
 #define PROBE_CSV_COLUMNS ",probe_cos,probe_norm_ratio,probe_share,probe_s"
 static void probe_csv_fields(char *out, size_t cap, const Probe *p, int step) {
     if (p->step != step) snprintf(out, cap, ",,,,");
@@ -5020,9 +5009,13 @@ static void cuda_startup(int tf32) {
     cuda_enabled = 1;
 }
 
-// Moves a model built on the host to the GPU: parameters, gradients (zero) and AdamW moments
-// copied, activations left unset (every pass writes them first).
-static void gpt_to_device(GPT *m) {
+// The hooks (declared in "Model"): each acts on a model or KV cache in GPU memory and returns 1,
+// else returns 0 and the CPU code runs.
+
+// Once CUDA is on, moves a model just built on the host to the GPU: parameters, gradients (zero)
+// and AdamW moments copied, activations left unset (every pass writes them first).
+static void gpu_adopt_model(GPT *m) {
+    if (!cuda_enabled) return;
     size_t pb = m->num_parameters * sizeof(float), ab = m->acts_capacity * sizeof(float);
     size_t BT = (size_t)m->max_batch * m->config.max_seq_len;
     float *host[4] = {m->params_memory, m->grads_memory, m->m_memory, m->v_memory};
@@ -5046,22 +5039,12 @@ static void gpt_to_device(GPT *m) {
     m->on_device = 1;
 }
 
-static void free_gpt_device(GPT *m) {
+static int gpu_free_model(GPT *m) {
+    if (!m->on_device) return 0;
     void *arrays[] = {m->params_memory, m->grads_memory, m->m_memory, m->v_memory, m->acts_memory,
                       m->grads_acts_memory, m->dev_inputs, m->dev_targets, m->dev_logp, m->dev_dlogp,
                       m->dev_allowed};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) cuda_free(arrays[i]);
-}
-
-// The hooks (declared in "Model"): each acts on a model or KV cache in GPU memory and returns 1,
-// else returns 0 and the CPU code runs.
-static void gpu_adopt_model(GPT *m) {
-    if (cuda_enabled) gpt_to_device(m);
-}
-
-static int gpu_free_model(GPT *m) {
-    if (!m->on_device) return 0;
-    free_gpt_device(m);
     return 1;
 }
 
