@@ -3358,8 +3358,7 @@ static void gae_advantages(float *adv, float *ret, const float *value, const flo
                            int N, int stride, float gamma, float lam) {
     for (int i = 0; i < N; i++) {
         const float *v = value + (size_t)i * stride;
-        double next_value = 0.0;   // V after the last token
-        double next_adv = 0.0;
+        double next_value = 0.0, next_adv = 0.0;   // after the last token
         for (int t = clen[i] - 1; t >= 0; t--) {
             double r = t == clen[i] - 1 ? reward[i] : 0.0;
             double delta = r + (double)gamma * next_value - v[t];
@@ -3571,12 +3570,10 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
                                c->cfg.clip_value, c->dvalue + row, c->clipped + row);
             for (int t = 0; t < g->clen[i]; t++) *clipped += c->clipped[row + t] && w > 0.0f;
         }
-        for (int b = 0; b < B; b++)   // ∂loss/∂V back to sequence positions; other positions 0
+        for (int b = 0; b < B; b++)   // ∂loss/∂V back to the positions it was read at; others 0
             for (int t = 0; t < T; t++) {
-                int i = first + b;
-                int j = t + 1 - g->plen[i];
-                int scored = j >= 0 && j < g->clen[i];   // as make_batch's targets
-                c->dvalue_pos[b * T + t] = scored ? c->dvalue[(size_t)i * stride + j] : 0.0f;
+                int i = first + b, j = t + 1 - g->plen[i];
+                c->dvalue_pos[b * T + t] = g->targets[b * T + t] >= 0 ? c->dvalue[(size_t)i * stride + j] : 0.0f;
             }
         gpt_zero_act_grads(&c->trunk);
         value_head_backward(c->trunk.grads_acts.lnf, c->head_grad, c->dvalue_pos, c->trunk.acts.lnf,
@@ -3593,20 +3590,17 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
 static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
     long tokens = 0;
     for (int i = 0; i < g->N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
-    UpdateStatus status = UPDATE_DONE;
     for (int iter = 0; iter < cfg->num_iterations; iter++) {
         long clipped = 0;
         double loss = critic_loss_backward(c, g, cfg, &clipped);
         if (!isfinite(loss)) {
             stats->not_finite = (float)loss;
-            status = UPDATE_LOSS_NOT_FINITE;
-            break;
+            return UPDATE_LOSS_NOT_FINITE;
         }
         float norm = critic_clip_grad_norm(c, c->cfg.opt.grad_clip);
         if (!isfinite(norm)) {
             stats->not_finite = norm;
-            status = UPDATE_GRAD_NORM_NOT_FINITE;
-            break;
+            return UPDATE_GRAD_NORM_NOT_FINITE;
         }
         float lr = lr_at(&c->cfg.opt, c->adam_t);
         c->adam_t += 1;
@@ -3617,7 +3611,7 @@ static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cf
             stats->grad_norm = norm;
         }
     }
-    return status;
+    return UPDATE_DONE;
 }
 
 // why critic_update stopped (the names stop_on_nan prints)
@@ -3634,8 +3628,7 @@ static const char *CRITIC_STOPPED_BY[] = {"", "the critic's value loss", "the cr
 // CPU build only (the CUDA build keeps its gradients on the GPU); not with MC-PRM or PPO.
 
 enum { PROBE_ARRAYS = 9 };  // the per-token arrays of a GroupBatch that the update writes (probe_directions)
-typedef struct Probe Probe;
-struct Probe {
+typedef struct Probe {
     int every;              // N: steps N, 2N, ... (1-based, as the log's) are probed
     int step;               // the step last probed (0: none yet)
     double cos;             // cos(g_λ, g_GRPO); NaN when either gradient is 0
@@ -3648,7 +3641,7 @@ struct Probe {
     float *tok[PROBE_ARRAYS];   // (N, max_new) each, used in place of the batch's (probe_directions)
     unsigned char *clipped;     // (N, max_new)
     float *seq_coef;            // (N)
-};
+} Probe;
 
 /* build_probe: a probe for a model of num_parameters parameters and batches of N completions of up
    to max_new tokens, probing every `every` steps (>= 1). free_probe frees it. */
@@ -4765,8 +4758,7 @@ static SharedPrefixBatch *new_shared_prefix_batch(int B, int maxT, int max_new) 
 }
 
 static void delete_shared_prefix_batch(SharedPrefixBatch *pk) {
-    if (!pk) return;
-    free_shared_prefix_batch(pk);
+    if (pk) free_shared_prefix_batch(pk);
     free(pk);
 }
 
@@ -5063,28 +5055,25 @@ static int gpu_encoder_backward(GPT *m, float *dwte, float *dwpe, const float *d
 }
 
 static int gpu_build_kvcache(KVCache *kv, const GPTConfig *c, int B) {
+    if (!cuda_enabled) return 0;
     size_t L = c->num_layers, C = c->channels, T = c->max_seq_len, V = c->vocab_size, Tp = (T + 7) / 8 * 8;
-    if (cuda_enabled) {   // the same buffers on the GPU, plus the step's inputs and logits
-        size_t sizes[11] = {L * B * C * Tp, L * B * T * C, B * C, B * C, B * 3 * C, B * C, B * C, B * 4 * C,
-                            B * 4 * C, (size_t)B, (size_t)B};
-        float **bufs[11] = {&kv->k, &kv->v, &kv->x, &kv->ln, &kv->qkv, &kv->atty, &kv->proj, &kv->fch,
-                            &kv->fch_gelu, &kv->mean, &kv->rstd};
-        for (int i = 0; i < 11; i++) {
-            *bufs[i] = (float *)cuda_malloc(sizes[i] * sizeof(float));
-            cuda_memset_zero(*bufs[i], sizes[i] * sizeof(float));
-        }
-        kv->B = B;
-        kv->dev_logits = (float *)cuda_malloc((size_t)B * V * sizeof(float));
-        kv->tokens = (int *)cuda_malloc((size_t)B * sizeof(int));
-        kv->pos = (int *)cuda_malloc((size_t)B * sizeof(int));
-        kv->logits = (float *)mallocCheck((size_t)B * V * sizeof(float));   // host: the sampler reads it
-        kv->on_device = 1;
-        // a GPU decode step costs about the same for any row count, and each slot copy is 2L
-        // memcpy calls: there the sampler keeps every row in its slot
-        kv->pack = 0;
-        return 1;
+    // the same buffers on the GPU, plus the step's inputs and logits
+    size_t sizes[11] = {L * B * C * Tp, L * B * T * C, B * C, B * C, B * 3 * C, B * C, B * C, B * 4 * C,
+                        B * 4 * C, (size_t)B, (size_t)B};
+    float **bufs[11] = {&kv->k, &kv->v, &kv->x, &kv->ln, &kv->qkv, &kv->atty, &kv->proj, &kv->fch,
+                        &kv->fch_gelu, &kv->mean, &kv->rstd};
+    for (int i = 0; i < 11; i++) {
+        *bufs[i] = (float *)cuda_malloc(sizes[i] * sizeof(float));
+        cuda_memset_zero(*bufs[i], sizes[i] * sizeof(float));
     }
-    return 0;
+    kv->B = B;
+    kv->dev_logits = (float *)cuda_malloc((size_t)B * V * sizeof(float));
+    kv->tokens = (int *)cuda_malloc((size_t)B * sizeof(int));
+    kv->pos = (int *)cuda_malloc((size_t)B * sizeof(int));
+    kv->logits = (float *)mallocCheck((size_t)B * V * sizeof(float));   // host: the sampler reads it
+    kv->on_device = 1;
+    kv->pack = 0;   // a GPU decode step costs the same for any row count: every row keeps its slot
+    return 1;
 }
 
 static int gpu_free_kvcache(KVCache *kv) {
