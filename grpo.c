@@ -3573,7 +3573,8 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
         for (int b = 0; b < B; b++)   // ∂loss/∂V back to the positions it was read at; others 0
             for (int t = 0; t < T; t++) {
                 int i = first + b, j = t + 1 - g->plen[i];
-                c->dvalue_pos[b * T + t] = g->targets[b * T + t] >= 0 ? c->dvalue[(size_t)i * stride + j] : 0.0f;
+                float d = g->targets[b * T + t] >= 0 ? c->dvalue[(size_t)i * stride + j] : 0.0f;
+                c->dvalue_pos[b * T + t] = d;
             }
         gpt_zero_act_grads(&c->trunk);
         value_head_backward(c->trunk.grads_acts.lnf, c->head_grad, c->dvalue_pos, c->trunk.acts.lnf,
