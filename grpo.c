@@ -4166,7 +4166,6 @@ static double spearman(const double *x, const double *y, int n) {
 // vector units busy (notes/cpu-fast-paths.md). Tested against the plain versions by tests/test_grpo.c.
 
 // ---- Register tiles, packed panels and vector helpers (matmul_forward / matmul_backward)
-
 // matmul's register tile: MM_R rows x MM_W outputs, two vectors a row (AVX2: 12 of its 16
 // registers hold sums; AVX-512: 16 of 32). Each output's sum is the same whatever the tile's shape.
 #if defined(__AVX512F__)
@@ -4215,8 +4214,7 @@ static void pack_panel_t(float *panel, const float *src, int K, int w) {
 }
 
 // panels s = 0, 1, ... (rows, MM_W), pstride floats apart: columns [MM_W·s, MM_W·(s+1)) of src
-// (rows, ld) up to column w, zero beyond. Reads src row by row (one contiguous stretch per
-// row), which the hardware prefetcher streams, unlike one panel's 16 columns of every row.
+// (rows, ld) up to column w, zero beyond; read row by row, which the prefetcher streams
 static void pack_panels(float *panels, size_t pstride, const float *src, size_t ld, int rows, int w) {
     for (int k = 0; k < rows; k++) {
         const float *s = src + (size_t)k * ld;
@@ -4245,8 +4243,7 @@ static void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, i
     for (int n = n0; n < nend; n += MM_R) {
         const float *a[MM_R];
         for (int r = 0; r < MM_R; r++) a[r] = A + (size_t)imin(n + r, N - 1) * lda;
-        // the next tile's output rows (ldo floats apart, so not prefetched by the CPU) load
-        // while this tile computes
+        // the next tile's output rows (ldo apart: not prefetched by the CPU) load while this one computes
         for (int r = MM_R; r < 2 * MM_R && n + r < nend; r++)
             __builtin_prefetch(out + (size_t)(n + r) * ldo, 1);
         float acc[MM_R][MM_W];
@@ -4315,8 +4312,6 @@ static inline float exp_simd(float x) {
 // Row sums, 16 partial sums wide (one chain runs one term at a time), added pairwise at the end:
 // the same order on every instruction set and thread count.
 #define SUM_W 16
-
-// Σ_i x[i], i < n
 static inline float sum16(const float *x, int n) {
     float acc[SUM_W] = {0};
     int nw = n / SUM_W * SUM_W;
@@ -4329,7 +4324,6 @@ static inline float sum16(const float *x, int n) {
     return acc[0];
 }
 
-// Σ_i x[i] y[i], i < n
 static inline float dot16(const float *x, const float *y, int n) {
     float acc[SUM_W] = {0};
     int nw = n / SUM_W * SUM_W;
@@ -4401,13 +4395,12 @@ static inline void warm_cache(const float *p, size_t n) {
     __asm__ __volatile__("" : : "g"(s));
 }
 
-// The packed form of a weight (OC,C) for matmul_forward: ceil(OC/MM_W) panels of (C, MM_W),
-// panel ob = rows ob*MM_W.. of weight transposed, zero past row OC-1. Floats it takes:
+// The floats of a weight (OC,C) packed for matmul_forward: ceil(OC/MM_W) panels of (C, MM_W)
 static size_t weight_panels_size(int C, int OC) {
     return (size_t)((OC + MM_W - 1) / MM_W) * C * MM_W;
 }
 
-// panels (weight_panels_size(C, OC)) = weight (OC,C) packed, one panel per task
+// panels = weight (OC,C) packed: panel ob = rows ob*MM_W.. transposed, zero past row OC-1
 static void pack_weight_panels(float *panels, const float *weight, int C, int OC) {
     int nob = (OC + MM_W - 1) / MM_W;
     size_t psize = (size_t)C * MM_W;
@@ -4452,8 +4445,7 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
     int nib = (C + MM_W - 1) / MM_W;
     int nnb = (N + MM_NB - 1) / MM_NB;
     size_t psize = (size_t)OC * MM_W;
-    // dweight's tasks: groups of MM_IG column panels times blocks of osz outputs, osz a
-    // multiple of MM_R of at most MM_OB, with at least one block per thread (no effect on sums)
+    // dweight's tasks: MM_IG column panels times osz outputs (a multiple of MM_R, <= MM_OB, >= 1 per thread)
     int ngb = (nib + MM_IG - 1) / MM_IG;
     int nob = imax((OC + MM_OB - 1) / MM_OB, num_threads());
     int osz = ((OC + nob - 1) / nob + MM_R - 1) / MM_R * MM_R;
@@ -4509,15 +4501,12 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
 
 // ---- The shared-prefix batch (--update-layout tree): a micro-batch packed as its prefix trie
 
-/* SharedPrefixBatch: sequences packed as their prefix trie, one row per distinct prefix (the
-   --update-layout tree, notes/shared-prefix-batch.md): in a causal model a position depends only
-   on the tokens up to it, so a shared prefix's rows are computed once and its sequences' gradients
-   add up there. Row r holds token[r] at position pos[r] (its depth) under parent[r] (−1 at 0) and
-   attends to its root path; rows are in depth-first preorder, so the subtree of r is the rows
-   [r, subtree_end[r]). Per head and layer, row r's attention weights (root first) are entries
-   att_off[r] .. att_off[r] + pos[r] of att_size floats. Row r predicts the distinct next tokens
-   edge_token[edge_start[r] .. edge_start[r+1]) (its edges), and completion token j of sequence b
-   is edge edge_of[b·max_new + j]. (Not B(G): it packs whole sequences, prompt included.) */
+/* SharedPrefixBatch (notes/shared-prefix-batch.md; not B(G): whole sequences, prompts included):
+   row r holds token[r] at position pos[r] (its depth) under parent[r] (−1 at 0) and attends to its
+   root path; rows in depth-first preorder, so r's subtree is [r, subtree_end[r]). Per head and
+   layer, r's attention weights (root first) are entries att_off[r] .. att_off[r] + pos[r] of
+   att_size. Row r predicts its edges' tokens edge_token[edge_start[r] .. edge_start[r+1]);
+   completion token j of sequence b is edge edge_of[b·max_new + j]. */
 struct SharedPrefixBatch {
     int rows, edges;              // in this batch
     int max_pos;                  // the largest pos[r]
@@ -4549,9 +4538,8 @@ static void spb_encoder_backward(float *dwte, float *dwpe, const float *dres, co
 
 #define TA_RB 32   // rows per task of tree attention
 
-/* A task's copy of its root path for one head: column p of xt (hs, Tp) = x (hs), row p of yb
-   (Tp, hs) = y, for the path's row at position p. In preorder the next row overwrites its position
-   only: a row's ancestors are the last rows visited at each smaller position. */
+/* A task's copy of its root path for one head: column p of xt (hs, Tp) = x, row p of yb (Tp, hs) = y
+   for the row at position p (in preorder a row's ancestors are the last rows seen at each depth). */
 static inline void spb_path_put(float *xt, float *yb, const float *x, const float *y, int p, int hs,
                                  int Tp) {
     for (int i = 0; i < hs; i++) xt[(size_t)i * Tp + p] = x[i];
@@ -4663,8 +4651,7 @@ static void spb_attention_backward(float *dinp, float *datt, const float *dout, 
     }
 }
 
-// gpt_set_shape for a packed batch: pk's rows and attention weights must fit in the buffers of
-// (max_batch, maxT), which they do when pk packs at most max_batch sequences. m->B = 0 marks it.
+// gpt_set_shape for a packed batch of at most max_batch sequences (then it fits); m->B = 0 marks it
 static void gpt_set_rows(GPT *m, const SharedPrefixBatch *pk) {
     size_t cap = (size_t)m->max_batch * m->config.max_seq_len;
     if (pk->rows < 1 || (size_t)pk->rows > cap || pk->att_size > cap * m->config.max_seq_len)
@@ -4729,7 +4716,7 @@ static void spb_logprob_backward(float *dlogits, const float *probs, const Share
     }
 }
 
-/* build_shared_prefix_batch: a SharedPrefixBatch for up to B sequences of up to maxT tokens with up to max_new
+/* build_shared_prefix_batch: for up to B sequences of up to maxT tokens with up to max_new
    completion tokens each (B = 0: an empty one, for a batch no model is run on). */
 static void build_shared_prefix_batch(SharedPrefixBatch *pk, int B, int maxT, int max_new) {
     size_t R = (size_t)B * maxT, E = (size_t)B * max_new;
@@ -4773,8 +4760,7 @@ static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *con
     if (B > pk->cap_seqs)
         fail_at(__FILE__, __LINE__, "pack_shared_prefix_batch: more sequences than the pack holds",
                 "please report this");
-    // the trie in creation order: node c has token ctok[c] at position cpos[c] under cpar[c], its
-    // children first_child[c] -> next_sibling ..., its edges first_edge[c] -> next_edge ...
+    // the trie in creation order: node c (ctok, cpos, cpar), its child and edge lists
     int R = pk->cap_rows, E = pk->cap_edges;
     int *ctok = pk->scratch, *cpos = ctok + R, *cpar = cpos + R, *first_child = cpar + R;
     int *next_sibling = first_child + R, *first_edge = next_sibling + R, *new_row = first_edge + R;
@@ -4934,8 +4920,7 @@ static void kv_pack_weights(KVCache *kv, const GPT *m) {
 
 static void kv_unpack_weights(KVCache *kv) { kv->packed = 0; }
 
-// One matmul of a decode step: on the packed weights *panels (then moved past them) when the
-// sampler packed them, else matmul_forward (through LAYER: cuBLAS on the GPU)
+// One matmul of a decode step: on the packed *panels (then moved past them), else matmul_forward
 static void decode_matmul(GPT *m, const float **panels, float *out, const float *inp, const float *weight,
                           const float *bias, int B, int C, int OC) {
     (void)m;   // LAYER's dispatch needs it in the CUDA build only
@@ -4988,8 +4973,7 @@ double cuda_time_sgemms(int N, int C, int OC, int reps);
 
 static int cuda_enabled = 0;   // set by cuda_startup(): models and KV caches built from then on live on the GPU
 
-/* cuda_startup: the CUDA build's check at start-up (every command that builds a model):
-   no GPU or no driver is an error naming what is missing; then cuBLAS with TF32 off or on. */
+// cuda_startup: no GPU or driver is an error naming what is missing; then cuBLAS, TF32 off or on
 static void cuda_startup(int tf32) {
     const char *why = "unknown";
     if (!cuda_enabled && cuda_probe(&why) == 0) {
