@@ -3036,8 +3036,7 @@ static int chain_sum_well_formed(const char *completion, int len) {
 // (last step: r − V̂(s_{m−1})) in place of a_i, whitened over the batch (--mc-whiten). Identical
 // states are estimated once, each prefilled once for its K rows.
 
-// A segmentation: a task's step-end character (Task.step_end; MC_SEGMENT_COMMA: ',', countdown's
-// and chain-sum's), or MC_SEGMENT_TOKEN (1, no character of VOCAB_CHARS): every token a step.
+// A segmentation: a task's step-end character (Task.step_end), or MC_SEGMENT_TOKEN: every token a step
 enum { MC_SEGMENT_COMMA = ',', MC_SEGMENT_TOKEN = 1 };
 #define MC_MAX_ROWS 2048   // continuations per sampler call (at least one state's K): its KV cache's rows
 
@@ -3054,8 +3053,7 @@ typedef struct {                 // a task's problems (countdown, chain-sum), as
     const Task *task;
 } TaskProblems;
 
-/* task_outcome_reward: the OutcomeReward of a task of TASKS: task_reward, the reward
-   score_group gives a trajectory, so that V̂ estimates the reward the update sees. */
+// task_outcome_reward: task_reward as score_group gives it, so V̂ estimates the reward the update sees
 static float task_outcome_reward(const void *task, int group, const int *comp, int len) {
     const TaskProblems *t = (const TaskProblems *)task;
     if (!t->data)
@@ -3070,22 +3068,21 @@ static float task_outcome_reward(const void *task, int group, const int *comp, i
 struct MCPRM {
     int k;                       // K: continuations per state (--mc-k)
     int whiten;                  // 1: the advantages are whitened over the step's tokens (--mc-whiten)
-    int segment;                 // a task's step end (',': countdown, chain-sum) or MC_SEGMENT_TOKEN (the tree task)
+    int segment;                 // a task's step end (',') or MC_SEGMENT_TOKEN (the tree task)
     int max_new;                 // the completion budget (a state holding b tokens continues for max_new − b)
     int maxT;                    // the model's context: the row length of seq
     OutcomeReward reward;        // the task's verifier, and its problems (task)
     const void *task;
     const unsigned char *allowed;   // the sampler's token mask (the tree task's L and R); NULL: none
-    // the states of one estimate, (cap) each: state d is the first state_len[d] tokens of
-    // state_seq[d], the last state_prefix[d] of them completion tokens, a prompt of group state_group[d]
+    // the states, (cap) each: state d is state_seq[d]'s first state_len[d] tokens, the last
+    // state_prefix[d] of them completion tokens, of a prompt of group state_group[d]
     int cap, num_states;
     const int **state_seq;
     int *state_len, *state_prefix, *state_group;
     uint64_t *state_stream;      // the RNG stream of its continuation 0 (continuation c: + c; mc_stream)
     float *value;                // V̂(s_d)
     long *state_tokens;          // the tokens its K continuations drew
-    // a step's steps, (N, max_new): step j of completion i starts at its token step_start[i·max_new + j]
-    // from the state state_of[i·max_new + j]; num_steps (N)
+    // (N, max_new): step j of completion i starts at token step_start[i·max_new + j], from state state_of[..]
     int N;
     int *num_steps, *step_start, *state_of;
     int *seq;                    // (N, maxT) <bos> prompt completion of each completion (states point in)
@@ -3392,8 +3389,7 @@ static double value_loss(int n, const float *value, const float *value_old, cons
     return loss;
 }
 
-/* value_head_forward: value (N) = lnf (N,C) · w + b with head = [w (C), b]: the critic's scalar
-   head on the final LayerNorm's output, in place of the LM head. */
+// value_head_forward: value (N) = lnf (N,C) · w + b with head = [w (C), b], in place of the LM head
 static void value_head_forward(float *value, const float *lnf, const float *head, int N, int C) {
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
@@ -3458,10 +3454,9 @@ static void free_critic(Critic *c) {
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
 }
 
-/* critic_forward: policy_logp for the critic on completions [first, first+B) of g: rows of out
-   (N, max_new) get V(i,t), read at position plen−1+t, the state before completion token t (verl's
-   values[:, -response_length-1:-1]). Leaves activations and value_pos (B·T) for a backward pass.
-   Returns T of the batch. */
+/* critic_forward: policy_logp for the critic on completions [first, first+B) of g: out (N, max_new)
+   gets V(i,t), read at position plen−1+t, before completion token t (verl's values[:, -len-1:-1]).
+   Leaves activations and value_pos (B·T) for a backward pass. Returns T. */
 static int critic_forward(Critic *c, GroupBatch *g, int first, int B, float *out) {
     int T = make_batch(g->inputs, g->targets, B, g->prompt + first, g->plen + first, g->comp_row + first,
                        g->clen + first);
@@ -3510,38 +3505,32 @@ static void ppo_advantages(Critic *c, GroupBatch *g, const GRPOConfig *cfg, Crit
     stats->mean_abs_adv = sum_abs / n;
 }
 
-/* critic_clip_grad_norm: clip_grad_norm over the critic's gradients, trunk and value head
-   together (one global norm, as torch's clip_grad_norm_ over critic.parameters()). */
+// critic_clip_grad_norm: clip_grad_norm over trunk and value head together (over critic.parameters())
 static float critic_clip_grad_norm(Critic *c, float max_norm) {
     double ss = grad_sum_squares(c->trunk.grads_memory, c->trunk.num_parameters);
     for (int i = 0; i <= c->C; i++) ss += (double)c->head_grad[i] * c->head_grad[i];
     float norm = (float)sqrt(ss);
-    if (max_norm > 0.0f && isfinite(norm)) {
-        float coef = max_norm / (norm + 1e-6f);
-        if (coef < 1.0f) {
-            #pragma omp parallel for
-            for (size_t i = 0; i < c->trunk.num_parameters; i++) c->trunk.grads_memory[i] *= coef;
-            for (int i = 0; i <= c->C; i++) c->head_grad[i] *= coef;
-        }
+    float coef = max_norm > 0.0f && isfinite(norm) ? max_norm / (norm + 1e-6f) : 1.0f;
+    if (coef < 1.0f) {
+        #pragma omp parallel for
+        for (size_t i = 0; i < c->trunk.num_parameters; i++) c->trunk.grads_memory[i] *= coef;
+        for (int i = 0; i <= c->C; i++) c->head_grad[i] *= coef;
     }
     return norm;
 }
 
-/* critic_adamw_update: AdamW step t at rate lr on the critic: the trunk by adamw_update, the
-   value head by the same formula, weight decay on w (a 2-D weight, 1 x C) but not on b. */
+// critic_adamw_update: adamw_update on the trunk and the head (weight decay on w, a 1 x C weight, not b)
 static void critic_adamw_update(Critic *c, float lr, int t) {
     const AdamWConfig *o = &c->cfg.opt;
     adamw_update(&c->trunk, o, lr, t);
-    float bc1 = 1.0f - powf(o->beta1, (float)t);
-    float bc2 = 1.0f - powf(o->beta2, (float)t);
+    float bc1 = 1.0f - powf(o->beta1, (float)t), bc2 = 1.0f - powf(o->beta2, (float)t);
     for (int i = 0; i <= c->C; i++) {
-        float wd = i < c->C ? o->weight_decay : 0.0f;
-        float g = c->head_grad[i];
+        float wd = i < c->C ? o->weight_decay : 0.0f, g = c->head_grad[i];
         float mi = o->beta1 * c->head_m[i] + (1.0f - o->beta1) * g;
         float vi = o->beta2 * c->head_v[i] + (1.0f - o->beta2) * g * g;
+        float p = c->head[i] * (1.0f - lr * wd);
         c->head_m[i] = mi;
         c->head_v[i] = vi;
-        float p = c->head[i] * (1.0f - lr * wd);
         c->head[i] = p - lr * (mi / bc1) / (sqrtf(vi / bc2) + o->eps);
     }
 }
@@ -3644,8 +3633,7 @@ typedef struct Probe {
     float *seq_coef;            // (N)
 } Probe;
 
-/* build_probe: a probe for a model of num_parameters parameters and batches of N completions of up
-   to max_new tokens, probing every `every` steps (>= 1). free_probe frees it. */
+// build_probe: a probe every `every` steps (>= 1) of a model's gradients, batches of N x max_new
 static void build_probe(Probe *p, size_t num_parameters, int N, int max_new, int every) {
     *p = (Probe){.every = every, .num_parameters = num_parameters};
     for (int o = 0; o < 2; o++) p->grad[o] = (float *)callocCheck(num_parameters, sizeof(float));
