@@ -3697,10 +3697,8 @@ static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, con
     p->share = counted ? (double)shared / counted : NAN;
 }
 
-#ifdef TESTING
-// A fault tests/test_grpo.c puts into the probe to see its "changes nothing" test fail (1: the probe
-// draws from the run's RNG; 2: it applies an AdamW step with its g_λ). Only in the test build.
-static int probe_test_fault = 0;
+#ifdef TESTING   // tests/test_grpo.c's faults, to see its "changes nothing" test fail:
+static int probe_test_fault = 0;   // 1: the probe draws from the run's RNG; 2: an AdamW step with its g_λ
 #endif
 
 /* probe_update_directions: at steps every, 2·every, ... probe_directions on the step's batch, timed;
@@ -4785,11 +4783,25 @@ static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *con
             pk->edge_of[(size_t)b * pk->max_new + t + 1 - plen[b]] = *e;
         }
     }
-    // depth-first preorder: a node, then its children's subtrees in order; a leaf closes itself
-    // and each ancestor whose last child's subtree it ends
-    int rows = 0;
+    // depth-first preorder: a node (its row, attention offset and edges, renumbered in row order),
+    // then its children's subtrees in order; a leaf closes itself and each ancestor whose last
+    // child's subtree it ends
+    int rows = 0, e_new = 0;
+    pk->att_off[0] = 0;
+    pk->edge_start[0] = 0;
+    pk->max_pos = 0;
     for (int c = first_root; c >= 0;) {
-        new_row[c] = rows++;
+        int r = new_row[c] = rows++;
+        pk->token[r] = ctok[c];
+        pk->pos[r] = cpos[c];
+        pk->parent[r] = cpar[c] < 0 ? -1 : new_row[cpar[c]];
+        pk->max_pos = imax(pk->max_pos, cpos[c]);
+        pk->att_off[r + 1] = pk->att_off[r] + cpos[c] + 1;
+        for (int e = first_edge[c]; e >= 0; e = next_edge[e]) {
+            new_edge[e] = e_new;
+            pk->edge_token[e_new++] = etok[e];
+        }
+        pk->edge_start[r + 1] = e_new;
         if (first_child[c] >= 0) {
             c = first_child[c];
             continue;
@@ -4805,32 +4817,8 @@ static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *con
         }
     }
     pk->rows = rows;
-    pk->max_pos = 0;
-    for (int c = 0; c < nodes; c++) {
-        int r = new_row[c];
-        pk->token[r] = ctok[c];
-        pk->pos[r] = cpos[c];
-        pk->parent[r] = cpar[c] < 0 ? -1 : new_row[cpar[c]];
-        pk->max_pos = imax(pk->max_pos, cpos[c]);
-        pk->edge_start[r + 1] = 0;
-        for (int e = first_edge[c]; e >= 0; e = next_edge[e]) pk->edge_start[r + 1]++;
-    }
-    // offsets: attention weights and edges, row by row; the edges renumbered in row order
-    pk->att_off[0] = 0;
-    pk->edge_start[0] = 0;
-    for (int r = 0; r < rows; r++) {
-        pk->att_off[r + 1] = pk->att_off[r] + pk->pos[r] + 1;
-        pk->edge_start[r + 1] += pk->edge_start[r];
-    }
     pk->att_size = pk->att_off[rows];
     pk->edges = edges;
-    for (int c = 0; c < nodes; c++) {
-        int e_new = pk->edge_start[new_row[c]];
-        for (int e = first_edge[c]; e >= 0; e = next_edge[e]) {
-            new_edge[e] = e_new;
-            pk->edge_token[e_new++] = etok[e];
-        }
-    }
     for (int b = 0; b < B; b++)
         for (int j = 0; j < clen[b]; j++) {
             int *at = &pk->edge_of[(size_t)b * pk->max_new + j];
