@@ -3028,13 +3028,11 @@ static int chain_sum_well_formed(const char *completion, int len) {
 }
 
 // ----------------------------------------------------------------------------
-// Comparison method: MC-PRM (explicit process rewards: VinePPO, Kazemnejad et al. 2024, arXiv
-// 2410.01679; notes/credit-assignment.md §3). grpo_step reaches it through method_token_advantages.
-// λ-GRPO reads a prefix's value off the group sampled anyway; MC-PRM pays for it. Each completion
-// is split into steps; state s_j (the prompt and the first j steps) gets V̂(s_j), the mean verifier
-// reward of K continuations from π_old, and every token of step j carries A_j = V̂(s_{j+1}) − V̂(s_j)
-// (last step: r − V̂(s_{m−1})) in place of a_i, whitened over the batch (--mc-whiten). Identical
-// states are estimated once, each prefilled once for its K rows.
+// Comparison method: MC-PRM (VinePPO, Kazemnejad et al. 2024, arXiv 2410.01679; notes/credit-
+// assignment.md §3): λ-GRPO reads a prefix's value off the group sampled anyway; MC-PRM pays for it.
+// State s_j (the prompt and a completion's first j steps) gets V̂(s_j), the mean reward of K
+// continuations from π_old; every token of step j carries A_j = V̂(s_{j+1}) − V̂(s_j) (last step:
+// r − V̂(s_{m−1})) in place of a_i, whitened (--mc-whiten). Identical states are estimated once.
 
 // A segmentation: a task's step-end character (Task.step_end), or MC_SEGMENT_TOKEN: every token a step
 enum { MC_SEGMENT_COMMA = ',', MC_SEGMENT_TOKEN = 1 };
@@ -3144,11 +3142,9 @@ static void free_mcprm(MCPRM *mc) {
     free_kvcache(&mc->kv);
 }
 
-/* mc_stream: the RNG stream of continuation 0 from the state made of the prompt and the first b
-   tokens of completion i at step `step` (0-based; continuation c uses mc_stream + c, c < 4096):
-   disjoint from the trajectories' streams ((step+1)·65536 + i) and evaluation's (2^40 + q), and a
-   function of the state alone, so no V̂ depends on how the continuations are batched or on the
-   thread count. Needs i < 4096 (train's N), b < 1024 (the context), step < 2^24. */
+/* mc_stream: the RNG stream of continuation 0 (c: + c, c < 4096) from the state of completion i's
+   first b tokens at step `step`: disjoint from the trajectories' and evaluation's streams, and the
+   state's alone (no V̂ depends on batching or threads). Needs i < 4096, b < 1024, step < 2^24. */
 static uint64_t mc_stream(int step, int i, int b) {
     return (1ull << 62) + ((((uint64_t)step * 4096 + (uint64_t)i) * 1024 + (uint64_t)b) << 12);
 }
@@ -3159,10 +3155,8 @@ static uint64_t mc_stream(int step, int i, int b) {
    to start[0..m) and returns m (0 for an empty completion). */
 static int mc_segment(const int *comp, int len, int mode, int *start) {
     int comma = mode == MC_SEGMENT_TOKEN ? -1 : char_to_token((unsigned char)mode), m = 0;
-    for (int t = 0; t < len; t++) {
-        int step_starts_here = t == 0 || mode == MC_SEGMENT_TOKEN || comp[t - 1] == comma;
-        if (step_starts_here) start[m++] = t;
-    }
+    for (int t = 0; t < len; t++)
+        if (t == 0 || mode == MC_SEGMENT_TOKEN || comp[t - 1] == comma) start[m++] = t;
     return m;
 }
 
@@ -3309,14 +3303,10 @@ static MCStats mc_prm_advantages(MCPRM *mc, GPT *policy, GroupBatch *g, const GR
 }
 
 // ----------------------------------------------------------------------------
-// Comparison method: PPO (a learned critic with GAE: Schulman et al. 2017, arXiv 1707.06347; GAE:
-// Schulman et al. 2016, arXiv 1506.02438; verl's core_algos conventions; notes/credit-assignment.md)
-// --objective ppo trains the policy on GRPO's clipped surrogate, KL and aggregation with each
-// token's advantage from a value model V(x, y_<t): the policy's shape with a scalar value head in
-// place of the LM head, initialised from the SFT trunk (verl's critic; VinePPO's PPO baseline).
-// Per step: V_old at sampling time, GAE's A_t whitened into GroupBatch.token_adv (ppo_advantages),
-// and after the policy's update μ AdamW steps of the critic (critic_update). a_i and the trees are
-// still computed, for the log only.
+// Comparison method: PPO (Schulman et al. 2017, arXiv 1707.06347; GAE: arXiv 1506.02438; verl's
+// conventions; notes/credit-assignment.md): GRPO's loss with each token's advantage from a critic
+// V(x, y_<t), the SFT trunk with a scalar value head (verl's critic; VinePPO's PPO baseline): GAE's
+// A_t whitened into token_adv (ppo_advantages), then μ AdamW steps of the critic (critic_update).
 
 typedef struct {
     float gamma;         // GAE's discount γ (--gae-gamma; verl's default 1)
@@ -3623,8 +3613,7 @@ typedef struct Probe {
     int step;               // the step last probed (0: none yet)
     double cos;             // cos(g_λ, g_GRPO); NaN when either gradient is 0
     double norm_ratio;      // ‖g_λ‖ / ‖g_GRPO‖; NaN when ‖g_GRPO‖ = 0
-    double share;           // completion tokens with |λ(i,t)| > 1 among those the loss counts
-                            // (c_i != 0: all but --mask-truncated's); NaN when it counts none
+    double share;           // tokens with |λ(i,t)| > 1 among those the loss counts (c_i != 0); NaN: none
     double seconds;         // wall-clock seconds of the probe (left out of the step's clock)
     size_t num_parameters;
     float *grad[2];         // (num_parameters) g_GRPO and g_λ, as grads_memory lays them out
