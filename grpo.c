@@ -3160,11 +3160,9 @@ static int mc_segment(const int *comp, int len, int mode, int *start) {
     return m;
 }
 
-/* mc_build_states: the states of step `step`'s batch g: each completion's steps (mc_segment) and
-   for step j its state s_j = <bos> prompt and the first step_start[j] tokens; the distinct ones
-   (equal tokens: shared_prompts; a state's problem is its prompt's) become states 0..D−1 in order
-   of first appearance, with that appearance's group and stream; state_of maps each step to its
-   state. Returns D. */
+/* mc_build_states: the states s_j = <bos> prompt and the first step_start[j] tokens of each step of
+   batch g; the distinct ones (shared_prompts) become states 0..D−1 in order of first appearance,
+   with its group and stream; state_of maps each step to its state. Returns D. */
 static int mc_build_states(MCPRM *mc, const GroupBatch *g, int step) {
     int stride = g->max_new;
     int C = 0;
@@ -3200,11 +3198,9 @@ static int mc_build_states(MCPRM *mc, const GroupBatch *g, int step) {
     return D;
 }
 
-/* mc_estimate_values: V̂ of states 0..num_states−1: K continuations of each from policy (π_old) at
-   the temperature over mc->allowed, each of up to max_new − state_prefix tokens from its own stream
-   (seed, state_stream + c), scored by the verifier on the state's completion tokens followed by the
-   continuation's; V̂ = their mean (in double). Whole states go to sample_completions_budget, up to
-   mc->rows rows a call (each state prefilled once). Fills value and state_tokens; returns the cost. */
+/* mc_estimate_values: V̂ of states 0..num_states−1: the mean (in double) of the verifier's rewards
+   of K continuations from policy (π_old), each up to max_new − state_prefix tokens from its own
+   stream, in calls of up to mc->rows rows (whole states). Fills value, state_tokens; returns the cost. */
 static MCStats mc_estimate_values(MCPRM *mc, GPT *policy, float temperature, uint64_t seed) {
     MCStats st = {mc->num_states, 0, 0, 0};
     int K = mc->k, per_call = mc->rows / mc->k;
@@ -3319,8 +3315,7 @@ struct Critic {
     CriticConfig cfg;
     GPT trunk;                 // the transformer (its LM head never runs: wte only embeds tokens)
     int C;
-    float *head;               // (C+1) the value head: w (C), then the bias b; V = w · lnf + b
-    float *head_grad;          // (C+1)
+    float *head, *head_grad;   // (C+1) the value head w (C) then b, V = w · lnf + b; its gradient
     float *head_m, *head_v;    // (C+1) its AdamW moments
     int adam_t;                // the critic's AdamW steps taken (μ per GRPO step)
     float *value_pos;          // (max_batch, maxT) V at every position of the last micro-batch
@@ -3412,9 +3407,8 @@ static uint64_t critic_section_bytes(size_t P, int C) {
     return 3 * sizeof(int64_t) + (3 * (uint64_t)P + 3 * (uint64_t)(C + 1)) * sizeof(float);
 }
 
-/* build_critic: a critic for micro-batches of up to max_batch sequences and steps of N completions
-   of up to max_new tokens: the trunk a copy of init's parameters (AdamW moments 0), the value head
-   as verl's (Hugging Face's score head): w ~ N(0, 0.02) from seed's own stream, b = 0. CPU only. */
+/* build_critic: for micro-batches of max_batch, steps of N x max_new: the trunk init's parameters,
+   the value head as verl's (Hugging Face's score head): w ~ N(0, 0.02) from seed, b = 0. CPU only. */
 static void build_critic(Critic *c, const GPT *init, int max_batch, int N, int max_new, CriticConfig cfg,
                          uint64_t seed) {
     *c = (Critic){.cfg = cfg};
@@ -3525,10 +3519,9 @@ static void critic_adamw_update(Critic *c, float lr, int t) {
     }
 }
 
-/* critic_loss_backward: the step's value loss (value_loss against ppo_advantages' returns and
-   V_old) and its gradient into the critic's gradients (zeroed here), in micro-batches. Token-mean
-   over the step's tokens (verl's critic default), one normaliser for the step; a completion that
-   --mask-truncated masks counts nothing. Returns the loss; *clipped: tokens on the clipped branch. */
+/* critic_loss_backward: the step's value loss (value_loss, token-mean over the step: verl's critic
+   default; --mask-truncated's completions count nothing) and its gradient into the critic's
+   (zeroed here), in micro-batches. Returns the loss; *clipped: tokens on the clipped branch. */
 static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *cfg, long *clipped) {
     int N = g->N, stride = g->max_new;
     int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
@@ -3563,10 +3556,9 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
     return loss;
 }
 
-/* critic_update: grpo_update for the critic: μ = cfg->num_iterations AdamW steps (--critic-lr's
-   schedule at c->adam_t) on critic_loss_backward, one global norm over trunk and head clipped at
-   --grad-clip (iteration 0 has V = V_old: at μ = 1 the clip never binds). Stops at a non-finite
-   loss or norm as grpo_update does; stats: iteration 0's loss, clip share and gradient norm. */
+/* critic_update: grpo_update for the critic: μ AdamW steps at --critic-lr's schedule on
+   critic_loss_backward, one norm over trunk and head clipped (at μ = 1 the value clip never binds).
+   Stops at a non-finite loss or norm as grpo_update does; stats: iteration 0's. */
 static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
     long tokens = 0;
     for (int i = 0; i < g->N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
@@ -3644,10 +3636,9 @@ static void probe_point_grads(GPT *m, float *mem) {
     point_tensors((float **)&m->grads, mem, m->param_sizes, NUM_PARAM_TENSORS);
 }
 
-/* probe_directions: g_GRPO and g_λ of batch g (after build_group_trees) at the policy's parameters
-   into p->grad[0] and [1]: per objective grpo_prepare_tokens and grpo_loss_backward at iteration 0
-   on g with the probe's per-token arrays. Sets p->cos, p->norm_ratio, p->share (sums in double).
-   Leaves the policy and every array of g but the forward's scratch (inputs .. spb) as they were. */
+/* probe_directions: g_GRPO and g_λ of batch g (after build_group_trees) into p->grad[0] and [1]:
+   grpo_prepare_tokens and grpo_loss_backward at iteration 0 on g with the probe's per-token arrays;
+   p->cos, norm_ratio, share. Leaves the policy and g but the forward's scratch as they were. */
 static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, const GRPOConfig *cfg,
                              const unsigned char *allowed) {
     GroupBatch b = *g;
@@ -4311,9 +4302,8 @@ static inline float dot16(const float *x, const float *y, int n) {
     return acc[0];
 }
 
-// Attention's sums: vector loops across 8 positions or 8 channels, never along a dot product.
-// ATTN_WIDE: positions (attn_scores) or channels (attn_rows) per block while they last, 8 sums in
-// flight (a head's sums are too short to hide the FMA latency with fewer); then blocks of 8.
+// Attention's sums: vector loops across positions or channels, never along a dot product; ATTN_WIDE
+// at a time while they last (a head's sums are too short to hide the FMA latency with fewer), then 8.
 #define ATTN_WIDE 32
 
 // The sums of attention, one block of them: for j < width (32 or 8, a constant where inlined),
@@ -4401,10 +4391,9 @@ static void matmul_forward_packed(float *out, const float *inp, const float *pan
         }
 }
 
-// matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC) (bias may be NULL). All three
-// products (out, dinp, dweight) run on mm_tile against a zero-padded (K, MM_W) panel of the other
-// operand. Each output is summed by one thread in the same order whatever N (decoding one position
-// gives the full forward's logits bit for bit) and the number of threads.
+// matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC, may be NULL). Like dinp and dweight,
+// on mm_tile; each output summed by one thread in one order whatever N and the thread count
+// (decoding one position gives the full forward's logits bit for bit).
 static void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                            int N, int C, int OC) {
     float *panels = (float *)mallocCheck(weight_panels_size(C, OC) * sizeof(float));
@@ -4521,11 +4510,9 @@ static inline void spb_path_put(float *xt, float *yb, const float *x, const floa
     memcpy(yb + (size_t)p * hs, y, (size_t)hs * sizeof(float));
 }
 
-/* spb_attention_forward: causal attention over a packed prefix tree, row r attending to its root
-   path: inp (rows, 3C) q, k, v; out (rows, C); att (NH, att_size) the softmax. attention_forward's
-   arithmetic in the same order: a row's output equals its position's in any sequence through it,
-   bit for bit. A task (TA_RB rows, one head) loads the root path above its first row, then walks
-   its rows keeping the path's keys kt (hs, Tp) and values vb (Tp, hs) (spb_path_put). */
+/* spb_attention_forward: attention_forward over a packed prefix tree, each row attending to its root
+   path (inp (rows, 3C), out (rows, C), att (NH, att_size)), bit for bit its position's in any sequence
+   through it. A task (TA_RB rows, one head) loads the path above its first row, then walks its rows. */
 static void spb_attention_forward(float *out, float *att, const float *inp, const SharedPrefixBatch *pk, int C,
                                    int NH) {
     int C3 = 3 * C, hs = C / NH, Tp = (pk->max_pos + 8) / 8 * 8;
@@ -4566,10 +4553,9 @@ static void spb_attention_forward(float *out, float *att, const float *inp, cons
     }
 }
 
-/* spb_attention_backward: dinp (rows, 3C) += ∂L/∂(q,k,v) given dout (rows, C); datt (NH, att_size)
-   scratch (ends as ∂L/∂scores). Two passes over (row block, head) tasks: (1) along root paths as in
-   the forward: dS = a (da − Σ a da) · scale with da_j = dout·v[path j], dq_r = Σ_j dS_j k[path j];
-   (2) per row n, dk_n = Σ dS_r[pos n] q_r and dv_n = Σ a_r[pos n] dout_r over its subtree's rows
+/* spb_attention_backward: dinp (rows, 3C) += ∂L/∂(q,k,v) given dout (rows, C); datt scratch. Two
+   passes: (1) along root paths: dS = a (da − Σ a da) · scale, da_j = dout·v[path j], dq_r = Σ_j dS_j
+   k[path j]; (2) per row n, dk_n = Σ dS_r[pos n] q_r and dv_n = Σ a_r[pos n] dout_r over its subtree
    [n, subtree_end[n]) (the queries that see n): one sum per gradient row, no two tasks on one row. */
 static void spb_attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
                                     const float *att, const SharedPrefixBatch *pk, int C, int NH) {
@@ -4815,9 +4801,8 @@ static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *con
         }
     return rows;
 }
-/* policy_logp_spb: policy_logp on the shared-prefix micro-batch g->spb (completions [first,
-   first+B) packed): each completion token gets its edge's log-prob, the padded batch's bit for bit.
-   Leaves m's activations in place for policy_backward_spb. */
+/* policy_logp_spb: policy_logp on the micro-batch packed in g->spb, bit for bit (each completion
+   token gets its edge's log-prob); leaves m's activations for policy_backward_spb. */
 static void policy_logp_spb(GPT *m, GroupBatch *g, int first, int B, float temperature,
                              const unsigned char *allowed, float *out) {
     SharedPrefixBatch *pk = g->spb;
@@ -4832,9 +4817,8 @@ static void policy_logp_spb(GPT *m, GroupBatch *g, int first, int B, float tempe
     }
 }
 
-/* policy_backward_spb: accumulates ∂loss/∂θ into m->grads for the last policy_logp_spb's micro-batch
-   given g->dlogp: each edge gets the sum of its completion tokens' (in completion order), then one
-   log-prob backward per row and one backward pass. */
+/* policy_backward_spb: adds ∂loss/∂θ to m->grads for the last policy_logp_spb given g->dlogp (each
+   edge's the sum of its tokens', in completion order): one log-prob backward per row, one pass. */
 static void policy_backward_spb(GPT *m, GroupBatch *g, int first, int B, float temperature) {
     SharedPrefixBatch *pk = g->spb;
     if (pk->rows == 0) return;
@@ -4851,9 +4835,8 @@ static void policy_backward_spb(GPT *m, GroupBatch *g, int first, int B, float t
 
 // ---- Packed decode: the sampler's weights packed once per sampling call
 
-/* The decode step's weights packed once (pack_weight_panels): per layer qkvw, attprojw, fcw,
-   fcprojw, then wte; a decode step on them skips matmul_forward's packing (~1/B of its work; the
-   same sums). decode_panels_size: the floats they take. */
+// The floats of the decode step's weights packed once (per layer qkvw, attprojw, fcw, fcprojw, then
+// wte): a decode step on them skips matmul_forward's packing (~1/B of its work; the same sums)
 static size_t decode_panels_size(const GPTConfig *c) {
     int C = c->channels;
     return (size_t)c->num_layers * (weight_panels_size(C, 3 * C) + weight_panels_size(C, C) +
@@ -4861,9 +4844,8 @@ static size_t decode_panels_size(const GPTConfig *c) {
            weight_panels_size(C, c->vocab_size);
 }
 
-// The host's decode steps on kv use m's weights as they are now (kv->panels) until kv_unpack_weights
-// (the sampler calls both around a sampling call). The panels lie in the order gpt_decode_step's
-// matmuls read them (decode_matmul steps through them): a change to either order must change both.
+// The host's decode steps on kv use m's weights as now (kv->panels) until kv_unpack_weights, in the
+// order gpt_decode_step's matmuls read them (decode_matmul): a change to either order must change both.
 static void kv_pack_weights(KVCache *kv, const GPT *m) {
     if (kv->on_device) return;   // the GPU's matmul is cuBLAS: nothing to pack
     const GPTConfig *c = &m->config;
@@ -4898,15 +4880,12 @@ static void decode_matmul(GPT *m, const float **panels, float *out, const float 
 }
 
 // ----------------------------------------------------------------------------
-// CUDA seam: the CPU/GPU boundary (notes/cuda-integration.md): the functions of grpo_kernels.cu
-// that grpo.c calls besides the layers' cuda_ twins (LAYER), and the gpu_* hooks the reference
-// calls (the CPU build's return 0). The tooling's few GRPO_CUDA lines stay with their commands.
+// CUDA seam (notes/cuda-integration.md): the functions of grpo_kernels.cu that grpo.c calls besides
+// the layers' cuda_ twins (LAYER), and the gpu_* hooks the reference calls (the CPU build's return 0).
+// In the CUDA build (make cuda) a model or KV cache built after cuda_startup() lives in GPU memory;
+// the loop, sampler, verifier, trees and objectives stay on the host.
 
 #ifdef GRPO_CUDA
-/* The CUDA build (make cuda, -DGRPO_CUDA): a model or KV cache built after cuda_startup() lives in
-   GPU memory (on_device = 1). The loop, the sampler's softmax and RNG, the verifier, the trees and
-   the objectives stay on the host: per sampled token the last logits come back, per micro-batch
-   the log-probs come back and their gradients go down. */
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -4951,8 +4930,7 @@ static void cuda_startup(int tf32) {
     cuda_enabled = 1;
 }
 
-// The hooks (declared in "Model"): each acts on a model or KV cache in GPU memory and returns 1,
-// else returns 0 and the CPU code runs.
+// The hooks (declared in "Model"): each acts on a model or cache in GPU memory (1), else returns 0.
 
 // Once CUDA is on, moves a model just built on the host to the GPU: parameters, gradients (zero)
 // and AdamW moments copied, activations left unset (every pass writes them first).
