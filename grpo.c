@@ -4197,10 +4197,9 @@ static void pack_panels(float *panels, size_t pstride, const float *src, size_t 
     }
 }
 
-/* mm_rows: rows [n0, nend) of out (ldo apart, columns [0, w)) = rows of A (N rows of K floats,
-   lda apart) times panel (K, MM_W) + bias[j] (NULL: none), or += with accumulate; MM_R rows at a
-   time (past row N-1 the tile rereads it, stores nothing). Not inlined: inside the callers'
-   parallel regions gcc spills the tile's row pointers. */
+/* mm_rows: rows [n0, nend) of out (ldo apart, columns [0, w)) = rows of A (N x K, lda apart) times
+   panel (K, MM_W) + bias (NULL: none), or += with accumulate; MM_R rows a tile (past row N-1 it
+   rereads it, stores nothing). Not inlined: in the callers' parallel regions gcc spills a[]. */
 __attribute__((noinline))
 static void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, int n0, int nend,
                     const float *panel, int K, int w, const float *bias, int accumulate) {
@@ -4229,9 +4228,8 @@ static void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, i
     }
 }
 
-/* mm_cols: outputs [o0, oend) of a dweight-like product, out[o, 0:w) += Σ_k A[k, o] panel[k, :]
-   for k < K (A: K rows of lda floats, panel (K, MM_W)), MM_R outputs at a time (past output
-   lda-1 the tile reads it again and stores nothing). The tile loop of matmul_backward's dweight. */
+/* mm_cols: matmul_backward's dweight tiles: out[o, 0:w) += Σ_{k<K} A[k, o] panel[k, :] for outputs
+   [o0, oend) (A: K rows, lda apart), MM_R at a time (past output lda-1 reread, nothing stored). */
 __attribute__((noinline))
 static void mm_cols(float *out, size_t ldo, const float *A, size_t lda, int o0, int oend,
                     const float *panel, int K, int w) {
@@ -4711,11 +4709,10 @@ static void delete_shared_prefix_batch(SharedPrefixBatch *pk) {
     free(pk);
 }
 
-/* pack_shared_prefix_batch: make_batch's sequences <bos> prompt completion (lengths plen[b],
-   clen[b], B <= pk->cap_seqs) packed as their prefix trie into pk: each distinct prefix of a
-   sequence's inputs (positions 0..n−2) is one row; completion token j of sequence b is the edge
-   (its row, its token) edge_of[b·max_new + j]; a sequence without completion tokens adds no row.
-   Preorder rows, children and edges in order of first appearance. Returns the row count. */
+/* pack_shared_prefix_batch: make_batch's B <= pk->cap_seqs sequences as their prefix trie in pk:
+   a row per distinct prefix of a sequence's inputs (none for a sequence without completion tokens),
+   an edge per (row, next completion token); preorder, children and edges in order of first
+   appearance. Returns the row count. */
 static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *const *prompt, const int *plen,
                                     const int *const *comp, const int *clen) {
     if (B > pk->cap_seqs)
