@@ -2932,32 +2932,18 @@ static int chain_sum_well_formed(const char *completion, int len) {
 }
 
 // ----------------------------------------------------------------------------
-// Comparison method: MC-PRM (explicit process rewards: VinePPO, Kazemnejad et al. 2024, arXiv
-// 2410.01679). Read after the reference; grpo_step reaches it through method_token_advantages.
-//
-// λ-GRPO reads a prefix's value off the group that was sampled anyway (R̂(λ), no extra tokens);
-// MC-PRM pays for it (notes/credit-assignment.md §3). Each completion is split into steps (countdown:
-// after each ',', one equation per step; the tree task: after every token), and the value of
-// each state s_j, the prompt and the first j steps, is estimated afresh from K continuations
-// drawn from π_old at the training temperature and scored by the verifier:
-//     V̂(s_j) = (1/K) Σ_c r(s_j, continuation c),   j = 0 .. m−1 (the end, s_m, has value 0),
-//     A_j = V̂(s_{j+1}) − V̂(s_j) for j < m−1,      A_{m−1} = r − V̂(s_{m−1}).
-// Every token of step j (the last step's <eos> included) carries A_j into GRPO's clipped
-// surrogate, KL and aggregation in place of a_i (grpo_prepare_tokens), with weight 1; VinePPO
-// then whitens the advantages over the batch's tokens (--mc-whiten, on by default). Identical
-// states of a step (a group's prompt, equal prefixes, equal prompts of two groups) are estimated
-// once, and the step's continuations go to the sampler together: each distinct state is
-// prefilled once and its K rows share its cache, as a group's completions share their prompt.
+// Comparison method: MC-PRM (VinePPO, Kazemnejad et al. 2024, arXiv 2410.01679; notes/credit-
+// assignment.md §3): λ-GRPO reads a prefix's value off the group sampled anyway; MC-PRM pays for it.
+// State s_j (the prompt and a completion's first j steps) gets V̂(s_j), the mean reward of K
+// continuations from π_old; every token of step j carries A_j = V̂(s_{j+1}) − V̂(s_j) (last step:
+// r − V̂(s_{m−1})) in place of a_i, whitened (--mc-whiten). Identical states are estimated once.
 
-// A segmentation: a task's step-end character (Task.step_end; MC_SEGMENT_COMMA: ',', countdown's
-// and chain-sum's), or MC_SEGMENT_TOKEN (1, no character of VOCAB_CHARS): every token a step.
+// A segmentation: a task's step-end character (Task.step_end), or MC_SEGMENT_TOKEN: every token a step
 enum { MC_SEGMENT_COMMA = ',', MC_SEGMENT_TOKEN = 1 };
 #define MC_MAX_ROWS 2048   // continuations per sampler call (at least one state's K): its KV cache's rows
 
 /* OutcomeReward: a task's verifier as MC-PRM calls it: the outcome reward of completion
-   comp[0..len) (<eos> last when it ended) of the prompt of group `group`, whose problems are in
-   task. The reward of a state's continuation is the reward of the state's completion tokens
-   followed by the continuation's. */
+   comp[0..len) (<eos> last when it ended) of the prompt of group `group`, whose problems are in task. */
 typedef float (*OutcomeReward)(const void *task, int group, const int *comp, int len);
 
 typedef struct {                 // a task's problems (countdown, chain-sum), as MC-PRM's verifier reads them
@@ -2969,8 +2955,7 @@ typedef struct {                 // a task's problems (countdown, chain-sum), as
     const Task *task;
 } TaskProblems;
 
-/* task_outcome_reward: the OutcomeReward of a task of TASKS: task_reward, the reward
-   score_group gives a trajectory, so that V̂ estimates the reward the update sees. */
+// task_outcome_reward: task_reward as score_group gives it, so V̂ estimates the reward the update sees
 static float task_outcome_reward(const void *task, int group, const int *comp, int len) {
     const TaskProblems *t = (const TaskProblems *)task;
     if (!t->data)
@@ -2985,23 +2970,21 @@ static float task_outcome_reward(const void *task, int group, const int *comp, i
 struct MCPRM {
     int k;                       // K: continuations per state (--mc-k)
     int whiten;                  // 1: the advantages are whitened over the step's tokens (--mc-whiten)
-    int segment;                 // a task's step end (',': countdown, chain-sum) or MC_SEGMENT_TOKEN (the tree task)
-    int max_new;                 // the completion budget: a continuation of a state that holds b
-                                 // completion tokens draws at most max_new − b
+    int segment;                 // a task's step end (',') or MC_SEGMENT_TOKEN (the tree task)
+    int max_new;                 // the completion budget (a state holding b tokens continues for max_new − b)
     int maxT;                    // the model's context: the row length of seq
-    OutcomeReward reward;        // the task's verifier, and its problems
+    OutcomeReward reward;        // the task's verifier, and its problems (task)
     const void *task;
     const unsigned char *allowed;   // the sampler's token mask (the tree task's L and R); NULL: none
-    // the states of one estimate, (cap) each: state d is the first state_len[d] tokens of
-    // state_seq[d], the last state_prefix[d] of them completion tokens, a prompt of group state_group[d]
+    // the states, (cap) each: state d is state_seq[d]'s first state_len[d] tokens, the last
+    // state_prefix[d] of them completion tokens, of a prompt of group state_group[d]
     int cap, num_states;
     const int **state_seq;
     int *state_len, *state_prefix, *state_group;
     uint64_t *state_stream;      // the RNG stream of its continuation 0 (continuation c: + c; mc_stream)
     float *value;                // V̂(s_d)
     long *state_tokens;          // the tokens its K continuations drew
-    // a step's steps, (N, max_new): step j of completion i starts at its token step_start[i·max_new + j]
-    // from the state state_of[i·max_new + j]; num_steps (N)
+    // (N, max_new): step j of completion i starts at token step_start[i·max_new + j], from state state_of[..]
     int N;
     int *num_steps, *step_start, *state_of;
     int *seq;                    // (N, maxT) <bos> prompt completion of each completion (states point in)
@@ -3015,53 +2998,38 @@ struct MCPRM {
     float *cont_logp;
     Rng *rngs;
     int *scratch;                // (max_new) a state's completion tokens followed by a continuation
-    float *adv;                  // (N, max_new) the step advantage A_j of every token: what the policy
-                                 // trains on (GroupBatch.token_adv)
+    float *adv;                  // (N, max_new) every token's A_j: what the policy trains on (token_adv)
 };
 
-/* build_mcprm: MC-PRM's buffers for steps of N completions of up to max_new tokens (states: up to
-   one per completion token) with model shape c, K = k continuations per state in sampler calls of
-   up to max(K, MC_MAX_ROWS) rows (whole states), a task's verifier (reward, task) and the
-   sampler's token mask (allowed, NULL: none; it must outlive mc). */
+/* build_mcprm: MC-PRM's buffers for steps of N completions of up to max_new tokens, model shape c,
+   K = k continuations per state (sampler calls of up to max(K, MC_MAX_ROWS) rows), the verifier
+   (reward, task) and the sampler's token mask (allowed, NULL: none; it must outlive mc). */
 static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k, int whiten, int segment,
                         OutcomeReward reward, const void *task, const unsigned char *allowed) {
-    memset(mc, 0, sizeof *mc);
-    mc->k = k;
-    mc->whiten = whiten;
-    mc->segment = segment;
-    mc->max_new = max_new;
-    mc->maxT = c->max_seq_len;
-    mc->reward = reward;
-    mc->task = task;
-    mc->allowed = allowed;
-    mc->N = N;
+    *mc = (MCPRM){.k = k, .whiten = whiten, .segment = segment, .max_new = max_new, .maxT = c->max_seq_len,
+                  .reward = reward, .task = task, .allowed = allowed, .N = N};
     size_t cap = (size_t)N * max_new;
     mc->cap = (int)cap;
+    int **per_step[] = {&mc->state_len, &mc->state_prefix, &mc->state_group, &mc->step_start, &mc->state_of,
+                        &mc->cand_len, &mc->cand_leader, &mc->cand_state};
+    for (size_t a = 0; a < sizeof per_step / sizeof per_step[0]; a++)
+        *per_step[a] = (int *)callocCheck(cap, sizeof(int));
     mc->state_seq = (const int **)callocCheck(cap, sizeof(int *));
-    mc->state_len = (int *)callocCheck(cap, sizeof(int));
-    mc->state_prefix = (int *)callocCheck(cap, sizeof(int));
-    mc->state_group = (int *)callocCheck(cap, sizeof(int));
+    mc->cand_seq = (const int **)callocCheck(cap, sizeof(int *));
     mc->state_stream = (uint64_t *)callocCheck(cap, sizeof(uint64_t));
     mc->value = (float *)callocCheck(cap, sizeof(float));
     mc->state_tokens = (long *)callocCheck(cap, sizeof(long));
     mc->num_steps = (int *)callocCheck(N, sizeof(int));
-    mc->step_start = (int *)callocCheck(cap, sizeof(int));
-    mc->state_of = (int *)callocCheck(cap, sizeof(int));
     mc->seq = (int *)callocCheck((size_t)N * mc->maxT, sizeof(int));
-    mc->cand_seq = (const int **)callocCheck(cap, sizeof(int *));
-    mc->cand_len = (int *)callocCheck(cap, sizeof(int));
-    mc->cand_leader = (int *)callocCheck(cap, sizeof(int));
-    mc->cand_state = (int *)callocCheck(cap, sizeof(int));
     int states_per_call = MC_MAX_ROWS / k > 1 ? MC_MAX_ROWS / k : 1;
     if ((size_t)states_per_call > cap) states_per_call = (int)cap;
     mc->rows = states_per_call * k;
     size_t R = mc->rows;
     build_kvcache(&mc->kv, c, mc->rows);
     mc->row_seq = (const int **)callocCheck(R, sizeof(int *));
-    mc->row_len = (int *)callocCheck(R, sizeof(int));
-    mc->row_budget = (int *)callocCheck(R, sizeof(int));
+    int **per_row[] = {&mc->row_len, &mc->row_budget, &mc->cont_len};
+    for (int a = 0; a < 3; a++) *per_row[a] = (int *)callocCheck(R, sizeof(int));
     mc->cont = (int *)callocCheck(R * max_new, sizeof(int));
-    mc->cont_len = (int *)callocCheck(R, sizeof(int));
     mc->cont_logp = (float *)callocCheck(R * max_new, sizeof(float));
     mc->rngs = (Rng *)callocCheck(R, sizeof(Rng));
     mc->scratch = (int *)callocCheck(max_new, sizeof(int));
@@ -3078,52 +3046,41 @@ static void free_mcprm(MCPRM *mc) {
     free_kvcache(&mc->kv);
 }
 
-/* mc_stream: the RNG stream of continuation 0 from the state made of the prompt and the first b
-   tokens of completion i at step `step` (0-based; continuation c uses mc_stream + c, c < 4096):
-   disjoint from the trajectories' streams ((step+1)·65536 + i) and evaluation's (2^40 + q), and a
-   function of the state alone, so no V̂ depends on how the continuations are batched or on the
-   thread count. Needs i < 4096 (train's N), b < 1024 (the context), step < 2^24. */
+/* mc_stream: the RNG stream of continuation 0 (c: + c, c < 4096) from the state of completion i's
+   first b tokens at step `step`: disjoint from the trajectories' and evaluation's streams, and the
+   state's alone (no V̂ depends on batching or threads). Needs i < 4096, b < 1024, step < 2^24. */
 static uint64_t mc_stream(int step, int i, int b) {
     return (1ull << 62) + ((((uint64_t)step * 4096 + (uint64_t)i) * 1024 + (uint64_t)b) << 12);
 }
 
-/* mc_segment: the steps of completion comp[0..len) (notes/credit-assignment.md §3). mode a
-   character, the task's step end (MC_SEGMENT_COMMA, ',': countdown, chain-sum): a step ends after
-   each ',' that is not the completion's last token, so every equation with its ',' is a step and the last step runs to the end, <eos> included (a
-   completion cut right after a ',' does not get an empty last step). MC_SEGMENT_TOKEN (the tree
-   task): every token is a step. Writes each step's first token to start[0..m) (start[0] = 0) and
-   returns the number of steps m (0 for an empty completion). */
+/* mc_segment: the steps of completion comp[0..len): with a step-end character (mode, e.g. ',') a
+   step ends after each one that is not the last token (so no empty last step; the last runs to
+   the end, <eos> included); MC_SEGMENT_TOKEN: every token a step. Writes each step's first token
+   to start[0..m) and returns m (0 for an empty completion). */
 static int mc_segment(const int *comp, int len, int mode, int *start) {
     int comma = mode == MC_SEGMENT_TOKEN ? -1 : char_to_token((unsigned char)mode), m = 0;
-    for (int t = 0; t < len; t++) {
-        int step_starts_here = t == 0 || mode == MC_SEGMENT_TOKEN || comp[t - 1] == comma;
-        if (step_starts_here) start[m++] = t;
-    }
+    for (int t = 0; t < len; t++)
+        if (t == 0 || mode == MC_SEGMENT_TOKEN || comp[t - 1] == comma) start[m++] = t;
     return m;
 }
 
-/* mc_build_states: the states of step `step`'s batch g: for every completion i its steps
-   (mc_segment; num_steps, step_start) and for step j its state s_j = <bos> prompt and the first
-   step_start[j] tokens; the distinct ones (equal tokens, compared whole: shared_prompts) become
-   states 0..D−1 in order of first appearance, each with the stream of its first appearance, and
-   state_of maps every step to its state. Returns D. A state's problem is its prompt's, so equal
-   tokens are one state (its group: the first appearance's). */
+/* mc_build_states: the states s_j = <bos> prompt and the first step_start[j] tokens of each step of
+   batch g; the distinct ones (shared_prompts) become states 0..D−1 in order of first appearance,
+   with its group and stream; state_of maps each step to its state. Returns D. */
 static int mc_build_states(MCPRM *mc, const GroupBatch *g, int step) {
     int stride = g->max_new;
     int C = 0;
-    for (int p = 0; p < g->num_groups; p++)
-        for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++) {
-            int *seq = mc->seq + (size_t)i * mc->maxT;
-            memcpy(seq, g->prompt[i], (size_t)g->plen[i] * sizeof(int));
-            memcpy(seq + g->plen[i], g->comp_row[i], (size_t)g->clen[i] * sizeof(int));
-            int *start = mc->step_start + (size_t)i * stride;
-            mc->num_steps[i] = mc_segment(g->comp_row[i], g->clen[i], mc->segment, start);
-            for (int j = 0; j < mc->num_steps[i]; j++) {
-                mc->cand_seq[C] = seq;
-                mc->cand_len[C] = g->plen[i] + start[j];
-                C++;
-            }
+    for (int i = 0; i < g->N; i++) {
+        int *seq = mc->seq + (size_t)i * mc->maxT;
+        memcpy(seq, g->prompt[i], (size_t)g->plen[i] * sizeof(int));
+        memcpy(seq + g->plen[i], g->comp_row[i], (size_t)g->clen[i] * sizeof(int));
+        int *start = mc->step_start + (size_t)i * stride;
+        mc->num_steps[i] = mc_segment(g->comp_row[i], g->clen[i], mc->segment, start);
+        for (int j = 0; j < mc->num_steps[i]; j++, C++) {
+            mc->cand_seq[C] = seq;
+            mc->cand_len[C] = g->plen[i] + start[j];
         }
+    }
     if (C > 0) shared_prompts(mc->cand_leader, C, mc->cand_seq, mc->cand_len);
     int D = 0, c = 0;
     for (int p = 0; p < g->num_groups; p++)
@@ -3145,14 +3102,9 @@ static int mc_build_states(MCPRM *mc, const GroupBatch *g, int step) {
     return D;
 }
 
-/* mc_estimate_values: V̂ of states 0..num_states−1 (notes/credit-assignment.md §3): K continuations
-   of each from policy (π_old: the model that sampled the step, before its update) at the
-   temperature over mc->allowed, each of up to max_new − state_prefix tokens from its own stream
-   (seed, state_stream + c), scored by the verifier on the state's completion tokens followed by
-   the continuation's; V̂ = the mean of the K rewards (in double). A continuation cut at the budget
-   scores what the verifier gives it (0 on countdown). The states go to sample_completions_budget
-   in calls of up to mc->rows rows, whole states in order: its KV cache shares each state's
-   prefill among its K rows. Fills value and state_tokens; returns what it spent. */
+/* mc_estimate_values: V̂ of states 0..num_states−1: the mean (in double) of the verifier's rewards
+   of K continuations from policy (π_old), each up to max_new − state_prefix tokens from its own
+   stream, in calls of up to mc->rows rows (whole states). Fills value, state_tokens; returns the cost. */
 static MCStats mc_estimate_values(MCPRM *mc, GPT *policy, float temperature, uint64_t seed) {
     MCStats st = {mc->num_states, 0, 0, 0};
     int K = mc->k, per_call = mc->rows / mc->k;
@@ -3192,10 +3144,9 @@ static MCStats mc_estimate_values(MCPRM *mc, GPT *policy, float temperature, uin
     return st;
 }
 
-/* mc_step_advantages: adv (N, max_new) of batch g from the values of its states (credit-
-   assignment.md §3): the tokens of step j of completion i get A_j = V̂(s_{j+1}) − V̂(s_j),
-   those of its last step A_{m−1} = r_i − V̂(s_{m−1}) (the end's value is 0); computed in double.
-   num_steps (N), step_start and state_of (N, max_new) as mc_build_states fills them, value (D). */
+/* mc_step_advantages: adv (N, max_new) of batch g: the tokens of step j of completion i get
+   A_j = V̂(s_{j+1}) − V̂(s_j), those of its last step r_i − V̂(s_{m−1}), in double; the other arrays
+   as mc_build_states fills them, value (D). */
 static void mc_step_advantages(float *adv, const GroupBatch *g, const int *num_steps, const int *step_start,
                                const int *state_of, const float *value) {
     int stride = g->max_new;
@@ -3212,22 +3163,16 @@ static void mc_step_advantages(float *adv, const GroupBatch *g, const int *num_s
     }
 }
 
-/* whiten_advantages: out = (A − mean) / sqrt(var + 1e-8) over every completion token of the
-   batch (adv and out (N, stride), row i holding len[i] tokens; out may be adv), mean and sample
-   variance (n − 1) over those tokens, in double: TRL's and verl's masked_whiten over the response
-   mask, as VinePPO (its PPO trainer) applies it to MC-PRM's step advantages and verl's PPO to
-   GAE's. When every token has the same advantage, or there is only one, they all become exactly 0. */
+/* whiten_advantages: out = (A − mean) / sqrt(var + 1e-8) over every completion token (adv and out
+   (N, stride), row i holding len[i] tokens; out may be adv), sample variance, in double: TRL's and
+   verl's masked_whiten (VinePPO's and verl's PPO). Equal advantages, or only one, all become 0 (their
+   double sum is exact, so the mean equals them). */
 static void whiten_advantages(float *out, const float *adv, const int *len, int N, int stride) {
     double sum = 0.0, ss = 0.0;
     long n = 0;
-    int all_equal = 1;
-    float first = 0.0f;
     for (int i = 0; i < N; i++)
         for (int t = 0; t < len[i]; t++) {
-            float a = adv[(size_t)i * stride + t];
-            if (n == 0) first = a;
-            all_equal &= a == first;
-            sum += a;
+            sum += adv[(size_t)i * stride + t];
             n++;
         }
     if (n == 0) return;
@@ -3241,16 +3186,13 @@ static void whiten_advantages(float *out, const float *adv, const int *len, int 
     for (int i = 0; i < N; i++)
         for (int t = 0; t < len[i]; t++) {
             size_t at = (size_t)i * stride + t;
-            out[at] = all_equal ? 0.0f : (float)((adv[at] - mean) * inv_std);
+            out[at] = (float)((adv[at] - mean) * inv_std);
         }
 }
 
-/* mc_prm_advantages: the MC-PRM phase of step `step` (0-based) on batch g (sampled by policy,
-   rewards scored): its states (mc_build_states), their V̂ from K fresh continuations each
-   (mc_estimate_values: the model is still π_old), every token's step advantage into mc->adv
-   (mc_step_advantages), whitened over the step's tokens when mc->whiten; g->token_adv then points
-   at them, so grpo_prepare_tokens gives token (i,t) the advantage A_j of its step instead of a_i.
-   Returns what it spent: the step's auxiliary tokens and sampler positions (spend_budget). */
+/* mc_prm_advantages: the MC-PRM phase of step `step` (0-based) on batch g (rewards scored, policy
+   still π_old): states, V̂, each token's A_j into mc->adv (whitened when mc->whiten), and
+   g->token_adv pointed at them. Returns its cost: auxiliary tokens and sampler positions. */
 static MCStats mc_prm_advantages(MCPRM *mc, GPT *policy, GroupBatch *g, const GRPOConfig *cfg, int step) {
     mc_build_states(mc, g, step);
     MCStats st = mc_estimate_values(mc, policy, cfg->temperature, (uint64_t)cfg->seed);
@@ -3261,20 +3203,10 @@ static MCStats mc_prm_advantages(MCPRM *mc, GPT *policy, GroupBatch *g, const GR
 }
 
 // ----------------------------------------------------------------------------
-// Comparison method: PPO (a learned critic with GAE: Schulman et al. 2017, arXiv 1707.06347; GAE: Schulman et al.
-// 2016, arXiv 1506.02438; the conventions of verl's core_algos: compute_gae_advantage_return,
-// compute_value_loss)
-//
-// --objective ppo trains the policy on the same clipped surrogate, KL and aggregation as GRPO,
-// but each token's advantage comes from a value model instead of the token's group: V(x, y_<t),
-// a transformer of the policy's shape whose LM head is replaced by a scalar value head,
-// initialised from the SFT trunk, with parameters and AdamW moments of its own (verl's critic;
-// VinePPO's PPO baseline). Per step, after scoring: V_old, the critic's values at sampling time
-// (critic_forward); A_t and return_t by GAE (gae_advantages); A_t whitened over the batch
-// (whiten_advantages) and handed to grpo_update as per-token advantages (GroupBatch.token_adv,
-// λ-weight 1); after the policy's update, μ AdamW steps of the critic on the clipped value loss
-// (value_loss, critic_update). PPO needs no groups: with k > 1 per prompt it sees the data GRPO
-// sees, and its a_i and trees are still computed, for the log's statistics only.
+// Comparison method: PPO (Schulman et al. 2017, arXiv 1707.06347; GAE: arXiv 1506.02438; verl's
+// conventions; notes/credit-assignment.md): GRPO's loss with each token's advantage from a critic
+// V(x, y_<t), the SFT trunk with a scalar value head (verl's critic; VinePPO's PPO baseline): GAE's
+// A_t whitened into token_adv (ppo_advantages), then μ AdamW steps of the critic (critic_update).
 
 typedef struct {
     float gamma;         // GAE's discount γ (--gae-gamma; verl's default 1)
@@ -3285,11 +3217,9 @@ typedef struct {
 
 struct Critic {
     CriticConfig cfg;
-    GPT trunk;                 // the transformer: parameters, gradients, AdamW moments, activations
-                               // (its LM head is never run; wte is only the token embedding here)
+    GPT trunk;                 // the transformer (its LM head never runs: wte only embeds tokens)
     int C;
-    float *head;               // (C+1) the value head: w (C), then the bias b; V = w · lnf + b
-    float *head_grad;          // (C+1)
+    float *head, *head_grad;   // (C+1) the value head w (C) then b, V = w · lnf + b; its gradient
     float *head_m, *head_v;    // (C+1) its AdamW moments
     int adam_t;                // the critic's AdamW steps taken (μ per GRPO step)
     float *value_pos;          // (max_batch, maxT) V at every position of the last micro-batch
@@ -3306,19 +3236,15 @@ struct Critic {
     uint64_t section_bytes;
 };
 
-/* gae_advantages: GAE (Schulman et al. 2016, eq. 16) for N completions; value (V_old), adv and
-   ret are (N, stride), row i holding completion i's tokens t = 0..clen[i]−1. The outcome reward
-   r_i sits on the last token (r_t = 0 before it) and the value after the last token is 0 (the
-   episode ends there):
+/* gae_advantages: GAE (eq. 16) for N completions; value (V_old), adv and ret (N, stride), row i
+   holding clen[i] tokens; r_i on the last token, V = 0 after it (verl's compute_gae_advantage_return):
        δ_t = r_t + γ V_{t+1} − V_t,   A_t = δ_t + γ λ A_{t+1},   return_t = A_t + V_t
-   (verl's compute_gae_advantage_return). At γ = λ = 1 the sum telescopes: A_t = r − V_t.
-   Accumulated backwards in double, stored as float. */
+   (at γ = λ = 1: A_t = r − V_t). Accumulated backwards in double. */
 static void gae_advantages(float *adv, float *ret, const float *value, const float *reward, const int *clen,
                            int N, int stride, float gamma, float lam) {
     for (int i = 0; i < N; i++) {
         const float *v = value + (size_t)i * stride;
-        double next_value = 0.0;   // V after the last token
-        double next_adv = 0.0;
+        double next_value = 0.0, next_adv = 0.0;   // after the last token
         for (int t = clen[i] - 1; t >= 0; t--) {
             double r = t == clen[i] - 1 ? reward[i] : 0.0;
             double delta = r + (double)gamma * next_value - v[t];
@@ -3333,21 +3259,17 @@ static void gae_advantages(float *adv, float *ret, const float *value, const flo
 
 /* value_loss: PPO's clipped value loss over n tokens, arrays (n) (verl's compute_value_loss):
        ℓ = ½ max((V − ret)², (clip(V, V_old − c, V_old + c) − ret)²),
-   each token's times coef, the aggregation factor (token-mean: 1 / the step's token count).
-   Returns Σ coef·ℓ (double). dvalue gets ∂(coef·ℓ)/∂V = coef·(V − ret), or 0 where the clipped
-   branch is strictly larger: V is then outside V_old ± c, where clip() is constant (torch.max
-   and torch.clamp in verl). clipped (NULL: not wanted) marks those tokens. */
+   times coef (token-mean: 1 / the step's token count). Returns Σ coef·ℓ (double). dvalue gets
+   coef·(V − ret), or 0 where the clipped branch is strictly larger (V outside V_old ± c, clip()
+   constant: torch.max and torch.clamp in verl), which clipped (NULL: not wanted) marks. */
 static double value_loss(int n, const float *value, const float *value_old, const float *ret, float coef,
                          float clip_value, float *dvalue, unsigned char *clipped) {
     double loss = 0.0;
     for (int j = 0; j < n; j++) {
-        float lo = value_old[j] - clip_value;
-        float hi = value_old[j] + clip_value;
+        float lo = value_old[j] - clip_value, hi = value_old[j] + clip_value;
         float v_clipped = value[j] < lo ? lo : (value[j] > hi ? hi : value[j]);
-        float err = value[j] - ret[j];
-        float err_clipped = v_clipped - ret[j];
-        float l_unclipped = err * err;
-        float l_clipped = err_clipped * err_clipped;
+        float err = value[j] - ret[j], err_clipped = v_clipped - ret[j];
+        float l_unclipped = err * err, l_clipped = err_clipped * err_clipped;
         int take_clip = l_clipped > l_unclipped;
         loss += (double)coef * 0.5 * (take_clip ? l_clipped : l_unclipped);
         dvalue[j] = take_clip ? 0.0f : coef * err;
@@ -3356,8 +3278,7 @@ static double value_loss(int n, const float *value, const float *value_old, cons
     return loss;
 }
 
-/* value_head_forward: value (N) = lnf (N,C) · w + b with head = [w (C), b]: the critic's scalar
-   head on the final LayerNorm's output, in place of the LM head. */
+// value_head_forward: value (N) = lnf (N,C) · w + b with head = [w (C), b], in place of the LM head
 static void value_head_forward(float *value, const float *lnf, const float *head, int N, int C) {
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
@@ -3368,9 +3289,8 @@ static void value_head_forward(float *value, const float *lnf, const float *head
     }
 }
 
-/* value_head_backward: given dvalue (N) = ∂loss/∂V, writes dlnf (N,C) = dvalue·w (the gradient
-   gpt_backward_trunk starts from) and adds Σ_n dvalue_n·[lnf_n, 1] to dhead (C+1), each
-   channel's sum over the positions in order (any thread count gives the same sums). */
+/* value_head_backward: given dvalue (N) = ∂loss/∂V, writes dlnf (N,C) = dvalue·w and adds
+   Σ_n dvalue_n·[lnf_n, 1] to dhead (C+1), summed in position order (any thread count, same sums). */
 static void value_head_backward(float *dlnf, float *dhead, const float *dvalue, const float *lnf,
                                 const float *head, int N, int C) {
     #pragma omp parallel for
@@ -3391,22 +3311,16 @@ static uint64_t critic_section_bytes(size_t P, int C) {
     return 3 * sizeof(int64_t) + (3 * (uint64_t)P + 3 * (uint64_t)(C + 1)) * sizeof(float);
 }
 
-/* build_critic: a critic for micro-batches of up to max_batch sequences and steps of N
-   completions of up to max_new tokens. The trunk is a copy of init's parameters (the SFT model,
-   also π_θ's start; AdamW moments 0); the value head is initialised as the Hugging Face score
-   head of verl's critic (AutoModelForTokenClassification): w ~ N(0, 0.02) from seed's own
-   stream, b = 0, so V starts near 0. CPU only. */
+/* build_critic: for micro-batches of max_batch, steps of N x max_new: the trunk init's parameters,
+   the value head as verl's (Hugging Face's score head): w ~ N(0, 0.02) from seed, b = 0. CPU only. */
 static void build_critic(Critic *c, const GPT *init, int max_batch, int N, int max_new, CriticConfig cfg,
                          uint64_t seed) {
-    memset(c, 0, sizeof *c);
-    c->cfg = cfg;
+    *c = (Critic){.cfg = cfg};
     build_gpt(&c->trunk, init->config, max_batch, 0);
     memcpy(c->trunk.params_memory, init->params_memory, init->num_parameters * sizeof(float));
     c->C = init->config.channels;
-    c->head = (float *)callocCheck(c->C + 1, sizeof(float));
-    c->head_grad = (float *)callocCheck(c->C + 1, sizeof(float));
-    c->head_m = (float *)callocCheck(c->C + 1, sizeof(float));
-    c->head_v = (float *)callocCheck(c->C + 1, sizeof(float));
+    float **head[] = {&c->head, &c->head_grad, &c->head_m, &c->head_v};
+    for (int a = 0; a < 4; a++) *head[a] = (float *)callocCheck(c->C + 1, sizeof(float));
     Rng rng;
     rng_seed(&rng, seed, 0xc417);
     for (int i = 0; i < c->C; i++) c->head[i] = 0.02f * rng_normal(&rng);
@@ -3428,11 +3342,9 @@ static void free_critic(Critic *c) {
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
 }
 
-/* critic_forward: the critic on completions [first, first+B) of g, teacher-forced as
-   policy_logp feeds the policy (make_batch, the same scratch): writes rows first..first+B−1 of
-   out (N, max_new) with V(i,t), read at position plen−1+t, whose next token is completion token
-   t: the state before generating it (verl's values[:, -response_length-1:-1]). Leaves the
-   trunk's activations and value_pos (B·T) for a backward pass. Returns T of the batch. */
+/* critic_forward: policy_logp for the critic on completions [first, first+B) of g: out (N, max_new)
+   gets V(i,t), read at position plen−1+t, before completion token t (verl's values[:, -len-1:-1]).
+   Leaves activations and value_pos (B·T) for a backward pass. Returns T. */
 static int critic_forward(Critic *c, GroupBatch *g, int first, int B, float *out) {
     int T = make_batch(g->inputs, g->targets, B, g->prompt + first, g->plen + first, g->comp_row + first,
                        g->clen + first);
@@ -3446,11 +3358,9 @@ static int critic_forward(Critic *c, GroupBatch *g, int first, int B, float *out
     return T;
 }
 
-/* ppo_advantages: the step's per-token advantages for --objective ppo: V_old at every
-   completion token (critic_forward in micro-batches of cfg->micro_batch sequences), GAE's A_t
-   and return_t from the rewards (gae_advantages), A_t whitened over the batch
-   (whiten_advantages); g->token_adv then points at them, so grpo_prepare_tokens gives token
-   (i,t) the advantage A_t instead of a_i. Fills stats' explained variance and mean |A|. */
+/* ppo_advantages: the step's per-token advantages for --objective ppo: V_old (critic_forward, in
+   micro-batches), GAE's A_t and return_t, A_t whitened over the batch into g->token_adv. Fills
+   stats' explained variance and mean |A|. */
 static void ppo_advantages(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
     int N = g->N, stride = g->max_new;
     int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
@@ -3483,50 +3393,39 @@ static void ppo_advantages(Critic *c, GroupBatch *g, const GRPOConfig *cfg, Crit
     stats->mean_abs_adv = sum_abs / n;
 }
 
-/* critic_clip_grad_norm: clip_grad_norm over the critic's gradients, trunk and value head
-   together (one global norm, as torch's clip_grad_norm_ over critic.parameters()). */
+// critic_clip_grad_norm: clip_grad_norm over trunk and value head together (over critic.parameters())
 static float critic_clip_grad_norm(Critic *c, float max_norm) {
     double ss = grad_sum_squares(c->trunk.grads_memory, c->trunk.num_parameters);
     for (int i = 0; i <= c->C; i++) ss += (double)c->head_grad[i] * c->head_grad[i];
     float norm = (float)sqrt(ss);
-    if (max_norm > 0.0f && isfinite(norm)) {
-        float coef = max_norm / (norm + 1e-6f);
-        if (coef < 1.0f) {
-            #pragma omp parallel for
-            for (size_t i = 0; i < c->trunk.num_parameters; i++) c->trunk.grads_memory[i] *= coef;
-            for (int i = 0; i <= c->C; i++) c->head_grad[i] *= coef;
-        }
+    float coef = max_norm > 0.0f && isfinite(norm) ? max_norm / (norm + 1e-6f) : 1.0f;
+    if (coef < 1.0f) {
+        #pragma omp parallel for
+        for (size_t i = 0; i < c->trunk.num_parameters; i++) c->trunk.grads_memory[i] *= coef;
+        for (int i = 0; i <= c->C; i++) c->head_grad[i] *= coef;
     }
     return norm;
 }
 
-/* critic_adamw_update: AdamW step t at rate lr on the critic: the trunk by adamw_update, the
-   value head by the same formula, weight decay on w (a 2-D weight, 1 x C) but not on b. */
+// critic_adamw_update: adamw_update on the trunk and the head (weight decay on w, a 1 x C weight, not b)
 static void critic_adamw_update(Critic *c, float lr, int t) {
     const AdamWConfig *o = &c->cfg.opt;
     adamw_update(&c->trunk, o, lr, t);
-    float bc1 = 1.0f - powf(o->beta1, (float)t);
-    float bc2 = 1.0f - powf(o->beta2, (float)t);
+    float bc1 = 1.0f - powf(o->beta1, (float)t), bc2 = 1.0f - powf(o->beta2, (float)t);
     for (int i = 0; i <= c->C; i++) {
-        float wd = i < c->C ? o->weight_decay : 0.0f;
-        float g = c->head_grad[i];
+        float wd = i < c->C ? o->weight_decay : 0.0f, g = c->head_grad[i];
         float mi = o->beta1 * c->head_m[i] + (1.0f - o->beta1) * g;
         float vi = o->beta2 * c->head_v[i] + (1.0f - o->beta2) * g * g;
+        float p = c->head[i] * (1.0f - lr * wd);
         c->head_m[i] = mi;
         c->head_v[i] = vi;
-        float p = c->head[i] * (1.0f - lr * wd);
         c->head[i] = p - lr * (mi / bc1) / (sqrtf(vi / bc2) + o->eps);
     }
 }
 
-/* critic_loss_backward: the value loss of the step (value_loss against ppo_advantages' returns
-   and V_old) and its gradient, into the critic's trunk and head gradients (zeroed here), in
-   micro-batches of cfg->micro_batch sequences: critic_forward, then ∂loss/∂V scattered to the
-   positions it was read at, value_head_backward and gpt_backward_trunk. Token-mean over the
-   step's completion tokens (verl's default loss_agg_mode for the critic): one normaliser for
-   the whole step, so micro-batching gives the same gradient up to float rounding; a completion that --mask-truncated
-   masks gets no value loss and leaves the token count. Returns the loss; *clipped gets the
-   count of tokens on the clipped branch. */
+/* critic_loss_backward: the step's value loss (value_loss, token-mean over the step: verl's critic
+   default; --mask-truncated's completions count nothing) and its gradient into the critic's
+   (zeroed here), in micro-batches. Returns the loss; *clipped: tokens on the clipped branch. */
 static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *cfg, long *clipped) {
     int N = g->N, stride = g->max_new;
     int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
@@ -3547,12 +3446,11 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
                                c->cfg.clip_value, c->dvalue + row, c->clipped + row);
             for (int t = 0; t < g->clen[i]; t++) *clipped += c->clipped[row + t] && w > 0.0f;
         }
-        for (int b = 0; b < B; b++)   // ∂loss/∂V back to sequence positions; other positions 0
+        for (int b = 0; b < B; b++)   // ∂loss/∂V back to the positions it was read at; others 0
             for (int t = 0; t < T; t++) {
-                int i = first + b;
-                int j = t + 1 - g->plen[i];
-                int scored = j >= 0 && j < g->clen[i];   // as make_batch's targets
-                c->dvalue_pos[b * T + t] = scored ? c->dvalue[(size_t)i * stride + j] : 0.0f;
+                int i = first + b, j = t + 1 - g->plen[i];
+                float d = g->targets[b * T + t] >= 0 ? c->dvalue[(size_t)i * stride + j] : 0.0f;
+                c->dvalue_pos[b * T + t] = d;
             }
         gpt_zero_act_grads(&c->trunk);
         value_head_backward(c->trunk.grads_acts.lnf, c->head_grad, c->dvalue_pos, c->trunk.acts.lnf,
@@ -3562,30 +3460,23 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
     return loss;
 }
 
-/* critic_update: μ = cfg->num_iterations AdamW steps of the critic on the clipped value loss
-   (critic_loss_backward), each with one global gradient norm over trunk and head clipped at
-   --grad-clip and AdamW at --critic-lr's schedule for step c->adam_t (counted up). Iteration 0
-   recomputes V = V_old (the critic has not moved since ppo_advantages), so at μ = 1 the clip
-   never binds. A non-finite loss or gradient norm stops it before that iteration's update: it
-   returns UPDATE_LOSS_NOT_FINITE or UPDATE_GRAD_NORM_NOT_FINITE with the value in
-   stats->not_finite. Fills stats with iteration 0's loss, clip share and gradient norm. */
+/* critic_update: grpo_update for the critic: μ AdamW steps at --critic-lr's schedule on
+   critic_loss_backward, one norm over trunk and head clipped (at μ = 1 the value clip never binds).
+   Stops at a non-finite loss or norm as grpo_update does; stats: iteration 0's. */
 static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
     long tokens = 0;
     for (int i = 0; i < g->N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
-    UpdateStatus status = UPDATE_DONE;
     for (int iter = 0; iter < cfg->num_iterations; iter++) {
         long clipped = 0;
         double loss = critic_loss_backward(c, g, cfg, &clipped);
         if (!isfinite(loss)) {
             stats->not_finite = (float)loss;
-            status = UPDATE_LOSS_NOT_FINITE;
-            break;
+            return UPDATE_LOSS_NOT_FINITE;
         }
         float norm = critic_clip_grad_norm(c, c->cfg.opt.grad_clip);
         if (!isfinite(norm)) {
             stats->not_finite = norm;
-            status = UPDATE_GRAD_NORM_NOT_FINITE;
-            break;
+            return UPDATE_GRAD_NORM_NOT_FINITE;
         }
         float lr = lr_at(&c->cfg.opt, c->adam_t);
         c->adam_t += 1;
@@ -3596,93 +3487,51 @@ static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cf
             stats->grad_norm = norm;
         }
     }
-    return status;
+    return UPDATE_DONE;
 }
 
 // why critic_update stopped (the names stop_on_nan prints)
 static const char *CRITIC_STOPPED_BY[] = {"", "the critic's value loss", "the critic's gradient norm"};
 
-// ---- the hooks grpo_step calls for the methods with per-token advantages (MC-PRM above, PPO)
-
-// MC-PRM (VinePPO): V̂ of each step's state from K continuations ~ π_old, and A_j = V̂(s_{j+1}) −
-// V̂(s_j) (last step: r − V̂) on every token of step j. PPO (Schulman et al. 2017): the critic's
-// V_old at every token, A_t by GAE, whitened over the batch. The update trains on these in place of a_i.
-// GRPO and λ-GRPO with --probe-every: the probe's measurement (its section, below), which changes nothing.
-static void probe_update_directions(TrainRun *run, StepReport *r);
-static void method_token_advantages(TrainRun *run, StepReport *r) {
-    if (run->mc) r->mc = mc_prm_advantages(run->mc, run->policy, run->batch, &run->cfg, run->state->step);
-    if (run->critic) ppo_advantages(run->critic, run->batch, &run->cfg, &r->critic);
-    probe_update_directions(run, r);
-}
-
-// PPO: μ AdamW steps of the critic on the clipped value loss against GAE's returns
-static void method_after_update(TrainRun *run, StepReport *r) {
-    if (!run->critic) return;
-    UpdateStatus status = critic_update(run->critic, run->batch, &run->cfg, &r->critic);
-    if (status != UPDATE_DONE)
-        stop_on_nan(CRITIC_STOPPED_BY[status], r->step, r->critic.not_finite, run->last_good);
-}
-
 // ----------------------------------------------------------------------------
 // Probe: GRPO's and λ-GRPO's update directions (--probe-every N; notes/credit-assignment.md,
 // "How far λ-GRPO's update is from GRPO's"). grpo_step reaches it through method_token_advantages.
 //
-// Every N steps, at π_old (after B(G) and the advantages, before grpo_update: the gradient of the
-// update's first iteration), both objectives' policy gradients on the step's batch with its
-// advantages, whichever of the two trains: g_GRPO (every token's weight 1) and g_λ (1/|λ(i,t)|,
-// eq. 11). It changes nothing in the run: it draws no random number, moves no parameter and no
-// AdamW moment, writes none of the batch's arrays that the update reads (only the forward's
-// scratch, which the update rewrites), and its seconds are cut out of the step's clock (the
-// phase columns, tok_per_s and --budget's seconds). Path: the update's own, in the run's
-// --update-layout (padded: policy_logp, gpt_backward; tree: the shared-prefix batch) and
-// micro-batches: one forward per micro-batch, then one backward per objective on it into the
-// probe's own gradient buffers; the same arithmetic as grpo_loss_backward at iteration 0, so each
-// gradient equals the update's (with that objective) bit for bit (tests/test_grpo.c,
-// test_probe_directions). Its cost: about one forward and two backwards of the batch, the
-// update's first iteration and one backward more. The CPU build only (the CUDA
-// build keeps its gradients on the GPU). MC-PRM and PPO refuse --probe-every (their per-token
-// advantages are not GRPO's a_i, so "GRPO's update" would be another objective's).
+// Every N steps, before grpo_update, the gradient of the update's first iteration under each
+// objective, whichever trains: g_GRPO (weights 1) and g_λ (1/|λ(i,t)|, eq. 11), by the update's own
+// functions, so bit for bit the update's. It changes nothing in the run: no random number, no
+// parameter or AdamW moment, per-token arrays of its own, its seconds cut out of the step's clock.
+// CPU build only (the CUDA build keeps its gradients on the GPU); not with MC-PRM or PPO.
 
-typedef struct Probe Probe;
-struct Probe {
+enum { PROBE_ARRAYS = 9 };  // the per-token arrays of a GroupBatch that the update writes (probe_directions)
+typedef struct Probe {
     int every;              // N: steps N, 2N, ... (1-based, as the log's) are probed
     int step;               // the step last probed (0: none yet)
     double cos;             // cos(g_λ, g_GRPO); NaN when either gradient is 0
     double norm_ratio;      // ‖g_λ‖ / ‖g_GRPO‖; NaN when ‖g_GRPO‖ = 0
-    double share;           // completion tokens with |λ(i,t)| > 1 among those the loss counts
-                            // (c_i != 0: all but --mask-truncated's); NaN when it counts none
+    double share;           // tokens with |λ(i,t)| > 1 among those the loss counts (c_i != 0); NaN: none
     double seconds;         // wall-clock seconds of the probe (left out of the step's clock)
     size_t num_parameters;
     float *grad[2];         // (num_parameters) g_GRPO and g_λ, as grads_memory lays them out
-    float *logp, *logp_ref, *adv, *coef, *weight[2], *dlogp[2];   // (N, max_new) per completion token
-    float *seq_coef;        // (N) c_i (loss_agg_coef_masked)
-};
+    float *tok[PROBE_ARRAYS];   // (N, max_new) each, used in place of the batch's (probe_directions)
+    unsigned char *clipped;     // (N, max_new)
+    float *seq_coef;            // (N)
+} Probe;
 
-/* build_probe: a probe for a model of num_parameters parameters and batches of N completions of up
-   to max_new tokens, probing every `every` steps (>= 1). free_probe frees it. */
+// build_probe: a probe every `every` steps (>= 1) of a model's gradients, batches of N x max_new
 static void build_probe(Probe *p, size_t num_parameters, int N, int max_new, int every) {
-    memset(p, 0, sizeof *p);
-    p->every = every;
-    p->num_parameters = num_parameters;
-    size_t NT = (size_t)N * max_new;
-    for (int o = 0; o < 2; o++) {
-        p->grad[o] = (float *)callocCheck(num_parameters, sizeof(float));
-        p->weight[o] = (float *)callocCheck(NT, sizeof(float));
-        p->dlogp[o] = (float *)callocCheck(NT, sizeof(float));
-    }
-    float **per_token[] = {&p->logp, &p->logp_ref, &p->adv, &p->coef};
-    for (size_t a = 0; a < sizeof per_token / sizeof per_token[0]; a++)
-        *per_token[a] = (float *)callocCheck(NT, sizeof(float));
+    *p = (Probe){.every = every, .num_parameters = num_parameters};
+    for (int o = 0; o < 2; o++) p->grad[o] = (float *)callocCheck(num_parameters, sizeof(float));
+    for (int a = 0; a < PROBE_ARRAYS; a++) p->tok[a] = (float *)callocCheck((size_t)N * max_new, sizeof(float));
+    p->clipped = (unsigned char *)callocCheck((size_t)N * max_new, 1);
     p->seq_coef = (float *)callocCheck(N, sizeof(float));
 }
 
 static void free_probe(Probe *p) {
-    for (int o = 0; o < 2; o++) {
-        free(p->grad[o]);
-        free(p->weight[o]);
-        free(p->dlogp[o]);
-    }
-    free(p->logp); free(p->logp_ref); free(p->adv); free(p->coef); free(p->seq_coef);
+    for (int o = 0; o < 2; o++) free(p->grad[o]);
+    for (int a = 0; a < PROBE_ARRAYS; a++) free(p->tok[a]);
+    free(p->clipped);
+    free(p->seq_coef);
 }
 
 // Points m's gradient tensors at mem (num_parameters floats): backward passes accumulate there.
@@ -3691,97 +3540,53 @@ static void probe_point_grads(GPT *m, float *mem) {
     point_tensors((float **)&m->grads, mem, m->param_sizes, NUM_PARAM_TENSORS);
 }
 
-/* probe_directions: g_GRPO and g_λ of the batch g (advantages and |λ| set: after
-   build_group_trees) at the policy's current parameters, taken as π_old (ratio 1), into p->grad[0]
-   and p->grad[1], in cfg->micro_batch micro-batches; π_ref from ref when cfg->obj.beta != 0 (the
-   k3 term is weighted with the rest, eq. 11). Sets p->cos, p->norm_ratio and p->share (sums in
-   double); not p->seconds or p->step. cfg->update_layout picks the path (padded or tree), as
-   grpo_loss_backward's. Leaves policy's own gradients, its parameters and every array of g but the
-   forward's scratch (inputs, targets, logp_pos, dlogp_pos, the shared-prefix batch spb) as they were. */
+/* probe_directions: g_GRPO and g_λ of batch g (after build_group_trees) into p->grad[0] and [1]:
+   grpo_prepare_tokens and grpo_loss_backward at iteration 0 on g with the probe's per-token arrays;
+   p->cos, norm_ratio, share. Leaves the policy and g but the forward's scratch as they were. */
 static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, const GRPOConfig *cfg,
                              const unsigned char *allowed) {
-    const ObjectiveConfig *obj = &cfg->obj;
-    int N = g->N, stride = g->max_new;
-    int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
-    int use_ref = ref && obj->beta != 0.0f;
-    ObjectiveConfig as[2] = {*obj, *obj};   // the weights of each objective (lambda_weight)
-    as[0].objective = OBJ_GRPO;
-    as[1].objective = OBJ_LAMBDA_GRPO;
-    const unsigned char *masked = cfg->mask_truncated ? g->truncated : NULL;
-    loss_agg_coef_masked(p->seq_coef, g->clen, masked, N, obj);
-    long counted = 0, shared = 0;
-    for (int i = 0; i < N; i++)
-        for (int t = 0; t < g->clen[i]; t++) {   // as grpo_prepare_tokens
-            size_t at = (size_t)i * stride + t;
-            p->adv[at] = g->token_adv ? g->token_adv[at] : g->advantage[i];
-            p->coef[at] = p->seq_coef[i];
-            for (int o = 0; o < 2; o++) p->weight[o][at] = lambda_weight(&as[o], g->lambda_size[at]);
-            counted += p->seq_coef[i] != 0.0f;
-            shared += p->seq_coef[i] != 0.0f && g->lambda_size[at] > 1;
-        }
+    GroupBatch b = *g;
+    float **arrays[PROBE_ARRAYS] = {&b.logp, &b.logp_old, &b.logp_ref, &b.adv_tok, &b.weight, &b.coef,
+                                    &b.dlogp, &b.ratio, &b.kl};
+    for (int a = 0; a < PROBE_ARRAYS; a++) *arrays[a] = p->tok[a];
+    b.clipped = p->clipped;
+    b.seq_coef = p->seq_coef;
     float *own_grads = policy->grads_memory;
-    for (int o = 0; o < 2; o++) memset(p->grad[o], 0, p->num_parameters * sizeof(float));
-    int tree = cfg->update_layout == LAYOUT_TREE;
-    for (int first = 0; first < N; first += micro) {
-        int B = first + micro <= N ? micro : N - first;
-        int T = 0;
-        if (tree) {   // as grpo_loss_backward: π_ref's forward, then the policy's (its activations stay)
-            pack_shared_prefix_batch(g->spb, B, g->prompt + first, g->plen + first, g->comp_row + first, g->clen + first);
-            if (use_ref) policy_logp_spb(ref, g, first, B, cfg->temperature, allowed, p->logp_ref);
-            policy_logp_spb(policy, g, first, B, cfg->temperature, allowed, p->logp);
-        } else {
-            if (use_ref) policy_logp(ref, g, first, B, cfg->temperature, allowed, p->logp_ref);
-            T = policy_logp(policy, g, first, B, cfg->temperature, allowed, p->logp);
-        }
-        for (int o = 0; o < 2; o++) {   // one backward per objective on the same forward
-            for (int i = first; i < first + B; i++) {
-                size_t row = (size_t)i * stride;
-                TokenLossOut out = {p->dlogp[o] + row, NULL, NULL, NULL};
-                grpo_token_loss(obj, g->clen[i], p->logp + row, p->logp + row,
-                                obj->beta != 0.0f ? p->logp_ref + row : NULL, p->adv + row, p->weight[o] + row,
-                                p->coef + row, &out);
-            }
-            probe_point_grads(policy, p->grad[o]);
-            if (tree) {   // policy_backward_spb reads g->dlogp: pointed at the probe's for the call
-                float *dlogp = g->dlogp;
-                g->dlogp = p->dlogp[o];
-                policy_backward_spb(policy, g, first, B, cfg->temperature);
-                g->dlogp = dlogp;
-                continue;
-            }
-            for (int b = 0; b < B; b++)   // ∂loss/∂logp to sequence positions, as grpo_loss_backward
-                for (int t = 0; t < T; t++) {
-                    int i = first + b, j = t + 1 - g->plen[i];
-                    int scored = g->targets[b * T + t] >= 0;
-                    g->dlogp_pos[b * T + t] = scored ? p->dlogp[o][(size_t)i * stride + j] : 0.0f;
-                }
-            gpt_logprob_backward(policy, g->targets, g->dlogp_pos, B * T, cfg->temperature);
-            gpt_backward(policy, g->inputs);
-        }
+    for (int o = 0; o < 2; o++) {
+        GRPOConfig as = *cfg;
+        as.obj.objective = o == 0 ? OBJ_GRPO : OBJ_LAMBDA_GRPO;
+        UpdateStats us;
+        double kl_sum = 0.0;
+        int clipped = 0;
+        grpo_prepare_tokens(&b, &as, &us);
+        probe_point_grads(policy, p->grad[o]);
+        grpo_loss_backward(policy, ref, &b, &as, 0, allowed, &kl_sum, &clipped);
     }
     probe_point_grads(policy, own_grads);
+    long counted = 0, shared = 0;
+    for (int i = 0; i < b.N; i++)
+        for (int t = 0; t < b.clen[i]; t++) {
+            counted += b.seq_coef[i] != 0.0f;
+            shared += b.seq_coef[i] != 0.0f && b.lambda_size[(size_t)i * b.max_new + t] > 1;
+        }
     double dot = 0.0, nn[2] = {0.0, 0.0};
     for (size_t k = 0; k < p->num_parameters; k++) {
-        double a = p->grad[0][k], b = p->grad[1][k];
-        dot += a * b;
+        double a = p->grad[0][k], c = p->grad[1][k];
+        dot += a * c;
         nn[0] += a * a;
-        nn[1] += b * b;
+        nn[1] += c * c;
     }
     p->cos = nn[0] > 0.0 && nn[1] > 0.0 ? dot / sqrt(nn[0] * nn[1]) : NAN;
     p->norm_ratio = nn[0] > 0.0 ? sqrt(nn[1] / nn[0]) : NAN;
     p->share = counted ? (double)shared / counted : NAN;
 }
 
-#ifdef TESTING
-// A fault tests/test_grpo.c puts into the probe to see its "changes nothing" test fail (1: the probe
-// draws from the run's RNG; 2: it applies an AdamW step with its g_λ). Only in the test build.
-static int probe_test_fault = 0;
+#ifdef TESTING   // tests/test_grpo.c's faults, to see its "changes nothing" test fail:
+static int probe_test_fault = 0;   // 1: the probe draws from the run's RNG; 2: an AdamW step with its g_λ
 #endif
 
-/* probe_update_directions (method_token_advantages calls it): at steps every, 2·every, ...
-   probe_directions on the step's batch (GRPOConfig and π_ref of the run), timed; the marks
-   r->t[0..3] then move later by its seconds, so that every duration the log and spend_budget take
-   from r->t leaves the probe out. Nothing without --probe-every. */
+/* probe_update_directions: at steps every, 2·every, ... probe_directions on the step's batch, timed;
+   the marks r->t[0..3] then move later by its seconds, so every duration taken from r->t leaves it out. */
 static void probe_update_directions(TrainRun *run, StepReport *r) {
     Probe *p = run->probe;
     if (!p || r->step % p->every != 0) return;
@@ -3801,12 +3606,26 @@ static void probe_update_directions(TrainRun *run, StepReport *r) {
     for (int k = 0; k <= 3; k++) r->t[k] += p->seconds;
 }
 
-// train.csv's probe columns (PROBE_CSV_COLUMNS) of step `step`: its values, or empty cells when
-// the probe did not run at it.
+// train.csv's probe columns of step `step`: its values, or empty cells when the probe did not run
 #define PROBE_CSV_COLUMNS ",probe_cos,probe_norm_ratio,probe_share,probe_s"
 static void probe_csv_fields(char *out, size_t cap, const Probe *p, int step) {
     if (p->step != step) snprintf(out, cap, ",,,,");
     else snprintf(out, cap, ",%.9g,%.9g,%.6f,%.4f", p->cos, p->norm_ratio, p->share, p->seconds);
+}
+
+// ---- The hooks grpo_step calls (declared before it): MC-PRM's and PPO's per-token advantages, the
+// probe's measurement (which changes nothing), and PPO's critic update
+static void method_token_advantages(TrainRun *run, StepReport *r) {
+    if (run->mc) r->mc = mc_prm_advantages(run->mc, run->policy, run->batch, &run->cfg, run->state->step);
+    if (run->critic) ppo_advantages(run->critic, run->batch, &run->cfg, &r->critic);
+    probe_update_directions(run, r);
+}
+
+static void method_after_update(TrainRun *run, StepReport *r) {
+    if (!run->critic) return;
+    UpdateStatus status = critic_update(run->critic, run->batch, &run->cfg, &r->critic);
+    if (status != UPDATE_DONE)
+        stop_on_nan(CRITIC_STOPPED_BY[status], r->step, r->critic.not_finite, run->last_good);
 }
 
 // ----------------------------------------------------------------------------
@@ -4217,12 +4036,8 @@ static double spearman(const double *x, const double *y, int n) {
 // vector units busy (notes/cpu-fast-paths.md). Tested against the plain versions by tests/test_grpo.c.
 
 // ---- Register tiles, packed panels and vector helpers (matmul_forward / matmul_backward)
-// Each helper computes the plain formula stated above it, in an order that keeps the vector
-// units busy; the long why is in the notes file.
-
-// matmul's register tile: MM_R rows x MM_W outputs, two vectors a row: 6 x 16 with AVX2 (12
-// of its 16 registers hold sums), 8 x 32 with AVX-512 (16 of 32). Each output's sum is the
-// same whatever the tile's shape: only the speed depends on it (notes/cpu-fast-paths.md).
+// matmul's register tile: MM_R rows x MM_W outputs, two vectors a row (AVX2: 12 of its 16
+// registers hold sums; AVX-512: 16 of 32). Each output's sum is the same whatever the tile's shape.
 #if defined(__AVX512F__)
 #define MM_R 8      // rows per register tile
 #define MM_W 32     // outputs per register tile: two AVX-512 vectors
@@ -4235,7 +4050,6 @@ static double spearman(const double *x, const double *y, int n) {
 #define MM_IG 8     // column panels per task in dweight
 #define MM_KB 256   // rows of inp per dweight panel
 #define MM_KC 64    // terms per partial sum in mm_tile
-
 
 // acc[r][j] = Σ_k a[r][k*ks] * panel[k][j], r < MM_R, j < MM_W (pragmas: keep the sums in
 // registers). Summed in blocks of MM_KC terms: one long sequential float sum loses accuracy.
@@ -4270,8 +4084,7 @@ static void pack_panel_t(float *panel, const float *src, int K, int w) {
 }
 
 // panels s = 0, 1, ... (rows, MM_W), pstride floats apart: columns [MM_W·s, MM_W·(s+1)) of src
-// (rows, ld) up to column w, zero beyond. Reads src row by row (one contiguous stretch per
-// row), which the hardware prefetcher streams, unlike one panel's 16 columns of every row.
+// (rows, ld) up to column w, zero beyond; read row by row, which the prefetcher streams
 static void pack_panels(float *panels, size_t pstride, const float *src, size_t ld, int rows, int w) {
     for (int k = 0; k < rows; k++) {
         const float *s = src + (size_t)k * ld;
@@ -4288,11 +4101,9 @@ static void pack_panels(float *panels, size_t pstride, const float *src, size_t 
     }
 }
 
-/* mm_rows: rows [n0, nend) of out (rows ldo apart, columns [0, w)) from rows of A (N rows of
-   K floats, lda apart) times panel (K, MM_W), MM_R rows at a time (past row N-1 the tile
-   reads row N-1 again and stores nothing): out = acc + bias[j] (bias may be NULL), or
-   out += acc with accumulate. The row loop of matmul_forward and of matmul_backward's dinp.
-   Not inlined: inside the callers' parallel regions gcc spills the tile's row pointers. */
+/* mm_rows: rows [n0, nend) of out (ldo apart, columns [0, w)) = rows of A (N x K, lda apart) times
+   panel (K, MM_W) + bias (NULL: none), or += with accumulate; MM_R rows a tile (past row N-1 it
+   rereads it, stores nothing). Not inlined: in the callers' parallel regions gcc spills a[]. */
 __attribute__((noinline))
 static void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, int n0, int nend,
                     const float *panel, int K, int w, const float *bias, int accumulate) {
@@ -4301,8 +4112,7 @@ static void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, i
     for (int n = n0; n < nend; n += MM_R) {
         const float *a[MM_R];
         for (int r = 0; r < MM_R; r++) a[r] = A + (size_t)imin(n + r, N - 1) * lda;
-        // the next tile's output rows (ldo floats apart, so not prefetched by the CPU) load
-        // while this tile computes
+        // the next tile's output rows (ldo apart: not prefetched by the CPU) load while this one computes
         for (int r = MM_R; r < 2 * MM_R && n + r < nend; r++)
             __builtin_prefetch(out + (size_t)(n + r) * ldo, 1);
         float acc[MM_R][MM_W];
@@ -4322,9 +4132,8 @@ static void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, i
     }
 }
 
-/* mm_cols: outputs [o0, oend) of a dweight-like product, out[o, 0:w) += Σ_k A[k, o] panel[k, :]
-   for k < K (A: K rows of lda floats, panel (K, MM_W)), MM_R outputs at a time (past output
-   lda-1 the tile reads it again and stores nothing). The tile loop of matmul_backward's dweight. */
+/* mm_cols: matmul_backward's dweight tiles: out[o, 0:w) += Σ_{k<K} A[k, o] panel[k, :] for outputs
+   [o0, oend) (A: K rows, lda apart), MM_R at a time (past output lda-1 reread, nothing stored). */
 __attribute__((noinline))
 static void mm_cols(float *out, size_t ldo, const float *A, size_t lda, int o0, int oend,
                     const float *panel, int K, int w) {
@@ -4368,12 +4177,9 @@ static inline float exp_simd(float x) {
     return p * scale;
 }
 
-// Row sums, 16 partial sums wide: a float sum written as one chain runs one term at a time
-// (gcc may not reorder it). The 16 partial sums are added pairwise at the end, so the order is
-// the same on every instruction set and thread count.
+// Row sums, 16 partial sums wide (one chain runs one term at a time), added pairwise at the end:
+// the same order on every instruction set and thread count.
 #define SUM_W 16
-
-// Σ_i x[i], i < n
 static inline float sum16(const float *x, int n) {
     float acc[SUM_W] = {0};
     int nw = n / SUM_W * SUM_W;
@@ -4386,7 +4192,6 @@ static inline float sum16(const float *x, int n) {
     return acc[0];
 }
 
-// Σ_i x[i] y[i], i < n
 static inline float dot16(const float *x, const float *y, int n) {
     float acc[SUM_W] = {0};
     int nw = n / SUM_W * SUM_W;
@@ -4399,10 +4204,8 @@ static inline float dot16(const float *x, const float *y, int n) {
     return acc[0];
 }
 
-// Attention's sums: vector loops across 8 positions or 8 channels, never along a dot product.
-
-// ATTN_WIDE: positions (attn_scores) or channels (attn_rows) per block while they last, 8 sums in
-// flight; then blocks of 8. A head's sums are too short to hide the FMA latency with fewer.
+// Attention's sums: vector loops across positions or channels, never along a dot product; ATTN_WIDE
+// at a time while they last (a head's sums are too short to hide the FMA latency with fewer), then 8.
 #define ATTN_WIDE 32
 
 // The sums of attention, one block of them: for j < width (32 or 8, a constant where inlined),
@@ -4428,9 +4231,7 @@ static inline __attribute__((always_inline)) void attn_block(float *y, int accum
     for (int j = 0; j < width; j++) y[i0 + j] = (accumulate ? y[i0 + j] : 0.0f) + (acc[j] + acc2[j]) * scale;
 }
 
-// s[t2] = scale * Σ_i q[i] kt[i*Tp + t2] for t2 < n8 (a multiple of 8; kt padded to match).
-// Even and odd i go to two sums; the positions go ATTN_WIDE at a time, then 8 at a time; each
-// sum is the same either way.
+// s[t2] = scale * Σ_i q[i] kt[i*Tp + t2] for t2 < n8 (a multiple of 8; kt padded to match)
 static inline void attn_scores(float *s, const float *q, const float *kt, int hs, int Tp, int n8,
                                float scale) {
     int t0 = 0;
@@ -4439,9 +4240,7 @@ static inline void attn_scores(float *s, const float *q, const float *kt, int hs
     for (; t0 < n8; t0 += 8) attn_block(s, 0, q, 1, kt, Tp, 0, hs, t0, 8, scale);
 }
 
-// y[i] = (accumulate ? y[i] : 0) + Σ_{t0 <= t < t1} w[t*ws] x[t*xs + i], for i < hs.
-// Even and odd t go to two sums; the channels go ATTN_WIDE at a time while they can, then 8 at
-// a time, then one by one; each sum is the same either way.
+// y[i] = (accumulate ? y[i] : 0) + Σ_{t0 <= t < t1} w[t*ws] x[t*xs + i], for i < hs
 static inline void attn_rows(float *y, int accumulate, const float *w, size_t ws,
                              const float *x, size_t xs, int t0, int t1, int hs) {
     int i0 = 0;
@@ -4455,23 +4254,20 @@ static inline void attn_rows(float *y, int accumulate, const float *w, size_t ws
     }
 }
 
-// Reads p[0..n) once, front to back, one float per cache line, so that the hardware
-// prefetcher streams it into the cache: attention then reads a sequence's rows head by head,
-// hs floats out of every 3C, a pattern it picks up too late (measured: the backward pass 1.9x
-// faster on cold data). The empty asm keeps the otherwise unused loads.
+// Reads p[0..n) once, one float per cache line, so that the prefetcher streams it in: attention's
+// hs floats out of every 3C it picks up too late (backward 1.9x faster). The asm keeps the loads.
 static inline void warm_cache(const float *p, size_t n) {
     float s = 0.0f;
     for (size_t i = 0; i < n; i += 16) s += p[i];
     __asm__ __volatile__("" : : "g"(s));
 }
 
-// The packed form of a weight (OC,C) for matmul_forward: ceil(OC/MM_W) panels of (C, MM_W),
-// panel ob = rows ob*MM_W.. of weight transposed, zero past row OC-1. Floats it takes:
+// The floats of a weight (OC,C) packed for matmul_forward: ceil(OC/MM_W) panels of (C, MM_W)
 static size_t weight_panels_size(int C, int OC) {
     return (size_t)((OC + MM_W - 1) / MM_W) * C * MM_W;
 }
 
-// panels (weight_panels_size(C, OC)) = weight (OC,C) packed, one panel per task
+// panels = weight (OC,C) packed: panel ob = rows ob*MM_W.. transposed, zero past row OC-1
 static void pack_weight_panels(float *panels, const float *weight, int C, int OC) {
     int nob = (OC + MM_W - 1) / MM_W;
     size_t psize = (size_t)C * MM_W;
@@ -4481,8 +4277,7 @@ static void pack_weight_panels(float *panels, const float *weight, int C, int OC
 }
 
 // matmul_forward on a weight packed by pack_weight_panels: out (N,OC) = inp (N,C) @ weight^T
-// + bias (OC, may be NULL). A block of MM_NB rows meets every panel in turn (the rows stay in
-// cache). The sampler packs its weights once per sampling call and decodes on them.
+// + bias (OC, may be NULL); a block of MM_NB rows meets every panel in turn (the rows stay in cache)
 static void matmul_forward_packed(float *out, const float *inp, const float *panels, const float *bias,
                                   int N, int C, int OC) {
     int nob = (OC + MM_W - 1) / MM_W;
@@ -4498,12 +4293,9 @@ static void matmul_forward_packed(float *out, const float *inp, const float *pan
         }
 }
 
-// matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC) (bias may be NULL).
-// All three products (out, dinp, dweight) run on mm_tile against a "panel": the other
-// operand's block copied into a zero-padded (K, MM_W) array. Each output is summed over C
-// by one thread in the same order whatever N is (decoding one position gives the logits of
-// the full forward, bit for bit) and whatever the number of threads. The weight's panels
-// are packed once per call, into one buffer of ~OC*C floats, before the row loop.
+// matmul: out (N,OC) = inp (N,C) @ weight (OC,C)^T + bias (OC, may be NULL). Like dinp and dweight,
+// on mm_tile; each output summed by one thread in one order whatever N and the thread count
+// (decoding one position gives the full forward's logits bit for bit).
 static void matmul_forward(float *out, const float *inp, const float *weight, const float *bias,
                            int N, int C, int OC) {
     float *panels = (float *)mallocCheck(weight_panels_size(C, OC) * sizeof(float));
@@ -4519,8 +4311,7 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
     int nib = (C + MM_W - 1) / MM_W;
     int nnb = (N + MM_NB - 1) / MM_NB;
     size_t psize = (size_t)OC * MM_W;
-    // dweight's tasks: groups of MM_IG column panels times blocks of osz outputs, osz a
-    // multiple of MM_R of at most MM_OB, with at least one block per thread (no effect on sums)
+    // dweight's tasks: MM_IG column panels times osz outputs (a multiple of MM_R, <= MM_OB, >= 1 per thread)
     int ngb = (nib + MM_IG - 1) / MM_IG;
     int nob = imax((OC + MM_OB - 1) / MM_OB, num_threads());
     int osz = ((OC + nob - 1) / nob + MM_R - 1) / MM_R * MM_R;
@@ -4541,11 +4332,9 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
                 int nend = imin(N, (nb + 1) * MM_NB);
                 mm_rows(dinp + i0, C, dout, OC, N, nb * MM_NB, nend, panels + ib * psize, OC, iw, NULL, 1);
             }
-        // dW[o, i0:i0+16] = Σ_n dout[n,o] inp[n, i0:i0+16]. A task is a block of outputs times
-        // MM_IG column panels: it walks n in chunks of MM_KB rows, packs the chunk's panels of
-        // inp and adds each panel's sums (every output sums chunk by chunk, in the same order).
-        // dbias[o] = Σ_n dout[n,o], summed row by row by the tasks of the first column group,
-        // while their chunk of dout is in cache.
+        // dW[o, i0:i0+16] = Σ_n dout[n,o] inp[n, i0:i0+16]: a task (a block of outputs, MM_IG column
+        // panels) walks n in chunks of MM_KB rows, packing each chunk's panels of inp. dbias: the
+        // first column group's tasks, row by row, while their chunk of dout is in cache.
         float *ipanels = (float *)mallocCheck((size_t)MM_IG * MM_KB * MM_W * sizeof(float));
         #pragma omp for collapse(2) schedule(dynamic) nowait
         for (int gb = 0; gb < ngb; gb++)
@@ -4578,21 +4367,12 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
 
 // ---- The shared-prefix batch (--update-layout tree): a micro-batch packed as its prefix trie
 
-/* SharedPrefixBatch: sequences packed as their prefix trie, one row per distinct prefix (the
-   --update-layout tree, notes/shared-prefix-batch.md). In a causal model a position's
-   activations depend only on the tokens up to it, so sequences that share a prefix share
-   its rows: each row is computed once, and the gradients of all the sequences through it
-   add up there. Row r holds input token token[r] at position pos[r] (its depth: 0 for
-   <bos>) under parent[r] (−1 at position 0), and attends to its root path: itself and its
-   ancestors, the pos[r] + 1 positions of every sequence through it. Rows are in depth-first
-   preorder, so a parent comes before its children and the subtree of r is the rows
-   [r, subtree_end[r]). Per head and layer, row r's attention weights over its root path (root
-   first) are entries att_off[r] .. att_off[r] + pos[r] of a block of att_size = Σ_r (pos[r] + 1)
-   floats. The targets (pack_shared_prefix_batch fills them): row r predicts the distinct next tokens
-   edge_token[edge_start[r] .. edge_start[r+1]) (its "edges": several where the sequences
-   through it part), and completion token j of sequence b is edge edge_of[b·max_new + j].
-   (Not the group's prefix tree B(G): this trie packs a micro-batch's whole sequences, prompt
-   included, only to compute shared positions once; the loss and its weights are unchanged.) */
+/* SharedPrefixBatch (notes/shared-prefix-batch.md; not B(G): whole sequences, prompts included):
+   row r holds token[r] at position pos[r] (its depth) under parent[r] (−1 at 0) and attends to its
+   root path; rows in depth-first preorder, so r's subtree is [r, subtree_end[r]). Per head and
+   layer, r's attention weights (root first) are entries att_off[r] .. att_off[r] + pos[r] of
+   att_size. Row r predicts its edges' tokens edge_token[edge_start[r] .. edge_start[r+1]);
+   completion token j of sequence b is edge edge_of[b·max_new + j]. */
 struct SharedPrefixBatch {
     int rows, edges;              // in this batch
     int max_pos;                  // the largest pos[r]
@@ -4613,76 +4393,28 @@ static void spb_encoder_forward(float *out, const SharedPrefixBatch *pk, const f
     encoder_forward_pos(out, pk->token, pk->pos, wte, wpe, pk->rows, C);
 }
 
-// encoder_forward_pos's backward (rows with a position each, as a packed batch's): dwte
-// (V,C) += dout (B,C) at each row's token, dwpe (maxT,C) at its position; serial, as above
-static void encoder_backward_pos(float *dwte, float *dwpe, const float *dout, const int *tokens,
-                                 const int *pos, int B, int C) {
-    for (int b = 0; b < B; b++) {
-        const float *d = dout + (size_t)b * C;
-        float *dwe = dwte + (size_t)tokens[b] * C, *dpe = dwpe + (size_t)pos[b] * C;
+// its backward: dwte (V,C) += dres (rows,C) at each row's token, dwpe (maxT,C) at its position; serial
+static void spb_encoder_backward(float *dwte, float *dwpe, const float *dres, const SharedPrefixBatch *pk, int C) {
+    for (int r = 0; r < pk->rows; r++) {
+        const float *d = dres + (size_t)r * C;
+        float *dwe = dwte + (size_t)pk->token[r] * C, *dpe = dwpe + (size_t)pk->pos[r] * C;
         for (int i = 0; i < C; i++) { dwe[i] += d[i]; dpe[i] += d[i]; }
     }
 }
 
-static void spb_encoder_backward(float *dwte, float *dwpe, const float *dres, const SharedPrefixBatch *pk, int C) {
-    encoder_backward_pos(dwte, dwpe, dres, pk->token, pk->pos, pk->rows, C);
-}
-
-/* spb_attention_forward_ref: attention over a packed prefix tree in textbook form, the
-   readable version of spb_attention_forward below (same arguments, shapes in its comment,
-   same result up to float rounding) and the oracle it is tested against. Row r's query sees
-   the keys of its root path: path[j] is r's ancestor at position j, path[pos[r]] = r; then
-   causal attention's formula (attention_forward_ref) over those rows. Only the tests call it. */
-static void spb_attention_forward_ref(float *out, float *att, const float *inp, const SharedPrefixBatch *pk, int C,
-                                       int NH) {
-    int C3 = 3 * C, hs = C / NH;
-    float scale = 1.0f / sqrtf((float)hs);
-    int *path = (int *)mallocCheck(((size_t)pk->max_pos + 1) * sizeof(int));
-    for (int r = 0; r < pk->rows; r++) {
-        int t = pk->pos[r];
-        for (int a = r; a >= 0; a = pk->parent[a]) path[pk->pos[a]] = a;
-        for (int h = 0; h < NH; h++) {
-            const float *q = inp + (size_t)r * C3 + h * hs;
-            float *a = att + (size_t)h * pk->att_size + pk->att_off[r];
-            float maxv = -FLT_MAX, sum = 0.0f;
-            for (int j = 0; j <= t; j++) {   // row r sees its root path only
-                const float *k = inp + (size_t)path[j] * C3 + C + h * hs;
-                float s = 0.0f;
-                for (int i = 0; i < hs; i++) s += q[i] * k[i];
-                a[j] = s * scale;
-                if (a[j] > maxv) maxv = a[j];
-            }
-            for (int j = 0; j <= t; j++) { a[j] = expf(a[j] - maxv); sum += a[j]; }
-            for (int j = 0; j <= t; j++) a[j] /= sum;
-            float *o = out + (size_t)r * C + h * hs;
-            for (int i = 0; i < hs; i++) {   // out_r = Σ_j a[j] v_path[j]
-                o[i] = 0.0f;
-                for (int j = 0; j <= t; j++) o[i] += a[j] * inp[(size_t)path[j] * C3 + 2 * C + h * hs + i];
-            }
-        }
-    }
-    free(path);
-}
-
 #define TA_RB 32   // rows per task of tree attention
 
-/* A task's copy of the root path it is at, for one head: column p of xt (hs, Tp) holds x (hs)
-   transposed and row p of yb (Tp, hs) holds y (hs), for the row at position p of the path.
-   Moving on to the next row in preorder overwrites its position only: the ancestors of a row
-   are the last rows visited at each smaller position. */
+/* A task's copy of its root path for one head: column p of xt (hs, Tp) = x, row p of yb (Tp, hs) = y
+   for the row at position p (in preorder a row's ancestors are the last rows seen at each depth). */
 static inline void spb_path_put(float *xt, float *yb, const float *x, const float *y, int p, int hs,
                                  int Tp) {
     for (int i = 0; i < hs; i++) xt[(size_t)i * Tp + p] = x[i];
     memcpy(yb + (size_t)p * hs, y, (size_t)hs * sizeof(float));
 }
 
-/* spb_attention_forward: causal attention over a packed prefix tree (SharedPrefixBatch): row r attends
-   to its root path. inp (rows, 3C) holds q, k, v; out (rows, C); att (NH, att_size) keeps the
-   softmax for the backward pass. attention_forward's arithmetic on the same keys and values in
-   the same order, so a row's output equals, bit for bit, that of its position in any sequence
-   through it run through attention_forward. A task is a block of TA_RB rows and one head: it
-   loads the root path above its first row, then walks its rows keeping the keys (transposed,
-   kt (hs, Tp)) and values (vb (Tp, hs)) of the current path (spb_path_put). */
+/* spb_attention_forward: attention_forward over a packed prefix tree, each row attending to its root
+   path (inp (rows, 3C), out (rows, C), att (NH, att_size)), bit for bit its position's in any sequence
+   through it. A task (TA_RB rows, one head) loads the path above its first row, then walks its rows. */
 static void spb_attention_forward(float *out, float *att, const float *inp, const SharedPrefixBatch *pk, int C,
                                    int NH) {
     int C3 = 3 * C, hs = C / NH, Tp = (pk->max_pos + 8) / 8 * 8;
@@ -4723,15 +4455,10 @@ static void spb_attention_forward(float *out, float *att, const float *inp, cons
     }
 }
 
-/* spb_attention_backward: dinp (rows, 3C) += ∂L/∂(q,k,v) given dout (rows, C), for the forward
-   above; datt (NH, att_size) is scratch (it ends up holding ∂L/∂scores). Two passes, as
-   attention_backward's three: (1) per row, along root paths as in the forward (values
-   transposed in vt, keys as rows in kb): the score gradients dS = a (da − Σ a da) · scale with
-   da_j = dout·v[path j], and dq_r = Σ_j dS_j k[path j]; (2) per row n, dk_n = Σ dS_r[pos n] q_r
-   and dv_n = Σ a_r[pos n] dout_r over the rows r of its subtree (the queries that see n), which
-   preorder makes the contiguous rows [n, subtree_end[n]): one sum per gradient row, no two tasks
-   writing one row. The passes' tasks are a block of rows and a head; the second waits for the
-   first (the barrier of omp for). */
+/* spb_attention_backward: dinp (rows, 3C) += ∂L/∂(q,k,v) given dout (rows, C); datt scratch. Two
+   passes: (1) along root paths: dS = a (da − Σ a da) · scale, da_j = dout·v[path j], dq_r = Σ_j dS_j
+   k[path j]; (2) per row n, dk_n = Σ dS_r[pos n] q_r and dv_n = Σ a_r[pos n] dout_r over its subtree
+   [n, subtree_end[n]) (the queries that see n): one sum per gradient row, no two tasks on one row. */
 static void spb_attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
                                     const float *att, const SharedPrefixBatch *pk, int C, int NH) {
     int C3 = 3 * C, hs = C / NH, Tp = (pk->max_pos + 8) / 8 * 8;
@@ -4787,8 +4514,7 @@ static void spb_attention_backward(float *dinp, float *datt, const float *dout, 
     }
 }
 
-// gpt_set_shape for a packed batch: pk's rows and attention weights must fit in the buffers of
-// (max_batch, maxT), which they do when pk packs at most max_batch sequences. m->B = 0 marks it.
+// gpt_set_shape for a packed batch of at most max_batch sequences (then it fits); m->B = 0 marks it
 static void gpt_set_rows(GPT *m, const SharedPrefixBatch *pk) {
     size_t cap = (size_t)m->max_batch * m->config.max_seq_len;
     if (pk->rows < 1 || (size_t)pk->rows > cap || pk->att_size > cap * m->config.max_seq_len)
@@ -4802,10 +4528,7 @@ static void gpt_set_rows(GPT *m, const SharedPrefixBatch *pk) {
     m->att_size = pk->att_size;
 }
 
-
-/* gpt_forward_spb: the packed batch pk (SharedPrefixBatch; CPU only) → acts.logits (rows, V), the
-   logits of row r predicting the tokens after its prefix (trunk_forward on pk's rows, then the
-   LM head). */
+/* gpt_forward_spb: gpt_forward on the packed batch pk's rows → acts.logits (rows, V). CPU only. */
 static void gpt_forward_spb(GPT *m, const SharedPrefixBatch *pk) {
     if (m->on_device)
         fail_at(__FILE__, __LINE__, "the tree-packed update runs on the CPU only",
@@ -4821,11 +4544,8 @@ static void gpt_backward_spb(GPT *m, const SharedPrefixBatch *pk) {
     trunk_backward(m, pk->token, pk);
 }
 
-/* spb_logprob_forward: logprob_forward on the rows of a packed batch pk (SharedPrefixBatch), whose row
-   r predicts several tokens where the sequences through it part: its softmax once, into probs
-   (rows, V), and the log-prob of each of its edges' tokens, logp (edges), with logprob_forward's
-   arithmetic (the same value as at that position of a padded batch, bit for bit). A row without
-   edges (inside the prompt) gets a probs row of 0. */
+/* spb_logprob_forward: logprob_forward on pk's rows, each with its edges' tokens: its softmax once
+   into probs (rows, V) (a row without edges: 0) and logp (edges), bit for bit a padded batch's. */
 static void spb_logprob_forward(float *logp, float *probs, const float *logits, const SharedPrefixBatch *pk, int V,
                                  float temperature, const unsigned char *allowed) {
     #pragma omp parallel for
@@ -4843,9 +4563,7 @@ static void spb_logprob_forward(float *logp, float *probs, const float *logits, 
 }
 
 /* spb_logprob_backward: dlogits (rows, V) = Σ_e dlogp[e] · (onehot(edge_token[e]) − probs) /
-   temperature over the edges e of each row: the gradient through log_softmax of every token
-   the row predicts, one backward for all the sequences through it (dlogp[e]: their ∂loss/∂logp
-   summed, pack_shared_prefix_batch's edge_dlogp). Rows without edges get 0. Overwrites dlogits. */
+   temperature over each row's edges (dlogp[e]: its sequences' ∂loss/∂logp summed); overwrites. */
 static void spb_logprob_backward(float *dlogits, const float *probs, const SharedPrefixBatch *pk, const float *dlogp,
                                   int V, float temperature) {
     float inv_t = 1.0f / temperature;
@@ -4861,26 +4579,20 @@ static void spb_logprob_backward(float *dlogits, const float *probs, const Share
     }
 }
 
-/* build_shared_prefix_batch: a SharedPrefixBatch for up to B sequences of up to maxT tokens with up to max_new
+/* build_shared_prefix_batch: for up to B sequences of up to maxT tokens with up to max_new
    completion tokens each (B = 0: an empty one, for a batch no model is run on). */
 static void build_shared_prefix_batch(SharedPrefixBatch *pk, int B, int maxT, int max_new) {
-    memset(pk, 0, sizeof *pk);
     size_t R = (size_t)B * maxT, E = (size_t)B * max_new;
-    pk->cap_seqs = B;
-    pk->cap_rows = (int)R;
-    pk->cap_edges = (int)E;
-    pk->max_new = max_new;
-    pk->token = (int *)mallocCheck(R * sizeof(int));
-    pk->pos = (int *)mallocCheck(R * sizeof(int));
-    pk->parent = (int *)mallocCheck(R * sizeof(int));
-    pk->subtree_end = (int *)mallocCheck(R * sizeof(int));
+    *pk = (SharedPrefixBatch){.max_new = max_new, .cap_seqs = B, .cap_rows = (int)R, .cap_edges = (int)E};
+    int **per_row[] = {&pk->token, &pk->pos, &pk->parent, &pk->subtree_end};
+    for (int a = 0; a < 4; a++) *per_row[a] = (int *)mallocCheck(R * sizeof(int));
     pk->att_off = (size_t *)mallocCheck((R + 1) * sizeof(size_t));
     pk->edge_start = (int *)mallocCheck((R + 1) * sizeof(int));
     pk->edge_token = (int *)mallocCheck(E * sizeof(int));
+    pk->edge_of = (int *)mallocCheck(E * sizeof(int));
     pk->edge_logp = (float *)mallocCheck(E * sizeof(float));
     pk->edge_dlogp = (float *)mallocCheck(E * sizeof(float));
-    pk->edge_of = (int *)mallocCheck(E * sizeof(int));
-    pk->scratch = (int *)mallocCheck((9 * R + 3 * E) * sizeof(int));   // pack_shared_prefix_batch's layout
+    pk->scratch = (int *)mallocCheck((7 * R + 3 * E) * sizeof(int));   // pack_shared_prefix_batch's layout
 }
 
 static void free_shared_prefix_batch(SharedPrefixBatch *pk) {
@@ -4897,77 +4609,75 @@ static SharedPrefixBatch *new_shared_prefix_batch(int B, int maxT, int max_new) 
 }
 
 static void delete_shared_prefix_batch(SharedPrefixBatch *pk) {
-    if (!pk) return;
-    free_shared_prefix_batch(pk);
+    if (pk) free_shared_prefix_batch(pk);
     free(pk);
 }
 
-
-/* pack_shared_prefix_batch: make_batch's sequences <bos> prompt completion (prompt[b] holds <bos>; lengths
-   plen[b], clen[b], B <= pk->cap_seqs) packed as their prefix trie into pk (SharedPrefixBatch). A
-   sequence of n = plen + clen tokens has the inputs of positions 0..n−2 (its last token is
-   only a target); each distinct prefix of them is one row, so the rows are the trie's nodes;
-   the completion token j of sequence b (predicted at position plen−1+j) is the edge (its
-   row, its token), edge_of[b·max_new + j]. A sequence without completion tokens adds no row
-   (nothing of it is scored). Rows in depth-first preorder, children and edges in order of
-   first appearance. O(positions · children per row). Returns the row count. */
-static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *const *prompt, const int *plen, const int *const *comp,
-                      const int *clen) {
+/* pack_shared_prefix_batch: make_batch's B <= pk->cap_seqs sequences as their prefix trie in pk:
+   a row per distinct prefix of a sequence's inputs (none for a sequence without completion tokens),
+   an edge per (row, next completion token); preorder, children and edges in order of first
+   appearance. Returns the row count. */
+static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *const *prompt, const int *plen,
+                                    const int *const *comp, const int *clen) {
     if (B > pk->cap_seqs)
-        fail_at(__FILE__, __LINE__, "pack_shared_prefix_batch: more sequences than the pack holds", "please report this");
-    // the trie in creation order: node c has token ctok[c] at position cpos[c] under cpar[c], its
-    // children first_child[c] -> next_sibling ..., its edges first_edge[c] -> next_edge ...
+        fail_at(__FILE__, __LINE__, "pack_shared_prefix_batch: more sequences than the pack holds",
+                "please report this");
+    // the trie in creation order: node c (ctok, cpos, cpar), its child and edge lists
     int R = pk->cap_rows, E = pk->cap_edges;
     int *ctok = pk->scratch, *cpos = ctok + R, *cpar = cpos + R, *first_child = cpar + R;
-    int *last_child = first_child + R, *next_sibling = last_child + R, *first_edge = next_sibling + R;
-    int *last_edge = first_edge + R, *new_row = last_edge + R;
+    int *next_sibling = first_child + R, *first_edge = next_sibling + R, *new_row = first_edge + R;
     int *etok = new_row + R, *next_edge = etok + E, *new_edge = next_edge + E;
-    int nodes = 0, edges = 0, first_root = -1, last_root = -1;
+    int nodes = 0, edges = 0, first_root = -1;
     for (int b = 0; b < B; b++) {
         int n = plen[b] + clen[b];
         int node = -1;   // the node of the prefix so far (-1: none yet)
         for (int t = 0; clen[b] > 0 && t < n - 1; t++) {
             int tok = t < plen[b] ? prompt[b][t] : comp[b][t - plen[b]];
-            int c = node < 0 ? first_root : first_child[node];
-            while (c >= 0 && ctok[c] != tok) c = next_sibling[c];
-            if (c < 0) {   // a new prefix: a new node, the last child of its parent
+            int *c = node < 0 ? &first_root : &first_child[node];   // the search ends on the list's last link
+            while (*c >= 0 && ctok[*c] != tok) c = &next_sibling[*c];
+            if (*c < 0) {   // a new prefix: a new node, the last child of its parent
                 if (nodes == R)
                     fail_at(__FILE__, __LINE__, "pack_shared_prefix_batch: too many rows", "please report this");
-                c = nodes++;
-                ctok[c] = tok;
-                cpos[c] = t;
-                cpar[c] = node;
-                first_child[c] = last_child[c] = next_sibling[c] = -1;
-                first_edge[c] = last_edge[c] = -1;
-                int *tail = node < 0 ? &last_root : &last_child[node];
-                if (*tail >= 0) next_sibling[*tail] = c;
-                else if (node < 0) first_root = c;
-                else first_child[node] = c;
-                *tail = c;
+                ctok[nodes] = tok;
+                cpos[nodes] = t;
+                cpar[nodes] = node;
+                first_child[nodes] = next_sibling[nodes] = first_edge[nodes] = -1;
+                *c = nodes++;
             }
-            node = c;
+            node = *c;
             if (t + 1 < plen[b]) continue;
             int target = comp[b][t + 1 - plen[b]];   // completion token j = t + 1 − plen
-            int e = first_edge[node];
-            while (e >= 0 && etok[e] != target) e = next_edge[e];
-            if (e < 0) {
+            int *e = &first_edge[node];
+            while (*e >= 0 && etok[*e] != target) e = &next_edge[*e];
+            if (*e < 0) {
                 if (edges == E)
                     fail_at(__FILE__, __LINE__, "pack_shared_prefix_batch: too many edges", "please report this");
-                e = edges++;
-                etok[e] = target;
-                next_edge[e] = -1;
-                if (last_edge[node] >= 0) next_edge[last_edge[node]] = e;
-                else first_edge[node] = e;
-                last_edge[node] = e;
+                etok[edges] = target;
+                next_edge[edges] = -1;
+                *e = edges++;
             }
-            pk->edge_of[(size_t)b * pk->max_new + t + 1 - plen[b]] = e;
+            pk->edge_of[(size_t)b * pk->max_new + t + 1 - plen[b]] = *e;
         }
     }
-    // depth-first preorder: a node, then its children's subtrees in order; a leaf closes itself
-    // and each ancestor whose last child's subtree it ends
-    int rows = 0;
+    // depth-first preorder: a node (its row, attention offset and edges, renumbered in row order),
+    // then its children's subtrees in order; a leaf closes itself and each ancestor whose last
+    // child's subtree it ends
+    int rows = 0, e_new = 0;
+    pk->att_off[0] = 0;
+    pk->edge_start[0] = 0;
+    pk->max_pos = 0;
     for (int c = first_root; c >= 0;) {
-        new_row[c] = rows++;
+        int r = new_row[c] = rows++;
+        pk->token[r] = ctok[c];
+        pk->pos[r] = cpos[c];
+        pk->parent[r] = cpar[c] < 0 ? -1 : new_row[cpar[c]];
+        pk->max_pos = imax(pk->max_pos, cpos[c]);
+        pk->att_off[r + 1] = pk->att_off[r] + cpos[c] + 1;
+        for (int e = first_edge[c]; e >= 0; e = next_edge[e]) {
+            new_edge[e] = e_new;
+            pk->edge_token[e_new++] = etok[e];
+        }
+        pk->edge_start[r + 1] = e_new;
         if (first_child[c] >= 0) {
             c = first_child[c];
             continue;
@@ -4983,32 +4693,8 @@ static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *con
         }
     }
     pk->rows = rows;
-    pk->max_pos = 0;
-    for (int c = 0; c < nodes; c++) {
-        int r = new_row[c];
-        pk->token[r] = ctok[c];
-        pk->pos[r] = cpos[c];
-        pk->parent[r] = cpar[c] < 0 ? -1 : new_row[cpar[c]];
-        pk->max_pos = imax(pk->max_pos, cpos[c]);
-        pk->edge_start[r + 1] = 0;
-        for (int e = first_edge[c]; e >= 0; e = next_edge[e]) pk->edge_start[r + 1]++;
-    }
-    // offsets: attention weights and edges, row by row; the edges renumbered in row order
-    pk->att_off[0] = 0;
-    pk->edge_start[0] = 0;
-    for (int r = 0; r < rows; r++) {
-        pk->att_off[r + 1] = pk->att_off[r] + pk->pos[r] + 1;
-        pk->edge_start[r + 1] += pk->edge_start[r];
-    }
     pk->att_size = pk->att_off[rows];
     pk->edges = edges;
-    for (int c = 0; c < nodes; c++) {
-        int e_new = pk->edge_start[new_row[c]];
-        for (int e = first_edge[c]; e >= 0; e = next_edge[e]) {
-            new_edge[e] = e_new;
-            pk->edge_token[e_new++] = etok[e];
-        }
-    }
     for (int b = 0; b < B; b++)
         for (int j = 0; j < clen[b]; j++) {
             int *at = &pk->edge_of[(size_t)b * pk->max_new + j];
@@ -5016,10 +4702,8 @@ static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *con
         }
     return rows;
 }
-/* policy_logp_spb: policy_logp on the shared-prefix micro-batch g->spb (pack_shared_prefix_batch of
-   completions [first, first+B)): one forward per row; each completion token gets its edge's
-   log-prob, which is the padded batch's at that position bit for bit (the same arithmetic on
-   the same prefix). Leaves m's activations in place for policy_backward_spb. */
+/* policy_logp_spb: policy_logp on the micro-batch packed in g->spb, bit for bit (each completion
+   token gets its edge's log-prob); leaves m's activations for policy_backward_spb. */
 static void policy_logp_spb(GPT *m, GroupBatch *g, int first, int B, float temperature,
                              const unsigned char *allowed, float *out) {
     SharedPrefixBatch *pk = g->spb;
@@ -5034,10 +4718,8 @@ static void policy_logp_spb(GPT *m, GroupBatch *g, int first, int B, float tempe
     }
 }
 
-/* policy_backward_spb: accumulates ∂loss/∂θ into m->grads for the micro-batch of the last
-   policy_logp_spb, given g->dlogp of its completions: each edge's ∂loss/∂logp is the sum over
-   the completion tokens that are it (members sharing the prefix and the next token), added in
-   completion order; then one log-prob backward per row for all its edges and one backward pass. */
+/* policy_backward_spb: adds ∂loss/∂θ to m->grads for the last policy_logp_spb given g->dlogp (each
+   edge's the sum of its tokens', in completion order): one log-prob backward per row, one pass. */
 static void policy_backward_spb(GPT *m, GroupBatch *g, int first, int B, float temperature) {
     SharedPrefixBatch *pk = g->spb;
     if (pk->rows == 0) return;
@@ -5054,10 +4736,8 @@ static void policy_backward_spb(GPT *m, GroupBatch *g, int first, int B, float t
 
 // ---- Packed decode: the sampler's weights packed once per sampling call
 
-/* The decode step's weights packed once (matmul's panels; pack_weight_panels): for each layer
-   qkvw, attprojw, fcw, fcprojw, then wte (the LM head). A decode step on them skips the
-   packing that matmul_forward does per call, ~1/B of its work; the sums are the same.
-   decode_panels_size: the floats they take. */
+// The floats of the decode step's weights packed once (per layer qkvw, attprojw, fcw, fcprojw, then
+// wte): a decode step on them skips matmul_forward's packing (~1/B of its work; the same sums)
 static size_t decode_panels_size(const GPTConfig *c) {
     int C = c->channels;
     return (size_t)c->num_layers * (weight_panels_size(C, 3 * C) + weight_panels_size(C, C) +
@@ -5065,10 +4745,8 @@ static size_t decode_panels_size(const GPTConfig *c) {
            weight_panels_size(C, c->vocab_size);
 }
 
-// The host's decode steps on kv use the model's weights as they are now (kv->panels), until
-// kv_unpack_weights; the sampler calls both, around one sampling call. The panels lie in the
-// order gpt_decode_step's matmuls read them (decode_matmul steps through them one by one):
-// a change to either order must change both.
+// The host's decode steps on kv use m's weights as now (kv->panels) until kv_unpack_weights, in the
+// order gpt_decode_step's matmuls read them (decode_matmul): a change to either order must change both.
 static void kv_pack_weights(KVCache *kv, const GPT *m) {
     if (kv->on_device) return;   // the GPU's matmul is cuBLAS: nothing to pack
     const GPTConfig *c = &m->config;
@@ -5090,8 +4768,7 @@ static void kv_pack_weights(KVCache *kv, const GPT *m) {
 
 static void kv_unpack_weights(KVCache *kv) { kv->packed = 0; }
 
-// One matmul of a decode step: on the packed weights *panels (then moved past them) when the
-// sampler packed them, else matmul_forward (through LAYER: cuBLAS on the GPU)
+// One matmul of a decode step: on the packed *panels (then moved past them), else matmul_forward
 static void decode_matmul(GPT *m, const float **panels, float *out, const float *inp, const float *weight,
                           const float *bias, int B, int C, int OC) {
     (void)m;   // LAYER's dispatch needs it in the CUDA build only
@@ -5248,22 +4925,12 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
 
 
 // ----------------------------------------------------------------------------
-// CUDA seam: the CPU/GPU boundary, every function of grpo_kernels.cu that grpo.c calls, and the
-// gpu_* hooks the reference calls (the CPU build's return 0). The tooling's own GRPO_CUDA conditionals
-// (the CUDA-only options, checkpoints copied through the host, bench's GPU timings) stay with the
-// command they change: each is a line or two that a hook would only hide.
-// gpt_* call each layer through LAYER(), which picks cuda_<name> for a model built once
-// cuda_enabled is set; functions only the tests call are declared in tests/test_cuda.cu.
-// More in notes/cuda-integration.md.
+// CUDA seam (notes/cuda-integration.md): the functions of grpo_kernels.cu that grpo.c calls besides
+// the layers' cuda_ twins (LAYER), and the gpu_* hooks the reference calls (the CPU build's return 0).
+// In the CUDA build (make cuda) a model or KV cache built after cuda_startup() lives in GPU memory;
+// the loop, sampler, verifier, trees and objectives stay on the host.
 
 #ifdef GRPO_CUDA
-/* The CUDA build (make cuda, -DGRPO_CUDA): grpo_kernels.cu implements every layer above as
-   cuda_<name>, same arguments, DEVICE pointers (see that file's header). A model or KV cache
-   built after cuda_startup() lives in GPU memory (on_device = 1) and LAYER(m, f) calls
-   cuda_f for it, f otherwise, so gpt_forward, gpt_backward and gpt_decode_step are one
-   algorithm for both. The loop, the sampler's softmax and RNG, the verifier, the prefix
-   tree and the objectives stay on the host; per sampled token the last logits (B·V floats)
-   come back, per micro-batch the log-probs come back and their gradients go down. */
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -5295,8 +4962,7 @@ double cuda_time_sgemms(int N, int C, int OC, int reps);
 
 static int cuda_enabled = 0;   // set by cuda_startup(): models and KV caches built from then on live on the GPU
 
-/* cuda_startup: the CUDA build's check at start-up (every command that builds a model):
-   no GPU or no driver is an error naming what is missing; then cuBLAS with TF32 off or on. */
+// cuda_startup: no GPU or driver is an error naming what is missing; then cuBLAS, TF32 off or on
 static void cuda_startup(int tf32) {
     const char *why = "unknown";
     if (!cuda_enabled && cuda_probe(&why) == 0) {
@@ -5309,9 +4975,12 @@ static void cuda_startup(int tf32) {
     cuda_enabled = 1;
 }
 
-// Moves a model built on the host to the GPU: parameters and AdamW moments are copied,
-// gradients start at zero, activations are left unset (every pass writes them first).
-static void gpt_to_device(GPT *m) {
+// The hooks (declared in "Model"): each acts on a model or cache in GPU memory (1), else returns 0.
+
+// Once CUDA is on, moves a model just built on the host to the GPU: parameters, gradients (zero)
+// and AdamW moments copied, activations left unset (every pass writes them first).
+static void gpu_adopt_model(GPT *m) {
+    if (!cuda_enabled) return;
     size_t pb = m->num_parameters * sizeof(float), ab = m->acts_capacity * sizeof(float);
     size_t BT = (size_t)m->max_batch * m->config.max_seq_len;
     float *host[4] = {m->params_memory, m->grads_memory, m->m_memory, m->v_memory};
@@ -5335,22 +5004,12 @@ static void gpt_to_device(GPT *m) {
     m->on_device = 1;
 }
 
-static void free_gpt_device(GPT *m) {
+static int gpu_free_model(GPT *m) {
+    if (!m->on_device) return 0;
     void *arrays[] = {m->params_memory, m->grads_memory, m->m_memory, m->v_memory, m->acts_memory,
                       m->grads_acts_memory, m->dev_inputs, m->dev_targets, m->dev_logp, m->dev_dlogp,
                       m->dev_allowed};
     for (size_t i = 0; i < sizeof arrays / sizeof arrays[0]; i++) cuda_free(arrays[i]);
-}
-
-// The hooks the reference calls (declared in "Model"), for the CUDA build: each acts on a model or
-// KV cache in GPU memory and returns 1, else returns 0 and the CPU code runs.
-static void gpu_adopt_model(GPT *m) {
-    if (cuda_enabled) gpt_to_device(m);
-}
-
-static int gpu_free_model(GPT *m) {
-    if (!m->on_device) return 0;
-    free_gpt_device(m);
     return 1;
 }
 
@@ -5369,28 +5028,25 @@ static int gpu_encoder_backward(GPT *m, float *dwte, float *dwpe, const float *d
 }
 
 static int gpu_build_kvcache(KVCache *kv, const GPTConfig *c, int B) {
+    if (!cuda_enabled) return 0;
     size_t L = c->num_layers, C = c->channels, T = c->max_seq_len, V = c->vocab_size, Tp = (T + 7) / 8 * 8;
-    if (cuda_enabled) {   // the same buffers on the GPU, plus the step's inputs and logits
-        size_t sizes[11] = {L * B * C * Tp, L * B * T * C, B * C, B * C, B * 3 * C, B * C, B * C, B * 4 * C,
-                            B * 4 * C, (size_t)B, (size_t)B};
-        float **bufs[11] = {&kv->k, &kv->v, &kv->x, &kv->ln, &kv->qkv, &kv->atty, &kv->proj, &kv->fch,
-                            &kv->fch_gelu, &kv->mean, &kv->rstd};
-        for (int i = 0; i < 11; i++) {
-            *bufs[i] = (float *)cuda_malloc(sizes[i] * sizeof(float));
-            cuda_memset_zero(*bufs[i], sizes[i] * sizeof(float));
-        }
-        kv->B = B;
-        kv->dev_logits = (float *)cuda_malloc((size_t)B * V * sizeof(float));
-        kv->tokens = (int *)cuda_malloc((size_t)B * sizeof(int));
-        kv->pos = (int *)cuda_malloc((size_t)B * sizeof(int));
-        kv->logits = (float *)mallocCheck((size_t)B * V * sizeof(float));   // host: the sampler reads it
-        kv->on_device = 1;
-        // a GPU decode step costs about the same for any row count, and each slot copy is 2L
-        // memcpy calls: there the sampler keeps every row in its slot
-        kv->pack = 0;
-        return 1;
+    // the same buffers on the GPU, plus the step's inputs and logits
+    size_t sizes[11] = {L * B * C * Tp, L * B * T * C, B * C, B * C, B * 3 * C, B * C, B * C, B * 4 * C,
+                        B * 4 * C, (size_t)B, (size_t)B};
+    float **bufs[11] = {&kv->k, &kv->v, &kv->x, &kv->ln, &kv->qkv, &kv->atty, &kv->proj, &kv->fch,
+                        &kv->fch_gelu, &kv->mean, &kv->rstd};
+    for (int i = 0; i < 11; i++) {
+        *bufs[i] = (float *)cuda_malloc(sizes[i] * sizeof(float));
+        cuda_memset_zero(*bufs[i], sizes[i] * sizeof(float));
     }
-    return 0;
+    kv->B = B;
+    kv->dev_logits = (float *)cuda_malloc((size_t)B * V * sizeof(float));
+    kv->tokens = (int *)cuda_malloc((size_t)B * sizeof(int));
+    kv->pos = (int *)cuda_malloc((size_t)B * sizeof(int));
+    kv->logits = (float *)mallocCheck((size_t)B * V * sizeof(float));   // host: the sampler reads it
+    kv->on_device = 1;
+    kv->pack = 0;   // a GPU decode step costs the same for any row count: every row keeps its slot
+    return 1;
 }
 
 static int gpu_free_kvcache(KVCache *kv) {
@@ -5459,39 +5115,31 @@ static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
 }
 #else
 // The CPU build: nothing lives on a GPU, and every hook leaves the work to the CPU code.
-static void gpu_adopt_model(GPT *m) { (void)m; }
-static int gpu_free_model(GPT *m) { (void)m; return 0; }
-static const int *gpu_inputs(GPT *m, const int *inputs, size_t n) { (void)m; (void)n; return inputs; }
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+static void gpu_adopt_model(GPT *m) {}
+static int gpu_free_model(GPT *m) { return 0; }
+static const int *gpu_inputs(GPT *m, const int *inputs, size_t n) { return inputs; }
 static int gpu_encoder_backward(GPT *m, float *dwte, float *dwpe, const float *dres, int B, int T, int C) {
-    (void)m; (void)dwte; (void)dwpe; (void)dres; (void)B; (void)T; (void)C;
     return 0;
 }
-static int gpu_build_kvcache(KVCache *kv, const GPTConfig *c, int B) { (void)kv; (void)c; (void)B; return 0; }
-static int gpu_free_kvcache(KVCache *kv) { (void)kv; return 0; }
-static void gpu_decode_inputs(GPT *m, KVCache *kv, const int **tokens, const int **pos, float **logits, int B) {
-    (void)m; (void)kv; (void)tokens; (void)pos; (void)logits; (void)B;
-}
-static void gpu_decode_logits(GPT *m, KVCache *kv, const float *logits, int B) {
-    (void)m; (void)kv; (void)logits; (void)B;
-}
+static int gpu_build_kvcache(KVCache *kv, const GPTConfig *c, int B) { return 0; }
+static int gpu_free_kvcache(KVCache *kv) { return 0; }
+static void gpu_decode_inputs(GPT *m, KVCache *kv, const int **tokens, const int **pos, float **logits, int B) {}
+static void gpu_decode_logits(GPT *m, KVCache *kv, const float *logits, int B) {}
 static int gpu_kv_copy(KVCache *kv, float *kd, const float *ks, size_t kn, float *vd, const float *vs, size_t vn) {
-    (void)kv; (void)kd; (void)ks; (void)kn; (void)vd; (void)vs; (void)vn;
     return 0;
 }
 static int gpu_logprob_forward(GPT *m, float *logp, const int *targets, int N, float temperature,
                                const unsigned char *allowed) {
-    (void)m; (void)logp; (void)targets; (void)N; (void)temperature; (void)allowed;
     return 0;
 }
 static int gpu_logprob_backward(GPT *m, const int *targets, const float *dlogp, int N, float temperature) {
-    (void)m; (void)targets; (void)dlogp; (void)N; (void)temperature;
     return 0;
 }
-static int gpu_clip_grad_norm(GPT *m, float max_norm, float *norm) { (void)m; (void)max_norm; (void)norm; return 0; }
-static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
-    (void)m; (void)o; (void)lr; (void)t;
-    return 0;
-}
+static int gpu_clip_grad_norm(GPT *m, float max_norm, float *norm) { return 0; }
+static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) { return 0; }
+#pragma GCC diagnostic pop
 #endif
 
 // ============================================================================

@@ -3796,7 +3796,7 @@ static void test_pack_brute_force(void) {
 }
 
 /* Tree attention against two references on a random packed batch and random q, k, v, dout:
-   (1) spb_attention_forward_ref, the textbook form over each row's root path; (2) the padded
+   (1) attention_forward_ref, the textbook form, on each sequence's root path; (2) the padded
    causal attention (attention_forward / attention_backward, tested against PyTorch) run on
    every sequence's own rows one after the other: the forward of a row equals that of its
    position in any sequence through it, and the backward of Σ_r dout_r · out_r is the sum over
@@ -3824,7 +3824,6 @@ static void test_tree_attention(void) {
     float *dinp = (float *)callocCheck((size_t)R * C3, sizeof(float));
     float *dinp_ref = (float *)callocCheck((size_t)R * C3, sizeof(float));
     spb_attention_forward(out, att, inp, pk, C, NH);
-    spb_attention_forward_ref(out_ref, att_ref, inp, pk, C, NH);
     spb_attention_backward(dinp, datt, dout, inp, att, pk, C, NH);
     // the sequences: rows of sequence i's positions 0..n−2, found by walking from its last edge's row
     int T = 32;
@@ -3856,6 +3855,13 @@ static void test_tree_attention(void) {
             int u = rows_of[t];
             if (owner[u] == i) memcpy(out_seq + (size_t)u * C, y + (size_t)t * C, C * sizeof(float));
             for (int c = 0; c < C3; c++) dinp_ref[(size_t)u * C3 + c] += dx[(size_t)t * C3 + c];
+        }
+        attention_forward_ref(y, a, x, 1, n, C, NH);   // the textbook form on the same root paths
+        for (int t = 0; t < n; t++) {
+            int u = rows_of[t];
+            memcpy(out_ref + (size_t)u * C, y + (size_t)t * C, C * sizeof(float));
+            for (int h = 0; h < NH; h++)
+                memcpy(att_ref + h * AS + pk->att_off[u], a + ((size_t)h * n + t) * n, (t + 1) * sizeof(float));
         }
     }
     // The forward is the padded attention's arithmetic on the same values: equal bit for bit by
