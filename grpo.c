@@ -2805,7 +2805,6 @@ typedef struct {                 // one step, as log_step prints it and writes i
     SelectStats select;          // what prompt selection did: predicted and realised success, refills
 } StepReport;
 
-
 /* stop_on_nan: a non-finite value at step `step`: stop before anything is saved, naming last_good
    (NULL: the command writes none). The critical section lets one of tree's threads print and exit. */
 static void stop_on_nan(const char *what, int step, float value, const char *last_good) {
