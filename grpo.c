@@ -7029,47 +7029,58 @@ static void ckpt_read_checked(void *ptr, size_t size, size_t n, FILE *f, const c
     ckpt_error(path, msg, CKPT_CORRUPT_HINT);
 }
 
-// The next name of a vocabulary string (each name followed by '\n', n bytes) from *pos:
-// its start and length; *pos moves past it. Returns 0 when no name is left.
-static int vocab_next(const char *v, int n, int *pos, int *start, int *len) {
-    if (*pos >= n) return 0;
-    *start = *pos;
-    while (*pos < n && v[*pos] != '\n') (*pos)++;
-    *len = *pos - *start;
-    (*pos)++;
-    return 1;
-}
-
-// A printable copy of name[0..len) (at most 24 characters; other bytes as '?').
-static void printable_name(char *out, const char *name, int len) {
-    int j = 0;
-    for (; j < len && j < 24; j++) out[j] = name[j] >= 32 && name[j] < 127 ? name[j] : '?';
-    out[j] = 0;
-}
-
-// Says how a checkpoint's vocabulary (file_v, file_n bytes; file_size tokens in the header)
-// differs from this build's: the first token whose name differs, or else the counts.
-static void vocab_mismatch(char *msg, size_t cap, const char *file_v, int file_n, int file_size) {
-    char ours[512], theirs_name[32] = "(none)", ours_name[32] = "(none)";
-    int ours_n = vocab_string(ours, sizeof ours);
-    int pa = 0, pb = 0, tok = 0;
-    for (;;) {
-        int sa = 0, la = 0, sb = 0, lb = 0;
-        int more_a = vocab_next(file_v, file_n, &pa, &sa, &la);
-        int more_b = vocab_next(ours, ours_n, &pb, &sb, &lb);
-        if (!more_a && !more_b) break;   // the names agree: only the header's count differs
-        if (!more_a || !more_b || la != lb || memcmp(file_v + sa, ours + sb, la)) {
-            if (more_a) printable_name(theirs_name, file_v + sa, la);
-            if (more_b) printable_name(ours_name, ours + sb, lb);
-            snprintf(msg, cap, "vocabulary differs from this build's: token %d is '%s' in the file, "
-                     "'%s' here (%d tokens in file, %d here)", tok, theirs_name, ours_name, file_size,
-                     VOCAB_SIZE);
-            return;
+// A printable copy of name[0..len) into out (cap bytes, at least 64): bytes outside printable ASCII
+// as \xHH (a BOM, \r, NUL, ...), cut after 40 with "...".
+static void printable_name(char *out, size_t cap, const char *name, long len) {
+    size_t k = 0;
+    for (long i = 0; i < len && k + 8 < cap; i++) {
+        if (i == 40) {
+            k += (size_t)snprintf(out + k, cap - k, "...");
+            break;
         }
-        tok++;
+        unsigned char ch = (unsigned char)name[i];
+        if (ch >= 0x20 && ch < 0x7f) out[k++] = (char)ch;
+        else k += (size_t)snprintf(out + k, cap - k, "\\x%02x", ch);
     }
-    snprintf(msg, cap, "vocabulary differs from this build's (%d tokens in file, %d here)",
-             file_size, VOCAB_SIZE);
+    out[k] = 0;
+}
+
+/* name_diff: where two lists of names part (s = 0: a, na bytes; 1: b, nb bytes; names separated by
+   sep): the 0-based index of the first name that differs or that one list lacks (more[s] 0), with
+   the names there in printable_name's form (name[s], 200 bytes); −1 when the lists agree. */
+static int name_diff(const char *a, long na, const char *b, long nb, char sep, char name[2][200], int more[2]) {
+    const char *v[2] = {a, b};
+    long n[2] = {na, nb}, at[2] = {0, 0};
+    for (int k = 0;; k++) {
+        long end[2];
+        for (int s = 0; s < 2; s++) {
+            more[s] = at[s] <= n[s];   // (past the last separator: one more name, maybe empty)
+            for (end[s] = at[s]; more[s] && end[s] < n[s] && v[s][end[s]] != sep; end[s]++) {}
+            name[s][0] = 0;
+            if (more[s]) printable_name(name[s], 200, v[s] + at[s], end[s] - at[s]);
+        }
+        if (!more[0] && !more[1]) return -1;
+        long len = end[0] - at[0];
+        if (!more[0] || !more[1] || len != end[1] - at[1] || memcmp(a + at[0], b + at[1], (size_t)len)) return k;
+        at[0] = end[0] + 1;
+        at[1] = end[1] + 1;
+    }
+}
+
+// Says how a checkpoint's vocabulary (file_v, file_n bytes, each name followed by '\n'; file_size
+// tokens in the header) differs from this build's: the first token whose name differs, or else the counts.
+static void vocab_mismatch(char *msg, size_t cap, const char *file_v, int file_n, int file_size) {
+    char ours[512], name[2][200];
+    int more[2], ours_n = vocab_string(ours, sizeof ours);
+    int tok = name_diff(file_v, file_n - (file_n > 0 && file_v[file_n - 1] == '\n'), ours, ours_n - 1, '\n',
+                        name, more);
+    if (tok < 0)
+        snprintf(msg, cap, "vocabulary differs from this build's (%d tokens in file, %d here)", file_size,
+                 VOCAB_SIZE);
+    else
+        snprintf(msg, cap, "vocabulary differs from this build's: token %d is '%s' in the file, '%s' here "
+                 "(%d tokens in file, %d here)", tok, more[0] ? name[0] : "(none)", more[1] ? name[1] : "(none)",
+                 file_size, VOCAB_SIZE);
 }
 
 /* ckpt_refuse_not_finite: a checkpoint's tensor data (a, laid out like m's parameters) must be
@@ -7143,8 +7154,8 @@ static void ckpt_read_sections(FILE *f, const char *path, const int32_t *h, int 
         void *data = mallocCheck(bytes ? bytes : 1);
         ckpt_read(data, 1, bytes, f, path, "a state section");
         if (ckpt_section_crc(tag, bytes, data) != h[CKPT_CRC_SECTIONS + i]) {
-            char name[CKPT_TAG_BYTES + 1];
-            printable_name(name, tag, (int)strnlen(tag, CKPT_TAG_BYTES));
+            char name[64];
+            printable_name(name, sizeof name, tag, (long)strnlen(tag, CKPT_TAG_BYTES));
             snprintf(msg_sec, sizeof msg_sec, "checksum mismatch in state section %d ('%s') (a flipped "
                      "bit, or an edited file)", i + 1, name);
             ckpt_error(path, msg_sec, CKPT_CORRUPT_HINT);
@@ -7576,60 +7587,23 @@ static long csv_keep(char *text, long n, const char *header, int step, CsvRepair
     return keep;
 }
 
-// csv_name: into out (cap bytes, at least 64) the len bytes of a name as open_csv's messages show it:
-// bytes outside printable ASCII as \xHH (a BOM, \r, NUL, ...), cut after 40 with "..."
-static void csv_name(char *out, size_t cap, const char *name, long len) {
-    size_t k = 0;
-    for (long i = 0; i < len && k + 8 < cap; i++) {
-        if (i == 40) {
-            k += (size_t)snprintf(out + k, cap - k, "...");
-            break;
-        }
-        unsigned char ch = (unsigned char)name[i];
-        if (ch >= 0x20 && ch < 0x7f) out[k++] = (char)ch;
-        else k += (size_t)snprintf(out + k, cap - k, "\\x%02x", ch);
-    }
-    out[k] = 0;
-}
-
 // csv_header_diff: into out (cap bytes), where the first line of text (n bytes) parts from header,
 // for open_csv's refusal.
 static void csv_header_diff(char *out, size_t cap, const char *text, long n, const char *header) {
     long end = 0;
     while (end < n && text[end] != '\n') end++;
-    if (end == 0 || (end == 1 && text[0] == '\r')) {
+    char name[2][200];
+    int more[2], col = name_diff(text, end, header, (long)strlen(header), ',', name, more) + 1;
+    if (end == 0 || (end == 1 && text[0] == '\r'))
         snprintf(out, cap, "its first line is empty");
-        return;
-    }
-    const char *a = text, *a_end = text + end, *b = header, *b_end = header + strlen(header);
-    char na[200], nb[200];
-    for (int col = 1;; col++) {
-        int more_a = a <= a_end, more_b = b <= b_end;
-        const char *ae = a, *be = b;
-        while (more_a && ae < a_end && *ae != ',') ae++;
-        while (more_b && be < b_end && *be != ',') be++;
-        if (more_a) csv_name(na, sizeof na, a, ae - a);
-        if (more_b) csv_name(nb, sizeof nb, b, be - b);
-        if (!more_a && !more_b) {
-            snprintf(out, cap, end == n ? "the names agree, but the header line has no line end"
-                                        : "the names agree");
-            return;
-        }
-        if (!more_a) {
-            snprintf(out, cap, "the file has no column %d '%s' (it ends after column %d)", col, nb, col - 1);
-            return;
-        }
-        if (!more_b) {
-            snprintf(out, cap, "the file has a column %d '%s' that this run does not write", col, na);
-            return;
-        }
-        if (ae - a != be - b || memcmp(a, b, (size_t)(ae - a)) != 0) {
-            snprintf(out, cap, "column %d is '%s' in the file, '%s' in this run", col, na, nb);
-            return;
-        }
-        a = ae + 1;   // past the comma, or past the end (no more fields)
-        b = be + 1;
-    }
+    else if (col == 0)
+        snprintf(out, cap, end == n ? "the names agree, but the header line has no line end" : "the names agree");
+    else if (!more[0])
+        snprintf(out, cap, "the file has no column %d '%s' (it ends after column %d)", col, name[1], col - 1);
+    else if (!more[1])
+        snprintf(out, cap, "the file has a column %d '%s' that this run does not write", col, name[0]);
+    else
+        snprintf(out, cap, "column %d is '%s' in the file, '%s' in this run", col, name[0], name[1]);
 }
 
 /* open_csv: the run's log RUN_DIR/NAME: new with its header at step 0 (or when missing or empty, with
