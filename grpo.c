@@ -7510,17 +7510,18 @@ static void close_csv(CsvLog *c) {
 
 // What csv_keep kept and dropped of a run's log, for open_csv's notes.
 typedef struct {
-    int rows, last;              // rows kept; the step of the last one (0: none)
-    int past, past_from, past_to, past_line;   // complete rows of steps after the checkpoint's: dropped
+    int rows, last;              // rows kept; the number of the last one (first − 1: none)
+    int past, past_from, past_to, past_line;   // complete rows numbered after the checkpoint's: dropped
     int bad, bad_line;           // other lines dropped (malformed, out of order); the first of them
     char bad_why[128];           // what was wrong with that first one
+    int moved;                   // a kept row moved up: a line before it was dropped
     long cut_bytes;              // a last line without its '\n' (cut off mid-way): dropped
     int cut_line;
-    int missing;                 // steps 1..step with no row kept
+    int missing;                 // rows first..step not kept
     char missing_list[256];      // them, as ranges "3, 7-9" (cut with ", ..." when long)
 } CsvRepair;
 
-// Appends steps a..b (a <= b) to r's missing steps.
+// Appends rows a..b (a <= b) to r's missing rows.
 static void csv_note_missing(CsvRepair *r, int a, int b) {
     size_t used = strlen(r->missing_list);
     r->missing += b - a + 1;
@@ -7532,15 +7533,17 @@ static void csv_note_missing(CsvRepair *r, int a, int b) {
     else snprintf(r->missing_list + used, sizeof r->missing_list - used, "%s%d-%d", used ? ", " : "", a, b);
 }
 
-/* csv_keep: what a run resuming after `step` keeps of its log text (n bytes): the header line, then
-   each complete, well-formed row numbered above the one kept before it and at most `step`. The kept
-   bytes move to the front of text; returns their length, or −1 when the file does not start with this
-   header. r says what was kept and dropped, and which steps of 1..step have no row. */
-static long csv_keep(char *text, long n, const char *header, int step, CsvRepair *r) {
+/* csv_keep: what a run resuming after row `step` keeps of its log text (n bytes): the header line,
+   then each complete, well-formed row numbered above the one kept before it (first − 1 at the start)
+   and at most `step`. The kept bytes move to the front of text; returns their length, or −1 when the
+   file does not start with this header. r says what was kept and dropped, and which rows of
+   first..step are missing. */
+static long csv_keep(char *text, long n, const char *header, int first, int step, CsvRepair *r) {
     long hlen = (long)strlen(header);
     int fields = 1;
     for (const char *p = header; *p; p++) fields += *p == ',';
     memset(r, 0, sizeof *r);
+    r->last = first - 1;
     if (n < hlen + 1 || memcmp(text, header, hlen) != 0 || text[hlen] != '\n') return -1;
     long keep = hlen + 1, at = hlen + 1;
     for (int lineno = 2; at < n; lineno++) {
@@ -7557,9 +7560,11 @@ static long csv_keep(char *text, long n, const char *header, int step, CsvRepair
         char *end, why[128] = "";
         errno = 0;
         long num = line[0] >= '0' && line[0] <= '9' ? strtol(line, &end, 10) : -1;
-        if (num < 0 || errno || *end != ',') snprintf(why, sizeof why, "it does not start with a step number");
+        int wl = (int)strcspn(header, ",");   // the rows' numbers: step (point in eval.csv)
+        if (num < 0 || errno || *end != ',') snprintf(why, sizeof why, "it does not start with a %.*s number", wl, header);
         else if (f != fields) snprintf(why, sizeof why, "%d fields, the header has %d", f, fields);
-        else if (num <= r->last) snprintf(why, sizeof why, "step %ld after step %d: out of order", num, r->last);
+        else if (num <= r->last)
+            snprintf(why, sizeof why, "%.*s %ld after %.*s %d: out of order", wl, header, num, wl, header, r->last);
         if (!why[0] && num > step) {   // well-formed, after the checkpoint's step
             if (!r->past) {
                 r->past_from = (int)num;
@@ -7578,6 +7583,7 @@ static long csv_keep(char *text, long n, const char *header, int step, CsvRepair
             continue;
         }
         if (num > r->last + 1) csv_note_missing(r, r->last + 1, (int)num - 1);
+        r->moved |= line != text + keep;
         memmove(text + keep, line, (size_t)len);
         keep += len;
         r->rows++;
@@ -7606,24 +7612,28 @@ static void csv_header_diff(char *out, size_t cap, const char *text, long n, con
         snprintf(out, cap, "column %d is '%s' in the file, '%s' in this run", col, name[0], name[1]);
 }
 
-/* open_csv: the run's log RUN_DIR/NAME: new with its header at step 0 (or when missing or empty, with
-   a note); a run resuming after `step` keeps what csv_keep keeps, with a note for each kind of line
-   dropped. A row's first key_fields fields are those the same run always writes alike; log_row ("" or
-   NULL: unknown) is those of the row the checkpoint was saved after: another row `step` is another
-   run's log, and the run stops. */
-static CsvLog open_csv(const char *run_dir, const char *name, const char *header, int step, int key_fields,
-                       const char *log_row) {
+/* open_csv: the run's log RUN_DIR/NAME, its rows numbered (the first field) from first: new with its
+   header when step < first (or when missing or empty, with a note); a run resuming after row `step`
+   keeps what csv_keep keeps, with a note for each kind of line dropped. A row's first key_fields fields
+   are those the same run always writes alike; log_row ("" or NULL: unknown) is those of the row the
+   checkpoint was saved after: another row `step` is another run's log, and the run stops. */
+static CsvLog open_csv(const char *run_dir, const char *name, const char *header, int first, int step,
+                       int key_fields, const char *log_row) {
     CsvLog c;
     c.key_fields = key_fields;
     c.last_row[0] = 0;
     c.probe = NULL;
     snprintf(c.path, sizeof c.path, "%s/%s", run_dir, name);
+    int wl = (int)strcspn(header, ",");   // what the rows' numbers count: step (point in eval.csv)
     struct stat sb;
-    if (step == 0 || stat(c.path, &sb) != 0 || sb.st_size == 0) {
-        if (step > 0)
-            fprintf(stderr, "note: %s is new (it was missing or empty): step%s %s%d, before the checkpoint, "
-                            "%s not in it\n", c.path, step > 1 ? "s" : "", step > 1 ? "1-" : "", step,
-                    step > 1 ? "are" : "is");
+    CsvRepair r;
+    memset(&r, 0, sizeof r);
+    if (step < first || stat(c.path, &sb) != 0 || sb.st_size == 0) {
+        if (step >= first) csv_note_missing(&r, first, step);
+        if (r.missing)
+            fprintf(stderr, "note: %s is new (it was missing or empty): %.*s%s %s, before the checkpoint, %s not "
+                            "in it\n", c.path, wl, header, r.missing > 1 ? "s" : "", r.missing_list,
+                    r.missing > 1 ? "are" : "is");
         c.f = fopenCheck(c.path, "w");
         fprintf(c.f, "%s\n", header);
         csv_row_done(&c);
@@ -7633,10 +7643,7 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
     long n = (long)sb.st_size;
     char *text = (char *)mallocCheck((size_t)n);
     if (fread(text, 1, (size_t)n, c.f) != (size_t)n) csv_failed(&c);
-    char *orig = (char *)mallocCheck((size_t)n);
-    memcpy(orig, text, (size_t)n);
-    CsvRepair r;
-    long keep = csv_keep(text, n, header, step, &r);
+    long keep = csv_keep(text, n, header, first, step, &r);
     if (keep < 0) {
         char msg[1800], diff[600];
         csv_header_diff(diff, sizeof diff, text, n, header);
@@ -7644,7 +7651,7 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
         fail_at(__FILE__, __LINE__, msg, "a log from another build or other options: move the file away, or "
                 "resume into another --run-dir");
     }
-    if (r.rows > 0) {   // the last row kept: the row of step r.last
+    if (r.rows > 0) {   // the last row kept: the row r.last
         long start = keep - 1;
         while (start > 0 && text[start - 1] != '\n') start--;
         csv_row_key(c.last_row, text + start, keep - start, key_fields);
@@ -7656,11 +7663,12 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
         fail_at(__FILE__, __LINE__, msg, "move the log away, or resume into another --run-dir");
     }
     if (r.past == 1)
-        fprintf(stderr, "note: %s: dropped the row of step %d (line %d), written after the checkpoint of step %d\n",
-                c.path, r.past_from, r.past_line, step);
+        fprintf(stderr, "note: %s: dropped the row of %.*s %d (line %d), written after the checkpoint of %.*s %d\n",
+                c.path, wl, header, r.past_from, r.past_line, wl, header, step);
     else if (r.past > 1)
-        fprintf(stderr, "note: %s: dropped %d rows of steps %d-%d (line %d on), written after the checkpoint of "
-                        "step %d\n", c.path, r.past, r.past_from, r.past_to, r.past_line, step);
+        fprintf(stderr, "note: %s: dropped %d rows of %.*ss %d-%d (line %d on), written after the checkpoint of "
+                        "%.*s %d\n", c.path, r.past, wl, header, r.past_from, r.past_to, r.past_line, wl, header,
+                step);
     if (r.bad)
         fprintf(stderr, "note: %s: dropped %d line%s that %s not a row of this log, the first line %d (%s)\n",
                 c.path, r.bad, r.bad > 1 ? "s" : "", r.bad > 1 ? "are" : "is", r.bad_line, r.bad_why);
@@ -7668,12 +7676,10 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
         fprintf(stderr, "note: %s: dropped line %d, a row cut off mid-way (%ld bytes without a line end) when "
                         "the run stopped\n", c.path, r.cut_line, r.cut_bytes);
     if (r.missing)
-        fprintf(stderr, "note: %s has no row for step%s %s (the checkpoint was saved after step %d): %s not "
-                        "logged\n", c.path, r.missing > 1 ? "s" : "", r.missing_list, step,
+        fprintf(stderr, "note: %s has no row for %.*s%s %s (the checkpoint was saved after %.*s %d): %s not "
+                        "logged\n", c.path, wl, header, r.missing > 1 ? "s" : "", r.missing_list, wl, header, step,
                 r.missing > 1 ? "they were" : "it was");
-    int prefix = !memcmp(text, orig, (size_t)keep);   // only an end was dropped: cut the file there
-    free(orig);
-    if (prefix) {
+    if (!r.moved) {   // only an end was dropped: cut the file there
         if (fflush(c.f) != 0 || ftruncate(fileno(c.f), (off_t)keep) != 0 || fseek(c.f, 0, SEEK_END) != 0)
             csv_failed(&c);
     } else {   // a line dropped before the end: the kept rows to a temporary file, renamed over the log
@@ -7992,7 +7998,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
            maxT, VOCAB_SIZE, train.n, val.n);
     char ckpt[1100], periodic[1100];   // final model; periodic resumable checkpoint
     int lock = open_run_dir(o, ckpt, periodic);
-    CsvLog csv = open_csv(o->run_dir, "sft.csv", "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s",
+    CsvLog csv = open_csv(o->run_dir, "sft.csv", "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s", 1,
                           st.step, 5, st.log_row);   // 5: step,loss,val_loss,lr,grad_norm
     record_options(st.options, sizeof st.options, o, SFT_RUN_OPTIONS, OPTIMIZER_OPTIONS);
     record_input_hashes(st.options, sizeof st.options, o, SFT_INPUTS, "");
@@ -8073,29 +8079,11 @@ static int cmd_sft(int argc, char **argv, Options *o) {
 // ----------------------------------------------------------------------------
 // train: the GRPO command around train_loop: options, models, data, the --budget, test scores, the result
 
-/* ---- budget accounting (the compute-matched protocol; ./grpo compare relies on it, see its section) ----
-   Model FLOPs, as Kaplan et al. 2020 ("Scaling Laws for Neural Language Models", §2.1) count
-   them: a forward pass costs per token
-       F = 2·N + 2·C·V + 2·L·maxT·C
-   with N the non-embedding parameters (all but wte and wpe), 2·C·V the LM head (tied to wte,
-   so in no N) and 2·L·maxT·C attention's products (Kaplan's 2·n_layer·n_ctx·d_attn, n_ctx
-   the context length); a backward pass costs 2·F. A step of R = Σ_i (plen_i + clen_i − 1)
-   positions (each sequence counted whole, as a training forward scores it; the sampler's
-   sharing of a group's prompt is not credited; padding and finished sequences are not
-   counted) costs
-       F·(R_sampled + 3·μ·R + R_ref + R_mc + R_drop) + F_critic·(R + 3·μ·R)·[ppo],
-   R_ref = R when --beta is not 0 (π_ref's forward), else 0. R_mc = MC-PRM's continuations
-   (MCStats.positions): each distinct state's tokens once (its prefill, which its K
-   continuations share) plus each continuation's tokens but its last, as the CPU sampler
-   computes them (0 for the other objectives). R_drop = the positions of the groups sampled and
-   not trained on (--prompt-select dynamic's dropped groups, SelectStats.aux_positions; 0
-   otherwise), forward only, each sequence counted whole as R_sampled counts it. The
-   continuations' and the dropped groups' tokens are the step's auxiliary generated tokens
-   (gen_aux). PPO's critic (the same trunk, a value head of 2·C FLOPs per token in place of the
-   LM head's 2·C·V: F_critic = F − 2·C·V + 2·C) adds its forward at sampling time (V_old) and μ
-   forwards and backwards in its update, on the trained batch only (R: a dropped group gets no
-   value), and its μ·R positions to the trained ones ([ppo]: 1 with --objective ppo, else 0).
-   The count is deterministic and machine-independent; evaluations are not counted. */
+/* ---- budget accounting (the compute-matched protocol; ./grpo compare relies on it) ----
+   Model FLOPs as Kaplan et al. 2020 (§2.1) count them, per token F = 2·N + 2·C·V + 2·L·maxT·C
+   (N: the non-embedding parameters; the tied LM head; attention), a backward 2·F; what a step
+   costs (sampling, update, π_ref, MC-PRM's continuations, dropped groups, PPO's critic) is
+   derived in notes/compare.md. The count is deterministic and machine-independent. */
 static double model_flops_per_token(const GPTConfig *c) {
     size_t sizes[NUM_PARAM_TENSORS], n = 0;
     param_sizes(sizes, c);
@@ -8202,51 +8190,6 @@ static void budget_resume(Budget *b, const Options *o, const TrainState *st) {
                     o->budget, o->resume, budget_spent(b), BUDGET_UNIT_NAMES[b->unit]);
 }
 
-/* open_eval_csv_resumed: RUN_DIR/eval.csv of a resumed --eval-points run, kept up to point
-   next_point − 1 (the points the checkpoint's steps reached) and cut after it; the run appends
-   the rest. A missing or empty file (a resume into another --run-dir) is started with its header
-   and a note naming the points it lacks; one without the header, or with fewer points than the
-   checkpoint says were written, stops the run naming the file. */
-static CsvLog open_eval_csv_resumed(const char *run_dir, const char *header, int next_point) {
-    CsvLog c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.path, sizeof c.path, "%s/eval.csv", run_dir);
-    struct stat sb;
-    if (stat(c.path, &sb) != 0 || sb.st_size == 0) {
-        c.f = fopenCheck(c.path, "w");
-        fprintf(c.f, "%s\n", header);
-        csv_row_done(&c);
-        fprintf(stderr, "note: %s is new: points 0-%d (before the checkpoint) are in the resumed run's own "
-                        "eval.csv\n", c.path, next_point - 1);
-        return c;
-    }
-    c.f = fopen(c.path, "r+");
-    char msg[1400];
-    if (!c.f) {
-        snprintf(msg, sizeof msg, "cannot open '%s' of the resumed run: %s", c.path, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "resume into the --run-dir of the run, which holds its eval.csv");
-    }
-    char line[512];
-    long keep = 0;
-    int rows = -1;   // -1: the header is next; then the count of points read (0, 1, ...)
-    while (rows < next_point && fgets(line, sizeof line, c.f)) {
-        size_t n = strlen(line);
-        if (rows == -1 && strncmp(line, header, strlen(header)) != 0) rows = -2;
-        if (rows == -2 || n == 0 || line[n - 1] != '\n') break;
-        if (rows >= 0 && atoi(line) != rows) break;
-        keep += (long)n;
-        rows++;
-    }
-    if (rows != next_point) {
-        snprintf(msg, sizeof msg, "'%s' does not hold the header and points 0-%d that the checkpoint's steps "
-                 "wrote (%s)", c.path, next_point - 1, rows == -2 ? "another header" : "a point is missing");
-        fail_at(__FILE__, __LINE__, msg, "resume into the --run-dir of the run, or start a new run");
-    }
-    if (fflush(c.f) != 0 || ftruncate(fileno(c.f), (off_t)keep) != 0 || fseek(c.f, 0, SEEK_END) != 0)
-        csv_failed(&c);
-    return c;
-}
-
 /* start_budget: the run's budget from its options, its counters at 0, or for a resumed run
    (o->resume) as its checkpoint holds them (budget_resume). With --eval-points it opens
    RUN_DIR/eval.csv and writes point 0: the greedy val accuracy of the --init model (a resumed
@@ -8263,11 +8206,9 @@ static void start_budget(Budget *b, const Options *o, TrainRun *run) {
     budget_to_section(b, run->state);
     if (b->points == 0) return;
     const char *header = "point,budget_spent,step,gen_tokens,flops,seconds,val_acc";
-    if (o->resume[0]) {
-        b->eval_csv = open_eval_csv_resumed(o->run_dir, header, b->next_point);
-        return;
-    }
-    b->eval_csv = open_csv(o->run_dir, "eval.csv", header, 0, 0, NULL);
+    // points from 0; a resumed run keeps those the checkpoint's steps wrote
+    b->eval_csv = open_csv(o->run_dir, "eval.csv", header, 0, o->resume[0] ? b->next_point - 1 : -1, 0, NULL);
+    if (o->resume[0]) return;
     float acc0 = evaluate(run->policy, run->kv, run->val, run->eval_limit, o->max_new_tokens, o->temperature,
                           0, o->seed, 0.0f, NULL).accuracy;
     fprintf(b->eval_csv.f, "0,0,0,0,0,0,%.6f\n", acc0);
@@ -8615,7 +8556,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (load_init) free_gpt(&init_model);
     char header[1024];
     train_csv_header(header, sizeof header, o);
-    CsvLog csv = open_csv(o->run_dir, "train.csv", header, st.step, 13, st.log_row);   // 13: the fields
+    CsvLog csv = open_csv(o->run_dir, "train.csv", header, 1, st.step, 13, st.log_row);   // 13: the fields
                                                                                         // before t_sample
     char saved_record[sizeof st.options];   // the resumed run's record: the hash of its --init
     memcpy(saved_record, st.options, sizeof saved_record);
@@ -8929,7 +8870,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     make_dir(o->run_dir);
     int lock = lock_run_dir(o->run_dir, "--run-dir");
     const char *header = "objective,n,r_neg,seed,target,step,target_freq,mean_reward";
-    CsvLog csv = open_csv(o->run_dir, "tree_steps.csv", header, 0, 0, NULL);
+    CsvLog csv = open_csv(o->run_dir, "tree_steps.csv", header, 1, 0, 0, NULL);
     static const int NS[2] = {1, 2};
     static const float RNEG[3] = {-0.5f, -1.0f, -1.5f};
     static const float PAPER[2][3][2] = {{{0.3995f, 0.5663f}, {0.0000f, 0.7535f}, {0.2000f, 0.4463f}},

@@ -1572,7 +1572,7 @@ static void test_csv_resume(void) {
 typedef struct { const char *dir; int step; const char *log_row; } CsvOpenCall;
 static void csv_open_fn(void *p) {
     CsvOpenCall *c = (CsvOpenCall *)p;
-    CsvLog log = open_csv(c->dir, "log.csv", "step,a,b", c->step, 2, c->log_row);
+    CsvLog log = open_csv(c->dir, "log.csv", "step,a,b", 1, c->step, 2, c->log_row);
     close_csv(&log);
 }
 
@@ -8186,7 +8186,7 @@ static void select_step_run(SelectStepRun *r, const char *init, int objective, c
     make_dir(dir);
     char header[1024];
     train_csv_header(header, sizeof header, o);
-    r->csv = open_csv(dir, "train.csv", header, 0, 13, NULL);
+    r->csv = open_csv(dir, "train.csv", header, 1, 0, 13, NULL);
     snprintf(r->csv_path, sizeof r->csv_path, "%s/train.csv", dir);
     run->policy = &r->policy;
     run->kv = &r->kv;
