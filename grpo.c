@@ -7920,12 +7920,9 @@ static double sft_loss_padded(GPT *m, const int *inputs, const int *targets, flo
     return loss;
 }
 
-/* sft_loss_spb: sft_loss_padded on the batch packed as its prefix trie (pack_shared_prefix_batch into pk;
-   --update-layout tree): each distinct prefix computed once, no padding rows. Every log-prob is
-   the padded batch's bit for bit and is summed in the same order (sequence by sequence, token
-   by token), so the loss is the same number; fills pk->edge_dlogp = Σ of −1/count over the
-   completion tokens that are the edge (a duplicate example's tokens add up), for
-   spb_logprob_backward. Returns the loss. */
+/* sft_loss_spb: sft_loss_padded on the batch packed as its prefix trie (pk; --update-layout tree): the
+   same log-probs summed in the same order, so the same loss; fills pk->edge_dlogp (Σ of −1/count over
+   the completion tokens that are the edge) for spb_logprob_backward. Returns the loss. */
 static double sft_loss_spb(GPT *m, SharedPrefixBatch *pk, int B, const int *const *prompt, const int *plen,
                             const int *const *comp, const int *clen) {
     pack_shared_prefix_batch(pk, B, prompt, plen, comp, clen);
@@ -8138,12 +8135,9 @@ static void budget_to_section(Budget *b, TrainState *st) {
     ckpt_add_section(st, BUDGET_TAG, b->section, sizeof b->section, 0);
 }
 
-/* budget_resume: a resumed run (o->resume, its state st) goes on counting from the counters of
-   its "budget" section. Refuses, naming the option and both values, a --budget, --budget-unit or
-   --eval-points other than the run's (its points are fractions of its budget); a section of
-   another size or with impossible counts (corrupt file); and --budget from a checkpoint without
-   the section (one written before the counters were saved). Without --budget such a checkpoint
-   resumes with the counters at 0, with a note. */
+/* budget_resume: a resumed run (o->resume, its state st) goes on counting from its "budget" section.
+   Refuses another --budget, --budget-unit or --eval-points than the run's, impossible counts, and
+   --budget from a checkpoint without the section (without --budget: counters from 0, with a note). */
 static void budget_resume(Budget *b, const Options *o, const TrainState *st) {
     uint64_t bytes = 0;
     const double *v = (const double *)ckpt_section(st, BUDGET_TAG, &bytes);
@@ -8298,11 +8292,9 @@ static int mopps_candidate_count(const Options *o, const Dataset *train) {
     return M;
 }
 
-/* mopps_resume: a MoPPS run resumed from path goes on with its posteriors and its history:
-   st's "mopps" state section (n, h, α (n), β (n), h pairs, doubles) into s. Refuses, naming
-   the file, a checkpoint without one (a run with another --prompt-select, or a build before
-   MoPPS), posteriors of another number of prompts than --train-data holds, and a section whose
-   sizes disagree with themselves or with the checkpoint's steps (P groups each). */
+/* mopps_resume: a MoPPS run resumed from path goes on with st's "mopps" section (n, h, α (n), β (n),
+   h pairs, doubles) into s. Refuses, naming the file, a checkpoint without one, another number of
+   prompts than --train-data holds, and sizes that disagree with themselves or the steps (P groups each). */
 static void mopps_resume(PromptSelector *s, const TrainState *st, const char *path, int P,
                          const Dataset *train) {
     uint64_t bytes = 0;
@@ -8364,13 +8356,9 @@ static void report_prompt_selection(const PromptSelector *s, const char *run_dir
     free(real);
 }
 
-/* train_csv_header: train.csv's header for a run with options o (log_step writes its rows):
-   the columns of every run, then MC-PRM's (MC_CSV_COLUMNS, --objective mc-prm) or the critic's
-   (CRITIC_CSV_COLUMNS, ppo), then prompt selection's (SELECT_CSV_COLUMNS, a --prompt-select
-   other than uniform), then the probe's (PROBE_CSV_COLUMNS, --probe-every), so that the other
-   columns keep their places whatever the options; last, in every run, entropy (the sampled
-   tokens' mean −log π_old, mean_sample_nll: a log written by a build without it has
-   another header, and a resume into it is refused, naming the file). */
+/* train_csv_header: train.csv's header for options o: every run's columns, then MC-PRM's or the
+   critic's, prompt selection's and the probe's, so that the other columns keep their places; last,
+   entropy (a log without it has another header: a resume into it is refused, naming the file). */
 static void train_csv_header(char *out, size_t cap, const Options *o) {
     int objective = o->obj.objective;
     snprintf(out, cap, "%s%s%s%s",
@@ -8680,16 +8668,11 @@ static void tree_step_config(const Options *o, int objective, int seed, GRPOConf
     *opt = adamw_from_options(o, o->steps * o->num_iterations);
 }
 
-/* tree_run: one run of the synthetic experiment (one objective, one cell, one seed) from a
-   random initialisation, through the GRPO step's functions. freq (steps) receives, per step,
-   the share of the k sampled completions that hit the target. Returns the metric of the
-   paper: the frequency of T over the last min(50, steps) steps. The target leaf is drawn
-   from the seed alone, so both objectives face the same target and the same sampling streams.
-   With β != 0, π_ref is the run's initial policy (as train's π_ref is the model it starts
-   from): a copy built from the same seed. MC-PRM's steps are the tokens: its states are the
-   prefixes of 0..3 tokens, its continuations draw the rest of the leaf (--mc-k per state).
-   PPO's critic starts from the run's initial policy too (train's from the --init model); the
-   phases of MC-PRM and of the critic sit around the update as in train_loop. */
+/* tree_run: one run of the synthetic experiment (one objective, one cell, one seed) from a random
+   initialisation, through the GRPO step's functions; freq (steps): per step, the share of the k samples
+   that hit the target. Returns the paper's metric: T's frequency over the last min(50, steps) steps. The
+   target is drawn from the seed alone (both objectives face the same one and the same streams). π_ref
+   (β != 0) and PPO's critic start from the run's initial policy; MC-PRM's steps are the tokens. */
 static float tree_run(const Options *o, int objective, int n, float r_neg, int seed, float *freq,
                       float *reward, int *target_out) {
     GRPOConfig cfg;
@@ -9145,14 +9128,11 @@ typedef struct {
     const NodeNumbers *nums;      // (tree->num_nodes) node_numbers
 } PageGroup;
 
-/* The page's script: lays each group's tree out left to right (a column per depth, a row per
-   leaf, a chain of single-child nodes drawn as one labelled run), colours every node by its
-   net coefficient under the objective chosen by the switch or the URL's #grpo / #lambda-grpo,
-   on one diverging scale shared by both objectives, and shows the numbers of a hovered node.
-   It writes data-status="ok" on <body> (or "error"), the script's time in ms (data-draw-ms),
-   the time from the start of loading to the end of drawing (data-done-ms) and to the first
-   frame with the drawing (data-frame-ms, when the browser painted one before the DOM was read),
-   the objective (data-objective): tests/browser_check.sh reads them from the DOM. */
+/* The page's script: lays each group's tree out left to right (a column per depth, a row per leaf,
+   a chain of single-child nodes as one run), colours each node by its net coefficient under the
+   objective of the switch or the URL's #grpo / #lambda-grpo, and shows a hovered node's numbers.
+   On <body> it writes data-status ("ok" or "error"), data-draw-ms, data-done-ms, data-frame-ms and
+   data-objective, which tests/browser_check.sh reads. */
 static const char HTML_SCRIPT[] =
     "(function () {\n"
     "'use strict';\n"
@@ -9369,13 +9349,9 @@ static void html_check_path(const char *path) {
     unlink(tmp);
 }
 
-/* html_begin: opens the page's temporary file (PATH.tmp.PID, renamed by html_end) and writes
-   everything before the groups: the title, the notes on what is drawn, the switch, the legend,
-   and the JSON's header fields. command: "sample" or "check"; source: the prompt or the
-   input file; objective: the objective the page opens with (without a #hash); settings: the
-   advantage options, as text; value_note: why there is no V̂ (NULL: sample has it);
-   verifier: 1 when every completion has the verifier's verdict. Exits naming --html when the
-   file cannot be opened. tmp (cap bytes) receives the temporary name. */
+/* html_begin: opens the page's temporary file (tmp, cap bytes; renamed by html_end) and writes all
+   before the groups: title, notes, switch, legend, the JSON's header fields. value_note: why there is
+   no V̂ (NULL: sample has it); verifier: 1 when every completion has a verdict. Exits naming --html. */
 static FILE *html_begin(const char *path, char *tmp, size_t cap, const char *command, const char *source,
                         int objective, const char *settings, const char *value_note, int verifier) {
     FILE *f = atomic_create(path, tmp, cap);
@@ -9585,14 +9561,10 @@ static int cmd_eval(int argc, char **argv, Options *o) {
     return 0;
 }
 
-/* node_values: for each node of g's tree B(G) (one group), V̂ of its prefix, the prompt and
-   the node's tokens and its ancestors' (a member's first `end` tokens), from K fresh
-   continuations each (mc_estimate_values, one sampler call for every inner node; stream
-   mc_stream(0, member, end)), into value (num_nodes), and the tokens they drew into tokens. At a
-   leaf the prefix is a whole completion: V̂ is its reward, for no tokens (tokens −1). Returns
-   what the continuations spent. R̂(λ) of the node estimates the same value from its |λ|
-   members (notes/credit-assignment.md §3, the note for readers). mc must hold a sequence (its N) per
-   inner node. */
+/* node_values: for each node of g's tree B(G) (one group), V̂ of its prefix from K fresh continuations
+   (mc_estimate_values, one sampler call for every inner node; stream mc_stream(0, member, end)), into
+   value (num_nodes), the tokens they drew into tokens (a leaf: its reward, tokens −1). Returns what
+   they spent. mc must hold a sequence per inner node (notes/credit-assignment.md §3). */
 static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOConfig *cfg, float *value,
                            long *tokens) {
     const PrefixTree *tree = &g->tree;
@@ -9677,12 +9649,9 @@ static void sample_scored_group(GPT *m, KVCache *kv, GroupBatch *g, const GRPOCo
         g->reward[i] = task_reward(t, nums, n, target, g->comp_row[i], g->clen[i], 0.0f);
 }
 
-/* choose_sample_prompt: sample's prompt when --prompt is not given. Draws up to SAMPLE_TRIES
-   prompts of o->val_data (task t, uniformly with replacement, from stream 0x5a3e of --seed:
-   the same seed, the same choice), samples each one's group of --group-size as cmd_sample does
-   (the same streams, so the group shown is the group tried) and keeps the first whose rewards are
-   mixed, else the last; writes its text into o->prompt and says on stdout which one and how many
-   were tried. Errors: the file's (load_dataset), the checkpoint's (load_checkpoint). */
+/* choose_sample_prompt: sample's prompt when --prompt is not given: up to SAMPLE_TRIES prompts of
+   o->val_data drawn from stream 0x5a3e of --seed, each one's group sampled as cmd_sample does (the
+   same streams): the first with mixed rewards, else the last, into o->prompt, said on stdout. */
 static void choose_sample_prompt(Options *o, const Task *t, GPT *model) {
     Dataset val;
     load_dataset(&val, o->val_data, model->config.max_seq_len, 0, t);
@@ -10287,12 +10256,10 @@ static double time_train_steps(GPT *m, const BenchBatch *b, const AdamWConfig *o
     return (double)b->B * b->T * steps / (wall_seconds() - t0);
 }
 
-/* read_bench_groups: the groups of path (eval --completions' format: prompt<TAB>completion<TAB>
-   reward<TAB>eos|no-eos; lines starting with '#' are comments; consecutive lines with one prompt
-   form a group) into g (build_group_batch_starts: at most max_seqs completions of at most max_new
-   tokens, forward passes of them all at once), rewards and advantages (a step's defaults) and
-   trees set; the prompts' tokens go to prompts (max_seqs, maxT). Returns the number of
-   completions, 0 (g not built) when the file is missing or does not fit. */
+/* read_bench_groups: the groups of path (eval --completions' format; '#' lines are comments; lines
+   with one prompt in a row form a group) into g (at most max_seqs completions of max_new tokens) with
+   a step's default advantages and trees, the prompts' tokens into prompts (max_seqs, maxT). Returns
+   the number of completions, 0 (g not built) when the file is missing or does not fit. */
 static int read_bench_groups(const char *path, GroupBatch *g, int *prompts, int max_seqs, int max_new,
                              int maxT) {
     FILE *f = fopen(path, "r");
@@ -10346,11 +10313,8 @@ static int read_bench_groups(const char *path, GroupBatch *g, int *prompts, int 
     return fits ? n : 0;
 }
 
-/* fma_peak_gflops: the fp32 FMA throughput of one core as this build compiles it, GFLOP/s
-   (2 FLOPs per lane and FMA): x = x·a + b in 12 independent chains of 16 floats (12 vector
-   registers, AVX2 or AVX-512: more chains in flight than the FMA units' latency times their
-   number): the best of 9 timings of ~15 ms (a peak: a busy core only makes a timing slower),
-   ~0.15 s. bench divides the training step's GFLOP/s by it (times the threads). */
+/* fma_peak_gflops: one core's fp32 FMA throughput as this build compiles it, GFLOP/s: x = x·a + b in
+   12 independent chains of 16 floats, the best of 9 timings of ~15 ms (~0.15 s in all). */
 static double fma_peak_gflops(void) {
     enum { CHAINS = 12, LANES = 16 };
     float x[CHAINS][LANES];
@@ -10414,12 +10378,9 @@ static double time_sampling(GPT *m, KVCache *kv, int B, const int *const *pp, co
     return median_of(s, BENCH_SAMPLE_REPS);
 }
 
-/* time_grpo_updates: the GRPO update itself (grpo_update: loss, backward, clipping, AdamW) of m
-   on the sampled groups of tests/fixtures/bench_groups.txt (at most 128 completions, 26 new
-   tokens), a warm-up then 5 of each layout (padded, then tree-packed when layouts is 2),
-   alternating: their ms into ms[layout] (sorted by median_of); the padded length and the
-   packed rows into *T and *rows. Returns the number of completions, 0 when the file is missing
-   or does not fit (nothing timed). */
+/* time_grpo_updates: grpo_update of m on tests/fixtures/bench_groups.txt's groups, a warm-up then 5 of
+   each layout (padded, then tree-packed when layouts is 2), alternating, into ms[layout] (sorted); the
+   padded length and the packed rows into *T and *rows. Returns the completions, 0 when none fit. */
 static int time_grpo_updates(GPT *m, const AdamWConfig *opt, int layouts, double ms[2][5], int *T,
                              int *rows) {
     GroupBatch g;
