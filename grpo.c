@@ -5689,10 +5689,8 @@ static void make_dir(const char *path) {
     }
 }
 
-/* lock_run_dir: an exclusive flock on RUN_DIR/.lock for the rest of the run, so that two runs never
-   write the same checkpoints and logs; the kernel drops it when the process ends, however it ends. The
-   file holds the owner's pid for the message; flag (--run-dir, --study) is for the hints. Returns the
-   descriptor for unlock_run_dir. */
+/* lock_run_dir: an exclusive flock on RUN_DIR/.lock (holding our pid, for the message) for the rest of
+   the run, so that two runs never write the same files; flag names the option in the hints. */
 static int lock_run_dir(const char *run_dir, const char *flag) {
     char path[1100], msg[1400];
     snprintf(path, sizeof path, "%s/.lock", run_dir);
@@ -6102,10 +6100,9 @@ static int busy_machine_warning(const char *loadavg, int ncpu, int threads, cons
     return 1;
 }
 
-/* warn_if_busy: busy_machine_warning for this process (/proc/loadavg, or for the tests GRPO_LOADAVG;
-   --threads as typed in argv, else num_threads()), before the command reads or writes anything. With
-   OMP_WAIT_POLICY and GOMP_SPINCOUNT unset it says so in one line and restarts (/proc/self/exe, argv as
-   typed) under OMP_WAIT_POLICY=PASSIVE, which changes no result; a policy that was set stays, advised. */
+/* warn_if_busy: busy_machine_warning for this process (/proc/loadavg, or GRPO_LOADAVG for the tests;
+   --threads as typed) before any work. With no policy set it restarts (/proc/self/exe, argv as typed)
+   under OMP_WAIT_POLICY=PASSIVE, which changes no result, saying so; a policy that was set is advised. */
 static void warn_if_busy(const char *cmd, char **argv) {
 #ifdef _OPENMP
     char text[256] = "", msg[512];
@@ -6320,10 +6317,9 @@ static unsigned selectors_run(const Options *o, unsigned mask) {
     return mask & CMD_TRAIN ? 1u << o->prompt_select : 1u << SELECT_UNIFORM;
 }
 
-/* option_in_force: 0 for an option of command `mask` that this run does not use (SCOPED_OPTIONS of
-   objectives or selectors not run; tree's empty --objective list; --task countdown, --probe-every 0,
-   --overwrite 0). The banner and run record leave it out, so a run prints and records what it did
-   before those options existed (a study pre-registered then keeps its hash). */
+/* option_in_force: 0 for an option of command `mask` that this run does not use (SCOPED_OPTIONS not
+   run; tree's empty --objective; --task countdown, --probe-every 0, --overwrite 0): the banner and run
+   record leave it out, so they stay as before the option existed (a pre-registered study's hash). */
 static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
     if (!strcmp(s->name, "task")) return o->task != TASK_COUNTDOWN;   // countdown's runs print as before --task
     if (mask & CMD_TREE && !strcmp(s->name, "objective")) return o->tree_objectives[0] != 0;
@@ -6503,9 +6499,8 @@ static void check_resume_inputs(const Options *o, const TrainState *st, const ch
 }
 
 /* check_resume_options: the options recorded in the checkpoint at path against o: another value of
-   an option in `fixed` is a usage error naming both values, of another (the optimizer's) a note. An
-   option of `fixed` in force now that the record leaves out was not in force then (a uniform run
-   resumed as a dynamic one): a usage error too. */
+   one in `fixed` (or one in force now that the record leaves out) is a usage error naming both values;
+   of another option (the optimizer's), a note. */
 static void check_resume_options(const Options *o, const TrainState *st, const char *path,
                                  const char *const *fixed) {
     for (const char *line = st->options; *line; ) {
@@ -7172,11 +7167,10 @@ static void ckpt_read_sections(FILE *f, const char *path, const int32_t *h, int 
     }
 }
 
-/* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences). With st the
-   file must hold optimizer state, restored with the step, RNG, run record and state sections
-   (malloc'd; a method takes its own with ckpt_section). Refuses, naming the file: another format or
-   version, a checksum mismatch, an impossible config, another vocabulary, a truncated file, trailing
-   bytes, a NaN or Inf. Returns 1 if the file holds optimizer state. */
+/* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences); with st also
+   the optimizer state, step, RNG, run record and state sections (malloc'd; see ckpt_section). Refuses,
+   naming the file, anything but a whole, intact, finite file of this format and vocabulary. Returns 1
+   if the file holds optimizer state. */
 static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *st) {
     struct stat sb;
     if (stat(path, &sb) != 0 && errno == ENOENT)   // the usual case: no SFT run yet
@@ -7533,11 +7527,9 @@ static void csv_note_missing(CsvRepair *r, int a, int b) {
     else snprintf(r->missing_list + used, sizeof r->missing_list - used, "%s%d-%d", used ? ", " : "", a, b);
 }
 
-/* csv_keep: what a run resuming after row `step` keeps of its log text (n bytes): the header line,
-   then each complete, well-formed row numbered above the one kept before it (first − 1 at the start)
-   and at most `step`. The kept bytes move to the front of text; returns their length, or −1 when the
-   file does not start with this header. r says what was kept and dropped, and which rows of
-   first..step are missing. */
+/* csv_keep: what a run resuming after row `step` keeps of its log text (n bytes): the header line, then
+   each complete, well-formed row numbered above the last kept (first − 1 at the start), up to `step`,
+   moved to the front of text. Returns their length, −1 when the header differs; r: what was dropped. */
 static long csv_keep(char *text, long n, const char *header, int first, int step, CsvRepair *r) {
     long hlen = (long)strlen(header);
     int fields = 1;
@@ -7737,10 +7729,8 @@ static void lambda_mixed_stats(const GroupBatch *g, double *mean_lambda, double 
 #define CRITIC_CSV_COLUMNS ",value_loss,value_clip_frac,explained_var,mean_abs_adv,critic_grad_norm,t_critic"
 #define SELECT_CSV_COLUMNS ",p_pred,p_real,groups_sampled,frac_all_equal_sampled,dynamic_cap_hit"
 
-/* log_step: one GRPO step on stdout (every 10th step, the last one and every validated one) and as
-   a row of train.csv (its header names the columns; then MC_CSV_COLUMNS or CRITIC_CSV_COLUMNS,
-   SELECT_CSV_COLUMNS, the probe's, and the entropy estimate). The first step at which dynamic
-   sampling's round cap leaves all-equal groups also gets a note on stderr. */
+/* log_step: one GRPO step on stdout (every 10th, the last and every validated one) and as a row of
+   train.csv (train_csv_header); a note when dynamic sampling's round cap first leaves all-equal groups. */
 static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     int N = g->N, P = g->num_groups;
     double mean_reward = 0.0, mean_len = 0.0;
@@ -7906,10 +7896,9 @@ static float dataset_loss(GPT *m, const Dataset *d, int batch, int limit, int *i
     return count ? (float)(sum / count) : 0.0f;
 }
 
-/* sft_loss_padded: the SFT loss of a padded batch (make_batch: inputs, targets (B, T)), the mean
-   −log p of its completion tokens and <eos> (prompt tokens masked: targets −1), by a forward
-   pass; fills dlogp (B·T) = ∂loss/∂logp (−1/count at each target, 0 elsewhere) for
-   gpt_logprob_backward. logp: (B·T) scratch. */
+/* sft_loss_padded: the mean −log p of a padded batch's completion tokens and <eos> (make_batch's inputs,
+   targets (B, T), prompts masked as −1); fills dlogp (B·T) = ∂loss/∂logp for gpt_logprob_backward.
+   logp: (B·T) scratch. */
 static double sft_loss_padded(GPT *m, const int *inputs, const int *targets, float *logp, float *dlogp, int B,
                               int T) {
     gpt_forward(m, inputs, B, T);
@@ -8093,12 +8082,9 @@ static double critic_flops_per_token(const GPTConfig *c) {
     return model_flops_per_token(c) - 2.0 * c->channels * c->vocab_size + 2.0 * c->channels;
 }
 
-/* The state section "budget" of a train checkpoint: what the run has spent, so that a resumed
-   run goes on counting (budget_spent, gen_tokens_traj, ...) and a --budget run can be resumed.
-   BUDGET_SECTION_N doubles (exact for counts below 2^53): unit, amount, points, next_point,
-   gen_traj, gen_aux, trained, flops, seconds. seconds is NaN unless --budget-unit is seconds:
-   wall time differs from run to run, and the file of a run with another unit stays the same bit
-   for bit for the same seed (a resume then counts its seconds from the resume, with a note). */
+/* The state section "budget" of a train checkpoint: what the run has spent, so that a resume goes on
+   counting. BUDGET_SECTION_N doubles: unit, amount, points, next_point, gen_traj, gen_aux, trained,
+   flops, seconds (NaN unless --budget-unit seconds: wall time would make the file differ run to run). */
 #define BUDGET_SECTION_N 9
 #define BUDGET_TAG "budget"
 
@@ -8184,10 +8170,8 @@ static void budget_resume(Budget *b, const Options *o, const TrainState *st) {
                     o->budget, o->resume, budget_spent(b), BUDGET_UNIT_NAMES[b->unit]);
 }
 
-/* start_budget: the run's budget from its options, its counters at 0, or for a resumed run
-   (o->resume) as its checkpoint holds them (budget_resume). With --eval-points it opens
-   RUN_DIR/eval.csv and writes point 0: the greedy val accuracy of the --init model (a resumed
-   run keeps the points its file holds up to the checkpoint, and goes on). */
+/* start_budget: the run's budget, its counters at 0 or from the resumed checkpoint (budget_resume); with
+   --eval-points RUN_DIR/eval.csv and its point 0 (the --init model's greedy val accuracy). */
 static void start_budget(Budget *b, const Options *o, TrainRun *run) {
     memset(b, 0, sizeof *b);
     b->unit = o->budget_unit;
@@ -8326,10 +8310,9 @@ static void mopps_resume(PromptSelector *s, const TrainState *st, const char *pa
     s->groups = h;
 }
 
-/* report_prompt_selection: at the end of a MoPPS run, how well p̂ ranked the realised success
-   over all the run's groups (Spearman, as MoPPS reports it), printed and written to
-   RUN_DIR/prompt_select.txt (key value lines: prompt_select, groups, spearman, mean_pred,
-   mean_real; spearman nan when either side is constant). */
+/* report_prompt_selection: at the end of a MoPPS run, how well p̂ ranked the realised success over the
+   run's groups (Spearman, as MoPPS reports it), printed and as key value lines in RUN_DIR/prompt_select.txt
+   (spearman nan when either side is constant). */
 static void report_prompt_selection(const PromptSelector *s, const char *run_dir) {
     long h = s->groups;
     double *pred = (double *)mallocCheck((size_t)(h > 0 ? h : 1) * sizeof(double));
@@ -8425,11 +8408,9 @@ static void print_result(const Options *o, const char *ckpt, EvalResult before, 
     atomic_close(&af);
 }
 
-/* load_train_models: train's models, micro rows each: π_θ from --init, or as --resume's
-   checkpoint (with its state st) holds it; with a critic (ppo) the critic, from the --init
-   trunk or the checkpoint's state section "critic"; π_ref (β != 0) from --init; for a resumed
-   run without π_ref but with test scores, --init into init_model. Returns the model the result
-   line starts from (--init's). */
+/* load_train_models: train's models, micro rows each: π_θ (and the critic, ppo) from --init or from
+   --resume's checkpoint (state st); π_ref (β != 0) from --init; --init into init_model when a resumed
+   run has test scores and no π_ref. Returns the model the result line starts from (--init's). */
 static GPT *load_train_models(const Options *o, GPT *policy, GPT *ref, GPT *init_model, Critic *critic,
                               TrainState *st, int micro) {
     st->kind = 2;
@@ -8656,10 +8637,8 @@ static void tree_allowed(unsigned char *allowed) {
     for (int v = 0; v < VOCAB_SIZE; v++) allowed[v] = v == char_to_token('L') || v == char_to_token('R');
 }
 
-/* tree_step_config: the GRPO step and the optimizer of one tree run. Every completion has
-   exactly TREE_DEPTH tokens, so that is the Dr. GRPO constant of seq-mean-token-sum-norm
-   (the option --max-new-tokens is not the tree's); the schedule counts steps·μ AdamW steps,
-   as train's does, since grpo_update takes μ of them per sampling step. */
+/* tree_step_config: the GRPO step and the optimizer of one tree run. Every completion has TREE_DEPTH
+   tokens: the Dr. GRPO constant; the schedule counts steps·μ AdamW steps, as train's does. */
 static void tree_step_config(const Options *o, int objective, int seed, GRPOConfig *cfg, AdamWConfig *opt) {
     *cfg = grpo_config_from_options(o);
     cfg->obj.objective = objective;
@@ -8967,11 +8946,9 @@ static int node_members(const PrefixTree *tree, int n, const int *len, int k, co
     return m;
 }
 
-/* node_numbers: NodeNumbers of every node of one group's tree (tree->num_nodes entries of
-   out), from build_prefix_tree's outputs for it (node_of, lambda_size: rows of the group,
-   stride apart; len, advantage (k)). The net coefficients use the objective's own weight,
-   lambda_weight, at |λ(i,t)| of each member's token. value, cost (num_nodes): node_values'
-   V̂ and its cost (sample), or NULL (check: no model, value NAN and cost −2). */
+/* node_numbers: NodeNumbers of every node of one group's tree (out: tree->num_nodes), from
+   build_prefix_tree's node_of, lambda_size (rows stride apart), len, advantage (k), with the objective's
+   own lambda_weight; value, cost: node_values' (sample), or NULL (check: value NAN, cost −2). */
 static void node_numbers(NodeNumbers *out, const PrefixTree *tree, const float *advantage, const int *len, int k,
                          const int *node_of, const int *lambda_size, int stride, const float *value,
                          const long *cost) {
@@ -9001,10 +8978,8 @@ static void node_numbers(NodeNumbers *out, const PrefixTree *tree, const float *
     free(members);
 }
 
-/* TokenNames: how the page writes a step's tokens. own_vocab: ./grpo's vocabulary (decode:
-   characters, <eos>; sample). Else (check) name[t] for token id t < n from --token-names, the
-   names run together and any id beyond them in decimal; without names (name NULL) every id in
-   decimal, separated by spaces. */
+/* TokenNames: how the page writes a step's tokens. own_vocab: decode (sample). Else (check) name[t] of
+   --token-names for id t < n, run together, other ids in decimal; no names (NULL): ids, space-separated. */
 typedef struct {
     char **name;        // (n) NUL-terminated names, or NULL
     int n;
@@ -9393,10 +9368,9 @@ static FILE *html_begin(const char *path, char *tmp, size_t cap, const char *com
     return f;
 }
 
-/* html_group: one group's entry of the JSON's "groups" (first: 1 for the first group): its
-   completions (id i+1, reward, advantage, length, the verifier's verdict, the node where it ends)
-   and its nodes in build_prefix_tree's order (parent before children): parent, the process
-   step [start, end) and its text, the NodeNumbers, members and the completions ending there. */
+/* html_group: one group's entry of the JSON's "groups" (first: 1 for the first group): its completions
+   (id i+1, reward, advantage, length, verdict, leaf) and its nodes in build_prefix_tree's order (parent,
+   the step [start, end) and its text, the NodeNumbers, members). */
 static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int first) {
     const PrefixTree *tree = pg->tree;
     fprintf(f, "%s{\"group\":%ld,\"label\":\"", first ? "" : ",\n", pg->group);
@@ -9455,12 +9429,10 @@ static void html_end(FILE *f, const char *tmp, const char *path) {
 // ----------------------------------------------------------------------------
 // eval, sample, verify: scoring checkpoints and looking at groups
 
-/* evaluate: greedy accuracy on (the first `limit` of) d's prompts, and pass@k from k
-   samples at the temperature (k = pass_k; 0 skips it); both count answers the verifier
-   accepts, whatever format_reward is. Sampling streams derive from seed and the prompt
-   index, so the result does not depend on the batch size. When dump is not NULL, each
-   greedy completion goes there as `prompt<TAB>completion<TAB>reward<TAB>eos|no-eos` (the
-   reward with format_reward; the completion without <eos>; no-eos: it ran out of tokens). */
+/* evaluate: greedy accuracy on (the first `limit` of) d's prompts, and pass@k (k = pass_k; 0: off) at
+   the temperature, both by the verifier; streams from seed and the prompt index (no batch dependence).
+   dump (or NULL): each greedy completion as `prompt<TAB>completion<TAB>reward<TAB>eos|no-eos` (the
+   reward with format_reward; no-eos: it ran out of tokens). */
 static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int max_new,
                            float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump) {
     EvalResult r = {0.0f, 0.0f, limit > 0 && limit < d->n ? limit : d->n};
@@ -9997,10 +9969,9 @@ static int read_check_file(const char *path, CheckRecord **out) {
     return n;
 }
 
-/* check_write_html: the --html page of check's batch (built, advantages and trees done): one
-   tree per group, in group-id order, its completions y1..yk in file order (rec[order[a]] is
-   completion a). Each group's tree is built again with build_prefix_tree (the batch keeps
-   only the last one); node_numbers gives the numbers, with no V̂ (no model). */
+/* check_write_html: the --html page of check's batch (advantages and trees done): one tree per group
+   in group-id order, built again (the batch keeps only the last), completions y1..yk in file order
+   (rec[order[a]] is a), no V̂. */
 static void check_write_html(const Options *o, const char *path, GroupBatch *batch, const CheckRecord *rec,
                              const int *order, const GRPOConfig *cfg) {
     TokenNames tn;
@@ -10355,10 +10326,9 @@ static double median_of(double *x, int n) {
 // timed sampling calls in bench (after a warm-up); the median is reported
 #define BENCH_SAMPLE_REPS 5
 
-/* time_sampling: the median seconds of BENCH_SAMPLE_REPS sample_completions calls (T = 1) for
-   the B <= 128 sequences of pp, plen, after a warm-up; sequence b's stream is (seed, stream0 + b)
-   anew in every call, so every call draws the same completions. allowed: the sampler's mask
-   (NULL: all). *new_tokens: the tokens the last call drew. */
+/* time_sampling: the median seconds of BENCH_SAMPLE_REPS sample_completions calls (T = 1) after a warm-up,
+   the B <= 128 sequences of pp, plen drawing the same completions each call (stream (seed, stream0 + b));
+   allowed: the sampler's mask (NULL: all). *new_tokens: the tokens the last call drew. */
 static double time_sampling(GPT *m, KVCache *kv, int B, const int *const *pp, const int *plen, int max_new,
                             uint64_t seed, int stream0, const unsigned char *allowed, long *new_tokens) {
     int *comp = (int *)mallocCheck((size_t)B * max_new * sizeof(int)), clen[128];
