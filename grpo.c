@@ -5659,7 +5659,6 @@ static void refuse_inputs_as_outputs(const NamedPath *outs, int no, const NamedP
 static const char *usage_context = NULL;   // where the options came from, when not the command line
 
 // Usage error: names the option and what was expected, exit status 2.
-
 static void usage_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -6048,7 +6047,6 @@ static void print_help(const char *cmd, unsigned mask, const char *synopsis, con
     }
     printf("  --%-18s %s\n", "help", "this help");
 }
-
 
 /* A busy machine: libgomp's waiting threads spin, and beside other jobs a 2-thread run then is several
    times slower (notes/speed.md, "On a shared machine"). libgomp reads its policy before main.
@@ -6673,7 +6671,6 @@ static void check_select_options(const Options *o) {
 /* note_cut_demonstrations: how many of the demonstrations in d's file (one token a character, plus
    <eos>) need more than --max-new-tokens (they would be cut off and score 0); if any, a note. A file of
    prompts with more numbers than the task's default budget is for: a note too. Returns that count. */
-
 static long note_cut_demonstrations(const Options *o, const Dataset *d) {
     FILE *f = fopen(d->path, "r");
     if (!f) return 0;
@@ -7441,7 +7438,6 @@ static void check_params(const GPT *m, int step, const char *last_good) {
 
 // save_periodic_checkpoint: after step st->step+1, a resumable checkpoint at path (checked by
 // check_params first), which then is last_good (cap bytes).
-
 static void save_periodic_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good,
                                      size_t cap) {
     TrainState next = *st;
@@ -7800,7 +7796,6 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
             r->flops, r->budget_spent, extra, select_fields, probe_fields, mean_sample_nll(g), lambda_mixed,
             lambda_share);
 }
-
 
 // What after_step calls, defined below: validation, periodic checkpoints, the --budget's counts and
 // its evaluation points.
