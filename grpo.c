@@ -9319,16 +9319,12 @@ static void html_check_path(const char *path) {
     unlink(tmp);
 }
 
-/* html_begin: opens the page's temporary file (tmp, cap bytes; renamed by html_end) and writes all
-   before the groups: title, notes, switch, legend, the JSON's header fields. value_note: why there is
-   no V̂ (NULL: sample has it); verifier: 1 when every completion has a verdict. Exits naming --html. */
-static FILE *html_begin(const char *path, char *tmp, size_t cap, const char *command, const char *source,
+/* html_begin: opens the page at path through a (atomic_open; html_end renames it) and writes all before
+   the groups: title, notes, switch, legend, the JSON's header fields. value_note: why there is no V̂
+   (NULL: sample has it); verifier: 1 when every completion has a verdict. */
+static FILE *html_begin(AtomicFile *a, const char *path, const char *command, const char *source,
                         int objective, const char *settings, const char *value_note, int verifier) {
-    FILE *f = atomic_create(path, tmp, cap);
-    if (!f) {
-        fprintf(stderr, "error: --html %s: cannot write %s: %s\n", path, tmp, strerror(errno));
-        exit(EXIT_INPUT);
-    }
+    FILE *f = atomic_open(a, path);
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>B(G): ./grpo %s ",
             command);
     html_chars(f, source);
@@ -9408,17 +9404,12 @@ static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int f
     free(members);
 }
 
-/* html_end: closes the JSON and the page, renames the temporary file tmp to path and says so on
-   stderr; exits naming --html when a write failed (a full disk) or the rename did. */
-static void html_end(FILE *f, const char *tmp, const char *path) {
-    fprintf(f, "\n]}\n</script>\n<script>\n%s</script>\n</body>\n</html>\n", HTML_SCRIPT);
-    if (atomic_commit(f, tmp, path) != 0) {
-        fprintf(stderr, "error: --html %s: writing it through %s failed: %s (is the disk full?)\n", path, tmp,
-                strerror(errno));
-        exit(EXIT_INPUT);
-    }
+// html_end: closes the JSON and the page and renames it over its path (atomic_close), saying so on stderr.
+static void html_end(AtomicFile *a) {
+    fprintf(a->f, "\n]}\n</script>\n<script>\n%s</script>\n</body>\n</html>\n", HTML_SCRIPT);
+    atomic_close(a);
     fflush(stdout);   // the note after the text it follows, on a terminal
-    fprintf(stderr, "html: wrote %s\n", path);
+    fprintf(stderr, "html: wrote %s\n", a->path);
 }
 
 // ----------------------------------------------------------------------------
@@ -9738,7 +9729,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
         signed char *accepted = (signed char *)mallocCheck((size_t)k);
         for (int i = 0; i < k; i++)
             accepted[i] = (signed char)(task_reward(t, nums, n, target, g.comp_row[i], g.clen[i], 0.0f) == 1.0f);
-        char settings[1400], tmp[1100];
+        char settings[1400];
         snprintf(settings, sizeof settings, "k=%d, T=%g, --max-new-tokens %d, --mc-k %d, --seed %d, model %s; "
                  "advantages: --adv-std %s, --adv-eps %g (the training defaults)", k, o->temperature,
                  o->max_new_tokens, o->mc_k, o->seed, o->model, ADV_STD_NAMES[cfg.obj.adv_std], cfg.obj.adv_eps);
@@ -9747,10 +9738,10 @@ static int cmd_sample(int argc, char **argv, Options *o) {
         tn.own_vocab = 1;
         PageGroup pg = {0, o->prompt, k, g.comp_row, g.clen, g.reward, g.advantage, accepted, &g.tree,
                         g.node_of, g.lambda_size, g.max_new, node_nums};
-        FILE *page = html_begin(o->html_out, tmp, sizeof tmp, "sample", o->prompt, o->obj.objective, settings,
-                                NULL, 1);
+        AtomicFile af;
+        FILE *page = html_begin(&af, o->html_out, "sample", o->prompt, o->obj.objective, settings, NULL, 1);
         html_group(page, &pg, &tn, 1);
-        html_end(page, tmp, o->html_out);
+        html_end(&af);
         free(accepted);
     }
     free(node_nums);
@@ -9972,12 +9963,13 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
     TokenNames tn;
     memset(&tn, 0, sizeof tn);
     if (o->token_names[0]) load_token_names(&tn, o->token_names);
-    char settings[1400], tmp[1100];
+    char settings[1400];
     snprintf(settings, sizeof settings, "--objective %s (the page opens with it), --adv-std %s, --adv-std-scope %s, "
              "--adv-eps %g%s%s", OBJECTIVE_NAMES[cfg->obj.objective], ADV_STD_NAMES[cfg->obj.adv_std],
              SCOPE_NAMES[cfg->obj.adv_std_scope], cfg->obj.adv_eps, o->token_names[0] ? ", --token-names " : "",
              o->token_names);
-    FILE *page = html_begin(o->html_out, tmp, sizeof tmp, "check", path, cfg->obj.objective, settings,
+    AtomicFile af;
+    FILE *page = html_begin(&af, o->html_out, "check", path, cfg->obj.objective, settings,
                             "V&#770; is not drawn: check reads a dumped batch and has no model to sample "
                             "continuations from (<code>./grpo sample --mc-k K --html</code> draws it); nor a "
                             "verifier's verdict: the rewards are the file's.", 0);
@@ -9999,7 +9991,7 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
                         batch->node_of + row, batch->lambda_size + row, stride, nums};
         html_group(page, &pg, &tn, p == 0);
     }
-    html_end(page, tmp, o->html_out);
+    html_end(&af);
     free(nums);
     free_token_names(&tn);
 }
