@@ -7671,10 +7671,9 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
         if (fflush(c.f) != 0 || ftruncate(fileno(c.f), (off_t)keep) != 0 || fseek(c.f, 0, SEEK_END) != 0)
             csv_failed(&c);
     } else {   // a line dropped before the end: the kept rows to a temporary file, renamed over the log
-        char tmp[sizeof c.path + 64];
-        FILE *t = atomic_create(c.path, tmp, sizeof tmp);
-        if (!t || fwrite(text, 1, (size_t)keep, t) != (size_t)keep || atomic_commit(t, tmp, c.path) != 0)
-            csv_failed(&c);
+        AtomicFile a;
+        fwrite(text, 1, (size_t)keep, atomic_open(&a, c.path));   // a failed write: atomic_close exits
+        atomic_close(&a);
         fclose(c.f);
         c.f = fopenCheck(c.path, "a");
     }
