@@ -5502,28 +5502,6 @@ static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
 // ----------------------------------------------------------------------------
 // Tooling utilities: checked reads and writes, usage errors, run directories and their locks
 
-// fread that treats a short read as a truncated file.
-static void fread_check(void *ptr, size_t size, size_t n, FILE *f, const char *what,
-                        const char *file, int line) {
-    size_t got = fread(ptr, size, n, f);
-    if (got != n) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "file truncated or unreadable while reading %s (%zu of %zu items)",
-                 what, got, n);
-        fail_at(file, line, msg, "the file is incomplete or of another format; re-create it");
-    }
-}
-#define freadCheck(ptr, size, n, f, what) fread_check(ptr, size, n, f, what, __FILE__, __LINE__)
-
-static void fwrite_check(const void *ptr, size_t size, size_t n, FILE *f, const char *file, int line) {
-    if (fwrite(ptr, size, n, f) != n) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "write failed: %s", strerror(errno));
-        fail_at(file, line, msg, "is the disk full?");
-    }
-}
-#define fwriteCheck(ptr, size, n, f) fwrite_check(ptr, size, n, f, __FILE__, __LINE__)
-
 // fclose that also reports an earlier failed write: fprintf into a full disk fails when the
 // buffer is written out, which may be long before fclose (whose own flush then succeeds).
 static void fclose_check(FILE *f, const char *file, int line) {

@@ -948,7 +948,7 @@ static const char *tmp_path(const char *path) {
 
 static void write_bytes(const char *path, const void *data, size_t n) {
     FILE *f = fopenCheck(path, "wb");
-    fwriteCheck(data, 1, n, f);
+    if (fwrite(data, 1, n, f) != n) fail_at(__FILE__, __LINE__, "test: a write failed", path);
     fclose(f);
 }
 
@@ -958,7 +958,7 @@ static void *read_all(const char *path, size_t *n) {
     *n = (size_t)ftell(f);
     fseek(f, 0, SEEK_SET);
     void *buf = mallocCheck(*n);
-    freadCheck(buf, 1, *n, f, "file");
+    if (fread(buf, 1, *n, f) != *n) fail_at(__FILE__, __LINE__, "test: a short read", path);
     fclose(f);
     return buf;
 }
