@@ -5500,21 +5500,7 @@ static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
 // ============================================================================
 
 // ----------------------------------------------------------------------------
-// Tooling utilities: checked reads and writes, usage errors, run directories and their locks
-
-// fclose that also reports an earlier failed write: fprintf into a full disk fails when the
-// buffer is written out, which may be long before fclose (whose own flush then succeeds).
-static void fclose_check(FILE *f, const char *file, int line) {
-    int failed_before = ferror(f);
-    errno = 0;
-    if (fclose(f) != 0 || failed_before) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "write failed: %s",
-                 errno ? strerror(errno) : "an earlier write to the file failed");
-        fail_at(file, line, msg, "is the disk full?");
-    }
-}
-#define fcloseCheck(f) fclose_check(f, __FILE__, __LINE__)
+// Tooling utilities: standard output, inputs and outputs, usage errors, run directories and their locks
 
 /* check_stdout: run at exit (main registers it): a write error on the buffered standard output
    (`./grpo check F > /dev/full`) may show only at this flush, and then ends the program with status 1. */

@@ -22,6 +22,13 @@ critic, ppo, select, ...), several as GROUP,GROUP,...
 #include <dirent.h>
 #include <signal.h>
 
+// fclose of a fixture the test wrote: a failed write (now or at an earlier flush) stops the tests
+#define fcloseCheck(f) \
+    do { \
+        int failed_ = ferror(f); \
+        if (fclose(f) != 0 || failed_) fail_at(__FILE__, __LINE__, "test: writing a fixture failed", NULL); \
+    } while (0)
+
 static int tests_passed = 0, tests_failed = 0;
 static const char *self_bin = "./tests/test_grpo";   // this program (argv[0]), for child processes
 
