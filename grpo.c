@@ -5149,43 +5149,7 @@ static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) { ret
 // ============================================================================
 
 // ----------------------------------------------------------------------------
-// Tooling utilities: checked reads and writes, usage errors, run directories and their locks
-
-// fread that treats a short read as a truncated file.
-static void fread_check(void *ptr, size_t size, size_t n, FILE *f, const char *what,
-                        const char *file, int line) {
-    size_t got = fread(ptr, size, n, f);
-    if (got != n) {
-        char msg[512];
-        snprintf(msg, sizeof msg, "file truncated or unreadable while reading %s (%zu of %zu items)",
-                 what, got, n);
-        fail_at(file, line, msg, "the file is incomplete or of another format; re-create it");
-    }
-}
-#define freadCheck(ptr, size, n, f, what) fread_check(ptr, size, n, f, what, __FILE__, __LINE__)
-
-static void fwrite_check(const void *ptr, size_t size, size_t n, FILE *f, const char *file, int line) {
-    if (fwrite(ptr, size, n, f) != n) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "write failed: %s", strerror(errno));
-        fail_at(file, line, msg, "is the disk full?");
-    }
-}
-#define fwriteCheck(ptr, size, n, f) fwrite_check(ptr, size, n, f, __FILE__, __LINE__)
-
-// fclose that also reports an earlier failed write: fprintf into a full disk fails when the
-// buffer is written out, which may be long before fclose (whose own flush then succeeds).
-static void fclose_check(FILE *f, const char *file, int line) {
-    int failed_before = ferror(f);
-    errno = 0;
-    if (fclose(f) != 0 || failed_before) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "write failed: %s",
-                 errno ? strerror(errno) : "an earlier write to the file failed");
-        fail_at(file, line, msg, "is the disk full?");
-    }
-}
-#define fcloseCheck(f) fclose_check(f, __FILE__, __LINE__)
+// Tooling utilities: standard output, inputs and outputs, usage errors, run directories and their locks
 
 /* check_stdout: run at exit (main registers it): a write error on the buffered standard output
    (`./grpo check F > /dev/full`) may show only at this flush, and then ends the program with status 1. */
@@ -5308,7 +5272,6 @@ static void refuse_inputs_as_outputs(const NamedPath *outs, int no, const NamedP
 static const char *usage_context = NULL;   // where the options came from, when not the command line
 
 // Usage error: names the option and what was expected, exit status 2.
-
 static void usage_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -5338,10 +5301,8 @@ static void make_dir(const char *path) {
     }
 }
 
-/* lock_run_dir: an exclusive flock on RUN_DIR/.lock for the rest of the run, so that two runs never
-   write the same checkpoints and logs; the kernel drops it when the process ends, however it ends. The
-   file holds the owner's pid for the message; flag (--run-dir, --study) is for the hints. Returns the
-   descriptor for unlock_run_dir. */
+/* lock_run_dir: an exclusive flock on RUN_DIR/.lock (holding our pid, for the message) for the rest of
+   the run, so that two runs never write the same files; flag names the option in the hints. */
 static int lock_run_dir(const char *run_dir, const char *flag) {
     char path[1100], msg[1400];
     snprintf(path, sizeof path, "%s/.lock", run_dir);
@@ -5700,7 +5661,6 @@ static void print_help(const char *cmd, unsigned mask, const char *synopsis, con
     printf("  --%-18s %s\n", "help", "this help");
 }
 
-
 /* A busy machine: libgomp's waiting threads spin, and beside other jobs a 2-thread run then is several
    times slower (notes/speed.md, "On a shared machine"). libgomp reads its policy before main.
 
@@ -5751,10 +5711,9 @@ static int busy_machine_warning(const char *loadavg, int ncpu, int threads, cons
     return 1;
 }
 
-/* warn_if_busy: busy_machine_warning for this process (/proc/loadavg, or for the tests GRPO_LOADAVG;
-   --threads as typed in argv, else num_threads()), before the command reads or writes anything. With
-   OMP_WAIT_POLICY and GOMP_SPINCOUNT unset it says so in one line and restarts (/proc/self/exe, argv as
-   typed) under OMP_WAIT_POLICY=PASSIVE, which changes no result; a policy that was set stays, advised. */
+/* warn_if_busy: busy_machine_warning for this process (/proc/loadavg, or GRPO_LOADAVG for the tests;
+   --threads as typed) before any work. With no policy set it restarts (/proc/self/exe, argv as typed)
+   under OMP_WAIT_POLICY=PASSIVE, which changes no result, saying so; a policy that was set is advised. */
 static void warn_if_busy(const char *cmd, char **argv) {
 #ifdef _OPENMP
     char text[256] = "", msg[512];
@@ -5969,10 +5928,9 @@ static unsigned selectors_run(const Options *o, unsigned mask) {
     return mask & CMD_TRAIN ? 1u << o->prompt_select : 1u << SELECT_UNIFORM;
 }
 
-/* option_in_force: 0 for an option of command `mask` that this run does not use (SCOPED_OPTIONS of
-   objectives or selectors not run; tree's empty --objective list; --task countdown, --probe-every 0,
-   --overwrite 0). The banner and run record leave it out, so a run prints and records what it did
-   before those options existed (a study pre-registered then keeps its hash). */
+/* option_in_force: 0 for an option of command `mask` that this run does not use (SCOPED_OPTIONS not
+   run; tree's empty --objective; --task countdown, --probe-every 0, --overwrite 0): the banner and run
+   record leave it out, so they stay as before the option existed (a pre-registered study's hash). */
 static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
     if (!strcmp(s->name, "task")) return o->task != TASK_COUNTDOWN;   // countdown's runs print as before --task
     if (mask & CMD_TREE && !strcmp(s->name, "objective")) return o->tree_objectives[0] != 0;
@@ -6152,9 +6110,8 @@ static void check_resume_inputs(const Options *o, const TrainState *st, const ch
 }
 
 /* check_resume_options: the options recorded in the checkpoint at path against o: another value of
-   an option in `fixed` is a usage error naming both values, of another (the optimizer's) a note. An
-   option of `fixed` in force now that the record leaves out was not in force then (a uniform run
-   resumed as a dynamic one): a usage error too. */
+   one in `fixed` (or one in force now that the record leaves out) is a usage error naming both values;
+   of another option (the optimizer's), a note. */
 static void check_resume_options(const Options *o, const TrainState *st, const char *path,
                                  const char *const *fixed) {
     for (const char *line = st->options; *line; ) {
@@ -6327,7 +6284,6 @@ static void check_select_options(const Options *o) {
 /* note_cut_demonstrations: how many of the demonstrations in d's file (one token a character, plus
    <eos>) need more than --max-new-tokens (they would be cut off and score 0); if any, a note. A file of
    prompts with more numbers than the task's default budget is for: a note too. Returns that count. */
-
 static long note_cut_demonstrations(const Options *o, const Dataset *d) {
     FILE *f = fopen(d->path, "r");
     if (!f) return 0;
@@ -6678,47 +6634,58 @@ static void ckpt_read_checked(void *ptr, size_t size, size_t n, FILE *f, const c
     ckpt_error(path, msg, CKPT_CORRUPT_HINT);
 }
 
-// The next name of a vocabulary string (each name followed by '\n', n bytes) from *pos:
-// its start and length; *pos moves past it. Returns 0 when no name is left.
-static int vocab_next(const char *v, int n, int *pos, int *start, int *len) {
-    if (*pos >= n) return 0;
-    *start = *pos;
-    while (*pos < n && v[*pos] != '\n') (*pos)++;
-    *len = *pos - *start;
-    (*pos)++;
-    return 1;
-}
-
-// A printable copy of name[0..len) (at most 24 characters; other bytes as '?').
-static void printable_name(char *out, const char *name, int len) {
-    int j = 0;
-    for (; j < len && j < 24; j++) out[j] = name[j] >= 32 && name[j] < 127 ? name[j] : '?';
-    out[j] = 0;
-}
-
-// Says how a checkpoint's vocabulary (file_v, file_n bytes; file_size tokens in the header)
-// differs from this build's: the first token whose name differs, or else the counts.
-static void vocab_mismatch(char *msg, size_t cap, const char *file_v, int file_n, int file_size) {
-    char ours[512], theirs_name[32] = "(none)", ours_name[32] = "(none)";
-    int ours_n = vocab_string(ours, sizeof ours);
-    int pa = 0, pb = 0, tok = 0;
-    for (;;) {
-        int sa = 0, la = 0, sb = 0, lb = 0;
-        int more_a = vocab_next(file_v, file_n, &pa, &sa, &la);
-        int more_b = vocab_next(ours, ours_n, &pb, &sb, &lb);
-        if (!more_a && !more_b) break;   // the names agree: only the header's count differs
-        if (!more_a || !more_b || la != lb || memcmp(file_v + sa, ours + sb, la)) {
-            if (more_a) printable_name(theirs_name, file_v + sa, la);
-            if (more_b) printable_name(ours_name, ours + sb, lb);
-            snprintf(msg, cap, "vocabulary differs from this build's: token %d is '%s' in the file, "
-                     "'%s' here (%d tokens in file, %d here)", tok, theirs_name, ours_name, file_size,
-                     VOCAB_SIZE);
-            return;
+// A printable copy of name[0..len) into out (cap bytes, at least 64): bytes outside printable ASCII
+// as \xHH (a BOM, \r, NUL, ...), cut after 40 with "...".
+static void printable_name(char *out, size_t cap, const char *name, long len) {
+    size_t k = 0;
+    for (long i = 0; i < len && k + 8 < cap; i++) {
+        if (i == 40) {
+            k += (size_t)snprintf(out + k, cap - k, "...");
+            break;
         }
-        tok++;
+        unsigned char ch = (unsigned char)name[i];
+        if (ch >= 0x20 && ch < 0x7f) out[k++] = (char)ch;
+        else k += (size_t)snprintf(out + k, cap - k, "\\x%02x", ch);
     }
-    snprintf(msg, cap, "vocabulary differs from this build's (%d tokens in file, %d here)",
-             file_size, VOCAB_SIZE);
+    out[k] = 0;
+}
+
+/* name_diff: where two lists of names part (s = 0: a, na bytes; 1: b, nb bytes; names separated by
+   sep): the 0-based index of the first name that differs or that one list lacks (more[s] 0), with
+   the names there in printable_name's form (name[s], 200 bytes); −1 when the lists agree. */
+static int name_diff(const char *a, long na, const char *b, long nb, char sep, char name[2][200], int more[2]) {
+    const char *v[2] = {a, b};
+    long n[2] = {na, nb}, at[2] = {0, 0};
+    for (int k = 0;; k++) {
+        long end[2];
+        for (int s = 0; s < 2; s++) {
+            more[s] = at[s] <= n[s];   // (past the last separator: one more name, maybe empty)
+            for (end[s] = at[s]; more[s] && end[s] < n[s] && v[s][end[s]] != sep; end[s]++) {}
+            name[s][0] = 0;
+            if (more[s]) printable_name(name[s], 200, v[s] + at[s], end[s] - at[s]);
+        }
+        if (!more[0] && !more[1]) return -1;
+        long len = end[0] - at[0];
+        if (!more[0] || !more[1] || len != end[1] - at[1] || memcmp(a + at[0], b + at[1], (size_t)len)) return k;
+        at[0] = end[0] + 1;
+        at[1] = end[1] + 1;
+    }
+}
+
+// Says how a checkpoint's vocabulary (file_v, file_n bytes, each name followed by '\n'; file_size
+// tokens in the header) differs from this build's: the first token whose name differs, or else the counts.
+static void vocab_mismatch(char *msg, size_t cap, const char *file_v, int file_n, int file_size) {
+    char ours[512], name[2][200];
+    int more[2], ours_n = vocab_string(ours, sizeof ours);
+    int tok = name_diff(file_v, file_n - (file_n > 0 && file_v[file_n - 1] == '\n'), ours, ours_n - 1, '\n',
+                        name, more);
+    if (tok < 0)
+        snprintf(msg, cap, "vocabulary differs from this build's (%d tokens in file, %d here)", file_size,
+                 VOCAB_SIZE);
+    else
+        snprintf(msg, cap, "vocabulary differs from this build's: token %d is '%s' in the file, '%s' here "
+                 "(%d tokens in file, %d here)", tok, more[0] ? name[0] : "(none)", more[1] ? name[1] : "(none)",
+                 file_size, VOCAB_SIZE);
 }
 
 /* ckpt_refuse_not_finite: a checkpoint's tensor data (a, laid out like m's parameters) must be
@@ -6792,8 +6759,8 @@ static void ckpt_read_sections(FILE *f, const char *path, const int32_t *h, int 
         void *data = mallocCheck(bytes ? bytes : 1);
         ckpt_read(data, 1, bytes, f, path, "a state section");
         if (ckpt_section_crc(tag, bytes, data) != h[CKPT_CRC_SECTIONS + i]) {
-            char name[CKPT_TAG_BYTES + 1];
-            printable_name(name, tag, (int)strnlen(tag, CKPT_TAG_BYTES));
+            char name[64];
+            printable_name(name, sizeof name, tag, (long)strnlen(tag, CKPT_TAG_BYTES));
             snprintf(msg_sec, sizeof msg_sec, "checksum mismatch in state section %d ('%s') (a flipped "
                      "bit, or an edited file)", i + 1, name);
             ckpt_error(path, msg_sec, CKPT_CORRUPT_HINT);
@@ -6810,11 +6777,10 @@ static void ckpt_read_sections(FILE *f, const char *path, const int32_t *h, int 
     }
 }
 
-/* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences). With st the
-   file must hold optimizer state, restored with the step, RNG, run record and state sections
-   (malloc'd; a method takes its own with ckpt_section). Refuses, naming the file: another format or
-   version, a checksum mismatch, an impossible config, another vocabulary, a truncated file, trailing
-   bytes, a NaN or Inf. Returns 1 if the file holds optimizer state. */
+/* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences); with st also
+   the optimizer state, step, RNG, run record and state sections (malloc'd; see ckpt_section). Refuses,
+   naming the file, anything but a whole, intact, finite file of this format and vocabulary. Returns 1
+   if the file holds optimizer state. */
 static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *st) {
     struct stat sb;
     if (stat(path, &sb) != 0 && errno == ENOENT)   // the usual case: no SFT run yet
@@ -7085,7 +7051,6 @@ static void check_params(const GPT *m, int step, const char *last_good) {
 
 // save_periodic_checkpoint: after step st->step+1, a resumable checkpoint at path (checked by
 // check_params first), which then is last_good (cap bytes).
-
 static void save_periodic_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good,
                                      size_t cap) {
     TrainState next = *st;
@@ -7148,17 +7113,18 @@ static void close_csv(CsvLog *c) {
 
 // What csv_keep kept and dropped of a run's log, for open_csv's notes.
 typedef struct {
-    int rows, last;              // rows kept; the step of the last one (0: none)
-    int past, past_from, past_to, past_line;   // complete rows of steps after the checkpoint's: dropped
+    int rows, last;              // rows kept; the number of the last one (first − 1: none)
+    int past, past_from, past_to, past_line;   // complete rows numbered after the checkpoint's: dropped
     int bad, bad_line;           // other lines dropped (malformed, out of order); the first of them
     char bad_why[128];           // what was wrong with that first one
+    int moved;                   // a kept row moved up: a line before it was dropped
     long cut_bytes;              // a last line without its '\n' (cut off mid-way): dropped
     int cut_line;
-    int missing;                 // steps 1..step with no row kept
+    int missing;                 // rows first..step not kept
     char missing_list[256];      // them, as ranges "3, 7-9" (cut with ", ..." when long)
 } CsvRepair;
 
-// Appends steps a..b (a <= b) to r's missing steps.
+// Appends rows a..b (a <= b) to r's missing rows.
 static void csv_note_missing(CsvRepair *r, int a, int b) {
     size_t used = strlen(r->missing_list);
     r->missing += b - a + 1;
@@ -7170,15 +7136,15 @@ static void csv_note_missing(CsvRepair *r, int a, int b) {
     else snprintf(r->missing_list + used, sizeof r->missing_list - used, "%s%d-%d", used ? ", " : "", a, b);
 }
 
-/* csv_keep: what a run resuming after `step` keeps of its log text (n bytes): the header line, then
-   each complete, well-formed row numbered above the one kept before it and at most `step`. The kept
-   bytes move to the front of text; returns their length, or −1 when the file does not start with this
-   header. r says what was kept and dropped, and which steps of 1..step have no row. */
-static long csv_keep(char *text, long n, const char *header, int step, CsvRepair *r) {
+/* csv_keep: what a run resuming after row `step` keeps of its log text (n bytes): the header line, then
+   each complete, well-formed row numbered above the last kept (first − 1 at the start), up to `step`,
+   moved to the front of text. Returns their length, −1 when the header differs; r: what was dropped. */
+static long csv_keep(char *text, long n, const char *header, int first, int step, CsvRepair *r) {
     long hlen = (long)strlen(header);
     int fields = 1;
     for (const char *p = header; *p; p++) fields += *p == ',';
     memset(r, 0, sizeof *r);
+    r->last = first - 1;
     if (n < hlen + 1 || memcmp(text, header, hlen) != 0 || text[hlen] != '\n') return -1;
     long keep = hlen + 1, at = hlen + 1;
     for (int lineno = 2; at < n; lineno++) {
@@ -7195,9 +7161,11 @@ static long csv_keep(char *text, long n, const char *header, int step, CsvRepair
         char *end, why[128] = "";
         errno = 0;
         long num = line[0] >= '0' && line[0] <= '9' ? strtol(line, &end, 10) : -1;
-        if (num < 0 || errno || *end != ',') snprintf(why, sizeof why, "it does not start with a step number");
+        int wl = (int)strcspn(header, ",");   // the rows' numbers: step (point in eval.csv)
+        if (num < 0 || errno || *end != ',') snprintf(why, sizeof why, "it does not start with a %.*s number", wl, header);
         else if (f != fields) snprintf(why, sizeof why, "%d fields, the header has %d", f, fields);
-        else if (num <= r->last) snprintf(why, sizeof why, "step %ld after step %d: out of order", num, r->last);
+        else if (num <= r->last)
+            snprintf(why, sizeof why, "%.*s %ld after %.*s %d: out of order", wl, header, num, wl, header, r->last);
         if (!why[0] && num > step) {   // well-formed, after the checkpoint's step
             if (!r->past) {
                 r->past_from = (int)num;
@@ -7216,6 +7184,7 @@ static long csv_keep(char *text, long n, const char *header, int step, CsvRepair
             continue;
         }
         if (num > r->last + 1) csv_note_missing(r, r->last + 1, (int)num - 1);
+        r->moved |= line != text + keep;
         memmove(text + keep, line, (size_t)len);
         keep += len;
         r->rows++;
@@ -7225,80 +7194,47 @@ static long csv_keep(char *text, long n, const char *header, int step, CsvRepair
     return keep;
 }
 
-// csv_name: into out (cap bytes, at least 64) the len bytes of a name as open_csv's messages show it:
-// bytes outside printable ASCII as \xHH (a BOM, \r, NUL, ...), cut after 40 with "..."
-static void csv_name(char *out, size_t cap, const char *name, long len) {
-    size_t k = 0;
-    for (long i = 0; i < len && k + 8 < cap; i++) {
-        if (i == 40) {
-            k += (size_t)snprintf(out + k, cap - k, "...");
-            break;
-        }
-        unsigned char ch = (unsigned char)name[i];
-        if (ch >= 0x20 && ch < 0x7f) out[k++] = (char)ch;
-        else k += (size_t)snprintf(out + k, cap - k, "\\x%02x", ch);
-    }
-    out[k] = 0;
-}
-
 // csv_header_diff: into out (cap bytes), where the first line of text (n bytes) parts from header,
 // for open_csv's refusal.
 static void csv_header_diff(char *out, size_t cap, const char *text, long n, const char *header) {
     long end = 0;
     while (end < n && text[end] != '\n') end++;
-    if (end == 0 || (end == 1 && text[0] == '\r')) {
+    char name[2][200];
+    int more[2], col = name_diff(text, end, header, (long)strlen(header), ',', name, more) + 1;
+    if (end == 0 || (end == 1 && text[0] == '\r'))
         snprintf(out, cap, "its first line is empty");
-        return;
-    }
-    const char *a = text, *a_end = text + end, *b = header, *b_end = header + strlen(header);
-    char na[200], nb[200];
-    for (int col = 1;; col++) {
-        int more_a = a <= a_end, more_b = b <= b_end;
-        const char *ae = a, *be = b;
-        while (more_a && ae < a_end && *ae != ',') ae++;
-        while (more_b && be < b_end && *be != ',') be++;
-        if (more_a) csv_name(na, sizeof na, a, ae - a);
-        if (more_b) csv_name(nb, sizeof nb, b, be - b);
-        if (!more_a && !more_b) {
-            snprintf(out, cap, end == n ? "the names agree, but the header line has no line end"
-                                        : "the names agree");
-            return;
-        }
-        if (!more_a) {
-            snprintf(out, cap, "the file has no column %d '%s' (it ends after column %d)", col, nb, col - 1);
-            return;
-        }
-        if (!more_b) {
-            snprintf(out, cap, "the file has a column %d '%s' that this run does not write", col, na);
-            return;
-        }
-        if (ae - a != be - b || memcmp(a, b, (size_t)(ae - a)) != 0) {
-            snprintf(out, cap, "column %d is '%s' in the file, '%s' in this run", col, na, nb);
-            return;
-        }
-        a = ae + 1;   // past the comma, or past the end (no more fields)
-        b = be + 1;
-    }
+    else if (col == 0)
+        snprintf(out, cap, end == n ? "the names agree, but the header line has no line end" : "the names agree");
+    else if (!more[0])
+        snprintf(out, cap, "the file has no column %d '%s' (it ends after column %d)", col, name[1], col - 1);
+    else if (!more[1])
+        snprintf(out, cap, "the file has a column %d '%s' that this run does not write", col, name[0]);
+    else
+        snprintf(out, cap, "column %d is '%s' in the file, '%s' in this run", col, name[0], name[1]);
 }
 
-/* open_csv: the run's log RUN_DIR/NAME: new with its header at step 0 (or when missing or empty, with
-   a note); a run resuming after `step` keeps what csv_keep keeps, with a note for each kind of line
-   dropped. A row's first key_fields fields are those the same run always writes alike; log_row ("" or
-   NULL: unknown) is those of the row the checkpoint was saved after: another row `step` is another
-   run's log, and the run stops. */
-static CsvLog open_csv(const char *run_dir, const char *name, const char *header, int step, int key_fields,
-                       const char *log_row) {
+/* open_csv: the run's log RUN_DIR/NAME, its rows numbered (the first field) from first: new with its
+   header when step < first (or when missing or empty, with a note); a run resuming after row `step`
+   keeps what csv_keep keeps, with a note for each kind of line dropped. A row's first key_fields fields
+   are those the same run always writes alike; log_row ("" or NULL: unknown) is those of the row the
+   checkpoint was saved after: another row `step` is another run's log, and the run stops. */
+static CsvLog open_csv(const char *run_dir, const char *name, const char *header, int first, int step,
+                       int key_fields, const char *log_row) {
     CsvLog c;
     c.key_fields = key_fields;
     c.last_row[0] = 0;
     c.probe = NULL;
     snprintf(c.path, sizeof c.path, "%s/%s", run_dir, name);
+    int wl = (int)strcspn(header, ",");   // what the rows' numbers count: step (point in eval.csv)
     struct stat sb;
-    if (step == 0 || stat(c.path, &sb) != 0 || sb.st_size == 0) {
-        if (step > 0)
-            fprintf(stderr, "note: %s is new (it was missing or empty): step%s %s%d, before the checkpoint, "
-                            "%s not in it\n", c.path, step > 1 ? "s" : "", step > 1 ? "1-" : "", step,
-                    step > 1 ? "are" : "is");
+    CsvRepair r;
+    memset(&r, 0, sizeof r);
+    if (step < first || stat(c.path, &sb) != 0 || sb.st_size == 0) {
+        if (step >= first) csv_note_missing(&r, first, step);
+        if (r.missing)
+            fprintf(stderr, "note: %s is new (it was missing or empty): %.*s%s %s, before the checkpoint, %s not "
+                            "in it\n", c.path, wl, header, r.missing > 1 ? "s" : "", r.missing_list,
+                    r.missing > 1 ? "are" : "is");
         c.f = fopenCheck(c.path, "w");
         fprintf(c.f, "%s\n", header);
         csv_row_done(&c);
@@ -7308,10 +7244,7 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
     long n = (long)sb.st_size;
     char *text = (char *)mallocCheck((size_t)n);
     if (fread(text, 1, (size_t)n, c.f) != (size_t)n) csv_failed(&c);
-    char *orig = (char *)mallocCheck((size_t)n);
-    memcpy(orig, text, (size_t)n);
-    CsvRepair r;
-    long keep = csv_keep(text, n, header, step, &r);
+    long keep = csv_keep(text, n, header, first, step, &r);
     if (keep < 0) {
         char msg[1800], diff[600];
         csv_header_diff(diff, sizeof diff, text, n, header);
@@ -7319,7 +7252,7 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
         fail_at(__FILE__, __LINE__, msg, "a log from another build or other options: move the file away, or "
                 "resume into another --run-dir");
     }
-    if (r.rows > 0) {   // the last row kept: the row of step r.last
+    if (r.rows > 0) {   // the last row kept: the row r.last
         long start = keep - 1;
         while (start > 0 && text[start - 1] != '\n') start--;
         csv_row_key(c.last_row, text + start, keep - start, key_fields);
@@ -7331,11 +7264,12 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
         fail_at(__FILE__, __LINE__, msg, "move the log away, or resume into another --run-dir");
     }
     if (r.past == 1)
-        fprintf(stderr, "note: %s: dropped the row of step %d (line %d), written after the checkpoint of step %d\n",
-                c.path, r.past_from, r.past_line, step);
+        fprintf(stderr, "note: %s: dropped the row of %.*s %d (line %d), written after the checkpoint of %.*s %d\n",
+                c.path, wl, header, r.past_from, r.past_line, wl, header, step);
     else if (r.past > 1)
-        fprintf(stderr, "note: %s: dropped %d rows of steps %d-%d (line %d on), written after the checkpoint of "
-                        "step %d\n", c.path, r.past, r.past_from, r.past_to, r.past_line, step);
+        fprintf(stderr, "note: %s: dropped %d rows of %.*ss %d-%d (line %d on), written after the checkpoint of "
+                        "%.*s %d\n", c.path, r.past, wl, header, r.past_from, r.past_to, r.past_line, wl, header,
+                step);
     if (r.bad)
         fprintf(stderr, "note: %s: dropped %d line%s that %s not a row of this log, the first line %d (%s)\n",
                 c.path, r.bad, r.bad > 1 ? "s" : "", r.bad > 1 ? "are" : "is", r.bad_line, r.bad_why);
@@ -7343,19 +7277,16 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
         fprintf(stderr, "note: %s: dropped line %d, a row cut off mid-way (%ld bytes without a line end) when "
                         "the run stopped\n", c.path, r.cut_line, r.cut_bytes);
     if (r.missing)
-        fprintf(stderr, "note: %s has no row for step%s %s (the checkpoint was saved after step %d): %s not "
-                        "logged\n", c.path, r.missing > 1 ? "s" : "", r.missing_list, step,
+        fprintf(stderr, "note: %s has no row for %.*s%s %s (the checkpoint was saved after %.*s %d): %s not "
+                        "logged\n", c.path, wl, header, r.missing > 1 ? "s" : "", r.missing_list, wl, header, step,
                 r.missing > 1 ? "they were" : "it was");
-    int prefix = !memcmp(text, orig, (size_t)keep);   // only an end was dropped: cut the file there
-    free(orig);
-    if (prefix) {
+    if (!r.moved) {   // only an end was dropped: cut the file there
         if (fflush(c.f) != 0 || ftruncate(fileno(c.f), (off_t)keep) != 0 || fseek(c.f, 0, SEEK_END) != 0)
             csv_failed(&c);
     } else {   // a line dropped before the end: the kept rows to a temporary file, renamed over the log
-        char tmp[sizeof c.path + 64];
-        FILE *t = atomic_create(c.path, tmp, sizeof tmp);
-        if (!t || fwrite(text, 1, (size_t)keep, t) != (size_t)keep || atomic_commit(t, tmp, c.path) != 0)
-            csv_failed(&c);
+        AtomicFile a;
+        fwrite(text, 1, (size_t)keep, atomic_open(&a, c.path));   // a failed write: atomic_close exits
+        atomic_close(&a);
         fclose(c.f);
         c.f = fopenCheck(c.path, "a");
     }
@@ -7406,10 +7337,8 @@ static void lambda_mixed_stats(const GroupBatch *g, double *mean_lambda, double 
 #define CRITIC_CSV_COLUMNS ",value_loss,value_clip_frac,explained_var,mean_abs_adv,critic_grad_norm,t_critic"
 #define SELECT_CSV_COLUMNS ",p_pred,p_real,groups_sampled,frac_all_equal_sampled,dynamic_cap_hit"
 
-/* log_step: one GRPO step on stdout (every 10th step, the last one and every validated one) and as
-   a row of train.csv (its header names the columns; then MC_CSV_COLUMNS or CRITIC_CSV_COLUMNS,
-   SELECT_CSV_COLUMNS, the probe's, and the entropy estimate). The first step at which dynamic
-   sampling's round cap leaves all-equal groups also gets a note on stderr. */
+/* log_step: one GRPO step on stdout (every 10th, the last and every validated one) and as a row of
+   train.csv (train_csv_header); a note when dynamic sampling's round cap first leaves all-equal groups. */
 static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     int N = g->N, P = g->num_groups;
     double mean_reward = 0.0, mean_len = 0.0;
@@ -7479,7 +7408,6 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
             r->flops, r->budget_spent, extra, select_fields, probe_fields, mean_sample_nll(g), lambda_mixed,
             lambda_share);
 }
-
 
 // What after_step calls, defined below: validation, periodic checkpoints, the --budget's counts and
 // its evaluation points.
@@ -7575,10 +7503,9 @@ static float dataset_loss(GPT *m, const Dataset *d, int batch, int limit, int *i
     return count ? (float)(sum / count) : 0.0f;
 }
 
-/* sft_loss_padded: the SFT loss of a padded batch (make_batch: inputs, targets (B, T)), the mean
-   −log p of its completion tokens and <eos> (prompt tokens masked: targets −1), by a forward
-   pass; fills dlogp (B·T) = ∂loss/∂logp (−1/count at each target, 0 elsewhere) for
-   gpt_logprob_backward. logp: (B·T) scratch. */
+/* sft_loss_padded: the mean −log p of a padded batch's completion tokens and <eos> (make_batch's inputs,
+   targets (B, T), prompts masked as −1); fills dlogp (B·T) = ∂loss/∂logp for gpt_logprob_backward.
+   logp: (B·T) scratch. */
 static double sft_loss_padded(GPT *m, const int *inputs, const int *targets, float *logp, float *dlogp, int B,
                               int T) {
     gpt_forward(m, inputs, B, T);
@@ -7589,12 +7516,9 @@ static double sft_loss_padded(GPT *m, const int *inputs, const int *targets, flo
     return loss;
 }
 
-/* sft_loss_spb: sft_loss_padded on the batch packed as its prefix trie (pack_shared_prefix_batch into pk;
-   --update-layout tree): each distinct prefix computed once, no padding rows. Every log-prob is
-   the padded batch's bit for bit and is summed in the same order (sequence by sequence, token
-   by token), so the loss is the same number; fills pk->edge_dlogp = Σ of −1/count over the
-   completion tokens that are the edge (a duplicate example's tokens add up), for
-   spb_logprob_backward. Returns the loss. */
+/* sft_loss_spb: sft_loss_padded on the batch packed as its prefix trie (pk; --update-layout tree): the
+   same log-probs summed in the same order, so the same loss; fills pk->edge_dlogp (Σ of −1/count over
+   the completion tokens that are the edge) for spb_logprob_backward. Returns the loss. */
 static double sft_loss_spb(GPT *m, SharedPrefixBatch *pk, int B, const int *const *prompt, const int *plen,
                             const int *const *comp, const int *clen) {
     pack_shared_prefix_batch(pk, B, prompt, plen, comp, clen);
@@ -7667,7 +7591,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
            maxT, VOCAB_SIZE, train.n, val.n);
     char ckpt[1100], periodic[1100];   // final model; periodic resumable checkpoint
     int lock = open_run_dir(o, ckpt, periodic);
-    CsvLog csv = open_csv(o->run_dir, "sft.csv", "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s",
+    CsvLog csv = open_csv(o->run_dir, "sft.csv", "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s", 1,
                           st.step, 5, st.log_row);   // 5: step,loss,val_loss,lr,grad_norm
     record_options(st.options, sizeof st.options, o, SFT_RUN_OPTIONS, OPTIMIZER_OPTIONS);
     record_input_hashes(st.options, sizeof st.options, o, SFT_INPUTS, "");
@@ -7748,29 +7672,11 @@ static int cmd_sft(int argc, char **argv, Options *o) {
 // ----------------------------------------------------------------------------
 // train: the GRPO command around train_loop: options, models, data, the --budget, test scores, the result
 
-/* ---- budget accounting (the compute-matched protocol; ./grpo compare relies on it, see its section) ----
-   Model FLOPs, as Kaplan et al. 2020 ("Scaling Laws for Neural Language Models", §2.1) count
-   them: a forward pass costs per token
-       F = 2·N + 2·C·V + 2·L·maxT·C
-   with N the non-embedding parameters (all but wte and wpe), 2·C·V the LM head (tied to wte,
-   so in no N) and 2·L·maxT·C attention's products (Kaplan's 2·n_layer·n_ctx·d_attn, n_ctx
-   the context length); a backward pass costs 2·F. A step of R = Σ_i (plen_i + clen_i − 1)
-   positions (each sequence counted whole, as a training forward scores it; the sampler's
-   sharing of a group's prompt is not credited; padding and finished sequences are not
-   counted) costs
-       F·(R_sampled + 3·μ·R + R_ref + R_mc + R_drop) + F_critic·(R + 3·μ·R)·[ppo],
-   R_ref = R when --beta is not 0 (π_ref's forward), else 0. R_mc = MC-PRM's continuations
-   (MCStats.positions): each distinct state's tokens once (its prefill, which its K
-   continuations share) plus each continuation's tokens but its last, as the CPU sampler
-   computes them (0 for the other objectives). R_drop = the positions of the groups sampled and
-   not trained on (--prompt-select dynamic's dropped groups, SelectStats.aux_positions; 0
-   otherwise), forward only, each sequence counted whole as R_sampled counts it. The
-   continuations' and the dropped groups' tokens are the step's auxiliary generated tokens
-   (gen_aux). PPO's critic (the same trunk, a value head of 2·C FLOPs per token in place of the
-   LM head's 2·C·V: F_critic = F − 2·C·V + 2·C) adds its forward at sampling time (V_old) and μ
-   forwards and backwards in its update, on the trained batch only (R: a dropped group gets no
-   value), and its μ·R positions to the trained ones ([ppo]: 1 with --objective ppo, else 0).
-   The count is deterministic and machine-independent; evaluations are not counted. */
+/* ---- budget accounting (the compute-matched protocol; ./grpo compare relies on it) ----
+   Model FLOPs as Kaplan et al. 2020 (§2.1) count them, per token F = 2·N + 2·C·V + 2·L·maxT·C
+   (N: the non-embedding parameters; the tied LM head; attention), a backward 2·F; what a step
+   costs (sampling, update, π_ref, MC-PRM's continuations, dropped groups, PPO's critic) is
+   derived in notes/compare.md. The count is deterministic and machine-independent. */
 static double model_flops_per_token(const GPTConfig *c) {
     size_t sizes[NUM_PARAM_TENSORS], n = 0;
     param_sizes(sizes, c);
@@ -7783,12 +7689,9 @@ static double critic_flops_per_token(const GPTConfig *c) {
     return model_flops_per_token(c) - 2.0 * c->channels * c->vocab_size + 2.0 * c->channels;
 }
 
-/* The state section "budget" of a train checkpoint: what the run has spent, so that a resumed
-   run goes on counting (budget_spent, gen_tokens_traj, ...) and a --budget run can be resumed.
-   BUDGET_SECTION_N doubles (exact for counts below 2^53): unit, amount, points, next_point,
-   gen_traj, gen_aux, trained, flops, seconds. seconds is NaN unless --budget-unit is seconds:
-   wall time differs from run to run, and the file of a run with another unit stays the same bit
-   for bit for the same seed (a resume then counts its seconds from the resume, with a note). */
+/* The state section "budget" of a train checkpoint: what the run has spent, so that a resume goes on
+   counting. BUDGET_SECTION_N doubles: unit, amount, points, next_point, gen_traj, gen_aux, trained,
+   flops, seconds (NaN unless --budget-unit seconds: wall time would make the file differ run to run). */
 #define BUDGET_SECTION_N 9
 #define BUDGET_TAG "budget"
 
@@ -7825,12 +7728,9 @@ static void budget_to_section(Budget *b, TrainState *st) {
     ckpt_add_section(st, BUDGET_TAG, b->section, sizeof b->section, 0);
 }
 
-/* budget_resume: a resumed run (o->resume, its state st) goes on counting from the counters of
-   its "budget" section. Refuses, naming the option and both values, a --budget, --budget-unit or
-   --eval-points other than the run's (its points are fractions of its budget); a section of
-   another size or with impossible counts (corrupt file); and --budget from a checkpoint without
-   the section (one written before the counters were saved). Without --budget such a checkpoint
-   resumes with the counters at 0, with a note. */
+/* budget_resume: a resumed run (o->resume, its state st) goes on counting from its "budget" section.
+   Refuses another --budget, --budget-unit or --eval-points than the run's, impossible counts, and
+   --budget from a checkpoint without the section (without --budget: counters from 0, with a note). */
 static void budget_resume(Budget *b, const Options *o, const TrainState *st) {
     uint64_t bytes = 0;
     const double *v = (const double *)ckpt_section(st, BUDGET_TAG, &bytes);
@@ -7877,55 +7777,8 @@ static void budget_resume(Budget *b, const Options *o, const TrainState *st) {
                     o->budget, o->resume, budget_spent(b), BUDGET_UNIT_NAMES[b->unit]);
 }
 
-/* open_eval_csv_resumed: RUN_DIR/eval.csv of a resumed --eval-points run, kept up to point
-   next_point − 1 (the points the checkpoint's steps reached) and cut after it; the run appends
-   the rest. A missing or empty file (a resume into another --run-dir) is started with its header
-   and a note naming the points it lacks; one without the header, or with fewer points than the
-   checkpoint says were written, stops the run naming the file. */
-static CsvLog open_eval_csv_resumed(const char *run_dir, const char *header, int next_point) {
-    CsvLog c;
-    memset(&c, 0, sizeof c);
-    snprintf(c.path, sizeof c.path, "%s/eval.csv", run_dir);
-    struct stat sb;
-    if (stat(c.path, &sb) != 0 || sb.st_size == 0) {
-        c.f = fopenCheck(c.path, "w");
-        fprintf(c.f, "%s\n", header);
-        csv_row_done(&c);
-        fprintf(stderr, "note: %s is new: points 0-%d (before the checkpoint) are in the resumed run's own "
-                        "eval.csv\n", c.path, next_point - 1);
-        return c;
-    }
-    c.f = fopen(c.path, "r+");
-    char msg[1400];
-    if (!c.f) {
-        snprintf(msg, sizeof msg, "cannot open '%s' of the resumed run: %s", c.path, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "resume into the --run-dir of the run, which holds its eval.csv");
-    }
-    char line[512];
-    long keep = 0;
-    int rows = -1;   // -1: the header is next; then the count of points read (0, 1, ...)
-    while (rows < next_point && fgets(line, sizeof line, c.f)) {
-        size_t n = strlen(line);
-        if (rows == -1 && strncmp(line, header, strlen(header)) != 0) rows = -2;
-        if (rows == -2 || n == 0 || line[n - 1] != '\n') break;
-        if (rows >= 0 && atoi(line) != rows) break;
-        keep += (long)n;
-        rows++;
-    }
-    if (rows != next_point) {
-        snprintf(msg, sizeof msg, "'%s' does not hold the header and points 0-%d that the checkpoint's steps "
-                 "wrote (%s)", c.path, next_point - 1, rows == -2 ? "another header" : "a point is missing");
-        fail_at(__FILE__, __LINE__, msg, "resume into the --run-dir of the run, or start a new run");
-    }
-    if (fflush(c.f) != 0 || ftruncate(fileno(c.f), (off_t)keep) != 0 || fseek(c.f, 0, SEEK_END) != 0)
-        csv_failed(&c);
-    return c;
-}
-
-/* start_budget: the run's budget from its options, its counters at 0, or for a resumed run
-   (o->resume) as its checkpoint holds them (budget_resume). With --eval-points it opens
-   RUN_DIR/eval.csv and writes point 0: the greedy val accuracy of the --init model (a resumed
-   run keeps the points its file holds up to the checkpoint, and goes on). */
+/* start_budget: the run's budget, its counters at 0 or from the resumed checkpoint (budget_resume); with
+   --eval-points RUN_DIR/eval.csv and its point 0 (the --init model's greedy val accuracy). */
 static void start_budget(Budget *b, const Options *o, TrainRun *run) {
     memset(b, 0, sizeof *b);
     b->unit = o->budget_unit;
@@ -7938,11 +7791,9 @@ static void start_budget(Budget *b, const Options *o, TrainRun *run) {
     budget_to_section(b, run->state);
     if (b->points == 0) return;
     const char *header = "point,budget_spent,step,gen_tokens,flops,seconds,val_acc";
-    if (o->resume[0]) {
-        b->eval_csv = open_eval_csv_resumed(o->run_dir, header, b->next_point);
-        return;
-    }
-    b->eval_csv = open_csv(o->run_dir, "eval.csv", header, 0, 0, NULL);
+    // points from 0; a resumed run keeps those the checkpoint's steps wrote
+    b->eval_csv = open_csv(o->run_dir, "eval.csv", header, 0, o->resume[0] ? b->next_point - 1 : -1, 0, NULL);
+    if (o->resume[0]) return;
     float acc0 = evaluate(run->policy, run->kv, run->val, run->eval_limit, o->max_new_tokens, o->temperature,
                           0, o->seed, 0.0f, NULL).accuracy;
     fprintf(b->eval_csv.f, "0,0,0,0,0,0,%.6f\n", acc0);
@@ -8032,11 +7883,9 @@ static int mopps_candidate_count(const Options *o, const Dataset *train) {
     return M;
 }
 
-/* mopps_resume: a MoPPS run resumed from path goes on with its posteriors and its history:
-   st's "mopps" state section (n, h, α (n), β (n), h pairs, doubles) into s. Refuses, naming
-   the file, a checkpoint without one (a run with another --prompt-select, or a build before
-   MoPPS), posteriors of another number of prompts than --train-data holds, and a section whose
-   sizes disagree with themselves or with the checkpoint's steps (P groups each). */
+/* mopps_resume: a MoPPS run resumed from path goes on with st's "mopps" section (n, h, α (n), β (n),
+   h pairs, doubles) into s. Refuses, naming the file, a checkpoint without one, another number of
+   prompts than --train-data holds, and sizes that disagree with themselves or the steps (P groups each). */
 static void mopps_resume(PromptSelector *s, const TrainState *st, const char *path, int P,
                          const Dataset *train) {
     uint64_t bytes = 0;
@@ -8068,10 +7917,9 @@ static void mopps_resume(PromptSelector *s, const TrainState *st, const char *pa
     s->groups = h;
 }
 
-/* report_prompt_selection: at the end of a MoPPS run, how well p̂ ranked the realised success
-   over all the run's groups (Spearman, as MoPPS reports it), printed and written to
-   RUN_DIR/prompt_select.txt (key value lines: prompt_select, groups, spearman, mean_pred,
-   mean_real; spearman nan when either side is constant). */
+/* report_prompt_selection: at the end of a MoPPS run, how well p̂ ranked the realised success over the
+   run's groups (Spearman, as MoPPS reports it), printed and as key value lines in RUN_DIR/prompt_select.txt
+   (spearman nan when either side is constant). */
 static void report_prompt_selection(const PromptSelector *s, const char *run_dir) {
     long h = s->groups;
     double *pred = (double *)mallocCheck((size_t)(h > 0 ? h : 1) * sizeof(double));
@@ -8098,13 +7946,9 @@ static void report_prompt_selection(const PromptSelector *s, const char *run_dir
     free(real);
 }
 
-/* train_csv_header: train.csv's header for a run with options o (log_step writes its rows):
-   the columns of every run, then MC-PRM's (MC_CSV_COLUMNS, --objective mc-prm) or the critic's
-   (CRITIC_CSV_COLUMNS, ppo), then prompt selection's (SELECT_CSV_COLUMNS, a --prompt-select
-   other than uniform), then the probe's (PROBE_CSV_COLUMNS, --probe-every), so that the other
-   columns keep their places whatever the options; last, in every run, entropy (the sampled
-   tokens' mean −log π_old, mean_sample_nll: a log written by a build without it has
-   another header, and a resume into it is refused, naming the file). */
+/* train_csv_header: train.csv's header for options o: every run's columns, then MC-PRM's or the
+   critic's, prompt selection's and the probe's, so that the other columns keep their places; last,
+   entropy (a log without it has another header: a resume into it is refused, naming the file). */
 static void train_csv_header(char *out, size_t cap, const Options *o) {
     int objective = o->obj.objective;
     snprintf(out, cap, "%s%s%s%s",
@@ -8171,11 +8015,9 @@ static void print_result(const Options *o, const char *ckpt, EvalResult before, 
     atomic_close(&af);
 }
 
-/* load_train_models: train's models, micro rows each: π_θ from --init, or as --resume's
-   checkpoint (with its state st) holds it; with a critic (ppo) the critic, from the --init
-   trunk or the checkpoint's state section "critic"; π_ref (β != 0) from --init; for a resumed
-   run without π_ref but with test scores, --init into init_model. Returns the model the result
-   line starts from (--init's). */
+/* load_train_models: train's models, micro rows each: π_θ (and the critic, ppo) from --init or from
+   --resume's checkpoint (state st); π_ref (β != 0) from --init; --init into init_model when a resumed
+   run has test scores and no π_ref. Returns the model the result line starts from (--init's). */
 static GPT *load_train_models(const Options *o, GPT *policy, GPT *ref, GPT *init_model, Critic *critic,
                               TrainState *st, int micro) {
     st->kind = 2;
@@ -8290,7 +8132,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (load_init) free_gpt(&init_model);
     char header[1024];
     train_csv_header(header, sizeof header, o);
-    CsvLog csv = open_csv(o->run_dir, "train.csv", header, st.step, 13, st.log_row);   // 13: the fields
+    CsvLog csv = open_csv(o->run_dir, "train.csv", header, 1, st.step, 13, st.log_row);   // 13: the fields
                                                                                         // before t_sample
     char saved_record[sizeof st.options];   // the resumed run's record: the hash of its --init
     memcpy(saved_record, st.options, sizeof saved_record);
@@ -8402,10 +8244,8 @@ static void tree_allowed(unsigned char *allowed) {
     for (int v = 0; v < VOCAB_SIZE; v++) allowed[v] = v == char_to_token('L') || v == char_to_token('R');
 }
 
-/* tree_step_config: the GRPO step and the optimizer of one tree run. Every completion has
-   exactly TREE_DEPTH tokens, so that is the Dr. GRPO constant of seq-mean-token-sum-norm
-   (the option --max-new-tokens is not the tree's); the schedule counts steps·μ AdamW steps,
-   as train's does, since grpo_update takes μ of them per sampling step. */
+/* tree_step_config: the GRPO step and the optimizer of one tree run. Every completion has TREE_DEPTH
+   tokens: the Dr. GRPO constant; the schedule counts steps·μ AdamW steps, as train's does. */
 static void tree_step_config(const Options *o, int objective, int seed, GRPOConfig *cfg, AdamWConfig *opt) {
     *cfg = grpo_config_from_options(o);
     cfg->obj.objective = objective;
@@ -8414,16 +8254,11 @@ static void tree_step_config(const Options *o, int objective, int seed, GRPOConf
     *opt = adamw_from_options(o, o->steps * o->num_iterations);
 }
 
-/* tree_run: one run of the synthetic experiment (one objective, one cell, one seed) from a
-   random initialisation, through the GRPO step's functions. freq (steps) receives, per step,
-   the share of the k sampled completions that hit the target. Returns the metric of the
-   paper: the frequency of T over the last min(50, steps) steps. The target leaf is drawn
-   from the seed alone, so both objectives face the same target and the same sampling streams.
-   With β != 0, π_ref is the run's initial policy (as train's π_ref is the model it starts
-   from): a copy built from the same seed. MC-PRM's steps are the tokens: its states are the
-   prefixes of 0..3 tokens, its continuations draw the rest of the leaf (--mc-k per state).
-   PPO's critic starts from the run's initial policy too (train's from the --init model); the
-   phases of MC-PRM and of the critic sit around the update as in train_loop. */
+/* tree_run: one run of the synthetic experiment (one objective, one cell, one seed) from a random
+   initialisation, through the GRPO step's functions; freq (steps): per step, the share of the k samples
+   that hit the target. Returns the paper's metric: T's frequency over the last min(50, steps) steps. The
+   target is drawn from the seed alone (both objectives face the same one and the same streams). π_ref
+   (β != 0) and PPO's critic start from the run's initial policy; MC-PRM's steps are the tokens. */
 static float tree_run(const Options *o, int objective, int n, float r_neg, int seed, float *freq,
                       float *reward, int *target_out) {
     GRPOConfig cfg;
@@ -8604,7 +8439,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     make_dir(o->run_dir);
     int lock = lock_run_dir(o->run_dir, "--run-dir");
     const char *header = "objective,n,r_neg,seed,target,step,target_freq,mean_reward";
-    CsvLog csv = open_csv(o->run_dir, "tree_steps.csv", header, 0, 0, NULL);
+    CsvLog csv = open_csv(o->run_dir, "tree_steps.csv", header, 1, 0, 0, NULL);
     static const int NS[2] = {1, 2};
     static const float RNEG[3] = {-0.5f, -1.0f, -1.5f};
     static const float PAPER[2][3][2] = {{{0.3995f, 0.5663f}, {0.0000f, 0.7535f}, {0.2000f, 0.4463f}},
@@ -8718,11 +8553,9 @@ static int node_members(const PrefixTree *tree, int n, const int *len, int k, co
     return m;
 }
 
-/* node_numbers: NodeNumbers of every node of one group's tree (tree->num_nodes entries of
-   out), from build_prefix_tree's outputs for it (node_of, lambda_size: rows of the group,
-   stride apart; len, advantage (k)). The net coefficients use the objective's own weight,
-   lambda_weight, at |λ(i,t)| of each member's token. value, cost (num_nodes): node_values'
-   V̂ and its cost (sample), or NULL (check: no model, value NAN and cost −2). */
+/* node_numbers: NodeNumbers of every node of one group's tree (out: tree->num_nodes), from
+   build_prefix_tree's node_of, lambda_size (rows stride apart), len, advantage (k), with the objective's
+   own lambda_weight; value, cost: node_values' (sample), or NULL (check: value NAN, cost −2). */
 static void node_numbers(NodeNumbers *out, const PrefixTree *tree, const float *advantage, const int *len, int k,
                          const int *node_of, const int *lambda_size, int stride, const float *value,
                          const long *cost) {
@@ -8752,10 +8585,8 @@ static void node_numbers(NodeNumbers *out, const PrefixTree *tree, const float *
     free(members);
 }
 
-/* TokenNames: how the page writes a step's tokens. own_vocab: ./grpo's vocabulary (decode:
-   characters, <eos>; sample). Else (check) name[t] for token id t < n from --token-names, the
-   names run together and any id beyond them in decimal; without names (name NULL) every id in
-   decimal, separated by spaces. */
+/* TokenNames: how the page writes a step's tokens. own_vocab: decode (sample). Else (check) name[t] of
+   --token-names for id t < n, run together, other ids in decimal; no names (NULL): ids, space-separated. */
 typedef struct {
     char **name;        // (n) NUL-terminated names, or NULL
     int n;
@@ -8879,14 +8710,11 @@ typedef struct {
     const NodeNumbers *nums;      // (tree->num_nodes) node_numbers
 } PageGroup;
 
-/* The page's script: lays each group's tree out left to right (a column per depth, a row per
-   leaf, a chain of single-child nodes drawn as one labelled run), colours every node by its
-   net coefficient under the objective chosen by the switch or the URL's #grpo / #lambda-grpo,
-   on one diverging scale shared by both objectives, and shows the numbers of a hovered node.
-   It writes data-status="ok" on <body> (or "error"), the script's time in ms (data-draw-ms),
-   the time from the start of loading to the end of drawing (data-done-ms) and to the first
-   frame with the drawing (data-frame-ms, when the browser painted one before the DOM was read),
-   the objective (data-objective): tests/browser_check.sh reads them from the DOM. */
+/* The page's script: lays each group's tree out left to right (a column per depth, a row per leaf,
+   a chain of single-child nodes as one run), colours each node by its net coefficient under the
+   objective of the switch or the URL's #grpo / #lambda-grpo, and shows a hovered node's numbers.
+   On <body> it writes data-status ("ok" or "error"), data-draw-ms, data-done-ms, data-frame-ms and
+   data-objective, which tests/browser_check.sh reads. */
 static const char HTML_SCRIPT[] =
     "(function () {\n"
     "'use strict';\n"
@@ -9103,20 +8931,12 @@ static void html_check_path(const char *path) {
     unlink(tmp);
 }
 
-/* html_begin: opens the page's temporary file (PATH.tmp.PID, renamed by html_end) and writes
-   everything before the groups: the title, the notes on what is drawn, the switch, the legend,
-   and the JSON's header fields. command: "sample" or "check"; source: the prompt or the
-   input file; objective: the objective the page opens with (without a #hash); settings: the
-   advantage options, as text; value_note: why there is no V̂ (NULL: sample has it);
-   verifier: 1 when every completion has the verifier's verdict. Exits naming --html when the
-   file cannot be opened. tmp (cap bytes) receives the temporary name. */
-static FILE *html_begin(const char *path, char *tmp, size_t cap, const char *command, const char *source,
+/* html_begin: opens the page at path through a (atomic_open; html_end renames it) and writes all before
+   the groups: title, notes, switch, legend, the JSON's header fields. value_note: why there is no V̂
+   (NULL: sample has it); verifier: 1 when every completion has a verdict. */
+static FILE *html_begin(AtomicFile *a, const char *path, const char *command, const char *source,
                         int objective, const char *settings, const char *value_note, int verifier) {
-    FILE *f = atomic_create(path, tmp, cap);
-    if (!f) {
-        fprintf(stderr, "error: --html %s: cannot write %s: %s\n", path, tmp, strerror(errno));
-        exit(EXIT_INPUT);
-    }
+    FILE *f = atomic_open(a, path);
     fprintf(f, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>B(G): ./grpo %s ",
             command);
     html_chars(f, source);
@@ -9151,10 +8971,9 @@ static FILE *html_begin(const char *path, char *tmp, size_t cap, const char *com
     return f;
 }
 
-/* html_group: one group's entry of the JSON's "groups" (first: 1 for the first group): its
-   completions (id i+1, reward, advantage, length, the verifier's verdict, the node where it ends)
-   and its nodes in build_prefix_tree's order (parent before children): parent, the process
-   step [start, end) and its text, the NodeNumbers, members and the completions ending there. */
+/* html_group: one group's entry of the JSON's "groups" (first: 1 for the first group): its completions
+   (id i+1, reward, advantage, length, verdict, leaf) and its nodes in build_prefix_tree's order (parent,
+   the step [start, end) and its text, the NodeNumbers, members). */
 static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int first) {
     const PrefixTree *tree = pg->tree;
     fprintf(f, "%s{\"group\":%ld,\"label\":\"", first ? "" : ",\n", pg->group);
@@ -9197,28 +9016,21 @@ static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int f
     free(members);
 }
 
-/* html_end: closes the JSON and the page, renames the temporary file tmp to path and says so on
-   stderr; exits naming --html when a write failed (a full disk) or the rename did. */
-static void html_end(FILE *f, const char *tmp, const char *path) {
-    fprintf(f, "\n]}\n</script>\n<script>\n%s</script>\n</body>\n</html>\n", HTML_SCRIPT);
-    if (atomic_commit(f, tmp, path) != 0) {
-        fprintf(stderr, "error: --html %s: writing it through %s failed: %s (is the disk full?)\n", path, tmp,
-                strerror(errno));
-        exit(EXIT_INPUT);
-    }
+// html_end: closes the JSON and the page and renames it over its path (atomic_close), saying so on stderr.
+static void html_end(AtomicFile *a) {
+    fprintf(a->f, "\n]}\n</script>\n<script>\n%s</script>\n</body>\n</html>\n", HTML_SCRIPT);
+    atomic_close(a);
     fflush(stdout);   // the note after the text it follows, on a terminal
-    fprintf(stderr, "html: wrote %s\n", path);
+    fprintf(stderr, "html: wrote %s\n", a->path);
 }
 
 // ----------------------------------------------------------------------------
 // eval, sample, verify: scoring checkpoints and looking at groups
 
-/* evaluate: greedy accuracy on (the first `limit` of) d's prompts, and pass@k from k
-   samples at the temperature (k = pass_k; 0 skips it); both count answers the verifier
-   accepts, whatever format_reward is. Sampling streams derive from seed and the prompt
-   index, so the result does not depend on the batch size. When dump is not NULL, each
-   greedy completion goes there as `prompt<TAB>completion<TAB>reward<TAB>eos|no-eos` (the
-   reward with format_reward; the completion without <eos>; no-eos: it ran out of tokens). */
+/* evaluate: greedy accuracy on (the first `limit` of) d's prompts, and pass@k (k = pass_k; 0: off) at
+   the temperature, both by the verifier; streams from seed and the prompt index (no batch dependence).
+   dump (or NULL): each greedy completion as `prompt<TAB>completion<TAB>reward<TAB>eos|no-eos` (the
+   reward with format_reward; no-eos: it ran out of tokens). */
 static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int max_new,
                            float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump) {
     EvalResult r = {0.0f, 0.0f, limit > 0 && limit < d->n ? limit : d->n};
@@ -9319,14 +9131,10 @@ static int cmd_eval(int argc, char **argv, Options *o) {
     return 0;
 }
 
-/* node_values: for each node of g's tree B(G) (one group), V̂ of its prefix, the prompt and
-   the node's tokens and its ancestors' (a member's first `end` tokens), from K fresh
-   continuations each (mc_estimate_values, one sampler call for every inner node; stream
-   mc_stream(0, member, end)), into value (num_nodes), and the tokens they drew into tokens. At a
-   leaf the prefix is a whole completion: V̂ is its reward, for no tokens (tokens −1). Returns
-   what the continuations spent. R̂(λ) of the node estimates the same value from its |λ|
-   members (notes/credit-assignment.md §3, the note for readers). mc must hold a sequence (its N) per
-   inner node. */
+/* node_values: for each node of g's tree B(G) (one group), V̂ of its prefix from K fresh continuations
+   (mc_estimate_values, one sampler call for every inner node; stream mc_stream(0, member, end)), into
+   value (num_nodes), the tokens they drew into tokens (a leaf: its reward, tokens −1). Returns what
+   they spent. mc must hold a sequence per inner node (notes/credit-assignment.md §3). */
 static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOConfig *cfg, float *value,
                            long *tokens) {
     const PrefixTree *tree = &g->tree;
@@ -9411,12 +9219,9 @@ static void sample_scored_group(GPT *m, KVCache *kv, GroupBatch *g, const GRPOCo
         g->reward[i] = task_reward(t, nums, n, target, g->comp_row[i], g->clen[i], 0.0f);
 }
 
-/* choose_sample_prompt: sample's prompt when --prompt is not given. Draws up to SAMPLE_TRIES
-   prompts of o->val_data (task t, uniformly with replacement, from stream 0x5a3e of --seed:
-   the same seed, the same choice), samples each one's group of --group-size as cmd_sample does
-   (the same streams, so the group shown is the group tried) and keeps the first whose rewards are
-   mixed, else the last; writes its text into o->prompt and says on stdout which one and how many
-   were tried. Errors: the file's (load_dataset), the checkpoint's (load_checkpoint). */
+/* choose_sample_prompt: sample's prompt when --prompt is not given: up to SAMPLE_TRIES prompts of
+   o->val_data drawn from stream 0x5a3e of --seed, each one's group sampled as cmd_sample does (the
+   same streams): the first with mixed rewards, else the last, into o->prompt, said on stdout. */
 static void choose_sample_prompt(Options *o, const Task *t, GPT *model) {
     Dataset val;
     load_dataset(&val, o->val_data, model->config.max_seq_len, 0, t);
@@ -9537,7 +9342,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
         signed char *accepted = (signed char *)mallocCheck((size_t)k);
         for (int i = 0; i < k; i++)
             accepted[i] = (signed char)(task_reward(t, nums, n, target, g.comp_row[i], g.clen[i], 0.0f) == 1.0f);
-        char settings[1400], tmp[1100];
+        char settings[1400];
         snprintf(settings, sizeof settings, "k=%d, T=%g, --max-new-tokens %d, --mc-k %d, --seed %d, model %s; "
                  "advantages: --adv-std %s, --adv-eps %g (the training defaults)", k, o->temperature,
                  o->max_new_tokens, o->mc_k, o->seed, o->model, ADV_STD_NAMES[cfg.obj.adv_std], cfg.obj.adv_eps);
@@ -9546,10 +9351,10 @@ static int cmd_sample(int argc, char **argv, Options *o) {
         tn.own_vocab = 1;
         PageGroup pg = {0, o->prompt, k, g.comp_row, g.clen, g.reward, g.advantage, accepted, &g.tree,
                         g.node_of, g.lambda_size, g.max_new, node_nums};
-        FILE *page = html_begin(o->html_out, tmp, sizeof tmp, "sample", o->prompt, o->obj.objective, settings,
-                                NULL, 1);
+        AtomicFile af;
+        FILE *page = html_begin(&af, o->html_out, "sample", o->prompt, o->obj.objective, settings, NULL, 1);
         html_group(page, &pg, &tn, 1);
-        html_end(page, tmp, o->html_out);
+        html_end(&af);
         free(accepted);
     }
     free(node_nums);
@@ -9763,21 +9568,21 @@ static int read_check_file(const char *path, CheckRecord **out) {
     return n;
 }
 
-/* check_write_html: the --html page of check's batch (built, advantages and trees done): one
-   tree per group, in group-id order, its completions y1..yk in file order (rec[order[a]] is
-   completion a). Each group's tree is built again with build_prefix_tree (the batch keeps
-   only the last one); node_numbers gives the numbers, with no V̂ (no model). */
+/* check_write_html: the --html page of check's batch (advantages and trees done): one tree per group
+   in group-id order, built again (the batch keeps only the last), completions y1..yk in file order
+   (rec[order[a]] is a), no V̂. */
 static void check_write_html(const Options *o, const char *path, GroupBatch *batch, const CheckRecord *rec,
                              const int *order, const GRPOConfig *cfg) {
     TokenNames tn;
     memset(&tn, 0, sizeof tn);
     if (o->token_names[0]) load_token_names(&tn, o->token_names);
-    char settings[1400], tmp[1100];
+    char settings[1400];
     snprintf(settings, sizeof settings, "--objective %s (the page opens with it), --adv-std %s, --adv-std-scope %s, "
              "--adv-eps %g%s%s", OBJECTIVE_NAMES[cfg->obj.objective], ADV_STD_NAMES[cfg->obj.adv_std],
              SCOPE_NAMES[cfg->obj.adv_std_scope], cfg->obj.adv_eps, o->token_names[0] ? ", --token-names " : "",
              o->token_names);
-    FILE *page = html_begin(o->html_out, tmp, sizeof tmp, "check", path, cfg->obj.objective, settings,
+    AtomicFile af;
+    FILE *page = html_begin(&af, o->html_out, "check", path, cfg->obj.objective, settings,
                             "V&#770; is not drawn: check reads a dumped batch and has no model to sample "
                             "continuations from (<code>./grpo sample --mc-k K --html</code> draws it); nor a "
                             "verifier's verdict: the rewards are the file's.", 0);
@@ -9799,7 +9604,7 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
                         batch->node_of + row, batch->lambda_size + row, stride, nums};
         html_group(page, &pg, &tn, p == 0);
     }
-    html_end(page, tmp, o->html_out);
+    html_end(&af);
     free(nums);
     free_token_names(&tn);
 }
@@ -10022,12 +9827,10 @@ static double time_train_steps(GPT *m, const BenchBatch *b, const AdamWConfig *o
     return (double)b->B * b->T * steps / (wall_seconds() - t0);
 }
 
-/* read_bench_groups: the groups of path (eval --completions' format: prompt<TAB>completion<TAB>
-   reward<TAB>eos|no-eos; lines starting with '#' are comments; consecutive lines with one prompt
-   form a group) into g (build_group_batch_starts: at most max_seqs completions of at most max_new
-   tokens, forward passes of them all at once), rewards and advantages (a step's defaults) and
-   trees set; the prompts' tokens go to prompts (max_seqs, maxT). Returns the number of
-   completions, 0 (g not built) when the file is missing or does not fit. */
+/* read_bench_groups: the groups of path (eval --completions' format; '#' lines are comments; lines
+   with one prompt in a row form a group) into g (at most max_seqs completions of max_new tokens) with
+   a step's default advantages and trees, the prompts' tokens into prompts (max_seqs, maxT). Returns
+   the number of completions, 0 (g not built) when the file is missing or does not fit. */
 static int read_bench_groups(const char *path, GroupBatch *g, int *prompts, int max_seqs, int max_new,
                              int maxT) {
     FILE *f = fopen(path, "r");
@@ -10081,11 +9884,8 @@ static int read_bench_groups(const char *path, GroupBatch *g, int *prompts, int 
     return fits ? n : 0;
 }
 
-/* fma_peak_gflops: the fp32 FMA throughput of one core as this build compiles it, GFLOP/s
-   (2 FLOPs per lane and FMA): x = x·a + b in 12 independent chains of 16 floats (12 vector
-   registers, AVX2 or AVX-512: more chains in flight than the FMA units' latency times their
-   number): the best of 9 timings of ~15 ms (a peak: a busy core only makes a timing slower),
-   ~0.15 s. bench divides the training step's GFLOP/s by it (times the threads). */
+/* fma_peak_gflops: one core's fp32 FMA throughput as this build compiles it, GFLOP/s: x = x·a + b in
+   12 independent chains of 16 floats, the best of 9 timings of ~15 ms (~0.15 s in all). */
 static double fma_peak_gflops(void) {
     enum { CHAINS = 12, LANES = 16 };
     float x[CHAINS][LANES];
@@ -10126,10 +9926,9 @@ static double median_of(double *x, int n) {
 // timed sampling calls in bench (after a warm-up); the median is reported
 #define BENCH_SAMPLE_REPS 5
 
-/* time_sampling: the median seconds of BENCH_SAMPLE_REPS sample_completions calls (T = 1) for
-   the B <= 128 sequences of pp, plen, after a warm-up; sequence b's stream is (seed, stream0 + b)
-   anew in every call, so every call draws the same completions. allowed: the sampler's mask
-   (NULL: all). *new_tokens: the tokens the last call drew. */
+/* time_sampling: the median seconds of BENCH_SAMPLE_REPS sample_completions calls (T = 1) after a warm-up,
+   the B <= 128 sequences of pp, plen drawing the same completions each call (stream (seed, stream0 + b));
+   allowed: the sampler's mask (NULL: all). *new_tokens: the tokens the last call drew. */
 static double time_sampling(GPT *m, KVCache *kv, int B, const int *const *pp, const int *plen, int max_new,
                             uint64_t seed, int stream0, const unsigned char *allowed, long *new_tokens) {
     int *comp = (int *)mallocCheck((size_t)B * max_new * sizeof(int)), clen[128];
@@ -10149,12 +9948,9 @@ static double time_sampling(GPT *m, KVCache *kv, int B, const int *const *pp, co
     return median_of(s, BENCH_SAMPLE_REPS);
 }
 
-/* time_grpo_updates: the GRPO update itself (grpo_update: loss, backward, clipping, AdamW) of m
-   on the sampled groups of tests/fixtures/bench_groups.txt (at most 128 completions, 26 new
-   tokens), a warm-up then 5 of each layout (padded, then tree-packed when layouts is 2),
-   alternating: their ms into ms[layout] (sorted by median_of); the padded length and the
-   packed rows into *T and *rows. Returns the number of completions, 0 when the file is missing
-   or does not fit (nothing timed). */
+/* time_grpo_updates: grpo_update of m on tests/fixtures/bench_groups.txt's groups, a warm-up then 5 of
+   each layout (padded, then tree-packed when layouts is 2), alternating, into ms[layout] (sorted); the
+   padded length and the packed rows into *T and *rows. Returns the completions, 0 when none fit. */
 static int time_grpo_updates(GPT *m, const AdamWConfig *opt, int layouts, double ms[2][5], int *T,
                              int *rows) {
     GroupBatch g;

@@ -11,6 +11,12 @@ a weighted log-prob sum, the losses of the AdamW steps and the parameters after 
 gradients of a weighted sum of V with respect to the trunk's parameters and to the head.
 */
 
+// fread of n items that stops the tests at a short read (a truncated reference file)
+#define freadCheck(ptr, size, n, f, what) \
+    do { \
+        if (fread(ptr, size, n, f) != (size_t)(n)) fail_at(__FILE__, __LINE__, "reference: short read of " what, NULL); \
+    } while (0)
+
 // params (host, num_parameters floats) into m, on whichever side m lives
 static void reference_set_params(GPT *m, const float *params) {
 #ifdef GRPO_CUDA

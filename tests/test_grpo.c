@@ -22,6 +22,13 @@ critic, ppo, select, ...), several as GROUP,GROUP,...
 #include <dirent.h>
 #include <signal.h>
 
+// fclose of a fixture the test wrote: a failed write (now or at an earlier flush) stops the tests
+#define fcloseCheck(f) \
+    do { \
+        int failed_ = ferror(f); \
+        if (fclose(f) != 0 || failed_) fail_at(__FILE__, __LINE__, "test: writing a fixture failed", NULL); \
+    } while (0)
+
 static int tests_passed = 0, tests_failed = 0;
 static const char *self_bin = "./tests/test_grpo";   // this program (argv[0]), for child processes
 
@@ -968,7 +975,7 @@ static const char *tmp_path(const char *path) {
 
 static void write_bytes(const char *path, const void *data, size_t n) {
     FILE *f = fopenCheck(path, "wb");
-    fwriteCheck(data, 1, n, f);
+    if (fwrite(data, 1, n, f) != n) fail_at(__FILE__, __LINE__, "test: a write failed", path);
     fclose(f);
 }
 
@@ -978,7 +985,7 @@ static void *read_all(const char *path, size_t *n) {
     *n = (size_t)ftell(f);
     fseek(f, 0, SEEK_SET);
     void *buf = mallocCheck(*n);
-    freadCheck(buf, 1, *n, f, "file");
+    if (fread(buf, 1, *n, f) != *n) fail_at(__FILE__, __LINE__, "test: a short read", path);
     fclose(f);
     return buf;
 }
@@ -1592,7 +1599,7 @@ static void test_csv_resume(void) {
 typedef struct { const char *dir; int step; const char *log_row; } CsvOpenCall;
 static void csv_open_fn(void *p) {
     CsvOpenCall *c = (CsvOpenCall *)p;
-    CsvLog log = open_csv(c->dir, "log.csv", "step,a,b", c->step, 2, c->log_row);
+    CsvLog log = open_csv(c->dir, "log.csv", "step,a,b", 1, c->step, 2, c->log_row);
     close_csv(&log);
 }
 
@@ -8211,7 +8218,7 @@ static void select_step_run(SelectStepRun *r, const char *init, int objective, c
     make_dir(dir);
     char header[1024];
     train_csv_header(header, sizeof header, o);
-    r->csv = open_csv(dir, "train.csv", header, 0, 13, NULL);
+    r->csv = open_csv(dir, "train.csv", header, 1, 0, 13, NULL);
     snprintf(r->csv_path, sizeof r->csv_path, "%s/train.csv", dir);
     run->policy = &r->policy;
     run->kv = &r->kv;

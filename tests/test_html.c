@@ -557,16 +557,17 @@ static void test_html_sample_text(void) {
     fclose(mem);
     signed char accepted[8];
     for (int i = 0; i < 8; i++) accepted[i] = (signed char)(g.reward[i] == 1.0f);
-    char page[400], tmp[1100];
+    char page[400];
     snprintf(page, sizeof page, "%s/html_text.html", TMPDIR_);
     TokenNames tn;
     memset(&tn, 0, sizeof tn);
     tn.own_vocab = 1;
     PageGroup pg = {0, "7 3 5>26:", 8, g.comp_row, g.clen, g.reward, g.advantage, accepted, &g.tree,
                     g.node_of, g.lambda_size, g.max_new, nums};
-    FILE *f = html_begin(page, tmp, sizeof tmp, "sample", "7 3 5>26:", OBJ_LAMBDA_GRPO, "test", NULL, 1);
+    AtomicFile af;
+    FILE *f = html_begin(&af, page, "sample", "7 3 5>26:", OBJ_LAMBDA_GRPO, "test", NULL, 1);
     html_group(f, &pg, &tn, 1);
-    html_end(f, tmp, page);
+    html_end(&af);
     char *html = slurp_file(page), *json = html ? page_json(html) : NULL;
     JVal root;
     int parsed = json && page_parse(json, &root);
