@@ -2931,8 +2931,9 @@ static int chain_sum_well_formed(const char *completion, int len) {
 }
 
 // ----------------------------------------------------------------------------
-// Comparison method: MC-PRM (VinePPO, Kazemnejad et al. 2024, arXiv 2410.01679; notes/credit-
-// assignment.md §3): λ-GRPO reads a prefix's value off the group sampled anyway; MC-PRM pays for it.
+// Comparison method: MC-PRM (VinePPO, Kazemnejad et al. 2024, arXiv 2410.01679;
+// notes/credit-assignment.md §3): λ-GRPO reads a prefix's value off the group sampled anyway;
+// MC-PRM pays for it.
 // State s_j (the prompt and a completion's first j steps) gets V̂(s_j), the mean reward of K
 // continuations from π_old; every token of step j carries A_j = V̂(s_{j+1}) − V̂(s_j) (last step:
 // r − V̂(s_{m−1})) in place of a_i, whitened (--mc-whiten). Identical states are estimated once.
