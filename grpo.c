@@ -6801,7 +6801,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         snprintf(msg, sizeof msg, "format version %d, this build reads version %d only%s", h[1], CKPT_VERSION,
                  h[1] >= 1 && h[1] < CKPT_VERSION ? " (an older grpo.c wrote it)" : "");
         ckpt_error(path, msg, "re-create it by re-running the command that wrote it with this build, or use "
-                              "it with the older grpo.c build that wrote it");
+                              "it with the grpo.c build that wrote it");
     }
     // the header's own CRC first, before any of its values is trusted
     if (h[CKPT_CRC_HEADER] != ckpt_header_crc(h))
@@ -10965,8 +10965,9 @@ static void print_cost_view(const CmpReport *R) {
                "  (pre-registered --target-acc; linearly interpolated between evaluations; mean ± 95%% CI over\n"
                "  the seeds that reached it; a seed that did not is counted, not dropped, and is in no mean)\n",
             R->target);
-    print_heads(R, 3, (const char *[]){"gen tokens to X", "seconds to X", "did not reach X"},
-                (const int[]){20, 16, 20});
+    static const char *const heads[] = {"gen tokens to X", "seconds to X", "did not reach X"};
+    static const int widths[] = {20, 16, 20};
+    print_heads(R, 3, heads, widths);
     for (int mi = 0; mi < R->nm; mi++) {
         int reached = 0, pairs = 0;
         double tok[1024], sec[1024], a[1024], b[1024];
@@ -11012,8 +11013,9 @@ static void print_end_table(const CmpReport *R, int has_test) {
     double a[1024], b[1024];
     fprintf(R->out, "\nat the end of the budget (mean over seeds):\n");
     snprintf(delta, sizeof delta, "Δ vs %s", R->m[R->ref].label);
-    print_heads(R, 6, (const char *[]){"test accuracy", delta, "steps", "gen tokens", "FLOPs", "seconds"},
-                (const int[]){20, 20, 12, 12, 12, 12});
+    const char *heads[] = {"test accuracy", delta, "steps", "gen tokens", "FLOPs", "seconds"};
+    static const int widths[] = {20, 20, 12, 12, 12, 12};
+    print_heads(R, 6, heads, widths);
     for (int mi = 0; mi < R->nm; mi++) {
         row_label(R, R->m[mi].label);
         test_column(R, mi, a);
@@ -11039,8 +11041,9 @@ static void print_peak_table(const CmpReport *R) {
     char cell[96];
     fprintf(R->out, "\npeak validation accuracy over the %d evaluation points (and the SFT model), "
                     "mean ± 95%% CI:\n", R->K);
-    print_heads(R, 3, (const char *[]){"peak val accuracy", "steps to peak", "gen tokens to peak"},
-                (const int[]){20, 20, 24});
+    static const char *const heads[] = {"peak val accuracy", "steps to peak", "gen tokens to peak"};
+    static const int widths[] = {20, 20, 24};
+    print_heads(R, 3, heads, widths);
     for (int mi = 0; mi < R->nm; mi++) {
         double pk[1024], st[1024], tk[1024];
         for (int s = 0; s < R->S; s++) {
@@ -11627,7 +11630,8 @@ static void print_onebatch_view(const CmpReport *R) {
             ob->P, (double)ob->sft / n, ob->P, ob->M, ob->temperature, OB_SEED, S);
     double (*cols[3])[1024] = {dl, gt, gv};
     static const int width[3] = {22, 20, 20};
-    print_heads(R, 3, (const char *[]){"one-batch Δ", "test gain", "val gain"}, width);
+    static const char *const heads[] = {"one-batch Δ", "test gain", "val gain"};
+    print_heads(R, 3, heads, width);
     MeanCI delta[CMP_MAX_METHODS];
     double gain[CMP_MAX_METHODS], actual[CMP_MAX_METHODS];
     int g = has_test ? 1 : 2;   // the gain that ranks the methods: test, else val
