@@ -6800,8 +6800,9 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     if (h[1] != CKPT_VERSION) {   // formats 1-3 (no checksums; older run records): an older grpo.c's
         snprintf(msg, sizeof msg, "format version %d, this build reads version %d only%s", h[1], CKPT_VERSION,
                  h[1] >= 1 && h[1] < CKPT_VERSION ? " (an older grpo.c wrote it)" : "");
-        ckpt_error(path, msg, "re-create it by re-running the command that wrote it with this build, or use "
-                              "it with the grpo.c build that wrote it");
+        ckpt_error(path, msg, h[1] < CKPT_VERSION ? "re-create it by re-running the command that wrote it with "
+                   "this build, or use it with the older grpo.c build that wrote it" : "use it with the newer "
+                   "grpo.c build that wrote it, or re-create it with this build");
     }
     // the header's own CRC first, before any of its values is trusted
     if (h[CKPT_CRC_HEADER] != ckpt_header_crc(h))

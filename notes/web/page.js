@@ -360,8 +360,11 @@ function showCheck(g, l, html) {
   frame.srcdoc = html || '';
 }
 
+var loading = 'loading grpo.c (WebAssembly)…';
+if (!$('t-status').textContent) $('t-status').textContent = loading;
 Promise.all([treeReady, runCheck()]).then(function () {
   page.ready = true;
+  if ($('t-status').textContent === loading) $('t-status').textContent = '';
   document.body.setAttribute('data-status', 'ok');
 });
 drawEditor();
