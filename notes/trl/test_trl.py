@@ -6,6 +6,7 @@ compared with grpo_trl/compare.py (tolerance 1e-6 of the column scale; see compa
 line: `N passed, N failed`.
 
     python3 notes/trl/test_trl.py [--grpo ./grpo] [--keep DIR] [--processes 1,2] [--verl]
+    python3 notes/trl/test_trl.py --compare-only     (compare.py's input checks alone: no TRL, seconds)
 
 Covered, with 1 process and with 2 (grpo_trl.launch: accelerate's torchrun launcher on CPU, gloo;
 a group's completions then sit on both processes):
@@ -305,6 +306,99 @@ def check_extras(out, P, binary):
                p.stderr.strip()[:160])
 
 
+def check_compare_inputs(out, binary):
+    """compare.py on inputs made with ./grpo check alone (no TRL): a trainer dump built from check's output of a
+    batch with one all-equal-reward group (rewards 0.3), then broken one way at a time."""
+    d = os.path.join(out, "compare_inputs")
+    os.makedirs(d, exist_ok=True)
+    batch = ["group=0 reward=0.3 tokens=1,2,3", "group=0 reward=0.3 tokens=1,2,4", "group=0 reward=0.3 tokens=1,5",
+             "group=1 reward=1 tokens=1,2", "group=1 reward=0 tokens=3,4"]
+    txt, chk = os.path.join(d, "batch.txt"), os.path.join(d, "check.tsv")
+    open(txt, "w").write("\n".join(batch) + "\n")
+    with open(chk, "w") as f:
+        subprocess.run([binary, "check", txt, "--objective", "grpo"], stdout=f, check=True)
+    lines = open(chk).read().splitlines()
+    head = lines[0].split("\t")
+    rows = [dict(zip(head, line.split("\t"))) for line in lines[1:-1]]
+
+    def dump(name, change=lambda r: None, header_only=False):
+        path = os.path.join(d, name)
+        out_lines = ["line\tt\ttoken\tadvantage\tlambda_size\tdloss_dlogp\treward"]
+        for r in [] if header_only else rows:
+            reward = re.search(r"reward=(\S+)", batch[int(r["line"]) - 1]).group(1)
+            t = {"line": r["line"], "t": r["t"], "token": r["token"],
+                 "advantage": repr(float(r["advantage"]) * float(r["weight"])), "lambda_size": r["lambda_size"],
+                 "dloss_dlogp": r["dloss_dlogp"], "reward": reward}
+            change(t)
+            out_lines.append("\t".join(t[c] for c in ["line", "t", "token", "advantage", "lambda_size",
+                                                      "dloss_dlogp", "reward"]))
+        open(path, "w").write("\n".join(out_lines + [lines[-1]]) + "\n")
+        return path
+
+    def first(col, value):   # the first row's cell
+        def change(t):
+            if (t["line"], t["t"]) == (rows[0]["line"], rows[0]["t"]):
+                t[col] = value
+        return change
+
+    def group0(col, value):   # every cell of the all-equal group 0 (lines 1-3)
+        def change(t):
+            if int(t["line"]) <= 3:
+                t[col] = value
+        return change
+
+    def run(argv):
+        try:
+            return subprocess.run([sys.executable, os.path.join(HERE, "grpo_trl", "compare.py"), *argv],
+                                  capture_output=True, text=True, timeout=30)
+        except subprocess.TimeoutExpired:
+            return subprocess.CompletedProcess(argv, "timeout", "", "timed out")
+
+    p = run([dump("good.tsv"), chk])
+    record("compare.py on a dump built from check's own output: match", p.returncode == 0 and "match" in p.stdout,
+           f"exit {p.returncode} {p.stderr.strip()[:120]}")
+    def big(t):   # rewards 1e30 claimed for the all-equal group, whose advantages check has as 0
+        group0("reward", "1e30")(t)
+        group0("advantage", "0.5")(t)
+    p = run([dump("reward_big.tsv", big), chk])
+    record("compare.py: rewards 1e30 do not excuse advantages 0.5 in an all-equal group (exit 1)",
+           p.returncode == 1 and "MISMATCH" in p.stdout, f"exit {p.returncode}")
+    p = run([dump("rounding.tsv", group0("advantage", "0.0005")), chk])
+    record("compare.py: advantages 5e-4 in the all-equal group of rewards 0.3 named as float32 rounding (exit 0)",
+           p.returncode == 0 and "float32 rounding of the group mean" in p.stdout, f"exit {p.returncode}")
+    p = run([dump("rounding_uneven.tsv", first("advantage", "0.0005")), chk])
+    record("compare.py: one token's advantage 5e-4 in the all-equal group (not one a_i) is a mismatch (exit 1)",
+           p.returncode == 1 and "rounding" not in p.stdout, f"exit {p.returncode}")
+    hdr_mine, hdr_chk = dump("header_only.tsv", header_only=True), os.path.join(d, "header_only.check.tsv")
+    open(hdr_chk, "w").write(lines[0] + "\n" + lines[-1] + "\n")
+    copy = os.path.join(d, "check_copy.tsv")
+    shutil.copy(chk, copy)
+    fifo = os.path.join(d, "fifo")
+    if not os.path.exists(fifo):
+        os.mkfifo(fifo)
+    cases = {"reward inf": ([dump("reward_inf.tsv", group0("reward", "inf")), chk], "reward is not finite (inf)"),
+             "reward abc in the all-equal group": ([dump("reward_abc.tsv", group0("reward", "abc")), chk],
+                                                   "reward 'abc' is not a number"),
+             "token x": ([dump("token_x.tsv", first("token", "x")), chk], "token 'x' is not an integer"),
+             "token -": ([dump("token_dash.tsv", first("token", "-")), chk], "token '-' is not an integer"),
+             "lambda_size 2.0": ([dump("lam_float.tsv", first("lambda_size", "2.0")), chk],
+                                 "lambda_size '2.0' is not an integer"),
+             "lambda_size x": ([dump("lam_x.tsv", first("lambda_size", "x")), chk], "lambda_size 'x' is not an integer"),
+             "check's output twice": ([chk, chk], "same file"),
+             "check's output as the trainer dump": ([copy, chk], "not a trainer dump"),
+             "header-only files": ([hdr_mine, hdr_chk], "no tokens to compare"),
+             "a FIFO as the trainer dump": ([fifo, chk], "not a regular file"),
+             "a FIFO as check's output": ([dump("good.tsv"), fifo], "not a regular file")}
+    for what, (argv, want) in cases.items():
+        p = run(argv)
+        record(f"compare.py bad input ({what}): exit 2, message", p.returncode == 2 and want in p.stderr,
+               f"exit {p.returncode}: {p.stderr.strip()[:160]}")
+    p = run([dump("nan_grad.tsv", first("dloss_dlogp", "nan")), chk])
+    record("compare.py bad input (NaN dloss_dlogp): exit 2 with no verdict line printed before it",
+           p.returncode == 2 and "dloss_dlogp is not finite" in p.stderr and not p.stdout.strip(),
+           f"exit {p.returncode}, stdout {p.stdout.strip()[:80]!r}")
+
+
 def check_p1_extras(out):
     d = os.path.join(out, "dropout_zeroed")
     _, rc, text = run_cmd(d, 0)
@@ -465,9 +559,20 @@ def main():
     ap.add_argument("--keep", help="work directory to keep (default: a temporary one, removed)")
     ap.add_argument("--processes", default="1,2")
     ap.add_argument("--verl", action="store_true", help="also run notes/verl/test_verl.py and count its tests")
+    ap.add_argument("--compare-only", action="store_true",
+                    help="only compare.py's input checks (needs ./grpo, not TRL or torch; seconds)")
     a = ap.parse_args()
     if not os.access(a.grpo, os.X_OK):
         sys.exit(f"test_trl.py: {a.grpo} not found: run `make grpo` first")
+    if a.compare_only:
+        work = a.keep or tempfile.mkdtemp(prefix="test_trl.")
+        os.makedirs(work, exist_ok=True)
+        check_compare_inputs(work, os.path.abspath(a.grpo))
+        if not a.keep:
+            shutil.rmtree(work, ignore_errors=True)
+        passed = sum(RESULTS)
+        print(f"{passed} passed, {len(RESULTS) - passed} failed")
+        return 0 if passed == len(RESULTS) else 1
     try:
         import trl  # noqa: F401
     except ImportError:
@@ -482,6 +587,7 @@ def main():
                                                                             dropout=0.1)
     llama_dropout = tiny.build(os.path.join(work, "llama_dropout"), dropout=0.1, arch="llama")
     binary = os.path.abspath(a.grpo)
+    check_compare_inputs(work, binary)
     check_outside(work, binary, model)
     for P in (int(x) for x in a.processes.split(",")):
         out = os.path.join(work, f"p{P}")

@@ -26,12 +26,21 @@ differences; exit status 0 when everything passes, 1 on a mismatch, 2 on unreada
 Float32 rounding (needs the trainer's reward column): in a group whose rewards are all equal,
 check's advantages are exactly 0 while a trainer's float32 group mean can leave (r − mean)/(std +
 eps) of up to k·2^-24·|r|/eps (k the group size, eps --adv-eps: TRL's 1e-4). Such a group is named
-as rounding, not a mismatch, when every trainer advantage in it is within twice that bound; its
-tokens' gradient and loss are then allowed |advantage|·(ratio + 1) more (the most a policy term
-with that advantage can add).
+as rounding, not a mismatch, when every trainer advantage in it is within twice that bound (at
+most 0.1, whatever rewards the dump names: the bound of rewards up to 84/k at eps 1e-4) and the
+trainer's advantage / check's weight is one value across the group (equal rewards give every
+completion the same a_i); its tokens' gradient and loss are then allowed |advantage|·(ratio + 1)
+more (the most a policy term with that advantage can add).
+
+Refused as bad input (exit 2): a file that is not a regular file (a FIFO would hang), the same file
+twice, ./grpo check's output given as the trainer dump, files with no token rows, and any cell that
+is not a (finite) number or an integer where one is needed; all cells are read before any verdict.
 """
 import argparse
 import math
+import os
+import re
+import stat
 import sys
 
 
@@ -41,6 +50,23 @@ class InputError(Exception):
 
 def read_table(path, need):
     """Rows (dict by column) keyed by (line, t), and the loss. Raises InputError with FILE:LINE."""
+    rows, loss, _ = _read_table(path, need)
+    return rows, loss
+
+
+def _regular(path):
+    """os.stat of path; refuses what is not a regular file (a FIFO or a terminal would block the read)."""
+    try:
+        st = os.stat(path)
+    except OSError as e:
+        raise InputError(f"{path}: cannot open: {e.strerror}")
+    if not stat.S_ISREG(st.st_mode):
+        raise InputError(f"{path}: not a regular file (a directory, FIFO or device): give the file itself")
+    return st
+
+
+def _read_table(path, need):
+    _regular(path)
     try:
         f = open(path)
     except OSError as e:
@@ -76,7 +102,7 @@ def read_table(path, need):
         raise InputError(f"{path}: empty (no header)")
     if loss is None:
         raise InputError(f"{path}: no 'loss' line (a cut-off file, or ./grpo check failed?)")
-    return rows, loss
+    return rows, loss, header
 
 
 def _num(s, path, n, what):
@@ -90,16 +116,37 @@ def _num(s, path, n, what):
 
 
 def _int(s, path, n, what):
-    try:
-        return int(s)
-    except ValueError:
+    if not re.fullmatch(r"[+-]?[0-9]+", s):   # (int() would also take '1_0', ' 1', other scripts' digits)
         raise InputError(f"{path}:{n}: {what} {s!r} is not an integer")
+    return int(s)
+
+
+# the cells compare() reads as numbers, by file: (column, parse, '-' allowed)
+_TRAINER_CELLS = [("token", _int, False), ("lambda_size", _int, True), ("advantage", _num, True),
+                  ("dloss_dlogp", _num, True), ("reward", _num, True)]
+_CHECK_CELLS = [("group", _int, False), ("token", _int, False), ("lambda_size", _int, False),
+                ("weight", _num, False), ("advantage", _num, False), ("ratio", _num, False),
+                ("dloss_dlogp", _num, False)]
+# columns of ./grpo check's output that no trainer dump has
+_CHECK_ONLY = ["group", "weight", "step_advantage", "ratio", "kl"]
+
+
+def _parse_cells(rows, path, cells):
+    """Replaces each listed cell of every row by its number ('-' kept where allowed); InputError with FILE:LINE."""
+    for k in sorted(rows):
+        row = rows[k]
+        for name, parse, dash in cells:
+            if name in row and not (dash and row[name] == "-"):
+                row[name] = parse(row[name], path, row["_n"], name)
 
 
 def read_caveats(path):
     """The TEXT of each `# caveat: TEXT` line of a trainer dump."""
     with open(path) as f:
         return [line[len("# caveat: "):].strip() for line in f if line.startswith("# caveat: ")]
+
+
+ROUNDING_CAP = 0.1   # the largest advantage taken for rounding (bound 0.1: rewards up to 84/k at eps 1e-4)
 
 
 def rounding_groups(mine, ref, adv_eps):
@@ -112,20 +159,33 @@ def rounding_groups(mine, ref, adv_eps):
     for g, keys in groups.items():
         rewards = {mine[k].get("reward", "-") for k in keys}
         if ("-" in rewards or len(rewards) != 1 or any(mine[k]["advantage"] == "-" for k in keys)
-                or any(float(ref[k]["advantage"]) != 0 for k in keys)):
+                or any(ref[k]["advantage"] != 0 for k in keys)):
             continue
-        bound = 2 * len({k[0] for k in keys}) * 2.0 ** -24 * abs(float(rewards.pop())) / adv_eps
-        size = max(abs(float(mine[k]["advantage"])) for k in keys)
-        if 0 < size <= bound:   # (0: nothing rounded, nothing to name)
+        # (at most ROUNDING_CAP, whatever reward the dump names: a huge one must not excuse any advantage)
+        bound = min(ROUNDING_CAP, 2 * len({k[0] for k in keys}) * 2.0 ** -24 * abs(rewards.pop()) / adv_eps)
+        size = max(abs(mine[k]["advantage"]) for k in keys)
+        # equal rewards give every completion one a_i: the trainer's advantage / check's weight is one value
+        per = [mine[k]["advantage"] / ref[k]["weight"] for k in keys if ref[k]["weight"] != 0]
+        one = not per or max(per) - min(per) <= 1e-5 * max(map(abs, per))
+        if one and 0 < size <= bound:   # (0: nothing rounded, nothing to name)
             found[g] = (bound, keys)
     return found
 
 
 def compare(trainer_path, check_path, tol=1e-6, out=sys.stdout, quiet=False, adv_eps=1e-4):
     """Returns (ok, report dict). Raises InputError on unreadable input."""
-    mine, my_loss = read_table(trainer_path, ["line", "t", "token", "advantage", "lambda_size", "dloss_dlogp"])
-    ref, ref_loss = read_table(check_path, ["line", "group", "t", "token", "lambda_size", "weight",
-                                            "advantage", "ratio", "dloss_dlogp"])
+    st_mine, st_ref = _regular(trainer_path), _regular(check_path)
+    if (st_mine.st_dev, st_mine.st_ino) == (st_ref.st_dev, st_ref.st_ino):
+        raise InputError(f"{trainer_path} and {check_path} are the same file: give the trainer's dump, "
+                         "then ./grpo check's output")
+    mine, my_loss, my_header = _read_table(trainer_path, ["line", "t", "token", "advantage", "lambda_size",
+                                                          "dloss_dlogp"])
+    ref, ref_loss, _ = _read_table(check_path, ["line", "group", "t", "token", "lambda_size", "weight",
+                                                "advantage", "ratio", "dloss_dlogp"])
+    theirs = [c for c in _CHECK_ONLY if c in my_header]
+    if theirs:
+        raise InputError(f"{trainer_path}: header has ./grpo check's column(s) {', '.join(theirs)}: this is check's "
+                         "output, not a trainer dump (give the trainer's stepS.trl.tsv first)")
     only_mine, only_ref = sorted(set(mine) - set(ref)), sorted(set(ref) - set(mine))
     if only_mine or only_ref:
         k = (only_mine or only_ref)[0]
@@ -133,13 +193,18 @@ def compare(trainer_path, check_path, tol=1e-6, out=sys.stdout, quiet=False, adv
         raise InputError(f"the two files hold different tokens: {len(only_mine)} rows only in {trainer_path}, "
                          f"{len(only_ref)} only in {check_path} (first: line {k[0]} t {k[1]} in {side}); "
                          "were they made from the same batch file?")
+    if not ref:
+        raise InputError(f"no tokens to compare: {trainer_path} and {check_path} have no token rows")
+    # every cell read (and refused: FILE:LINE) before any verdict line is printed
+    _parse_cells(mine, trainer_path, _TRAINER_CELLS)
+    _parse_cells(ref, check_path, _CHECK_CELLS)
     fails, report = [], {}
-    tok_bad = [k for k in ref if int(mine[k]["token"]) != int(ref[k]["token"])]
+    tok_bad = [k for k in ref if mine[k]["token"] != ref[k]["token"]]
     if tok_bad:
         raise InputError(f"token ids differ at {len(tok_bad)} rows (first: line {tok_bad[0][0]} t {tok_bad[0][1]}): "
                          "not the same batch")
     lam_rows = [k for k in ref if mine[k]["lambda_size"] != "-"]
-    lam_bad = [k for k in lam_rows if int(mine[k]["lambda_size"]) != int(ref[k]["lambda_size"])]
+    lam_bad = [k for k in lam_rows if mine[k]["lambda_size"] != ref[k]["lambda_size"]]
     report["lambda_rows"], report["lambda_mismatches"] = len(lam_rows), len(lam_bad)
     if lam_bad:
         k = lam_bad[0]
@@ -149,15 +214,15 @@ def compare(trainer_path, check_path, tol=1e-6, out=sys.stdout, quiet=False, adv
     rounding = rounding_groups(mine, ref, adv_eps)
     # the most such an advantage A can move a cell: |A|·(ratio + 1)·c, c the largest normaliser check
     # applied to another token's policy term (|dloss_dlogp| / |ratio·advantage·weight|; 1 when none)
-    unit = {k: float(r["ratio"]) * float(r["advantage"]) * float(r["weight"]) for k, r in ref.items()}
-    per_unit = [abs(float(ref[k]["dloss_dlogp"]) / u) for k, u in unit.items() if u != 0]
+    unit = {k: r["ratio"] * r["advantage"] * r["weight"] for k, r in ref.items()}
+    per_unit = [abs(ref[k]["dloss_dlogp"] / u) for k, u in unit.items() if u != 0]
     c = min(1.0, max(per_unit)) if per_unit else 1.0
-    allow = {k: abs(float(mine[k]["advantage"])) * (float(ref[k]["ratio"]) + 1) * c
+    allow = {k: abs(mine[k]["advantage"]) * (ref[k]["ratio"] + 1) * c
              for _, keys in rounding.values() for k in keys}
     report["rounding_groups"] = len(rounding)
-    for g, (bound, keys) in sorted(rounding.items(), key=lambda x: int(x[0])):
+    for g, (bound, keys) in sorted(rounding.items()):
         lines = sorted({k[0] for k in keys})
-        top = max(abs(float(mine[k]["advantage"])) for k in keys)
+        top = max(abs(mine[k]["advantage"]) for k in keys)
         print(f"rounding     group {g} (lines {lines[0]}-{lines[-1]}): rewards all {mine[keys[0]]['reward']}, "
               f"check's advantages exactly 0, the trainer's up to {top:.1e} (float32 rounding of the group "
               f"mean; bound {bound:.1e} for eps {adv_eps:g}): not a mismatch", file=out)
@@ -166,7 +231,7 @@ def compare(trainer_path, check_path, tol=1e-6, out=sys.stdout, quiet=False, adv
         keys = [k for k in sorted(ref) if mine[k][name] != "-"]
         if not keys:
             return None
-        got = [_num(mine[k][name], trainer_path, mine[k]["_n"], name) for k in keys]
+        got = [mine[k][name] for k in keys]
         want = [want_of(ref[k], k) for k in keys]
         diffs = [max(0.0, abs(g - w) - allow.get(k, 0.0)) for g, w, k in zip(got, want, keys)]
         scale = max(abs(w) for w in want)
@@ -183,12 +248,11 @@ def compare(trainer_path, check_path, tol=1e-6, out=sys.stdout, quiet=False, adv
         return keys
 
     def check_adv(r, k):
-        return (_num(r["advantage"], check_path, r["_n"], "advantage")
-                * _num(r["weight"], check_path, r["_n"], "weight"))
+        return r["advantage"] * r["weight"]
 
-    column("advantage", check_adv, {k: abs(float(mine[k]["advantage"])) for k in allow})   # within the bound
-    column("dloss_dlogp", lambda r, k: _num(r["dloss_dlogp"], check_path, r["_n"], "dloss_dlogp"), allow)
-    loss_scale = max(abs(ref_loss), sum(abs(float(r["dloss_dlogp"])) for r in ref.values()))
+    column("advantage", check_adv, {k: abs(mine[k]["advantage"]) for k in allow})   # within the bound
+    column("dloss_dlogp", lambda r, k: r["dloss_dlogp"], allow)
+    loss_scale = max(abs(ref_loss), sum(abs(r["dloss_dlogp"]) for r in ref.values()))
     dl = abs(my_loss - ref_loss)
     excess = max(0.0, dl - sum(allow.values()))
     rel = excess / loss_scale if loss_scale > 0 else (0.0 if excess == 0 else math.inf)
