@@ -3621,8 +3621,7 @@ static void method_token_advantages(TrainRun *run, StepReport *r) {
     probe_update_directions(run, r);
 }
 
-static void method_after_update(TrainRun *run, StepReport *r) {
-    if (!run->critic) return;
+static void method_after_update(TrainRun *run, StepReport *r) {   // grpo_step calls it with a critic only
     UpdateStatus status = critic_update(run->critic, run->batch, &run->cfg, &r->critic);
     if (status != UPDATE_DONE)
         stop_on_nan(CRITIC_STOPPED_BY[status], r->step, r->critic.not_finite, run->last_good);
