@@ -223,8 +223,8 @@ build/web/grpo.html: $(WEB_SRC)
 	node notes/web/build.js build/web
 
 # The --html page of B(G) in headless Chromium (tests/browser_check.sh): the worked example and a
-# countdown group under both objectives (the switch changes the pixels), the draw time and size of
-# groups of 64; then make web's page (notes/web/test_page.js: Table 1 against the same WebAssembly
+# countdown group under both objectives (the switch changes the pixels), the size of groups of
+# 64 (draw times printed); then make web's page (notes/web/test_page.js: Table 1 against the same WebAssembly
 # under node, bit for bit, the worked example against ./grpo check, nothing fetched). Without
 # chromium, or emcc for the page, its summary line says SKIPPED (exit 0). `make test-browser
 # OUT=notes/figures` also replaces the committed screenshots there (web_page.png after a grid of the

@@ -9,8 +9,8 @@
 #   - the URL's hash chose the objective (data-objective) and the colours change with it:
 #     the two screenshots differ in pixels (ImageMagick's compare -metric AE), while the same
 #     objective rendered twice gives the same pixels (so the difference is the switch's);
-#   - the draw time the page measured (performance.now(), data-draw-ms) is under a second,
-#     and the k = 64 page is under 1 MB. Sizes and times are printed.
+#   - the k = 64 pages are under 1 MB. Sizes and the draw times the page measured
+#     (performance.now(), data-draw-ms) are printed, not checked.
 # Then make web's page (grpo.c in WebAssembly, notes/web), under 2 MB, through
 # notes/web/test_page.js: a small Table 1 grid against the same WebAssembly under node, bit for
 # bit (and in Firefox, where it is installed); a typed worked example against native ./grpo check;
@@ -123,13 +123,9 @@ render "$tmp/countdown64.html" lambda-grpo countdown64_lambda-grpo "$tmp"
 render "$tmp/check64.html" grpo check64_grpo "$tmp"
 if grep -q 'run of [0-9]* steps' "$tmp/check64_grpo.dom"; then ok "check64: chains of single-child nodes drawn as runs"
 else bad "check64: no run drawn"; fi
-# every page drawn within a second of loading (the k = 64 ones too), and those under 1 MB
-slow=0
-for v in $ms_bg_worked_example_grpo $ms_bg_countdown16_grpo $ms_countdown64_lambda_grpo $ms_check64_grpo; do
-  awk -v v="$v" 'BEGIN { exit !(v < 1000) }' || slow=1
-done
-if [ "$slow" = 0 ]; then ok "every page drawn within 1 s of loading (k=64: $ms_countdown64_lambda_grpo ms, $ms_check64_grpo ms)"
-else bad "a page took 1 s or more to draw"; fi
+# the draw times, printed, not checked (speed is for benchmarks: a shared machine's time is noise)
+echo "      draw times after loading began: worked example $ms_bg_worked_example_grpo ms, countdown k=16 \
+$ms_bg_countdown16_grpo ms, k=64 $ms_countdown64_lambda_grpo ms, check k=64 $ms_check64_grpo ms"
 for p in countdown64 check64; do
   bytes=$(wc -c < "$tmp/$p.html")
   if [ "$bytes" -lt 1000000 ]; then ok "$p page: $bytes bytes, under 1 MB"; else bad "$p page: $bytes bytes"; fi

@@ -147,9 +147,9 @@ async function inFirefox(args) {
       return r.result.result.type === 'string' ? JSON.parse(r.result.result.value) : undefined;
     };
     const until = async (expr) => {
-      for (const t0 = Date.now(); Date.now() - t0 < 120000; await sleep(200))
+      for (const t0 = Date.now(); Date.now() - t0 < 600000; await sleep(200))
         if (await evaluate(expr)) return;
-      throw new Error(expr + ': not within 120 s');
+      throw new Error(expr + ': not within 600 s');
     };
     await until('!!(window.grpoPage && grpoPage.ready)');
     const fields = {'t-lr': args[2], 't-k': args[4], 't-seeds': args[6], 't-steps': args[8]};
@@ -226,15 +226,15 @@ async function main() {
 
   const t0 = Date.now();
   await cdp.send('Page.navigate', {url: 'file://' + path.resolve(pagePath)}, s);
-  await until('window.grpoPage && grpoPage.ready', 60, 'the page');
+  await until('window.grpoPage && grpoPage.ready', 300, 'the page');
   ok(`the page loaded from file:// and ran its first commands (tree --help, tree, check) in ` +
      `${Date.now() - t0} ms`);
 
   // 1. the default grid started and stopped (its worker is replaced), then a small grid typed in
   await click('t-run');
-  await until('grpoPage.tree.progress.length > 0', 60, 'the default grid\'s first run');
+  await until('grpoPage.tree.progress.length > 0', 300, 'the default grid\'s first run');
   await click('t-stop');
-  await until('grpoPage.tree.done', 10, 'Stop');
+  await until('grpoPage.tree.done', 60, 'Stop');
   const stopped = await evaluate(`grpoPage.tree.rc === null &&
                                    document.getElementById('t-status').textContent`);
   check(stopped === 'stopped', 'the default grid (' + (await evaluate('grpoPage.tree.args.join(" ")')) +
@@ -242,7 +242,7 @@ async function main() {
   for (const [sel, v] of Object.entries({'#t-lr': '3e-4', '#t-k': '8', '#t-seeds': '1', '#t-steps': '30'}))
     await type(sel, v);
   await click('t-run');
-  await until('grpoPage.tree && grpoPage.tree.done', 120, 'the tree grid');
+  await until('grpoPage.tree && grpoPage.tree.done', 600, 'the tree grid');
   const tree = await evaluate('grpoPage.tree');
   const args = ['tree', '--lr', '3e-4', '--group-size', '8', '--seeds', '1', '--steps', '30',
                 '--run-dir', '/runs/tree'];
@@ -283,7 +283,7 @@ async function main() {
   await type(field(6, 'tokens'), 'JKLQ');
   await type(field(6, 'reward'), '0.75');
   await until(`grpoPage.check && grpoPage.check.done &&
-               /reward=0.75 tokens=10,11,12,17\\n$/.test(grpoPage.check.input)`, 30, 'check after the edits');
+               /reward=0.75 tokens=10,11,12,17\\n$/.test(grpoPage.check.input)`, 120, 'check after the edits');
   const input = await evaluate('grpoPage.check.input');
   check(/^group=0 reward=0.25 tokens=10,11,12,13$/m.test(input),
         'the typed reward and completion reached check\'s input');
@@ -315,9 +315,9 @@ async function main() {
   check(nodes === 10, 'the net coefficients of the 10 process steps (check --html\'s numbers)',
         nodes + ' steps');
   const frame = `document.getElementById('ex-frame').contentDocument`;
-  await until(`${frame}.body && ${frame}.body.getAttribute('data-status') === 'ok'`, 10, 'the B(G) picture');
+  await until(`${frame}.body && ${frame}.body.getAttribute('data-status') === 'ok'`, 60, 'the B(G) picture');
   await evaluate(`${frame}.getElementById('bg-grpo').click()`);
-  await until(`${frame}.body.getAttribute('data-objective') === 'grpo'`, 5, 'the picture\'s GRPO switch');
+  await until(`${frame}.body.getAttribute('data-objective') === 'grpo'`, 30, 'the picture\'s GRPO switch');
   ok('the B(G) picture (check --html in an iframe) drawn, its switch to GRPO works');
   await evaluate(`${frame}.getElementById('bg-lambda-grpo').click()`);
 
