@@ -350,7 +350,7 @@ def check_compare_inputs(out, binary):
     def run(argv):
         try:
             return subprocess.run([sys.executable, os.path.join(HERE, "grpo_trl", "compare.py"), *argv],
-                                  capture_output=True, text=True, timeout=30)
+                                  capture_output=True, text=True, timeout=120)
         except subprocess.TimeoutExpired:
             return subprocess.CompletedProcess(argv, "timeout", "", "timed out")
 
