@@ -7461,9 +7461,8 @@ static void resume_run(const Options *o, GPT *m, int B, TrainState *st, const ch
     check_resume_inputs(o, st, o->resume, inputs);
 }
 
-/* open_run_dir: makes and locks --run-dir (returns the lock); its model.bin and ckpt.bin paths into ckpt
-   and periodic, the newest good checkpoint (--resume's, or none) into last_good (1100 bytes each); refuses
-   a stale ckpt.bin (refuse_stale_checkpoint). */
+/* open_run_dir: makes and locks --run-dir (returns the lock); into ckpt, periodic and last_good (1100 bytes
+   each) its model.bin, its ckpt.bin and --resume; refuses a stale ckpt.bin (refuse_stale_checkpoint). */
 static int open_run_dir(const Options *o, char *ckpt, char *periodic, char *last_good) {
     make_dir(o->run_dir);
     int lock = lock_run_dir(o->run_dir, "--run-dir");
@@ -7593,7 +7592,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     printf("# model: %zu parameters (L=%d NH=%d C=%d maxT=%d V=%d); %d train, %d val examples\n",
            model.num_parameters, model.config.num_layers, model.config.num_heads, model.config.channels,
            maxT, VOCAB_SIZE, train.n, val.n);
-    char ckpt[1100], periodic[1100], last_good[1100];   // final model; periodic resumable checkpoint
+    char ckpt[1100], periodic[1100], last_good[1100];   // model.bin, ckpt.bin, the newest good one
     int lock = open_run_dir(o, ckpt, periodic, last_good);
     CsvLog csv = open_csv(o->run_dir, "sft.csv", "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s", 1,
                           st.step, 5, st.log_row);   // 5: step,loss,val_loss,lr,grad_norm
@@ -7637,8 +7636,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
         if (st.step % 50 == 0 || vloss >= 0) {
             printf("step %5d | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | %.1f s", st.step + 1, loss, lr,
                    norm, B * T / dt, wall_seconds() - t_start);
-            if (vloss >= 0) printf(" | val loss %.4f", vloss);
-            printf("\n");
+            printf(vloss >= 0 ? " | val loss %.4f\n" : "\n", vloss);
             fflush(stdout);
         }
         csv_row(&csv, "%d,%.6f,%.6f,%.6g,%.6f,%.1f,%.3f\n", st.step + 1, loss, vloss, lr, norm, B * T / dt,
@@ -7686,7 +7684,6 @@ static double critic_flops_per_token(const GPTConfig *c) {
    counting. BUDGET_SECTION_N doubles: unit, amount, points, next_point, gen_traj, gen_aux, trained,
    flops, seconds (NaN unless --budget-unit seconds: wall time would make the file differ run to run). */
 #define BUDGET_SECTION_N 9
-#define BUDGET_TAG "budget"
 
 struct Budget {                  // a run's --budget and what it has spent so far (cumulative)
     int unit;                    // --budget-unit: BUDGET_GEN_TOKENS, BUDGET_FLOPS, BUDGET_SECONDS or BUDGET_STEPS
@@ -7713,12 +7710,11 @@ static double budget_spent(const Budget *b) {
 
 // budget_to_section: b's counters into its section buffer, st's state section "budget" for the next save.
 static void budget_to_section(Budget *b, TrainState *st) {
-    double v[BUDGET_SECTION_N] = {(double)b->unit, (double)b->amount, (double)b->points,
-                                  (double)b->next_point, (double)b->gen_traj, (double)b->gen_aux,
-                                  (double)b->trained, b->flops,
+    double v[BUDGET_SECTION_N] = {(double)b->unit, b->amount, (double)b->points, (double)b->next_point,
+                                  (double)b->gen_traj, (double)b->gen_aux, (double)b->trained, b->flops,
                                   b->unit == BUDGET_SECONDS ? b->seconds : NAN};
     memcpy(b->section, v, sizeof v);
-    ckpt_add_section(st, BUDGET_TAG, b->section, sizeof b->section, 0);
+    ckpt_add_section(st, "budget", b->section, sizeof b->section, 0);
 }
 
 /* budget_resume: a resumed run (o->resume, its state st) goes on counting from its "budget" section.
@@ -7726,7 +7722,7 @@ static void budget_to_section(Budget *b, TrainState *st) {
    --budget from a checkpoint without the section (without --budget: counters from 0, with a note). */
 static void budget_resume(Budget *b, const Options *o, const TrainState *st) {
     uint64_t bytes = 0;
-    const double *v = (const double *)ckpt_section(st, BUDGET_TAG, &bytes);
+    const double *v = (const double *)ckpt_section(st, "budget", &bytes);
     if (!v) {
         if (o->budget > 0)
             ckpt_error(o->resume, "holds no budget counters (state section 'budget'; it was written by an older "
@@ -7808,10 +7804,9 @@ static int spend_budget(TrainRun *run, StepReport *r) {
     // trained); GRPO and λ-GRPO with uniform prompts generate nothing else
     r->gen_aux = r->mc.tokens + r->select.gen_aux;
     r->trained_tokens = (long)run->cfg.num_iterations * positions;
-    long ref_positions = run->ref ? positions : 0;   // π_ref's forward pass when β != 0
-    // R_drop last: 0 for the other selectors, so their sums are as before, bit for bit
-    r->flops = b->flops_per_token * (positions + 3.0 * r->trained_tokens + ref_positions + r->mc.positions +
-                                     r->select.aux_positions);
+    // π_ref's forward when β != 0; R_drop last: 0 for the other selectors, so their sums are as before
+    r->flops = b->flops_per_token * (positions + 3.0 * r->trained_tokens + (run->ref ? positions : 0) +
+                                     r->mc.positions + r->select.aux_positions);
     if (run->critic) {   // ppo: the critic's forward for V_old, then μ forwards and backwards (as π_θ's)
         r->flops += b->critic_flops_per_token * (positions + 3.0 * r->trained_tokens);
         r->trained_tokens *= 2;
@@ -7853,7 +7848,6 @@ static void train_defaults(Options *o) {
     o->warmup = 10;
     o->schedule = 2;
     o->eval_every = 100;
-    o->eval_limit = 0;
     o->group_size = 16;
     o->test_limit = -1;
     strcpy(o->run_dir, "runs/grpo");
@@ -7940,13 +7934,12 @@ static void report_prompt_selection(const PromptSelector *s, const char *run_dir
    entropy (a log without it has another header: a resume into it is refused, naming the file). */
 static void train_csv_header(char *out, size_t cap, const Options *o) {
     int objective = o->obj.objective;
-    snprintf(out, cap, "%s%s%s%s",
+    snprintf(out, cap, "%s%s%s%s,entropy,mean_lambda_mixed,lambda_share",
              "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,"
              "loss,kl,clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
              "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent",
              objective == OBJ_MC_PRM ? MC_CSV_COLUMNS : objective == OBJ_PPO ? CRITIC_CSV_COLUMNS : "",
              o->prompt_select != SELECT_UNIFORM ? SELECT_CSV_COLUMNS : "", o->probe_every ? PROBE_CSV_COLUMNS : "");
-    snprintf(out + strlen(out), cap - strlen(out), ",entropy,mean_lambda_mixed,lambda_share");
 }
 
 /* print_objective: train's header lines on the objective (its advantage, loss, clip, β, μ), the
@@ -7978,9 +7971,8 @@ static void print_objective(const Options *o, const Critic *critic, int train_n,
                o->dynamic_max_rounds);
 }
 
-/* print_result: train's last lines: the saved model (and test pass@k), the result line (test
-   accuracy before -> after), and with --budget RUN_DIR/result.txt (what the run spent and
-   scored, for compare). */
+/* print_result: train's last lines: the saved model (and test pass@k), the result line (test accuracy
+   before -> after), and with --budget RUN_DIR/result.txt (what the run spent and scored, for compare). */
 static void print_result(const Options *o, const char *ckpt, EvalResult before, EvalResult after, int steps,
                          const Budget *b, double minutes) {
     printf("# saved %s", ckpt);
@@ -8039,9 +8031,7 @@ static GPT *load_train_models(const Options *o, TrainRun *run, GPT *init_model, 
     return sft_model;
 }
 
-/* cmd_train: ./grpo train. Loads π_θ (and π_ref when β != 0) from --init, or resumes
-   --resume; scores the test prompts; runs train_loop; saves RUN_DIR/model.bin; scores the
-   test prompts again and prints the result line (with --budget also RUN_DIR/result.txt). */
+// cmd_train: ./grpo train: test scores before and after train_loop, RUN_DIR/model.bin, the result line.
 static int cmd_train(int argc, char **argv, Options *o) {
     train_defaults(o);
     const char *syn = "GRPO / λ-GRPO on the --task, starting from an SFT checkpoint (--init, also π_ref).\n"
@@ -8077,10 +8067,9 @@ static int cmd_train(int argc, char **argv, Options *o) {
     run.state = &st;
     GPT *sft_model = load_train_models(o, &run, &init_model, micro);
     int maxT = policy.config.max_seq_len;
-    Dataset train, val, test;
+    Dataset train, val, test = {0};   // --test-limit 0: no test evaluation, the file is not read
     load_dataset(&train, o->train_data, maxT, 0, &TASKS[o->task]);
     load_dataset(&val, o->val_data, maxT, 0, &TASKS[o->task]);
-    memset(&test, 0, sizeof test);   // --test-limit 0: no test evaluation, the file is not read
     if (o->test_limit != 0) load_dataset(&test, o->test_data, maxT, 0, &TASKS[o->task]);
     const Dataset *sets[3] = {&train, &val, &test};
     for (int s = 0; s < 2 + (o->test_limit != 0); s++) check_context(o, maxT, sets[s]);
@@ -8120,8 +8109,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (sft_model == &init_model) free_gpt(&init_model);
     char header[1024];
     train_csv_header(header, sizeof header, o);
-    CsvLog csv = open_csv(o->run_dir, "train.csv", header, 1, st.step, 13, st.log_row);   // 13: the fields
-                                                                                        // before t_sample
+    CsvLog csv = open_csv(o->run_dir, "train.csv", header, 1, st.step, 13, st.log_row);   // 13: before t_sample
     char saved_record[sizeof st.options];   // the resumed run's record: the hash of its --init
     memcpy(saved_record, st.options, sizeof saved_record);
     record_options(st.options, sizeof st.options, o, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);
@@ -8303,11 +8291,8 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
                                           &update);
         if (status != UPDATE_DONE)   // no checkpoints: no last good one to name
             stop_on_nan(UPDATE_STOPPED_BY[status], step + 1, update.not_finite, NULL);
-        if (use_critic) {
-            status = critic_update(&critic, &g, &cfg, &critic_stats);
-            if (status != UPDATE_DONE)
-                stop_on_nan(CRITIC_STOPPED_BY[status], step + 1, critic_stats.not_finite, NULL);
-        }
+        if (use_critic && (status = critic_update(&critic, &g, &cfg, &critic_stats)) != UPDATE_DONE)
+            stop_on_nan(CRITIC_STOPPED_BY[status], step + 1, critic_stats.not_finite, NULL);
         freq[step] = (float)hits / N;
         reward[step] = (float)(mean_reward / N);
         if (step >= o->steps - tail_steps) tail += freq[step];
@@ -8371,10 +8356,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     o->seeds = 5;
     o->lr = 5e-4f;   // GRPO's best rate at 250 steps, k = 16, by a rule fixed before λ-GRPO's runs were read
                      // (notes/studies/tree_sweep.prereg.txt; the map of both: notes/results.md)
-    o->warmup = 0;
-    o->schedule = 2;
-    o->weight_decay = 0.0f;
-    o->temperature = 1.0f;
+    o->schedule = 2;   // constant; no warmup, weight decay 0 and temperature 1, as every command's default
     o->layers = 2;
     o->heads = 2;
     o->channels = 32;
@@ -8452,7 +8434,8 @@ static int cmd_tree(int argc, char **argv, Options *o) {
            window, S, S > 1 ? "s" : "");
     printf("  n  r_neg |   GRPO (ours)     λ-GRPO (ours)");
     static const char *LABELS[] = {"GRPO", "λ-GRPO", "MC-PRM", "PPO"};   // the objectives' names in the table
-    for (int m = 2; m < M; m++) printf("%*s%s (ours)", 11 - (int)strlen(LABELS[methods[m]]), "", LABELS[methods[m]]);
+    for (int m = 2; m < M; m++)
+        printf("%*s%s (ours)", 11 - (int)strlen(LABELS[methods[m]]), "", LABELS[methods[m]]);
     printf("  |  GRPO (paper)  λ-GRPO (paper)\n");
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 3; b++) {
