@@ -7800,8 +7800,7 @@ static int spend_budget(TrainRun *run, StepReport *r) {
         r->gen_traj += g->clen[i];
         positions += g->plen[i] + g->clen[i] - 1;
     }
-    // auxiliary generations: MC-PRM's continuations, and DAPO's dropped groups (sampled, never
-    // trained); GRPO and λ-GRPO with uniform prompts generate nothing else
+    // auxiliary generations: MC-PRM's continuations, DAPO's dropped groups (sampled, never trained)
     r->gen_aux = r->mc.tokens + r->select.gen_aux;
     r->trained_tokens = (long)run->cfg.num_iterations * positions;
     // π_ref's forward when β != 0; R_drop last: 0 for the other selectors, so their sums are as before
@@ -8004,8 +8003,7 @@ static GPT *load_train_models(const Options *o, TrainRun *run, GPT *init_model, 
     TrainState *st = run->state;
     st->kind = 2;
     rng_seed(&st->rng, o->seed, 2);
-    // a resumed run goes on with its inputs: its data, and the --init it loads below (π_ref when
-    // β != 0; the start of the test comparison)
+    // a resumed run goes on with its inputs: its data, and the --init it loads below (π_ref, test scores)
     const char *inputs[] = {"train-data", "val-data", o->obj.beta != 0.0f || o->test_limit != 0 ? "init" : NULL,
                             NULL};
     if (o->resume[0]) resume_run(o, policy, micro, st, TRAIN_RUN_OPTIONS, inputs);
@@ -8017,8 +8015,7 @@ static GPT *load_train_models(const Options *o, TrainRun *run, GPT *init_model, 
         if (o->resume[0]) critic_from_section(run->critic, st, o->resume);
     }
     if (ref) load_task_model(o, o->init, ref, micro, NULL);
-    // The result line compares the SFT model (--init) with the trained one, so a resumed run
-    // scores --init at its start as well, not the checkpoint it continues.
+    // the result line starts from --init: a resumed run scores it, not the checkpoint it continues
     int load_init = o->resume[0] && !ref && o->test_limit != 0;
     if (load_init) load_task_model(o, o->init, init_model, micro, NULL);
     GPT *sft_model = !o->resume[0] ? policy : (ref ? ref : init_model);
@@ -8406,8 +8403,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     float *rcurve = (float *)mallocCheck((size_t)runs * o->steps * sizeof(float));
     int *targets = (int *)mallocCheck((size_t)runs * sizeof(int));
     double t0 = wall_seconds();
-    // The runs are independent and tiny: one thread per run (inner loops run serially
-    // inside the parallel region) beats splitting each small matmul across threads.
+    // one thread per run (inner loops serial): the runs are tiny, splitting their matmuls is slower
 #ifdef GRPO_CUDA
     // on the GPU: one run at a time (one cuBLAS handle, shared scratch)
     #pragma omp parallel for schedule(dynamic) if (!cuda_enabled)
