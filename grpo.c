@@ -8106,7 +8106,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (sft_model == &init_model) free_gpt(&init_model);
     char header[1024];
     train_csv_header(header, sizeof header, o);
-    CsvLog csv = open_csv(o->run_dir, "train.csv", header, 1, st.step, 13, st.log_row);   // 13: before t_sample
+    CsvLog csv = open_csv(o->run_dir, "train.csv", header, 1, st.step, 13, st.log_row);   // 13: to gen_tokens
     char saved_record[sizeof st.options];   // the resumed run's record: the hash of its --init
     memcpy(saved_record, st.options, sizeof saved_record);
     record_options(st.options, sizeof st.options, o, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);
