@@ -7573,17 +7573,16 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     TrainState st = {0};
     st.kind = 1;
     rng_seed(&st.rng, o->seed, 1);
+    GPTConfig shape = {o->context, VOCAB_SIZE, o->layers, o->heads, o->channels};
     if (o->resume[0]) {
         resume_run(o, &model, o->batch_size, &st, SFT_RUN_OPTIONS, SFT_INPUTS);
-        GPTConfig c = model.config;
-        if (c.num_layers != o->layers || c.num_heads != o->heads || c.channels != o->channels ||
-            c.max_seq_len != o->context)
+        GPTConfig c = model.config;   // a checkpoint's vocabulary is always ours (load_checkpoint)
+        if (memcmp(&c, &shape, sizeof c) != 0)
             fprintf(stderr, "note: --resume continues the checkpoint's model (L=%d NH=%d C=%d maxT=%d); "
                             "--layers/--heads/--channels/--context are ignored\n",
                     c.num_layers, c.num_heads, c.channels, c.max_seq_len);
     }
-    else build_gpt(&model, (GPTConfig){o->context, VOCAB_SIZE, o->layers, o->heads, o->channels},
-                   o->batch_size, o->seed);
+    else build_gpt(&model, shape, o->batch_size, o->seed);
     model.task = o->task;
     int maxT = model.config.max_seq_len;
     Dataset train, val;
