@@ -7461,13 +7461,14 @@ static void resume_run(const Options *o, GPT *m, int B, TrainState *st, const ch
     check_resume_inputs(o, st, o->resume, inputs);
 }
 
-/* open_run_dir: makes and locks --run-dir (returns the lock); its model.bin and ckpt.bin paths
-   into ckpt and periodic (1100 bytes each); refuses a stale ckpt.bin (refuse_stale_checkpoint). */
-static int open_run_dir(const Options *o, char *ckpt, char *periodic) {
+/* open_run_dir: makes and locks --run-dir (returns the lock); into ckpt, periodic and last_good (1100 bytes
+   each) its model.bin, its ckpt.bin and --resume; refuses a stale ckpt.bin (refuse_stale_checkpoint). */
+static int open_run_dir(const Options *o, char *ckpt, char *periodic, char *last_good) {
     make_dir(o->run_dir);
     int lock = lock_run_dir(o->run_dir, "--run-dir");
     snprintf(ckpt, 1100, "%s/model.bin", o->run_dir);
     snprintf(periodic, 1100, "%s/ckpt.bin", o->run_dir);
+    snprintf(last_good, 1100, "%s", o->resume);
     refuse_stale_checkpoint(o, periodic);
     return lock;
 }
@@ -7484,14 +7485,12 @@ static double masked_nll(const float *logp, const int *targets, int n, long *cou
 }
 
 // Mean completion log-loss (nats/token) of a dataset's demonstrations, forward only.
-static float dataset_loss(GPT *m, const Dataset *d, int batch, int limit, int *inputs, int *targets,
-                          float *logp) {
-    int n = limit > 0 && limit < d->n ? limit : d->n;
+static float dataset_loss(GPT *m, const Dataset *d, int batch, int *inputs, int *targets, float *logp) {
     double sum = 0.0;
     long count = 0;
     const int *pp[4096], *cp[4096];
-    for (int s = 0; s < n; s += batch) {
-        int B = s + batch <= n ? batch : n - s;
+    for (int s = 0; s < d->n; s += batch) {
+        int B = s + batch <= d->n ? batch : d->n - s;
         for (int b = 0; b < B; b++) {
             pp[b] = d->prompt + (size_t)(s + b) * d->maxT;
             cp[b] = d->completion + (size_t)(s + b) * d->maxT;
@@ -7505,8 +7504,7 @@ static float dataset_loss(GPT *m, const Dataset *d, int batch, int limit, int *i
 }
 
 /* sft_loss_padded: the mean −log p of a padded batch's completion tokens and <eos> (make_batch's inputs,
-   targets (B, T), prompts masked as −1); fills dlogp (B·T) = ∂loss/∂logp for gpt_logprob_backward.
-   logp: (B·T) scratch. */
+   targets (B, T), prompts masked as −1); its gradient into m's grads. logp, dlogp: (B·T) scratch. */
 static double sft_loss_padded(GPT *m, const int *inputs, const int *targets, float *logp, float *dlogp, int B,
                               int T) {
     gpt_forward(m, inputs, B, T);
@@ -7514,30 +7512,34 @@ static double sft_loss_padded(GPT *m, const int *inputs, const int *targets, flo
     long count = 0;
     double loss = masked_nll(logp, targets, B * T, &count) / count;
     for (int i = 0; i < B * T; i++) dlogp[i] = targets[i] >= 0 ? -1.0f / count : 0.0f;
+    gpt_zero_grad(m);
+    gpt_logprob_backward(m, targets, dlogp, B * T, 1.0f);
+    gpt_backward(m, inputs);
     return loss;
 }
 
 /* sft_loss_spb: sft_loss_padded on the batch packed as its prefix trie (pk; --update-layout tree): the
-   same log-probs summed in the same order, so the same loss; fills pk->edge_dlogp (Σ of −1/count over
-   the completion tokens that are the edge) for spb_logprob_backward. Returns the loss. */
+   same log-probs summed in the same order, so the same loss; pk->edge_dlogp: Σ of −1/count over the
+   completion tokens that are the edge. */
 static double sft_loss_spb(GPT *m, SharedPrefixBatch *pk, int B, const int *const *prompt, const int *plen,
                             const int *const *comp, const int *clen) {
     pack_shared_prefix_batch(pk, B, prompt, plen, comp, clen);
     gpt_forward_spb(m, pk);
     spb_logprob_forward(pk->edge_logp, m->acts.probs, m->acts.logits, pk, m->config.vocab_size, 1.0f, NULL);
     int count = 0;
+    for (int b = 0; b < B; b++) count += clen[b];
     double loss = 0.0;
-    for (int b = 0; b < B; b++)
-        for (int j = 0; j < clen[b]; j++) {
-            count++;
-            loss -= pk->edge_logp[pk->edge_of[(size_t)b * pk->max_new + j]];
-        }
-    loss /= count;
     memset(pk->edge_dlogp, 0, (size_t)pk->edges * sizeof(float));
     for (int b = 0; b < B; b++)
-        for (int j = 0; j < clen[b]; j++)
-            pk->edge_dlogp[pk->edge_of[(size_t)b * pk->max_new + j]] += -1.0f / count;
-    return loss;
+        for (int j = 0; j < clen[b]; j++) {
+            int e = pk->edge_of[(size_t)b * pk->max_new + j];
+            loss -= pk->edge_logp[e];
+            pk->edge_dlogp[e] += -1.0f / count;
+        }
+    gpt_zero_grad(m);
+    spb_logprob_backward(m->grads_acts.logits, m->acts.probs, pk, pk->edge_dlogp, m->config.vocab_size, 1.0f);
+    gpt_backward_spb(m, pk);
+    return loss / count;
 }
 
 // sft's defaults where they differ from default_options (compare reads them for its prereg)
@@ -7571,17 +7573,16 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     TrainState st = {0};
     st.kind = 1;
     rng_seed(&st.rng, o->seed, 1);
+    GPTConfig shape = {o->context, VOCAB_SIZE, o->layers, o->heads, o->channels};
     if (o->resume[0]) {
         resume_run(o, &model, o->batch_size, &st, SFT_RUN_OPTIONS, SFT_INPUTS);
-        GPTConfig c = model.config;
-        if (c.num_layers != o->layers || c.num_heads != o->heads || c.channels != o->channels ||
-            c.max_seq_len != o->context)
+        GPTConfig c = model.config;   // a checkpoint's vocabulary is always ours (load_checkpoint)
+        if (memcmp(&c, &shape, sizeof c) != 0)
             fprintf(stderr, "note: --resume continues the checkpoint's model (L=%d NH=%d C=%d maxT=%d); "
                             "--layers/--heads/--channels/--context are ignored\n",
                     c.num_layers, c.num_heads, c.channels, c.max_seq_len);
     }
-    else build_gpt(&model, (GPTConfig){o->context, VOCAB_SIZE, o->layers, o->heads, o->channels},
-                   o->batch_size, o->seed);
+    else build_gpt(&model, shape, o->batch_size, o->seed);
     model.task = o->task;
     int maxT = model.config.max_seq_len;
     Dataset train, val;
@@ -7590,8 +7591,8 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     printf("# model: %zu parameters (L=%d NH=%d C=%d maxT=%d V=%d); %d train, %d val examples\n",
            model.num_parameters, model.config.num_layers, model.config.num_heads, model.config.channels,
            maxT, VOCAB_SIZE, train.n, val.n);
-    char ckpt[1100], periodic[1100];   // final model; periodic resumable checkpoint
-    int lock = open_run_dir(o, ckpt, periodic);
+    char ckpt[1100], periodic[1100], last_good[1100];   // model.bin, ckpt.bin, the newest good one
+    int lock = open_run_dir(o, ckpt, periodic, last_good);
     CsvLog csv = open_csv(o->run_dir, "sft.csv", "step,loss,val_loss,lr,grad_norm,tokens_per_s,elapsed_s", 1,
                           st.step, 5, st.log_row);   // 5: step,loss,val_loss,lr,grad_norm
     record_options(st.options, sizeof st.options, o, SFT_RUN_OPTIONS, OPTIMIZER_OPTIONS);
@@ -7608,8 +7609,6 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     SharedPrefixBatch pack;   // --update-layout tree: the batch as its prefix trie
     build_shared_prefix_batch(&pack, o->update_layout == LAYOUT_TREE ? B : 0, maxT, maxT);
     double t_start = wall_seconds();
-    char last_good[1100] = "";
-    if (o->resume[0]) snprintf(last_good, sizeof last_good, "%s", o->resume);
     for (; st.step < o->steps; st.step++) {
         double t0 = wall_seconds();
         for (int b = 0; b < B; b++) {   // examples drawn with replacement from the run's RNG
@@ -7624,15 +7623,6 @@ static int cmd_sft(int argc, char **argv, Options *o) {
                           ? sft_loss_spb(&model, &pack, B, pp, plen, cp, clen)
                           : sft_loss_padded(&model, inputs, targets, logp, dlogp, B, T);
         if (!isfinite(loss)) stop_on_nan("the loss", st.step + 1, (float)loss, last_good);
-        gpt_zero_grad(&model);
-        if (o->update_layout == LAYOUT_TREE) {
-            spb_logprob_backward(model.grads_acts.logits, model.acts.probs, &pack, pack.edge_dlogp,
-                                  VOCAB_SIZE, 1.0f);
-            gpt_backward_spb(&model, &pack);
-        } else {
-            gpt_logprob_backward(&model, targets, dlogp, B * T, 1.0f);
-            gpt_backward(&model, inputs);
-        }
         float norm = clip_grad_norm(&model, opt.grad_clip);
         if (!isfinite(norm)) stop_on_nan("the gradient norm", st.step + 1, norm, last_good);
         float lr = lr_at(&opt, st.step);
@@ -7641,12 +7631,11 @@ static int cmd_sft(int argc, char **argv, Options *o) {
         int last = st.step + 1 == o->steps;
         float vloss = -1.0f;
         if ((o->eval_every && (st.step + 1) % o->eval_every == 0) || last)
-            vloss = dataset_loss(&model, &val, B, 0, inputs, targets, logp);
-        if (st.step % 50 == 0 || vloss >= 0 || last) {
+            vloss = dataset_loss(&model, &val, B, inputs, targets, logp);
+        if (st.step % 50 == 0 || vloss >= 0) {
             printf("step %5d | loss %.4f | lr %.2e | norm %.3f | %.0f tok/s | %.1f s", st.step + 1, loss, lr,
                    norm, B * T / dt, wall_seconds() - t_start);
-            if (vloss >= 0) printf(" | val loss %.4f", vloss);
-            printf("\n");
+            printf(vloss >= 0 ? " | val loss %.4f\n" : "\n", vloss);
             fflush(stdout);
         }
         csv_row(&csv, "%d,%.6f,%.6f,%.6g,%.6f,%.1f,%.3f\n", st.step + 1, loss, vloss, lr, norm, B * T / dt,
@@ -7694,7 +7683,6 @@ static double critic_flops_per_token(const GPTConfig *c) {
    counting. BUDGET_SECTION_N doubles: unit, amount, points, next_point, gen_traj, gen_aux, trained,
    flops, seconds (NaN unless --budget-unit seconds: wall time would make the file differ run to run). */
 #define BUDGET_SECTION_N 9
-#define BUDGET_TAG "budget"
 
 struct Budget {                  // a run's --budget and what it has spent so far (cumulative)
     int unit;                    // --budget-unit: BUDGET_GEN_TOKENS, BUDGET_FLOPS, BUDGET_SECONDS or BUDGET_STEPS
@@ -7721,12 +7709,11 @@ static double budget_spent(const Budget *b) {
 
 // budget_to_section: b's counters into its section buffer, st's state section "budget" for the next save.
 static void budget_to_section(Budget *b, TrainState *st) {
-    double v[BUDGET_SECTION_N] = {(double)b->unit, (double)b->amount, (double)b->points,
-                                  (double)b->next_point, (double)b->gen_traj, (double)b->gen_aux,
-                                  (double)b->trained, b->flops,
+    double v[BUDGET_SECTION_N] = {(double)b->unit, b->amount, (double)b->points, (double)b->next_point,
+                                  (double)b->gen_traj, (double)b->gen_aux, (double)b->trained, b->flops,
                                   b->unit == BUDGET_SECONDS ? b->seconds : NAN};
     memcpy(b->section, v, sizeof v);
-    ckpt_add_section(st, BUDGET_TAG, b->section, sizeof b->section, 0);
+    ckpt_add_section(st, "budget", b->section, sizeof b->section, 0);
 }
 
 /* budget_resume: a resumed run (o->resume, its state st) goes on counting from its "budget" section.
@@ -7734,7 +7721,7 @@ static void budget_to_section(Budget *b, TrainState *st) {
    --budget from a checkpoint without the section (without --budget: counters from 0, with a note). */
 static void budget_resume(Budget *b, const Options *o, const TrainState *st) {
     uint64_t bytes = 0;
-    const double *v = (const double *)ckpt_section(st, BUDGET_TAG, &bytes);
+    const double *v = (const double *)ckpt_section(st, "budget", &bytes);
     if (!v) {
         if (o->budget > 0)
             ckpt_error(o->resume, "holds no budget counters (state section 'budget'; it was written by an older "
@@ -7772,8 +7759,7 @@ static void budget_resume(Budget *b, const Options *o, const TrainState *st) {
                         "seconds counter (eval.csv, result.txt) counts from the resume\n");
     else ckpt_error(o->resume, "its budget counters hold no seconds, and its --budget-unit is seconds "
                                "(corrupt file?)", NULL);
-    b->done = b->amount > 0 && budget_spent(b) >= b->amount;
-    if (b->done)
+    if (b->amount > 0 && budget_spent(b) >= b->amount)
         usage_error("--budget %.9g: the run in '%s' has spent it already (%.9g %s): nothing is left to run",
                     o->budget, o->resume, budget_spent(b), BUDGET_UNIT_NAMES[b->unit]);
 }
@@ -7813,18 +7799,15 @@ static int spend_budget(TrainRun *run, StepReport *r) {
         r->gen_traj += g->clen[i];
         positions += g->plen[i] + g->clen[i] - 1;
     }
-    // auxiliary generations: MC-PRM's continuations, and DAPO's dropped groups (sampled, never
-    // trained); GRPO and λ-GRPO with uniform prompts generate nothing else
+    // auxiliary generations: MC-PRM's continuations, DAPO's dropped groups (sampled, never trained)
     r->gen_aux = r->mc.tokens + r->select.gen_aux;
     r->trained_tokens = (long)run->cfg.num_iterations * positions;
-    long ref_positions = run->ref ? positions : 0;   // π_ref's forward pass when β != 0
-    // R_drop last: 0 for the other selectors, so their sums are as before, bit for bit
-    r->flops = b->flops_per_token * (positions + 3.0 * r->trained_tokens + ref_positions + r->mc.positions +
-                                     r->select.aux_positions);
-    if (run->critic) {   // ppo: the critic's forward for V_old, then μ forwards and backwards
-        long critic_trained = (long)run->cfg.num_iterations * positions;
-        r->flops += b->critic_flops_per_token * (positions + 3.0 * critic_trained);
-        r->trained_tokens += critic_trained;
+    // π_ref's forward when β != 0; R_drop last: 0 for the other selectors, so their sums are as before
+    r->flops = b->flops_per_token * (positions + 3.0 * r->trained_tokens + (run->ref ? positions : 0) +
+                                     r->mc.positions + r->select.aux_positions);
+    if (run->critic) {   // ppo: the critic's forward for V_old, then μ forwards and backwards (as π_θ's)
+        r->flops += b->critic_flops_per_token * (positions + 3.0 * r->trained_tokens);
+        r->trained_tokens *= 2;
     }
     b->gen_traj += r->gen_traj;
     b->gen_aux += r->gen_aux;
@@ -7863,7 +7846,6 @@ static void train_defaults(Options *o) {
     o->warmup = 10;
     o->schedule = 2;
     o->eval_every = 100;
-    o->eval_limit = 0;
     o->group_size = 16;
     o->test_limit = -1;
     strcpy(o->run_dir, "runs/grpo");
@@ -7923,8 +7905,7 @@ static void mopps_resume(PromptSelector *s, const TrainState *st, const char *pa
    (spearman nan when either side is constant). */
 static void report_prompt_selection(const PromptSelector *s, const char *run_dir) {
     long h = s->groups;
-    double *pred = (double *)mallocCheck((size_t)(h > 0 ? h : 1) * sizeof(double));
-    double *real = (double *)mallocCheck((size_t)(h > 0 ? h : 1) * sizeof(double));
+    double *pred = (double *)mallocCheck((size_t)(2 * h + 1) * sizeof(double)), *real = pred + h;
     double mean_pred = 0.0, mean_real = 0.0;
     for (long i = 0; i < h; i++) {
         pred[i] = s->history[2 * i];
@@ -7944,7 +7925,6 @@ static void report_prompt_selection(const PromptSelector *s, const char *run_dir
             mean_pred, mean_real);
     atomic_close(&af);
     free(pred);
-    free(real);
 }
 
 /* train_csv_header: train.csv's header for options o: every run's columns, then MC-PRM's or the
@@ -7952,13 +7932,12 @@ static void report_prompt_selection(const PromptSelector *s, const char *run_dir
    entropy (a log without it has another header: a resume into it is refused, naming the file). */
 static void train_csv_header(char *out, size_t cap, const Options *o) {
     int objective = o->obj.objective;
-    snprintf(out, cap, "%s%s%s%s",
+    snprintf(out, cap, "%s%s%s%s,entropy,mean_lambda_mixed,lambda_share",
              "step,mean_reward,frac_all_equal,mean_len,mean_lambda,nontrivial,path_depth,intermediate,"
              "loss,kl,clip_frac,grad_norm,gen_tokens,t_sample,t_score,t_tree,t_update,tok_per_s,val_acc,"
              "gen_tokens_traj,gen_tokens_aux,trained_tokens,flops,budget_spent",
              objective == OBJ_MC_PRM ? MC_CSV_COLUMNS : objective == OBJ_PPO ? CRITIC_CSV_COLUMNS : "",
              o->prompt_select != SELECT_UNIFORM ? SELECT_CSV_COLUMNS : "", o->probe_every ? PROBE_CSV_COLUMNS : "");
-    snprintf(out + strlen(out), cap - strlen(out), ",entropy,mean_lambda_mixed,lambda_share");
 }
 
 /* print_objective: train's header lines on the objective (its advantage, loss, clip, β, μ), the
@@ -7990,9 +7969,8 @@ static void print_objective(const Options *o, const Critic *critic, int train_n,
                o->dynamic_max_rounds);
 }
 
-/* print_result: train's last lines: the saved model (and test pass@k), the result line (test
-   accuracy before -> after), and with --budget RUN_DIR/result.txt (what the run spent and
-   scored, for compare). */
+/* print_result: train's last lines: the saved model (and test pass@k), the result line (test accuracy
+   before -> after), and with --budget RUN_DIR/result.txt (what the run spent and scored, for compare). */
 static void print_result(const Options *o, const char *ckpt, EvalResult before, EvalResult after, int steps,
                          const Budget *b, double minutes) {
     printf("# saved %s", ckpt);
@@ -8016,33 +7994,31 @@ static void print_result(const Options *o, const char *ckpt, EvalResult before, 
     atomic_close(&af);
 }
 
-/* load_train_models: train's models, micro rows each: π_θ (and the critic, ppo) from --init or from
-   --resume's checkpoint (state st); π_ref (β != 0) from --init; --init into init_model when a resumed
-   run has test scores and no π_ref. Returns the model the result line starts from (--init's). */
-static GPT *load_train_models(const Options *o, GPT *policy, GPT *ref, GPT *init_model, Critic *critic,
-                              TrainState *st, int micro) {
+/* load_train_models: run's models, micro rows each: π_θ (and the critic, ppo) from --init or from
+   --resume's checkpoint (state run->state); π_ref (when run->ref) from --init; --init into init_model when
+   a resumed run has test scores and no π_ref. Returns the model the result line starts from (--init's). */
+static GPT *load_train_models(const Options *o, TrainRun *run, GPT *init_model, int micro) {
+    GPT *policy = run->policy, *ref = run->ref;
+    TrainState *st = run->state;
     st->kind = 2;
     rng_seed(&st->rng, o->seed, 2);
-    // a resumed run goes on with its inputs: its data, and the --init it loads below (π_ref when
-    // β != 0; the start of the test comparison)
+    // a resumed run goes on with its inputs: its data, and the --init it loads below (π_ref, test scores)
     const char *inputs[] = {"train-data", "val-data", o->obj.beta != 0.0f || o->test_limit != 0 ? "init" : NULL,
                             NULL};
     if (o->resume[0]) resume_run(o, policy, micro, st, TRAIN_RUN_OPTIONS, inputs);
     else load_task_model(o, o->init, policy, micro, NULL);
-    if (critic) {   // ppo: from the --init trunk (the policy's start), or as the checkpoint holds it
+    if (run->critic) {   // ppo: from the --init trunk (the policy's start), or as the checkpoint holds it
         CriticConfig ccfg = critic_config_from_options(o, o->steps * o->num_iterations);
-        build_critic(critic, policy, micro, o->prompts_per_step * o->group_size, o->max_new_tokens, ccfg,
+        build_critic(run->critic, policy, micro, o->prompts_per_step * o->group_size, o->max_new_tokens, ccfg,
                      (uint64_t)o->seed);
-        if (o->resume[0]) critic_from_section(critic, st, o->resume);
+        if (o->resume[0]) critic_from_section(run->critic, st, o->resume);
     }
-    int use_ref = o->obj.beta != 0.0f;
-    if (use_ref) load_task_model(o, o->init, ref, micro, NULL);
-    // The result line compares the SFT model (--init) with the trained one, so a resumed run
-    // scores --init at its start as well, not the checkpoint it continues.
-    int load_init = o->resume[0] && !use_ref && o->test_limit != 0;
+    if (ref) load_task_model(o, o->init, ref, micro, NULL);
+    // the result line starts from --init: a resumed run scores it, not the checkpoint it continues
+    int load_init = o->resume[0] && !ref && o->test_limit != 0;
     if (load_init) load_task_model(o, o->init, init_model, micro, NULL);
-    GPT *sft_model = !o->resume[0] ? policy : (use_ref ? ref : init_model);
-    if ((use_ref || load_init) && memcmp(&sft_model->config, &policy->config, sizeof(GPTConfig)) != 0) {
+    GPT *sft_model = !o->resume[0] ? policy : (ref ? ref : init_model);
+    if ((ref || load_init) && memcmp(&sft_model->config, &policy->config, sizeof(GPTConfig)) != 0) {
         char msg[1400];
         snprintf(msg, sizeof msg, "--init '%s' is not the model that '%s' continues (another configuration)",
                  o->init, o->resume);
@@ -8051,9 +8027,7 @@ static GPT *load_train_models(const Options *o, GPT *policy, GPT *ref, GPT *init
     return sft_model;
 }
 
-/* cmd_train: ./grpo train. Loads π_θ (and π_ref when β != 0) from --init, or resumes
-   --resume; scores the test prompts; runs train_loop; saves RUN_DIR/model.bin; scores the
-   test prompts again and prints the result line (with --budget also RUN_DIR/result.txt). */
+// cmd_train: ./grpo train: test scores before and after train_loop, RUN_DIR/model.bin, the result line.
 static int cmd_train(int argc, char **argv, Options *o) {
     train_defaults(o);
     const char *syn = "GRPO / λ-GRPO on the --task, starting from an SFT checkpoint (--init, also π_ref).\n"
@@ -8076,32 +8050,30 @@ static int cmd_train(int argc, char **argv, Options *o) {
         usage_error("--eval-points %d needs --budget (the points are fractions of it)", o->eval_points);
     if (o->budget_unit == BUDGET_STEPS && o->budget != floorf(o->budget))
         usage_error("--budget %.9g: --budget-unit steps counts whole steps; give an integer", o->budget);
-    TrainRun run;
-    memset(&run, 0, sizeof run);
     refuse_run_dir_inputs(o, CMD_TRAIN);
     int N = o->prompts_per_step * o->group_size;
     int micro = o->micro_batch > 0 && o->micro_batch < N ? o->micro_batch : N;
     GPT policy, ref, init_model;   // π_θ; π_ref (β != 0); --init for a resumed run's test comparison
     TrainState st = {0};
     Critic critic;
-    int use_critic = o->obj.objective == OBJ_PPO, use_ref = o->obj.beta != 0.0f;
-    int load_init = o->resume[0] && !use_ref && o->test_limit != 0;
-    GPT *sft_model = load_train_models(o, &policy, &ref, &init_model, use_critic ? &critic : NULL, &st,
-                                       micro);
+    TrainRun run = {0};
+    run.policy = &policy;
+    run.ref = o->obj.beta != 0.0f ? &ref : NULL;
+    run.critic = o->obj.objective == OBJ_PPO ? &critic : NULL;
+    run.state = &st;
+    GPT *sft_model = load_train_models(o, &run, &init_model, micro);
     int maxT = policy.config.max_seq_len;
-    Dataset train, val, test;
+    Dataset train, val, test = {0};   // --test-limit 0: no test evaluation, the file is not read
     load_dataset(&train, o->train_data, maxT, 0, &TASKS[o->task]);
     load_dataset(&val, o->val_data, maxT, 0, &TASKS[o->task]);
-    memset(&test, 0, sizeof test);   // --test-limit 0: no test evaluation, the file is not read
     if (o->test_limit != 0) load_dataset(&test, o->test_data, maxT, 0, &TASKS[o->task]);
     const Dataset *sets[3] = {&train, &val, &test};
     for (int s = 0; s < 2 + (o->test_limit != 0); s++) check_context(o, maxT, sets[s]);
     int candidates = o->prompt_select == SELECT_MOPPS ? mopps_candidate_count(o, &train) : 0;
     print_options(stdout, o, CMD_TRAIN);
-    print_objective(o, use_critic ? &critic : NULL, train.n, candidates);
+    print_objective(o, run.critic, train.n, candidates);
     char ckpt[1100];   // the final model; run.periodic: the periodic resumable checkpoint
-    int lock = open_run_dir(o, ckpt, run.periodic);
-    if (o->resume[0]) snprintf(run.last_good, sizeof run.last_good, "%s", o->resume);
+    int lock = open_run_dir(o, ckpt, run.periodic, run.last_good);
     KVCache kv;
     build_kvcache(&kv, &policy.config, N);
     kv.pack = o->sampler;
@@ -8130,19 +8102,15 @@ static int cmd_train(int argc, char **argv, Options *o) {
         printf("# start: test greedy accuracy of %s %.4f (%d problems)\n",
                o->resume[0] ? o->init : "the model", before.accuracy, before.n);
     }
-    if (load_init) free_gpt(&init_model);
+    if (sft_model == &init_model) free_gpt(&init_model);
     char header[1024];
     train_csv_header(header, sizeof header, o);
-    CsvLog csv = open_csv(o->run_dir, "train.csv", header, 1, st.step, 13, st.log_row);   // 13: the fields
-                                                                                        // before t_sample
+    CsvLog csv = open_csv(o->run_dir, "train.csv", header, 1, st.step, 13, st.log_row);   // 13: to gen_tokens
     char saved_record[sizeof st.options];   // the resumed run's record: the hash of its --init
     memcpy(saved_record, st.options, sizeof saved_record);
     record_options(st.options, sizeof st.options, o, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);
     record_input_hashes(st.options, sizeof st.options, o, TRAIN_INPUTS, saved_record);
     st.log = &csv;
-    run.policy = &policy;
-    run.ref = use_ref ? &ref : NULL;
-    run.critic = use_critic ? &critic : NULL;
     run.kv = &kv;
     run.batch = &g;
     run.train = &train;
@@ -8150,7 +8118,6 @@ static int cmd_train(int argc, char **argv, Options *o) {
     run.select = o->prompt_select == SELECT_UNIFORM ? NULL : &select;
     run.cfg = grpo_config_from_options(o);
     run.opt = adamw_from_options(o, o->steps * o->num_iterations);
-    run.state = &st;
     run.steps = o->steps;
     run.eval_every = o->eval_every;
     run.eval_limit = o->eval_limit;
@@ -8171,7 +8138,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
         fprintf(stderr, "note: --steps %d reached with %g of the --budget %g %s spent\n", o->steps,
                 budget_spent(&budget), budget.amount, BUDGET_UNIT_NAMES[budget.unit]);
     check_params(&policy, st.step, run.last_good);
-    if (use_critic) critic_to_section(&critic, &st);   // model.bin holds the critic too (a resume needs it)
+    if (run.critic) critic_to_section(&critic, &st);   // model.bin holds the critic too (a resume needs it)
     save_checkpoint(ckpt, &policy, 1, &st);
     close_csv(&csv);
     if (o->prompt_select == SELECT_MOPPS) report_prompt_selection(&select, o->run_dir);
@@ -8189,8 +8156,8 @@ static int cmd_train(int argc, char **argv, Options *o) {
     free_dataset(&val);
     free_dataset(&test);
     free_gpt(&policy);
-    if (use_ref) free_gpt(&ref);
-    if (use_critic) free_critic(&critic);
+    if (run.ref) free_gpt(&ref);
+    if (run.critic) free_critic(&critic);
     if (run.probe) free_probe(&probe);
     return 0;
 }
@@ -8290,10 +8257,9 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
     build_group_batch(&g, P, k, TREE_DEPTH, N, model.config.max_seq_len);
     MCPRM mc;
     TreeTask task = {target, n, r_neg};
-    if (objective == OBJ_MC_PRM) {
+    if (objective == OBJ_MC_PRM)
         build_mcprm(&mc, &model.config, N, TREE_DEPTH, o->mc_k, o->mc_whiten, MC_SEGMENT_TOKEN,
                     tree_outcome_reward, &task, allowed);
-    }
     static const int bos[1] = {TOK_BOS};
     for (int i = 0; i < N; i++) {   // the prompt is <bos> alone
         g.prompt[i] = bos;
@@ -8307,9 +8273,8 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
         int hits = 0;
         double mean_reward = 0.0;
         for (int i = 0; i < N; i++) {
-            int leaf = tree_leaf(g.comp_row[i], g.clen[i]);
-            g.reward[i] = tree_reward(leaf, target, n, r_neg);
-            hits += leaf == target;
+            g.reward[i] = tree_outcome_reward(&task, 0, g.comp_row[i], g.clen[i]);
+            hits += g.reward[i] == 1.0f;   // the target's reward, no other leaf's
             mean_reward += g.reward[i];
         }
         compute_advantages(g.advantage, g.reward, g.num_groups, g.group_start, &cfg.obj);
@@ -8322,11 +8287,8 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
                                           &update);
         if (status != UPDATE_DONE)   // no checkpoints: no last good one to name
             stop_on_nan(UPDATE_STOPPED_BY[status], step + 1, update.not_finite, NULL);
-        if (use_critic) {
-            status = critic_update(&critic, &g, &cfg, &critic_stats);
-            if (status != UPDATE_DONE)
-                stop_on_nan(CRITIC_STOPPED_BY[status], step + 1, critic_stats.not_finite, NULL);
-        }
+        if (use_critic && (status = critic_update(&critic, &g, &cfg, &critic_stats)) != UPDATE_DONE)
+            stop_on_nan(CRITIC_STOPPED_BY[status], step + 1, critic_stats.not_finite, NULL);
         freq[step] = (float)hits / N;
         reward[step] = (float)(mean_reward / N);
         if (step >= o->steps - tail_steps) tail += freq[step];
@@ -8364,10 +8326,8 @@ static int tree_methods(const Options *o, int *methods) {
         at += len + 1;
     }
     int M = 0;
-    methods[M++] = OBJ_GRPO;
-    methods[M++] = OBJ_LAMBDA_GRPO;
-    for (int k = OBJ_LAMBDA_GRPO + 1; OBJECTIVE_NAMES[k]; k++)
-        if (list_has(list, OBJECTIVE_NAMES[k])) methods[M++] = k;
+    for (int k = 0; OBJECTIVE_NAMES[k]; k++)
+        if (k == OBJ_GRPO || k == OBJ_LAMBDA_GRPO || seen & 1u << k) methods[M++] = k;
     return M;
 }
 
@@ -8385,12 +8345,6 @@ static void web_tree_run(int objective, int n, float r_neg, int seed, const floa
 #define web_tree_run(objective, n, r_neg, seed, freq, steps) ((void)0)
 #endif
 
-// The name of an objective in tree's table.
-static const char *objective_label(int objective) {
-    static const char *labels[] = {"GRPO", "λ-GRPO", "MC-PRM", "PPO"};
-    return labels[objective];
-}
-
 static int cmd_tree(int argc, char **argv, Options *o) {
     o->steps = 250;   // tree's defaults
     o->group_size = 16;
@@ -8398,10 +8352,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     o->seeds = 5;
     o->lr = 5e-4f;   // GRPO's best rate at 250 steps, k = 16, by a rule fixed before λ-GRPO's runs were read
                      // (notes/studies/tree_sweep.prereg.txt; the map of both: notes/results.md)
-    o->warmup = 0;
-    o->schedule = 2;
-    o->weight_decay = 0.0f;
-    o->temperature = 1.0f;
+    o->schedule = 2;   // constant; no warmup, weight decay 0 and temperature 1, as every command's default
     o->layers = 2;
     o->heads = 2;
     o->channels = 32;
@@ -8451,8 +8402,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     float *rcurve = (float *)mallocCheck((size_t)runs * o->steps * sizeof(float));
     int *targets = (int *)mallocCheck((size_t)runs * sizeof(int));
     double t0 = wall_seconds();
-    // The runs are independent and tiny: one thread per run (inner loops run serially
-    // inside the parallel region) beats splitting each small matmul across threads.
+    // one thread per run (inner loops serial): the runs are tiny, splitting their matmuls is slower
 #ifdef GRPO_CUDA
     // on the GPU: one run at a time (one cuBLAS handle, shared scratch)
     #pragma omp parallel for schedule(dynamic) if (!cuda_enabled)
@@ -8478,22 +8428,20 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     printf("\nTable 1: frequency of the target leaf over the last %d steps (mean ± std over %d seed%s)\n",
            window, S, S > 1 ? "s" : "");
     printf("  n  r_neg |   GRPO (ours)     λ-GRPO (ours)");
-    for (int m = 2; m < M; m++) printf("%*s%s (ours)", 11 - (int)strlen(objective_label(methods[m])), "",
-                                       objective_label(methods[m]));
+    static const char *LABELS[] = {"GRPO", "λ-GRPO", "MC-PRM", "PPO"};   // the objectives' names in the table
+    for (int m = 2; m < M; m++)
+        printf("%*s%s (ours)", 11 - (int)strlen(LABELS[methods[m]]), "", LABELS[methods[m]]);
     printf("  |  GRPO (paper)  λ-GRPO (paper)\n");
     for (int a = 0; a < 2; a++)
         for (int b = 0; b < 3; b++) {
-            double mean[8], sd[8];
+            printf("  %d  %5.1f |", NS[a], RNEG[b]);
             for (int m = 0; m < M; m++) {
                 const float *v = metric + ((size_t)(a * 3 + b) * M + m) * S;
-                mean[m] = 0.0;
-                for (int s = 0; s < S; s++) mean[m] += v[s];
-                mean[m] /= S;
-                sd[m] = std_of(v, S, STD_SAMPLE, mean[m]);
+                double mean = 0.0;
+                for (int s = 0; s < S; s++) mean += v[s];
+                mean /= S;
+                printf("%s%.4f ± %.4f", m ? "   " : "  ", mean, std_of(v, S, STD_SAMPLE, mean));
             }
-            printf("  %d  %5.1f |  %.4f ± %.4f   %.4f ± %.4f", NS[a], RNEG[b], mean[0], sd[0], mean[1],
-                   sd[1]);
-            for (int m = 2; m < M; m++) printf("   %.4f ± %.4f", mean[m], sd[m]);
             printf(" |  %.4f        %.4f\n", PAPER[a][b][0], PAPER[a][b][1]);
         }
     // the paper's per-seed picture for n = 1, r_neg = −1.0: found early, then abandoned?
