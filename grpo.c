@@ -6395,19 +6395,15 @@ static void ckpt_on_signal(int sig) {
 
 // Installs ckpt_on_signal for the save (saved: the actions to restore) or, restore = 1, restores.
 static void ckpt_signals(struct sigaction *saved, int restore) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = ckpt_on_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
     for (int i = 0; i < 3; i++) {
-        if (restore) {
-            sigaction(CKPT_SIGNALS[i], &saved[i], NULL);
-            continue;
-        }
-        sigaction(CKPT_SIGNALS[i], NULL, &saved[i]);
-        if (saved[i].sa_handler == SIG_IGN) continue;   // e.g. SIGHUP under nohup
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = ckpt_on_signal;
-        sa.sa_flags = SA_RESETHAND;
-        sigemptyset(&sa.sa_mask);
-        sigaction(CKPT_SIGNALS[i], &sa, NULL);
+        if (restore) sigaction(CKPT_SIGNALS[i], &saved[i], NULL);
+        else if (sigaction(CKPT_SIGNALS[i], NULL, &saved[i]) == 0 && saved[i].sa_handler != SIG_IGN)
+            sigaction(CKPT_SIGNALS[i], &sa, NULL);   // (an ignored one stays so: SIGHUP under nohup)
     }
 }
 
@@ -6427,37 +6423,25 @@ static FILE *fopen_nofollow(const char *path, const char *mode) {
 }
 
 /* atomic_create: the one way this program writes a file whole: a new temporary file PATH.tmp.<pid>.<n>
-   (named in tmp, cap bytes) created with O_CREAT | O_EXCL | O_NOFOLLOW; atomic_commit flushes, fsyncs,
-   closes and renames it over path, so a reader sees all of the new file or the old one. NULL, or -1
-   with the temporary file removed, with errno set. atomic_open and atomic_close exit naming the file. */
+   (named in tmp, cap bytes) created with O_CREAT | O_EXCL | O_NOFOLLOW; atomic_close flushes, fsyncs,
+   closes and renames it over path, so a reader sees all of the new file or the old one. NULL with
+   errno set. atomic_open and atomic_close exit naming the file (atomic_close removes the temporary). */
 static FILE *atomic_create(const char *path, char *tmp, size_t cap) {
     static unsigned long counter = 0;   // files made by this process
-    for (int attempt = 0; attempt <= 1000; attempt++) {
+    int fd = -1;
+    for (int attempt = 0; attempt <= 1000 && fd < 0; attempt++) {
         snprintf(tmp, cap, "%s.tmp.%ld.%lu", path, (long)getpid(), counter++);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-        if (fd >= 0) {
-            FILE *f = fdopen(fd, "wb");
-            if (f) return f;
-            int err = errno;
-            close(fd);
-            unlink(tmp);
-            errno = err;
-            return NULL;
-        }
-        if (errno != EEXIST) return NULL;   // (a file of that name is a dead process's, or planted)
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) return NULL;   // (EEXIST: a dead process's file, or a planted one)
     }
-    return NULL;
-}
-
-static int atomic_commit(FILE *f, const char *tmp, const char *path) {
-    int failed = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
-    int err = errno;
-    if (fclose(f) != 0 && !failed) failed = 1, err = errno;
-    if (!failed && rename(tmp, path) != 0) failed = 1, err = errno;
-    if (!failed) return 0;
-    unlink(tmp);
-    errno = err;
-    return -1;
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f && fd >= 0) {
+        int err = errno;
+        close(fd);
+        unlink(tmp);
+        errno = err;
+    }
+    return f;
 }
 
 typedef struct { FILE *f; char tmp[1200]; const char *path; } AtomicFile;
@@ -6472,9 +6456,13 @@ static FILE *atomic_open(AtomicFile *a, const char *path) {
     return a->f;
 }
 static void atomic_close(AtomicFile *a) {
-    if (atomic_commit(a->f, a->tmp, a->path) == 0) return;
+    int failed = ferror(a->f) || fflush(a->f) != 0 || fsync(fileno(a->f)) != 0, err = errno;
+    if (fclose(a->f) != 0 && !failed) failed = 1, err = errno;
+    if (!failed && rename(a->tmp, a->path) != 0) failed = 1, err = errno;
+    if (!failed) return;
+    unlink(a->tmp);
     char msg[2600];
-    snprintf(msg, sizeof msg, "cannot write '%.1100s' (through '%.1100s'): %s", a->path, a->tmp, strerror(errno));
+    snprintf(msg, sizeof msg, "cannot write '%.1100s' (through '%.1100s'): %s", a->path, a->tmp, strerror(err));
     fail_at(__FILE__, __LINE__, msg, "is the disk full? the temporary file was removed");
 }
 
@@ -6522,34 +6510,6 @@ static const char *csv_last_row(const struct CsvLog *c);   // run logs, below
    with_optimizer, the AdamW moments, st's RNG, run record and state sections (tag, uint64 length,
    bytes each). A write error stops the process (exit 1), an older file at path intact. */
 static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, const TrainState *st) {
-#ifdef GRPO_CUDA
-    if (m->on_device) {   // a host copy of what the file holds, written by the code below
-        GPT h = *m;
-        size_t nb = m->num_parameters * sizeof(float);
-        h.on_device = 0;
-        h.params_memory = (float *)mallocCheck(nb);
-        cuda_memcpy_d2h(h.params_memory, m->params_memory, nb);
-        h.m_memory = h.v_memory = NULL;
-        if (with_optimizer) {
-            h.m_memory = (float *)mallocCheck(nb);
-            h.v_memory = (float *)mallocCheck(nb);
-            cuda_memcpy_d2h(h.m_memory, m->m_memory, nb);
-            cuda_memcpy_d2h(h.v_memory, m->v_memory, nb);
-        }
-        save_checkpoint(path, &h, with_optimizer, st);
-        free(h.params_memory);
-        free(h.m_memory);
-        free(h.v_memory);
-        return;
-    }
-#endif
-    remove_dead_ckpt_tmps(path);   // what saves killed by SIGKILL left there
-    struct sigaction saved[3];
-    ckpt_signals(saved, 0);
-    AtomicFile a;
-    FILE *f = atomic_open(&a, path);
-    snprintf(ckpt_tmp_name, sizeof ckpt_tmp_name, "%s", a.tmp);
-    ckpt_tmp_live = 1;   // from here on a signal removes it
     char vocab[512], record[CKPT_RECORD_MAX];
     int vlen = vocab_string(vocab, sizeof vocab), rlen = 0;
     if (with_optimizer && st) {   // the run record: the options, the tokens sampled, the log's last row
@@ -6572,10 +6532,24 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
                                                                 (size_t)rlen};
     const void *data[6] = {vocab, m->params_memory, m->m_memory, m->v_memory, st ? st->rng.s : NULL, record};
     int nparts = with_optimizer ? 6 : 2;
+#ifdef GRPO_CUDA
+    float *host = m->on_device ? (float *)mallocCheck(3 * pb) : NULL;
+    for (int i = 1; host && i < nparts && i <= 3; i++) {   // the parameters and moments, from the GPU
+        cuda_memcpy_d2h(host + (i - 1) * m->num_parameters, data[i], pb);
+        data[i] = host + (i - 1) * m->num_parameters;
+    }
+#endif
     for (int i = 0; i < nparts; i++) h[CKPT_CRC_VOCAB + i] = (int32_t)crc32_update(0, data[i], bytes[i]);
     for (int i = 0; i < nsec; i++)
         h[CKPT_CRC_SECTIONS + i] = ckpt_section_crc(st->section[i].tag, st->section[i].bytes, st->section[i].data);
     h[CKPT_CRC_HEADER] = ckpt_header_crc(h);
+    remove_dead_ckpt_tmps(path);   // what saves killed by SIGKILL left there
+    struct sigaction saved[3];
+    ckpt_signals(saved, 0);
+    AtomicFile a;
+    FILE *f = atomic_open(&a, path);
+    snprintf(ckpt_tmp_name, sizeof ckpt_tmp_name, "%s", a.tmp);
+    ckpt_tmp_live = 1;   // from here on a signal removes it
     fwrite(h, sizeof(int32_t), CKPT_HEADER_INTS, f);   // a failed write shows as ferror in atomic_close
     for (int i = 0; i < nparts; i++) fwrite(data[i], 1, bytes[i], f);
     for (int i = 0; i < nsec; i++) {   // each: its tag, its length (uint64), its bytes
@@ -6586,6 +6560,9 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     atomic_close(&a);   // on failure: exits naming path, the temporary file removed, an older path intact
     ckpt_tmp_live = 0;   // renamed: no temporary file left to remove
     ckpt_signals(saved, 1);
+#ifdef GRPO_CUDA
+    free(host);
+#endif
 }
 
 static void ckpt_error(const char *path, const char *what, const char *hint) {
@@ -6606,11 +6583,14 @@ static void refuse_other_task(const char *path, const GPT *m, int task) {
     ckpt_error(path, msg, hint);
 }
 
-// Reads n items of a checkpoint; a short read means the file is truncated.
-static void ckpt_read(void *ptr, size_t size, size_t n, FILE *f, const char *path, const char *what) {
+#define CKPT_CORRUPT_HINT "the file is corrupt; use an intact copy or an earlier checkpoint"
+
+/* ckpt_read: n bytes of a checkpoint, `what`, into ptr (a short read: the file is truncated); with crc,
+   checked against that CRC-32. A failure stops the load (exit 1), naming the file and what. */
+static void ckpt_read(void *ptr, size_t n, FILE *f, const char *path, const char *what, const int32_t *crc) {
+    char msg[256];
     errno = 0;
-    if (fread(ptr, size, n, f) != n) {
-        char msg[256];
+    if (fread(ptr, 1, n, f) != n) {
         if (ferror(f)) {   // not the end of the file: the disk or the file system failed
             snprintf(msg, sizeof msg, "read error in %s: %s", what, errno ? strerror(errno) : "unknown");
             ckpt_error(path, msg, NULL);
@@ -6618,19 +6598,8 @@ static void ckpt_read(void *ptr, size_t size, size_t n, FILE *f, const char *pat
         snprintf(msg, sizeof msg, "truncated: the file ends inside %s", what);
         ckpt_error(path, msg, "the file is incomplete (interrupted copy?); use an intact checkpoint");
     }
-}
-
-#define CKPT_CORRUPT_HINT "the file is corrupt; use an intact copy or an earlier checkpoint"
-
-// ckpt_read of section `which` of CKPT_CRC_NAMES, checked against its CRC-32 in header h: a mismatch
-// stops the load (exit 1), naming the file and the section.
-static void ckpt_read_checked(void *ptr, size_t size, size_t n, FILE *f, const char *path, const int32_t *h,
-                              int which) {
-    ckpt_read(ptr, size, n, f, path, CKPT_CRC_NAMES[which]);
-    if ((int32_t)crc32_update(0, ptr, size * n) == h[CKPT_CRC_VOCAB + which]) return;
-    char msg[160];
-    snprintf(msg, sizeof msg, "checksum mismatch in %s (a flipped bit, or an edited file)",
-             CKPT_CRC_NAMES[which]);
+    if (!crc || (int32_t)crc32_update(0, ptr, n) == *crc) return;
+    snprintf(msg, sizeof msg, "checksum mismatch in %s (a flipped bit, or an edited file)", what);
     ckpt_error(path, msg, CKPT_CORRUPT_HINT);
 }
 
@@ -6688,20 +6657,21 @@ static void vocab_mismatch(char *msg, size_t cap, const char *file_v, int file_n
                  file_size, VOCAB_SIZE);
 }
 
-/* ckpt_refuse_not_finite: a checkpoint's tensor data (a, laid out like m's parameters) must be
-   finite; the first NaN or Inf stops the load, naming the file, `what`, the tensor and the index. */
-static void ckpt_refuse_not_finite(const char *path, const GPT *m, const float *a, const char *what) {
-    size_t i = 0;
-    while (i < m->num_parameters && isfinite(a[i])) i++;
-    if (i == m->num_parameters) return;
-    int t = 0;
-    size_t off = 0;
-    while (t < NUM_PARAM_TENSORS - 1 && i >= off + m->param_sizes[t]) off += m->param_sizes[t++];
+/* ckpt_refuse_not_finite: a checkpoint's data a[0..n) must be finite; the first NaN or Inf stops the
+   load, naming the file, `what` and the index: with m (a laid out like m's parameters, n of them) the
+   tensor and the index in it. */
+static void ckpt_refuse_not_finite(const char *path, const GPT *m, const float *a, size_t n, const char *what) {
+    size_t i = 0, off = 0;
+    while (i < n && isfinite(a[i])) i++;
+    if (i == n) return;
     char msg[256];
-    snprintf(msg, sizeof msg, "%s tensor %s holds a%s at index %zu", what, PARAM_NAMES[t],
-             isnan(a[i]) ? " NaN" : (a[i] > 0 ? "n Inf" : " -Inf"), i - off);
-    ckpt_error(path, msg, "the run that wrote it diverged, or the file is corrupt; use an earlier "
-                          "checkpoint");
+    int t = 0;
+    while (m && t < NUM_PARAM_TENSORS - 1 && i >= off + m->param_sizes[t]) off += m->param_sizes[t++];
+    if (m)
+        snprintf(msg, sizeof msg, "%s tensor %s holds a%s at index %zu", what, PARAM_NAMES[t],
+                 isnan(a[i]) ? " NaN" : (a[i] > 0 ? "n Inf" : " -Inf"), i - off);
+    else snprintf(msg, sizeof msg, "%s holds a non-finite value at index %zu", what, i);
+    ckpt_error(path, msg, "the run that wrote it diverged, or the file is corrupt; use an earlier checkpoint");
 }
 
 /* ckpt_parse_record: a run record ("key=value\n" lines, len bytes) into st: gen_tokens, log_row
@@ -6746,34 +6716,26 @@ static void ckpt_parse_record(const char *path, const char *record, int len, Tra
 static void ckpt_read_sections(FILE *f, const char *path, const int32_t *h, int nsec, long long left,
                                TrainState *st) {
     for (int i = 0; i < nsec; i++) {
-        char tag[CKPT_TAG_BYTES], msg_sec[160];
+        char tag[CKPT_TAG_BYTES], msg[160], name[64];
         uint64_t bytes;
-        ckpt_read(tag, 1, CKPT_TAG_BYTES, f, path, "a state section's tag");
-        ckpt_read(&bytes, sizeof bytes, 1, f, path, "a state section's length");
+        ckpt_read(tag, CKPT_TAG_BYTES, f, path, "a state section's tag", NULL);
+        ckpt_read(&bytes, sizeof bytes, f, path, "a state section's length", NULL);
         if ((long long)bytes > left || tag[CKPT_TAG_BYTES - 1] != 0) {
-            snprintf(msg_sec, sizeof msg_sec, "a state section disagrees with the header (state section %d: "
+            snprintf(msg, sizeof msg, "a state section disagrees with the header (state section %d: "
                      "its tag or length; corrupt file?)", i + 1);
-            ckpt_error(path, msg_sec, NULL);
+            ckpt_error(path, msg, NULL);
         }
         left -= (long long)bytes;
         void *data = mallocCheck(bytes ? bytes : 1);
-        ckpt_read(data, 1, bytes, f, path, "a state section");
+        ckpt_read(data, bytes, f, path, "a state section", NULL);
         if (ckpt_section_crc(tag, bytes, data) != h[CKPT_CRC_SECTIONS + i]) {
-            char name[64];
             printable_name(name, sizeof name, tag, (long)strnlen(tag, CKPT_TAG_BYTES));
-            snprintf(msg_sec, sizeof msg_sec, "checksum mismatch in state section %d ('%s') (a flipped "
+            snprintf(msg, sizeof msg, "checksum mismatch in state section %d ('%s') (a flipped "
                      "bit, or an edited file)", i + 1, name);
-            ckpt_error(path, msg_sec, CKPT_CORRUPT_HINT);
+            ckpt_error(path, msg, CKPT_CORRUPT_HINT);
         }
-        if (!st) {
-            free(data);
-            continue;
-        }
-        memcpy(st->section[i].tag, tag, CKPT_TAG_BYTES);
-        st->section[i].bytes = bytes;
-        st->section[i].data = data;
-        st->section_owned[i] = 1;
-        st->num_sections = i + 1;
+        if (st) ckpt_add_section(st, tag, data, bytes, 1);
+        else free(data);
     }
 }
 
@@ -6807,43 +6769,39 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     if (h[CKPT_CRC_HEADER] != ckpt_header_crc(h))
         ckpt_error(path, "checksum mismatch in the header (a flipped bit, or an edited file)",
                    CKPT_CORRUPT_HINT);
-
-    int record_len = h[7] ? h[11] : 0;
-    int nsec = h[7] ? h[12] : 0;
+    int opt = h[7], record_len = opt ? h[11] : 0, nsec = opt ? h[12] : 0;
     long long sec_bytes = nsec ? (long long)h[13] + ((long long)h[14] << 31) : 0;
     GPTConfig c = {h[2], h[3], h[4], h[5], h[6]};
     // the ranges of --context, --layers, --heads, --channels: every file ./grpo can write
     if (c.max_seq_len < 1 || c.max_seq_len > 1024 || c.num_layers < 1 || c.num_layers > 64 ||
         c.num_heads < 1 || c.num_heads > 64 || c.channels < 1 || c.channels > 4096 ||
-        c.channels % c.num_heads || h[7] < 0 || h[7] > 1 || h[8] < 0 || h[9] < 0 || h[9] > 4096 ||
+        c.channels % c.num_heads || opt < 0 || opt > 1 || h[8] < 0 || h[9] < 0 || h[9] > 4096 ||
         record_len < 0 || record_len >= CKPT_RECORD_MAX || nsec < 0 || nsec > CKPT_MAX_SECTIONS ||
         (nsec && (h[13] < 0 || h[14] < 0 || h[14] > (1 << 20))))
         ckpt_error(path, "header holds an impossible model configuration (corrupt file?)", NULL);
-    {   // the file must be exactly as long as its header says, checked BEFORE allocating the model
-        size_t sz[NUM_PARAM_TENSORS], np = 0;
-        param_sizes(sz, &c);
-        for (int i = 0; i < NUM_PARAM_TENSORS; i++) np += sz[i];
-        long long want = (long long)sizeof h + h[9] +
-                         (long long)np * (long long)sizeof(float) * (h[7] ? 3 : 1) +
-                         (h[7] ? 4 * (long long)sizeof(uint64_t) : 0) + record_len +
-                         nsec * (long long)(CKPT_TAG_BYTES + sizeof(uint64_t)) + sec_bytes;
-        struct stat sb;
-        if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (long long)sb.st_size != want) {
-            snprintf(msg, sizeof msg, "%s: the file is %lld bytes, its header describes %lld",
-                     sb.st_size < want ? "file truncated" : "trailing bytes after the last tensor",
-                     (long long)sb.st_size, want);
-            ckpt_error(path, msg, "the file is incomplete or corrupt; re-create it");
-        }
+    // the file must be exactly as long as its header says, checked BEFORE allocating the model
+    size_t sz[NUM_PARAM_TENSORS], np = 0;
+    param_sizes(sz, &c);
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) np += sz[i];
+    long long want = (long long)sizeof h + h[9] + (long long)np * (long long)sizeof(float) * (opt ? 3 : 1) +
+                     (opt ? 4 * (long long)sizeof(uint64_t) : 0) + record_len +
+                     nsec * (long long)(CKPT_TAG_BYTES + sizeof(uint64_t)) + sec_bytes;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (long long)sb.st_size != want) {
+        snprintf(msg, sizeof msg, "%s: the file is %lld bytes, its header describes %lld",
+                 sb.st_size < want ? "file truncated" : "trailing bytes after the last tensor",
+                 (long long)sb.st_size, want);
+        ckpt_error(path, msg, "the file is incomplete or corrupt; re-create it");
     }
     char vocab[4097], ours[512];
-    ckpt_read_checked(vocab, 1, h[9], f, path, h, 0);
+    const int32_t *crc = h + CKPT_CRC_VOCAB;   // the CRC-32 of each section of CKPT_CRC_NAMES
+    ckpt_read(vocab, h[9], f, path, CKPT_CRC_NAMES[0], &crc[0]);
     vocab[h[9]] = 0;
     int vlen = vocab_string(ours, sizeof ours);
     if (c.vocab_size != VOCAB_SIZE || h[9] != vlen || memcmp(vocab, ours, vlen) != 0) {
         vocab_mismatch(msg, sizeof msg, vocab, h[9], c.vocab_size);
         ckpt_error(path, msg, "a model can only be used with the tokenizer it was trained with");
     }
-    if (st && !h[7])
+    if (st && !opt)
         ckpt_error(path, "holds no optimizer state, so a run cannot resume from it",
                    "use --init to start a new run from it");
     if (h[CKPT_TASK_INT] < 0 || h[CKPT_TASK_INT] >= NUM_TASKS) {
@@ -6853,41 +6811,42 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     }
     build_gpt(m, c, max_batch, 0);
     m->task = h[CKPT_TASK_INT];
+    size_t pb = m->num_parameters * sizeof(float);
     float *params = m->params_memory, *mom1 = m->m_memory, *mom2 = m->v_memory;   // read into these
 #ifdef GRPO_CUDA
     if (m->on_device) {   // through a host staging buffer, copied to the GPU below
-        params = (float *)mallocCheck(3 * m->num_parameters * sizeof(float));
+        params = (float *)mallocCheck(3 * pb);
         mom1 = params + m->num_parameters;
         mom2 = mom1 + m->num_parameters;
     }
 #endif
-    ckpt_read_checked(params, sizeof(float), m->num_parameters, f, path, h, 1);
-    ckpt_refuse_not_finite(path, m, params, "parameter");
-    if (h[7]) {
-        ckpt_read_checked(mom1, sizeof(float), m->num_parameters, f, path, h, 2);
-        ckpt_read_checked(mom2, sizeof(float), m->num_parameters, f, path, h, 3);
+    ckpt_read(params, pb, f, path, CKPT_CRC_NAMES[1], &crc[1]);
+    ckpt_refuse_not_finite(path, m, params, m->num_parameters, "parameter");
+    if (opt) {
+        ckpt_read(mom1, pb, f, path, CKPT_CRC_NAMES[2], &crc[2]);
+        ckpt_read(mom2, pb, f, path, CKPT_CRC_NAMES[3], &crc[3]);
         if (st) {   // a resume steps with them (--init discards them)
-            ckpt_refuse_not_finite(path, m, mom1, "AdamW first moment of");
-            ckpt_refuse_not_finite(path, m, mom2, "AdamW second moment of");
+            ckpt_refuse_not_finite(path, m, mom1, m->num_parameters, "AdamW first moment of");
+            ckpt_refuse_not_finite(path, m, mom2, m->num_parameters, "AdamW second moment of");
         }
         Rng r;
-        ckpt_read_checked(r.s, sizeof(uint64_t), 4, f, path, h, 4);
         char record[CKPT_RECORD_MAX];
-        ckpt_read_checked(record, 1, record_len, f, path, h, 5);
+        ckpt_read(r.s, sizeof r.s, f, path, CKPT_CRC_NAMES[4], &crc[4]);
+        ckpt_read(record, record_len, f, path, CKPT_CRC_NAMES[5], &crc[5]);
         record[record_len] = 0;
-        if (st) {
+        if (st && st->kind && h[10] != st->kind) {   // (h[10] 0: written before the kind was recorded)
             const char *resumer = st->kind == 1 ? "sft" : "train";
-            if (st->kind && h[10] != st->kind && (h[10] == 1 || h[10] == 2)) {
+            if (h[10] == 1 || h[10] == 2) {
                 snprintf(msg, sizeof msg, "was written by ./grpo %s, so './grpo %s --resume' cannot "
                          "continue it", h[10] == 1 ? "sft" : "train", resumer);
                 ckpt_error(path, msg, st->kind == 2 ? "use --init to start a GRPO run from an SFT checkpoint"
                                                     : "resume from a checkpoint that ./grpo sft wrote");
             }
-            if (st->kind && h[10] != st->kind) {   // 0: written before the kind was recorded
-                snprintf(msg, sizeof msg, "unknown checkpoint kind %d (this build knows sft=1, train=2), "
-                         "so './grpo %s --resume' cannot continue it", h[10], resumer);
-                ckpt_error(path, msg, "re-create it with this build, or start a new run from it with --init");
-            }
+            snprintf(msg, sizeof msg, "unknown checkpoint kind %d (this build knows sft=1, train=2), "
+                     "so './grpo %s --resume' cannot continue it", h[10], resumer);
+            ckpt_error(path, msg, "re-create it with this build, or start a new run from it with --init");
+        }
+        if (st) {
             st->rng = r;
             st->step = h[8];
             ckpt_parse_record(path, record, record_len, st);
@@ -6895,8 +6854,8 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         }
         ckpt_read_sections(f, path, h, nsec, sec_bytes, st);
         if (!st) {   // --init: the weights only, the moments start at zero, state sections dropped
-            memset(mom1, 0, m->num_parameters * sizeof(float));
-            memset(mom2, 0, m->num_parameters * sizeof(float));
+            memset(mom1, 0, pb);
+            memset(mom2, 0, pb);
         }
     }
     if (fgetc(f) != EOF) ckpt_error(path, "trailing bytes after the last tensor (corrupt file?)", NULL);
@@ -6904,16 +6863,15 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     fclose(f);
 #ifdef GRPO_CUDA
     if (m->on_device) {   // without optimizer state in the file the moments stay at build_gpt's zeros
-        size_t nb = m->num_parameters * sizeof(float);
-        cuda_memcpy_h2d(m->params_memory, params, nb);
-        if (h[7]) {
-            cuda_memcpy_h2d(m->m_memory, mom1, nb);
-            cuda_memcpy_h2d(m->v_memory, mom2, nb);
+        cuda_memcpy_h2d(m->params_memory, params, pb);
+        if (opt) {
+            cuda_memcpy_h2d(m->m_memory, mom1, pb);
+            cuda_memcpy_h2d(m->v_memory, mom2, pb);
         }
         free(params);
     }
 #endif
-    return h[7];
+    return opt;
 }
 
 /* ckpt_section: the state section named tag of st (as load_checkpoint read it, or as a method
@@ -6948,21 +6906,28 @@ static void ckpt_add_section(TrainState *st, const char *tag, void *data, uint64
 
 // ---- the critic's state (--objective ppo): one state section, "critic"
 
+/* critic_section_arrays: the critic's arrays to p, the state section's bytes after its int64 header
+   (see critic_section_bytes), or (path given) from p, each refused when not finite, naming path. */
+static void critic_section_arrays(Critic *c, const char *path, char *p) {
+    float *arrays[6] = {c->trunk.params_memory, c->trunk.m_memory, c->trunk.v_memory, c->head, c->head_m,
+                        c->head_v};
+    static const char *what[6] = {"critic parameter", "critic AdamW first moment of",
+                                  "critic AdamW second moment of", "critic value head",
+                                  "critic value head's AdamW m", "critic value head's AdamW v"};
+    for (int a = 0; a < 6; a++) {
+        size_t n = a < 3 ? c->trunk.num_parameters : (size_t)c->C + 1;
+        memcpy(path ? (char *)arrays[a] : p, path ? p : (char *)arrays[a], n * sizeof(float));
+        p += n * sizeof(float);
+        if (path) ckpt_refuse_not_finite(path, a < 3 ? &c->trunk : NULL, arrays[a], n, what[a]);
+    }
+}
+
 /* critic_to_section: packs the critic's state (the layout above critic_section_bytes) into its
    section buffer and names it st's state section "critic", so the next save holds it. */
 static void critic_to_section(Critic *c, TrainState *st) {
-    size_t P = c->trunk.num_parameters, H = (size_t)c->C + 1;
-    int64_t head[3] = {c->adam_t, (int64_t)P, c->C};
-    char *p = (char *)c->section;
-    memcpy(p, head, sizeof head);
-    p += sizeof head;
-    const float *arrays[6] = {c->trunk.params_memory, c->trunk.m_memory, c->trunk.v_memory, c->head,
-                              c->head_m, c->head_v};
-    for (int a = 0; a < 6; a++) {
-        size_t n = a < 3 ? P : H;
-        memcpy(p, arrays[a], n * sizeof(float));
-        p += n * sizeof(float);
-    }
+    int64_t head[3] = {c->adam_t, (int64_t)c->trunk.num_parameters, c->C};
+    memcpy(c->section, head, sizeof head);
+    critic_section_arrays(c, NULL, (char *)c->section + sizeof head);
     ckpt_add_section(st, CRITIC_TAG, c->section, c->section_bytes, 0);
 }
 
@@ -6971,38 +6936,19 @@ static void critic_to_section(Critic *c, TrainState *st) {
    NaN or Inf. */
 static void critic_from_section(Critic *c, const TrainState *st, const char *path) {
     uint64_t bytes = 0;
-    const char *p = (const char *)ckpt_section(st, CRITIC_TAG, &bytes);
+    char *p = (char *)ckpt_section(st, CRITIC_TAG, &bytes);
     if (!p)
         ckpt_error(path, "holds no critic (no state section \"critic\"), so an --objective ppo run "
                          "cannot resume from it", "resume a checkpoint that an --objective ppo run saved, or "
                          "start a new run with --init");
-    size_t P = c->trunk.num_parameters, H = (size_t)c->C + 1;
     int64_t head[3];
     if (bytes >= sizeof head) memcpy(head, p, sizeof head);
-    int fits = bytes == c->section_bytes && head[1] == (int64_t)P && head[2] == c->C;
+    int fits = bytes == c->section_bytes && head[1] == (int64_t)c->trunk.num_parameters && head[2] == c->C;
     if (!fits || head[0] < 0 || head[0] > INT32_MAX)
         ckpt_error(path, "its critic (state section \"critic\") does not fit the model (corrupt file?)",
                    NULL);
     c->adam_t = (int)head[0];
-    p += sizeof head;
-    float *arrays[6] = {c->trunk.params_memory, c->trunk.m_memory, c->trunk.v_memory, c->head, c->head_m,
-                        c->head_v};
-    static const char *what[6] = {"critic parameter", "critic AdamW first moment of",
-                                  "critic AdamW second moment of", "critic value head",
-                                  "critic value head's AdamW m", "critic value head's AdamW v"};
-    for (int a = 0; a < 6; a++) {
-        size_t n = a < 3 ? P : H;
-        memcpy(arrays[a], p, n * sizeof(float));
-        p += n * sizeof(float);
-        if (a < 3) ckpt_refuse_not_finite(path, &c->trunk, arrays[a], what[a]);
-        for (size_t i = 0; a >= 3 && i < n; i++)
-            if (!isfinite(arrays[a][i])) {
-                char msg[160];
-                snprintf(msg, sizeof msg, "%s holds a non-finite value at index %zu", what[a], i);
-                ckpt_error(path, msg, "the run that wrote it diverged, or the file is corrupt; use an "
-                                      "earlier checkpoint");
-            }
-    }
+    critic_section_arrays(c, path, p + sizeof head);
 }
 
 /* Largest |parameter| a checkpoint may hold. AdamW moves a weight by about lr per step, so healthy
