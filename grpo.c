@@ -6504,7 +6504,14 @@ static void remove_dead_ckpt_tmps(const char *path) {
     closedir(d);
 }
 
-static const char *csv_last_row(const struct CsvLog *c);   // run logs, below
+// The run's CSV log (see run logs, below), a row per step, each flushed: a killed run loses one at most.
+struct CsvLog {
+    FILE *f;
+    char path[1100];
+    int key_fields;       // a row's leading fields that the same run always writes alike (not timings)
+    char last_row[256];   // those fields of the last row: a checkpoint records them, a resume checks them
+    const struct Probe *probe;   // train's --probe-every: its columns end each row (NULL: none)
+};
 
 /* save_checkpoint: writes path whole: the header, the vocabulary, the parameters and, with
    with_optimizer, the AdamW moments, st's RNG, run record and state sections (tag, uint64 length,
@@ -6513,7 +6520,7 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     char vocab[512], record[CKPT_RECORD_MAX];
     int vlen = vocab_string(vocab, sizeof vocab), rlen = 0;
     if (with_optimizer && st) {   // the run record: the options, the tokens sampled, the log's last row
-        const char *row = st->log ? csv_last_row(st->log) : st->log_row;
+        const char *row = st->log ? st->log->last_row : st->log_row;
         rlen = snprintf(record, sizeof record, "%sgen_tokens=%lld\nlog_row=%s\n", st->options, st->gen_tokens,
                         row);
         if (rlen >= (int)sizeof record) rlen = 0;   // cannot happen: options < 1024, row < 64 bytes
@@ -6970,14 +6977,11 @@ static void check_params(const GPT *m, int step, const char *last_good) {
 #endif
     size_t worst = 0;
     float worst_abs = 0.0f;
-    for (size_t i = 0; i < m->num_parameters; i++) {
-        float a = fabsf(p[i]);
-        if (!(a <= worst_abs)) {   // true for NaN too, so a NaN is always kept
-            worst_abs = a;
+    for (size_t i = 0; i < m->num_parameters && !isnan(worst_abs); i++)
+        if (!(fabsf(p[i]) <= worst_abs)) {   // true for NaN too, so a NaN is always kept
+            worst_abs = fabsf(p[i]);
             worst = i;
         }
-        if (isnan(a)) break;
-    }
 #ifdef GRPO_CUDA
     free(host);
 #endif
@@ -7009,17 +7013,6 @@ static void save_periodic_checkpoint(const char *path, const GPT *m, const Train
 
 // ----------------------------------------------------------------------------
 // Run logs: the CSV log of a run, its per-step log line, stopping on NaN
-
-// The run's CSV log, one row per step, flushed row by row (a killed run loses at most that row).
-struct CsvLog {
-    FILE *f;
-    char path[1100];
-    int key_fields;       // a row's leading fields that the same run always writes alike (not timings)
-    char last_row[256];   // those fields of the last row: a checkpoint records them, a resume checks them
-    const struct Probe *probe;   // train's --probe-every: its columns end each row (NULL: none)
-};
-
-static const char *csv_last_row(const CsvLog *c) { return c->last_row; }
 
 // The first `fields` fields of a row (n bytes) into key (at most 255 bytes).
 static void csv_row_key(char *key, const char *row, long n, int fields) {
@@ -7060,7 +7053,7 @@ static void close_csv(CsvLog *c) {
 
 // What csv_keep kept and dropped of a run's log, for open_csv's notes.
 typedef struct {
-    int rows, last;              // rows kept; the number of the last one (first − 1: none)
+    int last;                    // the number of the last row kept (first − 1: none)
     int past, past_from, past_to, past_line;   // complete rows numbered after the checkpoint's: dropped
     int bad, bad_line;           // other lines dropped (malformed, out of order); the first of them
     char bad_why[128];           // what was wrong with that first one
@@ -7077,18 +7070,17 @@ static void csv_note_missing(CsvRepair *r, int a, int b) {
     r->missing += b - a + 1;
     if (used >= sizeof r->missing_list - 40) {
         if (!strstr(r->missing_list, "...")) snprintf(r->missing_list + used, sizeof r->missing_list - used, ", ...");
-        return;
-    }
-    if (a == b) snprintf(r->missing_list + used, sizeof r->missing_list - used, "%s%d", used ? ", " : "", a);
+    } else if (a == b) snprintf(r->missing_list + used, sizeof r->missing_list - used, "%s%d", used ? ", " : "", a);
     else snprintf(r->missing_list + used, sizeof r->missing_list - used, "%s%d-%d", used ? ", " : "", a, b);
 }
 
 /* csv_keep: what a run resuming after row `step` keeps of its log text (n bytes): the header line, then
    each complete, well-formed row numbered above the last kept (first − 1 at the start), up to `step`,
-   moved to the front of text. Returns their length, −1 when the header differs; r: what was dropped. */
-static long csv_keep(char *text, long n, const char *header, int first, int step, CsvRepair *r) {
+   moved to the front of text. Returns their length, −1 when the header differs; r: what was dropped;
+   c->last_row: the key fields of the last row kept. */
+static long csv_keep(char *text, long n, const char *header, int first, int step, CsvLog *c, CsvRepair *r) {
     long hlen = (long)strlen(header);
-    int fields = 1;
+    int fields = 1, wl = (int)strcspn(header, ",");   // wl: what the rows' numbers count (step, point)
     for (const char *p = header; *p; p++) fields += *p == ',';
     memset(r, 0, sizeof *r);
     r->last = first - 1;
@@ -7108,33 +7100,30 @@ static long csv_keep(char *text, long n, const char *header, int first, int step
         char *end, why[128] = "";
         errno = 0;
         long num = line[0] >= '0' && line[0] <= '9' ? strtol(line, &end, 10) : -1;
-        int wl = (int)strcspn(header, ",");   // the rows' numbers: step (point in eval.csv)
         if (num < 0 || errno || *end != ',') snprintf(why, sizeof why, "it does not start with a %.*s number", wl, header);
         else if (f != fields) snprintf(why, sizeof why, "%d fields, the header has %d", f, fields);
         else if (num <= r->last)
             snprintf(why, sizeof why, "%.*s %ld after %.*s %d: out of order", wl, header, num, wl, header, r->last);
-        if (!why[0] && num > step) {   // well-formed, after the checkpoint's step
-            if (!r->past) {
-                r->past_from = (int)num;
-                r->past_line = lineno;
-            }
-            r->past++;
-            r->past_to = (int)num;
-            continue;
-        }
         if (why[0]) {
-            if (!r->bad) {
+            if (!r->bad++) {
                 r->bad_line = lineno;
                 snprintf(r->bad_why, sizeof r->bad_why, "%s", why);
             }
-            r->bad++;
+            continue;
+        }
+        if (num > step) {   // well-formed, after the checkpoint's step
+            if (!r->past++) {
+                r->past_from = (int)num;
+                r->past_line = lineno;
+            }
+            r->past_to = (int)num;
             continue;
         }
         if (num > r->last + 1) csv_note_missing(r, r->last + 1, (int)num - 1);
         r->moved |= line != text + keep;
         memmove(text + keep, line, (size_t)len);
+        csv_row_key(c->last_row, text + keep, len, c->key_fields);
         keep += len;
-        r->rows++;
         r->last = (int)num;
     }
     if (r->last < step) csv_note_missing(r, r->last + 1, step);
@@ -7167,15 +7156,11 @@ static void csv_header_diff(char *out, size_t cap, const char *text, long n, con
    checkpoint was saved after: another row `step` is another run's log, and the run stops. */
 static CsvLog open_csv(const char *run_dir, const char *name, const char *header, int first, int step,
                        int key_fields, const char *log_row) {
-    CsvLog c;
-    c.key_fields = key_fields;
-    c.last_row[0] = 0;
-    c.probe = NULL;
+    CsvLog c = {.key_fields = key_fields};
     snprintf(c.path, sizeof c.path, "%s/%s", run_dir, name);
     int wl = (int)strcspn(header, ",");   // what the rows' numbers count: step (point in eval.csv)
     struct stat sb;
-    CsvRepair r;
-    memset(&r, 0, sizeof r);
+    CsvRepair r = {0};
     if (step < first || stat(c.path, &sb) != 0 || sb.st_size == 0) {
         if (step >= first) csv_note_missing(&r, first, step);
         if (r.missing)
@@ -7191,18 +7176,13 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
     long n = (long)sb.st_size;
     char *text = (char *)mallocCheck((size_t)n);
     if (fread(text, 1, (size_t)n, c.f) != (size_t)n) csv_failed(&c);
-    long keep = csv_keep(text, n, header, first, step, &r);
+    long keep = csv_keep(text, n, header, first, step, &c, &r);
     if (keep < 0) {
         char msg[1800], diff[600];
         csv_header_diff(diff, sizeof diff, text, n, header);
         snprintf(msg, sizeof msg, "'%s' does not start with the header this run writes: %s", c.path, diff);
         fail_at(__FILE__, __LINE__, msg, "a log from another build or other options: move the file away, or "
                 "resume into another --run-dir");
-    }
-    if (r.rows > 0) {   // the last row kept: the row r.last
-        long start = keep - 1;
-        while (start > 0 && text[start - 1] != '\n') start--;
-        csv_row_key(c.last_row, text + start, keep - start, key_fields);
     }
     if (log_row && log_row[0] && r.last == step && strcmp(c.last_row, log_row) != 0) {
         char msg[1800];
