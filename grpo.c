@@ -6408,18 +6408,12 @@ static void ckpt_signals(struct sigaction *saved, int restore) {
 }
 
 /* fopen_nofollow: fopen(path, mode) for a mode that writes, but never through a link (O_NOFOLLOW: a
-   link planted as a run's log fails with ELOOP). NULL with errno set. fopenCheck's for writing. */
+   link planted as a run's log fails with ELOOP). NULL with errno set. fopenCheck's for writing (it
+   exits on NULL, so a failed fdopen's descriptor is not closed here). */
 static FILE *fopen_nofollow(const char *path, const char *mode) {
     int flags = mode[0] == 'w' ? O_CREAT | O_TRUNC : mode[0] == 'a' ? O_CREAT | O_APPEND : 0;
-    int fd = open(path, (strchr(mode, '+') || mode[0] == 'r' ? O_RDWR : O_WRONLY) | flags | O_NOFOLLOW | O_CLOEXEC,
-                  0666);
-    FILE *f = fd >= 0 ? fdopen(fd, mode) : NULL;
-    if (!f && fd >= 0) {
-        int err = errno;
-        close(fd);
-        errno = err;
-    }
-    return f;
+    int fd = open(path, (strchr(mode, '+') ? O_RDWR : O_WRONLY) | flags | O_NOFOLLOW | O_CLOEXEC, 0666);
+    return fd >= 0 ? fdopen(fd, mode) : NULL;
 }
 
 /* atomic_create: the one way this program writes a file whole: a new temporary file PATH.tmp.<pid>.<n>
@@ -6474,8 +6468,7 @@ static void atomic_close(AtomicFile *a) {
 static void remove_dead_ckpt_tmps(const char *path) {
     char dir[1100];
     const char *slash = strrchr(path, '/');
-    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) + (slash == path), path);
-    else snprintf(dir, sizeof dir, ".");
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
     DIR *d = opendir(dir);
     if (!d) return;
     for (struct dirent *e; (e = readdir(d)) != NULL; ) {
@@ -6487,7 +6480,6 @@ static void remove_dead_ckpt_tmps(const char *path) {
             continue;
         long pid = strtol(digits, NULL, 10);
         if (pid <= 0 || pid == (long)getpid()) continue;
-        errno = 0;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;   // alive (EPERM: another user's)
         char full[1400];
         snprintf(full, sizeof full, "%s/%s", dir, name);
@@ -6689,8 +6681,8 @@ static void ckpt_parse_record(const char *path, const char *record, int len, Tra
     st->log_row[0] = 0;
     size_t used = 0;
     int have_tokens = 0, have_row = 0;
-    for (const char *line = record; line < record + len; ) {
-        const char *nl = (const char *)memchr(line, '\n', record + len - line);
+    for (const char *line = record, *nl; line < record + len; line = nl + 1) {
+        nl = (const char *)memchr(line, '\n', record + len - line);
         const char *eq = nl ? (const char *)memchr(line, '=', nl - line) : NULL;
         if (!eq || memchr(line, 0, nl - line))
             ckpt_error(path, "the run record (after the RNG state) is malformed (corrupt file?)", NULL);
@@ -6704,13 +6696,9 @@ static void ckpt_parse_record(const char *path, const char *record, int len, Tra
             snprintf(st->log_row, sizeof st->log_row, "%.*s", (int)(nl - eq - 1), eq + 1);
             have_row = 1;
         }
-        else if (used + n < sizeof st->options) {
-            memcpy(st->options + used, line, n);
-            used += n;
-            st->options[used] = 0;
-        }
+        else if (used + n < sizeof st->options)
+            used += (size_t)snprintf(st->options + used, sizeof st->options - used, "%.*s", n, line);
         else ckpt_error(path, "the run record's options are too long (corrupt file?)", NULL);
-        line = nl + 1;
     }
     if (!have_tokens || !have_row)
         ckpt_error(path, !have_tokens ? "its run record has no count 'gen_tokens=N'"
