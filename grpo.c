@@ -6647,13 +6647,12 @@ static void vocab_mismatch(char *msg, size_t cap, const char *file_v, int file_n
     int more[2], ours_n = vocab_string(ours, sizeof ours);
     int tok = name_diff(file_v, file_n - (file_n > 0 && file_v[file_n - 1] == '\n'), ours, ours_n - 1, '\n',
                         name, more);
-    if (tok < 0)
-        snprintf(msg, cap, "vocabulary differs from this build's (%d tokens in file, %d here)", file_size,
-                 VOCAB_SIZE);
-    else
-        snprintf(msg, cap, "vocabulary differs from this build's: token %d is '%s' in the file, '%s' here "
-                 "(%d tokens in file, %d here)", tok, more[0] ? name[0] : "(none)", more[1] ? name[1] : "(none)",
-                 file_size, VOCAB_SIZE);
+    char where[480] = "";
+    if (tok >= 0)
+        snprintf(where, sizeof where, ": token %d is '%s' in the file, '%s' here", tok,
+                 more[0] ? name[0] : "(none)", more[1] ? name[1] : "(none)");
+    snprintf(msg, cap, "vocabulary differs from this build's%s (%d tokens in file, %d here)", where, file_size,
+             VOCAB_SIZE);
 }
 
 /* ckpt_refuse_not_finite: a checkpoint's data a[0..n) must be finite; the first NaN or Inf stops the
@@ -6891,8 +6890,7 @@ static void ckpt_add_section(TrainState *st, const char *tag, void *data, uint64
         exit(EXIT_FAILURE);
     }
     if (i < st->num_sections && st->section_owned[i]) free(st->section[i].data);
-    memset(st->section[i].tag, 0, CKPT_TAG_BYTES);
-    memcpy(st->section[i].tag, tag, strlen(tag));
+    strncpy(st->section[i].tag, tag, CKPT_TAG_BYTES);   // (NUL-padded)
     st->section[i].data = data;
     st->section[i].bytes = bytes;
     st->section_owned[i] = owned;
@@ -7274,13 +7272,11 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     const UpdateStats *u = &r->update;
     const CriticStats *c = &r->critic;
     static int cap_noted = 0;   // the note once per process; the CSV marks every step
-    if (sel->cap_hit && !cap_noted) {
+    if (sel->cap_hit && !cap_noted++)
         fprintf(stderr, "note: step %d: dynamic sampling left %d of %d groups with all-equal rewards after "
                         "%d refill rounds (--dynamic-max-rounds); they stay in the batch with advantage 0 "
                         "(no gradient); train.csv's dynamic_cap_hit marks each step where this happens\n",
                 r->step, (int)lround(all_equal * P), P, sel->refill_rounds);
-        cap_noted = 1;
-    }
     if ((r->step - 1) % 10 == 0 || r->last || r->val_acc >= 0) {
         printf("step %4d | reward %.3f | eq %.2f | len %.1f | |λ| %.2f | tree %.2f d%.2f i%.2f | loss %+.5f"
                " | kl %.4f | clip %.3f | gen %lld | t %.2f/%.3f/%.4f/%.2f s | %.0f tok/s",
@@ -7324,15 +7320,11 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
             lambda_share);
 }
 
-// What after_step calls, defined below: validation, periodic checkpoints, the --budget's counts and
-// its evaluation points.
+// What after_step calls, defined below: validation, the --budget's counts and its evaluation points.
 static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int max_new,
                            float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump);
-static void save_periodic_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good,
-                                     size_t cap);
 static int spend_budget(TrainRun *run, StepReport *r);
 static void eval_budget_points(TrainRun *run, const StepReport *r);
-static void critic_to_section(Critic *c, TrainState *st);
 
 static int after_step(TrainRun *run, StepReport *r) {
     GroupBatch *g = run->batch;
