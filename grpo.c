@@ -6606,15 +6606,13 @@ static void ckpt_read(void *ptr, size_t n, FILE *f, const char *path, const char
 // as \xHH (a BOM, \r, NUL, ...), cut after 40 with "...".
 static void printable_name(char *out, size_t cap, const char *name, long len) {
     size_t k = 0;
-    for (long i = 0; i < len && k + 8 < cap; i++) {
-        if (i == 40) {
-            k += (size_t)snprintf(out + k, cap - k, "...");
-            break;
-        }
+    long i = 0;
+    for (; i < len && i < 40 && k + 8 < cap; i++) {
         unsigned char ch = (unsigned char)name[i];
         if (ch >= 0x20 && ch < 0x7f) out[k++] = (char)ch;
         else k += (size_t)snprintf(out + k, cap - k, "\\x%02x", ch);
     }
+    if (i == 40 && len > 40 && k + 8 < cap) k += (size_t)snprintf(out + k, cap - k, "...");
     out[k] = 0;
 }
 
@@ -7043,7 +7041,6 @@ typedef struct {
     int past, past_from, past_to, past_line;   // complete rows numbered after the checkpoint's: dropped
     int bad, bad_line;           // other lines dropped (malformed, out of order); the first of them
     char bad_why[128];           // what was wrong with that first one
-    int moved;                   // a kept row moved up: a line before it was dropped
     long cut_bytes;              // a last line without its '\n' (cut off mid-way): dropped
     int cut_line;
     int missing;                 // rows first..step not kept
@@ -7106,7 +7103,6 @@ static long csv_keep(char *text, long n, const char *header, int first, int step
             continue;
         }
         if (num > r->last + 1) csv_note_missing(r, r->last + 1, (int)num - 1);
-        r->moved |= line != text + keep;
         memmove(text + keep, line, (size_t)len);
         csv_row_key(c->last_row, text + keep, len, c->key_fields);
         keep += len;
@@ -7193,10 +7189,8 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
         fprintf(stderr, "note: %s has no row for %.*s%s %s (the checkpoint was saved after %.*s %d): %s not "
                         "logged\n", c.path, wl, header, r.missing > 1 ? "s" : "", r.missing_list, wl, header, step,
                 r.missing > 1 ? "they were" : "it was");
-    if (!r.moved) {   // only an end was dropped: cut the file there
-        if (fflush(c.f) != 0 || ftruncate(fileno(c.f), (off_t)keep) != 0 || fseek(c.f, 0, SEEK_END) != 0)
-            csv_failed(&c);
-    } else {   // a line dropped before the end: the kept rows to a temporary file, renamed over the log
+    if (keep == n && fseek(c.f, 0, SEEK_END) != 0) csv_failed(&c);   // all kept: rows follow (a seek first)
+    if (keep < n) {   // lines dropped: the kept rows to a temporary file, renamed over the log
         AtomicFile a;
         fwrite(text, 1, (size_t)keep, atomic_open(&a, c.path));   // a failed write: atomic_close exits
         atomic_close(&a);
