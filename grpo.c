@@ -6564,22 +6564,33 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
 #endif
 }
 
+// ckpt_error: stops on a checkpoint that cannot be used (exit 1): "checkpoint 'PATH': WHAT", and the hint.
 static void ckpt_error(const char *path, const char *what, const char *hint) {
     fprintf(stderr, "error: checkpoint '%s': %s\n", path, what);
     if (hint) fprintf(stderr, "  hint: %s\n", hint);
     exit(EXIT_INPUT);
 }
 
+// ckpt_errorf: ckpt_error with WHAT as printf's format and arguments.
+__attribute__((format(printf, 3, 4)))
+static void ckpt_errorf(const char *path, const char *hint, const char *fmt, ...) {
+    char what[1600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    ckpt_error(path, what, hint);
+}
+
 // refuse_other_task: the model m read from path is of another task than --task `task`: an error
 // naming both (exit 1).
 static void refuse_other_task(const char *path, const GPT *m, int task) {
     if (m->task == task) return;
-    char msg[256], hint[256];
-    snprintf(msg, sizeof msg, "is a model of task %s, and this command's data are of task %s (--task %s)",
-             TASKS[m->task].name, TASKS[task].name, TASKS[task].name);
+    char hint[256];
     snprintf(hint, sizeof hint, "give --task %s (with that task's data), or a model trained with --task %s",
              TASKS[m->task].name, TASKS[task].name);
-    ckpt_error(path, msg, hint);
+    ckpt_errorf(path, hint, "is a model of task %s, and this command's data are of task %s (--task %s)",
+                TASKS[m->task].name, TASKS[task].name, TASKS[task].name);
 }
 
 #define CKPT_CORRUPT_HINT "the file is corrupt; use an intact copy or an earlier checkpoint"
@@ -6587,19 +6598,16 @@ static void refuse_other_task(const char *path, const GPT *m, int task) {
 /* ckpt_read: n bytes of a checkpoint, `what`, into ptr (a short read: the file is truncated); with crc,
    checked against that CRC-32. A failure stops the load (exit 1), naming the file and what. */
 static void ckpt_read(void *ptr, size_t n, FILE *f, const char *path, const char *what, const int32_t *crc) {
-    char msg[256];
     errno = 0;
     if (fread(ptr, 1, n, f) != n) {
-        if (ferror(f)) {   // not the end of the file: the disk or the file system failed
-            snprintf(msg, sizeof msg, "read error in %s: %s", what, errno ? strerror(errno) : "unknown");
-            ckpt_error(path, msg, NULL);
-        }
-        snprintf(msg, sizeof msg, "truncated: the file ends inside %s", what);
-        ckpt_error(path, msg, "the file is incomplete (interrupted copy?); use an intact checkpoint");
+        if (ferror(f))   // not the end of the file: the disk or the file system failed
+            ckpt_errorf(path, NULL, "read error in %s: %s", what, errno ? strerror(errno) : "unknown");
+        ckpt_errorf(path, "the file is incomplete (interrupted copy?); use an intact checkpoint",
+                    "truncated: the file ends inside %s", what);
     }
-    if (!crc || (int32_t)crc32_update(0, ptr, n) == *crc) return;
-    snprintf(msg, sizeof msg, "checksum mismatch in %s (a flipped bit, or an edited file)", what);
-    ckpt_error(path, msg, CKPT_CORRUPT_HINT);
+    if (crc && (int32_t)crc32_update(0, ptr, n) != *crc)
+        ckpt_errorf(path, CKPT_CORRUPT_HINT, "checksum mismatch in %s (a flipped bit, or an edited file)",
+                    what);
 }
 
 // A printable copy of name[0..len) into out (cap bytes, at least 64): bytes outside printable ASCII
@@ -6656,18 +6664,18 @@ static void vocab_mismatch(char *msg, size_t cap, const char *file_v, int file_n
 /* ckpt_refuse_not_finite: a checkpoint's data a[0..n) must be finite; the first NaN or Inf stops the
    load, naming the file, `what` and the index: with m (a laid out like m's parameters, n of them) the
    tensor and the index in it. */
-static void ckpt_refuse_not_finite(const char *path, const GPT *m, const float *a, size_t n, const char *what) {
+static void ckpt_refuse_not_finite(const char *path, const GPT *m, const float *a, size_t n,
+                                   const char *what) {
     size_t i = 0, off = 0;
     while (i < n && isfinite(a[i])) i++;
     if (i == n) return;
-    char msg[256];
     int t = 0;
     while (m && t < NUM_PARAM_TENSORS - 1 && i >= off + m->param_sizes[t]) off += m->param_sizes[t++];
+    const char *hint = "the run that wrote it diverged, or the file is corrupt; use an earlier checkpoint";
     if (m)
-        snprintf(msg, sizeof msg, "%s tensor %s holds a%s at index %zu", what, PARAM_NAMES[t],
-                 isnan(a[i]) ? " NaN" : (a[i] > 0 ? "n Inf" : " -Inf"), i - off);
-    else snprintf(msg, sizeof msg, "%s holds a non-finite value at index %zu", what, i);
-    ckpt_error(path, msg, "the run that wrote it diverged, or the file is corrupt; use an earlier checkpoint");
+        ckpt_errorf(path, hint, "%s tensor %s holds a%s at index %zu", what, PARAM_NAMES[t],
+                    isnan(a[i]) ? " NaN" : (a[i] > 0 ? "n Inf" : " -Inf"), i - off);
+    ckpt_errorf(path, hint, "%s holds a non-finite value at index %zu", what, i);
 }
 
 /* ckpt_parse_record: a run record ("key=value\n" lines, len bytes) into st: gen_tokens, log_row
@@ -6708,23 +6716,20 @@ static void ckpt_parse_record(const char *path, const char *record, int len, Tra
 static void ckpt_read_sections(FILE *f, const char *path, const int32_t *h, int nsec, long long left,
                                TrainState *st) {
     for (int i = 0; i < nsec; i++) {
-        char tag[CKPT_TAG_BYTES], msg[160], name[64];
+        char tag[CKPT_TAG_BYTES], name[64];
         uint64_t bytes;
         ckpt_read(tag, CKPT_TAG_BYTES, f, path, "a state section's tag", NULL);
         ckpt_read(&bytes, sizeof bytes, f, path, "a state section's length", NULL);
-        if ((long long)bytes > left || tag[CKPT_TAG_BYTES - 1] != 0) {
-            snprintf(msg, sizeof msg, "a state section disagrees with the header (state section %d: "
-                     "its tag or length; corrupt file?)", i + 1);
-            ckpt_error(path, msg, NULL);
-        }
+        if ((long long)bytes > left || tag[CKPT_TAG_BYTES - 1] != 0)
+            ckpt_errorf(path, NULL, "a state section disagrees with the header (state section %d: its tag or "
+                        "length; corrupt file?)", i + 1);
         left -= (long long)bytes;
         void *data = mallocCheck(bytes ? bytes : 1);
         ckpt_read(data, bytes, f, path, "a state section", NULL);
         if (ckpt_section_crc(tag, bytes, data) != h[CKPT_CRC_SECTIONS + i]) {
             printable_name(name, sizeof name, tag, (long)strnlen(tag, CKPT_TAG_BYTES));
-            snprintf(msg, sizeof msg, "checksum mismatch in state section %d ('%s') (a flipped "
-                     "bit, or an edited file)", i + 1, name);
-            ckpt_error(path, msg, CKPT_CORRUPT_HINT);
+            ckpt_errorf(path, CKPT_CORRUPT_HINT, "checksum mismatch in state section %d ('%s') (a flipped "
+                        "bit, or an edited file)", i + 1, name);
         }
         if (st) ckpt_add_section(st, tag, data, bytes, 1);
         else free(data);
@@ -6750,13 +6755,12 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     if (h[0] != CKPT_MAGIC)
         ckpt_error(path, "bad magic number: not a grpo.c checkpoint",
                    "pass a model.bin written by ./grpo sft or ./grpo train");
-    if (h[1] != CKPT_VERSION) {   // formats 1-3 (no checksums; older run records): an older grpo.c's
-        snprintf(msg, sizeof msg, "format version %d, this build reads version %d only%s", h[1], CKPT_VERSION,
-                 h[1] >= 1 && h[1] < CKPT_VERSION ? " (an older grpo.c wrote it)" : "");
-        ckpt_error(path, msg, h[1] < CKPT_VERSION ? "re-create it by re-running the command that wrote it with "
-                   "this build, or use it with the older grpo.c build that wrote it" : "use it with the newer "
-                   "grpo.c build that wrote it, or re-create it with this build");
-    }
+    if (h[1] != CKPT_VERSION)   // formats 1-3 (no checksums; older run records): an older grpo.c's
+        ckpt_errorf(path, h[1] < CKPT_VERSION ? "re-create it by re-running the command that wrote it with "
+                    "this build, or use it with the older grpo.c build that wrote it" : "use it with the "
+                    "newer grpo.c build that wrote it, or re-create it with this build",
+                    "format version %d, this build reads version %d only%s", h[1], CKPT_VERSION,
+                    h[1] >= 1 && h[1] < CKPT_VERSION ? " (an older grpo.c wrote it)" : "");
     // the header's own CRC first, before any of its values is trusted
     if (h[CKPT_CRC_HEADER] != ckpt_header_crc(h))
         ckpt_error(path, "checksum mismatch in the header (a flipped bit, or an edited file)",
@@ -6778,12 +6782,10 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     long long want = (long long)sizeof h + h[9] + (long long)np * (long long)sizeof(float) * (opt ? 3 : 1) +
                      (opt ? 4 * (long long)sizeof(uint64_t) : 0) + record_len +
                      nsec * (long long)(CKPT_TAG_BYTES + sizeof(uint64_t)) + sec_bytes;
-    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (long long)sb.st_size != want) {
-        snprintf(msg, sizeof msg, "%s: the file is %lld bytes, its header describes %lld",
-                 sb.st_size < want ? "file truncated" : "trailing bytes after the last tensor",
-                 (long long)sb.st_size, want);
-        ckpt_error(path, msg, "the file is incomplete or corrupt; re-create it");
-    }
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (long long)sb.st_size != want)
+        ckpt_errorf(path, "the file is incomplete or corrupt; re-create it",
+                    "%s: the file is %lld bytes, its header describes %lld", sb.st_size < want ?
+                    "file truncated" : "trailing bytes after the last tensor", (long long)sb.st_size, want);
     char vocab[4097], ours[512];
     const int32_t *crc = h + CKPT_CRC_VOCAB;   // the CRC-32 of each section of CKPT_CRC_NAMES
     ckpt_read(vocab, h[9], f, path, CKPT_CRC_NAMES[0], &crc[0]);
@@ -6796,11 +6798,9 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     if (st && !opt)
         ckpt_error(path, "holds no optimizer state, so a run cannot resume from it",
                    "use --init to start a new run from it");
-    if (h[CKPT_TASK_INT] < 0 || h[CKPT_TASK_INT] >= NUM_TASKS) {
-        snprintf(msg, sizeof msg, "records task %d, this build knows tasks 0 to %d", h[CKPT_TASK_INT],
-                 NUM_TASKS - 1);
-        ckpt_error(path, msg, "a newer build wrote it, or the file is corrupt");
-    }
+    if (h[CKPT_TASK_INT] < 0 || h[CKPT_TASK_INT] >= NUM_TASKS)
+        ckpt_errorf(path, "a newer build wrote it, or the file is corrupt",
+                    "records task %d, this build knows tasks 0 to %d", h[CKPT_TASK_INT], NUM_TASKS - 1);
     build_gpt(m, c, max_batch, 0);
     m->task = h[CKPT_TASK_INT];
     size_t pb = m->num_parameters * sizeof(float);
@@ -6828,15 +6828,14 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         record[record_len] = 0;
         if (st && st->kind && h[10] != st->kind) {   // (h[10] 0: written before the kind was recorded)
             const char *resumer = st->kind == 1 ? "sft" : "train";
-            if (h[10] == 1 || h[10] == 2) {
-                snprintf(msg, sizeof msg, "was written by ./grpo %s, so './grpo %s --resume' cannot "
-                         "continue it", h[10] == 1 ? "sft" : "train", resumer);
-                ckpt_error(path, msg, st->kind == 2 ? "use --init to start a GRPO run from an SFT checkpoint"
-                                                    : "resume from a checkpoint that ./grpo sft wrote");
-            }
-            snprintf(msg, sizeof msg, "unknown checkpoint kind %d (this build knows sft=1, train=2), "
-                     "so './grpo %s --resume' cannot continue it", h[10], resumer);
-            ckpt_error(path, msg, "re-create it with this build, or start a new run from it with --init");
+            if (h[10] == 1 || h[10] == 2)
+                ckpt_errorf(path, st->kind == 2 ? "use --init to start a GRPO run from an SFT checkpoint"
+                                                : "resume from a checkpoint that ./grpo sft wrote",
+                            "was written by ./grpo %s, so './grpo %s --resume' cannot continue it",
+                            h[10] == 1 ? "sft" : "train", resumer);
+            ckpt_errorf(path, "re-create it with this build, or start a new run from it with --init",
+                        "unknown checkpoint kind %d (this build knows sft=1, train=2), so './grpo %s "
+                        "--resume' cannot continue it", h[10], resumer);
         }
         if (st) {
             st->rng = r;
@@ -7049,12 +7048,13 @@ typedef struct {
 
 // Appends rows a..b (a <= b) to r's missing rows.
 static void csv_note_missing(CsvRepair *r, int a, int b) {
-    size_t used = strlen(r->missing_list);
+    size_t used = strlen(r->missing_list), cap = sizeof r->missing_list - used;
+    char *end = r->missing_list + used;
     r->missing += b - a + 1;
     if (used >= sizeof r->missing_list - 40) {
-        if (!strstr(r->missing_list, "...")) snprintf(r->missing_list + used, sizeof r->missing_list - used, ", ...");
-    } else if (a == b) snprintf(r->missing_list + used, sizeof r->missing_list - used, "%s%d", used ? ", " : "", a);
-    else snprintf(r->missing_list + used, sizeof r->missing_list - used, "%s%d-%d", used ? ", " : "", a, b);
+        if (!strstr(r->missing_list, "...")) snprintf(end, cap, ", ...");
+    } else if (a == b) snprintf(end, cap, "%s%d", used ? ", " : "", a);
+    else snprintf(end, cap, "%s%d-%d", used ? ", " : "", a, b);
 }
 
 /* csv_keep: what a run resuming after row `step` keeps of its log text (n bytes): the header line, then
