@@ -6395,69 +6395,47 @@ static void ckpt_on_signal(int sig) {
 
 // Installs ckpt_on_signal for the save (saved: the actions to restore) or, restore = 1, restores.
 static void ckpt_signals(struct sigaction *saved, int restore) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = ckpt_on_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
     for (int i = 0; i < 3; i++) {
-        if (restore) {
-            sigaction(CKPT_SIGNALS[i], &saved[i], NULL);
-            continue;
-        }
-        sigaction(CKPT_SIGNALS[i], NULL, &saved[i]);
-        if (saved[i].sa_handler == SIG_IGN) continue;   // e.g. SIGHUP under nohup
-        struct sigaction sa;
-        memset(&sa, 0, sizeof sa);
-        sa.sa_handler = ckpt_on_signal;
-        sa.sa_flags = SA_RESETHAND;
-        sigemptyset(&sa.sa_mask);
-        sigaction(CKPT_SIGNALS[i], &sa, NULL);
+        if (restore) sigaction(CKPT_SIGNALS[i], &saved[i], NULL);
+        else if (sigaction(CKPT_SIGNALS[i], NULL, &saved[i]) == 0 && saved[i].sa_handler != SIG_IGN)
+            sigaction(CKPT_SIGNALS[i], &sa, NULL);   // (an ignored one stays so: SIGHUP under nohup)
     }
 }
 
 /* fopen_nofollow: fopen(path, mode) for a mode that writes, but never through a link (O_NOFOLLOW: a
-   link planted as a run's log fails with ELOOP). NULL with errno set. fopenCheck's for writing. */
+   link planted as a run's log fails with ELOOP). NULL with errno set. fopenCheck's for writing (it
+   exits on NULL, so a failed fdopen's descriptor is not closed here). */
 static FILE *fopen_nofollow(const char *path, const char *mode) {
     int flags = mode[0] == 'w' ? O_CREAT | O_TRUNC : mode[0] == 'a' ? O_CREAT | O_APPEND : 0;
-    int fd = open(path, (strchr(mode, '+') || mode[0] == 'r' ? O_RDWR : O_WRONLY) | flags | O_NOFOLLOW | O_CLOEXEC,
-                  0666);
-    FILE *f = fd >= 0 ? fdopen(fd, mode) : NULL;
-    if (!f && fd >= 0) {
-        int err = errno;
-        close(fd);
-        errno = err;
-    }
-    return f;
+    int fd = open(path, (strchr(mode, '+') ? O_RDWR : O_WRONLY) | flags | O_NOFOLLOW | O_CLOEXEC, 0666);
+    return fd >= 0 ? fdopen(fd, mode) : NULL;
 }
 
 /* atomic_create: the one way this program writes a file whole: a new temporary file PATH.tmp.<pid>.<n>
-   (named in tmp, cap bytes) created with O_CREAT | O_EXCL | O_NOFOLLOW; atomic_commit flushes, fsyncs,
-   closes and renames it over path, so a reader sees all of the new file or the old one. NULL, or -1
-   with the temporary file removed, with errno set. atomic_open and atomic_close exit naming the file. */
+   (named in tmp, cap bytes) created with O_CREAT | O_EXCL | O_NOFOLLOW; atomic_close flushes, fsyncs,
+   closes and renames it over path, so a reader sees all of the new file or the old one. NULL with
+   errno set. atomic_open and atomic_close exit naming the file (atomic_close removes the temporary). */
 static FILE *atomic_create(const char *path, char *tmp, size_t cap) {
     static unsigned long counter = 0;   // files made by this process
-    for (int attempt = 0; attempt <= 1000; attempt++) {
+    int fd = -1;
+    for (int attempt = 0; attempt <= 1000 && fd < 0; attempt++) {
         snprintf(tmp, cap, "%s.tmp.%ld.%lu", path, (long)getpid(), counter++);
-        int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
-        if (fd >= 0) {
-            FILE *f = fdopen(fd, "wb");
-            if (f) return f;
-            int err = errno;
-            close(fd);
-            unlink(tmp);
-            errno = err;
-            return NULL;
-        }
-        if (errno != EEXIST) return NULL;   // (a file of that name is a dead process's, or planted)
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0666);
+        if (fd < 0 && errno != EEXIST) return NULL;   // (EEXIST: a dead process's file, or a planted one)
     }
-    return NULL;
-}
-
-static int atomic_commit(FILE *f, const char *tmp, const char *path) {
-    int failed = ferror(f) || fflush(f) != 0 || fsync(fileno(f)) != 0;
-    int err = errno;
-    if (fclose(f) != 0 && !failed) failed = 1, err = errno;
-    if (!failed && rename(tmp, path) != 0) failed = 1, err = errno;
-    if (!failed) return 0;
-    unlink(tmp);
-    errno = err;
-    return -1;
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    if (!f && fd >= 0) {
+        int err = errno;
+        close(fd);
+        unlink(tmp);
+        errno = err;
+    }
+    return f;
 }
 
 typedef struct { FILE *f; char tmp[1200]; const char *path; } AtomicFile;
@@ -6472,9 +6450,13 @@ static FILE *atomic_open(AtomicFile *a, const char *path) {
     return a->f;
 }
 static void atomic_close(AtomicFile *a) {
-    if (atomic_commit(a->f, a->tmp, a->path) == 0) return;
+    int failed = ferror(a->f) || fflush(a->f) != 0 || fsync(fileno(a->f)) != 0, err = errno;
+    if (fclose(a->f) != 0 && !failed) failed = 1, err = errno;
+    if (!failed && rename(a->tmp, a->path) != 0) failed = 1, err = errno;
+    if (!failed) return;
+    unlink(a->tmp);
     char msg[2600];
-    snprintf(msg, sizeof msg, "cannot write '%.1100s' (through '%.1100s'): %s", a->path, a->tmp, strerror(errno));
+    snprintf(msg, sizeof msg, "cannot write '%.1100s' (through '%.1100s'): %s", a->path, a->tmp, strerror(err));
     fail_at(__FILE__, __LINE__, msg, "is the disk full? the temporary file was removed");
 }
 
@@ -6486,8 +6468,7 @@ static void atomic_close(AtomicFile *a) {
 static void remove_dead_ckpt_tmps(const char *path) {
     char dir[1100];
     const char *slash = strrchr(path, '/');
-    if (slash) snprintf(dir, sizeof dir, "%.*s", (int)(slash - path) + (slash == path), path);
-    else snprintf(dir, sizeof dir, ".");
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) + (slash == path) : 1, slash ? path : ".");
     DIR *d = opendir(dir);
     if (!d) return;
     for (struct dirent *e; (e = readdir(d)) != NULL; ) {
@@ -6499,7 +6480,6 @@ static void remove_dead_ckpt_tmps(const char *path) {
             continue;
         long pid = strtol(digits, NULL, 10);
         if (pid <= 0 || pid == (long)getpid()) continue;
-        errno = 0;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;   // alive (EPERM: another user's)
         char full[1400];
         snprintf(full, sizeof full, "%s/%s", dir, name);
@@ -6516,44 +6496,23 @@ static void remove_dead_ckpt_tmps(const char *path) {
     closedir(d);
 }
 
-static const char *csv_last_row(const struct CsvLog *c);   // run logs, below
+// The run's CSV log (see run logs, below), a row per step, each flushed: a killed run loses one at most.
+struct CsvLog {
+    FILE *f;
+    char path[1100];
+    int key_fields;       // a row's leading fields that the same run always writes alike (not timings)
+    char last_row[256];   // those fields of the last row: a checkpoint records them, a resume checks them
+    const struct Probe *probe;   // train's --probe-every: its columns end each row (NULL: none)
+};
 
 /* save_checkpoint: writes path whole: the header, the vocabulary, the parameters and, with
    with_optimizer, the AdamW moments, st's RNG, run record and state sections (tag, uint64 length,
    bytes each). A write error stops the process (exit 1), an older file at path intact. */
 static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, const TrainState *st) {
-#ifdef GRPO_CUDA
-    if (m->on_device) {   // a host copy of what the file holds, written by the code below
-        GPT h = *m;
-        size_t nb = m->num_parameters * sizeof(float);
-        h.on_device = 0;
-        h.params_memory = (float *)mallocCheck(nb);
-        cuda_memcpy_d2h(h.params_memory, m->params_memory, nb);
-        h.m_memory = h.v_memory = NULL;
-        if (with_optimizer) {
-            h.m_memory = (float *)mallocCheck(nb);
-            h.v_memory = (float *)mallocCheck(nb);
-            cuda_memcpy_d2h(h.m_memory, m->m_memory, nb);
-            cuda_memcpy_d2h(h.v_memory, m->v_memory, nb);
-        }
-        save_checkpoint(path, &h, with_optimizer, st);
-        free(h.params_memory);
-        free(h.m_memory);
-        free(h.v_memory);
-        return;
-    }
-#endif
-    remove_dead_ckpt_tmps(path);   // what saves killed by SIGKILL left there
-    struct sigaction saved[3];
-    ckpt_signals(saved, 0);
-    AtomicFile a;
-    FILE *f = atomic_open(&a, path);
-    snprintf(ckpt_tmp_name, sizeof ckpt_tmp_name, "%s", a.tmp);
-    ckpt_tmp_live = 1;   // from here on a signal removes it
     char vocab[512], record[CKPT_RECORD_MAX];
     int vlen = vocab_string(vocab, sizeof vocab), rlen = 0;
     if (with_optimizer && st) {   // the run record: the options, the tokens sampled, the log's last row
-        const char *row = st->log ? csv_last_row(st->log) : st->log_row;
+        const char *row = st->log ? st->log->last_row : st->log_row;
         rlen = snprintf(record, sizeof record, "%sgen_tokens=%lld\nlog_row=%s\n", st->options, st->gen_tokens,
                         row);
         if (rlen >= (int)sizeof record) rlen = 0;   // cannot happen: options < 1024, row < 64 bytes
@@ -6572,10 +6531,24 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
                                                                 (size_t)rlen};
     const void *data[6] = {vocab, m->params_memory, m->m_memory, m->v_memory, st ? st->rng.s : NULL, record};
     int nparts = with_optimizer ? 6 : 2;
+#ifdef GRPO_CUDA
+    float *host = m->on_device ? (float *)mallocCheck(3 * pb) : NULL;
+    for (int i = 1; host && i < nparts && i <= 3; i++) {   // the parameters and moments, from the GPU
+        cuda_memcpy_d2h(host + (i - 1) * m->num_parameters, data[i], pb);
+        data[i] = host + (i - 1) * m->num_parameters;
+    }
+#endif
     for (int i = 0; i < nparts; i++) h[CKPT_CRC_VOCAB + i] = (int32_t)crc32_update(0, data[i], bytes[i]);
     for (int i = 0; i < nsec; i++)
         h[CKPT_CRC_SECTIONS + i] = ckpt_section_crc(st->section[i].tag, st->section[i].bytes, st->section[i].data);
     h[CKPT_CRC_HEADER] = ckpt_header_crc(h);
+    remove_dead_ckpt_tmps(path);   // what saves killed by SIGKILL left there
+    struct sigaction saved[3];
+    ckpt_signals(saved, 0);
+    AtomicFile a;
+    FILE *f = atomic_open(&a, path);
+    snprintf(ckpt_tmp_name, sizeof ckpt_tmp_name, "%s", a.tmp);
+    ckpt_tmp_live = 1;   // from here on a signal removes it
     fwrite(h, sizeof(int32_t), CKPT_HEADER_INTS, f);   // a failed write shows as ferror in atomic_close
     for (int i = 0; i < nparts; i++) fwrite(data[i], 1, bytes[i], f);
     for (int i = 0; i < nsec; i++) {   // each: its tag, its length (uint64), its bytes
@@ -6586,67 +6559,68 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
     atomic_close(&a);   // on failure: exits naming path, the temporary file removed, an older path intact
     ckpt_tmp_live = 0;   // renamed: no temporary file left to remove
     ckpt_signals(saved, 1);
+#ifdef GRPO_CUDA
+    free(host);
+#endif
 }
 
+// ckpt_error: stops on a checkpoint that cannot be used (exit 1): "checkpoint 'PATH': WHAT", and the hint.
 static void ckpt_error(const char *path, const char *what, const char *hint) {
     fprintf(stderr, "error: checkpoint '%s': %s\n", path, what);
     if (hint) fprintf(stderr, "  hint: %s\n", hint);
     exit(EXIT_INPUT);
 }
 
+// ckpt_errorf: ckpt_error with WHAT as printf's format and arguments.
+__attribute__((format(printf, 3, 4)))
+static void ckpt_errorf(const char *path, const char *hint, const char *fmt, ...) {
+    char what[1600];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(what, sizeof what, fmt, ap);
+    va_end(ap);
+    ckpt_error(path, what, hint);
+}
+
 // refuse_other_task: the model m read from path is of another task than --task `task`: an error
 // naming both (exit 1).
 static void refuse_other_task(const char *path, const GPT *m, int task) {
     if (m->task == task) return;
-    char msg[256], hint[256];
-    snprintf(msg, sizeof msg, "is a model of task %s, and this command's data are of task %s (--task %s)",
-             TASKS[m->task].name, TASKS[task].name, TASKS[task].name);
+    char hint[256];
     snprintf(hint, sizeof hint, "give --task %s (with that task's data), or a model trained with --task %s",
              TASKS[m->task].name, TASKS[task].name);
-    ckpt_error(path, msg, hint);
-}
-
-// Reads n items of a checkpoint; a short read means the file is truncated.
-static void ckpt_read(void *ptr, size_t size, size_t n, FILE *f, const char *path, const char *what) {
-    errno = 0;
-    if (fread(ptr, size, n, f) != n) {
-        char msg[256];
-        if (ferror(f)) {   // not the end of the file: the disk or the file system failed
-            snprintf(msg, sizeof msg, "read error in %s: %s", what, errno ? strerror(errno) : "unknown");
-            ckpt_error(path, msg, NULL);
-        }
-        snprintf(msg, sizeof msg, "truncated: the file ends inside %s", what);
-        ckpt_error(path, msg, "the file is incomplete (interrupted copy?); use an intact checkpoint");
-    }
+    ckpt_errorf(path, hint, "is a model of task %s, and this command's data are of task %s (--task %s)",
+                TASKS[m->task].name, TASKS[task].name, TASKS[task].name);
 }
 
 #define CKPT_CORRUPT_HINT "the file is corrupt; use an intact copy or an earlier checkpoint"
 
-// ckpt_read of section `which` of CKPT_CRC_NAMES, checked against its CRC-32 in header h: a mismatch
-// stops the load (exit 1), naming the file and the section.
-static void ckpt_read_checked(void *ptr, size_t size, size_t n, FILE *f, const char *path, const int32_t *h,
-                              int which) {
-    ckpt_read(ptr, size, n, f, path, CKPT_CRC_NAMES[which]);
-    if ((int32_t)crc32_update(0, ptr, size * n) == h[CKPT_CRC_VOCAB + which]) return;
-    char msg[160];
-    snprintf(msg, sizeof msg, "checksum mismatch in %s (a flipped bit, or an edited file)",
-             CKPT_CRC_NAMES[which]);
-    ckpt_error(path, msg, CKPT_CORRUPT_HINT);
+/* ckpt_read: n bytes of a checkpoint, `what`, into ptr (a short read: the file is truncated); with crc,
+   checked against that CRC-32. A failure stops the load (exit 1), naming the file and what. */
+static void ckpt_read(void *ptr, size_t n, FILE *f, const char *path, const char *what, const int32_t *crc) {
+    errno = 0;
+    if (fread(ptr, 1, n, f) != n) {
+        if (ferror(f))   // not the end of the file: the disk or the file system failed
+            ckpt_errorf(path, NULL, "read error in %s: %s", what, errno ? strerror(errno) : "unknown");
+        ckpt_errorf(path, "the file is incomplete (interrupted copy?); use an intact checkpoint",
+                    "truncated: the file ends inside %s", what);
+    }
+    if (crc && (int32_t)crc32_update(0, ptr, n) != *crc)
+        ckpt_errorf(path, CKPT_CORRUPT_HINT, "checksum mismatch in %s (a flipped bit, or an edited file)",
+                    what);
 }
 
 // A printable copy of name[0..len) into out (cap bytes, at least 64): bytes outside printable ASCII
 // as \xHH (a BOM, \r, NUL, ...), cut after 40 with "...".
 static void printable_name(char *out, size_t cap, const char *name, long len) {
     size_t k = 0;
-    for (long i = 0; i < len && k + 8 < cap; i++) {
-        if (i == 40) {
-            k += (size_t)snprintf(out + k, cap - k, "...");
-            break;
-        }
+    long i = 0;
+    for (; i < len && i < 40 && k + 8 < cap; i++) {
         unsigned char ch = (unsigned char)name[i];
         if (ch >= 0x20 && ch < 0x7f) out[k++] = (char)ch;
         else k += (size_t)snprintf(out + k, cap - k, "\\x%02x", ch);
     }
+    if (i == 40 && len > 40 && k + 8 < cap) k += (size_t)snprintf(out + k, cap - k, "...");
     out[k] = 0;
 }
 
@@ -6679,29 +6653,29 @@ static void vocab_mismatch(char *msg, size_t cap, const char *file_v, int file_n
     int more[2], ours_n = vocab_string(ours, sizeof ours);
     int tok = name_diff(file_v, file_n - (file_n > 0 && file_v[file_n - 1] == '\n'), ours, ours_n - 1, '\n',
                         name, more);
-    if (tok < 0)
-        snprintf(msg, cap, "vocabulary differs from this build's (%d tokens in file, %d here)", file_size,
-                 VOCAB_SIZE);
-    else
-        snprintf(msg, cap, "vocabulary differs from this build's: token %d is '%s' in the file, '%s' here "
-                 "(%d tokens in file, %d here)", tok, more[0] ? name[0] : "(none)", more[1] ? name[1] : "(none)",
-                 file_size, VOCAB_SIZE);
+    char where[480] = "";
+    if (tok >= 0)
+        snprintf(where, sizeof where, ": token %d is '%s' in the file, '%s' here", tok,
+                 more[0] ? name[0] : "(none)", more[1] ? name[1] : "(none)");
+    snprintf(msg, cap, "vocabulary differs from this build's%s (%d tokens in file, %d here)", where, file_size,
+             VOCAB_SIZE);
 }
 
-/* ckpt_refuse_not_finite: a checkpoint's tensor data (a, laid out like m's parameters) must be
-   finite; the first NaN or Inf stops the load, naming the file, `what`, the tensor and the index. */
-static void ckpt_refuse_not_finite(const char *path, const GPT *m, const float *a, const char *what) {
-    size_t i = 0;
-    while (i < m->num_parameters && isfinite(a[i])) i++;
-    if (i == m->num_parameters) return;
+/* ckpt_refuse_not_finite: a checkpoint's data a[0..n) must be finite; the first NaN or Inf stops the
+   load, naming the file, `what` and the index: with m (a laid out like m's parameters, n of them) the
+   tensor and the index in it. */
+static void ckpt_refuse_not_finite(const char *path, const GPT *m, const float *a, size_t n,
+                                   const char *what) {
+    size_t i = 0, off = 0;
+    while (i < n && isfinite(a[i])) i++;
+    if (i == n) return;
     int t = 0;
-    size_t off = 0;
-    while (t < NUM_PARAM_TENSORS - 1 && i >= off + m->param_sizes[t]) off += m->param_sizes[t++];
-    char msg[256];
-    snprintf(msg, sizeof msg, "%s tensor %s holds a%s at index %zu", what, PARAM_NAMES[t],
-             isnan(a[i]) ? " NaN" : (a[i] > 0 ? "n Inf" : " -Inf"), i - off);
-    ckpt_error(path, msg, "the run that wrote it diverged, or the file is corrupt; use an earlier "
-                          "checkpoint");
+    while (m && t < NUM_PARAM_TENSORS - 1 && i >= off + m->param_sizes[t]) off += m->param_sizes[t++];
+    const char *hint = "the run that wrote it diverged, or the file is corrupt; use an earlier checkpoint";
+    if (m)
+        ckpt_errorf(path, hint, "%s tensor %s holds a%s at index %zu", what, PARAM_NAMES[t],
+                    isnan(a[i]) ? " NaN" : (a[i] > 0 ? "n Inf" : " -Inf"), i - off);
+    ckpt_errorf(path, hint, "%s holds a non-finite value at index %zu", what, i);
 }
 
 /* ckpt_parse_record: a run record ("key=value\n" lines, len bytes) into st: gen_tokens, log_row
@@ -6712,8 +6686,8 @@ static void ckpt_parse_record(const char *path, const char *record, int len, Tra
     st->log_row[0] = 0;
     size_t used = 0;
     int have_tokens = 0, have_row = 0;
-    for (const char *line = record; line < record + len; ) {
-        const char *nl = (const char *)memchr(line, '\n', record + len - line);
+    for (const char *line = record, *nl; line < record + len; line = nl + 1) {
+        nl = (const char *)memchr(line, '\n', record + len - line);
         const char *eq = nl ? (const char *)memchr(line, '=', nl - line) : NULL;
         if (!eq || memchr(line, 0, nl - line))
             ckpt_error(path, "the run record (after the RNG state) is malformed (corrupt file?)", NULL);
@@ -6727,13 +6701,9 @@ static void ckpt_parse_record(const char *path, const char *record, int len, Tra
             snprintf(st->log_row, sizeof st->log_row, "%.*s", (int)(nl - eq - 1), eq + 1);
             have_row = 1;
         }
-        else if (used + n < sizeof st->options) {
-            memcpy(st->options + used, line, n);
-            used += n;
-            st->options[used] = 0;
-        }
+        else if (used + n < sizeof st->options)
+            used += (size_t)snprintf(st->options + used, sizeof st->options - used, "%.*s", n, line);
         else ckpt_error(path, "the run record's options are too long (corrupt file?)", NULL);
-        line = nl + 1;
     }
     if (!have_tokens || !have_row)
         ckpt_error(path, !have_tokens ? "its run record has no count 'gen_tokens=N'"
@@ -6746,34 +6716,23 @@ static void ckpt_parse_record(const char *path, const char *record, int len, Tra
 static void ckpt_read_sections(FILE *f, const char *path, const int32_t *h, int nsec, long long left,
                                TrainState *st) {
     for (int i = 0; i < nsec; i++) {
-        char tag[CKPT_TAG_BYTES], msg_sec[160];
+        char tag[CKPT_TAG_BYTES], name[64];
         uint64_t bytes;
-        ckpt_read(tag, 1, CKPT_TAG_BYTES, f, path, "a state section's tag");
-        ckpt_read(&bytes, sizeof bytes, 1, f, path, "a state section's length");
-        if ((long long)bytes > left || tag[CKPT_TAG_BYTES - 1] != 0) {
-            snprintf(msg_sec, sizeof msg_sec, "a state section disagrees with the header (state section %d: "
-                     "its tag or length; corrupt file?)", i + 1);
-            ckpt_error(path, msg_sec, NULL);
-        }
+        ckpt_read(tag, CKPT_TAG_BYTES, f, path, "a state section's tag", NULL);
+        ckpt_read(&bytes, sizeof bytes, f, path, "a state section's length", NULL);
+        if ((long long)bytes > left || tag[CKPT_TAG_BYTES - 1] != 0)
+            ckpt_errorf(path, NULL, "a state section disagrees with the header (state section %d: its tag or "
+                        "length; corrupt file?)", i + 1);
         left -= (long long)bytes;
         void *data = mallocCheck(bytes ? bytes : 1);
-        ckpt_read(data, 1, bytes, f, path, "a state section");
+        ckpt_read(data, bytes, f, path, "a state section", NULL);
         if (ckpt_section_crc(tag, bytes, data) != h[CKPT_CRC_SECTIONS + i]) {
-            char name[64];
             printable_name(name, sizeof name, tag, (long)strnlen(tag, CKPT_TAG_BYTES));
-            snprintf(msg_sec, sizeof msg_sec, "checksum mismatch in state section %d ('%s') (a flipped "
-                     "bit, or an edited file)", i + 1, name);
-            ckpt_error(path, msg_sec, CKPT_CORRUPT_HINT);
+            ckpt_errorf(path, CKPT_CORRUPT_HINT, "checksum mismatch in state section %d ('%s') (a flipped "
+                        "bit, or an edited file)", i + 1, name);
         }
-        if (!st) {
-            free(data);
-            continue;
-        }
-        memcpy(st->section[i].tag, tag, CKPT_TAG_BYTES);
-        st->section[i].bytes = bytes;
-        st->section[i].data = data;
-        st->section_owned[i] = 1;
-        st->num_sections = i + 1;
+        if (st) ckpt_add_section(st, tag, data, bytes, 1);
+        else free(data);
     }
 }
 
@@ -6796,98 +6755,89 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     if (h[0] != CKPT_MAGIC)
         ckpt_error(path, "bad magic number: not a grpo.c checkpoint",
                    "pass a model.bin written by ./grpo sft or ./grpo train");
-    if (h[1] != CKPT_VERSION) {   // formats 1-3 (no checksums; older run records): an older grpo.c's
-        snprintf(msg, sizeof msg, "format version %d, this build reads version %d only%s", h[1], CKPT_VERSION,
-                 h[1] >= 1 && h[1] < CKPT_VERSION ? " (an older grpo.c wrote it)" : "");
-        ckpt_error(path, msg, h[1] < CKPT_VERSION ? "re-create it by re-running the command that wrote it with "
-                   "this build, or use it with the older grpo.c build that wrote it" : "use it with the newer "
-                   "grpo.c build that wrote it, or re-create it with this build");
-    }
+    if (h[1] != CKPT_VERSION)   // formats 1-3 (no checksums; older run records): an older grpo.c's
+        ckpt_errorf(path, h[1] < CKPT_VERSION ? "re-create it by re-running the command that wrote it with "
+                    "this build, or use it with the older grpo.c build that wrote it" : "use it with the "
+                    "newer grpo.c build that wrote it, or re-create it with this build",
+                    "format version %d, this build reads version %d only%s", h[1], CKPT_VERSION,
+                    h[1] >= 1 && h[1] < CKPT_VERSION ? " (an older grpo.c wrote it)" : "");
     // the header's own CRC first, before any of its values is trusted
     if (h[CKPT_CRC_HEADER] != ckpt_header_crc(h))
         ckpt_error(path, "checksum mismatch in the header (a flipped bit, or an edited file)",
                    CKPT_CORRUPT_HINT);
-
-    int record_len = h[7] ? h[11] : 0;
-    int nsec = h[7] ? h[12] : 0;
+    int opt = h[7], record_len = opt ? h[11] : 0, nsec = opt ? h[12] : 0;
     long long sec_bytes = nsec ? (long long)h[13] + ((long long)h[14] << 31) : 0;
     GPTConfig c = {h[2], h[3], h[4], h[5], h[6]};
     // the ranges of --context, --layers, --heads, --channels: every file ./grpo can write
     if (c.max_seq_len < 1 || c.max_seq_len > 1024 || c.num_layers < 1 || c.num_layers > 64 ||
         c.num_heads < 1 || c.num_heads > 64 || c.channels < 1 || c.channels > 4096 ||
-        c.channels % c.num_heads || h[7] < 0 || h[7] > 1 || h[8] < 0 || h[9] < 0 || h[9] > 4096 ||
+        c.channels % c.num_heads || opt < 0 || opt > 1 || h[8] < 0 || h[9] < 0 || h[9] > 4096 ||
         record_len < 0 || record_len >= CKPT_RECORD_MAX || nsec < 0 || nsec > CKPT_MAX_SECTIONS ||
         (nsec && (h[13] < 0 || h[14] < 0 || h[14] > (1 << 20))))
         ckpt_error(path, "header holds an impossible model configuration (corrupt file?)", NULL);
-    {   // the file must be exactly as long as its header says, checked BEFORE allocating the model
-        size_t sz[NUM_PARAM_TENSORS], np = 0;
-        param_sizes(sz, &c);
-        for (int i = 0; i < NUM_PARAM_TENSORS; i++) np += sz[i];
-        long long want = (long long)sizeof h + h[9] +
-                         (long long)np * (long long)sizeof(float) * (h[7] ? 3 : 1) +
-                         (h[7] ? 4 * (long long)sizeof(uint64_t) : 0) + record_len +
-                         nsec * (long long)(CKPT_TAG_BYTES + sizeof(uint64_t)) + sec_bytes;
-        struct stat sb;
-        if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (long long)sb.st_size != want) {
-            snprintf(msg, sizeof msg, "%s: the file is %lld bytes, its header describes %lld",
-                     sb.st_size < want ? "file truncated" : "trailing bytes after the last tensor",
-                     (long long)sb.st_size, want);
-            ckpt_error(path, msg, "the file is incomplete or corrupt; re-create it");
-        }
-    }
+    // the file must be exactly as long as its header says, checked BEFORE allocating the model
+    size_t sz[NUM_PARAM_TENSORS], np = 0;
+    param_sizes(sz, &c);
+    for (int i = 0; i < NUM_PARAM_TENSORS; i++) np += sz[i];
+    long long want = (long long)sizeof h + h[9] + (long long)np * (long long)sizeof(float) * (opt ? 3 : 1) +
+                     (opt ? 4 * (long long)sizeof(uint64_t) : 0) + record_len +
+                     nsec * (long long)(CKPT_TAG_BYTES + sizeof(uint64_t)) + sec_bytes;
+    if (fstat(fileno(f), &sb) == 0 && S_ISREG(sb.st_mode) && (long long)sb.st_size != want)
+        ckpt_errorf(path, "the file is incomplete or corrupt; re-create it",
+                    "%s: the file is %lld bytes, its header describes %lld", sb.st_size < want ?
+                    "file truncated" : "trailing bytes after the last tensor", (long long)sb.st_size, want);
     char vocab[4097], ours[512];
-    ckpt_read_checked(vocab, 1, h[9], f, path, h, 0);
+    const int32_t *crc = h + CKPT_CRC_VOCAB;   // the CRC-32 of each section of CKPT_CRC_NAMES
+    ckpt_read(vocab, h[9], f, path, CKPT_CRC_NAMES[0], &crc[0]);
     vocab[h[9]] = 0;
     int vlen = vocab_string(ours, sizeof ours);
     if (c.vocab_size != VOCAB_SIZE || h[9] != vlen || memcmp(vocab, ours, vlen) != 0) {
         vocab_mismatch(msg, sizeof msg, vocab, h[9], c.vocab_size);
         ckpt_error(path, msg, "a model can only be used with the tokenizer it was trained with");
     }
-    if (st && !h[7])
+    if (st && !opt)
         ckpt_error(path, "holds no optimizer state, so a run cannot resume from it",
                    "use --init to start a new run from it");
-    if (h[CKPT_TASK_INT] < 0 || h[CKPT_TASK_INT] >= NUM_TASKS) {
-        snprintf(msg, sizeof msg, "records task %d, this build knows tasks 0 to %d", h[CKPT_TASK_INT],
-                 NUM_TASKS - 1);
-        ckpt_error(path, msg, "a newer build wrote it, or the file is corrupt");
-    }
+    if (h[CKPT_TASK_INT] < 0 || h[CKPT_TASK_INT] >= NUM_TASKS)
+        ckpt_errorf(path, "a newer build wrote it, or the file is corrupt",
+                    "records task %d, this build knows tasks 0 to %d", h[CKPT_TASK_INT], NUM_TASKS - 1);
     build_gpt(m, c, max_batch, 0);
     m->task = h[CKPT_TASK_INT];
+    size_t pb = m->num_parameters * sizeof(float);
     float *params = m->params_memory, *mom1 = m->m_memory, *mom2 = m->v_memory;   // read into these
 #ifdef GRPO_CUDA
     if (m->on_device) {   // through a host staging buffer, copied to the GPU below
-        params = (float *)mallocCheck(3 * m->num_parameters * sizeof(float));
+        params = (float *)mallocCheck(3 * pb);
         mom1 = params + m->num_parameters;
         mom2 = mom1 + m->num_parameters;
     }
 #endif
-    ckpt_read_checked(params, sizeof(float), m->num_parameters, f, path, h, 1);
-    ckpt_refuse_not_finite(path, m, params, "parameter");
-    if (h[7]) {
-        ckpt_read_checked(mom1, sizeof(float), m->num_parameters, f, path, h, 2);
-        ckpt_read_checked(mom2, sizeof(float), m->num_parameters, f, path, h, 3);
+    ckpt_read(params, pb, f, path, CKPT_CRC_NAMES[1], &crc[1]);
+    ckpt_refuse_not_finite(path, m, params, m->num_parameters, "parameter");
+    if (opt) {
+        ckpt_read(mom1, pb, f, path, CKPT_CRC_NAMES[2], &crc[2]);
+        ckpt_read(mom2, pb, f, path, CKPT_CRC_NAMES[3], &crc[3]);
         if (st) {   // a resume steps with them (--init discards them)
-            ckpt_refuse_not_finite(path, m, mom1, "AdamW first moment of");
-            ckpt_refuse_not_finite(path, m, mom2, "AdamW second moment of");
+            ckpt_refuse_not_finite(path, m, mom1, m->num_parameters, "AdamW first moment of");
+            ckpt_refuse_not_finite(path, m, mom2, m->num_parameters, "AdamW second moment of");
         }
         Rng r;
-        ckpt_read_checked(r.s, sizeof(uint64_t), 4, f, path, h, 4);
         char record[CKPT_RECORD_MAX];
-        ckpt_read_checked(record, 1, record_len, f, path, h, 5);
+        ckpt_read(r.s, sizeof r.s, f, path, CKPT_CRC_NAMES[4], &crc[4]);
+        ckpt_read(record, record_len, f, path, CKPT_CRC_NAMES[5], &crc[5]);
         record[record_len] = 0;
-        if (st) {
+        if (st && st->kind && h[10] != st->kind) {   // (h[10] 0: written before the kind was recorded)
             const char *resumer = st->kind == 1 ? "sft" : "train";
-            if (st->kind && h[10] != st->kind && (h[10] == 1 || h[10] == 2)) {
-                snprintf(msg, sizeof msg, "was written by ./grpo %s, so './grpo %s --resume' cannot "
-                         "continue it", h[10] == 1 ? "sft" : "train", resumer);
-                ckpt_error(path, msg, st->kind == 2 ? "use --init to start a GRPO run from an SFT checkpoint"
-                                                    : "resume from a checkpoint that ./grpo sft wrote");
-            }
-            if (st->kind && h[10] != st->kind) {   // 0: written before the kind was recorded
-                snprintf(msg, sizeof msg, "unknown checkpoint kind %d (this build knows sft=1, train=2), "
-                         "so './grpo %s --resume' cannot continue it", h[10], resumer);
-                ckpt_error(path, msg, "re-create it with this build, or start a new run from it with --init");
-            }
+            if (h[10] == 1 || h[10] == 2)
+                ckpt_errorf(path, st->kind == 2 ? "use --init to start a GRPO run from an SFT checkpoint"
+                                                : "resume from a checkpoint that ./grpo sft wrote",
+                            "was written by ./grpo %s, so './grpo %s --resume' cannot continue it",
+                            h[10] == 1 ? "sft" : "train", resumer);
+            ckpt_errorf(path, "re-create it with this build, or start a new run from it with --init",
+                        "unknown checkpoint kind %d (this build knows sft=1, train=2), so './grpo %s "
+                        "--resume' cannot continue it", h[10], resumer);
+        }
+        if (st) {
             st->rng = r;
             st->step = h[8];
             ckpt_parse_record(path, record, record_len, st);
@@ -6895,8 +6845,8 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         }
         ckpt_read_sections(f, path, h, nsec, sec_bytes, st);
         if (!st) {   // --init: the weights only, the moments start at zero, state sections dropped
-            memset(mom1, 0, m->num_parameters * sizeof(float));
-            memset(mom2, 0, m->num_parameters * sizeof(float));
+            memset(mom1, 0, pb);
+            memset(mom2, 0, pb);
         }
     }
     if (fgetc(f) != EOF) ckpt_error(path, "trailing bytes after the last tensor (corrupt file?)", NULL);
@@ -6904,16 +6854,15 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     fclose(f);
 #ifdef GRPO_CUDA
     if (m->on_device) {   // without optimizer state in the file the moments stay at build_gpt's zeros
-        size_t nb = m->num_parameters * sizeof(float);
-        cuda_memcpy_h2d(m->params_memory, params, nb);
-        if (h[7]) {
-            cuda_memcpy_h2d(m->m_memory, mom1, nb);
-            cuda_memcpy_h2d(m->v_memory, mom2, nb);
+        cuda_memcpy_h2d(m->params_memory, params, pb);
+        if (opt) {
+            cuda_memcpy_h2d(m->m_memory, mom1, pb);
+            cuda_memcpy_h2d(m->v_memory, mom2, pb);
         }
         free(params);
     }
 #endif
-    return h[7];
+    return opt;
 }
 
 /* ckpt_section: the state section named tag of st (as load_checkpoint read it, or as a method
@@ -6938,8 +6887,7 @@ static void ckpt_add_section(TrainState *st, const char *tag, void *data, uint64
         exit(EXIT_FAILURE);
     }
     if (i < st->num_sections && st->section_owned[i]) free(st->section[i].data);
-    memset(st->section[i].tag, 0, CKPT_TAG_BYTES);
-    memcpy(st->section[i].tag, tag, strlen(tag));
+    strncpy(st->section[i].tag, tag, CKPT_TAG_BYTES);   // (NUL-padded)
     st->section[i].data = data;
     st->section[i].bytes = bytes;
     st->section_owned[i] = owned;
@@ -6948,21 +6896,28 @@ static void ckpt_add_section(TrainState *st, const char *tag, void *data, uint64
 
 // ---- the critic's state (--objective ppo): one state section, "critic"
 
+/* critic_section_arrays: the critic's arrays to p, the state section's bytes after its int64 header
+   (see critic_section_bytes), or (path given) from p, each refused when not finite, naming path. */
+static void critic_section_arrays(Critic *c, const char *path, char *p) {
+    float *arrays[6] = {c->trunk.params_memory, c->trunk.m_memory, c->trunk.v_memory, c->head, c->head_m,
+                        c->head_v};
+    static const char *what[6] = {"critic parameter", "critic AdamW first moment of",
+                                  "critic AdamW second moment of", "critic value head",
+                                  "critic value head's AdamW m", "critic value head's AdamW v"};
+    for (int a = 0; a < 6; a++) {
+        size_t n = a < 3 ? c->trunk.num_parameters : (size_t)c->C + 1;
+        memcpy(path ? (char *)arrays[a] : p, path ? p : (char *)arrays[a], n * sizeof(float));
+        p += n * sizeof(float);
+        if (path) ckpt_refuse_not_finite(path, a < 3 ? &c->trunk : NULL, arrays[a], n, what[a]);
+    }
+}
+
 /* critic_to_section: packs the critic's state (the layout above critic_section_bytes) into its
    section buffer and names it st's state section "critic", so the next save holds it. */
 static void critic_to_section(Critic *c, TrainState *st) {
-    size_t P = c->trunk.num_parameters, H = (size_t)c->C + 1;
-    int64_t head[3] = {c->adam_t, (int64_t)P, c->C};
-    char *p = (char *)c->section;
-    memcpy(p, head, sizeof head);
-    p += sizeof head;
-    const float *arrays[6] = {c->trunk.params_memory, c->trunk.m_memory, c->trunk.v_memory, c->head,
-                              c->head_m, c->head_v};
-    for (int a = 0; a < 6; a++) {
-        size_t n = a < 3 ? P : H;
-        memcpy(p, arrays[a], n * sizeof(float));
-        p += n * sizeof(float);
-    }
+    int64_t head[3] = {c->adam_t, (int64_t)c->trunk.num_parameters, c->C};
+    memcpy(c->section, head, sizeof head);
+    critic_section_arrays(c, NULL, (char *)c->section + sizeof head);
     ckpt_add_section(st, CRITIC_TAG, c->section, c->section_bytes, 0);
 }
 
@@ -6971,38 +6926,19 @@ static void critic_to_section(Critic *c, TrainState *st) {
    NaN or Inf. */
 static void critic_from_section(Critic *c, const TrainState *st, const char *path) {
     uint64_t bytes = 0;
-    const char *p = (const char *)ckpt_section(st, CRITIC_TAG, &bytes);
+    char *p = (char *)ckpt_section(st, CRITIC_TAG, &bytes);
     if (!p)
         ckpt_error(path, "holds no critic (no state section \"critic\"), so an --objective ppo run "
                          "cannot resume from it", "resume a checkpoint that an --objective ppo run saved, or "
                          "start a new run with --init");
-    size_t P = c->trunk.num_parameters, H = (size_t)c->C + 1;
     int64_t head[3];
     if (bytes >= sizeof head) memcpy(head, p, sizeof head);
-    int fits = bytes == c->section_bytes && head[1] == (int64_t)P && head[2] == c->C;
+    int fits = bytes == c->section_bytes && head[1] == (int64_t)c->trunk.num_parameters && head[2] == c->C;
     if (!fits || head[0] < 0 || head[0] > INT32_MAX)
         ckpt_error(path, "its critic (state section \"critic\") does not fit the model (corrupt file?)",
                    NULL);
     c->adam_t = (int)head[0];
-    p += sizeof head;
-    float *arrays[6] = {c->trunk.params_memory, c->trunk.m_memory, c->trunk.v_memory, c->head, c->head_m,
-                        c->head_v};
-    static const char *what[6] = {"critic parameter", "critic AdamW first moment of",
-                                  "critic AdamW second moment of", "critic value head",
-                                  "critic value head's AdamW m", "critic value head's AdamW v"};
-    for (int a = 0; a < 6; a++) {
-        size_t n = a < 3 ? P : H;
-        memcpy(arrays[a], p, n * sizeof(float));
-        p += n * sizeof(float);
-        if (a < 3) ckpt_refuse_not_finite(path, &c->trunk, arrays[a], what[a]);
-        for (size_t i = 0; a >= 3 && i < n; i++)
-            if (!isfinite(arrays[a][i])) {
-                char msg[160];
-                snprintf(msg, sizeof msg, "%s holds a non-finite value at index %zu", what[a], i);
-                ckpt_error(path, msg, "the run that wrote it diverged, or the file is corrupt; use an "
-                                      "earlier checkpoint");
-            }
-    }
+    critic_section_arrays(c, path, p + sizeof head);
 }
 
 /* Largest |parameter| a checkpoint may hold. AdamW moves a weight by about lr per step, so healthy
@@ -7024,14 +6960,11 @@ static void check_params(const GPT *m, int step, const char *last_good) {
 #endif
     size_t worst = 0;
     float worst_abs = 0.0f;
-    for (size_t i = 0; i < m->num_parameters; i++) {
-        float a = fabsf(p[i]);
-        if (!(a <= worst_abs)) {   // true for NaN too, so a NaN is always kept
-            worst_abs = a;
+    for (size_t i = 0; i < m->num_parameters && !isnan(worst_abs); i++)
+        if (!(fabsf(p[i]) <= worst_abs)) {   // true for NaN too, so a NaN is always kept
+            worst_abs = fabsf(p[i]);
             worst = i;
         }
-        if (isnan(a)) break;
-    }
 #ifdef GRPO_CUDA
     free(host);
 #endif
@@ -7063,17 +6996,6 @@ static void save_periodic_checkpoint(const char *path, const GPT *m, const Train
 
 // ----------------------------------------------------------------------------
 // Run logs: the CSV log of a run, its per-step log line, stopping on NaN
-
-// The run's CSV log, one row per step, flushed row by row (a killed run loses at most that row).
-struct CsvLog {
-    FILE *f;
-    char path[1100];
-    int key_fields;       // a row's leading fields that the same run always writes alike (not timings)
-    char last_row[256];   // those fields of the last row: a checkpoint records them, a resume checks them
-    const struct Probe *probe;   // train's --probe-every: its columns end each row (NULL: none)
-};
-
-static const char *csv_last_row(const CsvLog *c) { return c->last_row; }
 
 // The first `fields` fields of a row (n bytes) into key (at most 255 bytes).
 static void csv_row_key(char *key, const char *row, long n, int fields) {
@@ -7114,11 +7036,10 @@ static void close_csv(CsvLog *c) {
 
 // What csv_keep kept and dropped of a run's log, for open_csv's notes.
 typedef struct {
-    int rows, last;              // rows kept; the number of the last one (first − 1: none)
+    int last;                    // the number of the last row kept (first − 1: none)
     int past, past_from, past_to, past_line;   // complete rows numbered after the checkpoint's: dropped
     int bad, bad_line;           // other lines dropped (malformed, out of order); the first of them
     char bad_why[128];           // what was wrong with that first one
-    int moved;                   // a kept row moved up: a line before it was dropped
     long cut_bytes;              // a last line without its '\n' (cut off mid-way): dropped
     int cut_line;
     int missing;                 // rows first..step not kept
@@ -7127,22 +7048,22 @@ typedef struct {
 
 // Appends rows a..b (a <= b) to r's missing rows.
 static void csv_note_missing(CsvRepair *r, int a, int b) {
-    size_t used = strlen(r->missing_list);
+    size_t used = strlen(r->missing_list), cap = sizeof r->missing_list - used;
+    char *end = r->missing_list + used;
     r->missing += b - a + 1;
     if (used >= sizeof r->missing_list - 40) {
-        if (!strstr(r->missing_list, "...")) snprintf(r->missing_list + used, sizeof r->missing_list - used, ", ...");
-        return;
-    }
-    if (a == b) snprintf(r->missing_list + used, sizeof r->missing_list - used, "%s%d", used ? ", " : "", a);
-    else snprintf(r->missing_list + used, sizeof r->missing_list - used, "%s%d-%d", used ? ", " : "", a, b);
+        if (!strstr(r->missing_list, "...")) snprintf(end, cap, ", ...");
+    } else if (a == b) snprintf(end, cap, "%s%d", used ? ", " : "", a);
+    else snprintf(end, cap, "%s%d-%d", used ? ", " : "", a, b);
 }
 
 /* csv_keep: what a run resuming after row `step` keeps of its log text (n bytes): the header line, then
    each complete, well-formed row numbered above the last kept (first − 1 at the start), up to `step`,
-   moved to the front of text. Returns their length, −1 when the header differs; r: what was dropped. */
-static long csv_keep(char *text, long n, const char *header, int first, int step, CsvRepair *r) {
+   moved to the front of text. Returns their length, −1 when the header differs; r: what was dropped;
+   c->last_row: the key fields of the last row kept. */
+static long csv_keep(char *text, long n, const char *header, int first, int step, CsvLog *c, CsvRepair *r) {
     long hlen = (long)strlen(header);
-    int fields = 1;
+    int fields = 1, wl = (int)strcspn(header, ",");   // wl: what the rows' numbers count (step, point)
     for (const char *p = header; *p; p++) fields += *p == ',';
     memset(r, 0, sizeof *r);
     r->last = first - 1;
@@ -7162,33 +7083,29 @@ static long csv_keep(char *text, long n, const char *header, int first, int step
         char *end, why[128] = "";
         errno = 0;
         long num = line[0] >= '0' && line[0] <= '9' ? strtol(line, &end, 10) : -1;
-        int wl = (int)strcspn(header, ",");   // the rows' numbers: step (point in eval.csv)
         if (num < 0 || errno || *end != ',') snprintf(why, sizeof why, "it does not start with a %.*s number", wl, header);
         else if (f != fields) snprintf(why, sizeof why, "%d fields, the header has %d", f, fields);
         else if (num <= r->last)
             snprintf(why, sizeof why, "%.*s %ld after %.*s %d: out of order", wl, header, num, wl, header, r->last);
-        if (!why[0] && num > step) {   // well-formed, after the checkpoint's step
-            if (!r->past) {
-                r->past_from = (int)num;
-                r->past_line = lineno;
-            }
-            r->past++;
-            r->past_to = (int)num;
-            continue;
-        }
         if (why[0]) {
-            if (!r->bad) {
+            if (!r->bad++) {
                 r->bad_line = lineno;
                 snprintf(r->bad_why, sizeof r->bad_why, "%s", why);
             }
-            r->bad++;
+            continue;
+        }
+        if (num > step) {   // well-formed, after the checkpoint's step
+            if (!r->past++) {
+                r->past_from = (int)num;
+                r->past_line = lineno;
+            }
+            r->past_to = (int)num;
             continue;
         }
         if (num > r->last + 1) csv_note_missing(r, r->last + 1, (int)num - 1);
-        r->moved |= line != text + keep;
         memmove(text + keep, line, (size_t)len);
+        csv_row_key(c->last_row, text + keep, len, c->key_fields);
         keep += len;
-        r->rows++;
         r->last = (int)num;
     }
     if (r->last < step) csv_note_missing(r, r->last + 1, step);
@@ -7221,15 +7138,11 @@ static void csv_header_diff(char *out, size_t cap, const char *text, long n, con
    checkpoint was saved after: another row `step` is another run's log, and the run stops. */
 static CsvLog open_csv(const char *run_dir, const char *name, const char *header, int first, int step,
                        int key_fields, const char *log_row) {
-    CsvLog c;
-    c.key_fields = key_fields;
-    c.last_row[0] = 0;
-    c.probe = NULL;
+    CsvLog c = {.key_fields = key_fields};
     snprintf(c.path, sizeof c.path, "%s/%s", run_dir, name);
     int wl = (int)strcspn(header, ",");   // what the rows' numbers count: step (point in eval.csv)
     struct stat sb;
-    CsvRepair r;
-    memset(&r, 0, sizeof r);
+    CsvRepair r = {0};
     if (step < first || stat(c.path, &sb) != 0 || sb.st_size == 0) {
         if (step >= first) csv_note_missing(&r, first, step);
         if (r.missing)
@@ -7245,18 +7158,13 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
     long n = (long)sb.st_size;
     char *text = (char *)mallocCheck((size_t)n);
     if (fread(text, 1, (size_t)n, c.f) != (size_t)n) csv_failed(&c);
-    long keep = csv_keep(text, n, header, first, step, &r);
+    long keep = csv_keep(text, n, header, first, step, &c, &r);
     if (keep < 0) {
         char msg[1800], diff[600];
         csv_header_diff(diff, sizeof diff, text, n, header);
         snprintf(msg, sizeof msg, "'%s' does not start with the header this run writes: %s", c.path, diff);
         fail_at(__FILE__, __LINE__, msg, "a log from another build or other options: move the file away, or "
                 "resume into another --run-dir");
-    }
-    if (r.rows > 0) {   // the last row kept: the row r.last
-        long start = keep - 1;
-        while (start > 0 && text[start - 1] != '\n') start--;
-        csv_row_key(c.last_row, text + start, keep - start, key_fields);
     }
     if (log_row && log_row[0] && r.last == step && strcmp(c.last_row, log_row) != 0) {
         char msg[1800];
@@ -7281,10 +7189,8 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
         fprintf(stderr, "note: %s has no row for %.*s%s %s (the checkpoint was saved after %.*s %d): %s not "
                         "logged\n", c.path, wl, header, r.missing > 1 ? "s" : "", r.missing_list, wl, header, step,
                 r.missing > 1 ? "they were" : "it was");
-    if (!r.moved) {   // only an end was dropped: cut the file there
-        if (fflush(c.f) != 0 || ftruncate(fileno(c.f), (off_t)keep) != 0 || fseek(c.f, 0, SEEK_END) != 0)
-            csv_failed(&c);
-    } else {   // a line dropped before the end: the kept rows to a temporary file, renamed over the log
+    if (keep == n && fseek(c.f, 0, SEEK_END) != 0) csv_failed(&c);   // all kept: rows follow (a seek first)
+    if (keep < n) {   // lines dropped: the kept rows to a temporary file, renamed over the log
         AtomicFile a;
         fwrite(text, 1, (size_t)keep, atomic_open(&a, c.path));   // a failed write: atomic_close exits
         atomic_close(&a);
@@ -7360,13 +7266,11 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     const UpdateStats *u = &r->update;
     const CriticStats *c = &r->critic;
     static int cap_noted = 0;   // the note once per process; the CSV marks every step
-    if (sel->cap_hit && !cap_noted) {
+    if (sel->cap_hit && !cap_noted++)
         fprintf(stderr, "note: step %d: dynamic sampling left %d of %d groups with all-equal rewards after "
                         "%d refill rounds (--dynamic-max-rounds); they stay in the batch with advantage 0 "
                         "(no gradient); train.csv's dynamic_cap_hit marks each step where this happens\n",
                 r->step, (int)lround(all_equal * P), P, sel->refill_rounds);
-        cap_noted = 1;
-    }
     if ((r->step - 1) % 10 == 0 || r->last || r->val_acc >= 0) {
         printf("step %4d | reward %.3f | eq %.2f | len %.1f | |λ| %.2f | tree %.2f d%.2f i%.2f | loss %+.5f"
                " | kl %.4f | clip %.3f | gen %lld | t %.2f/%.3f/%.4f/%.2f s | %.0f tok/s",
@@ -7410,15 +7314,11 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
             lambda_share);
 }
 
-// What after_step calls, defined below: validation, periodic checkpoints, the --budget's counts and
-// its evaluation points.
+// What after_step calls, defined below: validation, the --budget's counts and its evaluation points.
 static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int max_new,
                            float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump);
-static void save_periodic_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good,
-                                     size_t cap);
 static int spend_budget(TrainRun *run, StepReport *r);
 static void eval_budget_points(TrainRun *run, const StepReport *r);
-static void critic_to_section(Critic *c, TrainState *st);
 
 static int after_step(TrainRun *run, StepReport *r) {
     GroupBatch *g = run->batch;
