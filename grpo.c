@@ -4833,12 +4833,10 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
     if (B < 1) return;
     int V = m->config.vocab_size;
     int maxT = m->config.max_seq_len;
-    int *leader = (int *)mallocCheck((size_t)B * sizeof(int));
-    int *row_of = (int *)mallocCheck((size_t)B * sizeof(int));    // row_of[s]: the row in slot s
-    int *slot_of = (int *)mallocCheck((size_t)B * sizeof(int));
-    int *tok = (int *)mallocCheck((size_t)B * sizeof(int));       // per slot: the step's token
-    int *pos = (int *)mallocCheck((size_t)B * sizeof(int));       // and its position
-    int *done = (int *)mallocCheck((size_t)B * sizeof(int));
+    int *leader = (int *)mallocCheck(6 * (size_t)B * sizeof(int));
+    int *row_of = leader + B, *slot_of = row_of + B;   // row_of[s]: the row in slot s
+    int *tok = slot_of + B, *pos = tok + B;            // per slot: the step's token and its position
+    int *done = pos + B;
     float *probs = (float *)mallocCheck((size_t)V * sizeof(float));
     int D = shared_prompts(leader, B, prompts, prompt_len);
     float *first = (float *)mallocCheck((size_t)D * V * sizeof(float));   // logits after each prompt
@@ -4913,11 +4911,6 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
     }
     kv_unpack_weights(kv);
     free(leader);
-    free(row_of);
-    free(slot_of);
-    free(tok);
-    free(pos);
-    free(done);
     free(probs);
     free(first);
 }
@@ -9787,8 +9780,8 @@ typedef struct {
 
 static void build_bench_batch(BenchBatch *b, int B, int T, Rng *rng) {
     size_t n = (size_t)B * T;
-    *b = (BenchBatch){B, T, (int *)mallocCheck(n * sizeof(int)), (int *)mallocCheck(n * sizeof(int)),
-                      (float *)mallocCheck(n * sizeof(float)), (float *)mallocCheck(n * sizeof(float))};
+    int *mem = (int *)mallocCheck(4 * n * sizeof(int));   // one allocation: ints, then floats of the same size
+    *b = (BenchBatch){B, T, mem, mem + n, (float *)(mem + 2 * n), (float *)(mem + 3 * n)};
     for (size_t i = 0; i < n; i++) {
         b->inputs[i] = rng_int(rng, VOCAB_SIZE);
         b->targets[i] = rng_int(rng, VOCAB_SIZE);
@@ -9796,12 +9789,7 @@ static void build_bench_batch(BenchBatch *b, int B, int T, Rng *rng) {
     }
 }
 
-static void free_bench_batch(BenchBatch *b) {
-    free(b->inputs);
-    free(b->targets);
-    free(b->logp);
-    free(b->dlogp);
-}
+static void free_bench_batch(BenchBatch *b) { free(b->inputs); }
 
 // one timed training step of bench: forward, log-probs, backward, clipping, AdamW step t
 static void bench_train_step(GPT *m, const BenchBatch *b, const AdamWConfig *opt, int t) {
@@ -9829,59 +9817,48 @@ static double time_train_steps(GPT *m, const BenchBatch *b, const AdamWConfig *o
 }
 
 /* read_bench_groups: the groups of path (eval --completions' format; '#' lines are comments; lines
-   with one prompt in a row form a group) into g (at most max_seqs completions of max_new tokens) with
-   a step's default advantages and trees, the prompts' tokens into prompts (max_seqs, maxT). Returns
+   with one prompt in a row form a group) into g (at most max_seqs completions of max_new tokens), the
+   prompts' tokens into prompts (max_seqs, maxT). Returns
    the number of completions, 0 (g not built) when the file is missing or does not fit. */
 static int read_bench_groups(const char *path, GroupBatch *g, int *prompts, int max_seqs, int max_new,
                              int maxT) {
     FILE *f = fopen(path, "r");
     if (!f) return 0;
-    char line[512];
-    int n = 0, groups = 0, fits = 1;
+    int n = 0, groups = 0, fits = 1, cbuf[512];
     int *starts = (int *)mallocCheck(((size_t)max_seqs + 1) * sizeof(int));
-    int *comp = (int *)mallocCheck((size_t)max_seqs * max_new * sizeof(int));
-    int *plen = (int *)mallocCheck((size_t)max_seqs * sizeof(int));
-    int *clen = (int *)mallocCheck((size_t)max_seqs * sizeof(int));
-    float *reward = (float *)mallocCheck((size_t)max_seqs * sizeof(float));
-    char last_prompt[512] = "";
-    while (fits && fgets(line, sizeof line, f)) {
-        if (line[0] == '#' || line[0] == '\n') continue;
-        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
-        char *t3 = t2 ? strchr(t2 + 1, '\t') : NULL;
-        if (!t3 || n == max_seqs) { fits = 0; break; }
-        *t1 = *t2 = *t3 = 0;
-        int pl = (int)strlen(line), cl = (int)(t2 - t1 - 1), eos = !strncmp(t3 + 1, "eos", 3), bad;
-        if (1 + pl + cl + eos > maxT || cl + eos > max_new || cl + eos == 0) { fits = 0; break; }
-        int *pr = prompts + (size_t)n * maxT, *c = comp + (size_t)n * max_new;
-        pr[0] = TOK_BOS;
-        if (encode(line, pl, pr + 1, &bad) < 0 || encode(t1 + 1, cl, c, &bad) < 0) { fits = 0; break; }
-        if (eos) c[cl] = TOK_EOS;
-        if (strcmp(line, last_prompt)) starts[groups++] = n;
-        snprintf(last_prompt, sizeof last_prompt, "%s", line);
-        plen[n] = 1 + pl;
-        clen[n] = cl + eos;
-        reward[n] = (float)atof(t2 + 1);
-        n++;
+    // pass 0 checks every line and finds the groups (then g is built), pass 1 fills g
+    for (int pass = 0; pass < 2 && fits && (pass == 0 || n > 0); pass++) {
+        char line[512], last_prompt[512] = "";
+        rewind(f);
+        for (n = 0; fgets(line, sizeof line, f);) {
+            if (line[0] == '#' || line[0] == '\n') continue;
+            char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+            char *t3 = t2 ? strchr(t2 + 1, '\t') : NULL;
+            if (!t3 || n == max_seqs) { fits = 0; break; }
+            *t1 = *t2 = *t3 = 0;
+            int pl = (int)strlen(line), cl = (int)(t2 - t1 - 1), eos = !strncmp(t3 + 1, "eos", 3), bad;
+            if (1 + pl + cl + eos > maxT || cl + eos > max_new || cl + eos == 0) { fits = 0; break; }
+            int *pr = prompts + (size_t)n * maxT, *c = pass ? g->comp + (size_t)n * max_new : cbuf;
+            pr[0] = TOK_BOS;
+            if (encode(line, pl, pr + 1, &bad) < 0 || encode(t1 + 1, cl, c, &bad) < 0) { fits = 0; break; }
+            if (eos) c[cl] = TOK_EOS;
+            if (pass == 0 && strcmp(line, last_prompt)) starts[groups++] = n;
+            snprintf(last_prompt, sizeof last_prompt, "%s", line);
+            if (pass == 1) {
+                g->prompt[n] = pr;
+                g->plen[n] = 1 + pl;
+                g->clen[n] = cl + eos;
+                g->reward[n] = (float)atof(t2 + 1);
+            }
+            n++;
+        }
+        if (pass == 0 && fits && n > 0) {
+            starts[groups] = n;
+            build_group_batch_starts(g, groups, starts, max_new, n, maxT);
+        }
     }
     fclose(f);
-    if (fits && n > 0) {
-        starts[groups] = n;
-        build_group_batch_starts(g, groups, starts, max_new, n, maxT);
-        for (int i = 0; i < n; i++) {
-            g->prompt[i] = prompts + (size_t)i * maxT;
-            g->plen[i] = plen[i];
-            g->clen[i] = clen[i];
-            g->reward[i] = reward[i];
-            memcpy(g->comp + (size_t)i * max_new, comp + (size_t)i * max_new, clen[i] * sizeof(int));
-        }
-        Options def;
-        default_options(&def);
-        ObjectiveConfig obj = def.obj;   // the advantages of a step with the defaults
-        obj.max_new_tokens = max_new;
-        compute_advantages(g->advantage, g->reward, groups, g->group_start, &obj);
-        build_group_trees(g);
-    }
-    free(starts); free(comp); free(plen); free(clen); free(reward);
+    free(starts);
     return fits ? n : 0;
 }
 
@@ -9913,40 +9890,46 @@ static double fma_peak_gflops(void) {
     return 2.0 * CHAINS * LANES * (double)iters / dt / 1e9;
 }
 
-// the median of x (n <= 16 values, reordered)
-static double median_of(double *x, int n) {
-    for (int a = 1; a < n; a++)
-        for (int b = a; b > 0 && x[b - 1] > x[b]; b--) {
-            double t = x[b];
-            x[b] = x[b - 1];
-            x[b - 1] = t;
-        }
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+// qsort's comparison of two doubles, ascending (bench's timings)
+static int double_cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
-// timed sampling calls in bench (after a warm-up); the median is reported
-#define BENCH_SAMPLE_REPS 5
-
-/* time_sampling: the median seconds of BENCH_SAMPLE_REPS sample_completions calls (T = 1) after a warm-up,
-   the B <= 128 sequences of pp, plen drawing the same completions each call (stream (seed, stream0 + b));
-   allowed: the sampler's mask (NULL: all). *new_tokens: the tokens the last call drew. */
-static double time_sampling(GPT *m, KVCache *kv, int B, const int *const *pp, const int *plen, int max_new,
-                            uint64_t seed, int stream0, const unsigned char *allowed, long *new_tokens) {
-    int *comp = (int *)mallocCheck((size_t)B * max_new * sizeof(int)), clen[128];
+/* time_sampling: new tokens/s of sample_completions (T = 1), the median of 5 calls after a warm-up, on
+   np prompts of len random tokens (bos: the first is <bos>) drawn from rng, copies rows each (np·copies
+   <= 128 rows, each drawing the same completion every call: stream (seed, stream0 + b)), max_new new
+   tokens; allowed: the sampler's mask (NULL: all). */
+static double time_sampling(GPT *m, Rng *rng, int np, int copies, int len, int bos, int max_new,
+                            uint64_t seed, int stream0, const unsigned char *allowed) {
+    int B = np * copies, plen[128], clen[128];
+    int *prompts = (int *)mallocCheck((size_t)np * len * sizeof(int));
+    int *comp = (int *)mallocCheck((size_t)B * max_new * sizeof(int));
     float *lp = (float *)mallocCheck((size_t)B * max_new * sizeof(float));
+    const int *pp[128];
+    for (int i = 0; i < np * len; i++) prompts[i] = bos && i % len == 0 ? TOK_BOS : rng_int(rng, VOCAB_SIZE);
+    for (int b = 0; b < B; b++) {
+        pp[b] = prompts + (size_t)(b / copies) * len;
+        plen[b] = len;
+    }
+    KVCache kv;
+    build_kvcache(&kv, &m->config, B);
     Rng rngs[128];
-    double s[BENCH_SAMPLE_REPS];
-    for (int it = 0; it <= BENCH_SAMPLE_REPS; it++) {
+    double s[5];
+    for (int it = 0; it <= 5; it++) {
         for (int b = 0; b < B; b++) rng_seed(&rngs[b], seed, stream0 + b);
         double t0 = wall_seconds();
-        sample_completions(m, kv, B, pp, plen, max_new, 1.0f, 0, rngs, allowed, comp, lp, clen);
+        sample_completions(m, &kv, B, pp, plen, max_new, 1.0f, 0, rngs, allowed, comp, lp, clen);
         if (it > 0) s[it - 1] = wall_seconds() - t0;
     }
-    *new_tokens = 0;
-    for (int b = 0; b < B; b++) *new_tokens += clen[b];
+    long tokens = 0;
+    for (int b = 0; b < B; b++) tokens += clen[b];
+    free_kvcache(&kv);
+    free(prompts);
     free(comp);
     free(lp);
-    return median_of(s, BENCH_SAMPLE_REPS);
+    qsort(s, 5, sizeof *s, double_cmp);
+    return tokens / s[2];
 }
 
 /* time_grpo_updates: grpo_update of m on tests/fixtures/bench_groups.txt's groups, a warm-up then 5 of
@@ -9961,10 +9944,12 @@ static int time_grpo_updates(GPT *m, const AdamWConfig *opt, int layouts, double
     if (n > 0) {
         *T = make_batch(g.inputs, g.targets, n, g.prompt, g.plen, g.comp_row, g.clen);
         *rows = pack_shared_prefix_batch(g.spb, n, g.prompt, g.plen, g.comp_row, g.clen);
-        Options def;
+        Options def;   // a step's advantages and update with the defaults
         default_options(&def);
         GRPOConfig cfg = grpo_config_from_options(&def);
         cfg.obj.max_new_tokens = 26;
+        compute_advantages(g.advantage, g.reward, g.num_groups, g.group_start, &cfg.obj);
+        build_group_trees(&g);
         int adam = 0;
         UpdateStats us;
         for (int it = 0; it < 6; it++)
@@ -9977,7 +9962,7 @@ static int time_grpo_updates(GPT *m, const AdamWConfig *opt, int layouts, double
 #endif
                 if (it > 0) ms[lay][it - 1] = 1e3 * (wall_seconds() - t1);
             }
-        for (int lay = 0; lay < layouts; lay++) median_of(ms[lay], 5);
+        for (int lay = 0; lay < layouts; lay++) qsort(ms[lay], 5, sizeof(double), double_cmp);
         free_group_batch(&g);
     }
     free(prompts);
@@ -10059,46 +10044,18 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #ifdef GRPO_CUDA
     layouts = mu.on_device ? 1 : 2;
 #endif
-    double rg_ms[2][5];   // sorted by median_of: [0] the fastest, [2] the median, [4] the slowest
+    double rg_ms[2][5];   // sorted: [0] the fastest, [2] the median, [4] the slowest
     int rg_T = 0, rg_rows = 0, rg_n = time_grpo_updates(&mu, &opt, layouts, rg_ms, &rg_T, &rg_rows);
     free_bench_batch(&ub);
     free_gpt(&mu);
     // sampling: eos masked so every sequence runs to the end of the context
-    KVCache kv;
-    build_kvcache(&kv, &m.config, S);
     unsigned char allowed[VOCAB_SIZE];
     for (int v = 0; v < VOCAB_SIZE; v++) allowed[v] = v != TOK_EOS;
-    int *prompts = (int *)mallocCheck((size_t)S * P * sizeof(int)), plen[64];
-    const int *pp[64];
-    for (int b = 0; b < S; b++) {
-        for (int t = 0; t < P; t++) prompts[b * P + t] = rng_int(&rng, VOCAB_SIZE);
-        pp[b] = prompts + b * P;
-        plen[b] = P;
-    }
-    long tokens;
-    double sample_tok_s = (double)S * (T - P) /   // every sequence runs to the end of the context
-                          time_sampling(&m, &kv, S, pp, plen, T - P, o->seed, 100, allowed, &tokens);
+    double sample_tok_s = time_sampling(&m, &rng, S, 1, P, 0, T - P, o->seed, 100, allowed);
     // sampling the way a GRPO step does: 8 prompts x 16 completions that stop at <eos> (the
     // sampler feeds each prompt once and drops finished sequences from the decode step)
-    double grpo_tok_s = 0.0;
-    int gp = 12, gk = 16, gnew = imin(26, T - gp);
-    if (gnew >= 1) {
-        KVCache gkv;
-        build_kvcache(&gkv, &m.config, 8 * gk);
-        int gprompts[8][12], gplen[8 * 16];
-        const int *gpp[8 * 16];
-        for (int p = 0; p < 8; p++) {
-            gprompts[p][0] = TOK_BOS;
-            for (int t = 1; t < gp; t++) gprompts[p][t] = rng_int(&rng, VOCAB_SIZE);
-        }
-        for (int i = 0; i < 8 * gk; i++) {
-            gpp[i] = gprompts[i / gk];
-            gplen[i] = gp;
-        }
-        double s = time_sampling(&m, &gkv, 8 * gk, gpp, gplen, gnew, o->seed, 200, NULL, &tokens);
-        grpo_tok_s = tokens / s;
-        free_kvcache(&gkv);
-    }
+    int gnew = imin(26, T - 12);
+    double grpo_tok_s = gnew >= 1 ? time_sampling(&m, &rng, 8, 16, 12, 1, gnew, o->seed, 200, NULL) : 0.0;
     printf("# model: %zu parameters (L=%d NH=%d C=%d maxT=%d), train batch %dx%d, sample batch %d\n",
            m.num_parameters, o->layers, o->heads, o->channels, T, B, T, S);
 #ifdef GRPO_CUDA
@@ -10143,8 +10100,6 @@ static int cmd_bench(int argc, char **argv, Options *o) {
                rg_ms[0][2], rg_ms[1][2], rg_n, rg_T, rg_rows);
     printf("threads=%d\n", num_threads());
     free_bench_batch(&bb);
-    free(prompts);
-    free_kvcache(&kv);
     free_gpt(&m);
     return 0;
 }
