@@ -4100,22 +4100,22 @@ static void pack_panels(float *panels, size_t pstride, const float *src, size_t 
     }
 }
 
-/* mm_rows: rows [n0, nend) of out (ldo apart, columns [0, w)) = rows of A (N x K, lda apart) times
-   panel (K, MM_W) + bias (NULL: none), or += with accumulate; MM_R rows a tile (past row N-1 it
-   rereads it, stores nothing). Not inlined: in the callers' parallel regions gcc spills a[]. */
-__attribute__((noinline))
-static void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, int n0, int nend,
-                    const float *panel, int K, int w, const float *bias, int accumulate) {
+/* mm_block: rows [n0, nend) of out (ldo apart, columns [0, w)) = rows of A (row n at A + n·rs, terms ks
+   apart) times panel (K, MM_W) + bias (NULL: none), or += with accumulate; MM_R rows a tile (past row N-1
+   it rereads it, stores nothing). Inlined into mm_rows and mm_cols, each with its own constants. */
+__attribute__((always_inline))
+static inline void mm_block(float *out, size_t ldo, const float *A, size_t rs, size_t ks, int N, int n0, int nend,
+                            const float *panel, int K, int w, const float *bias, int accumulate, int prefetch) {
     float b[MM_W];
     for (int j = 0; j < MM_W; j++) b[j] = bias && j < w ? bias[j] : 0.0f;
     for (int n = n0; n < nend; n += MM_R) {
         const float *a[MM_R];
-        for (int r = 0; r < MM_R; r++) a[r] = A + (size_t)imin(n + r, N - 1) * lda;
+        for (int r = 0; r < MM_R; r++) a[r] = A + (size_t)imin(n + r, N - 1) * rs;
         // the next tile's output rows (ldo apart: not prefetched by the CPU) load while this one computes
-        for (int r = MM_R; r < 2 * MM_R && n + r < nend; r++)
+        for (int r = MM_R; prefetch && r < 2 * MM_R && n + r < nend; r++)
             __builtin_prefetch(out + (size_t)(n + r) * ldo, 1);
         float acc[MM_R][MM_W];
-        mm_tile(acc, a, 1, panel, K);
+        mm_tile(acc, a, ks, panel, K);
         for (int r = 0; r < MM_R && n + r < nend; r++) {
             float *o = out + (size_t)(n + r) * ldo;
             if (w == MM_W && accumulate) {
@@ -4131,26 +4131,18 @@ static void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, i
     }
 }
 
-/* mm_cols: matmul_backward's dweight tiles: out[o, 0:w) += Σ_{k<K} A[k, o] panel[k, :] for outputs
-   [o0, oend) (A: K rows, lda apart), MM_R at a time (past output lda-1 reread, nothing stored). */
+// mm_block on rows of A (N x K, lda apart). Not inlined: in the callers' parallel regions gcc spills a[].
+__attribute__((noinline))
+static void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, int n0, int nend,
+                    const float *panel, int K, int w, const float *bias, int accumulate) {
+    mm_block(out, ldo, A, lda, 1, N, n0, nend, panel, K, w, bias, accumulate, 1);
+}
+
+// matmul_backward's dweight tiles: out[o, 0:w) += Σ_{k<K} A[k, o] panel[k, :], o in [o0, oend), A (K, lda)
 __attribute__((noinline))
 static void mm_cols(float *out, size_t ldo, const float *A, size_t lda, int o0, int oend,
                     const float *panel, int K, int w) {
-    for (int o = o0; o < oend; o += MM_R) {
-        const float *a[MM_R];
-        for (int r = 0; r < MM_R; r++) a[r] = A + imin(o + r, (int)lda - 1);
-        float acc[MM_R][MM_W];
-        mm_tile(acc, a, lda, panel, K);
-        for (int r = 0; r < MM_R && o + r < oend; r++) {
-            float *d = out + (size_t)(o + r) * ldo;
-            if (w == MM_W) {
-                #pragma omp simd
-                for (int j = 0; j < MM_W; j++) d[j] += acc[r][j];
-            } else {
-                for (int j = 0; j < w; j++) d[j] += acc[r][j];
-            }
-        }
-    }
+    mm_block(out, ldo, A, 1, lda, (int)lda, o0, oend, panel, K, w, NULL, 1, 0);
 }
 
 // expf that gcc can vectorize (glibc's vector expf needs -ffast-math): Cephes polynomial,
