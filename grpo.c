@@ -4168,32 +4168,24 @@ static inline float exp_simd(float x) {
     return p * scale;
 }
 
-// Row sums, 16 partial sums wide (one chain runs one term at a time), added pairwise at the end:
-// the same order on every instruction set and thread count.
+// Row sums (prod 0) and dot products (prod 1, a constant where inlined), 16 partial sums wide (one
+// chain runs one term at a time), added pairwise at the end: the same order on every instruction set
+// and thread count.
 #define SUM_W 16
-static inline float sum16(const float *x, int n) {
+static inline float sum_w16(const float *x, const float *y, int n, int prod) {
     float acc[SUM_W] = {0};
     int nw = n / SUM_W * SUM_W;
     for (int i = 0; i < nw; i += SUM_W)
         #pragma omp simd
-        for (int j = 0; j < SUM_W; j++) acc[j] += x[i + j];
-    for (int i = nw; i < n; i++) acc[i - nw] += x[i];
+        for (int j = 0; j < SUM_W; j++) acc[j] += prod ? x[i + j] * y[i + j] : x[i + j];
+    for (int i = nw; i < n; i++) acc[i - nw] += prod ? x[i] * y[i] : x[i];
     for (int w = SUM_W / 2; w > 0; w /= 2)
         for (int j = 0; j < w; j++) acc[j] += acc[j + w];
     return acc[0];
 }
 
-static inline float dot16(const float *x, const float *y, int n) {
-    float acc[SUM_W] = {0};
-    int nw = n / SUM_W * SUM_W;
-    for (int i = 0; i < nw; i += SUM_W)
-        #pragma omp simd
-        for (int j = 0; j < SUM_W; j++) acc[j] += x[i + j] * y[i + j];
-    for (int i = nw; i < n; i++) acc[i - nw] += x[i] * y[i];
-    for (int w = SUM_W / 2; w > 0; w /= 2)
-        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
-    return acc[0];
-}
+static inline float sum16(const float *x, int n) { return sum_w16(x, x, n, 0); }
+static inline float dot16(const float *x, const float *y, int n) { return sum_w16(x, y, n, 1); }
 
 // Attention's sums: vector loops across positions or channels, never along a dot product; ATTN_WIDE
 // at a time while they last (a head's sums are too short to hide the FMA latency with fewer), then 8.
@@ -10032,10 +10024,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     GPTConfig ucfg = m.config;   // FLOPs per token at the update's length (attention's 2·L·UT·C)
     ucfg.max_seq_len = UT;
     double update_gflops = update_tok_s * 3.0 * model_flops_per_token(&ucfg) / 1e9;
-    int layouts = 2;   // the padded layout and the shared-prefix batch (tree); the CUDA build trains padded
-#ifdef GRPO_CUDA
-    layouts = mu.on_device ? 1 : 2;
-#endif
+    int layouts = mu.on_device ? 1 : 2;   // padded, then the shared-prefix batch (tree): the CPU's only
     double rg_ms[2][5];   // sorted: [0] the fastest, [2] the median, [4] the slowest
     int rg_T = 0, rg_rows = 0, rg_n = time_grpo_updates(&mu, &opt, layouts, rg_ms, &rg_T, &rg_rows);
     free_bench_batch(&ub);
