@@ -4104,8 +4104,9 @@ static void pack_panels(float *panels, size_t pstride, const float *src, size_t 
    apart) times panel (K, MM_W) + bias (NULL: none), or += with accumulate; MM_R rows a tile (past row N-1
    it rereads it, stores nothing). Inlined into mm_rows and mm_cols, each with its own constants. */
 __attribute__((always_inline))
-static inline void mm_block(float *out, size_t ldo, const float *A, size_t rs, size_t ks, int N, int n0, int nend,
-                            const float *panel, int K, int w, const float *bias, int accumulate, int prefetch) {
+static inline void mm_block(float *out, size_t ldo, const float *A, size_t rs, size_t ks, int N, int n0,
+                            int nend, const float *panel, int K, int w, const float *bias, int accumulate,
+                            int prefetch) {
     float b[MM_W];
     for (int j = 0; j < MM_W; j++) b[j] = bias && j < w ? bias[j] : 0.0f;
     for (int n = n0; n < nend; n += MM_R) {
@@ -4765,41 +4766,31 @@ static void decode_matmul(GPT *m, const float **panels, float *out, const float 
 
 // ---- The shared sampler: the sampler's work on distinct prompts and unfinished rows only
 
+typedef struct { const int *tokens; int len, row; } PromptKey;   // a row's prompt, as shared_prompts sorts it
+
+// by length, then tokens, then row (so that the first row of equal prompts comes first)
+static int prompt_key_cmp(const void *a, const void *b) {
+    const PromptKey *x = (const PromptKey *)a, *y = (const PromptKey *)b;
+    int c = x->len != y->len ? x->len - y->len : memcmp(x->tokens, y->tokens, (size_t)x->len * sizeof(int));
+    return c ? c : x->row - y->row;
+}
+
 /* shared_prompts: leader[b] = the first row whose prompt equals row b's (same length, same
    tokens), b itself for the first row of each distinct prompt; returns how many are distinct.
-   Rows are compared by content, so callers need not say which rows form a group; a hash
-   table of 2B to 4B entries keeps it linear. */
+   Rows are compared by content, so callers need not say which rows form a group. */
 static int shared_prompts(int *leader, int B, const int *const *prompts, const int *prompt_len) {
-    int size = 1;
-    while (size < 2 * B) size *= 2;
-    int *table = (int *)mallocCheck((size_t)size * sizeof(int));
-    for (int i = 0; i < size; i++) table[i] = -1;
+    PromptKey *key = (PromptKey *)mallocCheck((size_t)B * sizeof(PromptKey));
+    for (int b = 0; b < B; b++) key[b] = (PromptKey){prompts[b], prompt_len[b], b};
+    qsort(key, B, sizeof(PromptKey), prompt_key_cmp);
     int distinct = 0;
-    for (int b = 0; b < B; b++) {
-        uint64_t h = 1469598103934665603ull ^ (uint64_t)prompt_len[b];   // FNV-1a
-        for (int t = 0; t < prompt_len[b]; t++) {
-            h ^= (uint32_t)prompts[b][t];
-            h *= 1099511628211ull;
-        }
-        h ^= h >> 32;   // FNV's low bits depend on the tokens' low bits only: mix in the high ones
-        h *= 0x9e3779b97f4a7c15ull;
-        int i = (int)(h >> 32 & (uint64_t)(size - 1));
-        leader[b] = b;
-        while (table[i] >= 0) {
-            int a = table[i];
-            size_t bytes = (size_t)prompt_len[b] * sizeof(int);
-            if (prompt_len[a] == prompt_len[b] && memcmp(prompts[a], prompts[b], bytes) == 0) {
-                leader[b] = a;
-                break;
-            }
-            i = (i + 1) & (size - 1);
-        }
-        if (leader[b] == b) {
-            table[i] = b;
-            distinct++;
-        }
+    for (int i = 0; i < B; i++) {
+        const PromptKey *k = &key[i], *prev = &key[i > 0 ? i - 1 : 0];
+        int same = i > 0 && k->len == prev->len &&
+                   !memcmp(k->tokens, prev->tokens, (size_t)k->len * sizeof(int));
+        leader[k->row] = same ? leader[prev->row] : k->row;
+        distinct += !same;
     }
-    free(table);
+    free(key);
     return distinct;
 }
 
