@@ -4512,11 +4512,9 @@ static void gpt_set_rows(GPT *m, const SharedPrefixBatch *pk) {
     m->att_size = pk->att_size;
 }
 
-/* gpt_forward_spb: gpt_forward on the packed batch pk's rows → acts.logits (rows, V). CPU only. */
+// gpt_forward on the packed batch pk's rows → acts.logits (rows, V); CPU only (the CUDA build refuses
+// --update-layout tree with the options)
 static void gpt_forward_spb(GPT *m, const SharedPrefixBatch *pk) {
-    if (m->on_device)
-        fail_at(__FILE__, __LINE__, "the tree-packed update runs on the CPU only",
-                "use --update-layout padded");
     gpt_set_rows(m, pk);
     trunk_forward(m, pk->token, pk);
     lm_head_forward(m);
@@ -4850,10 +4848,7 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
         comp_len[b] = 1;
         done[b] = comp[(size_t)b * stride] == TOK_EOS || budget[b] == 1;
     }
-    int active = B;
-    int left = 0;   // unfinished rows
-    for (int b = 0; b < B; b++) left += !done[b];
-    while (left > 0) {
+    for (int active = B;;) {
         // a finished row's slot takes the last unfinished row (with its cache): slots
         // 0..active-1 hold the unfinished rows
         for (int s = 0; s < active; s++) {
@@ -4866,6 +4861,7 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
             row_of[active] = row_of[s];
             row_of[s] = b;
         }
+        if (active == 0) break;
         // each row feeds its last token
         for (int s = 0; s < active; s++) {
             int b = row_of[s];
@@ -4875,13 +4871,11 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
         gpt_decode_step(m, kv, tok, pos, active);
         for (int s = 0; s < active; s++) {
             int b = row_of[s];
-            if (done[b]) continue;
             size_t j = (size_t)b * stride + comp_len[b];
             comp[j] = draw_token(kv->logits + (size_t)s * V, V, temperature, greedy, &rngs[b], allowed, probs,
                                  &comp_logp[j]);
             comp_len[b]++;
             done[b] = comp[j] == TOK_EOS || comp_len[b] == budget[b];
-            left -= done[b];
         }
     }
     kv_unpack_weights(kv);
@@ -4889,7 +4883,6 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
     free(probs);
     free(first);
 }
-
 
 // ----------------------------------------------------------------------------
 // CUDA seam (notes/cuda-integration.md): the functions of grpo_kernels.cu that grpo.c calls besides
