@@ -9748,7 +9748,7 @@ typedef struct {
 
 static void build_bench_batch(BenchBatch *b, int B, int T, Rng *rng) {
     size_t n = (size_t)B * T;
-    int *mem = (int *)mallocCheck(4 * n * sizeof(int));   // one allocation: ints, then floats of the same size
+    int *mem = (int *)mallocCheck(4 * n * sizeof(int));   // one allocation: 2 int, 2 float arrays
     *b = (BenchBatch){B, T, mem, mem + n, (float *)(mem + 2 * n), (float *)(mem + 3 * n)};
     for (size_t i = 0; i < n; i++) {
         b->inputs[i] = rng_int(rng, VOCAB_SIZE);
