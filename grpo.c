@@ -4100,22 +4100,23 @@ static void pack_panels(float *panels, size_t pstride, const float *src, size_t 
     }
 }
 
-/* mm_rows: rows [n0, nend) of out (ldo apart, columns [0, w)) = rows of A (N x K, lda apart) times
-   panel (K, MM_W) + bias (NULL: none), or += with accumulate; MM_R rows a tile (past row N-1 it
-   rereads it, stores nothing). Not inlined: in the callers' parallel regions gcc spills a[]. */
-__attribute__((noinline))
-static void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, int n0, int nend,
-                    const float *panel, int K, int w, const float *bias, int accumulate) {
+/* mm_block: rows [n0, nend) of out (ldo apart, columns [0, w)) = rows of A (row n at A + n·rs, terms ks
+   apart) times panel (K, MM_W) + bias (NULL: none), or += with accumulate; MM_R rows a tile (past row N-1
+   it rereads it, stores nothing). Inlined into mm_rows and mm_cols, each with its own constants. */
+__attribute__((always_inline))
+static inline void mm_block(float *out, size_t ldo, const float *A, size_t rs, size_t ks, int N, int n0,
+                            int nend, const float *panel, int K, int w, const float *bias, int accumulate,
+                            int prefetch) {
     float b[MM_W];
     for (int j = 0; j < MM_W; j++) b[j] = bias && j < w ? bias[j] : 0.0f;
     for (int n = n0; n < nend; n += MM_R) {
         const float *a[MM_R];
-        for (int r = 0; r < MM_R; r++) a[r] = A + (size_t)imin(n + r, N - 1) * lda;
+        for (int r = 0; r < MM_R; r++) a[r] = A + (size_t)imin(n + r, N - 1) * rs;
         // the next tile's output rows (ldo apart: not prefetched by the CPU) load while this one computes
-        for (int r = MM_R; r < 2 * MM_R && n + r < nend; r++)
+        for (int r = MM_R; prefetch && r < 2 * MM_R && n + r < nend; r++)
             __builtin_prefetch(out + (size_t)(n + r) * ldo, 1);
         float acc[MM_R][MM_W];
-        mm_tile(acc, a, 1, panel, K);
+        mm_tile(acc, a, ks, panel, K);
         for (int r = 0; r < MM_R && n + r < nend; r++) {
             float *o = out + (size_t)(n + r) * ldo;
             if (w == MM_W && accumulate) {
@@ -4131,26 +4132,18 @@ static void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, i
     }
 }
 
-/* mm_cols: matmul_backward's dweight tiles: out[o, 0:w) += Σ_{k<K} A[k, o] panel[k, :] for outputs
-   [o0, oend) (A: K rows, lda apart), MM_R at a time (past output lda-1 reread, nothing stored). */
+// mm_block on rows of A (N x K, lda apart). Not inlined: in the callers' parallel regions gcc spills a[].
+__attribute__((noinline))
+static void mm_rows(float *out, size_t ldo, const float *A, size_t lda, int N, int n0, int nend,
+                    const float *panel, int K, int w, const float *bias, int accumulate) {
+    mm_block(out, ldo, A, lda, 1, N, n0, nend, panel, K, w, bias, accumulate, 1);
+}
+
+// matmul_backward's dweight tiles: out[o, 0:w) += Σ_{k<K} A[k, o] panel[k, :], o in [o0, oend), A (K, lda)
 __attribute__((noinline))
 static void mm_cols(float *out, size_t ldo, const float *A, size_t lda, int o0, int oend,
                     const float *panel, int K, int w) {
-    for (int o = o0; o < oend; o += MM_R) {
-        const float *a[MM_R];
-        for (int r = 0; r < MM_R; r++) a[r] = A + imin(o + r, (int)lda - 1);
-        float acc[MM_R][MM_W];
-        mm_tile(acc, a, lda, panel, K);
-        for (int r = 0; r < MM_R && o + r < oend; r++) {
-            float *d = out + (size_t)(o + r) * ldo;
-            if (w == MM_W) {
-                #pragma omp simd
-                for (int j = 0; j < MM_W; j++) d[j] += acc[r][j];
-            } else {
-                for (int j = 0; j < w; j++) d[j] += acc[r][j];
-            }
-        }
-    }
+    mm_block(out, ldo, A, 1, lda, (int)lda, o0, oend, panel, K, w, NULL, 1, 0);
 }
 
 // expf that gcc can vectorize (glibc's vector expf needs -ffast-math): Cephes polynomial,
@@ -4176,32 +4169,24 @@ static inline float exp_simd(float x) {
     return p * scale;
 }
 
-// Row sums, 16 partial sums wide (one chain runs one term at a time), added pairwise at the end:
-// the same order on every instruction set and thread count.
+// Row sums (prod 0) and dot products (prod 1, a constant where inlined), 16 partial sums wide (one
+// chain runs one term at a time), added pairwise at the end: the same order on every instruction set
+// and thread count.
 #define SUM_W 16
-static inline float sum16(const float *x, int n) {
+static inline float sum_w16(const float *x, const float *y, int n, int prod) {
     float acc[SUM_W] = {0};
     int nw = n / SUM_W * SUM_W;
     for (int i = 0; i < nw; i += SUM_W)
         #pragma omp simd
-        for (int j = 0; j < SUM_W; j++) acc[j] += x[i + j];
-    for (int i = nw; i < n; i++) acc[i - nw] += x[i];
+        for (int j = 0; j < SUM_W; j++) acc[j] += prod ? x[i + j] * y[i + j] : x[i + j];
+    for (int i = nw; i < n; i++) acc[i - nw] += prod ? x[i] * y[i] : x[i];
     for (int w = SUM_W / 2; w > 0; w /= 2)
         for (int j = 0; j < w; j++) acc[j] += acc[j + w];
     return acc[0];
 }
 
-static inline float dot16(const float *x, const float *y, int n) {
-    float acc[SUM_W] = {0};
-    int nw = n / SUM_W * SUM_W;
-    for (int i = 0; i < nw; i += SUM_W)
-        #pragma omp simd
-        for (int j = 0; j < SUM_W; j++) acc[j] += x[i + j] * y[i + j];
-    for (int i = nw; i < n; i++) acc[i - nw] += x[i] * y[i];
-    for (int w = SUM_W / 2; w > 0; w /= 2)
-        for (int j = 0; j < w; j++) acc[j] += acc[j + w];
-    return acc[0];
-}
+static inline float sum16(const float *x, int n) { return sum_w16(x, x, n, 0); }
+static inline float dot16(const float *x, const float *y, int n) { return sum_w16(x, y, n, 1); }
 
 // Attention's sums: vector loops across positions or channels, never along a dot product; ATTN_WIDE
 // at a time while they last (a head's sums are too short to hide the FMA latency with fewer), then 8.
@@ -4527,11 +4512,9 @@ static void gpt_set_rows(GPT *m, const SharedPrefixBatch *pk) {
     m->att_size = pk->att_size;
 }
 
-/* gpt_forward_spb: gpt_forward on the packed batch pk's rows → acts.logits (rows, V). CPU only. */
+// gpt_forward on the packed batch pk's rows → acts.logits (rows, V); CPU only (the CUDA build refuses
+// --update-layout tree with the options)
 static void gpt_forward_spb(GPT *m, const SharedPrefixBatch *pk) {
-    if (m->on_device)
-        fail_at(__FILE__, __LINE__, "the tree-packed update runs on the CPU only",
-                "use --update-layout padded");
     gpt_set_rows(m, pk);
     trunk_forward(m, pk->token, pk);
     lm_head_forward(m);
@@ -4781,41 +4764,31 @@ static void decode_matmul(GPT *m, const float **panels, float *out, const float 
 
 // ---- The shared sampler: the sampler's work on distinct prompts and unfinished rows only
 
+typedef struct { const int *tokens; int len, row; } PromptKey;   // a row's prompt, as shared_prompts sorts it
+
+// by length, then tokens, then row (so that the first row of equal prompts comes first)
+static int prompt_key_cmp(const void *a, const void *b) {
+    const PromptKey *x = (const PromptKey *)a, *y = (const PromptKey *)b;
+    int c = x->len != y->len ? x->len - y->len : memcmp(x->tokens, y->tokens, (size_t)x->len * sizeof(int));
+    return c ? c : x->row - y->row;
+}
+
 /* shared_prompts: leader[b] = the first row whose prompt equals row b's (same length, same
    tokens), b itself for the first row of each distinct prompt; returns how many are distinct.
-   Rows are compared by content, so callers need not say which rows form a group; a hash
-   table of 2B to 4B entries keeps it linear. */
+   Rows are compared by content, so callers need not say which rows form a group. */
 static int shared_prompts(int *leader, int B, const int *const *prompts, const int *prompt_len) {
-    int size = 1;
-    while (size < 2 * B) size *= 2;
-    int *table = (int *)mallocCheck((size_t)size * sizeof(int));
-    for (int i = 0; i < size; i++) table[i] = -1;
+    PromptKey *key = (PromptKey *)mallocCheck((size_t)B * sizeof(PromptKey));
+    for (int b = 0; b < B; b++) key[b] = (PromptKey){prompts[b], prompt_len[b], b};
+    qsort(key, B, sizeof(PromptKey), prompt_key_cmp);
     int distinct = 0;
-    for (int b = 0; b < B; b++) {
-        uint64_t h = 1469598103934665603ull ^ (uint64_t)prompt_len[b];   // FNV-1a
-        for (int t = 0; t < prompt_len[b]; t++) {
-            h ^= (uint32_t)prompts[b][t];
-            h *= 1099511628211ull;
-        }
-        h ^= h >> 32;   // FNV's low bits depend on the tokens' low bits only: mix in the high ones
-        h *= 0x9e3779b97f4a7c15ull;
-        int i = (int)(h >> 32 & (uint64_t)(size - 1));
-        leader[b] = b;
-        while (table[i] >= 0) {
-            int a = table[i];
-            size_t bytes = (size_t)prompt_len[b] * sizeof(int);
-            if (prompt_len[a] == prompt_len[b] && memcmp(prompts[a], prompts[b], bytes) == 0) {
-                leader[b] = a;
-                break;
-            }
-            i = (i + 1) & (size - 1);
-        }
-        if (leader[b] == b) {
-            table[i] = b;
-            distinct++;
-        }
+    for (int i = 0; i < B; i++) {
+        const PromptKey *k = &key[i], *prev = &key[i > 0 ? i - 1 : 0];
+        int same = i > 0 && k->len == prev->len &&
+                   !memcmp(k->tokens, prev->tokens, (size_t)k->len * sizeof(int));
+        leader[k->row] = same ? leader[prev->row] : k->row;
+        distinct += !same;
     }
-    free(table);
+    free(key);
     return distinct;
 }
 
@@ -4833,12 +4806,10 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
     if (B < 1) return;
     int V = m->config.vocab_size;
     int maxT = m->config.max_seq_len;
-    int *leader = (int *)mallocCheck((size_t)B * sizeof(int));
-    int *row_of = (int *)mallocCheck((size_t)B * sizeof(int));    // row_of[s]: the row in slot s
-    int *slot_of = (int *)mallocCheck((size_t)B * sizeof(int));
-    int *tok = (int *)mallocCheck((size_t)B * sizeof(int));       // per slot: the step's token
-    int *pos = (int *)mallocCheck((size_t)B * sizeof(int));       // and its position
-    int *done = (int *)mallocCheck((size_t)B * sizeof(int));
+    int *leader = (int *)mallocCheck(6 * (size_t)B * sizeof(int));
+    int *row_of = leader + B, *slot_of = row_of + B;   // row_of[s]: the row in slot s
+    int *tok = slot_of + B, *pos = tok + B;            // per slot: the step's token and its position
+    int *done = pos + B;
     float *probs = (float *)mallocCheck((size_t)V * sizeof(float));
     int D = shared_prompts(leader, B, prompts, prompt_len);
     float *first = (float *)mallocCheck((size_t)D * V * sizeof(float));   // logits after each prompt
@@ -4877,10 +4848,7 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
         comp_len[b] = 1;
         done[b] = comp[(size_t)b * stride] == TOK_EOS || budget[b] == 1;
     }
-    int active = B;
-    int left = 0;   // unfinished rows
-    for (int b = 0; b < B; b++) left += !done[b];
-    while (left > 0) {
+    for (int active = B;;) {
         // a finished row's slot takes the last unfinished row (with its cache): slots
         // 0..active-1 hold the unfinished rows
         for (int s = 0; s < active; s++) {
@@ -4893,6 +4861,7 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
             row_of[active] = row_of[s];
             row_of[s] = b;
         }
+        if (active == 0) break;
         // each row feeds its last token
         for (int s = 0; s < active; s++) {
             int b = row_of[s];
@@ -4902,26 +4871,18 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
         gpt_decode_step(m, kv, tok, pos, active);
         for (int s = 0; s < active; s++) {
             int b = row_of[s];
-            if (done[b]) continue;
             size_t j = (size_t)b * stride + comp_len[b];
             comp[j] = draw_token(kv->logits + (size_t)s * V, V, temperature, greedy, &rngs[b], allowed, probs,
                                  &comp_logp[j]);
             comp_len[b]++;
             done[b] = comp[j] == TOK_EOS || comp_len[b] == budget[b];
-            left -= done[b];
         }
     }
     kv_unpack_weights(kv);
     free(leader);
-    free(row_of);
-    free(slot_of);
-    free(tok);
-    free(pos);
-    free(done);
     free(probs);
     free(first);
 }
-
 
 // ----------------------------------------------------------------------------
 // CUDA seam (notes/cuda-integration.md): the functions of grpo_kernels.cu that grpo.c calls besides
@@ -9635,8 +9596,8 @@ typedef struct {
 
 static void build_bench_batch(BenchBatch *b, int B, int T, Rng *rng) {
     size_t n = (size_t)B * T;
-    *b = (BenchBatch){B, T, (int *)mallocCheck(n * sizeof(int)), (int *)mallocCheck(n * sizeof(int)),
-                      (float *)mallocCheck(n * sizeof(float)), (float *)mallocCheck(n * sizeof(float))};
+    int *mem = (int *)mallocCheck(4 * n * sizeof(int));   // one allocation: 2 int, 2 float arrays
+    *b = (BenchBatch){B, T, mem, mem + n, (float *)(mem + 2 * n), (float *)(mem + 3 * n)};
     for (size_t i = 0; i < n; i++) {
         b->inputs[i] = rng_int(rng, VOCAB_SIZE);
         b->targets[i] = rng_int(rng, VOCAB_SIZE);
@@ -9644,12 +9605,7 @@ static void build_bench_batch(BenchBatch *b, int B, int T, Rng *rng) {
     }
 }
 
-static void free_bench_batch(BenchBatch *b) {
-    free(b->inputs);
-    free(b->targets);
-    free(b->logp);
-    free(b->dlogp);
-}
+static void free_bench_batch(BenchBatch *b) { free(b->inputs); }
 
 // one timed training step of bench: forward, log-probs, backward, clipping, AdamW step t
 static void bench_train_step(GPT *m, const BenchBatch *b, const AdamWConfig *opt, int t) {
@@ -9677,59 +9633,48 @@ static double time_train_steps(GPT *m, const BenchBatch *b, const AdamWConfig *o
 }
 
 /* read_bench_groups: the groups of path (eval --completions' format; '#' lines are comments; lines
-   with one prompt in a row form a group) into g (at most max_seqs completions of max_new tokens) with
-   a step's default advantages and trees, the prompts' tokens into prompts (max_seqs, maxT). Returns
+   with one prompt in a row form a group) into g (at most max_seqs completions of max_new tokens), the
+   prompts' tokens into prompts (max_seqs, maxT). Returns
    the number of completions, 0 (g not built) when the file is missing or does not fit. */
 static int read_bench_groups(const char *path, GroupBatch *g, int *prompts, int max_seqs, int max_new,
                              int maxT) {
     FILE *f = fopen(path, "r");
     if (!f) return 0;
-    char line[512];
-    int n = 0, groups = 0, fits = 1;
+    int n = 0, groups = 0, fits = 1, cbuf[512];
     int *starts = (int *)mallocCheck(((size_t)max_seqs + 1) * sizeof(int));
-    int *comp = (int *)mallocCheck((size_t)max_seqs * max_new * sizeof(int));
-    int *plen = (int *)mallocCheck((size_t)max_seqs * sizeof(int));
-    int *clen = (int *)mallocCheck((size_t)max_seqs * sizeof(int));
-    float *reward = (float *)mallocCheck((size_t)max_seqs * sizeof(float));
-    char last_prompt[512] = "";
-    while (fits && fgets(line, sizeof line, f)) {
-        if (line[0] == '#' || line[0] == '\n') continue;
-        char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
-        char *t3 = t2 ? strchr(t2 + 1, '\t') : NULL;
-        if (!t3 || n == max_seqs) { fits = 0; break; }
-        *t1 = *t2 = *t3 = 0;
-        int pl = (int)strlen(line), cl = (int)(t2 - t1 - 1), eos = !strncmp(t3 + 1, "eos", 3), bad;
-        if (1 + pl + cl + eos > maxT || cl + eos > max_new || cl + eos == 0) { fits = 0; break; }
-        int *pr = prompts + (size_t)n * maxT, *c = comp + (size_t)n * max_new;
-        pr[0] = TOK_BOS;
-        if (encode(line, pl, pr + 1, &bad) < 0 || encode(t1 + 1, cl, c, &bad) < 0) { fits = 0; break; }
-        if (eos) c[cl] = TOK_EOS;
-        if (strcmp(line, last_prompt)) starts[groups++] = n;
-        snprintf(last_prompt, sizeof last_prompt, "%s", line);
-        plen[n] = 1 + pl;
-        clen[n] = cl + eos;
-        reward[n] = (float)atof(t2 + 1);
-        n++;
+    // pass 0 checks every line and finds the groups (then g is built), pass 1 fills g
+    for (int pass = 0; pass < 2 && fits && (pass == 0 || n > 0); pass++) {
+        char line[512], last_prompt[512] = "";
+        rewind(f);
+        for (n = 0; fgets(line, sizeof line, f);) {
+            if (line[0] == '#' || line[0] == '\n') continue;
+            char *t1 = strchr(line, '\t'), *t2 = t1 ? strchr(t1 + 1, '\t') : NULL;
+            char *t3 = t2 ? strchr(t2 + 1, '\t') : NULL;
+            if (!t3 || n == max_seqs) { fits = 0; break; }
+            *t1 = *t2 = *t3 = 0;
+            int pl = (int)strlen(line), cl = (int)(t2 - t1 - 1), eos = !strncmp(t3 + 1, "eos", 3), bad;
+            if (1 + pl + cl + eos > maxT || cl + eos > max_new || cl + eos == 0) { fits = 0; break; }
+            int *pr = prompts + (size_t)n * maxT, *c = pass ? g->comp + (size_t)n * max_new : cbuf;
+            pr[0] = TOK_BOS;
+            if (encode(line, pl, pr + 1, &bad) < 0 || encode(t1 + 1, cl, c, &bad) < 0) { fits = 0; break; }
+            if (eos) c[cl] = TOK_EOS;
+            if (pass == 0 && strcmp(line, last_prompt)) starts[groups++] = n;
+            snprintf(last_prompt, sizeof last_prompt, "%s", line);
+            if (pass == 1) {
+                g->prompt[n] = pr;
+                g->plen[n] = 1 + pl;
+                g->clen[n] = cl + eos;
+                g->reward[n] = (float)atof(t2 + 1);
+            }
+            n++;
+        }
+        if (pass == 0 && fits && n > 0) {
+            starts[groups] = n;
+            build_group_batch_starts(g, groups, starts, max_new, n, maxT);
+        }
     }
     fclose(f);
-    if (fits && n > 0) {
-        starts[groups] = n;
-        build_group_batch_starts(g, groups, starts, max_new, n, maxT);
-        for (int i = 0; i < n; i++) {
-            g->prompt[i] = prompts + (size_t)i * maxT;
-            g->plen[i] = plen[i];
-            g->clen[i] = clen[i];
-            g->reward[i] = reward[i];
-            memcpy(g->comp + (size_t)i * max_new, comp + (size_t)i * max_new, clen[i] * sizeof(int));
-        }
-        Options def;
-        default_options(&def);
-        ObjectiveConfig obj = def.obj;   // the advantages of a step with the defaults
-        obj.max_new_tokens = max_new;
-        compute_advantages(g->advantage, g->reward, groups, g->group_start, &obj);
-        build_group_trees(g);
-    }
-    free(starts); free(comp); free(plen); free(clen); free(reward);
+    free(starts);
     return fits ? n : 0;
 }
 
@@ -9761,40 +9706,46 @@ static double fma_peak_gflops(void) {
     return 2.0 * CHAINS * LANES * (double)iters / dt / 1e9;
 }
 
-// the median of x (n <= 16 values, reordered)
-static double median_of(double *x, int n) {
-    for (int a = 1; a < n; a++)
-        for (int b = a; b > 0 && x[b - 1] > x[b]; b--) {
-            double t = x[b];
-            x[b] = x[b - 1];
-            x[b - 1] = t;
-        }
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+// qsort's comparison of two doubles, ascending (bench's timings)
+static int double_cmp(const void *a, const void *b) {
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
 }
 
-// timed sampling calls in bench (after a warm-up); the median is reported
-#define BENCH_SAMPLE_REPS 5
-
-/* time_sampling: the median seconds of BENCH_SAMPLE_REPS sample_completions calls (T = 1) after a warm-up,
-   the B <= 128 sequences of pp, plen drawing the same completions each call (stream (seed, stream0 + b));
-   allowed: the sampler's mask (NULL: all). *new_tokens: the tokens the last call drew. */
-static double time_sampling(GPT *m, KVCache *kv, int B, const int *const *pp, const int *plen, int max_new,
-                            uint64_t seed, int stream0, const unsigned char *allowed, long *new_tokens) {
-    int *comp = (int *)mallocCheck((size_t)B * max_new * sizeof(int)), clen[128];
+/* time_sampling: new tokens/s of sample_completions (T = 1), the median of 5 calls after a warm-up, on
+   np prompts of len random tokens (bos: the first is <bos>) drawn from rng, copies rows each (np·copies
+   <= 128 rows, each drawing the same completion every call: stream (seed, stream0 + b)), max_new new
+   tokens; allowed: the sampler's mask (NULL: all). */
+static double time_sampling(GPT *m, Rng *rng, int np, int copies, int len, int bos, int max_new,
+                            uint64_t seed, int stream0, const unsigned char *allowed) {
+    int B = np * copies, plen[128], clen[128];
+    int *prompts = (int *)mallocCheck((size_t)np * len * sizeof(int));
+    int *comp = (int *)mallocCheck((size_t)B * max_new * sizeof(int));
     float *lp = (float *)mallocCheck((size_t)B * max_new * sizeof(float));
+    const int *pp[128];
+    for (int i = 0; i < np * len; i++) prompts[i] = bos && i % len == 0 ? TOK_BOS : rng_int(rng, VOCAB_SIZE);
+    for (int b = 0; b < B; b++) {
+        pp[b] = prompts + (size_t)(b / copies) * len;
+        plen[b] = len;
+    }
+    KVCache kv;
+    build_kvcache(&kv, &m->config, B);
     Rng rngs[128];
-    double s[BENCH_SAMPLE_REPS];
-    for (int it = 0; it <= BENCH_SAMPLE_REPS; it++) {
+    double s[5];
+    for (int it = 0; it <= 5; it++) {
         for (int b = 0; b < B; b++) rng_seed(&rngs[b], seed, stream0 + b);
         double t0 = wall_seconds();
-        sample_completions(m, kv, B, pp, plen, max_new, 1.0f, 0, rngs, allowed, comp, lp, clen);
+        sample_completions(m, &kv, B, pp, plen, max_new, 1.0f, 0, rngs, allowed, comp, lp, clen);
         if (it > 0) s[it - 1] = wall_seconds() - t0;
     }
-    *new_tokens = 0;
-    for (int b = 0; b < B; b++) *new_tokens += clen[b];
+    long tokens = 0;
+    for (int b = 0; b < B; b++) tokens += clen[b];
+    free_kvcache(&kv);
+    free(prompts);
     free(comp);
     free(lp);
-    return median_of(s, BENCH_SAMPLE_REPS);
+    qsort(s, 5, sizeof *s, double_cmp);
+    return tokens / s[2];
 }
 
 /* time_grpo_updates: grpo_update of m on tests/fixtures/bench_groups.txt's groups, a warm-up then 5 of
@@ -9809,10 +9760,12 @@ static int time_grpo_updates(GPT *m, const AdamWConfig *opt, int layouts, double
     if (n > 0) {
         *T = make_batch(g.inputs, g.targets, n, g.prompt, g.plen, g.comp_row, g.clen);
         *rows = pack_shared_prefix_batch(g.spb, n, g.prompt, g.plen, g.comp_row, g.clen);
-        Options def;
+        Options def;   // a step's advantages and update with the defaults
         default_options(&def);
         GRPOConfig cfg = grpo_config_from_options(&def);
         cfg.obj.max_new_tokens = 26;
+        compute_advantages(g.advantage, g.reward, g.num_groups, g.group_start, &cfg.obj);
+        build_group_trees(&g);
         int adam = 0;
         UpdateStats us;
         for (int it = 0; it < 6; it++)
@@ -9825,7 +9778,7 @@ static int time_grpo_updates(GPT *m, const AdamWConfig *opt, int layouts, double
 #endif
                 if (it > 0) ms[lay][it - 1] = 1e3 * (wall_seconds() - t1);
             }
-        for (int lay = 0; lay < layouts; lay++) median_of(ms[lay], 5);
+        for (int lay = 0; lay < layouts; lay++) qsort(ms[lay], 5, sizeof(double), double_cmp);
         free_group_batch(&g);
     }
     free(prompts);
@@ -9903,50 +9856,19 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     GPTConfig ucfg = m.config;   // FLOPs per token at the update's length (attention's 2·L·UT·C)
     ucfg.max_seq_len = UT;
     double update_gflops = update_tok_s * 3.0 * model_flops_per_token(&ucfg) / 1e9;
-    int layouts = 2;   // the padded layout and the shared-prefix batch (tree); the CUDA build trains padded
-#ifdef GRPO_CUDA
-    layouts = mu.on_device ? 1 : 2;
-#endif
-    double rg_ms[2][5];   // sorted by median_of: [0] the fastest, [2] the median, [4] the slowest
+    int layouts = mu.on_device ? 1 : 2;   // padded, then the shared-prefix batch (tree): the CPU's only
+    double rg_ms[2][5];   // sorted: [0] the fastest, [2] the median, [4] the slowest
     int rg_T = 0, rg_rows = 0, rg_n = time_grpo_updates(&mu, &opt, layouts, rg_ms, &rg_T, &rg_rows);
     free_bench_batch(&ub);
     free_gpt(&mu);
     // sampling: eos masked so every sequence runs to the end of the context
-    KVCache kv;
-    build_kvcache(&kv, &m.config, S);
     unsigned char allowed[VOCAB_SIZE];
     for (int v = 0; v < VOCAB_SIZE; v++) allowed[v] = v != TOK_EOS;
-    int *prompts = (int *)mallocCheck((size_t)S * P * sizeof(int)), plen[64];
-    const int *pp[64];
-    for (int b = 0; b < S; b++) {
-        for (int t = 0; t < P; t++) prompts[b * P + t] = rng_int(&rng, VOCAB_SIZE);
-        pp[b] = prompts + b * P;
-        plen[b] = P;
-    }
-    long tokens;
-    double sample_tok_s = (double)S * (T - P) /   // every sequence runs to the end of the context
-                          time_sampling(&m, &kv, S, pp, plen, T - P, o->seed, 100, allowed, &tokens);
+    double sample_tok_s = time_sampling(&m, &rng, S, 1, P, 0, T - P, o->seed, 100, allowed);
     // sampling the way a GRPO step does: 8 prompts x 16 completions that stop at <eos> (the
     // sampler feeds each prompt once and drops finished sequences from the decode step)
-    double grpo_tok_s = 0.0;
-    int gp = 12, gk = 16, gnew = imin(26, T - gp);
-    if (gnew >= 1) {
-        KVCache gkv;
-        build_kvcache(&gkv, &m.config, 8 * gk);
-        int gprompts[8][12], gplen[8 * 16];
-        const int *gpp[8 * 16];
-        for (int p = 0; p < 8; p++) {
-            gprompts[p][0] = TOK_BOS;
-            for (int t = 1; t < gp; t++) gprompts[p][t] = rng_int(&rng, VOCAB_SIZE);
-        }
-        for (int i = 0; i < 8 * gk; i++) {
-            gpp[i] = gprompts[i / gk];
-            gplen[i] = gp;
-        }
-        double s = time_sampling(&m, &gkv, 8 * gk, gpp, gplen, gnew, o->seed, 200, NULL, &tokens);
-        grpo_tok_s = tokens / s;
-        free_kvcache(&gkv);
-    }
+    int gnew = imin(26, T - 12);
+    double grpo_tok_s = gnew >= 1 ? time_sampling(&m, &rng, 8, 16, 12, 1, gnew, o->seed, 200, NULL) : 0.0;
     printf("# model: %zu parameters (L=%d NH=%d C=%d maxT=%d), train batch %dx%d, sample batch %d\n",
            m.num_parameters, o->layers, o->heads, o->channels, T, B, T, S);
 #ifdef GRPO_CUDA
@@ -9991,8 +9913,6 @@ static int cmd_bench(int argc, char **argv, Options *o) {
                rg_ms[0][2], rg_ms[1][2], rg_n, rg_T, rg_rows);
     printf("threads=%d\n", num_threads());
     free_bench_batch(&bb);
-    free(prompts);
-    free_kvcache(&kv);
     free_gpt(&m);
     return 0;
 }

@@ -3413,9 +3413,8 @@ static void test_sampler_batch_independent(void) {
    Rows drawn from prompts of 1 to 8 tokens over 2 token ids, zero past their length, each
    row at its own address (equal content, not pointers, makes rows share); many prompts are
    prefixes of others (equal tokens up to the shorter length: not shared). 3,000 rows from
-   60 prompts (long probe runs of equal prompts); 500 rows, most of them distinct (the hash
-   table 40% full: collisions between different prompts); 400 batches of 2 rows, a prompt
-   and itself one token longer or not (a table of 4 entries: they often collide). */
+   60 prompts (long runs of equal prompts); 500 rows, most of them distinct; 400 batches of
+   2 rows, a prompt and itself one token longer or not (adjacent once sorted). */
 static void test_shared_prompts(void) {
     enum { N = 3000, NP = 2000 };
     static int pool[NP][8], rows[N][8], leader[N];
