@@ -9824,8 +9824,8 @@ static int cmd_bench(int argc, char **argv, Options *o) {
                       "(grpo_update) on 8 x 16 sampled completions (tests/fixtures/bench_groups.txt),\n"
                       "padded and tree-packed (--update-layout), 5 times each, alternating.\n"
                       "Last line: 'bench train_tok_s=... sample_tok_s=... gflops=... update_tok_s=...\n"
-                      "update_gflops=... [update_padded_ms=... update_tree_ms=... update_rows=...\n"
-                      "update_positions=...] [peak_gflops=...] threads=...'.";
+                      "update_gflops=... [peak_gflops=...] [update_padded_ms=... update_tree_ms=...\n"
+                      "update_seqs=... update_T=... update_rows=...] threads=...'.";
     int first = parse_options(argc, argv, CMD_BENCH | CMD_SFT * 0, o, "bench", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " bench'", argv[first]);
     if (o->channels % o->heads) usage_error("--heads must divide --channels");
