@@ -5405,41 +5405,57 @@ typedef struct {
     const char **choices;    // OPT_ENUM: the names, NULL-terminated
     unsigned cmds;           // CMD_* bits: the commands that take it
     const char *help;
+    const char *dflt;        // the default as typed (NULL: 0 or ""); a command's own: sft_defaults, ...
+    /* the objectives (1 << OBJ_*) and prompt selectors (1 << SELECT_*) it applies to (0: all): out of
+       them it is left out of the banner and run record (option_in_force) and refused when set
+       (check_scoped_options); a uniform run (the default) names no selection option */
+    unsigned objectives, selectors;
 } OptSpec;
 
 #define OFF(field) offsetof(Options, field)
 #define OBJ_CMDS (CMD_TRAIN | CMD_CHECK | CMD_TREE)
 #define GEN_CMDS (CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_TREE)
+#define STRINGIFY(x) #x
+#define DEFAULT_TEXT(x) STRINGIFY(x)   // a number's macro as the text of a default
 #ifdef GRPO_CUDA
 #define CUDA_CMDS (CMD_SFT | GEN_CMDS | CMD_BENCH)   // the commands that build a model: on the GPU
+#define DEFAULT_LAYOUT "padded"   // the shared-prefix batch and sampler run on the CPU only
+#define DEFAULT_SAMPLER "plain"
+#else
+#define DEFAULT_LAYOUT "tree"     // padded and tree give the same loss and gradient up to rounding
+#define DEFAULT_SAMPLER "shared"  // plain and shared give the same tokens bit for bit
 #endif
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"   // a row ends where its last non-zero field does
 static const OptSpec OPTIONS[] = {
     {"task", OPT_ENUM, OFF(task), 0, 0, TASK_NAMES, CMD_SFT | CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_VERIFY,
      "the task: its data files' defaults, its prompt format and verifier (countdown, chain-sum)"},
     {"seed", OPT_INT, OFF(seed), 0, 2147483647, NULL, CMD_SFT | GEN_CMDS | CMD_BENCH,
-     "random seed (same seed, same build: same run, bit for bit)"},
+     "random seed (same seed, same build: same run, bit for bit)", "1337"},
     {"threads", OPT_INT, OFF(threads), 0, 1024, NULL, 0xffff,
      "OpenMP threads (0: OMP_NUM_THREADS or all cores)"},
     {"run-dir", OPT_STR, OFF(run_dir), 0, 0, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
      "directory for checkpoints and CSV logs"},
     {"init", OPT_STR, OFF(init), 0, 0, NULL, CMD_TRAIN,
-     "SFT checkpoint to start from; also the reference policy π_ref"},
+     "SFT checkpoint to start from; also the reference policy π_ref", "runs/sft/model.bin"},
     {"resume", OPT_STR, OFF(resume), 0, 0, NULL, CMD_SFT | CMD_TRAIN,
      "checkpoint with optimizer state to continue from (bit-identical with the same --update-layout)"},
-    {"model", OPT_STR, OFF(model), 0, 0, NULL, CMD_EVAL | CMD_SAMPLE, "checkpoint to load"},
-    {"layers", OPT_INT, OFF(layers), 1, 64, NULL, CMD_SFT | CMD_BENCH | CMD_TREE, "transformer blocks L"},
+    {"model", OPT_STR, OFF(model), 0, 0, NULL, CMD_EVAL | CMD_SAMPLE,
+     "checkpoint to load", "runs/grpo/model.bin"},
+    {"layers", OPT_INT, OFF(layers), 1, 64, NULL, CMD_SFT | CMD_BENCH | CMD_TREE,
+     "transformer blocks L", "4"},
     {"heads", OPT_INT, OFF(heads), 1, 64, NULL, CMD_SFT | CMD_BENCH | CMD_TREE,
-     "attention heads NH (must divide --channels)"},
-    {"channels", OPT_INT, OFF(channels), 8, 4096, NULL, CMD_SFT | CMD_BENCH | CMD_TREE, "width C"},
+     "attention heads NH (must divide --channels)", "4"},
+    {"channels", OPT_INT, OFF(channels), 8, 4096, NULL, CMD_SFT | CMD_BENCH | CMD_TREE, "width C", "128"},
     {"context", OPT_INT, OFF(context), 8, 1024, NULL, CMD_SFT | CMD_BENCH,
-     "context length maxT in tokens (bench: at least 9)"},
+     "context length maxT in tokens (bench: at least 9)", "64"},
     {"train-data", OPT_STR, OFF(train_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN,
-     "training prompts (prompt<TAB>demonstration per line)"},
+     "training prompts (prompt<TAB>demonstration per line)", "data/countdown_train.txt"},
     {"val-data", OPT_STR, OFF(val_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN | CMD_SAMPLE,
-     "validation prompts (sample without --prompt draws one)"},
+     "validation prompts (sample without --prompt draws one)", "data/countdown_val.txt"},
     {"test-data", OPT_STR, OFF(test_data), 0, 0, NULL, CMD_TRAIN,
-     "test prompts (reasoning-gym), scored at start and end"},
-    {"data", OPT_STR, OFF(data), 0, 0, NULL, CMD_EVAL, "prompts to score"},
+     "test prompts (reasoning-gym), scored at start and end", "data/countdown_test.txt"},
+    {"data", OPT_STR, OFF(data), 0, 0, NULL, CMD_EVAL, "prompts to score", "data/countdown_test.txt"},
     {"prompt", OPT_STR, OFF(prompt), 0, 0, NULL, CMD_SAMPLE,
      "the task's prompt, e.g. '8 4 5 8>9:' (none: one of --val-data with mixed rewards)"},
     {"completions", OPT_STR, OFF(completions_out), 0, 0, NULL, CMD_EVAL,
@@ -5450,20 +5466,21 @@ static const OptSpec OPTIONS[] = {
      "--html: a file whose line n names token id n (e.g. notes/examples/letters.txt; none: the ids)"},
     {"steps", OPT_INT, OFF(steps), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
      "optimizer steps (GRPO: sampling steps)"},
-    {"batch-size", OPT_INT, OFF(batch_size), 1, 4096, NULL, CMD_SFT | CMD_BENCH, "sequences per SFT step"},
+    {"batch-size", OPT_INT, OFF(batch_size), 1, 4096, NULL, CMD_SFT | CMD_BENCH,
+     "sequences per SFT step", "32"},
     {"lr", OPT_FLOAT, OFF(lr), 0, 10, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "peak learning rate (train --task chain-sum: 1e-5)"},
     {"min-lr-frac", OPT_FLOAT, OFF(min_lr_frac), 0, 1, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
-     "final learning rate as a fraction of --lr"},
+     "final learning rate as a fraction of --lr", "0.1"},
     {"schedule", OPT_ENUM, OFF(schedule), 0, 0, SCHEDULE_NAMES, CMD_SFT | CMD_TRAIN | CMD_TREE,
      "learning-rate decay after warm-up"},
     {"warmup", OPT_INT, OFF(warmup), 0, 1000000, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
      "linear warm-up steps"},
     {"weight-decay", OPT_FLOAT, OFF(weight_decay), 0, 10, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
      "AdamW decoupled weight decay (2-D weights only)"},
-    {"beta1", OPT_FLOAT, OFF(beta1), 0, 0.999999, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "AdamW β1"},
-    {"beta2", OPT_FLOAT, OFF(beta2), 0, 0.999999, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "AdamW β2"},
+    {"beta1", OPT_FLOAT, OFF(beta1), 0, 0.999999, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "AdamW β1", "0.9"},
+    {"beta2", OPT_FLOAT, OFF(beta2), 0, 0.999999, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "AdamW β2", "0.95"},
     {"grad-clip", OPT_FLOAT, OFF(grad_clip), 0, 1e9, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
-     "max global gradient norm (0: off)"},
+     "max global gradient norm (0: off)", "1"},
     {"eval-every", OPT_INT, OFF(eval_every), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN,
      "validate every N steps (0: off)"},
     {"eval-limit", OPT_INT, OFF(eval_limit), 0, 10000000, NULL, CMD_TRAIN | CMD_EVAL,
@@ -5475,54 +5492,59 @@ static const OptSpec OPTIONS[] = {
     {"save-every", OPT_INT, OFF(save_every), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN,
      "write a resumable checkpoint every N steps (0: only at the end)"},
     {"prompts-per-step", OPT_INT, OFF(prompts_per_step), 1, 4096, NULL, CMD_TRAIN | CMD_TREE,
-     "prompts P per GRPO step"},
+     "prompts P per GRPO step", "8"},
     {"group-size", OPT_INT, OFF(group_size), 1, 4096, NULL, CMD_TRAIN | CMD_SAMPLE | CMD_TREE,
-     "completions k per prompt (G in TRL/verl); training needs k >= 2"},
+     "completions k per prompt (G in TRL/verl); training needs k >= 2", "8"},
     {"temperature", OPT_FLOAT, OFF(temperature), 0, 100, NULL, GEN_CMDS,
-     "sampling temperature T; log-probs use logits/T everywhere"},
+     "sampling temperature T; log-probs use logits/T everywhere", "1"},
     {"max-new-tokens", OPT_INT, OFF(max_new_tokens), 1, 1000000, NULL,
-     CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_CHECK, "completion budget (also the Dr. GRPO constant)"},
+     CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_CHECK, "completion budget (also the Dr. GRPO constant)", "26"},
     {"pass-k", OPT_INT, OFF(pass_k), 0, 4096, NULL, CMD_TRAIN | CMD_EVAL,
-     "samples per prompt for pass@k at the end (0: off)"},
+     "samples per prompt for pass@k at the end (0: off)", "8"},
     {"objective", OPT_ENUM, OFF(obj.objective), 0, 0, OBJECTIVE_NAMES, CMD_TRAIN | CMD_CHECK,
      "grpo, lambda-grpo (each token's term divided by |λ(i,t)|), mc-prm (VinePPO's step advantages; not "
-     "check), or ppo (a learned critic, GAE; not check)"},
+     "check), or ppo (a learned critic, GAE; not check)", "lambda-grpo"},
     {"objective", OPT_STR, OFF(tree_objectives), 0, 0, NULL, CMD_TREE,
      "methods run beside GRPO and λ-GRPO (which always run), comma-separated: mc-prm, ppo"},
     {"mc-k", OPT_INT, OFF(mc_k), 1, 1024, NULL, CMD_TRAIN | CMD_TREE | CMD_SAMPLE,
-     "MC-PRM: continuations K per state for V̂ (VinePPO 9, SPO 4); sample: V̂ of each node of B(G)"},
+     "MC-PRM: continuations K per state for V̂ (VinePPO 9, SPO 4); sample: V̂ of each node of B(G)",
+     "4", 1u << OBJ_MC_PRM},
     {"mc-whiten", OPT_INT, OFF(mc_whiten), 0, 1, NULL, CMD_TRAIN | CMD_TREE,
-     "MC-PRM: 1 whitens the step advantages over the step's tokens, as VinePPO (GRPO's scale); 0: raw"},
+     "MC-PRM: 1 whitens the step advantages over the step's tokens, as VinePPO (GRPO's scale); 0: raw",
+     "1", 1u << OBJ_MC_PRM},
     {"gae-gamma", OPT_FLOAT, OFF(gae_gamma), 0, 1, NULL, CMD_TRAIN | CMD_TREE,
-     "ppo: GAE's discount γ (verl: 1)"},
+     "ppo: GAE's discount γ (verl: 1)", "1", 1u << OBJ_PPO},
     {"gae-lambda", OPT_FLOAT, OFF(gae_lambda), 0, 1, NULL, CMD_TRAIN | CMD_TREE,
-     "ppo: GAE's λ (verl: 1; γ = λ = 1 gives A_t = r - V_t)"},
+     "ppo: GAE's λ (verl: 1; γ = λ = 1 gives A_t = r - V_t)", "1", 1u << OBJ_PPO},
     {"critic-lr", OPT_FLOAT, OFF(critic_lr), 0, 10, NULL, CMD_TRAIN | CMD_TREE,
-     "ppo: the critic's peak learning rate (0: --lr); schedule and AdamW as the policy's"},
+     "ppo: the critic's peak learning rate (0: --lr); schedule and AdamW as the policy's",
+     NULL, 1u << OBJ_PPO},
     {"loss-agg", OPT_ENUM, OFF(obj.loss_agg), 0, 0, LOSS_AGG_NAMES, OBJ_CMDS,
      "loss aggregation (notes/conventions.md)"},
     {"adv-std", OPT_ENUM, OFF(obj.adv_std), 0, 0, ADV_STD_NAMES, OBJ_CMDS,
      "std in the advantage: sample (k-1), population (k), none"},
     {"adv-std-scope", OPT_ENUM, OFF(obj.adv_std_scope), 0, 0, SCOPE_NAMES, OBJ_CMDS,
      "std over each group or over the batch"},
-    {"adv-eps", OPT_FLOAT, OFF(obj.adv_eps), 0, 1, NULL, OBJ_CMDS, "added to the std (TRL 1e-4, verl 1e-6)"},
+    {"adv-eps", OPT_FLOAT, OFF(obj.adv_eps), 0, 1, NULL, OBJ_CMDS,
+     "added to the std (TRL 1e-4, verl 1e-6)", "1e-4"},
     {"clip-eps-low", OPT_FLOAT, OFF(obj.clip_eps_low), 0, 0.999999, NULL, OBJ_CMDS,
-     "ratio clipped below at 1 - eps_low, in [0, 1)"},
+     "ratio clipped below at 1 - eps_low, in [0, 1)", "0.2"},
     {"clip-eps-high", OPT_FLOAT, OFF(obj.clip_eps_high), 0, 1e6, NULL, OBJ_CMDS,
-     "ratio clipped above at 1 + eps_high (DAPO: 0.28)"},
+     "ratio clipped above at 1 + eps_high (DAPO: 0.28)", "0.2"},
     {"beta", OPT_FLOAT, OFF(obj.beta), 0, 1e6, NULL, OBJ_CMDS, "k3 KL coefficient against π_ref"},
     {"num-iterations", OPT_INT, OFF(num_iterations), 1, 64, NULL, CMD_TRAIN | CMD_TREE,
-     "updates μ per sampled batch (π_old frozen at sampling)"},
+     "updates μ per sampled batch (π_old frozen at sampling)", "1"},
     {"micro-batch", OPT_INT, OFF(micro_batch), 0, 4096, NULL, CMD_TRAIN | CMD_TREE,
      "sequences per forward/backward (0: whole step); the same gradient up to float rounding"},
     {"update-layout", OPT_ENUM, OFF(update_layout), 0, 0, UPDATE_LAYOUT_NAMES, CMD_SFT | CMD_TRAIN | CMD_TREE,
      "the training batch: tree (default on the CPU: the batch, or each micro-batch, packed as its "
      "prefix tree, shared prefixes computed once, no padding) or padded (the CUDA build's only "
-     "layout); same loss and gradient up to float rounding"},
+     "layout); same loss and gradient up to float rounding", DEFAULT_LAYOUT},
     {"sampler", OPT_ENUM, OFF(sampler), 0, 0, SAMPLER_NAMES, CMD_TRAIN | CMD_TREE,
      "the sampler: shared (default on the CPU: each distinct prompt fed once, finished rows dropped, "
      "weights packed) or plain (the reference's loop; the CUDA build's only one); the same tokens "
-     "bit for bit. --sampler plain --update-layout padded runs the reference's own code only"},
+     "bit for bit. --sampler plain --update-layout padded runs the reference's own code only",
+     DEFAULT_SAMPLER},
     {"mask-truncated", OPT_INT, OFF(mask_truncated), 0, 1, NULL, CMD_TRAIN | CMD_CHECK,
      "1: completions cut at max-new-tokens without <eos> (check: truncated=1) get no loss, no normaliser"},
     {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_TREE, "seeds per cell of the grid (paper: 5)"},
@@ -5530,20 +5552,22 @@ static const OptSpec OPTIONS[] = {
      "extra reward for a well-formed but wrong completion (0: off)"},
     {"prompt-select", OPT_ENUM, OFF(prompt_select), 0, 0, PROMPT_SELECT_NAMES, CMD_TRAIN,
      "the step's prompts: uniform, mopps (Beta posteriors, nearest τ) or dynamic (DAPO: all-equal "
-     "groups resampled)"},
+     "groups resampled)", NULL, 0, 1u << SELECT_MOPPS | 1u << SELECT_DYNAMIC},
     {"select-target", OPT_FLOAT, OFF(select_target), 0, 1, NULL, CMD_TRAIN,
-     "mopps: keep the prompts whose sampled success p is nearest this τ"},
+     "mopps: keep the prompts whose sampled success p is nearest this τ", "0.5", 0, 1u << SELECT_MOPPS},
     {"select-candidates", OPT_INT, OFF(select_candidates), 0, 1000000, NULL, CMD_TRAIN,
-     "mopps: M distinct candidate prompts per step (0: 8 x --prompts-per-step)"},
+     "mopps: M distinct candidate prompts per step (0: 8 x --prompts-per-step)", NULL, 0, 1u << SELECT_MOPPS},
     {"select-decay", OPT_FLOAT, OFF(select_decay), 0, 1, NULL, CMD_TRAIN,
-     "mopps: posterior decay d in (0, 1] per update (1: none)"},
+     "mopps: posterior decay d in (0, 1] per update (1: none)", "1", 0, 1u << SELECT_MOPPS},
     {"dynamic-max-rounds", OPT_INT, OFF(dynamic_max_rounds), 1, DYNAMIC_MAX_ROUNDS, NULL, CMD_TRAIN,
-     "dynamic: refill rounds per step at most; then all-equal groups stay (zero gradient)"},
+     "dynamic: refill rounds per step at most; then all-equal groups stay (zero gradient)",
+     DEFAULT_TEXT(DYNAMIC_DEFAULT_ROUNDS), 0, 1u << SELECT_DYNAMIC},
     {"probe-every", OPT_INT, OFF(probe_every), 0, 10000000, NULL, CMD_TRAIN,
      "every N steps, GRPO's and λ-GRPO's gradients at π_old on the step's batch (whichever trains; grpo, "
      "lambda-grpo only; CPU build): train.csv's probe_cos (their cosine), probe_norm_ratio (|g_λ|/|g_GRPO|), "
      "probe_share (tokens with |λ| > 1 among those the loss counts), probe_s (its seconds, not in the "
-     "budget or the phase columns); empty cells at other steps; changes nothing in the run (0: off)"},
+     "budget or the phase columns); empty cells at other steps; changes nothing in the run (0: off)",
+     NULL, 1u << OBJ_GRPO | 1u << OBJ_LAMBDA_GRPO},
     // budget runs and studies (./grpo compare); "seeds" and "init" of compare are rows
     // of their own (other help, same fields) so that tree's and train's rows stay as they are
     {"budget-unit", OPT_ENUM, OFF(budget_unit), 0, 0, BUDGET_UNIT_NAMES, CMD_TRAIN | CMD_COMPARE,
@@ -5576,51 +5600,8 @@ static const OptSpec OPTIONS[] = {
      "1: then GPU time per kernel over 3 training steps, each launch waited for"},
 #endif
 };
+#pragma GCC diagnostic pop
 #define NUM_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
-
-// The defaults of every option (--help shows them); a field not set here is 0 or "".
-static void default_options(Options *o) {
-    memset(o, 0, sizeof *o);
-    o->seed = 1337;
-    strcpy(o->init, "runs/sft/model.bin");
-    strcpy(o->model, "runs/grpo/model.bin");
-    o->layers = 4;
-    o->heads = 4;
-    o->channels = 128;
-    o->context = 64;
-    strcpy(o->train_data, "data/countdown_train.txt");
-    strcpy(o->val_data, "data/countdown_val.txt");
-    strcpy(o->test_data, "data/countdown_test.txt");
-    strcpy(o->data, "data/countdown_test.txt");
-    o->batch_size = 32;
-    o->min_lr_frac = 0.1f;
-    o->grad_clip = 1.0f;
-    o->beta1 = 0.9f;
-    o->beta2 = 0.95f;
-    o->prompts_per_step = 8;
-    o->group_size = 8;
-    o->max_new_tokens = 26;
-    o->num_iterations = 1;
-    o->pass_k = 8;
-    o->temperature = 1.0f;
-    o->mc_k = 4;
-    o->mc_whiten = 1;
-#ifdef GRPO_CUDA
-    o->update_layout = LAYOUT_PADDED;   // the shared-prefix batch runs on the CPU only
-    o->sampler = SAMPLER_PLAIN;
-#else
-    o->update_layout = LAYOUT_TREE;     // padded and tree give the same loss and gradient up to rounding
-    o->sampler = SAMPLER_SHARED;        // plain and shared give the same tokens bit for bit
-#endif
-    o->gae_gamma = 1.0f;
-    o->gae_lambda = 1.0f;
-    o->prompt_select = SELECT_UNIFORM;
-    o->select_target = 0.5f;
-    o->select_decay = 1.0f;
-    o->dynamic_max_rounds = DYNAMIC_DEFAULT_ROUNDS;
-    o->obj = (ObjectiveConfig){OBJ_LAMBDA_GRPO, AGG_TOKEN_MEAN, STD_SAMPLE, SCOPE_GROUP, 1e-4f, 0.2f, 0.2f,
-                               0.0f, 40};
-}
 
 static const OptSpec *find_option(const char *name) {
     for (int i = 0; i < NUM_OPTIONS; i++)
@@ -5775,6 +5756,50 @@ static void task_defaults(Options *o, const unsigned char *given) {
 // 1 for the characters isspace() takes in the C locale (strtol and strtod skip them at the start)
 static int is_blank(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
 
+/* set_option: option s of o from its text v (as typed, or its default); a value that is not a number,
+   out of range or not a choice is a usage error naming the option. */
+static void set_option(Options *o, const OptSpec *s, const char *v) {
+    char *p = (char *)o + s->offset, *end = NULL;
+    errno = 0;
+    if (s->type == OPT_INT || s->type == OPT_FLOAT) {
+        double x = s->type == OPT_INT ? (double)strtol(v, &end, 10) : strtod(v, &end);
+        int out_of_range = errno == ERANGE;   // strtol/strtod saturated (or, strtod, underflowed)
+        // strtol and strtod skip leading blanks, and a trailing one is left over: both are refused
+        if (end == v || *end || (errno && !out_of_range) || isnan(x) || is_blank(v[0]))
+            usage_error("--%s: '%s' is not a number%s", s->name, v,
+                        is_blank(v[0]) || is_blank(*end) ? " (no blanks around it)" : "");
+        // a float option holds a float: beyond its range, or a non-zero value that would be
+        // stored as 0 (1e-50, or 1e-320 where strtod itself underflows), is refused, not rounded
+        int is_float = s->type == OPT_FLOAT;
+        int to_zero = is_float && (out_of_range ? fabs(x) < 1.0 : x != 0.0 && (float)x == 0.0f);
+        if (is_float && (to_zero || out_of_range || isinf(x)))
+            usage_error("--%s: '%s' is out of float range (%s)", s->name, v,
+                        to_zero ? "not 0, but it would be stored as 0: the smallest float is about "
+                                  "1.4e-45" : "|x| <= 3.4e38");
+        if (out_of_range || x < s->min || x > s->max)   // an integer's bounds in digits, not 1e+07
+            usage_error(is_float ? "--%s: '%s' is out of range [%g, %g]"
+                                 : "--%s: '%s' is out of range [%.0f, %.0f]", s->name, v, s->min, s->max);
+        if (is_float) *(float *)p = (float)x;
+        else *(int *)p = (int)x;
+    } else if (s->type == OPT_STR) {
+        if (strlen(v) >= 255) usage_error("--%s: value too long ('%s')", s->name, v);
+        strcpy(p, v);
+    } else {
+        int found = -1;
+        for (int k = 0; s->choices[k]; k++) if (!strcmp(v, s->choices[k])) found = k;
+        if (found < 0) usage_error("--%s: '%s' is not one of the choices (see --help)", s->name, v);
+        *(int *)p = found;
+    }
+}
+
+// The defaults of every option (--help shows them): OPTIONS' dflt, else 0 or "".
+static void default_options(Options *o) {
+    memset(o, 0, sizeof *o);
+    for (int i = 0; i < NUM_OPTIONS; i++)
+        if (OPTIONS[i].dflt) set_option(o, &OPTIONS[i], OPTIONS[i].dflt);
+    o->obj.max_new_tokens = 40;   // not an option: each command sets it from --max-new-tokens
+}
+
 /* parse_options: GNU long options for one command (bit `mask`) into o; a bad option or value is a usage
    error naming it. Returns the index of the first positional argument in argv. */
 static int parse_options(int argc, char **argv, unsigned mask, Options *o, const char *cmd,
@@ -5833,42 +5858,8 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
             usage_error("unknown option '%s' for '" PROG " %s'", bad, cmd);
         }
         if (c == ':') usage_error("option '%s' needs a value", argv[optind - 1]);
-        const OptSpec *s = &OPTIONS[c - 1000];
         given[c - 1000] = 1;
-        char *p = (char *)o + s->offset, *end = NULL, name[64];
-        snprintf(name, sizeof name, "--%s", s->name);
-        errno = 0;
-        if (s->type == OPT_INT || s->type == OPT_FLOAT) {
-            double v = s->type == OPT_INT ? (double)strtol(optarg, &end, 10) : strtod(optarg, &end);
-            int out_of_range = errno == ERANGE;   // strtol/strtod saturated (or, strtod, underflowed)
-            // strtol and strtod skip leading blanks, and a trailing one is left over: both are refused
-            if (end == optarg || *end || (errno && !out_of_range) || isnan(v) || is_blank(optarg[0]))
-                usage_error("%s: '%s' is not a number%s", name, optarg,
-                            is_blank(optarg[0]) || is_blank(*end) ? " (no blanks around it)" : "");
-
-            // a float option holds a float: beyond its range, or a non-zero value that would be
-            // stored as 0 (1e-50, or 1e-320 where strtod itself underflows), is refused, not rounded
-            int is_float = s->type == OPT_FLOAT;
-            int to_zero = is_float && (out_of_range ? fabs(v) < 1.0 : v != 0.0 && (float)v == 0.0f);
-            if (is_float && (to_zero || out_of_range || isinf(v)))
-                usage_error("%s: '%s' is out of float range (%s)", name, optarg,
-                            to_zero ? "not 0, but it would be stored as 0: the smallest float is about "
-                                      "1.4e-45" : "|x| <= 3.4e38");
-            if (out_of_range || v < s->min || v > s->max)   // an integer's bounds in digits, not 1e+07
-                usage_error(s->type == OPT_INT ? "%s: '%s' is out of range [%.0f, %.0f]"
-                                               : "%s: '%s' is out of range [%g, %g]",
-                            name, optarg, s->min, s->max);
-            if (s->type == OPT_INT) *(int *)p = (int)v;
-            else *(float *)p = (float)v;
-        } else if (s->type == OPT_STR) {
-            if (strlen(optarg) >= 255) usage_error("%s: value too long ('%s')", name, optarg);
-            strcpy(p, optarg);
-        } else {
-            int found = -1;
-            for (int k = 0; s->choices[k]; k++) if (!strcmp(optarg, s->choices[k])) found = k;
-            if (found < 0) usage_error("%s: '%s' is not one of the choices (see --help)", name, optarg);
-            *(int *)p = found;
-        }
+        set_option(o, &OPTIONS[c - 1000], optarg);
     }
     task_defaults(o, given);
 #ifdef _OPENMP
@@ -5880,24 +5871,11 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     return optind;
 }
 
-/* The options of some objectives (1 << OBJ_* bits) or prompt selectors (1 << SELECT_*; ~0u: all) only:
-   printed and recorded only in their runs (option_in_force), refused elsewhere when set
-   (check_scoped_options). A uniform run (the default) names no selection option. */
-static const struct { const char *name; unsigned objectives, selectors; } SCOPED_OPTIONS[] = {
-    {"mc-k", 1u << OBJ_MC_PRM, ~0u}, {"mc-whiten", 1u << OBJ_MC_PRM, ~0u},
-    {"gae-gamma", 1u << OBJ_PPO, ~0u}, {"gae-lambda", 1u << OBJ_PPO, ~0u}, {"critic-lr", 1u << OBJ_PPO, ~0u},
-    {"prompt-select", ~0u, 1u << SELECT_MOPPS | 1u << SELECT_DYNAMIC},
-    {"select-target", ~0u, 1u << SELECT_MOPPS}, {"select-candidates", ~0u, 1u << SELECT_MOPPS},
-    {"select-decay", ~0u, 1u << SELECT_MOPPS}, {"dynamic-max-rounds", ~0u, 1u << SELECT_DYNAMIC},
-    {"probe-every", 1u << OBJ_GRPO | 1u << OBJ_LAMBDA_GRPO, ~0u}};
-
 // The objectives (selectors = 0) or prompt selectors (1) option s applies to: 1 << OBJ_* or
 // 1 << SELECT_* bits, ~0u for all of them.
 static unsigned option_scope(const OptSpec *s, int selectors) {
-    for (size_t i = 0; i < sizeof SCOPED_OPTIONS / sizeof SCOPED_OPTIONS[0]; i++)
-        if (!strcmp(SCOPED_OPTIONS[i].name, s->name))
-            return selectors ? SCOPED_OPTIONS[i].selectors : SCOPED_OPTIONS[i].objectives;
-    return ~0u;
+    unsigned scope = selectors ? s->selectors : s->objectives;
+    return scope ? scope : ~0u;
 }
 
 // 1 when the comma-separated list (tree's --objective) names `name`.
