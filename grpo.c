@@ -5155,35 +5155,24 @@ static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) { ret
    (`./grpo check F > /dev/full`) may show only at this flush, and then ends the program with status 1. */
 static void check_stdout(void) {
     errno = 0;
-    int failed = fflush(stdout) != 0;
-    int err = errno;
-    if (failed || ferror(stdout)) {
-        fprintf(stderr, "error: writing standard output: %s\n",
-                err ? strerror(err) : "an earlier write failed");
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        fprintf(stderr, "error: writing standard output: %s\n", errno ? strerror(errno) : "an earlier write failed");
         _exit(EXIT_INPUT);
     }
 }
 
-// 1 when paths a and b name the same existing file (same device and inode), else 0
-static int same_file(const char *a, const char *b) {
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+// same_input: the existing file path names is the input `in` ("-": standard input, whatever it holds)
+static int same_input(const char *path, const char *in) {
+    struct stat sp, si;
+    int found = strcmp(in, "-") ? stat(in, &si) == 0 : fstat(0, &si) == 0;
+    return found && stat(path, &sp) == 0 && sp.st_dev == si.st_dev && sp.st_ino == si.st_ino;
 }
 
 /* is_stdin: path reads standard input's stream: "-", or a path to what descriptor 0 holds when that
    is not a regular file (a pipe or a terminal can be read once; a regular file reopened starts over) */
 static int is_stdin(const char *path) {
-    struct stat sp, s0;
-    if (!strcmp(path, "-")) return 1;
-    return fstat(0, &s0) == 0 && !S_ISREG(s0.st_mode) && stat(path, &sp) == 0 && sp.st_dev == s0.st_dev &&
-           sp.st_ino == s0.st_ino;
-}
-
-// same_input: the file path names is the input `in` ("-": standard input, whatever it holds)
-static int same_input(const char *path, const char *in) {
-    struct stat sp, s0;
-    if (strcmp(in, "-")) return same_file(path, in);
-    return fstat(0, &s0) == 0 && stat(path, &sp) == 0 && sp.st_dev == s0.st_dev && sp.st_ino == s0.st_ino;
+    struct stat s0;
+    return !strcmp(path, "-") || (fstat(0, &s0) == 0 && !S_ISREG(s0.st_mode) && same_input(path, "-"));
 }
 
 /* shell_word: s as one word of a shell command line: itself when every byte is safe, else single-quoted
@@ -5283,17 +5272,16 @@ static void usage_error(const char *fmt, ...) {
     exit(EXIT_USAGE);
 }
 
-// mkdir -p for one level of run directory (parents must exist, or are made too).
+// make_dir: mkdir -p path (a run directory); a failure exits naming it.
 static void make_dir(const char *path) {
     char tmp[1024];
     snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
+    for (char *p = tmp + 1; *p; p++)
         if (*p == '/') {   // each parent in turn
             *p = 0;
             mkdir(tmp, 0777);
             *p = '/';
         }
-    }
     if (mkdir(tmp, 0777) != 0 && errno != EEXIST) {
         char msg[1200];
         snprintf(msg, sizeof msg, "cannot create directory '%s': %s", path, strerror(errno));
@@ -5304,12 +5292,11 @@ static void make_dir(const char *path) {
 /* lock_run_dir: an exclusive flock on RUN_DIR/.lock (holding our pid, for the message) for the rest of
    the run, so that two runs never write the same files; flag names the option in the hints. */
 static int lock_run_dir(const char *run_dir, const char *flag) {
-    char path[1100], msg[1400];
+    char path[1100], msg[1400], hint[96];
     snprintf(path, sizeof path, "%s/.lock", run_dir);
     int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0) {
         snprintf(msg, sizeof msg, "cannot create lock file '%s': %s", path, strerror(errno));
-        char hint[96];
         snprintf(hint, sizeof hint, "check that the %s directory is writable", flag);
         fail_at(__FILE__, __LINE__, msg, hint);
     }
@@ -5325,7 +5312,6 @@ static int lock_run_dir(const char *run_dir, const char *flag) {
                      strcmp(flag, "--study") ? "run" : "compare", owner[0] ? owner : "unknown");
         else
             snprintf(msg, sizeof msg, "cannot lock '%s': %s", path, strerror(err));
-        char hint[96];
         snprintf(hint, sizeof hint, "wait for that run to end, or give this one another %s", flag);
         fail_at(__FILE__, __LINE__, msg, hint);
     }
@@ -5624,24 +5610,6 @@ static void print_option_value(FILE *f, const Options *o, const OptSpec *s) {
     fputs(v[0] ? v : "(none)", f);
 }
 
-static void print_help(const char *cmd, unsigned mask, const char *synopsis, const Options *defaults) {
-    printf("usage: " PROG " %s%s\n\n%s\n\noptions (default in brackets):\n", cmd,
-           mask ? " [--option value ...]" : "", synopsis);
-    for (int i = 0; i < NUM_OPTIONS; i++) {
-        const OptSpec *s = &OPTIONS[i];
-        if (!(s->cmds & mask)) continue;
-        printf("  --%-18s %s [", s->name, s->help);
-        print_option_value(stdout, defaults, s);
-        printf("]");
-        if (s->type == OPT_ENUM) {
-            printf(" one of:");
-            for (int c = 0; s->choices[c]; c++) printf(" %s", s->choices[c]);
-        }
-        printf("\n");
-    }
-    printf("  --%-18s %s\n", "help", "this help");
-}
-
 /* A busy machine: libgomp's waiting threads spin, and beside other jobs a 2-thread run then is several
    times slower (notes/speed.md, "On a shared machine"). libgomp reads its policy before main.
 
@@ -5700,8 +5668,7 @@ static void warn_if_busy(const char *cmd, char **argv) {
     char text[256] = "", msg[512];
     const char *fake = getenv("GRPO_LOADAVG");
     FILE *f = fake ? NULL : fopen("/proc/loadavg", "r");
-    if (fake) snprintf(text, sizeof text, "%s", fake);
-    else if (f && !fgets(text, sizeof text, f)) text[0] = 0;
+    if (f && !fgets(text, sizeof text, f)) text[0] = 0;
     if (f) fclose(f);
     int threads = num_threads();
     for (int i = 2; argv[i]; i++) {   // the last --threads wins, as in parse_options; 0 means the default
@@ -5712,14 +5679,13 @@ static void warn_if_busy(const char *cmd, char **argv) {
     }
     const char *policy = getenv("OMP_WAIT_POLICY"), *spins = getenv("GOMP_SPINCOUNT");
     int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (!busy_machine_warning(text, ncpu, threads, policy, spins, cmd, msg, sizeof msg)) return;
+    if (!busy_machine_warning(fake ? fake : text, ncpu, threads, policy, spins, cmd, msg, sizeof msg)) return;
 #ifdef __linux__
     if (!policy && !spins) {   // msg's "note: other jobs hold the CPUs (load ..., N CPUs)", then the restart
         fprintf(stderr, "%.*s: restarting with OMP_WAIT_POLICY=PASSIVE, threads that sleep while they wait "
                 "(spinning against other jobs can make a run several times slower; "
                 "OMP_WAIT_POLICY=ACTIVE keeps it spinning); notes/speed.md\n",
                 (int)strcspn(msg, ")") + 1, msg);
-
         fflush(stderr);
         setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
         execv("/proc/self/exe", argv);
@@ -5751,6 +5717,28 @@ static void task_defaults(Options *o, const unsigned char *given) {
     if (!given[mn - OPTIONS] && o->max_new_tokens == TASKS[TASK_COUNTDOWN].max_new) o->max_new_tokens = t->max_new;
     const OptSpec *lr = find_option("lr");   // train's (sft's default is another value and stays)
     if (!given[lr - OPTIONS] && o->lr == TASK_TRAIN_LR[TASK_COUNTDOWN]) o->lr = TASK_TRAIN_LR[o->task];
+}
+
+/* print_help: --help of command cmd (bit mask) and exit: the synopsis, then each option with its help,
+   its default in defaults, with the defaults of `task` (its data, budget, train's lr), and its choices. */
+static void print_help(const char *cmd, unsigned mask, const char *synopsis, const Options *defaults, int task) {
+    Options shown = *defaults;
+    unsigned char none[NUM_OPTIONS] = {0};
+    shown.task = task;
+    task_defaults(&shown, none);
+    printf("usage: " PROG " %s%s\n\n%s\n\noptions (default in brackets):\n", cmd,
+           mask ? " [--option value ...]" : "", synopsis);
+    for (int i = 0; i < NUM_OPTIONS; i++) {
+        const OptSpec *s = &OPTIONS[i];
+        if (!(s->cmds & mask)) continue;
+        printf("  --%-18s %s [", s->name, s->help);
+        print_option_value(stdout, &shown, s);
+        printf(s->type == OPT_ENUM ? "] one of:" : "]");
+        for (int c = 0; s->type == OPT_ENUM && s->choices[c]; c++) printf(" %s", s->choices[c]);
+        printf("\n");
+    }
+    printf("  --%-18s %s\n", "help", "this help");
+    exit(0);
 }
 
 // 1 for the characters isspace() takes in the C locale (strtol and strtod skip them at the start)
@@ -5832,14 +5820,7 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
                 usage_error("unknown option '%.*s' for '" PROG " %s' (did you mean --%s? options are matched "
                             "whole)", (int)(len + 2), typed, cmd, longopts[li].name);
         }
-        if (c == 'h') {   // the defaults of the --task given before --help (its data, budget, train's lr)
-            Options shown = defaults;
-            unsigned char none[NUM_OPTIONS] = {0};
-            shown.task = o->task;
-            task_defaults(&shown, none);
-            print_help(cmd, mask, synopsis, &shown);
-            exit(0);
-        }
+        if (c == 'h') print_help(cmd, mask, synopsis, &defaults, o->task);   // with the --task given before it
         if (c == '?') {
             const char *bad = argv[optind - 1];
             if (optopt) {
@@ -5932,15 +5913,14 @@ static void print_options(FILE *f, const Options *o, unsigned mask) {
 
 // The options of a GRPO step (train, tree).
 static GRPOConfig grpo_config_from_options(const Options *o) {
-    GRPOConfig cfg = {o->obj, o->temperature, o->num_iterations, o->micro_batch, o->mask_truncated, o->seed,
-                      o->update_layout};
-    return cfg;
+    return (GRPOConfig){o->obj, o->temperature, o->num_iterations, o->micro_batch, o->mask_truncated, o->seed,
+                        o->update_layout};
 }
 
+// The policy's AdamW and schedule (sft, train, tree) over total_steps.
 static AdamWConfig adamw_from_options(const Options *o, int total_steps) {
-    AdamWConfig a = {o->lr, o->beta1, o->beta2, 1e-8f, o->weight_decay, o->grad_clip,
-                     o->warmup, total_steps, o->schedule, o->min_lr_frac};
-    return a;
+    return (AdamWConfig){o->lr, o->beta1, o->beta2, 1e-8f, o->weight_decay, o->grad_clip,
+                         o->warmup, total_steps, o->schedule, o->min_lr_frac};
 }
 
 // The critic of --objective ppo (train, tree): GAE's γ and λ, verl's value clip 0.5, and the
@@ -6019,15 +5999,10 @@ static void ckpt_error(const char *path, const char *what, const char *hint);   
 static int file_fnv1a64(const char *path, uint64_t *hash) {
     FILE *f = fopen(path, "rb");
     if (!f) return -1;
-    size_t cap = 65536, n = 0, got;
-    unsigned char *buf = (unsigned char *)mallocCheck(cap);
-    while ((got = fread(buf + n, 1, cap - n, f)) > 0)
-        if ((n += got) == cap && !(buf = (unsigned char *)realloc(buf, cap *= 2)))
-            fail_at(__FILE__, __LINE__, "out of memory reading an input file", oom_hint);
+    *hash = fnv1a64(NULL, 0);   // the offset basis, then fnv1a64's step byte by byte
+    for (int c; (c = getc(f)) != EOF; ) *hash = (*hash ^ (unsigned char)c) * 1099511628211ull;
     int err = ferror(f) ? (errno ? errno : EIO) : 0;
     fclose(f);
-    *hash = fnv1a64(buf, n);
-    free(buf);
     errno = err;
     return err ? -1 : 0;
 }
@@ -6108,13 +6083,11 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
         }
         option_text(ours, sizeof ours, o, s, 1);
         if (!strcmp(ours, saved)) continue;
-        char theirs_shown[64], ours_shown[64];   // a float as %g, unless that shows the two values alike
-        snprintf(theirs_shown, sizeof theirs_shown, "%g", (float)strtod(saved, NULL));
-        option_text(ours_shown, sizeof ours_shown, o, s, 0);
-        if (s->type != OPT_FLOAT || !strcmp(theirs_shown, ours_shown)) {
-            snprintf(theirs_shown, sizeof theirs_shown, "%s", saved);
-            snprintf(ours_shown, sizeof ours_shown, "%s", ours);
-        }
+        char shown[2][64];   // theirs and ours: a float as %g, unless that shows the two values alike
+        snprintf(shown[0], sizeof shown[0], "%g", (float)strtod(saved, NULL));
+        option_text(shown[1], sizeof shown[1], o, s, 0);
+        int exact = s->type != OPT_FLOAT || !strcmp(shown[0], shown[1]);
+        const char *theirs_shown = exact ? saved : shown[0], *ours_shown = exact ? ours : shown[1];
         int is_fixed = 0;
         for (int i = 0; fixed[i]; i++) is_fixed |= !strcmp(fixed[i], name);
         if (is_fixed)
@@ -6128,10 +6101,8 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
     default_options(&d);
     for (int i = 0; fixed[i]; i++) {
         const OptSpec *s = find_option(fixed[i]);
-        int in_force_by_default = option_in_force(&d, s, CMD_TRAIN);
         if (!option_in_force(o, s, CMD_TRAIN) || record_value(st->options, fixed[i])) continue;
-
-        if (in_force_by_default) {   // every option in force is recorded: the key is missing
+        if (option_in_force(&d, s, CMD_TRAIN)) {   // every option in force is recorded: the key is missing
             char msg[256];
             snprintf(msg, sizeof msg, "its run record has no '%s', which every run records, so --%s cannot be "
                      "checked", fixed[i], fixed[i]);
@@ -6193,8 +6164,6 @@ static void check_grpo_options(const Options *o) {
                     "advantage)", o->group_size);
     if (o->temperature < 0.01f)
         usage_error("--temperature must be >= 0.01 for training (logits / T overflow below)");
-    if (o->obj.clip_eps_low < 0.0f || o->obj.clip_eps_low >= 1.0f)
-        usage_error("--clip-eps-low must be in [0, 1)");
     if (o->prompts_per_step * o->group_size > 4096)
         usage_error("--prompts-per-step x --group-size must be <= 4096");
 #ifdef GRPO_CUDA
