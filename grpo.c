@@ -5205,9 +5205,8 @@ static int output_is_ours(const char *flag, const char *path) {
     char head[4096] = "";
     FILE *f = fopen(path, "rb");
     if (!f) return 1;
-    size_t n = fread(head, 1, sizeof head - 1, f);
+    size_t n = fread(head, 1, sizeof head - 1, f);   // head stays NUL-terminated
     fclose(f);
-    head[n] = 0;
     if (n == 0) return 1;
     if (html) return !strncmp(head, "<!DOCTYPE html>", 15);
     char *nl = strchr(head, '\n');
@@ -5353,8 +5352,7 @@ typedef struct {
     float temperature;
     ObjectiveConfig obj;
     float format_reward;
-    // the comparison objectives: MC-PRM's continuations per state and whitening, PPO's critic (GAE's γ
-    // and λ, its learning rate), and tree's extra methods
+    // the comparison objectives: MC-PRM's, PPO's critic's, tree's extra methods
     int mc_k, mc_whiten;
     float gae_gamma, gae_lambda, critic_lr;
     char tree_objectives[256];
@@ -5809,10 +5807,7 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     unsigned char given[NUM_OPTIONS] = {0};   // 1: on the command line
     opterr = 0;
     optind = 1;
-    for (;;) {
-        int li = -1;
-        int c = getopt_long(argc, argv, ":h", longopts, &li);
-        if (c == -1) break;
+    for (int c, li = -1; (c = getopt_long(argc, argv, ":h", longopts, &li)) != -1; li = -1) {
         if (li >= 0) {   // getopt_long takes any unique prefix (--ste for --steps): only the whole name counts
             const char *typed = optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1];
             size_t len = strcspn(typed + 2, "=");
@@ -6184,27 +6179,25 @@ static void check_scoped_options(const Options *o, unsigned mask) {
     unsigned run = objectives_run(o, mask), selector = selectors_run(o, mask);
     for (int i = 0; i < NUM_OPTIONS; i++) {
         const OptSpec *s = &OPTIONS[i];
-        char ours[64], dflt[64], shown[64], names[128] = "", why[192];
-        int objective_scoped = !(option_scope(s, 0) & run);
-        if (!(s->cmds & mask) || (!objective_scoped && option_scope(s, 1) & selector)) continue;
+        char ours[64], dflt[64], names[128] = "", why[192];
+        int by_objective = !(option_scope(s, 0) & run);   // else out of force by the prompt selector
+        if (!(s->cmds & mask) || (!by_objective && option_scope(s, 1) & selector)) continue;
         option_text(ours, sizeof ours, o, s, 1);
         option_text(dflt, sizeof dflt, &d, s, 1);
         if (!strcmp(ours, dflt)) continue;
-        unsigned scope = option_scope(s, !objective_scoped);
-        const char *const *choices = objective_scoped ? OBJECTIVE_NAMES : PROMPT_SELECT_NAMES;
+        const char *const *choices = by_objective ? OBJECTIVE_NAMES : PROMPT_SELECT_NAMES;
         for (int k = 0; choices[k]; k++)
-            if (scope >> k & 1u)
+            if (option_scope(s, !by_objective) >> k & 1u)
                 snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? "|" : "",
                          choices[k]);
-        if (!objective_scoped)
-            snprintf(why, sizeof why, "this run has --prompt-select %s",
-                     PROMPT_SELECT_NAMES[o->prompt_select]);
-        else if (mask & CMD_TREE)
+        if (by_objective && mask & CMD_TREE)
             snprintf(why, sizeof why, "tree runs it only with %s in its --objective list", names);
-        else snprintf(why, sizeof why, "this run has --objective %s", OBJECTIVE_NAMES[o->obj.objective]);
-        option_text(shown, sizeof shown, o, s, 0);
-        usage_error("--%s %s applies to --%s %s only, and %s", s->name, shown,
-                    objective_scoped ? "objective" : "prompt-select", names, why);
+        else
+            snprintf(why, sizeof why, "this run has --%s %s", by_objective ? "objective" : "prompt-select",
+                     by_objective ? OBJECTIVE_NAMES[o->obj.objective] : PROMPT_SELECT_NAMES[o->prompt_select]);
+        option_text(ours, sizeof ours, o, s, 0);   // as typed: a float as %g
+        usage_error("--%s %s applies to --%s %s only, and %s", s->name, ours,
+                    by_objective ? "objective" : "prompt-select", names, why);
     }
     if (!(run & 1u << OBJ_PPO)) return;
     float critic_lr = o->critic_lr > 0.0f ? o->critic_lr : o->lr;
