@@ -5302,8 +5302,7 @@ static int lock_run_dir(const char *run_dir, const char *flag) {
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int err = errno;
         char owner[32] = "";
-        ssize_t n = pread(fd, owner, sizeof owner - 1, 0);
-        owner[n > 0 ? n : 0] = 0;
+        if (pread(fd, owner, sizeof owner - 1, 0) < 0) owner[0] = 0;   // owner stays NUL-terminated
         owner[strcspn(owner, "\n")] = 0;
         if (err == EWOULDBLOCK)
             snprintf(msg, sizeof msg, "%s '%s' is in use by another %s (pid %s)",
@@ -5328,7 +5327,7 @@ static void unlock_run_dir(int fd) { close(fd); }
 
 // ----------------------------------------------------------------------------
 // Options: every option of every command, with its default, range and help.
-// The table drives getopt_long, --help, range checks and the start-up printout.
+// The table drives the defaults, getopt_long, --help, range checks and the start-up printout.
 
 typedef struct {
     // run
@@ -5847,8 +5846,7 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     return optind;
 }
 
-// The objectives (selectors = 0) or prompt selectors (1) option s applies to: 1 << OBJ_* or
-// 1 << SELECT_* bits, ~0u for all of them.
+// The objectives (selectors = 0) or prompt selectors (1) option s applies to as bits; ~0u: all.
 static unsigned option_scope(const OptSpec *s, int selectors) {
     unsigned scope = selectors ? s->selectors : s->objectives;
     return scope ? scope : ~0u;
@@ -5882,8 +5880,8 @@ static unsigned selectors_run(const Options *o, unsigned mask) {
     return mask & CMD_TRAIN ? 1u << o->prompt_select : 1u << SELECT_UNIFORM;
 }
 
-/* option_in_force: 0 for an option of command `mask` that this run does not use (SCOPED_OPTIONS not
-   run; tree's empty --objective; --task countdown, --probe-every 0, --overwrite 0): the banner and run
+/* option_in_force: 0 for an option of command `mask` that this run does not use (its objectives or
+   selectors not run: option_scope; tree's empty --objective; --task countdown, --probe-every 0, --overwrite 0): the banner and run
    record leave it out, so they stay as before the option existed (a pre-registered study's hash). */
 static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
     if (!strcmp(s->name, "task")) return o->task != TASK_COUNTDOWN;   // countdown's runs print as before --task
@@ -6151,8 +6149,7 @@ static void refuse_run_dir_inputs(const Options *o, unsigned mask) {
     refuse_inputs_as_outputs(outs + 2, NO - 2, ins, 5);
 }
 
-// Checks shared by train and tree, made before anything is loaded: options that would
-// make a GRPO run meaningless.
+// Checks shared by train and tree before anything is loaded: options that make a GRPO run meaningless.
 static void check_grpo_options(const Options *o) {
     if (o->group_size < 2)
         usage_error("--group-size %d: training needs k >= 2 (a group of one has no std and no relative "
@@ -6170,8 +6167,8 @@ static void check_grpo_options(const Options *o) {
 #endif
 }
 
-/* check_scoped_options: an option of SCOPED_OPTIONS set away from its default in a run of command
-   `mask` that runs none of its objectives or selectors would do nothing: a usage error naming it and
+/* check_scoped_options: an option set away from its default in a run of command `mask` that runs
+   none of its objectives or selectors (option_scope) would do nothing: a usage error naming it and
    what it applies to. Then PPO's own checks when it runs. Call it after tree_methods. */
 static void check_scoped_options(const Options *o, unsigned mask) {
     Options d;
