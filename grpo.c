@@ -5156,7 +5156,8 @@ static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) { ret
 static void check_stdout(void) {
     errno = 0;
     if (fflush(stdout) != 0 || ferror(stdout)) {
-        fprintf(stderr, "error: writing standard output: %s\n", errno ? strerror(errno) : "an earlier write failed");
+        fprintf(stderr, "error: writing standard output: %s\n",
+                errno ? strerror(errno) : "an earlier write failed");
         _exit(EXIT_INPUT);
     }
 }
@@ -5409,7 +5410,7 @@ typedef struct {
 #define DEFAULT_SAMPLER "shared"  // plain and shared give the same tokens bit for bit
 #endif
 #pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wmissing-field-initializers"   // a row ends where its last non-zero field does
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"   // a row ends at its last non-zero field
 static const OptSpec OPTIONS[] = {
     {"task", OPT_ENUM, OFF(task), 0, 0, TASK_NAMES, CMD_SFT | CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_VERIFY,
      "the task: its data files' defaults, its prompt format and verifier (countdown, chain-sum)"},
@@ -5707,9 +5708,8 @@ static void task_defaults(Options *o, const unsigned char *given) {
     struct { const char *name; char *field; const char *value; } d[] = {
         {"train-data", o->train_data, t->train}, {"val-data", o->val_data, t->val},
         {"test-data", o->test_data, t->test}, {"data", o->data, t->test}};
-    for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) {
+    for (size_t k = 0; k < sizeof d / sizeof d[0]; k++)
         if (!given[find_option(d[k].name) - OPTIONS]) snprintf(d[k].field, 255, "%s", d[k].value);
-    }
     const OptSpec *mn = find_option("max-new-tokens");
     if (!given[mn - OPTIONS] && o->max_new_tokens == TASKS[TASK_COUNTDOWN].max_new) o->max_new_tokens = t->max_new;
     const OptSpec *lr = find_option("lr");   // train's (sft's default is another value and stays)
@@ -5718,7 +5718,8 @@ static void task_defaults(Options *o, const unsigned char *given) {
 
 /* print_help: --help of command cmd (bit mask) and exit: the synopsis, then each option with its help,
    its default in defaults, with the defaults of `task` (its data, budget, train's lr), and its choices. */
-static void print_help(const char *cmd, unsigned mask, const char *synopsis, const Options *defaults, int task) {
+static void print_help(const char *cmd, unsigned mask, const char *synopsis, const Options *defaults,
+                       int task) {
     Options shown = *defaults;
     unsigned char none[NUM_OPTIONS] = {0};
     shown.task = task;
@@ -5814,7 +5815,7 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
                 usage_error("unknown option '%.*s' for '" PROG " %s' (did you mean --%s? options are matched "
                             "whole)", (int)(len + 2), typed, cmd, longopts[li].name);
         }
-        if (c == 'h') print_help(cmd, mask, synopsis, &defaults, o->task);   // with the --task given before it
+        if (c == 'h') print_help(cmd, mask, synopsis, &defaults, o->task);   // the --task given before it
         if (c == '?') {
             const char *bad = argv[optind - 1];
             if (optopt) {
@@ -5880,9 +5881,10 @@ static unsigned selectors_run(const Options *o, unsigned mask) {
     return mask & CMD_TRAIN ? 1u << o->prompt_select : 1u << SELECT_UNIFORM;
 }
 
-/* option_in_force: 0 for an option of command `mask` that this run does not use (its objectives or
-   selectors not run: option_scope; tree's empty --objective; --task countdown, --probe-every 0, --overwrite 0): the banner and run
-   record leave it out, so they stay as before the option existed (a pre-registered study's hash). */
+/* option_in_force: 0 for an option of command `mask` that this run does not use (option_scope's
+   objectives or selectors not run; tree's empty --objective; --task countdown, --probe-every 0,
+   --overwrite 0): the banner and run record leave it out, so they stay as before the option existed
+   (a pre-registered study's hash). */
 static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
     if (!strcmp(s->name, "task")) return o->task != TASK_COUNTDOWN;   // countdown's runs print as before --task
     if (mask & CMD_TREE && !strcmp(s->name, "objective")) return o->tree_objectives[0] != 0;
@@ -6191,7 +6193,8 @@ static void check_scoped_options(const Options *o, unsigned mask) {
             snprintf(why, sizeof why, "tree runs it only with %s in its --objective list", names);
         else
             snprintf(why, sizeof why, "this run has --%s %s", by_objective ? "objective" : "prompt-select",
-                     by_objective ? OBJECTIVE_NAMES[o->obj.objective] : PROMPT_SELECT_NAMES[o->prompt_select]);
+                     by_objective ? OBJECTIVE_NAMES[o->obj.objective]
+                                  : PROMPT_SELECT_NAMES[o->prompt_select]);
         option_text(ours, sizeof ours, o, s, 0);   // as typed: a float as %g
         usage_error("--%s %s applies to --%s %s only, and %s", s->name, ours,
                     by_objective ? "objective" : "prompt-select", names, why);
