@@ -5586,19 +5586,14 @@ static const OptSpec *find_option(const char *name) {
     return NULL;
 }
 
-// The value of option s in o as text; exact: a float with 9 digits (the run record's form).
+/* The value of option s in o as text; exact: a float with 9 digits (the run record's form), else as
+   shown to a person (a float %g, an empty path "(none)"). */
 static void option_text(char *out, size_t cap, const Options *o, const OptSpec *s, int exact) {
     const char *p = (const char *)o + s->offset;
     if (s->type == OPT_FLOAT) snprintf(out, cap, exact ? "%.9g" : "%g", *(const float *)p);
     else if (s->type == OPT_INT) snprintf(out, cap, "%d", *(const int *)p);
     else if (s->type == OPT_ENUM) snprintf(out, cap, "%s", s->choices[*(const int *)p]);
-    else snprintf(out, cap, "%s", p);
-}
-
-static void print_option_value(FILE *f, const Options *o, const OptSpec *s) {
-    char v[300];
-    option_text(v, sizeof v, o, s, 0);
-    fputs(v[0] ? v : "(none)", f);
+    else snprintf(out, cap, "%s", exact || p[0] ? p : "(none)");
 }
 
 /* A busy machine: libgomp's waiting threads spin, and beside other jobs a 2-thread run then is several
@@ -5721,10 +5716,10 @@ static void print_help(const char *cmd, unsigned mask, const char *synopsis, con
            mask ? " [--option value ...]" : "", synopsis);
     for (int i = 0; i < NUM_OPTIONS; i++) {
         const OptSpec *s = &OPTIONS[i];
+        char v[300];
         if (!(s->cmds & mask)) continue;
-        printf("  --%-18s %s [", s->name, s->help);
-        print_option_value(stdout, &shown, s);
-        printf(s->type == OPT_ENUM ? "] one of:" : "]");
+        option_text(v, sizeof v, &shown, s, 0);
+        printf("  --%-18s %s [%s%s", s->name, s->help, v, s->type == OPT_ENUM ? "] one of:" : "]");
         for (int c = 0; s->type == OPT_ENUM && s->choices[c]; c++) printf(" %s", s->choices[c]);
         printf("\n");
     }
@@ -5889,12 +5884,13 @@ static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
 
 // Prints every option of the command with the value in force (start-up banner).
 static void print_options(FILE *f, const Options *o, unsigned mask) {
+    char v[300];
     fprintf(f, "# config:");
     for (int i = 0; i < NUM_OPTIONS; i++)
         if (OPTIONS[i].cmds & mask && strcmp(OPTIONS[i].name, "threads") &&
             option_in_force(o, &OPTIONS[i], mask)) {
-            fprintf(f, " %s=", OPTIONS[i].name);
-            print_option_value(f, o, &OPTIONS[i]);
+            option_text(v, sizeof v, o, &OPTIONS[i], 0);
+            fprintf(f, " %s=%s", OPTIONS[i].name, v);
         }
     fprintf(f, " threads=%d\n", num_threads());
 }
@@ -6056,8 +6052,7 @@ static void check_resume_inputs(const Options *o, const TrainState *st, const ch
 static void check_resume_options(const Options *o, const TrainState *st, const char *path,
                                  const char *const *fixed) {
     for (const char *line = st->options; *line; ) {
-        const char *nl = strchr(line, '\n'), *eq = strchr(line, '=');
-        if (!nl) nl = line + strlen(line);
+        const char *nl = line + strcspn(line, "\n"), *eq = strchr(line, '=');
         char name[64], saved[64], ours[64];
         snprintf(name, sizeof name, "%.*s", (int)(eq && eq < nl ? eq - line : 0), line);
         snprintf(saved, sizeof saved, "%.*s", (int)(eq && eq < nl ? nl - eq - 1 : 0), eq ? eq + 1 : "");
