@@ -5969,12 +5969,6 @@ static const char *record_value(const char *options, const char *key) {
 
 #define INPUT_HASH_SUFFIX ".fnv1a64"   // a run record's key for an input file's hash: "train-data.fnv1a64"
 
-// 1 when a run record's key names an input file's hash (check_resume_inputs checks those).
-static int input_hash_key(const char *name) {
-    size_t n = strlen(name), k = strlen(INPUT_HASH_SUFFIX);
-    return n > k && !strcmp(name + n - k, INPUT_HASH_SUFFIX);
-}
-
 static uint64_t fnv1a64(const void *data, size_t n);   // compare's hash, below
 static void ckpt_error(const char *path, const char *what, const char *hint);   // checkpoints, below
 
@@ -6058,7 +6052,8 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
         snprintf(saved, sizeof saved, "%.*s", (int)(eq && eq < nl ? nl - eq - 1 : 0), eq ? eq + 1 : "");
         line = *nl ? nl + 1 : nl;
         const OptSpec *s = find_option(name);
-        if (!s && input_hash_key(name)) continue;   // an input file's hash: check_resume_inputs
+        size_t len = strlen(name), k = strlen(INPUT_HASH_SUFFIX);   // an input file's hash: checked by
+        if (!s && len > k && !strcmp(name + len - k, INPUT_HASH_SUFFIX)) continue;   // check_resume_inputs
         if (!s) {   // its CRC held, so this build wrote a key it does not read
             char msg[256];
             snprintf(msg, sizeof msg, "its run record holds '%s', which this build does not know", name);
