@@ -12169,7 +12169,7 @@ static ssize_t stderr_escaped_write(void *cookie, const char *buf, size_t n) {
         unsigned char ch = u[0];
         // a UTF-8 sequence: its length, 0 when invalid; U+0080..U+009F (the C1 controls: ESC's
         // 8-bit forms) counts as invalid here
-        size_t len = ch < 0x80 ? 1 : ch >= 0xc2 && ch < 0xe0 ? 2 : ch >= 0xe0 && ch < 0xf0 ? 3 : ch >= 0xf0 && ch < 0xf5 ? 4 : 0;
+        size_t len = ch < 0x80 ? 1 : ch < 0xc2 ? 0 : ch < 0xe0 ? 2 : ch < 0xf0 ? 3 : ch < 0xf5 ? 4 : 0;
         for (size_t j = 1; j < len; j++)
             if (i + j >= n || (u[j] & 0xc0) != 0x80) len = 0;
         if (len == 2 && ch == 0xc2 && u[1] < 0xa0) len = 0;
