@@ -5116,35 +5116,25 @@ static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) { ret
    (`./grpo check F > /dev/full`) may show only at this flush, and then ends the program with status 1. */
 static void check_stdout(void) {
     errno = 0;
-    int failed = fflush(stdout) != 0;
-    int err = errno;
-    if (failed || ferror(stdout)) {
+    if (fflush(stdout) != 0 || ferror(stdout)) {
         fprintf(stderr, "error: writing standard output: %s\n",
-                err ? strerror(err) : "an earlier write failed");
+                errno ? strerror(errno) : "an earlier write failed");
         _exit(EXIT_INPUT);
     }
 }
 
-// 1 when paths a and b name the same existing file (same device and inode), else 0
-static int same_file(const char *a, const char *b) {
-    struct stat sa, sb;
-    return stat(a, &sa) == 0 && stat(b, &sb) == 0 && sa.st_dev == sb.st_dev && sa.st_ino == sb.st_ino;
+// same_input: the existing file path names is the input `in` ("-": standard input, whatever it holds)
+static int same_input(const char *path, const char *in) {
+    struct stat sp, si;
+    int found = strcmp(in, "-") ? stat(in, &si) == 0 : fstat(0, &si) == 0;
+    return found && stat(path, &sp) == 0 && sp.st_dev == si.st_dev && sp.st_ino == si.st_ino;
 }
 
 /* is_stdin: path reads standard input's stream: "-", or a path to what descriptor 0 holds when that
    is not a regular file (a pipe or a terminal can be read once; a regular file reopened starts over) */
 static int is_stdin(const char *path) {
-    struct stat sp, s0;
-    if (!strcmp(path, "-")) return 1;
-    return fstat(0, &s0) == 0 && !S_ISREG(s0.st_mode) && stat(path, &sp) == 0 && sp.st_dev == s0.st_dev &&
-           sp.st_ino == s0.st_ino;
-}
-
-// same_input: the file path names is the input `in` ("-": standard input, whatever it holds)
-static int same_input(const char *path, const char *in) {
-    struct stat sp, s0;
-    if (strcmp(in, "-")) return same_file(path, in);
-    return fstat(0, &s0) == 0 && stat(path, &sp) == 0 && sp.st_dev == s0.st_dev && sp.st_ino == s0.st_ino;
+    struct stat s0;
+    return !strcmp(path, "-") || (fstat(0, &s0) == 0 && !S_ISREG(s0.st_mode) && same_input(path, "-"));
 }
 
 /* shell_word: s as one word of a shell command line: itself when every byte is safe, else single-quoted
@@ -5177,9 +5167,8 @@ static int output_is_ours(const char *flag, const char *path) {
     char head[4096] = "";
     FILE *f = fopen(path, "rb");
     if (!f) return 1;
-    size_t n = fread(head, 1, sizeof head - 1, f);
+    size_t n = fread(head, 1, sizeof head - 1, f);   // head stays NUL-terminated
     fclose(f);
-    head[n] = 0;
     if (n == 0) return 1;
     if (html) return !strncmp(head, "<!DOCTYPE html>", 15);
     char *nl = strchr(head, '\n');
@@ -5244,17 +5233,16 @@ static void usage_error(const char *fmt, ...) {
     exit(EXIT_USAGE);
 }
 
-// mkdir -p for one level of run directory (parents must exist, or are made too).
+// make_dir: mkdir -p path (a run directory); a failure exits naming it.
 static void make_dir(const char *path) {
     char tmp[1024];
     snprintf(tmp, sizeof tmp, "%s", path);
-    for (char *p = tmp + 1; *p; p++) {
+    for (char *p = tmp + 1; *p; p++)
         if (*p == '/') {   // each parent in turn
             *p = 0;
             mkdir(tmp, 0777);
             *p = '/';
         }
-    }
     if (mkdir(tmp, 0777) != 0 && errno != EEXIST) {
         char msg[1200];
         snprintf(msg, sizeof msg, "cannot create directory '%s': %s", path, strerror(errno));
@@ -5265,20 +5253,18 @@ static void make_dir(const char *path) {
 /* lock_run_dir: an exclusive flock on RUN_DIR/.lock (holding our pid, for the message) for the rest of
    the run, so that two runs never write the same files; flag names the option in the hints. */
 static int lock_run_dir(const char *run_dir, const char *flag) {
-    char path[1100], msg[1400];
+    char path[1100], msg[1400], hint[96];
     snprintf(path, sizeof path, "%s/.lock", run_dir);
     int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
     if (fd < 0) {
         snprintf(msg, sizeof msg, "cannot create lock file '%s': %s", path, strerror(errno));
-        char hint[96];
         snprintf(hint, sizeof hint, "check that the %s directory is writable", flag);
         fail_at(__FILE__, __LINE__, msg, hint);
     }
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         int err = errno;
         char owner[32] = "";
-        ssize_t n = pread(fd, owner, sizeof owner - 1, 0);
-        owner[n > 0 ? n : 0] = 0;
+        if (pread(fd, owner, sizeof owner - 1, 0) < 0) owner[0] = 0;   // owner stays NUL-terminated
         owner[strcspn(owner, "\n")] = 0;
         if (err == EWOULDBLOCK)
             snprintf(msg, sizeof msg, "%s '%s' is in use by another %s (pid %s)",
@@ -5286,7 +5272,6 @@ static int lock_run_dir(const char *run_dir, const char *flag) {
                      strcmp(flag, "--study") ? "run" : "compare", owner[0] ? owner : "unknown");
         else
             snprintf(msg, sizeof msg, "cannot lock '%s': %s", path, strerror(err));
-        char hint[96];
         snprintf(hint, sizeof hint, "wait for that run to end, or give this one another %s", flag);
         fail_at(__FILE__, __LINE__, msg, hint);
     }
@@ -5304,7 +5289,7 @@ static void unlock_run_dir(int fd) { close(fd); }
 
 // ----------------------------------------------------------------------------
 // Options: every option of every command, with its default, range and help.
-// The table drives getopt_long, --help, range checks and the start-up printout.
+// The table drives the defaults, getopt_long, --help, range checks and the start-up printout.
 
 typedef struct {
     // run
@@ -5328,8 +5313,7 @@ typedef struct {
     float temperature;
     ObjectiveConfig obj;
     float format_reward;
-    // the comparison objectives: MC-PRM's continuations per state and whitening, PPO's critic (GAE's γ
-    // and λ, its learning rate), and tree's extra methods
+    // the comparison objectives: MC-PRM's, PPO's critic's, tree's extra methods
     int mc_k, mc_whiten;
     float gae_gamma, gae_lambda, critic_lr;
     char tree_objectives[256];
@@ -5366,222 +5350,196 @@ typedef struct {
     const char **choices;    // OPT_ENUM: the names, NULL-terminated
     unsigned cmds;           // CMD_* bits: the commands that take it
     const char *help;
+    const char *dflt;        // the default as typed (NULL: 0 or ""); a command's own: sft_defaults, ...
+    /* the objectives (1 << OBJ_*) and prompt selectors (1 << SELECT_*) it applies to (0: all): out of
+       them it is left out of the banner and run record (option_in_force) and refused when set
+       (check_scoped_options); a uniform run (the default) names no selection option */
+    unsigned objectives, selectors;
 } OptSpec;
 
 #define OFF(field) offsetof(Options, field)
+#define INT(field, min, max) OPT_INT, OFF(field), min, max, NULL   // a row's type, field and range
+#define FLT(field, min, max) OPT_FLOAT, OFF(field), min, max, NULL
+#define STR(field) OPT_STR, OFF(field), 0, 0, NULL
+#define ENUM(field, choices) OPT_ENUM, OFF(field), 0, 0, choices
 #define OBJ_CMDS (CMD_TRAIN | CMD_CHECK | CMD_TREE)
 #define GEN_CMDS (CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_TREE)
+#define STRINGIFY(x) #x
+#define DEFAULT_TEXT(x) STRINGIFY(x)   // a number's macro as the text of a default
 #ifdef GRPO_CUDA
 #define CUDA_CMDS (CMD_SFT | GEN_CMDS | CMD_BENCH)   // the commands that build a model: on the GPU
+#define DEFAULT_LAYOUT "padded"   // the shared-prefix batch and sampler run on the CPU only
+#define DEFAULT_SAMPLER "plain"
+#else
+#define DEFAULT_LAYOUT "tree"     // padded and tree give the same loss and gradient up to rounding
+#define DEFAULT_SAMPLER "shared"  // plain and shared give the same tokens bit for bit
 #endif
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmissing-field-initializers"   // a row ends at its last non-zero field
 static const OptSpec OPTIONS[] = {
-    {"task", OPT_ENUM, OFF(task), 0, 0, TASK_NAMES, CMD_SFT | CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_VERIFY,
+    {"task", ENUM(task, TASK_NAMES), CMD_SFT | CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_VERIFY,
      "the task: its data files' defaults, its prompt format and verifier (countdown, chain-sum)"},
-    {"seed", OPT_INT, OFF(seed), 0, 2147483647, NULL, CMD_SFT | GEN_CMDS | CMD_BENCH,
-     "random seed (same seed, same build: same run, bit for bit)"},
-    {"threads", OPT_INT, OFF(threads), 0, 1024, NULL, 0xffff,
-     "OpenMP threads (0: OMP_NUM_THREADS or all cores)"},
-    {"run-dir", OPT_STR, OFF(run_dir), 0, 0, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
-     "directory for checkpoints and CSV logs"},
-    {"init", OPT_STR, OFF(init), 0, 0, NULL, CMD_TRAIN,
-     "SFT checkpoint to start from; also the reference policy π_ref"},
-    {"resume", OPT_STR, OFF(resume), 0, 0, NULL, CMD_SFT | CMD_TRAIN,
+    {"seed", INT(seed, 0, 2147483647), CMD_SFT | GEN_CMDS | CMD_BENCH,
+     "random seed (same seed, same build: same run, bit for bit)", "1337"},
+    {"threads", INT(threads, 0, 1024), 0xffff, "OpenMP threads (0: OMP_NUM_THREADS or all cores)"},
+    {"run-dir", STR(run_dir), CMD_SFT | CMD_TRAIN | CMD_TREE, "directory for checkpoints and CSV logs"},
+    {"init", STR(init), CMD_TRAIN,
+     "SFT checkpoint to start from; also the reference policy π_ref", "runs/sft/model.bin"},
+    {"resume", STR(resume), CMD_SFT | CMD_TRAIN,
      "checkpoint with optimizer state to continue from (bit-identical with the same --update-layout)"},
-    {"model", OPT_STR, OFF(model), 0, 0, NULL, CMD_EVAL | CMD_SAMPLE, "checkpoint to load"},
-    {"layers", OPT_INT, OFF(layers), 1, 64, NULL, CMD_SFT | CMD_BENCH | CMD_TREE, "transformer blocks L"},
-    {"heads", OPT_INT, OFF(heads), 1, 64, NULL, CMD_SFT | CMD_BENCH | CMD_TREE,
-     "attention heads NH (must divide --channels)"},
-    {"channels", OPT_INT, OFF(channels), 8, 4096, NULL, CMD_SFT | CMD_BENCH | CMD_TREE, "width C"},
-    {"context", OPT_INT, OFF(context), 8, 1024, NULL, CMD_SFT | CMD_BENCH,
-     "context length maxT in tokens (bench: at least 9)"},
-    {"train-data", OPT_STR, OFF(train_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN,
-     "training prompts (prompt<TAB>demonstration per line)"},
-    {"val-data", OPT_STR, OFF(val_data), 0, 0, NULL, CMD_SFT | CMD_TRAIN | CMD_SAMPLE,
-     "validation prompts (sample without --prompt draws one)"},
-    {"test-data", OPT_STR, OFF(test_data), 0, 0, NULL, CMD_TRAIN,
-     "test prompts (reasoning-gym), scored at start and end"},
-    {"data", OPT_STR, OFF(data), 0, 0, NULL, CMD_EVAL, "prompts to score"},
-    {"prompt", OPT_STR, OFF(prompt), 0, 0, NULL, CMD_SAMPLE,
+    {"model", STR(model), CMD_EVAL | CMD_SAMPLE, "checkpoint to load", "runs/grpo/model.bin"},
+    {"layers", INT(layers, 1, 64), CMD_SFT | CMD_BENCH | CMD_TREE, "transformer blocks L", "4"},
+    {"heads", INT(heads, 1, 64), CMD_SFT | CMD_BENCH | CMD_TREE,
+     "attention heads NH (must divide --channels)", "4"},
+    {"channels", INT(channels, 8, 4096), CMD_SFT | CMD_BENCH | CMD_TREE, "width C", "128"},
+    {"context", INT(context, 8, 1024), CMD_SFT | CMD_BENCH,
+     "context length maxT in tokens (bench: at least 9)", "64"},
+    {"train-data", STR(train_data), CMD_SFT | CMD_TRAIN,
+     "training prompts (prompt<TAB>demonstration per line)", "data/countdown_train.txt"},
+    {"val-data", STR(val_data), CMD_SFT | CMD_TRAIN | CMD_SAMPLE,
+     "validation prompts (sample without --prompt draws one)", "data/countdown_val.txt"},
+    {"test-data", STR(test_data), CMD_TRAIN,
+     "test prompts (reasoning-gym), scored at start and end", "data/countdown_test.txt"},
+    {"data", STR(data), CMD_EVAL, "prompts to score", "data/countdown_test.txt"},
+    {"prompt", STR(prompt), CMD_SAMPLE,
      "the task's prompt, e.g. '8 4 5 8>9:' (none: one of --val-data with mixed rewards)"},
-    {"completions", OPT_STR, OFF(completions_out), 0, 0, NULL, CMD_EVAL,
+    {"completions", STR(completions_out), CMD_EVAL,
      "write each greedy completion here: prompt<TAB>completion<TAB>reward<TAB>eos|no-eos"},
-    {"html", OPT_STR, OFF(html_out), 0, 0, NULL, CMD_SAMPLE | CMD_CHECK,
+    {"html", STR(html_out), CMD_SAMPLE | CMD_CHECK,
      "also draw B(G) as one self-contained HTML page here (colour: net coefficient, GRPO or λ-GRPO)"},
-    {"token-names", OPT_STR, OFF(token_names), 0, 0, NULL, CMD_CHECK,
+    {"token-names", STR(token_names), CMD_CHECK,
      "--html: a file whose line n names token id n (e.g. notes/examples/letters.txt; none: the ids)"},
-    {"steps", OPT_INT, OFF(steps), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
+    {"steps", INT(steps, 0, 10000000), CMD_SFT | CMD_TRAIN | CMD_TREE,
      "optimizer steps (GRPO: sampling steps)"},
-    {"batch-size", OPT_INT, OFF(batch_size), 1, 4096, NULL, CMD_SFT | CMD_BENCH, "sequences per SFT step"},
-    {"lr", OPT_FLOAT, OFF(lr), 0, 10, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "peak learning rate (train --task chain-sum: 1e-5)"},
-    {"min-lr-frac", OPT_FLOAT, OFF(min_lr_frac), 0, 1, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
-     "final learning rate as a fraction of --lr"},
-    {"schedule", OPT_ENUM, OFF(schedule), 0, 0, SCHEDULE_NAMES, CMD_SFT | CMD_TRAIN | CMD_TREE,
+    {"batch-size", INT(batch_size, 1, 4096), CMD_SFT | CMD_BENCH, "sequences per SFT step", "32"},
+    {"lr", FLT(lr, 0, 10), CMD_SFT | CMD_TRAIN | CMD_TREE,
+     "peak learning rate (train --task chain-sum: 1e-5)"},
+    {"min-lr-frac", FLT(min_lr_frac, 0, 1), CMD_SFT | CMD_TRAIN | CMD_TREE,
+     "final learning rate as a fraction of --lr", "0.1"},
+    {"schedule", ENUM(schedule, SCHEDULE_NAMES), CMD_SFT | CMD_TRAIN | CMD_TREE,
      "learning-rate decay after warm-up"},
-    {"warmup", OPT_INT, OFF(warmup), 0, 1000000, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
-     "linear warm-up steps"},
-    {"weight-decay", OPT_FLOAT, OFF(weight_decay), 0, 10, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
+    {"warmup", INT(warmup, 0, 1000000), CMD_SFT | CMD_TRAIN | CMD_TREE, "linear warm-up steps"},
+    {"weight-decay", FLT(weight_decay, 0, 10), CMD_SFT | CMD_TRAIN | CMD_TREE,
      "AdamW decoupled weight decay (2-D weights only)"},
-    {"beta1", OPT_FLOAT, OFF(beta1), 0, 0.999999, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "AdamW β1"},
-    {"beta2", OPT_FLOAT, OFF(beta2), 0, 0.999999, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE, "AdamW β2"},
-    {"grad-clip", OPT_FLOAT, OFF(grad_clip), 0, 1e9, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
-     "max global gradient norm (0: off)"},
-    {"eval-every", OPT_INT, OFF(eval_every), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN,
-     "validate every N steps (0: off)"},
-    {"eval-limit", OPT_INT, OFF(eval_limit), 0, 10000000, NULL, CMD_TRAIN | CMD_EVAL,
+    {"beta1", FLT(beta1, 0, 0.999999), CMD_SFT | CMD_TRAIN | CMD_TREE, "AdamW β1", "0.9"},
+    {"beta2", FLT(beta2, 0, 0.999999), CMD_SFT | CMD_TRAIN | CMD_TREE, "AdamW β2", "0.95"},
+    {"grad-clip", FLT(grad_clip, 0, 1e9), CMD_SFT | CMD_TRAIN | CMD_TREE,
+     "max global gradient norm (0: off)", "1"},
+    {"eval-every", INT(eval_every, 0, 10000000), CMD_SFT | CMD_TRAIN, "validate every N steps (0: off)"},
+    {"eval-limit", INT(eval_limit, 0, 10000000), CMD_TRAIN | CMD_EVAL,
      "score at most N prompts per evaluation (0: all); for train's test file see --test-limit"},
-    {"test-limit", OPT_INT, OFF(test_limit), -1, 10000000, NULL, CMD_TRAIN,
+    {"test-limit", INT(test_limit, -1, 10000000), CMD_TRAIN,
      "score the first N test prompts at the start and end (-1: all; 0: none, for short try-outs)"},
-    {"overwrite", OPT_INT, OFF(overwrite), 0, 1, NULL, CMD_SFT | CMD_TRAIN | CMD_TREE,
+    {"overwrite", INT(overwrite, 0, 1), CMD_SFT | CMD_TRAIN | CMD_TREE,
      "1: replace the finished run in --run-dir (its model.bin, tree_steps.csv, logs); 0: refuse to"},
-    {"save-every", OPT_INT, OFF(save_every), 0, 10000000, NULL, CMD_SFT | CMD_TRAIN,
+    {"save-every", INT(save_every, 0, 10000000), CMD_SFT | CMD_TRAIN,
      "write a resumable checkpoint every N steps (0: only at the end)"},
-    {"prompts-per-step", OPT_INT, OFF(prompts_per_step), 1, 4096, NULL, CMD_TRAIN | CMD_TREE,
-     "prompts P per GRPO step"},
-    {"group-size", OPT_INT, OFF(group_size), 1, 4096, NULL, CMD_TRAIN | CMD_SAMPLE | CMD_TREE,
-     "completions k per prompt (G in TRL/verl); training needs k >= 2"},
-    {"temperature", OPT_FLOAT, OFF(temperature), 0, 100, NULL, GEN_CMDS,
-     "sampling temperature T; log-probs use logits/T everywhere"},
-    {"max-new-tokens", OPT_INT, OFF(max_new_tokens), 1, 1000000, NULL,
-     CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_CHECK, "completion budget (also the Dr. GRPO constant)"},
-    {"pass-k", OPT_INT, OFF(pass_k), 0, 4096, NULL, CMD_TRAIN | CMD_EVAL,
-     "samples per prompt for pass@k at the end (0: off)"},
-    {"objective", OPT_ENUM, OFF(obj.objective), 0, 0, OBJECTIVE_NAMES, CMD_TRAIN | CMD_CHECK,
+    {"prompts-per-step", INT(prompts_per_step, 1, 4096), CMD_TRAIN | CMD_TREE,
+     "prompts P per GRPO step", "8"},
+    {"group-size", INT(group_size, 1, 4096), CMD_TRAIN | CMD_SAMPLE | CMD_TREE,
+     "completions k per prompt (G in TRL/verl); training needs k >= 2", "8"},
+    {"temperature", FLT(temperature, 0, 100), GEN_CMDS,
+     "sampling temperature T; log-probs use logits/T everywhere", "1"},
+    {"max-new-tokens", INT(max_new_tokens, 1, 1000000),
+     CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_CHECK, "completion budget (also the Dr. GRPO constant)", "26"},
+    {"pass-k", INT(pass_k, 0, 4096), CMD_TRAIN | CMD_EVAL,
+     "samples per prompt for pass@k at the end (0: off)", "8"},
+    {"objective", ENUM(obj.objective, OBJECTIVE_NAMES), CMD_TRAIN | CMD_CHECK,
      "grpo, lambda-grpo (each token's term divided by |λ(i,t)|), mc-prm (VinePPO's step advantages; not "
-     "check), or ppo (a learned critic, GAE; not check)"},
-    {"objective", OPT_STR, OFF(tree_objectives), 0, 0, NULL, CMD_TREE,
+     "check), or ppo (a learned critic, GAE; not check)", "lambda-grpo"},
+    {"objective", STR(tree_objectives), CMD_TREE,
      "methods run beside GRPO and λ-GRPO (which always run), comma-separated: mc-prm, ppo"},
-    {"mc-k", OPT_INT, OFF(mc_k), 1, 1024, NULL, CMD_TRAIN | CMD_TREE | CMD_SAMPLE,
-     "MC-PRM: continuations K per state for V̂ (VinePPO 9, SPO 4); sample: V̂ of each node of B(G)"},
-    {"mc-whiten", OPT_INT, OFF(mc_whiten), 0, 1, NULL, CMD_TRAIN | CMD_TREE,
-     "MC-PRM: 1 whitens the step advantages over the step's tokens, as VinePPO (GRPO's scale); 0: raw"},
-    {"gae-gamma", OPT_FLOAT, OFF(gae_gamma), 0, 1, NULL, CMD_TRAIN | CMD_TREE,
-     "ppo: GAE's discount γ (verl: 1)"},
-    {"gae-lambda", OPT_FLOAT, OFF(gae_lambda), 0, 1, NULL, CMD_TRAIN | CMD_TREE,
-     "ppo: GAE's λ (verl: 1; γ = λ = 1 gives A_t = r - V_t)"},
-    {"critic-lr", OPT_FLOAT, OFF(critic_lr), 0, 10, NULL, CMD_TRAIN | CMD_TREE,
-     "ppo: the critic's peak learning rate (0: --lr); schedule and AdamW as the policy's"},
-    {"loss-agg", OPT_ENUM, OFF(obj.loss_agg), 0, 0, LOSS_AGG_NAMES, OBJ_CMDS,
-     "loss aggregation (notes/conventions.md)"},
-    {"adv-std", OPT_ENUM, OFF(obj.adv_std), 0, 0, ADV_STD_NAMES, OBJ_CMDS,
+    {"mc-k", INT(mc_k, 1, 1024), CMD_TRAIN | CMD_TREE | CMD_SAMPLE,
+     "MC-PRM: continuations K per state for V̂ (VinePPO 9, SPO 4); sample: V̂ of each node of B(G)",
+     "4", 1u << OBJ_MC_PRM},
+    {"mc-whiten", INT(mc_whiten, 0, 1), CMD_TRAIN | CMD_TREE,
+     "MC-PRM: 1 whitens the step advantages over the step's tokens, as VinePPO (GRPO's scale); 0: raw",
+     "1", 1u << OBJ_MC_PRM},
+    {"gae-gamma", FLT(gae_gamma, 0, 1), CMD_TRAIN | CMD_TREE,
+     "ppo: GAE's discount γ (verl: 1)", "1", 1u << OBJ_PPO},
+    {"gae-lambda", FLT(gae_lambda, 0, 1), CMD_TRAIN | CMD_TREE,
+     "ppo: GAE's λ (verl: 1; γ = λ = 1 gives A_t = r - V_t)", "1", 1u << OBJ_PPO},
+    {"critic-lr", FLT(critic_lr, 0, 10), CMD_TRAIN | CMD_TREE,
+     "ppo: the critic's peak learning rate (0: --lr); schedule and AdamW as the policy's",
+     NULL, 1u << OBJ_PPO},
+    {"loss-agg", ENUM(obj.loss_agg, LOSS_AGG_NAMES), OBJ_CMDS, "loss aggregation (notes/conventions.md)"},
+    {"adv-std", ENUM(obj.adv_std, ADV_STD_NAMES), OBJ_CMDS,
      "std in the advantage: sample (k-1), population (k), none"},
-    {"adv-std-scope", OPT_ENUM, OFF(obj.adv_std_scope), 0, 0, SCOPE_NAMES, OBJ_CMDS,
+    {"adv-std-scope", ENUM(obj.adv_std_scope, SCOPE_NAMES), OBJ_CMDS,
      "std over each group or over the batch"},
-    {"adv-eps", OPT_FLOAT, OFF(obj.adv_eps), 0, 1, NULL, OBJ_CMDS, "added to the std (TRL 1e-4, verl 1e-6)"},
-    {"clip-eps-low", OPT_FLOAT, OFF(obj.clip_eps_low), 0, 0.999999, NULL, OBJ_CMDS,
-     "ratio clipped below at 1 - eps_low, in [0, 1)"},
-    {"clip-eps-high", OPT_FLOAT, OFF(obj.clip_eps_high), 0, 1e6, NULL, OBJ_CMDS,
-     "ratio clipped above at 1 + eps_high (DAPO: 0.28)"},
-    {"beta", OPT_FLOAT, OFF(obj.beta), 0, 1e6, NULL, OBJ_CMDS, "k3 KL coefficient against π_ref"},
-    {"num-iterations", OPT_INT, OFF(num_iterations), 1, 64, NULL, CMD_TRAIN | CMD_TREE,
-     "updates μ per sampled batch (π_old frozen at sampling)"},
-    {"micro-batch", OPT_INT, OFF(micro_batch), 0, 4096, NULL, CMD_TRAIN | CMD_TREE,
+    {"adv-eps", FLT(obj.adv_eps, 0, 1), OBJ_CMDS, "added to the std (TRL 1e-4, verl 1e-6)", "1e-4"},
+    {"clip-eps-low", FLT(obj.clip_eps_low, 0, 0.999999), OBJ_CMDS,
+     "ratio clipped below at 1 - eps_low, in [0, 1)", "0.2"},
+    {"clip-eps-high", FLT(obj.clip_eps_high, 0, 1e6), OBJ_CMDS,
+     "ratio clipped above at 1 + eps_high (DAPO: 0.28)", "0.2"},
+    {"beta", FLT(obj.beta, 0, 1e6), OBJ_CMDS, "k3 KL coefficient against π_ref"},
+    {"num-iterations", INT(num_iterations, 1, 64), CMD_TRAIN | CMD_TREE,
+     "updates μ per sampled batch (π_old frozen at sampling)", "1"},
+    {"micro-batch", INT(micro_batch, 0, 4096), CMD_TRAIN | CMD_TREE,
      "sequences per forward/backward (0: whole step); the same gradient up to float rounding"},
-    {"update-layout", OPT_ENUM, OFF(update_layout), 0, 0, UPDATE_LAYOUT_NAMES, CMD_SFT | CMD_TRAIN | CMD_TREE,
+    {"update-layout", ENUM(update_layout, UPDATE_LAYOUT_NAMES), CMD_SFT | CMD_TRAIN | CMD_TREE,
      "the training batch: tree (default on the CPU: the batch, or each micro-batch, packed as its "
      "prefix tree, shared prefixes computed once, no padding) or padded (the CUDA build's only "
-     "layout); same loss and gradient up to float rounding"},
-    {"sampler", OPT_ENUM, OFF(sampler), 0, 0, SAMPLER_NAMES, CMD_TRAIN | CMD_TREE,
+     "layout); same loss and gradient up to float rounding", DEFAULT_LAYOUT},
+    {"sampler", ENUM(sampler, SAMPLER_NAMES), CMD_TRAIN | CMD_TREE,
      "the sampler: shared (default on the CPU: each distinct prompt fed once, finished rows dropped, "
      "weights packed) or plain (the reference's loop; the CUDA build's only one); the same tokens "
-     "bit for bit. --sampler plain --update-layout padded runs the reference's own code only"},
-    {"mask-truncated", OPT_INT, OFF(mask_truncated), 0, 1, NULL, CMD_TRAIN | CMD_CHECK,
+     "bit for bit. --sampler plain --update-layout padded runs the reference's own code only",
+     DEFAULT_SAMPLER},
+    {"mask-truncated", INT(mask_truncated, 0, 1), CMD_TRAIN | CMD_CHECK,
      "1: completions cut at max-new-tokens without <eos> (check: truncated=1) get no loss, no normaliser"},
-    {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_TREE, "seeds per cell of the grid (paper: 5)"},
-    {"format-reward", OPT_FLOAT, OFF(format_reward), 0, 1, NULL, CMD_TRAIN | CMD_EVAL,
+    {"seeds", INT(seeds, 1, 1000), CMD_TREE, "seeds per cell of the grid (paper: 5)"},
+    {"format-reward", FLT(format_reward, 0, 1), CMD_TRAIN | CMD_EVAL,
      "extra reward for a well-formed but wrong completion (0: off)"},
-    {"prompt-select", OPT_ENUM, OFF(prompt_select), 0, 0, PROMPT_SELECT_NAMES, CMD_TRAIN,
+    {"prompt-select", ENUM(prompt_select, PROMPT_SELECT_NAMES), CMD_TRAIN,
      "the step's prompts: uniform, mopps (Beta posteriors, nearest τ) or dynamic (DAPO: all-equal "
-     "groups resampled)"},
-    {"select-target", OPT_FLOAT, OFF(select_target), 0, 1, NULL, CMD_TRAIN,
-     "mopps: keep the prompts whose sampled success p is nearest this τ"},
-    {"select-candidates", OPT_INT, OFF(select_candidates), 0, 1000000, NULL, CMD_TRAIN,
-     "mopps: M distinct candidate prompts per step (0: 8 x --prompts-per-step)"},
-    {"select-decay", OPT_FLOAT, OFF(select_decay), 0, 1, NULL, CMD_TRAIN,
-     "mopps: posterior decay d in (0, 1] per update (1: none)"},
-    {"dynamic-max-rounds", OPT_INT, OFF(dynamic_max_rounds), 1, DYNAMIC_MAX_ROUNDS, NULL, CMD_TRAIN,
-     "dynamic: refill rounds per step at most; then all-equal groups stay (zero gradient)"},
-    {"probe-every", OPT_INT, OFF(probe_every), 0, 10000000, NULL, CMD_TRAIN,
+     "groups resampled)", NULL, 0, 1u << SELECT_MOPPS | 1u << SELECT_DYNAMIC},
+    {"select-target", FLT(select_target, 0, 1), CMD_TRAIN,
+     "mopps: keep the prompts whose sampled success p is nearest this τ", "0.5", 0, 1u << SELECT_MOPPS},
+    {"select-candidates", INT(select_candidates, 0, 1000000), CMD_TRAIN,
+     "mopps: M distinct candidate prompts per step (0: 8 x --prompts-per-step)", NULL, 0, 1u << SELECT_MOPPS},
+    {"select-decay", FLT(select_decay, 0, 1), CMD_TRAIN,
+     "mopps: posterior decay d in (0, 1] per update (1: none)", "1", 0, 1u << SELECT_MOPPS},
+    {"dynamic-max-rounds", INT(dynamic_max_rounds, 1, DYNAMIC_MAX_ROUNDS), CMD_TRAIN,
+     "dynamic: refill rounds per step at most; then all-equal groups stay (zero gradient)",
+     DEFAULT_TEXT(DYNAMIC_DEFAULT_ROUNDS), 0, 1u << SELECT_DYNAMIC},
+    {"probe-every", INT(probe_every, 0, 10000000), CMD_TRAIN,
      "every N steps, GRPO's and λ-GRPO's gradients at π_old on the step's batch (whichever trains; grpo, "
      "lambda-grpo only; CPU build): train.csv's probe_cos (their cosine), probe_norm_ratio (|g_λ|/|g_GRPO|), "
      "probe_share (tokens with |λ| > 1 among those the loss counts), probe_s (its seconds, not in the "
-     "budget or the phase columns); empty cells at other steps; changes nothing in the run (0: off)"},
+     "budget or the phase columns); empty cells at other steps; changes nothing in the run (0: off)",
+     NULL, 1u << OBJ_GRPO | 1u << OBJ_LAMBDA_GRPO},
     // budget runs and studies (./grpo compare); "seeds" and "init" of compare are rows
     // of their own (other help, same fields) so that tree's and train's rows stay as they are
-    {"budget-unit", OPT_ENUM, OFF(budget_unit), 0, 0, BUDGET_UNIT_NAMES, CMD_TRAIN | CMD_COMPARE,
+    {"budget-unit", ENUM(budget_unit, BUDGET_UNIT_NAMES), CMD_TRAIN | CMD_COMPARE,
      "what --budget counts: generated tokens, model FLOPs (notes/compare.md), training seconds, or steps (train --steps N with a constant schedule is --budget-unit steps --budget N, step for step)"},
-    {"budget", OPT_FLOAT, OFF(budget), 0, 1e30, NULL, CMD_TRAIN | CMD_COMPARE,
+    {"budget", FLT(budget, 0, 1e30), CMD_TRAIN | CMD_COMPARE,
      "stop after the first step at which this much is spent (0: off; --steps then only caps the run)"},
-    {"eval-points", OPT_INT, OFF(eval_points), 0, 1000, NULL, CMD_TRAIN | CMD_COMPARE,
+    {"eval-points", INT(eval_points, 0, 1000), CMD_TRAIN | CMD_COMPARE,
      "K: greedy val accuracy at 0 and at 1/K..K/K of --budget, to RUN_DIR/eval.csv (0: off)"},
-    {"study", OPT_STR, OFF(study), 0, 0, NULL, CMD_COMPARE,
+    {"study", STR(study), CMD_COMPARE,
      "study directory: prereg.txt, sft/, runs/METHOD/seed_N/, points.csv, curves.csv"},
-    {"methods", OPT_STR, OFF(methods), 0, 0, NULL, CMD_COMPARE,
+    {"methods", STR(methods), CMD_COMPARE,
      "comma-separated name[:--option=value...]; name: an objective or a label"},
-    {"seeds", OPT_INT, OFF(seeds), 1, 1000, NULL, CMD_COMPARE,
-     "seeds 1..N of every method (paired across methods)"},
-    {"target-acc", OPT_FLOAT, OFF(target_acc), -1, 1, NULL, CMD_COMPARE,
+    {"seeds", INT(seeds, 1, 1000), CMD_COMPARE, "seeds 1..N of every method (paired across methods)"},
+    {"target-acc", FLT(target_acc, -1, 1), CMD_COMPARE,
      "X in [0, 1]: also report gen tokens and seconds to first reach val accuracy X (-1: no such view)"},
-    {"one-batch", OPT_INT, OFF(one_batch), 0, 100000, NULL, CMD_COMPARE,
+    {"one-batch", INT(one_batch, 0, 100000), CMD_COMPARE,
      "P: also the one-batch view: Δ = mean verifier reward over the first P --val-data prompts x 16 samples (seed 1, the reference's --temperature, the same draws for every model) after each run's first update (STUDY/onebatch/) minus the SFT model's, beside the training gain (test and val accuracy at the end minus at 0), ranking and predicted gap gain_ref·(Δ−Δ_ref)/Δ_ref (0: off)"},
-    {"jobs", OPT_INT, OFF(jobs), 0, 1024, NULL, CMD_COMPARE,
-     "runs at once, one thread each (0: the core count)"},
-    {"init", OPT_STR, OFF(init), 0, 0, NULL, CMD_COMPARE,
+    {"jobs", INT(jobs, 0, 1024), CMD_COMPARE, "runs at once, one thread each (0: the core count)"},
+    {"init", STR(init), CMD_COMPARE,
      "SFT checkpoint of every run (none: STUDY/sft/model.bin, made with --sft-args if missing)"},
-    {"train-args", OPT_STR, OFF(train_args), 0, 0, NULL, CMD_COMPARE,
-     "train options of every run, e.g. '--group-size 8'"},
-    {"sft-args", OPT_STR, OFF(sft_args), 0, 0, NULL, CMD_COMPARE, "sft options of the study's own SFT run"},
+    {"train-args", STR(train_args), CMD_COMPARE, "train options of every run, e.g. '--group-size 8'"},
+    {"sft-args", STR(sft_args), CMD_COMPARE, "sft options of the study's own SFT run"},
 #ifdef GRPO_CUDA
-    {"tf32", OPT_INT, OFF(tf32), 0, 1, NULL, CUDA_CMDS,
+    {"tf32", INT(tf32, 0, 1), CUDA_CMDS,
      "1: cuBLAS matmuls on TF32 tensor cores (faster; ~1e-3 relative error); 0: full fp32"},
-    {"kernel-times", OPT_INT, OFF(kernel_times), 0, 1, NULL, CMD_BENCH,
+    {"kernel-times", INT(kernel_times, 0, 1), CMD_BENCH,
      "1: then GPU time per kernel over 3 training steps, each launch waited for"},
 #endif
 };
+#pragma GCC diagnostic pop
 #define NUM_OPTIONS ((int)(sizeof OPTIONS / sizeof OPTIONS[0]))
-
-// The defaults of every option (--help shows them); a field not set here is 0 or "".
-static void default_options(Options *o) {
-    memset(o, 0, sizeof *o);
-    o->seed = 1337;
-    strcpy(o->init, "runs/sft/model.bin");
-    strcpy(o->model, "runs/grpo/model.bin");
-    o->layers = 4;
-    o->heads = 4;
-    o->channels = 128;
-    o->context = 64;
-    strcpy(o->train_data, "data/countdown_train.txt");
-    strcpy(o->val_data, "data/countdown_val.txt");
-    strcpy(o->test_data, "data/countdown_test.txt");
-    strcpy(o->data, "data/countdown_test.txt");
-    o->batch_size = 32;
-    o->min_lr_frac = 0.1f;
-    o->grad_clip = 1.0f;
-    o->beta1 = 0.9f;
-    o->beta2 = 0.95f;
-    o->prompts_per_step = 8;
-    o->group_size = 8;
-    o->max_new_tokens = 26;
-    o->num_iterations = 1;
-    o->pass_k = 8;
-    o->temperature = 1.0f;
-    o->mc_k = 4;
-    o->mc_whiten = 1;
-#ifdef GRPO_CUDA
-    o->update_layout = LAYOUT_PADDED;   // the shared-prefix batch runs on the CPU only
-    o->sampler = SAMPLER_PLAIN;
-#else
-    o->update_layout = LAYOUT_TREE;     // padded and tree give the same loss and gradient up to rounding
-    o->sampler = SAMPLER_SHARED;        // plain and shared give the same tokens bit for bit
-#endif
-    o->gae_gamma = 1.0f;
-    o->gae_lambda = 1.0f;
-    o->prompt_select = SELECT_UNIFORM;
-    o->select_target = 0.5f;
-    o->select_decay = 1.0f;
-    o->dynamic_max_rounds = DYNAMIC_DEFAULT_ROUNDS;
-    o->obj = (ObjectiveConfig){OBJ_LAMBDA_GRPO, AGG_TOKEN_MEAN, STD_SAMPLE, SCOPE_GROUP, 1e-4f, 0.2f, 0.2f,
-                               0.0f, 40};
-}
 
 static const OptSpec *find_option(const char *name) {
     for (int i = 0; i < NUM_OPTIONS; i++)
@@ -5589,37 +5547,14 @@ static const OptSpec *find_option(const char *name) {
     return NULL;
 }
 
-// The value of option s in o as text; exact: a float with 9 digits (the run record's form).
+/* The value of option s in o as text; exact: a float with 9 digits (the run record's form), else as
+   shown to a person (a float %g, an empty path "(none)"). */
 static void option_text(char *out, size_t cap, const Options *o, const OptSpec *s, int exact) {
     const char *p = (const char *)o + s->offset;
     if (s->type == OPT_FLOAT) snprintf(out, cap, exact ? "%.9g" : "%g", *(const float *)p);
     else if (s->type == OPT_INT) snprintf(out, cap, "%d", *(const int *)p);
     else if (s->type == OPT_ENUM) snprintf(out, cap, "%s", s->choices[*(const int *)p]);
-    else snprintf(out, cap, "%s", p);
-}
-
-static void print_option_value(FILE *f, const Options *o, const OptSpec *s) {
-    char v[300];
-    option_text(v, sizeof v, o, s, 0);
-    fputs(v[0] ? v : "(none)", f);
-}
-
-static void print_help(const char *cmd, unsigned mask, const char *synopsis, const Options *defaults) {
-    printf("usage: " PROG " %s%s\n\n%s\n\noptions (default in brackets):\n", cmd,
-           mask ? " [--option value ...]" : "", synopsis);
-    for (int i = 0; i < NUM_OPTIONS; i++) {
-        const OptSpec *s = &OPTIONS[i];
-        if (!(s->cmds & mask)) continue;
-        printf("  --%-18s %s [", s->name, s->help);
-        print_option_value(stdout, defaults, s);
-        printf("]");
-        if (s->type == OPT_ENUM) {
-            printf(" one of:");
-            for (int c = 0; s->choices[c]; c++) printf(" %s", s->choices[c]);
-        }
-        printf("\n");
-    }
-    printf("  --%-18s %s\n", "help", "this help");
+    else snprintf(out, cap, "%s", exact || p[0] ? p : "(none)");
 }
 
 /* A busy machine: libgomp's waiting threads spin, and beside other jobs a 2-thread run then is several
@@ -5680,8 +5615,7 @@ static void warn_if_busy(const char *cmd, char **argv) {
     char text[256] = "", msg[512];
     const char *fake = getenv("GRPO_LOADAVG");
     FILE *f = fake ? NULL : fopen("/proc/loadavg", "r");
-    if (fake) snprintf(text, sizeof text, "%s", fake);
-    else if (f && !fgets(text, sizeof text, f)) text[0] = 0;
+    if (f && !fgets(text, sizeof text, f)) text[0] = 0;
     if (f) fclose(f);
     int threads = num_threads();
     for (int i = 2; argv[i]; i++) {   // the last --threads wins, as in parse_options; 0 means the default
@@ -5692,14 +5626,13 @@ static void warn_if_busy(const char *cmd, char **argv) {
     }
     const char *policy = getenv("OMP_WAIT_POLICY"), *spins = getenv("GOMP_SPINCOUNT");
     int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
-    if (!busy_machine_warning(text, ncpu, threads, policy, spins, cmd, msg, sizeof msg)) return;
+    if (!busy_machine_warning(fake ? fake : text, ncpu, threads, policy, spins, cmd, msg, sizeof msg)) return;
 #ifdef __linux__
     if (!policy && !spins) {   // msg's "note: other jobs hold the CPUs (load ..., N CPUs)", then the restart
         fprintf(stderr, "%.*s: restarting with OMP_WAIT_POLICY=PASSIVE, threads that sleep while they wait "
                 "(spinning against other jobs can make a run several times slower; "
                 "OMP_WAIT_POLICY=ACTIVE keeps it spinning); notes/speed.md\n",
                 (int)strcspn(msg, ")") + 1, msg);
-
         fflush(stderr);
         setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
         execv("/proc/self/exe", argv);
@@ -5724,17 +5657,83 @@ static void task_defaults(Options *o, const unsigned char *given) {
     struct { const char *name; char *field; const char *value; } d[] = {
         {"train-data", o->train_data, t->train}, {"val-data", o->val_data, t->val},
         {"test-data", o->test_data, t->test}, {"data", o->data, t->test}};
-    for (size_t k = 0; k < sizeof d / sizeof d[0]; k++) {
+    for (size_t k = 0; k < sizeof d / sizeof d[0]; k++)
         if (!given[find_option(d[k].name) - OPTIONS]) snprintf(d[k].field, 255, "%s", d[k].value);
-    }
     const OptSpec *mn = find_option("max-new-tokens");
     if (!given[mn - OPTIONS] && o->max_new_tokens == TASKS[TASK_COUNTDOWN].max_new) o->max_new_tokens = t->max_new;
     const OptSpec *lr = find_option("lr");   // train's (sft's default is another value and stays)
     if (!given[lr - OPTIONS] && o->lr == TASK_TRAIN_LR[TASK_COUNTDOWN]) o->lr = TASK_TRAIN_LR[o->task];
 }
 
+/* print_help: --help of command cmd (bit mask) and exit: the synopsis, then each option with its help,
+   its default in defaults, with the defaults of `task` (its data, budget, train's lr), and its choices. */
+static void print_help(const char *cmd, unsigned mask, const char *synopsis, const Options *defaults,
+                       int task) {
+    Options shown = *defaults;
+    unsigned char none[NUM_OPTIONS] = {0};
+    shown.task = task;
+    task_defaults(&shown, none);
+    printf("usage: " PROG " %s%s\n\n%s\n\noptions (default in brackets):\n", cmd,
+           mask ? " [--option value ...]" : "", synopsis);
+    for (int i = 0; i < NUM_OPTIONS; i++) {
+        const OptSpec *s = &OPTIONS[i];
+        char v[300];
+        if (!(s->cmds & mask)) continue;
+        option_text(v, sizeof v, &shown, s, 0);
+        printf("  --%-18s %s [%s%s", s->name, s->help, v, s->type == OPT_ENUM ? "] one of:" : "]");
+        for (int c = 0; s->type == OPT_ENUM && s->choices[c]; c++) printf(" %s", s->choices[c]);
+        printf("\n");
+    }
+    printf("  --%-18s %s\n", "help", "this help");
+    exit(0);
+}
+
 // 1 for the characters isspace() takes in the C locale (strtol and strtod skip them at the start)
 static int is_blank(char c) { return c == ' ' || (c >= '\t' && c <= '\r'); }
+
+/* set_option: option s of o from its text v (as typed, or its default); a value that is not a number,
+   out of range or not a choice is a usage error naming the option. */
+static void set_option(Options *o, const OptSpec *s, const char *v) {
+    char *p = (char *)o + s->offset, *end = NULL;
+    errno = 0;
+    if (s->type == OPT_INT || s->type == OPT_FLOAT) {
+        double x = s->type == OPT_INT ? (double)strtol(v, &end, 10) : strtod(v, &end);
+        int out_of_range = errno == ERANGE;   // strtol/strtod saturated (or, strtod, underflowed)
+        // strtol and strtod skip leading blanks, and a trailing one is left over: both are refused
+        if (end == v || *end || (errno && !out_of_range) || isnan(x) || is_blank(v[0]))
+            usage_error("--%s: '%s' is not a number%s", s->name, v,
+                        is_blank(v[0]) || is_blank(*end) ? " (no blanks around it)" : "");
+        // a float option holds a float: beyond its range, or a non-zero value that would be
+        // stored as 0 (1e-50, or 1e-320 where strtod itself underflows), is refused, not rounded
+        int is_float = s->type == OPT_FLOAT;
+        int to_zero = is_float && (out_of_range ? fabs(x) < 1.0 : x != 0.0 && (float)x == 0.0f);
+        if (is_float && (to_zero || out_of_range || isinf(x)))
+            usage_error("--%s: '%s' is out of float range (%s)", s->name, v,
+                        to_zero ? "not 0, but it would be stored as 0: the smallest float is about "
+                                  "1.4e-45" : "|x| <= 3.4e38");
+        if (out_of_range || x < s->min || x > s->max)   // an integer's bounds in digits, not 1e+07
+            usage_error(is_float ? "--%s: '%s' is out of range [%g, %g]"
+                                 : "--%s: '%s' is out of range [%.0f, %.0f]", s->name, v, s->min, s->max);
+        if (is_float) *(float *)p = (float)x;
+        else *(int *)p = (int)x;
+    } else if (s->type == OPT_STR) {
+        if (strlen(v) >= 255) usage_error("--%s: value too long ('%s')", s->name, v);
+        strcpy(p, v);
+    } else {
+        int found = -1;
+        for (int k = 0; s->choices[k]; k++) if (!strcmp(v, s->choices[k])) found = k;
+        if (found < 0) usage_error("--%s: '%s' is not one of the choices (see --help)", s->name, v);
+        *(int *)p = found;
+    }
+}
+
+// The defaults of every option (--help shows them): OPTIONS' dflt, else 0 or "".
+static void default_options(Options *o) {
+    memset(o, 0, sizeof *o);
+    for (int i = 0; i < NUM_OPTIONS; i++)
+        if (OPTIONS[i].dflt) set_option(o, &OPTIONS[i], OPTIONS[i].dflt);
+    o->obj.max_new_tokens = 40;   // not an option: each command sets it from --max-new-tokens
+}
 
 /* parse_options: GNU long options for one command (bit `mask`) into o; a bad option or value is a usage
    error naming it. Returns the index of the first positional argument in argv. */
@@ -5757,10 +5756,7 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     unsigned char given[NUM_OPTIONS] = {0};   // 1: on the command line
     opterr = 0;
     optind = 1;
-    for (;;) {
-        int li = -1;
-        int c = getopt_long(argc, argv, ":h", longopts, &li);
-        if (c == -1) break;
+    for (int c, li = -1; (c = getopt_long(argc, argv, ":h", longopts, &li)) != -1; li = -1) {
         if (li >= 0) {   // getopt_long takes any unique prefix (--ste for --steps): only the whole name counts
             const char *typed = optarg == argv[optind - 1] ? argv[optind - 2] : argv[optind - 1];
             size_t len = strcspn(typed + 2, "=");
@@ -5768,14 +5764,7 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
                 usage_error("unknown option '%.*s' for '" PROG " %s' (did you mean --%s? options are matched "
                             "whole)", (int)(len + 2), typed, cmd, longopts[li].name);
         }
-        if (c == 'h') {   // the defaults of the --task given before --help (its data, budget, train's lr)
-            Options shown = defaults;
-            unsigned char none[NUM_OPTIONS] = {0};
-            shown.task = o->task;
-            task_defaults(&shown, none);
-            print_help(cmd, mask, synopsis, &shown);
-            exit(0);
-        }
+        if (c == 'h') print_help(cmd, mask, synopsis, &defaults, o->task);   // the --task given before it
         if (c == '?') {
             const char *bad = argv[optind - 1];
             if (optopt) {
@@ -5794,42 +5783,8 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
             usage_error("unknown option '%s' for '" PROG " %s'", bad, cmd);
         }
         if (c == ':') usage_error("option '%s' needs a value", argv[optind - 1]);
-        const OptSpec *s = &OPTIONS[c - 1000];
         given[c - 1000] = 1;
-        char *p = (char *)o + s->offset, *end = NULL, name[64];
-        snprintf(name, sizeof name, "--%s", s->name);
-        errno = 0;
-        if (s->type == OPT_INT || s->type == OPT_FLOAT) {
-            double v = s->type == OPT_INT ? (double)strtol(optarg, &end, 10) : strtod(optarg, &end);
-            int out_of_range = errno == ERANGE;   // strtol/strtod saturated (or, strtod, underflowed)
-            // strtol and strtod skip leading blanks, and a trailing one is left over: both are refused
-            if (end == optarg || *end || (errno && !out_of_range) || isnan(v) || is_blank(optarg[0]))
-                usage_error("%s: '%s' is not a number%s", name, optarg,
-                            is_blank(optarg[0]) || is_blank(*end) ? " (no blanks around it)" : "");
-
-            // a float option holds a float: beyond its range, or a non-zero value that would be
-            // stored as 0 (1e-50, or 1e-320 where strtod itself underflows), is refused, not rounded
-            int is_float = s->type == OPT_FLOAT;
-            int to_zero = is_float && (out_of_range ? fabs(v) < 1.0 : v != 0.0 && (float)v == 0.0f);
-            if (is_float && (to_zero || out_of_range || isinf(v)))
-                usage_error("%s: '%s' is out of float range (%s)", name, optarg,
-                            to_zero ? "not 0, but it would be stored as 0: the smallest float is about "
-                                      "1.4e-45" : "|x| <= 3.4e38");
-            if (out_of_range || v < s->min || v > s->max)   // an integer's bounds in digits, not 1e+07
-                usage_error(s->type == OPT_INT ? "%s: '%s' is out of range [%.0f, %.0f]"
-                                               : "%s: '%s' is out of range [%g, %g]",
-                            name, optarg, s->min, s->max);
-            if (s->type == OPT_INT) *(int *)p = (int)v;
-            else *(float *)p = (float)v;
-        } else if (s->type == OPT_STR) {
-            if (strlen(optarg) >= 255) usage_error("%s: value too long ('%s')", name, optarg);
-            strcpy(p, optarg);
-        } else {
-            int found = -1;
-            for (int k = 0; s->choices[k]; k++) if (!strcmp(optarg, s->choices[k])) found = k;
-            if (found < 0) usage_error("%s: '%s' is not one of the choices (see --help)", name, optarg);
-            *(int *)p = found;
-        }
+        set_option(o, &OPTIONS[c - 1000], optarg);
     }
     task_defaults(o, given);
 #ifdef _OPENMP
@@ -5841,24 +5796,10 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     return optind;
 }
 
-/* The options of some objectives (1 << OBJ_* bits) or prompt selectors (1 << SELECT_*; ~0u: all) only:
-   printed and recorded only in their runs (option_in_force), refused elsewhere when set
-   (check_scoped_options). A uniform run (the default) names no selection option. */
-static const struct { const char *name; unsigned objectives, selectors; } SCOPED_OPTIONS[] = {
-    {"mc-k", 1u << OBJ_MC_PRM, ~0u}, {"mc-whiten", 1u << OBJ_MC_PRM, ~0u},
-    {"gae-gamma", 1u << OBJ_PPO, ~0u}, {"gae-lambda", 1u << OBJ_PPO, ~0u}, {"critic-lr", 1u << OBJ_PPO, ~0u},
-    {"prompt-select", ~0u, 1u << SELECT_MOPPS | 1u << SELECT_DYNAMIC},
-    {"select-target", ~0u, 1u << SELECT_MOPPS}, {"select-candidates", ~0u, 1u << SELECT_MOPPS},
-    {"select-decay", ~0u, 1u << SELECT_MOPPS}, {"dynamic-max-rounds", ~0u, 1u << SELECT_DYNAMIC},
-    {"probe-every", 1u << OBJ_GRPO | 1u << OBJ_LAMBDA_GRPO, ~0u}};
-
-// The objectives (selectors = 0) or prompt selectors (1) option s applies to: 1 << OBJ_* or
-// 1 << SELECT_* bits, ~0u for all of them.
+// The objectives (selectors = 0) or prompt selectors (1) option s applies to as bits; ~0u: all.
 static unsigned option_scope(const OptSpec *s, int selectors) {
-    for (size_t i = 0; i < sizeof SCOPED_OPTIONS / sizeof SCOPED_OPTIONS[0]; i++)
-        if (!strcmp(SCOPED_OPTIONS[i].name, s->name))
-            return selectors ? SCOPED_OPTIONS[i].selectors : SCOPED_OPTIONS[i].objectives;
-    return ~0u;
+    unsigned scope = selectors ? s->selectors : s->objectives;
+    return scope ? scope : ~0u;
 }
 
 // 1 when the comma-separated list (tree's --objective) names `name`.
@@ -5889,9 +5830,10 @@ static unsigned selectors_run(const Options *o, unsigned mask) {
     return mask & CMD_TRAIN ? 1u << o->prompt_select : 1u << SELECT_UNIFORM;
 }
 
-/* option_in_force: 0 for an option of command `mask` that this run does not use (SCOPED_OPTIONS not
-   run; tree's empty --objective; --task countdown, --probe-every 0, --overwrite 0): the banner and run
-   record leave it out, so they stay as before the option existed (a pre-registered study's hash). */
+/* option_in_force: 0 for an option of command `mask` that this run does not use (option_scope's
+   objectives or selectors not run; tree's empty --objective; --task countdown, --probe-every 0,
+   --overwrite 0): the banner and run record leave it out, so they stay as before the option existed
+   (a pre-registered study's hash). */
 static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
     if (!strcmp(s->name, "task")) return o->task != TASK_COUNTDOWN;   // countdown's runs print as before --task
     if (mask & CMD_TREE && !strcmp(s->name, "objective")) return o->tree_objectives[0] != 0;
@@ -5903,27 +5845,27 @@ static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
 
 // Prints every option of the command with the value in force (start-up banner).
 static void print_options(FILE *f, const Options *o, unsigned mask) {
+    char v[300];
     fprintf(f, "# config:");
     for (int i = 0; i < NUM_OPTIONS; i++)
         if (OPTIONS[i].cmds & mask && strcmp(OPTIONS[i].name, "threads") &&
             option_in_force(o, &OPTIONS[i], mask)) {
-            fprintf(f, " %s=", OPTIONS[i].name);
-            print_option_value(f, o, &OPTIONS[i]);
+            option_text(v, sizeof v, o, &OPTIONS[i], 0);
+            fprintf(f, " %s=%s", OPTIONS[i].name, v);
         }
     fprintf(f, " threads=%d\n", num_threads());
 }
 
 // The options of a GRPO step (train, tree).
 static GRPOConfig grpo_config_from_options(const Options *o) {
-    GRPOConfig cfg = {o->obj, o->temperature, o->num_iterations, o->micro_batch, o->mask_truncated, o->seed,
-                      o->update_layout};
-    return cfg;
+    return (GRPOConfig){o->obj, o->temperature, o->num_iterations, o->micro_batch, o->mask_truncated, o->seed,
+                        o->update_layout};
 }
 
+// The policy's AdamW and schedule (sft, train, tree) over total_steps.
 static AdamWConfig adamw_from_options(const Options *o, int total_steps) {
-    AdamWConfig a = {o->lr, o->beta1, o->beta2, 1e-8f, o->weight_decay, o->grad_clip,
-                     o->warmup, total_steps, o->schedule, o->min_lr_frac};
-    return a;
+    return (AdamWConfig){o->lr, o->beta1, o->beta2, 1e-8f, o->weight_decay, o->grad_clip,
+                         o->warmup, total_steps, o->schedule, o->min_lr_frac};
 }
 
 // The critic of --objective ppo (train, tree): GAE's γ and λ, verl's value clip 0.5, and the
@@ -5988,12 +5930,6 @@ static const char *record_value(const char *options, const char *key) {
 
 #define INPUT_HASH_SUFFIX ".fnv1a64"   // a run record's key for an input file's hash: "train-data.fnv1a64"
 
-// 1 when a run record's key names an input file's hash (check_resume_inputs checks those).
-static int input_hash_key(const char *name) {
-    size_t n = strlen(name), k = strlen(INPUT_HASH_SUFFIX);
-    return n > k && !strcmp(name + n - k, INPUT_HASH_SUFFIX);
-}
-
 static uint64_t fnv1a64(const void *data, size_t n);   // compare's hash, below
 static void ckpt_error(const char *path, const char *what, const char *hint);   // checkpoints, below
 
@@ -6002,15 +5938,10 @@ static void ckpt_error(const char *path, const char *what, const char *hint);   
 static int file_fnv1a64(const char *path, uint64_t *hash) {
     FILE *f = fopen(path, "rb");
     if (!f) return -1;
-    size_t cap = 65536, n = 0, got;
-    unsigned char *buf = (unsigned char *)mallocCheck(cap);
-    while ((got = fread(buf + n, 1, cap - n, f)) > 0)
-        if ((n += got) == cap && !(buf = (unsigned char *)realloc(buf, cap *= 2)))
-            fail_at(__FILE__, __LINE__, "out of memory reading an input file", oom_hint);
+    *hash = fnv1a64(NULL, 0);   // the offset basis, then fnv1a64's step byte by byte
+    for (int c; (c = getc(f)) != EOF; ) *hash = (*hash ^ (unsigned char)c) * 1099511628211ull;
     int err = ferror(f) ? (errno ? errno : EIO) : 0;
     fclose(f);
-    *hash = fnv1a64(buf, n);
-    free(buf);
     errno = err;
     return err ? -1 : 0;
 }
@@ -6076,14 +6007,14 @@ static void check_resume_inputs(const Options *o, const TrainState *st, const ch
 static void check_resume_options(const Options *o, const TrainState *st, const char *path,
                                  const char *const *fixed) {
     for (const char *line = st->options; *line; ) {
-        const char *nl = strchr(line, '\n'), *eq = strchr(line, '=');
-        if (!nl) nl = line + strlen(line);
+        const char *nl = line + strcspn(line, "\n"), *eq = strchr(line, '=');
         char name[64], saved[64], ours[64];
         snprintf(name, sizeof name, "%.*s", (int)(eq && eq < nl ? eq - line : 0), line);
         snprintf(saved, sizeof saved, "%.*s", (int)(eq && eq < nl ? nl - eq - 1 : 0), eq ? eq + 1 : "");
         line = *nl ? nl + 1 : nl;
         const OptSpec *s = find_option(name);
-        if (!s && input_hash_key(name)) continue;   // an input file's hash: check_resume_inputs
+        size_t len = strlen(name), k = strlen(INPUT_HASH_SUFFIX);   // an input file's hash: checked by
+        if (!s && len > k && !strcmp(name + len - k, INPUT_HASH_SUFFIX)) continue;   // check_resume_inputs
         if (!s) {   // its CRC held, so this build wrote a key it does not read
             char msg[256];
             snprintf(msg, sizeof msg, "its run record holds '%s', which this build does not know", name);
@@ -6091,13 +6022,11 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
         }
         option_text(ours, sizeof ours, o, s, 1);
         if (!strcmp(ours, saved)) continue;
-        char theirs_shown[64], ours_shown[64];   // a float as %g, unless that shows the two values alike
-        snprintf(theirs_shown, sizeof theirs_shown, "%g", (float)strtod(saved, NULL));
-        option_text(ours_shown, sizeof ours_shown, o, s, 0);
-        if (s->type != OPT_FLOAT || !strcmp(theirs_shown, ours_shown)) {
-            snprintf(theirs_shown, sizeof theirs_shown, "%s", saved);
-            snprintf(ours_shown, sizeof ours_shown, "%s", ours);
-        }
+        char shown[2][64];   // theirs and ours: a float as %g, unless that shows the two values alike
+        snprintf(shown[0], sizeof shown[0], "%g", (float)strtod(saved, NULL));
+        option_text(shown[1], sizeof shown[1], o, s, 0);
+        int exact = s->type != OPT_FLOAT || !strcmp(shown[0], shown[1]);
+        const char *theirs_shown = exact ? saved : shown[0], *ours_shown = exact ? ours : shown[1];
         int is_fixed = 0;
         for (int i = 0; fixed[i]; i++) is_fixed |= !strcmp(fixed[i], name);
         if (is_fixed)
@@ -6111,10 +6040,8 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
     default_options(&d);
     for (int i = 0; fixed[i]; i++) {
         const OptSpec *s = find_option(fixed[i]);
-        int in_force_by_default = option_in_force(&d, s, CMD_TRAIN);
         if (!option_in_force(o, s, CMD_TRAIN) || record_value(st->options, fixed[i])) continue;
-
-        if (in_force_by_default) {   // every option in force is recorded: the key is missing
+        if (option_in_force(&d, s, CMD_TRAIN)) {   // every option in force is recorded: the key is missing
             char msg[256];
             snprintf(msg, sizeof msg, "its run record has no '%s', which every run records, so --%s cannot be "
                      "checked", fixed[i], fixed[i]);
@@ -6168,16 +6095,13 @@ static void refuse_run_dir_inputs(const Options *o, unsigned mask) {
     refuse_inputs_as_outputs(outs + 2, NO - 2, ins, 5);
 }
 
-// Checks shared by train and tree, made before anything is loaded: options that would
-// make a GRPO run meaningless.
+// Checks shared by train and tree before anything is loaded: options that make a GRPO run meaningless.
 static void check_grpo_options(const Options *o) {
     if (o->group_size < 2)
         usage_error("--group-size %d: training needs k >= 2 (a group of one has no std and no relative "
                     "advantage)", o->group_size);
     if (o->temperature < 0.01f)
         usage_error("--temperature must be >= 0.01 for training (logits / T overflow below)");
-    if (o->obj.clip_eps_low < 0.0f || o->obj.clip_eps_low >= 1.0f)
-        usage_error("--clip-eps-low must be in [0, 1)");
     if (o->prompts_per_step * o->group_size > 4096)
         usage_error("--prompts-per-step x --group-size must be <= 4096");
 #ifdef GRPO_CUDA
@@ -6189,8 +6113,8 @@ static void check_grpo_options(const Options *o) {
 #endif
 }
 
-/* check_scoped_options: an option of SCOPED_OPTIONS set away from its default in a run of command
-   `mask` that runs none of its objectives or selectors would do nothing: a usage error naming it and
+/* check_scoped_options: an option set away from its default in a run of command `mask` that runs
+   none of its objectives or selectors (option_scope) would do nothing: a usage error naming it and
    what it applies to. Then PPO's own checks when it runs. Call it after tree_methods. */
 static void check_scoped_options(const Options *o, unsigned mask) {
     Options d;
@@ -6198,27 +6122,26 @@ static void check_scoped_options(const Options *o, unsigned mask) {
     unsigned run = objectives_run(o, mask), selector = selectors_run(o, mask);
     for (int i = 0; i < NUM_OPTIONS; i++) {
         const OptSpec *s = &OPTIONS[i];
-        char ours[64], dflt[64], shown[64], names[128] = "", why[192];
-        int objective_scoped = !(option_scope(s, 0) & run);
-        if (!(s->cmds & mask) || (!objective_scoped && option_scope(s, 1) & selector)) continue;
+        char ours[64], dflt[64], names[128] = "", why[192];
+        int by_objective = !(option_scope(s, 0) & run);   // else out of force by the prompt selector
+        if (!(s->cmds & mask) || (!by_objective && option_scope(s, 1) & selector)) continue;
         option_text(ours, sizeof ours, o, s, 1);
         option_text(dflt, sizeof dflt, &d, s, 1);
         if (!strcmp(ours, dflt)) continue;
-        unsigned scope = option_scope(s, !objective_scoped);
-        const char *const *choices = objective_scoped ? OBJECTIVE_NAMES : PROMPT_SELECT_NAMES;
+        const char *const *choices = by_objective ? OBJECTIVE_NAMES : PROMPT_SELECT_NAMES;
         for (int k = 0; choices[k]; k++)
-            if (scope >> k & 1u)
+            if (option_scope(s, !by_objective) >> k & 1u)
                 snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? "|" : "",
                          choices[k]);
-        if (!objective_scoped)
-            snprintf(why, sizeof why, "this run has --prompt-select %s",
-                     PROMPT_SELECT_NAMES[o->prompt_select]);
-        else if (mask & CMD_TREE)
+        if (by_objective && mask & CMD_TREE)
             snprintf(why, sizeof why, "tree runs it only with %s in its --objective list", names);
-        else snprintf(why, sizeof why, "this run has --objective %s", OBJECTIVE_NAMES[o->obj.objective]);
-        option_text(shown, sizeof shown, o, s, 0);
-        usage_error("--%s %s applies to --%s %s only, and %s", s->name, shown,
-                    objective_scoped ? "objective" : "prompt-select", names, why);
+        else
+            snprintf(why, sizeof why, "this run has --%s %s", by_objective ? "objective" : "prompt-select",
+                     by_objective ? OBJECTIVE_NAMES[o->obj.objective]
+                                  : PROMPT_SELECT_NAMES[o->prompt_select]);
+        option_text(ours, sizeof ours, o, s, 0);   // as typed: a float as %g
+        usage_error("--%s %s applies to --%s %s only, and %s", s->name, ours,
+                    by_objective ? "objective" : "prompt-select", names, why);
     }
     if (!(run & 1u << OBJ_PPO)) return;
     float critic_lr = o->critic_lr > 0.0f ? o->critic_lr : o->lr;
@@ -12014,7 +11937,7 @@ static ssize_t stderr_escaped_write(void *cookie, const char *buf, size_t n) {
         unsigned char ch = u[0];
         // a UTF-8 sequence: its length, 0 when invalid; U+0080..U+009F (the C1 controls: ESC's
         // 8-bit forms) counts as invalid here
-        size_t len = ch < 0x80 ? 1 : ch >= 0xc2 && ch < 0xe0 ? 2 : ch >= 0xe0 && ch < 0xf0 ? 3 : ch >= 0xf0 && ch < 0xf5 ? 4 : 0;
+        size_t len = ch < 0x80 ? 1 : ch < 0xc2 ? 0 : ch < 0xe0 ? 2 : ch < 0xf0 ? 3 : ch < 0xf5 ? 4 : 0;
         for (size_t j = 1; j < len; j++)
             if (i + j >= n || (u[j] & 0xc0) != 0x80) len = 0;
         if (len == 2 && ch == 0xc2 && u[1] < 0xa0) len = 0;
