@@ -10801,17 +10801,15 @@ static void print_padded(FILE *f, const char *s, int width, int right) {
 }
 
 // "mean±half" with `digits` decimals (a sign with sign != 0); "mean" alone when half is NaN (n < 2)
-static void format_ci_digits(const MeanCI *c, int sign, int digits, char *buf, size_t n) {
+static void format_ci(const MeanCI *c, int sign, int digits, char *buf, size_t n) {
     if (isnan(c->half)) snprintf(buf, n, sign ? "%+.*f" : "%.*f", digits, c->mean);
     else snprintf(buf, n, sign ? "%+.*f±%.*f" : "%.*f±%.*f", digits, c->mean, digits, c->half);
 }
 
-static void format_ci(const MeanCI *c, int sign, char *buf, size_t n) { format_ci_digits(c, sign, 3, buf, n); }
-
 // a paired difference's cell: "+mean±half a/b" (b: the seeds favouring the reference)
 static void format_diff(const PairedDiff *p, int digits, char *buf, size_t n) {
     char d[64];
-    format_ci_digits(&p->d, 1, digits, d, sizeof d);
+    format_ci(&p->d, 1, digits, d, sizeof d);
     snprintf(buf, n, "%s %d/%d", d, p->favour_a, p->favour_b);
 }
 
@@ -10826,10 +10824,10 @@ typedef struct {
     int wl;             // the width of the tables' first column (the labels)
 } CmpReport;
 
-// values of method mi at column j of v (runs are ordered seed-major: run i = seed_index·nm + method)
-static void method_column(const CmpReport *R, const double *v, int mi, int j, double *out) {
-    for (int s = 0; s < R->S; s++) out[s] = v[(s * R->nm + mi) * (R->K + 1) + j];
-}
+typedef struct {
+    char head[300];
+    int width, digits;  // of the column; of its values' decimals
+} TableCol;
 
 // method mi's test accuracy on each seed
 static void test_column(const CmpReport *R, int mi, double *out) {
@@ -10845,66 +10843,80 @@ static void delta_label(const CmpReport *R, int cut) {
 }
 
 // a table's head line: n column heads, right-aligned in their widths
-static void print_heads(const CmpReport *R, int n, const char *const *heads, const int *widths) {
+static void print_heads(const CmpReport *R, int n, const TableCol *col) {
     row_label(R, "");
-    for (int c = 0; c < n; c++) print_padded(R->out, heads[c], widths[c], 1);
+    for (int c = 0; c < n; c++) print_padded(R->out, col[c].head, col[c].width, 1);
     fprintf(R->out, "\n");
+}
+
+/* print_table: the heads, then a row per method: column c's mean ± 95% CI over the seeds of
+   v[(c·nm + mi)·S + s] (signed when sign; "(not evaluated)" where NaN); with deltas, under each
+   other method its paired differences against the reference ("-" where not evaluated). */
+static void print_table(const CmpReport *R, int nc, const TableCol *col, int sign, const double *v, int deltas) {
+    int nm = R->nm, S = R->S;
+    char cell[96];
+    print_heads(R, nc, col);
+    for (int mi = 0; mi < nm; mi++)
+        for (int d = 0; d <= (deltas && mi != R->ref); d++) {
+            if (d) delta_label(R, 80);
+            else row_label(R, R->m[mi].label);
+            for (int c = 0; c < nc; c++) {
+                const double *a = v + ((size_t)c * nm + mi) * S, *b = v + ((size_t)c * nm + R->ref) * S;
+                MeanCI ci = mean_ci(a, S);
+                PairedDiff p = paired_diff(a, b, S);
+                if (d) format_diff(&p, col[c].digits, cell, sizeof cell);
+                else format_ci(&ci, sign, col[c].digits, cell, sizeof cell);
+                print_padded(R->out, !isnan(ci.mean) ? cell : d ? "-" : "(not evaluated)", col[c].width, 1);
+            }
+            fprintf(R->out, "\n");
+        }
+}
+
+/* view_columns: the view's values (view_values) as print_table's columns 0..K (malloc'd,
+   (K+1)·nm·S), and in xs the points' x. */
+static double *view_columns(const CmpReport *R, int axis, double *xs) {
+    int n = R->nm * R->S, K = R->K;
+    double *v = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
+    double *cols = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
+    view_values(axis, R->runs, n, K, R->budget_axis, R->budget, xs, v);
+    for (int j = 0; j <= K; j++)
+        for (int i = 0; i < n; i++)   // run i = seed_index·nm + method
+            cols[((size_t)j * R->nm + i % R->nm) * R->S + i / R->nm] = v[i * (K + 1) + j];
+    free(v);
+    return cols;
 }
 
 /* print_view: one table: a row per method (mean ± half-width of the 95% CI over seeds) and under
    each other method its paired difference against the reference. Appends its rows to curves.csv. */
 static void print_view(const CmpReport *R, int axis, FILE *curves) {
-    int n = R->nm * R->S, K = R->K;
-    double xs[CMP_MAX_POINTS + 1], a[1024], b[1024];
-    double *v = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
-    char cell[96], amount[64];
-    view_values(axis, R->runs, n, K, R->budget_axis, R->budget, xs, v);
-    format_amount(axis, xs[K], amount, sizeof amount);
-    fprintf(R->out, "\n%s: greedy validation accuracy, mean ± 95%% CI over %d seeds,\n", AXIS_VIEW[axis], R->S);
-    if (axis == R->budget_axis) fprintf(R->out, "  at the evaluation points (fractions of the budget)\n");
-    else fprintf(R->out, "  interpolated between evaluations, up to %s (the shortest run's end)\n", amount);
-    row_label(R, "");
+    int K = R->K, S = R->S;
+    double xs[CMP_MAX_POINTS + 1], *v = view_columns(R, axis, xs);
+    TableCol col[CMP_MAX_POINTS];
     for (int j = 1; j <= K; j++) {
-        format_amount(axis, xs[j], amount, sizeof amount);
-        print_padded(R->out, amount, 20, 1);
+        format_amount(axis, xs[j], col[j - 1].head, sizeof col[j - 1].head);
+        col[j - 1].width = 20;
+        col[j - 1].digits = 3;
     }
-    fprintf(R->out, "\n");
-    for (int mi = 0; mi < R->nm; mi++) {
-        row_label(R, R->m[mi].label);
+    fprintf(R->out, "\n%s: greedy validation accuracy, mean ± 95%% CI over %d seeds,\n", AXIS_VIEW[axis], S);
+    if (axis == R->budget_axis) fprintf(R->out, "  at the evaluation points (fractions of the budget)\n");
+    else fprintf(R->out, "  interpolated between evaluations, up to %s (the shortest run's end)\n", col[K - 1].head);
+    print_table(R, K, col, 0, v + (size_t)R->nm * S, 1);
+    for (int mi = 0; mi < R->nm; mi++)
         for (int j = 0; j <= K; j++) {
-            method_column(R, v, mi, j, a);
-            MeanCI c = mean_ci(a, R->S);
-            format_ci(&c, 0, cell, sizeof cell);
-            if (j > 0) print_padded(R->out, cell, 20, 1);
+            MeanCI c = mean_ci(v + ((size_t)j * R->nm + mi) * S, S);
             double half = isnan(c.half) ? 0.0 : c.half;   // one seed: no interval, the band is the mean
             fprintf(curves, "%s,%s,%d,%.10g,%d,%.6f,%.6f,%.6f\n", AXIS_COLUMN[axis], R->m[mi].label, j, xs[j],
                     c.n, c.mean, c.mean - half, c.mean + half);
         }
-        fprintf(R->out, "\n");
-        if (mi == R->ref) continue;
-        delta_label(R, 80);
-        for (int j = 1; j <= K; j++) {
-            method_column(R, v, mi, j, a);
-            method_column(R, v, R->ref, j, b);
-            PairedDiff p = paired_diff(a, b, R->S);
-            format_diff(&p, 3, cell, sizeof cell);
-            print_padded(R->out, cell, 20, 1);
-        }
-        fprintf(R->out, "\n");
-    }
     free(v);
 }
 
 // last_point_diff: method mi against the reference at the view's last point (hypotheses H2, H3)
 static PairedDiff last_point_diff(const CmpReport *R, int axis, int mi) {
-    int n = R->nm * R->S, K = R->K;
-    double xs[CMP_MAX_POINTS + 1], a[1024], b[1024];
-    double *v = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
-    view_values(axis, R->runs, n, K, R->budget_axis, R->budget, xs, v);
-    method_column(R, v, mi, K, a);
-    method_column(R, v, R->ref, K, b);
+    double xs[CMP_MAX_POINTS + 1], *v = view_columns(R, axis, xs), *last = v + (size_t)R->K * R->nm * R->S;
+    PairedDiff p = paired_diff(last + (size_t)mi * R->S, last + (size_t)R->ref * R->S, R->S);
     free(v);
-    return paired_diff(a, b, R->S);
+    return p;
 }
 
 /* print_per_seed: every run's values, from which each interval of the report can be recomputed:
@@ -10925,7 +10937,7 @@ static void print_per_seed(const CmpReport *R) {
 static void print_verdict(FILE *f, int h, const char *what, const Method *m, int mi, int ref, PairedDiff p,
                           double holm_p) {
     char diff[64];
-    format_ci(&p.d, 1, diff, sizeof diff);
+    format_ci(&p.d, 1, 3, diff, sizeof diff);
     char ties[32] = "";   // seeds with the same value under both (neither favoured)
     if (p.ties) snprintf(ties, sizeof ties, ", %d tied", p.ties);
     fprintf(f, "  H%d %s vs %s, %s: %s (%d/%d seeds%s): ", h, m[mi].label, m[ref].label, what, diff,
@@ -10965,9 +10977,8 @@ static void print_cost_view(const CmpReport *R) {
                "  (pre-registered --target-acc; linearly interpolated between evaluations; mean ± 95%% CI over\n"
                "  the seeds that reached it; a seed that did not is counted, not dropped, and is in no mean)\n",
             R->target);
-    static const char *const heads[] = {"gen tokens to X", "seconds to X", "did not reach X"};
-    static const int widths[] = {20, 16, 20};
-    print_heads(R, 3, heads, widths);
+    static const TableCol heads[] = {{"gen tokens to X", 20, 0}, {"seconds to X", 16, 1}, {"did not reach X", 20, 0}};
+    print_heads(R, 3, heads);
     for (int mi = 0; mi < R->nm; mi++) {
         int reached = 0, pairs = 0;
         double tok[1024], sec[1024], a[1024], b[1024];
@@ -10985,9 +10996,9 @@ static void print_cost_view(const CmpReport *R) {
         }
         MeanCI ct = mean_ci(tok, reached), cs = mean_ci(sec, reached);
         row_label(R, R->m[mi].label);
-        format_ci_digits(&ct, 0, 0, cell, sizeof cell);
+        format_ci(&ct, 0, 0, cell, sizeof cell);
         print_padded(f, reached ? cell : "-", 20, 1);
-        format_ci_digits(&cs, 0, 1, cell, sizeof cell);
+        format_ci(&cs, 0, 1, cell, sizeof cell);
         print_padded(f, reached ? cell : "-", 16, 1);
         snprintf(cell, sizeof cell, "%d of %d", S - reached, S);
         print_padded(f, cell, 20, 1);
@@ -10998,7 +11009,7 @@ static void print_cost_view(const CmpReport *R) {
             snprintf(cell, sizeof cell, "(no seed where both reached it)");
         } else {
             PairedDiff p = paired_diff(a, b, pairs);
-            format_ci_digits(&p.d, 1, 0, cell, sizeof cell);
+            format_ci(&p.d, 1, 0, cell, sizeof cell);
             snprintf(cell + strlen(cell), sizeof cell - strlen(cell), " tokens (%d seed%s where both reached it)",
                      pairs, pairs > 1 ? "s" : "");
         }
@@ -11009,19 +11020,19 @@ static void print_cost_view(const CmpReport *R) {
 // print_end_table: test accuracy at the end of the budget (and its Δ), and what each method spent
 static void print_end_table(const CmpReport *R, int has_test) {
     static const char *fmt[4] = {"%.0f", "%.0f", "%.3g", "%.1f"};   // step, gen tokens, FLOPs, seconds
-    char cell[96], delta[300];
+    char cell[96];
     double a[1024], b[1024];
     fprintf(R->out, "\nat the end of the budget (mean over seeds):\n");
-    snprintf(delta, sizeof delta, "Δ vs %s", R->m[R->ref].label);
-    const char *heads[] = {"test accuracy", delta, "steps", "gen tokens", "FLOPs", "seconds"};
-    static const int widths[] = {20, 20, 12, 12, 12, 12};
-    print_heads(R, 6, heads, widths);
+    TableCol heads[] = {{"test accuracy", 20, 3}, {"", 20, 3}, {"steps", 12, 0}, {"gen tokens", 12, 0},
+                        {"FLOPs", 12, 0}, {"seconds", 12, 0}};
+    snprintf(heads[1].head, sizeof heads[1].head, "Δ vs %s", R->m[R->ref].label);
+    print_heads(R, 6, heads);
     for (int mi = 0; mi < R->nm; mi++) {
         row_label(R, R->m[mi].label);
         test_column(R, mi, a);
         test_column(R, R->ref, b);
         MeanCI c = mean_ci(a, R->S);
-        format_ci(&c, 0, cell, sizeof cell);
+        format_ci(&c, 0, 3, cell, sizeof cell);
         print_padded(R->out, has_test ? cell : "(not evaluated)", 20, 1);
         PairedDiff p = paired_diff(a, b, R->S);
         format_diff(&p, 3, cell, sizeof cell);
@@ -11038,33 +11049,23 @@ static void print_end_table(const CmpReport *R, int has_test) {
 
 // print_peak_table: the peak validation accuracy over points 0..K, and the steps and tokens to it
 static void print_peak_table(const CmpReport *R) {
-    char cell[96];
+    int nm = R->nm, S = R->S;
+    double *v = (double *)mallocCheck((size_t)3 * nm * S * sizeof(double));   // peak, its step, its tokens
     fprintf(R->out, "\npeak validation accuracy over the %d evaluation points (and the SFT model), "
                     "mean ± 95%% CI:\n", R->K);
-    static const char *const heads[] = {"peak val accuracy", "steps to peak", "gen tokens to peak"};
-    static const int widths[] = {20, 20, 24};
-    print_heads(R, 3, heads, widths);
-    for (int mi = 0; mi < R->nm; mi++) {
-        double pk[1024], st[1024], tk[1024];
-        for (int s = 0; s < R->S; s++) {
-            const CmpRun *r = &R->runs[s * R->nm + mi];
-            int best = 0;
-            for (int j = 1; j <= R->K; j++)
-                if (r->val[j] > r->val[best]) best = j;
-            pk[s] = r->val[best];
-            st[s] = r->x[AX_STEP][best];
-            tk[s] = r->x[AX_TOKENS][best];
-        }
-        MeanCI cp = mean_ci(pk, R->S), cs = mean_ci(st, R->S), ct = mean_ci(tk, R->S);
-        row_label(R, R->m[mi].label);
-        format_ci(&cp, 0, cell, sizeof cell);
-        print_padded(R->out, cell, 20, 1);
-        format_ci_digits(&cs, 0, 0, cell, sizeof cell);
-        print_padded(R->out, cell, 20, 1);
-        format_ci_digits(&ct, 0, 0, cell, sizeof cell);
-        print_padded(R->out, cell, 24, 1);
-        fprintf(R->out, "\n");
+    for (int i = 0; i < nm * S; i++) {
+        const CmpRun *r = &R->runs[i];
+        int best = 0, at = (i % nm) * S + i / nm;
+        for (int j = 1; j <= R->K; j++)
+            if (r->val[j] > r->val[best]) best = j;
+        v[at] = r->val[best];
+        v[nm * S + at] = r->x[AX_STEP][best];
+        v[2 * nm * S + at] = r->x[AX_TOKENS][best];
     }
+    static const TableCol col[] = {{"peak val accuracy", 20, 3}, {"steps to peak", 20, 0},
+                                   {"gen tokens to peak", 24, 0}};
+    print_table(R, 3, col, 0, v, 0);
+    free(v);
 }
 
 // print_hypotheses: the pre-registered hypotheses, three per method, Holm's correction over all of them
@@ -11562,7 +11563,7 @@ static OneBatchVerdict onebatch_verdict(FILE *f, int nm, int ref, const char *co
                                         const double *gain, const double *actual, const char *gain_name) {
     OneBatchVerdict v;
     memset(&v, 0, sizeof v);
-    double dm[CMP_MAX_METHODS], gm[CMP_MAX_METHODS];
+    double dm[CMP_MAX_METHODS] = {0}, gm[CMP_MAX_METHODS] = {0};
     for (int i = 0; i < nm; i++) {   // means within 1e-9 are equal (the same counts summed in another order)
         dm[i] = round(delta[i].mean * 1e9) / 1e9;
         gm[i] = round(gain[i] * 1e9) / 1e9;
@@ -11583,7 +11584,7 @@ static OneBatchVerdict onebatch_verdict(FILE *f, int nm, int ref, const char *co
     for (int i = 0; i < nm; i++) v.predicted[i] = NAN;
     if (!v.determined) {
         char cell[96];
-        format_ci_digits(r, 1, 4, cell, sizeof cell);
+        format_ci(r, 1, 4, cell, sizeof cell);
         fprintf(f, "  gaps: the scale is not determined: %s's one-batch Δ is %s, %s, so (Δ_m − Δ_%s)/Δ_%s "
                    "is no measure\n", labels[ref], cell, isnan(r->half) ? "with no interval (one seed)"
                    : "its 95% interval includes 0", labels[ref], labels[ref]);
@@ -11612,55 +11613,34 @@ static void print_onebatch_view(const CmpReport *R) {
     FILE *f = R->out;
     const OneBatch *ob = R->ob;
     int S = R->S, nm = R->nm, has_test = ob->sft_test >= 0;
-    double n = (double)ob->P * ob->M;
-    double dl[CMP_MAX_METHODS][1024], gt[CMP_MAX_METHODS][1024], gv[CMP_MAX_METHODS][1024];
-    char cell[96];
-    for (int s = 0; s < S; s++)
-        for (int mi = 0; mi < nm; mi++) {
-            int i = s * nm + mi;
-            const CmpRun *r = &R->runs[i];
-            dl[mi][s] = (double)(ob->after[i] - ob->sft) / n;
-            gt[mi][s] = has_test ? r->test_acc - ob->sft_test : NAN;
-            gv[mi][s] = r->val[R->K] - r->val[0];
-        }
+    double n = (double)ob->P * ob->M, *v = (double *)mallocCheck((size_t)3 * nm * S * sizeof(double));
+    for (int i = 0; i < nm * S; i++) {   // the columns: one-batch Δ, test gain, val gain
+        const CmpRun *r = &R->runs[i];
+        int at = (i % nm) * S + i / nm;
+        v[at] = (double)(ob->after[i] - ob->sft) / n;
+        v[nm * S + at] = has_test ? r->test_acc - ob->sft_test : NAN;
+        v[2 * nm * S + at] = r->val[R->K] - r->val[0];
+    }
     fprintf(f, "\none-batch prediction (pre-registered --one-batch %d): Δ = expected verifier reward after each\n"
                "  run's first update minus the SFT model's (%.4f), over the first %d validation prompts x %d\n"
                "  samples at T=%g (seed %d, the same draws for every model); gain = greedy accuracy at the end\n"
                "  minus the SFT model's (test; val: the last point minus point 0); mean ± 95%% CI over %d seeds\n",
             ob->P, (double)ob->sft / n, ob->P, ob->M, ob->temperature, OB_SEED, S);
-    double (*cols[3])[1024] = {dl, gt, gv};
-    static const int width[3] = {22, 20, 20};
-    static const char *const heads[] = {"one-batch Δ", "test gain", "val gain"};
-    print_heads(R, 3, heads, width);
+    static const TableCol col[] = {{"one-batch Δ", 22, 4}, {"test gain", 20, 3}, {"val gain", 20, 3}};
+    print_table(R, 3, col, 1, v, 1);
     MeanCI delta[CMP_MAX_METHODS];
     double gain[CMP_MAX_METHODS], actual[CMP_MAX_METHODS];
-    int g = has_test ? 1 : 2;   // the gain that ranks the methods: test, else val
+    const char *labels[CMP_MAX_METHODS] = {0};
+    const double *g = v + (size_t)(has_test ? 1 : 2) * nm * S;   // the gain that ranks the methods: test, else val
     for (int mi = 0; mi < nm; mi++) {
-        row_label(R, R->m[mi].label);
-        for (int c = 0; c < 3; c++) {
-            MeanCI ci = mean_ci(cols[c][mi], S);
-            format_ci_digits(&ci, 1, c ? 3 : 4, cell, sizeof cell);
-            print_padded(f, c == 1 && !has_test ? "(not evaluated)" : cell, width[c], 1);
-            if (c == 0) delta[mi] = ci;
-            if (c == g) gain[mi] = ci.mean;
-        }
-        fprintf(f, "\n");
-        actual[mi] = 0.0;
-        if (mi == R->ref) continue;
-        delta_label(R, 80);
-        for (int c = 0; c < 3; c++) {
-            PairedDiff p = paired_diff(cols[c][mi], cols[c][R->ref], S);
-            format_diff(&p, c ? 3 : 4, cell, sizeof cell);
-            print_padded(f, c == 1 && !has_test ? "-" : cell, width[c], 1);
-        }
-        fprintf(f, "\n");
-        actual[mi] = paired_diff(cols[g][mi], cols[g][R->ref], S).d.mean;
+        delta[mi] = mean_ci(v + (size_t)mi * S, S);
+        gain[mi] = mean_ci(g + (size_t)mi * S, S).mean;
+        actual[mi] = mi == R->ref ? 0.0 : paired_diff(g + (size_t)mi * S, g + (size_t)R->ref * S, S).d.mean;
+        labels[mi] = R->m[mi].label;
     }
-    const char *labels[CMP_MAX_METHODS];
-    for (int i = 0; i < nm; i++) labels[i] = R->m[i].label;
     onebatch_verdict(f, nm, R->ref, labels, delta, gain, actual, has_test ? "test gain" : "val gain");
+    free(v);
 }
-
 
 /* ---- studies that outgrow one machine: compare --plan and compare --only RUN (notes/compare.md)
 
