@@ -10525,6 +10525,7 @@ static void write_file_atomic(const char *path, const char *text) {
    counters >= 0 and never decreasing, step and gen_tokens whole; val_acc and test_acc in [0, 1];
    test_n whole >= 0 and test_acc a count of it (to the 6 printed decimals); budget_done 1; the last
    point's counters those of result.txt. Returns 0, or −1 with the file, line and what is wrong in err. */
+#define WHY(...) snprintf(why, sizeof why, __VA_ARGS__)   // what is wrong, for CMP_FAIL
 static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     static const char *col[7] = {"point", "budget_spent", "step", "gen_tokens", "flops", "seconds", "val_acc"};
     const char *header = "point,budget_spent,step,gen_tokens,flops,seconds,val_acc\n";
@@ -10534,30 +10535,30 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     if (!text) CMP_FAIL("cannot read %.400s: %s", path, strerror(errno));
     int rows = 0;
     if (strncmp(text, header, strlen(header)) != 0)
-        snprintf(why, sizeof why, "line 1: not the header '%.*s'", (int)strlen(header) - 1, header);
+        WHY("line 1: not the header '%.*s'", (int)strlen(header) - 1, header);
     double prev[7] = {0}, v[7];
     for (char *line = text + strlen(header); !why[0] && *line; rows++) {
         char *nl = strchr(line, '\n'), *p = line, *end;
         int ln = rows + 2;
-        if (!nl) { snprintf(why, sizeof why, "line %d: cut off (no line end)", ln); break; }
+        if (!nl) { WHY("line %d: cut off (no line end)", ln); break; }
         for (int f = 0; f < 7 && !why[0]; f++, p = end + 1) {
             v[f] = strtod(p, &end);
             if (is_blank(*p) || end == p || *end != (f < 6 ? ',' : '\n') || !isfinite(v[f]))
-                snprintf(why, sizeof why, "line %d: %s is not a number%s", ln, col[f],
+                WHY("line %d: %s is not a number%s", ln, col[f],
                          f < 6 ? " followed by ','" : " ending the line");
         }
         if (why[0]) break;
-        if (rows > K) snprintf(why, sizeof why, "line %d: more than %d points", ln, K + 1);
-        else if (v[0] != rows) snprintf(why, sizeof why, "line %d: point %g, expected %d", ln, v[0], rows);
-        else if (!(v[6] >= 0.0 && v[6] <= 1.0)) snprintf(why, sizeof why, "line %d: val_acc %g is not in [0, 1]", ln, v[6]);
+        if (rows > K) WHY("line %d: more than %d points", ln, K + 1);
+        else if (v[0] != rows) WHY("line %d: point %g, expected %d", ln, v[0], rows);
+        else if (!(v[6] >= 0.0 && v[6] <= 1.0)) WHY("line %d: val_acc %g is not in [0, 1]", ln, v[6]);
         for (int f = 1; f < 6 && !why[0]; f++) {
-            if (v[f] < 0.0) snprintf(why, sizeof why, "line %d: %s %g is negative", ln, col[f], v[f]);
+            if (v[f] < 0.0) WHY("line %d: %s %g is negative", ln, col[f], v[f]);
             else if ((f == 2 || f == 3) && v[f] != floor(v[f]))
-                snprintf(why, sizeof why, "line %d: %s %g is not a whole number", ln, col[f], v[f]);
+                WHY("line %d: %s %g is not a whole number", ln, col[f], v[f]);
             else if (rows == 0 && v[f] != 0.0)
-                snprintf(why, sizeof why, "line %d: point 0 (the start) has %s %g, not 0", ln, col[f], v[f]);
+                WHY("line %d: point 0 (the start) has %s %g, not 0", ln, col[f], v[f]);
             else if (v[f] < prev[f])
-                snprintf(why, sizeof why, "line %d: %s %g is below the point before's %g", ln, col[f], v[f], prev[f]);
+                WHY("line %d: %s %g is below the point before's %g", ln, col[f], v[f], prev[f]);
         }
         if (why[0]) break;
         memcpy(prev, v, sizeof prev);
@@ -10567,7 +10568,7 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     }
     free(text);
     if (why[0] || rows != K + 1) {
-        if (!why[0]) snprintf(why, sizeof why, "the run ended before it spent its budget (--steps too low?)");
+        if (!why[0]) WHY("the run ended before it spent its budget (--steps too low?)");
         CMP_FAIL("%.400s: %s (%d evaluation points of %d)", path, why, rows, K + 1);
     }
     snprintf(path, sizeof path, "%s/result.txt", r->dir);
@@ -10580,37 +10581,37 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     for (char *line = text, *nl; *line && !why[0]; line = nl + 1) {
         char *sp = strchr(line, ' '), *end;
         ln++;
-        if (!(nl = strchr(line, '\n'))) { snprintf(why, sizeof why, "line %d: cut off (no line end)", ln); break; }
+        if (!(nl = strchr(line, '\n'))) { WHY("line %d: cut off (no line end)", ln); break; }
         int k = -1;
         for (int i = 0; i < 9; i++)
             if (sp && sp < nl && (size_t)(sp - line) == strlen(keys[i]) && !strncmp(line, keys[i], sp - line)) k = i;
         if (k < 0) continue;
         val[k] = strtod(sp + 1, &end);
         if (is_blank(sp[1]) || end == sp + 1 || end != nl || !isfinite(val[k]))
-            snprintf(why, sizeof why, "line %d: the value of %s is not a number", ln, keys[k]);
-        else if (have[k]) snprintf(why, sizeof why, "line %d: %s given twice", ln, keys[k]);
+            WHY("line %d: the value of %s is not a number", ln, keys[k]);
+        else if (have[k]) WHY("line %d: %s given twice", ln, keys[k]);
         have[k] = 1;
     }
     free(text);
     double last[4] = {r->x[AX_STEP][K], r->x[AX_TOKENS][K], r->x[AX_FLOPS][K], r->x[AX_SECONDS][K]};
     if (!why[0]) {
-        if (!have[0] || !have[1] || !have[2]) snprintf(why, sizeof why, "no test_acc, test_n or budget_done line");
-        else if (val[2] != 1.0) snprintf(why, sizeof why, "budget_done %g: the run did not spend its budget", val[2]);
+        if (!have[0] || !have[1] || !have[2]) WHY("no test_acc, test_n or budget_done line");
+        else if (val[2] != 1.0) WHY("budget_done %g: the run did not spend its budget", val[2]);
         else if (!(val[1] >= 0 && val[1] == floor(val[1]) && val[1] < 2147483647.0))
-            snprintf(why, sizeof why, "test_n %g is not a whole number >= 0", val[1]);
-        else if (!(val[0] >= 0.0 && val[0] <= 1.0)) snprintf(why, sizeof why, "test_acc %g is not in [0, 1]", val[0]);
+            WHY("test_n %g is not a whole number >= 0", val[1]);
+        else if (!(val[0] >= 0.0 && val[0] <= 1.0)) WHY("test_acc %g is not in [0, 1]", val[0]);
         else if (val[1] > 0 && fabs(val[0] * val[1] - round(val[0] * val[1])) > 5.1e-7 * val[1] + 1e-9)
-            snprintf(why, sizeof why, "test_acc %g is not a count of test_n %g problems (correct / test_n)", val[0],
+            WHY("test_acc %g is not a count of test_n %g problems (correct / test_n)", val[0],
                      val[1]);
         else if (have[3] && val[3] != last[0])
-            snprintf(why, sizeof why, "steps %g, but eval.csv's last point is at step %g", val[3], last[0]);
+            WHY("steps %g, but eval.csv's last point is at step %g", val[3], last[0]);
         else if (have[4] && have[5] && val[4] + val[5] != last[1])
-            snprintf(why, sizeof why, "gen_tokens_traj + gen_tokens_aux %g, but eval.csv's last point has "
+            WHY("gen_tokens_traj + gen_tokens_aux %g, but eval.csv's last point has "
                      "gen_tokens %g", val[4] + val[5], last[1]);
         else if (have[6] && val[6] != last[2])
-            snprintf(why, sizeof why, "flops %.0f, but eval.csv's last point has %.0f", val[6], last[2]);
+            WHY("flops %.0f, but eval.csv's last point has %.0f", val[6], last[2]);
         else if (have[8] && fabs(val[8] - last[3]) > 1e-6 * fmax(1.0, last[3]))
-            snprintf(why, sizeof why, "seconds %g, but eval.csv's last point has %g", val[8], last[3]);
+            WHY("seconds %g, but eval.csv's last point has %g", val[8], last[3]);
     }
     if (why[0]) CMP_FAIL("%.400s: %s", path, why);
     r->test_n = (int)val[1];
@@ -10618,6 +10619,7 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     r->sft_test_acc = have[7] && r->test_n > 0 ? val[7] : -1.0;
     return 0;
 }
+#undef WHY
 
 /* spawn: starts this program (/proc/self/exe; exe, its path, is argv[0]) with argv (the
    command and its options) as a child process writing its standard output and error to
@@ -11163,50 +11165,6 @@ static void sft_args(ArgList *a, const Options *o, const char *dir, int threads)
     args_add(a, "--run-dir", dir, "--threads", num, NULL);
 }
 
-/* cmp_resolve: the Options a train (is_train) or sft command line a resolves to: that command's
-   defaults, then a's words, parsed from a copy (getopt_long may reorder them). A bad word is a
-   usage error, as on the command line. */
-static void cmp_resolve(const ArgList *a, int is_train, Options *t) {
-    default_options(t);
-    if (is_train) train_defaults(t);
-    else sft_defaults(t);
-    ArgList copy = *a;
-    for (int i = 0; i < copy.argc; i++) copy.argv[i] = copy.store + (a->argv[i] - a->store);
-    parse_options(copy.argc, copy.argv, is_train ? CMD_TRAIN : CMD_SFT, t, is_train ? "train" : "sft", "");
-    if (is_train) t->obj.max_new_tokens = t->max_new_tokens;
-}
-
-/* resolved_config: the full configuration a command line gives (`# config: ...`, as the run
-   prints it at start-up), from this build's defaults; a bad option or value stops compare here
-   with the message the run would give, before anything runs. */
-static void resolved_config(FILE *f, ArgList *a, int is_train) {
-    Options t;
-    cmp_resolve(a, is_train, &t);
-    if (is_train) {
-        check_grpo_options(&t);
-        check_scoped_options(&t, CMD_TRAIN);
-        check_select_options(&t);
-        if (t.schedule != 2 && t.budget_unit != BUDGET_STEPS)   // 2: constant (SCHEDULE_NAMES)
-            usage_error("--schedule %s decays the learning rate over --steps, which compare sets to a cap "
-                        "of %d steps unless the budget counts steps: use --budget-unit steps --budget N "
-                        "(N steps per run), or the constant schedule", SCHEDULE_NAMES[t.schedule], cmp_steps_cap());
-    } else if (t.channels % t.heads) {
-        usage_error("--sft-args: --heads must divide --channels");
-    }
-    check_weight_decay(&t);
-    // without the trailing threads=N: this machine's core count is no part of the configuration
-    char *line = NULL;
-    size_t n = 0;
-    FILE *mem = open_memstream(&line, &n);
-    if (!mem) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
-    print_options(mem, &t, is_train ? CMD_TRAIN : CMD_SFT);
-    fclose(mem);
-    char *threads = strstr(line, " threads=");
-    if (threads) strcpy(threads, "\n");
-    fputs(line, f);
-    free(line);
-}
-
 // The command line as text, with PROG for the binary (not this machine's path: the hash stays the same).
 static void print_command(FILE *f, const ArgList *a) {
     fprintf(f, "    " PROG);
@@ -11214,7 +11172,60 @@ static void print_command(FILE *f, const ArgList *a) {
     fprintf(f, "\n");
 }
 
+/* resolved_config: a train (is_train) or sft command line a into f (print_command), then the full
+   configuration it resolves to (t: that command's defaults, then a's words; `# config: ...` as the
+   run prints it at start-up), checked: a bad option or value stops compare here with the message
+   the run would give (after `context`), before anything runs. */
+static void resolved_config(FILE *f, const ArgList *a, int is_train, const char *context, Options *t) {
+    print_command(f, a);
+    fprintf(f, "  ");
+    usage_context = context;
+    default_options(t);
+    if (is_train) train_defaults(t);
+    else sft_defaults(t);
+    ArgList copy = *a;   // getopt_long may reorder the words
+    for (int i = 0; i < copy.argc; i++) copy.argv[i] = copy.store + (a->argv[i] - a->store);
+    parse_options(copy.argc, copy.argv, is_train ? CMD_TRAIN : CMD_SFT, t, is_train ? "train" : "sft", "");
+    if (is_train) {
+        t->obj.max_new_tokens = t->max_new_tokens;
+        check_grpo_options(t);
+        check_scoped_options(t, CMD_TRAIN);
+        check_select_options(t);
+        if (t->schedule != 2 && t->budget_unit != BUDGET_STEPS)   // 2: constant (SCHEDULE_NAMES)
+            usage_error("--schedule %s decays the learning rate over --steps, which compare sets to a cap "
+                        "of %d steps unless the budget counts steps: use --budget-unit steps --budget N "
+                        "(N steps per run), or the constant schedule", SCHEDULE_NAMES[t->schedule], cmp_steps_cap());
+    } else if (t->channels % t->heads) {
+        usage_error("--sft-args: --heads must divide --channels");
+    }
+    check_weight_decay(t);
+    usage_context = NULL;
+    // without the trailing threads=N: this machine's core count is no part of the configuration
+    char *line = NULL;
+    size_t n = 0;
+    FILE *mem = open_memstream(&line, &n);
+    if (!mem) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
+    print_options(mem, t, is_train ? CMD_TRAIN : CMD_SFT);
+    fclose(mem);
+    char *threads = strstr(line, " threads=");
+    if (threads) strcpy(threads, "\n");
+    fputs(line, f);
+    free(line);
+}
+
 #define PREREG_SFT_LINE "sft-checkpoint: fnv1a64 "   // prereg.txt's line after the hash: the made SFT's hash
+#define PREREG_HASH "\nhash: fnv1a64 "
+#define CMP_DIE(hint, ...) cmp_die(__LINE__, hint, __VA_ARGS__)
+
+// cmp_die: fail_at (exit 1) at the caller's line with a printf-style message
+static void cmp_die(int line, const char *hint, const char *fmt, ...) {
+    char msg[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fail_at(__FILE__, line, msg, hint);
+}
 
 // study_has_runs: 1 when STUDY/runs exists (its path into runs_dir)
 static int study_has_runs(const char *study, char *runs_dir, size_t n) {
@@ -11228,34 +11239,25 @@ static int study_has_runs(const char *study, char *runs_dir, size_t n) {
    the made SFT's line (PREREG_SFT_LINE, as compare writes it). Else it was edited after it was
    written, and compare stops (exit 1) naming the file, before anything runs or is reported. */
 static void prereg_check_own_hash(const char *path, const char *old) {
-    const char *at = strstr(old, "\nhash: fnv1a64 ");
-    char msg[1400];
-    if (!at) {
-        snprintf(msg, sizeof msg, "'%s' has no line 'hash: fnv1a64 ...' (a pre-registration ends with the hash "
-                 "of its text)", path);
-        fail_at(__FILE__, __LINE__, msg, "restore the file, or give another --study");
-    }
-    const char *hex = at + 15, *end = strchr(hex, '\n');   // after "\nhash: fnv1a64 "
-    char *stop = NULL;
-    unsigned long long stated = strtoull(hex, &stop, 16);
+    const char *at = strstr(old, PREREG_HASH), *restore = "restore the file as compare wrote it, or give another --study";
+    if (!at)
+        CMP_DIE("restore the file, or give another --study", "'%s' has no line 'hash: fnv1a64 ...' (a "
+                "pre-registration ends with the hash of its text)", path);
+    const char *hex = at + strlen(PREREG_HASH), *end = strchr(hex, '\n');
+    char *stop = NULL, want[128] = "";
+    unsigned long long stated = strtoull(hex, &stop, 16), h = 0;
     uint64_t actual = fnv1a64(old, (size_t)(at + 1 - old));
-    if (!end || stop != end || end - hex != 16 || stated != actual) {
-        snprintf(msg, sizeof msg, "'%s' does not match its own hash: the text above its hash line hashes to "
-                 "fnv1a64 %016llx, the line says %.*s (the file was edited after the study was "
-                 "pre-registered)", path, (unsigned long long)actual, end ? (int)(end - hex) : 16, hex);
-        fail_at(__FILE__, __LINE__, msg, "restore the file as compare wrote it, or give another --study");
-    }
+    if (!end || stop != end || end - hex != 16 || stated != actual)
+        CMP_DIE(restore, "'%s' does not match its own hash: the text above its hash line hashes to fnv1a64 %016llx, "
+                "the line says %.*s (the file was edited after the study was pre-registered)", path,
+                (unsigned long long)actual, end ? (int)(end - hex) : 16, hex);
     const char *rest = end + 1;   // nothing, or exactly the line compare writes and nothing after it
-    unsigned long long h = 0;
     long long bytes = -1;
-    char want[128] = "";
     if (sscanf(rest, PREREG_SFT_LINE "%16llx (%lld bytes)", &h, &bytes) == 2 && bytes >= 0)
         snprintf(want, sizeof want, PREREG_SFT_LINE "%016llx (%lld bytes)\n", h, bytes);
-    if (*rest && strcmp(rest, want) != 0) {
-        snprintf(msg, sizeof msg, "'%s': below its hash line stands '%.80s', and only the line '" PREREG_SFT_LINE
-                 "<16 hex digits> (<n> bytes)' that compare writes may stand there", path, rest);
-        fail_at(__FILE__, __LINE__, msg, "restore the file as compare wrote it, or give another --study");
-    }
+    if (*rest && strcmp(rest, want) != 0)
+        CMP_DIE(restore, "'%s': below its hash line stands '%.80s', and only the line '" PREREG_SFT_LINE
+                "<16 hex digits> (<n> bytes)' that compare writes may stand there", path, rest);
 }
 
 /* write_prereg: the configuration and the hypotheses (text), then their hash, into STUDY/prereg.txt;
@@ -11263,7 +11265,7 @@ static void prereg_check_own_hash(const char *path, const char *old) {
    stops (this text then in prereg.rejected.txt). Returns the hash. */
 static uint64_t write_prereg(const char *study, const char *text) {
     uint64_t hash = fnv1a64(text, strlen(text));
-    char path[1100], rejected[1100], msg[2600], hint[2400];
+    char path[1100], rejected[1100], hint[2400];
     snprintf(path, sizeof path, "%s/prereg.txt", study);
     size_t n = strlen(text) + 64;
     char *full = (char *)mallocCheck(n), *old = slurp(path);
@@ -11271,22 +11273,18 @@ static uint64_t write_prereg(const char *study, const char *text) {
     const char *line = full + strlen(text);
     if (old) {
         prereg_check_own_hash(path, old);
-        const char *at = strstr(old, "\nhash: fnv1a64 ");
-        int same = at && !strncmp(at + 1, line, strlen(line));
-        free(old);
-        if (!same) {
+        if (strncmp(strstr(old, PREREG_HASH) + 1, line, strlen(line)) != 0) {
             snprintf(rejected, sizeof rejected, "%s/prereg.rejected.txt", study);
             write_file_atomic(rejected, full);
-            snprintf(msg, sizeof msg, "study '%s' was pre-registered with another configuration (its "
-                     "prereg.txt; this command's is in %s)", study, rejected);
             snprintf(hint, sizeof hint, "`diff %s %s` shows what differs; rerun with the options "
                      "prereg.txt lists, or give another --study", shell_word(path), shell_word(rejected));
-            fail_at(__FILE__, __LINE__, msg, hint);
+            CMP_DIE(hint, "study '%s' was pre-registered with another configuration (its prereg.txt; this "
+                    "command's is in %s)", study, rejected);
         }
+        free(old);
     } else if (study_has_runs(study, rejected, sizeof rejected)) {
-        snprintf(msg, sizeof msg, "'%s' holds runs but no prereg.txt (which is written before the first run)",
-                 study);
-        fail_at(__FILE__, __LINE__, msg, "give another --study, or remove its runs/ directory");
+        CMP_DIE("give another --study, or remove its runs/ directory", "'%s' holds runs but no prereg.txt (which "
+                "is written before the first run)", study);
     } else {
         write_file_atomic(path, full);
     }
@@ -11294,57 +11292,53 @@ static uint64_t write_prereg(const char *study, const char *text) {
     return hash;
 }
 
+// sft_hash: a checkpoint's FNV-1a and size; unreadable: exit 1 with msg (a format of its path, then why) and hint
+static uint64_t sft_hash(const char *sft, long long *bytes, const char *msg, const char *hint) {
+    uint64_t h = 0;
+    struct stat sb;
+    if (file_fnv1a64(sft, &h) != 0 || stat(sft, &sb) != 0) CMP_DIE(hint, msg, sft, strerror(errno));
+    if (bytes) *bytes = (long long)sb.st_size;
+    return h;
+}
+
 /* check_study_sft: the study's starting checkpoint sft against the hash its pre-registration
-   holds (want): a swapped or rewritten file would start the runs not yet run from another model.
-   A mismatch or an unreadable file stops compare (exit 1) naming it. */
+   holds (want): a swapped or rewritten file would start the runs not yet run from another model. */
 static void check_study_sft(const char *sft, uint64_t want, const char *study) {
-    uint64_t have = 0;
-    char msg[1400];
-    if (file_fnv1a64(sft, &have) != 0) {
-        snprintf(msg, sizeof msg, "the study's SFT checkpoint '%s' cannot be read: %s", sft, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "restore it: every run of the study starts from it");
-    }
-    if (have == want) return;
-    snprintf(msg, sizeof msg, "the study's SFT checkpoint '%s' is not the one %s/prereg.txt records: fnv1a64 "
-             "%016llx, recorded %016llx (it was replaced or rewritten after the study began)", sft, study,
-             (unsigned long long)have, (unsigned long long)want);
-    fail_at(__FILE__, __LINE__, msg, "restore that file, or give another --study (the runs done started from "
-                                     "the recorded one)");
+    uint64_t have = sft_hash(sft, NULL, "the study's SFT checkpoint '%s' cannot be read: %s",
+                             "restore it: every run of the study starts from it");
+    if (have != want)
+        CMP_DIE("restore that file, or give another --study (the runs done started from the recorded one)",
+                "the study's SFT checkpoint '%s' is not the one %s/prereg.txt records: fnv1a64 %016llx, recorded "
+                "%016llx (it was replaced or rewritten after the study began)", sft, study,
+                (unsigned long long)have, (unsigned long long)want);
 }
 
 /* prereg_sft_hash: the made SFT checkpoint's hash, from prereg.txt's line below the hash line;
    without it (the SFT run has just finished) the checkpoint is hashed now and the line written,
    unless runs have started: then which model they started from cannot be told (exit 1). */
 static uint64_t prereg_sft_hash(const char *study, const char *sft) {
-    char path[1100], runs_dir[1100], msg[3200];
+    char path[1100], runs_dir[1100];
     snprintf(path, sizeof path, "%s/prereg.txt", study);
     char *pre = slurp(path);
     if (!pre) fail_at(__FILE__, __LINE__, "compare: cannot read back the study's prereg.txt", "");
-    const char *at = strstr(pre, "\nhash: fnv1a64 "), *line = at ? strchr(at + 1, '\n') : NULL;
+    const char *line = strchr(strstr(pre, PREREG_HASH) + 1, '\n');   // (checked by write_prereg)
     uint64_t h = 0;
-    if (line && !strncmp(line + 1, PREREG_SFT_LINE, strlen(PREREG_SFT_LINE))) {
-        h = strtoull(line + 1 + strlen(PREREG_SFT_LINE), NULL, 16);   // checked by write_prereg
-        free(pre);
-        return h;
+    long long bytes = 0;
+    if (!strncmp(line + 1, PREREG_SFT_LINE, strlen(PREREG_SFT_LINE))) {
+        h = strtoull(line + 1 + strlen(PREREG_SFT_LINE), NULL, 16);
+    } else if (study_has_runs(study, runs_dir, sizeof runs_dir)) {
+        CMP_DIE("give another --study", "'%s' records no hash of the SFT checkpoint '%s' (its line '"
+                PREREG_SFT_LINE "...'), and runs have started (%s): which model they started from cannot be told",
+                path, sft, runs_dir);
+    } else {
+        h = sft_hash(sft, &bytes, "cannot read the study's SFT checkpoint '%s': %s", "");
+        size_t n = strlen(pre) + 128;
+        char *full = (char *)mallocCheck(n);
+        snprintf(full, n, "%s" PREREG_SFT_LINE "%016llx (%lld bytes)\n", pre, (unsigned long long)h, bytes);
+        write_file_atomic(path, full);
+        printf("sft: its hash, fnv1a64 %016llx, recorded in %s\n", (unsigned long long)h, path);
+        free(full);
     }
-    if (study_has_runs(study, runs_dir, sizeof runs_dir)) {
-        snprintf(msg, sizeof msg, "'%s' records no hash of the SFT checkpoint '%s' (its line '" PREREG_SFT_LINE
-                 "...'), and runs have started (%s): which model they started from cannot be told", path, sft,
-                 runs_dir);
-        fail_at(__FILE__, __LINE__, msg, "give another --study");
-    }
-    struct stat sb;
-    if (file_fnv1a64(sft, &h) != 0 || stat(sft, &sb) != 0) {
-        snprintf(msg, sizeof msg, "cannot read the study's SFT checkpoint '%s': %s", sft, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "");
-    }
-    size_t n = strlen(pre) + 128;
-    char *full = (char *)mallocCheck(n);
-    snprintf(full, n, "%s" PREREG_SFT_LINE "%016llx (%lld bytes)\n", pre, (unsigned long long)h,
-             (long long)sb.st_size);
-    write_file_atomic(path, full);
-    printf("sft: its hash, fnv1a64 %016llx, recorded in %s\n", (unsigned long long)h, path);
-    free(full);
     free(pre);
     return h;
 }
@@ -11404,36 +11398,22 @@ typedef struct OneBatch {
     double sft_test;        // the SFT model's greedy test accuracy (result.txt's sft_test_acc; −1: none)
 } OneBatch;
 
-/* onebatch_settings: the probe's settings from the reference method's train line (seed 1 of
-   method ref); every method must share its --task, --val-data and --max-new-tokens (one probe
-   set for all), else a usage error naming the method. P from --one-batch. */
-static void onebatch_settings(const Options *o, const Method *m, int nm, int ref, const char *runs_dir,
-                              const char *sft, OneBatch *ob) {
+/* onebatch_settings: the probe's settings from the reference method's resolved train line (t[ref]
+   of the methods' t[0..nm)); every method must share its --task, --val-data and --max-new-tokens
+   (one probe set for all), else a usage error naming the method. P from --one-batch. */
+static void onebatch_settings(const Options *o, const Method *m, const Options *t, int nm, int ref, OneBatch *ob) {
     memset(ob, 0, sizeof *ob);
     ob->P = o->one_batch;
     ob->M = OB_SAMPLES;
-    ob->sft = -1;
-    ob->sft_test = -1.0;
-    for (int k = -1; k < nm; k++) {   // the reference first
-        int mi = k < 0 ? ref : k;
-        if (k == ref) continue;
-        ArgList a;
-        Options t;
-        char dir[600];
-        snprintf(dir, sizeof dir, "%s/%s/seed_1", runs_dir, m[mi].dir);
-        method_args(&a, o, &m[mi], 1, dir, sft);
-        cmp_resolve(&a, 1, &t);   // (the line was checked by resolved_config before)
-        if (mi == ref) {
-            ob->task = t.task;
-            ob->max_new = t.max_new_tokens;
-            ob->temperature = t.temperature;
-            snprintf(ob->val_data, sizeof ob->val_data, "%s", t.val_data);
-        } else if (t.task != ob->task || t.max_new_tokens != ob->max_new || strcmp(t.val_data, ob->val_data)) {
+    ob->task = t[ref].task;
+    ob->max_new = t[ref].max_new_tokens;
+    ob->temperature = t[ref].temperature;
+    snprintf(ob->val_data, sizeof ob->val_data, "%s", t[ref].val_data);
+    for (int mi = 0; mi < nm; mi++)
+        if (t[mi].task != ob->task || t[mi].max_new_tokens != ob->max_new || strcmp(t[mi].val_data, ob->val_data))
             usage_error("--one-batch: method '%s' runs another --task, --val-data or --max-new-tokens than "
                         "%s; the one-batch view scores every model on one probe set (leave --one-batch "
                         "out, or give every method the same)", m[mi].label, m[ref].label);
-        }
-    }
 }
 
 /* onebatch_read: a cached count (path: "correct C\nsamples N\n", as onebatch_write writes it)
@@ -11447,12 +11427,9 @@ static int onebatch_read(const char *path, long want_samples, long *correct) {
     int ok = sscanf(text, "correct %ld\nsamples %ld\n%n", &c, &n, &used) == 2 && used > 0 && !text[used] &&
              n == want_samples && c >= 0 && c <= n;
     free(text);
-    if (!ok) {
-        char msg[1300];
-        snprintf(msg, sizeof msg, "%s: not 'correct C' and 'samples %ld' lines with 0 <= C <= %ld", path,
-                 want_samples, want_samples);
-        fail_at(__FILE__, __LINE__, msg, "delete the file to measure it again");
-    }
+    if (!ok)
+        CMP_DIE("delete the file to measure it again", "%s: not 'correct C' and 'samples %ld' lines with 0 <= C <= %ld",
+                path, want_samples, want_samples);
     *correct = c;
     return 0;
 }
@@ -11741,17 +11718,16 @@ static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Me
    study's SFT checkpoint sft with its recorded hash (unless --init gave it), both of which
    --plan makes; else two --only runs started at once would both make them. Exit 1 otherwise. */
 static void cmp_only_ready(const char *study, const char *sft, int given_init) {
-    char path[1100], msg[2600];
+    char path[1100];
     snprintf(path, sizeof path, "%s/prereg.txt", study);
     char *pre = slurp(path);
     struct stat sb;
     const char *missing = !pre ? path : stat(sft, &sb) != 0 ? sft : NULL;
     if (!missing && !given_init && !strstr(pre, "\n" PREREG_SFT_LINE)) missing = "prereg.txt's SFT hash line";
+    if (missing)
+        CMP_DIE("run the same compare command with --plan first (it writes the pre-registration and makes the SFT "
+                "checkpoint)", "compare --only: study '%s' has no %s", study, missing);
     free(pre);
-    if (!missing) return;
-    snprintf(msg, sizeof msg, "compare --only: study '%s' has no %s", study, missing);
-    fail_at(__FILE__, __LINE__, msg, "run the same compare command with --plan first (it writes the "
-                                     "pre-registration and makes the SFT checkpoint)");
 }
 
 /* cmp_only_select: the run that --only names (METHOD-DIR/seed_N, as --plan prints it) among
@@ -11886,6 +11862,7 @@ static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
     const Options *o = st->o;
     const char *ref = st->m[st->ref].label;
     ArgList args;
+    Options *t = (Options *)callocCheck(CMP_MAX_METHODS, sizeof(Options));   // each method's resolved line
     fprintf(pr, "# grpo.c compare: pre-registration of the study '%s'\n", st->study);
     fprintf(pr, "# written before its first run; the hash line covers every byte above it (FNV-1a, 64 bits)\n\n");
     fprintf(pr, "configuration\n");
@@ -11902,41 +11879,30 @@ static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
         fprintf(pr, "  target: validation accuracy %.9g; generated tokens and seconds to first reach it\n"
                     "    (interpolated between evaluations; a run that does not reach it is counted as such)\n",
                 o->target_acc);
-    struct stat sb;
     if (o->init[0]) {
-        if (file_fnv1a64(st->sft, &st->sft_hash) != 0 || stat(st->sft, &sb) != 0) {
-            char msg[1300];
-            snprintf(msg, sizeof msg, "--init '%s': cannot read it: %s", st->sft, strerror(errno));
-            fail_at(__FILE__, __LINE__, msg, "give an SFT checkpoint written by ./grpo sft");
-        }
-        fprintf(pr, "  sft: %s (given; %lld bytes, fnv1a64 %016llx)\n", st->sft, (long long)sb.st_size,
+        long long bytes = 0;
+        st->sft_hash = sft_hash(st->sft, &bytes, "--init '%s': cannot read it: %s",
+                                "give an SFT checkpoint written by ./grpo sft");
+        fprintf(pr, "  sft: %s (given; %lld bytes, fnv1a64 %016llx)\n", st->sft, bytes,
                 (unsigned long long)st->sft_hash);
     } else {
         sft_args(&args, o, st->sft_dir, 1);
         args.argc -= 2;   // the thread count is not part of the configuration (same result)
         args.argv[args.argc] = NULL;
         fprintf(pr, "  sft: %s, made if missing by\n", st->sft);
-        print_command(pr, &args);
-        fprintf(pr, "  ");
-        usage_context = "the study's SFT run (--sft-args)";
-        resolved_config(pr, &args, 0);
-        usage_context = NULL;
+        resolved_config(pr, &args, 0, "the study's SFT run (--sft-args)", t);
     }
     for (int mi = 0; mi < st->nm; mi++) {
         char dir[600], context[300];
         snprintf(dir, sizeof dir, "%s/%s/seed_1", st->runs_dir, st->m[mi].dir);
         method_args(&args, o, &st->m[mi], 1, dir, st->sft);
         fprintf(pr, "  method %s (seed 1; the other seeds differ in --seed and --run-dir only):\n", st->m[mi].label);
-        print_command(pr, &args);
-        fprintf(pr, "  ");
         snprintf(context, sizeof context, "--methods: method '%.200s' (--train-args, then its own options)",
                  st->m[mi].label);
-        usage_context = context;
-        resolved_config(pr, &args, 1);
-        usage_context = NULL;
+        resolved_config(pr, &args, 1, context, &t[mi]);
     }
     if (o->one_batch > 0) {   // only when given, so the prereg (and hash) of a study without it is unchanged
-        onebatch_settings(o, st->m, st->nm, st->ref, st->runs_dir, st->sft, ob);
+        onebatch_settings(o, st->m, t, st->nm, st->ref, ob);
         Dataset all;   // before the prereg is written: a P the file cannot hold is not registered
         onebatch_prompts(ob, 1024, &all);   // (the cut at the SFT model's context comes later)
         free_dataset(&all);
@@ -11948,6 +11914,7 @@ static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
                     "    the means, and predicted gap = gain_%s x (delta_m - delta_%s) / delta_%s\n",
                 ob->P, ob->val_data, ob->M, ob->temperature, ob->max_new, ref, OB_SEED, st->study, ref, ref, ref);
     }
+    free(t);
 }
 
 // prereg_text: the pre-registration's text (malloc'd): the configuration, then the hypotheses
