@@ -10204,8 +10204,7 @@ static double incomplete_beta(double a, double b, double x) {
 // t_tail2: P(|T| > t) for Student's t with df degrees of freedom: a t statistic's two-sided p
 static double t_tail2(double t, double df) { return incomplete_beta(df / 2.0, 0.5, df / (df + t * t)); }
 
-/* t_quantile: the t > 0 with P(|T| > t) = p2 for Student's t with df >= 1 (NaN below), by bisection
-   on t_tail2 to 1e-12: p2 0.05 gives a 95% interval's factor, 0.4 the 80%-power quantile. */
+// t_quantile: the t > 0 with P(|T| > t) = p2, df >= 1 (NaN below), by bisection on t_tail2 to 1e-12
 static double t_quantile(double p2, double df) {
     if (!(df >= 1.0)) return NAN;
     double lo = 0.0, hi = 1e4;   // P(|T| > 1e4) < 1e-4 for every df >= 1
@@ -10266,9 +10265,8 @@ static PairedDiff paired_diff(const double *a, const double *b, int n) {
     return p;
 }
 
-/* holm: Holm's step-down adjustment of m p-values (NaN: not tested, left out of the family):
-   sorted ascending, adj_(i) = max_{j <= i} min(1, (m' − j + 1)·p_(j)) with m' the tested count;
-   a hypothesis is supported at family-wise α when adj < α. Holm (1979). */
+/* holm: Holm's (1979) step-down adjustment of m p-values (NaN: untested, out of the family): sorted
+   ascending, adj_(i) = max_{j <= i} min(1, (m' − j + 1)·p_(j)), m' the tested count. */
 static void holm(const double *p, double *adj, int m) {
     int order[64], mt = 0;
     for (int i = 0; i < m && i < 64; i++) {
@@ -10286,9 +10284,8 @@ static void holm(const double *p, double *adj, int m) {
     }
 }
 
-/* interp_at: the curve (xs[i], ys[i]), i < n, xs non-decreasing, linearly interpolated at x;
-   NaN outside [xs[0], xs[n−1]] (no extrapolation). Where points share an x, the first
-   segment that reaches x decides. */
+/* interp_at: the curve (xs[i], ys[i]), i < n, xs non-decreasing, linearly interpolated at x; NaN
+   outside [xs[0], xs[n−1]]; where points share an x, the first segment that reaches x decides. */
 static double interp_at(const double *xs, const double *ys, int n, double x) {
     if (n < 1 || !(x >= xs[0]) || !(x <= xs[n - 1])) return NAN;
     for (int i = 0; i + 1 < n; i++)
@@ -10445,9 +10442,8 @@ static void args_add(ArgList *a, ...) {
     va_end(ap);
 }
 
-/* split_options: the words of `text` ("--name value" or "--name=value", separated by blanks)
-   appended to a as "--name" "value", each name checked with check_pass_option; `flag` names
-   the compare option in messages. */
+/* split_options: the words of `text` ("--name value" or "--name=value") appended to a as "--name"
+   "value", each name checked (check_pass_option; `flag`: the compare option in messages). */
 static void split_options(ArgList *a, const char *text, unsigned mask, const char **reserved,
                           const char *flag) {
     char copy[256], why[160];
@@ -10621,10 +10617,9 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
 }
 #undef WHY
 
-/* spawn: starts this program (/proc/self/exe; exe, its path, is argv[0]) with argv (the
-   command and its options) as a child process writing its standard output and error to
-   log_path (truncated). On Linux the child is ended (SIGTERM) if compare dies first, so that
-   an interrupted study leaves no run behind holding its run directory. */
+/* spawn: this program (/proc/self/exe; exe, its path, is argv[0]) started with argv, writing to
+   log_path (truncated). On Linux the child is ended (SIGTERM) if compare dies first, so that an
+   interrupted study leaves no run behind holding its run directory. */
 static pid_t spawn(const char *exe, char *const *argv, const char *log_path) {
     fflush(stdout);
     fflush(stderr);
@@ -10661,19 +10656,21 @@ static pid_t spawn(const char *exe, char *const *argv, const char *log_path) {
     _exit(127);
 }
 
-// spawn_wait: spawn, then the child's wait status once it has ended
-static int spawn_wait(const char *exe, char *const *argv, const char *log_path) {
-    pid_t pid = spawn(exe, argv, log_path);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    return status;
-}
-
 // exit_text: a wait status as "exit status N", or as "SIG N" (SIG: how a signal is named) into buf
 static const char *exit_text(int status, const char *sig, char *buf, size_t n) {
     if (WIFEXITED(status)) snprintf(buf, n, "exit status %d", WEXITSTATUS(status));
     else snprintf(buf, n, "%s %d", sig, WTERMSIG(status));
     return buf;
+}
+
+// spawn_wait: spawn, then 0 once the child has exited 0; else −1 with its wait status (exit_text) in why
+static int spawn_wait(const char *exe, char *const *argv, const char *log_path, char *why, size_t n) {
+    pid_t pid = spawn(exe, argv, log_path);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    exit_text(status, "signal", why, n);
+    return -1;
 }
 
 // run_spent: the budget a running run has spent: the budget_spent column of its train.csv's last row
@@ -10683,23 +10680,17 @@ static double run_spent(const CmpRun *r) {
     char *text = slurp(path);
     if (!text) return 0.0;
     double spent = 0.0;
-    char *nl = strchr(text, '\n');
-    if (nl) {
-        *nl = 0;
-        int col = -1, c = 0;
-        for (char *f = text; f; f = strchr(f, ','), f = f ? f + 1 : NULL, c++)
-            if (!strncmp(f, "budget_spent", 12) && (f[12] == ',' || f[12] == 0)) col = c;
-        char *end = strrchr(nl + 1, '\n');   // the last complete row ends there
-        if (end && col >= 0) {
-            *end = 0;
-            char *row = strrchr(nl + 1, '\n');
-            row = row ? row + 1 : nl + 1;
-            for (c = 0; row && c < col; c++) {
-                row = strchr(row, ',');
-                if (row) row++;
-            }
-            if (row) spent = atof(row);
-        }
+    size_t head = strcspn(text, "\n");
+    int col = -1, c = 0;
+    for (char *f = text; f < text + head; f += strcspn(f, ",\n") + 1, c++)
+        if (!strncmp(f, "budget_spent", 12) && (f[12] == ',' || f[12] == '\n' || !f[12])) col = c;
+    char *end = strrchr(text, '\n');   // the last complete row ends there
+    if (end && end > text + head && col >= 0) {
+        *end = 0;
+        char *row = strrchr(text, '\n') + 1;
+        for (c = 0; row && c < col; c++)
+            if ((row = strchr(row, ',')) != NULL) row++;
+        if (row) spent = atof(row);
     }
     free(text);
     return spent;
@@ -10725,9 +10716,8 @@ static const char *run_name(const CmpRun *r, const Method *m, char *buf, size_t 
 }
 
 /* print_progress: runs done, those running with their share of the budget, and the time left:
-   the remaining work in runs (pending ones, plus what running ones have left) times the mean
-   duration of a run (of those finished by this invocation; before the first, from the running
-   ones' pace), divided by the runs going at once. */
+   the runs' remaining work times the mean duration of a run (of those finished by this
+   invocation; before the first, from the running ones' pace), divided by the runs at once. */
 static void print_progress(const CmpRun *runs, int n, const Method *m, double budget, int jobs, double t0) {
     int count[4] = {0}, dur_n = 0, pace_n = 0;   // runs in each state (CMP_PENDING ...)
     double left = 0.0, dur_sum = 0.0, pace_sum = 0.0;
@@ -10767,10 +10757,9 @@ static void print_progress(const CmpRun *runs, int n, const Method *m, double bu
 
 // ---- the views and the tables
 
-/* view_values: every run's validation accuracy at the view's points 0..K (v: runs x (K+1)) and
-   the points' x (xs). The budget's own unit reads each run's evaluations (xs: the nominal
-   j/K·budget); any other view interpolates each run's curve at K evenly spaced points up to the
-   smallest final x over all runs, so that every run covers them. */
+/* view_values: every run's validation accuracy at the view's points 0..K (v: runs x (K+1)) at
+   xs: the budget's own unit reads the evaluations (xs nominal, j/K·budget); any other view
+   interpolates at K even steps up to the smallest final x, so that every run covers them. */
 static void view_values(int axis, const CmpRun *runs, int n, int K, int budget_axis, double budget,
                         double *xs, double *v) {
     double end = INFINITY;
@@ -10874,8 +10863,7 @@ static void print_table(const CmpReport *R, int nc, const TableCol *col, int sig
         }
 }
 
-/* view_columns: the view's values (view_values) as print_table's columns 0..K (malloc'd,
-   (K+1)·nm·S), and in xs the points' x. */
+// view_columns: the view's values as print_table's columns 0..K (malloc'd, (K+1)·nm·S); xs: the points' x
 static double *view_columns(const CmpReport *R, int axis, double *xs) {
     int n = R->nm * R->S, K = R->K;
     double *v = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
@@ -10888,8 +10876,7 @@ static double *view_columns(const CmpReport *R, int axis, double *xs) {
     return cols;
 }
 
-/* print_view: one table: a row per method (mean ± half-width of the 95% CI over seeds) and under
-   each other method its paired difference against the reference. Appends its rows to curves.csv. */
+// print_view: one view's table (print_table, with the differences); its rows appended to curves.csv
 static void print_view(const CmpReport *R, int axis, FILE *curves) {
     int K = R->K, S = R->S;
     double xs[CMP_MAX_POINTS + 1], *v = view_columns(R, axis, xs);
@@ -10954,9 +10941,8 @@ static void print_verdict(FILE *f, int h, const char *what, const Method *m, int
 }
 
 /* cost_to_reach: the cost x (any axis) at which a run's validation accuracy first reaches target,
-   from its n evaluations (xs[j], val[j]) in order of x: xs[0] when the start reaches it, else
-   linear interpolation between the evaluations where it crosses target (the straight line the
-   matched views read); NAN when none reaches it (censored at the end of its budget). */
+   from its n evaluations (xs[j], val[j]): xs[0] when the start reaches it, else linearly
+   interpolated where it crosses target; NAN when none reaches it (censored at the budget). */
 static double cost_to_reach(const double *xs, const double *val, int n, double target) {
     for (int j = 0; j < n; j++) {
         if (!(val[j] >= target)) continue;
@@ -10967,10 +10953,9 @@ static double cost_to_reach(const double *xs, const double *val, int n, double t
     return NAN;
 }
 
-/* print_cost_view: per method the generated tokens and training seconds at which its runs first
-   reach validation accuracy R->target (cost_to_reach), mean ± 95% CI over the seeds that reached
-   it, and how many did not (counted, in no mean); under each other method the paired difference
-   in tokens against the reference over the seeds where both reached it. */
+/* print_cost_view: per method the generated tokens and seconds to first reach R->target
+   (cost_to_reach), mean ± 95% CI over the seeds that reached it, and how many did not; under
+   each other method the paired difference in tokens over the seeds where both reached it. */
 static void print_cost_view(const CmpReport *R) {
     FILE *f = R->out;
     int K = R->K, S = R->S;
@@ -11172,10 +11157,9 @@ static void print_command(FILE *f, const ArgList *a) {
     fprintf(f, "\n");
 }
 
-/* resolved_config: a train (is_train) or sft command line a into f (print_command), then the full
-   configuration it resolves to (t: that command's defaults, then a's words; `# config: ...` as the
-   run prints it at start-up), checked: a bad option or value stops compare here with the message
-   the run would give (after `context`), before anything runs. */
+/* resolved_config: a train (is_train) or sft command line a into f, then the Options t it resolves
+   to (`# config: ...`, as the run prints it), checked: a bad option or value stops compare here
+   with the run's message (after `context`), before anything runs. */
 static void resolved_config(FILE *f, const ArgList *a, int is_train, const char *context, Options *t) {
     print_command(f, a);
     fprintf(f, "  ");
@@ -11234,10 +11218,9 @@ static int study_has_runs(const char *study, char *runs_dir, size_t n) {
     return stat(runs_dir, &sb) == 0;
 }
 
-/* prereg_check_own_hash: an existing prereg.txt (old, read from path) against itself: the FNV-1a of
-   every byte above its hash line must be the hash that line states, and below it may stand only
-   the made SFT's line (PREREG_SFT_LINE, as compare writes it). Else it was edited after it was
-   written, and compare stops (exit 1) naming the file, before anything runs or is reported. */
+/* prereg_check_own_hash: an existing prereg.txt (old, read from path): the FNV-1a of every byte
+   above its hash line must be the hash that line states, and below it may stand only the made
+   SFT's line (PREREG_SFT_LINE); else it was edited, and compare stops (exit 1) naming it. */
 static void prereg_check_own_hash(const char *path, const char *old) {
     const char *at = strstr(old, PREREG_HASH), *restore = "restore the file as compare wrote it, or give another --study";
     if (!at)
@@ -11416,9 +11399,8 @@ static void onebatch_settings(const Options *o, const Method *m, const Options *
                         "out, or give every method the same)", m[mi].label, m[ref].label);
 }
 
-/* onebatch_read: a cached count (path: "correct C\nsamples N\n", as onebatch_write writes it)
-   into *correct. 0 when read, 1 when the file does not exist; a file that does not hold, or
-   was made for another P·M, stops compare (exit 1) naming it. */
+/* onebatch_read: a cached count (path, as onebatch_write writes it) into *correct: 0 when read, 1
+   when there is no file; one that does not hold, or for another P·M, stops compare (exit 1). */
 static int onebatch_read(const char *path, long want_samples, long *correct) {
     char *text = slurp(path);
     if (!text) return 1;
@@ -11440,23 +11422,21 @@ static void onebatch_write(const char *path, long correct, long samples) {
     write_file_atomic(path, text);
 }
 
-/* onebatch_prompts: the probe set d (the reference's --val-data, read at context maxT); a usage
-   error when it has fewer than P prompts. */
+// onebatch_prompts: the probe set d (--val-data at context maxT); a usage error below P prompts
 static void onebatch_prompts(const OneBatch *ob, int maxT, Dataset *d) {
     load_dataset(d, ob->val_data, maxT, 0, &TASKS[ob->task]);
     if (d->n < ob->P)
         usage_error("--one-batch %d: the probe set, --val-data %s, has %d prompts", ob->P, ob->val_data, d->n);
 }
 
-/* onebatch_probe_set: the SFT model (sft) and the probe set at its context (onebatch_prompts). */
+// onebatch_probe_set: the SFT model (sft) and the probe set at its context (onebatch_prompts)
 static void onebatch_probe_set(const OneBatch *ob, const char *sft, GPT *model, Dataset *d) {
     load_checkpoint(sft, model, 1, NULL);
     onebatch_prompts(ob, model->config.max_seq_len, d);
 }
 
-/* onebatch_collect: the counts of the SFT model and of every run after its first update (from
-   the cache, else measured as the section's comment says and cached), into ob. A failing train
-   run stops compare (exit 1) with its log. */
+/* onebatch_collect: the counts of the SFT model and of every run after its first update (cached,
+   else measured as the section's comment says), into ob; a failing run stops compare (exit 1). */
 static void onebatch_collect(const Options *o, const char *study, const char *sft, uint64_t sft_hash,
                              const Method *m, const CmpRun *runs, int nruns, const char *exe, OneBatch *ob) {
     char dir[1200], path[1400], name[300];
@@ -11489,10 +11469,8 @@ static void onebatch_collect(const Options *o, const char *study, const char *sf
         char log[1400];
         snprintf(log, sizeof log, "%s/run.log", dir);
         printf("one-batch: %s's first update (log %s)\n", run_name(r, m, name, sizeof name), log);
-        int status = spawn_wait(exe, a.argv, log);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            fprintf(stderr, "error: the one-batch run of %s failed (%s); its log: %s\n", name,
-                    exit_text(status, "signal", path, sizeof path), log);
+        if (spawn_wait(exe, a.argv, log, path, sizeof path) != 0) {
+            fprintf(stderr, "error: the one-batch run of %s failed (%s); its log: %s\n", name, path, log);
             print_log_error(log);
             exit(EXIT_INPUT);
         }
@@ -11507,15 +11485,14 @@ static void onebatch_collect(const Options *o, const char *study, const char *sf
     ob->sft_test = runs[0].sft_test_acc;   // the SFT model's greedy test accuracy (the same in every run)
 }
 
-/* OneBatchVerdict: does the one-batch Δ rank the methods as training's gain does, and by how
-   much does it over- or understate the gaps against the reference. */
+// OneBatchVerdict: does the one-batch Δ rank the methods as training's gain does, and the gaps
 typedef struct {
     int same;                            // 1: the orderings of the means agree (ties included)
     int determined;                      // 1: the reference's Δ interval excludes 0 (the scale is set)
     double predicted[CMP_MAX_METHODS];   // gain_ref · (Δ_m − Δ_ref) / Δ_ref (accuracy, NaN if !determined)
 } OneBatchVerdict;
 
-/* ordering: the labels by mean, highest first ("a > b = c"; a stable sort, equal means "=") */
+// onebatch_ordering: the labels by mean, highest first ("a > b = c"; a stable sort, equal means "=")
 static void onebatch_ordering(const double *mean, int nm, const char *const *labels, char *out, size_t cap) {
     int order[CMP_MAX_METHODS];
     for (int i = 0; i < nm; i++) order[i] = i;
@@ -11583,9 +11560,8 @@ static OneBatchVerdict onebatch_verdict(FILE *f, int nm, int ref, const char *co
     return v;
 }
 
-/* print_onebatch_view: the one-batch table (per method: Δ, test gain, val gain, mean ± 95% CI
-   over seeds, and under each other method its paired differences against the reference), then
-   the verdict (onebatch_verdict, on the test gain; on the val gain when the runs had no test). */
+/* print_onebatch_view: the one-batch table (Δ, test gain, val gain: print_table with the
+   differences), then the verdict (on the test gain; on the val gain when the runs had no test). */
 static void print_onebatch_view(const CmpReport *R) {
     FILE *f = R->out;
     const OneBatch *ob = R->ob;
@@ -11634,9 +11610,8 @@ typedef struct {
     int budget_given;     // --budget given (the default budget counts generated tokens)
 } CmpPlan;
 
-/* cmp_plan_args: takes the flags --plan, --quick and --only RUN / --only=RUN out of argv (argv[0]
-   is "compare") into p, and keeps the options as given but --plan in p->args. Returns the new
-   argc. A usage error when --only has no value or is given with --plan. */
+/* cmp_plan_args: the flags --plan, --quick and --only RUN / --only=RUN taken out of argv (argv[0]:
+   "compare") into p, the options as given but --plan kept in p->args. Returns the new argc. */
 static int cmp_plan_args(int argc, char **argv, CmpPlan *p) {
     memset(p, 0, sizeof *p);
     p->out = -1;
@@ -11683,9 +11658,8 @@ static void shell_quote(FILE *f, const char *before, const char *s) {
     fputc('\'', f);
 }
 
-/* cmp_print_plan: one line per run of runs[0..n) that is not done, to p->out, in the order
-   compare runs them (seed-major): cd to this working directory, then this program (exe,
-   absolute) with compare's options as given and --only METHOD/seed_N. */
+/* cmp_print_plan: to p->out, one line per run not done, in compare's order: cd to this working
+   directory, then this program (exe) with compare's options as given and --only METHOD/seed_N. */
 static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Method *m, const char *exe) {
     char cwd[4096];
     if (!getcwd(cwd, sizeof cwd)) fail_at(__FILE__, __LINE__, "compare --plan: getcwd failed", strerror(errno));
@@ -11714,9 +11688,8 @@ static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Me
                     "  machine slows a line only by the CPU it shares\n", lines, lines == 1 ? "" : "s", n);
 }
 
-/* cmp_only_ready: before an --only run touches the study: its prereg.txt must exist, and the
-   study's SFT checkpoint sft with its recorded hash (unless --init gave it), both of which
-   --plan makes; else two --only runs started at once would both make them. Exit 1 otherwise. */
+/* cmp_only_ready: an --only run needs the study's prereg.txt and SFT checkpoint with its recorded
+   hash (unless --init gave it), which --plan makes (two --only runs would both make them). */
 static void cmp_only_ready(const char *study, const char *sft, int given_init) {
     char path[1100];
     snprintf(path, sizeof path, "%s/prereg.txt", study);
@@ -11730,10 +11703,8 @@ static void cmp_only_ready(const char *study, const char *sft, int given_init) {
     free(pre);
 }
 
-/* cmp_only_select: the run that --only names (METHOD-DIR/seed_N, as --plan prints it) among
-   runs[0..n). Returns 1 when it is done already (nothing to do), else 0 with every other run
-   marked done so that compare's loop runs this one alone. A usage error when no run has
-   that name. */
+/* cmp_only_select: the run --only names (as --plan prints it; else a usage error): 1 when it is done
+   already, else 0 with every other run marked done so that compare's loop runs this one alone. */
 static int cmp_only_select(const CmpPlan *p, CmpRun *runs, int n, const Method *m) {
     int at = -1;
     for (int i = 0; i < n; i++) {
@@ -11855,9 +11826,8 @@ static void study_setup(Study *st, const Options *o) {
     else snprintf(st->sft, sizeof st->sft, "%s/model.bin", st->sft_dir);
 }
 
-/* prereg_config: the pre-registration's configuration lines into pr: the budget and statistics,
-   the SFT checkpoint (given: its hash into st->sft_hash) or its command line, and each method's
-   resolved command line (a bad option stops compare here, before anything runs). */
+/* prereg_config: the pre-registration's configuration lines into pr: the budget, the statistics,
+   the SFT checkpoint (given: its hash into st->sft_hash) or its command line, each method's. */
 static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
     const Options *o = st->o;
     const char *ref = st->m[st->ref].label;
@@ -11945,16 +11915,14 @@ static char *prereg_text(Study *st, OneBatch *ob) {
 static void make_sft(const Study *st, double t0) {
     struct stat sb;
     if (stat(st->sft, &sb) == 0) return;
-    char log[1200], how[64];
+    char log[1200], how[64] = "exit status 0";
     ArgList args;
     make_dir(st->sft_dir);
     snprintf(log, sizeof log, "%s/run.log", st->sft_dir);
     sft_args(&args, st->o, st->sft_dir, st->o->threads);
     printf("sft: making %s (log %s)\n", st->sft, log);
-    int status = spawn_wait(st->exe, args.argv, log);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || stat(st->sft, &sb) != 0) {
-        fprintf(stderr, "error: the study's SFT run failed (%s); its log: %s\n",
-                exit_text(status, "signal", how, sizeof how), log);
+    if (spawn_wait(st->exe, args.argv, log, how, sizeof how) != 0 || stat(st->sft, &sb) != 0) {
+        fprintf(stderr, "error: the study's SFT run failed (%s); its log: %s\n", how, log);
         exit(EXIT_INPUT);
     }
     printf("sft: done in %.1f min\n", (wall_seconds() - t0) / 60.0);
