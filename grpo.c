@@ -10495,6 +10495,12 @@ static int unit_axis(int unit) {
     return AX_TOKENS;
 }
 
+// run_path: the path of the file `name` in run r's directory, into buf
+static char *run_path(const CmpRun *r, const char *name, char *buf, size_t n) {
+    snprintf(buf, n, "%s/%s", r->dir, name);
+    return buf;
+}
+
 // slurp: a whole small file as a string (up to a NUL byte, if it holds one); NULL when it cannot be opened
 static char *slurp(const char *path) {
     FILE *f = fopen(path, "rb");
@@ -10526,8 +10532,7 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     static const char *col[7] = {"point", "budget_spent", "step", "gen_tokens", "flops", "seconds", "val_acc"};
     const char *header = "point,budget_spent,step,gen_tokens,flops,seconds,val_acc\n";
     char path[700], why[200] = "";
-    snprintf(path, sizeof path, "%s/eval.csv", r->dir);
-    char *text = slurp(path);
+    char *text = slurp(run_path(r, "eval.csv", path, sizeof path));
     if (!text) CMP_FAIL("cannot read %.400s: %s", path, strerror(errno));
     int rows = 0;
     if (strncmp(text, header, strlen(header)) != 0)
@@ -10567,8 +10572,8 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
         if (!why[0]) WHY("the run ended before it spent its budget (--steps too low?)");
         CMP_FAIL("%.400s: %s (%d evaluation points of %d)", path, why, rows, K + 1);
     }
-    snprintf(path, sizeof path, "%s/result.txt", r->dir);
-    if (!(text = slurp(path))) CMP_FAIL("cannot read %.400s: %s", path, strerror(errno));
+    if (!(text = slurp(run_path(r, "result.txt", path, sizeof path))))
+        CMP_FAIL("cannot read %.400s: %s", path, strerror(errno));
     // `key value` lines: the keys compare reads, and those it checks against eval.csv's last point
     static const char *keys[9] = {"test_acc", "test_n", "budget_done", "steps", "gen_tokens_traj",
                                   "gen_tokens_aux", "flops", "sft_test_acc", "seconds"};
@@ -10675,9 +10680,7 @@ static int spawn_wait(const char *exe, char *const *argv, const char *log_path, 
 
 // run_spent: the budget a running run has spent: the budget_spent column of its train.csv's last row
 static double run_spent(const CmpRun *r) {
-    char path[1200];
-    snprintf(path, sizeof path, "%s/train.csv", r->dir);
-    char *text = slurp(path);
+    char path[1200], *text = slurp(run_path(r, "train.csv", path, sizeof path));
     if (!text) return 0.0;
     double spent = 0.0;
     size_t head = strcspn(text, "\n");
@@ -11715,8 +11718,8 @@ static int cmp_only_select(const CmpPlan *p, CmpRun *runs, int n, const Method *
     // one --only per run at a time: a lock of the compare process's own (train's .lock is taken only
     // once its run starts, after compare has opened the run's log), then the done marker again
     make_dir(runs[at].dir);
-    char path[1200], done[1200];
-    snprintf(path, sizeof path, "%s/.only-lock", runs[at].dir);
+    char path[1200];
+    run_path(&runs[at], ".only-lock", path, sizeof path);
     int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);   // held until the process ends
     if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
         fprintf(stderr, "error: --only '%s': %s\n  hint: another compare --only runs it now (the same plan line "
@@ -11724,9 +11727,9 @@ static int cmp_only_select(const CmpPlan *p, CmpRun *runs, int n, const Method *
                 fd < 0 ? strerror(errno) : "that run is in use", runs[at].dir);
         exit(1);
     }
-    snprintf(done, sizeof done, "%s/done", runs[at].dir);
     struct stat sb;
-    if (stat(done, &sb) == 0) runs[at].state = CMP_DONE;   // finished while this one waited to start
+    if (stat(run_path(&runs[at], "done", path, sizeof path), &sb) == 0)   // finished while this one waited
+        runs[at].state = CMP_DONE;
     if (runs[at].state == CMP_DONE) {
         printf("done already: %s\n", p->only);
         return 1;
@@ -11789,7 +11792,6 @@ static void cmp_options(int argc, char **argv, Options *o, CmpPlan *plan) {
         usage_error("--budget %.9g: with --budget-unit steps at most %d (train's --steps)", o->budget, cmp_steps_cap());
     if (o->eval_points < 1 || o->eval_points > CMP_MAX_POINTS)
         usage_error("--eval-points %d: compare needs 1 to %d points", o->eval_points, CMP_MAX_POINTS);
-    if (o->seeds > 1024) usage_error("--seeds %d: at most 1024", o->seeds);
 }
 
 // A study being run: its options, methods, paths and runs (one compare per process)
@@ -11939,8 +11941,7 @@ static int load_done_runs(Study *st) {
         r->method = i % st->nm;
         r->seed = i / st->nm + 1;
         snprintf(r->dir, sizeof r->dir, "%s/%s/seed_%d", st->runs_dir, st->m[r->method].dir, r->seed);
-        snprintf(done, sizeof done, "%s/done", r->dir);
-        if (stat(done, &sb) != 0) continue;
+        if (stat(run_path(r, "done", done, sizeof done), &sb) != 0) continue;
         if (load_run(r, st->K, err, sizeof err) != 0) {
             fprintf(stderr, "error: run %s is marked done but %s\n  hint: delete %s to redo the run\n", r->dir, err,
                     done);
@@ -11959,11 +11960,8 @@ static void start_run(Study *st, CmpRun *r, double t0) {
     check_study_sft(st->sft, st->sft_hash, st->study);   // each run starts from the recorded checkpoint
     make_dir(r->dir);
     static const char *stale[] = {"model.bin", "ckpt.bin", "result.txt"};   // a try before `done`
-    for (int k = 0; k < 3; k++) {   // (train refuses a --run-dir that holds a finished run)
-        snprintf(log, sizeof log, "%s/%s", r->dir, stale[k]);
-        unlink(log);
-    }
-    snprintf(log, sizeof log, "%s/run.log", r->dir);
+    for (int k = 0; k < 3; k++) unlink(run_path(r, stale[k], log, sizeof log));   // (train refuses those)
+    run_path(r, "run.log", log, sizeof log);
     method_args(&args, st->o, &st->m[r->method], r->seed, r->dir, st->sft);
     r->pid = spawn(st->exe, args.argv, log);
     r->state = CMP_RUNNING;
@@ -11974,22 +11972,21 @@ static void start_run(Study *st, CmpRun *r, double t0) {
 
 // finish_run: run r has ended with wait status `status`: checked (load_run) and marked done, or failed
 static int finish_run(Study *st, CmpRun *r, int status) {
-    char name[300], log[1200], done[1200], err[512];
+    char name[300], path[1200], err[512];
     r->wall = wall_seconds() - r->t_start;
     run_name(r, st->m, name, sizeof name);
-    snprintf(log, sizeof log, "%s/run.log", r->dir);
     int exited_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (!exited_ok) exit_text(status, "killed by signal", err, sizeof err);
     if (exited_ok && load_run(r, st->K, err, sizeof err) == 0) {
-        snprintf(done, sizeof done, "%s/done", r->dir);
-        write_file_atomic(done, "done\n");   // last: the run's files are complete and checked
+        write_file_atomic(run_path(r, "done", path, sizeof path), "done\n");   // last: its files are checked
         r->state = CMP_DONE;
         printf("done: %s in %.1f min\n", name, r->wall / 60.0);
         return 0;
     }
     r->state = CMP_FAILED;
-    fprintf(stderr, "error: run %s failed (%s); its log: %s\n", name, err, log);
-    print_log_error(log);
+    fprintf(stderr, "error: run %s failed (%s); its log: %s\n", name, err,
+            run_path(r, "run.log", path, sizeof path));
+    print_log_error(path);
     return 1;
 }
 
