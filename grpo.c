@@ -10423,22 +10423,19 @@ typedef struct {
     size_t used;
 } ArgList;
 
-// arg_add: the word s appended to a (a usage error when a run's line would outgrow it)
-static void arg_add(ArgList *a, const char *s) {
-    size_t n = strlen(s) + 1;
-    if (a->argc == CMP_MAX_ARGS || a->used + n > sizeof a->store)
-        usage_error("compare: too many options for one run (at most %d words)", CMP_MAX_ARGS);
-    memcpy(a->store + a->used, s, n);
-    a->argv[a->argc++] = a->store + a->used;
-    a->argv[a->argc] = NULL;
-    a->used += n;
-}
-
-// args_add: arg_add of each word, up to a NULL
+// args_add: the words up to a NULL appended to a (a usage error when a run's line would outgrow it)
 static void args_add(ArgList *a, ...) {
     va_list ap;
     va_start(ap, a);
-    for (const char *s; (s = va_arg(ap, const char *)) != NULL;) arg_add(a, s);
+    for (const char *s; (s = va_arg(ap, const char *)) != NULL;) {
+        size_t n = strlen(s) + 1;
+        if (a->argc == CMP_MAX_ARGS || a->used + n > sizeof a->store)
+            usage_error("compare: too many options for one run (at most %d words)", CMP_MAX_ARGS);
+        memcpy(a->store + a->used, s, n);
+        a->argv[a->argc++] = a->store + a->used;
+        a->argv[a->argc] = NULL;
+        a->used += n;
+    }
     va_end(ap);
 }
 
@@ -10462,8 +10459,7 @@ static void split_options(ArgList *a, const char *text, unsigned mask, const cha
         }
         if (check_pass_option(w + 2, mask, reserved, why, sizeof why) != 0) usage_error("%s: %s", flag, why);
         if (!value || !*value) usage_error("%s: --%s needs a value", flag, w + 2);
-        arg_add(a, w);
-        arg_add(a, value);
+        args_add(a, w, value, NULL);
     }
 }
 
@@ -11146,7 +11142,7 @@ static void method_args(ArgList *a, const Options *o, const Method *m, int seed,
 static void sft_args(ArgList *a, const Options *o, const char *dir, int threads) {
     char num[32];
     memset(a, 0, sizeof *a);
-    arg_add(a, "sft");
+    args_add(a, "sft", NULL);
     if (o->quick) split_options(a, CMP_QUICK_SFT, CMD_SFT, CMP_RESERVED_SFT, "--quick");
     split_options(a, o->sft_args, CMD_SFT, CMP_RESERVED_SFT, "--sft-args");
     snprintf(num, sizeof num, "%d", threads);
@@ -11402,7 +11398,7 @@ static void onebatch_settings(const Options *o, const Method *m, const Options *
                         "out, or give every method the same)", m[mi].label, m[ref].label);
 }
 
-/* onebatch_read: a cached count (path, as onebatch_write writes it) into *correct: 0 when read, 1
+/* onebatch_read: a cached count (path, as onebatch_measure writes it) into *correct: 0 when read, 1
    when there is no file; one that does not hold, or for another P·M, stops compare (exit 1). */
 static int onebatch_read(const char *path, long want_samples, long *correct) {
     char *text = slurp(path);
@@ -11419,12 +11415,6 @@ static int onebatch_read(const char *path, long want_samples, long *correct) {
     return 0;
 }
 
-static void onebatch_write(const char *path, long correct, long samples) {
-    char text[128];
-    snprintf(text, sizeof text, "correct %ld\nsamples %ld\n", correct, samples);
-    write_file_atomic(path, text);
-}
-
 // onebatch_prompts: the probe set d (--val-data at context maxT); a usage error below P prompts
 static void onebatch_prompts(const OneBatch *ob, int maxT, Dataset *d) {
     load_dataset(d, ob->val_data, maxT, 0, &TASKS[ob->task]);
@@ -11432,35 +11422,44 @@ static void onebatch_prompts(const OneBatch *ob, int maxT, Dataset *d) {
         usage_error("--one-batch %d: the probe set, --val-data %s, has %d prompts", ob->P, ob->val_data, d->n);
 }
 
-// onebatch_probe_set: the SFT model (sft) and the probe set at its context (onebatch_prompts)
-static void onebatch_probe_set(const OneBatch *ob, const char *sft, GPT *model, Dataset *d) {
-    load_checkpoint(sft, model, 1, NULL);
-    onebatch_prompts(ob, model->config.max_seq_len, d);
+// onebatch_probe_set: the probe set d at the SFT model's (sft's) context (onebatch_prompts)
+static void onebatch_probe_set(const OneBatch *ob, const char *sft, Dataset *d) {
+    GPT model;
+    load_checkpoint(sft, &model, 1, NULL);
+    onebatch_prompts(ob, model.config.max_seq_len, d);
+    free_gpt(&model);
+}
+
+// onebatch_measure: checkpoint model_path's count on the probe set d (onebatch_score), cached in `path`
+static long onebatch_measure(const OneBatch *ob, const Dataset *d, const char *model_path, const char *path) {
+    GPT model;
+    char text[128];
+    load_checkpoint(model_path, &model, 1, NULL);
+    long correct = onebatch_score(&model, d, ob->P, ob->M, ob->max_new, ob->temperature, OB_SEED, 64);
+    free_gpt(&model);
+    snprintf(text, sizeof text, "correct %ld\nsamples %ld\n", correct, (long)ob->P * ob->M);
+    write_file_atomic(path, text);
+    return correct;
 }
 
 /* onebatch_collect: the counts of the SFT model and of every run after its first update (cached,
    else measured as the section's comment says), into ob; a failing run stops compare (exit 1). */
 static void onebatch_collect(const Options *o, const char *study, const char *sft, uint64_t sft_hash,
                              const Method *m, const CmpRun *runs, int nruns, const char *exe, OneBatch *ob) {
-    char dir[1200], path[1400], name[300];
+    char dir[1200], path[1400], probe[1400], name[300];
     long samples = (long)ob->P * ob->M;
-    GPT model;
     Dataset d;
-    onebatch_probe_set(ob, sft, &model, &d);
+    onebatch_probe_set(ob, sft, &d);
     ob->after = (long *)callocCheck((size_t)nruns, sizeof(long));
     snprintf(dir, sizeof dir, "%s/onebatch", study);
     make_dir(dir);
     snprintf(path, sizeof path, "%s/sft.txt", dir);
-    if (onebatch_read(path, samples, &ob->sft)) {
-        ob->sft = onebatch_score(&model, &d, ob->P, ob->M, ob->max_new, ob->temperature, OB_SEED, 64);
-        onebatch_write(path, ob->sft, samples);
-    }
-    free_gpt(&model);
+    if (onebatch_read(path, samples, &ob->sft)) ob->sft = onebatch_measure(ob, &d, sft, path);
     for (int i = 0; i < nruns; i++) {
         const CmpRun *r = &runs[i];
         snprintf(dir, sizeof dir, "%s/onebatch/%s/seed_%d", study, m[r->method].dir, r->seed);
-        snprintf(path, sizeof path, "%s/probe.txt", dir);
-        if (!onebatch_read(path, samples, &ob->after[i])) continue;
+        snprintf(probe, sizeof probe, "%s/probe.txt", dir);
+        if (!onebatch_read(probe, samples, &ob->after[i])) continue;
         check_study_sft(sft, sft_hash, study);   // the first update starts from the recorded checkpoint
         make_dir(dir);
         ArgList a;
@@ -11478,11 +11477,7 @@ static void onebatch_collect(const Options *o, const char *study, const char *sf
             exit(EXIT_INPUT);
         }
         snprintf(path, sizeof path, "%s/model.bin", dir);
-        load_checkpoint(path, &model, 1, NULL);
-        ob->after[i] = onebatch_score(&model, &d, ob->P, ob->M, ob->max_new, ob->temperature, OB_SEED, 64);
-        free_gpt(&model);
-        snprintf(path, sizeof path, "%s/probe.txt", dir);
-        onebatch_write(path, ob->after[i], samples);
+        ob->after[i] = onebatch_measure(ob, &d, path, probe);
     }
     free_dataset(&d);
     ob->sft_test = runs[0].sft_test_acc;   // the SFT model's greedy test accuracy (the same in every run)
@@ -12085,10 +12080,8 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     }
     check_study_sft(st.sft, st.sft_hash, st.study);
     if (o->one_batch > 0 && !plan.only) {   // the probe set holds P prompts: refused before any run
-        GPT probe_model;
         Dataset probe_set;
-        onebatch_probe_set(&ob, st.sft, &probe_model, &probe_set);
-        free_gpt(&probe_model);
+        onebatch_probe_set(&ob, st.sft, &probe_set);
         free_dataset(&probe_set);
     }
     int skipped = load_done_runs(&st);
