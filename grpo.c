@@ -10541,8 +10541,7 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
         for (int f = 0; f < 7 && !why[0]; f++, p = end + 1) {
             v[f] = strtod(p, &end);
             if (is_blank(*p) || end == p || *end != (f < 6 ? ',' : '\n') || !isfinite(v[f]))
-                WHY("line %d: %s is not a number%s", ln, col[f],
-                         f < 6 ? " followed by ','" : " ending the line");
+                WHY("line %d: %s is not a number%s", ln, col[f], f < 6 ? " followed by ','" : " ending the line");
         }
         if (why[0]) break;
         if (rows > K) WHY("line %d: more than %d points", ln, K + 1);
@@ -10564,10 +10563,8 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
         line = nl + 1;
     }
     free(text);
-    if (why[0] || rows != K + 1) {
-        if (!why[0]) WHY("the run ended before it spent its budget (--steps too low?)");
-        CMP_FAIL("%.400s: %s (%d evaluation points of %d)", path, why, rows, K + 1);
-    }
+    if (!why[0] && rows != K + 1) WHY("the run ended before it spent its budget (--steps too low?)");
+    if (why[0]) CMP_FAIL("%.400s: %s (%d evaluation points of %d)", path, why, rows, K + 1);
     if (!(text = slurp(run_path(r, "result.txt", path, sizeof path))))
         CMP_FAIL("cannot read %.400s: %s", path, strerror(errno));
     // `key value` lines: the keys compare reads, and those it checks against eval.csv's last point
@@ -10598,13 +10595,12 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
             WHY("test_n %g is not a whole number >= 0", val[1]);
         else if (!(val[0] >= 0.0 && val[0] <= 1.0)) WHY("test_acc %g is not in [0, 1]", val[0]);
         else if (val[1] > 0 && fabs(val[0] * val[1] - round(val[0] * val[1])) > 5.1e-7 * val[1] + 1e-9)
-            WHY("test_acc %g is not a count of test_n %g problems (correct / test_n)", val[0],
-                     val[1]);
+            WHY("test_acc %g is not a count of test_n %g problems (correct / test_n)", val[0], val[1]);
         else if (have[3] && val[3] != last[0])
             WHY("steps %g, but eval.csv's last point is at step %g", val[3], last[0]);
         else if (have[4] && have[5] && val[4] + val[5] != last[1])
-            WHY("gen_tokens_traj + gen_tokens_aux %g, but eval.csv's last point has "
-                     "gen_tokens %g", val[4] + val[5], last[1]);
+            WHY("gen_tokens_traj + gen_tokens_aux %g, but eval.csv's last point has gen_tokens %g",
+                val[4] + val[5], last[1]);
         else if (have[6] && val[6] != last[2])
             WHY("flops %.0f, but eval.csv's last point has %.0f", val[6], last[2]);
         else if (have[8] && fabs(val[8] - last[3]) > 1e-6 * fmax(1.0, last[3]))
@@ -11893,15 +11889,12 @@ static char *prereg_text(Study *st, OneBatch *ob) {
     prereg_config(pr, st, ob);
     fprintf(pr, "\nhypotheses (two-sided paired t tests over the seeds; Holm's correction over the study's %d\n"
                 "hypotheses: each is supported when its Holm-adjusted p is below 0.05)\n", 3 * (st->nm - 1));
-    for (int mi = 0, h = 1; mi < st->nm; mi++) {
-        if (mi == st->ref) continue;
-        const char *a = st->m[mi].label, *b = st->m[st->ref].label;
-        fprintf(pr, "  H%d %s vs %s: greedy test accuracy at the end of the budget differs\n", h, a, b);
-        fprintf(pr, "  H%d %s vs %s: validation accuracy at matched generated tokens (last point) differs\n",
-                h + 1, a, b);
-        fprintf(pr, "  H%d %s vs %s: validation accuracy at matched time (last point) differs\n", h + 2, a, b);
-        h += 3;
-    }
+    static const char *what[3] = {"greedy test accuracy at the end of the budget",
+                                  "validation accuracy at matched generated tokens (last point)",
+                                  "validation accuracy at matched time (last point)"};
+    for (int mi = 0, h = 1; mi < st->nm; mi++)
+        for (int k = 0; k < 3 && mi != st->ref; k++)
+            fprintf(pr, "  H%d %s vs %s: %s differs\n", h++, st->m[mi].label, st->m[st->ref].label, what[k]);
     fprintf(pr, "exploratory (reported, not tested): the per-step view; steps and tokens to peak validation\n"
                 "accuracy\n");
     if (fclose(pr) != 0) fail_at(__FILE__, __LINE__, "compare: writing the pre-registration failed", oom_hint);
