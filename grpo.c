@@ -10483,13 +10483,7 @@ static const char *AXIS_VIEW[] = {"per-step view", "matched generated tokens", "
                                   "matched time"};
 static const char *AXIS_COLUMN[] = {"step", "gen_tokens", "flops", "seconds"};
 
-// unit_axis: the view axis (AX_*) that counts a budget unit (BUDGET_*)
-static int unit_axis(int unit) {
-    if (unit == BUDGET_FLOPS) return AX_FLOPS;
-    if (unit == BUDGET_SECONDS) return AX_SECONDS;
-    if (unit == BUDGET_STEPS) return AX_STEP;
-    return AX_TOKENS;
-}
+static const int UNIT_AXIS[] = {AX_TOKENS, AX_FLOPS, AX_SECONDS, AX_STEP};   // the axis of each BUDGET_*
 
 // run_path: the path of the file `name` in run r's directory, into buf
 static char *run_path(const CmpRun *r, const char *name, char *buf, size_t n) {
@@ -11055,7 +11049,7 @@ static void print_hypotheses(const CmpReport *R, int has_test) {
     int nh = 0, hm[64];
     PairedDiff hp[64];
     double pv[64] = {0}, adj[64], a[1024], b[1024];
-    for (int mi = 0; mi < R->nm && nh + 3 <= 64; mi++) {
+    for (int mi = 0; mi < R->nm; mi++) {   // (at most 3·(CMP_MAX_METHODS − 1) hypotheses)
         if (mi == R->ref) continue;
         PairedDiff none = {{0, NAN, NAN, NAN}, 0, 0, 0, NAN, NAN};
         test_column(R, mi, a);
@@ -12026,7 +12020,7 @@ static void write_results(const Study *st, const OneBatch *ob) {
         const CmpRun *r = &st->runs[i];
         for (int j = 0; j <= st->K; j++)
             fprintf(pts, "%s,%d,%d,%.10g,%.0f,%.0f,%.0f,%.6f,%.6f,%.6f\n", st->m[r->method].label, r->seed,
-                    j, r->x[unit_axis(o->budget_unit)][j], r->x[AX_STEP][j], r->x[AX_TOKENS][j],
+                    j, r->x[UNIT_AXIS[o->budget_unit]][j], r->x[AX_STEP][j], r->x[AX_TOKENS][j],
                     r->x[AX_FLOPS][j], r->x[AX_SECONDS][j], r->val[j], r->test_acc);
     }
     atomic_close(&apts);
@@ -12037,7 +12031,7 @@ static void write_results(const Study *st, const OneBatch *ob) {
     size_t report_n = 0;
     FILE *rf = open_memstream(&report, &report_n);
     if (!rf) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
-    CmpReport R = {rf, st->runs, st->m, st->nm, st->S, st->K, st->ref, unit_axis(o->budget_unit), o->budget,
+    CmpReport R = {rf, st->runs, st->m, st->nm, st->S, st->K, st->ref, UNIT_AXIS[o->budget_unit], o->budget,
                    o->target_acc, o->one_batch > 0 ? ob : NULL, 14};
     for (int i = 0; i < st->nm; i++) R.wl = (int)fmax(R.wl, strlen(st->m[i].label) + 2);
     print_report(&R, curves);
