@@ -11503,19 +11503,15 @@ static void onebatch_ordering(const double *mean, int nm, const char *const *lab
    against the actual one in points, or "not determined" when Δ_ref's 95% interval holds 0. */
 static OneBatchVerdict onebatch_verdict(FILE *f, int nm, int ref, const char *const *labels, const MeanCI *delta,
                                         const double *gain, const double *actual, const char *gain_name) {
-    OneBatchVerdict v;
-    memset(&v, 0, sizeof v);
+    OneBatchVerdict v = {.same = 1};
     double dm[CMP_MAX_METHODS] = {0}, gm[CMP_MAX_METHODS] = {0};
     for (int i = 0; i < nm; i++) {   // means within 1e-9 are equal (the same counts summed in another order)
         dm[i] = round(delta[i].mean * 1e9) / 1e9;
         gm[i] = round(gain[i] * 1e9) / 1e9;
     }
-    v.same = 1;
-    for (int i = 0; i < nm; i++)
-        for (int j = 0; j < nm; j++) {
-            int a = (dm[i] > dm[j]) - (dm[i] < dm[j]), b = (gm[i] > gm[j]) - (gm[i] < gm[j]);
-            if (a != b) v.same = 0;
-        }
+    for (int i = 0; i < nm; i++)   // every pair ordered alike (ties included)
+        for (int j = 0; j < nm; j++)
+            v.same &= (dm[i] > dm[j]) - (dm[i] < dm[j]) == (gm[i] > gm[j]) - (gm[i] < gm[j]);
     char o1[1200], o2[1200];
     onebatch_ordering(dm, nm, labels, o1, sizeof o1);
     onebatch_ordering(gm, nm, labels, o2, sizeof o2);
