@@ -10450,13 +10450,8 @@ static void split_options(ArgList *a, const char *text, unsigned mask, const cha
         if (strncmp(w, "--", 2) != 0 || !w[2])
             usage_error("%s: '%s' is not an option (--name value)", flag, w);
         char *eq = strchr(w, '=');
-        char *value = NULL;
-        if (eq) {
-            *eq = 0;
-            value = eq + 1;
-        } else {
-            value = strtok_r(NULL, " \t\n", &save);
-        }
+        if (eq) *eq = 0;
+        char *value = eq ? eq + 1 : strtok_r(NULL, " \t\n", &save);
         if (check_pass_option(w + 2, mask, reserved, why, sizeof why) != 0) usage_error("%s: %s", flag, why);
         if (!value || !*value) usage_error("%s: --%s needs a value", flag, w + 2);
         args_add(a, w, value, NULL);
@@ -11139,19 +11134,13 @@ static void sft_args(ArgList *a, const Options *o, const char *dir, int threads)
     args_add(a, "--run-dir", dir, "--threads", num, NULL);
 }
 
-// The command line as text, with PROG for the binary (not this machine's path: the hash stays the same).
-static void print_command(FILE *f, const ArgList *a) {
-    fprintf(f, "    " PROG);
-    for (int i = 0; i < a->argc; i++) fprintf(f, " %s", shell_word(a->argv[i]));
-    fprintf(f, "\n");
-}
-
 /* resolved_config: a train (is_train) or sft command line a into f, then the Options t it resolves
    to (`# config: ...`, as the run prints it), checked: a bad option or value stops compare here
    with the run's message (after `context`), before anything runs. */
 static void resolved_config(FILE *f, const ArgList *a, int is_train, const char *context, Options *t) {
-    print_command(f, a);
-    fprintf(f, "  ");
+    fprintf(f, "    " PROG);   // PROG, not this machine's path: the hash stays the same
+    for (int i = 0; i < a->argc; i++) fprintf(f, " %s", shell_word(a->argv[i]));
+    fprintf(f, "\n  ");
     usage_context = context;
     default_options(t);
     if (is_train) train_defaults(t);
