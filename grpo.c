@@ -10710,23 +10710,21 @@ static void print_progress(const CmpRun *runs, int n, const Method *m, double bu
     for (int i = 0; i < n; i++) {
         const CmpRun *r = &runs[i];
         count[r->state]++;
+        left += r->state == CMP_PENDING;
         if (r->state == CMP_DONE && r->wall > 0) {
             dur_sum += r->wall;
             dur_n++;
-        } else if (r->state == CMP_PENDING) {
-            left += 1.0;
-        } else if (r->state == CMP_RUNNING) {
-            double frac = fmin(1.0, run_spent(r) / budget);
-            left += 1.0 - frac;
-            if (frac > 0.02) {
-                pace_sum += (wall_seconds() - r->t_start) / frac;
-                pace_n++;
-            }
-            if (used < sizeof line - 100)
-                used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%",
-                                         count[CMP_RUNNING] > 1 ? ", " : "", run_name(r, m, name, sizeof name),
-                                         100.0 * frac);
         }
+        if (r->state != CMP_RUNNING) continue;
+        double frac = fmin(1.0, run_spent(r) / budget);
+        left += 1.0 - frac;
+        if (frac > 0.02) {
+            pace_sum += (wall_seconds() - r->t_start) / frac;
+            pace_n++;
+        }
+        if (used < sizeof line - 100)
+            used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%", count[CMP_RUNNING] > 1 ? ", " : "",
+                                     run_name(r, m, name, sizeof name), 100.0 * frac);
     }
     double per_run = dur_n ? dur_sum / dur_n : (pace_n ? pace_sum / pace_n : -1.0);
     if (per_run > 0 && jobs > 0) snprintf(eta, sizeof eta, "about %.1f min left", left * per_run / jobs / 60.0);
@@ -11079,10 +11077,8 @@ static void print_report(const CmpReport *R, FILE *curves) {
                     "   'Δ vs %s' is the paired difference on the same seeds, then the seeds favouring each\n"
                     "   (the method / %s; a tied seed favours neither)\n", R->nm, R->S, R->m[R->ref].label,
             R->m[R->ref].label);
-    print_view(R, AX_STEP, curves);
-    print_view(R, AX_TOKENS, curves);
-    if (R->budget_axis == AX_FLOPS) print_view(R, AX_FLOPS, curves);
-    print_view(R, AX_SECONDS, curves);
+    for (int axis = AX_STEP; axis <= AX_SECONDS; axis++)   // FLOPs only when the budget counts them
+        if (axis != AX_FLOPS || R->budget_axis == AX_FLOPS) print_view(R, axis, curves);
     print_end_table(R, has_test);
     print_peak_table(R);
     if (R->target >= 0) print_cost_view(R);
@@ -11356,7 +11352,6 @@ typedef struct OneBatch {
     char val_data[512];     // its --val-data
     long sft;               // the SFT model's accepted samples among P·M (−1: not measured)
     long *after;            // per run, in the runs' order: after its first update
-    double sft_test;        // the SFT model's greedy test accuracy (result.txt's sft_test_acc; −1: none)
 } OneBatch;
 
 /* onebatch_settings: the probe's settings from the reference method's resolved train line (t[ref]
@@ -11459,7 +11454,6 @@ static void onebatch_collect(const Options *o, const char *study, const char *sf
         ob->after[i] = onebatch_measure(ob, &d, path, probe);
     }
     free_dataset(&d);
-    ob->sft_test = runs[0].sft_test_acc;   // the SFT model's greedy test accuracy (the same in every run)
 }
 
 // OneBatchVerdict: does the one-batch Δ rank the methods as training's gain does, and the gaps
@@ -11538,13 +11532,14 @@ static OneBatchVerdict onebatch_verdict(FILE *f, int nm, int ref, const char *co
 static void print_onebatch_view(const CmpReport *R) {
     FILE *f = R->out;
     const OneBatch *ob = R->ob;
-    int S = R->S, nm = R->nm, has_test = ob->sft_test >= 0;
+    double sft_test = R->runs[0].sft_test_acc;   // the SFT model's test accuracy (−1: none), in every run
+    int S = R->S, nm = R->nm, has_test = sft_test >= 0;
     double n = (double)ob->P * ob->M, *v = (double *)mallocCheck((size_t)3 * nm * S * sizeof(double));
     for (int i = 0; i < nm * S; i++) {   // the columns: one-batch Δ, test gain, val gain
         const CmpRun *r = &R->runs[i];
         int at = (i % nm) * S + i / nm;
         v[at] = (double)(ob->after[i] - ob->sft) / n;
-        v[nm * S + at] = has_test ? r->test_acc - ob->sft_test : NAN;
+        v[nm * S + at] = has_test ? r->test_acc - sft_test : NAN;
         v[2 * nm * S + at] = r->val[R->K] - r->val[0];
     }
     fprintf(f, "\none-batch prediction (pre-registered --one-batch %d): Δ = expected verifier reward after each\n"
@@ -12033,8 +12028,7 @@ static void write_results(const Study *st, const OneBatch *ob) {
 static int cmd_compare(int argc, char **argv, Options *o) {
     static CmpPlan plan;   // static: its args stay reachable (one compare per process)
     static Study st;
-    OneBatch ob;
-    memset(&ob, 0, sizeof ob);
+    OneBatch ob = {0};
     cmp_options(argc, argv, o, &plan);
     study_setup(&st, o);
     char *text = prereg_text(&st, &ob);
