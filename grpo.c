@@ -10723,8 +10723,8 @@ static void print_progress(const CmpRun *runs, int n, const Method *m, double bu
             pace_n++;
         }
         if (used < sizeof line - 100)
-            used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%", count[CMP_RUNNING] > 1 ? ", " : "",
-                                     run_name(r, m, name, sizeof name), 100.0 * frac);
+            used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%",
+                                     count[CMP_RUNNING] > 1 ? ", " : "", run_name(r, m, name, sizeof name), 100.0 * frac);
     }
     double per_run = dur_n ? dur_sum / dur_n : (pace_n ? pace_sum / pace_n : -1.0);
     if (per_run > 0 && jobs > 0) snprintf(eta, sizeof eta, "about %.1f min left", left * per_run / jobs / 60.0);
