@@ -10724,7 +10724,8 @@ static void print_progress(const CmpRun *runs, int n, const Method *m, double bu
         }
         if (used < sizeof line - 100)
             used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%",
-                                     count[CMP_RUNNING] > 1 ? ", " : "", run_name(r, m, name, sizeof name), 100.0 * frac);
+                                     count[CMP_RUNNING] > 1 ? ", " : "", run_name(r, m, name, sizeof name),
+                                     100.0 * frac);
     }
     double per_run = dur_n ? dur_sum / dur_n : (pace_n ? pace_sum / pace_n : -1.0);
     if (per_run > 0 && jobs > 0) snprintf(eta, sizeof eta, "about %.1f min left", left * per_run / jobs / 60.0);
@@ -10870,7 +10871,8 @@ static void print_view(const CmpReport *R, int axis, FILE *curves) {
     }
     fprintf(R->out, "\n%s: greedy validation accuracy, mean ± 95%% CI over %d seeds,\n", AXIS_VIEW[axis], S);
     if (axis == R->budget_axis) fprintf(R->out, "  at the evaluation points (fractions of the budget)\n");
-    else fprintf(R->out, "  interpolated between evaluations, up to %s (the shortest run's end)\n", col[K - 1].head);
+    else fprintf(R->out, "  interpolated between evaluations, up to %s (the shortest run's end)\n",
+                 col[K - 1].head);
     print_table(R, K, col, 0, v + (size_t)R->nm * S, 1);
     for (int mi = 0; mi < R->nm; mi++)
         for (int j = 0; j <= K; j++) {
@@ -10946,7 +10948,8 @@ static void print_cost_view(const CmpReport *R) {
                "  (pre-registered --target-acc; linearly interpolated between evaluations; mean ± 95%% CI over\n"
                "  the seeds that reached it; a seed that did not is counted, not dropped, and is in no mean)\n",
             R->target);
-    static const TableCol heads[] = {{"gen tokens to X", 20, 0}, {"seconds to X", 16, 1}, {"did not reach X", 20, 0}};
+    static const TableCol heads[] = {{"gen tokens to X", 20, 0}, {"seconds to X", 16, 1},
+                                     {"did not reach X", 20, 0}};
     print_heads(R, 3, heads);
     for (int mi = 0; mi < R->nm; mi++) {
         int reached = 0, pairs = 0;
@@ -11196,7 +11199,8 @@ static int study_has_runs(const char *study, char *runs_dir, size_t n) {
    above its hash line must be the hash that line states, and below it may stand only the made
    SFT's line (PREREG_SFT_LINE); else it was edited, and compare stops (exit 1) naming it. */
 static void prereg_check_own_hash(const char *path, const char *old) {
-    const char *at = strstr(old, PREREG_HASH), *restore = "restore the file as compare wrote it, or give another --study";
+    const char *at = strstr(old, PREREG_HASH);
+    const char *restore = "restore the file as compare wrote it, or give another --study";
     if (!at)
         CMP_DIE("restore the file, or give another --study", "'%s' has no line 'hash: fnv1a64 ...' (a "
                 "pre-registration ends with the hash of its text)", path);
@@ -11205,8 +11209,8 @@ static void prereg_check_own_hash(const char *path, const char *old) {
     unsigned long long stated = strtoull(hex, &stop, 16), h = 0;
     uint64_t actual = fnv1a64(old, (size_t)(at + 1 - old));
     if (!end || stop != end || end - hex != 16 || stated != actual)
-        CMP_DIE(restore, "'%s' does not match its own hash: the text above its hash line hashes to fnv1a64 %016llx, "
-                "the line says %.*s (the file was edited after the study was pre-registered)", path,
+        CMP_DIE(restore, "'%s' does not match its own hash: the text above its hash line hashes to fnv1a64 "
+                "%016llx, the line says %.*s (the file was edited after the study was pre-registered)", path,
                 (unsigned long long)actual, end ? (int)(end - hex) : 16, hex);
     const char *rest = end + 1;   // nothing, or exactly the line compare writes and nothing after it
     long long bytes = -1;
@@ -11383,8 +11387,8 @@ static int onebatch_read(const char *path, long want_samples, long *correct) {
              n == want_samples && c >= 0 && c <= n;
     free(text);
     if (!ok)
-        CMP_DIE("delete the file to measure it again", "%s: not 'correct C' and 'samples %ld' lines with 0 <= C <= %ld",
-                path, want_samples, want_samples);
+        CMP_DIE("delete the file to measure it again", "%s: not 'correct C' and 'samples %ld' lines with "
+                "0 <= C <= %ld", path, want_samples, want_samples);
     *correct = c;
     return 0;
 }
