@@ -11047,10 +11047,9 @@ static void print_hypotheses(const CmpReport *R, int has_test) {
     double pv[64] = {0}, adj[64], a[1024], b[1024];
     for (int mi = 0; mi < R->nm; mi++) {   // (at most 3·(CMP_MAX_METHODS − 1) hypotheses)
         if (mi == R->ref) continue;
-        PairedDiff none = {{0, NAN, NAN, NAN}, 0, 0, 0, NAN, NAN};
         test_column(R, mi, a);
         test_column(R, R->ref, b);
-        hp[nh] = has_test ? paired_diff(a, b, R->S) : none;
+        hp[nh] = paired_diff(a, b, has_test ? R->S : 0);   // no test set: no seeds, no test
         hp[nh + 1] = last_point_diff(R, AX_TOKENS, mi);
         hp[nh + 2] = last_point_diff(R, AX_SECONDS, mi);
         for (int k = 0; k < 3; k++) hm[nh + k] = mi, pv[nh + k] = hp[nh + k].p;
@@ -11679,15 +11678,13 @@ static void cmp_only_ready(const char *study, const char *sft, int given_init) {
    already, else 0 with every other run marked done so that compare's loop runs this one alone. */
 static int cmp_only_select(const CmpPlan *p, CmpRun *runs, int n, const Method *m) {
     int at = -1;
-    for (int i = 0; i < n; i++) {
-        char name[300];
+    char name[300], path[1200];
+    for (int i = 0; i < n; i++)
         if (!strcmp(run_name(&runs[i], m, name, sizeof name), p->only)) at = i;
-    }
     if (at < 0) usage_error("--only '%s': the study has no such run (METHOD/seed_N, as --plan prints it)", p->only);
     // one --only per run at a time: a lock of the compare process's own (train's .lock is taken only
     // once its run starts, after compare has opened the run's log), then the done marker again
     make_dir(runs[at].dir);
-    char path[1200];
     run_path(&runs[at], ".only-lock", path, sizeof path);
     int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);   // held until the process ends
     if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
