@@ -10342,6 +10342,17 @@ static int check_pass_option(const char *name, unsigned mask, const char **reser
 
 // CMP_FAIL: the message into err (errn bytes), then −1 from the function (the parsers of this section)
 #define CMP_FAIL(...) do { snprintf(err, errn, __VA_ARGS__); return -1; } while (0)
+#define CMP_DIE(hint, ...) cmp_die(__LINE__, hint, __VA_ARGS__)
+
+// cmp_die: fail_at (exit 1) at the caller's line with a printf-style message
+static void cmp_die(int line, const char *hint, const char *fmt, ...) {
+    char msg[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fail_at(__FILE__, line, msg, hint);
+}
 
 /* parse_methods: "name[:--opt=value...],..." into m (at most max). A name that is an objective runs
    with --objective name; any other is a label that must give options (a bare one is refused), and
@@ -10611,11 +10622,8 @@ static pid_t spawn(const char *exe, char *const *argv, const char *log_path) {
     fflush(stderr);
     pid_t parent = getpid();
     pid_t pid = fork();
-    if (pid < 0) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "cannot start a run: fork failed: %s", strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "too many processes? lower --jobs");
-    }
+    if (pid < 0)
+        CMP_DIE("too many processes? lower --jobs", "cannot start a run: fork failed: %s", strerror(errno));
     if (pid > 0) return pid;
 #ifdef __linux__
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -11175,17 +11183,6 @@ static void resolved_config(FILE *f, const ArgList *a, int is_train, const char 
 
 #define PREREG_SFT_LINE "sft-checkpoint: fnv1a64 "   // prereg.txt's line after the hash: the made SFT's hash
 #define PREREG_HASH "\nhash: fnv1a64 "
-#define CMP_DIE(hint, ...) cmp_die(__LINE__, hint, __VA_ARGS__)
-
-// cmp_die: fail_at (exit 1) at the caller's line with a printf-style message
-static void cmp_die(int line, const char *hint, const char *fmt, ...) {
-    char msg[4096];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    fail_at(__FILE__, line, msg, hint);
-}
 
 // study_has_runs: 1 when STUDY/runs exists (its path into runs_dir)
 static int study_has_runs(const char *study, char *runs_dir, size_t n) {
