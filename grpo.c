@@ -10985,15 +10985,10 @@ static void print_cost_view(const CmpReport *R) {
         fprintf(f, "\n");
         if (mi == R->ref) continue;
         delta_label(R, 255);
-        if (pairs == 0) {
-            snprintf(cell, sizeof cell, "(no seed where both reached it)");
-        } else {
-            PairedDiff p = paired_diff(a, b, pairs);
-            format_ci(&p.d, 1, 0, cell, sizeof cell);
-            snprintf(cell + strlen(cell), sizeof cell - strlen(cell), " tokens (%d seed%s where both reached it)",
-                     pairs, pairs > 1 ? "s" : "");
-        }
-        fprintf(f, "%s\n", cell);
+        PairedDiff p = paired_diff(a, b, pairs);
+        format_ci(&p.d, 1, 0, cell, sizeof cell);
+        if (pairs == 0) fprintf(f, "(no seed where both reached it)\n");
+        else fprintf(f, "%s tokens (%d seed%s where both reached it)\n", cell, pairs, pairs > 1 ? "s" : "");
     }
 }
 
