@@ -11273,11 +11273,11 @@ static uint64_t prereg_sft_hash(const char *study, const char *sft) {
     snprintf(path, sizeof path, "%s/prereg.txt", study);
     char *pre = slurp(path);
     if (!pre) fail_at(__FILE__, __LINE__, "compare: cannot read back the study's prereg.txt", "");
-    const char *line = strchr(strstr(pre, PREREG_HASH) + 1, '\n');   // (checked by write_prereg)
+    const char *at = strstr(pre, PREREG_HASH), *line = at ? strchr(at + 1, '\n') : NULL;
     uint64_t h = 0;
     long long bytes = 0;
-    if (!strncmp(line + 1, PREREG_SFT_LINE, strlen(PREREG_SFT_LINE))) {
-        h = strtoull(line + 1 + strlen(PREREG_SFT_LINE), NULL, 16);
+    if (line && !strncmp(line + 1, PREREG_SFT_LINE, strlen(PREREG_SFT_LINE))) {
+        h = strtoull(line + 1 + strlen(PREREG_SFT_LINE), NULL, 16);   // checked by write_prereg
     } else if (study_has_runs(study, runs_dir, sizeof runs_dir)) {
         CMP_DIE("give another --study", "'%s' records no hash of the SFT checkpoint '%s' (its line '"
                 PREREG_SFT_LINE "...'), and runs have started (%s): which model they started from cannot be told",
