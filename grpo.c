@@ -9895,8 +9895,7 @@ static double incomplete_beta(double a, double b, double x) {
 // t_tail2: P(|T| > t) for Student's t with df degrees of freedom: a t statistic's two-sided p
 static double t_tail2(double t, double df) { return incomplete_beta(df / 2.0, 0.5, df / (df + t * t)); }
 
-/* t_quantile: the t > 0 with P(|T| > t) = p2 for Student's t with df >= 1 (NaN below), by bisection
-   on t_tail2 to 1e-12: p2 0.05 gives a 95% interval's factor, 0.4 the 80%-power quantile. */
+// t_quantile: the t > 0 with P(|T| > t) = p2, df >= 1 (NaN below), by bisection on t_tail2 to 1e-12
 static double t_quantile(double p2, double df) {
     if (!(df >= 1.0)) return NAN;
     double lo = 0.0, hi = 1e4;   // P(|T| > 1e4) < 1e-4 for every df >= 1
@@ -9957,9 +9956,8 @@ static PairedDiff paired_diff(const double *a, const double *b, int n) {
     return p;
 }
 
-/* holm: Holm's step-down adjustment of m p-values (NaN: not tested, left out of the family):
-   sorted ascending, adj_(i) = max_{j <= i} min(1, (m' − j + 1)·p_(j)) with m' the tested count;
-   a hypothesis is supported at family-wise α when adj < α. Holm (1979). */
+/* holm: Holm's (1979) step-down adjustment of m p-values (NaN: untested, out of the family): sorted
+   ascending, adj_(i) = max_{j <= i} min(1, (m' − j + 1)·p_(j)), m' the tested count. */
 static void holm(const double *p, double *adj, int m) {
     int order[64], mt = 0;
     for (int i = 0; i < m && i < 64; i++) {
@@ -9977,9 +9975,8 @@ static void holm(const double *p, double *adj, int m) {
     }
 }
 
-/* interp_at: the curve (xs[i], ys[i]), i < n, xs non-decreasing, linearly interpolated at x;
-   NaN outside [xs[0], xs[n−1]] (no extrapolation). Where points share an x, the first
-   segment that reaches x decides. */
+/* interp_at: the curve (xs[i], ys[i]), i < n, xs non-decreasing, linearly interpolated at x; NaN
+   outside [xs[0], xs[n−1]]; where points share an x, the first segment that reaches x decides. */
 static double interp_at(const double *xs, const double *ys, int n, double x) {
     if (n < 1 || !(x >= xs[0]) || !(x <= xs[n - 1])) return NAN;
     for (int i = 0; i + 1 < n; i++)
@@ -10036,6 +10033,17 @@ static int check_pass_option(const char *name, unsigned mask, const char **reser
 
 // CMP_FAIL: the message into err (errn bytes), then −1 from the function (the parsers of this section)
 #define CMP_FAIL(...) do { snprintf(err, errn, __VA_ARGS__); return -1; } while (0)
+#define CMP_DIE(hint, ...) cmp_die(__LINE__, hint, __VA_ARGS__)
+
+// cmp_die: fail_at (exit 1) at the caller's line with a printf-style message
+static void cmp_die(int line, const char *hint, const char *fmt, ...) {
+    char msg[4096];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    fail_at(__FILE__, line, msg, hint);
+}
 
 /* parse_methods: "name[:--opt=value...],..." into m (at most max). A name that is an objective runs
    with --objective name; any other is a label that must give options (a bare one is refused), and
@@ -10117,28 +10125,24 @@ typedef struct {
     size_t used;
 } ArgList;
 
-// arg_add: the word s appended to a (a usage error when a run's line would outgrow it)
-static void arg_add(ArgList *a, const char *s) {
-    size_t n = strlen(s) + 1;
-    if (a->argc == CMP_MAX_ARGS || a->used + n > sizeof a->store)
-        usage_error("compare: too many options for one run (at most %d words)", CMP_MAX_ARGS);
-    memcpy(a->store + a->used, s, n);
-    a->argv[a->argc++] = a->store + a->used;
-    a->argv[a->argc] = NULL;
-    a->used += n;
-}
-
-// args_add: arg_add of each word, up to a NULL
+// args_add: the words up to a NULL appended to a (a usage error when a run's line would outgrow it)
 static void args_add(ArgList *a, ...) {
     va_list ap;
     va_start(ap, a);
-    for (const char *s; (s = va_arg(ap, const char *)) != NULL;) arg_add(a, s);
+    for (const char *s; (s = va_arg(ap, const char *)) != NULL;) {
+        size_t n = strlen(s) + 1;
+        if (a->argc == CMP_MAX_ARGS || a->used + n > sizeof a->store)
+            usage_error("compare: too many options for one run (at most %d words)", CMP_MAX_ARGS);
+        memcpy(a->store + a->used, s, n);
+        a->argv[a->argc++] = a->store + a->used;
+        a->argv[a->argc] = NULL;
+        a->used += n;
+    }
     va_end(ap);
 }
 
-/* split_options: the words of `text` ("--name value" or "--name=value", separated by blanks)
-   appended to a as "--name" "value", each name checked with check_pass_option; `flag` names
-   the compare option in messages. */
+/* split_options: the words of `text` ("--name value" or "--name=value") appended to a as "--name"
+   "value", each name checked (check_pass_option; `flag`: the compare option in messages). */
 static void split_options(ArgList *a, const char *text, unsigned mask, const char **reserved,
                           const char *flag) {
     char copy[256], why[160];
@@ -10148,17 +10152,11 @@ static void split_options(ArgList *a, const char *text, unsigned mask, const cha
         if (strncmp(w, "--", 2) != 0 || !w[2])
             usage_error("%s: '%s' is not an option (--name value)", flag, w);
         char *eq = strchr(w, '=');
-        char *value = NULL;
-        if (eq) {
-            *eq = 0;
-            value = eq + 1;
-        } else {
-            value = strtok_r(NULL, " \t\n", &save);
-        }
+        if (eq) *eq = 0;
+        char *value = eq ? eq + 1 : strtok_r(NULL, " \t\n", &save);
         if (check_pass_option(w + 2, mask, reserved, why, sizeof why) != 0) usage_error("%s: %s", flag, why);
         if (!value || !*value) usage_error("%s: --%s needs a value", flag, w + 2);
-        arg_add(a, w);
-        arg_add(a, value);
+        args_add(a, w, value, NULL);
     }
 }
 
@@ -10182,12 +10180,12 @@ static const char *AXIS_VIEW[] = {"per-step view", "matched generated tokens", "
                                   "matched time"};
 static const char *AXIS_COLUMN[] = {"step", "gen_tokens", "flops", "seconds"};
 
-// unit_axis: the view axis (AX_*) that counts a budget unit (BUDGET_*)
-static int unit_axis(int unit) {
-    if (unit == BUDGET_FLOPS) return AX_FLOPS;
-    if (unit == BUDGET_SECONDS) return AX_SECONDS;
-    if (unit == BUDGET_STEPS) return AX_STEP;
-    return AX_TOKENS;
+static const int UNIT_AXIS[] = {AX_TOKENS, AX_FLOPS, AX_SECONDS, AX_STEP};   // the axis of each BUDGET_*
+
+// run_path: the path of the file `name` in run r's directory, into buf
+static char *run_path(const CmpRun *r, const char *name, char *buf, size_t n) {
+    snprintf(buf, n, "%s/%s", r->dir, name);
+    return buf;
 }
 
 // slurp: a whole small file as a string (up to a NUL byte, if it holds one); NULL when it cannot be opened
@@ -10216,39 +10214,38 @@ static void write_file_atomic(const char *path, const char *text) {
    counters >= 0 and never decreasing, step and gen_tokens whole; val_acc and test_acc in [0, 1];
    test_n whole >= 0 and test_acc a count of it (to the 6 printed decimals); budget_done 1; the last
    point's counters those of result.txt. Returns 0, or −1 with the file, line and what is wrong in err. */
+#define WHY(...) snprintf(why, sizeof why, __VA_ARGS__)   // what is wrong, for CMP_FAIL
 static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     static const char *col[7] = {"point", "budget_spent", "step", "gen_tokens", "flops", "seconds", "val_acc"};
     const char *header = "point,budget_spent,step,gen_tokens,flops,seconds,val_acc\n";
     char path[700], why[200] = "";
-    snprintf(path, sizeof path, "%s/eval.csv", r->dir);
-    char *text = slurp(path);
+    char *text = slurp(run_path(r, "eval.csv", path, sizeof path));
     if (!text) CMP_FAIL("cannot read %.400s: %s", path, strerror(errno));
     int rows = 0;
     if (strncmp(text, header, strlen(header)) != 0)
-        snprintf(why, sizeof why, "line 1: not the header '%.*s'", (int)strlen(header) - 1, header);
+        WHY("line 1: not the header '%.*s'", (int)strlen(header) - 1, header);
     double prev[7] = {0}, v[7];
     for (char *line = text + strlen(header); !why[0] && *line; rows++) {
         char *nl = strchr(line, '\n'), *p = line, *end;
         int ln = rows + 2;
-        if (!nl) { snprintf(why, sizeof why, "line %d: cut off (no line end)", ln); break; }
+        if (!nl) { WHY("line %d: cut off (no line end)", ln); break; }
         for (int f = 0; f < 7 && !why[0]; f++, p = end + 1) {
             v[f] = strtod(p, &end);
             if (is_blank(*p) || end == p || *end != (f < 6 ? ',' : '\n') || !isfinite(v[f]))
-                snprintf(why, sizeof why, "line %d: %s is not a number%s", ln, col[f],
-                         f < 6 ? " followed by ','" : " ending the line");
+                WHY("line %d: %s is not a number%s", ln, col[f], f < 6 ? " followed by ','" : " ending the line");
         }
         if (why[0]) break;
-        if (rows > K) snprintf(why, sizeof why, "line %d: more than %d points", ln, K + 1);
-        else if (v[0] != rows) snprintf(why, sizeof why, "line %d: point %g, expected %d", ln, v[0], rows);
-        else if (!(v[6] >= 0.0 && v[6] <= 1.0)) snprintf(why, sizeof why, "line %d: val_acc %g is not in [0, 1]", ln, v[6]);
+        if (rows > K) WHY("line %d: more than %d points", ln, K + 1);
+        else if (v[0] != rows) WHY("line %d: point %g, expected %d", ln, v[0], rows);
+        else if (!(v[6] >= 0.0 && v[6] <= 1.0)) WHY("line %d: val_acc %g is not in [0, 1]", ln, v[6]);
         for (int f = 1; f < 6 && !why[0]; f++) {
-            if (v[f] < 0.0) snprintf(why, sizeof why, "line %d: %s %g is negative", ln, col[f], v[f]);
+            if (v[f] < 0.0) WHY("line %d: %s %g is negative", ln, col[f], v[f]);
             else if ((f == 2 || f == 3) && v[f] != floor(v[f]))
-                snprintf(why, sizeof why, "line %d: %s %g is not a whole number", ln, col[f], v[f]);
+                WHY("line %d: %s %g is not a whole number", ln, col[f], v[f]);
             else if (rows == 0 && v[f] != 0.0)
-                snprintf(why, sizeof why, "line %d: point 0 (the start) has %s %g, not 0", ln, col[f], v[f]);
+                WHY("line %d: point 0 (the start) has %s %g, not 0", ln, col[f], v[f]);
             else if (v[f] < prev[f])
-                snprintf(why, sizeof why, "line %d: %s %g is below the point before's %g", ln, col[f], v[f], prev[f]);
+                WHY("line %d: %s %g is below the point before's %g", ln, col[f], v[f], prev[f]);
         }
         if (why[0]) break;
         memcpy(prev, v, sizeof prev);
@@ -10257,12 +10254,10 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
         line = nl + 1;
     }
     free(text);
-    if (why[0] || rows != K + 1) {
-        if (!why[0]) snprintf(why, sizeof why, "the run ended before it spent its budget (--steps too low?)");
-        CMP_FAIL("%.400s: %s (%d evaluation points of %d)", path, why, rows, K + 1);
-    }
-    snprintf(path, sizeof path, "%s/result.txt", r->dir);
-    if (!(text = slurp(path))) CMP_FAIL("cannot read %.400s: %s", path, strerror(errno));
+    if (!why[0] && rows != K + 1) WHY("the run ended before it spent its budget (--steps too low?)");
+    if (why[0]) CMP_FAIL("%.400s: %s (%d evaluation points of %d)", path, why, rows, K + 1);
+    if (!(text = slurp(run_path(r, "result.txt", path, sizeof path))))
+        CMP_FAIL("cannot read %.400s: %s", path, strerror(errno));
     // `key value` lines: the keys compare reads, and those it checks against eval.csv's last point
     static const char *keys[9] = {"test_acc", "test_n", "budget_done", "steps", "gen_tokens_traj",
                                   "gen_tokens_aux", "flops", "sft_test_acc", "seconds"};
@@ -10271,37 +10266,36 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     for (char *line = text, *nl; *line && !why[0]; line = nl + 1) {
         char *sp = strchr(line, ' '), *end;
         ln++;
-        if (!(nl = strchr(line, '\n'))) { snprintf(why, sizeof why, "line %d: cut off (no line end)", ln); break; }
+        if (!(nl = strchr(line, '\n'))) { WHY("line %d: cut off (no line end)", ln); break; }
         int k = -1;
         for (int i = 0; i < 9; i++)
             if (sp && sp < nl && (size_t)(sp - line) == strlen(keys[i]) && !strncmp(line, keys[i], sp - line)) k = i;
         if (k < 0) continue;
         val[k] = strtod(sp + 1, &end);
         if (is_blank(sp[1]) || end == sp + 1 || end != nl || !isfinite(val[k]))
-            snprintf(why, sizeof why, "line %d: the value of %s is not a number", ln, keys[k]);
-        else if (have[k]) snprintf(why, sizeof why, "line %d: %s given twice", ln, keys[k]);
+            WHY("line %d: the value of %s is not a number", ln, keys[k]);
+        else if (have[k]) WHY("line %d: %s given twice", ln, keys[k]);
         have[k] = 1;
     }
     free(text);
     double last[4] = {r->x[AX_STEP][K], r->x[AX_TOKENS][K], r->x[AX_FLOPS][K], r->x[AX_SECONDS][K]};
     if (!why[0]) {
-        if (!have[0] || !have[1] || !have[2]) snprintf(why, sizeof why, "no test_acc, test_n or budget_done line");
-        else if (val[2] != 1.0) snprintf(why, sizeof why, "budget_done %g: the run did not spend its budget", val[2]);
+        if (!have[0] || !have[1] || !have[2]) WHY("no test_acc, test_n or budget_done line");
+        else if (val[2] != 1.0) WHY("budget_done %g: the run did not spend its budget", val[2]);
         else if (!(val[1] >= 0 && val[1] == floor(val[1]) && val[1] < 2147483647.0))
-            snprintf(why, sizeof why, "test_n %g is not a whole number >= 0", val[1]);
-        else if (!(val[0] >= 0.0 && val[0] <= 1.0)) snprintf(why, sizeof why, "test_acc %g is not in [0, 1]", val[0]);
+            WHY("test_n %g is not a whole number >= 0", val[1]);
+        else if (!(val[0] >= 0.0 && val[0] <= 1.0)) WHY("test_acc %g is not in [0, 1]", val[0]);
         else if (val[1] > 0 && fabs(val[0] * val[1] - round(val[0] * val[1])) > 5.1e-7 * val[1] + 1e-9)
-            snprintf(why, sizeof why, "test_acc %g is not a count of test_n %g problems (correct / test_n)", val[0],
-                     val[1]);
+            WHY("test_acc %g is not a count of test_n %g problems (correct / test_n)", val[0], val[1]);
         else if (have[3] && val[3] != last[0])
-            snprintf(why, sizeof why, "steps %g, but eval.csv's last point is at step %g", val[3], last[0]);
+            WHY("steps %g, but eval.csv's last point is at step %g", val[3], last[0]);
         else if (have[4] && have[5] && val[4] + val[5] != last[1])
-            snprintf(why, sizeof why, "gen_tokens_traj + gen_tokens_aux %g, but eval.csv's last point has "
-                     "gen_tokens %g", val[4] + val[5], last[1]);
+            WHY("gen_tokens_traj + gen_tokens_aux %g, but eval.csv's last point has gen_tokens %g",
+                val[4] + val[5], last[1]);
         else if (have[6] && val[6] != last[2])
-            snprintf(why, sizeof why, "flops %.0f, but eval.csv's last point has %.0f", val[6], last[2]);
+            WHY("flops %.0f, but eval.csv's last point has %.0f", val[6], last[2]);
         else if (have[8] && fabs(val[8] - last[3]) > 1e-6 * fmax(1.0, last[3]))
-            snprintf(why, sizeof why, "seconds %g, but eval.csv's last point has %g", val[8], last[3]);
+            WHY("seconds %g, but eval.csv's last point has %g", val[8], last[3]);
     }
     if (why[0]) CMP_FAIL("%.400s: %s", path, why);
     r->test_n = (int)val[1];
@@ -10309,21 +10303,18 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     r->sft_test_acc = have[7] && r->test_n > 0 ? val[7] : -1.0;
     return 0;
 }
+#undef WHY
 
-/* spawn: starts this program (/proc/self/exe; exe, its path, is argv[0]) with argv (the
-   command and its options) as a child process writing its standard output and error to
-   log_path (truncated). On Linux the child is ended (SIGTERM) if compare dies first, so that
-   an interrupted study leaves no run behind holding its run directory. */
+/* spawn: this program (/proc/self/exe; exe, its path, is argv[0]) started with argv, writing to
+   log_path (truncated). On Linux the child is ended (SIGTERM) if compare dies first, so that an
+   interrupted study leaves no run behind holding its run directory. */
 static pid_t spawn(const char *exe, char *const *argv, const char *log_path) {
     fflush(stdout);
     fflush(stderr);
     pid_t parent = getpid();
     pid_t pid = fork();
-    if (pid < 0) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "cannot start a run: fork failed: %s", strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "too many processes? lower --jobs");
-    }
+    if (pid < 0)
+        CMP_DIE("too many processes? lower --jobs", "cannot start a run: fork failed: %s", strerror(errno));
     if (pid > 0) return pid;
 #ifdef __linux__
     prctl(PR_SET_PDEATHSIG, SIGTERM);
@@ -10350,14 +10341,6 @@ static pid_t spawn(const char *exe, char *const *argv, const char *log_path) {
     _exit(127);
 }
 
-// spawn_wait: spawn, then the child's wait status once it has ended
-static int spawn_wait(const char *exe, char *const *argv, const char *log_path) {
-    pid_t pid = spawn(exe, argv, log_path);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    return status;
-}
-
 // exit_text: a wait status as "exit status N", or as "SIG N" (SIG: how a signal is named) into buf
 static const char *exit_text(int status, const char *sig, char *buf, size_t n) {
     if (WIFEXITED(status)) snprintf(buf, n, "exit status %d", WEXITSTATUS(status));
@@ -10365,30 +10348,32 @@ static const char *exit_text(int status, const char *sig, char *buf, size_t n) {
     return buf;
 }
 
+// spawn_wait: spawn, then 0 once the child has exited 0; else −1 with its wait status (exit_text) in why
+static int spawn_wait(const char *exe, char *const *argv, const char *log_path, char *why, size_t n) {
+    pid_t pid = spawn(exe, argv, log_path);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
+    exit_text(status, "signal", why, n);
+    return -1;
+}
+
 // run_spent: the budget a running run has spent: the budget_spent column of its train.csv's last row
 static double run_spent(const CmpRun *r) {
-    char path[1200];
-    snprintf(path, sizeof path, "%s/train.csv", r->dir);
-    char *text = slurp(path);
+    char path[1200], *text = slurp(run_path(r, "train.csv", path, sizeof path));
     if (!text) return 0.0;
     double spent = 0.0;
-    char *nl = strchr(text, '\n');
-    if (nl) {
-        *nl = 0;
-        int col = -1, c = 0;
-        for (char *f = text; f; f = strchr(f, ','), f = f ? f + 1 : NULL, c++)
-            if (!strncmp(f, "budget_spent", 12) && (f[12] == ',' || f[12] == 0)) col = c;
-        char *end = strrchr(nl + 1, '\n');   // the last complete row ends there
-        if (end && col >= 0) {
-            *end = 0;
-            char *row = strrchr(nl + 1, '\n');
-            row = row ? row + 1 : nl + 1;
-            for (c = 0; row && c < col; c++) {
-                row = strchr(row, ',');
-                if (row) row++;
-            }
-            if (row) spent = atof(row);
-        }
+    size_t head = strcspn(text, "\n");
+    int col = -1, c = 0;
+    for (char *f = text; f < text + head; f += strcspn(f, ",\n") + 1, c++)
+        if (!strncmp(f, "budget_spent", 12) && (f[12] == ',' || f[12] == '\n' || !f[12])) col = c;
+    char *end = strrchr(text, '\n');   // the last complete row ends there
+    if (end && end > text + head && col >= 0) {
+        *end = 0;
+        char *row = strrchr(text, '\n') + 1;
+        for (c = 0; row && c < col; c++)
+            if ((row = strchr(row, ',')) != NULL) row++;
+        if (row) spent = atof(row);
     }
     free(text);
     return spent;
@@ -10414,9 +10399,8 @@ static const char *run_name(const CmpRun *r, const Method *m, char *buf, size_t 
 }
 
 /* print_progress: runs done, those running with their share of the budget, and the time left:
-   the remaining work in runs (pending ones, plus what running ones have left) times the mean
-   duration of a run (of those finished by this invocation; before the first, from the running
-   ones' pace), divided by the runs going at once. */
+   the runs' remaining work times the mean duration of a run (of those finished by this
+   invocation; before the first, from the running ones' pace), divided by the runs at once. */
 static void print_progress(const CmpRun *runs, int n, const Method *m, double budget, int jobs, double t0) {
     int count[4] = {0}, dur_n = 0, pace_n = 0;   // runs in each state (CMP_PENDING ...)
     double left = 0.0, dur_sum = 0.0, pace_sum = 0.0;
@@ -10425,23 +10409,22 @@ static void print_progress(const CmpRun *runs, int n, const Method *m, double bu
     for (int i = 0; i < n; i++) {
         const CmpRun *r = &runs[i];
         count[r->state]++;
+        left += r->state == CMP_PENDING;
         if (r->state == CMP_DONE && r->wall > 0) {
             dur_sum += r->wall;
             dur_n++;
-        } else if (r->state == CMP_PENDING) {
-            left += 1.0;
-        } else if (r->state == CMP_RUNNING) {
-            double frac = fmin(1.0, run_spent(r) / budget);
-            left += 1.0 - frac;
-            if (frac > 0.02) {
-                pace_sum += (wall_seconds() - r->t_start) / frac;
-                pace_n++;
-            }
-            if (used < sizeof line - 100)
-                used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%",
-                                         count[CMP_RUNNING] > 1 ? ", " : "", run_name(r, m, name, sizeof name),
-                                         100.0 * frac);
         }
+        if (r->state != CMP_RUNNING) continue;
+        double frac = fmin(1.0, run_spent(r) / budget);
+        left += 1.0 - frac;
+        if (frac > 0.02) {
+            pace_sum += (wall_seconds() - r->t_start) / frac;
+            pace_n++;
+        }
+        if (used < sizeof line - 100)
+            used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%",
+                                     count[CMP_RUNNING] > 1 ? ", " : "", run_name(r, m, name, sizeof name),
+                                     100.0 * frac);
     }
     double per_run = dur_n ? dur_sum / dur_n : (pace_n ? pace_sum / pace_n : -1.0);
     if (per_run > 0 && jobs > 0) snprintf(eta, sizeof eta, "about %.1f min left", left * per_run / jobs / 60.0);
@@ -10456,10 +10439,9 @@ static void print_progress(const CmpRun *runs, int n, const Method *m, double bu
 
 // ---- the views and the tables
 
-/* view_values: every run's validation accuracy at the view's points 0..K (v: runs x (K+1)) and
-   the points' x (xs). The budget's own unit reads each run's evaluations (xs: the nominal
-   j/K·budget); any other view interpolates each run's curve at K evenly spaced points up to the
-   smallest final x over all runs, so that every run covers them. */
+/* view_values: every run's validation accuracy at the view's points 0..K (v: runs x (K+1)) at
+   xs: the budget's own unit reads the evaluations (xs nominal, j/K·budget); any other view
+   interpolates at K even steps up to the smallest final x, so that every run covers them. */
 static void view_values(int axis, const CmpRun *runs, int n, int K, int budget_axis, double budget,
                         double *xs, double *v) {
     double end = INFINITY;
@@ -10492,17 +10474,15 @@ static void print_padded(FILE *f, const char *s, int width, int right) {
 }
 
 // "mean±half" with `digits` decimals (a sign with sign != 0); "mean" alone when half is NaN (n < 2)
-static void format_ci_digits(const MeanCI *c, int sign, int digits, char *buf, size_t n) {
+static void format_ci(const MeanCI *c, int sign, int digits, char *buf, size_t n) {
     if (isnan(c->half)) snprintf(buf, n, sign ? "%+.*f" : "%.*f", digits, c->mean);
     else snprintf(buf, n, sign ? "%+.*f±%.*f" : "%.*f±%.*f", digits, c->mean, digits, c->half);
 }
 
-static void format_ci(const MeanCI *c, int sign, char *buf, size_t n) { format_ci_digits(c, sign, 3, buf, n); }
-
 // a paired difference's cell: "+mean±half a/b" (b: the seeds favouring the reference)
 static void format_diff(const PairedDiff *p, int digits, char *buf, size_t n) {
     char d[64];
-    format_ci_digits(&p->d, 1, digits, d, sizeof d);
+    format_ci(&p->d, 1, digits, d, sizeof d);
     snprintf(buf, n, "%s %d/%d", d, p->favour_a, p->favour_b);
 }
 
@@ -10517,10 +10497,10 @@ typedef struct {
     int wl;             // the width of the tables' first column (the labels)
 } CmpReport;
 
-// values of method mi at column j of v (runs are ordered seed-major: run i = seed_index·nm + method)
-static void method_column(const CmpReport *R, const double *v, int mi, int j, double *out) {
-    for (int s = 0; s < R->S; s++) out[s] = v[(s * R->nm + mi) * (R->K + 1) + j];
-}
+typedef struct {
+    char head[300];
+    int width, digits;  // of the column; of its values' decimals
+} TableCol;
 
 // method mi's test accuracy on each seed
 static void test_column(const CmpReport *R, int mi, double *out) {
@@ -10536,66 +10516,79 @@ static void delta_label(const CmpReport *R, int cut) {
 }
 
 // a table's head line: n column heads, right-aligned in their widths
-static void print_heads(const CmpReport *R, int n, const char *const *heads, const int *widths) {
+static void print_heads(const CmpReport *R, int n, const TableCol *col) {
     row_label(R, "");
-    for (int c = 0; c < n; c++) print_padded(R->out, heads[c], widths[c], 1);
+    for (int c = 0; c < n; c++) print_padded(R->out, col[c].head, col[c].width, 1);
     fprintf(R->out, "\n");
 }
 
-/* print_view: one table: a row per method (mean ± half-width of the 95% CI over seeds) and under
-   each other method its paired difference against the reference. Appends its rows to curves.csv. */
-static void print_view(const CmpReport *R, int axis, FILE *curves) {
+/* print_table: the heads, then a row per method: column c's mean ± 95% CI over the seeds of
+   v[(c·nm + mi)·S + s] (signed when sign; "(not evaluated)" where NaN); with deltas, under each
+   other method its paired differences against the reference ("-" where not evaluated). */
+static void print_table(const CmpReport *R, int nc, const TableCol *col, int sign, const double *v, int deltas) {
+    int nm = R->nm, S = R->S;
+    char cell[96];
+    print_heads(R, nc, col);
+    for (int mi = 0; mi < nm; mi++)
+        for (int d = 0; d <= (deltas && mi != R->ref); d++) {
+            if (d) delta_label(R, 80);
+            else row_label(R, R->m[mi].label);
+            for (int c = 0; c < nc; c++) {
+                const double *a = v + ((size_t)c * nm + mi) * S, *b = v + ((size_t)c * nm + R->ref) * S;
+                MeanCI ci = mean_ci(a, S);
+                PairedDiff p = paired_diff(a, b, S);
+                if (d) format_diff(&p, col[c].digits, cell, sizeof cell);
+                else format_ci(&ci, sign, col[c].digits, cell, sizeof cell);
+                print_padded(R->out, !isnan(ci.mean) ? cell : d ? "-" : "(not evaluated)", col[c].width, 1);
+            }
+            fprintf(R->out, "\n");
+        }
+}
+
+// view_columns: the view's values as print_table's columns 0..K (malloc'd, (K+1)·nm·S); xs: the points' x
+static double *view_columns(const CmpReport *R, int axis, double *xs) {
     int n = R->nm * R->S, K = R->K;
-    double xs[CMP_MAX_POINTS + 1], a[1024], b[1024];
     double *v = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
-    char cell[96], amount[64];
+    double *cols = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
     view_values(axis, R->runs, n, K, R->budget_axis, R->budget, xs, v);
-    format_amount(axis, xs[K], amount, sizeof amount);
-    fprintf(R->out, "\n%s: greedy validation accuracy, mean ± 95%% CI over %d seeds,\n", AXIS_VIEW[axis], R->S);
-    if (axis == R->budget_axis) fprintf(R->out, "  at the evaluation points (fractions of the budget)\n");
-    else fprintf(R->out, "  interpolated between evaluations, up to %s (the shortest run's end)\n", amount);
-    row_label(R, "");
+    for (int j = 0; j <= K; j++)
+        for (int i = 0; i < n; i++)   // run i = seed_index·nm + method
+            cols[((size_t)j * R->nm + i % R->nm) * R->S + i / R->nm] = v[i * (K + 1) + j];
+    free(v);
+    return cols;
+}
+
+// print_view: one view's table (print_table, with the differences); its rows appended to curves.csv
+static void print_view(const CmpReport *R, int axis, FILE *curves) {
+    int K = R->K, S = R->S;
+    double xs[CMP_MAX_POINTS + 1], *v = view_columns(R, axis, xs);
+    TableCol col[CMP_MAX_POINTS];
     for (int j = 1; j <= K; j++) {
-        format_amount(axis, xs[j], amount, sizeof amount);
-        print_padded(R->out, amount, 20, 1);
+        format_amount(axis, xs[j], col[j - 1].head, sizeof col[j - 1].head);
+        col[j - 1].width = 20;
+        col[j - 1].digits = 3;
     }
-    fprintf(R->out, "\n");
-    for (int mi = 0; mi < R->nm; mi++) {
-        row_label(R, R->m[mi].label);
+    fprintf(R->out, "\n%s: greedy validation accuracy, mean ± 95%% CI over %d seeds,\n", AXIS_VIEW[axis], S);
+    if (axis == R->budget_axis) fprintf(R->out, "  at the evaluation points (fractions of the budget)\n");
+    else fprintf(R->out, "  interpolated between evaluations, up to %s (the shortest run's end)\n",
+                 col[K - 1].head);
+    print_table(R, K, col, 0, v + (size_t)R->nm * S, 1);
+    for (int mi = 0; mi < R->nm; mi++)
         for (int j = 0; j <= K; j++) {
-            method_column(R, v, mi, j, a);
-            MeanCI c = mean_ci(a, R->S);
-            format_ci(&c, 0, cell, sizeof cell);
-            if (j > 0) print_padded(R->out, cell, 20, 1);
+            MeanCI c = mean_ci(v + ((size_t)j * R->nm + mi) * S, S);
             double half = isnan(c.half) ? 0.0 : c.half;   // one seed: no interval, the band is the mean
             fprintf(curves, "%s,%s,%d,%.10g,%d,%.6f,%.6f,%.6f\n", AXIS_COLUMN[axis], R->m[mi].label, j, xs[j],
                     c.n, c.mean, c.mean - half, c.mean + half);
         }
-        fprintf(R->out, "\n");
-        if (mi == R->ref) continue;
-        delta_label(R, 80);
-        for (int j = 1; j <= K; j++) {
-            method_column(R, v, mi, j, a);
-            method_column(R, v, R->ref, j, b);
-            PairedDiff p = paired_diff(a, b, R->S);
-            format_diff(&p, 3, cell, sizeof cell);
-            print_padded(R->out, cell, 20, 1);
-        }
-        fprintf(R->out, "\n");
-    }
     free(v);
 }
 
 // last_point_diff: method mi against the reference at the view's last point (hypotheses H2, H3)
 static PairedDiff last_point_diff(const CmpReport *R, int axis, int mi) {
-    int n = R->nm * R->S, K = R->K;
-    double xs[CMP_MAX_POINTS + 1], a[1024], b[1024];
-    double *v = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
-    view_values(axis, R->runs, n, K, R->budget_axis, R->budget, xs, v);
-    method_column(R, v, mi, K, a);
-    method_column(R, v, R->ref, K, b);
+    double xs[CMP_MAX_POINTS + 1], *v = view_columns(R, axis, xs), *last = v + (size_t)R->K * R->nm * R->S;
+    PairedDiff p = paired_diff(last + (size_t)mi * R->S, last + (size_t)R->ref * R->S, R->S);
     free(v);
-    return paired_diff(a, b, R->S);
+    return p;
 }
 
 /* print_per_seed: every run's values, from which each interval of the report can be recomputed:
@@ -10616,7 +10609,7 @@ static void print_per_seed(const CmpReport *R) {
 static void print_verdict(FILE *f, int h, const char *what, const Method *m, int mi, int ref, PairedDiff p,
                           double holm_p) {
     char diff[64];
-    format_ci(&p.d, 1, diff, sizeof diff);
+    format_ci(&p.d, 1, 3, diff, sizeof diff);
     char ties[32] = "";   // seeds with the same value under both (neither favoured)
     if (p.ties) snprintf(ties, sizeof ties, ", %d tied", p.ties);
     fprintf(f, "  H%d %s vs %s, %s: %s (%d/%d seeds%s): ", h, m[mi].label, m[ref].label, what, diff,
@@ -10631,9 +10624,8 @@ static void print_verdict(FILE *f, int h, const char *what, const Method *m, int
 }
 
 /* cost_to_reach: the cost x (any axis) at which a run's validation accuracy first reaches target,
-   from its n evaluations (xs[j], val[j]) in order of x: xs[0] when the start reaches it, else
-   linear interpolation between the evaluations where it crosses target (the straight line the
-   matched views read); NAN when none reaches it (censored at the end of its budget). */
+   from its n evaluations (xs[j], val[j]): xs[0] when the start reaches it, else linearly
+   interpolated where it crosses target; NAN when none reaches it (censored at the budget). */
 static double cost_to_reach(const double *xs, const double *val, int n, double target) {
     for (int j = 0; j < n; j++) {
         if (!(val[j] >= target)) continue;
@@ -10644,10 +10636,9 @@ static double cost_to_reach(const double *xs, const double *val, int n, double t
     return NAN;
 }
 
-/* print_cost_view: per method the generated tokens and training seconds at which its runs first
-   reach validation accuracy R->target (cost_to_reach), mean ± 95% CI over the seeds that reached
-   it, and how many did not (counted, in no mean); under each other method the paired difference
-   in tokens against the reference over the seeds where both reached it. */
+/* print_cost_view: per method the generated tokens and seconds to first reach R->target
+   (cost_to_reach), mean ± 95% CI over the seeds that reached it, and how many did not; under
+   each other method the paired difference in tokens over the seeds where both reached it. */
 static void print_cost_view(const CmpReport *R) {
     FILE *f = R->out;
     int K = R->K, S = R->S;
@@ -10656,9 +10647,9 @@ static void print_cost_view(const CmpReport *R) {
                "  (pre-registered --target-acc; linearly interpolated between evaluations; mean ± 95%% CI over\n"
                "  the seeds that reached it; a seed that did not is counted, not dropped, and is in no mean)\n",
             R->target);
-    static const char *const heads[] = {"gen tokens to X", "seconds to X", "did not reach X"};
-    static const int widths[] = {20, 16, 20};
-    print_heads(R, 3, heads, widths);
+    static const TableCol heads[] = {{"gen tokens to X", 20, 0}, {"seconds to X", 16, 1},
+                                     {"did not reach X", 20, 0}};
+    print_heads(R, 3, heads);
     for (int mi = 0; mi < R->nm; mi++) {
         int reached = 0, pairs = 0;
         double tok[1024], sec[1024], a[1024], b[1024];
@@ -10676,43 +10667,38 @@ static void print_cost_view(const CmpReport *R) {
         }
         MeanCI ct = mean_ci(tok, reached), cs = mean_ci(sec, reached);
         row_label(R, R->m[mi].label);
-        format_ci_digits(&ct, 0, 0, cell, sizeof cell);
+        format_ci(&ct, 0, 0, cell, sizeof cell);
         print_padded(f, reached ? cell : "-", 20, 1);
-        format_ci_digits(&cs, 0, 1, cell, sizeof cell);
+        format_ci(&cs, 0, 1, cell, sizeof cell);
         print_padded(f, reached ? cell : "-", 16, 1);
         snprintf(cell, sizeof cell, "%d of %d", S - reached, S);
         print_padded(f, cell, 20, 1);
         fprintf(f, "\n");
         if (mi == R->ref) continue;
         delta_label(R, 255);
-        if (pairs == 0) {
-            snprintf(cell, sizeof cell, "(no seed where both reached it)");
-        } else {
-            PairedDiff p = paired_diff(a, b, pairs);
-            format_ci_digits(&p.d, 1, 0, cell, sizeof cell);
-            snprintf(cell + strlen(cell), sizeof cell - strlen(cell), " tokens (%d seed%s where both reached it)",
-                     pairs, pairs > 1 ? "s" : "");
-        }
-        fprintf(f, "%s\n", cell);
+        PairedDiff p = paired_diff(a, b, pairs);
+        format_ci(&p.d, 1, 0, cell, sizeof cell);
+        if (pairs == 0) fprintf(f, "(no seed where both reached it)\n");
+        else fprintf(f, "%s tokens (%d seed%s where both reached it)\n", cell, pairs, pairs > 1 ? "s" : "");
     }
 }
 
 // print_end_table: test accuracy at the end of the budget (and its Δ), and what each method spent
 static void print_end_table(const CmpReport *R, int has_test) {
     static const char *fmt[4] = {"%.0f", "%.0f", "%.3g", "%.1f"};   // step, gen tokens, FLOPs, seconds
-    char cell[96], delta[300];
+    char cell[96];
     double a[1024], b[1024];
     fprintf(R->out, "\nat the end of the budget (mean over seeds):\n");
-    snprintf(delta, sizeof delta, "Δ vs %s", R->m[R->ref].label);
-    const char *heads[] = {"test accuracy", delta, "steps", "gen tokens", "FLOPs", "seconds"};
-    static const int widths[] = {20, 20, 12, 12, 12, 12};
-    print_heads(R, 6, heads, widths);
+    TableCol heads[] = {{"test accuracy", 20, 3}, {"", 20, 3}, {"steps", 12, 0}, {"gen tokens", 12, 0},
+                        {"FLOPs", 12, 0}, {"seconds", 12, 0}};
+    snprintf(heads[1].head, sizeof heads[1].head, "Δ vs %s", R->m[R->ref].label);
+    print_heads(R, 6, heads);
     for (int mi = 0; mi < R->nm; mi++) {
         row_label(R, R->m[mi].label);
         test_column(R, mi, a);
         test_column(R, R->ref, b);
         MeanCI c = mean_ci(a, R->S);
-        format_ci(&c, 0, cell, sizeof cell);
+        format_ci(&c, 0, 3, cell, sizeof cell);
         print_padded(R->out, has_test ? cell : "(not evaluated)", 20, 1);
         PairedDiff p = paired_diff(a, b, R->S);
         format_diff(&p, 3, cell, sizeof cell);
@@ -10729,33 +10715,23 @@ static void print_end_table(const CmpReport *R, int has_test) {
 
 // print_peak_table: the peak validation accuracy over points 0..K, and the steps and tokens to it
 static void print_peak_table(const CmpReport *R) {
-    char cell[96];
+    int nm = R->nm, S = R->S;
+    double *v = (double *)mallocCheck((size_t)3 * nm * S * sizeof(double));   // peak, its step, its tokens
     fprintf(R->out, "\npeak validation accuracy over the %d evaluation points (and the SFT model), "
                     "mean ± 95%% CI:\n", R->K);
-    static const char *const heads[] = {"peak val accuracy", "steps to peak", "gen tokens to peak"};
-    static const int widths[] = {20, 20, 24};
-    print_heads(R, 3, heads, widths);
-    for (int mi = 0; mi < R->nm; mi++) {
-        double pk[1024], st[1024], tk[1024];
-        for (int s = 0; s < R->S; s++) {
-            const CmpRun *r = &R->runs[s * R->nm + mi];
-            int best = 0;
-            for (int j = 1; j <= R->K; j++)
-                if (r->val[j] > r->val[best]) best = j;
-            pk[s] = r->val[best];
-            st[s] = r->x[AX_STEP][best];
-            tk[s] = r->x[AX_TOKENS][best];
-        }
-        MeanCI cp = mean_ci(pk, R->S), cs = mean_ci(st, R->S), ct = mean_ci(tk, R->S);
-        row_label(R, R->m[mi].label);
-        format_ci(&cp, 0, cell, sizeof cell);
-        print_padded(R->out, cell, 20, 1);
-        format_ci_digits(&cs, 0, 0, cell, sizeof cell);
-        print_padded(R->out, cell, 20, 1);
-        format_ci_digits(&ct, 0, 0, cell, sizeof cell);
-        print_padded(R->out, cell, 24, 1);
-        fprintf(R->out, "\n");
+    for (int i = 0; i < nm * S; i++) {
+        const CmpRun *r = &R->runs[i];
+        int best = 0, at = (i % nm) * S + i / nm;
+        for (int j = 1; j <= R->K; j++)
+            if (r->val[j] > r->val[best]) best = j;
+        v[at] = r->val[best];
+        v[nm * S + at] = r->x[AX_STEP][best];
+        v[2 * nm * S + at] = r->x[AX_TOKENS][best];
     }
+    static const TableCol col[] = {{"peak val accuracy", 20, 3}, {"steps to peak", 20, 0},
+                                   {"gen tokens to peak", 24, 0}};
+    print_table(R, 3, col, 0, v, 0);
+    free(v);
 }
 
 // print_hypotheses: the pre-registered hypotheses, three per method, Holm's correction over all of them
@@ -10763,12 +10739,11 @@ static void print_hypotheses(const CmpReport *R, int has_test) {
     int nh = 0, hm[64];
     PairedDiff hp[64];
     double pv[64] = {0}, adj[64], a[1024], b[1024];
-    for (int mi = 0; mi < R->nm && nh + 3 <= 64; mi++) {
+    for (int mi = 0; mi < R->nm; mi++) {   // (at most 3·(CMP_MAX_METHODS − 1) hypotheses)
         if (mi == R->ref) continue;
-        PairedDiff none = {{0, NAN, NAN, NAN}, 0, 0, 0, NAN, NAN};
         test_column(R, mi, a);
         test_column(R, R->ref, b);
-        hp[nh] = has_test ? paired_diff(a, b, R->S) : none;
+        hp[nh] = paired_diff(a, b, has_test ? R->S : 0);   // no test set: no seeds, no test
         hp[nh + 1] = last_point_diff(R, AX_TOKENS, mi);
         hp[nh + 2] = last_point_diff(R, AX_SECONDS, mi);
         for (int k = 0; k < 3; k++) hm[nh + k] = mi, pv[nh + k] = hp[nh + k].p;
@@ -10798,10 +10773,8 @@ static void print_report(const CmpReport *R, FILE *curves) {
                     "   'Δ vs %s' is the paired difference on the same seeds, then the seeds favouring each\n"
                     "   (the method / %s; a tied seed favours neither)\n", R->nm, R->S, R->m[R->ref].label,
             R->m[R->ref].label);
-    print_view(R, AX_STEP, curves);
-    print_view(R, AX_TOKENS, curves);
-    if (R->budget_axis == AX_FLOPS) print_view(R, AX_FLOPS, curves);
-    print_view(R, AX_SECONDS, curves);
+    for (int axis = AX_STEP; axis <= AX_SECONDS; axis++)   // FLOPs only when the budget counts them
+        if (axis != AX_FLOPS || R->budget_axis == AX_FLOPS) print_view(R, axis, curves);
     print_end_table(R, has_test);
     print_peak_table(R);
     if (R->target >= 0) print_cost_view(R);
@@ -10846,50 +10819,47 @@ static void method_args(ArgList *a, const Options *o, const Method *m, int seed,
 static void sft_args(ArgList *a, const Options *o, const char *dir, int threads) {
     char num[32];
     memset(a, 0, sizeof *a);
-    arg_add(a, "sft");
+    args_add(a, "sft", NULL);
     if (o->quick) split_options(a, CMP_QUICK_SFT, CMD_SFT, CMP_RESERVED_SFT, "--quick");
     split_options(a, o->sft_args, CMD_SFT, CMP_RESERVED_SFT, "--sft-args");
     snprintf(num, sizeof num, "%d", threads);
     args_add(a, "--run-dir", dir, "--threads", num, NULL);
 }
 
-/* cmp_resolve: the Options a train (is_train) or sft command line a resolves to: that command's
-   defaults, then a's words, parsed from a copy (getopt_long may reorder them). A bad word is a
-   usage error, as on the command line. */
-static void cmp_resolve(const ArgList *a, int is_train, Options *t) {
+/* resolved_config: a train (is_train) or sft command line a into f, then the Options t it resolves
+   to (`# config: ...`, as the run prints it), checked: a bad option or value stops compare here
+   with the run's message (after `context`), before anything runs. */
+static void resolved_config(FILE *f, const ArgList *a, int is_train, const char *context, Options *t) {
+    fprintf(f, "    " PROG);   // PROG, not this machine's path: the hash stays the same
+    for (int i = 0; i < a->argc; i++) fprintf(f, " %s", shell_word(a->argv[i]));
+    fprintf(f, "\n  ");
+    usage_context = context;
     default_options(t);
     if (is_train) train_defaults(t);
     else sft_defaults(t);
-    ArgList copy = *a;
+    ArgList copy = *a;   // getopt_long may reorder the words
     for (int i = 0; i < copy.argc; i++) copy.argv[i] = copy.store + (a->argv[i] - a->store);
     parse_options(copy.argc, copy.argv, is_train ? CMD_TRAIN : CMD_SFT, t, is_train ? "train" : "sft", "");
-    if (is_train) t->obj.max_new_tokens = t->max_new_tokens;
-}
-
-/* resolved_config: the full configuration a command line gives (`# config: ...`, as the run
-   prints it at start-up), from this build's defaults; a bad option or value stops compare here
-   with the message the run would give, before anything runs. */
-static void resolved_config(FILE *f, ArgList *a, int is_train) {
-    Options t;
-    cmp_resolve(a, is_train, &t);
     if (is_train) {
-        check_grpo_options(&t);
-        check_scoped_options(&t, CMD_TRAIN);
-        check_select_options(&t);
-        if (t.schedule != 2 && t.budget_unit != BUDGET_STEPS)   // 2: constant (SCHEDULE_NAMES)
+        t->obj.max_new_tokens = t->max_new_tokens;
+        check_grpo_options(t);
+        check_scoped_options(t, CMD_TRAIN);
+        check_select_options(t);
+        if (t->schedule != 2 && t->budget_unit != BUDGET_STEPS)   // 2: constant (SCHEDULE_NAMES)
             usage_error("--schedule %s decays the learning rate over --steps, which compare sets to a cap "
                         "of %d steps unless the budget counts steps: use --budget-unit steps --budget N "
-                        "(N steps per run), or the constant schedule", SCHEDULE_NAMES[t.schedule], cmp_steps_cap());
-    } else if (t.channels % t.heads) {
+                        "(N steps per run), or the constant schedule", SCHEDULE_NAMES[t->schedule], cmp_steps_cap());
+    } else if (t->channels % t->heads) {
         usage_error("--sft-args: --heads must divide --channels");
     }
-    check_weight_decay(&t);
+    check_weight_decay(t);
+    usage_context = NULL;
     // without the trailing threads=N: this machine's core count is no part of the configuration
     char *line = NULL;
     size_t n = 0;
     FILE *mem = open_memstream(&line, &n);
     if (!mem) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
-    print_options(mem, &t, is_train ? CMD_TRAIN : CMD_SFT);
+    print_options(mem, t, is_train ? CMD_TRAIN : CMD_SFT);
     fclose(mem);
     char *threads = strstr(line, " threads=");
     if (threads) strcpy(threads, "\n");
@@ -10897,14 +10867,8 @@ static void resolved_config(FILE *f, ArgList *a, int is_train) {
     free(line);
 }
 
-// The command line as text, with PROG for the binary (not this machine's path: the hash stays the same).
-static void print_command(FILE *f, const ArgList *a) {
-    fprintf(f, "    " PROG);
-    for (int i = 0; i < a->argc; i++) fprintf(f, " %s", shell_word(a->argv[i]));
-    fprintf(f, "\n");
-}
-
 #define PREREG_SFT_LINE "sft-checkpoint: fnv1a64 "   // prereg.txt's line after the hash: the made SFT's hash
+#define PREREG_HASH "\nhash: fnv1a64 "
 
 // study_has_runs: 1 when STUDY/runs exists (its path into runs_dir)
 static int study_has_runs(const char *study, char *runs_dir, size_t n) {
@@ -10913,39 +10877,30 @@ static int study_has_runs(const char *study, char *runs_dir, size_t n) {
     return stat(runs_dir, &sb) == 0;
 }
 
-/* prereg_check_own_hash: an existing prereg.txt (old, read from path) against itself: the FNV-1a of
-   every byte above its hash line must be the hash that line states, and below it may stand only
-   the made SFT's line (PREREG_SFT_LINE, as compare writes it). Else it was edited after it was
-   written, and compare stops (exit 1) naming the file, before anything runs or is reported. */
+/* prereg_check_own_hash: an existing prereg.txt (old, read from path): the FNV-1a of every byte
+   above its hash line must be the hash that line states, and below it may stand only the made
+   SFT's line (PREREG_SFT_LINE); else it was edited, and compare stops (exit 1) naming it. */
 static void prereg_check_own_hash(const char *path, const char *old) {
-    const char *at = strstr(old, "\nhash: fnv1a64 ");
-    char msg[1400];
-    if (!at) {
-        snprintf(msg, sizeof msg, "'%s' has no line 'hash: fnv1a64 ...' (a pre-registration ends with the hash "
-                 "of its text)", path);
-        fail_at(__FILE__, __LINE__, msg, "restore the file, or give another --study");
-    }
-    const char *hex = at + 15, *end = strchr(hex, '\n');   // after "\nhash: fnv1a64 "
-    char *stop = NULL;
-    unsigned long long stated = strtoull(hex, &stop, 16);
+    const char *at = strstr(old, PREREG_HASH);
+    const char *restore = "restore the file as compare wrote it, or give another --study";
+    if (!at)
+        CMP_DIE("restore the file, or give another --study", "'%s' has no line 'hash: fnv1a64 ...' (a "
+                "pre-registration ends with the hash of its text)", path);
+    const char *hex = at + strlen(PREREG_HASH), *end = strchr(hex, '\n');
+    char *stop = NULL, want[128] = "";
+    unsigned long long stated = strtoull(hex, &stop, 16), h = 0;
     uint64_t actual = fnv1a64(old, (size_t)(at + 1 - old));
-    if (!end || stop != end || end - hex != 16 || stated != actual) {
-        snprintf(msg, sizeof msg, "'%s' does not match its own hash: the text above its hash line hashes to "
-                 "fnv1a64 %016llx, the line says %.*s (the file was edited after the study was "
-                 "pre-registered)", path, (unsigned long long)actual, end ? (int)(end - hex) : 16, hex);
-        fail_at(__FILE__, __LINE__, msg, "restore the file as compare wrote it, or give another --study");
-    }
+    if (!end || stop != end || end - hex != 16 || stated != actual)
+        CMP_DIE(restore, "'%s' does not match its own hash: the text above its hash line hashes to fnv1a64 "
+                "%016llx, the line says %.*s (the file was edited after the study was pre-registered)", path,
+                (unsigned long long)actual, end ? (int)(end - hex) : 16, hex);
     const char *rest = end + 1;   // nothing, or exactly the line compare writes and nothing after it
-    unsigned long long h = 0;
     long long bytes = -1;
-    char want[128] = "";
     if (sscanf(rest, PREREG_SFT_LINE "%16llx (%lld bytes)", &h, &bytes) == 2 && bytes >= 0)
         snprintf(want, sizeof want, PREREG_SFT_LINE "%016llx (%lld bytes)\n", h, bytes);
-    if (*rest && strcmp(rest, want) != 0) {
-        snprintf(msg, sizeof msg, "'%s': below its hash line stands '%.80s', and only the line '" PREREG_SFT_LINE
-                 "<16 hex digits> (<n> bytes)' that compare writes may stand there", path, rest);
-        fail_at(__FILE__, __LINE__, msg, "restore the file as compare wrote it, or give another --study");
-    }
+    if (*rest && strcmp(rest, want) != 0)
+        CMP_DIE(restore, "'%s': below its hash line stands '%.80s', and only the line '" PREREG_SFT_LINE
+                "<16 hex digits> (<n> bytes)' that compare writes may stand there", path, rest);
 }
 
 /* write_prereg: the configuration and the hypotheses (text), then their hash, into STUDY/prereg.txt;
@@ -10953,7 +10908,7 @@ static void prereg_check_own_hash(const char *path, const char *old) {
    stops (this text then in prereg.rejected.txt). Returns the hash. */
 static uint64_t write_prereg(const char *study, const char *text) {
     uint64_t hash = fnv1a64(text, strlen(text));
-    char path[1100], rejected[1100], msg[2600], hint[2400];
+    char path[1100], rejected[1100], hint[2400];
     snprintf(path, sizeof path, "%s/prereg.txt", study);
     size_t n = strlen(text) + 64;
     char *full = (char *)mallocCheck(n), *old = slurp(path);
@@ -10961,22 +10916,18 @@ static uint64_t write_prereg(const char *study, const char *text) {
     const char *line = full + strlen(text);
     if (old) {
         prereg_check_own_hash(path, old);
-        const char *at = strstr(old, "\nhash: fnv1a64 ");
-        int same = at && !strncmp(at + 1, line, strlen(line));
-        free(old);
-        if (!same) {
+        if (strncmp(strstr(old, PREREG_HASH) + 1, line, strlen(line)) != 0) {
             snprintf(rejected, sizeof rejected, "%s/prereg.rejected.txt", study);
             write_file_atomic(rejected, full);
-            snprintf(msg, sizeof msg, "study '%s' was pre-registered with another configuration (its "
-                     "prereg.txt; this command's is in %s)", study, rejected);
             snprintf(hint, sizeof hint, "`diff %s %s` shows what differs; rerun with the options "
                      "prereg.txt lists, or give another --study", shell_word(path), shell_word(rejected));
-            fail_at(__FILE__, __LINE__, msg, hint);
+            CMP_DIE(hint, "study '%s' was pre-registered with another configuration (its prereg.txt; this "
+                    "command's is in %s)", study, rejected);
         }
+        free(old);
     } else if (study_has_runs(study, rejected, sizeof rejected)) {
-        snprintf(msg, sizeof msg, "'%s' holds runs but no prereg.txt (which is written before the first run)",
-                 study);
-        fail_at(__FILE__, __LINE__, msg, "give another --study, or remove its runs/ directory");
+        CMP_DIE("give another --study, or remove its runs/ directory", "'%s' holds runs but no prereg.txt (which "
+                "is written before the first run)", study);
     } else {
         write_file_atomic(path, full);
     }
@@ -10984,57 +10935,53 @@ static uint64_t write_prereg(const char *study, const char *text) {
     return hash;
 }
 
+// sft_hash: a checkpoint's FNV-1a and size; unreadable: exit 1 with msg (a format of its path, then why) and hint
+static uint64_t sft_hash(const char *sft, long long *bytes, const char *msg, const char *hint) {
+    uint64_t h = 0;
+    struct stat sb;
+    if (file_fnv1a64(sft, &h) != 0 || stat(sft, &sb) != 0) CMP_DIE(hint, msg, sft, strerror(errno));
+    if (bytes) *bytes = (long long)sb.st_size;
+    return h;
+}
+
 /* check_study_sft: the study's starting checkpoint sft against the hash its pre-registration
-   holds (want): a swapped or rewritten file would start the runs not yet run from another model.
-   A mismatch or an unreadable file stops compare (exit 1) naming it. */
+   holds (want): a swapped or rewritten file would start the runs not yet run from another model. */
 static void check_study_sft(const char *sft, uint64_t want, const char *study) {
-    uint64_t have = 0;
-    char msg[1400];
-    if (file_fnv1a64(sft, &have) != 0) {
-        snprintf(msg, sizeof msg, "the study's SFT checkpoint '%s' cannot be read: %s", sft, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "restore it: every run of the study starts from it");
-    }
-    if (have == want) return;
-    snprintf(msg, sizeof msg, "the study's SFT checkpoint '%s' is not the one %s/prereg.txt records: fnv1a64 "
-             "%016llx, recorded %016llx (it was replaced or rewritten after the study began)", sft, study,
-             (unsigned long long)have, (unsigned long long)want);
-    fail_at(__FILE__, __LINE__, msg, "restore that file, or give another --study (the runs done started from "
-                                     "the recorded one)");
+    uint64_t have = sft_hash(sft, NULL, "the study's SFT checkpoint '%s' cannot be read: %s",
+                             "restore it: every run of the study starts from it");
+    if (have != want)
+        CMP_DIE("restore that file, or give another --study (the runs done started from the recorded one)",
+                "the study's SFT checkpoint '%s' is not the one %s/prereg.txt records: fnv1a64 %016llx, recorded "
+                "%016llx (it was replaced or rewritten after the study began)", sft, study,
+                (unsigned long long)have, (unsigned long long)want);
 }
 
 /* prereg_sft_hash: the made SFT checkpoint's hash, from prereg.txt's line below the hash line;
    without it (the SFT run has just finished) the checkpoint is hashed now and the line written,
    unless runs have started: then which model they started from cannot be told (exit 1). */
 static uint64_t prereg_sft_hash(const char *study, const char *sft) {
-    char path[1100], runs_dir[1100], msg[3200];
+    char path[1100], runs_dir[1100];
     snprintf(path, sizeof path, "%s/prereg.txt", study);
     char *pre = slurp(path);
     if (!pre) fail_at(__FILE__, __LINE__, "compare: cannot read back the study's prereg.txt", "");
-    const char *at = strstr(pre, "\nhash: fnv1a64 "), *line = at ? strchr(at + 1, '\n') : NULL;
+    const char *at = strstr(pre, PREREG_HASH), *line = at ? strchr(at + 1, '\n') : NULL;
     uint64_t h = 0;
+    long long bytes = 0;
     if (line && !strncmp(line + 1, PREREG_SFT_LINE, strlen(PREREG_SFT_LINE))) {
         h = strtoull(line + 1 + strlen(PREREG_SFT_LINE), NULL, 16);   // checked by write_prereg
-        free(pre);
-        return h;
+    } else if (study_has_runs(study, runs_dir, sizeof runs_dir)) {
+        CMP_DIE("give another --study", "'%s' records no hash of the SFT checkpoint '%s' (its line '"
+                PREREG_SFT_LINE "...'), and runs have started (%s): which model they started from cannot be told",
+                path, sft, runs_dir);
+    } else {
+        h = sft_hash(sft, &bytes, "cannot read the study's SFT checkpoint '%s': %s", "");
+        size_t n = strlen(pre) + 128;
+        char *full = (char *)mallocCheck(n);
+        snprintf(full, n, "%s" PREREG_SFT_LINE "%016llx (%lld bytes)\n", pre, (unsigned long long)h, bytes);
+        write_file_atomic(path, full);
+        printf("sft: its hash, fnv1a64 %016llx, recorded in %s\n", (unsigned long long)h, path);
+        free(full);
     }
-    if (study_has_runs(study, runs_dir, sizeof runs_dir)) {
-        snprintf(msg, sizeof msg, "'%s' records no hash of the SFT checkpoint '%s' (its line '" PREREG_SFT_LINE
-                 "...'), and runs have started (%s): which model they started from cannot be told", path, sft,
-                 runs_dir);
-        fail_at(__FILE__, __LINE__, msg, "give another --study");
-    }
-    struct stat sb;
-    if (file_fnv1a64(sft, &h) != 0 || stat(sft, &sb) != 0) {
-        snprintf(msg, sizeof msg, "cannot read the study's SFT checkpoint '%s': %s", sft, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "");
-    }
-    size_t n = strlen(pre) + 128;
-    char *full = (char *)mallocCheck(n);
-    snprintf(full, n, "%s" PREREG_SFT_LINE "%016llx (%lld bytes)\n", pre, (unsigned long long)h,
-             (long long)sb.st_size);
-    write_file_atomic(path, full);
-    printf("sft: its hash, fnv1a64 %016llx, recorded in %s\n", (unsigned long long)h, path);
-    free(full);
     free(pre);
     return h;
 }
@@ -11091,44 +11038,28 @@ typedef struct OneBatch {
     char val_data[512];     // its --val-data
     long sft;               // the SFT model's accepted samples among P·M (−1: not measured)
     long *after;            // per run, in the runs' order: after its first update
-    double sft_test;        // the SFT model's greedy test accuracy (result.txt's sft_test_acc; −1: none)
 } OneBatch;
 
-/* onebatch_settings: the probe's settings from the reference method's train line (seed 1 of
-   method ref); every method must share its --task, --val-data and --max-new-tokens (one probe
-   set for all), else a usage error naming the method. P from --one-batch. */
-static void onebatch_settings(const Options *o, const Method *m, int nm, int ref, const char *runs_dir,
-                              const char *sft, OneBatch *ob) {
+/* onebatch_settings: the probe's settings from the reference method's resolved train line (t[ref]
+   of the methods' t[0..nm)); every method must share its --task, --val-data and --max-new-tokens
+   (one probe set for all), else a usage error naming the method. P from --one-batch. */
+static void onebatch_settings(const Options *o, const Method *m, const Options *t, int nm, int ref, OneBatch *ob) {
     memset(ob, 0, sizeof *ob);
     ob->P = o->one_batch;
     ob->M = OB_SAMPLES;
-    ob->sft = -1;
-    ob->sft_test = -1.0;
-    for (int k = -1; k < nm; k++) {   // the reference first
-        int mi = k < 0 ? ref : k;
-        if (k == ref) continue;
-        ArgList a;
-        Options t;
-        char dir[600];
-        snprintf(dir, sizeof dir, "%s/%s/seed_1", runs_dir, m[mi].dir);
-        method_args(&a, o, &m[mi], 1, dir, sft);
-        cmp_resolve(&a, 1, &t);   // (the line was checked by resolved_config before)
-        if (mi == ref) {
-            ob->task = t.task;
-            ob->max_new = t.max_new_tokens;
-            ob->temperature = t.temperature;
-            snprintf(ob->val_data, sizeof ob->val_data, "%s", t.val_data);
-        } else if (t.task != ob->task || t.max_new_tokens != ob->max_new || strcmp(t.val_data, ob->val_data)) {
+    ob->task = t[ref].task;
+    ob->max_new = t[ref].max_new_tokens;
+    ob->temperature = t[ref].temperature;
+    snprintf(ob->val_data, sizeof ob->val_data, "%s", t[ref].val_data);
+    for (int mi = 0; mi < nm; mi++)
+        if (t[mi].task != ob->task || t[mi].max_new_tokens != ob->max_new || strcmp(t[mi].val_data, ob->val_data))
             usage_error("--one-batch: method '%s' runs another --task, --val-data or --max-new-tokens than "
                         "%s; the one-batch view scores every model on one probe set (leave --one-batch "
                         "out, or give every method the same)", m[mi].label, m[ref].label);
-        }
-    }
 }
 
-/* onebatch_read: a cached count (path: "correct C\nsamples N\n", as onebatch_write writes it)
-   into *correct. 0 when read, 1 when the file does not exist; a file that does not hold, or
-   was made for another P·M, stops compare (exit 1) naming it. */
+/* onebatch_read: a cached count (path, as onebatch_measure writes it) into *correct: 0 when read, 1
+   when there is no file; one that does not hold, or for another P·M, stops compare (exit 1). */
 static int onebatch_read(const char *path, long want_samples, long *correct) {
     char *text = slurp(path);
     if (!text) return 1;
@@ -11137,60 +11068,58 @@ static int onebatch_read(const char *path, long want_samples, long *correct) {
     int ok = sscanf(text, "correct %ld\nsamples %ld\n%n", &c, &n, &used) == 2 && used > 0 && !text[used] &&
              n == want_samples && c >= 0 && c <= n;
     free(text);
-    if (!ok) {
-        char msg[1300];
-        snprintf(msg, sizeof msg, "%s: not 'correct C' and 'samples %ld' lines with 0 <= C <= %ld", path,
-                 want_samples, want_samples);
-        fail_at(__FILE__, __LINE__, msg, "delete the file to measure it again");
-    }
+    if (!ok)
+        CMP_DIE("delete the file to measure it again", "%s: not 'correct C' and 'samples %ld' lines with "
+                "0 <= C <= %ld", path, want_samples, want_samples);
     *correct = c;
     return 0;
 }
 
-static void onebatch_write(const char *path, long correct, long samples) {
-    char text[128];
-    snprintf(text, sizeof text, "correct %ld\nsamples %ld\n", correct, samples);
-    write_file_atomic(path, text);
-}
-
-/* onebatch_prompts: the probe set d (the reference's --val-data, read at context maxT); a usage
-   error when it has fewer than P prompts. */
+// onebatch_prompts: the probe set d (--val-data at context maxT); a usage error below P prompts
 static void onebatch_prompts(const OneBatch *ob, int maxT, Dataset *d) {
     load_dataset(d, ob->val_data, maxT, 0, &TASKS[ob->task]);
     if (d->n < ob->P)
         usage_error("--one-batch %d: the probe set, --val-data %s, has %d prompts", ob->P, ob->val_data, d->n);
 }
 
-/* onebatch_probe_set: the SFT model (sft) and the probe set at its context (onebatch_prompts). */
-static void onebatch_probe_set(const OneBatch *ob, const char *sft, GPT *model, Dataset *d) {
-    load_checkpoint(sft, model, 1, NULL);
-    onebatch_prompts(ob, model->config.max_seq_len, d);
+// onebatch_probe_set: the probe set d at the SFT model's (sft's) context (onebatch_prompts)
+static void onebatch_probe_set(const OneBatch *ob, const char *sft, Dataset *d) {
+    GPT model;
+    load_checkpoint(sft, &model, 1, NULL);
+    onebatch_prompts(ob, model.config.max_seq_len, d);
+    free_gpt(&model);
 }
 
-/* onebatch_collect: the counts of the SFT model and of every run after its first update (from
-   the cache, else measured as the section's comment says and cached), into ob. A failing train
-   run stops compare (exit 1) with its log. */
+// onebatch_measure: checkpoint model_path's count on the probe set d (onebatch_score), cached in `path`
+static long onebatch_measure(const OneBatch *ob, const Dataset *d, const char *model_path, const char *path) {
+    GPT model;
+    char text[128];
+    load_checkpoint(model_path, &model, 1, NULL);
+    long correct = onebatch_score(&model, d, ob->P, ob->M, ob->max_new, ob->temperature, OB_SEED, 64);
+    free_gpt(&model);
+    snprintf(text, sizeof text, "correct %ld\nsamples %ld\n", correct, (long)ob->P * ob->M);
+    write_file_atomic(path, text);
+    return correct;
+}
+
+/* onebatch_collect: the counts of the SFT model and of every run after its first update (cached,
+   else measured as the section's comment says), into ob; a failing run stops compare (exit 1). */
 static void onebatch_collect(const Options *o, const char *study, const char *sft, uint64_t sft_hash,
                              const Method *m, const CmpRun *runs, int nruns, const char *exe, OneBatch *ob) {
-    char dir[1200], path[1400], name[300];
+    char dir[1200], path[1400], probe[1400], name[300];
     long samples = (long)ob->P * ob->M;
-    GPT model;
     Dataset d;
-    onebatch_probe_set(ob, sft, &model, &d);
+    onebatch_probe_set(ob, sft, &d);
     ob->after = (long *)callocCheck((size_t)nruns, sizeof(long));
     snprintf(dir, sizeof dir, "%s/onebatch", study);
     make_dir(dir);
     snprintf(path, sizeof path, "%s/sft.txt", dir);
-    if (onebatch_read(path, samples, &ob->sft)) {
-        ob->sft = onebatch_score(&model, &d, ob->P, ob->M, ob->max_new, ob->temperature, OB_SEED, 64);
-        onebatch_write(path, ob->sft, samples);
-    }
-    free_gpt(&model);
+    if (onebatch_read(path, samples, &ob->sft)) ob->sft = onebatch_measure(ob, &d, sft, path);
     for (int i = 0; i < nruns; i++) {
         const CmpRun *r = &runs[i];
         snprintf(dir, sizeof dir, "%s/onebatch/%s/seed_%d", study, m[r->method].dir, r->seed);
-        snprintf(path, sizeof path, "%s/probe.txt", dir);
-        if (!onebatch_read(path, samples, &ob->after[i])) continue;
+        snprintf(probe, sizeof probe, "%s/probe.txt", dir);
+        if (!onebatch_read(probe, samples, &ob->after[i])) continue;
         check_study_sft(sft, sft_hash, study);   // the first update starts from the recorded checkpoint
         make_dir(dir);
         ArgList a;
@@ -11202,33 +11131,25 @@ static void onebatch_collect(const Options *o, const char *study, const char *sf
         char log[1400];
         snprintf(log, sizeof log, "%s/run.log", dir);
         printf("one-batch: %s's first update (log %s)\n", run_name(r, m, name, sizeof name), log);
-        int status = spawn_wait(exe, a.argv, log);
-        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-            fprintf(stderr, "error: the one-batch run of %s failed (%s); its log: %s\n", name,
-                    exit_text(status, "signal", path, sizeof path), log);
+        if (spawn_wait(exe, a.argv, log, path, sizeof path) != 0) {
+            fprintf(stderr, "error: the one-batch run of %s failed (%s); its log: %s\n", name, path, log);
             print_log_error(log);
             exit(EXIT_INPUT);
         }
         snprintf(path, sizeof path, "%s/model.bin", dir);
-        load_checkpoint(path, &model, 1, NULL);
-        ob->after[i] = onebatch_score(&model, &d, ob->P, ob->M, ob->max_new, ob->temperature, OB_SEED, 64);
-        free_gpt(&model);
-        snprintf(path, sizeof path, "%s/probe.txt", dir);
-        onebatch_write(path, ob->after[i], samples);
+        ob->after[i] = onebatch_measure(ob, &d, path, probe);
     }
     free_dataset(&d);
-    ob->sft_test = runs[0].sft_test_acc;   // the SFT model's greedy test accuracy (the same in every run)
 }
 
-/* OneBatchVerdict: does the one-batch Δ rank the methods as training's gain does, and by how
-   much does it over- or understate the gaps against the reference. */
+// OneBatchVerdict: does the one-batch Δ rank the methods as training's gain does, and the gaps
 typedef struct {
     int same;                            // 1: the orderings of the means agree (ties included)
     int determined;                      // 1: the reference's Δ interval excludes 0 (the scale is set)
     double predicted[CMP_MAX_METHODS];   // gain_ref · (Δ_m − Δ_ref) / Δ_ref (accuracy, NaN if !determined)
 } OneBatchVerdict;
 
-/* ordering: the labels by mean, highest first ("a > b = c"; a stable sort, equal means "=") */
+// onebatch_ordering: the labels by mean, highest first ("a > b = c"; a stable sort, equal means "=")
 static void onebatch_ordering(const double *mean, int nm, const char *const *labels, char *out, size_t cap) {
     int order[CMP_MAX_METHODS];
     for (int i = 0; i < nm; i++) order[i] = i;
@@ -11251,19 +11172,15 @@ static void onebatch_ordering(const double *mean, int nm, const char *const *lab
    against the actual one in points, or "not determined" when Δ_ref's 95% interval holds 0. */
 static OneBatchVerdict onebatch_verdict(FILE *f, int nm, int ref, const char *const *labels, const MeanCI *delta,
                                         const double *gain, const double *actual, const char *gain_name) {
-    OneBatchVerdict v;
-    memset(&v, 0, sizeof v);
-    double dm[CMP_MAX_METHODS], gm[CMP_MAX_METHODS];
+    OneBatchVerdict v = {.same = 1};
+    double dm[CMP_MAX_METHODS] = {0}, gm[CMP_MAX_METHODS] = {0};
     for (int i = 0; i < nm; i++) {   // means within 1e-9 are equal (the same counts summed in another order)
         dm[i] = round(delta[i].mean * 1e9) / 1e9;
         gm[i] = round(gain[i] * 1e9) / 1e9;
     }
-    v.same = 1;
-    for (int i = 0; i < nm; i++)
-        for (int j = 0; j < nm; j++) {
-            int a = (dm[i] > dm[j]) - (dm[i] < dm[j]), b = (gm[i] > gm[j]) - (gm[i] < gm[j]);
-            if (a != b) v.same = 0;
-        }
+    for (int i = 0; i < nm; i++)   // every pair ordered alike (ties included)
+        for (int j = 0; j < nm; j++)
+            v.same &= (dm[i] > dm[j]) - (dm[i] < dm[j]) == (gm[i] > gm[j]) - (gm[i] < gm[j]);
     char o1[1200], o2[1200];
     onebatch_ordering(dm, nm, labels, o1, sizeof o1);
     onebatch_ordering(gm, nm, labels, o2, sizeof o2);
@@ -11274,7 +11191,7 @@ static OneBatchVerdict onebatch_verdict(FILE *f, int nm, int ref, const char *co
     for (int i = 0; i < nm; i++) v.predicted[i] = NAN;
     if (!v.determined) {
         char cell[96];
-        format_ci_digits(r, 1, 4, cell, sizeof cell);
+        format_ci(r, 1, 4, cell, sizeof cell);
         fprintf(f, "  gaps: the scale is not determined: %s's one-batch Δ is %s, %s, so (Δ_m − Δ_%s)/Δ_%s "
                    "is no measure\n", labels[ref], cell, isnan(r->half) ? "with no interval (one seed)"
                    : "its 95% interval includes 0", labels[ref], labels[ref]);
@@ -11296,62 +11213,41 @@ static OneBatchVerdict onebatch_verdict(FILE *f, int nm, int ref, const char *co
     return v;
 }
 
-/* print_onebatch_view: the one-batch table (per method: Δ, test gain, val gain, mean ± 95% CI
-   over seeds, and under each other method its paired differences against the reference), then
-   the verdict (onebatch_verdict, on the test gain; on the val gain when the runs had no test). */
+/* print_onebatch_view: the one-batch table (Δ, test gain, val gain: print_table with the
+   differences), then the verdict (on the test gain; on the val gain when the runs had no test). */
 static void print_onebatch_view(const CmpReport *R) {
     FILE *f = R->out;
     const OneBatch *ob = R->ob;
-    int S = R->S, nm = R->nm, has_test = ob->sft_test >= 0;
-    double n = (double)ob->P * ob->M;
-    double dl[CMP_MAX_METHODS][1024], gt[CMP_MAX_METHODS][1024], gv[CMP_MAX_METHODS][1024];
-    char cell[96];
-    for (int s = 0; s < S; s++)
-        for (int mi = 0; mi < nm; mi++) {
-            int i = s * nm + mi;
-            const CmpRun *r = &R->runs[i];
-            dl[mi][s] = (double)(ob->after[i] - ob->sft) / n;
-            gt[mi][s] = has_test ? r->test_acc - ob->sft_test : NAN;
-            gv[mi][s] = r->val[R->K] - r->val[0];
-        }
+    double sft_test = R->runs[0].sft_test_acc;   // the SFT model's test accuracy (−1: none), in every run
+    int S = R->S, nm = R->nm, has_test = sft_test >= 0;
+    double n = (double)ob->P * ob->M, *v = (double *)mallocCheck((size_t)3 * nm * S * sizeof(double));
+    for (int i = 0; i < nm * S; i++) {   // the columns: one-batch Δ, test gain, val gain
+        const CmpRun *r = &R->runs[i];
+        int at = (i % nm) * S + i / nm;
+        v[at] = (double)(ob->after[i] - ob->sft) / n;
+        v[nm * S + at] = has_test ? r->test_acc - sft_test : NAN;
+        v[2 * nm * S + at] = r->val[R->K] - r->val[0];
+    }
     fprintf(f, "\none-batch prediction (pre-registered --one-batch %d): Δ = expected verifier reward after each\n"
                "  run's first update minus the SFT model's (%.4f), over the first %d validation prompts x %d\n"
                "  samples at T=%g (seed %d, the same draws for every model); gain = greedy accuracy at the end\n"
                "  minus the SFT model's (test; val: the last point minus point 0); mean ± 95%% CI over %d seeds\n",
             ob->P, (double)ob->sft / n, ob->P, ob->M, ob->temperature, OB_SEED, S);
-    double (*cols[3])[1024] = {dl, gt, gv};
-    static const int width[3] = {22, 20, 20};
-    static const char *const heads[] = {"one-batch Δ", "test gain", "val gain"};
-    print_heads(R, 3, heads, width);
+    static const TableCol col[] = {{"one-batch Δ", 22, 4}, {"test gain", 20, 3}, {"val gain", 20, 3}};
+    print_table(R, 3, col, 1, v, 1);
     MeanCI delta[CMP_MAX_METHODS];
     double gain[CMP_MAX_METHODS], actual[CMP_MAX_METHODS];
-    int g = has_test ? 1 : 2;   // the gain that ranks the methods: test, else val
+    const char *labels[CMP_MAX_METHODS] = {0};
+    const double *g = v + (size_t)(has_test ? 1 : 2) * nm * S;   // the gain that ranks the methods: test, else val
     for (int mi = 0; mi < nm; mi++) {
-        row_label(R, R->m[mi].label);
-        for (int c = 0; c < 3; c++) {
-            MeanCI ci = mean_ci(cols[c][mi], S);
-            format_ci_digits(&ci, 1, c ? 3 : 4, cell, sizeof cell);
-            print_padded(f, c == 1 && !has_test ? "(not evaluated)" : cell, width[c], 1);
-            if (c == 0) delta[mi] = ci;
-            if (c == g) gain[mi] = ci.mean;
-        }
-        fprintf(f, "\n");
-        actual[mi] = 0.0;
-        if (mi == R->ref) continue;
-        delta_label(R, 80);
-        for (int c = 0; c < 3; c++) {
-            PairedDiff p = paired_diff(cols[c][mi], cols[c][R->ref], S);
-            format_diff(&p, c ? 3 : 4, cell, sizeof cell);
-            print_padded(f, c == 1 && !has_test ? "-" : cell, width[c], 1);
-        }
-        fprintf(f, "\n");
-        actual[mi] = paired_diff(cols[g][mi], cols[g][R->ref], S).d.mean;
+        delta[mi] = mean_ci(v + (size_t)mi * S, S);
+        gain[mi] = mean_ci(g + (size_t)mi * S, S).mean;
+        actual[mi] = mi == R->ref ? 0.0 : paired_diff(g + (size_t)mi * S, g + (size_t)R->ref * S, S).d.mean;
+        labels[mi] = R->m[mi].label;
     }
-    const char *labels[CMP_MAX_METHODS];
-    for (int i = 0; i < nm; i++) labels[i] = R->m[i].label;
     onebatch_verdict(f, nm, R->ref, labels, delta, gain, actual, has_test ? "test gain" : "val gain");
+    free(v);
 }
-
 
 /* ---- studies that outgrow one machine: compare --plan and compare --only RUN (notes/compare.md)
 
@@ -11368,9 +11264,8 @@ typedef struct {
     int budget_given;     // --budget given (the default budget counts generated tokens)
 } CmpPlan;
 
-/* cmp_plan_args: takes the flags --plan, --quick and --only RUN / --only=RUN out of argv (argv[0]
-   is "compare") into p, and keeps the options as given but --plan in p->args. Returns the new
-   argc. A usage error when --only has no value or is given with --plan. */
+/* cmp_plan_args: the flags --plan, --quick and --only RUN / --only=RUN taken out of argv (argv[0]:
+   "compare") into p, the options as given but --plan kept in p->args. Returns the new argc. */
 static int cmp_plan_args(int argc, char **argv, CmpPlan *p) {
     memset(p, 0, sizeof *p);
     p->out = -1;
@@ -11417,9 +11312,8 @@ static void shell_quote(FILE *f, const char *before, const char *s) {
     fputc('\'', f);
 }
 
-/* cmp_print_plan: one line per run of runs[0..n) that is not done, to p->out, in the order
-   compare runs them (seed-major): cd to this working directory, then this program (exe,
-   absolute) with compare's options as given and --only METHOD/seed_N. */
+/* cmp_print_plan: to p->out, one line per run not done, in compare's order: cd to this working
+   directory, then this program (exe) with compare's options as given and --only METHOD/seed_N. */
 static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Method *m, const char *exe) {
     char cwd[4096];
     if (!getcwd(cwd, sizeof cwd)) fail_at(__FILE__, __LINE__, "compare --plan: getcwd failed", strerror(errno));
@@ -11448,39 +11342,33 @@ static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Me
                     "  machine slows a line only by the CPU it shares\n", lines, lines == 1 ? "" : "s", n);
 }
 
-/* cmp_only_ready: before an --only run touches the study: its prereg.txt must exist, and the
-   study's SFT checkpoint sft with its recorded hash (unless --init gave it), both of which
-   --plan makes; else two --only runs started at once would both make them. Exit 1 otherwise. */
+/* cmp_only_ready: an --only run needs the study's prereg.txt and SFT checkpoint with its recorded
+   hash (unless --init gave it), which --plan makes (two --only runs would both make them). */
 static void cmp_only_ready(const char *study, const char *sft, int given_init) {
-    char path[1100], msg[2600];
+    char path[1100];
     snprintf(path, sizeof path, "%s/prereg.txt", study);
     char *pre = slurp(path);
     struct stat sb;
     const char *missing = !pre ? path : stat(sft, &sb) != 0 ? sft : NULL;
     if (!missing && !given_init && !strstr(pre, "\n" PREREG_SFT_LINE)) missing = "prereg.txt's SFT hash line";
+    if (missing)
+        CMP_DIE("run the same compare command with --plan first (it writes the pre-registration and makes the SFT "
+                "checkpoint)", "compare --only: study '%s' has no %s", study, missing);
     free(pre);
-    if (!missing) return;
-    snprintf(msg, sizeof msg, "compare --only: study '%s' has no %s", study, missing);
-    fail_at(__FILE__, __LINE__, msg, "run the same compare command with --plan first (it writes the "
-                                     "pre-registration and makes the SFT checkpoint)");
 }
 
-/* cmp_only_select: the run that --only names (METHOD-DIR/seed_N, as --plan prints it) among
-   runs[0..n). Returns 1 when it is done already (nothing to do), else 0 with every other run
-   marked done so that compare's loop runs this one alone. A usage error when no run has
-   that name. */
+/* cmp_only_select: the run --only names (as --plan prints it; else a usage error): 1 when it is done
+   already, else 0 with every other run marked done so that compare's loop runs this one alone. */
 static int cmp_only_select(const CmpPlan *p, CmpRun *runs, int n, const Method *m) {
     int at = -1;
-    for (int i = 0; i < n; i++) {
-        char name[300];
+    char name[300], path[1200];
+    for (int i = 0; i < n; i++)
         if (!strcmp(run_name(&runs[i], m, name, sizeof name), p->only)) at = i;
-    }
     if (at < 0) usage_error("--only '%s': the study has no such run (METHOD/seed_N, as --plan prints it)", p->only);
     // one --only per run at a time: a lock of the compare process's own (train's .lock is taken only
     // once its run starts, after compare has opened the run's log), then the done marker again
     make_dir(runs[at].dir);
-    char path[1200], done[1200];
-    snprintf(path, sizeof path, "%s/.only-lock", runs[at].dir);
+    run_path(&runs[at], ".only-lock", path, sizeof path);
     int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);   // held until the process ends
     if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
         fprintf(stderr, "error: --only '%s': %s\n  hint: another compare --only runs it now (the same plan line "
@@ -11488,9 +11376,9 @@ static int cmp_only_select(const CmpPlan *p, CmpRun *runs, int n, const Method *
                 fd < 0 ? strerror(errno) : "that run is in use", runs[at].dir);
         exit(1);
     }
-    snprintf(done, sizeof done, "%s/done", runs[at].dir);
     struct stat sb;
-    if (stat(done, &sb) == 0) runs[at].state = CMP_DONE;   // finished while this one waited to start
+    if (stat(run_path(&runs[at], "done", path, sizeof path), &sb) == 0)   // finished while this one waited
+        runs[at].state = CMP_DONE;
     if (runs[at].state == CMP_DONE) {
         printf("done already: %s\n", p->only);
         return 1;
@@ -11553,7 +11441,6 @@ static void cmp_options(int argc, char **argv, Options *o, CmpPlan *plan) {
         usage_error("--budget %.9g: with --budget-unit steps at most %d (train's --steps)", o->budget, cmp_steps_cap());
     if (o->eval_points < 1 || o->eval_points > CMP_MAX_POINTS)
         usage_error("--eval-points %d: compare needs 1 to %d points", o->eval_points, CMP_MAX_POINTS);
-    if (o->seeds > 1024) usage_error("--seeds %d: at most 1024", o->seeds);
 }
 
 // A study being run: its options, methods, paths and runs (one compare per process)
@@ -11590,13 +11477,13 @@ static void study_setup(Study *st, const Options *o) {
     else snprintf(st->sft, sizeof st->sft, "%s/model.bin", st->sft_dir);
 }
 
-/* prereg_config: the pre-registration's configuration lines into pr: the budget and statistics,
-   the SFT checkpoint (given: its hash into st->sft_hash) or its command line, and each method's
-   resolved command line (a bad option stops compare here, before anything runs). */
+/* prereg_config: the pre-registration's configuration lines into pr: the budget, the statistics,
+   the SFT checkpoint (given: its hash into st->sft_hash) or its command line, each method's. */
 static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
     const Options *o = st->o;
     const char *ref = st->m[st->ref].label;
     ArgList args;
+    Options *t = (Options *)callocCheck(CMP_MAX_METHODS, sizeof(Options));   // each method's resolved line
     fprintf(pr, "# grpo.c compare: pre-registration of the study '%s'\n", st->study);
     fprintf(pr, "# written before its first run; the hash line covers every byte above it (FNV-1a, 64 bits)\n\n");
     fprintf(pr, "configuration\n");
@@ -11613,41 +11500,30 @@ static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
         fprintf(pr, "  target: validation accuracy %.9g; generated tokens and seconds to first reach it\n"
                     "    (interpolated between evaluations; a run that does not reach it is counted as such)\n",
                 o->target_acc);
-    struct stat sb;
     if (o->init[0]) {
-        if (file_fnv1a64(st->sft, &st->sft_hash) != 0 || stat(st->sft, &sb) != 0) {
-            char msg[1300];
-            snprintf(msg, sizeof msg, "--init '%s': cannot read it: %s", st->sft, strerror(errno));
-            fail_at(__FILE__, __LINE__, msg, "give an SFT checkpoint written by ./grpo sft");
-        }
-        fprintf(pr, "  sft: %s (given; %lld bytes, fnv1a64 %016llx)\n", st->sft, (long long)sb.st_size,
+        long long bytes = 0;
+        st->sft_hash = sft_hash(st->sft, &bytes, "--init '%s': cannot read it: %s",
+                                "give an SFT checkpoint written by ./grpo sft");
+        fprintf(pr, "  sft: %s (given; %lld bytes, fnv1a64 %016llx)\n", st->sft, bytes,
                 (unsigned long long)st->sft_hash);
     } else {
         sft_args(&args, o, st->sft_dir, 1);
         args.argc -= 2;   // the thread count is not part of the configuration (same result)
         args.argv[args.argc] = NULL;
         fprintf(pr, "  sft: %s, made if missing by\n", st->sft);
-        print_command(pr, &args);
-        fprintf(pr, "  ");
-        usage_context = "the study's SFT run (--sft-args)";
-        resolved_config(pr, &args, 0);
-        usage_context = NULL;
+        resolved_config(pr, &args, 0, "the study's SFT run (--sft-args)", t);
     }
     for (int mi = 0; mi < st->nm; mi++) {
         char dir[600], context[300];
         snprintf(dir, sizeof dir, "%s/%s/seed_1", st->runs_dir, st->m[mi].dir);
         method_args(&args, o, &st->m[mi], 1, dir, st->sft);
         fprintf(pr, "  method %s (seed 1; the other seeds differ in --seed and --run-dir only):\n", st->m[mi].label);
-        print_command(pr, &args);
-        fprintf(pr, "  ");
         snprintf(context, sizeof context, "--methods: method '%.200s' (--train-args, then its own options)",
                  st->m[mi].label);
-        usage_context = context;
-        resolved_config(pr, &args, 1);
-        usage_context = NULL;
+        resolved_config(pr, &args, 1, context, &t[mi]);
     }
     if (o->one_batch > 0) {   // only when given, so the prereg (and hash) of a study without it is unchanged
-        onebatch_settings(o, st->m, st->nm, st->ref, st->runs_dir, st->sft, ob);
+        onebatch_settings(o, st->m, t, st->nm, st->ref, ob);
         Dataset all;   // before the prereg is written: a P the file cannot hold is not registered
         onebatch_prompts(ob, 1024, &all);   // (the cut at the SFT model's context comes later)
         free_dataset(&all);
@@ -11659,6 +11535,7 @@ static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
                     "    the means, and predicted gap = gain_%s x (delta_m - delta_%s) / delta_%s\n",
                 ob->P, ob->val_data, ob->M, ob->temperature, ob->max_new, ref, OB_SEED, st->study, ref, ref, ref);
     }
+    free(t);
 }
 
 // prereg_text: the pre-registration's text (malloc'd): the configuration, then the hypotheses
@@ -11670,15 +11547,12 @@ static char *prereg_text(Study *st, OneBatch *ob) {
     prereg_config(pr, st, ob);
     fprintf(pr, "\nhypotheses (two-sided paired t tests over the seeds; Holm's correction over the study's %d\n"
                 "hypotheses: each is supported when its Holm-adjusted p is below 0.05)\n", 3 * (st->nm - 1));
-    for (int mi = 0, h = 1; mi < st->nm; mi++) {
-        if (mi == st->ref) continue;
-        const char *a = st->m[mi].label, *b = st->m[st->ref].label;
-        fprintf(pr, "  H%d %s vs %s: greedy test accuracy at the end of the budget differs\n", h, a, b);
-        fprintf(pr, "  H%d %s vs %s: validation accuracy at matched generated tokens (last point) differs\n",
-                h + 1, a, b);
-        fprintf(pr, "  H%d %s vs %s: validation accuracy at matched time (last point) differs\n", h + 2, a, b);
-        h += 3;
-    }
+    static const char *what[3] = {"greedy test accuracy at the end of the budget",
+                                  "validation accuracy at matched generated tokens (last point)",
+                                  "validation accuracy at matched time (last point)"};
+    for (int mi = 0, h = 1; mi < st->nm; mi++)
+        for (int k = 0; k < 3 && mi != st->ref; k++)
+            fprintf(pr, "  H%d %s vs %s: %s differs\n", h++, st->m[mi].label, st->m[st->ref].label, what[k]);
     fprintf(pr, "exploratory (reported, not tested): the per-step view; steps and tokens to peak validation\n"
                 "accuracy\n");
     if (fclose(pr) != 0) fail_at(__FILE__, __LINE__, "compare: writing the pre-registration failed", oom_hint);
@@ -11689,16 +11563,14 @@ static char *prereg_text(Study *st, OneBatch *ob) {
 static void make_sft(const Study *st, double t0) {
     struct stat sb;
     if (stat(st->sft, &sb) == 0) return;
-    char log[1200], how[64];
+    char log[1200], how[64] = "exit status 0";
     ArgList args;
     make_dir(st->sft_dir);
     snprintf(log, sizeof log, "%s/run.log", st->sft_dir);
     sft_args(&args, st->o, st->sft_dir, st->o->threads);
     printf("sft: making %s (log %s)\n", st->sft, log);
-    int status = spawn_wait(st->exe, args.argv, log);
-    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0 || stat(st->sft, &sb) != 0) {
-        fprintf(stderr, "error: the study's SFT run failed (%s); its log: %s\n",
-                exit_text(status, "signal", how, sizeof how), log);
+    if (spawn_wait(st->exe, args.argv, log, how, sizeof how) != 0 || stat(st->sft, &sb) != 0) {
+        fprintf(stderr, "error: the study's SFT run failed (%s); its log: %s\n", how, log);
         exit(EXIT_INPUT);
     }
     printf("sft: done in %.1f min\n", (wall_seconds() - t0) / 60.0);
@@ -11715,8 +11587,7 @@ static int load_done_runs(Study *st) {
         r->method = i % st->nm;
         r->seed = i / st->nm + 1;
         snprintf(r->dir, sizeof r->dir, "%s/%s/seed_%d", st->runs_dir, st->m[r->method].dir, r->seed);
-        snprintf(done, sizeof done, "%s/done", r->dir);
-        if (stat(done, &sb) != 0) continue;
+        if (stat(run_path(r, "done", done, sizeof done), &sb) != 0) continue;
         if (load_run(r, st->K, err, sizeof err) != 0) {
             fprintf(stderr, "error: run %s is marked done but %s\n  hint: delete %s to redo the run\n", r->dir, err,
                     done);
@@ -11735,11 +11606,8 @@ static void start_run(Study *st, CmpRun *r, double t0) {
     check_study_sft(st->sft, st->sft_hash, st->study);   // each run starts from the recorded checkpoint
     make_dir(r->dir);
     static const char *stale[] = {"model.bin", "ckpt.bin", "result.txt"};   // a try before `done`
-    for (int k = 0; k < 3; k++) {   // (train refuses a --run-dir that holds a finished run)
-        snprintf(log, sizeof log, "%s/%s", r->dir, stale[k]);
-        unlink(log);
-    }
-    snprintf(log, sizeof log, "%s/run.log", r->dir);
+    for (int k = 0; k < 3; k++) unlink(run_path(r, stale[k], log, sizeof log));   // (train refuses those)
+    run_path(r, "run.log", log, sizeof log);
     method_args(&args, st->o, &st->m[r->method], r->seed, r->dir, st->sft);
     r->pid = spawn(st->exe, args.argv, log);
     r->state = CMP_RUNNING;
@@ -11750,22 +11618,21 @@ static void start_run(Study *st, CmpRun *r, double t0) {
 
 // finish_run: run r has ended with wait status `status`: checked (load_run) and marked done, or failed
 static int finish_run(Study *st, CmpRun *r, int status) {
-    char name[300], log[1200], done[1200], err[512];
+    char name[300], path[1200], err[512];
     r->wall = wall_seconds() - r->t_start;
     run_name(r, st->m, name, sizeof name);
-    snprintf(log, sizeof log, "%s/run.log", r->dir);
     int exited_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
     if (!exited_ok) exit_text(status, "killed by signal", err, sizeof err);
     if (exited_ok && load_run(r, st->K, err, sizeof err) == 0) {
-        snprintf(done, sizeof done, "%s/done", r->dir);
-        write_file_atomic(done, "done\n");   // last: the run's files are complete and checked
+        write_file_atomic(run_path(r, "done", path, sizeof path), "done\n");   // last: its files are checked
         r->state = CMP_DONE;
         printf("done: %s in %.1f min\n", name, r->wall / 60.0);
         return 0;
     }
     r->state = CMP_FAILED;
-    fprintf(stderr, "error: run %s failed (%s); its log: %s\n", name, err, log);
-    print_log_error(log);
+    fprintf(stderr, "error: run %s failed (%s); its log: %s\n", name, err,
+            run_path(r, "run.log", path, sizeof path));
+    print_log_error(path);
     return 1;
 }
 
@@ -11817,7 +11684,7 @@ static void write_results(const Study *st, const OneBatch *ob) {
         const CmpRun *r = &st->runs[i];
         for (int j = 0; j <= st->K; j++)
             fprintf(pts, "%s,%d,%d,%.10g,%.0f,%.0f,%.0f,%.6f,%.6f,%.6f\n", st->m[r->method].label, r->seed,
-                    j, r->x[unit_axis(o->budget_unit)][j], r->x[AX_STEP][j], r->x[AX_TOKENS][j],
+                    j, r->x[UNIT_AXIS[o->budget_unit]][j], r->x[AX_STEP][j], r->x[AX_TOKENS][j],
                     r->x[AX_FLOPS][j], r->x[AX_SECONDS][j], r->val[j], r->test_acc);
     }
     atomic_close(&apts);
@@ -11828,7 +11695,7 @@ static void write_results(const Study *st, const OneBatch *ob) {
     size_t report_n = 0;
     FILE *rf = open_memstream(&report, &report_n);
     if (!rf) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
-    CmpReport R = {rf, st->runs, st->m, st->nm, st->S, st->K, st->ref, unit_axis(o->budget_unit), o->budget,
+    CmpReport R = {rf, st->runs, st->m, st->nm, st->S, st->K, st->ref, UNIT_AXIS[o->budget_unit], o->budget,
                    o->target_acc, o->one_batch > 0 ? ob : NULL, 14};
     for (int i = 0; i < st->nm; i++) R.wl = (int)fmax(R.wl, strlen(st->m[i].label) + 2);
     print_report(&R, curves);
@@ -11845,8 +11712,7 @@ static void write_results(const Study *st, const OneBatch *ob) {
 static int cmd_compare(int argc, char **argv, Options *o) {
     static CmpPlan plan;   // static: its args stay reachable (one compare per process)
     static Study st;
-    OneBatch ob;
-    memset(&ob, 0, sizeof ob);
+    OneBatch ob = {0};
     cmp_options(argc, argv, o, &plan);
     study_setup(&st, o);
     char *text = prereg_text(&st, &ob);
@@ -11864,10 +11730,8 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     }
     check_study_sft(st.sft, st.sft_hash, st.study);
     if (o->one_batch > 0 && !plan.only) {   // the probe set holds P prompts: refused before any run
-        GPT probe_model;
         Dataset probe_set;
-        onebatch_probe_set(&ob, st.sft, &probe_model, &probe_set);
-        free_gpt(&probe_model);
+        onebatch_probe_set(&ob, st.sft, &probe_set);
         free_dataset(&probe_set);
     }
     int skipped = load_done_runs(&st);

@@ -8405,7 +8405,8 @@ static void test_select_usage(void) {
     size_t len = 0;
     FILE *mem = open_memstream(&text, &len);
     int threads = num_threads();
-    resolved_config(mem, &al, 1);   // parses --threads 1: this process's thread count is put back
+    Options resolved;
+    resolved_config(mem, &al, 1, NULL, &resolved);   // parses --threads 1: this process's count is put back
 #ifdef _OPENMP
     omp_set_num_threads(threads);
 #endif
