@@ -8531,11 +8531,9 @@ static int cmd_tree(int argc, char **argv, Options *o) {
 // no library). node_numbers computes what sample's text tree prints and what the JSON holds,
 // so the two cannot disagree; the page's script only draws them.
 
-/* NodeNumbers: the numbers shown for one node λ of B(G) (sample's text, the page's JSON). */
+/* NodeNumbers: the numbers shown for one node λ of B(G) beside its ProcessNode's |λ|, R̂ and A_λ
+   (sample's text, the page's JSON). */
 typedef struct {
-    int size;           // |λ|: member completions
-    float reward;       // R̂(λ): mean reward of the members (ProcessNode.step_reward)
-    float advantage;    // A_λ: mean of the members' a_i (ProcessNode.step_advantage)
     double net[2];      // the net coefficient of each of the step's tokens, Σ_{i∈λ} lambda_weight·a_i
                         // (before the aggregation factor c_i, notes/worked-example.md): [0] GRPO
                         // (= |λ|·A_λ), [1] λ-GRPO (= A_λ); positive: the objective raises the tokens
@@ -8560,26 +8558,16 @@ static int node_members(const PrefixTree *tree, int n, const int *len, int k, co
 static void node_numbers(NodeNumbers *out, const PrefixTree *tree, const float *advantage, const int *len, int k,
                          const int *node_of, const int *lambda_size, int stride, const float *value,
                          const long *cost) {
-    ObjectiveConfig obj[2];
-    memset(obj, 0, sizeof obj);
-    obj[0].objective = OBJ_GRPO;
-    obj[1].objective = OBJ_LAMBDA_GRPO;
+    ObjectiveConfig obj[2] = {{.objective = OBJ_GRPO}, {.objective = OBJ_LAMBDA_GRPO}};
     int *members = (int *)mallocCheck((size_t)(k + 1) * sizeof(int));
     for (int n = 0; n < tree->num_nodes; n++) {
-        const ProcessNode *nd = &tree->nodes[n];
         NodeNumbers *o = &out[n];
-        o->size = nd->size;
-        o->reward = nd->step_reward;
-        o->advantage = nd->step_advantage;
-        int m = node_members(tree, n, len, k, node_of, stride, members);
-        for (int b = 0; b < 2; b++) {
-            double net = 0.0;
-            for (int a = 0; a < m; a++) {
-                int i = members[a];
-                net += (double)lambda_weight(&obj[b], lambda_size[(size_t)i * stride + nd->start]) * advantage[i];
-            }
-            o->net[b] = net;
-        }
+        int m = node_members(tree, n, len, k, node_of, stride, members), start = tree->nodes[n].start;
+        o->net[0] = o->net[1] = 0.0;
+        for (int a = 0; a < m; a++)
+            for (int b = 0; b < 2; b++)
+                o->net[b] += (double)lambda_weight(&obj[b], lambda_size[(size_t)members[a] * stride + start]) *
+                             advantage[members[a]];
         o->value = value ? value[n] : NAN;
         o->cost = cost ? cost[n] : -2;
     }
@@ -8629,11 +8617,11 @@ static void free_token_names(TokenNames *tn) {
     free(tn->name);
 }
 
-// Writes s[0..n) as the inside of a JSON string. <, > and & are escaped too: the JSON sits in
-// an HTML <script> element, which a literal "</script>" in a token's name would end.
-static void json_chars(FILE *f, const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
+// Writes s as the inside of a JSON string. <, > and & are escaped too: the JSON sits in an HTML
+// <script> element, which a literal "</script>" in a token's name would end.
+static void json_chars(FILE *f, const char *s) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
         else if (c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7f) fprintf(f, "\\u%04x", c);
         else fputc(c, f);
@@ -8659,23 +8647,6 @@ static void json_num(FILE *f, const char *before, double v) {
     else fputs("null", f);
 }
 
-// Writes tokens[0..n) as tn names them, inside a JSON string; sep: 1 when tokens came before
-// these (ids in decimal are separated by spaces).
-static void json_token_run(FILE *f, const TokenNames *tn, const int *tokens, int n, int sep) {
-    if (tn->own_vocab) {
-        char *text = (char *)mallocCheck((size_t)n * 6 + 1);   // a token decodes to at most 5 characters
-        decode(tokens, n, text, n * 6 + 1);
-        json_chars(f, text, strlen(text));
-        free(text);
-        return;
-    }
-    for (int t = 0; t < n; t++) {
-        int id = tokens[t];
-        if (tn->name && id >= 0 && id < tn->n) json_chars(f, tn->name[id], strlen(tn->name[id]));
-        else fprintf(f, "%s%d", (t > 0 || sep) && !tn->name ? " " : "", id);
-    }
-}
-
 // A step's text on the page: its first HTML_HEAD_TOKENS and last HTML_TAIL_TOKENS tokens when it
 // has more than HTML_STEP_TOKENS (the page shows 24 characters of it, the hover panel all of
 // this): so that a group of long completions stays well under 1 MB (start and end give the span).
@@ -8683,14 +8654,25 @@ static void json_token_run(FILE *f, const TokenNames *tn, const int *tokens, int
 #define HTML_HEAD_TOKENS 120
 #define HTML_TAIL_TOKENS 24
 
-// The JSON string of tokens[0..n) as tn names them, elided in the middle past HTML_STEP_TOKENS.
+// The JSON string of tokens[0..n) as tn names them (ids without a name in decimal, and with no
+// names at all space-separated), elided in the middle past HTML_STEP_TOKENS.
 static void json_tokens(FILE *f, const TokenNames *tn, const int *tokens, int n) {
+    int cut = n > HTML_STEP_TOKENS;
     fputc('"', f);
-    if (n <= HTML_STEP_TOKENS) json_token_run(f, tn, tokens, n, 0);
-    else {
-        json_token_run(f, tn, tokens, HTML_HEAD_TOKENS, 0);
-        fprintf(f, " \u2026 (%d tokens) \u2026 ", n - HTML_HEAD_TOKENS - HTML_TAIL_TOKENS);
-        json_token_run(f, tn, tokens + n - HTML_TAIL_TOKENS, HTML_TAIL_TOKENS, 0);
+    for (int part = 0; part <= cut; part++) {   // part 1: the tail after the elision
+        const int *run = part ? tokens + n - HTML_TAIL_TOKENS : tokens;
+        int m = !cut ? n : part ? HTML_TAIL_TOKENS : HTML_HEAD_TOKENS;
+        if (part) fprintf(f, " \u2026 (%d tokens) \u2026 ", n - HTML_HEAD_TOKENS - HTML_TAIL_TOKENS);
+        if (tn->own_vocab) {
+            char *text = (char *)mallocCheck((size_t)m * 6 + 1);   // a token decodes to at most 5 characters
+            decode(run, m, text, m * 6 + 1);
+            json_chars(f, text);
+            free(text);
+        }
+        for (int t = 0; t < m && !tn->own_vocab; t++) {
+            if (tn->name && run[t] >= 0 && run[t] < tn->n) json_chars(f, tn->name[run[t]]);
+            else fprintf(f, "%s%d", t > 0 && !tn->name ? " " : "", run[t]);
+        }
     }
     fputc('"', f);
 }
@@ -8912,15 +8894,10 @@ static const char HTML_STYLE[] =
     ".bg-endtext{font:11px monospace;fill:#333}\n.bg-head{font:bold 13px sans-serif}\n"
     ".bg-node:hover .bg-box{stroke:#000;stroke-width:2}\n";
 
-/* html_check_path: refuses --html PATH before any work: a directory, or a place where its
-   temporary file cannot be made (the directory missing or not writable). Exits with a message
-   naming --html. (An input of the command: refuse_inputs_as_outputs.) */
+/* html_check_path: refuses --html PATH before any work when its temporary file cannot be made
+   (the directory missing or not writable), naming --html. (A directory, or an input of the
+   command: refuse_inputs_as_outputs, called first.) */
 static void html_check_path(const char *path) {
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, "error: --html %s: is a directory; give a file name\n", path);
-        exit(EXIT_INPUT);
-    }
     char tmp[1100];
     FILE *f = atomic_create(path, tmp, sizeof tmp);
     if (!f) {
@@ -8965,9 +8942,9 @@ static FILE *html_begin(AtomicFile *a, const char *path, const char *command, co
                "<div id=\"bg-info\"></div>\n<svg id=\"bg-svg\" xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" "
                "height=\"10\"></svg>\n<script type=\"application/json\" id=\"bg-data\">\n");
     fprintf(f, "{\"format\":\"grpo.c B(G) page 1\",\"command\":\"%s\",\"source\":\"", command);
-    json_chars(f, source, strlen(source));
+    json_chars(f, source);
     fprintf(f, "\",\"objective\":\"%s\",\"settings\":\"", OBJECTIVE_NAMES[objective]);
-    json_chars(f, settings, strlen(settings));
+    json_chars(f, settings);
     fprintf(f, "\",\"verifier\":%s,\"groups\":[\n", verifier ? "true" : "false");
     return f;
 }
@@ -8978,12 +8955,12 @@ static FILE *html_begin(AtomicFile *a, const char *path, const char *command, co
 static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int first) {
     const PrefixTree *tree = pg->tree;
     fprintf(f, "%s{\"group\":%ld,\"label\":\"", first ? "" : ",\n", pg->group);
-    json_chars(f, pg->label, strlen(pg->label));
+    json_chars(f, pg->label);
     fprintf(f, "\",\"heading\":\"");
     char heading[160];
     snprintf(heading, sizeof heading, "group %ld: %d completions, %d process steps", pg->group, pg->k,
              tree->num_nodes);
-    json_chars(f, heading, strlen(heading));
+    json_chars(f, heading);
     fprintf(f, "\",\"k\":%d,\n\"completions\":[", pg->k);
     for (int i = 0; i < pg->k; i++) {
         int leaf = pg->len[i] > 0 ? pg->node_of[(size_t)i * pg->stride + pg->len[i] - 1] : -1;
@@ -9001,9 +8978,9 @@ static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int f
         fprintf(f, "%s\n{\"parent\":%d,\"start\":%d,\"end\":%d,\"text\":", n ? "," : "", nd->parent, nd->start,
                 nd->end);
         json_tokens(f, tn, pg->tokens[nd->member] + nd->start, nd->end - nd->start);
-        fprintf(f, ",\"size\":%d", nn->size);
-        json_num(f, ",\"R\":", nn->reward);
-        json_num(f, ",\"A\":", nn->advantage);
+        fprintf(f, ",\"size\":%d", nd->size);
+        json_num(f, ",\"R\":", nd->step_reward);
+        json_num(f, ",\"A\":", nd->step_advantage);
         json_num(f, ",\"net\":[", nn->net[0]);
         json_num(f, ",", nn->net[1]);
         json_num(f, "],\"V\":", nn->value);
@@ -9190,12 +9167,11 @@ static void print_tree(FILE *f, const PrefixTree *tree, const int *const *tokens
         char text[4096];
         decode(tokens[nd->member] + nd->start, nd->end - nd->start, text, sizeof text);
         int width = 32 - 4 * depth;   // keeps the numbers in one column
-        char spent[32];
-        if (nn->cost < 0) snprintf(spent, sizeof spent, "(leaf)");
-        else snprintf(spent, sizeof spent, "(%ld tok)", nn->cost);
+        char spent[32] = "(leaf)";
+        if (nn->cost >= 0) snprintf(spent, sizeof spent, "(%ld tok)", nn->cost);
         fprintf(f, "%s%-*s |λ|=%-2d R̂=%.3f  V̂=%.3f %-10s A_λ=%+.4f  net %+.4f %+.4f  y(",
-                is_last[n] ? "└── " : "├── ", width > 1 ? width : 1, text, nn->size, nn->reward, nn->value, spent,
-                nn->advantage, nn->net[0], nn->net[1]);
+                is_last[n] ? "└── " : "├── ", width > 1 ? width : 1, text, nd->size, nd->step_reward, nn->value,
+                spent, nd->step_advantage, nn->net[0], nn->net[1]);
         int m = node_members(tree, n, len, k, node_of, stride, members);
         for (int a = 0; a < m; a++) fprintf(f, a ? ",%d" : "%d", members[a] + 1);
         fprintf(f, ")\n");
