@@ -9396,57 +9396,53 @@ typedef struct {
     int truncated;              // truncated=: 1 cut at the trainer's budget without EOS, 0 not, -1 absent
 } CheckRecord;
 
-typedef struct {
-    long group;   // the line's group id
-    int index;    // the line's record
-} GroupKey;
-static int group_key_cmp(const void *a, const void *b) {   // by group id, then file order
-    const GroupKey *x = (const GroupKey *)a, *y = (const GroupKey *)b;
+// by group id, then file order (a's and b's records: CheckRecord pointers)
+static int check_record_cmp(const void *a, const void *b) {
+    const CheckRecord *x = *(CheckRecord *const *)a, *y = *(CheckRecord *const *)b;
     if (x->group != y->group) return x->group < y->group ? -1 : 1;
-    return x->index - y->index;
+    return x->line - y->line;
 }
 
-static void check_error(const char *path, int line, const char *what, const char *detail) {
-    fprintf(stderr, "%s:%d: %s%s\n", path, line, what, detail ? detail : "");
+// check_error: "PATH:LINE: " and the printf-style message on stderr, then exit (input error).
+static void check_error(const char *path, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s:%d: ", path, line);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
     exit(EXIT_INPUT);
 }
 
 // Parses a comma-separated list of numbers (ints if is_int) into *out; returns the count. key: the
 // list's name in messages.
 static int parse_list(const char *s, int is_int, void **out, const char *path, int line, const char *key) {
-    int cap = 16, n = 0;
-    char detail[160];
-    void *buf = mallocCheck((size_t)cap * 4);
-    for (*out = buf; *s; s++) {
+    int n = 0, cap = 1;
+    for (const char *c = s; *c; c++) cap += *c == ',';
+    *out = mallocCheck((size_t)cap * 4);
+    for (; *s; s++) {
         char *end;
         errno = 0;
-        if (n == cap) {
-            cap *= 2;
-            buf = realloc(buf, (size_t)cap * 4);
-            if (!buf) check_error(path, line, "out of memory", NULL);
-            *out = buf;
-        }
-        const char *what = NULL;
-        snprintf(detail, sizeof detail, " (item %d of %s)", n + 1, key);
         if (is_int) {
             long v = strtol(s, &end, 10);
-            if (end == s || (*end && *end != ',') || errno) what = "token id is not an integer";
-            else if (v < 0 || v > 2147483647L) {
-                snprintf(detail, sizeof detail, " (item %d of %s: %ld)", n + 1, key, v);
-                what = "token id must be a non-negative 32-bit integer";
-            }
-            ((int *)buf)[n++] = (int)v;
+            if (end == s || (*end && *end != ',') || errno)
+                check_error(path, line, "token id is not an integer (item %d of %s)", n + 1, key);
+            if (v < 0 || v > 2147483647L)
+                check_error(path, line, "token id must be a non-negative 32-bit integer (item %d of %s: %ld)", n + 1,
+                            key, v);
+            ((int *)*out)[n++] = (int)v;
         } else {
             double v = strtod(s, &end);
-            if (end == s || (*end && *end != ',')) what = "number does not parse";
-            else if (!isfinite(v) || fabs(v) > FLT_MAX)
-                what = "number is not finite or outside the float range (|x| <= 3.4e38)";
-            ((float *)buf)[n++] = (float)v;
+            if (end == s || (*end && *end != ','))
+                check_error(path, line, "number does not parse (item %d of %s)", n + 1, key);
+            if (!isfinite(v) || fabs(v) > FLT_MAX)
+                check_error(path, line, "number is not finite or outside the float range (|x| <= 3.4e38) (item %d "
+                            "of %s)", n + 1, key);
+            ((float *)*out)[n++] = (float)v;
         }
-        if (what) check_error(path, line, what, detail);
         s = end;
         if (*s == 0) break;
-        if (s[1] == 0) check_error(path, line, "list ends with ',' in ", key);
+        if (s[1] == 0) check_error(path, line, "list ends with ',' in %s", key);
     }
     return n;
 }
@@ -9465,91 +9461,80 @@ static int read_check_file(const char *path, CheckRecord **out) {
     while ((len = read_line(f, &line, &lcap, CHECK_MAX_LINE, path, lineno + 1)) != -1) {
         lineno++;
         refuse_bom(line, len, path, lineno);
-        if ((size_t)len != strlen(line)) check_error(path, lineno, "NUL byte in line", NULL);
+        if ((size_t)len != strlen(line)) check_error(path, lineno, "NUL byte in line");
         char *hash = strchr(line, '#');
         if (hash) *hash = 0;
         CheckRecord r = {lineno, 0, 0.0f, -1, NULL, NULL, NULL, NULL, -1};
-        int have_group = 0, have_reward = 0, counts[3] = {-1, -1, -1}, fields = 0;
-        static const char *names[3] = {"logp", "logp_old", "logp_ref"};
-        float **lists[3] = {&r.logp, &r.logp_old, &r.logp_ref};
+        static const char *keys[7] = {"group", "reward", "tokens", "logp", "logp_old", "logp_ref", "truncated"};
+        float **lists[3] = {&r.logp, &r.logp_old, &r.logp_ref};   // keys[3..5]
+        int seen = 0, counts[3];   // seen: bit c for keys[c]
         char *save = NULL;
         for (char *tok = strtok_r(line, " \t\r\n", &save); tok; tok = strtok_r(NULL, " \t\r\n", &save)) {
-            fields++;
             char *eq = strchr(tok, '=');
-            if (!eq) check_error(path, lineno, "expected key=value, got: ", tok);
+            if (!eq) check_error(path, lineno, "expected key=value, got: %s", tok);
             *eq = 0;
-            char *key = tok, *val = eq + 1, *end;
-            int dup = 0, c = 0;
-            while (c < 3 && strcmp(key, names[c])) c++;   // 3: not a list of log-probs
-            if (!strcmp(key, "group")) {
-                dup = have_group++;
+            char *val = eq + 1, *end;
+            int c = 0;
+            while (c < 7 && strcmp(tok, keys[c])) c++;
+            if (c == 7)
+                check_error(path, lineno, "unknown key (expected group, reward, tokens, logp, logp_old, logp_ref, "
+                            "truncated): %s", tok);
+            if (c == 0) {
                 errno = 0;
                 r.group = strtol(val, &end, 10);
-                if (end == val || *end || errno) check_error(path, lineno, "group is not an integer: ", val);
-            } else if (!strcmp(key, "reward")) {
-                dup = have_reward++;
+                if (end == val || *end || errno) check_error(path, lineno, "group is not an integer: %s", val);
+            } else if (c == 1) {
                 double v = strtod(val, &end);
-                if (end == val || *end) check_error(path, lineno, "reward does not parse: ", val);
+                if (end == val || *end) check_error(path, lineno, "reward does not parse: %s", val);
                 if (!isfinite(v) || fabs(v) > FLT_MAX)
-                    check_error(path, lineno, "reward is not finite or outside the float range "
-                                "(|x| <= 3.4e38): ", val);
+                    check_error(path, lineno, "reward is not finite or outside the float range (|x| <= 3.4e38): %s",
+                                val);
                 r.reward = (float)v;
-            } else if (!strcmp(key, "tokens")) {
-                dup = r.n >= 0;
+            } else if (c == 2) {
                 r.n = parse_list(val, 1, (void **)&r.tokens, path, lineno, "tokens");
-            } else if (c < 3) {
-                dup = counts[c] >= 0;
-                counts[c] = parse_list(val, 0, (void **)lists[c], path, lineno, names[c]);
-            } else if (!strcmp(key, "truncated")) {
-                dup = r.truncated >= 0;
-                if (strcmp(val, "0") && strcmp(val, "1"))
-                    check_error(path, lineno, "truncated must be 0 or 1, got: ", val);
-                r.truncated = val[0] == '1';
+            } else if (c < 6) {
+                counts[c - 3] = parse_list(val, 0, (void **)lists[c - 3], path, lineno, keys[c]);
             } else {
-                check_error(path, lineno, "unknown key (expected group, reward, tokens, logp, logp_old, "
-                                          "logp_ref, truncated): ", key);
+                if (strcmp(val, "0") && strcmp(val, "1"))
+                    check_error(path, lineno, "truncated must be 0 or 1, got: %s", val);
+                r.truncated = val[0] == '1';
             }
-            if (dup) check_error(path, lineno, "key given twice: ", key);
+            if (seen >> c & 1) check_error(path, lineno, "key given twice: %s", tok);
+            seen |= 1 << c;
         }
-        if (fields == 0) continue;   // blank or comment-only line
-        if (!have_group) check_error(path, lineno, "missing required key: group", NULL);
-        if (!have_reward) check_error(path, lineno, "missing required key: reward", NULL);
-        if (r.n < 0)
-            check_error(path, lineno, "missing required key: tokens (use `tokens=` for an empty completion)",
-                        NULL);
-        char detail[96];
+        if (!seen) continue;   // blank or comment-only line
         for (int c = 0; c < 3; c++)
-            if (counts[c] >= 0 && counts[c] != r.n) {
-                snprintf(detail, sizeof detail, "%s has %d numbers, tokens has %d", names[c], counts[c], r.n);
-                check_error(path, lineno, detail, NULL);
-            }
+            if (!(seen >> c & 1))
+                check_error(path, lineno, "missing required key: %s", c < 2 ? keys[c] :
+                            "tokens (use `tokens=` for an empty completion)");
+        for (int c = 0; c < 3; c++)
+            if (seen >> (c + 3) & 1 && counts[c] != r.n)
+                check_error(path, lineno, "%s has %d numbers, tokens has %d", keys[c + 3], counts[c], r.n);
         for (int c = 0; c < 3; c++)   // a log-probability is at most 0 (up to a trainer's float rounding)
-            for (int t = 0; counts[c] >= 0 && t < r.n; t++)
-                if ((*lists[c])[t] > 1e-6f) {
-                    snprintf(detail, sizeof detail, "%s's number %d is %g: a log-probability is <= 0", names[c], t + 1,
-                             (*lists[c])[t]);
-                    check_error(path, lineno, detail, NULL);
-                }
+            for (int t = 0; seen >> (c + 3) & 1 && t < r.n; t++)
+                if ((*lists[c])[t] > 1e-6f)
+                    check_error(path, lineno, "%s's number %d is %g: a log-probability is <= 0", keys[c + 3], t + 1,
+                                (*lists[c])[t]);
         if (n == cap) {
             cap *= 2;
             recs = (CheckRecord *)realloc(recs, cap * sizeof(CheckRecord));
-            if (!recs) check_error(path, lineno, "out of memory", NULL);
+            if (!recs) check_error(path, lineno, "out of memory");
         }
         recs[n++] = r;
     }
     free(line);
     if (f != stdin) fclose(f);
     if (n == 0)   // an empty file has no line 0: its line 1 is named
-        check_error(path, lineno > 0 ? lineno : 1, "no completions in file", lineno > 0 ? NULL : " (it is empty)");
+        check_error(path, lineno > 0 ? lineno : 1, "no completions in file%s", lineno > 0 ? "" : " (it is empty)");
     *out = recs;
     return n;
 }
 
 /* check_write_html: the --html page of check's batch (advantages and trees done): one tree per group
    in group-id order, built again (the batch keeps only the last), completions y1..yk in file order
-   (rec[order[a]] is a), no V̂. */
-static void check_write_html(const Options *o, const char *path, GroupBatch *batch, const CheckRecord *rec,
-                             const int *order, const GRPOConfig *cfg) {
+   (sorted[a] is a), no V̂. */
+static void check_write_html(const Options *o, const char *path, GroupBatch *batch, CheckRecord *const *sorted,
+                             const GRPOConfig *cfg) {
     TokenNames tn;
     memset(&tn, 0, sizeof tn);
     if (o->token_names[0]) load_token_names(&tn, o->token_names);
@@ -9575,8 +9560,8 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
         node_numbers(nums, &batch->tree, batch->advantage + first, batch->clen + first, k, batch->node_of + row,
                      batch->lambda_size + row, stride, NULL, NULL);
         char label[64];
-        snprintf(label, sizeof label, "group %ld", rec[order[first]].group);
-        PageGroup pg = {rec[order[first]].group, label, k, batch->comp_row + first, batch->clen + first,
+        snprintf(label, sizeof label, "group %ld", sorted[first]->group);
+        PageGroup pg = {sorted[first]->group, label, k, batch->comp_row + first, batch->clen + first,
                         batch->reward + first, batch->advantage + first, NULL, &batch->tree,
                         batch->node_of + row, batch->lambda_size + row, stride, nums};
         html_group(page, &pg, &tn, p == 0);
@@ -9589,36 +9574,27 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
 /* refuse_check_records: what check cannot run on, named by its first line (check_error): a group of
    one completion when the std is the group's; with β != 0 a line without logp_ref; logp_ref or
    logp_old without logp; with mask_truncated a line without truncated=. The records are in file
-   order; order, starts: the G groups as cmd_check orders them. */
-static void refuse_check_records(const char *path, const CheckRecord *rec, int N, const int *order,
+   order; sorted, starts: the G groups as cmd_check orders them. */
+static void refuse_check_records(const char *path, const CheckRecord *rec, int N, CheckRecord *const *sorted,
                                  const int *starts, int G, const ObjectiveConfig *obj, int mask_truncated) {
-    int needs_pairs = obj->adv_std != STD_NONE && obj->adv_std_scope == SCOPE_GROUP;
     for (int g = 0; g < G; g++)
-        if (starts[g + 1] - starts[g] < 2 && needs_pairs) {
-            char detail[128];
-            snprintf(detail, sizeof detail, " (group %ld has one completion; --adv-std %s needs k >= 2, "
-                     "or use --adv-std none)", rec[order[starts[g]]].group, ADV_STD_NAMES[obj->adv_std]);
-            check_error(path, rec[order[starts[g]]].line, "group of size 1", detail);
-        }
-    if (obj->beta != 0.0f)
-        for (int i = 0; i < N; i++)
-            if (!rec[i].logp_ref)
-                check_error(path, rec[i].line, "logp_ref is required when --beta is not 0", NULL);
-    // a missing logp is taken as 0 below: the kl column (and with β != 0 the loss) from an invented logp
-    for (int i = 0; i < N; i++)
-        if (rec[i].logp_ref && !rec[i].logp)
-            check_error(path, rec[i].line, "logp_ref given without logp: the KL (the kl column, and the "
-                        "loss when --beta is not 0) needs the policy's log-probs (logp=...)", NULL);
-    // a missing logp is taken as 0 below: with logp_old given, a wrong ratio, silently
-    for (int i = 0; i < N; i++)
-        if (rec[i].logp_old && !rec[i].logp)
-            check_error(path, rec[i].line, "logp_old given without logp: the ratio exp(logp - logp_old) "
-                        "needs the policy's log-probs (logp=...)", NULL);
-    // masking needs the trainer's own verdict: only it knows its EOS ids and its budget
-    if (mask_truncated)
-        for (int i = 0; i < N; i++)
-            if (rec[i].truncated < 0)
-                check_error(path, rec[i].line, "truncated=0|1 is required when --mask-truncated is 1", NULL);
+        if (starts[g + 1] - starts[g] < 2 && obj->adv_std != STD_NONE && obj->adv_std_scope == SCOPE_GROUP)
+            check_error(path, sorted[starts[g]]->line, "group of size 1 (group %ld has one completion; --adv-std %s "
+                        "needs k >= 2, or use --adv-std none)", sorted[starts[g]]->group, ADV_STD_NAMES[obj->adv_std]);
+    // a missing logp is taken as 0 below: the kl column (and with β != 0 the loss), or with logp_old
+    // a ratio, from an invented logp. Masking needs the trainer's own verdict: only it knows its EOS
+    // ids and its budget. Each rule in turn, named by the first line that breaks it.
+    static const char *rule[4] = {
+        "logp_ref is required when --beta is not 0",
+        "logp_ref given without logp: the KL (the kl column, and the loss when --beta is not 0) needs the policy's "
+        "log-probs (logp=...)",
+        "logp_old given without logp: the ratio exp(logp - logp_old) needs the policy's log-probs (logp=...)",
+        "truncated=0|1 is required when --mask-truncated is 1"};
+    for (int c = 0; c < 4; c++)
+        for (const CheckRecord *r = rec; r < rec + N; r++)
+            if (c == 0 ? obj->beta != 0.0f && !r->logp_ref : c == 1 ? r->logp_ref && !r->logp :
+                c == 2 ? r->logp_old && !r->logp : mask_truncated && r->truncated < 0)
+                check_error(path, r->line, "%s", rule[c]);
 }
 
 static int cmd_check(int argc, char **argv, Options *o) {
@@ -9649,26 +9625,23 @@ static int cmd_check(int argc, char **argv, Options *o) {
     const char *path = argv[first];
     CheckRecord *rec;
     int N = read_check_file(path, &rec);
-    // order completions by group id (stable), so each group is contiguous
-    GroupKey *keys = (GroupKey *)mallocCheck(N * sizeof(GroupKey));
-    for (int i = 0; i < N; i++) keys[i] = (GroupKey){rec[i].group, i};
-    qsort(keys, N, sizeof(GroupKey), group_key_cmp);
-    int *order = (int *)mallocCheck(N * sizeof(int));
-    for (int i = 0; i < N; i++) order[i] = keys[i].index;
-    free(keys);
+    // order completions by group id, then line, so each group is contiguous
+    CheckRecord **sorted = (CheckRecord **)mallocCheck(N * sizeof(CheckRecord *));
+    for (int i = 0; i < N; i++) sorted[i] = &rec[i];
+    qsort(sorted, N, sizeof(CheckRecord *), check_record_cmp);
     int *starts = (int *)mallocCheck((N + 1) * sizeof(int)), G = 0;
-    for (int a = 0; a < N; a++) if (a == 0 || rec[order[a]].group != rec[order[a - 1]].group) starts[G++] = a;
+    for (int a = 0; a < N; a++) if (a == 0 || sorted[a]->group != sorted[a - 1]->group) starts[G++] = a;
     starts[G] = N;
-    refuse_check_records(path, rec, N, order, starts, G, &cfg.obj, o->mask_truncated);
-    // the batch as a training step holds it: completion a is line order[a] of the file, rows of
-    // the longest completion's length
+    refuse_check_records(path, rec, N, sorted, starts, G, &cfg.obj, o->mask_truncated);
+    // the batch as a training step holds it: completion a is the record sorted[a], rows of the
+    // longest completion's length
     int maxlen = 1;
     for (int i = 0; i < N; i++) if (rec[i].n > maxlen) maxlen = rec[i].n;
     GroupBatch batch;
     build_group_batch_starts(&batch, G, starts, maxlen, 0, 0);
     batch.step_adv = (float *)callocCheck((size_t)N * maxlen, sizeof(float));
     for (int a = 0; a < N; a++) {
-        const CheckRecord *r = &rec[order[a]];
+        const CheckRecord *r = sorted[a];
         memcpy(batch.comp + (size_t)a * maxlen, r->tokens, (size_t)r->n * sizeof(int));
         batch.clen[a] = r->n;
         batch.reward[a] = r->reward;
@@ -9686,7 +9659,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
     double *line_loss = (double *)mallocCheck(N * sizeof(double));   // each completion's term of the loss
     double loss = 0.0;
     for (int a = 0; a < N; a++) {
-        const CheckRecord *r = &rec[order[a]];
+        const CheckRecord *r = sorted[a];
         size_t row = (size_t)a * maxlen;
         const float *logp = r->logp ? r->logp : zeros;               // missing logp: 0 for every token
         const float *logp_old = r->logp_old ? r->logp_old : logp;    // missing logp_old: ratio 1
@@ -9697,30 +9670,27 @@ static int cmd_check(int argc, char **argv, Options *o) {
     }
     // print in file order
     int *pos_of = (int *)mallocCheck(N * sizeof(int));
-    for (int a = 0; a < N; a++) pos_of[order[a]] = a;
+    for (int a = 0; a < N; a++) pos_of[sorted[a] - rec] = a;
     // finite inputs can still overflow float32 (rewards far apart, logp far from logp_old or
     // logp_ref): an inf or NaN in the output is the first offending line's error, not a result
     for (int i = 0; i < N; i++) {
         int a = pos_of[i];
         size_t row = (size_t)a * maxlen;
-        char what[160];
-        what[0] = 0;
+        const char *none = "(outputs must be finite; nothing was printed)";
         if (!isfinite(batch.advantage[a]))
-            snprintf(what, sizeof what, "advantage is %g: the group's rewards are too far apart for float32",
-                     batch.advantage[a]);
+            check_error(path, rec[i].line, "advantage is %g: the group's rewards are too far apart for float32 %s",
+                        batch.advantage[a], none);
         const float *column[3] = {batch.ratio, batch.kl, batch.dlogp};
         static const char *column_name[3] = {"ratio", "kl", "dloss_dlogp"};
-        for (int t = 0; t < batch.clen[a] && !what[0]; t++)
-            for (int c = 0; c < 3 && !what[0]; c++)
+        for (int t = 0; t < batch.clen[a]; t++)
+            for (int c = 0; c < 3; c++)
                 if (!isfinite(column[c][row + t]))
-                    snprintf(what, sizeof what, "%s at t=%d is %g: float32 overflows (logp far from logp_old "
-                             "or logp_ref, or rewards far apart)", column_name[c], t, column[c][row + t]);
-        if (!what[0] && !isfinite(line_loss[a]))
-            snprintf(what, sizeof what, "its term of the loss is %g", line_loss[a]);
-        if (what[0]) check_error(path, rec[i].line, what, " (outputs must be finite; nothing was printed)");
+                    check_error(path, rec[i].line, "%s at t=%d is %g: float32 overflows (logp far from logp_old or "
+                                "logp_ref, or rewards far apart) %s", column_name[c], t, column[c][row + t], none);
+        if (!isfinite(line_loss[a])) check_error(path, rec[i].line, "its term of the loss is %g %s", line_loss[a], none);
     }
     if (!isfinite(loss))   // every term finite, their sum not (in double: not expected to happen)
-        check_error(path, rec[N - 1].line, "the loss (the sum over every line) is not finite", NULL);
+        check_error(path, rec[N - 1].line, "the loss (the sum over every line) is not finite");
     printf("line\tgroup\tt\ttoken\tlambda_size\tweight\tadvantage\tstep_advantage\tratio\tkl\tdloss_dlogp\n");
     for (int i = 0; i < N; i++) {
         int a = pos_of[i];
@@ -9733,7 +9703,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
         }
     }
     printf("loss\t%.9g\n", loss);
-    if (o->html_out[0]) check_write_html(o, path, &batch, rec, order, &cfg);
+    if (o->html_out[0]) check_write_html(o, path, &batch, sorted, &cfg);
     for (int i = 0; i < N; i++) {
         free(rec[i].tokens);
         free(rec[i].logp);
@@ -9741,7 +9711,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
         free(rec[i].logp_ref);
     }
     free(rec);
-    free(order);
+    free(sorted);
     free(starts);
     free_group_batch(&batch);
     free(zeros);
