@@ -8554,10 +8554,9 @@ static int node_members(const PrefixTree *tree, int n, const int *len, int k, co
 
 /* node_numbers: NodeNumbers of every node of one group's tree (out: tree->num_nodes), from
    build_prefix_tree's node_of, lambda_size (rows stride apart), len, advantage (k), with the objective's
-   own lambda_weight; value, cost: node_values' (sample), or NULL (check: value NAN, cost −2). */
+   own lambda_weight; value NAN and cost −2 (none: check; sample's node_values fills them in). */
 static void node_numbers(NodeNumbers *out, const PrefixTree *tree, const float *advantage, const int *len, int k,
-                         const int *node_of, const int *lambda_size, int stride, const float *value,
-                         const long *cost) {
+                         const int *node_of, const int *lambda_size, int stride) {
     ObjectiveConfig obj[2] = {{.objective = OBJ_GRPO}, {.objective = OBJ_LAMBDA_GRPO}};
     int *members = (int *)mallocCheck((size_t)(k + 1) * sizeof(int));
     for (int n = 0; n < tree->num_nodes; n++) {
@@ -8568,8 +8567,8 @@ static void node_numbers(NodeNumbers *out, const PrefixTree *tree, const float *
             for (int b = 0; b < 2; b++)
                 o->net[b] += (double)lambda_weight(&obj[b], lambda_size[(size_t)members[a] * stride + start]) *
                              advantage[members[a]];
-        o->value = value ? value[n] : NAN;
-        o->cost = cost ? cost[n] : -2;
+        o->value = NAN;
+        o->cost = -2;
     }
     free(members);
 }
@@ -9111,17 +9110,16 @@ static int cmd_eval(int argc, char **argv, Options *o) {
 
 /* node_values: for each node of g's tree B(G) (one group), V̂ of its prefix from K fresh continuations
    (mc_estimate_values, one sampler call for every inner node; stream mc_stream(0, member, end)), into
-   value (num_nodes), the tokens they drew into tokens (a leaf: its reward, tokens −1). Returns what
+   nums[n].value, the tokens they drew into nums[n].cost (a leaf: its reward, cost −1). Returns what
    they spent. mc must hold a sequence per inner node (notes/credit-assignment.md §3). */
-static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOConfig *cfg, float *value,
-                           long *tokens) {
+static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOConfig *cfg, NodeNumbers *nums) {
     const PrefixTree *tree = &g->tree;
     int D = 0;
     for (int n = 0; n < tree->num_nodes; n++) {
         const ProcessNode *nd = &tree->nodes[n];
         int i = nd->member;
-        value[n] = g->reward[i];
-        tokens[n] = -1;
+        nums[n].value = g->reward[i];
+        nums[n].cost = -1;
         if (nd->end == g->clen[i]) continue;   // a leaf: the whole completion
         int *seq = mc->seq + (size_t)D * mc->maxT;   // mc holds a row per inner node
         memcpy(seq, g->prompt[i], (size_t)g->plen[i] * sizeof(int));
@@ -9138,8 +9136,8 @@ static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOCon
     D = 0;
     for (int n = 0; n < tree->num_nodes; n++)
         if (tree->nodes[n].end < g->clen[tree->nodes[n].member]) {
-            value[n] = mc->value[D];
-            tokens[n] = mc->state_tokens[D];
+            nums[n].value = mc->value[D];
+            nums[n].cost = mc->state_tokens[D];
             D++;
         }
     return st;
@@ -9300,11 +9298,9 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     MCPRM mc;
     build_mcprm(&mc, &model.config, inner > 0 ? inner : 1, o->max_new_tokens, o->mc_k, 0, t->step_end,
                 task_outcome_reward, &task, NULL);
-    float *value = (float *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(float));
-    long *cost = (long *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(long));
-    MCStats spent = node_values(&mc, &model, &g, &cfg, value, cost);
     NodeNumbers *node_nums = (NodeNumbers *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(NodeNumbers));
-    node_numbers(node_nums, &g.tree, g.advantage, g.clen, k, g.node_of, g.lambda_size, g.max_new, value, cost);
+    node_numbers(node_nums, &g.tree, g.advantage, g.clen, k, g.node_of, g.lambda_size, g.max_new);
+    MCStats spent = node_values(&mc, &model, &g, &cfg, node_nums);
     printf("\nB(G): %d process steps, mean path depth %.2f, intermediate proportion %.2f\n",
            g.tree.num_nodes, ts.mean_depth, ts.intermediate);
     printf("GRPO pushes each step's tokens |λ| times with A_λ; λ-GRPO once: \"net\" is the coefficient\n"
@@ -9316,16 +9312,13 @@ static int cmd_sample(int argc, char **argv, Options *o) {
            group_tokens);
     print_tree(stdout, &g.tree, g.comp_row, g.clen, k, g.node_of, g.max_new, node_nums);
     if (o->html_out[0]) {
-        signed char *accepted = (signed char *)mallocCheck((size_t)k);
-        for (int i = 0; i < k; i++)
-            accepted[i] = (signed char)(task_reward(t, nums, n, target, g.comp_row[i], g.clen[i], 0.0f) == 1.0f);
+        signed char *accepted = (signed char *)mallocCheck((size_t)k);   // the rewards are the verifier's
+        for (int i = 0; i < k; i++) accepted[i] = (signed char)(g.reward[i] == 1.0f);
         char settings[1400];
         snprintf(settings, sizeof settings, "k=%d, T=%g, --max-new-tokens %d, --mc-k %d, --seed %d, model %s; "
                  "advantages: --adv-std %s, --adv-eps %g (the training defaults)", k, o->temperature,
                  o->max_new_tokens, o->mc_k, o->seed, o->model, ADV_STD_NAMES[cfg.obj.adv_std], cfg.obj.adv_eps);
-        TokenNames tn;
-        memset(&tn, 0, sizeof tn);
-        tn.own_vocab = 1;
+        TokenNames tn = {NULL, 0, 1};
         PageGroup pg = {0, o->prompt, k, g.comp_row, g.clen, g.reward, g.advantage, accepted, &g.tree,
                         g.node_of, g.lambda_size, g.max_new, node_nums};
         AtomicFile af;
@@ -9335,8 +9328,6 @@ static int cmd_sample(int argc, char **argv, Options *o) {
         free(accepted);
     }
     free(node_nums);
-    free(value);
-    free(cost);
     free_mcprm(&mc);
     free_group_batch(&g);
     free_kvcache(&kv);
@@ -9535,8 +9526,7 @@ static int read_check_file(const char *path, CheckRecord **out) {
    (sorted[a] is a), no V̂. */
 static void check_write_html(const Options *o, const char *path, GroupBatch *batch, CheckRecord *const *sorted,
                              const GRPOConfig *cfg) {
-    TokenNames tn;
-    memset(&tn, 0, sizeof tn);
+    TokenNames tn = {NULL, 0, 0};
     if (o->token_names[0]) load_token_names(&tn, o->token_names);
     char settings[1400];
     snprintf(settings, sizeof settings, "--objective %s (the page opens with it), --adv-std %s, --adv-std-scope %s, "
@@ -9558,7 +9548,7 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
         build_prefix_tree(&batch->tree, batch->comp_row + first, batch->clen + first, k, batch->reward + first,
                           batch->advantage + first, batch->lambda_size + row, batch->node_of + row, stride);
         node_numbers(nums, &batch->tree, batch->advantage + first, batch->clen + first, k, batch->node_of + row,
-                     batch->lambda_size + row, stride, NULL, NULL);
+                     batch->lambda_size + row, stride);
         char label[64];
         snprintf(label, sizeof label, "group %ld", sorted[first]->group);
         PageGroup pg = {sorted[first]->group, label, k, batch->comp_row + first, batch->clen + first,
