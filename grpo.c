@@ -8541,32 +8541,45 @@ typedef struct {
     long cost;          // sampled tokens V̂ cost; −1 at a leaf (V̂ is the reward); −2: no V̂
 } NodeNumbers;
 
+/* PageGroup: one group as sample's text and the page draw it. The tree and its per-token arrays
+   are build_prefix_tree's for this group (node_of, lambda_size: k rows, stride apart). */
+typedef struct {
+    long group;                   // its id (check: group=; sample: 0)
+    const char *label;            // its heading (sample: the prompt)
+    int k;
+    const int *const *tokens;     // (k) completion i's token ids
+    const int *len;               // (k)
+    const float *reward, *advantage;   // (k) r_i and a_i; the page names completion i y(i+1), as the paper
+    const signed char *accepted;  // (k) 1 when the verifier accepted it, else 0; NULL: no verifier (check)
+    const PrefixTree *tree;
+    const int *node_of, *lambda_size;
+    int stride;
+    NodeNumbers *nums;            // (tree->num_nodes) node_numbers
+} PageGroup;
+
 /* node_members: the member completions of node n (indices into the group, ascending) into
    out (capacity k); returns |λ|. A completion is a member when the node owns its token at the
-   node's first position (node_of rows of the group, stride apart; len (k)). */
-static int node_members(const PrefixTree *tree, int n, const int *len, int k, const int *node_of, int stride,
-                        int *out) {
-    int start = tree->nodes[n].start, m = 0;
-    for (int i = 0; i < k; i++)
-        if (len[i] > start && node_of[(size_t)i * stride + start] == n) out[m++] = i;
+   node's first position. */
+static int node_members(const PageGroup *pg, int n, int *out) {
+    int start = pg->tree->nodes[n].start, m = 0;
+    for (int i = 0; i < pg->k; i++)
+        if (pg->len[i] > start && pg->node_of[(size_t)i * pg->stride + start] == n) out[m++] = i;
     return m;
 }
 
-/* node_numbers: NodeNumbers of every node of one group's tree (out: tree->num_nodes), from
-   build_prefix_tree's node_of, lambda_size (rows stride apart), len, advantage (k), with the objective's
-   own lambda_weight; value NAN and cost −2 (none: check; sample's node_values fills them in). */
-static void node_numbers(NodeNumbers *out, const PrefixTree *tree, const float *advantage, const int *len, int k,
-                         const int *node_of, const int *lambda_size, int stride) {
+/* node_numbers: pg->nums for every node of its tree, with the objective's own lambda_weight;
+   value NAN and cost −2 (none: check; sample's node_values fills them in). */
+static void node_numbers(const PageGroup *pg) {
     ObjectiveConfig obj[2] = {{.objective = OBJ_GRPO}, {.objective = OBJ_LAMBDA_GRPO}};
-    int *members = (int *)mallocCheck((size_t)(k + 1) * sizeof(int));
-    for (int n = 0; n < tree->num_nodes; n++) {
-        NodeNumbers *o = &out[n];
-        int m = node_members(tree, n, len, k, node_of, stride, members), start = tree->nodes[n].start;
+    int *members = (int *)mallocCheck((size_t)(pg->k + 1) * sizeof(int));
+    for (int n = 0; n < pg->tree->num_nodes; n++) {
+        NodeNumbers *o = &pg->nums[n];
+        int m = node_members(pg, n, members), start = pg->tree->nodes[n].start;
         o->net[0] = o->net[1] = 0.0;
-        for (int a = 0; a < m; a++)
-            for (int b = 0; b < 2; b++)
-                o->net[b] += (double)lambda_weight(&obj[b], lambda_size[(size_t)members[a] * stride + start]) *
-                             advantage[members[a]];
+        for (int a = 0; a < m; a++) {
+            int i = members[a], size = pg->lambda_size[(size_t)i * pg->stride + start];
+            for (int b = 0; b < 2; b++) o->net[b] += (double)lambda_weight(&obj[b], size) * pg->advantage[i];
+        }
         o->value = NAN;
         o->cost = -2;
     }
@@ -8676,22 +8689,6 @@ static void json_tokens(FILE *f, const TokenNames *tn, const int *tokens, int n)
     fputc('"', f);
 }
 
-/* PageGroup: one group as the page draws it. The tree and its per-token arrays are
-   build_prefix_tree's for this group (node_of, lambda_size: k rows, stride apart). */
-typedef struct {
-    long group;                   // its id (check: group=; sample: 0)
-    const char *label;            // its heading (sample: the prompt)
-    int k;
-    const int *const *tokens;     // (k) completion i's token ids
-    const int *len;               // (k)
-    const float *reward, *advantage;   // (k) r_i and a_i; the page names completion i y(i+1), as the paper
-    const signed char *accepted;  // (k) 1 when the verifier accepted it, else 0; NULL: no verifier (check)
-    const PrefixTree *tree;
-    const int *node_of, *lambda_size;
-    int stride;
-    const NodeNumbers *nums;      // (tree->num_nodes) node_numbers
-} PageGroup;
-
 /* The page's script: lays each group's tree out left to right (a column per depth, a row per leaf,
    a chain of single-child nodes as one run), colours each node by its net coefficient under the
    objective of the switch or the URL's #grpo / #lambda-grpo, and shows a hovered node's numbers.
@@ -8748,8 +8745,7 @@ static const char HTML_SCRIPT[] =
     "  if (item.ends.length) lines.push('ends here: ' + item.ends.map(function (c) { return yr(c, ' accepted', ' rejected'); }).join(', '));\n"
     "  return lines.join('\\n');\n"
     "}\n"
-    "var info = document.getElementById('bg-info');\n"
-    "var root = document.getElementById('bg-svg'), Y = 0, W = 0, drawn = 0;\n"
+    "var info = document.getElementById('bg-info'), root = document.getElementById('bg-svg'), Y = 0, W = 0, drawn = 0;\n"
     "D.groups.forEach(function (g) {\n"
     "  var roots = [];\n"
     "  g.nodes.forEach(function (n) { n.kids = []; n.ends = []; });\n"
@@ -8759,8 +8755,7 @@ static const char HTML_SCRIPT[] =
     "  var compact = g.nodes.filter(function (n) { return !n.kids.length; }).length > 24;\n"
     // items: a node, or a run (a chain of nodes of one child each, drawn as one box in segments)
     "  function item(i) {\n"
-    "    var it = {nodes: [], kids: []}, n = g.nodes[i];\n"
-    "    it.nodes.push(n);\n"
+    "    var n = g.nodes[i], it = {nodes: [n]};\n"
     "    while (n.kids.length === 1) { n = g.nodes[n.kids[0]]; it.nodes.push(n); }\n"
     "    it.kids = n.kids.map(item);\n"
     "    it.text = it.nodes.map(function (m) { return m.text; }).join('');\n"
@@ -8969,7 +8964,7 @@ static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int f
         json_num(f, "],\"V\":", nn->value);
         json_num(f, ",\"cost\":", nn->cost == -2 ? NAN : (double)nn->cost);
         fprintf(f, ",\"members\":[");
-        int m = node_members(tree, n, pg->len, pg->k, pg->node_of, pg->stride, members);
+        int m = node_members(pg, n, members);
         for (int a = 0; a < m; a++) fprintf(f, "%s%d", a ? "," : "", members[a] + 1);
         fprintf(f, "]}");
     }
@@ -9127,14 +9122,14 @@ static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOCon
     return st;
 }
 
-// Draws the tree B(G) as text into f: one line per process step (node), children under their
-// parent, with the node_numbers of each (nums: |λ|, R̂, V̂ and the tokens it cost, "(leaf)" at a
-// leaf, A_λ, the net coefficients under GRPO and λ-GRPO) and the member completions y(i).
-static void print_tree(FILE *f, const PrefixTree *tree, const int *const *tokens, const int *len, int k,
-                       const int *node_of, int stride, const NodeNumbers *nums) {
+// Draws pg's tree B(G) as text into f: one line per process step (node), children under their
+// parent, with |λ|, R̂, V̂ and the tokens it cost ("(leaf)" at a leaf), A_λ, the net coefficients
+// under GRPO and λ-GRPO, and the member completions y(i).
+static void print_tree(FILE *f, const PageGroup *pg) {
+    const PrefixTree *tree = pg->tree;
     int n_nodes = tree->num_nodes;
     unsigned char *is_last = (unsigned char *)callocCheck(n_nodes + 1, 1);
-    int *members = (int *)mallocCheck((size_t)(k + 1) * sizeof(int));
+    int *members = (int *)mallocCheck((size_t)(pg->k + 1) * sizeof(int));
     for (int n = 0; n < n_nodes; n++) {       // last child: no later node has the same parent
         is_last[n] = 1;
         for (int later = n + 1; later < n_nodes && is_last[n]; later++)
@@ -9142,19 +9137,19 @@ static void print_tree(FILE *f, const PrefixTree *tree, const int *const *tokens
     }
     for (int n = 0; n < n_nodes; n++) {
         const ProcessNode *nd = &tree->nodes[n];
-        const NodeNumbers *nn = &nums[n];
+        const NodeNumbers *nn = &pg->nums[n];
         int chain[256], depth = 0;
         for (int a = nd->parent; a >= 0 && depth < 256; a = tree->nodes[a].parent) chain[depth++] = a;
         for (int d = depth - 1; d >= 0; d--) fprintf(f, "%s", is_last[chain[d]] ? "    " : "│   ");
         char text[4096];
-        decode(tokens[nd->member] + nd->start, nd->end - nd->start, text, sizeof text);
+        decode(pg->tokens[nd->member] + nd->start, nd->end - nd->start, text, sizeof text);
         int width = 32 - 4 * depth;   // keeps the numbers in one column
         char spent[32] = "(leaf)";
         if (nn->cost >= 0) snprintf(spent, sizeof spent, "(%ld tok)", nn->cost);
         fprintf(f, "%s%-*s |λ|=%-2d R̂=%.3f  V̂=%.3f %-10s A_λ=%+.4f  net %+.4f %+.4f  y(",
                 is_last[n] ? "└── " : "├── ", width > 1 ? width : 1, text, nd->size, nd->step_reward, nn->value,
                 spent, nd->step_advantage, nn->net[0], nn->net[1]);
-        int m = node_members(tree, n, len, k, node_of, stride, members);
+        int m = node_members(pg, n, members);
         for (int a = 0; a < m; a++) fprintf(f, a ? ",%d" : "%d", members[a] + 1);
         fprintf(f, ")\n");
     }
@@ -9283,7 +9278,9 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     build_mcprm(&mc, &model.config, inner > 0 ? inner : 1, o->max_new_tokens, o->mc_k, 0, t->step_end,
                 task_outcome_reward, &task, NULL);
     NodeNumbers *node_nums = (NodeNumbers *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(NodeNumbers));
-    node_numbers(node_nums, &g.tree, g.advantage, g.clen, k, g.node_of, g.lambda_size, g.max_new);
+    PageGroup pg = {0, o->prompt, k, g.comp_row, g.clen, g.reward, g.advantage, NULL, &g.tree, g.node_of,
+                    g.lambda_size, g.max_new, node_nums};
+    node_numbers(&pg);
     MCStats spent = node_values(&mc, &model, &g, &cfg, node_nums);
     printf("\nB(G): %d process steps, mean path depth %.2f, intermediate proportion %.2f\n",
            g.tree.num_nodes, ts.mean_depth, ts.intermediate);
@@ -9294,7 +9291,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
            "reward). V̂ of the %d inner nodes cost %ld sampled tokens, %.1fx the group's %d.\n\n<prompt>\n",
            o->mc_k, inner, spent.tokens, (double)spent.tokens / (group_tokens > 0 ? group_tokens : 1),
            group_tokens);
-    print_tree(stdout, &g.tree, g.comp_row, g.clen, k, g.node_of, g.max_new, node_nums);
+    print_tree(stdout, &pg);
     if (o->html_out[0]) {
         signed char *accepted = (signed char *)mallocCheck((size_t)k);   // the rewards are the verifier's
         for (int i = 0; i < k; i++) accepted[i] = (signed char)(g.reward[i] == 1.0f);
@@ -9303,8 +9300,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
                  "advantages: --adv-std %s, --adv-eps %g (the training defaults)", k, o->temperature,
                  o->max_new_tokens, o->mc_k, o->seed, o->model, ADV_STD_NAMES[cfg.obj.adv_std], cfg.obj.adv_eps);
         TokenNames tn = {NULL, 0, 1};
-        PageGroup pg = {0, o->prompt, k, g.comp_row, g.clen, g.reward, g.advantage, accepted, &g.tree,
-                        g.node_of, g.lambda_size, g.max_new, node_nums};
+        pg.accepted = accepted;
         AtomicFile af;
         FILE *page = html_begin(&af, o->html_out, "sample", o->prompt, o->obj.objective, settings, NULL, 1);
         html_group(page, &pg, &tn, 1);
@@ -9403,8 +9399,8 @@ static int parse_list(const char *s, int is_int, void **out, const char *path, i
             if (end == s || (*end && *end != ',') || errno)
                 check_error(path, line, "token id is not an integer (item %d of %s)", n + 1, key);
             if (v < 0 || v > 2147483647L)
-                check_error(path, line, "token id must be a non-negative 32-bit integer (item %d of %s: %ld)", n + 1,
-                            key, v);
+                check_error(path, line, "token id must be a non-negative 32-bit integer (item %d of %s: %ld)",
+                            n + 1, key, v);
             ((int *)*out)[n++] = (int)v;
         } else {
             double v = strtod(s, &end);
@@ -9462,8 +9458,8 @@ static int read_check_file(const char *path, CheckRecord **out) {
                 double v = strtod(val, &end);
                 if (end == val || *end) check_error(path, lineno, "reward does not parse: %s", val);
                 if (!isfinite(v) || fabs(v) > FLT_MAX)
-                    check_error(path, lineno, "reward is not finite or outside the float range (|x| <= 3.4e38): %s",
-                                val);
+                    check_error(path, lineno, "reward is not finite or outside the float range "
+                                "(|x| <= 3.4e38): %s", val);
                 r.reward = (float)v;
             } else if (c == 2) {
                 r.n = parse_list(val, 1, (void **)&r.tokens, path, lineno, "tokens");
@@ -9488,8 +9484,8 @@ static int read_check_file(const char *path, CheckRecord **out) {
         for (int c = 0; c < 3; c++)   // a log-probability is at most 0 (up to a trainer's float rounding)
             for (int t = 0; seen >> (c + 3) & 1 && t < r.n; t++)
                 if ((*lists[c])[t] > 1e-6f)
-                    check_error(path, lineno, "%s's number %d is %g: a log-probability is <= 0", keys[c + 3], t + 1,
-                                (*lists[c])[t]);
+                    check_error(path, lineno, "%s's number %d is %g: a log-probability is <= 0", keys[c + 3],
+                                t + 1, (*lists[c])[t]);
         if (n == cap) {
             cap *= 2;
             recs = (CheckRecord *)realloc(recs, cap * sizeof(CheckRecord));
@@ -9531,13 +9527,12 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
         size_t row = (size_t)first * stride;
         build_prefix_tree(&batch->tree, batch->comp_row + first, batch->clen + first, k, batch->reward + first,
                           batch->advantage + first, batch->lambda_size + row, batch->node_of + row, stride);
-        node_numbers(nums, &batch->tree, batch->advantage + first, batch->clen + first, k, batch->node_of + row,
-                     batch->lambda_size + row, stride);
         char label[64];
         snprintf(label, sizeof label, "group %ld", sorted[first]->group);
         PageGroup pg = {sorted[first]->group, label, k, batch->comp_row + first, batch->clen + first,
                         batch->reward + first, batch->advantage + first, NULL, &batch->tree,
                         batch->node_of + row, batch->lambda_size + row, stride, nums};
+        node_numbers(&pg);
         html_group(page, &pg, &tn, p == 0);
     }
     html_end(&af);
@@ -9553,8 +9548,9 @@ static void refuse_check_records(const char *path, const CheckRecord *rec, int N
                                  const int *starts, int G, const ObjectiveConfig *obj, int mask_truncated) {
     for (int g = 0; g < G; g++)
         if (starts[g + 1] - starts[g] < 2 && obj->adv_std != STD_NONE && obj->adv_std_scope == SCOPE_GROUP)
-            check_error(path, sorted[starts[g]]->line, "group of size 1 (group %ld has one completion; --adv-std %s "
-                        "needs k >= 2, or use --adv-std none)", sorted[starts[g]]->group, ADV_STD_NAMES[obj->adv_std]);
+            check_error(path, sorted[starts[g]]->line, "group of size 1 (group %ld has one completion; --adv-std "
+                        "%s needs k >= 2, or use --adv-std none)", sorted[starts[g]]->group,
+                        ADV_STD_NAMES[obj->adv_std]);
     // a missing logp is taken as 0 below: the kl column (and with β != 0 the loss), or with logp_old
     // a ratio, from an invented logp. Masking needs the trainer's own verdict: only it knows its EOS
     // ids and its budget. Each rule in turn, named by the first line that breaks it.
@@ -9659,9 +9655,10 @@ static int cmd_check(int argc, char **argv, Options *o) {
         for (int t = 0; t < batch.clen[a]; t++)
             for (int c = 0; c < 3; c++)
                 if (!isfinite(column[c][row + t]))
-                    check_error(path, rec[i].line, "%s at t=%d is %g: float32 overflows (logp far from logp_old or "
-                                "logp_ref, or rewards far apart) %s", column_name[c], t, column[c][row + t], none);
-        if (!isfinite(line_loss[a])) check_error(path, rec[i].line, "its term of the loss is %g %s", line_loss[a], none);
+                    check_error(path, rec[i].line, "%s at t=%d is %g: float32 overflows (logp far from logp_old "
+                                "or logp_ref, or rewards far apart) %s", column_name[c], t, column[c][row + t], none);
+        if (!isfinite(line_loss[a]))
+            check_error(path, rec[i].line, "its term of the loss is %g %s", line_loss[a], none);
     }
     if (!isfinite(loss))   // every term finite, their sum not (in double: not expected to happen)
         check_error(path, rec[N - 1].line, "the loss (the sum over every line) is not finite");
