@@ -8586,47 +8586,38 @@ static void node_numbers(const PageGroup *pg) {
     free(members);
 }
 
-/* TokenNames: how the page writes a step's tokens. own_vocab: decode (sample). Else (check) name[t] of
-   --token-names for id t < n, run together, other ids in decimal; no names (NULL): ids, space-separated. */
+/* TokenNames: how check's page writes a step's tokens: name[t] of --token-names for id t < n, run
+   together, other ids in decimal; no names (NULL): ids, space-separated. (sample's: decode().) */
 typedef struct {
     char **name;        // (n) NUL-terminated names, or NULL
     int n;
-    int own_vocab;      // 1: decode() (sample)
 } TokenNames;
 
 /* load_token_names: the names of check --token-names FILE: line n (from 0) names token id n,
    without its line ending (LF or CRLF); an empty line names the empty string. Exits naming
    the option and the file when it cannot be read, or a line holds a NUL byte. */
 static void load_token_names(TokenNames *tn, const char *path) {
-    memset(tn, 0, sizeof *tn);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "error: --token-names %s: cannot open: %s\n", path, strerror(errno));
-        exit(EXIT_INPUT);
-    }
     char where[1100], *line = NULL;   // where: the file as messages name it
     snprintf(where, sizeof where, "error: --token-names %s", path);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "%s: cannot open: %s\n", where, strerror(errno));
+        exit(EXIT_INPUT);
+    }
     size_t cap = 0;
     long len;
+    tn->name = (char **)mallocCheck(sizeof(char *));   // an empty file: names, none of them
     while ((len = read_line(f, &line, &cap, 1L << 20, where, tn->n + 1)) != -1) {
-        if ((size_t)len != strlen(line))
-            data_error(where, tn->n + 1, "a NUL byte; a name is one line of text");
+        if ((size_t)len != strlen(line)) data_error(where, tn->n + 1, "a NUL byte; a name is one line of text");
         if (line[len - 1] == '\n') line[--len] = 0;
         if (len > 0 && line[len - 1] == '\r') line[--len] = 0;
-        char **grown = (char **)realloc(tn->name, (size_t)(tn->n + 1) * sizeof(char *));
-        if (!grown) data_error(where, tn->n + 1, "out of memory");
-        tn->name = grown;
+        tn->name = (char **)realloc(tn->name, (size_t)(tn->n + 1) * sizeof(char *));
+        if (!tn->name) data_error(where, tn->n + 1, "out of memory");
         tn->name[tn->n] = (char *)mallocCheck((size_t)len + 1);
         memcpy(tn->name[tn->n++], line, (size_t)len + 1);
     }
-    if (!tn->name) tn->name = (char **)mallocCheck(sizeof(char *));   // an empty file: names, none of them
     free(line);
     fclose(f);
-}
-
-static void free_token_names(TokenNames *tn) {
-    for (int i = 0; i < tn->n; i++) free(tn->name[i]);
-    free(tn->name);
 }
 
 // Writes s as the inside of a JSON string. <, > and & are escaped too: the JSON sits in an HTML
@@ -8666,8 +8657,8 @@ static void json_num(FILE *f, const char *before, double v) {
 #define HTML_HEAD_TOKENS 120
 #define HTML_TAIL_TOKENS 24
 
-// The JSON string of tokens[0..n) as tn names them (ids without a name in decimal, and with no
-// names at all space-separated), elided in the middle past HTML_STEP_TOKENS.
+// The JSON string of tokens[0..n) as tn names them (NULL: decode()), elided in the middle past
+// HTML_STEP_TOKENS.
 static void json_tokens(FILE *f, const TokenNames *tn, const int *tokens, int n) {
     int cut = n > HTML_STEP_TOKENS;
     fputc('"', f);
@@ -8675,13 +8666,13 @@ static void json_tokens(FILE *f, const TokenNames *tn, const int *tokens, int n)
         const int *run = part ? tokens + n - HTML_TAIL_TOKENS : tokens;
         int m = !cut ? n : part ? HTML_TAIL_TOKENS : HTML_HEAD_TOKENS;
         if (part) fprintf(f, " \u2026 (%d tokens) \u2026 ", n - HTML_HEAD_TOKENS - HTML_TAIL_TOKENS);
-        if (tn->own_vocab) {
+        if (!tn) {
             char *text = (char *)mallocCheck((size_t)m * 6 + 1);   // a token decodes to at most 5 characters
             decode(run, m, text, m * 6 + 1);
             json_chars(f, text);
             free(text);
         }
-        for (int t = 0; t < m && !tn->own_vocab; t++) {
+        for (int t = 0; t < m && tn; t++) {
             if (tn->name && run[t] >= 0 && run[t] < tn->n) json_chars(f, tn->name[run[t]]);
             else fprintf(f, "%s%d", t > 0 && !tn->name ? " " : "", run[t]);
         }
@@ -8929,7 +8920,7 @@ static FILE *html_begin(AtomicFile *a, const char *path, const char *command, co
 
 /* html_group: one group's entry of the JSON's "groups" (first: 1 for the first group): its completions
    (id i+1, reward, advantage, length, verdict, leaf) and its nodes in build_prefix_tree's order (parent,
-   the step [start, end) and its text, the NodeNumbers, members). */
+   the step [start, end) and its text as tn names it (NULL: decode()), the numbers, members). */
 static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int first) {
     const PrefixTree *tree = pg->tree;
     fprintf(f, "%s{\"group\":%ld,\"label\":\"", first ? "" : ",\n", pg->group);
@@ -9299,11 +9290,10 @@ static int cmd_sample(int argc, char **argv, Options *o) {
         snprintf(settings, sizeof settings, "k=%d, T=%g, --max-new-tokens %d, --mc-k %d, --seed %d, model %s; "
                  "advantages: --adv-std %s, --adv-eps %g (the training defaults)", k, o->temperature,
                  o->max_new_tokens, o->mc_k, o->seed, o->model, ADV_STD_NAMES[cfg.obj.adv_std], cfg.obj.adv_eps);
-        TokenNames tn = {NULL, 0, 1};
         pg.accepted = accepted;
         AtomicFile af;
         FILE *page = html_begin(&af, o->html_out, "sample", o->prompt, o->obj.objective, settings, NULL, 1);
-        html_group(page, &pg, &tn, 1);
+        html_group(page, &pg, NULL, 1);
         html_end(&af);
         free(accepted);
     }
@@ -9506,7 +9496,7 @@ static int read_check_file(const char *path, CheckRecord **out) {
    (sorted[a] is a), no V̂. */
 static void check_write_html(const Options *o, const char *path, GroupBatch *batch, CheckRecord *const *sorted,
                              const GRPOConfig *cfg) {
-    TokenNames tn = {NULL, 0, 0};
+    TokenNames tn = {NULL, 0};
     if (o->token_names[0]) load_token_names(&tn, o->token_names);
     char settings[1400];
     snprintf(settings, sizeof settings, "--objective %s (the page opens with it), --adv-std %s, --adv-std-scope %s, "
@@ -9537,7 +9527,8 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
     }
     html_end(&af);
     free(nums);
-    free_token_names(&tn);
+    for (int i = 0; i < tn.n; i++) free(tn.name[i]);
+    free(tn.name);
 }
 
 /* refuse_check_records: what check cannot run on, named by its first line (check_error): a group of
