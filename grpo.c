@@ -8983,23 +8983,22 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
     EvalResult r = {0.0f, 0.0f, limit > 0 && limit < d->n ? limit : d->n};
     int Bmax = kv->B;
     const int *pp[4096];
-    int plen[4096], idx[4096];
+    int plen[4096];
     int *comp = (int *)mallocCheck((size_t)Bmax * max_new * sizeof(int));
     float *lp = (float *)mallocCheck((size_t)Bmax * max_new * sizeof(float));
     int *clen = (int *)mallocCheck(Bmax * sizeof(int));
     Rng *rngs = (Rng *)mallocCheck(Bmax * sizeof(Rng));
     int samples = pass_k > 0 ? pass_k : 0;
-    int *solved = (int *)callocCheck(r.n, sizeof(int));
-    int correct = 0;
+    int *solved = (int *)mallocCheck(r.n * sizeof(int));   // by this pass's samples
     for (int pass = 0; pass < (samples ? 2 : 1); pass++) {
-        int per = pass == 0 ? 1 : samples;   // sequences per prompt
+        int per = pass == 0 ? 1 : samples, num_solved = 0;   // per: sequences per prompt
+        memset(solved, 0, r.n * sizeof(int));
         long total = (long)r.n * per;
         for (long s = 0; s < total; s += Bmax) {
             int B = (int)(s + Bmax <= total ? Bmax : total - s);
             for (int b = 0; b < B; b++) {
                 long q = s + b;
                 int i = (int)(q / per);
-                idx[b] = i;
                 pp[b] = d->prompt + (size_t)i * d->maxT;
                 plen[b] = d->prompt_len[i];
                 rng_seed(&rngs[b], seed, (1ull << 40) + (uint64_t)q);
@@ -9007,14 +9006,12 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
             sample_completions(m, kv, B, pp, plen, max_new, temperature, pass == 0, rngs, NULL, comp, lp,
                                clen);
             for (int b = 0; b < B; b++) {
-                int i = idx[b];
+                int i = (int)((s + b) / per);
                 const int *cb = comp + (size_t)b * max_new;
                 const int *nums = d->nums + (size_t)i * MAX_NUMS;
                 // accuracy and pass@k count verified answers only: a format reward of 1 would
                 // otherwise count every well-formed wrong answer as solved
-                int verified = task_reward(d->task, nums, d->num_count[i], d->target[i], cb, clen[b], 0.0f) == 1;
-                if (pass == 0) correct += verified;
-                else solved[i] |= verified;
+                solved[i] |= task_reward(d->task, nums, d->num_count[i], d->target[i], cb, clen[b], 0.0f) == 1;
                 if (pass == 0 && dump) {
                     // the dump shows the reward training would give (with --format-reward)
                     float rw = task_reward(d->task, nums, d->num_count[i], d->target[i], cb, clen[b],
@@ -9029,12 +9026,9 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
                 }
             }
         }
-    }
-    r.accuracy = (float)correct / r.n;
-    if (samples) {
-        int num_solved = 0;
         for (int i = 0; i < r.n; i++) num_solved += solved[i];
-        r.pass_k = (float)num_solved / r.n;
+        if (pass == 0) r.accuracy = (float)num_solved / r.n;
+        else r.pass_k = (float)num_solved / r.n;
     }
     free(comp);
     free(lp);
