@@ -9051,8 +9051,7 @@ static int cmd_eval(int argc, char **argv, Options *o) {
     refuse_inputs_as_outputs(outs, 1, ins, 2);
     print_options(stdout, o, CMD_EVAL);
     GPT m;
-    load_checkpoint(o->model, &m, 1, NULL);
-    refuse_other_task(o->model, &m, o->task);
+    load_task_model(o, o->model, &m, 1, NULL);
     Dataset d;
     load_dataset(&d, o->data, m.config.max_seq_len, 0, &TASKS[o->task]);
     check_context(o, m.config.max_seq_len, &d);
@@ -9300,6 +9299,17 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     return 0;
 }
 
+// check_error (verify, check): "PATH:LINE: " and the printf-style message on stderr, then exit (input error).
+static void check_error(const char *path, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s:%d: ", path, line);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(EXIT_INPUT);
+}
+
 static int cmd_verify(int argc, char **argv, Options *o) {
     const char *syn = "verify FILE: scores `prompt<TAB>completion` lines with the task's verifier (--task),\n"
                       "printing one reward per line (the format of tests/crosscheck_reasoning_gym.py and\n"
@@ -9325,10 +9335,8 @@ static int cmd_verify(int argc, char **argv, Options *o) {
             data_error(argv[first], lineno, "more than one TAB: expected `prompt<TAB>completion` (for a file "
                        "from eval --completions: cut -f1,2 FILE)");
         const Task *t = &TASKS[o->task];
-        if (t->parse_prompt(line, plen, nums, MAX_NUMS, &n, &target) != 0) {
-            fprintf(stderr, "%s:%d: prompt is not %s\n", argv[first], lineno, t->prompt_format);
-            exit(EXIT_INPUT);
-        }
+        if (t->parse_prompt(line, plen, nums, MAX_NUMS, &n, &target) != 0)
+            check_error(argv[first], lineno, "prompt is not %s", t->prompt_format);
         printf("%g\n", t->verify(nums, n, target, tab ? tab + 1 : "", tab ? len - plen - 1 : 0));
     }
     free(line);
@@ -9356,17 +9364,6 @@ static int check_record_cmp(const void *a, const void *b) {
     const CheckRecord *x = *(CheckRecord *const *)a, *y = *(CheckRecord *const *)b;
     if (x->group != y->group) return x->group < y->group ? -1 : 1;
     return x->line - y->line;
-}
-
-// check_error: "PATH:LINE: " and the printf-style message on stderr, then exit (input error).
-static void check_error(const char *path, int line, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "%s:%d: ", path, line);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(EXIT_INPUT);
 }
 
 // Parses a comma-separated list of numbers (ints if is_int) into *out; returns the count. key: the
