@@ -8736,7 +8736,7 @@ static const char HTML_SCRIPT[] =
     "  if (item.ends.length) lines.push('ends here: ' + item.ends.map(function (c) { return yr(c, ' accepted', ' rejected'); }).join(', '));\n"
     "  return lines.join('\\n');\n"
     "}\n"
-    "var info = document.getElementById('bg-info'), root = document.getElementById('bg-svg'), Y = 0, W = 0, drawn = 0;\n"
+    "var info = document.getElementById('bg-info'), root = document.getElementById('bg-svg'), Y = 0, W = 0;\n"
     "D.groups.forEach(function (g) {\n"
     "  var roots = [];\n"
     "  g.nodes.forEach(function (n) { n.kids = []; n.ends = []; });\n"
@@ -8764,14 +8764,13 @@ static const char HTML_SCRIPT[] =
     "  }\n"
     "  var top = {nodes: [], kids: roots.map(item), lines: [cut(g.label)], w: 10 + CW * Math.min(MAXC, g.label.length), h: 20, ends: []};\n"
     "  var colW = [], rows = 0, GAP = 6;\n"
-    "  var head = el('text', {x: 4, y: Y + 16, 'class': 'bg-head'}, root, g.heading);\n"
+    "  el('text', {x: 4, y: Y + 16, 'class': 'bg-head'}, root, g.heading);\n"
     "  Y += 28;\n"
     "  (function place(it, d) {\n"   // columns by depth, rows by leaf (depth-first order)
     "    colW[d] = Math.max(colW[d] || 0, it.w);\n"
     "    it.d = d;\n"
-    "    var kids = it.kids.slice();\n"
-    "    if (kids.length && it.ends.length) { kids.push({nodes: [], kids: [], end: true, lines: endText(it.ends), w: 0, h: 0, ends: it.ends}); }\n"
-    "    it.all = kids;\n"
+    "    var kids = it.all = !it.kids.length || !it.ends.length ? it.kids :\n"   // an inner run's ends: an end item after its kids
+    "      it.kids.concat([{nodes: [], kids: [], end: true, lines: endText(it.ends), w: 0, h: 0, ends: it.ends}]);\n"
     "    if (!kids.length) {\n"
     "      var h = Math.max(it.h, LH * (it.end ? it.lines.length : endText(it.ends).length)) + GAP;\n"
     "      it.y = Y + rows + h / 2; rows += h; return;\n"
@@ -8799,9 +8798,7 @@ static const char HTML_SCRIPT[] =
     "    if (!it.nodes.length) el('rect', {x: x, y: y0, width: it.w, height: it.h, rx: 3, 'class': 'bg-promptbox'}, box);\n"
     "    var sw = it.w / Math.max(1, it.nodes.length);\n"
     "    it.nodes.forEach(function (n, j) {\n"
-    "      var r = el('rect', {x: x + j * sw, y: y0, width: sw, height: it.h, rx: it.nodes.length > 1 ? 0 : 3, 'class': 'bg-box'}, box);\n"
-    "      painted.push([r, n]);\n"
-    "      drawn++;\n"
+    "      painted.push([el('rect', {x: x + j * sw, y: y0, width: sw, height: it.h, rx: it.nodes.length > 1 ? 0 : 3, 'class': 'bg-box'}, box), n]);\n"
     "    });\n"
     "    it.lines.forEach(function (s, j) {\n"
     "      var t = el('text', {x: x + 5, y: y0 + 3 + LH * (j + 0.8), 'class': j ? 'bg-num' : 'bg-tok'}, box, s);\n"
@@ -8836,7 +8833,7 @@ static const char HTML_SCRIPT[] =
     "body.setAttribute('data-status', 'ok');\n"
     "requestAnimationFrame(function () {\n"   // the first frame with the drawing: time since the page began loading
     "  body.setAttribute('data-frame-ms', performance.now().toFixed(1)); });\n"
-    "status.textContent = drawn + ' nodes drawn';\n"   // the time only in data-draw-ms: screenshots stay comparable
+    "status.textContent = painted.length + ' nodes drawn';\n"   // the time only in data-draw-ms: screenshots stay comparable
     "status.title = 'drawn in ' + ms.toFixed(1) + ' ms';\n"
     "} catch (e) {\n"
     "  body.setAttribute('data-status', 'error');\n"
