@@ -8525,11 +8525,10 @@ static int cmd_tree(int argc, char **argv, Options *o) {
 // ----------------------------------------------------------------------------
 // HTML page of B(G): a group's tree as a picture, GRPO's and λ-GRPO's credit side by side
 //
-// ./grpo sample --html FILE and ./grpo check FILE --html OUT write one self-contained page: the
-// numbers of every node as one JSON block (<script type="application/json" id="bg-data">),
-// an empty <svg>, and a short plain script that lays the tree out and colours it (no network,
-// no library). node_numbers computes what sample's text tree prints and what the JSON holds,
-// so the two cannot disagree; the page's script only draws them.
+// ./grpo sample --html FILE and ./grpo check FILE --html OUT write one self-contained page: every
+// node's numbers as one JSON block (id bg-data), an empty <svg>, and a short plain script that lays
+// the tree out and colours it (no network, no library). node_numbers computes what sample's text
+// tree prints and what the JSON holds, so the two cannot disagree; the script only draws them.
 
 /* NodeNumbers: the numbers shown for one node λ of B(G) beside its ProcessNode's |λ|, R̂ and A_λ
    (sample's text, the page's JSON). */
@@ -8657,8 +8656,7 @@ static void json_num(FILE *f, const char *before, double v) {
 #define HTML_HEAD_TOKENS 120
 #define HTML_TAIL_TOKENS 24
 
-// The JSON string of tokens[0..n) as tn names them (NULL: decode()), elided in the middle past
-// HTML_STEP_TOKENS.
+// The JSON string of tokens[0..n) as tn names them (NULL: decode()), elided past HTML_STEP_TOKENS.
 static void json_tokens(FILE *f, const TokenNames *tn, const int *tokens, int n) {
     int cut = n > HTML_STEP_TOKENS;
     fputc('"', f);
@@ -8861,8 +8859,7 @@ static const char HTML_STYLE[] =
     ".bg-node:hover .bg-box{stroke:#000;stroke-width:2}\n";
 
 /* html_check_path: refuses --html PATH before any work when its temporary file cannot be made
-   (the directory missing or not writable), naming --html. (A directory, or an input of the
-   command: refuse_inputs_as_outputs, called first.) */
+   (no such directory, or not writable). (Directories, inputs: refuse_inputs_as_outputs, first.) */
 static void html_check_path(const char *path) {
     char tmp[1100];
     FILE *f = atomic_create(path, tmp, sizeof tmp);
@@ -9296,7 +9293,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     return 0;
 }
 
-// check_error (verify, check): "PATH:LINE: " and the printf-style message on stderr, then exit (input error).
+// check_error (verify, check): "PATH:LINE: " and the printf-style message on stderr; exits.
 static void check_error(const char *path, int line, const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
@@ -9496,10 +9493,8 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
                             "V&#770; is not drawn: check reads a dumped batch and has no model to sample "
                             "continuations from (<code>./grpo sample --mc-k K --html</code> draws it); nor a "
                             "verifier's verdict: the rewards are the file's.", 0);
-    int stride = batch->max_new, largest = 1;
-    for (int p = 0; p < batch->num_groups; p++)
-        largest = imax(largest, batch->group_start[p + 1] - batch->group_start[p]);
-    NodeNumbers *nums = (NodeNumbers *)mallocCheck((size_t)2 * (largest + 1) * sizeof(NodeNumbers));
+    int stride = batch->max_new;   // a group of k has at most 2k - 1 nodes
+    NodeNumbers *nums = (NodeNumbers *)mallocCheck((size_t)2 * (batch->N + 1) * sizeof(NodeNumbers));
     for (int p = 0; p < batch->num_groups; p++) {
         int first = batch->group_start[p], k = batch->group_start[p + 1] - first;
         size_t row = (size_t)first * stride;
