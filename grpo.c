@@ -8919,12 +8919,8 @@ static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int f
     const PrefixTree *tree = pg->tree;
     fprintf(f, "%s{\"group\":%ld,\"label\":\"", first ? "" : ",\n", pg->group);
     json_chars(f, pg->label);
-    fprintf(f, "\",\"heading\":\"");
-    char heading[160];
-    snprintf(heading, sizeof heading, "group %ld: %d completions, %d process steps", pg->group, pg->k,
-             tree->num_nodes);
-    json_chars(f, heading);
-    fprintf(f, "\",\"k\":%d,\n\"completions\":[", pg->k);
+    fprintf(f, "\",\"heading\":\"group %ld: %d completions, %d process steps\",\"k\":%d,\n\"completions\":[",
+            pg->group, pg->k, tree->num_nodes, pg->k);
     for (int i = 0; i < pg->k; i++) {
         int leaf = pg->len[i] > 0 ? pg->node_of[(size_t)i * pg->stride + pg->len[i] - 1] : -1;
         fprintf(f, "%s\n{\"id\":%d", i ? "," : "", i + 1);
