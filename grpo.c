@@ -8257,17 +8257,14 @@ static int cmd_tree(int argc, char **argv, Options *o) {
 // ----------------------------------------------------------------------------
 // HTML page of B(G): a group's tree as a picture, GRPO's and λ-GRPO's credit side by side
 //
-// ./grpo sample --html FILE and ./grpo check FILE --html OUT write one self-contained page: the
-// numbers of every node as one JSON block (<script type="application/json" id="bg-data">),
-// an empty <svg>, and a short plain script that lays the tree out and colours it (no network,
-// no library). node_numbers computes what sample's text tree prints and what the JSON holds,
-// so the two cannot disagree; the page's script only draws them.
+// ./grpo sample --html FILE and ./grpo check FILE --html OUT write one self-contained page: every
+// node's numbers as one JSON block (id bg-data), an empty <svg>, and a short plain script that lays
+// the tree out and colours it (no network, no library). node_numbers computes what sample's text
+// tree prints and what the JSON holds, so the two cannot disagree; the script only draws them.
 
-/* NodeNumbers: the numbers shown for one node λ of B(G) (sample's text, the page's JSON). */
+/* NodeNumbers: the numbers shown for one node λ of B(G) beside its ProcessNode's |λ|, R̂ and A_λ
+   (sample's text, the page's JSON). */
 typedef struct {
-    int size;           // |λ|: member completions
-    float reward;       // R̂(λ): mean reward of the members (ProcessNode.step_reward)
-    float advantage;    // A_λ: mean of the members' a_i (ProcessNode.step_advantage)
     double net[2];      // the net coefficient of each of the step's tokens, Σ_{i∈λ} lambda_weight·a_i
                         // (before the aggregation factor c_i, notes/worked-example.md): [0] GRPO
                         // (= |λ|·A_λ), [1] λ-GRPO (= A_λ); positive: the objective raises the tokens
@@ -8275,97 +8272,90 @@ typedef struct {
     long cost;          // sampled tokens V̂ cost; −1 at a leaf (V̂ is the reward); −2: no V̂
 } NodeNumbers;
 
+/* PageGroup: one group as sample's text and the page draw it. The tree and its per-token arrays
+   are build_prefix_tree's for this group (node_of, lambda_size: k rows, stride apart). */
+typedef struct {
+    long group;                   // its id (check: group=; sample: 0)
+    const char *label;            // its heading (sample: the prompt)
+    int k;
+    const int *const *tokens;     // (k) completion i's token ids
+    const int *len;               // (k)
+    const float *reward, *advantage;   // (k) r_i and a_i; the page names completion i y(i+1), as the paper
+    const signed char *accepted;  // (k) 1 when the verifier accepted it, else 0; NULL: no verifier (check)
+    const PrefixTree *tree;
+    const int *node_of, *lambda_size;
+    int stride;
+    NodeNumbers *nums;            // (tree->num_nodes) node_numbers
+} PageGroup;
+
 /* node_members: the member completions of node n (indices into the group, ascending) into
    out (capacity k); returns |λ|. A completion is a member when the node owns its token at the
-   node's first position (node_of rows of the group, stride apart; len (k)). */
-static int node_members(const PrefixTree *tree, int n, const int *len, int k, const int *node_of, int stride,
-                        int *out) {
-    int start = tree->nodes[n].start, m = 0;
-    for (int i = 0; i < k; i++)
-        if (len[i] > start && node_of[(size_t)i * stride + start] == n) out[m++] = i;
+   node's first position. */
+static int node_members(const PageGroup *pg, int n, int *out) {
+    int start = pg->tree->nodes[n].start, m = 0;
+    for (int i = 0; i < pg->k; i++)
+        if (pg->len[i] > start && pg->node_of[(size_t)i * pg->stride + start] == n) out[m++] = i;
     return m;
 }
 
-/* node_numbers: NodeNumbers of every node of one group's tree (out: tree->num_nodes), from
-   build_prefix_tree's node_of, lambda_size (rows stride apart), len, advantage (k), with the objective's
-   own lambda_weight; value, cost: node_values' (sample), or NULL (check: value NAN, cost −2). */
-static void node_numbers(NodeNumbers *out, const PrefixTree *tree, const float *advantage, const int *len, int k,
-                         const int *node_of, const int *lambda_size, int stride, const float *value,
-                         const long *cost) {
-    ObjectiveConfig obj[2];
-    memset(obj, 0, sizeof obj);
-    obj[0].objective = OBJ_GRPO;
-    obj[1].objective = OBJ_LAMBDA_GRPO;
-    int *members = (int *)mallocCheck((size_t)(k + 1) * sizeof(int));
-    for (int n = 0; n < tree->num_nodes; n++) {
-        const ProcessNode *nd = &tree->nodes[n];
-        NodeNumbers *o = &out[n];
-        o->size = nd->size;
-        o->reward = nd->step_reward;
-        o->advantage = nd->step_advantage;
-        int m = node_members(tree, n, len, k, node_of, stride, members);
-        for (int b = 0; b < 2; b++) {
-            double net = 0.0;
-            for (int a = 0; a < m; a++) {
-                int i = members[a];
-                net += (double)lambda_weight(&obj[b], lambda_size[(size_t)i * stride + nd->start]) * advantage[i];
-            }
-            o->net[b] = net;
+/* node_numbers: pg->nums for every node of its tree, with the objective's own lambda_weight;
+   value NAN and cost −2 (none: check; sample's node_values fills them in). */
+static void node_numbers(const PageGroup *pg) {
+    ObjectiveConfig obj[2] = {{.objective = OBJ_GRPO}, {.objective = OBJ_LAMBDA_GRPO}};
+    int *members = (int *)mallocCheck((size_t)(pg->k + 1) * sizeof(int));
+    for (int n = 0; n < pg->tree->num_nodes; n++) {
+        NodeNumbers *o = &pg->nums[n];
+        int m = node_members(pg, n, members), start = pg->tree->nodes[n].start;
+        o->net[0] = o->net[1] = 0.0;
+        for (int a = 0; a < m; a++) {
+            int i = members[a], size = pg->lambda_size[(size_t)i * pg->stride + start];
+            for (int b = 0; b < 2; b++) o->net[b] += (double)lambda_weight(&obj[b], size) * pg->advantage[i];
         }
-        o->value = value ? value[n] : NAN;
-        o->cost = cost ? cost[n] : -2;
+        o->value = NAN;
+        o->cost = -2;
     }
     free(members);
 }
 
-/* TokenNames: how the page writes a step's tokens. own_vocab: decode (sample). Else (check) name[t] of
-   --token-names for id t < n, run together, other ids in decimal; no names (NULL): ids, space-separated. */
+/* TokenNames: how check's page writes a step's tokens: name[t] of --token-names for id t < n, run
+   together, other ids in decimal; no names (NULL): ids, space-separated. (sample's: decode().) */
 typedef struct {
     char **name;        // (n) NUL-terminated names, or NULL
     int n;
-    int own_vocab;      // 1: decode() (sample)
 } TokenNames;
 
 /* load_token_names: the names of check --token-names FILE: line n (from 0) names token id n,
    without its line ending (LF or CRLF); an empty line names the empty string. Exits naming
    the option and the file when it cannot be read, or a line holds a NUL byte. */
 static void load_token_names(TokenNames *tn, const char *path) {
-    memset(tn, 0, sizeof *tn);
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        fprintf(stderr, "error: --token-names %s: cannot open: %s\n", path, strerror(errno));
-        exit(EXIT_INPUT);
-    }
     char where[1100], *line = NULL;   // where: the file as messages name it
     snprintf(where, sizeof where, "error: --token-names %s", path);
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        fprintf(stderr, "%s: cannot open: %s\n", where, strerror(errno));
+        exit(EXIT_INPUT);
+    }
     size_t cap = 0;
     long len;
+    tn->name = (char **)mallocCheck(sizeof(char *));   // an empty file: names, none of them
     while ((len = read_line(f, &line, &cap, 1L << 20, where, tn->n + 1)) != -1) {
-        if ((size_t)len != strlen(line))
-            data_error(where, tn->n + 1, "a NUL byte; a name is one line of text");
+        if ((size_t)len != strlen(line)) data_error(where, tn->n + 1, "a NUL byte; a name is one line of text");
         if (line[len - 1] == '\n') line[--len] = 0;
         if (len > 0 && line[len - 1] == '\r') line[--len] = 0;
-        char **grown = (char **)realloc(tn->name, (size_t)(tn->n + 1) * sizeof(char *));
-        if (!grown) data_error(where, tn->n + 1, "out of memory");
-        tn->name = grown;
+        tn->name = (char **)realloc(tn->name, (size_t)(tn->n + 1) * sizeof(char *));
+        if (!tn->name) data_error(where, tn->n + 1, "out of memory");
         tn->name[tn->n] = (char *)mallocCheck((size_t)len + 1);
         memcpy(tn->name[tn->n++], line, (size_t)len + 1);
     }
-    if (!tn->name) tn->name = (char **)mallocCheck(sizeof(char *));   // an empty file: names, none of them
     free(line);
     fclose(f);
 }
 
-static void free_token_names(TokenNames *tn) {
-    for (int i = 0; i < tn->n; i++) free(tn->name[i]);
-    free(tn->name);
-}
-
-// Writes s[0..n) as the inside of a JSON string. <, > and & are escaped too: the JSON sits in
-// an HTML <script> element, which a literal "</script>" in a token's name would end.
-static void json_chars(FILE *f, const char *s, size_t n) {
-    for (size_t i = 0; i < n; i++) {
-        unsigned char c = (unsigned char)s[i];
+// Writes s as the inside of a JSON string. <, > and & are escaped too: the JSON sits in an HTML
+// <script> element, which a literal "</script>" in a token's name would end.
+static void json_chars(FILE *f, const char *s) {
+    for (; *s; s++) {
+        unsigned char c = (unsigned char)*s;
         if (c == '"' || c == '\\') fprintf(f, "\\%c", c);
         else if (c < 0x20 || c == '<' || c == '>' || c == '&' || c == 0x7f) fprintf(f, "\\u%04x", c);
         else fputc(c, f);
@@ -8391,23 +8381,6 @@ static void json_num(FILE *f, const char *before, double v) {
     else fputs("null", f);
 }
 
-// Writes tokens[0..n) as tn names them, inside a JSON string; sep: 1 when tokens came before
-// these (ids in decimal are separated by spaces).
-static void json_token_run(FILE *f, const TokenNames *tn, const int *tokens, int n, int sep) {
-    if (tn->own_vocab) {
-        char *text = (char *)mallocCheck((size_t)n * 6 + 1);   // a token decodes to at most 5 characters
-        decode(tokens, n, text, n * 6 + 1);
-        json_chars(f, text, strlen(text));
-        free(text);
-        return;
-    }
-    for (int t = 0; t < n; t++) {
-        int id = tokens[t];
-        if (tn->name && id >= 0 && id < tn->n) json_chars(f, tn->name[id], strlen(tn->name[id]));
-        else fprintf(f, "%s%d", (t > 0 || sep) && !tn->name ? " " : "", id);
-    }
-}
-
 // A step's text on the page: its first HTML_HEAD_TOKENS and last HTML_TAIL_TOKENS tokens when it
 // has more than HTML_STEP_TOKENS (the page shows 24 characters of it, the hover panel all of
 // this): so that a group of long completions stays well under 1 MB (start and end give the span).
@@ -8415,33 +8388,27 @@ static void json_token_run(FILE *f, const TokenNames *tn, const int *tokens, int
 #define HTML_HEAD_TOKENS 120
 #define HTML_TAIL_TOKENS 24
 
-// The JSON string of tokens[0..n) as tn names them, elided in the middle past HTML_STEP_TOKENS.
+// The JSON string of tokens[0..n) as tn names them (NULL: decode()), elided past HTML_STEP_TOKENS.
 static void json_tokens(FILE *f, const TokenNames *tn, const int *tokens, int n) {
+    int cut = n > HTML_STEP_TOKENS;
     fputc('"', f);
-    if (n <= HTML_STEP_TOKENS) json_token_run(f, tn, tokens, n, 0);
-    else {
-        json_token_run(f, tn, tokens, HTML_HEAD_TOKENS, 0);
-        fprintf(f, " \u2026 (%d tokens) \u2026 ", n - HTML_HEAD_TOKENS - HTML_TAIL_TOKENS);
-        json_token_run(f, tn, tokens + n - HTML_TAIL_TOKENS, HTML_TAIL_TOKENS, 0);
+    for (int part = 0; part <= cut; part++) {   // part 1: the tail after the elision
+        const int *run = part ? tokens + n - HTML_TAIL_TOKENS : tokens;
+        int m = !cut ? n : part ? HTML_TAIL_TOKENS : HTML_HEAD_TOKENS;
+        if (part) fprintf(f, " \u2026 (%d tokens) \u2026 ", n - HTML_HEAD_TOKENS - HTML_TAIL_TOKENS);
+        if (!tn) {
+            char *text = (char *)mallocCheck((size_t)m * 6 + 1);   // a token decodes to at most 5 characters
+            decode(run, m, text, m * 6 + 1);
+            json_chars(f, text);
+            free(text);
+        }
+        for (int t = 0; t < m && tn; t++) {
+            if (tn->name && run[t] >= 0 && run[t] < tn->n) json_chars(f, tn->name[run[t]]);
+            else fprintf(f, "%s%d", t > 0 && !tn->name ? " " : "", run[t]);
+        }
     }
     fputc('"', f);
 }
-
-/* PageGroup: one group as the page draws it. The tree and its per-token arrays are
-   build_prefix_tree's for this group (node_of, lambda_size: k rows, stride apart). */
-typedef struct {
-    long group;                   // its id (check: group=; sample: 0)
-    const char *label;            // its heading (sample: the prompt)
-    int k;
-    const int *const *tokens;     // (k) completion i's token ids
-    const int *len;               // (k)
-    const float *reward, *advantage;   // (k) r_i and a_i; the page names completion i y(i+1), as the paper
-    const signed char *accepted;  // (k) 1 when the verifier accepted it, else 0; NULL: no verifier (check)
-    const PrefixTree *tree;
-    const int *node_of, *lambda_size;
-    int stride;
-    const NodeNumbers *nums;      // (tree->num_nodes) node_numbers
-} PageGroup;
 
 /* The page's script: lays each group's tree out left to right (a column per depth, a row per leaf,
    a chain of single-child nodes as one run), colours each node by its net coefficient under the
@@ -8478,14 +8445,9 @@ static const char HTML_SCRIPT[] =
     "document.getElementById('bg-legend-lo').textContent = sg(-M, 4);\n"
     "document.getElementById('bg-legend-hi').textContent = sg(M, 4);\n"
     "var painted = [], netText = [];\n"   // a box's [rect, node] and [net line, node, its text before the number]: redone by the switch
-    "function ends(g, item) {\n"   // the completions that end in the run's nodes
-    "  var out = [];\n"
-    "  item.nodes.forEach(function (n) { n.ends.forEach(function (c) { out.push(g.byId[c]); }); });\n"
-    "  return out;\n"
-    "}\n"
+    "function yr(c, yes, no) { return 'y' + c.id + ' r=' + num(c.reward, 3) + (c.accepted === null ? '' : c.accepted ? yes : no); }\n"
     "function endText(cs) {\n"
-    "  var v = function (c) { return c.accepted === null ? '' : c.accepted ? ' \\u2713' : ' \\u2717'; };\n"
-    "  if (cs.length <= 3) return cs.map(function (c) { return 'y' + c.id + ' r=' + num(c.reward, 3) + v(c); });\n"
+    "  if (cs.length <= 3) return cs.map(function (c) { return yr(c, ' \\u2713', ' \\u2717'); });\n"
     "  var ok = cs.filter(function (c) { return c.accepted; }).length, mean = 0;\n"
     "  cs.forEach(function (c) { mean += c.reward / cs.length; });\n"
     "  return [cs.length + ' end here, mean r=' + num(mean, 3) + (D.verifier ? ', ' + ok + ' \\u2713' : '')];\n"
@@ -8493,7 +8455,7 @@ static const char HTML_SCRIPT[] =
     "function detail(g, item) {\n"   // the hover panel's text: every step of the run, its members and nets
     "  var lines = [];\n"
     "  item.nodes.forEach(function (n) {\n"
-    "    var ms = n.members.map(function (c) { return g.byId[c]; });\n"
+    "    var ms = n.members.map(function (c) { return g.completions[c - 1]; });\n"
     "    lines.push('step \"' + n.text + '\" (tokens ' + n.start + '..' + (n.end - 1) + ')');\n"
     "    lines.push('  |\\u03bb|=' + n.size + '  R\\u0302=' + num(n.R, 4) + '  A_\\u03bb=' + sg(n.A, 4) +\n"
     "               (n.V === null ? '' : '  V\\u0302=' + num(n.V, 3) + (n.cost < 0 ? ' (leaf)' : ' (' + n.cost + ' tok)')));\n"
@@ -8501,26 +8463,20 @@ static const char HTML_SCRIPT[] =
     "    lines.push('  GRPO:   \\u03a3 1\\u00b7a_i = ' + sg(n.net[0], 4));\n"
     "    lines.push('  \\u03bb-GRPO: \\u03a3 a_i/' + n.size + ' = ' + sg(n.net[1], 4));\n"
     "  });\n"
-    "  var e = ends(g, item);\n"
-    "  if (e.length) lines.push('ends here: ' + e.map(function (c) { return 'y' + c.id + ' r=' + num(c.reward, 3) +\n"
-    "    (c.accepted === null ? '' : c.accepted ? ' accepted' : ' rejected'); }).join(', '));\n"
+    "  if (item.ends.length) lines.push('ends here: ' + item.ends.map(function (c) { return yr(c, ' accepted', ' rejected'); }).join(', '));\n"
     "  return lines.join('\\n');\n"
     "}\n"
-    "var info = document.getElementById('bg-info');\n"
-    "var root = document.getElementById('bg-svg'), Y = 0, W = 0, drawn = 0;\n"
+    "var info = document.getElementById('bg-info'), root = document.getElementById('bg-svg'), Y = 0, W = 0;\n"
     "D.groups.forEach(function (g) {\n"
-    "  g.byId = {};\n"
-    "  g.completions.forEach(function (c) { g.byId[c.id] = c; });\n"
+    "  var roots = [];\n"
     "  g.nodes.forEach(function (n) { n.kids = []; n.ends = []; });\n"
-    "  g.nodes.forEach(function (n, i) { if (n.parent >= 0) g.nodes[n.parent].kids.push(i); });\n"
-    "  g.completions.forEach(function (c) { if (c.leaf >= 0) g.nodes[c.leaf].ends.push(c.id); });\n"
-    "  var leaves = 0;\n"   // many leaves: two lines a box (R̂ and V̂ in the hover panel)
-    "  g.nodes.forEach(function (n) { leaves += n.kids.length === 0; });\n"
-    "  var compact = leaves > 24;\n"
+    "  g.nodes.forEach(function (n, i) { (n.parent >= 0 ? g.nodes[n.parent].kids : roots).push(i); });\n"
+    "  g.completions.forEach(function (c) { if (c.leaf >= 0) g.nodes[c.leaf].ends.push(c); });\n"
+    // many leaves: two lines a box (R̂ and V̂ in the hover panel)
+    "  var compact = g.nodes.filter(function (n) { return !n.kids.length; }).length > 24;\n"
     // items: a node, or a run (a chain of nodes of one child each, drawn as one box in segments)
     "  function item(i) {\n"
-    "    var it = {nodes: [], kids: []}, n = g.nodes[i];\n"
-    "    it.nodes.push(n);\n"
+    "    var n = g.nodes[i], it = {nodes: [n]};\n"
     "    while (n.kids.length === 1) { n = g.nodes[n.kids[0]]; it.nodes.push(n); }\n"
     "    it.kids = n.kids.map(item);\n"
     "    it.text = it.nodes.map(function (m) { return m.text; }).join('');\n"
@@ -8533,21 +8489,18 @@ static const char HTML_SCRIPT[] =
     "    if (compact && it.nodes.length === 1) { it.pre = it.lines[1] + ' '; it.lines = [it.lines[0], it.pre + it.lines[2]]; }\n"
     "    it.w = 10 + CW * Math.max.apply(null, it.lines.map(function (s) { return s.length; }));\n"
     "    it.h = 6 + LH * it.lines.length;\n"
-    "    it.ends = ends(g, it);\n"
+    "    it.ends = [].concat.apply([], it.nodes.map(function (m) { return m.ends; }));\n"
     "    return it;\n"
     "  }\n"
-    "  var tops = [];\n"
-    "  g.nodes.forEach(function (n, i) { if (n.parent < 0) tops.push(item(i)); });\n"
-    "  var top = {nodes: [], kids: tops, lines: [cut(g.label)], w: 10 + CW * Math.min(MAXC, g.label.length), h: 20, ends: []};\n"
+    "  var top = {nodes: [], kids: roots.map(item), lines: [cut(g.label)], w: 10 + CW * Math.min(MAXC, g.label.length), h: 20, ends: []};\n"
     "  var colW = [], rows = 0, GAP = 6;\n"
-    "  var head = el('text', {x: 4, y: Y + 16, 'class': 'bg-head'}, root, g.heading);\n"
+    "  el('text', {x: 4, y: Y + 16, 'class': 'bg-head'}, root, g.heading);\n"
     "  Y += 28;\n"
     "  (function place(it, d) {\n"   // columns by depth, rows by leaf (depth-first order)
     "    colW[d] = Math.max(colW[d] || 0, it.w);\n"
     "    it.d = d;\n"
-    "    var kids = it.kids.slice();\n"
-    "    if (kids.length && it.ends.length) { kids.push({nodes: [], kids: [], end: true, lines: endText(it.ends), w: 0, h: 0, ends: it.ends}); }\n"
-    "    it.all = kids;\n"
+    "    var kids = it.all = !it.kids.length || !it.ends.length ? it.kids :\n"   // an inner run's ends: an end item after its kids
+    "      it.kids.concat([{nodes: [], kids: [], end: true, lines: endText(it.ends), w: 0, h: 0, ends: it.ends}]);\n"
     "    if (!kids.length) {\n"
     "      var h = Math.max(it.h, LH * (it.end ? it.lines.length : endText(it.ends).length)) + GAP;\n"
     "      it.y = Y + rows + h / 2; rows += h; return;\n"
@@ -8558,6 +8511,10 @@ static const char HTML_SCRIPT[] =
     "  var X = [8];\n"
     "  for (var d = 1; d <= colW.length; d++) X[d] = X[d - 1] + colW[d - 1] + 44;\n"
     "  var gEdges = el('g', {}, root), gNodes = el('g', {}, root);\n"
+    "  function endLines(lines, x, y) {\n"   // completions' end text from x, centred on y; returns x + its width
+    "    lines.forEach(function (s, j) { el('text', {x: x, y: y + 4 + LH * (j - (lines.length - 1) / 2), 'class': 'bg-endtext'}, gNodes, s); });\n"
+    "    return x + CW * Math.max.apply(null, lines.concat(['']).map(function (s) { return s.length; }));\n"
+    "  }\n"
     "  (function draw(it) {\n"
     "    var x = X[it.d];\n"
     "    it.all.forEach(function (c) {\n"
@@ -8566,18 +8523,12 @@ static const char HTML_SCRIPT[] =
     "                  'stroke-width': (c.end ? 1 : 1 + 9 * sz / g.k).toFixed(2), 'class': c.end ? 'bg-edge bg-end' : 'bg-edge'}, gEdges);\n"
     "      draw(c);\n"
     "    });\n"
-    "    if (it.end) {\n"
-    "      it.lines.forEach(function (s, j) { el('text', {x: x + 4, y: it.y + 4 + LH * (j - (it.lines.length - 1) / 2), 'class': 'bg-endtext'}, gNodes, s); });\n"
-    "      W = Math.max(W, x + 12 + CW * Math.max.apply(null, it.lines.map(function (s) { return s.length; })));\n"
-    "      return;\n"
-    "    }\n"
+    "    if (it.end) { W = Math.max(W, endLines(it.lines, x + 4, it.y) + 8); return; }\n"
     "    var box = el('g', {'class': it.nodes.length ? 'bg-node' : 'bg-prompt'}, gNodes), y0 = it.y - it.h / 2;\n"
     "    if (!it.nodes.length) el('rect', {x: x, y: y0, width: it.w, height: it.h, rx: 3, 'class': 'bg-promptbox'}, box);\n"
     "    var sw = it.w / Math.max(1, it.nodes.length);\n"
     "    it.nodes.forEach(function (n, j) {\n"
-    "      var r = el('rect', {x: x + j * sw, y: y0, width: sw, height: it.h, rx: it.nodes.length > 1 ? 0 : 3, 'class': 'bg-box'}, box);\n"
-    "      painted.push([r, n]);\n"
-    "      drawn++;\n"
+    "      painted.push([el('rect', {x: x + j * sw, y: y0, width: sw, height: it.h, rx: it.nodes.length > 1 ? 0 : 3, 'class': 'bg-box'}, box), n]);\n"
     "    });\n"
     "    it.lines.forEach(function (s, j) {\n"
     "      var t = el('text', {x: x + 5, y: y0 + 3 + LH * (j + 0.8), 'class': j ? 'bg-num' : 'bg-tok'}, box, s);\n"
@@ -8589,18 +8540,13 @@ static const char HTML_SCRIPT[] =
     "      box.addEventListener('mouseenter', function () { info.textContent = tip; info.style.display = 'block'; });\n"
     "      box.addEventListener('mouseleave', function () { info.style.display = 'none'; });\n"
     "    }\n"
-    "    if (!it.all.length && it.ends.length)\n"
-    "      endText(it.ends).forEach(function (s, j, a) { el('text', {x: x + it.w + 6, y: it.y + 4 + LH * (j - (a.length - 1) / 2), 'class': 'bg-endtext'}, gNodes, s); });\n"
-    "    var right = x + it.w + (it.all.length ? 0 : 8 + CW * Math.max.apply(null, endText(it.ends).concat(['']).map(function (s) { return s.length; })));\n"
-    "    W = Math.max(W, right + 8);\n"
+    "    W = Math.max(W, it.all.length ? x + it.w + 8 : endLines(endText(it.ends), x + it.w + 6, it.y) + 10);\n"
     "  })(top);\n"
     "  Y += rows + 16;\n"
     "});\n"
     "root.setAttribute('width', Math.ceil(W));\n"
     "root.setAttribute('height', Math.ceil(Y));\n"
-    "var cur = -1;\n"
     "function paint(o) {\n"
-    "  cur = o;\n"
     "  painted.forEach(function (p) { p[0].setAttribute('fill', colour(p[1].net[o])); });\n"
     "  netText.forEach(function (p) { p[0].textContent = p[2] + 'net ' + NAME[o] + ' ' + sg(p[1].net[o], 4); });\n"
     "  [0, 1].forEach(function (b) { document.getElementById('bg-' + OBJ[b]).className = b === o ? 'on' : ''; });\n"
@@ -8617,7 +8563,7 @@ static const char HTML_SCRIPT[] =
     "body.setAttribute('data-status', 'ok');\n"
     "requestAnimationFrame(function () {\n"   // the first frame with the drawing: time since the page began loading
     "  body.setAttribute('data-frame-ms', performance.now().toFixed(1)); });\n"
-    "status.textContent = drawn + ' nodes drawn';\n"   // the time only in data-draw-ms: screenshots stay comparable
+    "status.textContent = painted.length + ' nodes drawn';\n"   // the time only in data-draw-ms: screenshots stay comparable
     "status.title = 'drawn in ' + ms.toFixed(1) + ' ms';\n"
     "} catch (e) {\n"
     "  body.setAttribute('data-status', 'error');\n"
@@ -8644,15 +8590,9 @@ static const char HTML_STYLE[] =
     ".bg-endtext{font:11px monospace;fill:#333}\n.bg-head{font:bold 13px sans-serif}\n"
     ".bg-node:hover .bg-box{stroke:#000;stroke-width:2}\n";
 
-/* html_check_path: refuses --html PATH before any work: a directory, or a place where its
-   temporary file cannot be made (the directory missing or not writable). Exits with a message
-   naming --html. (An input of the command: refuse_inputs_as_outputs.) */
+/* html_check_path: refuses --html PATH before any work when its temporary file cannot be made
+   (no such directory, or not writable). (Directories, inputs: refuse_inputs_as_outputs, first.) */
 static void html_check_path(const char *path) {
-    struct stat sb;
-    if (stat(path, &sb) == 0 && S_ISDIR(sb.st_mode)) {
-        fprintf(stderr, "error: --html %s: is a directory; give a file name\n", path);
-        exit(EXIT_INPUT);
-    }
     char tmp[1100];
     FILE *f = atomic_create(path, tmp, sizeof tmp);
     if (!f) {
@@ -8697,26 +8637,22 @@ static FILE *html_begin(AtomicFile *a, const char *path, const char *command, co
                "<div id=\"bg-info\"></div>\n<svg id=\"bg-svg\" xmlns=\"http://www.w3.org/2000/svg\" width=\"10\" "
                "height=\"10\"></svg>\n<script type=\"application/json\" id=\"bg-data\">\n");
     fprintf(f, "{\"format\":\"grpo.c B(G) page 1\",\"command\":\"%s\",\"source\":\"", command);
-    json_chars(f, source, strlen(source));
+    json_chars(f, source);
     fprintf(f, "\",\"objective\":\"%s\",\"settings\":\"", OBJECTIVE_NAMES[objective]);
-    json_chars(f, settings, strlen(settings));
+    json_chars(f, settings);
     fprintf(f, "\",\"verifier\":%s,\"groups\":[\n", verifier ? "true" : "false");
     return f;
 }
 
 /* html_group: one group's entry of the JSON's "groups" (first: 1 for the first group): its completions
    (id i+1, reward, advantage, length, verdict, leaf) and its nodes in build_prefix_tree's order (parent,
-   the step [start, end) and its text, the NodeNumbers, members). */
+   the step [start, end) and its text as tn names it (NULL: decode()), the numbers, members). */
 static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int first) {
     const PrefixTree *tree = pg->tree;
     fprintf(f, "%s{\"group\":%ld,\"label\":\"", first ? "" : ",\n", pg->group);
-    json_chars(f, pg->label, strlen(pg->label));
-    fprintf(f, "\",\"heading\":\"");
-    char heading[160];
-    snprintf(heading, sizeof heading, "group %ld: %d completions, %d process steps", pg->group, pg->k,
-             tree->num_nodes);
-    json_chars(f, heading, strlen(heading));
-    fprintf(f, "\",\"k\":%d,\n\"completions\":[", pg->k);
+    json_chars(f, pg->label);
+    fprintf(f, "\",\"heading\":\"group %ld: %d completions, %d process steps\",\"k\":%d,\n\"completions\":[",
+            pg->group, pg->k, tree->num_nodes, pg->k);
     for (int i = 0; i < pg->k; i++) {
         int leaf = pg->len[i] > 0 ? pg->node_of[(size_t)i * pg->stride + pg->len[i] - 1] : -1;
         fprintf(f, "%s\n{\"id\":%d", i ? "," : "", i + 1);
@@ -8733,15 +8669,15 @@ static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int f
         fprintf(f, "%s\n{\"parent\":%d,\"start\":%d,\"end\":%d,\"text\":", n ? "," : "", nd->parent, nd->start,
                 nd->end);
         json_tokens(f, tn, pg->tokens[nd->member] + nd->start, nd->end - nd->start);
-        fprintf(f, ",\"size\":%d", nn->size);
-        json_num(f, ",\"R\":", nn->reward);
-        json_num(f, ",\"A\":", nn->advantage);
+        fprintf(f, ",\"size\":%d", nd->size);
+        json_num(f, ",\"R\":", nd->step_reward);
+        json_num(f, ",\"A\":", nd->step_advantage);
         json_num(f, ",\"net\":[", nn->net[0]);
         json_num(f, ",", nn->net[1]);
         json_num(f, "],\"V\":", nn->value);
         json_num(f, ",\"cost\":", nn->cost == -2 ? NAN : (double)nn->cost);
         fprintf(f, ",\"members\":[");
-        int m = node_members(tree, n, pg->len, pg->k, pg->node_of, pg->stride, members);
+        int m = node_members(pg, n, members);
         for (int a = 0; a < m; a++) fprintf(f, "%s%d", a ? "," : "", members[a] + 1);
         fprintf(f, "]}");
     }
@@ -8769,23 +8705,22 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
     EvalResult r = {0.0f, 0.0f, limit > 0 && limit < d->n ? limit : d->n};
     int Bmax = kv->B;
     const int *pp[4096];
-    int plen[4096], idx[4096];
+    int plen[4096];
     int *comp = (int *)mallocCheck((size_t)Bmax * max_new * sizeof(int));
     float *lp = (float *)mallocCheck((size_t)Bmax * max_new * sizeof(float));
     int *clen = (int *)mallocCheck(Bmax * sizeof(int));
     Rng *rngs = (Rng *)mallocCheck(Bmax * sizeof(Rng));
     int samples = pass_k > 0 ? pass_k : 0;
-    int *solved = (int *)callocCheck(r.n, sizeof(int));
-    int correct = 0;
+    int *solved = (int *)mallocCheck(r.n * sizeof(int));   // by this pass's samples
     for (int pass = 0; pass < (samples ? 2 : 1); pass++) {
-        int per = pass == 0 ? 1 : samples;   // sequences per prompt
+        int per = pass == 0 ? 1 : samples, num_solved = 0;   // per: sequences per prompt
+        memset(solved, 0, r.n * sizeof(int));
         long total = (long)r.n * per;
         for (long s = 0; s < total; s += Bmax) {
             int B = (int)(s + Bmax <= total ? Bmax : total - s);
             for (int b = 0; b < B; b++) {
                 long q = s + b;
                 int i = (int)(q / per);
-                idx[b] = i;
                 pp[b] = d->prompt + (size_t)i * d->maxT;
                 plen[b] = d->prompt_len[i];
                 rng_seed(&rngs[b], seed, (1ull << 40) + (uint64_t)q);
@@ -8793,14 +8728,12 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
             sample_completions(m, kv, B, pp, plen, max_new, temperature, pass == 0, rngs, NULL, comp, lp,
                                clen);
             for (int b = 0; b < B; b++) {
-                int i = idx[b];
+                int i = (int)((s + b) / per);
                 const int *cb = comp + (size_t)b * max_new;
                 const int *nums = d->nums + (size_t)i * MAX_NUMS;
                 // accuracy and pass@k count verified answers only: a format reward of 1 would
                 // otherwise count every well-formed wrong answer as solved
-                int verified = task_reward(d->task, nums, d->num_count[i], d->target[i], cb, clen[b], 0.0f) == 1;
-                if (pass == 0) correct += verified;
-                else solved[i] |= verified;
+                solved[i] |= task_reward(d->task, nums, d->num_count[i], d->target[i], cb, clen[b], 0.0f) == 1;
                 if (pass == 0 && dump) {
                     // the dump shows the reward training would give (with --format-reward)
                     float rw = task_reward(d->task, nums, d->num_count[i], d->target[i], cb, clen[b],
@@ -8815,12 +8748,9 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
                 }
             }
         }
-    }
-    r.accuracy = (float)correct / r.n;
-    if (samples) {
-        int num_solved = 0;
         for (int i = 0; i < r.n; i++) num_solved += solved[i];
-        r.pass_k = (float)num_solved / r.n;
+        if (pass == 0) r.accuracy = (float)num_solved / r.n;
+        else r.pass_k = (float)num_solved / r.n;
     }
     free(comp);
     free(lp);
@@ -8843,8 +8773,7 @@ static int cmd_eval(int argc, char **argv, Options *o) {
     refuse_inputs_as_outputs(outs, 1, ins, 2);
     print_options(stdout, o, CMD_EVAL);
     GPT m;
-    load_checkpoint(o->model, &m, 1, NULL);
-    refuse_other_task(o->model, &m, o->task);
+    load_task_model(o, o->model, &m, 1, NULL);
     Dataset d;
     load_dataset(&d, o->data, m.config.max_seq_len, 0, &TASKS[o->task]);
     check_context(o, m.config.max_seq_len, &d);
@@ -8866,17 +8795,16 @@ static int cmd_eval(int argc, char **argv, Options *o) {
 
 /* node_values: for each node of g's tree B(G) (one group), V̂ of its prefix from K fresh continuations
    (mc_estimate_values, one sampler call for every inner node; stream mc_stream(0, member, end)), into
-   value (num_nodes), the tokens they drew into tokens (a leaf: its reward, tokens −1). Returns what
+   nums[n].value, the tokens they drew into nums[n].cost (a leaf: its reward, cost −1). Returns what
    they spent. mc must hold a sequence per inner node (notes/credit-assignment.md §3). */
-static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOConfig *cfg, float *value,
-                           long *tokens) {
+static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOConfig *cfg, NodeNumbers *nums) {
     const PrefixTree *tree = &g->tree;
     int D = 0;
     for (int n = 0; n < tree->num_nodes; n++) {
         const ProcessNode *nd = &tree->nodes[n];
         int i = nd->member;
-        value[n] = g->reward[i];
-        tokens[n] = -1;
+        nums[n].value = g->reward[i];
+        nums[n].cost = -1;
         if (nd->end == g->clen[i]) continue;   // a leaf: the whole completion
         int *seq = mc->seq + (size_t)D * mc->maxT;   // mc holds a row per inner node
         memcpy(seq, g->prompt[i], (size_t)g->plen[i] * sizeof(int));
@@ -8893,21 +8821,21 @@ static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOCon
     D = 0;
     for (int n = 0; n < tree->num_nodes; n++)
         if (tree->nodes[n].end < g->clen[tree->nodes[n].member]) {
-            value[n] = mc->value[D];
-            tokens[n] = mc->state_tokens[D];
+            nums[n].value = mc->value[D];
+            nums[n].cost = mc->state_tokens[D];
             D++;
         }
     return st;
 }
 
-// Draws the tree B(G) as text into f: one line per process step (node), children under their
-// parent, with the node_numbers of each (nums: |λ|, R̂, V̂ and the tokens it cost, "(leaf)" at a
-// leaf, A_λ, the net coefficients under GRPO and λ-GRPO) and the member completions y(i).
-static void print_tree(FILE *f, const PrefixTree *tree, const int *const *tokens, const int *len, int k,
-                       const int *node_of, int stride, const NodeNumbers *nums) {
+// Draws pg's tree B(G) as text into f: one line per process step (node), children under their
+// parent, with |λ|, R̂, V̂ and the tokens it cost ("(leaf)" at a leaf), A_λ, the net coefficients
+// under GRPO and λ-GRPO, and the member completions y(i).
+static void print_tree(FILE *f, const PageGroup *pg) {
+    const PrefixTree *tree = pg->tree;
     int n_nodes = tree->num_nodes;
     unsigned char *is_last = (unsigned char *)callocCheck(n_nodes + 1, 1);
-    int *members = (int *)mallocCheck((size_t)(k + 1) * sizeof(int));
+    int *members = (int *)mallocCheck((size_t)(pg->k + 1) * sizeof(int));
     for (int n = 0; n < n_nodes; n++) {       // last child: no later node has the same parent
         is_last[n] = 1;
         for (int later = n + 1; later < n_nodes && is_last[n]; later++)
@@ -8915,20 +8843,19 @@ static void print_tree(FILE *f, const PrefixTree *tree, const int *const *tokens
     }
     for (int n = 0; n < n_nodes; n++) {
         const ProcessNode *nd = &tree->nodes[n];
-        const NodeNumbers *nn = &nums[n];
+        const NodeNumbers *nn = &pg->nums[n];
         int chain[256], depth = 0;
         for (int a = nd->parent; a >= 0 && depth < 256; a = tree->nodes[a].parent) chain[depth++] = a;
         for (int d = depth - 1; d >= 0; d--) fprintf(f, "%s", is_last[chain[d]] ? "    " : "│   ");
         char text[4096];
-        decode(tokens[nd->member] + nd->start, nd->end - nd->start, text, sizeof text);
+        decode(pg->tokens[nd->member] + nd->start, nd->end - nd->start, text, sizeof text);
         int width = 32 - 4 * depth;   // keeps the numbers in one column
-        char spent[32];
-        if (nn->cost < 0) snprintf(spent, sizeof spent, "(leaf)");
-        else snprintf(spent, sizeof spent, "(%ld tok)", nn->cost);
+        char spent[32] = "(leaf)";
+        if (nn->cost >= 0) snprintf(spent, sizeof spent, "(%ld tok)", nn->cost);
         fprintf(f, "%s%-*s |λ|=%-2d R̂=%.3f  V̂=%.3f %-10s A_λ=%+.4f  net %+.4f %+.4f  y(",
-                is_last[n] ? "└── " : "├── ", width > 1 ? width : 1, text, nn->size, nn->reward, nn->value, spent,
-                nn->advantage, nn->net[0], nn->net[1]);
-        int m = node_members(tree, n, len, k, node_of, stride, members);
+                is_last[n] ? "└── " : "├── ", width > 1 ? width : 1, text, nd->size, nd->step_reward, nn->value,
+                spent, nd->step_advantage, nn->net[0], nn->net[1]);
+        int m = node_members(pg, n, members);
         for (int a = 0; a < m; a++) fprintf(f, a ? ",%d" : "%d", members[a] + 1);
         fprintf(f, ")\n");
     }
@@ -9056,11 +8983,11 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     MCPRM mc;
     build_mcprm(&mc, &model.config, inner > 0 ? inner : 1, o->max_new_tokens, o->mc_k, 0, t->step_end,
                 task_outcome_reward, &task, NULL);
-    float *value = (float *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(float));
-    long *cost = (long *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(long));
-    MCStats spent = node_values(&mc, &model, &g, &cfg, value, cost);
     NodeNumbers *node_nums = (NodeNumbers *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(NodeNumbers));
-    node_numbers(node_nums, &g.tree, g.advantage, g.clen, k, g.node_of, g.lambda_size, g.max_new, value, cost);
+    PageGroup pg = {0, o->prompt, k, g.comp_row, g.clen, g.reward, g.advantage, NULL, &g.tree, g.node_of,
+                    g.lambda_size, g.max_new, node_nums};
+    node_numbers(&pg);
+    MCStats spent = node_values(&mc, &model, &g, &cfg, node_nums);
     printf("\nB(G): %d process steps, mean path depth %.2f, intermediate proportion %.2f\n",
            g.tree.num_nodes, ts.mean_depth, ts.intermediate);
     printf("GRPO pushes each step's tokens |λ| times with A_λ; λ-GRPO once: \"net\" is the coefficient\n"
@@ -9070,35 +8997,39 @@ static int cmd_sample(int argc, char **argv, Options *o) {
            "reward). V̂ of the %d inner nodes cost %ld sampled tokens, %.1fx the group's %d.\n\n<prompt>\n",
            o->mc_k, inner, spent.tokens, (double)spent.tokens / (group_tokens > 0 ? group_tokens : 1),
            group_tokens);
-    print_tree(stdout, &g.tree, g.comp_row, g.clen, k, g.node_of, g.max_new, node_nums);
+    print_tree(stdout, &pg);
     if (o->html_out[0]) {
-        signed char *accepted = (signed char *)mallocCheck((size_t)k);
-        for (int i = 0; i < k; i++)
-            accepted[i] = (signed char)(task_reward(t, nums, n, target, g.comp_row[i], g.clen[i], 0.0f) == 1.0f);
+        signed char *accepted = (signed char *)mallocCheck((size_t)k);   // the rewards are the verifier's
+        for (int i = 0; i < k; i++) accepted[i] = (signed char)(g.reward[i] == 1.0f);
         char settings[1400];
         snprintf(settings, sizeof settings, "k=%d, T=%g, --max-new-tokens %d, --mc-k %d, --seed %d, model %s; "
                  "advantages: --adv-std %s, --adv-eps %g (the training defaults)", k, o->temperature,
                  o->max_new_tokens, o->mc_k, o->seed, o->model, ADV_STD_NAMES[cfg.obj.adv_std], cfg.obj.adv_eps);
-        TokenNames tn;
-        memset(&tn, 0, sizeof tn);
-        tn.own_vocab = 1;
-        PageGroup pg = {0, o->prompt, k, g.comp_row, g.clen, g.reward, g.advantage, accepted, &g.tree,
-                        g.node_of, g.lambda_size, g.max_new, node_nums};
+        pg.accepted = accepted;
         AtomicFile af;
         FILE *page = html_begin(&af, o->html_out, "sample", o->prompt, o->obj.objective, settings, NULL, 1);
-        html_group(page, &pg, &tn, 1);
+        html_group(page, &pg, NULL, 1);
         html_end(&af);
         free(accepted);
     }
     free(node_nums);
-    free(value);
-    free(cost);
     free_mcprm(&mc);
     free_group_batch(&g);
     free_kvcache(&kv);
     free_gpt(&model);
     free(prompt);
     return 0;
+}
+
+// check_error (verify, check): "PATH:LINE: " and the printf-style message on stderr; exits.
+static void check_error(const char *path, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s:%d: ", path, line);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+    exit(EXIT_INPUT);
 }
 
 static int cmd_verify(int argc, char **argv, Options *o) {
@@ -9126,10 +9057,8 @@ static int cmd_verify(int argc, char **argv, Options *o) {
             data_error(argv[first], lineno, "more than one TAB: expected `prompt<TAB>completion` (for a file "
                        "from eval --completions: cut -f1,2 FILE)");
         const Task *t = &TASKS[o->task];
-        if (t->parse_prompt(line, plen, nums, MAX_NUMS, &n, &target) != 0) {
-            fprintf(stderr, "%s:%d: prompt is not %s\n", argv[first], lineno, t->prompt_format);
-            exit(EXIT_INPUT);
-        }
+        if (t->parse_prompt(line, plen, nums, MAX_NUMS, &n, &target) != 0)
+            check_error(argv[first], lineno, "prompt is not %s", t->prompt_format);
         printf("%g\n", t->verify(nums, n, target, tab ? tab + 1 : "", tab ? len - plen - 1 : 0));
     }
     free(line);
@@ -9152,57 +9081,42 @@ typedef struct {
     int truncated;              // truncated=: 1 cut at the trainer's budget without EOS, 0 not, -1 absent
 } CheckRecord;
 
-typedef struct {
-    long group;   // the line's group id
-    int index;    // the line's record
-} GroupKey;
-static int group_key_cmp(const void *a, const void *b) {   // by group id, then file order
-    const GroupKey *x = (const GroupKey *)a, *y = (const GroupKey *)b;
+// by group id, then file order (a's and b's records: CheckRecord pointers)
+static int check_record_cmp(const void *a, const void *b) {
+    const CheckRecord *x = *(CheckRecord *const *)a, *y = *(CheckRecord *const *)b;
     if (x->group != y->group) return x->group < y->group ? -1 : 1;
-    return x->index - y->index;
-}
-
-static void check_error(const char *path, int line, const char *what, const char *detail) {
-    fprintf(stderr, "%s:%d: %s%s\n", path, line, what, detail ? detail : "");
-    exit(EXIT_INPUT);
+    return x->line - y->line;
 }
 
 // Parses a comma-separated list of numbers (ints if is_int) into *out; returns the count. key: the
 // list's name in messages.
 static int parse_list(const char *s, int is_int, void **out, const char *path, int line, const char *key) {
-    int cap = 16, n = 0;
-    char detail[160];
-    void *buf = mallocCheck((size_t)cap * 4);
-    for (*out = buf; *s; s++) {
+    int n = 0, cap = 1;
+    for (const char *c = s; *c; c++) cap += *c == ',';
+    *out = mallocCheck((size_t)cap * 4);
+    for (; *s; s++) {
         char *end;
         errno = 0;
-        if (n == cap) {
-            cap *= 2;
-            buf = realloc(buf, (size_t)cap * 4);
-            if (!buf) check_error(path, line, "out of memory", NULL);
-            *out = buf;
-        }
-        const char *what = NULL;
-        snprintf(detail, sizeof detail, " (item %d of %s)", n + 1, key);
         if (is_int) {
             long v = strtol(s, &end, 10);
-            if (end == s || (*end && *end != ',') || errno) what = "token id is not an integer";
-            else if (v < 0 || v > 2147483647L) {
-                snprintf(detail, sizeof detail, " (item %d of %s: %ld)", n + 1, key, v);
-                what = "token id must be a non-negative 32-bit integer";
-            }
-            ((int *)buf)[n++] = (int)v;
+            if (end == s || (*end && *end != ',') || errno)
+                check_error(path, line, "token id is not an integer (item %d of %s)", n + 1, key);
+            if (v < 0 || v > 2147483647L)
+                check_error(path, line, "token id must be a non-negative 32-bit integer (item %d of %s: %ld)",
+                            n + 1, key, v);
+            ((int *)*out)[n++] = (int)v;
         } else {
             double v = strtod(s, &end);
-            if (end == s || (*end && *end != ',')) what = "number does not parse";
-            else if (!isfinite(v) || fabs(v) > FLT_MAX)
-                what = "number is not finite or outside the float range (|x| <= 3.4e38)";
-            ((float *)buf)[n++] = (float)v;
+            if (end == s || (*end && *end != ','))
+                check_error(path, line, "number does not parse (item %d of %s)", n + 1, key);
+            if (!isfinite(v) || fabs(v) > FLT_MAX)
+                check_error(path, line, "number is not finite or outside the float range (|x| <= 3.4e38) (item %d "
+                            "of %s)", n + 1, key);
+            ((float *)*out)[n++] = (float)v;
         }
-        if (what) check_error(path, line, what, detail);
         s = end;
         if (*s == 0) break;
-        if (s[1] == 0) check_error(path, line, "list ends with ',' in ", key);
+        if (s[1] == 0) check_error(path, line, "list ends with ',' in %s", key);
     }
     return n;
 }
@@ -9221,93 +9135,81 @@ static int read_check_file(const char *path, CheckRecord **out) {
     while ((len = read_line(f, &line, &lcap, CHECK_MAX_LINE, path, lineno + 1)) != -1) {
         lineno++;
         refuse_bom(line, len, path, lineno);
-        if ((size_t)len != strlen(line)) check_error(path, lineno, "NUL byte in line", NULL);
+        if ((size_t)len != strlen(line)) check_error(path, lineno, "NUL byte in line");
         char *hash = strchr(line, '#');
         if (hash) *hash = 0;
         CheckRecord r = {lineno, 0, 0.0f, -1, NULL, NULL, NULL, NULL, -1};
-        int have_group = 0, have_reward = 0, counts[3] = {-1, -1, -1}, fields = 0;
-        static const char *names[3] = {"logp", "logp_old", "logp_ref"};
-        float **lists[3] = {&r.logp, &r.logp_old, &r.logp_ref};
+        static const char *keys[7] = {"group", "reward", "tokens", "logp", "logp_old", "logp_ref", "truncated"};
+        float **lists[3] = {&r.logp, &r.logp_old, &r.logp_ref};   // keys[3..5]
+        int seen = 0, counts[3];   // seen: bit c for keys[c]
         char *save = NULL;
         for (char *tok = strtok_r(line, " \t\r\n", &save); tok; tok = strtok_r(NULL, " \t\r\n", &save)) {
-            fields++;
             char *eq = strchr(tok, '=');
-            if (!eq) check_error(path, lineno, "expected key=value, got: ", tok);
+            if (!eq) check_error(path, lineno, "expected key=value, got: %s", tok);
             *eq = 0;
-            char *key = tok, *val = eq + 1, *end;
-            int dup = 0, c = 0;
-            while (c < 3 && strcmp(key, names[c])) c++;   // 3: not a list of log-probs
-            if (!strcmp(key, "group")) {
-                dup = have_group++;
+            char *val = eq + 1, *end;
+            int c = 0;
+            while (c < 7 && strcmp(tok, keys[c])) c++;
+            if (c == 7)
+                check_error(path, lineno, "unknown key (expected group, reward, tokens, logp, logp_old, logp_ref, "
+                            "truncated): %s", tok);
+            if (c == 0) {
                 errno = 0;
                 r.group = strtol(val, &end, 10);
-                if (end == val || *end || errno) check_error(path, lineno, "group is not an integer: ", val);
-            } else if (!strcmp(key, "reward")) {
-                dup = have_reward++;
+                if (end == val || *end || errno) check_error(path, lineno, "group is not an integer: %s", val);
+            } else if (c == 1) {
                 double v = strtod(val, &end);
-                if (end == val || *end) check_error(path, lineno, "reward does not parse: ", val);
+                if (end == val || *end) check_error(path, lineno, "reward does not parse: %s", val);
                 if (!isfinite(v) || fabs(v) > FLT_MAX)
                     check_error(path, lineno, "reward is not finite or outside the float range "
-                                "(|x| <= 3.4e38): ", val);
+                                "(|x| <= 3.4e38): %s", val);
                 r.reward = (float)v;
-            } else if (!strcmp(key, "tokens")) {
-                dup = r.n >= 0;
+            } else if (c == 2) {
                 r.n = parse_list(val, 1, (void **)&r.tokens, path, lineno, "tokens");
-            } else if (c < 3) {
-                dup = counts[c] >= 0;
-                counts[c] = parse_list(val, 0, (void **)lists[c], path, lineno, names[c]);
-            } else if (!strcmp(key, "truncated")) {
-                dup = r.truncated >= 0;
-                if (strcmp(val, "0") && strcmp(val, "1"))
-                    check_error(path, lineno, "truncated must be 0 or 1, got: ", val);
-                r.truncated = val[0] == '1';
+            } else if (c < 6) {
+                counts[c - 3] = parse_list(val, 0, (void **)lists[c - 3], path, lineno, keys[c]);
             } else {
-                check_error(path, lineno, "unknown key (expected group, reward, tokens, logp, logp_old, "
-                                          "logp_ref, truncated): ", key);
+                if (strcmp(val, "0") && strcmp(val, "1"))
+                    check_error(path, lineno, "truncated must be 0 or 1, got: %s", val);
+                r.truncated = val[0] == '1';
             }
-            if (dup) check_error(path, lineno, "key given twice: ", key);
+            if (seen >> c & 1) check_error(path, lineno, "key given twice: %s", tok);
+            seen |= 1 << c;
         }
-        if (fields == 0) continue;   // blank or comment-only line
-        if (!have_group) check_error(path, lineno, "missing required key: group", NULL);
-        if (!have_reward) check_error(path, lineno, "missing required key: reward", NULL);
-        if (r.n < 0)
-            check_error(path, lineno, "missing required key: tokens (use `tokens=` for an empty completion)",
-                        NULL);
-        char detail[96];
+        if (!seen) continue;   // blank or comment-only line
         for (int c = 0; c < 3; c++)
-            if (counts[c] >= 0 && counts[c] != r.n) {
-                snprintf(detail, sizeof detail, "%s has %d numbers, tokens has %d", names[c], counts[c], r.n);
-                check_error(path, lineno, detail, NULL);
-            }
+            if (!(seen >> c & 1))
+                check_error(path, lineno, "missing required key: %s", c < 2 ? keys[c] :
+                            "tokens (use `tokens=` for an empty completion)");
+        for (int c = 0; c < 3; c++)
+            if (seen >> (c + 3) & 1 && counts[c] != r.n)
+                check_error(path, lineno, "%s has %d numbers, tokens has %d", keys[c + 3], counts[c], r.n);
         for (int c = 0; c < 3; c++)   // a log-probability is at most 0 (up to a trainer's float rounding)
-            for (int t = 0; counts[c] >= 0 && t < r.n; t++)
-                if ((*lists[c])[t] > 1e-6f) {
-                    snprintf(detail, sizeof detail, "%s's number %d is %g: a log-probability is <= 0", names[c], t + 1,
-                             (*lists[c])[t]);
-                    check_error(path, lineno, detail, NULL);
-                }
+            for (int t = 0; seen >> (c + 3) & 1 && t < r.n; t++)
+                if ((*lists[c])[t] > 1e-6f)
+                    check_error(path, lineno, "%s's number %d is %g: a log-probability is <= 0", keys[c + 3],
+                                t + 1, (*lists[c])[t]);
         if (n == cap) {
             cap *= 2;
             recs = (CheckRecord *)realloc(recs, cap * sizeof(CheckRecord));
-            if (!recs) check_error(path, lineno, "out of memory", NULL);
+            if (!recs) check_error(path, lineno, "out of memory");
         }
         recs[n++] = r;
     }
     free(line);
     if (f != stdin) fclose(f);
     if (n == 0)   // an empty file has no line 0: its line 1 is named
-        check_error(path, lineno > 0 ? lineno : 1, "no completions in file", lineno > 0 ? NULL : " (it is empty)");
+        check_error(path, lineno > 0 ? lineno : 1, "no completions in file%s", lineno > 0 ? "" : " (it is empty)");
     *out = recs;
     return n;
 }
 
 /* check_write_html: the --html page of check's batch (advantages and trees done): one tree per group
    in group-id order, built again (the batch keeps only the last), completions y1..yk in file order
-   (rec[order[a]] is a), no V̂. */
-static void check_write_html(const Options *o, const char *path, GroupBatch *batch, const CheckRecord *rec,
-                             const int *order, const GRPOConfig *cfg) {
-    TokenNames tn;
-    memset(&tn, 0, sizeof tn);
+   (sorted[a] is a), no V̂. */
+static void check_write_html(const Options *o, const char *path, GroupBatch *batch, CheckRecord *const *sorted,
+                             const GRPOConfig *cfg) {
+    TokenNames tn = {NULL, 0};
     if (o->token_names[0]) load_token_names(&tn, o->token_names);
     char settings[1400];
     snprintf(settings, sizeof settings, "--objective %s (the page opens with it), --adv-std %s, --adv-std-scope %s, "
@@ -9319,62 +9221,52 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
                             "V&#770; is not drawn: check reads a dumped batch and has no model to sample "
                             "continuations from (<code>./grpo sample --mc-k K --html</code> draws it); nor a "
                             "verifier's verdict: the rewards are the file's.", 0);
-    int stride = batch->max_new, largest = 1;
-    for (int p = 0; p < batch->num_groups; p++)
-        largest = imax(largest, batch->group_start[p + 1] - batch->group_start[p]);
-    NodeNumbers *nums = (NodeNumbers *)mallocCheck((size_t)2 * (largest + 1) * sizeof(NodeNumbers));
+    int stride = batch->max_new;   // a group of k has at most 2k - 1 nodes
+    NodeNumbers *nums = (NodeNumbers *)mallocCheck((size_t)2 * (batch->N + 1) * sizeof(NodeNumbers));
     for (int p = 0; p < batch->num_groups; p++) {
         int first = batch->group_start[p], k = batch->group_start[p + 1] - first;
         size_t row = (size_t)first * stride;
         build_prefix_tree(&batch->tree, batch->comp_row + first, batch->clen + first, k, batch->reward + first,
                           batch->advantage + first, batch->lambda_size + row, batch->node_of + row, stride);
-        node_numbers(nums, &batch->tree, batch->advantage + first, batch->clen + first, k, batch->node_of + row,
-                     batch->lambda_size + row, stride, NULL, NULL);
         char label[64];
-        snprintf(label, sizeof label, "group %ld", rec[order[first]].group);
-        PageGroup pg = {rec[order[first]].group, label, k, batch->comp_row + first, batch->clen + first,
+        snprintf(label, sizeof label, "group %ld", sorted[first]->group);
+        PageGroup pg = {sorted[first]->group, label, k, batch->comp_row + first, batch->clen + first,
                         batch->reward + first, batch->advantage + first, NULL, &batch->tree,
                         batch->node_of + row, batch->lambda_size + row, stride, nums};
+        node_numbers(&pg);
         html_group(page, &pg, &tn, p == 0);
     }
     html_end(&af);
     free(nums);
-    free_token_names(&tn);
+    for (int i = 0; i < tn.n; i++) free(tn.name[i]);
+    free(tn.name);
 }
 
 /* refuse_check_records: what check cannot run on, named by its first line (check_error): a group of
    one completion when the std is the group's; with β != 0 a line without logp_ref; logp_ref or
    logp_old without logp; with mask_truncated a line without truncated=. The records are in file
-   order; order, starts: the G groups as cmd_check orders them. */
-static void refuse_check_records(const char *path, const CheckRecord *rec, int N, const int *order,
+   order; sorted, starts: the G groups as cmd_check orders them. */
+static void refuse_check_records(const char *path, const CheckRecord *rec, int N, CheckRecord *const *sorted,
                                  const int *starts, int G, const ObjectiveConfig *obj, int mask_truncated) {
-    int needs_pairs = obj->adv_std != STD_NONE && obj->adv_std_scope == SCOPE_GROUP;
     for (int g = 0; g < G; g++)
-        if (starts[g + 1] - starts[g] < 2 && needs_pairs) {
-            char detail[128];
-            snprintf(detail, sizeof detail, " (group %ld has one completion; --adv-std %s needs k >= 2, "
-                     "or use --adv-std none)", rec[order[starts[g]]].group, ADV_STD_NAMES[obj->adv_std]);
-            check_error(path, rec[order[starts[g]]].line, "group of size 1", detail);
-        }
-    if (obj->beta != 0.0f)
-        for (int i = 0; i < N; i++)
-            if (!rec[i].logp_ref)
-                check_error(path, rec[i].line, "logp_ref is required when --beta is not 0", NULL);
-    // a missing logp is taken as 0 below: the kl column (and with β != 0 the loss) from an invented logp
-    for (int i = 0; i < N; i++)
-        if (rec[i].logp_ref && !rec[i].logp)
-            check_error(path, rec[i].line, "logp_ref given without logp: the KL (the kl column, and the "
-                        "loss when --beta is not 0) needs the policy's log-probs (logp=...)", NULL);
-    // a missing logp is taken as 0 below: with logp_old given, a wrong ratio, silently
-    for (int i = 0; i < N; i++)
-        if (rec[i].logp_old && !rec[i].logp)
-            check_error(path, rec[i].line, "logp_old given without logp: the ratio exp(logp - logp_old) "
-                        "needs the policy's log-probs (logp=...)", NULL);
-    // masking needs the trainer's own verdict: only it knows its EOS ids and its budget
-    if (mask_truncated)
-        for (int i = 0; i < N; i++)
-            if (rec[i].truncated < 0)
-                check_error(path, rec[i].line, "truncated=0|1 is required when --mask-truncated is 1", NULL);
+        if (starts[g + 1] - starts[g] < 2 && obj->adv_std != STD_NONE && obj->adv_std_scope == SCOPE_GROUP)
+            check_error(path, sorted[starts[g]]->line, "group of size 1 (group %ld has one completion; --adv-std "
+                        "%s needs k >= 2, or use --adv-std none)", sorted[starts[g]]->group,
+                        ADV_STD_NAMES[obj->adv_std]);
+    // a missing logp is taken as 0 below: the kl column (and with β != 0 the loss), or with logp_old
+    // a ratio, from an invented logp. Masking needs the trainer's own verdict: only it knows its EOS
+    // ids and its budget. Each rule in turn, named by the first line that breaks it.
+    static const char *rule[4] = {
+        "logp_ref is required when --beta is not 0",
+        "logp_ref given without logp: the KL (the kl column, and the loss when --beta is not 0) needs the policy's "
+        "log-probs (logp=...)",
+        "logp_old given without logp: the ratio exp(logp - logp_old) needs the policy's log-probs (logp=...)",
+        "truncated=0|1 is required when --mask-truncated is 1"};
+    for (int c = 0; c < 4; c++)
+        for (const CheckRecord *r = rec; r < rec + N; r++)
+            if (c == 0 ? obj->beta != 0.0f && !r->logp_ref : c == 1 ? r->logp_ref && !r->logp :
+                c == 2 ? r->logp_old && !r->logp : mask_truncated && r->truncated < 0)
+                check_error(path, r->line, "%s", rule[c]);
 }
 
 static int cmd_check(int argc, char **argv, Options *o) {
@@ -9405,26 +9297,23 @@ static int cmd_check(int argc, char **argv, Options *o) {
     const char *path = argv[first];
     CheckRecord *rec;
     int N = read_check_file(path, &rec);
-    // order completions by group id (stable), so each group is contiguous
-    GroupKey *keys = (GroupKey *)mallocCheck(N * sizeof(GroupKey));
-    for (int i = 0; i < N; i++) keys[i] = (GroupKey){rec[i].group, i};
-    qsort(keys, N, sizeof(GroupKey), group_key_cmp);
-    int *order = (int *)mallocCheck(N * sizeof(int));
-    for (int i = 0; i < N; i++) order[i] = keys[i].index;
-    free(keys);
+    // order completions by group id, then line, so each group is contiguous
+    CheckRecord **sorted = (CheckRecord **)mallocCheck(N * sizeof(CheckRecord *));
+    for (int i = 0; i < N; i++) sorted[i] = &rec[i];
+    qsort(sorted, N, sizeof(CheckRecord *), check_record_cmp);
     int *starts = (int *)mallocCheck((N + 1) * sizeof(int)), G = 0;
-    for (int a = 0; a < N; a++) if (a == 0 || rec[order[a]].group != rec[order[a - 1]].group) starts[G++] = a;
+    for (int a = 0; a < N; a++) if (a == 0 || sorted[a]->group != sorted[a - 1]->group) starts[G++] = a;
     starts[G] = N;
-    refuse_check_records(path, rec, N, order, starts, G, &cfg.obj, o->mask_truncated);
-    // the batch as a training step holds it: completion a is line order[a] of the file, rows of
-    // the longest completion's length
+    refuse_check_records(path, rec, N, sorted, starts, G, &cfg.obj, o->mask_truncated);
+    // the batch as a training step holds it: completion a is the record sorted[a], rows of the
+    // longest completion's length
     int maxlen = 1;
     for (int i = 0; i < N; i++) if (rec[i].n > maxlen) maxlen = rec[i].n;
     GroupBatch batch;
     build_group_batch_starts(&batch, G, starts, maxlen, 0, 0);
     batch.step_adv = (float *)callocCheck((size_t)N * maxlen, sizeof(float));
     for (int a = 0; a < N; a++) {
-        const CheckRecord *r = &rec[order[a]];
+        const CheckRecord *r = sorted[a];
         memcpy(batch.comp + (size_t)a * maxlen, r->tokens, (size_t)r->n * sizeof(int));
         batch.clen[a] = r->n;
         batch.reward[a] = r->reward;
@@ -9442,7 +9331,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
     double *line_loss = (double *)mallocCheck(N * sizeof(double));   // each completion's term of the loss
     double loss = 0.0;
     for (int a = 0; a < N; a++) {
-        const CheckRecord *r = &rec[order[a]];
+        const CheckRecord *r = sorted[a];
         size_t row = (size_t)a * maxlen;
         const float *logp = r->logp ? r->logp : zeros;               // missing logp: 0 for every token
         const float *logp_old = r->logp_old ? r->logp_old : logp;    // missing logp_old: ratio 1
@@ -9453,30 +9342,28 @@ static int cmd_check(int argc, char **argv, Options *o) {
     }
     // print in file order
     int *pos_of = (int *)mallocCheck(N * sizeof(int));
-    for (int a = 0; a < N; a++) pos_of[order[a]] = a;
+    for (int a = 0; a < N; a++) pos_of[sorted[a] - rec] = a;
     // finite inputs can still overflow float32 (rewards far apart, logp far from logp_old or
     // logp_ref): an inf or NaN in the output is the first offending line's error, not a result
     for (int i = 0; i < N; i++) {
         int a = pos_of[i];
         size_t row = (size_t)a * maxlen;
-        char what[160];
-        what[0] = 0;
+        const char *none = "(outputs must be finite; nothing was printed)";
         if (!isfinite(batch.advantage[a]))
-            snprintf(what, sizeof what, "advantage is %g: the group's rewards are too far apart for float32",
-                     batch.advantage[a]);
+            check_error(path, rec[i].line, "advantage is %g: the group's rewards are too far apart for float32 %s",
+                        batch.advantage[a], none);
         const float *column[3] = {batch.ratio, batch.kl, batch.dlogp};
         static const char *column_name[3] = {"ratio", "kl", "dloss_dlogp"};
-        for (int t = 0; t < batch.clen[a] && !what[0]; t++)
-            for (int c = 0; c < 3 && !what[0]; c++)
+        for (int t = 0; t < batch.clen[a]; t++)
+            for (int c = 0; c < 3; c++)
                 if (!isfinite(column[c][row + t]))
-                    snprintf(what, sizeof what, "%s at t=%d is %g: float32 overflows (logp far from logp_old "
-                             "or logp_ref, or rewards far apart)", column_name[c], t, column[c][row + t]);
-        if (!what[0] && !isfinite(line_loss[a]))
-            snprintf(what, sizeof what, "its term of the loss is %g", line_loss[a]);
-        if (what[0]) check_error(path, rec[i].line, what, " (outputs must be finite; nothing was printed)");
+                    check_error(path, rec[i].line, "%s at t=%d is %g: float32 overflows (logp far from logp_old "
+                                "or logp_ref, or rewards far apart) %s", column_name[c], t, column[c][row + t], none);
+        if (!isfinite(line_loss[a]))
+            check_error(path, rec[i].line, "its term of the loss is %g %s", line_loss[a], none);
     }
     if (!isfinite(loss))   // every term finite, their sum not (in double: not expected to happen)
-        check_error(path, rec[N - 1].line, "the loss (the sum over every line) is not finite", NULL);
+        check_error(path, rec[N - 1].line, "the loss (the sum over every line) is not finite");
     printf("line\tgroup\tt\ttoken\tlambda_size\tweight\tadvantage\tstep_advantage\tratio\tkl\tdloss_dlogp\n");
     for (int i = 0; i < N; i++) {
         int a = pos_of[i];
@@ -9489,7 +9376,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
         }
     }
     printf("loss\t%.9g\n", loss);
-    if (o->html_out[0]) check_write_html(o, path, &batch, rec, order, &cfg);
+    if (o->html_out[0]) check_write_html(o, path, &batch, sorted, &cfg);
     for (int i = 0; i < N; i++) {
         free(rec[i].tokens);
         free(rec[i].logp);
@@ -9497,7 +9384,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
         free(rec[i].logp_ref);
     }
     free(rec);
-    free(order);
+    free(sorted);
     free(starts);
     free_group_batch(&batch);
     free(zeros);

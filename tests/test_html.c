@@ -540,33 +540,28 @@ static void test_html_sample_text(void) {
     for (int t = 0; t < 10; t++) prompt[t] = t == 0 ? TOK_BOS : char_to_token("7 3 5>26:"[t - 1]);
     fill_group(&g, prompt, 10, GROUP, GROUP_R, &cfg);
     int nn = g.tree.num_nodes;
-    float *value = (float *)malloc(nn * sizeof(float));
-    long *cost = (long *)malloc(nn * sizeof(long));
-    for (int n = 0; n < nn; n++) {
-        int leaf = g.tree.nodes[n].end == g.clen[g.tree.nodes[n].member];
-        value[n] = leaf ? g.reward[g.tree.nodes[n].member] : 0.125f * (n % 8);
-        cost[n] = leaf ? -1 : 10 + n;
-    }
+    signed char accepted[8];
+    for (int i = 0; i < 8; i++) accepted[i] = (signed char)(g.reward[i] == 1.0f);
     NodeNumbers *nums = (NodeNumbers *)malloc(nn * sizeof(NodeNumbers));
-    node_numbers(nums, &g.tree, g.advantage, g.clen, 8, g.node_of, g.lambda_size, g.max_new, value, cost);
+    PageGroup pg = {0, "7 3 5>26:", 8, g.comp_row, g.clen, g.reward, g.advantage, accepted, &g.tree,
+                    g.node_of, g.lambda_size, g.max_new, nums};
+    node_numbers(&pg);
+    for (int n = 0; n < nn; n++) {   // V̂ and its cost as sample's node_values would fill them in
+        int leaf = g.tree.nodes[n].end == g.clen[g.tree.nodes[n].member];
+        nums[n].value = leaf ? g.reward[g.tree.nodes[n].member] : 0.125f * (n % 8);
+        nums[n].cost = leaf ? -1 : 10 + n;
+    }
     char *text = NULL;
     size_t tlen = 0;
     FILE *mem = open_memstream(&text, &tlen);
     fprintf(mem, "<prompt>\n");
-    print_tree(mem, &g.tree, g.comp_row, g.clen, 8, g.node_of, g.max_new, nums);
+    print_tree(mem, &pg);
     fclose(mem);
-    signed char accepted[8];
-    for (int i = 0; i < 8; i++) accepted[i] = (signed char)(g.reward[i] == 1.0f);
     char page[400];
     snprintf(page, sizeof page, "%s/html_text.html", TMPDIR_);
-    TokenNames tn;
-    memset(&tn, 0, sizeof tn);
-    tn.own_vocab = 1;
-    PageGroup pg = {0, "7 3 5>26:", 8, g.comp_row, g.clen, g.reward, g.advantage, accepted, &g.tree,
-                    g.node_of, g.lambda_size, g.max_new, nums};
     AtomicFile af;
     FILE *f = html_begin(&af, page, "sample", "7 3 5>26:", OBJ_LAMBDA_GRPO, "test", NULL, 1);
-    html_group(f, &pg, &tn, 1);
+    html_group(f, &pg, NULL, 1);
     html_end(&af);
     char *html = slurp_file(page), *json = html ? page_json(html) : NULL;
     JVal root;
@@ -601,8 +596,6 @@ static void test_html_sample_text(void) {
     free(json);
     free(html);
     free(text);
-    free(value);
-    free(cost);
     free(nums);
     free_group_batch(&g);
 }
