@@ -7879,12 +7879,12 @@ static void test_dynamic_filter(void) {
     hand_group(&g, 3, r_sig2, l3, 13, 5);
     int free_slot[4] = {1, 2}, nfree = 2;
     SelectStats st = {0};
-    group_batch_first(&spare, 2, 4);
+    group_batch_first(&spare, 2);
     hand_group(&spare, 0, r_one, l4, 20, 3);   // all equal: dropped
     hand_group(&spare, 1, r_new, l5, 21, 6);   // signal: into slot 1
     dynamic_merge(&g, &spare, free_slot, &nfree, &st);
     int ok1 = nfree == 1 && free_slot[0] == 2 && st.groups_dropped == 2 && g.prompt_idx[1] == 21;
-    group_batch_first(&spare, 1, 4);
+    group_batch_first(&spare, 1);
     hand_group(&spare, 0, r_fmt, l6, 22, 2);   // signal: into slot 2
     dynamic_merge(&g, &spare, free_slot, &nfree, &st);
     long aux = (1 + 2 + 1) + (5 + 1 + 2) + (6 + 6 + 1);             // spare's first, g's groups 1 and 2
@@ -7907,7 +7907,7 @@ static void test_dynamic_filter(void) {
     int slots[1] = {1};
     nfree = 1;
     SelectStats capped = {0};
-    group_batch_first(&spare, 1, 4);
+    group_batch_first(&spare, 1);
     hand_group(&spare, 0, r_zero, l4, 23, 3);
     dynamic_merge(&g, &spare, slots, &nfree, &capped);
     check(nfree == 1 && g.prompt_idx[1] == 11 && count_all_equal_groups(&g) == 1 && capped.gen_aux == 4 &&
