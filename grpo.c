@@ -3205,8 +3205,7 @@ struct Critic {
     float *head, *head_grad;   // (C+1) the value head w (C) then b, V = w · lnf + b; its gradient
     float *head_m, *head_v;    // (C+1) its AdamW moments
     int adam_t;                // the critic's AdamW steps taken (μ per GRPO step)
-    float *value_pos;          // (max_batch, maxT) V at every position of the last micro-batch
-    float *dvalue_pos;         // (max_batch, maxT) ∂loss/∂V there
+    float *pos;                // (max_batch, maxT) V at every position of the last micro-batch, then ∂loss/∂V
     // per completion token, (N, max_new), row i holding completion i's tokens as in GroupBatch
     float *value_old;          // V_old(i,t): the critic's value before generating token t, at sampling time
     float *value;              // V(i,t) in the current iteration of critic_update
@@ -3240,11 +3239,9 @@ static void gae_advantages(float *adv, float *ret, const float *value, const flo
     }
 }
 
-/* value_loss: PPO's clipped value loss over n tokens, arrays (n) (verl's compute_value_loss):
-       ℓ = ½ max((V − ret)², (clip(V, V_old − c, V_old + c) − ret)²),
-   times coef (token-mean: 1 / the step's token count). Returns Σ coef·ℓ (double). dvalue gets
-   coef·(V − ret), or 0 where the clipped branch is strictly larger (V outside V_old ± c, clip()
-   constant: torch.max and torch.clamp in verl), which clipped (NULL: not wanted) marks. */
+/* value_loss: Σ coef·ℓ (double) over n tokens of PPO's clipped value loss (verl's compute_value_loss),
+   ℓ = ½ max((V − ret)², (clip(V, V_old − c, V_old + c) − ret)²). dvalue gets coef·(V − ret), or 0 where
+   the clipped branch is strictly larger (clip() constant, as torch.clamp): clipped (NULL: none) marks. */
 static double value_loss(int n, const float *value, const float *value_old, const float *ret, float coef,
                          float clip_value, float *dvalue, unsigned char *clipped) {
     double loss = 0.0;
@@ -3308,8 +3305,7 @@ static void build_critic(Critic *c, const GPT *init, int max_batch, int N, int m
     rng_seed(&rng, seed, 0xc417);
     for (int i = 0; i < c->C; i++) c->head[i] = 0.02f * rng_normal(&rng);
     size_t positions = (size_t)max_batch * init->config.max_seq_len, NT = (size_t)N * max_new;
-    c->value_pos = (float *)callocCheck(positions, sizeof(float));
-    c->dvalue_pos = (float *)callocCheck(positions, sizeof(float));
+    c->pos = (float *)callocCheck(positions, sizeof(float));
     float **per_token[] = {&c->value_old, &c->value, &c->returns, &c->adv_raw, &c->adv, &c->dvalue};
     for (size_t a = 0; a < sizeof per_token / sizeof per_token[0]; a++)
         *per_token[a] = (float *)callocCheck(NT, sizeof(float));
@@ -3320,30 +3316,29 @@ static void build_critic(Critic *c, const GPT *init, int max_batch, int N, int m
 
 static void free_critic(Critic *c) {
     free_gpt(&c->trunk);
-    void *arrays[] = {c->head, c->head_grad, c->head_m, c->head_v, c->value_pos, c->dvalue_pos, c->value_old,
+    void *arrays[] = {c->head, c->head_grad, c->head_m, c->head_v, c->pos, c->value_old,
                       c->value, c->returns, c->adv_raw, c->adv, c->dvalue, c->clipped, c->section};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
 }
 
 /* critic_forward: policy_logp for the critic on completions [first, first+B) of g: out (N, max_new)
    gets V(i,t), read at position plen−1+t, before completion token t (verl's values[:, -len-1:-1]).
-   Leaves activations and value_pos (B·T) for a backward pass. Returns T. */
+   Leaves activations and V in pos (B·T) for a backward pass. Returns T. */
 static int critic_forward(Critic *c, GroupBatch *g, int first, int B, float *out) {
     int T = make_batch(g->inputs, g->targets, B, g->prompt + first, g->plen + first, g->comp_row + first,
                        g->clen + first);
     gpt_forward_trunk(&c->trunk, g->inputs, B, T);
-    value_head_forward(c->value_pos, c->trunk.acts.lnf, c->head, B * T, c->C);
+    value_head_forward(c->pos, c->trunk.acts.lnf, c->head, B * T, c->C);
     for (int b = 0; b < B; b++) {
         int i = first + b;
         for (int t = 0; t < g->clen[i]; t++)
-            out[(size_t)i * g->max_new + t] = c->value_pos[b * T + g->plen[i] - 1 + t];
+            out[(size_t)i * g->max_new + t] = c->pos[b * T + g->plen[i] - 1 + t];
     }
     return T;
 }
 
-/* ppo_advantages: the step's per-token advantages for --objective ppo: V_old (critic_forward, in
-   micro-batches), GAE's A_t and return_t, A_t whitened over the batch into g->token_adv. Fills
-   stats' explained variance and mean |A|. */
+/* ppo_advantages: V_old (critic_forward), GAE's A_t and return_t, and A_t whitened over the batch into
+   g->token_adv; stats' explained variance and mean |A|. */
 static void ppo_advantages(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
     int N = g->N, stride = g->max_new;
     int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
@@ -3393,9 +3388,8 @@ static void critic_adamw_update(Critic *c, float lr, int t) {
     }
 }
 
-/* critic_loss_backward: the step's value loss (value_loss, token-mean over the step: verl's critic
-   default; --mask-truncated's completions count nothing) and its gradient into the critic's
-   (zeroed here), in micro-batches. Returns the loss; *clipped: tokens on the clipped branch. */
+/* critic_loss_backward: the step's value loss (token-mean, verl's default; --mask-truncated's completions
+   count nothing), its gradient into the critic's (zeroed here). *clipped: tokens on the clipped branch. */
 static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *cfg, long *clipped) {
     int N = g->N, stride = g->max_new;
     int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
@@ -3419,20 +3413,18 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
         for (int b = 0; b < B; b++)   // ∂loss/∂V back to the positions it was read at; others 0
             for (int t = 0; t < T; t++) {
                 int i = first + b, j = t + 1 - g->plen[i];
-                float d = g->targets[b * T + t] >= 0 ? c->dvalue[(size_t)i * stride + j] : 0.0f;
-                c->dvalue_pos[b * T + t] = d;
+                c->pos[b * T + t] = g->targets[b * T + t] >= 0 ? c->dvalue[(size_t)i * stride + j] : 0.0f;
             }
         gpt_zero_act_grads(&c->trunk);
-        value_head_backward(c->trunk.grads_acts.lnf, c->head_grad, c->dvalue_pos, c->trunk.acts.lnf,
+        value_head_backward(c->trunk.grads_acts.lnf, c->head_grad, c->pos, c->trunk.acts.lnf,
                             c->head, B * T, c->C);
         gpt_backward_trunk(&c->trunk, g->inputs);
     }
     return loss;
 }
 
-/* critic_update: grpo_update for the critic: μ AdamW steps at --critic-lr's schedule on
-   critic_loss_backward, one norm over trunk and head clipped (at μ = 1 the value clip never binds).
-   Stops at a non-finite loss or norm as grpo_update does; stats: iteration 0's. */
+/* critic_update: grpo_update for the critic: μ AdamW steps at --critic-lr (at μ = 1 the value clip never
+   binds), stopping at a non-finite loss or norm as grpo_update does; stats: iteration 0's. */
 static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
     long tokens = 0;
     for (int i = 0; i < g->N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
@@ -3465,13 +3457,10 @@ static const char *CRITIC_STOPPED_BY[] = {"", "the critic's value loss", "the cr
 
 // ----------------------------------------------------------------------------
 // Probe: GRPO's and λ-GRPO's update directions (--probe-every N; notes/credit-assignment.md,
-// "How far λ-GRPO's update is from GRPO's"). grpo_step reaches it through method_token_advantages.
-//
-// Every N steps, before grpo_update, the gradient of the update's first iteration under each
-// objective, whichever trains: g_GRPO (weights 1) and g_λ (1/|λ(i,t)|, eq. 11), by the update's own
-// functions, so bit for bit the update's. It changes nothing in the run: no random number, no
-// parameter or AdamW moment, per-token arrays of its own, its seconds cut out of the step's clock.
-// CPU build only (the CUDA build keeps its gradients on the GPU); not with MC-PRM or PPO.
+// "How far λ-GRPO's update is from GRPO's"), from method_token_advantages. Every N steps, before
+// grpo_update, iteration 0's gradient under each objective (g_GRPO, g_λ) by the update's own functions.
+// It changes nothing in the run: no random number, no parameter or AdamW moment, per-token arrays
+// of its own, its seconds cut out of the step's clock. CPU build only; not with MC-PRM or PPO.
 
 enum { PROBE_ARRAYS = 9 };  // the per-token arrays of a GroupBatch that the update writes (probe_directions)
 typedef struct Probe {
@@ -3510,8 +3499,7 @@ static void probe_point_grads(GPT *m, float *mem) {
     point_tensors((float **)&m->grads, mem, m->param_sizes, NUM_PARAM_TENSORS);
 }
 
-/* probe_directions: g_GRPO and g_λ of batch g (after build_group_trees) into p->grad[0] and [1]:
-   grpo_prepare_tokens and grpo_loss_backward at iteration 0 on g with the probe's per-token arrays;
+/* probe_directions: g_GRPO and g_λ of batch g (after build_group_trees) into p->grad[0] and [1], with
    p->cos, norm_ratio, share. Leaves the policy and g but the forward's scratch as they were. */
 static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, const GRPOConfig *cfg,
                              const unsigned char *allowed) {
@@ -3555,8 +3543,7 @@ static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, con
 static int probe_test_fault = 0;   // 1: the probe draws from the run's RNG; 2: an AdamW step with its g_λ
 #endif
 
-/* probe_update_directions: at steps every, 2·every, ... probe_directions on the step's batch, timed;
-   the marks r->t[0..3] then move later by its seconds, so every duration taken from r->t leaves it out. */
+// probe_update_directions: probe_directions at steps every, 2·every, ...; r->t[0..3] move by its seconds
 static void probe_update_directions(TrainRun *run, StepReport *r) {
     Probe *p = run->probe;
     if (!p || r->step % p->every != 0) return;
