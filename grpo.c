@@ -3644,8 +3644,7 @@ struct PromptSelector {
     int n;                   // training prompts
     double *state;           // the checkpoint's "mopps" section, doubles: n, h, α (n), β (n), then for
                              // each of the run's h groups so far the pair (p̂, realised success s/k)
-    double *alpha, *beta;    // (n) views into state
-    double *history;         // (h, 2) view into state
+    double *alpha, *beta, *history;   // (n), (n) and (h, 2): views into state
     long groups, capacity;   // h, and the most groups state holds now (mopps_reserve grows it)
     int *cand, *keep;        // (M) candidates (dataset indices); (P) the kept candidates' positions
     double *phat;            // (M) each candidate's p̂
@@ -3654,7 +3653,6 @@ struct PromptSelector {
     // DAPO dynamic sampling
     int max_rounds;          // --dynamic-max-rounds: refill rounds after the step's first sampling
     GroupBatch spare;        // a refill round's groups: the first m of its P (group_batch_first)
-    int *free_slot;          // (P) the groups of the step still all equal, in order
 };
 
 // 1 when group p's rewards are all equal: its advantages are 0, it teaches nothing
@@ -3791,23 +3789,21 @@ static void drop_group(const GroupBatch *g, int p, SelectStats *out) {
     out->groups_dropped++;
 }
 
-/* dynamic_merge: one refill round (spare, scored) into the step's batch g, whose all-equal groups are
-   free_slot[0..*nfree), in order: each group of spare with signal replaces the next of them, and
-   free_slot keeps those not replaced; the all-equal groups of spare and the replaced ones drop_group. */
-static void dynamic_merge(GroupBatch *g, const GroupBatch *spare, int *free_slot, int *nfree,
-                          SelectStats *out) {
-    int filled = 0;
+/* dynamic_merge: one refill round (spare, scored) into the step's batch g: each group of spare with
+   signal replaces g's next all-equal group, in order; the all-equal groups of spare and the replaced
+   ones drop_group. Returns the groups replaced. */
+static int dynamic_merge(GroupBatch *g, const GroupBatch *spare, SelectStats *out) {
+    int p = 0, filled = 0;
     for (int q = 0; q < spare->num_groups; q++) {
-        if (group_rewards_equal(spare, q) || filled == *nfree) {
-            drop_group(spare, q, out);
-            continue;
+        while (p < g->num_groups && !group_rewards_equal(g, p)) p++;
+        if (p == g->num_groups || group_rewards_equal(spare, q)) drop_group(spare, q, out);
+        else {
+            drop_group(g, p, out);
+            copy_group(g, p, spare, q);
+            filled++;
         }
-        int p = free_slot[filled++];
-        drop_group(g, p, out);
-        copy_group(g, p, spare, q);
     }
-    memmove(free_slot, free_slot + filled, (size_t)(*nfree - filled) * sizeof(int));
-    *nfree -= filled;
+    return filled;
 }
 
 /* dynamic_sampling: refill rounds for the step's batch g (sampled and scored) while it has all-equal
@@ -3819,8 +3815,7 @@ static void dynamic_sampling(PromptSelector *s, GPT *policy, KVCache *kv, GroupB
                              SelectStats *out) {
     double t0 = wall_seconds();
     int nfree = 0;
-    for (int p = 0; p < g->num_groups; p++)
-        if (group_rewards_equal(g, p)) s->free_slot[nfree++] = p;
+    for (int p = 0; p < g->num_groups; p++) nfree += group_rewards_equal(g, p);
     for (int round = 1; round <= s->max_rounds && nfree > 0; round++) {
         GroupBatch *spare = &s->spare;
         group_batch_first(spare, nfree);
@@ -3828,7 +3823,7 @@ static void dynamic_sampling(PromptSelector *s, GPT *policy, KVCache *kv, GroupB
         uint64_t first_stream = ((uint64_t)step + 1) * 65536 + (uint64_t)round * DYNAMIC_ROUND_STREAMS;
         sample_group_streams(policy, kv, spare, cfg, first_stream, NULL);
         score_group(spare, d, format_reward);
-        dynamic_merge(g, spare, s->free_slot, &nfree, out);
+        nfree -= dynamic_merge(g, spare, out);
         out->refill_rounds = round;
     }
     out->cap_hit = nfree > 0;
@@ -3855,14 +3850,11 @@ static void build_prompt_selector(PromptSelector *s, int method, double target, 
         s->step_pred = (double *)mallocCheck((size_t)P * sizeof(double));
         s->taken = (unsigned char *)callocCheck(n, 1);
     }
-    if (method == SELECT_DYNAMIC) {
-        build_group_batch(&s->spare, P, k, max_new, 0, maxT);
-        s->free_slot = (int *)mallocCheck((size_t)P * sizeof(int));
-    }
+    if (method == SELECT_DYNAMIC) build_group_batch(&s->spare, P, k, max_new, 0, maxT);
 }
 
 static void free_prompt_selector(PromptSelector *s) {
-    void *arrays[] = {s->state, s->cand, s->phat, s->keep, s->step_pred, s->taken, s->free_slot};
+    void *arrays[] = {s->state, s->cand, s->phat, s->keep, s->step_pred, s->taken};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
     if (s->method == SELECT_DYNAMIC) free_group_batch(&s->spare);
 }
@@ -3880,24 +3872,22 @@ static void select_prompts(PromptSelector *s, GroupBatch *g, const Dataset *d, R
    group's successes update its prompt's posterior, and (p̂, s/k) joins the run's history (for the
    end-of-run Spearman; both are the checkpoint's "mopps" section). */
 static void select_observe(PromptSelector *s, const GroupBatch *g, const Dataset *d, SelectStats *out) {
+    int mopps = s->method == SELECT_MOPPS, equal = 0;
     long successes = 0;
     double pred = 0.0;
-    int equal = 0;
-    if (s->method == SELECT_MOPPS) mopps_reserve(s, s->groups + g->num_groups);
+    if (mopps) mopps_reserve(s, s->groups + g->num_groups);
     for (int p = 0; p < g->num_groups; p++) {
-        int k = g->group_start[p + 1] - g->group_start[p];
-        int succ = group_successes(g, d, p);
+        int k = g->group_start[p + 1] - g->group_start[p], succ = group_successes(g, d, p);
         successes += succ;
         equal += group_rewards_equal(g, p);
-        if (s->method != SELECT_MOPPS) continue;
+        if (!mopps) continue;
         mopps_update(s->alpha, s->beta, g->prompt_idx[p], k, succ, s->decay);
         s->history[2 * s->groups] = s->step_pred[p];
         s->history[2 * s->groups + 1] = (double)succ / k;
-        s->groups++;
+        s->state[1] = (double)++s->groups;
         pred += s->step_pred[p];
     }
-    if (s->method == SELECT_MOPPS) s->state[1] = (double)s->groups;
-    out->p_pred = s->method == SELECT_MOPPS ? pred / g->num_groups : -1.0;
+    out->p_pred = mopps ? pred / g->num_groups : -1.0;
     out->p_real = (double)successes / g->N;
     out->groups_sampled = g->num_groups + out->groups_dropped;
     out->eq_sampled = equal + out->groups_dropped;
