@@ -2912,9 +2912,8 @@ static void train_loop(TrainRun *run) {
 // ----------------------------------------------------------------------------
 // Tasks: chain-sum's well-formedness check (its verifier is in the reference, "Task and verifier")
 
-/* chain_sum_well_formed: 1 if completion[0..len) is one or more steps `a op b=c` joined by ','
-   (a and c integers as chain_sum_parse_int reads them, op '+' or '-', b digits only; any
-   values), else 0. Used only by the optional --format-reward. */
+/* chain_sum_well_formed: 1 if completion[0..len) is steps `a op b=c` joined by ',' (a and c as
+   chain_sum_parse_int reads them, op '+' or '-', b digits; any values), else 0. For --format-reward. */
 static int chain_sum_well_formed(const char *completion, int len) {
     int pos = 0;
     long long v;
@@ -2982,7 +2981,6 @@ struct MCPRM {
     float *value;                // V̂(s_d)
     long *state_tokens;          // the tokens its K continuations drew
     // (N, max_new): step j of completion i starts at token step_start[i·max_new + j], from state state_of[..]
-    int N;
     int *num_steps, *step_start, *state_of;
     int *seq;                    // (N, maxT) <bos> prompt completion of each completion (states point in)
     const int **cand_seq;        // scratch, (N·max_new): one candidate state per step
@@ -2998,16 +2996,15 @@ struct MCPRM {
     float *adv;                  // (N, max_new) every token's A_j: what the policy trains on (token_adv)
 };
 
-/* build_mcprm: MC-PRM's buffers for steps of N completions of up to max_new tokens, model shape c,
-   K = k continuations per state (sampler calls of up to max(K, MC_MAX_ROWS) rows), the verifier
-   (reward, task) and the sampler's token mask (allowed, NULL: none; it must outlive mc). */
+/* build_mcprm: MC-PRM for steps of N completions of up to max_new tokens, model shape c, K = k continuations
+   per state (sampler calls of up to max(K, MC_MAX_ROWS) rows); allowed (NULL: none) must outlive mc. */
 static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k, int whiten, int segment,
                         OutcomeReward reward, const void *task, const unsigned char *allowed) {
     size_t cap = (size_t)N * max_new;
     int states_per_call = MC_MAX_ROWS / k > 1 ? MC_MAX_ROWS / k : 1;
     if ((size_t)states_per_call > cap) states_per_call = (int)cap;
     *mc = (MCPRM){.k = k, .whiten = whiten, .segment = segment, .max_new = max_new, .maxT = c->max_seq_len,
-                  .reward = reward, .task = task, .allowed = allowed, .N = N, .rows = states_per_call * k};
+                  .reward = reward, .task = task, .allowed = allowed, .rows = states_per_call * k};
     size_t R = mc->rows;
     int **ints[] = {&mc->state_len, &mc->state_prefix, &mc->state_group, &mc->step_start, &mc->state_of,
                     &mc->cand_len, &mc->cand_leader, &mc->cand_state, &mc->row_len, &mc->row_budget,
@@ -3090,9 +3087,8 @@ static int mc_build_states(MCPRM *mc, const GroupBatch *g, int step) {
     return D;
 }
 
-/* mc_estimate_values: V̂ of states 0..num_states−1: the mean (in double) of the verifier's rewards
-   of K continuations from policy (π_old), each up to max_new − state_prefix tokens from its own
-   stream, in calls of up to mc->rows rows (whole states). Fills value, state_tokens; returns the cost. */
+/* mc_estimate_values: each state's V̂ (value), the mean (in double) of the rewards of K continuations from
+   policy (π_old), each on its own stream, and state_tokens. Returns the cost. */
 static MCStats mc_estimate_values(MCPRM *mc, GPT *policy, float temperature, uint64_t seed) {
     MCStats st = {mc->num_states, 0, 0, 0};
     int K = mc->k, per_call = mc->rows / mc->k;
@@ -3123,7 +3119,7 @@ static MCStats mc_estimate_values(MCPRM *mc, GPT *policy, float temperature, uin
             mc->value[d] = (float)(sum / K);
             mc->state_tokens[d] = tokens;
             st.tokens += tokens;
-            st.positions += mc->state_len[d] + tokens - K;   // its prefill, and each continuation but its last
+            st.positions += mc->state_len[d] + tokens - K;   // its prefill; each continuation but its last
         }
     }
     return st;
@@ -3135,25 +3131,24 @@ static long token_moments(const float *x, const float *y, const int *len, int N,
                           double *ss) {
     double sum = 0.0;
     long n = 0;
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < len[i]; t++, n++) {
+            size_t at = (size_t)i * stride + t;
+            sum += (double)x[at] - (y ? y[at] : 0.0f);
+        }
+    *mean = sum / n;
     *ss = 0.0;
-    for (int pass = 0; pass < 2; pass++, *mean = sum / n)
-        for (int i = 0; i < N; i++)
-            for (int t = 0; t < len[i]; t++) {
-                size_t at = (size_t)i * stride + t;
-                double d = (double)x[at] - (y ? y[at] : 0.0f) - (pass ? *mean : 0.0);
-                if (pass) *ss += d * d;
-                else {
-                    sum += d;
-                    n++;
-                }
-            }
+    for (int i = 0; i < N; i++)
+        for (int t = 0; t < len[i]; t++) {
+            size_t at = (size_t)i * stride + t;
+            double d = (double)x[at] - (y ? y[at] : 0.0f) - *mean;
+            *ss += d * d;
+        }
     return n;
 }
 
-/* whiten_advantages: out = (A − mean) / sqrt(var + 1e-8) over every completion token (adv and out
-   (N, stride), row i holding len[i] tokens; out may be adv), sample variance, in double: TRL's and
-   verl's masked_whiten (VinePPO's and verl's PPO). Equal advantages, or only one, all become 0 (their
-   double sum is exact, so the mean equals them). */
+/* whiten_advantages: out (may be adv) = (A − mean) / sqrt(var + 1e-8) over every completion token, sample
+   variance, in double (TRL's and verl's masked_whiten). Equal advantages, or only one, become 0. */
 static void whiten_advantages(float *out, const float *adv, const int *len, int N, int stride) {
     double mean, ss;
     long n = token_moments(adv, NULL, len, N, stride, &mean, &ss);
@@ -3165,19 +3160,19 @@ static void whiten_advantages(float *out, const float *adv, const int *len, int 
         }
 }
 
-/* mc_prm_advantages: the MC-PRM phase of step `step` (0-based) on batch g (rewards scored, policy
-   still π_old): states, V̂, each token's A_j into mc->adv (whitened when mc->whiten), and
-   g->token_adv pointed at them. Returns its cost: auxiliary tokens and sampler positions. */
+/* mc_prm_advantages: the MC-PRM phase of step `step` (0-based) on batch g (scored; policy still π_old):
+   each token's A_j into mc->adv and g->token_adv. Returns its cost. */
 static MCStats mc_prm_advantages(MCPRM *mc, GPT *policy, GroupBatch *g, const GRPOConfig *cfg, int step) {
     mc_build_states(mc, g, step);
     MCStats st = mc_estimate_values(mc, policy, cfg->temperature, (uint64_t)cfg->seed);
     for (int i = 0; i < g->N; i++) {   // in double; the last of the m steps: r_i − V̂(s_{m−1})
         size_t row = (size_t)i * g->max_new;
-        const int *start = mc->step_start + row, *state = mc->state_of + row, m = mc->num_steps[i];
-        for (int j = 0; j < m; j++) {
-            double next = j == m - 1 ? g->reward[i] : mc->value[state[j + 1]];
+        const int *start = mc->step_start + row, *state = mc->state_of + row;
+        for (int j = 0, m = mc->num_steps[i]; j < m; j++) {
+            int last = j == m - 1, end = last ? g->clen[i] : start[j + 1];
+            double next = last ? g->reward[i] : mc->value[state[j + 1]];
             float A = (float)(next - mc->value[state[j]]);
-            for (int t = start[j]; t < (j == m - 1 ? g->clen[i] : start[j + 1]); t++) mc->adv[row + t] = A;
+            for (int t = start[j]; t < end; t++) mc->adv[row + t] = A;
         }
     }
     if (mc->whiten) whiten_advantages(mc->adv, mc->adv, g->clen, g->N, g->max_new);
@@ -3321,9 +3316,8 @@ static void free_critic(Critic *c) {
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
 }
 
-/* critic_forward: policy_logp for the critic on completions [first, first+B) of g: out (N, max_new)
-   gets V(i,t), read at position plen−1+t, before completion token t (verl's values[:, -len-1:-1]).
-   Leaves activations and V in pos (B·T) for a backward pass. Returns T. */
+/* critic_forward: policy_logp for the critic on completions [first, first+B) of g: out (N, max_new) gets
+   V(i,t) at position plen−1+t, before token t (verl's values[:, -len-1:-1]); V in pos (B·T). Returns T. */
 static int critic_forward(Critic *c, GroupBatch *g, int first, int B, float *out) {
     int T = make_batch(g->inputs, g->targets, B, g->prompt + first, g->plen + first, g->comp_row + first,
                        g->clen + first);
