@@ -2912,9 +2912,8 @@ static void train_loop(TrainRun *run) {
 // ----------------------------------------------------------------------------
 // Tasks: chain-sum's well-formedness check (its verifier is in the reference, "Task and verifier")
 
-/* chain_sum_well_formed: 1 if completion[0..len) is one or more steps `a op b=c` joined by ','
-   (a and c integers as chain_sum_parse_int reads them, op '+' or '-', b digits only; any
-   values), else 0. Used only by the optional --format-reward. */
+/* chain_sum_well_formed: 1 if completion[0..len) is steps `a op b=c` joined by ',' (a and c as
+   chain_sum_parse_int reads them, op '+' or '-', b digits; any values), else 0. For --format-reward. */
 static int chain_sum_well_formed(const char *completion, int len) {
     int pos = 0;
     long long v;
@@ -2958,34 +2957,30 @@ typedef struct {                 // a task's problems (countdown, chain-sum), as
 // task_outcome_reward: task_reward as score_group gives it, so V̂ estimates the reward the update sees
 static float task_outcome_reward(const void *task, int group, const int *comp, int len) {
     const TaskProblems *t = (const TaskProblems *)task;
-    if (!t->data)
+    const Dataset *d = t->data;
+    if (!d)
         return task_reward(t->task ? t->task : &TASKS[TASK_COUNTDOWN], t->nums, t->num_count, t->target, comp,
                            len, t->format_reward);
-    const Dataset *d = t->data;
     int q = t->prompt_idx[group];
     return task_reward(d->task, d->nums + (size_t)q * MAX_NUMS, d->num_count[q], d->target[q], comp, len,
                        t->format_reward);
 }
 
 struct MCPRM {
-    int k;                       // K: continuations per state (--mc-k)
-    int whiten;                  // 1: the advantages are whitened over the step's tokens (--mc-whiten)
-    int segment;                 // a task's step end (',') or MC_SEGMENT_TOKEN (the tree task)
-    int max_new;                 // the completion budget (a state holding b tokens continues for max_new − b)
-    int maxT;                    // the model's context: the row length of seq
+    int k, whiten, segment;      // K (--mc-k); 1: whiten (--mc-whiten); a task's step end or MC_SEGMENT_TOKEN
+    int max_new, maxT;           // the completion budget (b tokens in: max_new − b left); seq's row length
     OutcomeReward reward;        // the task's verifier, and its problems (task)
     const void *task;
     const unsigned char *allowed;   // the sampler's token mask (the tree task's L and R); NULL: none
-    // the states, (cap) each: state d is state_seq[d]'s first state_len[d] tokens, the last
+    // the states, (N·max_new) each: state d is state_seq[d]'s first state_len[d] tokens, the last
     // state_prefix[d] of them completion tokens, of a prompt of group state_group[d]
-    int cap, num_states;
+    int num_states;
     const int **state_seq;
     int *state_len, *state_prefix, *state_group;
     uint64_t *state_stream;      // the RNG stream of its continuation 0 (continuation c: + c; mc_stream)
     float *value;                // V̂(s_d)
     long *state_tokens;          // the tokens its K continuations drew
     // (N, max_new): step j of completion i starts at token step_start[i·max_new + j], from state state_of[..]
-    int N;
     int *num_steps, *step_start, *state_of;
     int *seq;                    // (N, maxT) <bos> prompt completion of each completion (states point in)
     const int **cand_seq;        // scratch, (N·max_new): one candidate state per step
@@ -3001,39 +2996,33 @@ struct MCPRM {
     float *adv;                  // (N, max_new) every token's A_j: what the policy trains on (token_adv)
 };
 
-/* build_mcprm: MC-PRM's buffers for steps of N completions of up to max_new tokens, model shape c,
-   K = k continuations per state (sampler calls of up to max(K, MC_MAX_ROWS) rows), the verifier
-   (reward, task) and the sampler's token mask (allowed, NULL: none; it must outlive mc). */
+/* build_mcprm: MC-PRM for steps of N completions of up to max_new tokens, model shape c, K = k continuations
+   per state (sampler calls of up to max(K, MC_MAX_ROWS) rows); allowed (NULL: none) must outlive mc. */
 static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k, int whiten, int segment,
                         OutcomeReward reward, const void *task, const unsigned char *allowed) {
-    *mc = (MCPRM){.k = k, .whiten = whiten, .segment = segment, .max_new = max_new, .maxT = c->max_seq_len,
-                  .reward = reward, .task = task, .allowed = allowed, .N = N};
     size_t cap = (size_t)N * max_new;
-    mc->cap = (int)cap;
-    int **per_step[] = {&mc->state_len, &mc->state_prefix, &mc->state_group, &mc->step_start, &mc->state_of,
-                        &mc->cand_len, &mc->cand_leader, &mc->cand_state};
-    for (size_t a = 0; a < sizeof per_step / sizeof per_step[0]; a++)
-        *per_step[a] = (int *)callocCheck(cap, sizeof(int));
-    mc->state_seq = (const int **)callocCheck(cap, sizeof(int *));
-    mc->cand_seq = (const int **)callocCheck(cap, sizeof(int *));
-    mc->state_stream = (uint64_t *)callocCheck(cap, sizeof(uint64_t));
-    mc->value = (float *)callocCheck(cap, sizeof(float));
-    mc->state_tokens = (long *)callocCheck(cap, sizeof(long));
-    mc->num_steps = (int *)callocCheck(N, sizeof(int));
-    mc->seq = (int *)callocCheck((size_t)N * mc->maxT, sizeof(int));
     int states_per_call = MC_MAX_ROWS / k > 1 ? MC_MAX_ROWS / k : 1;
     if ((size_t)states_per_call > cap) states_per_call = (int)cap;
-    mc->rows = states_per_call * k;
+    *mc = (MCPRM){.k = k, .whiten = whiten, .segment = segment, .max_new = max_new, .maxT = c->max_seq_len,
+                  .reward = reward, .task = task, .allowed = allowed, .rows = states_per_call * k};
     size_t R = mc->rows;
-    build_kvcache(&mc->kv, c, mc->rows);
+    int **ints[] = {&mc->state_len, &mc->state_prefix, &mc->state_group, &mc->step_start, &mc->state_of,
+                    &mc->cand_len, &mc->cand_leader, &mc->cand_state, &mc->row_len, &mc->row_budget,
+                    &mc->cont_len, &mc->num_steps, &mc->scratch, &mc->seq, &mc->cont};
+    size_t counts[] = {cap, cap, cap, cap, cap, cap, cap, cap, R, R, R, N, max_new, (size_t)N * mc->maxT,
+                       R * max_new};
+    for (size_t a = 0; a < sizeof counts / sizeof counts[0]; a++)
+        *ints[a] = (int *)callocCheck(counts[a], sizeof(int));
+    mc->state_seq = (const int **)callocCheck(cap, sizeof(int *));
+    mc->cand_seq = (const int **)callocCheck(cap, sizeof(int *));
     mc->row_seq = (const int **)callocCheck(R, sizeof(int *));
-    int **per_row[] = {&mc->row_len, &mc->row_budget, &mc->cont_len};
-    for (int a = 0; a < 3; a++) *per_row[a] = (int *)callocCheck(R, sizeof(int));
-    mc->cont = (int *)callocCheck(R * max_new, sizeof(int));
+    mc->state_stream = (uint64_t *)callocCheck(cap, sizeof(uint64_t));
+    mc->value = (float *)callocCheck(cap, sizeof(float));
+    mc->adv = (float *)callocCheck(cap, sizeof(float));
+    mc->state_tokens = (long *)callocCheck(cap, sizeof(long));
     mc->cont_logp = (float *)callocCheck(R * max_new, sizeof(float));
     mc->rngs = (Rng *)callocCheck(R, sizeof(Rng));
-    mc->scratch = (int *)callocCheck(max_new, sizeof(int));
-    mc->adv = (float *)callocCheck(cap, sizeof(float));
+    build_kvcache(&mc->kv, c, mc->rows);
 }
 
 static void free_mcprm(MCPRM *mc) {
@@ -3053,10 +3042,8 @@ static uint64_t mc_stream(int step, int i, int b) {
     return (1ull << 62) + ((((uint64_t)step * 4096 + (uint64_t)i) * 1024 + (uint64_t)b) << 12);
 }
 
-/* mc_segment: the steps of completion comp[0..len): with a step-end character (mode, e.g. ',') a
-   step ends after each one that is not the last token (so no empty last step; the last runs to
-   the end, <eos> included); MC_SEGMENT_TOKEN: every token a step. Writes each step's first token
-   to start[0..m) and returns m (0 for an empty completion). */
+/* mc_segment: each step's first token of comp[0..len) into start[0..m); returns m. A step ends after
+   each step-end character (mode, e.g. ',') but the last token, or (MC_SEGMENT_TOKEN) at every token. */
 static int mc_segment(const int *comp, int len, int mode, int *start) {
     int comma = mode == MC_SEGMENT_TOKEN ? -1 : char_to_token((unsigned char)mode), m = 0;
     for (int t = 0; t < len; t++)
@@ -3068,13 +3055,11 @@ static int mc_segment(const int *comp, int len, int mode, int *start) {
    batch g; the distinct ones (shared_prompts) become states 0..D−1 in order of first appearance,
    with its group and stream; state_of maps each step to its state. Returns D. */
 static int mc_build_states(MCPRM *mc, const GroupBatch *g, int step) {
-    int stride = g->max_new;
-    int C = 0;
+    int stride = g->max_new, C = 0;
     for (int i = 0; i < g->N; i++) {
-        int *seq = mc->seq + (size_t)i * mc->maxT;
+        int *seq = mc->seq + (size_t)i * mc->maxT, *start = mc->step_start + (size_t)i * stride;
         memcpy(seq, g->prompt[i], (size_t)g->plen[i] * sizeof(int));
         memcpy(seq + g->plen[i], g->comp_row[i], (size_t)g->clen[i] * sizeof(int));
-        int *start = mc->step_start + (size_t)i * stride;
         mc->num_steps[i] = mc_segment(g->comp_row[i], g->clen[i], mc->segment, start);
         for (int j = 0; j < mc->num_steps[i]; j++, C++) {
             mc->cand_seq[C] = seq;
@@ -3102,22 +3087,20 @@ static int mc_build_states(MCPRM *mc, const GroupBatch *g, int step) {
     return D;
 }
 
-/* mc_estimate_values: V̂ of states 0..num_states−1: the mean (in double) of the verifier's rewards
-   of K continuations from policy (π_old), each up to max_new − state_prefix tokens from its own
-   stream, in calls of up to mc->rows rows (whole states). Fills value, state_tokens; returns the cost. */
+/* mc_estimate_values: each state's V̂ (value), the mean (in double) of the rewards of K continuations from
+   policy (π_old), each on its own stream, and state_tokens. Returns the cost. */
 static MCStats mc_estimate_values(MCPRM *mc, GPT *policy, float temperature, uint64_t seed) {
     MCStats st = {mc->num_states, 0, 0, 0};
     int K = mc->k, per_call = mc->rows / mc->k;
     for (int first = 0; first < mc->num_states; first += per_call) {
         int n = first + per_call <= mc->num_states ? per_call : mc->num_states - first;
-        for (int d = first; d < first + n; d++)
-            for (int c = 0; c < K; c++) {
-                int r = (d - first) * K + c;
-                mc->row_seq[r] = mc->state_seq[d];
-                mc->row_len[r] = mc->state_len[d];
-                mc->row_budget[r] = mc->max_new - mc->state_prefix[d];
-                rng_seed(&mc->rngs[r], seed, mc->state_stream[d] + (uint64_t)c);
-            }
+        for (int r = 0; r < n * K; r++) {   // row r: continuation r % K of state first + r / K
+            int d = first + r / K;
+            mc->row_seq[r] = mc->state_seq[d];
+            mc->row_len[r] = mc->state_len[d];
+            mc->row_budget[r] = mc->max_new - mc->state_prefix[d];
+            rng_seed(&mc->rngs[r], seed, mc->state_stream[d] + (uint64_t)(r % K));
+        }
         sample_completions_budget(policy, &mc->kv, n * K, mc->row_seq, mc->row_len, mc->row_budget,
                                   mc->max_new, temperature, 0, mc->rngs, mc->allowed, mc->cont, mc->cont_logp,
                                   mc->cont_len);
@@ -3127,61 +3110,48 @@ static MCStats mc_estimate_values(MCPRM *mc, GPT *policy, float temperature, uin
             memcpy(mc->scratch, mc->state_seq[d] + mc->state_len[d] - b, (size_t)b * sizeof(int));
             double sum = 0.0;
             long tokens = 0;
-            for (int c = 0; c < K; c++) {
-                int r = (d - first) * K + c;
+            for (int r = (d - first) * K; r < (d - first + 1) * K; r++) {
                 const int *cont = mc->cont + (size_t)r * mc->max_new;
                 memcpy(mc->scratch + b, cont, (size_t)mc->cont_len[r] * sizeof(int));
                 sum += mc->reward(mc->task, mc->state_group[d], mc->scratch, b + mc->cont_len[r]);
                 tokens += mc->cont_len[r];
-                st.positions += mc->cont_len[r] - 1;
             }
             mc->value[d] = (float)(sum / K);
             mc->state_tokens[d] = tokens;
             st.tokens += tokens;
-            st.positions += mc->state_len[d];
+            st.positions += mc->state_len[d] + tokens - K;   // its prefill; each continuation but its last
         }
     }
     return st;
 }
 
-/* mc_step_advantages: adv (N, max_new) of batch g: the tokens of step j of completion i get
-   A_j = V̂(s_{j+1}) − V̂(s_j), those of its last step r_i − V̂(s_{m−1}), in double; the other arrays
-   as mc_build_states fills them, value (D). */
-static void mc_step_advantages(float *adv, const GroupBatch *g, const int *num_steps, const int *step_start,
-                               const int *state_of, const float *value) {
-    int stride = g->max_new;
-    for (int i = 0; i < g->N; i++) {
-        const int *start = step_start + (size_t)i * stride, *state = state_of + (size_t)i * stride;
-        int m = num_steps[i];
-        for (int j = 0; j < m; j++) {
-            int last = j == m - 1;
-            double next = last ? g->reward[i] : value[state[j + 1]];
-            float A = (float)(next - value[state[j]]);
-            int end = last ? g->clen[i] : start[j + 1];
-            for (int t = start[j]; t < end; t++) adv[(size_t)i * stride + t] = A;
-        }
-    }
-}
-
-/* whiten_advantages: out = (A − mean) / sqrt(var + 1e-8) over every completion token (adv and out
-   (N, stride), row i holding len[i] tokens; out may be adv), sample variance, in double: TRL's and
-   verl's masked_whiten (VinePPO's and verl's PPO). Equal advantages, or only one, all become 0 (their
-   double sum is exact, so the mean equals them). */
-static void whiten_advantages(float *out, const float *adv, const int *len, int N, int stride) {
-    double sum = 0.0, ss = 0.0;
+/* token_moments: the mean of x − y (y NULL: 0) over every completion token (arrays (N, stride), row i
+   holding len[i] tokens) into *mean, the sum of squared deviations into *ss, in double. Returns the count. */
+static long token_moments(const float *x, const float *y, const int *len, int N, int stride, double *mean,
+                          double *ss) {
+    double sum = 0.0;
     long n = 0;
     for (int i = 0; i < N; i++)
-        for (int t = 0; t < len[i]; t++) {
-            sum += adv[(size_t)i * stride + t];
-            n++;
+        for (int t = 0; t < len[i]; t++, n++) {
+            size_t at = (size_t)i * stride + t;
+            sum += (double)x[at] - (y ? y[at] : 0.0f);
         }
-    if (n == 0) return;
-    double mean = sum / n;
+    *mean = sum / n;
+    *ss = 0.0;
     for (int i = 0; i < N; i++)
         for (int t = 0; t < len[i]; t++) {
-            double d = adv[(size_t)i * stride + t] - mean;
-            ss += d * d;
+            size_t at = (size_t)i * stride + t;
+            double d = (double)x[at] - (y ? y[at] : 0.0f) - *mean;
+            *ss += d * d;
         }
+    return n;
+}
+
+/* whiten_advantages: out (may be adv) = (A − mean) / sqrt(var + 1e-8) over every completion token, sample
+   variance, in double (TRL's and verl's masked_whiten). Equal advantages, or only one, become 0. */
+static void whiten_advantages(float *out, const float *adv, const int *len, int N, int stride) {
+    double mean, ss;
+    long n = token_moments(adv, NULL, len, N, stride, &mean, &ss);
     double inv_std = n > 1 ? 1.0 / sqrt(ss / (n - 1) + 1e-8) : 0.0;
     for (int i = 0; i < N; i++)
         for (int t = 0; t < len[i]; t++) {
@@ -3190,13 +3160,21 @@ static void whiten_advantages(float *out, const float *adv, const int *len, int 
         }
 }
 
-/* mc_prm_advantages: the MC-PRM phase of step `step` (0-based) on batch g (rewards scored, policy
-   still π_old): states, V̂, each token's A_j into mc->adv (whitened when mc->whiten), and
-   g->token_adv pointed at them. Returns its cost: auxiliary tokens and sampler positions. */
+/* mc_prm_advantages: the MC-PRM phase of step `step` (0-based) on batch g (scored; policy still π_old):
+   each token's A_j into mc->adv and g->token_adv. Returns its cost. */
 static MCStats mc_prm_advantages(MCPRM *mc, GPT *policy, GroupBatch *g, const GRPOConfig *cfg, int step) {
     mc_build_states(mc, g, step);
     MCStats st = mc_estimate_values(mc, policy, cfg->temperature, (uint64_t)cfg->seed);
-    mc_step_advantages(mc->adv, g, mc->num_steps, mc->step_start, mc->state_of, mc->value);
+    for (int i = 0; i < g->N; i++) {   // in double; the last of the m steps: r_i − V̂(s_{m−1})
+        size_t row = (size_t)i * g->max_new;
+        const int *start = mc->step_start + row, *state = mc->state_of + row;
+        for (int j = 0, m = mc->num_steps[i]; j < m; j++) {
+            int last = j == m - 1, end = last ? g->clen[i] : start[j + 1];
+            double next = last ? g->reward[i] : mc->value[state[j + 1]];
+            float A = (float)(next - mc->value[state[j]]);
+            for (int t = start[j]; t < end; t++) mc->adv[row + t] = A;
+        }
+    }
     if (mc->whiten) whiten_advantages(mc->adv, mc->adv, g->clen, g->N, g->max_new);
     g->token_adv = mc->adv;
     return st;
@@ -3222,8 +3200,7 @@ struct Critic {
     float *head, *head_grad;   // (C+1) the value head w (C) then b, V = w · lnf + b; its gradient
     float *head_m, *head_v;    // (C+1) its AdamW moments
     int adam_t;                // the critic's AdamW steps taken (μ per GRPO step)
-    float *value_pos;          // (max_batch, maxT) V at every position of the last micro-batch
-    float *dvalue_pos;         // (max_batch, maxT) ∂loss/∂V there
+    float *pos;                // (max_batch, maxT) V at every position of the last micro-batch, then ∂loss/∂V
     // per completion token, (N, max_new), row i holding completion i's tokens as in GroupBatch
     float *value_old;          // V_old(i,t): the critic's value before generating token t, at sampling time
     float *value;              // V(i,t) in the current iteration of critic_update
@@ -3257,11 +3234,9 @@ static void gae_advantages(float *adv, float *ret, const float *value, const flo
     }
 }
 
-/* value_loss: PPO's clipped value loss over n tokens, arrays (n) (verl's compute_value_loss):
-       ℓ = ½ max((V − ret)², (clip(V, V_old − c, V_old + c) − ret)²),
-   times coef (token-mean: 1 / the step's token count). Returns Σ coef·ℓ (double). dvalue gets
-   coef·(V − ret), or 0 where the clipped branch is strictly larger (V outside V_old ± c, clip()
-   constant: torch.max and torch.clamp in verl), which clipped (NULL: not wanted) marks. */
+/* value_loss: Σ coef·ℓ (double) over n tokens of PPO's clipped value loss (verl's compute_value_loss),
+   ℓ = ½ max((V − ret)², (clip(V, V_old − c, V_old + c) − ret)²). dvalue gets coef·(V − ret), or 0 where
+   the clipped branch is strictly larger (clip() constant, as torch.clamp): clipped (NULL: none) marks. */
 static double value_loss(int n, const float *value, const float *value_old, const float *ret, float coef,
                          float clip_value, float *dvalue, unsigned char *clipped) {
     double loss = 0.0;
@@ -3325,8 +3300,7 @@ static void build_critic(Critic *c, const GPT *init, int max_batch, int N, int m
     rng_seed(&rng, seed, 0xc417);
     for (int i = 0; i < c->C; i++) c->head[i] = 0.02f * rng_normal(&rng);
     size_t positions = (size_t)max_batch * init->config.max_seq_len, NT = (size_t)N * max_new;
-    c->value_pos = (float *)callocCheck(positions, sizeof(float));
-    c->dvalue_pos = (float *)callocCheck(positions, sizeof(float));
+    c->pos = (float *)callocCheck(positions, sizeof(float));
     float **per_token[] = {&c->value_old, &c->value, &c->returns, &c->adv_raw, &c->adv, &c->dvalue};
     for (size_t a = 0; a < sizeof per_token / sizeof per_token[0]; a++)
         *per_token[a] = (float *)callocCheck(NT, sizeof(float));
@@ -3337,30 +3311,28 @@ static void build_critic(Critic *c, const GPT *init, int max_batch, int N, int m
 
 static void free_critic(Critic *c) {
     free_gpt(&c->trunk);
-    void *arrays[] = {c->head, c->head_grad, c->head_m, c->head_v, c->value_pos, c->dvalue_pos, c->value_old,
+    void *arrays[] = {c->head, c->head_grad, c->head_m, c->head_v, c->pos, c->value_old,
                       c->value, c->returns, c->adv_raw, c->adv, c->dvalue, c->clipped, c->section};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
 }
 
-/* critic_forward: policy_logp for the critic on completions [first, first+B) of g: out (N, max_new)
-   gets V(i,t), read at position plen−1+t, before completion token t (verl's values[:, -len-1:-1]).
-   Leaves activations and value_pos (B·T) for a backward pass. Returns T. */
+/* critic_forward: policy_logp for the critic on completions [first, first+B) of g: out (N, max_new) gets
+   V(i,t) at position plen−1+t, before token t (verl's values[:, -len-1:-1]); V in pos (B·T). Returns T. */
 static int critic_forward(Critic *c, GroupBatch *g, int first, int B, float *out) {
     int T = make_batch(g->inputs, g->targets, B, g->prompt + first, g->plen + first, g->comp_row + first,
                        g->clen + first);
     gpt_forward_trunk(&c->trunk, g->inputs, B, T);
-    value_head_forward(c->value_pos, c->trunk.acts.lnf, c->head, B * T, c->C);
+    value_head_forward(c->pos, c->trunk.acts.lnf, c->head, B * T, c->C);
     for (int b = 0; b < B; b++) {
         int i = first + b;
         for (int t = 0; t < g->clen[i]; t++)
-            out[(size_t)i * g->max_new + t] = c->value_pos[b * T + g->plen[i] - 1 + t];
+            out[(size_t)i * g->max_new + t] = c->pos[b * T + g->plen[i] - 1 + t];
     }
     return T;
 }
 
-/* ppo_advantages: the step's per-token advantages for --objective ppo: V_old (critic_forward, in
-   micro-batches), GAE's A_t and return_t, A_t whitened over the batch into g->token_adv. Fills
-   stats' explained variance and mean |A|. */
+/* ppo_advantages: V_old (critic_forward), GAE's A_t and return_t, and A_t whitened over the batch into
+   g->token_adv; stats' explained variance and mean |A|. */
 static void ppo_advantages(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
     int N = g->N, stride = g->max_new;
     int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
@@ -3371,24 +3343,11 @@ static void ppo_advantages(Critic *c, GroupBatch *g, const GRPOConfig *cfg, Crit
     whiten_advantages(c->adv, c->adv_raw, g->clen, N, stride);
     g->token_adv = c->adv;
     // explained variance of the returns by V_old (verl's critic/vf_explained_var) and mean |A|
-    double sum_r = 0, sum_d = 0, sum_abs = 0;
-    long n = 0;
+    double mean_r, var_r, mean_d, var_d, sum_abs = 0.0;
+    long n = token_moments(c->returns, NULL, g->clen, N, stride, &mean_r, &var_r);
+    token_moments(c->returns, c->value_old, g->clen, N, stride, &mean_d, &var_d);
     for (int i = 0; i < N; i++)
-        for (int t = 0; t < g->clen[i]; t++) {
-            size_t at = (size_t)i * stride + t;
-            sum_r += c->returns[at];
-            sum_d += (double)c->returns[at] - c->value_old[at];
-            sum_abs += fabs(c->adv_raw[at]);
-            n++;
-        }
-    double mean_r = sum_r / n, mean_d = sum_d / n, var_r = 0, var_d = 0;
-    for (int i = 0; i < N; i++)
-        for (int t = 0; t < g->clen[i]; t++) {
-            size_t at = (size_t)i * stride + t;
-            double dr = c->returns[at] - mean_r, dd = (double)c->returns[at] - c->value_old[at] - mean_d;
-            var_r += dr * dr;
-            var_d += dd * dd;
-        }
+        for (int t = 0; t < g->clen[i]; t++) sum_abs += fabs(c->adv_raw[(size_t)i * stride + t]);
     stats->explained_var = n > 1 ? 1.0 - (var_d / (n - 1)) / (var_r / (n - 1) + 1e-5) : 0.0;
     stats->mean_abs_adv = sum_abs / n;
 }
@@ -3423,9 +3382,8 @@ static void critic_adamw_update(Critic *c, float lr, int t) {
     }
 }
 
-/* critic_loss_backward: the step's value loss (value_loss, token-mean over the step: verl's critic
-   default; --mask-truncated's completions count nothing) and its gradient into the critic's
-   (zeroed here), in micro-batches. Returns the loss; *clipped: tokens on the clipped branch. */
+/* critic_loss_backward: the step's value loss (token-mean, verl's default; --mask-truncated's completions
+   count nothing), its gradient into the critic's (zeroed here). *clipped: tokens on the clipped branch. */
 static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *cfg, long *clipped) {
     int N = g->N, stride = g->max_new;
     int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
@@ -3449,20 +3407,18 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
         for (int b = 0; b < B; b++)   // ∂loss/∂V back to the positions it was read at; others 0
             for (int t = 0; t < T; t++) {
                 int i = first + b, j = t + 1 - g->plen[i];
-                float d = g->targets[b * T + t] >= 0 ? c->dvalue[(size_t)i * stride + j] : 0.0f;
-                c->dvalue_pos[b * T + t] = d;
+                c->pos[b * T + t] = g->targets[b * T + t] >= 0 ? c->dvalue[(size_t)i * stride + j] : 0.0f;
             }
         gpt_zero_act_grads(&c->trunk);
-        value_head_backward(c->trunk.grads_acts.lnf, c->head_grad, c->dvalue_pos, c->trunk.acts.lnf,
+        value_head_backward(c->trunk.grads_acts.lnf, c->head_grad, c->pos, c->trunk.acts.lnf,
                             c->head, B * T, c->C);
         gpt_backward_trunk(&c->trunk, g->inputs);
     }
     return loss;
 }
 
-/* critic_update: grpo_update for the critic: μ AdamW steps at --critic-lr's schedule on
-   critic_loss_backward, one norm over trunk and head clipped (at μ = 1 the value clip never binds).
-   Stops at a non-finite loss or norm as grpo_update does; stats: iteration 0's. */
+/* critic_update: grpo_update for the critic: μ AdamW steps at --critic-lr (at μ = 1 the value clip never
+   binds), stopping at a non-finite loss or norm as grpo_update does; stats: iteration 0's. */
 static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
     long tokens = 0;
     for (int i = 0; i < g->N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
@@ -3495,13 +3451,10 @@ static const char *CRITIC_STOPPED_BY[] = {"", "the critic's value loss", "the cr
 
 // ----------------------------------------------------------------------------
 // Probe: GRPO's and λ-GRPO's update directions (--probe-every N; notes/credit-assignment.md,
-// "How far λ-GRPO's update is from GRPO's"). grpo_step reaches it through method_token_advantages.
-//
-// Every N steps, before grpo_update, the gradient of the update's first iteration under each
-// objective, whichever trains: g_GRPO (weights 1) and g_λ (1/|λ(i,t)|, eq. 11), by the update's own
-// functions, so bit for bit the update's. It changes nothing in the run: no random number, no
-// parameter or AdamW moment, per-token arrays of its own, its seconds cut out of the step's clock.
-// CPU build only (the CUDA build keeps its gradients on the GPU); not with MC-PRM or PPO.
+// "How far λ-GRPO's update is from GRPO's"), from method_token_advantages. Every N steps, before
+// grpo_update, iteration 0's gradient under each objective (g_GRPO, g_λ) by the update's own functions.
+// It changes nothing in the run: no random number, no parameter or AdamW moment, per-token arrays
+// of its own, its seconds cut out of the step's clock. CPU build only; not with MC-PRM or PPO.
 
 enum { PROBE_ARRAYS = 9 };  // the per-token arrays of a GroupBatch that the update writes (probe_directions)
 typedef struct Probe {
@@ -3540,8 +3493,7 @@ static void probe_point_grads(GPT *m, float *mem) {
     point_tensors((float **)&m->grads, mem, m->param_sizes, NUM_PARAM_TENSORS);
 }
 
-/* probe_directions: g_GRPO and g_λ of batch g (after build_group_trees) into p->grad[0] and [1]:
-   grpo_prepare_tokens and grpo_loss_backward at iteration 0 on g with the probe's per-token arrays;
+/* probe_directions: g_GRPO and g_λ of batch g (after build_group_trees) into p->grad[0] and [1], with
    p->cos, norm_ratio, share. Leaves the policy and g but the forward's scratch as they were. */
 static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, const GRPOConfig *cfg,
                              const unsigned char *allowed) {
@@ -3585,8 +3537,7 @@ static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, con
 static int probe_test_fault = 0;   // 1: the probe draws from the run's RNG; 2: an AdamW step with its g_λ
 #endif
 
-/* probe_update_directions: at steps every, 2·every, ... probe_directions on the step's batch, timed;
-   the marks r->t[0..3] then move later by its seconds, so every duration taken from r->t leaves it out. */
+// probe_update_directions: probe_directions at steps every, 2·every, ...; r->t[0..3] move by its seconds
 static void probe_update_directions(TrainRun *run, StepReport *r) {
     Probe *p = run->probe;
     if (!p || r->step % p->every != 0) return;
@@ -3629,28 +3580,19 @@ static void method_after_update(TrainRun *run, StepReport *r) {   // grpo_step c
 
 // ----------------------------------------------------------------------------
 // Prompt selection: uniform, MoPPS, DAPO dynamic sampling (notes/credit-assignment.md §5). grpo_step
-// reaches it through select_prompts and select_after_scoring.
-//
-// A group whose rewards are all equal has advantages 0 and, at β = 0, no gradient, yet it cost
-// k completions. --prompt-select says how a step chooses its P prompts:
+// reaches it through select_prompts and select_after_scoring. A group whose rewards are all equal
+// has advantages 0 and, at β = 0, no gradient, yet it cost k completions. --prompt-select:
 //   uniform  draw_prompts: with replacement from the training set (the baseline, the paper's)
-//   mopps    Model Predictive Prompt Selection (Qu et al. 2025, arXiv 2507.04632, github
-//            thu-rllab/MoPPS): each training prompt keeps a Beta(α, β) posterior of its success
-//            rate; of M candidates, the P whose Thompson draw p̂ ~ Beta(α, β) is nearest τ. No
-//            probe rollouts: the posteriors learn from the groups the steps sample anyway.
-//   dynamic  DAPO's dynamic sampling (Yu et al. 2025, arXiv 2503.14476, §3.2): uniform prompts,
-//            then the groups whose rewards are all equal are dropped and replaced by new groups,
-//            round by round, until every group has signal or --dynamic-max-rounds is reached.
-//            A dropped group's tokens were generated and never trained on: auxiliary tokens.
-// A success is a completion the verifier accepts (task_reward without --format-reward:
-// 1 or 0), so a format reward's partial credit counts as a failure (MoPPS counts acc >= 1).
+//   mopps    Qu et al. 2025, arXiv 2507.04632 (thu-rllab/MoPPS): a Beta(α, β) posterior of each
+//            prompt's success rate, learnt from the groups the steps sample anyway (no probe
+//            rollouts); of M candidates, the P whose Thompson draw p̂ ~ Beta(α, β) is nearest τ
+//   dynamic  DAPO (Yu et al. 2025, arXiv 2503.14476, §3.2): all-equal groups are replaced by new
+//            ones round by round (--dynamic-max-rounds); their tokens are auxiliary (never trained)
+// A success: task_reward 1 without --format-reward (partial credit fails; MoPPS counts acc >= 1).
 
-/* rng_gamma_log: the logarithm of a Gamma(a, 1) draw, a > 0 (Marsaglia & Tsang 2000, "A
-   simple method for generating gamma variables", ACM TOMS 26(3)). For a >= 1, with d = a − 1/3
-   and c = 1/sqrt(9d): x ~ N(0, 1), v = (1 + c·x)³, redrawn until v > 0 and the uniform u
-   passes the squeeze u < 1 − 0.0331·x⁴ or log u < x²/2 + d·(1 − v + log v); the draw is d·v.
-   For a < 1, Gamma(a) = Gamma(a + 1)·U^(1/a) (the paper's boost), kept in logarithms: U^(1/a)
-   underflows to 0 for a small a. The number of uniforms it takes varies, a fixed function of r's state. */
+/* rng_gamma_log: the logarithm of a Gamma(a, 1) draw, a > 0 (Marsaglia & Tsang 2000, ACM TOMS 26(3):
+   d·v, v = (1 + x/sqrt(9d))³ with x ~ N(0, 1) and d = a − 1/3, redrawn until the squeeze or the log
+   test passes). For a < 1, the paper's boost Gamma(a + 1)·U^(1/a), in logarithms (U^(1/a) underflows). */
 static double rng_gamma_log(Rng *r, double a) {
     double boost = 0.0;   // log U^(1/a) for a < 1
     if (a < 1.0) {
@@ -3696,8 +3638,7 @@ struct PromptSelector {
     int n;                   // training prompts
     double *state;           // the checkpoint's "mopps" section, doubles: n, h, α (n), β (n), then for
                              // each of the run's h groups so far the pair (p̂, realised success s/k)
-    double *alpha, *beta;    // (n) views into state
-    double *history;         // (h, 2) view into state
+    double *alpha, *beta, *history;   // (n), (n) and (h, 2): views into state
     long groups, capacity;   // h, and the most groups state holds now (mopps_reserve grows it)
     int *cand, *keep;        // (M) candidates (dataset indices); (P) the kept candidates' positions
     double *phat;            // (M) each candidate's p̂
@@ -3706,7 +3647,6 @@ struct PromptSelector {
     // DAPO dynamic sampling
     int max_rounds;          // --dynamic-max-rounds: refill rounds after the step's first sampling
     GroupBatch spare;        // a refill round's groups: the first m of its P (group_batch_first)
-    int *free_slot;          // (P) the groups of the step still all equal, in order
 };
 
 // 1 when group p's rewards are all equal: its advantages are 0, it teaches nothing
@@ -3728,9 +3668,8 @@ static int group_successes(const GroupBatch *g, const Dataset *d, int p) {
 
 // ---- MoPPS
 
-/* mopps_candidates: M distinct prompts of n, uniformly at random from rng (rejection of a
-   prompt drawn already: MoPPS's candidates are a batch of its shuffled data loader, without
-   replacement). Requires M <= n (cmd_train checks). taken (n) is all 0 before and after. */
+/* mopps_candidates: M <= n distinct prompts of n, uniformly from rng, a prompt drawn again redrawn
+   (MoPPS's shuffled data loader draws without replacement). taken (n) is all 0 before and after. */
 static void mopps_candidates(int *cand, int M, int n, Rng *rng, unsigned char *taken) {
     for (int c = 0; c < M; c++) {
         int q = rng_int(rng, n);
@@ -3752,9 +3691,8 @@ static int keyed_index_cmp(const void *a, const void *b) {
     return x->pos - y->pos;
 }
 
-/* mopps_keep_nearest: keep (P) = the positions of the P candidates whose p̂ (phat, M) has the
-   smallest (p̂ − τ)², nearest first; equal distances in candidate order (MoPPS's
-   argsort(distances)[:P], made stable). Requires P <= M. */
+/* mopps_keep_nearest: keep (P <= M) = the positions of the P candidates whose p̂ (phat, M) is nearest
+   τ, nearest first, ties in candidate order (MoPPS's argsort(distances)[:P], made stable). */
 static void mopps_keep_nearest(int *keep, const double *phat, int M, int P, double target) {
     KeyedIndex *near = (KeyedIndex *)mallocCheck((size_t)M * sizeof *near);
     for (int c = 0; c < M; c++) {
@@ -3766,10 +3704,8 @@ static void mopps_keep_nearest(int *keep, const double *phat, int M, int P, doub
     free(near);
 }
 
-/* mopps_select: the step's P prompts (notes/credit-assignment.md §5): M candidates
-   (mopps_candidates), then for each in turn p̂ ~ Beta(α, β) of its posterior (the mean with
-   thompson = 0), then the P nearest τ (mopps_keep_nearest), nearest first. Everything random
-   comes from the run's RNG, so a resumed run draws the same. */
+/* mopps_select: the step's P prompts: M candidates, each one's p̂ ~ Beta(α, β) in turn (the mean with
+   thompson = 0), the P nearest τ, all from the run's RNG (a resumed run draws the same). */
 static void mopps_select(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng *run_rng) {
     int M = s->candidates, P = g->num_groups;
     mopps_candidates(s->cand, M, d->n, run_rng, s->taken);
@@ -3786,9 +3722,8 @@ static void mopps_select(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng
     set_group_prompts(g, d);
 }
 
-/* mopps_update: the posterior of prompt q after a group of k with s successes (§5, MoPPS's
-   PosteriorSampler.train): α ← d·α + (1 − d)·1 + s, β ← d·β + (1 − d)·1 + (k − s), the
-   prior (1, 1); d = 1 counts every outcome for ever, d < 1 forgets old ones towards the prior. */
+/* mopps_update: prompt q's posterior after s successes of k (MoPPS's PosteriorSampler.train): a decay
+   d < 1 forgets old outcomes towards the prior (1, 1); d = 1 counts every outcome for ever. */
 static void mopps_update(double *alpha, double *beta, int q, int k, int s, double decay) {
     alpha[q] = decay * alpha[q] + (1.0 - decay) * 1.0 + s;
     beta[q] = decay * beta[q] + (1.0 - decay) * 1.0 + (k - s);
@@ -3799,9 +3734,8 @@ static uint64_t mopps_state_bytes(const PromptSelector *s) {
     return (uint64_t)(2 + 2 * (long)s->n + 2 * s->groups) * sizeof(double);
 }
 
-/* mopps_reserve: room in s->state for the history of at least `groups` groups (it doubles, so
-   a run appends in amortised constant time; a run's --steps may be a cap of 10,000,000, so
-   nothing is allocated for steps not taken). state moves: α, β and history are re-pointed. */
+/* mopps_reserve: room in s->state for the history of `groups` groups, doubling (amortised constant
+   time, nothing for the steps of a --steps cap not taken); α, β and history re-pointed. */
 static void mopps_reserve(PromptSelector *s, long groups) {
     if (groups <= s->capacity && s->state) return;
     long capacity = s->capacity > 0 ? s->capacity : 512;
@@ -3817,18 +3751,13 @@ static void mopps_reserve(PromptSelector *s, long groups) {
 
 // ---- DAPO dynamic sampling
 
-/* group_batch_first: g (built for `capacity` groups of equal size) holds its first `groups`
-   groups from now on; its buffers keep their size. */
-static void group_batch_first(GroupBatch *g, int groups, int capacity) {
-    if (groups < 1 || groups > capacity)
-        fail_at(__FILE__, __LINE__, "group_batch_first: more groups than the batch holds",
-                "please report this");
+// group_batch_first: g (of equal groups, at least `groups`) holds its first `groups` groups from now on
+static void group_batch_first(GroupBatch *g, int groups) {
     g->num_groups = groups;
     g->N = g->group_start[groups];
 }
 
-/* copy_group: group q of src (sampled and scored) into group p of dst, which has the same
-   group size and max_new: its prompt, completions, the sampler's log-probs and the rewards. */
+// copy_group: group q of src (sampled, scored) into group p of dst (same group size and max_new)
 static void copy_group(GroupBatch *dst, int p, const GroupBatch *src, int q) {
     int k = src->group_start[q + 1] - src->group_start[q];
     size_t row = (size_t)src->max_new;
@@ -3854,48 +3783,41 @@ static void drop_group(const GroupBatch *g, int p, SelectStats *out) {
     out->groups_dropped++;
 }
 
-/* dynamic_merge: one refill round into the step's batch g. free_slot[0..*nfree) are the
-   groups of g whose rewards are all equal, in order. The round's groups (spare, scored) are
-   taken in order: one whose rewards are all equal is dropped; one with signal takes the next
-   free slot, and the group it replaces is dropped. free_slot keeps the slots not replaced.
-   Every dropped group's tokens and positions go to out (drop_group). */
-static void dynamic_merge(GroupBatch *g, const GroupBatch *spare, int *free_slot, int *nfree,
-                          SelectStats *out) {
-    int filled = 0;
+/* dynamic_merge: one refill round (spare, scored) into the step's batch g: each group of spare with
+   signal replaces g's next all-equal group, in order; the all-equal groups of spare and the replaced
+   ones drop_group. Returns the groups replaced. */
+static int dynamic_merge(GroupBatch *g, const GroupBatch *spare, SelectStats *out) {
+    int p = 0, filled = 0;
     for (int q = 0; q < spare->num_groups; q++) {
-        if (group_rewards_equal(spare, q) || filled == *nfree) {
-            drop_group(spare, q, out);
-            continue;
+        while (p < g->num_groups && !group_rewards_equal(g, p)) p++;
+        if (p == g->num_groups || group_rewards_equal(spare, q)) drop_group(spare, q, out);
+        else {
+            drop_group(g, p, out);
+            copy_group(g, p, spare, q);
+            filled++;
         }
-        int p = free_slot[filled++];
-        drop_group(g, p, out);
-        copy_group(g, p, spare, q);
     }
-    memmove(free_slot, free_slot + filled, (size_t)(*nfree - filled) * sizeof(int));
-    *nfree -= filled;
+    return filled;
 }
 
-/* dynamic_sampling: DAPO's dynamic sampling for the step's batch g (sampled and scored): while
-   groups of g have all-equal rewards and fewer than --dynamic-max-rounds refill rounds ran,
-   a round draws one new prompt per such group (uniformly, run RNG), samples their groups in
-   spare on streams (step+1)·65536 + round·4096 + i, scores them and merges them into g
-   (dynamic_merge). If the cap ends it first, g keeps its remaining all-equal groups (advantage
-   0: no gradient, their tokens counted as trained) and out->cap_hit is 1. */
+/* dynamic_sampling: refill rounds for the step's batch g (sampled and scored) while it has all-equal
+   groups, up to --dynamic-max-rounds: one new prompt (run RNG) per such group, sampled in spare on
+   streams (step+1)·65536 + round·4096 + i, scored, dynamic_merge'd. At the cap, g keeps the rest
+   (advantage 0, their tokens counted as trained) and out->cap_hit is 1. */
 static void dynamic_sampling(PromptSelector *s, GPT *policy, KVCache *kv, GroupBatch *g, const Dataset *d,
                              const GRPOConfig *cfg, float format_reward, int step, Rng *run_rng,
                              SelectStats *out) {
     double t0 = wall_seconds();
     int nfree = 0;
-    for (int p = 0; p < g->num_groups; p++)
-        if (group_rewards_equal(g, p)) s->free_slot[nfree++] = p;
+    for (int p = 0; p < g->num_groups; p++) nfree += group_rewards_equal(g, p);
     for (int round = 1; round <= s->max_rounds && nfree > 0; round++) {
         GroupBatch *spare = &s->spare;
-        group_batch_first(spare, nfree, g->num_groups);
+        group_batch_first(spare, nfree);
         draw_prompts(spare, d, run_rng);
         uint64_t first_stream = ((uint64_t)step + 1) * 65536 + (uint64_t)round * DYNAMIC_ROUND_STREAMS;
         sample_group_streams(policy, kv, spare, cfg, first_stream, NULL);
         score_group(spare, d, format_reward);
-        dynamic_merge(g, spare, s->free_slot, &nfree, out);
+        nfree -= dynamic_merge(g, spare, out);
         out->refill_rounds = round;
     }
     out->cap_hit = nfree > 0;
@@ -3904,20 +3826,13 @@ static void dynamic_sampling(PromptSelector *s, GPT *policy, KVCache *kv, GroupB
 
 // ---- the selector, as the training loop calls it
 
-/* build_prompt_selector: the selector of a run of P groups of k per step over n training
-   prompts: method, τ, M, d and the round cap as the options give them (M >= P and, for MoPPS,
-   M <= n: cmd_train checks). MoPPS starts every posterior at the prior (1, 1) (mopps_resume,
-   in cmd_train, loads a checkpoint's). */
+/* build_prompt_selector: the selector of a run of P groups of k per step over n training prompts, with
+   the options' τ, M (P <= M <= n: cmd_train checks), d and round cap; every MoPPS posterior the prior
+   (1, 1) (mopps_resume loads a checkpoint's). */
 static void build_prompt_selector(PromptSelector *s, int method, double target, int candidates, double decay,
                                   int max_rounds, int n, int P, int k, int max_new, int maxT) {
-    memset(s, 0, sizeof *s);
-    s->method = method;
-    s->target = target;
-    s->candidates = candidates;
-    s->decay = decay;
-    s->thompson = 1;
-    s->max_rounds = max_rounds;
-    s->n = n;
+    *s = (PromptSelector){.method = method, .target = target, .candidates = candidates, .decay = decay,
+                          .thompson = 1, .n = n, .max_rounds = max_rounds};
     if (method == SELECT_MOPPS) {
         mopps_reserve(s, P);
         for (int q = 0; q < n; q++) s->alpha[q] = s->beta[q] = 1.0;
@@ -3929,20 +3844,16 @@ static void build_prompt_selector(PromptSelector *s, int method, double target, 
         s->step_pred = (double *)mallocCheck((size_t)P * sizeof(double));
         s->taken = (unsigned char *)callocCheck(n, 1);
     }
-    if (method == SELECT_DYNAMIC) {
-        build_group_batch(&s->spare, P, k, max_new, 0, maxT);
-        s->free_slot = (int *)mallocCheck((size_t)P * sizeof(int));
-    }
+    if (method == SELECT_DYNAMIC) build_group_batch(&s->spare, P, k, max_new, 0, maxT);
 }
 
 static void free_prompt_selector(PromptSelector *s) {
-    void *arrays[] = {s->state, s->cand, s->phat, s->keep, s->step_pred, s->taken, s->free_slot};
+    void *arrays[] = {s->state, s->cand, s->phat, s->keep, s->step_pred, s->taken};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
     if (s->method == SELECT_DYNAMIC) free_group_batch(&s->spare);
 }
 
-/* select_prompts: the step's prompts x into g, one per group, by the selector's method (uniform
-   and dynamic: draw_prompts; mopps: mopps_select); starts the step's out. */
+// select_prompts: the step's prompts into g, one per group (mopps_select or draw_prompts); starts out
 static void select_prompts(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng *run_rng,
                            SelectStats *out) {
     memset(out, 0, sizeof *out);
@@ -3951,37 +3862,32 @@ static void select_prompts(PromptSelector *s, GroupBatch *g, const Dataset *d, R
     else draw_prompts(g, d, run_rng);
 }
 
-/* select_observe: after the step's batch g is final (scored; refilled by dynamic sampling):
-   the realised success and the all-equal groups into out; for MoPPS, each group's successes
-   update its prompt's posterior (mopps_update), and (p̂, s/k) joins the run's history (the
+/* select_observe: the final batch g's realised success and all-equal groups into out; for MoPPS, each
+   group's successes update its prompt's posterior, and (p̂, s/k) joins the run's history (for the
    end-of-run Spearman; both are the checkpoint's "mopps" section). */
 static void select_observe(PromptSelector *s, const GroupBatch *g, const Dataset *d, SelectStats *out) {
+    int mopps = s->method == SELECT_MOPPS, equal = 0;
     long successes = 0;
     double pred = 0.0;
-    int equal = 0;
-    if (s->method == SELECT_MOPPS) mopps_reserve(s, s->groups + g->num_groups);
+    if (mopps) mopps_reserve(s, s->groups + g->num_groups);
     for (int p = 0; p < g->num_groups; p++) {
-        int k = g->group_start[p + 1] - g->group_start[p];
-        int succ = group_successes(g, d, p);
+        int k = g->group_start[p + 1] - g->group_start[p], succ = group_successes(g, d, p);
         successes += succ;
         equal += group_rewards_equal(g, p);
-        if (s->method != SELECT_MOPPS) continue;
+        if (!mopps) continue;
         mopps_update(s->alpha, s->beta, g->prompt_idx[p], k, succ, s->decay);
         s->history[2 * s->groups] = s->step_pred[p];
         s->history[2 * s->groups + 1] = (double)succ / k;
-        s->groups++;
+        s->state[1] = (double)++s->groups;
         pred += s->step_pred[p];
     }
-    if (s->method == SELECT_MOPPS) s->state[1] = (double)s->groups;
-    out->p_pred = s->method == SELECT_MOPPS ? pred / g->num_groups : -1.0;
+    out->p_pred = mopps ? pred / g->num_groups : -1.0;
     out->p_real = (double)successes / g->N;
     out->groups_sampled = g->num_groups + out->groups_dropped;
     out->eq_sampled = equal + out->groups_dropped;
 }
 
-/* select_after_scoring (grpo_step's hook): DAPO replaces the groups whose rewards are all equal
-   (no gradient) with newly sampled ones; then each group's successes update its prompt's MoPPS
-   posterior, a state section of the checkpoint. */
+// select_after_scoring (grpo_step's hook): dynamic_sampling for DAPO, then select_observe
 static void select_after_scoring(TrainRun *run, StepReport *r) {
     PromptSelector *s = run->select;
     TrainState *st = run->state;
@@ -3992,8 +3898,7 @@ static void select_after_scoring(TrainRun *run, StepReport *r) {
     if (s->method == SELECT_MOPPS) ckpt_add_section(st, "mopps", s->state, mopps_state_bytes(s), 0);
 }
 
-/* average_ranks: rank (n) of each v[i] among v (n): 1 for the smallest, ties sharing the mean
-   of the ranks they span (scipy.stats.rankdata's "average"). */
+// average_ranks: each v[i]'s rank among v (n) from 1, ties the mean of theirs (scipy's rankdata "average")
 static void average_ranks(double *rank, const double *v, int n) {
     KeyedIndex *order = (KeyedIndex *)mallocCheck((size_t)(n > 0 ? n : 1) * sizeof *order);
     for (int i = 0; i < n; i++) order[i] = (KeyedIndex){v[i], i};
@@ -4008,13 +3913,11 @@ static void average_ranks(double *rank, const double *v, int n) {
     free(order);
 }
 
-/* spearman: Spearman's rank correlation of the n pairs (x[i], y[i]): the Pearson correlation of
-   their average ranks (scipy.stats.spearmanr). NaN when n < 2 or when x or y has all values
-   equal (no order to correlate). MoPPS reports it between p̂ and the realised success. */
+/* spearman: Spearman's rank correlation of the n pairs (x[i], y[i]), the Pearson correlation of their
+   average ranks (scipy.stats.spearmanr); NaN when n < 2 or x or y is constant. MoPPS's p̂ vs success. */
 static double spearman(const double *x, const double *y, int n) {
     if (n < 2) return NAN;
-    double *rx = (double *)mallocCheck((size_t)n * sizeof(double));
-    double *ry = (double *)mallocCheck((size_t)n * sizeof(double));
+    double *rx = (double *)mallocCheck(2 * (size_t)n * sizeof(double)), *ry = rx + n;
     average_ranks(rx, x, n);
     average_ranks(ry, y, n);
     double mean = 0.5 * (n + 1);   // the mean of n ranks, ties or not
@@ -4025,7 +3928,6 @@ static double spearman(const double *x, const double *y, int n) {
         syy += (ry[i] - mean) * (ry[i] - mean);
     }
     free(rx);
-    free(ry);
     if (sxx == 0.0 || syy == 0.0) return NAN;
     return sxy / sqrt(sxx * syy);
 }

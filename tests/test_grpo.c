@@ -7870,16 +7870,16 @@ static void test_dynamic_filter(void) {
     hand_group(&g, 1, r_zero, l1, 11, 5);   // all equal: slot 1
     hand_group(&g, 2, r_one, l2, 12, 4);    // all equal: slot 2
     hand_group(&g, 3, r_sig2, l3, 13, 5);
-    int free_slot[4] = {1, 2}, nfree = 2;
+    int nfree = 2;   // groups 1 and 2
     SelectStats st = {0};
-    group_batch_first(&spare, 2, 4);
+    group_batch_first(&spare, 2);
     hand_group(&spare, 0, r_one, l4, 20, 3);   // all equal: dropped
     hand_group(&spare, 1, r_new, l5, 21, 6);   // signal: into slot 1
-    dynamic_merge(&g, &spare, free_slot, &nfree, &st);
-    int ok1 = nfree == 1 && free_slot[0] == 2 && st.groups_dropped == 2 && g.prompt_idx[1] == 21;
-    group_batch_first(&spare, 1, 4);
+    nfree -= dynamic_merge(&g, &spare, &st);
+    int ok1 = nfree == 1 && group_rewards_equal(&g, 2) && st.groups_dropped == 2 && g.prompt_idx[1] == 21;
+    group_batch_first(&spare, 1);
     hand_group(&spare, 0, r_fmt, l6, 22, 2);   // signal: into slot 2
-    dynamic_merge(&g, &spare, free_slot, &nfree, &st);
+    nfree -= dynamic_merge(&g, &spare, &st);
     long aux = (1 + 2 + 1) + (5 + 1 + 2) + (6 + 6 + 1);             // spare's first, g's groups 1 and 2
     long positions = (3 * 3 + 4 - 3) + (3 * 5 + 8 - 3) + (3 * 4 + 13 - 3);
     int same = g.prompt_idx[1] == 21 && g.prompt_idx[2] == 22;
@@ -7897,12 +7897,11 @@ static void test_dynamic_filter(void) {
           positions, st.groups_dropped);
     // the cap: a round whose every group is all equal leaves the slots as they were
     hand_group(&g, 1, r_zero, l1, 11, 5);
-    int slots[1] = {1};
-    nfree = 1;
+    nfree = 1;   // group 1
     SelectStats capped = {0};
-    group_batch_first(&spare, 1, 4);
+    group_batch_first(&spare, 1);
     hand_group(&spare, 0, r_zero, l4, 23, 3);
-    dynamic_merge(&g, &spare, slots, &nfree, &capped);
+    nfree -= dynamic_merge(&g, &spare, &capped);
     check(nfree == 1 && g.prompt_idx[1] == 11 && count_all_equal_groups(&g) == 1 && capped.gen_aux == 4 &&
           capped.groups_dropped == 1,
           "select: DAPO filter: an all-equal refill is dropped, the batch keeps its all-equal group",
