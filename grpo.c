@@ -7159,10 +7159,14 @@ static int open_run_dir(const Options *o, char *ckpt, char *periodic, char *last
     return lock;
 }
 
-// masked_nll: Σ −logp[i] over the n positions with targets[i] >= 0, their number into *count.
-static double masked_nll(const float *logp, const int *targets, int n, long *count) {
+/* masked_nll: m's forward on a padded batch (make_batch's inputs, targets (B, T)), log-probs into logp;
+   Σ −logp[i] over the positions with targets[i] >= 0, their number into *count. */
+static double masked_nll(GPT *m, const int *inputs, const int *targets, float *logp, int B, int T,
+                         long *count) {
+    gpt_forward(m, inputs, B, T);
+    gpt_logprob_forward(m, logp, targets, B * T, 1.0f, NULL);
     double sum = 0.0;
-    for (int i = 0; i < n; i++)
+    for (int i = 0; i < B * T; i++)
         if (targets[i] >= 0) {
             sum -= logp[i];
             ++*count;
@@ -7182,9 +7186,7 @@ static float dataset_loss(GPT *m, const Dataset *d, int batch, int *inputs, int 
             cp[b] = d->completion + (size_t)(s + b) * d->maxT;
         }
         int T = make_batch(inputs, targets, B, pp, d->prompt_len + s, cp, d->completion_len + s);
-        gpt_forward(m, inputs, B, T);
-        gpt_logprob_forward(m, logp, targets, B * T, 1.0f, NULL);
-        sum += masked_nll(logp, targets, B * T, &count);
+        sum += masked_nll(m, inputs, targets, logp, B, T, &count);
     }
     return count ? (float)(sum / count) : 0.0f;
 }
@@ -7193,10 +7195,8 @@ static float dataset_loss(GPT *m, const Dataset *d, int batch, int *inputs, int 
    targets (B, T), prompts masked as −1); its gradient into m's grads. logp, dlogp: (B·T) scratch. */
 static double sft_loss_padded(GPT *m, const int *inputs, const int *targets, float *logp, float *dlogp, int B,
                               int T) {
-    gpt_forward(m, inputs, B, T);
-    gpt_logprob_forward(m, logp, targets, B * T, 1.0f, NULL);
     long count = 0;
-    double loss = masked_nll(logp, targets, B * T, &count) / count;
+    double loss = masked_nll(m, inputs, targets, logp, B, T, &count) / count;
     for (int i = 0; i < B * T; i++) dlogp[i] = targets[i] >= 0 ? -1.0f / count : 0.0f;
     gpt_zero_grad(m);
     gpt_logprob_backward(m, targets, dlogp, B * T, 1.0f);
@@ -7286,10 +7286,9 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     st.log = &csv;
     AdamWConfig opt = adamw_from_options(o, o->steps);
     int B = o->batch_size;
-    int *inputs = (int *)mallocCheck((size_t)B * maxT * sizeof(int));
-    int *targets = (int *)mallocCheck((size_t)B * maxT * sizeof(int));
-    float *logp = (float *)mallocCheck((size_t)B * maxT * sizeof(float));
-    float *dlogp = (float *)mallocCheck((size_t)B * maxT * sizeof(float));
+    size_t BT = (size_t)B * maxT;   // inputs and targets, logp and dlogp: one block each
+    int *inputs = (int *)mallocCheck(2 * BT * sizeof(int)), *targets = inputs + BT;
+    float *logp = (float *)mallocCheck(2 * BT * sizeof(float)), *dlogp = logp + BT;
     const int *pp[4096], *cp[4096];
     int plen[4096], clen[4096];
     SharedPrefixBatch pack;   // --update-layout tree: the batch as its prefix trie
@@ -7335,9 +7334,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     unlock_run_dir(lock);
     printf("# saved %s (%d steps, %.1f s)\n", ckpt, st.step, wall_seconds() - t_start);
     free(inputs);
-    free(targets);
     free(logp);
-    free(dlogp);
     free_shared_prefix_batch(&pack);
     free_dataset(&train);
     free_dataset(&val);
@@ -7569,12 +7566,9 @@ static void mopps_resume(PromptSelector *s, const TrainState *st, const char *pa
                      bytes == (uint64_t)(2 + 2 * n + 2 * h) * sizeof(double);
     if (!consistent)
         ckpt_error(path, "its MoPPS state section disagrees with its own sizes (corrupt file?)", NULL);
-    if (n != s->n) {
-        char msg[1400];
-        snprintf(msg, sizeof msg, "holds MoPPS posteriors of %ld training prompts, and --train-data %s holds "
-                 "%d", n, train->path, s->n);
-        ckpt_error(path, msg, "resume with the --train-data the run was started with");
-    }
+    if (n != s->n)
+        ckpt_errorf(path, "resume with the --train-data the run was started with", "holds MoPPS posteriors of "
+                    "%ld training prompts, and --train-data %s holds %d", n, train->path, s->n);
     if (h != (long)st->step * P)
         ckpt_error(path, "its MoPPS history does not hold one entry per group of its steps (corrupt file?)",
                    NULL);
@@ -7742,14 +7736,26 @@ static int cmd_train(int argc, char **argv, Options *o) {
     GPT policy, ref, init_model;   // π_θ; π_ref (β != 0); --init for a resumed run's test comparison
     TrainState st = {0};
     Critic critic;
-    TrainRun run = {0};
-    run.policy = &policy;
-    run.ref = o->obj.beta != 0.0f ? &ref : NULL;
-    run.critic = o->obj.objective == OBJ_PPO ? &critic : NULL;
-    run.state = &st;
+    KVCache kv;
+    GroupBatch g;
+    Dataset train, val, test = {0};   // --test-limit 0: no test evaluation, the file is not read
+    PromptSelector select;
+    CsvLog csv;
+    Budget budget;
+    MCPRM mc;   // MC-PRM: its verifier reads the step's prompts from g (mc_task)
+    Probe probe;   // --probe-every: its values go to train.csv (before entropy)
+    TrainRun run = {.policy = &policy, .ref = o->obj.beta != 0.0f ? &ref : NULL,
+                    .critic = o->obj.objective == OBJ_PPO ? &critic : NULL, .kv = &kv, .batch = &g,
+                    .train = &train, .val = &val,
+                    .select = o->prompt_select == SELECT_UNIFORM ? NULL : &select,
+                    .cfg = grpo_config_from_options(o),
+                    .opt = adamw_from_options(o, o->steps * o->num_iterations), .state = &st,
+                    .steps = o->steps, .eval_every = o->eval_every, .eval_limit = o->eval_limit,
+                    .save_every = o->save_every, .format_reward = o->format_reward, .csv = &csv,
+                    .budget = &budget, .mc = o->obj.objective == OBJ_MC_PRM ? &mc : NULL,
+                    .probe = o->probe_every ? &probe : NULL};
     GPT *sft_model = load_train_models(o, &run, &init_model, micro);
     int maxT = policy.config.max_seq_len;
-    Dataset train, val, test = {0};   // --test-limit 0: no test evaluation, the file is not read
     load_dataset(&train, o->train_data, maxT, 0, &TASKS[o->task]);
     load_dataset(&val, o->val_data, maxT, 0, &TASKS[o->task]);
     if (o->test_limit != 0) load_dataset(&test, o->test_data, maxT, 0, &TASKS[o->task]);
@@ -7760,19 +7766,13 @@ static int cmd_train(int argc, char **argv, Options *o) {
     print_objective(o, run.critic, train.n, candidates);
     char ckpt[1100];   // the final model; run.periodic: the periodic resumable checkpoint
     int lock = open_run_dir(o, ckpt, run.periodic, run.last_good);
-    KVCache kv;
     build_kvcache(&kv, &policy.config, N);
     kv.pack = o->sampler;
-    GroupBatch g;
     build_group_batch(&g, o->prompts_per_step, o->group_size, o->max_new_tokens, micro, maxT);
-    MCPRM mc;   // ---- MC-PRM: its verifier reads the step's prompts from g
     TaskProblems mc_task = {&train, g.prompt_idx, NULL, 0, 0, o->format_reward, &TASKS[o->task]};
-    if (o->obj.objective == OBJ_MC_PRM) {
+    if (run.mc)
         build_mcprm(&mc, &policy.config, N, o->max_new_tokens, o->mc_k, o->mc_whiten, TASKS[o->task].step_end,
                     task_outcome_reward, &mc_task, NULL);
-        run.mc = &mc;
-    }
-    PromptSelector select;
     build_prompt_selector(&select, o->prompt_select, o->select_target, candidates, o->select_decay,
                           o->dynamic_max_rounds, train.n, o->prompts_per_step, o->group_size,
                           o->max_new_tokens, maxT);
@@ -7791,33 +7791,16 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (sft_model == &init_model) free_gpt(&init_model);
     char header[1024];
     train_csv_header(header, sizeof header, o);
-    CsvLog csv = open_csv(o->run_dir, "train.csv", header, 1, st.step, 13, st.log_row);   // 13: to gen_tokens
+    csv = open_csv(o->run_dir, "train.csv", header, 1, st.step, 13, st.log_row);   // 13: to gen_tokens
     char saved_record[sizeof st.options];   // the resumed run's record: the hash of its --init
     memcpy(saved_record, st.options, sizeof saved_record);
     record_options(st.options, sizeof st.options, o, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);
     record_input_hashes(st.options, sizeof st.options, o, TRAIN_INPUTS, saved_record);
     st.log = &csv;
-    run.kv = &kv;
-    run.batch = &g;
-    run.train = &train;
-    run.val = &val;
-    run.select = o->prompt_select == SELECT_UNIFORM ? NULL : &select;
-    run.cfg = grpo_config_from_options(o);
-    run.opt = adamw_from_options(o, o->steps * o->num_iterations);
-    run.steps = o->steps;
-    run.eval_every = o->eval_every;
-    run.eval_limit = o->eval_limit;
-    run.save_every = o->save_every;
-    run.format_reward = o->format_reward;
-    run.csv = &csv;
-    Probe probe;   // ---- --probe-every: its values go to train.csv (before entropy)
-    if (o->probe_every) {
+    if (run.probe) {
         build_probe(&probe, policy.num_parameters, N, o->max_new_tokens, o->probe_every);
-        run.probe = &probe;
         csv.probe = &probe;
     }
-    Budget budget;
-    run.budget = &budget;
     start_budget(&budget, o, &run);
     train_loop(&run);
     if (budget.amount > 0 && !budget.done)
@@ -8083,16 +8066,13 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     static const float PAPER[2][3][2] = {{{0.3995f, 0.5663f}, {0.0000f, 0.7535f}, {0.2000f, 0.4463f}},
                                          {{0.1980f, 0.4292f}, {0.0488f, 0.3612f}, {0.0000f, 0.3820f}}};
     int S = o->seeds, runs = 2 * 3 * M * S;
-    float *metric = (float *)mallocCheck((size_t)runs * sizeof(float));
-    float *curve = (float *)mallocCheck((size_t)runs * o->steps * sizeof(float));
-    float *rcurve = (float *)mallocCheck((size_t)runs * o->steps * sizeof(float));
+    float *metric = (float *)mallocCheck((size_t)runs * (1 + 2 * o->steps) * sizeof(float));
+    float *curve = metric + runs, *rcurve = curve + (size_t)runs * o->steps;   // per run and step
     int *targets = (int *)mallocCheck((size_t)runs * sizeof(int));
     double t0 = wall_seconds();
-    // one thread per run (inner loops serial): the runs are tiny, splitting their matmuls is slower
-#ifdef GRPO_CUDA
-    // on the GPU: one run at a time (one cuBLAS handle, shared scratch)
-    #pragma omp parallel for schedule(dynamic) if (!cuda_enabled)
-#else
+    // one thread per run (inner loops serial): the runs are tiny, splitting their matmuls is slower;
+    // the CUDA build (always on the GPU here) runs one at a time (one cuBLAS handle, shared scratch)
+#ifndef GRPO_CUDA
     #pragma omp parallel for schedule(dynamic)
 #endif
     for (int idx = 0; idx < runs; idx++) {   // run idx: ((n·3 + r_neg)·M + method)·S + seed
@@ -8149,8 +8129,6 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     printf("\n# %d runs x %d steps in %.1f s; per-step target frequency in %s\n", runs, o->steps,
            wall_seconds() - t0, csv.path);
     free(metric);
-    free(curve);
-    free(rcurve);
     free(targets);
     unlock_run_dir(lock);
     return 0;
