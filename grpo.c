@@ -7228,14 +7228,16 @@ static double sft_loss_spb(GPT *m, SharedPrefixBatch *pk, int B, const int *cons
     return loss / count;
 }
 
+// set_defaults: a command's own defaults into o from "name value ..." (each value read as if typed).
+static void set_defaults(Options *o, const char *pairs) {
+    char name[64], value[256];
+    for (int used = 0; sscanf(pairs, "%63s %255s%n", name, value, &used) == 2; pairs += used)
+        set_option(o, find_option(name), value);
+}
+
 // sft's defaults where they differ from default_options (compare reads them for its prereg)
 static void sft_defaults(Options *o) {
-    o->steps = 3000;
-    o->lr = 2e-3f;
-    o->warmup = 50;
-    o->weight_decay = 0.1f;
-    o->eval_every = 500;
-    strcpy(o->run_dir, "runs/sft");
+    set_defaults(o, "steps 3000 lr 2e-3 warmup 50 weight-decay 0.1 eval-every 500 run-dir runs/sft");
 }
 
 static int cmd_sft(int argc, char **argv, Options *o) {
@@ -7450,13 +7452,11 @@ static void budget_resume(Budget *b, const Options *o, const TrainState *st) {
 /* start_budget: the run's budget, its counters at 0 or from the resumed checkpoint (budget_resume); with
    --eval-points RUN_DIR/eval.csv and its point 0 (the --init model's greedy val accuracy). */
 static void start_budget(Budget *b, const Options *o, TrainRun *run) {
-    memset(b, 0, sizeof *b);
-    b->unit = o->budget_unit;
-    b->amount = o->budget;
-    b->flops_per_token = model_flops_per_token(&run->policy->config);
-    b->critic_flops_per_token = run->critic ? critic_flops_per_token(&run->critic->trunk.config) : 0.0;
-    b->points = o->eval_points;
-    b->next_point = 1;
+    *b = (Budget){.unit = o->budget_unit, .amount = o->budget,
+                  .flops_per_token = model_flops_per_token(&run->policy->config),
+                  .critic_flops_per_token =
+                      run->critic ? critic_flops_per_token(&run->critic->trunk.config) : 0.0,
+                  .points = o->eval_points, .next_point = 1};
     if (o->resume[0]) budget_resume(b, o, run->state);
     budget_to_section(b, run->state);
     if (b->points == 0) return;
@@ -7522,16 +7522,12 @@ static void eval_budget_points(TrainRun *run, const StepReport *r) {
     budget_to_section(b, run->state);   // next_point moved
 }
 
-// train's defaults where they differ from default_options (compare reads them for its prereg)
+/* train's defaults where they differ from default_options (compare reads them for its prereg); 800 steps:
+   make run's RL steps (notes/results.md gives what they gain). */
 static void train_defaults(Options *o) {
-    o->steps = 800;   // make run's RL steps: notes/results.md gives what they gain
+    set_defaults(o, "steps 800 warmup 10 schedule constant eval-every 100 group-size 16 test-limit -1 "
+                    "run-dir runs/grpo");
     o->lr = TASK_TRAIN_LR[TASK_COUNTDOWN];
-    o->warmup = 10;
-    o->schedule = 2;
-    o->eval_every = 100;
-    o->group_size = 16;
-    o->test_limit = -1;
-    strcpy(o->run_dir, "runs/grpo");
 }
 
 /* mopps_candidate_count: M of a MoPPS run over n training prompts: --select-candidates, or 8·P
@@ -7854,9 +7850,8 @@ static int tree_leaf(const int *comp, int len) {
     return leaf;
 }
 
-/* tree_reward: reward of leaf `leaf` for target leaf `target` (0..15): 1.0 for the target;
-   r_neg for another leaf whose first n tokens equal the target's; 0.7 otherwise (paper
-   §4.3). A completion that is not a leaf (impossible under the mask) gets 0. */
+/* tree_reward: the reward of leaf `leaf` (0..15) for target leaf `target`, as above (paper §4.3); 0 for a
+   completion that is not a leaf (impossible under the mask). */
 static float tree_reward(int leaf, int target, int n, float r_neg) {
     if (leaf < 0) return 0.0f;
     if (leaf == target) return 1.0f;
@@ -7975,11 +7970,9 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
    objective that --objective (comma-separated) names, in OBJECTIVE_NAMES order. A name that is
    no objective, an empty one, or one named twice is a usage error. Returns their number. */
 static int tree_methods(const Options *o, int *methods) {
-    const char *list = o->tree_objectives;
-    size_t total = strlen(list);
+    const char *list = o->tree_objectives, *end = list + strlen(list);
     unsigned seen = 0;
-    for (size_t at = 0; total > 0 && at <= total; ) {   // each name, up to the next comma or the end
-        const char *name = list + at;
+    for (const char *name = list; *list && name <= end; ) {   // each name, up to the next comma or the end
         size_t len = strcspn(name, ",");
         int known = -1;
         for (int k = 0; OBJECTIVE_NAMES[k]; k++)
@@ -7992,7 +7985,7 @@ static int tree_methods(const Options *o, int *methods) {
             usage_error("--objective '%s': '%.*s' is named twice (each objective runs once)", list, (int)len,
                         name);
         seen |= 1u << known;
-        at += len + 1;
+        name += len + 1;
     }
     int M = 0;
     for (int k = 0; OBJECTIVE_NAMES[k]; k++)
@@ -8015,17 +8008,11 @@ static void web_tree_run(int objective, int n, float r_neg, int seed, const floa
 #endif
 
 static int cmd_tree(int argc, char **argv, Options *o) {
-    o->steps = 250;   // tree's defaults
-    o->group_size = 16;
-    o->prompts_per_step = 1;
-    o->seeds = 5;
-    o->lr = 5e-4f;   // GRPO's best rate at 250 steps, k = 16, by a rule fixed before λ-GRPO's runs were read
-                     // (notes/studies/tree_sweep.prereg.txt; the map of both: notes/results.md)
-    o->schedule = 2;   // constant; no warmup, weight decay 0 and temperature 1, as every command's default
-    o->layers = 2;
-    o->heads = 2;
-    o->channels = 32;
-    strcpy(o->run_dir, "runs/tree");
+    // tree's defaults. --lr: GRPO's best rate at 250 steps, k = 16, by a rule fixed before λ-GRPO's runs
+    // were read (notes/studies/tree_sweep.prereg.txt; the map of both: notes/results.md); no warmup,
+    // weight decay 0 and temperature 1, as every command's default
+    set_defaults(o, "steps 250 group-size 16 prompts-per-step 1 seeds 5 lr 5e-4 schedule constant layers 2 "
+                    "heads 2 channels 32 run-dir runs/tree");
     const char *syn = "The paper's synthetic experiment (§4.3, Table 1): a depth-4 binary tree of L/R\n"
                       "tokens, target leaf +1.0, its n-prefix siblings r_neg, other leaves +0.7. Runs the\n"
                       "grid n in {1,2} x r_neg in {-0.5,-1,-1.5} x seeds x {GRPO, λ-GRPO} from random\n"
