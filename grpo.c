@@ -6614,8 +6614,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     return opt;
 }
 
-/* ckpt_section: the state section named tag of st (as load_checkpoint read it, or as a method
-   set it for a save) and its length in *bytes, or NULL when st has none of that name. */
+// ckpt_section: st's state section named tag (read or set for a save), its length in *bytes; NULL: none.
 static void *ckpt_section(const TrainState *st, const char *tag, uint64_t *bytes) {
     for (int i = 0; i < st->num_sections; i++)
         if (!strncmp(st->section[i].tag, tag, CKPT_TAG_BYTES)) {
@@ -6630,10 +6629,8 @@ static void *ckpt_section(const TrainState *st, const char *tag, uint64_t *bytes
 static void ckpt_add_section(TrainState *st, const char *tag, void *data, uint64_t bytes, int owned) {
     int i = 0;
     while (i < st->num_sections && strncmp(st->section[i].tag, tag, CKPT_TAG_BYTES)) i++;
-    if (i == CKPT_MAX_SECTIONS || strlen(tag) >= CKPT_TAG_BYTES) {
-        fprintf(stderr, "internal error: state section '%s': too many sections or too long a tag\n", tag);
-        exit(EXIT_FAILURE);
-    }
+    if (i == CKPT_MAX_SECTIONS || strlen(tag) >= CKPT_TAG_BYTES)
+        fail_at(__FILE__, __LINE__, "internal error: too many state sections, or too long a tag", tag);
     if (i < st->num_sections && st->section_owned[i]) free(st->section[i].data);
     strncpy(st->section[i].tag, tag, CKPT_TAG_BYTES);   // (NUL-padded)
     st->section[i].data = data;
@@ -6660,8 +6657,7 @@ static void critic_section_arrays(Critic *c, const char *path, char *p) {
     }
 }
 
-/* critic_to_section: packs the critic's state (the layout above critic_section_bytes) into its
-   section buffer and names it st's state section "critic", so the next save holds it. */
+// critic_to_section: packs the critic's state into its buffer, st's state section "critic" for the next save.
 static void critic_to_section(Critic *c, TrainState *st) {
     int64_t head[3] = {c->adam_t, (int64_t)c->trunk.num_parameters, c->C};
     memcpy(c->section, head, sizeof head);
