@@ -5833,7 +5833,7 @@ static const char *record_value(const char *options, const char *key) {
 #define INPUT_HASH_SUFFIX ".fnv1a64"   // a run record's key for an input file's hash: "train-data.fnv1a64"
 
 static uint64_t fnv1a64(const void *data, size_t n);   // compare's hash, below
-static void ckpt_error(const char *path, const char *what, const char *hint);   // checkpoints, below
+static void ckpt_errorf(const char *path, const char *hint, const char *fmt, ...);   // checkpoints, below
 
 /* file_fnv1a64: fnv1a64 of the bytes of the file at path into *hash.
    Returns 0, or −1 with errno when the file cannot be read. */
@@ -5887,12 +5887,10 @@ static void check_resume_inputs(const Options *o, const TrainState *st, const ch
         char key[80];
         snprintf(key, sizeof key, "%s" INPUT_HASH_SUFFIX, names[i]);
         const char *saved = record_value(st->options, key);
-        if (!saved) {
-            char msg[256];
-            snprintf(msg, sizeof msg, "its run record has no '%s' (the hash of its --%s), so --%s cannot be "
-                     "checked", key, names[i], names[i]);
-            ckpt_error(path, msg, "the file was edited, or written by another build; start a new run with --init");
-        }
+        if (!saved)
+            ckpt_errorf(path, "the file was edited, or written by another build; start a new run with --init",
+                        "its run record has no '%s' (the hash of its --%s), so --%s cannot be checked", key,
+                        names[i], names[i]);
         const char *file = (const char *)o + find_option(names[i])->offset;
         char ours[17];
         input_file_hash(ours, o, names[i], "give the file the resumed run was started with");
@@ -5917,11 +5915,9 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
         const OptSpec *s = find_option(name);
         size_t len = strlen(name), k = strlen(INPUT_HASH_SUFFIX);   // an input file's hash: checked by
         if (!s && len > k && !strcmp(name + len - k, INPUT_HASH_SUFFIX)) continue;   // check_resume_inputs
-        if (!s) {   // its CRC held, so this build wrote a key it does not read
-            char msg[256];
-            snprintf(msg, sizeof msg, "its run record holds '%s', which this build does not know", name);
-            ckpt_error(path, msg, "resume with the build that wrote it, or start a new run with --init");
-        }
+        if (!s)   // its CRC held, so this build wrote a key it does not read
+            ckpt_errorf(path, "resume with the build that wrote it, or start a new run with --init",
+                        "its run record holds '%s', which this build does not know", name);
         option_text(ours, sizeof ours, o, s, 1);
         if (!strcmp(ours, saved)) continue;
         char shown[2][64];   // theirs and ours: a float as %g, unless that shows the two values alike
@@ -5943,12 +5939,10 @@ static void check_resume_options(const Options *o, const TrainState *st, const c
     for (int i = 0; fixed[i]; i++) {
         const OptSpec *s = find_option(fixed[i]);
         if (!option_in_force(o, s, CMD_TRAIN) || record_value(st->options, fixed[i])) continue;
-        if (option_in_force(&d, s, CMD_TRAIN)) {   // every option in force is recorded: the key is missing
-            char msg[256];
-            snprintf(msg, sizeof msg, "its run record has no '%s', which every run records, so --%s cannot be "
-                     "checked", fixed[i], fixed[i]);
-            ckpt_error(path, msg, "the file was edited, or written by another build; start a new run with --init");
-        }
+        if (option_in_force(&d, s, CMD_TRAIN))   // every option in force is recorded: the key is missing
+            ckpt_errorf(path, "the file was edited, or written by another build; start a new run with --init",
+                        "its run record has no '%s', which every run records, so --%s cannot be checked",
+                        fixed[i], fixed[i]);
         char ours[64], theirs[64];
         option_text(ours, sizeof ours, o, s, 0);
         option_text(theirs, sizeof theirs, &d, s, 0);
@@ -6167,9 +6161,8 @@ static int32_t ckpt_section_crc(const char *tag, uint64_t bytes, const void *dat
     return (int32_t)crc32_update(c, data, bytes);
 }
 
-/* A save that SIGINT, SIGTERM or SIGHUP interrupts removes its temporary file: for the length of a
-   save ckpt_on_signal (async-signal-safe) unlinks the file named here and raises the signal again with
-   its default action. A signal that was ignored stays ignored. */
+/* A save that SIGINT, SIGTERM or SIGHUP interrupts removes its temporary file: ckpt_on_signal
+   (async-signal-safe) unlinks the file named here and raises the signal again with its default action. */
 static char ckpt_tmp_name[1200];
 static volatile sig_atomic_t ckpt_tmp_live = 0;   // 1: ckpt_tmp_name may exist and is ours
 static const int CKPT_SIGNALS[3] = {SIGINT, SIGTERM, SIGHUP};
@@ -6181,21 +6174,16 @@ static void ckpt_on_signal(int sig) {
 
 // Installs ckpt_on_signal for the save (saved: the actions to restore) or, restore = 1, restores.
 static void ckpt_signals(struct sigaction *saved, int restore) {
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = ckpt_on_signal;
-    sa.sa_flags = SA_RESETHAND;
+    struct sigaction sa = {.sa_handler = ckpt_on_signal, .sa_flags = SA_RESETHAND};
     sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 3; i++)
         if (restore) sigaction(CKPT_SIGNALS[i], &saved[i], NULL);
         else if (sigaction(CKPT_SIGNALS[i], NULL, &saved[i]) == 0 && saved[i].sa_handler != SIG_IGN)
             sigaction(CKPT_SIGNALS[i], &sa, NULL);   // (an ignored one stays so: SIGHUP under nohup)
-    }
 }
 
-/* fopen_nofollow: fopen(path, mode) for a mode that writes, but never through a link (O_NOFOLLOW: a
-   link planted as a run's log fails with ELOOP). NULL with errno set. fopenCheck's for writing (it
-   exits on NULL, so a failed fdopen's descriptor is not closed here). */
+/* fopen_nofollow: fopen(path, mode) for a mode that writes, but never through a link (a link planted as
+   a run's log fails with ELOOP). NULL with errno set (fopenCheck exits then: the descriptor stays open). */
 static FILE *fopen_nofollow(const char *path, const char *mode) {
     int flags = mode[0] == 'w' ? O_CREAT | O_TRUNC : mode[0] == 'a' ? O_CREAT | O_APPEND : 0;
     int fd = open(path, (strchr(mode, '+') ? O_RDWR : O_WRONLY) | flags | O_NOFOLLOW | O_CLOEXEC, 0666);
@@ -6203,9 +6191,8 @@ static FILE *fopen_nofollow(const char *path, const char *mode) {
 }
 
 /* atomic_create: the one way this program writes a file whole: a new temporary file PATH.tmp.<pid>.<n>
-   (named in tmp, cap bytes) created with O_CREAT | O_EXCL | O_NOFOLLOW; atomic_close flushes, fsyncs,
-   closes and renames it over path, so a reader sees all of the new file or the old one. NULL with
-   errno set. atomic_open and atomic_close exit naming the file (atomic_close removes the temporary). */
+   (named in tmp, cap bytes; NULL with errno set) that atomic_close fsyncs and renames over path, so a
+   reader sees all of the new file or the old one. atomic_open and atomic_close exit naming the file. */
 static FILE *atomic_create(const char *path, char *tmp, size_t cap) {
     static unsigned long counter = 0;   // files made by this process
     int fd = -1;
@@ -6215,12 +6202,7 @@ static FILE *atomic_create(const char *path, char *tmp, size_t cap) {
         if (fd < 0 && errno != EEXIST) return NULL;   // (EEXIST: a dead process's file, or a planted one)
     }
     FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    if (!f && fd >= 0) {
-        int err = errno;
-        close(fd);
-        unlink(tmp);
-        errno = err;
-    }
+    if (!f && fd >= 0) unlink(tmp);   // (its callers exit on NULL: the descriptor goes with the process)
     return f;
 }
 
@@ -6236,10 +6218,9 @@ static FILE *atomic_open(AtomicFile *a, const char *path) {
     return a->f;
 }
 static void atomic_close(AtomicFile *a) {
-    int failed = ferror(a->f) || fflush(a->f) != 0 || fsync(fileno(a->f)) != 0, err = errno;
-    if (fclose(a->f) != 0 && !failed) failed = 1, err = errno;
-    if (!failed && rename(a->tmp, a->path) != 0) failed = 1, err = errno;
-    if (!failed) return;
+    int ok = !ferror(a->f) && fflush(a->f) == 0 && fsync(fileno(a->f)) == 0;
+    if (fclose(a->f) == 0 && ok && rename(a->tmp, a->path) == 0) return;
+    int err = errno;
     unlink(a->tmp);
     char msg[2600];
     snprintf(msg, sizeof msg, "cannot write '%.1100s' (through '%.1100s'): %s", a->path, a->tmp, strerror(err));
@@ -6248,9 +6229,8 @@ static void atomic_close(AtomicFile *a) {
 
 #include <dirent.h>   // (here: only remove_dead_ckpt_tmps reads a directory)
 
-/* remove_dead_ckpt_tmps: removes from path's directory what saves killed by SIGKILL left: files
-   NAME.tmp.<pid>.<n> of a process that is gone, empty or starting with CKPT_MAGIC, each with a note.
-   Any other file is left alone. */
+/* remove_dead_ckpt_tmps: removes from path's directory, with a note each, what saves killed by SIGKILL
+   left: files NAME.tmp.<pid>.<n> of a process that is gone, empty or starting with CKPT_MAGIC. */
 static void remove_dead_ckpt_tmps(const char *path) {
     char dir[1100];
     const char *slash = strrchr(path, '/');
@@ -6260,12 +6240,11 @@ static void remove_dead_ckpt_tmps(const char *path) {
     for (struct dirent *e; (e = readdir(d)) != NULL; ) {
         const char *name = e->d_name, *t = strstr(name, ".tmp.");
         while (t && strstr(t + 1, ".tmp.")) t = strstr(t + 1, ".tmp.");   // the last ".tmp."
-        char digits[10];
+        long pid = 0;
         int end = 0;   // past <pid>.<n>, both digits only
-        if (!t || t == name || sscanf(t + 5, "%9[0-9].%*[0-9]%n", digits, &end) != 1 || !end || t[5 + end])
-            continue;
-        long pid = strtol(digits, NULL, 10);
-        if (pid <= 0 || pid == (long)getpid()) continue;
+        if (!t || t == name || t[5] < '0' || t[5] > '9' || sscanf(t + 5, "%9ld.%*[0-9]%n", &pid, &end) != 1 ||
+            !end || t[5 + end] || pid <= 0 || pid == (long)getpid())
+            continue;   // not such a name
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue;   // alive (EPERM: another user's)
         char full[1400];
         snprintf(full, sizeof full, "%s/%s", dir, name);
@@ -6291,16 +6270,14 @@ struct CsvLog {
     const struct Probe *probe;   // train's --probe-every: its columns end each row (NULL: none)
 };
 
-/* save_checkpoint: writes path whole: the header, the vocabulary, the parameters and, with
-   with_optimizer, the AdamW moments, st's RNG, run record and state sections (tag, uint64 length,
-   bytes each). A write error stops the process (exit 1), an older file at path intact. */
+/* save_checkpoint: writes path whole: header, vocabulary, parameters and, with_optimizer, the AdamW
+   moments, st's RNG, run record and state sections. A write error exits (1), an older path intact. */
 static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, const TrainState *st) {
     char vocab[512], record[CKPT_RECORD_MAX];
     int vlen = vocab_string(vocab, sizeof vocab), rlen = 0;
     if (with_optimizer && st) {   // the run record: the options, the tokens sampled, the log's last row
-        const char *row = st->log ? st->log->last_row : st->log_row;
         rlen = snprintf(record, sizeof record, "%sgen_tokens=%lld\nlog_row=%s\n", st->options, st->gen_tokens,
-                        row);
+                        st->log ? st->log->last_row : st->log_row);
         if (rlen >= (int)sizeof record) rlen = 0;   // cannot happen: options < 1024, row < 64 bytes
     }
     int nsec = with_optimizer && st ? st->num_sections : 0;
@@ -6350,26 +6327,21 @@ static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, 
 #endif
 }
 
-// ckpt_error: stops on a checkpoint that cannot be used (exit 1): "checkpoint 'PATH': WHAT", and the hint.
-static void ckpt_error(const char *path, const char *what, const char *hint) {
-    fprintf(stderr, "error: checkpoint '%s': %s\n", path, what);
-    if (hint) fprintf(stderr, "  hint: %s\n", hint);
-    exit(EXIT_INPUT);
-}
-
-// ckpt_errorf: ckpt_error with WHAT as printf's format and arguments.
+// ckpt_errorf: stops on a checkpoint that cannot be used (exit 1): "checkpoint 'PATH': WHAT" (printf's
+// format and arguments), and the hint (NULL: none). ckpt_error: WHAT as it is.
 __attribute__((format(printf, 3, 4)))
 static void ckpt_errorf(const char *path, const char *hint, const char *fmt, ...) {
-    char what[1600];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(what, sizeof what, fmt, ap);
+    fprintf(stderr, "error: checkpoint '%s': ", path);
+    vfprintf(stderr, fmt, ap);
     va_end(ap);
-    ckpt_error(path, what, hint);
+    fprintf(stderr, hint ? "\n  hint: %s\n" : "\n", hint);
+    exit(EXIT_INPUT);
 }
+#define ckpt_error(path, what, hint) ckpt_errorf(path, hint, "%s", what)
 
-// refuse_other_task: the model m read from path is of another task than --task `task`: an error
-// naming both (exit 1).
+// refuse_other_task: stops (exit 1) when the model m read from path is of another task than --task `task`.
 static void refuse_other_task(const char *path, const GPT *m, int task) {
     if (m->task == task) return;
     char hint[256];
@@ -6432,24 +6404,22 @@ static int name_diff(const char *a, long na, const char *b, long nb, char sep, c
     }
 }
 
-// Says how a checkpoint's vocabulary (file_v, file_n bytes, each name followed by '\n'; file_size
-// tokens in the header) differs from this build's: the first token whose name differs, or else the counts.
-static void vocab_mismatch(char *msg, size_t cap, const char *file_v, int file_n, int file_size) {
-    char ours[512], name[2][200];
+// Refuses the checkpoint at path, whose vocabulary (file_v, file_n bytes, each name followed by '\n';
+// file_size tokens in the header) is not this build's: names the first token that differs, or the counts.
+static void refuse_vocab(const char *path, const char *file_v, int file_n, int file_size) {
+    char ours[512], name[2][200], where[480] = "";
     int more[2], ours_n = vocab_string(ours, sizeof ours);
     int tok = name_diff(file_v, file_n - (file_n > 0 && file_v[file_n - 1] == '\n'), ours, ours_n - 1, '\n',
                         name, more);
-    char where[480] = "";
     if (tok >= 0)
         snprintf(where, sizeof where, ": token %d is '%s' in the file, '%s' here", tok,
                  more[0] ? name[0] : "(none)", more[1] ? name[1] : "(none)");
-    snprintf(msg, cap, "vocabulary differs from this build's%s (%d tokens in file, %d here)", where, file_size,
-             VOCAB_SIZE);
+    ckpt_errorf(path, "a model can only be used with the tokenizer it was trained with", "vocabulary differs "
+                "from this build's%s (%d tokens in file, %d here)", where, file_size, VOCAB_SIZE);
 }
 
-/* ckpt_refuse_not_finite: a checkpoint's data a[0..n) must be finite; the first NaN or Inf stops the
-   load, naming the file, `what` and the index: with m (a laid out like m's parameters, n of them) the
-   tensor and the index in it. */
+/* ckpt_refuse_not_finite: the first NaN or Inf of a checkpoint's a[0..n) stops the load, naming the file,
+   `what` and the index; with m (a laid out like m's parameters) the tensor and the index in it. */
 static void ckpt_refuse_not_finite(const char *path, const GPT *m, const float *a, size_t n,
                                    const char *what) {
     size_t i = 0, off = 0;
@@ -6467,9 +6437,7 @@ static void ckpt_refuse_not_finite(const char *path, const GPT *m, const float *
 /* ckpt_parse_record: a run record ("key=value\n" lines, len bytes) into st: gen_tokens, log_row
    (both required) and every other line into st->options. */
 static void ckpt_parse_record(const char *path, const char *record, int len, TrainState *st) {
-    st->gen_tokens = 0;
-    st->options[0] = 0;
-    st->log_row[0] = 0;
+    st->options[0] = 0;   // (gen_tokens and log_row: both required, below)
     size_t used = 0;
     int have_tokens = 0, have_row = 0;
     for (const char *line = record, *nl; line < record + len; line = nl + 1) {
@@ -6522,10 +6490,9 @@ static void ckpt_read_sections(FILE *f, const char *path, const int32_t *h, int 
     }
 }
 
-/* load_checkpoint: builds *m from the file (for batches of up to max_batch sequences); with st also
-   the optimizer state, step, RNG, run record and state sections (malloc'd; see ckpt_section). Refuses,
-   naming the file, anything but a whole, intact, finite file of this format and vocabulary. Returns 1
-   if the file holds optimizer state. */
+/* load_checkpoint: builds *m (batches of up to max_batch) from the file; with st also the optimizer state,
+   step, RNG, run record and state sections. Refuses, naming the file, anything but a whole, intact,
+   finite file of this format and vocabulary. Returns 1 if the file holds optimizer state. */
 static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *st) {
     struct stat sb;
     if (stat(path, &sb) != 0 && errno == ENOENT)   // the usual case: no SFT run yet
@@ -6534,7 +6501,6 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
                    "(make run does both); or name another file (--init, --model, --resume)");
     FILE *f = fopenCheck(path, "rb");
     int32_t h[CKPT_HEADER_INTS];
-    char msg[1024];
     if (fread(h, sizeof(int32_t), CKPT_HEADER_INTS, f) != CKPT_HEADER_INTS)
         ckpt_error(path, ferror(f) ? "read error in the header"
                                    : "file too short for a header (truncated, or not a checkpoint)", NULL);
@@ -6577,10 +6543,8 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     ckpt_read(vocab, h[9], f, path, CKPT_CRC_NAMES[0], &crc[0]);
     vocab[h[9]] = 0;
     int vlen = vocab_string(ours, sizeof ours);
-    if (c.vocab_size != VOCAB_SIZE || h[9] != vlen || memcmp(vocab, ours, vlen) != 0) {
-        vocab_mismatch(msg, sizeof msg, vocab, h[9], c.vocab_size);
-        ckpt_error(path, msg, "a model can only be used with the tokenizer it was trained with");
-    }
+    if (c.vocab_size != VOCAB_SIZE || h[9] != vlen || memcmp(vocab, ours, vlen) != 0)
+        refuse_vocab(path, vocab, h[9], c.vocab_size);
     if (st && !opt)
         ckpt_error(path, "holds no optimizer state, so a run cannot resume from it",
                    "use --init to start a new run from it");
@@ -6628,12 +6592,11 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
             st->step = h[8];
             ckpt_parse_record(path, record, record_len, st);
             st->num_sections = 0;
-        }
-        ckpt_read_sections(f, path, h, nsec, sec_bytes, st);
-        if (!st) {   // --init: the weights only, the moments start at zero, state sections dropped
+        } else {   // --init: the weights only, the moments start at zero, state sections dropped
             memset(mom1, 0, pb);
             memset(mom2, 0, pb);
         }
+        ckpt_read_sections(f, path, h, nsec, sec_bytes, st);
     }
     if (fgetc(f) != EOF) ckpt_error(path, "trailing bytes after the last tensor (corrupt file?)", NULL);
     if (ferror(f)) ckpt_error(path, "read error after the last tensor", NULL);
@@ -6651,8 +6614,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     return opt;
 }
 
-/* ckpt_section: the state section named tag of st (as load_checkpoint read it, or as a method
-   set it for a save) and its length in *bytes, or NULL when st has none of that name. */
+// ckpt_section: st's state section named tag (read or set for a save), its length in *bytes; NULL: none.
 static void *ckpt_section(const TrainState *st, const char *tag, uint64_t *bytes) {
     for (int i = 0; i < st->num_sections; i++)
         if (!strncmp(st->section[i].tag, tag, CKPT_TAG_BYTES)) {
@@ -6662,16 +6624,13 @@ static void *ckpt_section(const TrainState *st, const char *tag, uint64_t *bytes
     return NULL;
 }
 
-/* ckpt_add_section: names data (bytes) as st's state section tag (at most CKPT_TAG_BYTES − 1
-   characters) for the next save; replaces a section of that name (a loaded one is freed).
-   The data is not copied: it must live until the save. */
+/* ckpt_add_section: names data (bytes, not copied: it must live until the save) st's state section tag
+   (< CKPT_TAG_BYTES characters); replaces a section of that name (freed when owned). */
 static void ckpt_add_section(TrainState *st, const char *tag, void *data, uint64_t bytes, int owned) {
     int i = 0;
     while (i < st->num_sections && strncmp(st->section[i].tag, tag, CKPT_TAG_BYTES)) i++;
-    if (i == CKPT_MAX_SECTIONS || strlen(tag) >= CKPT_TAG_BYTES) {
-        fprintf(stderr, "internal error: state section '%s': too many sections or too long a tag\n", tag);
-        exit(EXIT_FAILURE);
-    }
+    if (i == CKPT_MAX_SECTIONS || strlen(tag) >= CKPT_TAG_BYTES)
+        fail_at(__FILE__, __LINE__, "internal error: too many state sections, or too long a tag", tag);
     if (i < st->num_sections && st->section_owned[i]) free(st->section[i].data);
     strncpy(st->section[i].tag, tag, CKPT_TAG_BYTES);   // (NUL-padded)
     st->section[i].data = data;
@@ -6698,8 +6657,7 @@ static void critic_section_arrays(Critic *c, const char *path, char *p) {
     }
 }
 
-/* critic_to_section: packs the critic's state (the layout above critic_section_bytes) into its
-   section buffer and names it st's state section "critic", so the next save holds it. */
+// critic_to_section: packs the critic's state into its buffer, st's state section "critic" for the next save.
 static void critic_to_section(Critic *c, TrainState *st) {
     int64_t head[3] = {c->adam_t, (int64_t)c->trunk.num_parameters, c->C};
     memcpy(c->section, head, sizeof head);
@@ -6707,9 +6665,8 @@ static void critic_to_section(Critic *c, TrainState *st) {
     ckpt_add_section(st, CRITIC_TAG, c->section, c->section_bytes, 0);
 }
 
-/* critic_from_section: the critic's state from st's state section "critic" (read from path) for a
-   resumed --objective ppo run. Refuses, naming the file: no such section, another size or model, a
-   NaN or Inf. */
+/* critic_from_section: a resumed --objective ppo run's critic from st's section "critic" (read from path).
+   Refuses, naming the file: no such section, another size or model, a NaN or Inf. */
 static void critic_from_section(Critic *c, const TrainState *st, const char *path) {
     uint64_t bytes = 0;
     char *p = (char *)ckpt_section(st, CRITIC_TAG, &bytes);
@@ -6769,8 +6726,7 @@ static void check_params(const GPT *m, int step, const char *last_good) {
     }
 }
 
-// save_periodic_checkpoint: after step st->step+1, a resumable checkpoint at path (checked by
-// check_params first), which then is last_good (cap bytes).
+// save_periodic_checkpoint: after step st->step+1, check_params, then a resumable checkpoint (last_good).
 static void save_periodic_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good,
                                      size_t cap) {
     TrainState next = *st;
@@ -6843,10 +6799,9 @@ static void csv_note_missing(CsvRepair *r, int a, int b) {
     else snprintf(end, cap, "%s%d-%d", used ? ", " : "", a, b);
 }
 
-/* csv_keep: what a run resuming after row `step` keeps of its log text (n bytes): the header line, then
-   each complete, well-formed row numbered above the last kept (first − 1 at the start), up to `step`,
-   moved to the front of text. Returns their length, −1 when the header differs; r: what was dropped;
-   c->last_row: the key fields of the last row kept. */
+/* csv_keep: moves to the front of text (n bytes) what a run resuming after row `step` keeps: the header,
+   then each complete, well-formed row numbered above the last kept (from first), up to `step`. Returns
+   their length, −1 when the header differs; r: what was dropped; c->last_row: the last kept row's key. */
 static long csv_keep(char *text, long n, const char *header, int first, int step, CsvLog *c, CsvRepair *r) {
     long hlen = (long)strlen(header);
     int fields = 1, wl = (int)strcspn(header, ",");   // wl: what the rows' numbers count (step, point)
@@ -6866,18 +6821,16 @@ static long csv_keep(char *text, long n, const char *header, int first, int step
         at += len;
         int f = 1;
         for (const char *p = line; p < nl; p++) f += *p == ',';
-        char *end, why[128] = "";
+        char *end, spare[128], *why = r->bad ? spare : r->bad_why;   // the first bad line's reason is kept
+        why[0] = 0;
         errno = 0;
         long num = line[0] >= '0' && line[0] <= '9' ? strtol(line, &end, 10) : -1;
-        if (num < 0 || errno || *end != ',') snprintf(why, sizeof why, "it does not start with a %.*s number", wl, header);
-        else if (f != fields) snprintf(why, sizeof why, "%d fields, the header has %d", f, fields);
+        if (num < 0 || errno || *end != ',') snprintf(why, sizeof spare, "it does not start with a %.*s number", wl, header);
+        else if (f != fields) snprintf(why, sizeof spare, "%d fields, the header has %d", f, fields);
         else if (num <= r->last)
-            snprintf(why, sizeof why, "%.*s %ld after %.*s %d: out of order", wl, header, num, wl, header, r->last);
+            snprintf(why, sizeof spare, "%.*s %ld after %.*s %d: out of order", wl, header, num, wl, header, r->last);
         if (why[0]) {
-            if (!r->bad++) {
-                r->bad_line = lineno;
-                snprintf(r->bad_why, sizeof r->bad_why, "%s", why);
-            }
+            if (!r->bad++) r->bad_line = lineno;
             continue;
         }
         if (num > step) {   // well-formed, after the checkpoint's step
@@ -6898,8 +6851,7 @@ static long csv_keep(char *text, long n, const char *header, int first, int step
     return keep;
 }
 
-// csv_header_diff: into out (cap bytes), where the first line of text (n bytes) parts from header,
-// for open_csv's refusal.
+// csv_header_diff: where the first line of text (n bytes) parts from header, into out (cap bytes).
 static void csv_header_diff(char *out, size_t cap, const char *text, long n, const char *header) {
     long end = 0;
     while (end < n && text[end] != '\n') end++;
@@ -6917,11 +6869,10 @@ static void csv_header_diff(char *out, size_t cap, const char *text, long n, con
         snprintf(out, cap, "column %d is '%s' in the file, '%s' in this run", col, name[0], name[1]);
 }
 
-/* open_csv: the run's log RUN_DIR/NAME, its rows numbered (the first field) from first: new with its
-   header when step < first (or when missing or empty, with a note); a run resuming after row `step`
-   keeps what csv_keep keeps, with a note for each kind of line dropped. A row's first key_fields fields
-   are those the same run always writes alike; log_row ("" or NULL: unknown) is those of the row the
-   checkpoint was saved after: another row `step` is another run's log, and the run stops. */
+/* open_csv: the run's log RUN_DIR/NAME, rows numbered (first field) from first: new with its header when
+   step < first (or missing or empty: a note); a run resuming after row `step` keeps what csv_keep keeps,
+   with a note per kind of line dropped. log_row ("" or NULL: unknown): the key_fields first fields of the
+   row the checkpoint was saved after; another row `step` is another run's log, and the run stops. */
 static CsvLog open_csv(const char *run_dir, const char *name, const char *header, int first, int step,
                        int key_fields, const char *log_row) {
     CsvLog c = {.key_fields = key_fields};
@@ -7563,8 +7514,8 @@ static void mopps_resume(PromptSelector *s, const TrainState *st, const char *pa
     if (!consistent)
         ckpt_error(path, "its MoPPS state section disagrees with its own sizes (corrupt file?)", NULL);
     if (n != s->n)
-        ckpt_errorf(path, "resume with the --train-data the run was started with", "holds MoPPS posteriors of "
-                    "%ld training prompts, and --train-data %s holds %d", n, train->path, s->n);
+        ckpt_errorf(path, "resume with the --train-data the run was started with", "holds MoPPS posteriors "
+                    "of %ld training prompts, and --train-data %s holds %d", n, train->path, s->n);
     if (h != (long)st->step * P)
         ckpt_error(path, "its MoPPS history does not hold one entry per group of its steps (corrupt file?)",
                    NULL);
