@@ -4461,15 +4461,13 @@ static SharedPrefixBatch *new_shared_prefix_batch(int B, int maxT, int max_new) 
     size_t R = (size_t)B * maxT, E = (size_t)B * max_new;
     SharedPrefixBatch *pk = (SharedPrefixBatch *)mallocCheck(sizeof *pk);
     *pk = (SharedPrefixBatch){.max_new = max_new, .cap_seqs = B, .cap_rows = (int)R, .cap_edges = (int)E};
-    int **per_row[] = {&pk->token, &pk->pos, &pk->parent, &pk->subtree_end};
-    for (int a = 0; a < 4; a++) *per_row[a] = (int *)mallocCheck(R * sizeof(int));
+    int **ints[] = {&pk->token, &pk->pos, &pk->parent, &pk->subtree_end, &pk->edge_start, &pk->edge_token,
+                    &pk->edge_of, &pk->scratch};
+    size_t n[] = {R, R, R, R, R + 1, E, E, 7 * R + 3 * E};   // scratch: pack_shared_prefix_batch's layout
+    for (int a = 0; a < 8; a++) *ints[a] = (int *)mallocCheck(n[a] * sizeof(int));
     pk->att_off = (size_t *)mallocCheck((R + 1) * sizeof(size_t));
-    pk->edge_start = (int *)mallocCheck((R + 1) * sizeof(int));
-    pk->edge_token = (int *)mallocCheck(E * sizeof(int));
-    pk->edge_of = (int *)mallocCheck(E * sizeof(int));
     pk->edge_logp = (float *)mallocCheck(E * sizeof(float));
     pk->edge_dlogp = (float *)mallocCheck(E * sizeof(float));
-    pk->scratch = (int *)mallocCheck((7 * R + 3 * E) * sizeof(int));   // pack_shared_prefix_batch's layout
     return pk;
 }
 
@@ -4549,14 +4547,10 @@ static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *con
             c = first_child[c];
             continue;
         }
-        for (;;) {
+        for (; c >= 0 && next_sibling[c] < 0; c = cpar[c]) pk->subtree_end[new_row[c]] = rows;
+        if (c >= 0) {
             pk->subtree_end[new_row[c]] = rows;
-            if (next_sibling[c] >= 0) {
-                c = next_sibling[c];
-                break;
-            }
-            c = cpar[c];
-            if (c < 0) break;
+            c = next_sibling[c];
         }
     }
     pk->rows = rows;
@@ -4576,11 +4570,9 @@ static void policy_logp_spb(GPT *m, GroupBatch *g, int first, int B, float tempe
     SharedPrefixBatch *pk = g->spb;
     if (pk->rows == 0) return;   // no completion tokens in this micro-batch
     gpt_forward_spb(m, pk, temperature, allowed);
-    for (int b = 0; b < B; b++) {
-        int i = first + b;
-        for (int j = 0; j < g->clen[i]; j++)
+    for (int b = 0; b < B; b++)
+        for (int j = 0, i = first + b; j < g->clen[i]; j++)
             out[(size_t)i * g->max_new + j] = pk->edge_logp[pk->edge_of[(size_t)b * pk->max_new + j]];
-    }
 }
 
 /* policy_backward_spb: adds ∂loss/∂θ to m->grads for the last policy_logp_spb given g->dlogp (each
@@ -4611,7 +4603,6 @@ static size_t decode_panels_size(const GPTConfig *c) {
 // The host's decode steps on kv use m's weights as now (kv->panels) until kv_unpack_weights, in the
 // order gpt_decode_step's matmuls read them (decode_matmul): a change to either order must change both.
 static void kv_pack_weights(KVCache *kv, const GPT *m) {
-    if (kv->on_device) return;   // the GPU's matmul is cuBLAS: nothing to pack
     const GPTConfig *c = &m->config;
     const ParameterTensors *p = &m->params;
     int C = c->channels;
@@ -4718,10 +4709,8 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
                 memcpy(first + (size_t)s * V, kv->logits + (size_t)s * V, (size_t)V * sizeof(float));
     }
     // the other rows get their prompt's cache, and every row draws its first token
-    for (int s = D; s < B; s++) {
-        int b = row_of[s];
-        kv_copy_positions(kv, &m->config, s, slot_of[leader[b]], prompt_len[b]);
-    }
+    for (int s = D; s < B; s++)
+        kv_copy_positions(kv, &m->config, s, slot_of[leader[row_of[s]]], prompt_len[row_of[s]]);
     for (int b = 0; b < B; b++) {
         const float *z = first + (size_t)slot_of[leader[b]] * V;
         comp[(size_t)b * stride] = draw_token(z, V, temperature, greedy, &rngs[b], allowed, probs,
@@ -4882,7 +4871,7 @@ static int gpu_build_kvcache(KVCache *kv, const GPTConfig *c, int B) {
     kv->pos = (int *)cuda_malloc((size_t)B * sizeof(int));
     kv->logits = (float *)mallocCheck((size_t)B * V * sizeof(float));   // host: the sampler reads it
     kv->on_device = 1;
-    kv->pack = 0;   // a GPU step costs the same for any row count: rows keep their slots (no kv_copy_positions)
+    kv->pack = 0;   // rows cost the same on the GPU: not the shared sampler (weight packing, slot copies)
     return 1;
 }
 
@@ -9302,10 +9291,9 @@ static double time_train_steps(GPT *m, const BenchBatch *b, const AdamWConfig *o
     return (double)b->B * b->T * steps / (wall_seconds() - t0);
 }
 
-/* read_bench_groups: the groups of path (eval --completions' format; '#' lines are comments; lines
-   with one prompt in a row form a group) into g (at most max_seqs completions of max_new tokens), the
-   prompts' tokens into prompts (max_seqs, maxT). Returns
-   the number of completions, 0 (g not built) when the file is missing or does not fit. */
+/* read_bench_groups: the groups of path (eval --completions' format; '#' lines are comments; lines with
+   one prompt in a row form a group) into g (<= max_seqs completions of max_new tokens), the prompts' tokens
+   into prompts (max_seqs, maxT). Returns the completions; 0 (g not built): no such file, or no fit. */
 static int read_bench_groups(const char *path, GroupBatch *g, int *prompts, int max_seqs, int max_new,
                              int maxT) {
     FILE *f = fopen(path, "r");
