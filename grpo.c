@@ -776,8 +776,6 @@ static int gpu_free_kvcache(KVCache *kv);                               // 1: it
 // a decode step's B token ids and positions to the GPU, *logits pointed at the GPU's (B,V)
 static void gpu_decode_inputs(GPT *m, KVCache *kv, const int **tokens, const int **pos, float **logits, int B);
 static void gpu_decode_logits(GPT *m, KVCache *kv, const float *logits, int B);   // kv->logits from the GPU
-// copies kn floats of keys and vn of values between two slots of a cache on the GPU; 1: it did
-static int gpu_kv_copy(KVCache *kv, float *kd, const float *ks, size_t kn, float *vd, const float *vs, size_t vn);
 // gpt_logprob_forward / _backward, clip_grad_norm and adamw_update for m on the GPU; 1: done there
 static int gpu_logprob_forward(GPT *m, float *logp, const int *targets, int N, float temperature,
                                const unsigned char *allowed);
@@ -1170,7 +1168,6 @@ static void kv_copy_positions(KVCache *kv, const GPTConfig *c, int dst, int src,
     for (int l = 0; l < c->num_layers; l++) {
         float *kt = kv->k + (size_t)l * kv->B * C * Tp;
         float *v = kv->v + (size_t)l * kv->B * maxT * C;
-        if (gpu_kv_copy(kv, kt + kd, kt + ks, C * Tp, v + vd, v + vs, (size_t)n * C)) continue;
         // keys are transposed: positions [0, n) of each channel's row
         for (size_t i = 0; i < C; i++)
             memcpy(kt + kd + i * Tp, kt + ks + i * Tp, (size_t)n * sizeof(float));
@@ -4414,87 +4411,71 @@ static void gpt_set_rows(GPT *m, const SharedPrefixBatch *pk) {
     m->att_size = pk->att_size;
 }
 
-// gpt_forward on the packed batch pk's rows → acts.logits (rows, V); CPU only (the CUDA build refuses
-// --update-layout tree with the options)
-static void gpt_forward_spb(GPT *m, const SharedPrefixBatch *pk) {
+/* gpt_forward_spb: gpt_forward and gpt_logprob_forward on the packed batch pk's rows: each row's softmax
+   once into acts.probs (a row without edges: 0), its edges' log-probs into pk->edge_logp, bit for bit a
+   padded batch's. CPU only (the CUDA build refuses --update-layout tree with the options). */
+static void gpt_forward_spb(GPT *m, const SharedPrefixBatch *pk, float temperature,
+                            const unsigned char *allowed) {
     gpt_set_rows(m, pk);
     trunk_forward(m, pk->token, pk);
     lm_head_forward(m);
-}
-
-// gpt_backward for the packed batch pk of the last forward pass (gpt_forward_spb)
-static void gpt_backward_spb(GPT *m, const SharedPrefixBatch *pk) {
-    lm_head_backward(m);
-    trunk_backward(m, pk->token, pk);
-}
-
-/* spb_logprob_forward: logprob_forward on pk's rows, each with its edges' tokens: its softmax once
-   into probs (rows, V) (a row without edges: 0) and logp (edges), bit for bit a padded batch's. */
-static void spb_logprob_forward(float *logp, float *probs, const float *logits, const SharedPrefixBatch *pk, int V,
-                                 float temperature, const unsigned char *allowed) {
+    int V = m->config.vocab_size;
     #pragma omp parallel for
     for (int r = 0; r < pk->rows; r++) {
-        const float *z = logits + (size_t)r * V;
-        float *pr = probs + (size_t)r * V;
+        const float *z = m->acts.logits + (size_t)r * V;
+        float *pr = m->acts.probs + (size_t)r * V;
         if (pk->edge_start[r] == pk->edge_start[r + 1]) {   // no token to score
             memset(pr, 0, V * sizeof(float));
             continue;
         }
         float maxv, logsum = softmax_temperature(pr, &maxv, z, V, temperature, allowed);
         for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++)
-            logp[e] = (z[pk->edge_token[e]] * (1.0f / temperature) - maxv) - logsum;
+            pk->edge_logp[e] = (z[pk->edge_token[e]] * (1.0f / temperature) - maxv) - logsum;
     }
 }
 
-/* spb_logprob_backward: dlogits (rows, V) = Σ_e dlogp[e] · (onehot(edge_token[e]) − probs) /
-   temperature over each row's edges (dlogp[e]: its sequences' ∂loss/∂logp summed); overwrites. */
-static void spb_logprob_backward(float *dlogits, const float *probs, const SharedPrefixBatch *pk, const float *dlogp,
-                                  int V, float temperature) {
+/* gpt_backward_spb: gpt_logprob_backward and gpt_backward for the last gpt_forward_spb, given
+   pk->edge_dlogp (each edge's sequences' ∂loss/∂logp summed): each row's dlogits = Σ_e dlogp[e] ·
+   (onehot(edge_token[e]) − probs) / temperature over its edges (overwritten), then the passes back. */
+static void gpt_backward_spb(GPT *m, const SharedPrefixBatch *pk, float temperature) {
+    int V = m->config.vocab_size;
     float inv_t = 1.0f / temperature;
+    const float *dlogp = pk->edge_dlogp;
     #pragma omp parallel for
     for (int r = 0; r < pk->rows; r++) {
-        float *d = dlogits + (size_t)r * V;
-        const float *pr = probs + (size_t)r * V;
+        float *d = m->grads_acts.logits + (size_t)r * V;
+        const float *pr = m->acts.probs + (size_t)r * V;
         float g = 0.0f;
         for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++) g += dlogp[e] * inv_t;
         for (int v = 0; v < V; v++) d[v] = -g * pr[v];
         for (int e = pk->edge_start[r]; e < pk->edge_start[r + 1]; e++)
             d[pk->edge_token[e]] += dlogp[e] * inv_t;
     }
+    lm_head_backward(m);
+    trunk_backward(m, pk->token, pk);
 }
 
-/* build_shared_prefix_batch: for up to B sequences of up to maxT tokens with up to max_new
-   completion tokens each (B = 0: an empty one, for a batch no model is run on). */
-static void build_shared_prefix_batch(SharedPrefixBatch *pk, int B, int maxT, int max_new) {
+/* new_shared_prefix_batch: one for up to B sequences of up to maxT tokens with up to max_new completion
+   tokens each (B = 0: an empty one, for a batch no model is run on); delete_shared_prefix_batch frees it. */
+static SharedPrefixBatch *new_shared_prefix_batch(int B, int maxT, int max_new) {
     size_t R = (size_t)B * maxT, E = (size_t)B * max_new;
+    SharedPrefixBatch *pk = (SharedPrefixBatch *)mallocCheck(sizeof *pk);
     *pk = (SharedPrefixBatch){.max_new = max_new, .cap_seqs = B, .cap_rows = (int)R, .cap_edges = (int)E};
-    int **per_row[] = {&pk->token, &pk->pos, &pk->parent, &pk->subtree_end};
-    for (int a = 0; a < 4; a++) *per_row[a] = (int *)mallocCheck(R * sizeof(int));
+    int **ints[] = {&pk->token, &pk->pos, &pk->parent, &pk->subtree_end, &pk->edge_start, &pk->edge_token,
+                    &pk->edge_of, &pk->scratch};
+    size_t n[] = {R, R, R, R, R + 1, E, E, 7 * R + 3 * E};   // scratch: pack_shared_prefix_batch's layout
+    for (int a = 0; a < 8; a++) *ints[a] = (int *)mallocCheck(n[a] * sizeof(int));
     pk->att_off = (size_t *)mallocCheck((R + 1) * sizeof(size_t));
-    pk->edge_start = (int *)mallocCheck((R + 1) * sizeof(int));
-    pk->edge_token = (int *)mallocCheck(E * sizeof(int));
-    pk->edge_of = (int *)mallocCheck(E * sizeof(int));
     pk->edge_logp = (float *)mallocCheck(E * sizeof(float));
     pk->edge_dlogp = (float *)mallocCheck(E * sizeof(float));
-    pk->scratch = (int *)mallocCheck((7 * R + 3 * E) * sizeof(int));   // pack_shared_prefix_batch's layout
-}
-
-static void free_shared_prefix_batch(SharedPrefixBatch *pk) {
-    void *arrays[] = {pk->token, pk->pos, pk->parent, pk->subtree_end, pk->att_off, pk->edge_start,
-                      pk->edge_token, pk->edge_logp, pk->edge_dlogp, pk->edge_of, pk->scratch};
-    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
-}
-
-// build_shared_prefix_batch in a new allocation; delete_shared_prefix_batch frees both (NULL: nothing)
-static SharedPrefixBatch *new_shared_prefix_batch(int B, int maxT, int max_new) {
-    SharedPrefixBatch *pk = (SharedPrefixBatch *)mallocCheck(sizeof *pk);
-    build_shared_prefix_batch(pk, B, maxT, max_new);
     return pk;
 }
 
 static void delete_shared_prefix_batch(SharedPrefixBatch *pk) {
-    if (pk) free_shared_prefix_batch(pk);
-    free(pk);
+    if (!pk) return;
+    void *arrays[] = {pk->token, pk->pos, pk->parent, pk->subtree_end, pk->att_off, pk->edge_start,
+                      pk->edge_token, pk->edge_logp, pk->edge_dlogp, pk->edge_of, pk->scratch, pk};
+    for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
 }
 
 /* pack_shared_prefix_batch: make_batch's B <= pk->cap_seqs sequences as their prefix trie in pk:
@@ -4566,14 +4547,10 @@ static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *con
             c = first_child[c];
             continue;
         }
-        for (;;) {
+        for (; c >= 0 && next_sibling[c] < 0; c = cpar[c]) pk->subtree_end[new_row[c]] = rows;
+        if (c >= 0) {
             pk->subtree_end[new_row[c]] = rows;
-            if (next_sibling[c] >= 0) {
-                c = next_sibling[c];
-                break;
-            }
-            c = cpar[c];
-            if (c < 0) break;
+            c = next_sibling[c];
         }
     }
     pk->rows = rows;
@@ -4592,14 +4569,10 @@ static void policy_logp_spb(GPT *m, GroupBatch *g, int first, int B, float tempe
                              const unsigned char *allowed, float *out) {
     SharedPrefixBatch *pk = g->spb;
     if (pk->rows == 0) return;   // no completion tokens in this micro-batch
-    gpt_forward_spb(m, pk);
-    spb_logprob_forward(pk->edge_logp, m->acts.probs, m->acts.logits, pk, m->config.vocab_size, temperature,
-                         allowed);
-    for (int b = 0; b < B; b++) {
-        int i = first + b;
-        for (int j = 0; j < g->clen[i]; j++)
+    gpt_forward_spb(m, pk, temperature, allowed);
+    for (int b = 0; b < B; b++)
+        for (int j = 0, i = first + b; j < g->clen[i]; j++)
             out[(size_t)i * g->max_new + j] = pk->edge_logp[pk->edge_of[(size_t)b * pk->max_new + j]];
-    }
 }
 
 /* policy_backward_spb: adds ∂loss/∂θ to m->grads for the last policy_logp_spb given g->dlogp (each
@@ -4613,9 +4586,7 @@ static void policy_backward_spb(GPT *m, GroupBatch *g, int first, int B, float t
         for (int j = 0; j < g->clen[i]; j++)
             pk->edge_dlogp[pk->edge_of[(size_t)b * pk->max_new + j]] += g->dlogp[(size_t)i * g->max_new + j];
     }
-    spb_logprob_backward(m->grads_acts.logits, m->acts.probs, pk, pk->edge_dlogp, m->config.vocab_size,
-                          temperature);
-    gpt_backward_spb(m, pk);
+    gpt_backward_spb(m, pk, temperature);
 }
 
 // ---- Packed decode: the sampler's weights packed once per sampling call
@@ -4632,7 +4603,6 @@ static size_t decode_panels_size(const GPTConfig *c) {
 // The host's decode steps on kv use m's weights as now (kv->panels) until kv_unpack_weights, in the
 // order gpt_decode_step's matmuls read them (decode_matmul): a change to either order must change both.
 static void kv_pack_weights(KVCache *kv, const GPT *m) {
-    if (kv->on_device) return;   // the GPU's matmul is cuBLAS: nothing to pack
     const GPTConfig *c = &m->config;
     const ParameterTensors *p = &m->params;
     int C = c->channels;
@@ -4739,10 +4709,8 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
                 memcpy(first + (size_t)s * V, kv->logits + (size_t)s * V, (size_t)V * sizeof(float));
     }
     // the other rows get their prompt's cache, and every row draws its first token
-    for (int s = D; s < B; s++) {
-        int b = row_of[s];
-        kv_copy_positions(kv, &m->config, s, slot_of[leader[b]], prompt_len[b]);
-    }
+    for (int s = D; s < B; s++)
+        kv_copy_positions(kv, &m->config, s, slot_of[leader[row_of[s]]], prompt_len[row_of[s]]);
     for (int b = 0; b < B; b++) {
         const float *z = first + (size_t)slot_of[leader[b]] * V;
         comp[(size_t)b * stride] = draw_token(z, V, temperature, greedy, &rngs[b], allowed, probs,
@@ -4806,7 +4774,6 @@ void *cuda_malloc(size_t bytes);
 void cuda_free(void *p);
 void cuda_memcpy_h2d(void *dst, const void *src, size_t bytes);
 void cuda_memcpy_d2h(void *dst, const void *src, size_t bytes);
-void cuda_memcpy_d2d(void *dst, const void *src, size_t bytes);
 void cuda_synchronize(void);
 void cuda_encoder_backward(float *dwte, float *dwpe, const float *dout, const int *inp, int B, int T, int C, int V);
 void cuda_logprob_forward(float *logp, float *probs, const float *logits, const int *targets, int N, int V,
@@ -4845,17 +4812,14 @@ static void gpu_adopt_model(GPT *m) {
     if (!cuda_enabled) return;
     size_t pb = m->num_parameters * sizeof(float), ab = m->acts_capacity * sizeof(float);
     size_t BT = (size_t)m->max_batch * m->config.max_seq_len;
-    float *host[4] = {m->params_memory, m->grads_memory, m->m_memory, m->v_memory};
-    float **dev[4] = {&m->params_memory, &m->grads_memory, &m->m_memory, &m->v_memory};
-    for (int i = 0; i < 4; i++) {
-        *dev[i] = (float *)cuda_malloc(pb);
-        cuda_memcpy_h2d(*dev[i], host[i], pb);
-        free(host[i]);
+    float **arrays[6] = {&m->params_memory, &m->grads_memory, &m->m_memory, &m->v_memory, &m->acts_memory,
+                         &m->grads_acts_memory};
+    for (int i = 0; i < 6; i++) {
+        float *host = *arrays[i];
+        *arrays[i] = (float *)cuda_malloc(i < 4 ? pb : ab);
+        if (i < 4) cuda_memcpy_h2d(*arrays[i], host, pb);
+        free(host);
     }
-    free(m->acts_memory);
-    free(m->grads_acts_memory);
-    m->acts_memory = (float *)cuda_malloc(ab);
-    m->grads_acts_memory = (float *)cuda_malloc(ab);
     point_tensors((float **)&m->params, m->params_memory, m->param_sizes, NUM_PARAM_TENSORS);
     point_tensors((float **)&m->grads, m->grads_memory, m->param_sizes, NUM_PARAM_TENSORS);
     m->dev_inputs = (int *)cuda_malloc(BT * sizeof(int));
@@ -4907,16 +4871,16 @@ static int gpu_build_kvcache(KVCache *kv, const GPTConfig *c, int B) {
     kv->pos = (int *)cuda_malloc((size_t)B * sizeof(int));
     kv->logits = (float *)mallocCheck((size_t)B * V * sizeof(float));   // host: the sampler reads it
     kv->on_device = 1;
-    kv->pack = 0;   // a GPU decode step costs the same for any row count: every row keeps its slot
+    kv->pack = 0;   // rows cost the same on the GPU: not the shared sampler (weight packing, slot copies)
     return 1;
 }
 
 static int gpu_free_kvcache(KVCache *kv) {
     if (!kv->on_device) return 0;
-    float *bufs[12] = {kv->k, kv->v, kv->x, kv->ln, kv->qkv, kv->atty, kv->proj, kv->fch, kv->fch_gelu,
-                       kv->mean, kv->rstd, kv->dev_logits};
-    for (int i = 0; i < 12; i++) cuda_free(bufs[i]);
-    cuda_free(kv->tokens); cuda_free(kv->pos); free(kv->logits);
+    void *bufs[] = {kv->k, kv->v, kv->x, kv->ln, kv->qkv, kv->atty, kv->proj, kv->fch, kv->fch_gelu,
+                    kv->mean, kv->rstd, kv->dev_logits, kv->tokens, kv->pos};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) cuda_free(bufs[i]);
+    free(kv->logits);
     return 1;
 }
 
@@ -4931,14 +4895,6 @@ static void gpu_decode_inputs(GPT *m, KVCache *kv, const int **tokens, const int
 
 static void gpu_decode_logits(GPT *m, KVCache *kv, const float *logits, int B) {
     if (m->on_device) cuda_memcpy_d2h(kv->logits, logits, (size_t)B * m->config.vocab_size * sizeof(float));
-}
-
-// the slot's whole key block: one copy instead of C short ones
-static int gpu_kv_copy(KVCache *kv, float *kd, const float *ks, size_t kn, float *vd, const float *vs, size_t vn) {
-    if (!kv->on_device) return 0;
-    cuda_memcpy_d2d(kd, ks, kn * sizeof(float));
-    cuda_memcpy_d2d(vd, vs, vn * sizeof(float));
-    return 1;
 }
 
 // targets (and the mask) go down and the N log-probs come back
@@ -4975,32 +4931,27 @@ static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
                       PARAM_DECAY, NUM_PARAM_TENSORS, lr, o->beta1, o->beta2, o->eps, o->weight_decay, t);
     return 1;
 }
+
+static void gpu_synchronize(GPT *m) { if (m->on_device) cuda_synchronize(); }   // waits for m's queued work
 #else
 // The CPU build: nothing lives on a GPU, and every hook leaves the work to the CPU code.
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
+#define CPU_HOOK(name, ...) static int name(__VA_ARGS__) { return 0; }   // 0: not done on a GPU
 static void gpu_adopt_model(GPT *m) {}
-static int gpu_free_model(GPT *m) { return 0; }
 static const int *gpu_inputs(GPT *m, const int *inputs, size_t n) { return inputs; }
-static int gpu_encoder_backward(GPT *m, float *dwte, float *dwpe, const float *dres, int B, int T, int C) {
-    return 0;
-}
-static int gpu_build_kvcache(KVCache *kv, const GPTConfig *c, int B) { return 0; }
-static int gpu_free_kvcache(KVCache *kv) { return 0; }
 static void gpu_decode_inputs(GPT *m, KVCache *kv, const int **tokens, const int **pos, float **logits, int B) {}
 static void gpu_decode_logits(GPT *m, KVCache *kv, const float *logits, int B) {}
-static int gpu_kv_copy(KVCache *kv, float *kd, const float *ks, size_t kn, float *vd, const float *vs, size_t vn) {
-    return 0;
-}
-static int gpu_logprob_forward(GPT *m, float *logp, const int *targets, int N, float temperature,
-                               const unsigned char *allowed) {
-    return 0;
-}
-static int gpu_logprob_backward(GPT *m, const int *targets, const float *dlogp, int N, float temperature) {
-    return 0;
-}
-static int gpu_clip_grad_norm(GPT *m, float max_norm, float *norm) { return 0; }
-static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) { return 0; }
+static void gpu_synchronize(GPT *m) {}
+CPU_HOOK(gpu_free_model, GPT *m)
+CPU_HOOK(gpu_encoder_backward, GPT *m, float *dwte, float *dwpe, const float *dres, int B, int T, int C)
+CPU_HOOK(gpu_build_kvcache, KVCache *kv, const GPTConfig *c, int B)
+CPU_HOOK(gpu_free_kvcache, KVCache *kv)
+CPU_HOOK(gpu_logprob_forward, GPT *m, float *logp, const int *targets, int N, float temperature,
+         const unsigned char *allowed)
+CPU_HOOK(gpu_logprob_backward, GPT *m, const int *targets, const float *dlogp, int N, float temperature)
+CPU_HOOK(gpu_clip_grad_norm, GPT *m, float max_norm, float *norm)
+CPU_HOOK(gpu_adamw_update, GPT *m, const AdamWConfig *o, float lr, int t)
 #pragma GCC diagnostic pop
 #endif
 
@@ -7161,8 +7112,7 @@ static double sft_loss_padded(GPT *m, const int *inputs, const int *targets, flo
 static double sft_loss_spb(GPT *m, SharedPrefixBatch *pk, int B, const int *const *prompt, const int *plen,
                             const int *const *comp, const int *clen) {
     pack_shared_prefix_batch(pk, B, prompt, plen, comp, clen);
-    gpt_forward_spb(m, pk);
-    spb_logprob_forward(pk->edge_logp, m->acts.probs, m->acts.logits, pk, m->config.vocab_size, 1.0f, NULL);
+    gpt_forward_spb(m, pk, 1.0f, NULL);
     int count = 0;
     for (int b = 0; b < B; b++) count += clen[b];
     double loss = 0.0;
@@ -7174,8 +7124,7 @@ static double sft_loss_spb(GPT *m, SharedPrefixBatch *pk, int B, const int *cons
             pk->edge_dlogp[e] += -1.0f / count;
         }
     gpt_zero_grad(m);
-    spb_logprob_backward(m->grads_acts.logits, m->acts.probs, pk, pk->edge_dlogp, m->config.vocab_size, 1.0f);
-    gpt_backward_spb(m, pk);
+    gpt_backward_spb(m, pk, 1.0f);
     return loss / count;
 }
 
@@ -7244,8 +7193,8 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     float *logp = (float *)mallocCheck(2 * BT * sizeof(float)), *dlogp = logp + BT;
     const int *pp[4096], *cp[4096];
     int plen[4096], clen[4096];
-    SharedPrefixBatch pack;   // --update-layout tree: the batch as its prefix trie
-    build_shared_prefix_batch(&pack, o->update_layout == LAYOUT_TREE ? B : 0, maxT, maxT);
+    // --update-layout tree: the batch as its prefix trie
+    SharedPrefixBatch *pack = new_shared_prefix_batch(o->update_layout == LAYOUT_TREE ? B : 0, maxT, maxT);
     double t_start = wall_seconds();
     for (; st.step < o->steps; st.step++) {
         double t0 = wall_seconds();
@@ -7258,7 +7207,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
         }
         int T = make_batch(inputs, targets, B, pp, plen, cp, clen);   // T: the padded length, for tok/s
         double loss = o->update_layout == LAYOUT_TREE
-                          ? sft_loss_spb(&model, &pack, B, pp, plen, cp, clen)
+                          ? sft_loss_spb(&model, pack, B, pp, plen, cp, clen)
                           : sft_loss_padded(&model, inputs, targets, logp, dlogp, B, T);
         if (!isfinite(loss)) stop_on_nan("the loss", st.step + 1, (float)loss, last_good);
         float norm = clip_grad_norm(&model, opt.grad_clip);
@@ -7288,7 +7237,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     printf("# saved %s (%d steps, %.1f s)\n", ckpt, st.step, wall_seconds() - t_start);
     free(inputs);
     free(logp);
-    free_shared_prefix_batch(&pack);
+    delete_shared_prefix_batch(pack);
     free_dataset(&train);
     free_dataset(&val);
     free_gpt(&model);
@@ -9254,16 +9203,13 @@ static double time_train_steps(GPT *m, const BenchBatch *b, const AdamWConfig *o
         if (it == warm) t0 = wall_seconds();
         bench_train_step(m, b, opt, it + 1);
     }
-#ifdef GRPO_CUDA
-    if (m->on_device) cuda_synchronize();   // the GPU runs behind the host: wait for the last step
-#endif
+    gpu_synchronize(m);   // the GPU runs behind the host: wait for the last step
     return (double)b->B * b->T * steps / (wall_seconds() - t0);
 }
 
-/* read_bench_groups: the groups of path (eval --completions' format; '#' lines are comments; lines
-   with one prompt in a row form a group) into g (at most max_seqs completions of max_new tokens), the
-   prompts' tokens into prompts (max_seqs, maxT). Returns
-   the number of completions, 0 (g not built) when the file is missing or does not fit. */
+/* read_bench_groups: the groups of path (eval --completions' format; '#' lines are comments; lines with
+   one prompt in a row form a group) into g (<= max_seqs completions of max_new tokens), the prompts' tokens
+   into prompts (max_seqs, maxT). Returns the completions; 0 (g not built): no such file, or no fit. */
 static int read_bench_groups(const char *path, GroupBatch *g, int *prompts, int max_seqs, int max_new,
                              int maxT) {
     FILE *f = fopen(path, "r");
@@ -9401,9 +9347,7 @@ static int time_grpo_updates(GPT *m, const AdamWConfig *opt, int layouts, double
                 cfg.update_layout = lay;
                 double t1 = wall_seconds();
                 grpo_update(m, NULL, &g, &cfg, opt, &adam, NULL, &us);
-#ifdef GRPO_CUDA
-                if (m->on_device) cuda_synchronize();
-#endif
+                gpu_synchronize(m);
                 if (it > 0) ms[lay][it - 1] = 1e3 * (wall_seconds() - t1);
             }
         for (int lay = 0; lay < layouts; lay++) qsort(ms[lay], 5, sizeof(double), double_cmp);
@@ -9471,9 +9415,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     AdamWConfig opt = {1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0, 1000, 2, 1.0f};
     double train_tok_s = time_train_steps(&m, &bb, &opt, 3, o->steps);
     double gflops = train_tok_s * 3.0 * model_flops_per_token(&m.config) / 1e9;
-#ifndef GRPO_CUDA
-    double peak = fma_peak_gflops();   // one core's; the step runs on num_threads() of them
-#endif
+    double peak = m.on_device ? 0.0 : fma_peak_gflops();   // one core's; the step runs on num_threads() of them
     // the same step at the shape of the main job's GRPO update: 8 prompts x 16 completions,
     // sequences of up to 37 tokens (11-token prompt, 26 new), on a model of the same size
     int UB = 128, UT = imin(37, T);
@@ -9533,9 +9475,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 #endif
     printf("bench train_tok_s=%.1f sample_tok_s=%.1f gflops=%.2f update_tok_s=%.1f update_gflops=%.2f ",
            train_tok_s, sample_tok_s, gflops, update_tok_s, update_gflops);
-#ifndef GRPO_CUDA
-    printf("peak_gflops=%.1f ", peak);
-#endif
+    if (!m.on_device) printf("peak_gflops=%.1f ", peak);
     if (rg_n > 0 && layouts == 2)
         printf("update_padded_ms=%.2f update_tree_ms=%.2f update_seqs=%d update_T=%d update_rows=%d ",
                rg_ms[0][2], rg_ms[1][2], rg_n, rg_T, rg_rows);

@@ -4004,16 +4004,15 @@ static void test_sft_tree_vs_padded(void) {
         int T = make_batch(inputs, targets, B, pp, plen, cp, clen);
         float lp = (float)sft_loss_padded(&m, inputs, targets, logp, dlogp, B, T);
         memcpy(grads, m.grads_memory, m.num_parameters * sizeof(float));
-        SharedPrefixBatch pk;
-        build_shared_prefix_batch(&pk, B, maxT, maxT);
-        float lt = (float)sft_loss_spb(&m, &pk, B, pp, plen, cp, clen);
-        rows += pk.rows;
+        SharedPrefixBatch *pk = new_shared_prefix_batch(B, maxT, maxT);
+        float lt = (float)sft_loss_spb(&m, pk, B, pp, plen, cp, clen);
+        rows += pk->rows;
         double e[2] = {rel_err(&lt, &lp, 1, 1.0f), param_rel_err(&m, m.grads_memory, grads)};
         for (int q = 0; q < 2; q++) worst[q] = fmax(worst[q], e[q]);
         if (!(e[0] <= TOL_FWD) || !(e[1] <= TOL_BWD)) {
             if (failed++ < 3) printf("      trial %d: loss error %.2e, gradient error %.2e\n", trial, e[0], e[1]);
         }
-        free_shared_prefix_batch(&pk);
+        delete_shared_prefix_batch(pk);
         free(inputs);
         free(targets);
         free(logp);
