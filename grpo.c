@@ -3006,7 +3006,7 @@ static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k
     int **ints[] = {&mc->state_len, &mc->state_prefix, &mc->state_group, &mc->step_start, &mc->state_of,
                     &mc->cand_len, &mc->cand_leader, &mc->cand_state, &mc->row_len, &mc->row_budget,
                     &mc->cont_len, &mc->num_steps, &mc->scratch, &mc->seq, &mc->cont};
-    size_t counts[] = {cap, cap, cap, cap, cap, cap, cap, cap, R, R, R, N, max_new, (size_t)N * mc->maxT,
+    size_t counts[] = {cap, cap, cap, cap, cap, cap, cap, cap, R, R, R, (size_t)N, (size_t)max_new, (size_t)N * mc->maxT,
                        R * max_new};
     for (size_t a = 0; a < sizeof counts / sizeof counts[0]; a++)
         *ints[a] = (int *)callocCheck(counts[a], sizeof(int));
@@ -6125,7 +6125,10 @@ static void ckpt_on_signal(int sig) {
 
 // Installs ckpt_on_signal for the save (saved: the actions to restore) or, restore = 1, restores.
 static void ckpt_signals(struct sigaction *saved, int restore) {
-    struct sigaction sa = {.sa_handler = ckpt_on_signal, .sa_flags = SA_RESETHAND};
+    struct sigaction sa;   // (not an initializer: glibc's sa_handler is a macro, which C++ cannot designate)
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = ckpt_on_signal;
+    sa.sa_flags = SA_RESETHAND;
     sigemptyset(&sa.sa_mask);
     for (int i = 0; i < 3; i++)
         if (restore) sigaction(CKPT_SIGNALS[i], &saved[i], NULL);
