@@ -8695,6 +8695,7 @@ static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOCon
         nums[n].value = g->reward[i];
         nums[n].cost = -1;
         if (nd->end == g->clen[i]) continue;   // a leaf: the whole completion
+        nums[n].cost = D;                      // until mc has estimated it: its row of mc
         int *seq = mc->seq + (size_t)D * mc->maxT;   // mc holds a row per inner node
         memcpy(seq, g->prompt[i], (size_t)g->plen[i] * sizeof(int));
         memcpy(seq + g->plen[i], g->comp_row[i], (size_t)g->clen[i] * sizeof(int));
@@ -8707,12 +8708,10 @@ static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOCon
     }
     mc->num_states = D;
     MCStats st = mc_estimate_values(mc, m, cfg->temperature, (uint64_t)cfg->seed);
-    D = 0;
     for (int n = 0; n < tree->num_nodes; n++)
-        if (tree->nodes[n].end < g->clen[tree->nodes[n].member]) {
-            nums[n].value = mc->value[D];
-            nums[n].cost = mc->state_tokens[D];
-            D++;
+        if (nums[n].cost >= 0) {
+            nums[n].value = mc->value[nums[n].cost];
+            nums[n].cost = mc->state_tokens[nums[n].cost];
         }
     return st;
 }
@@ -9125,10 +9124,8 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
     free(tn.name);
 }
 
-/* refuse_check_records: what check cannot run on, named by its first line (check_error): a group of
-   one completion when the std is the group's; with β != 0 a line without logp_ref; logp_ref or
-   logp_old without logp; with mask_truncated a line without truncated=. The records are in file
-   order; sorted, starts: the G groups as cmd_check orders them. */
+/* refuse_check_records: exits naming the first line (check_error) of what check cannot run on: a group of
+   one under a group std, and each rule below. rec: file order; sorted, starts: cmd_check's G groups. */
 static void refuse_check_records(const char *path, const CheckRecord *rec, int N, CheckRecord *const *sorted,
                                  const int *starts, int G, const ObjectiveConfig *obj, int mask_truncated) {
     for (int g = 0; g < G; g++)
@@ -9189,8 +9186,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
     for (int a = 0; a < N; a++) if (a == 0 || sorted[a]->group != sorted[a - 1]->group) starts[G++] = a;
     starts[G] = N;
     refuse_check_records(path, rec, N, sorted, starts, G, &cfg.obj, o->mask_truncated);
-    // the batch as a training step holds it: completion a is the record sorted[a], rows of the
-    // longest completion's length
+    // the batch as a training step holds it: completion a is sorted[a], rows as long as the longest
     int maxlen = 1;
     for (int i = 0; i < N; i++) if (rec[i].n > maxlen) maxlen = rec[i].n;
     GroupBatch batch;
