@@ -8764,10 +8764,11 @@ static void sample_scored_group(GPT *m, KVCache *kv, GroupBatch *g, const GRPOCo
         g->reward[i] = task_reward(t, nums, n, target, g->comp_row[i], g->clen[i], 0.0f);
 }
 
-/* choose_sample_prompt: sample's prompt when --prompt is not given: up to SAMPLE_TRIES prompts of
-   o->val_data drawn from stream 0x5a3e of --seed, each one's group sampled as cmd_sample does (the
-   same streams): the first with mixed rewards, else the last, into o->prompt, said on stdout. */
+/* choose_sample_prompt: loads --model, then (no --prompt) tries up to SAMPLE_TRIES prompts of o->val_data
+   from stream 0x5a3e of --seed, each one's group sampled as cmd_sample does (the same streams): the
+   first with mixed rewards, else the last, into o->prompt, said on stdout. */
 static void choose_sample_prompt(Options *o, const Task *t, GPT *model) {
+    load_task_model(o, o->model, model, 1, NULL);
     Dataset val;
     load_dataset(&val, o->val_data, model->config.max_seq_len, 0, t);
     int k = o->group_size, maxT = model->config.max_seq_len, tries = 0, mixed = 0, line = 0;
@@ -8823,7 +8824,6 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     const Task *t = &TASKS[o->task];
     GPT model;
     int chosen = !o->prompt[0];   // the model loads first then, else after the --prompt is read
-    if (chosen) load_task_model(o, o->model, &model, 1, NULL);
     if (chosen) choose_sample_prompt(o, t, &model);
     int k = o->group_size, plen = (int)strlen(o->prompt), bad = 0;
     int nums[MAX_NUMS], n, target;
