@@ -8320,8 +8320,7 @@ static const char HTML_SCRIPT[] =
     "  var e = document.createElementNS(NS, tag);\n"
     "  for (var a in attrs) e.setAttribute(a, attrs[a]);\n"
     "  if (text !== undefined) e.textContent = text;\n"
-    "  if (parent) parent.appendChild(e);\n"
-    "  return e;\n"
+    "  return parent.appendChild(e);\n"
     "}\n"
     "function sg(x, d) { return x === null ? 'n/a' : (x < 0 ? '\\u2212' : '+') + Math.abs(x).toFixed(d); }\n"
     "function num(x, d) { return x === null ? 'n/a' : x.toFixed(d); }\n"
@@ -8716,9 +8715,8 @@ static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOCon
     return st;
 }
 
-// Draws pg's tree B(G) as text into f: one line per process step (node), children under their
-// parent, with |λ|, R̂, V̂ and the tokens it cost ("(leaf)" at a leaf), A_λ, the net coefficients
-// under GRPO and λ-GRPO, and the member completions y(i).
+// print_tree: pg's B(G) as text into f, a line per node under its parent: |λ|, R̂, V̂ and its cost
+// ("(leaf)" at a leaf), A_λ, the net coefficients under GRPO and λ-GRPO, and the members y(i).
 static void print_tree(FILE *f, const PageGroup *pg) {
     const PrefixTree *tree = pg->tree;
     int n_nodes = tree->num_nodes;
