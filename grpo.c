@@ -8720,11 +8720,10 @@ static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOCon
 static void print_tree(FILE *f, const PageGroup *pg) {
     const PrefixTree *tree = pg->tree;
     int n_nodes = tree->num_nodes;
-    unsigned char *is_last = (unsigned char *)callocCheck(n_nodes + 1, 1);
-    for (int n = 0; n < n_nodes; n++) {       // last child: no later node has the same parent
-        is_last[n] = 1;
-        for (int later = n + 1; later < n_nodes && is_last[n]; later++)
-            if (tree->nodes[later].parent == tree->nodes[n].parent) is_last[n] = 0;
+    unsigned char *is_last = (unsigned char *)callocCheck(2 * n_nodes + 1, 1), *seen = is_last + n_nodes;
+    for (int n = n_nodes - 1; n >= 0; n--) {   // last child: no later node has its parent (seen[p + 1])
+        is_last[n] = !seen[tree->nodes[n].parent + 1];
+        seen[tree->nodes[n].parent + 1] = 1;
     }
     for (int n = 0; n < n_nodes; n++) {
         const ProcessNode *nd = &tree->nodes[n];
