@@ -8032,12 +8032,10 @@ static int cmd_tree(int argc, char **argv, Options *o) {
 // the tree out and colours it (no network, no library). node_numbers computes what sample's text
 // tree prints and what the JSON holds, so the two cannot disagree; the script only draws them.
 
-/* NodeNumbers: the numbers shown for one node λ of B(G) beside its ProcessNode's |λ|, R̂ and A_λ
-   (sample's text, the page's JSON). */
+// NodeNumbers: one node λ's numbers beside its ProcessNode's |λ|, R̂ and A_λ (sample's text, the JSON).
 typedef struct {
-    double net[2];      // the net coefficient of each of the step's tokens, Σ_{i∈λ} lambda_weight·a_i
-                        // (before the aggregation factor c_i, notes/worked-example.md): [0] GRPO
-                        // (= |λ|·A_λ), [1] λ-GRPO (= A_λ); positive: the objective raises the tokens
+    double net[2];      // each step token's Σ_{i∈λ} lambda_weight·a_i before c_i (notes/worked-example.md):
+                        // [0] GRPO (= |λ|·A_λ), [1] λ-GRPO (= A_λ); positive: the objective raises the tokens
     float value;        // V̂ of the node's prefix (sample, from --mc-k continuations); NAN: none (check)
     long cost;          // sampled tokens V̂ cost; −1 at a leaf (V̂ is the reward); −2: no V̂
 } NodeNumbers;
@@ -8051,40 +8049,35 @@ typedef struct {
     const int *const *tokens;     // (k) completion i's token ids
     const int *len;               // (k)
     const float *reward, *advantage;   // (k) r_i and a_i; the page names completion i y(i+1), as the paper
-    const signed char *accepted;  // (k) 1 when the verifier accepted it, else 0; NULL: no verifier (check)
+    int verifier;                 // 1: the verifier accepted completion i when r_i = 1 (sample); 0: no verdicts
     const PrefixTree *tree;
     const int *node_of, *lambda_size;
     int stride;
     NodeNumbers *nums;            // (tree->num_nodes) node_numbers
 } PageGroup;
 
-/* node_members: the member completions of node n (indices into the group, ascending) into
-   out (capacity k); returns |λ|. A completion is a member when the node owns its token at the
-   node's first position. */
-static int node_members(const PageGroup *pg, int n, int *out) {
-    int start = pg->tree->nodes[n].start, m = 0;
-    for (int i = 0; i < pg->k; i++)
-        if (pg->len[i] > start && pg->node_of[(size_t)i * pg->stride + start] == n) out[m++] = i;
-    return m;
+// is_member: 1 when completion i is a member of node n (the node owns its token at the node's start).
+static int is_member(const PageGroup *pg, int n, int i) {
+    int start = pg->tree->nodes[n].start;
+    return pg->len[i] > start && pg->node_of[(size_t)i * pg->stride + start] == n;
 }
 
 /* node_numbers: pg->nums for every node of its tree, with the objective's own lambda_weight;
    value NAN and cost −2 (none: check; sample's node_values fills them in). */
 static void node_numbers(const PageGroup *pg) {
     ObjectiveConfig obj[2] = {{.objective = OBJ_GRPO}, {.objective = OBJ_LAMBDA_GRPO}};
-    int *members = (int *)mallocCheck((size_t)(pg->k + 1) * sizeof(int));
     for (int n = 0; n < pg->tree->num_nodes; n++) {
         NodeNumbers *o = &pg->nums[n];
-        int m = node_members(pg, n, members), start = pg->tree->nodes[n].start;
+        int start = pg->tree->nodes[n].start;
         o->net[0] = o->net[1] = 0.0;
-        for (int a = 0; a < m; a++) {
-            int i = members[a], size = pg->lambda_size[(size_t)i * pg->stride + start];
+        for (int i = 0; i < pg->k; i++) {
+            if (!is_member(pg, n, i)) continue;
+            int size = pg->lambda_size[(size_t)i * pg->stride + start];
             for (int b = 0; b < 2; b++) o->net[b] += (double)lambda_weight(&obj[b], size) * pg->advantage[i];
         }
         o->value = NAN;
         o->cost = -2;
     }
-    free(members);
 }
 
 /* TokenNames: how check's page writes a step's tokens: name[t] of --token-names for id t < n, run
@@ -8143,17 +8136,15 @@ static void html_chars(FILE *f, const char *s) {
     }
 }
 
-// A float as JSON after the text before (a key): 9 significant digits (the float exactly, as
-// check prints it); NAN: null.
+// before (a key), then v as JSON: 9 significant digits (the float exactly, as check prints it); NAN: null.
 static void json_num(FILE *f, const char *before, double v) {
     fputs(before, f);
     if (isfinite(v)) fprintf(f, "%.9g", v);
     else fputs("null", f);
 }
 
-// A step's text on the page: its first HTML_HEAD_TOKENS and last HTML_TAIL_TOKENS tokens when it
-// has more than HTML_STEP_TOKENS (the page shows 24 characters of it, the hover panel all of
-// this): so that a group of long completions stays well under 1 MB (start and end give the span).
+// A step of over HTML_STEP_TOKENS tokens is written as its first HTML_HEAD_TOKENS and last HTML_TAIL_TOKENS
+// (the box shows 24 characters, the hover panel all): long completions stay well under 1 MB.
 #define HTML_STEP_TOKENS 160
 #define HTML_HEAD_TOKENS 120
 #define HTML_TAIL_TOKENS 24
@@ -8197,8 +8188,7 @@ static const char HTML_SCRIPT[] =
     "  var e = document.createElementNS(NS, tag);\n"
     "  for (var a in attrs) e.setAttribute(a, attrs[a]);\n"
     "  if (text !== undefined) e.textContent = text;\n"
-    "  if (parent) parent.appendChild(e);\n"
-    "  return e;\n"
+    "  return parent.appendChild(e);\n"
     "}\n"
     "function sg(x, d) { return x === null ? 'n/a' : (x < 0 ? '\\u2212' : '+') + Math.abs(x).toFixed(d); }\n"
     "function num(x, d) { return x === null ? 'n/a' : x.toFixed(d); }\n"
@@ -8429,10 +8419,9 @@ static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int f
         json_num(f, ",\"reward\":", pg->reward[i]);
         json_num(f, ",\"advantage\":", pg->advantage[i]);
         fprintf(f, ",\"len\":%d,\"accepted\":%s,\"leaf\":%d}", pg->len[i],
-                pg->accepted ? (pg->accepted[i] ? "true" : "false") : "null", leaf);
+                pg->verifier ? (pg->reward[i] == 1.0f ? "true" : "false") : "null", leaf);
     }
     fprintf(f, "],\n\"nodes\":[");
-    int *members = (int *)mallocCheck((size_t)(pg->k + 1) * sizeof(int));
     for (int n = 0; n < tree->num_nodes; n++) {
         const ProcessNode *nd = &tree->nodes[n];
         const NodeNumbers *nn = &pg->nums[n];
@@ -8447,12 +8436,11 @@ static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int f
         json_num(f, "],\"V\":", nn->value);
         json_num(f, ",\"cost\":", nn->cost == -2 ? NAN : (double)nn->cost);
         fprintf(f, ",\"members\":[");
-        int m = node_members(pg, n, members);
-        for (int a = 0; a < m; a++) fprintf(f, "%s%d", a ? "," : "", members[a] + 1);
+        for (int i = 0, m = 0; i < pg->k; i++)
+            if (is_member(pg, n, i)) fprintf(f, "%s%d", m++ ? "," : "", i + 1);
         fprintf(f, "]}");
     }
     fprintf(f, "]}");
-    free(members);
 }
 
 // html_end: closes the JSON and the page and renames it over its path (atomic_close), saying so on stderr.
@@ -8480,10 +8468,9 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
     float *lp = (float *)mallocCheck((size_t)Bmax * max_new * sizeof(float));
     int *clen = (int *)mallocCheck(Bmax * sizeof(int));
     Rng *rngs = (Rng *)mallocCheck(Bmax * sizeof(Rng));
-    int samples = pass_k > 0 ? pass_k : 0;
     int *solved = (int *)mallocCheck(r.n * sizeof(int));   // by this pass's samples
-    for (int pass = 0; pass < (samples ? 2 : 1); pass++) {
-        int per = pass == 0 ? 1 : samples, num_solved = 0;   // per: sequences per prompt
+    for (int pass = 0; pass < (pass_k ? 2 : 1); pass++) {
+        int per = pass == 0 ? 1 : pass_k, num_solved = 0;   // per: sequences per prompt
         memset(solved, 0, r.n * sizeof(int));
         long total = (long)r.n * per;
         for (long s = 0; s < total; s += Bmax) {
@@ -8505,7 +8492,6 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
                 // otherwise count every well-formed wrong answer as solved
                 solved[i] |= task_reward(d->task, nums, d->num_count[i], d->target[i], cb, clen[b], 0.0f) == 1;
                 if (pass == 0 && dump) {
-                    // the dump shows the reward training would give (with --format-reward)
                     float rw = task_reward(d->task, nums, d->num_count[i], d->target[i], cb, clen[b],
                                            format_reward);
                     char ptext[4096], ctext[8 * 1024 + 16];   // a token decodes to at most 5 characters
@@ -8576,6 +8562,7 @@ static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOCon
         nums[n].value = g->reward[i];
         nums[n].cost = -1;
         if (nd->end == g->clen[i]) continue;   // a leaf: the whole completion
+        nums[n].cost = D;                      // until mc has estimated it: its row of mc
         int *seq = mc->seq + (size_t)D * mc->maxT;   // mc holds a row per inner node
         memcpy(seq, g->prompt[i], (size_t)g->plen[i] * sizeof(int));
         memcpy(seq + g->plen[i], g->comp_row[i], (size_t)g->clen[i] * sizeof(int));
@@ -8588,28 +8575,23 @@ static MCStats node_values(MCPRM *mc, GPT *m, const GroupBatch *g, const GRPOCon
     }
     mc->num_states = D;
     MCStats st = mc_estimate_values(mc, m, cfg->temperature, (uint64_t)cfg->seed);
-    D = 0;
     for (int n = 0; n < tree->num_nodes; n++)
-        if (tree->nodes[n].end < g->clen[tree->nodes[n].member]) {
-            nums[n].value = mc->value[D];
-            nums[n].cost = mc->state_tokens[D];
-            D++;
+        if (nums[n].cost >= 0) {
+            nums[n].value = mc->value[nums[n].cost];
+            nums[n].cost = mc->state_tokens[nums[n].cost];
         }
     return st;
 }
 
-// Draws pg's tree B(G) as text into f: one line per process step (node), children under their
-// parent, with |λ|, R̂, V̂ and the tokens it cost ("(leaf)" at a leaf), A_λ, the net coefficients
-// under GRPO and λ-GRPO, and the member completions y(i).
+// print_tree: pg's B(G) as text into f, a line per node under its parent: |λ|, R̂, V̂ and its cost
+// ("(leaf)" at a leaf), A_λ, the net coefficients under GRPO and λ-GRPO, and the members y(i).
 static void print_tree(FILE *f, const PageGroup *pg) {
     const PrefixTree *tree = pg->tree;
     int n_nodes = tree->num_nodes;
-    unsigned char *is_last = (unsigned char *)callocCheck(n_nodes + 1, 1);
-    int *members = (int *)mallocCheck((size_t)(pg->k + 1) * sizeof(int));
-    for (int n = 0; n < n_nodes; n++) {       // last child: no later node has the same parent
-        is_last[n] = 1;
-        for (int later = n + 1; later < n_nodes && is_last[n]; later++)
-            if (tree->nodes[later].parent == tree->nodes[n].parent) is_last[n] = 0;
+    unsigned char *is_last = (unsigned char *)callocCheck(2 * n_nodes + 1, 1), *seen = is_last + n_nodes;
+    for (int n = n_nodes - 1; n >= 0; n--) {   // last child: no later node has its parent (seen[p + 1])
+        is_last[n] = !seen[tree->nodes[n].parent + 1];
+        seen[tree->nodes[n].parent + 1] = 1;
     }
     for (int n = 0; n < n_nodes; n++) {
         const ProcessNode *nd = &tree->nodes[n];
@@ -8625,19 +8607,17 @@ static void print_tree(FILE *f, const PageGroup *pg) {
         fprintf(f, "%s%-*s |λ|=%-2d R̂=%.3f  V̂=%.3f %-10s A_λ=%+.4f  net %+.4f %+.4f  y(",
                 is_last[n] ? "└── " : "├── ", width > 1 ? width : 1, text, nd->size, nd->step_reward, nn->value,
                 spent, nd->step_advantage, nn->net[0], nn->net[1]);
-        int m = node_members(pg, n, members);
-        for (int a = 0; a < m; a++) fprintf(f, a ? ",%d" : "%d", members[a] + 1);
+        for (int i = 0, m = 0; i < pg->k; i++)
+            if (is_member(pg, n, i)) fprintf(f, m++ ? ",%d" : "%d", i + 1);
         fprintf(f, ")\n");
     }
-    free(members);
     free(is_last);
 }
 
 #define SAMPLE_TRIES 16   // sample without --prompt: validation prompts tried for a mixed group
 
-/* sample_scored_group: g's one group of k completions of prompt (plen tokens, <bos> first), drawn
-   as a training step's first step draws it (sample_group), and their rewards from task t for the
-   problem nums (n), target. */
+/* sample_scored_group: g's one group of k completions of prompt (plen tokens, <bos> first) as a training
+   step's first step draws it (sample_group), rewarded by task t for the problem nums (n), target. */
 static void sample_scored_group(GPT *m, KVCache *kv, GroupBatch *g, const GRPOConfig *cfg, const int *prompt,
                                 int plen, const Task *t, const int *nums, int n, int target) {
     for (int i = 0; i < g->N; i++) {
@@ -8649,10 +8629,11 @@ static void sample_scored_group(GPT *m, KVCache *kv, GroupBatch *g, const GRPOCo
         g->reward[i] = task_reward(t, nums, n, target, g->comp_row[i], g->clen[i], 0.0f);
 }
 
-/* choose_sample_prompt: sample's prompt when --prompt is not given: up to SAMPLE_TRIES prompts of
-   o->val_data drawn from stream 0x5a3e of --seed, each one's group sampled as cmd_sample does (the
-   same streams): the first with mixed rewards, else the last, into o->prompt, said on stdout. */
+/* choose_sample_prompt: loads --model, then (no --prompt) tries up to SAMPLE_TRIES prompts of o->val_data
+   from stream 0x5a3e of --seed, each one's group sampled as cmd_sample does (the same streams): the
+   first with mixed rewards, else the last, into o->prompt, said on stdout. */
 static void choose_sample_prompt(Options *o, const Task *t, GPT *model) {
+    load_task_model(o, o->model, model, 1, NULL);
     Dataset val;
     load_dataset(&val, o->val_data, model->config.max_seq_len, 0, t);
     int k = o->group_size, maxT = model->config.max_seq_len, tries = 0, mixed = 0, line = 0;
@@ -8708,7 +8689,6 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     const Task *t = &TASKS[o->task];
     GPT model;
     int chosen = !o->prompt[0];   // the model loads first then, else after the --prompt is read
-    if (chosen) load_task_model(o, o->model, &model, 1, NULL);
     if (chosen) choose_sample_prompt(o, t, &model);
     int k = o->group_size, plen = (int)strlen(o->prompt), bad = 0;
     int nums[MAX_NUMS], n, target;
@@ -8754,7 +8734,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     build_mcprm(&mc, &model.config, inner > 0 ? inner : 1, o->max_new_tokens, o->mc_k, 0, t->step_end,
                 task_outcome_reward, &task, NULL);
     NodeNumbers *node_nums = (NodeNumbers *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(NodeNumbers));
-    PageGroup pg = {0, o->prompt, k, g.comp_row, g.clen, g.reward, g.advantage, NULL, &g.tree, g.node_of,
+    PageGroup pg = {0, o->prompt, k, g.comp_row, g.clen, g.reward, g.advantage, 1, &g.tree, g.node_of,
                     g.lambda_size, g.max_new, node_nums};
     node_numbers(&pg);
     MCStats spent = node_values(&mc, &model, &g, &cfg, node_nums);
@@ -8769,18 +8749,14 @@ static int cmd_sample(int argc, char **argv, Options *o) {
            group_tokens);
     print_tree(stdout, &pg);
     if (o->html_out[0]) {
-        signed char *accepted = (signed char *)mallocCheck((size_t)k);   // the rewards are the verifier's
-        for (int i = 0; i < k; i++) accepted[i] = (signed char)(g.reward[i] == 1.0f);
         char settings[1400];
         snprintf(settings, sizeof settings, "k=%d, T=%g, --max-new-tokens %d, --mc-k %d, --seed %d, model %s; "
                  "advantages: --adv-std %s, --adv-eps %g (the training defaults)", k, o->temperature,
                  o->max_new_tokens, o->mc_k, o->seed, o->model, ADV_STD_NAMES[cfg.obj.adv_std], cfg.obj.adv_eps);
-        pg.accepted = accepted;
         AtomicFile af;
         FILE *page = html_begin(&af, o->html_out, "sample", o->prompt, o->obj.objective, settings, NULL, 1);
         html_group(page, &pg, NULL, 1);
         html_end(&af);
-        free(accepted);
     }
     free(node_nums);
     free_mcprm(&mc);
@@ -8849,6 +8825,7 @@ typedef struct {
     int *tokens;
     float *logp, *logp_old, *logp_ref;   // (n) each; NULL when absent
     int truncated;              // truncated=: 1 cut at the trainer's budget without EOS, 0 not, -1 absent
+    int pos;                    // its index in cmd_check's order (by group, then line)
 } CheckRecord;
 
 // by group id, then file order (a's and b's records: CheckRecord pointers)
@@ -8908,7 +8885,7 @@ static int read_check_file(const char *path, CheckRecord **out) {
         if ((size_t)len != strlen(line)) check_error(path, lineno, "NUL byte in line");
         char *hash = strchr(line, '#');
         if (hash) *hash = 0;
-        CheckRecord r = {lineno, 0, 0.0f, -1, NULL, NULL, NULL, NULL, -1};
+        CheckRecord r = {lineno, 0, 0.0f, -1, NULL, NULL, NULL, NULL, -1, 0};
         static const char *keys[7] = {"group", "reward", "tokens", "logp", "logp_old", "logp_ref", "truncated"};
         float **lists[3] = {&r.logp, &r.logp_old, &r.logp_ref};   // keys[3..5]
         int seen = 0, counts[3];   // seen: bit c for keys[c]
@@ -9001,7 +8978,7 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
         char label[64];
         snprintf(label, sizeof label, "group %ld", sorted[first]->group);
         PageGroup pg = {sorted[first]->group, label, k, batch->comp_row + first, batch->clen + first,
-                        batch->reward + first, batch->advantage + first, NULL, &batch->tree,
+                        batch->reward + first, batch->advantage + first, 0, &batch->tree,
                         batch->node_of + row, batch->lambda_size + row, stride, nums};
         node_numbers(&pg);
         html_group(page, &pg, &tn, p == 0);
@@ -9012,10 +8989,8 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
     free(tn.name);
 }
 
-/* refuse_check_records: what check cannot run on, named by its first line (check_error): a group of
-   one completion when the std is the group's; with β != 0 a line without logp_ref; logp_ref or
-   logp_old without logp; with mask_truncated a line without truncated=. The records are in file
-   order; sorted, starts: the G groups as cmd_check orders them. */
+/* refuse_check_records: exits naming the first line (check_error) of what check cannot run on: a group of
+   one under a group std, and each rule below. rec: file order; sorted, starts: cmd_check's G groups. */
 static void refuse_check_records(const char *path, const CheckRecord *rec, int N, CheckRecord *const *sorted,
                                  const int *starts, int G, const ObjectiveConfig *obj, int mask_truncated) {
     for (int g = 0; g < G; g++)
@@ -9071,12 +9046,12 @@ static int cmd_check(int argc, char **argv, Options *o) {
     CheckRecord **sorted = (CheckRecord **)mallocCheck(N * sizeof(CheckRecord *));
     for (int i = 0; i < N; i++) sorted[i] = &rec[i];
     qsort(sorted, N, sizeof(CheckRecord *), check_record_cmp);
+    for (int a = 0; a < N; a++) sorted[a]->pos = a;
     int *starts = (int *)mallocCheck((N + 1) * sizeof(int)), G = 0;
     for (int a = 0; a < N; a++) if (a == 0 || sorted[a]->group != sorted[a - 1]->group) starts[G++] = a;
     starts[G] = N;
     refuse_check_records(path, rec, N, sorted, starts, G, &cfg.obj, o->mask_truncated);
-    // the batch as a training step holds it: completion a is the record sorted[a], rows of the
-    // longest completion's length
+    // the batch as a training step holds it: completion a is sorted[a], rows as long as the longest
     int maxlen = 1;
     for (int i = 0; i < N; i++) if (rec[i].n > maxlen) maxlen = rec[i].n;
     GroupBatch batch;
@@ -9110,13 +9085,10 @@ static int cmd_check(int argc, char **argv, Options *o) {
                                        batch.adv_tok + row, batch.weight + row, batch.coef + row, &out);
         loss += line_loss[a];
     }
-    // print in file order
-    int *pos_of = (int *)mallocCheck(N * sizeof(int));
-    for (int a = 0; a < N; a++) pos_of[sorted[a] - rec] = a;
-    // finite inputs can still overflow float32 (rewards far apart, logp far from logp_old or
-    // logp_ref): an inf or NaN in the output is the first offending line's error, not a result
+    // in file order: finite inputs can still overflow float32 (rewards far apart, logp far from
+    // logp_old or logp_ref): an inf or NaN in the output is the first offending line's error
     for (int i = 0; i < N; i++) {
-        int a = pos_of[i];
+        int a = rec[i].pos;
         size_t row = (size_t)a * maxlen;
         const char *none = "(outputs must be finite; nothing was printed)";
         if (!isfinite(batch.advantage[a]))
@@ -9136,7 +9108,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
         check_error(path, rec[N - 1].line, "the loss (the sum over every line) is not finite");
     printf("line\tgroup\tt\ttoken\tlambda_size\tweight\tadvantage\tstep_advantage\tratio\tkl\tdloss_dlogp\n");
     for (int i = 0; i < N; i++) {
-        int a = pos_of[i];
+        int a = rec[i].pos;
         size_t row = (size_t)a * maxlen;
         for (int t = 0; t < batch.clen[a]; t++) {
             size_t at = row + t;
@@ -9159,7 +9131,6 @@ static int cmd_check(int argc, char **argv, Options *o) {
     free_group_batch(&batch);
     free(zeros);
     free(line_loss);
-    free(pos_of);
     return 0;
 }
 

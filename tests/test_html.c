@@ -540,10 +540,8 @@ static void test_html_sample_text(void) {
     for (int t = 0; t < 10; t++) prompt[t] = t == 0 ? TOK_BOS : char_to_token("7 3 5>26:"[t - 1]);
     fill_group(&g, prompt, 10, GROUP, GROUP_R, &cfg);
     int nn = g.tree.num_nodes;
-    signed char accepted[8];
-    for (int i = 0; i < 8; i++) accepted[i] = (signed char)(g.reward[i] == 1.0f);
     NodeNumbers *nums = (NodeNumbers *)malloc(nn * sizeof(NodeNumbers));
-    PageGroup pg = {0, "7 3 5>26:", 8, g.comp_row, g.clen, g.reward, g.advantage, accepted, &g.tree,
+    PageGroup pg = {0, "7 3 5>26:", 8, g.comp_row, g.clen, g.reward, g.advantage, 1, &g.tree,
                     g.node_of, g.lambda_size, g.max_new, nums};
     node_numbers(&pg);
     for (int n = 0; n < nn; n++) {   // V̂ and its cost as sample's node_values would fill them in
