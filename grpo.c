@@ -3007,7 +3007,8 @@ static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k
     int **ints[] = {&mc->state_len, &mc->state_prefix, &mc->state_group, &mc->step_start, &mc->state_of,
                     &mc->cand_len, &mc->cand_state, &mc->row_len, &mc->row_budget, &mc->cont_len,
                     &mc->num_steps, &mc->scratch, &mc->seq, &mc->cont};
-    size_t counts[] = {cap, cap, cap, cap, cap, cap, cap, R, R, R, N, max_new, (size_t)N * mc->maxT, R * max_new};
+    size_t counts[] = {cap, cap, cap, cap, cap, cap, cap, R, R, R, N, max_new, (size_t)N * mc->maxT,
+                       R * max_new};
     for (size_t a = 0; a < sizeof counts / sizeof counts[0]; a++)
         *ints[a] = (int *)callocCheck(counts[a], sizeof(int));
     mc->state_seq = (const int **)callocCheck(cap, sizeof(int *));
@@ -3023,8 +3024,8 @@ static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k
 }
 
 static void free_mcprm(MCPRM *mc) {
-    void *arrays[] = {(void *)mc->state_seq, mc->state_len, mc->state_prefix, mc->state_group, mc->state_stream,
-                      mc->value, mc->state_tokens, mc->num_steps, mc->step_start, mc->state_of, mc->seq,
+    void *arrays[] = {(void *)mc->state_seq, mc->state_len, mc->state_prefix, mc->state_group, mc->value,
+                      mc->state_stream, mc->state_tokens, mc->num_steps, mc->step_start, mc->state_of, mc->seq,
                       (void *)mc->cand_seq, mc->cand_len, mc->cand_state, (void *)mc->row_seq, mc->row_len,
                       mc->row_budget, mc->cont, mc->cont_len, mc->cont_logp, mc->rngs, mc->scratch, mc->adv};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
@@ -3244,9 +3245,8 @@ static double value_loss(int n, const float *value, const float *value_old, cons
 static void value_head_forward(float *value, const float *lnf, const float *head, int N, int C) {
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
-        const float *x = lnf + (size_t)n * C;
         float s = 0.0f;
-        for (int i = 0; i < C; i++) s += x[i] * head[i];
+        for (int i = 0; i < C; i++) s += lnf[(size_t)n * C + i] * head[i];
         value[n] = s + head[C];
     }
 }
@@ -3309,11 +3309,9 @@ static int critic_forward(Critic *c, GroupBatch *g, int first, int B, float *out
                        g->clen + first);
     gpt_forward_trunk(&c->trunk, g->inputs, B, T);
     value_head_forward(c->pos, c->trunk.acts.lnf, c->head, B * T, c->C);
-    for (int b = 0; b < B; b++) {
-        int i = first + b;
+    for (int b = 0, i = first; b < B; b++, i++)
         for (int t = 0; t < g->clen[i]; t++)
             out[(size_t)i * g->max_new + t] = c->pos[b * T + g->plen[i] - 1 + t];
-    }
     return T;
 }
 
@@ -3407,14 +3405,10 @@ static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cf
     for (int iter = 0; iter < cfg->num_iterations; iter++) {
         long clipped = 0;
         double loss = critic_loss_backward(c, g, cfg, &clipped);
-        if (!isfinite(loss)) {
-            stats->not_finite = (float)loss;
-            return UPDATE_LOSS_NOT_FINITE;
-        }
-        float norm = critic_clip_grad_norm(c, c->cfg.opt.grad_clip);
-        if (!isfinite(norm)) {
+        float norm = isfinite(loss) ? critic_clip_grad_norm(c, c->cfg.opt.grad_clip) : (float)loss;
+        if (!isfinite(norm)) {   // the loss's, or else the gradient norm's
             stats->not_finite = norm;
-            return UPDATE_GRAD_NORM_NOT_FINITE;
+            return isfinite(loss) ? UPDATE_GRAD_NORM_NOT_FINITE : UPDATE_LOSS_NOT_FINITE;
         }
         float lr = lr_at(&c->cfg.opt, c->adam_t);
         c->adam_t += 1;
@@ -3541,8 +3535,7 @@ static void probe_csv_fields(char *out, size_t cap, const Probe *p, int step) {
     else snprintf(out, cap, ",%.9g,%.9g,%.6f,%.4f", p->cos, p->norm_ratio, p->share, p->seconds);
 }
 
-// ---- The hooks grpo_step calls (declared before it): the methods' per-token advantages, the probe, PPO's
-// critic update
+// ---- The hooks grpo_step calls (declared before it): per-token advantages, the probe, PPO's critic update
 static void method_token_advantages(TrainRun *run, StepReport *r) {
     if (run->mc) r->mc = mc_prm_advantages(run->mc, run->policy, run->batch, &run->cfg, run->state->step);
     if (run->critic) ppo_advantages(run->critic, run->batch, &run->cfg, &r->critic);
@@ -3595,8 +3588,7 @@ static double rng_beta(Rng *r, double a, double b) {
 enum { SELECT_UNIFORM, SELECT_MOPPS, SELECT_DYNAMIC };
 static const char *PROMPT_SELECT_NAMES[] = {"uniform", "mopps", "dynamic", NULL};
 
-// dynamic: refill round r (1..15) samples completion i on stream (step+1)·65536 + r·4096 + i (a step
-// has at most 4096 completions, check_grpo_options, so no two streams meet)
+// dynamic: refill round r (1..15) samples completion i on stream (step+1)·65536 + r·4096 + i (N <= 4096)
 #define DYNAMIC_ROUND_STREAMS 4096
 #define DYNAMIC_MAX_ROUNDS 15
 #define DYNAMIC_DEFAULT_ROUNDS 9   // 10 samplings a step at most: verl's DAPO recipe, max_num_gen_batches=10
@@ -3613,7 +3605,7 @@ struct PromptSelector {
                              // each of the run's h groups so far the pair (p̂, realised success s/k)
     double *alpha, *beta, *history;   // (n), (n) and (h, 2): views into state
     long groups, capacity;   // h, and the most groups state holds now (mopps_reserve grows it)
-    int *cand, *keep;        // (M) candidates (dataset indices); (P) the kept candidates' positions
+    int *cand;               // (M) candidates (dataset indices)
     double *phat;            // (M) each candidate's p̂
     double *step_pred;       // (P) the p̂ of each group of the step
     unsigned char *taken;    // (n) scratch: 1 for a prompt already a candidate of this step
@@ -3668,10 +3660,7 @@ static int keyed_index_cmp(const void *a, const void *b) {
    τ, nearest first, ties in candidate order (MoPPS's argsort(distances)[:P], made stable). */
 static void mopps_keep_nearest(int *keep, const double *phat, int M, int P, double target) {
     KeyedIndex *near = (KeyedIndex *)mallocCheck((size_t)M * sizeof *near);
-    for (int c = 0; c < M; c++) {
-        double gap = phat[c] - target;
-        near[c] = (KeyedIndex){gap * gap, c};
-    }
+    for (int c = 0; c < M; c++) near[c] = (KeyedIndex){(phat[c] - target) * (phat[c] - target), c};
     qsort(near, M, sizeof *near, keyed_index_cmp);
     for (int p = 0; p < P; p++) keep[p] = near[p].pos;
     free(near);
@@ -3687,16 +3676,15 @@ static void mopps_select(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng
         double a = s->alpha[q], b = s->beta[q];
         s->phat[c] = s->thompson ? rng_beta(run_rng, a, b) : a / (a + b);
     }
-    mopps_keep_nearest(s->keep, s->phat, M, P, s->target);
+    mopps_keep_nearest(g->prompt_idx, s->phat, M, P, s->target);   // the kept candidates' positions
     for (int p = 0; p < P; p++) {
-        g->prompt_idx[p] = s->cand[s->keep[p]];
-        s->step_pred[p] = s->phat[s->keep[p]];
+        s->step_pred[p] = s->phat[g->prompt_idx[p]];
+        g->prompt_idx[p] = s->cand[g->prompt_idx[p]];
     }
     set_group_prompts(g, d);
 }
 
-// mopps_update: prompt q's posterior after s successes of k (MoPPS's PosteriorSampler.train): a decay d < 1
-// forgets old outcomes towards the prior (1, 1)
+// mopps_update: prompt q's posterior after s successes of k (PosteriorSampler.train), decayed towards (1, 1)
 static void mopps_update(double *alpha, double *beta, int q, int k, int s, double decay) {
     alpha[q] = decay * alpha[q] + (1.0 - decay) * 1.0 + s;
     beta[q] = decay * beta[q] + (1.0 - decay) * 1.0 + (k - s);
@@ -3806,7 +3794,6 @@ static void build_prompt_selector(PromptSelector *s, int method, double target, 
         s->state[1] = 0;
         s->cand = (int *)mallocCheck((size_t)candidates * sizeof(int));
         s->phat = (double *)mallocCheck((size_t)candidates * sizeof(double));
-        s->keep = (int *)mallocCheck((size_t)P * sizeof(int));
         s->step_pred = (double *)mallocCheck((size_t)P * sizeof(double));
         s->taken = (unsigned char *)callocCheck(n, 1);
     }
@@ -3814,7 +3801,7 @@ static void build_prompt_selector(PromptSelector *s, int method, double target, 
 }
 
 static void free_prompt_selector(PromptSelector *s) {
-    void *arrays[] = {s->state, s->cand, s->phat, s->keep, s->step_pred, s->taken};
+    void *arrays[] = {s->state, s->cand, s->phat, s->step_pred, s->taken};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
     if (s->method == SELECT_DYNAMIC) free_group_batch(&s->spare);
 }
@@ -3822,8 +3809,7 @@ static void free_prompt_selector(PromptSelector *s) {
 // select_prompts: the step's prompts into g, one per group (mopps_select or draw_prompts); starts out
 static void select_prompts(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng *run_rng,
                            SelectStats *out) {
-    memset(out, 0, sizeof *out);
-    out->logged = s->method != SELECT_UNIFORM;
+    *out = (SelectStats){.logged = s->method != SELECT_UNIFORM};
     if (s->method == SELECT_MOPPS) mopps_select(s, g, d, run_rng);
     else draw_prompts(g, d, run_rng);
 }
@@ -3893,8 +3879,7 @@ static double spearman(const double *x, const double *y, int n) {
         syy += (ry[i] - mean) * (ry[i] - mean);
     }
     free(rx);
-    if (sxx == 0.0 || syy == 0.0) return NAN;
-    return sxy / sqrt(sxx * syy);
+    return sxx == 0.0 || syy == 0.0 ? NAN : sxy / sqrt(sxx * syy);
 }
 
 // ----------------------------------------------------------------------------
