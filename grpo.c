@@ -2929,17 +2929,15 @@ static int chain_sum_well_formed(const char *completion, int len) {
 // ----------------------------------------------------------------------------
 // Comparison method: MC-PRM (VinePPO, Kazemnejad et al. 2024, arXiv 2410.01679;
 // notes/credit-assignment.md §3): λ-GRPO reads a prefix's value off the group sampled anyway;
-// MC-PRM pays for it.
-// State s_j (the prompt and a completion's first j steps) gets V̂(s_j), the mean reward of K
-// continuations from π_old; every token of step j carries A_j = V̂(s_{j+1}) − V̂(s_j) (last step:
+// MC-PRM pays for it. V̂(s_j) of state s_j (the prompt and a completion's first j steps) is the mean
+// reward of K continuations from π_old; step j's tokens carry A_j = V̂(s_{j+1}) − V̂(s_j) (last step:
 // r − V̂(s_{m−1})) in place of a_i, whitened (--mc-whiten). Identical states are estimated once.
 
 // A segmentation: a task's step-end character (Task.step_end), or MC_SEGMENT_TOKEN: every token a step
 enum { MC_SEGMENT_COMMA = ',', MC_SEGMENT_TOKEN = 1 };
 #define MC_MAX_ROWS 2048   // continuations per sampler call (at least one state's K): its KV cache's rows
 
-/* OutcomeReward: a task's verifier as MC-PRM calls it: the outcome reward of completion
-   comp[0..len) (<eos> last when it ended) of the prompt of group `group`, whose problems are in task. */
+// OutcomeReward: the outcome reward of completion comp[0..len) (<eos> last when it ended) of group `group`
 typedef float (*OutcomeReward)(const void *task, int group, const int *comp, int len);
 
 typedef struct {                 // a task's problems (countdown, chain-sum), as MC-PRM's verifier reads them
@@ -2980,8 +2978,8 @@ struct MCPRM {
     // (N, max_new): step j of completion i starts at token step_start[i·max_new + j], from state state_of[..]
     int *num_steps, *step_start, *state_of;
     int *seq;                    // (N, maxT) <bos> prompt completion of each completion (states point in)
-    const int **cand_seq;        // scratch, (N·max_new): one candidate state per step
-    int *cand_len, *cand_leader, *cand_state;
+    const int **cand_seq;        // scratch, (N·max_new): one candidate state per step; its leader
+    int *cand_len, *cand_state;  // (shared_prompts), replaced by its state in mc_build_states
     // one sampler call's continuations, (rows) each; cont and cont_logp (rows, max_new)
     KVCache kv;
     int rows;
@@ -3004,9 +3002,10 @@ static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k
                   .reward = reward, .task = task, .allowed = allowed, .rows = states_per_call * k};
     size_t R = mc->rows;
     int **ints[] = {&mc->state_len, &mc->state_prefix, &mc->state_group, &mc->step_start, &mc->state_of,
-                    &mc->cand_len, &mc->cand_leader, &mc->cand_state, &mc->row_len, &mc->row_budget,
-                    &mc->cont_len, &mc->num_steps, &mc->scratch, &mc->seq, &mc->cont};
-    size_t counts[] = {cap, cap, cap, cap, cap, cap, cap, cap, R, R, R, (size_t)N, (size_t)max_new, (size_t)N * mc->maxT,
+                    &mc->cand_len, &mc->cand_state, &mc->row_len, &mc->row_budget, &mc->cont_len,
+                    &mc->num_steps, &mc->scratch, &mc->seq, &mc->cont};
+    size_t counts[] = {cap, cap, cap, cap, cap, cap, cap, R, R, R, (size_t)N, (size_t)max_new,
+                       (size_t)N * mc->maxT,
                        R * max_new};
     for (size_t a = 0; a < sizeof counts / sizeof counts[0]; a++)
         *ints[a] = (int *)callocCheck(counts[a], sizeof(int));
@@ -3023,18 +3022,16 @@ static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k
 }
 
 static void free_mcprm(MCPRM *mc) {
-    void *arrays[] = {(void *)mc->state_seq, mc->state_len, mc->state_prefix, mc->state_group,
-                      mc->state_stream, mc->value, mc->state_tokens, mc->num_steps, mc->step_start,
-                      mc->state_of, mc->seq, (void *)mc->cand_seq, mc->cand_len, mc->cand_leader,
-                      mc->cand_state, (void *)mc->row_seq, mc->row_len, mc->row_budget, mc->cont,
-                      mc->cont_len, mc->cont_logp, mc->rngs, mc->scratch, mc->adv};
+    void *arrays[] = {(void *)mc->state_seq, mc->state_len, mc->state_prefix, mc->state_group, mc->value,
+                      mc->state_stream, mc->state_tokens, mc->num_steps, mc->step_start, mc->state_of, mc->seq,
+                      (void *)mc->cand_seq, mc->cand_len, mc->cand_state, (void *)mc->row_seq, mc->row_len,
+                      mc->row_budget, mc->cont, mc->cont_len, mc->cont_logp, mc->rngs, mc->scratch, mc->adv};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
     free_kvcache(&mc->kv);
 }
 
-/* mc_stream: the RNG stream of continuation 0 (c: + c, c < 4096) from the state of completion i's
-   first b tokens at step `step`: disjoint from the trajectories' and evaluation's streams, and the
-   state's alone (no V̂ depends on batching or threads). Needs i < 4096, b < 1024, step < 2^24. */
+/* mc_stream: the RNG stream of continuation 0 (c: + c, c < 4096) from completion i's first b tokens at
+   step `step`, disjoint from all others, so no V̂ depends on batching or threads. i < 4096, b < 1024. */
 static uint64_t mc_stream(int step, int i, int b) {
     return (1ull << 62) + ((((uint64_t)step * 4096 + (uint64_t)i) * 1024 + (uint64_t)b) << 12);
 }
@@ -3048,9 +3045,8 @@ static int mc_segment(const int *comp, int len, int mode, int *start) {
     return m;
 }
 
-/* mc_build_states: the states s_j = <bos> prompt and the first step_start[j] tokens of each step of
-   batch g; the distinct ones (shared_prompts) become states 0..D−1 in order of first appearance,
-   with its group and stream; state_of maps each step to its state. Returns D. */
+/* mc_build_states: the distinct states (shared_prompts) of batch g's steps, <bos> prompt and the step's
+   first tokens, as states 0..D−1 in order of first appearance; state_of maps each step to its state. */
 static int mc_build_states(MCPRM *mc, const GroupBatch *g, int step) {
     int stride = g->max_new, C = 0;
     for (int i = 0; i < g->N; i++) {
@@ -3063,13 +3059,13 @@ static int mc_build_states(MCPRM *mc, const GroupBatch *g, int step) {
             mc->cand_len[C] = g->plen[i] + start[j];
         }
     }
-    if (C > 0) shared_prompts(mc->cand_leader, C, mc->cand_seq, mc->cand_len);
+    if (C > 0) shared_prompts(mc->cand_state, C, mc->cand_seq, mc->cand_len);
     int D = 0, c = 0;
     for (int p = 0; p < g->num_groups; p++)
         for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++)
             for (int j = 0; j < mc->num_steps[i]; j++, c++) {
                 int b = mc->step_start[(size_t)i * stride + j];
-                if (mc->cand_leader[c] == c) {   // the first appearance of these tokens: a new state
+                if (mc->cand_state[c] == c) {   // the first appearance of these tokens: a new state
                     mc->state_seq[D] = mc->cand_seq[c];
                     mc->state_len[D] = mc->cand_len[c];
                     mc->state_prefix[D] = b;
@@ -3077,15 +3073,13 @@ static int mc_build_states(MCPRM *mc, const GroupBatch *g, int step) {
                     mc->state_stream[D] = mc_stream(step, i, b);
                     mc->cand_state[c] = D++;
                 }
-                else mc->cand_state[c] = mc->cand_state[mc->cand_leader[c]];
+                else mc->cand_state[c] = mc->cand_state[mc->cand_state[c]];   // its leader's, c' < c
                 mc->state_of[(size_t)i * stride + j] = mc->cand_state[c];
             }
-    mc->num_states = D;
-    return D;
+    return mc->num_states = D;
 }
 
-/* mc_estimate_values: each state's V̂ (value), the mean (in double) of the rewards of K continuations from
-   policy (π_old), each on its own stream, and state_tokens. Returns the cost. */
+// mc_estimate_values: each state's V̂ (value), the mean reward of K continuations from π_old; its cost
 static MCStats mc_estimate_values(MCPRM *mc, GPT *policy, float temperature, uint64_t seed) {
     MCStats st = {mc->num_states, 0, 0, 0};
     int K = mc->k, per_call = mc->rows / mc->k;
@@ -3144,8 +3138,8 @@ static long token_moments(const float *x, const float *y, const int *len, int N,
     return n;
 }
 
-/* whiten_advantages: out (may be adv) = (A − mean) / sqrt(var + 1e-8) over every completion token, sample
-   variance, in double (TRL's and verl's masked_whiten). Equal advantages, or only one, become 0. */
+/* whiten_advantages: out (may be adv) = (A − mean) / sqrt(sample var + 1e-8) over every completion token
+   (TRL's and verl's masked_whiten); equal advantages, or only one, become 0. */
 static void whiten_advantages(float *out, const float *adv, const int *len, int N, int stride) {
     double mean, ss;
     long n = token_moments(adv, NULL, len, N, stride, &mean, &ss);
@@ -3157,8 +3151,7 @@ static void whiten_advantages(float *out, const float *adv, const int *len, int 
         }
 }
 
-/* mc_prm_advantages: the MC-PRM phase of step `step` (0-based) on batch g (scored; policy still π_old):
-   each token's A_j into mc->adv and g->token_adv. Returns its cost. */
+// mc_prm_advantages: step `step`'s A_j of batch g (scored; policy π_old) into mc->adv, g->token_adv; its cost
 static MCStats mc_prm_advantages(MCPRM *mc, GPT *policy, GroupBatch *g, const GRPOConfig *cfg, int step) {
     mc_build_states(mc, g, step);
     MCStats st = mc_estimate_values(mc, policy, cfg->temperature, (uint64_t)cfg->seed);
@@ -3179,9 +3172,8 @@ static MCStats mc_prm_advantages(MCPRM *mc, GPT *policy, GroupBatch *g, const GR
 
 // ----------------------------------------------------------------------------
 // Comparison method: PPO (Schulman et al. 2017, arXiv 1707.06347; GAE: arXiv 1506.02438; verl's
-// conventions; notes/credit-assignment.md): GRPO's loss with each token's advantage from a critic
-// V(x, y_<t), the SFT trunk with a scalar value head (verl's critic; VinePPO's PPO baseline): GAE's
-// A_t whitened into token_adv (ppo_advantages), then μ AdamW steps of the critic (critic_update).
+// conventions; notes/credit-assignment.md): GRPO's loss with GAE's A_t from a critic V(x, y_<t), the SFT
+// trunk with a scalar value head (verl's critic; VinePPO's PPO baseline), then μ AdamW steps of it.
 
 typedef struct {
     float gamma;         // GAE's discount γ (--gae-gamma; verl's default 1)
@@ -3200,28 +3192,25 @@ struct Critic {
     float *pos;                // (max_batch, maxT) V at every position of the last micro-batch, then ∂loss/∂V
     // per completion token, (N, max_new), row i holding completion i's tokens as in GroupBatch
     float *value_old;          // V_old(i,t): the critic's value before generating token t, at sampling time
-    float *value;              // V(i,t) in the current iteration of critic_update
     float *returns;            // return_t = A_t + V_old (GAE's value target)
     float *adv_raw;            // GAE's A_t
     float *adv;                // A_t whitened over the batch: what the policy trains on
-    float *dvalue;             // ∂(value loss)/∂V(i,t)
+    float *dvalue;             // V(i,t) in the current iteration of critic_update, then ∂(value loss)/∂V(i,t)
     unsigned char *clipped;    // 1 where the clipped branch of the value loss is taken
     void *section;             // the checkpoint's state section "critic" (critic_to_section)
     uint64_t section_bytes;
 };
 
-/* gae_advantages: GAE (eq. 16) for N completions; value (V_old), adv and ret (N, stride), row i
-   holding clen[i] tokens; r_i on the last token, V = 0 after it (verl's compute_gae_advantage_return):
-       δ_t = r_t + γ V_{t+1} − V_t,   A_t = δ_t + γ λ A_{t+1},   return_t = A_t + V_t
-   (at γ = λ = 1: A_t = r − V_t). Accumulated backwards in double. */
+/* gae_advantages: GAE (eq. 16; verl's compute_gae_advantage_return) for N completions, value (V_old), adv
+   and ret (N, stride); r_i on the last token, V = 0 after it. δ_t = r_t + γ V_{t+1} − V_t,
+   A_t = δ_t + γ λ A_{t+1}, return_t = A_t + V_t (at γ = λ = 1: A_t = r − V_t), backwards in double. */
 static void gae_advantages(float *adv, float *ret, const float *value, const float *reward, const int *clen,
                            int N, int stride, float gamma, float lam) {
     for (int i = 0; i < N; i++) {
         const float *v = value + (size_t)i * stride;
         double next_value = 0.0, next_adv = 0.0;   // after the last token
         for (int t = clen[i] - 1; t >= 0; t--) {
-            double r = t == clen[i] - 1 ? reward[i] : 0.0;
-            double delta = r + (double)gamma * next_value - v[t];
+            double delta = (t == clen[i] - 1 ? reward[i] : 0.0) + (double)gamma * next_value - v[t];
             double a = delta + (double)gamma * lam * next_adv;
             adv[(size_t)i * stride + t] = (float)a;
             ret[(size_t)i * stride + t] = (float)(a + v[t]);
@@ -3254,15 +3243,14 @@ static double value_loss(int n, const float *value, const float *value_old, cons
 static void value_head_forward(float *value, const float *lnf, const float *head, int N, int C) {
     #pragma omp parallel for
     for (int n = 0; n < N; n++) {
-        const float *x = lnf + (size_t)n * C;
         float s = 0.0f;
-        for (int i = 0; i < C; i++) s += x[i] * head[i];
+        for (int i = 0; i < C; i++) s += lnf[(size_t)n * C + i] * head[i];
         value[n] = s + head[C];
     }
 }
 
-/* value_head_backward: given dvalue (N) = ∂loss/∂V, writes dlnf (N,C) = dvalue·w and adds
-   Σ_n dvalue_n·[lnf_n, 1] to dhead (C+1), summed in position order (any thread count, same sums). */
+/* value_head_backward: dlnf (N,C) = dvalue·w for dvalue (N) = ∂loss/∂V; adds Σ_n dvalue_n·[lnf_n, 1] to
+   dhead (C+1), in position order (any thread count, same sums). */
 static void value_head_backward(float *dlnf, float *dhead, const float *dvalue, const float *lnf,
                                 const float *head, int N, int C) {
     #pragma omp parallel for
@@ -3283,8 +3271,7 @@ static uint64_t critic_section_bytes(size_t P, int C) {
     return 3 * sizeof(int64_t) + (3 * (uint64_t)P + 3 * (uint64_t)(C + 1)) * sizeof(float);
 }
 
-/* build_critic: for micro-batches of max_batch, steps of N x max_new: the trunk init's parameters,
-   the value head as verl's (Hugging Face's score head): w ~ N(0, 0.02) from seed, b = 0. CPU only. */
+// build_critic: init's trunk and verl's value head (w ~ N(0, 0.02) from seed, b = 0), N x max_new. CPU only.
 static void build_critic(Critic *c, const GPT *init, int max_batch, int N, int max_new, CriticConfig cfg,
                          uint64_t seed) {
     *c = (Critic){.cfg = cfg};
@@ -3298,7 +3285,7 @@ static void build_critic(Critic *c, const GPT *init, int max_batch, int N, int m
     for (int i = 0; i < c->C; i++) c->head[i] = 0.02f * rng_normal(&rng);
     size_t positions = (size_t)max_batch * init->config.max_seq_len, NT = (size_t)N * max_new;
     c->pos = (float *)callocCheck(positions, sizeof(float));
-    float **per_token[] = {&c->value_old, &c->value, &c->returns, &c->adv_raw, &c->adv, &c->dvalue};
+    float **per_token[] = {&c->value_old, &c->returns, &c->adv_raw, &c->adv, &c->dvalue};
     for (size_t a = 0; a < sizeof per_token / sizeof per_token[0]; a++)
         *per_token[a] = (float *)callocCheck(NT, sizeof(float));
     c->clipped = (unsigned char *)callocCheck(NT, 1);
@@ -3308,8 +3295,8 @@ static void build_critic(Critic *c, const GPT *init, int max_batch, int N, int m
 
 static void free_critic(Critic *c) {
     free_gpt(&c->trunk);
-    void *arrays[] = {c->head, c->head_grad, c->head_m, c->head_v, c->pos, c->value_old,
-                      c->value, c->returns, c->adv_raw, c->adv, c->dvalue, c->clipped, c->section};
+    void *arrays[] = {c->head, c->head_grad, c->head_m, c->head_v, c->pos, c->value_old, c->returns,
+                      c->adv_raw, c->adv, c->dvalue, c->clipped, c->section};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
 }
 
@@ -3320,16 +3307,13 @@ static int critic_forward(Critic *c, GroupBatch *g, int first, int B, float *out
                        g->clen + first);
     gpt_forward_trunk(&c->trunk, g->inputs, B, T);
     value_head_forward(c->pos, c->trunk.acts.lnf, c->head, B * T, c->C);
-    for (int b = 0; b < B; b++) {
-        int i = first + b;
+    for (int b = 0, i = first; b < B; b++, i++)
         for (int t = 0; t < g->clen[i]; t++)
             out[(size_t)i * g->max_new + t] = c->pos[b * T + g->plen[i] - 1 + t];
-    }
     return T;
 }
 
-/* ppo_advantages: V_old (critic_forward), GAE's A_t and return_t, and A_t whitened over the batch into
-   g->token_adv; stats' explained variance and mean |A|. */
+// ppo_advantages: V_old, GAE's A_t and return_t, A_t whitened into g->token_adv; explained variance, mean |A|
 static void ppo_advantages(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
     int N = g->N, stride = g->max_new;
     int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
@@ -3393,19 +3377,16 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
     memset(c->head_grad, 0, (size_t)(c->C + 1) * sizeof(float));
     for (int first = 0; first < N; first += micro) {
         int B = first + micro <= N ? micro : N - first;
-        int T = critic_forward(c, g, first, B, c->value);
-        for (int i = first; i < first + B; i++) {
+        int T = critic_forward(c, g, first, B, c->dvalue);
+        for (int b = 0, i = first; b < B; b++, i++) {
             size_t row = (size_t)i * stride;
             float w = cfg->mask_truncated && g->truncated[i] ? 0.0f : coef;
-            loss += value_loss(g->clen[i], c->value + row, c->value_old + row, c->returns + row, w,
+            loss += value_loss(g->clen[i], c->dvalue + row, c->value_old + row, c->returns + row, w,
                                c->cfg.clip_value, c->dvalue + row, c->clipped + row);
             for (int t = 0; t < g->clen[i]; t++) *clipped += c->clipped[row + t] && w > 0.0f;
+            for (int t = 0; t < T; t++)   // ∂loss/∂V back to the positions it was read at; others 0
+                c->pos[b * T + t] = g->targets[b * T + t] >= 0 ? c->dvalue[row + t + 1 - g->plen[i]] : 0.0f;
         }
-        for (int b = 0; b < B; b++)   // ∂loss/∂V back to the positions it was read at; others 0
-            for (int t = 0; t < T; t++) {
-                int i = first + b, j = t + 1 - g->plen[i];
-                c->pos[b * T + t] = g->targets[b * T + t] >= 0 ? c->dvalue[(size_t)i * stride + j] : 0.0f;
-            }
         gpt_zero_act_grads(&c->trunk);
         value_head_backward(c->trunk.grads_acts.lnf, c->head_grad, c->pos, c->trunk.acts.lnf,
                             c->head, B * T, c->C);
@@ -3422,14 +3403,10 @@ static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cf
     for (int iter = 0; iter < cfg->num_iterations; iter++) {
         long clipped = 0;
         double loss = critic_loss_backward(c, g, cfg, &clipped);
-        if (!isfinite(loss)) {
-            stats->not_finite = (float)loss;
-            return UPDATE_LOSS_NOT_FINITE;
-        }
-        float norm = critic_clip_grad_norm(c, c->cfg.opt.grad_clip);
-        if (!isfinite(norm)) {
+        float norm = isfinite(loss) ? critic_clip_grad_norm(c, c->cfg.opt.grad_clip) : (float)loss;
+        if (!isfinite(norm)) {   // the loss's, or else the gradient norm's
             stats->not_finite = norm;
-            return UPDATE_GRAD_NORM_NOT_FINITE;
+            return isfinite(loss) ? UPDATE_GRAD_NORM_NOT_FINITE : UPDATE_LOSS_NOT_FINITE;
         }
         float lr = lr_at(&c->cfg.opt, c->adam_t);
         c->adam_t += 1;
@@ -3447,13 +3424,12 @@ static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cf
 static const char *CRITIC_STOPPED_BY[] = {"", "the critic's value loss", "the critic's gradient norm"};
 
 // ----------------------------------------------------------------------------
-// Probe: GRPO's and λ-GRPO's update directions (--probe-every N; notes/credit-assignment.md,
-// "How far λ-GRPO's update is from GRPO's"), from method_token_advantages. Every N steps, before
-// grpo_update, iteration 0's gradient under each objective (g_GRPO, g_λ) by the update's own functions.
-// It changes nothing in the run: no random number, no parameter or AdamW moment, per-token arrays
-// of its own, its seconds cut out of the step's clock. CPU build only; not with MC-PRM or PPO.
+// Probe (--probe-every N; notes/credit-assignment.md, "How far λ-GRPO's update is from GRPO's"): every
+// N steps, before grpo_update, iteration 0's gradient under each objective (g_GRPO, g_λ) by the update's
+// own functions. It changes nothing in the run (no random number, parameter or AdamW moment; its own
+// per-token arrays; its seconds cut out of the step's clock). CPU build only; not with MC-PRM or PPO.
 
-enum { PROBE_ARRAYS = 9 };  // the per-token arrays of a GroupBatch that the update writes (probe_directions)
+enum { PROBE_ARRAYS = 10 };  // the per-token (and seq_coef) arrays of a GroupBatch the update writes
 typedef struct Probe {
     int every;              // N: steps N, 2N, ... (1-based, as the log's) are probed
     int step;               // the step last probed (0: none yet)
@@ -3465,7 +3441,6 @@ typedef struct Probe {
     float *grad[2];         // (num_parameters) g_GRPO and g_λ, as grads_memory lays them out
     float *tok[PROBE_ARRAYS];   // (N, max_new) each, used in place of the batch's (probe_directions)
     unsigned char *clipped;     // (N, max_new)
-    float *seq_coef;            // (N)
 } Probe;
 
 // build_probe: a probe every `every` steps (>= 1) of a model's gradients, batches of N x max_new
@@ -3474,14 +3449,12 @@ static void build_probe(Probe *p, size_t num_parameters, int N, int max_new, int
     for (int o = 0; o < 2; o++) p->grad[o] = (float *)callocCheck(num_parameters, sizeof(float));
     for (int a = 0; a < PROBE_ARRAYS; a++) p->tok[a] = (float *)callocCheck((size_t)N * max_new, sizeof(float));
     p->clipped = (unsigned char *)callocCheck((size_t)N * max_new, 1);
-    p->seq_coef = (float *)callocCheck(N, sizeof(float));
 }
 
 static void free_probe(Probe *p) {
     for (int o = 0; o < 2; o++) free(p->grad[o]);
     for (int a = 0; a < PROBE_ARRAYS; a++) free(p->tok[a]);
     free(p->clipped);
-    free(p->seq_coef);
 }
 
 // Points m's gradient tensors at mem (num_parameters floats): backward passes accumulate there.
@@ -3490,16 +3463,15 @@ static void probe_point_grads(GPT *m, float *mem) {
     point_tensors((float **)&m->grads, mem, m->param_sizes, NUM_PARAM_TENSORS);
 }
 
-/* probe_directions: g_GRPO and g_λ of batch g (after build_group_trees) into p->grad[0] and [1], with
-   p->cos, norm_ratio, share. Leaves the policy and g but the forward's scratch as they were. */
+/* probe_directions: g_GRPO and g_λ of batch g (after build_group_trees) into p->grad[0] and [1], and
+   p->cos, norm_ratio, share; the policy and g but the forward's scratch are left as they were. */
 static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, const GRPOConfig *cfg,
                              const unsigned char *allowed) {
     GroupBatch b = *g;
     float **arrays[PROBE_ARRAYS] = {&b.logp, &b.logp_old, &b.logp_ref, &b.adv_tok, &b.weight, &b.coef,
-                                    &b.dlogp, &b.ratio, &b.kl};
+                                    &b.dlogp, &b.ratio, &b.kl, &b.seq_coef};
     for (int a = 0; a < PROBE_ARRAYS; a++) *arrays[a] = p->tok[a];
     b.clipped = p->clipped;
-    b.seq_coef = p->seq_coef;
     float *own_grads = policy->grads_memory;
     for (int o = 0; o < 2; o++) {
         GRPOConfig as = *cfg;
@@ -3561,8 +3533,7 @@ static void probe_csv_fields(char *out, size_t cap, const Probe *p, int step) {
     else snprintf(out, cap, ",%.9g,%.9g,%.6f,%.4f", p->cos, p->norm_ratio, p->share, p->seconds);
 }
 
-// ---- The hooks grpo_step calls (declared before it): MC-PRM's and PPO's per-token advantages, the
-// probe's measurement (which changes nothing), and PPO's critic update
+// ---- The hooks grpo_step calls (declared before it): per-token advantages, the probe, PPO's critic update
 static void method_token_advantages(TrainRun *run, StepReport *r) {
     if (run->mc) r->mc = mc_prm_advantages(run->mc, run->policy, run->batch, &run->cfg, run->state->step);
     if (run->critic) ppo_advantages(run->critic, run->batch, &run->cfg, &r->critic);
@@ -3576,20 +3547,16 @@ static void method_after_update(TrainRun *run, StepReport *r) {   // grpo_step c
 }
 
 // ----------------------------------------------------------------------------
-// Prompt selection: uniform, MoPPS, DAPO dynamic sampling (notes/credit-assignment.md §5). grpo_step
-// reaches it through select_prompts and select_after_scoring. A group whose rewards are all equal
-// has advantages 0 and, at β = 0, no gradient, yet it cost k completions. --prompt-select:
-//   uniform  draw_prompts: with replacement from the training set (the baseline, the paper's)
-//   mopps    Qu et al. 2025, arXiv 2507.04632 (thu-rllab/MoPPS): a Beta(α, β) posterior of each
-//            prompt's success rate, learnt from the groups the steps sample anyway (no probe
-//            rollouts); of M candidates, the P whose Thompson draw p̂ ~ Beta(α, β) is nearest τ
-//   dynamic  DAPO (Yu et al. 2025, arXiv 2503.14476, §3.2): all-equal groups are replaced by new
-//            ones round by round (--dynamic-max-rounds); their tokens are auxiliary (never trained)
-// A success: task_reward 1 without --format-reward (partial credit fails; MoPPS counts acc >= 1).
+// Prompt selection (notes/credit-assignment.md §5; grpo_step calls select_prompts and
+// select_after_scoring): a group whose rewards are all equal has advantages 0 and, at β = 0, no gradient,
+// yet it cost k completions. --prompt-select uniform: draw_prompts, with replacement (the paper's);
+// mopps (Qu et al. 2025, arXiv 2507.04632): a Beta(α, β) posterior of each prompt's success rate, learnt
+// from the groups sampled anyway; of M candidates, the P whose Thompson draw p̂ is nearest τ; dynamic
+// (DAPO, Yu et al. 2025, arXiv 2503.14476, §3.2): all-equal groups are replaced by new ones round by
+// round, their tokens auxiliary. A success: task_reward 1 without --format-reward (MoPPS: acc >= 1).
 
-/* rng_gamma_log: the logarithm of a Gamma(a, 1) draw, a > 0 (Marsaglia & Tsang 2000, ACM TOMS 26(3):
-   d·v, v = (1 + x/sqrt(9d))³ with x ~ N(0, 1) and d = a − 1/3, redrawn until the squeeze or the log
-   test passes). For a < 1, the paper's boost Gamma(a + 1)·U^(1/a), in logarithms (U^(1/a) underflows). */
+/* rng_gamma_log: the log of a Gamma(a, 1) draw, a > 0 (Marsaglia & Tsang 2000, ACM TOMS 26(3)); for a < 1
+   the paper's boost Gamma(a + 1)·U^(1/a), in logarithms (U^(1/a) underflows). */
 static double rng_gamma_log(Rng *r, double a) {
     double boost = 0.0;   // log U^(1/a) for a < 1
     if (a < 1.0) {
@@ -3608,8 +3575,8 @@ static double rng_gamma_log(Rng *r, double a) {
     }
 }
 
-/* rng_beta: a Beta(a, b) draw, a, b > 0: X/(X + Y) with X ~ Gamma(a, 1), Y ~ Gamma(b, 1)
-   (X first), computed as 1/(1 + exp(log Y − log X)) so that tiny X and Y do not give 0/0. */
+/* rng_beta: a Beta(a, b) draw, a, b > 0: X/(X + Y), X ~ Gamma(a, 1) drawn before Y ~ Gamma(b, 1), as
+   1/(1 + exp(log Y − log X)) so that tiny X and Y do not give 0/0. */
 static double rng_beta(Rng *r, double a, double b) {
     double log_x = rng_gamma_log(r, a);
     double log_y = rng_gamma_log(r, b);
@@ -3619,8 +3586,7 @@ static double rng_beta(Rng *r, double a, double b) {
 enum { SELECT_UNIFORM, SELECT_MOPPS, SELECT_DYNAMIC };
 static const char *PROMPT_SELECT_NAMES[] = {"uniform", "mopps", "dynamic", NULL};
 
-// dynamic: a refill round r (1..15) samples completion i on stream (step+1)·65536 + r·4096 + i;
-// 4096 is the most completions a step has (check_grpo_options), so no two streams meet
+// dynamic: refill round r (1..15) samples completion i on stream (step+1)·65536 + r·4096 + i (N <= 4096)
 #define DYNAMIC_ROUND_STREAMS 4096
 #define DYNAMIC_MAX_ROUNDS 15
 #define DYNAMIC_DEFAULT_ROUNDS 9   // 10 samplings a step at most: verl's DAPO recipe, max_num_gen_batches=10
@@ -3637,7 +3603,7 @@ struct PromptSelector {
                              // each of the run's h groups so far the pair (p̂, realised success s/k)
     double *alpha, *beta, *history;   // (n), (n) and (h, 2): views into state
     long groups, capacity;   // h, and the most groups state holds now (mopps_reserve grows it)
-    int *cand, *keep;        // (M) candidates (dataset indices); (P) the kept candidates' positions
+    int *cand;               // (M) candidates (dataset indices)
     double *phat;            // (M) each candidate's p̂
     double *step_pred;       // (P) the p̂ of each group of the step
     unsigned char *taken;    // (n) scratch: 1 for a prompt already a candidate of this step
@@ -3692,10 +3658,7 @@ static int keyed_index_cmp(const void *a, const void *b) {
    τ, nearest first, ties in candidate order (MoPPS's argsort(distances)[:P], made stable). */
 static void mopps_keep_nearest(int *keep, const double *phat, int M, int P, double target) {
     KeyedIndex *near = (KeyedIndex *)mallocCheck((size_t)M * sizeof *near);
-    for (int c = 0; c < M; c++) {
-        double gap = phat[c] - target;
-        near[c] = (KeyedIndex){gap * gap, c};
-    }
+    for (int c = 0; c < M; c++) near[c] = (KeyedIndex){(phat[c] - target) * (phat[c] - target), c};
     qsort(near, M, sizeof *near, keyed_index_cmp);
     for (int p = 0; p < P; p++) keep[p] = near[p].pos;
     free(near);
@@ -3711,16 +3674,15 @@ static void mopps_select(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng
         double a = s->alpha[q], b = s->beta[q];
         s->phat[c] = s->thompson ? rng_beta(run_rng, a, b) : a / (a + b);
     }
-    mopps_keep_nearest(s->keep, s->phat, M, P, s->target);
+    mopps_keep_nearest(g->prompt_idx, s->phat, M, P, s->target);   // the kept candidates' positions
     for (int p = 0; p < P; p++) {
-        g->prompt_idx[p] = s->cand[s->keep[p]];
-        s->step_pred[p] = s->phat[s->keep[p]];
+        s->step_pred[p] = s->phat[g->prompt_idx[p]];
+        g->prompt_idx[p] = s->cand[g->prompt_idx[p]];
     }
     set_group_prompts(g, d);
 }
 
-/* mopps_update: prompt q's posterior after s successes of k (MoPPS's PosteriorSampler.train): a decay
-   d < 1 forgets old outcomes towards the prior (1, 1); d = 1 counts every outcome for ever. */
+// mopps_update: prompt q's posterior after s successes of k (PosteriorSampler.train), decayed towards (1, 1)
 static void mopps_update(double *alpha, double *beta, int q, int k, int s, double decay) {
     alpha[q] = decay * alpha[q] + (1.0 - decay) * 1.0 + s;
     beta[q] = decay * beta[q] + (1.0 - decay) * 1.0 + (k - s);
@@ -3731,8 +3693,7 @@ static uint64_t mopps_state_bytes(const PromptSelector *s) {
     return (uint64_t)(2 + 2 * (long)s->n + 2 * s->groups) * sizeof(double);
 }
 
-/* mopps_reserve: room in s->state for the history of `groups` groups, doubling (amortised constant
-   time, nothing for the steps of a --steps cap not taken); α, β and history re-pointed. */
+// mopps_reserve: room in s->state for `groups` groups' history, doubling; α, β and history re-pointed
 static void mopps_reserve(PromptSelector *s, long groups) {
     if (groups <= s->capacity && s->state) return;
     long capacity = s->capacity > 0 ? s->capacity : 512;
@@ -3756,19 +3717,16 @@ static void group_batch_first(GroupBatch *g, int groups) {
 
 // copy_group: group q of src (sampled, scored) into group p of dst (same group size and max_new)
 static void copy_group(GroupBatch *dst, int p, const GroupBatch *src, int q) {
-    int k = src->group_start[q + 1] - src->group_start[q];
+    size_t i = dst->group_start[p], s = src->group_start[q], k = src->group_start[q + 1] - s;
     size_t row = (size_t)src->max_new;
     dst->prompt_idx[p] = src->prompt_idx[q];
-    for (int j = 0; j < k; j++) {
-        int i = dst->group_start[p] + j, s = src->group_start[q] + j;
-        dst->prompt[i] = src->prompt[s];
-        dst->plen[i] = src->plen[s];
-        dst->clen[i] = src->clen[s];
-        dst->truncated[i] = src->truncated[s];
-        dst->reward[i] = src->reward[s];
-        memcpy(dst->comp + i * row, src->comp + s * row, row * sizeof(int));
-        memcpy(dst->sample_logp + i * row, src->sample_logp + s * row, row * sizeof(float));
-    }
+    memcpy(dst->prompt + i, src->prompt + s, k * sizeof *src->prompt);
+    memcpy(dst->plen + i, src->plen + s, k * sizeof(int));
+    memcpy(dst->clen + i, src->clen + s, k * sizeof(int));
+    memcpy(dst->truncated + i, src->truncated + s, k);
+    memcpy(dst->reward + i, src->reward + s, k * sizeof(float));
+    memcpy(dst->comp + i * row, src->comp + s * row, k * row * sizeof(int));
+    memcpy(dst->sample_logp + i * row, src->sample_logp + s * row, k * row * sizeof(float));
 }
 
 // drop_group: group p of g leaves the step: its tokens (generated, never trained) are auxiliary.
@@ -3780,9 +3738,8 @@ static void drop_group(const GroupBatch *g, int p, SelectStats *out) {
     out->groups_dropped++;
 }
 
-/* dynamic_merge: one refill round (spare, scored) into the step's batch g: each group of spare with
-   signal replaces g's next all-equal group, in order; the all-equal groups of spare and the replaced
-   ones drop_group. Returns the groups replaced. */
+/* dynamic_merge: refill round spare (scored) into batch g: each group of spare with signal replaces g's next
+   all-equal group; the all-equal ones of spare and the replaced ones drop_group. Returns the replaced. */
 static int dynamic_merge(GroupBatch *g, const GroupBatch *spare, SelectStats *out) {
     int p = 0, filled = 0;
     for (int q = 0; q < spare->num_groups; q++) {
@@ -3797,10 +3754,9 @@ static int dynamic_merge(GroupBatch *g, const GroupBatch *spare, SelectStats *ou
     return filled;
 }
 
-/* dynamic_sampling: refill rounds for the step's batch g (sampled and scored) while it has all-equal
-   groups, up to --dynamic-max-rounds: one new prompt (run RNG) per such group, sampled in spare on
-   streams (step+1)·65536 + round·4096 + i, scored, dynamic_merge'd. At the cap, g keeps the rest
-   (advantage 0, their tokens counted as trained) and out->cap_hit is 1. */
+/* dynamic_sampling: refill rounds for batch g (scored) while it has all-equal groups, up to
+   --dynamic-max-rounds: a new prompt (run RNG) per such group, sampled, scored, dynamic_merge'd. At the cap,
+   g keeps the rest (advantage 0, their tokens counted as trained) and out->cap_hit is 1. */
 static void dynamic_sampling(PromptSelector *s, GPT *policy, KVCache *kv, GroupBatch *g, const Dataset *d,
                              const GRPOConfig *cfg, float format_reward, int step, Rng *run_rng,
                              SelectStats *out) {
@@ -3823,9 +3779,8 @@ static void dynamic_sampling(PromptSelector *s, GPT *policy, KVCache *kv, GroupB
 
 // ---- the selector, as the training loop calls it
 
-/* build_prompt_selector: the selector of a run of P groups of k per step over n training prompts, with
-   the options' τ, M (P <= M <= n: cmd_train checks), d and round cap; every MoPPS posterior the prior
-   (1, 1) (mopps_resume loads a checkpoint's). */
+/* build_prompt_selector: the selector of P groups of k per step over n prompts, with τ, M (P <= M <= n:
+   cmd_train checks), d and round cap; every MoPPS posterior the prior (1, 1) (mopps_resume loads one). */
 static void build_prompt_selector(PromptSelector *s, int method, double target, int candidates, double decay,
                                   int max_rounds, int n, int P, int k, int max_new, int maxT) {
     *s = (PromptSelector){.method = method, .target = target, .candidates = candidates, .decay = decay,
@@ -3837,7 +3792,6 @@ static void build_prompt_selector(PromptSelector *s, int method, double target, 
         s->state[1] = 0;
         s->cand = (int *)mallocCheck((size_t)candidates * sizeof(int));
         s->phat = (double *)mallocCheck((size_t)candidates * sizeof(double));
-        s->keep = (int *)mallocCheck((size_t)P * sizeof(int));
         s->step_pred = (double *)mallocCheck((size_t)P * sizeof(double));
         s->taken = (unsigned char *)callocCheck(n, 1);
     }
@@ -3845,7 +3799,7 @@ static void build_prompt_selector(PromptSelector *s, int method, double target, 
 }
 
 static void free_prompt_selector(PromptSelector *s) {
-    void *arrays[] = {s->state, s->cand, s->phat, s->keep, s->step_pred, s->taken};
+    void *arrays[] = {s->state, s->cand, s->phat, s->step_pred, s->taken};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
     if (s->method == SELECT_DYNAMIC) free_group_batch(&s->spare);
 }
@@ -3853,15 +3807,13 @@ static void free_prompt_selector(PromptSelector *s) {
 // select_prompts: the step's prompts into g, one per group (mopps_select or draw_prompts); starts out
 static void select_prompts(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng *run_rng,
                            SelectStats *out) {
-    memset(out, 0, sizeof *out);
-    out->logged = s->method != SELECT_UNIFORM;
+    *out = (SelectStats){.logged = s->method != SELECT_UNIFORM};
     if (s->method == SELECT_MOPPS) mopps_select(s, g, d, run_rng);
     else draw_prompts(g, d, run_rng);
 }
 
-/* select_observe: the final batch g's realised success and all-equal groups into out; for MoPPS, each
-   group's successes update its prompt's posterior, and (p̂, s/k) joins the run's history (for the
-   end-of-run Spearman; both are the checkpoint's "mopps" section). */
+/* select_observe: batch g's realised success and all-equal groups into out; for MoPPS, each group's
+   successes update its prompt's posterior and (p̂, s/k) joins the history (for the end-of-run Spearman). */
 static void select_observe(PromptSelector *s, const GroupBatch *g, const Dataset *d, SelectStats *out) {
     int mopps = s->method == SELECT_MOPPS, equal = 0;
     long successes = 0;
@@ -3925,8 +3877,7 @@ static double spearman(const double *x, const double *y, int n) {
         syy += (ry[i] - mean) * (ry[i] - mean);
     }
     free(rx);
-    if (sxx == 0.0 || syy == 0.0) return NAN;
-    return sxy / sqrt(sxx * syy);
+    return sxx == 0.0 || syy == 0.0 ? NAN : sxy / sqrt(sxx * syy);
 }
 
 // ----------------------------------------------------------------------------
