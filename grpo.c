@@ -3005,8 +3005,7 @@ static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k
                     &mc->cand_len, &mc->cand_state, &mc->row_len, &mc->row_budget, &mc->cont_len,
                     &mc->num_steps, &mc->scratch, &mc->seq, &mc->cont};
     size_t counts[] = {cap, cap, cap, cap, cap, cap, cap, R, R, R, (size_t)N, (size_t)max_new,
-                       (size_t)N * mc->maxT,
-                       R * max_new};
+                       (size_t)N * mc->maxT, R * max_new};
     for (size_t a = 0; a < sizeof counts / sizeof counts[0]; a++)
         *ints[a] = (int *)callocCheck(counts[a], sizeof(int));
     mc->state_seq = (const int **)callocCheck(cap, sizeof(int *));
