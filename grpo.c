@@ -9646,7 +9646,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 // the most steps a compare run may take: the top of train's --steps range (OPTIONS); a run whose
 // budget is not in steps gets it as --steps, a cap its budget stops it long before
 static int cmp_steps_cap(void) { return (int)find_option("steps")->max; }
-#define CMP_MAX_ARGS 160
+#define CMP_MAX_ARGS 161
 
 // ---- statistics
 
@@ -9872,6 +9872,7 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
             CMP_FAIL("method '%.100s' is not an objective (%s); a label runs with the options it is "
                      "given: %.100s:--objective=NAME[:--option=value...]", x->label, names, x->label);
         }
+        strcpy(x->dir, copy);   // the directory: each ":--" written "+" (lambda-grpo+temperature=0.7)
         char *next = NULL;
         for (char *rest = colon ? colon + 1 : NULL; rest; rest = next ? next + 1 : NULL) {
             if ((next = strchr(rest, ':')) != NULL) *next = 0;
@@ -9889,14 +9890,8 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
                          "--objective to a label (e.g. mine:--objective=grpo)", x->label);
             strcpy(x->opt[x->nopts][0], rest + 2);
             strcpy(x->opt[x->nopts++][1], eq + 1);
+            snprintf(x->dir + strlen(x->dir), sizeof x->dir - strlen(x->dir), "+%s=%s", rest + 2, eq + 1);
         }
-        size_t o = 0;   // the directory: each ":--" written "+" (lambda-grpo+temperature=0.7)
-        for (const char *q = x->label; *q; o++) {
-            int sep = !strncmp(q, ":--", 3);
-            x->dir[o] = sep ? '+' : *q;
-            q += sep ? 3 : 1;
-        }
-        x->dir[o] = 0;
         for (int j = 0; j < count; j++)
             if (!strcmp(m[j].label, x->label) || !strcmp(m[j].dir, x->dir))
                 CMP_FAIL("method '%.200s' is given twice", x->label);
@@ -9908,7 +9903,7 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
 
 typedef struct {
     int argc;
-    char *argv[CMP_MAX_ARGS + 1];   // NULL-terminated for execv
+    char *argv[CMP_MAX_ARGS + 1];   // PROG, "train" or "sft", options; NULL-terminated for execv
     char store[8192];
     size_t used;
 } ArgList;
@@ -10091,9 +10086,9 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
 }
 #undef WHY
 
-/* spawn: this program (/proc/self/exe; argv[0] exe) started with argv, writing to log_path. On Linux
+/* spawn: this program (/proc/self/exe) started with argv (its argv[0] exe), writing to log_path. On Linux
    the child ends (SIGTERM) if compare dies first: an interrupted study leaves no run holding its dir. */
-static pid_t spawn(const char *exe, char *const *argv, const char *log_path) {
+static pid_t spawn(const char *exe, char **argv, const char *log_path) {
     fflush(stdout);
     fflush(stderr);
     pid_t parent = getpid();
@@ -10116,12 +10111,8 @@ static pid_t spawn(const char *exe, char *const *argv, const char *log_path) {
     if (null_in >= 0) dup2(null_in, 0);
     dup2(fd, 1);
     dup2(fd, 2);
-    char *full[CMP_MAX_ARGS + 2];   // argv[0]: the program; argv (from "train" or "sft" on) after it
-    int n = 0;
-    full[n++] = (char *)exe;
-    for (int i = 0; argv[i] && n <= CMP_MAX_ARGS; i++) full[n++] = argv[i];
-    full[n] = NULL;
-    execv("/proc/self/exe", full);   // this very binary, even if the file was rebuilt since
+    argv[0] = (char *)exe;   // (the child's copy)
+    execv("/proc/self/exe", argv);   // this very binary, even if the file was rebuilt since
     fprintf(stderr, "error: cannot run '/proc/self/exe' (%s): %s\n", exe, strerror(errno));
     _exit(127);
 }
@@ -10133,8 +10124,7 @@ static const char *exit_text(int status, const char *sig, char *buf, size_t n) {
     return buf;
 }
 
-/* run_failed: "error: WHAT failed (WHY); its log: LOG", then the first line of the log that says
-   what went wrong (error: or usage error:), indented. */
+// run_failed: "error: WHAT failed (WHY); its log: LOG", then the log's first line with "error: ", indented
 static void run_failed(const char *what, const char *why, const char *log) {
     fprintf(stderr, "error: %s failed (%s); its log: %s\n", what, why, log);
     char *text = slurp(log);
@@ -10150,7 +10140,7 @@ static void run_failed(const char *what, const char *why, const char *log) {
 
 /* spawn_wait: spawn, then wait for the child; one that does not exit 0 (or, with `made`, leaves no
    file `made`) stops compare (exit 1), naming `what`, its wait status and its log. */
-static void spawn_wait(const char *exe, char *const *argv, const char *log, const char *what, const char *made) {
+static void spawn_wait(const char *exe, char **argv, const char *log, const char *what, const char *made) {
     pid_t pid = spawn(exe, argv, log);
     int status = 0;
     char why[64];
@@ -10376,8 +10366,7 @@ static PairedDiff last_point_diff(const CmpReport *R, int axis, int mi) {
     return p;
 }
 
-/* print_per_seed: every run's values, from which each interval of the report can be recomputed:
-   validation accuracy at points 0..K (point 0: the SFT model) and test accuracy at the end. */
+// print_per_seed: every run's val accuracy at points 0..K and test accuracy: each interval can be recomputed
 static void print_per_seed(const CmpReport *R) {
     fprintf(R->out, "\nper-seed values: validation accuracy at points 0..%d, then test accuracy at the end (and the\n"
                     "  starting model's)\n", R->K);
@@ -10499,8 +10488,7 @@ static void print_peak_table(const CmpReport *R) {
     free(v);
 }
 
-/* print_hypotheses: the pre-registered hypotheses, three per method, Holm's correction over all of
-   them: each one's difference, seeds favouring each, p, Holm's p and whether it is supported */
+// print_hypotheses: the pre-registered hypotheses, three per method, each's verdict after Holm's correction
 static void print_hypotheses(const CmpReport *R, int has_test) {
     int nh = 0, hm[64];
     PairedDiff hp[64];
@@ -10535,8 +10523,8 @@ static void print_hypotheses(const CmpReport *R, int has_test) {
         fprintf(R->out, "%s (%d/%d seeds%s): ", diff, p->favour_a, p->favour_b, ties);
         if (isnan(p->d.half)) fprintf(R->out, "not testable (fewer than 2 seeds)\n");
         else if (adj[k] < 0.05)
-            fprintf(R->out, "p %.3g, Holm %.3g, detectable %.3f: supported, favouring %s\n", p->p, adj[k], p->mde,
-                    p->d.mean > 0 ? label : ref);
+            fprintf(R->out, "p %.3g, Holm %.3g, detectable %.3f: supported, favouring %s\n", p->p, adj[k],
+                    p->mde, p->d.mean > 0 ? label : ref);
         else fprintf(R->out, "p %.3g, Holm %.3g, detectable %.3f: not supported\n", p->p, adj[k], p->mde);
     }
 }
@@ -10575,7 +10563,7 @@ static void method_args(ArgList *a, const Options *o, const Method *m, int seed,
                         const char *sft) {
     char steps[32], budget[32], points[32], seed_s[32], name[160];
     memset(a, 0, sizeof *a);
-    args_add(a, "train", "--threads", "1", "--eval-every", "0", "--pass-k", "0", NULL);
+    args_add(a, PROG, "train", "--threads", "1", "--eval-every", "0", "--pass-k", "0", NULL);
     if (o->quick) split_options(a, CMP_QUICK_TRAIN, CMD_TRAIN, CMP_RESERVED_TRAIN, "--quick");
     split_options(a, o->train_args, CMD_TRAIN, CMP_RESERVED_TRAIN, "--train-args");
     if (m->objective >= 0) args_add(a, "--objective", OBJECTIVE_NAMES[m->objective], NULL);
@@ -10593,21 +10581,21 @@ static void method_args(ArgList *a, const Options *o, const Method *m, int seed,
              "--eval-points", points, "--init", sft, "--seed", seed_s, "--run-dir", dir, NULL);
 }
 
-// sft_args: the study's SFT command line (--quick's, then --sft-args), into dir at `threads` threads
+// sft_args: the study's SFT line (--quick's, then --sft-args) into dir, at `threads` threads (< 0: unset)
 static void sft_args(ArgList *a, const Options *o, const char *dir, int threads) {
     char num[32];
     memset(a, 0, sizeof *a);
-    args_add(a, "sft", NULL);
+    args_add(a, PROG, "sft", NULL);
     if (o->quick) split_options(a, CMP_QUICK_SFT, CMD_SFT, CMP_RESERVED_SFT, "--quick");
     split_options(a, o->sft_args, CMD_SFT, CMP_RESERVED_SFT, "--sft-args");
     snprintf(num, sizeof num, "%d", threads);
-    args_add(a, "--run-dir", dir, "--threads", num, NULL);
+    args_add(a, "--run-dir", dir, threads >= 0 ? "--threads" : NULL, num, NULL);
 }
 
 /* resolved_config: a train (is_train) or sft command line a into f, then the Options t it resolves to
    (as the run prints them), checked: a bad one stops compare before anything runs (after `context`). */
 static void resolved_config(FILE *f, const ArgList *a, int is_train, const char *context, Options *t) {
-    fprintf(f, "    " PROG);   // PROG, not this machine's path: the hash stays the same
+    fprintf(f, "   ");   // argv[0] is PROG, not this machine's path: the hash stays the same
     for (int i = 0; i < a->argc; i++) fprintf(f, " %s", shell_word(a->argv[i]));
     fprintf(f, "\n  ");
     usage_context = context;
@@ -10616,7 +10604,8 @@ static void resolved_config(FILE *f, const ArgList *a, int is_train, const char 
     else sft_defaults(t);
     ArgList copy = *a;   // getopt_long may reorder the words
     for (int i = 0; i < copy.argc; i++) copy.argv[i] = copy.store + (a->argv[i] - a->store);
-    parse_options(copy.argc, copy.argv, is_train ? CMD_TRAIN : CMD_SFT, t, is_train ? "train" : "sft", "");
+    parse_options(copy.argc - 1, copy.argv + 1, is_train ? CMD_TRAIN : CMD_SFT, t, is_train ? "train" : "sft",
+                  "");
     if (is_train) {
         t->obj.max_new_tokens = t->max_new_tokens;
         check_grpo_options(t);
@@ -10722,8 +10711,7 @@ static uint64_t sft_hash(const char *sft, long long *bytes, const char *msg, con
     return h;
 }
 
-/* check_study_sft: the study's starting checkpoint against the hash its pre-registration holds: a
-   swapped or rewritten file would start the runs not yet run from another model. */
+// check_study_sft: the SFT checkpoint is still the one prereg.txt records (else exit 1: runs from two models)
 static void check_study_sft(const Study *st) {
     uint64_t have = sft_hash(st->sft, NULL, "the study's SFT checkpoint '%s' cannot be read: %s",
                              "restore it: every run of the study starts from it");
@@ -10874,18 +10862,16 @@ static long onebatch_measure(const OneBatch *ob, const Dataset *d, const char *m
     return correct;
 }
 
-/* onebatch_collect: the counts of the SFT model and of every run after its first update (cached,
-   else measured as the section's comment says), into ob; a failing run stops compare (exit 1). */
-static void onebatch_collect(const Study *st, OneBatch *ob) {
+/* onebatch_collect: the counts on the probe set d (freed here) of the SFT model and of every run after its
+   first update (cached, else measured as the section's comment says), into ob; a failing run: exit 1. */
+static void onebatch_collect(const Study *st, OneBatch *ob, Dataset *d) {
     char dir[1200], path[1400], probe[1400], name[300], what[400];
     long samples = (long)ob->P * ob->M;
-    Dataset d;
-    onebatch_probe_set(ob, st->sft, &d);
     ob->after = (long *)callocCheck((size_t)st->nruns, sizeof(long));
     snprintf(dir, sizeof dir, "%s/onebatch", st->study);
     make_dir(dir);
     snprintf(path, sizeof path, "%s/sft.txt", dir);
-    if (onebatch_read(path, samples, &ob->sft)) ob->sft = onebatch_measure(ob, &d, st->sft, path);
+    if (onebatch_read(path, samples, &ob->sft)) ob->sft = onebatch_measure(ob, d, st->sft, path);
     for (int i = 0; i < st->nruns; i++) {
         const CmpRun *r = &st->runs[i];
         snprintf(dir, sizeof dir, "%s/onebatch/%s/seed_%d", st->study, st->m[r->method].dir, r->seed);
@@ -10905,9 +10891,9 @@ static void onebatch_collect(const Study *st, OneBatch *ob) {
         snprintf(what, sizeof what, "the one-batch run of %s", name);
         spawn_wait(st->exe, a.argv, log, what, NULL);
         snprintf(path, sizeof path, "%s/model.bin", dir);
-        ob->after[i] = onebatch_measure(ob, &d, path, probe);
+        ob->after[i] = onebatch_measure(ob, d, path, probe);
     }
-    free_dataset(&d);
+    free_dataset(d);
 }
 
 // OneBatchVerdict: does the one-batch Δ rank the methods as training's gain does, and the gaps
@@ -10920,13 +10906,11 @@ typedef struct {
 // onebatch_ordering: the labels by mean, highest first ("a > b = c"; a stable sort, equal means "=")
 static void onebatch_ordering(const double *mean, int nm, const char *const *labels, char *out, size_t cap) {
     int order[CMP_MAX_METHODS];
-    for (int i = 0; i < nm; i++) order[i] = i;
-    for (int i = 1; i < nm; i++)
-        for (int j = i; j > 0 && mean[order[j]] > mean[order[j - 1]]; j--) {
-            int t = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = t;
-        }
+    for (int i = 0; i < nm; i++) {   // insertion after every higher or equal mean
+        int j = i;
+        for (; j > 0 && mean[order[j - 1]] < mean[i]; j--) order[j] = order[j - 1];
+        order[j] = i;
+    }
     size_t n = 0;
     out[0] = 0;
     for (int i = 0; i < nm && n < cap; i++)
@@ -11091,12 +11075,11 @@ static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Me
     for (int i = 0; i < n; i++) {
         if (runs[i].state == CMP_DONE) continue;
         char name[300];
-        run_name(&runs[i], m, name, sizeof name);
         shell_quote(f, "cd ", cwd);
         shell_quote(f, " && ", exe);
         fputs(" compare", f);
         for (int k = 0; k < p->nargs; k++) shell_quote(f, " ", p->args[k]);
-        shell_quote(f, " --only ", name);
+        shell_quote(f, " --only ", run_name(&runs[i], m, name, sizeof name));
         fputc('\n', f);
         lines++;
     }
@@ -11137,10 +11120,8 @@ static int cmp_only_select(const CmpPlan *p, CmpRun *runs, int n, const Method *
                 fd < 0 ? strerror(errno) : "that run is in use", runs[at].dir);
         exit(1);
     }
-    struct stat sb;
-    if (stat(run_path(&runs[at], "done", path, sizeof path), &sb) == 0)   // finished while this one waited
-        runs[at].state = CMP_DONE;
-    if (runs[at].state == CMP_DONE) {
+    // done before, or finished while this one waited
+    if (runs[at].state == CMP_DONE || access(run_path(&runs[at], "done", path, sizeof path), F_OK) == 0) {
         printf("done already: %s\n", p->only);
         return 1;
     }
@@ -11257,9 +11238,7 @@ static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
         fprintf(pr, "  sft: %s (given; %lld bytes, fnv1a64 %016llx)\n", st->sft, bytes,
                 (unsigned long long)st->sft_hash);
     } else {
-        sft_args(&args, o, st->sft_dir, 1);
-        args.argc -= 2;   // the thread count is not part of the configuration (same result)
-        args.argv[args.argc] = NULL;
+        sft_args(&args, o, st->sft_dir, -1);   // the thread count is not part of the configuration (same result)
         fprintf(pr, "  sft: %s, made if missing by\n", st->sft);
         resolved_config(pr, &args, 0, "the study's SFT run (--sft-args)", t);
     }
@@ -11325,7 +11304,6 @@ static void make_sft(const Study *st, double t0) {
 // load_done_runs: st->runs, each run marked done read back (load_run; a bad one stops compare). Returns their count.
 static int load_done_runs(Study *st) {
     char err[512], done[1200];
-    struct stat sb;
     int skipped = 0;
     st->runs = (CmpRun *)callocCheck((size_t)st->nruns, sizeof(CmpRun));
     for (int i = 0; i < st->nruns; i++) {
@@ -11333,7 +11311,7 @@ static int load_done_runs(Study *st) {
         r->method = i % st->nm;
         r->seed = i / st->nm + 1;
         snprintf(r->dir, sizeof r->dir, "%s/%s/seed_%d", st->runs_dir, st->m[r->method].dir, r->seed);
-        if (stat(run_path(r, "done", done, sizeof done), &sb) != 0) continue;
+        if (access(run_path(r, "done", done, sizeof done), F_OK) != 0) continue;
         if (load_run(r, st->K, err, sizeof err) != 0) {
             fprintf(stderr, "error: run %s is marked done but %s\n  hint: delete %s to redo the run\n", r->dir, err,
                     done);
@@ -11367,9 +11345,9 @@ static int finish_run(Study *st, CmpRun *r, int status) {
     char name[300], path[1200], err[512];
     r->wall = wall_seconds() - r->t_start;
     run_name(r, st->m, name, sizeof name);
-    int exited_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!exited_ok) exit_text(status, "killed by signal", err, sizeof err);
-    if (exited_ok && load_run(r, st->K, err, sizeof err) == 0) {
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        exit_text(status, "killed by signal", err, sizeof err);
+    } else if (load_run(r, st->K, err, sizeof err) == 0) {
         write_file_atomic(run_path(r, "done", path, sizeof path), "done\n");   // last: its files are checked
         r->state = CMP_DONE;
         printf("done: %s in %.1f min\n", name, r->wall / 60.0);
@@ -11459,6 +11437,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     static CmpPlan plan;   // static: its args stay reachable (one compare per process)
     static Study st;
     OneBatch ob = {0};
+    Dataset probe = {0};   // --one-batch's probe set
     cmp_options(argc, argv, o, &plan);
     study_setup(&st, o);
     char *text = prereg_text(&st, &ob);
@@ -11467,7 +11446,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     // one compare per study at a time; an --only run does not take it (its train run locks its own directory)
     int lock = plan.only ? -1 : lock_run_dir(st.study, "--study");
     uint64_t hash = write_prereg(&st, text);
-    if (!plan.only) printf("%shash: fnv1a64 %016llx (in %s/prereg.txt)\n\n", text, (unsigned long long)hash, st.study);
+    if (!plan.only) printf("%shash: fnv1a64 %016llx (in %s)\n\n", text, (unsigned long long)hash, st.prereg);
     free(text);
     double t0 = wall_seconds();
     if (!o->init[0]) {
@@ -11475,11 +11454,8 @@ static int cmd_compare(int argc, char **argv, Options *o) {
         st.sft_hash = prereg_sft_hash(&st);
     }
     check_study_sft(&st);
-    if (o->one_batch > 0 && !plan.only) {   // the probe set holds P prompts: refused before any run
-        Dataset probe_set;
-        onebatch_probe_set(&ob, st.sft, &probe_set);
-        free_dataset(&probe_set);
-    }
+    if (o->one_batch > 0 && !plan.only)   // the probe set holds P prompts: refused before any run
+        onebatch_probe_set(&ob, st.sft, &probe);
     int skipped = load_done_runs(&st);
     if (plan.plan) {   // the runs not done, one command a line, to the real standard output; nothing runs
         cmp_print_plan(&plan, st.runs, st.nruns, st.m, st.exe);
@@ -11506,7 +11482,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
                     st.runs[i].test_n, st.runs[0].dir, st.runs[0].test_n);
             exit(EXIT_INPUT);
         }
-    if (o->one_batch > 0) onebatch_collect(&st, &ob);
+    if (o->one_batch > 0) onebatch_collect(&st, &ob, &probe);
     write_results(&st, &ob);
     free(st.runs);
     free(ob.after);
