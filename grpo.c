@@ -9924,8 +9924,7 @@ static void args_add(ArgList *a, ...) {
     va_end(ap);
 }
 
-/* split_options: the words of `text` ("--name value" or "--name=value") appended to a as "--name"
-   "value", each name checked (check_pass_option; `flag`: the compare option in messages). */
+// split_options: `text`'s "--name value" or "--name=value" appended to a, checked (`flag` in messages)
 static void split_options(ArgList *a, const char *text, unsigned mask, const char **reserved,
                           const char *flag) {
     char copy[256], why[160];
@@ -10138,8 +10137,7 @@ static void run_failed(const char *what, const char *why, const char *log) {
     free(text);
 }
 
-/* spawn_wait: spawn, then wait for the child; one that does not exit 0 (or, with `made`, leaves no
-   file `made`) stops compare (exit 1), naming `what`, its wait status and its log. */
+// spawn_wait: spawn and wait; a child that does not exit 0 (or leaves no file `made`) stops compare (exit 1)
 static void spawn_wait(const char *exe, char **argv, const char *log, const char *what, const char *made) {
     pid_t pid = spawn(exe, argv, log);
     int status = 0;
@@ -10557,8 +10555,7 @@ static void print_report(const CmpReport *R, FILE *curves) {
     "--layers 2 --heads 2 --channels 32 --batch-size 16 --lr 3e-3 --steps 300 --eval-every 0"
 #define CMP_QUICK_TRAIN "--prompts-per-step 4 --group-size 4 --lr 1e-3 --eval-limit 40 --test-limit 40"
 
-/* method_args: the train command line of method m, seed `seed`, in run directory dir: fixed
-   options first, then --quick's, --train-args, the method's own, and last those compare sets. */
+// method_args: method m's train line: fixed options, --quick's, --train-args, its own, then compare's
 static void method_args(ArgList *a, const Options *o, const Method *m, int seed, const char *dir,
                         const char *sft) {
     char steps[32], budget[32], points[32], seed_s[32], name[160];
@@ -11061,8 +11058,7 @@ static void shell_quote(FILE *f, const char *before, const char *s) {
     fputc('\'', f);
 }
 
-/* cmp_print_plan: to p->out, one line per run not done, in compare's order: cd to this working
-   directory, then this program (exe) with compare's options as given and --only METHOD/seed_N. */
+// cmp_print_plan: to p->out, per run not done: cd CWD && EXE compare OPTIONS-AS-GIVEN --only METHOD/seed_N
 static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Method *m, const char *exe) {
     char cwd[4096];
     if (!getcwd(cwd, sizeof cwd)) fail_at(__FILE__, __LINE__, "compare --plan: getcwd failed", strerror(errno));
