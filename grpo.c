@@ -9426,7 +9426,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 // the most steps a compare run may take: the top of train's --steps range (OPTIONS); a run whose
 // budget is not in steps gets it as --steps, a cap its budget stops it long before
 static int cmp_steps_cap(void) { return (int)find_option("steps")->max; }
-#define CMP_MAX_ARGS 160
+#define CMP_MAX_ARGS 161
 
 // ---- statistics
 
@@ -9614,10 +9614,9 @@ static void cmp_die(int line, const char *hint, const char *fmt, ...) {
     fail_at(__FILE__, line, msg, hint);
 }
 
-/* parse_methods: "name[:--opt=value...],..." into m (at most max). A name that is an objective runs
-   with --objective name; any other is a label that must give options (a bare one is refused), and
-   runs train's default objective unless they give --objective. Option values are checked when
-   compare resolves each method. Returns the count, or −1 with a message in err. */
+/* parse_methods: "name[:--opt=value...],..." into m (at most max): an objective's name runs with
+   --objective name, any other is a label that must give options. Returns the count, or −1 with a
+   message in err (option values are checked when compare resolves each method). */
 static int parse_methods(const char *spec, Method *m, int max, char *err, size_t errn) {
     int count = 0;
     if (!*spec) CMP_FAIL("no method given");
@@ -9653,6 +9652,7 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
             CMP_FAIL("method '%.100s' is not an objective (%s); a label runs with the options it is "
                      "given: %.100s:--objective=NAME[:--option=value...]", x->label, names, x->label);
         }
+        strcpy(x->dir, copy);   // the directory: each ":--" written "+" (lambda-grpo+temperature=0.7)
         char *next = NULL;
         for (char *rest = colon ? colon + 1 : NULL; rest; rest = next ? next + 1 : NULL) {
             if ((next = strchr(rest, ':')) != NULL) *next = 0;
@@ -9670,14 +9670,8 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
                          "--objective to a label (e.g. mine:--objective=grpo)", x->label);
             strcpy(x->opt[x->nopts][0], rest + 2);
             strcpy(x->opt[x->nopts++][1], eq + 1);
+            snprintf(x->dir + strlen(x->dir), sizeof x->dir - strlen(x->dir), "+%s=%s", rest + 2, eq + 1);
         }
-        size_t o = 0;   // the directory: each ":--" written "+" (lambda-grpo+temperature=0.7)
-        for (const char *q = x->label; *q; o++) {
-            int sep = !strncmp(q, ":--", 3);
-            x->dir[o] = sep ? '+' : *q;
-            q += sep ? 3 : 1;
-        }
-        x->dir[o] = 0;
         for (int j = 0; j < count; j++)
             if (!strcmp(m[j].label, x->label) || !strcmp(m[j].dir, x->dir))
                 CMP_FAIL("method '%.200s' is given twice", x->label);
@@ -9689,7 +9683,7 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
 
 typedef struct {
     int argc;
-    char *argv[CMP_MAX_ARGS + 1];   // NULL-terminated for execv
+    char *argv[CMP_MAX_ARGS + 1];   // PROG, "train" or "sft", options; NULL-terminated for execv
     char store[8192];
     size_t used;
 } ArgList;
@@ -9710,8 +9704,7 @@ static void args_add(ArgList *a, ...) {
     va_end(ap);
 }
 
-/* split_options: the words of `text` ("--name value" or "--name=value") appended to a as "--name"
-   "value", each name checked (check_pass_option; `flag`: the compare option in messages). */
+// split_options: `text`'s "--name value" or "--name=value" appended to a, checked (`flag` in messages)
 static void split_options(ArgList *a, const char *text, unsigned mask, const char **reserved,
                           const char *flag) {
     char copy[256], why[160];
@@ -9778,11 +9771,9 @@ static void write_file_atomic(const char *path, const char *text) {
     atomic_close(&a);   // (a failed fputs shows as ferror there)
 }
 
-/* load_run: a finished run's eval.csv (points 0..K in order) and result.txt into r, checked: every
-   number parses whole and finite; point j on line j + 2, point 0 all zeros but val_acc; the
-   counters >= 0 and never decreasing, step and gen_tokens whole; val_acc and test_acc in [0, 1];
-   test_n whole >= 0 and test_acc a count of it (to the 6 printed decimals); budget_done 1; the last
-   point's counters those of result.txt. Returns 0, or −1 with the file, line and what is wrong in err. */
+/* load_run: a finished run's eval.csv (points 0..K) and result.txt into r, every value checked (a
+   finite number in its range; counters whole where counted, never decreasing, 0 at point 0, the last
+   point's those of result.txt). Returns 0, or −1 with the file, line and what is wrong in err. */
 #define WHY(...) snprintf(why, sizeof why, __VA_ARGS__)   // what is wrong, for CMP_FAIL
 static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     static const char *col[7] = {"point", "budget_spent", "step", "gen_tokens", "flops", "seconds", "val_acc"};
@@ -9874,10 +9865,9 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
 }
 #undef WHY
 
-/* spawn: this program (/proc/self/exe; exe, its path, is argv[0]) started with argv, writing to
-   log_path (truncated). On Linux the child is ended (SIGTERM) if compare dies first, so that an
-   interrupted study leaves no run behind holding its run directory. */
-static pid_t spawn(const char *exe, char *const *argv, const char *log_path) {
+/* spawn: this program (/proc/self/exe) started with argv (its argv[0] exe), writing to log_path. On Linux
+   the child ends (SIGTERM) if compare dies first: an interrupted study leaves no run holding its dir. */
+static pid_t spawn(const char *exe, char **argv, const char *log_path) {
     fflush(stdout);
     fflush(stderr);
     pid_t parent = getpid();
@@ -9900,12 +9890,8 @@ static pid_t spawn(const char *exe, char *const *argv, const char *log_path) {
     if (null_in >= 0) dup2(null_in, 0);
     dup2(fd, 1);
     dup2(fd, 2);
-    char *full[CMP_MAX_ARGS + 2];   // argv[0]: the program; argv (from "train" or "sft" on) after it
-    int n = 0;
-    full[n++] = (char *)exe;
-    for (int i = 0; argv[i] && n <= CMP_MAX_ARGS; i++) full[n++] = argv[i];
-    full[n] = NULL;
-    execv("/proc/self/exe", full);   // this very binary, even if the file was rebuilt since
+    argv[0] = (char *)exe;   // (the child's copy)
+    execv("/proc/self/exe", argv);   // this very binary, even if the file was rebuilt since
     fprintf(stderr, "error: cannot run '/proc/self/exe' (%s): %s\n", exe, strerror(errno));
     _exit(127);
 }
@@ -9917,39 +9903,9 @@ static const char *exit_text(int status, const char *sig, char *buf, size_t n) {
     return buf;
 }
 
-// spawn_wait: spawn, then 0 once the child has exited 0; else −1 with its wait status (exit_text) in why
-static int spawn_wait(const char *exe, char *const *argv, const char *log_path, char *why, size_t n) {
-    pid_t pid = spawn(exe, argv, log_path);
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return 0;
-    exit_text(status, "signal", why, n);
-    return -1;
-}
-
-// run_spent: the budget a running run has spent: the budget_spent column of its train.csv's last row
-static double run_spent(const CmpRun *r) {
-    char path[1200], *text = slurp(run_path(r, "train.csv", path, sizeof path));
-    if (!text) return 0.0;
-    double spent = 0.0;
-    size_t head = strcspn(text, "\n");
-    int col = -1, c = 0;
-    for (char *f = text; f < text + head; f += strcspn(f, ",\n") + 1, c++)
-        if (!strncmp(f, "budget_spent", 12) && (f[12] == ',' || f[12] == '\n' || !f[12])) col = c;
-    char *end = strrchr(text, '\n');   // the last complete row ends there
-    if (end && end > text + head && col >= 0) {
-        *end = 0;
-        char *row = strrchr(text, '\n') + 1;
-        for (c = 0; row && c < col; c++)
-            if ((row = strchr(row, ',')) != NULL) row++;
-        if (row) spent = atof(row);
-    }
-    free(text);
-    return spent;
-}
-
-// The first line of a failed run's log that says what went wrong (error: or usage error:), indented.
-static void print_log_error(const char *log) {
+// run_failed: "error: WHAT failed (WHY); its log: LOG", then the log's first line with "error: ", indented
+static void run_failed(const char *what, const char *why, const char *log) {
+    fprintf(stderr, "error: %s failed (%s); its log: %s\n", what, why, log);
     char *text = slurp(log);
     if (!text) return;
     char *at = strstr(text, "error: ");
@@ -9961,15 +9917,43 @@ static void print_log_error(const char *log) {
     free(text);
 }
 
+// spawn_wait: spawn and wait; a child that does not exit 0 (or leaves no file `made`) stops compare (exit 1)
+static void spawn_wait(const char *exe, char **argv, const char *log, const char *what, const char *made) {
+    pid_t pid = spawn(exe, argv, log);
+    int status = 0;
+    char why[64];
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && (!made || access(made, F_OK) == 0)) return;
+    run_failed(what, exit_text(status, "signal", why, sizeof why), log);
+    exit(EXIT_INPUT);
+}
+
+// run_spent: the budget a running run has spent: the budget_spent column of its train.csv's last row
+static double run_spent(const CmpRun *r) {
+    char path[1200], *text = slurp(run_path(r, "train.csv", path, sizeof path));
+    if (!text) return 0.0;
+    double spent = 0.0;
+    char *head = text + strcspn(text, "\n"), *col = strstr(text, ",budget_spent,");   // never first nor last
+    char *end = strrchr(text, '\n');   // the last complete row ends there
+    if (col && col < head && end > head) {
+        *end = 0;
+        char *row = strrchr(text, '\n') + 1;
+        for (char *c = text; row && c <= col; c = strchr(c, ',') + 1)   // as many commas as before col's
+            if ((row = strchr(row, ',')) != NULL) row++;
+        if (row) spent = atof(row);
+    }
+    free(text);
+    return spent;
+}
+
 // A run's name in messages: METHOD/seed_N.
 static const char *run_name(const CmpRun *r, const Method *m, char *buf, size_t n) {
     snprintf(buf, n, "%s/seed_%d", m[r->method].dir, r->seed);
     return buf;
 }
 
-/* print_progress: runs done, those running with their share of the budget, and the time left:
-   the runs' remaining work times the mean duration of a run (of those finished by this
-   invocation; before the first, from the running ones' pace), divided by the runs at once. */
+/* print_progress: runs done, those running with their share of the budget, and the time left: the work
+   left times a run's mean duration (else the running ones' pace), divided by the runs at once. */
 static void print_progress(const CmpRun *runs, int n, const Method *m, double budget, int jobs, double t0) {
     int count[4] = {0}, dur_n = 0, pace_n = 0;   // runs in each state (CMP_PENDING ...)
     double left = 0.0, dur_sum = 0.0, pace_sum = 0.0;
@@ -10160,8 +10144,7 @@ static PairedDiff last_point_diff(const CmpReport *R, int axis, int mi) {
     return p;
 }
 
-/* print_per_seed: every run's values, from which each interval of the report can be recomputed:
-   validation accuracy at points 0..K (point 0: the SFT model) and test accuracy at the end. */
+// print_per_seed: every run's val accuracy at points 0..K and test accuracy: each interval can be recomputed
 static void print_per_seed(const CmpReport *R) {
     fprintf(R->out, "\nper-seed values: validation accuracy at points 0..%d, then test accuracy at the end (and the\n"
                     "  starting model's)\n", R->K);
@@ -10174,27 +10157,8 @@ static void print_per_seed(const CmpReport *R) {
         }
 }
 
-// print_verdict: hypothesis h's line: the difference, its p, Holm's p and whether it is supported
-static void print_verdict(FILE *f, int h, const char *what, const Method *m, int mi, int ref, PairedDiff p,
-                          double holm_p) {
-    char diff[64];
-    format_ci(&p.d, 1, 3, diff, sizeof diff);
-    char ties[32] = "";   // seeds with the same value under both (neither favoured)
-    if (p.ties) snprintf(ties, sizeof ties, ", %d tied", p.ties);
-    fprintf(f, "  H%d %s vs %s, %s: %s (%d/%d seeds%s): ", h, m[mi].label, m[ref].label, what, diff,
-            p.favour_a, p.favour_b, ties);
-    if (isnan(p.d.half)) {
-        fprintf(f, "not testable (fewer than 2 seeds)\n");
-        return;
-    }
-    fprintf(f, "p %.3g, Holm %.3g, detectable %.3f: ", p.p, holm_p, p.mde);
-    if (holm_p < 0.05) fprintf(f, "supported, favouring %s\n", p.d.mean > 0 ? m[mi].label : m[ref].label);
-    else fprintf(f, "not supported\n");
-}
-
-/* cost_to_reach: the cost x (any axis) at which a run's validation accuracy first reaches target,
-   from its n evaluations (xs[j], val[j]): xs[0] when the start reaches it, else linearly
-   interpolated where it crosses target; NAN when none reaches it (censored at the budget). */
+/* cost_to_reach: the x at which a run's evaluations (xs[j], val[j]), j < n, first reach target,
+   linearly interpolated (xs[0] when the start does); NAN when none does (censored at the budget). */
 static double cost_to_reach(const double *xs, const double *val, int n, double target) {
     for (int j = 0; j < n; j++) {
         if (!(val[j] >= target)) continue;
@@ -10205,9 +10169,8 @@ static double cost_to_reach(const double *xs, const double *val, int n, double t
     return NAN;
 }
 
-/* print_cost_view: per method the generated tokens and seconds to first reach R->target
-   (cost_to_reach), mean ± 95% CI over the seeds that reached it, and how many did not; under
-   each other method the paired difference in tokens over the seeds where both reached it. */
+/* print_cost_view: per method the gen tokens and seconds to reach R->target (mean ± 95% CI over the
+   seeds that did), how many did not, and the paired Δ in tokens over the seeds where both did. */
 static void print_cost_view(const CmpReport *R) {
     FILE *f = R->out;
     int K = R->K, S = R->S;
@@ -10303,7 +10266,7 @@ static void print_peak_table(const CmpReport *R) {
     free(v);
 }
 
-// print_hypotheses: the pre-registered hypotheses, three per method, Holm's correction over all of them
+// print_hypotheses: the pre-registered hypotheses, three per method, each's verdict after Holm's correction
 static void print_hypotheses(const CmpReport *R, int has_test) {
     int nh = 0, hm[64];
     PairedDiff hp[64];
@@ -10325,10 +10288,22 @@ static void print_hypotheses(const CmpReport *R, int has_test) {
     static const char *what[3] = {"test accuracy at the end", "val accuracy at matched generated tokens (last point)",
                                   "val accuracy at matched time (last point)"};
     for (int k = 0; k < nh; k++) {
-        if (k % 3 == 0 && !has_test)
-            fprintf(R->out, "  H%d %s vs %s, test accuracy at the end: not testable (the runs had no test set)\n",
-                    k + 1, R->m[hm[k]].label, R->m[R->ref].label);
-        else print_verdict(R->out, k + 1, what[k % 3], R->m, hm[k], R->ref, hp[k], adj[k]);
+        const PairedDiff *p = &hp[k];
+        const char *label = R->m[hm[k]].label, *ref = R->m[R->ref].label;
+        char diff[64], ties[32] = "";   // ties: seeds with the same value under both (neither favoured)
+        fprintf(R->out, "  H%d %s vs %s, %s: ", k + 1, label, ref, what[k % 3]);
+        if (k % 3 == 0 && !has_test) {
+            fprintf(R->out, "not testable (the runs had no test set)\n");
+            continue;
+        }
+        format_ci(&p->d, 1, 3, diff, sizeof diff);
+        if (p->ties) snprintf(ties, sizeof ties, ", %d tied", p->ties);
+        fprintf(R->out, "%s (%d/%d seeds%s): ", diff, p->favour_a, p->favour_b, ties);
+        if (isnan(p->d.half)) fprintf(R->out, "not testable (fewer than 2 seeds)\n");
+        else if (adj[k] < 0.05)
+            fprintf(R->out, "p %.3g, Holm %.3g, detectable %.3f: supported, favouring %s\n", p->p, adj[k],
+                    p->mde, p->d.mean > 0 ? label : ref);
+        else fprintf(R->out, "p %.3g, Holm %.3g, detectable %.3f: not supported\n", p->p, adj[k], p->mde);
     }
 }
 
@@ -10360,13 +10335,12 @@ static void print_report(const CmpReport *R, FILE *curves) {
     "--layers 2 --heads 2 --channels 32 --batch-size 16 --lr 3e-3 --steps 300 --eval-every 0"
 #define CMP_QUICK_TRAIN "--prompts-per-step 4 --group-size 4 --lr 1e-3 --eval-limit 40 --test-limit 40"
 
-/* method_args: the train command line of method m, seed `seed`, in run directory dir: fixed
-   options first, then --quick's, --train-args, the method's own, and last those compare sets. */
+// method_args: method m's train line: fixed options, --quick's, --train-args, its own, then compare's
 static void method_args(ArgList *a, const Options *o, const Method *m, int seed, const char *dir,
                         const char *sft) {
     char steps[32], budget[32], points[32], seed_s[32], name[160];
     memset(a, 0, sizeof *a);
-    args_add(a, "train", "--threads", "1", "--eval-every", "0", "--pass-k", "0", NULL);
+    args_add(a, PROG, "train", "--threads", "1", "--eval-every", "0", "--pass-k", "0", NULL);
     if (o->quick) split_options(a, CMP_QUICK_TRAIN, CMD_TRAIN, CMP_RESERVED_TRAIN, "--quick");
     split_options(a, o->train_args, CMD_TRAIN, CMP_RESERVED_TRAIN, "--train-args");
     if (m->objective >= 0) args_add(a, "--objective", OBJECTIVE_NAMES[m->objective], NULL);
@@ -10384,22 +10358,21 @@ static void method_args(ArgList *a, const Options *o, const Method *m, int seed,
              "--eval-points", points, "--init", sft, "--seed", seed_s, "--run-dir", dir, NULL);
 }
 
-// sft_args: the study's SFT command line (--quick's, then --sft-args), into dir at `threads` threads
+// sft_args: the study's SFT line (--quick's, then --sft-args) into dir, at `threads` threads (< 0: unset)
 static void sft_args(ArgList *a, const Options *o, const char *dir, int threads) {
     char num[32];
     memset(a, 0, sizeof *a);
-    args_add(a, "sft", NULL);
+    args_add(a, PROG, "sft", NULL);
     if (o->quick) split_options(a, CMP_QUICK_SFT, CMD_SFT, CMP_RESERVED_SFT, "--quick");
     split_options(a, o->sft_args, CMD_SFT, CMP_RESERVED_SFT, "--sft-args");
     snprintf(num, sizeof num, "%d", threads);
-    args_add(a, "--run-dir", dir, "--threads", num, NULL);
+    args_add(a, "--run-dir", dir, threads >= 0 ? "--threads" : NULL, num, NULL);
 }
 
-/* resolved_config: a train (is_train) or sft command line a into f, then the Options t it resolves
-   to (`# config: ...`, as the run prints it), checked: a bad option or value stops compare here
-   with the run's message (after `context`), before anything runs. */
+/* resolved_config: a train (is_train) or sft command line a into f, then the Options t it resolves to
+   (as the run prints them), checked: a bad one stops compare before anything runs (after `context`). */
 static void resolved_config(FILE *f, const ArgList *a, int is_train, const char *context, Options *t) {
-    fprintf(f, "    " PROG);   // PROG, not this machine's path: the hash stays the same
+    fprintf(f, "   ");   // argv[0] is PROG, not this machine's path: the hash stays the same
     for (int i = 0; i < a->argc; i++) fprintf(f, " %s", shell_word(a->argv[i]));
     fprintf(f, "\n  ");
     usage_context = context;
@@ -10408,7 +10381,8 @@ static void resolved_config(FILE *f, const ArgList *a, int is_train, const char 
     else sft_defaults(t);
     ArgList copy = *a;   // getopt_long may reorder the words
     for (int i = 0; i < copy.argc; i++) copy.argv[i] = copy.store + (a->argv[i] - a->store);
-    parse_options(copy.argc, copy.argv, is_train ? CMD_TRAIN : CMD_SFT, t, is_train ? "train" : "sft", "");
+    parse_options(copy.argc - 1, copy.argv + 1, is_train ? CMD_TRAIN : CMD_SFT, t, is_train ? "train" : "sft",
+                  "");
     if (is_train) {
         t->obj.max_new_tokens = t->max_new_tokens;
         check_grpo_options(t);
@@ -10436,19 +10410,21 @@ static void resolved_config(FILE *f, const ArgList *a, int is_train, const char 
     free(line);
 }
 
+// A study being run: its options, methods, paths and runs (one compare per process)
+typedef struct {
+    const Options *o;
+    Method m[CMP_MAX_METHODS];
+    int nm, ref, S, K, nruns, jobs;   // ref: the reference of the paired differences
+    char exe[1024], study[256], sft_dir[300], sft[600], runs_dir[300], prereg[300];
+    uint64_t sft_hash;                // of the starting checkpoint: every run is checked to start from it
+    CmpRun *runs;                     // seed-major: every method's seed 1, then seed 2, ...
+} Study;
+
 #define PREREG_SFT_LINE "sft-checkpoint: fnv1a64 "   // prereg.txt's line after the hash: the made SFT's hash
 #define PREREG_HASH "\nhash: fnv1a64 "
 
-// study_has_runs: 1 when STUDY/runs exists (its path into runs_dir)
-static int study_has_runs(const char *study, char *runs_dir, size_t n) {
-    struct stat sb;
-    snprintf(runs_dir, n, "%s/runs", study);
-    return stat(runs_dir, &sb) == 0;
-}
-
-/* prereg_check_own_hash: an existing prereg.txt (old, read from path): the FNV-1a of every byte
-   above its hash line must be the hash that line states, and below it may stand only the made
-   SFT's line (PREREG_SFT_LINE); else it was edited, and compare stops (exit 1) naming it. */
+/* prereg_check_own_hash: an existing prereg.txt (old, from path) must hash to its hash line above it
+   and hold only the made SFT's line (PREREG_SFT_LINE) below it; else compare stops (exit 1). */
 static void prereg_check_own_hash(const char *path, const char *old) {
     const char *at = strstr(old, PREREG_HASH);
     const char *restore = "restore the file as compare wrote it, or give another --study";
@@ -10472,13 +10448,12 @@ static void prereg_check_own_hash(const char *path, const char *old) {
                 "<16 hex digits> (<n> bytes)' that compare writes may stand there", path, rest);
 }
 
-/* write_prereg: the configuration and the hypotheses (text), then their hash, into STUDY/prereg.txt;
-   an existing one must match its own hash and carry this text's (the same study), else compare
-   stops (this text then in prereg.rejected.txt). Returns the hash. */
-static uint64_t write_prereg(const char *study, const char *text) {
+/* write_prereg: text and its hash into STUDY/prereg.txt; an existing one must match its own hash and
+   carry this text's, else compare stops (this text in prereg.rejected.txt). Returns the hash. */
+static uint64_t write_prereg(const Study *st, const char *text) {
     uint64_t hash = fnv1a64(text, strlen(text));
-    char path[1100], rejected[1100], hint[2400];
-    snprintf(path, sizeof path, "%s/prereg.txt", study);
+    const char *path = st->prereg, *study = st->study;
+    char rejected[1100], hint[2400];
     size_t n = strlen(text) + 64;
     char *full = (char *)mallocCheck(n), *old = slurp(path);
     snprintf(full, n, "%shash: fnv1a64 %016llx\n", text, (unsigned long long)hash);
@@ -10494,7 +10469,7 @@ static uint64_t write_prereg(const char *study, const char *text) {
                     "command's is in %s)", study, rejected);
         }
         free(old);
-    } else if (study_has_runs(study, rejected, sizeof rejected)) {
+    } else if (access(st->runs_dir, F_OK) == 0) {
         CMP_DIE("give another --study, or remove its runs/ directory", "'%s' holds runs but no prereg.txt (which "
                 "is written before the first run)", study);
     } else {
@@ -10513,24 +10488,21 @@ static uint64_t sft_hash(const char *sft, long long *bytes, const char *msg, con
     return h;
 }
 
-/* check_study_sft: the study's starting checkpoint sft against the hash its pre-registration
-   holds (want): a swapped or rewritten file would start the runs not yet run from another model. */
-static void check_study_sft(const char *sft, uint64_t want, const char *study) {
-    uint64_t have = sft_hash(sft, NULL, "the study's SFT checkpoint '%s' cannot be read: %s",
+// check_study_sft: the SFT checkpoint is still the one prereg.txt records (else exit 1: runs from two models)
+static void check_study_sft(const Study *st) {
+    uint64_t have = sft_hash(st->sft, NULL, "the study's SFT checkpoint '%s' cannot be read: %s",
                              "restore it: every run of the study starts from it");
-    if (have != want)
+    if (have != st->sft_hash)
         CMP_DIE("restore that file, or give another --study (the runs done started from the recorded one)",
-                "the study's SFT checkpoint '%s' is not the one %s/prereg.txt records: fnv1a64 %016llx, recorded "
-                "%016llx (it was replaced or rewritten after the study began)", sft, study,
-                (unsigned long long)have, (unsigned long long)want);
+                "the study's SFT checkpoint '%s' is not the one %s records: fnv1a64 %016llx, recorded "
+                "%016llx (it was replaced or rewritten after the study began)", st->sft, st->prereg,
+                (unsigned long long)have, (unsigned long long)st->sft_hash);
 }
 
-/* prereg_sft_hash: the made SFT checkpoint's hash, from prereg.txt's line below the hash line;
-   without it (the SFT run has just finished) the checkpoint is hashed now and the line written,
-   unless runs have started: then which model they started from cannot be told (exit 1). */
-static uint64_t prereg_sft_hash(const char *study, const char *sft) {
-    char path[1100], runs_dir[1100];
-    snprintf(path, sizeof path, "%s/prereg.txt", study);
+/* prereg_sft_hash: the made SFT checkpoint's hash from prereg.txt's line for it; without one, hashed
+   now and the line written, unless runs have started (from which model cannot be told: exit 1). */
+static uint64_t prereg_sft_hash(const Study *st) {
+    const char *path = st->prereg, *sft = st->sft;
     char *pre = slurp(path);
     if (!pre) fail_at(__FILE__, __LINE__, "compare: cannot read back the study's prereg.txt", "");
     const char *at = strstr(pre, PREREG_HASH), *line = at ? strchr(at + 1, '\n') : NULL;
@@ -10538,10 +10510,10 @@ static uint64_t prereg_sft_hash(const char *study, const char *sft) {
     long long bytes = 0;
     if (line && !strncmp(line + 1, PREREG_SFT_LINE, strlen(PREREG_SFT_LINE))) {
         h = strtoull(line + 1 + strlen(PREREG_SFT_LINE), NULL, 16);   // checked by write_prereg
-    } else if (study_has_runs(study, runs_dir, sizeof runs_dir)) {
+    } else if (access(st->runs_dir, F_OK) == 0) {
         CMP_DIE("give another --study", "'%s' records no hash of the SFT checkpoint '%s' (its line '"
                 PREREG_SFT_LINE "...'), and runs have started (%s): which model they started from cannot be told",
-                path, sft, runs_dir);
+                path, sft, st->runs_dir);
     } else {
         h = sft_hash(sft, &bytes, "cannot read the study's SFT checkpoint '%s': %s", "");
         size_t n = strlen(pre) + 128;
@@ -10557,19 +10529,16 @@ static uint64_t prereg_sft_hash(const char *study, const char *sft) {
 
 /* ---- the one-batch prediction view: compare --one-batch P (notes/compare.md)
 
-   Each run's first update alone (its own train line at --warmup 0, stopped after step 1), into
-   STUDY/onebatch/METHOD/seed_N/; the SFT model and each updated one scored on the same probe
-   draws: the first P prompts of the reference's --val-data x OB_SAMPLES samples, sample s of
-   prompt i on stream (OB_SEED, OB_STREAM + i·M + s). The counts are cached (sft.txt, probe.txt)
-   and made when a plain compare collects the study (not --plan or --only). */
+   Each run's first update alone (its train line at --warmup 0, stopped after step 1), in
+   STUDY/onebatch/METHOD/seed_N/; the SFT model and each updated one scored on the same draws
+   (onebatch_score), cached in sft.txt and probe.txt, made when a plain compare collects the study. */
 #define OB_SAMPLES 16
 #define OB_SEED 1
 #define OB_STREAM (1ull << 41)
 
-/* onebatch_score: how many of M samples for each of the first P prompts of d the verifier
-   accepts (task_reward with format reward 0 is 1). Sample s of prompt i is drawn at
-   `temperature`, up to max_new tokens, on stream (seed, OB_STREAM + i·M + s), B sequences per
-   sampler call (the draws do not depend on B). Returns the count, 0..P·M; P <= d->n. */
+/* onebatch_score: how many of M samples for each of the first P prompts of d (P <= d->n) the verifier
+   accepts (reward 1 at format reward 0); sample s of prompt i at `temperature`, up to max_new tokens,
+   on stream (seed, OB_STREAM + i·M + s), B a sampler call (the draws do not depend on B). */
 static long onebatch_score(GPT *m, const Dataset *d, int P, int M, int max_new, float temperature,
                            uint64_t seed, int B) {
     KVCache kv;
@@ -10609,9 +10578,8 @@ typedef struct OneBatch {
     long *after;            // per run, in the runs' order: after its first update
 } OneBatch;
 
-/* onebatch_settings: the probe's settings from the reference method's resolved train line (t[ref]
-   of the methods' t[0..nm)); every method must share its --task, --val-data and --max-new-tokens
-   (one probe set for all), else a usage error naming the method. P from --one-batch. */
+/* onebatch_settings: the probe's settings from the reference's resolved train line t[ref]; every method
+   must share its --task, --val-data and --max-new-tokens (one probe set), else a usage error. */
 static void onebatch_settings(const Options *o, const Method *m, const Options *t, int nm, int ref, OneBatch *ob) {
     memset(ob, 0, sizeof *ob);
     ob->P = o->one_batch;
@@ -10671,44 +10639,38 @@ static long onebatch_measure(const OneBatch *ob, const Dataset *d, const char *m
     return correct;
 }
 
-/* onebatch_collect: the counts of the SFT model and of every run after its first update (cached,
-   else measured as the section's comment says), into ob; a failing run stops compare (exit 1). */
-static void onebatch_collect(const Options *o, const char *study, const char *sft, uint64_t sft_hash,
-                             const Method *m, const CmpRun *runs, int nruns, const char *exe, OneBatch *ob) {
-    char dir[1200], path[1400], probe[1400], name[300];
+/* onebatch_collect: the counts on the probe set d (freed here) of the SFT model and of every run after its
+   first update (cached, else measured as the section's comment says), into ob; a failing run: exit 1. */
+static void onebatch_collect(const Study *st, OneBatch *ob, Dataset *d) {
+    char dir[1200], path[1400], probe[1400], name[300], what[400];
     long samples = (long)ob->P * ob->M;
-    Dataset d;
-    onebatch_probe_set(ob, sft, &d);
-    ob->after = (long *)callocCheck((size_t)nruns, sizeof(long));
-    snprintf(dir, sizeof dir, "%s/onebatch", study);
+    ob->after = (long *)callocCheck((size_t)st->nruns, sizeof(long));
+    snprintf(dir, sizeof dir, "%s/onebatch", st->study);
     make_dir(dir);
     snprintf(path, sizeof path, "%s/sft.txt", dir);
-    if (onebatch_read(path, samples, &ob->sft)) ob->sft = onebatch_measure(ob, &d, sft, path);
-    for (int i = 0; i < nruns; i++) {
-        const CmpRun *r = &runs[i];
-        snprintf(dir, sizeof dir, "%s/onebatch/%s/seed_%d", study, m[r->method].dir, r->seed);
+    if (onebatch_read(path, samples, &ob->sft)) ob->sft = onebatch_measure(ob, d, st->sft, path);
+    for (int i = 0; i < st->nruns; i++) {
+        const CmpRun *r = &st->runs[i];
+        snprintf(dir, sizeof dir, "%s/onebatch/%s/seed_%d", st->study, st->m[r->method].dir, r->seed);
         snprintf(probe, sizeof probe, "%s/probe.txt", dir);
         if (!onebatch_read(probe, samples, &ob->after[i])) continue;
-        check_study_sft(sft, sft_hash, study);   // the first update starts from the recorded checkpoint
+        check_study_sft(st);   // the first update starts from the recorded checkpoint
         make_dir(dir);
         ArgList a;
-        method_args(&a, o, &m[r->method], r->seed, dir, sft);
+        method_args(&a, st->o, &st->m[r->method], r->seed, dir, st->sft);
         // later values win: the first step, nothing scored, at the run's peak --lr (--warmup 0: the
         // run's own step 1 is at lr/warmup, a warm-up artefact, not its training rate)
         args_add(&a, "--budget-unit", "gen-tokens", "--budget", "1", "--eval-points", "0", "--test-limit", "0",
                  "--warmup", "0", NULL);
         char log[1400];
         snprintf(log, sizeof log, "%s/run.log", dir);
-        printf("one-batch: %s's first update (log %s)\n", run_name(r, m, name, sizeof name), log);
-        if (spawn_wait(exe, a.argv, log, path, sizeof path) != 0) {
-            fprintf(stderr, "error: the one-batch run of %s failed (%s); its log: %s\n", name, path, log);
-            print_log_error(log);
-            exit(EXIT_INPUT);
-        }
+        printf("one-batch: %s's first update (log %s)\n", run_name(r, st->m, name, sizeof name), log);
+        snprintf(what, sizeof what, "the one-batch run of %s", name);
+        spawn_wait(st->exe, a.argv, log, what, NULL);
         snprintf(path, sizeof path, "%s/model.bin", dir);
-        ob->after[i] = onebatch_measure(ob, &d, path, probe);
+        ob->after[i] = onebatch_measure(ob, d, path, probe);
     }
-    free_dataset(&d);
+    free_dataset(d);
 }
 
 // OneBatchVerdict: does the one-batch Δ rank the methods as training's gain does, and the gaps
@@ -10721,13 +10683,11 @@ typedef struct {
 // onebatch_ordering: the labels by mean, highest first ("a > b = c"; a stable sort, equal means "=")
 static void onebatch_ordering(const double *mean, int nm, const char *const *labels, char *out, size_t cap) {
     int order[CMP_MAX_METHODS];
-    for (int i = 0; i < nm; i++) order[i] = i;
-    for (int i = 1; i < nm; i++)
-        for (int j = i; j > 0 && mean[order[j]] > mean[order[j - 1]]; j--) {
-            int t = order[j];
-            order[j] = order[j - 1];
-            order[j - 1] = t;
-        }
+    for (int i = 0; i < nm; i++) {   // insertion after every higher or equal mean
+        int j = i;
+        for (; j > 0 && mean[order[j - 1]] < mean[i]; j--) order[j] = order[j - 1];
+        order[j] = i;
+    }
     size_t n = 0;
     out[0] = 0;
     for (int i = 0; i < nm && n < cap; i++)
@@ -10735,10 +10695,9 @@ static void onebatch_ordering(const double *mean, int nm, const char *const *lab
                               labels[order[i]]);
 }
 
-/* onebatch_verdict: from the one-batch Δ (delta[m]), the training gain (gain[m], named gain_name)
-   and the paired gain difference against the reference (actual[m]), the verdict lines into f: same
-   or different ranking of the means, then each method's predicted gap gain_ref·(Δ_m − Δ_ref)/Δ_ref
-   against the actual one in points, or "not determined" when Δ_ref's 95% interval holds 0. */
+/* onebatch_verdict: from the one-batch Δ, the training gain (named gain_name) and its paired difference
+   against the reference (actual), into f: same or different ranking of the means, then each predicted
+   gap gain_ref·(Δ_m − Δ_ref)/Δ_ref against the actual one, unless Δ_ref's 95% interval holds 0. */
 static OneBatchVerdict onebatch_verdict(FILE *f, int nm, int ref, const char *const *labels, const MeanCI *delta,
                                         const double *gain, const double *actual, const char *gain_name) {
     OneBatchVerdict v = {.same = 1};
@@ -10819,10 +10778,8 @@ static void print_onebatch_view(const CmpReport *R) {
 }
 
 /* ---- studies that outgrow one machine: compare --plan and compare --only RUN (notes/compare.md)
-
-   --plan writes the prereg and makes the SFT checkpoint, then prints one shell line per run not
-   done (`cd CWD && EXE compare OPTIONS --only METHOD/seed_N`) and runs nothing; --only runs that
-   one run as compare would, without the study's lock, so that a scheduler can run many at once. */
+   --plan writes the prereg and the SFT checkpoint, then prints `cd CWD && EXE compare OPTIONS --only
+   METHOD/seed_N` per run not done; --only runs that run without the study's lock (many at once). */
 typedef struct {
     int plan;             // 1: --plan
     const char *only;     // --only RUN (METHOD-DIR/seed_N), or NULL
@@ -10881,8 +10838,7 @@ static void shell_quote(FILE *f, const char *before, const char *s) {
     fputc('\'', f);
 }
 
-/* cmp_print_plan: to p->out, one line per run not done, in compare's order: cd to this working
-   directory, then this program (exe) with compare's options as given and --only METHOD/seed_N. */
+// cmp_print_plan: to p->out, per run not done: cd CWD && EXE compare OPTIONS-AS-GIVEN --only METHOD/seed_N
 static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Method *m, const char *exe) {
     char cwd[4096];
     if (!getcwd(cwd, sizeof cwd)) fail_at(__FILE__, __LINE__, "compare --plan: getcwd failed", strerror(errno));
@@ -10895,12 +10851,11 @@ static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Me
     for (int i = 0; i < n; i++) {
         if (runs[i].state == CMP_DONE) continue;
         char name[300];
-        run_name(&runs[i], m, name, sizeof name);
         shell_quote(f, "cd ", cwd);
         shell_quote(f, " && ", exe);
         fputs(" compare", f);
         for (int k = 0; k < p->nargs; k++) shell_quote(f, " ", p->args[k]);
-        shell_quote(f, " --only ", name);
+        shell_quote(f, " --only ", run_name(&runs[i], m, name, sizeof name));
         fputc('\n', f);
         lines++;
     }
@@ -10911,18 +10866,14 @@ static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Me
                     "  machine slows a line only by the CPU it shares\n", lines, lines == 1 ? "" : "s", n);
 }
 
-/* cmp_only_ready: an --only run needs the study's prereg.txt and SFT checkpoint with its recorded
-   hash (unless --init gave it), which --plan makes (two --only runs would both make them). */
-static void cmp_only_ready(const char *study, const char *sft, int given_init) {
-    char path[1100];
-    snprintf(path, sizeof path, "%s/prereg.txt", study);
-    char *pre = slurp(path);
-    struct stat sb;
-    const char *missing = !pre ? path : stat(sft, &sb) != 0 ? sft : NULL;
+// cmp_only_ready: --plan's prereg.txt and SFT checkpoint (and hash line, unless --init): else exit 1
+static void cmp_only_ready(const Study *st, int given_init) {
+    char *pre = slurp(st->prereg);
+    const char *missing = !pre ? st->prereg : access(st->sft, F_OK) != 0 ? st->sft : NULL;
     if (!missing && !given_init && !strstr(pre, "\n" PREREG_SFT_LINE)) missing = "prereg.txt's SFT hash line";
     if (missing)
         CMP_DIE("run the same compare command with --plan first (it writes the pre-registration and makes the SFT "
-                "checkpoint)", "compare --only: study '%s' has no %s", study, missing);
+                "checkpoint)", "compare --only: study '%s' has no %s", st->study, missing);
     free(pre);
 }
 
@@ -10945,10 +10896,8 @@ static int cmp_only_select(const CmpPlan *p, CmpRun *runs, int n, const Method *
                 fd < 0 ? strerror(errno) : "that run is in use", runs[at].dir);
         exit(1);
     }
-    struct stat sb;
-    if (stat(run_path(&runs[at], "done", path, sizeof path), &sb) == 0)   // finished while this one waited
-        runs[at].state = CMP_DONE;
-    if (runs[at].state == CMP_DONE) {
+    // done before, or finished while this one waited
+    if (runs[at].state == CMP_DONE || access(run_path(&runs[at], "done", path, sizeof path), F_OK) == 0) {
         printf("done already: %s\n", p->only);
         return 1;
     }
@@ -10957,15 +10906,13 @@ static int cmp_only_select(const CmpPlan *p, CmpRun *runs, int n, const Method *
     return 0;
 }
 
-/* cmp_options: compare's defaults, then --quick's (so that the options after it override them),
-   then the options, checked; --plan, --only and --quick are taken out first (cmp_plan_args). */
+// cmp_options: compare's defaults, then --quick's, then the options (overriding them), checked
 static void cmp_options(int argc, char **argv, Options *o, CmpPlan *plan) {
     o->seeds = 5;
     o->budget_unit = BUDGET_GEN_TOKENS;
     o->budget = 1e6f;
     o->eval_points = 4;
     o->target_acc = -1.0f;
-    o->one_batch = 0;
     o->init[0] = 0;
     strcpy(o->study, "runs/compare");
     strcpy(o->methods, "grpo,lambda-grpo");
@@ -11012,16 +10959,6 @@ static void cmp_options(int argc, char **argv, Options *o, CmpPlan *plan) {
         usage_error("--eval-points %d: compare needs 1 to %d points", o->eval_points, CMP_MAX_POINTS);
 }
 
-// A study being run: its options, methods, paths and runs (one compare per process)
-typedef struct {
-    const Options *o;
-    Method m[CMP_MAX_METHODS];
-    int nm, ref, S, K, nruns, jobs;   // ref: the reference of the paired differences
-    char exe[1024], study[256], sft_dir[300], sft[600], runs_dir[300];
-    uint64_t sft_hash;                // of the starting checkpoint: every run is checked to start from it
-    CmpRun *runs;                     // seed-major: every method's seed 1, then seed 2, ...
-} Study;
-
 // study_setup: the methods (the reference: grpo, else the first), this program's path and the paths
 static void study_setup(Study *st, const Options *o) {
     char err[512];
@@ -11042,6 +10979,7 @@ static void study_setup(Study *st, const Options *o) {
     snprintf(st->study, sizeof st->study, "%s", o->study);
     snprintf(st->sft_dir, sizeof st->sft_dir, "%s/sft", st->study);
     snprintf(st->runs_dir, sizeof st->runs_dir, "%s/runs", st->study);
+    snprintf(st->prereg, sizeof st->prereg, "%s/prereg.txt", st->study);
     if (o->init[0]) snprintf(st->sft, sizeof st->sft, "%s", o->init);
     else snprintf(st->sft, sizeof st->sft, "%s/model.bin", st->sft_dir);
 }
@@ -11076,9 +11014,7 @@ static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
         fprintf(pr, "  sft: %s (given; %lld bytes, fnv1a64 %016llx)\n", st->sft, bytes,
                 (unsigned long long)st->sft_hash);
     } else {
-        sft_args(&args, o, st->sft_dir, 1);
-        args.argc -= 2;   // the thread count is not part of the configuration (same result)
-        args.argv[args.argc] = NULL;
+        sft_args(&args, o, st->sft_dir, -1);   // the thread count is not part of the configuration (same result)
         fprintf(pr, "  sft: %s, made if missing by\n", st->sft);
         resolved_config(pr, &args, 0, "the study's SFT run (--sft-args)", t);
     }
@@ -11130,25 +11066,20 @@ static char *prereg_text(Study *st, OneBatch *ob) {
 
 // make_sft: the study's shared SFT checkpoint, made once (a failed SFT run stops compare, exit 1)
 static void make_sft(const Study *st, double t0) {
-    struct stat sb;
-    if (stat(st->sft, &sb) == 0) return;
-    char log[1200], how[64] = "exit status 0";
+    if (access(st->sft, F_OK) == 0) return;
+    char log[1200];
     ArgList args;
     make_dir(st->sft_dir);
     snprintf(log, sizeof log, "%s/run.log", st->sft_dir);
     sft_args(&args, st->o, st->sft_dir, st->o->threads);
     printf("sft: making %s (log %s)\n", st->sft, log);
-    if (spawn_wait(st->exe, args.argv, log, how, sizeof how) != 0 || stat(st->sft, &sb) != 0) {
-        fprintf(stderr, "error: the study's SFT run failed (%s); its log: %s\n", how, log);
-        exit(EXIT_INPUT);
-    }
+    spawn_wait(st->exe, args.argv, log, "the study's SFT run", st->sft);
     printf("sft: done in %.1f min\n", (wall_seconds() - t0) / 60.0);
 }
 
 // load_done_runs: st->runs, each run marked done read back (load_run; a bad one stops compare). Returns their count.
 static int load_done_runs(Study *st) {
     char err[512], done[1200];
-    struct stat sb;
     int skipped = 0;
     st->runs = (CmpRun *)callocCheck((size_t)st->nruns, sizeof(CmpRun));
     for (int i = 0; i < st->nruns; i++) {
@@ -11156,7 +11087,7 @@ static int load_done_runs(Study *st) {
         r->method = i % st->nm;
         r->seed = i / st->nm + 1;
         snprintf(r->dir, sizeof r->dir, "%s/%s/seed_%d", st->runs_dir, st->m[r->method].dir, r->seed);
-        if (stat(run_path(r, "done", done, sizeof done), &sb) != 0) continue;
+        if (access(run_path(r, "done", done, sizeof done), F_OK) != 0) continue;
         if (load_run(r, st->K, err, sizeof err) != 0) {
             fprintf(stderr, "error: run %s is marked done but %s\n  hint: delete %s to redo the run\n", r->dir, err,
                     done);
@@ -11172,7 +11103,7 @@ static int load_done_runs(Study *st) {
 static void start_run(Study *st, CmpRun *r, double t0) {
     char log[1200], name[300];
     ArgList args;
-    check_study_sft(st->sft, st->sft_hash, st->study);   // each run starts from the recorded checkpoint
+    check_study_sft(st);   // each run starts from the recorded checkpoint
     make_dir(r->dir);
     static const char *stale[] = {"model.bin", "ckpt.bin", "result.txt"};   // a try before `done`
     for (int k = 0; k < 3; k++) unlink(run_path(r, stale[k], log, sizeof log));   // (train refuses those)
@@ -11190,18 +11121,18 @@ static int finish_run(Study *st, CmpRun *r, int status) {
     char name[300], path[1200], err[512];
     r->wall = wall_seconds() - r->t_start;
     run_name(r, st->m, name, sizeof name);
-    int exited_ok = WIFEXITED(status) && WEXITSTATUS(status) == 0;
-    if (!exited_ok) exit_text(status, "killed by signal", err, sizeof err);
-    if (exited_ok && load_run(r, st->K, err, sizeof err) == 0) {
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+        exit_text(status, "killed by signal", err, sizeof err);
+    } else if (load_run(r, st->K, err, sizeof err) == 0) {
         write_file_atomic(run_path(r, "done", path, sizeof path), "done\n");   // last: its files are checked
         r->state = CMP_DONE;
         printf("done: %s in %.1f min\n", name, r->wall / 60.0);
         return 0;
     }
     r->state = CMP_FAILED;
-    fprintf(stderr, "error: run %s failed (%s); its log: %s\n", name, err,
-            run_path(r, "run.log", path, sizeof path));
-    print_log_error(path);
+    char what[320];
+    snprintf(what, sizeof what, "run %s", name);
+    run_failed(what, err, run_path(r, "run.log", path, sizeof path));
     return 1;
 }
 
@@ -11282,27 +11213,25 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     static CmpPlan plan;   // static: its args stay reachable (one compare per process)
     static Study st;
     OneBatch ob = {0};
+    Dataset probe = {0};   // --one-batch's probe set
     cmp_options(argc, argv, o, &plan);
     study_setup(&st, o);
     char *text = prereg_text(&st, &ob);
-    if (plan.only) cmp_only_ready(st.study, st.sft, o->init[0] != 0);
+    if (plan.only) cmp_only_ready(&st, o->init[0] != 0);
     make_dir(st.study);
     // one compare per study at a time; an --only run does not take it (its train run locks its own directory)
     int lock = plan.only ? -1 : lock_run_dir(st.study, "--study");
-    uint64_t hash = write_prereg(st.study, text);
-    if (!plan.only) printf("%shash: fnv1a64 %016llx (in %s/prereg.txt)\n\n", text, (unsigned long long)hash, st.study);
+    uint64_t hash = write_prereg(&st, text);
+    if (!plan.only) printf("%shash: fnv1a64 %016llx (in %s)\n\n", text, (unsigned long long)hash, st.prereg);
     free(text);
     double t0 = wall_seconds();
     if (!o->init[0]) {
         make_sft(&st, t0);
-        st.sft_hash = prereg_sft_hash(st.study, st.sft);
+        st.sft_hash = prereg_sft_hash(&st);
     }
-    check_study_sft(st.sft, st.sft_hash, st.study);
-    if (o->one_batch > 0 && !plan.only) {   // the probe set holds P prompts: refused before any run
-        Dataset probe_set;
-        onebatch_probe_set(&ob, st.sft, &probe_set);
-        free_dataset(&probe_set);
-    }
+    check_study_sft(&st);
+    if (o->one_batch > 0 && !plan.only)   // the probe set holds P prompts: refused before any run
+        onebatch_probe_set(&ob, st.sft, &probe);
     int skipped = load_done_runs(&st);
     if (plan.plan) {   // the runs not done, one command a line, to the real standard output; nothing runs
         cmp_print_plan(&plan, st.runs, st.nruns, st.m, st.exe);
@@ -11329,8 +11258,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
                     st.runs[i].test_n, st.runs[0].dir, st.runs[0].test_n);
             exit(EXIT_INPUT);
         }
-    if (o->one_batch > 0)
-        onebatch_collect(o, st.study, st.sft, st.sft_hash, st.m, st.runs, st.nruns, st.exe, &ob);
+    if (o->one_batch > 0) onebatch_collect(&st, &ob, &probe);
     write_results(&st, &ob);
     free(st.runs);
     free(ob.after);
