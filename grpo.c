@@ -5028,8 +5028,7 @@ static const char *usage_context = NULL;   // where the options came from, when 
 static void usage_error(const char *fmt, ...) {
     va_list ap;
     va_start(ap, fmt);
-    fprintf(stderr, "usage error: ");
-    if (usage_context) fprintf(stderr, "%s: ", usage_context);
+    fprintf(stderr, "usage error: %s%s", usage_context ? usage_context : "", usage_context ? ": " : "");
     vfprintf(stderr, fmt, ap);
     fprintf(stderr, "\n  (run '" PROG " --help' or '" PROG " <command> --help')\n");
     va_end(ap);
@@ -5096,8 +5095,7 @@ static void unlock_run_dir(int fd) { close(fd); }
 
 typedef struct {
     // run
-    int seed, threads;
-    int task;              // --task: an index in TASKS (countdown 0, chain-sum 1)
+    int seed, threads, task;   // task: an index in TASKS
     char run_dir[512], init[512], resume[512], model[512];
     // model shape (sft, bench)
     int layers, heads, channels, context;
@@ -5105,17 +5103,13 @@ typedef struct {
     char train_data[512], val_data[512], test_data[512], data[512], prompt[256], completions_out[512];
     char html_out[512], token_names[512];   // sample, check: --html page of B(G), check's --token-names
     // optimisation
-    int steps, batch_size, warmup, eval_every, save_every, eval_limit, schedule;
-    int test_limit;        // train: test prompts scored at the start and end (-1: all, 0: none)
+    int steps, batch_size, warmup, eval_every, save_every, eval_limit, schedule, test_limit;
     float lr, min_lr_frac, weight_decay, grad_clip, beta1, beta2;
     // GRPO
     int prompts_per_step, group_size, max_new_tokens, num_iterations, micro_batch, mask_truncated;
-    int update_layout;     // LAYOUT_PADDED or LAYOUT_TREE
-    int sampler;           // SAMPLER_PLAIN or SAMPLER_SHARED (kv->pack)
-    int pass_k, seeds;
-    float temperature;
+    int update_layout, sampler, pass_k, seeds;   // LAYOUT_PADDED|TREE, SAMPLER_PLAIN|SHARED
+    float temperature, format_reward;
     ObjectiveConfig obj;
-    float format_reward;
     // the comparison objectives: MC-PRM's, PPO's critic's, tree's extra methods
     int mc_k, mc_whiten;
     float gae_gamma, gae_lambda, critic_lr;
@@ -5124,17 +5118,13 @@ typedef struct {
     int prompt_select, select_candidates, dynamic_max_rounds;
     float select_target, select_decay;
     // budget runs (train) and studies (compare: the compute-matched protocol)
-    int budget_unit, eval_points, jobs;
-    float budget;
-    float target_acc;      // compare: the pre-registered validation accuracy X of the cost view (< 0: off)
-    int one_batch;         // compare: P, the probe prompts of the one-batch prediction view (0: off)
+    int budget_unit, eval_points, jobs, one_batch;
+    float budget, target_acc;
     char study[256], methods[256], train_args[256], sft_args[256];
-    int probe_every;       // train: GRPO's and λ-GRPO's gradients compared every N steps (0: off)
-    int overwrite;         // sft, train, tree: 1 replaces the finished run in --run-dir; 0 refuses
+    int probe_every, overwrite;
     int quick;             // compare --quick: its SFT and train settings come before --sft-args, --train-args
 #ifdef GRPO_CUDA
-    int tf32;              // 1: cuBLAS may use TF32 tensor cores
-    int kernel_times;      // bench: 1 prints the GPU time of each kernel (CUDA build)
+    int tf32, kernel_times;   // CUDA build: cuBLAS on TF32 tensor cores; bench's time per kernel
 #endif
 } Options;
 
@@ -5154,9 +5144,8 @@ typedef struct {
     unsigned cmds;           // CMD_* bits: the commands that take it
     const char *help;
     const char *dflt;        // the default as typed (NULL: 0 or ""); a command's own: sft_defaults, ...
-    /* the objectives (1 << OBJ_*) and prompt selectors (1 << SELECT_*) it applies to (0: all): out of
-       them it is left out of the banner and run record (option_in_force) and refused when set
-       (check_scoped_options); a uniform run (the default) names no selection option */
+    // the objectives (1 << OBJ_*) and prompt selectors (1 << SELECT_*) it applies to (0: all);
+    // out of them: see option_in_force and check_scoped_options
     unsigned objectives, selectors;
 } OptSpec;
 
@@ -5362,7 +5351,6 @@ static void option_text(char *out, size_t cap, const Options *o, const OptSpec *
 
 /* A busy machine: libgomp's waiting threads spin, and beside other jobs a 2-thread run then is several
    times slower (notes/speed.md, "On a shared machine"). libgomp reads its policy before main.
-
    gomp_spin_count: the spins libgomp (4.4+) waits at a barrier before sleeping: GOMP_SPINCOUNT when
    it is a count (suffixes k, M, G, T: x1e3..1e12) or infinite/infinity (1e18), else OMP_WAIT_POLICY:
    PASSIVE 0, ACTIVE 3e10, anything else 300,000. NULL: unset; case and surrounding blanks ignored. */
@@ -5422,10 +5410,9 @@ static void warn_if_busy(const char *cmd, char **argv) {
     if (f) fclose(f);
     int threads = num_threads();
     for (int i = 2; argv[i]; i++) {   // the last --threads wins, as in parse_options; 0 means the default
-        const char *v = !strcmp(argv[i], "--threads") ? argv[i + 1]
-                        : !strncmp(argv[i], "--threads=", 10) ? argv[i] + 10 : NULL;
+        const char *v = !strncmp(argv[i], "--threads=", 10) ? argv[i] + 10 : NULL;
+        if (!strcmp(argv[i], "--threads") && argv[i + 1]) v = argv[++i];
         if (v && atoi(v) > 0) threads = atoi(v);
-        if (!strcmp(argv[i], "--threads") && argv[i + 1]) i++;
     }
     const char *policy = getenv("OMP_WAIT_POLICY"), *spins = getenv("GOMP_SPINCOUNT");
     int ncpu = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -5436,7 +5423,6 @@ static void warn_if_busy(const char *cmd, char **argv) {
                 "(spinning against other jobs can make a run several times slower; "
                 "OMP_WAIT_POLICY=ACTIVE keeps it spinning); notes/speed.md\n",
                 (int)strcspn(msg, ")") + 1, msg);
-        fflush(stderr);
         setenv("OMP_WAIT_POLICY", "PASSIVE", 1);
         execv("/proc/self/exe", argv);
         fprintf(stderr, "note: the restart failed (%s): this run spins\n", strerror(errno));
@@ -5535,7 +5521,6 @@ static void default_options(Options *o) {
     memset(o, 0, sizeof *o);
     for (int i = 0; i < NUM_OPTIONS; i++)
         if (OPTIONS[i].dflt) set_option(o, &OPTIONS[i], OPTIONS[i].dflt);
-    o->obj.max_new_tokens = 40;   // not an option: each command sets it from --max-new-tokens
 }
 
 /* parse_options: GNU long options for one command (bit `mask`) into o; a bad option or value is a usage
@@ -5571,9 +5556,8 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
         if (c == '?') {
             const char *bad = argv[optind - 1];
             if (optopt) {
-                // a short option (-x): -h is the only one, so the bad letter is the first of its
-                // argument; getopt moves optind past that argument only when nothing follows the
-                // letter (-x), and leaves it on the argument otherwise (-xy)
+                // a short option: -h is the only one, so the bad letter begins its argument; getopt
+                // moves optind past it only when nothing follows the letter (-x), not for -xy
                 if (optind < argc && argv[optind][0] == '-' && argv[optind][1] == optopt && argv[optind][2])
                     bad = argv[optind];
                 usage_error("unknown option '%s' for '" PROG " %s' "
@@ -5605,16 +5589,12 @@ static unsigned option_scope(const OptSpec *s, int selectors) {
     return scope ? scope : ~0u;
 }
 
-// 1 when the comma-separated list (tree's --objective) names `name`.
+// 1 when the comma-separated list (tree's --objective, at most 255 bytes) names `name`.
 static int list_has(const char *list, const char *name) {
-    size_t n = strlen(name);
-    for (const char *p = list; *p; ) {
-        size_t len = strcspn(p, ",");
-        if (len == n && !strncmp(p, name, n)) return 1;
-        p += len;
-        if (*p == ',') p++;
-    }
-    return 0;
+    char l[260], n[64];
+    snprintf(l, sizeof l, ",%s,", list);
+    snprintf(n, sizeof n, ",%s,", name);
+    return strstr(l, n) != NULL;
 }
 
 // objectives_run: the objectives (1 << OBJ_* bits) a run of command `mask` trains: train's and
@@ -5912,14 +5892,15 @@ static void check_grpo_options(const Options *o) {
 
 /* check_scoped_options: an option set away from its default in a run of command `mask` that runs
    none of its objectives or selectors (option_scope) would do nothing: a usage error naming it and
-   what it applies to. Then PPO's own checks when it runs. Call it after tree_methods. */
+   what it applies to. Then PPO's own checks when it runs, and train's --prompt-select's (M >= P,
+   d in (0, 1]). Call it after tree_methods. */
 static void check_scoped_options(const Options *o, unsigned mask) {
     Options d;
     default_options(&d);
     unsigned run = objectives_run(o, mask), selector = selectors_run(o, mask);
     for (int i = 0; i < NUM_OPTIONS; i++) {
         const OptSpec *s = &OPTIONS[i];
-        char ours[64], dflt[64], names[128] = "", why[192];
+        char ours[64], dflt[64], names[128] = "";
         int by_objective = !(option_scope(s, 0) & run);   // else out of force by the prompt selector
         if (!(s->cmds & mask) || (!by_objective && option_scope(s, 1) & selector)) continue;
         option_text(ours, sizeof ours, o, s, 1);
@@ -5930,30 +5911,25 @@ static void check_scoped_options(const Options *o, unsigned mask) {
             if (option_scope(s, !by_objective) >> k & 1u)
                 snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? "|" : "",
                          choices[k]);
-        if (by_objective && mask & CMD_TREE)
-            snprintf(why, sizeof why, "tree runs it only with %s in its --objective list", names);
-        else
-            snprintf(why, sizeof why, "this run has --%s %s", by_objective ? "objective" : "prompt-select",
-                     by_objective ? OBJECTIVE_NAMES[o->obj.objective]
-                                  : PROMPT_SELECT_NAMES[o->prompt_select]);
+        const char *kind = by_objective ? "objective" : "prompt-select";
         option_text(ours, sizeof ours, o, s, 0);   // as typed: a float as %g
-        usage_error("--%s %s applies to --%s %s only, and %s", s->name, ours,
-                    by_objective ? "objective" : "prompt-select", names, why);
+        if (by_objective && mask & CMD_TREE)
+            usage_error("--%s %s applies to --%s %s only, and tree runs it only with %s in its --objective list",
+                        s->name, ours, kind, names, names);
+        usage_error("--%s %s applies to --%s %s only, and this run has --%s %s", s->name, ours, kind, names, kind,
+                    by_objective ? OBJECTIVE_NAMES[o->obj.objective] : PROMPT_SELECT_NAMES[o->prompt_select]);
     }
-    if (!(run & 1u << OBJ_PPO)) return;
     float critic_lr = o->critic_lr > 0.0f ? o->critic_lr : o->lr;
-    if (critic_lr * o->weight_decay >= 1.0f)
+    if (run & 1u << OBJ_PPO && critic_lr * o->weight_decay >= 1.0f)
         usage_error("--critic-lr %g x --weight-decay %g = %g: must be < 1 "
                     "(AdamW scales the critic's weights by 1 - lr x weight-decay each step)",
                     critic_lr, o->weight_decay, critic_lr * o->weight_decay);
 #ifdef GRPO_CUDA
-    usage_error("--objective ppo: the CUDA build does not run the critic (its value head is host code); "
-                "use the CPU build (make; ./grpo)");
+    if (run & 1u << OBJ_PPO)
+        usage_error("--objective ppo: the CUDA build does not run the critic (its value head is host code); "
+                    "use the CPU build (make; ./grpo)");
 #endif
-}
-
-// check_select_options: --prompt-select's options before anything is loaded: M >= P, d in (0, 1].
-static void check_select_options(const Options *o) {
+    if (!(mask & CMD_TRAIN)) return;
     if (o->select_candidates != 0 && o->select_candidates < o->prompts_per_step)
         usage_error("--select-candidates %d: MoPPS keeps --prompts-per-step %d of the M candidates, so M "
                     "must be >= %d", o->select_candidates, o->prompts_per_step, o->prompts_per_step);
@@ -7568,7 +7544,6 @@ static int cmd_train(int argc, char **argv, Options *o) {
     o->obj.max_new_tokens = o->max_new_tokens;
     check_grpo_options(o);
     check_scoped_options(o, CMD_TRAIN);
-    check_select_options(o);
     check_weight_decay(o);
 #ifdef GRPO_CUDA
     if (o->probe_every)
@@ -10387,7 +10362,6 @@ static void resolved_config(FILE *f, const ArgList *a, int is_train, const char 
         t->obj.max_new_tokens = t->max_new_tokens;
         check_grpo_options(t);
         check_scoped_options(t, CMD_TRAIN);
-        check_select_options(t);
         if (t->schedule != 2 && t->budget_unit != BUDGET_STEPS)   // 2: constant (SCHEDULE_NAMES)
             usage_error("--schedule %s decays the learning rate over --steps, which compare sets to a cap "
                         "of %d steps unless the budget counts steps: use --budget-unit steps --budget N "
@@ -11296,8 +11270,7 @@ static ssize_t stderr_escaped_write(void *cookie, const char *buf, size_t n) {
     for (size_t i = 0; i < n; i++) {
         const unsigned char *u = (const unsigned char *)buf + i;
         unsigned char ch = u[0];
-        // a UTF-8 sequence: its length, 0 when invalid; U+0080..U+009F (the C1 controls: ESC's
-        // 8-bit forms) counts as invalid here
+        // a UTF-8 sequence's length; 0: invalid, or U+0080..U+009F (C1 controls: ESC's 8-bit forms)
         size_t len = ch < 0x80 ? 1 : ch < 0xc2 ? 0 : ch < 0xe0 ? 2 : ch < 0xf0 ? 3 : ch < 0xf5 ? 4 : 0;
         for (size_t j = 1; j < len; j++)
             if (i + j >= n || (u[j] & 0xc0) != 0x80) len = 0;
