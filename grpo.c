@@ -4989,7 +4989,7 @@ static int output_is_ours(const char *flag, const char *path) {
 static void refuse_inputs_as_outputs(const NamedPath *outs, int no, const NamedPath *ins, int ni) {
     for (int i = 0; i < no; i++) {
         const char *out = outs[i].path;
-        struct stat sb;
+        struct stat sb = {0};   // (stays 0, not a regular file, when lstat finds nothing)
         if (!out || !out[0]) continue;
         if (!strcmp(out, "-"))
             usage_error("%s -: this output is a file, not standard output; give a file name", outs[i].flag);
