@@ -9401,7 +9401,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 // the most steps a compare run may take: the top of train's --steps range (OPTIONS); a run whose
 // budget is not in steps gets it as --steps, a cap its budget stops it long before
 static int cmp_steps_cap(void) { return (int)find_option("steps")->max; }
-#define CMP_MAX_ARGS 161
+#define CMP_MAX_ARGS 161   // a run's argv: the program's name and at most 160 words after it
 
 // ---- statistics
 
@@ -9670,7 +9670,7 @@ static void args_add(ArgList *a, ...) {
     for (const char *s; (s = va_arg(ap, const char *)) != NULL;) {
         size_t n = strlen(s) + 1;
         if (a->argc == CMP_MAX_ARGS || a->used + n > sizeof a->store)
-            usage_error("compare: too many options for one run (at most %d words)", CMP_MAX_ARGS);
+            usage_error("compare: too many options for one run (at most %d words)", CMP_MAX_ARGS - 1);
         memcpy(a->store + a->used, s, n);
         a->argv[a->argc++] = a->store + a->used;
         a->argv[a->argc] = NULL;
