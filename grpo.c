@@ -7060,8 +7060,11 @@ static double sft_loss_spb(GPT *m, SharedPrefixBatch *pk, int B, const int *cons
 // set_defaults: a command's own defaults into o from "name value ..." (each value read as if typed).
 static void set_defaults(Options *o, const char *pairs) {
     char name[64], value[256];
-    for (int used = 0; sscanf(pairs, "%63s %255s%n", name, value, &used) == 2; pairs += used)
-        set_option(o, find_option(name), value);
+    for (int used = 0; sscanf(pairs, "%63s %255s%n", name, value, &used) == 2; pairs += used) {
+        const OptSpec *s = find_option(name);
+        if (!s) fail_at(__FILE__, __LINE__, "set_defaults: a default names no option", name);
+        set_option(o, s, value);
+    }
 }
 
 // sft's defaults where they differ from default_options (compare reads them for its prereg)
