@@ -4960,6 +4960,7 @@ static const char *shell_word(const char *s) {
 
 typedef struct { const char *flag, *path; } NamedPath;   // an option and its file ("" or NULL: not given)
 static void usage_error(const char *fmt, ...);
+static void cmp_die(int line, const char *hint, const char *fmt, ...);   // fail_at, printf-style (compare's, below)
 
 /* output_is_ours: 1 when output `flag` may replace the existing file path: empty, or of the kind it
    writes (--html: <!DOCTYPE html>...; --completions: four TAB-separated fields ending eos|no-eos); other
@@ -5045,44 +5046,32 @@ static void make_dir(const char *path) {
             mkdir(tmp, 0777);
             *p = '/';
         }
-    if (mkdir(tmp, 0777) != 0 && errno != EEXIST) {
-        char msg[1200];
-        snprintf(msg, sizeof msg, "cannot create directory '%s': %s", path, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "check --run-dir");
-    }
+    if (mkdir(tmp, 0777) != 0 && errno != EEXIST)
+        cmp_die(__LINE__, "check --run-dir", "cannot create directory '%s': %s", path, strerror(errno));
 }
 
 /* lock_run_dir: an exclusive flock on RUN_DIR/.lock (holding our pid, for the message) for the rest of
    the run, so that two runs never write the same files; flag names the option in the hints. */
 static int lock_run_dir(const char *run_dir, const char *flag) {
-    char path[1100], msg[1400], hint[96];
+    char path[1100], hint[96];
     snprintf(path, sizeof path, "%s/.lock", run_dir);
+    snprintf(hint, sizeof hint, "check that the %s directory is writable", flag);
     int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);
-    if (fd < 0) {
-        snprintf(msg, sizeof msg, "cannot create lock file '%s': %s", path, strerror(errno));
-        snprintf(hint, sizeof hint, "check that the %s directory is writable", flag);
-        fail_at(__FILE__, __LINE__, msg, hint);
-    }
+    if (fd < 0) cmp_die(__LINE__, hint, "cannot create lock file '%s': %s", path, strerror(errno));
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
-        int err = errno;
+        int err = errno, study = !strcmp(flag, "--study");
         char owner[32] = "";
         if (pread(fd, owner, sizeof owner - 1, 0) < 0) owner[0] = 0;   // owner stays NUL-terminated
         owner[strcspn(owner, "\n")] = 0;
-        if (err == EWOULDBLOCK)
-            snprintf(msg, sizeof msg, "%s '%s' is in use by another %s (pid %s)",
-                     strcmp(flag, "--study") ? "run directory" : "study", run_dir,
-                     strcmp(flag, "--study") ? "run" : "compare", owner[0] ? owner : "unknown");
-        else
-            snprintf(msg, sizeof msg, "cannot lock '%s': %s", path, strerror(err));
         snprintf(hint, sizeof hint, "wait for that run to end, or give this one another %s", flag);
-        fail_at(__FILE__, __LINE__, msg, hint);
+        if (err != EWOULDBLOCK) cmp_die(__LINE__, hint, "cannot lock '%s': %s", path, strerror(err));
+        cmp_die(__LINE__, hint, "%s '%s' is in use by another %s (pid %s)", study ? "study" : "run directory",
+                run_dir, study ? "compare" : "run", owner[0] ? owner : "unknown");
     }
     char pid[32];
     int len = snprintf(pid, sizeof pid, "%ld\n", (long)getpid());
-    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, len, 0) != len) {
-        snprintf(msg, sizeof msg, "cannot write lock file '%s': %s", path, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, "is the disk full?");
-    }
+    if (ftruncate(fd, 0) != 0 || pwrite(fd, pid, len, 0) != len)
+        cmp_die(__LINE__, "is the disk full?", "cannot write lock file '%s': %s", path, strerror(errno));
     return fd;
 }
 
@@ -5154,6 +5143,9 @@ typedef struct {
 #define FLT(field, min, max) OPT_FLOAT, OFF(field), min, max, NULL
 #define STR(field) OPT_STR, OFF(field), 0, 0, NULL
 #define ENUM(field, choices) OPT_ENUM, OFF(field), 0, 0, choices
+#define RUN_CMDS (CMD_SFT | CMD_TRAIN | CMD_TREE)     // the commands that train: a run directory, AdamW
+#define GRPO_CMDS (CMD_TRAIN | CMD_TREE)              // the commands that take GRPO steps
+#define MODEL_CMDS (CMD_SFT | CMD_BENCH | CMD_TREE)   // the commands that build a model of --layers ...
 #define OBJ_CMDS (CMD_TRAIN | CMD_CHECK | CMD_TREE)
 #define GEN_CMDS (CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_TREE)
 #define STRINGIFY(x) #x
@@ -5174,18 +5166,16 @@ static const OptSpec OPTIONS[] = {
     {"seed", INT(seed, 0, 2147483647), CMD_SFT | GEN_CMDS | CMD_BENCH,
      "random seed (same seed, same build: same run, bit for bit)", "1337"},
     {"threads", INT(threads, 0, 1024), 0xffff, "OpenMP threads (0: OMP_NUM_THREADS or all cores)"},
-    {"run-dir", STR(run_dir), CMD_SFT | CMD_TRAIN | CMD_TREE, "directory for checkpoints and CSV logs"},
+    {"run-dir", STR(run_dir), RUN_CMDS, "directory for checkpoints and CSV logs"},
     {"init", STR(init), CMD_TRAIN,
      "SFT checkpoint to start from; also the reference policy π_ref", "runs/sft/model.bin"},
     {"resume", STR(resume), CMD_SFT | CMD_TRAIN,
      "checkpoint with optimizer state to continue from (bit-identical with the same --update-layout)"},
     {"model", STR(model), CMD_EVAL | CMD_SAMPLE, "checkpoint to load", "runs/grpo/model.bin"},
-    {"layers", INT(layers, 1, 64), CMD_SFT | CMD_BENCH | CMD_TREE, "transformer blocks L", "4"},
-    {"heads", INT(heads, 1, 64), CMD_SFT | CMD_BENCH | CMD_TREE,
-     "attention heads NH (must divide --channels)", "4"},
-    {"channels", INT(channels, 8, 4096), CMD_SFT | CMD_BENCH | CMD_TREE, "width C", "128"},
-    {"context", INT(context, 8, 1024), CMD_SFT | CMD_BENCH,
-     "context length maxT in tokens (bench: at least 9)", "64"},
+    {"layers", INT(layers, 1, 64), MODEL_CMDS, "transformer blocks L", "4"},
+    {"heads", INT(heads, 1, 64), MODEL_CMDS, "attention heads NH (must divide --channels)", "4"},
+    {"channels", INT(channels, 8, 4096), MODEL_CMDS, "width C", "128"},
+    {"context", INT(context, 8, 1024), CMD_SFT | CMD_BENCH, "context length maxT (bench: at least 9)", "64"},
     {"train-data", STR(train_data), CMD_SFT | CMD_TRAIN,
      "training prompts (prompt<TAB>demonstration per line)", "data/countdown_train.txt"},
     {"val-data", STR(val_data), CMD_SFT | CMD_TRAIN | CMD_SAMPLE,
@@ -5201,34 +5191,27 @@ static const OptSpec OPTIONS[] = {
      "also draw B(G) as one self-contained HTML page here (colour: net coefficient, GRPO or λ-GRPO)"},
     {"token-names", STR(token_names), CMD_CHECK,
      "--html: a file whose line n names token id n (e.g. notes/examples/letters.txt; none: the ids)"},
-    {"steps", INT(steps, 0, 10000000), CMD_SFT | CMD_TRAIN | CMD_TREE,
-     "optimizer steps (GRPO: sampling steps)"},
+    {"steps", INT(steps, 0, 10000000), RUN_CMDS, "optimizer steps (GRPO: sampling steps)"},
     {"batch-size", INT(batch_size, 1, 4096), CMD_SFT | CMD_BENCH, "sequences per SFT step", "32"},
-    {"lr", FLT(lr, 0, 10), CMD_SFT | CMD_TRAIN | CMD_TREE,
-     "peak learning rate (train --task chain-sum: 1e-5)"},
-    {"min-lr-frac", FLT(min_lr_frac, 0, 1), CMD_SFT | CMD_TRAIN | CMD_TREE,
-     "final learning rate as a fraction of --lr", "0.1"},
-    {"schedule", ENUM(schedule, SCHEDULE_NAMES), CMD_SFT | CMD_TRAIN | CMD_TREE,
-     "learning-rate decay after warm-up"},
-    {"warmup", INT(warmup, 0, 1000000), CMD_SFT | CMD_TRAIN | CMD_TREE, "linear warm-up steps"},
-    {"weight-decay", FLT(weight_decay, 0, 10), CMD_SFT | CMD_TRAIN | CMD_TREE,
-     "AdamW decoupled weight decay (2-D weights only)"},
-    {"beta1", FLT(beta1, 0, 0.999999), CMD_SFT | CMD_TRAIN | CMD_TREE, "AdamW β1", "0.9"},
-    {"beta2", FLT(beta2, 0, 0.999999), CMD_SFT | CMD_TRAIN | CMD_TREE, "AdamW β2", "0.95"},
-    {"grad-clip", FLT(grad_clip, 0, 1e9), CMD_SFT | CMD_TRAIN | CMD_TREE,
-     "max global gradient norm (0: off)", "1"},
+    {"lr", FLT(lr, 0, 10), RUN_CMDS, "peak learning rate (train --task chain-sum: 1e-5)"},
+    {"min-lr-frac", FLT(min_lr_frac, 0, 1), RUN_CMDS, "final learning rate as a fraction of --lr", "0.1"},
+    {"schedule", ENUM(schedule, SCHEDULE_NAMES), RUN_CMDS, "learning-rate decay after warm-up"},
+    {"warmup", INT(warmup, 0, 1000000), RUN_CMDS, "linear warm-up steps"},
+    {"weight-decay", FLT(weight_decay, 0, 10), RUN_CMDS, "AdamW decoupled weight decay (2-D weights only)"},
+    {"beta1", FLT(beta1, 0, 0.999999), RUN_CMDS, "AdamW β1", "0.9"},
+    {"beta2", FLT(beta2, 0, 0.999999), RUN_CMDS, "AdamW β2", "0.95"},
+    {"grad-clip", FLT(grad_clip, 0, 1e9), RUN_CMDS, "max global gradient norm (0: off)", "1"},
     {"eval-every", INT(eval_every, 0, 10000000), CMD_SFT | CMD_TRAIN, "validate every N steps (0: off)"},
     {"eval-limit", INT(eval_limit, 0, 10000000), CMD_TRAIN | CMD_EVAL,
      "score at most N prompts per evaluation (0: all); for train's test file see --test-limit"},
     {"test-limit", INT(test_limit, -1, 10000000), CMD_TRAIN,
      "score the first N test prompts at the start and end (-1: all; 0: none, for short try-outs)"},
-    {"overwrite", INT(overwrite, 0, 1), CMD_SFT | CMD_TRAIN | CMD_TREE,
+    {"overwrite", INT(overwrite, 0, 1), RUN_CMDS,
      "1: replace the finished run in --run-dir (its model.bin, tree_steps.csv, logs); 0: refuse to"},
     {"save-every", INT(save_every, 0, 10000000), CMD_SFT | CMD_TRAIN,
      "write a resumable checkpoint every N steps (0: only at the end)"},
-    {"prompts-per-step", INT(prompts_per_step, 1, 4096), CMD_TRAIN | CMD_TREE,
-     "prompts P per GRPO step", "8"},
-    {"group-size", INT(group_size, 1, 4096), CMD_TRAIN | CMD_SAMPLE | CMD_TREE,
+    {"prompts-per-step", INT(prompts_per_step, 1, 4096), GRPO_CMDS, "prompts P per GRPO step", "8"},
+    {"group-size", INT(group_size, 1, 4096), GRPO_CMDS | CMD_SAMPLE,
      "completions k per prompt (G in TRL/verl); training needs k >= 2", "8"},
     {"temperature", FLT(temperature, 0, 100), GEN_CMDS,
      "sampling temperature T; log-probs use logits/T everywhere", "1"},
@@ -5241,39 +5224,37 @@ static const OptSpec OPTIONS[] = {
      "check), or ppo (a learned critic, GAE; not check)", "lambda-grpo"},
     {"objective", STR(tree_objectives), CMD_TREE,
      "methods run beside GRPO and λ-GRPO (which always run), comma-separated: mc-prm, ppo"},
-    {"mc-k", INT(mc_k, 1, 1024), CMD_TRAIN | CMD_TREE | CMD_SAMPLE,
+    {"mc-k", INT(mc_k, 1, 1024), GRPO_CMDS | CMD_SAMPLE,
      "MC-PRM: continuations K per state for V̂ (VinePPO 9, SPO 4); sample: V̂ of each node of B(G)",
      "4", 1u << OBJ_MC_PRM},
-    {"mc-whiten", INT(mc_whiten, 0, 1), CMD_TRAIN | CMD_TREE,
+    {"mc-whiten", INT(mc_whiten, 0, 1), GRPO_CMDS,
      "MC-PRM: 1 whitens the step advantages over the step's tokens, as VinePPO (GRPO's scale); 0: raw",
      "1", 1u << OBJ_MC_PRM},
-    {"gae-gamma", FLT(gae_gamma, 0, 1), CMD_TRAIN | CMD_TREE,
-     "ppo: GAE's discount γ (verl: 1)", "1", 1u << OBJ_PPO},
-    {"gae-lambda", FLT(gae_lambda, 0, 1), CMD_TRAIN | CMD_TREE,
+    {"gae-gamma", FLT(gae_gamma, 0, 1), GRPO_CMDS, "ppo: GAE's discount γ (verl: 1)", "1", 1u << OBJ_PPO},
+    {"gae-lambda", FLT(gae_lambda, 0, 1), GRPO_CMDS,
      "ppo: GAE's λ (verl: 1; γ = λ = 1 gives A_t = r - V_t)", "1", 1u << OBJ_PPO},
-    {"critic-lr", FLT(critic_lr, 0, 10), CMD_TRAIN | CMD_TREE,
+    {"critic-lr", FLT(critic_lr, 0, 10), GRPO_CMDS,
      "ppo: the critic's peak learning rate (0: --lr); schedule and AdamW as the policy's",
      NULL, 1u << OBJ_PPO},
     {"loss-agg", ENUM(obj.loss_agg, LOSS_AGG_NAMES), OBJ_CMDS, "loss aggregation (notes/conventions.md)"},
     {"adv-std", ENUM(obj.adv_std, ADV_STD_NAMES), OBJ_CMDS,
      "std in the advantage: sample (k-1), population (k), none"},
-    {"adv-std-scope", ENUM(obj.adv_std_scope, SCOPE_NAMES), OBJ_CMDS,
-     "std over each group or over the batch"},
+    {"adv-std-scope", ENUM(obj.adv_std_scope, SCOPE_NAMES), OBJ_CMDS, "std over each group or the batch"},
     {"adv-eps", FLT(obj.adv_eps, 0, 1), OBJ_CMDS, "added to the std (TRL 1e-4, verl 1e-6)", "1e-4"},
     {"clip-eps-low", FLT(obj.clip_eps_low, 0, 0.999999), OBJ_CMDS,
      "ratio clipped below at 1 - eps_low, in [0, 1)", "0.2"},
     {"clip-eps-high", FLT(obj.clip_eps_high, 0, 1e6), OBJ_CMDS,
      "ratio clipped above at 1 + eps_high (DAPO: 0.28)", "0.2"},
     {"beta", FLT(obj.beta, 0, 1e6), OBJ_CMDS, "k3 KL coefficient against π_ref"},
-    {"num-iterations", INT(num_iterations, 1, 64), CMD_TRAIN | CMD_TREE,
+    {"num-iterations", INT(num_iterations, 1, 64), GRPO_CMDS,
      "updates μ per sampled batch (π_old frozen at sampling)", "1"},
-    {"micro-batch", INT(micro_batch, 0, 4096), CMD_TRAIN | CMD_TREE,
+    {"micro-batch", INT(micro_batch, 0, 4096), GRPO_CMDS,
      "sequences per forward/backward (0: whole step); the same gradient up to float rounding"},
-    {"update-layout", ENUM(update_layout, UPDATE_LAYOUT_NAMES), CMD_SFT | CMD_TRAIN | CMD_TREE,
+    {"update-layout", ENUM(update_layout, UPDATE_LAYOUT_NAMES), RUN_CMDS,
      "the training batch: tree (default on the CPU: the batch, or each micro-batch, packed as its "
      "prefix tree, shared prefixes computed once, no padding) or padded (the CUDA build's only "
      "layout); same loss and gradient up to float rounding", DEFAULT_LAYOUT},
-    {"sampler", ENUM(sampler, SAMPLER_NAMES), CMD_TRAIN | CMD_TREE,
+    {"sampler", ENUM(sampler, SAMPLER_NAMES), GRPO_CMDS,
      "the sampler: shared (default on the CPU: each distinct prompt fed once, finished rows dropped, "
      "weights packed) or plain (the reference's loop; the CUDA build's only one); the same tokens "
      "bit for bit. --sampler plain --update-layout padded runs the reference's own code only",
@@ -5573,6 +5554,7 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
         given[c - 1000] = 1;
         set_option(o, &OPTIONS[c - 1000], optarg);
     }
+    if (o->channels % o->heads) usage_error("--heads must divide --channels");   // (the defaults divide)
     task_defaults(o, given);
 #ifdef _OPENMP
     if (o->threads > 0) omp_set_num_threads(o->threads);
@@ -5581,12 +5563,6 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     if (mask & CUDA_CMDS) cuda_startup(o->tf32);
 #endif
     return optind;
-}
-
-// The objectives (selectors = 0) or prompt selectors (1) option s applies to as bits; ~0u: all.
-static unsigned option_scope(const OptSpec *s, int selectors) {
-    unsigned scope = selectors ? s->selectors : s->objectives;
-    return scope ? scope : ~0u;
 }
 
 // 1 when the comma-separated list (tree's --objective, at most 255 bytes) names `name`.
@@ -5607,23 +5583,24 @@ static unsigned objectives_run(const Options *o, unsigned mask) {
     return run;
 }
 
-// selectors_run: the prompt selector of a run of command `mask` (1 << SELECT_* bits): train's
-// --prompt-select; the other commands draw no prompts (uniform: no selection option is theirs).
-static unsigned selectors_run(const Options *o, unsigned mask) {
-    return mask & CMD_TRAIN ? 1u << o->prompt_select : 1u << SELECT_UNIFORM;
+/* scope_miss: 1 when a run of command `mask` trains none of the objectives option s applies to
+   (s->objectives; 0: all), 2 when it uses none of its prompt selectors (s->selectors; train's
+   --prompt-select, uniform for the other commands), else 0. */
+static int scope_miss(const Options *o, const OptSpec *s, unsigned mask) {
+    unsigned selector = mask & CMD_TRAIN ? 1u << o->prompt_select : 1u << SELECT_UNIFORM;
+    if (s->objectives && !(s->objectives & objectives_run(o, mask))) return 1;
+    return s->selectors && !(s->selectors & selector) ? 2 : 0;
 }
 
-/* option_in_force: 0 for an option of command `mask` that this run does not use (option_scope's
-   objectives or selectors not run; tree's empty --objective; --task countdown, --probe-every 0,
-   --overwrite 0): the banner and run record leave it out, so they stay as before the option existed
-   (a pre-registered study's hash). */
+/* option_in_force: 0 for an option of command `mask` that this run does not use (scope_miss; tree's
+   empty --objective; --task countdown, --probe-every 0, --overwrite 0): the banner and run record
+   leave it out, so they stay as before the option existed (a pre-registered study's hash). */
 static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
     if (!strcmp(s->name, "task")) return o->task != TASK_COUNTDOWN;   // countdown's runs print as before --task
     if (mask & CMD_TREE && !strcmp(s->name, "objective")) return o->tree_objectives[0] != 0;
     if (!strcmp(s->name, "probe-every") && !o->probe_every) return 0;   // off: the banner is as before it
     if (!strcmp(s->name, "overwrite") && !o->overwrite) return 0;
-    if (!(mask & (CMD_TRAIN | CMD_TREE | CMD_CHECK))) return 1;
-    return (option_scope(s, 0) & objectives_run(o, mask)) && (option_scope(s, 1) & selectors_run(o, mask));
+    return !(mask & (CMD_TRAIN | CMD_TREE | CMD_CHECK)) || !scope_miss(o, s, mask);
 }
 
 // Prints every option of the command with the value in force (start-up banner).
@@ -5660,13 +5637,14 @@ static CriticConfig critic_config_from_options(const Options *o, int total_steps
 }
 
 // AdamW multiplies each decayed weight by 1 − lr·wd every step: at lr·wd >= 1 that flips
-// its sign and, past 2, doubles it and more, so the run explodes (a usage error).
-static void check_weight_decay(const Options *o) {
-    if (o->lr * o->weight_decay >= 1.0f)
-        usage_error("--lr %g x --weight-decay %g = %g: must be < 1 "
-                    "(AdamW scales weights by 1 - lr x weight-decay each step)",
-                    o->lr, o->weight_decay, o->lr * o->weight_decay);
+// its sign and, past 2, doubles it and more, so the run explodes (a usage error naming flag;
+// check_weight_decay: the policy's --lr).
+static void check_decay(const char *flag, float lr, float wd, const char *whose) {
+    if (lr * wd >= 1.0f)
+        usage_error("%s %g x --weight-decay %g = %g: must be < 1 (AdamW scales %sweights by 1 - lr x "
+                    "weight-decay each step)", flag, lr, wd, lr * wd, whose);
 }
+static void check_weight_decay(const Options *o) { check_decay("--lr", o->lr, o->weight_decay, ""); }
 
 /* The options that shape a run's samples and updates: a checkpoint's run record holds them, and a
    resume must give the same values. The optimizer's may change, with a note (lowering --lr and
@@ -5734,11 +5712,8 @@ static int file_fnv1a64(const char *path, uint64_t *hash) {
 static void input_file_hash(char out[17], const Options *o, const char *name, const char *hint) {
     const char *file = (const char *)o + find_option(name)->offset;
     uint64_t hash;
-    if (file_fnv1a64(file, &hash) != 0) {
-        char msg[1300];
-        snprintf(msg, sizeof msg, "--%s '%s': cannot read it: %s", name, file, strerror(errno));
-        fail_at(__FILE__, __LINE__, msg, hint);
-    }
+    if (file_fnv1a64(file, &hash) != 0)
+        cmp_die(__LINE__, hint, "--%s '%s': cannot read it: %s", name, file, strerror(errno));
     snprintf(out, 17, "%016llx", (unsigned long long)hash);
 }
 
@@ -5857,19 +5832,15 @@ static void refuse_stale_checkpoint(const Options *o, const char *periodic) {
 static void refuse_run_dir_inputs(const Options *o, unsigned mask) {
     static const char *names[] = {"model.bin", "ckpt.bin", "sft.csv", "train.csv", "eval.csv", "result.txt",
                                   "prompt_select.txt"};
-    enum { NO = sizeof names / sizeof names[0] };
-    char paths[NO][1100];
-    NamedPath outs[NO], ins[5] = {{"--train-data", o->train_data}, {"--val-data", o->val_data},
-                                  {"--resume", o->resume}, {"--test-data", mask & CMD_TRAIN ? o->test_data : ""},
-                                  {"--init", mask & CMD_TRAIN ? o->init : ""}};
-    for (int i = 0; i < NO; i++) {
-        snprintf(paths[i], sizeof paths[i], "%s/%s", o->run_dir, names[i]);
-        outs[i] = (NamedPath){"--run-dir", paths[i]};
+    char path[1100];
+    NamedPath out = {"--run-dir", path}, ins[5] = {{"--train-data", o->train_data}, {"--val-data", o->val_data},
+        {"--resume", o->resume}, {"--test-data", mask & CMD_TRAIN ? o->test_data : ""},
+        {"--init", mask & CMD_TRAIN ? o->init : ""}};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        snprintf(path, sizeof path, "%s/%s", o->run_dir, names[i]);
+        ins[2].path = i == 1 ? "" : o->resume;   // ckpt.bin: every input but --resume
+        refuse_inputs_as_outputs(&out, 1, ins, 5);
     }
-    refuse_inputs_as_outputs(outs, 1, ins, 5);                   // model.bin: every input
-    refuse_inputs_as_outputs(outs + 1, 1, ins + 3, 2);          // ckpt.bin: all but --resume and data
-    refuse_inputs_as_outputs(outs + 1, 1, ins, 2);
-    refuse_inputs_as_outputs(outs + 2, NO - 2, ins, 5);
 }
 
 // Checks shared by train and tree before anything is loaded: options that make a GRPO run meaningless.
@@ -5891,24 +5862,24 @@ static void check_grpo_options(const Options *o) {
 }
 
 /* check_scoped_options: an option set away from its default in a run of command `mask` that runs
-   none of its objectives or selectors (option_scope) would do nothing: a usage error naming it and
+   none of its objectives or selectors (scope_miss) would do nothing: a usage error naming it and
    what it applies to. Then PPO's own checks when it runs, and train's --prompt-select's (M >= P,
    d in (0, 1]). Call it after tree_methods. */
 static void check_scoped_options(const Options *o, unsigned mask) {
     Options d;
     default_options(&d);
-    unsigned run = objectives_run(o, mask), selector = selectors_run(o, mask);
+    unsigned run = objectives_run(o, mask);
     for (int i = 0; i < NUM_OPTIONS; i++) {
         const OptSpec *s = &OPTIONS[i];
         char ours[64], dflt[64], names[128] = "";
-        int by_objective = !(option_scope(s, 0) & run);   // else out of force by the prompt selector
-        if (!(s->cmds & mask) || (!by_objective && option_scope(s, 1) & selector)) continue;
+        int miss = scope_miss(o, s, mask), by_objective = miss == 1;
+        if (!(s->cmds & mask) || !miss) continue;
         option_text(ours, sizeof ours, o, s, 1);
         option_text(dflt, sizeof dflt, &d, s, 1);
         if (!strcmp(ours, dflt)) continue;
         const char *const *choices = by_objective ? OBJECTIVE_NAMES : PROMPT_SELECT_NAMES;
         for (int k = 0; choices[k]; k++)
-            if (option_scope(s, !by_objective) >> k & 1u)
+            if ((by_objective ? s->objectives : s->selectors) >> k & 1u)
                 snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", names[0] ? "|" : "",
                          choices[k]);
         const char *kind = by_objective ? "objective" : "prompt-select";
@@ -5919,11 +5890,8 @@ static void check_scoped_options(const Options *o, unsigned mask) {
         usage_error("--%s %s applies to --%s %s only, and this run has --%s %s", s->name, ours, kind, names, kind,
                     by_objective ? OBJECTIVE_NAMES[o->obj.objective] : PROMPT_SELECT_NAMES[o->prompt_select]);
     }
-    float critic_lr = o->critic_lr > 0.0f ? o->critic_lr : o->lr;
-    if (run & 1u << OBJ_PPO && critic_lr * o->weight_decay >= 1.0f)
-        usage_error("--critic-lr %g x --weight-decay %g = %g: must be < 1 "
-                    "(AdamW scales the critic's weights by 1 - lr x weight-decay each step)",
-                    critic_lr, o->weight_decay, critic_lr * o->weight_decay);
+    if (run & 1u << OBJ_PPO)
+        check_decay("--critic-lr", o->critic_lr > 0.0f ? o->critic_lr : o->lr, o->weight_decay, "the critic's ");
 #ifdef GRPO_CUDA
     if (run & 1u << OBJ_PPO)
         usage_error("--objective ppo: the CUDA build does not run the critic (its value head is host code); "
@@ -7081,7 +7049,6 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     int first = parse_options(argc, argv, CMD_SFT, o, "sft", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " sft'", argv[first]);
     refuse_run_dir_inputs(o, CMD_SFT);
-    if (o->channels % o->heads) usage_error("--heads must divide --channels");
 #ifdef GRPO_CUDA
     if (o->update_layout == LAYOUT_TREE)
         usage_error("--update-layout tree: the tree-packed batch runs on the CPU only (./grpo); "
@@ -7854,7 +7821,6 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     check_grpo_options(o);
     int methods[8], M = tree_methods(o, methods);
     check_scoped_options(o, CMD_TREE);
-    if (o->channels % o->heads) usage_error("--heads must divide --channels");
     if (o->steps < 1)
         usage_error("--steps %d: tree needs at least 1 step (its metric is a mean over the last steps)",
                     o->steps);
@@ -9302,7 +9268,6 @@ static int cmd_bench(int argc, char **argv, Options *o) {
                       "update_seqs=... update_T=... update_rows=...] threads=...'.";
     int first = parse_options(argc, argv, CMD_BENCH | CMD_SFT * 0, o, "bench", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " bench'", argv[first]);
-    if (o->channels % o->heads) usage_error("--heads must divide --channels");
     int B = o->batch_size, T = o->context, S = 64, P = 8;
     // the sampling benchmark continues an 8-token prompt to the end of the context
     if (T < P + 1)
@@ -10369,8 +10334,6 @@ static void resolved_config(FILE *f, const ArgList *a, int is_train, const char 
             usage_error("--schedule %s decays the learning rate over --steps, which compare sets to a cap "
                         "of %d steps unless the budget counts steps: use --budget-unit steps --budget N "
                         "(N steps per run), or the constant schedule", SCHEDULE_NAMES[t->schedule], cmp_steps_cap());
-    } else if (t->channels % t->heads) {
-        usage_error("--sft-args: --heads must divide --channels");
     }
     check_weight_decay(t);
     usage_context = NULL;
