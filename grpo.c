@@ -5565,7 +5565,7 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     return optind;
 }
 
-// 1 when the comma-separated list (tree's --objective, at most 255 bytes) names `name`.
+// 1 when the comma-separated list (at most 255 bytes) names `name`.
 static int list_has(const char *list, const char *name) {
     char l[260], n[64];
     snprintf(l, sizeof l, ",%s,", list);
@@ -5596,10 +5596,9 @@ static int scope_miss(const Options *o, const OptSpec *s, unsigned mask) {
    empty --objective; --task countdown, --probe-every 0, --overwrite 0): the banner and run record
    leave it out, so they stay as before the option existed (a pre-registered study's hash). */
 static int option_in_force(const Options *o, const OptSpec *s, unsigned mask) {
-    if (!strcmp(s->name, "task")) return o->task != TASK_COUNTDOWN;   // countdown's runs print as before --task
+    if (list_has("task,probe-every,overwrite", s->name) && !*(const int *)((const char *)o + s->offset))
+        return 0;   // countdown (TASK_COUNTDOWN is 0), off
     if (mask & CMD_TREE && !strcmp(s->name, "objective")) return o->tree_objectives[0] != 0;
-    if (!strcmp(s->name, "probe-every") && !o->probe_every) return 0;   // off: the banner is as before it
-    if (!strcmp(s->name, "overwrite") && !o->overwrite) return 0;
     return !(mask & (CMD_TRAIN | CMD_TREE | CMD_CHECK)) || !scope_miss(o, s, mask);
 }
 
@@ -5762,12 +5761,9 @@ static void check_resume_inputs(const Options *o, const TrainState *st, const ch
    of another option (the optimizer's), a note. */
 static void check_resume_options(const Options *o, const TrainState *st, const char *path,
                                  const char *const *fixed) {
-    for (const char *line = st->options; *line; ) {
-        const char *nl = line + strcspn(line, "\n"), *eq = strchr(line, '=');
-        char name[64], saved[64], ours[64];
-        snprintf(name, sizeof name, "%.*s", (int)(eq && eq < nl ? eq - line : 0), line);
-        snprintf(saved, sizeof saved, "%.*s", (int)(eq && eq < nl ? nl - eq - 1 : 0), eq ? eq + 1 : "");
-        line = *nl ? nl + 1 : nl;
+    for (const char *line = st->options; *line; line += strcspn(line, "\n"), line += *line == '\n') {
+        char name[64] = "", saved[64] = "", ours[64];
+        sscanf(line, "%63[^=\n]=%63[^\n]", name, saved);
         const OptSpec *s = find_option(name);
         size_t len = strlen(name), k = strlen(INPUT_HASH_SUFFIX);   // an input file's hash: checked by
         if (!s && len > k && !strcmp(name + len - k, INPUT_HASH_SUFFIX)) continue;   // check_resume_inputs
