@@ -4962,9 +4962,8 @@ typedef struct { const char *flag, *path; } NamedPath;   // an option and its fi
 static void usage_error(const char *fmt, ...);
 static void cmp_die(int line, const char *hint, const char *fmt, ...);   // fail_at, printf-style (compare's, below)
 
-/* output_is_ours: 1 when output `flag` may replace the existing file path: empty, or of the kind it
-   writes (--html: <!DOCTYPE html>...; --completions: four TAB-separated fields ending eos|no-eos); other
-   flags (a run directory's files): 1. */
+/* output_is_ours: 1 when output `flag` may replace the existing file path: empty, of the kind it writes
+   (--html: <!DOCTYPE html>...; --completions: four TAB-separated fields ending eos|no-eos), or a run's file. */
 static int output_is_ours(const char *flag, const char *path) {
     int html = !strcmp(flag, "--html");
     if (!html && strcmp(flag, "--completions")) return 1;
@@ -5676,8 +5675,7 @@ static void record_options(char *out, size_t cap, const Options *o, const char *
         }
 }
 
-/* record_value: the value of key in a run record's "name=value\n" lines (options), as a pointer
-   into options that ends at its '\n'; NULL when no line has that name. */
+// record_value: key's value in a run record's "name=value\n" lines (it ends at its '\n'); NULL: no such line
 static const char *record_value(const char *options, const char *key) {
     size_t n = strlen(key);
     for (const char *line = options; line && *line; ) {
@@ -5693,8 +5691,7 @@ static const char *record_value(const char *options, const char *key) {
 static uint64_t fnv1a64(const void *data, size_t n);   // compare's hash, below
 static void ckpt_errorf(const char *path, const char *hint, const char *fmt, ...);   // checkpoints, below
 
-/* file_fnv1a64: fnv1a64 of the bytes of the file at path into *hash.
-   Returns 0, or −1 with errno when the file cannot be read. */
+// file_fnv1a64: fnv1a64 of the file at path into *hash; returns 0, or −1 with errno when it cannot be read
 static int file_fnv1a64(const char *path, uint64_t *hash) {
     FILE *f = fopen(path, "rb");
     if (!f) return -1;

@@ -2193,16 +2193,24 @@ static void test_usage_errors(void) {
     static CmdCall calls[] = {
         {cmd_sft, "--no-such-option 3"}, {cmd_sft, "--steps"}, {cmd_sft, "--steps -4"}, {cmd_sft, "--lr abc"},
         {cmd_train, "--group-size 1"}, {cmd_train, "--temperature 0"}, {cmd_train, "--clip-eps-low 1"},
-        {cmd_train, "--objective reinforce"}, {cmd_sft, "--heads 3"},
+        {cmd_train, "--objective reinforce"}, {cmd_sft, "--heads 3"}, {cmd_tree, "--heads 3"},
+        {cmd_bench, "--heads 3 --channels 32"},
     };
     const char *needles[] = {"--no-such-option", "--steps", "--steps", "--lr", "--group-size", "--temperature",
-                             "--clip-eps-low", "--objective", "--heads"};
+                             "--clip-eps-low", "--objective", "--heads must divide --channels",
+                             "--heads must divide --channels", "--heads must divide --channels"};
     const char *names[] = {"usage: unknown option names it, exit 2", "usage: missing value names the option, exit 2",
                            "usage: out-of-range value names the option, exit 2", "usage: unparsable number names the option, exit 2",
                            "usage: group size 1 is rejected for training", "usage: temperature 0 is rejected",
                            "usage: clip-eps-low outside [0,1) is rejected", "usage: unknown objective is rejected",
-                           "usage: heads not dividing channels is rejected"};
+                           "usage: heads not dividing channels is rejected (sft)", "... (tree)", "... (bench)"};
     for (int i = 0; i < (int)(sizeof calls / sizeof calls[0]); i++) expect_exit(names[i], cmd_call_fn, &calls[i], 2, needles[i]);
+    static char heads_cmd[1024], heads_out[8192];   // compare's --sft-args: through sft's option parsing
+    snprintf(heads_cmd, sizeof heads_cmd, "%s compare --quick --study %s/heads --sft-args '--heads 3'", grpo_bin(),
+             TMPDIR_);
+    int heads_rc = run_binary(heads_cmd, heads_out, sizeof heads_out);
+    check(heads_rc == 2 && strstr(heads_out, "(--sft-args): --heads must divide --channels"),
+          "usage: heads not dividing channels is rejected (compare --sft-args)", "exit %d: %s", heads_rc, heads_out);
     GPT tiny;
     build_gpt(&tiny, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 1);
     save_checkpoint(tmp_path("/tmp/grpo_test/tiny_model.bin"), &tiny, 0, NULL);
