@@ -5276,11 +5276,9 @@ static const OptSpec OPTIONS[] = {
      "dynamic: refill rounds per step at most; then all-equal groups stay (zero gradient)",
      DEFAULT_TEXT(DYNAMIC_DEFAULT_ROUNDS), 0, 1u << SELECT_DYNAMIC},
     {"probe-every", INT(probe_every, 0, 10000000), CMD_TRAIN,
-     "every N steps, GRPO's and λ-GRPO's gradients at π_old on the step's batch (whichever trains; grpo, "
-     "lambda-grpo only; CPU build): train.csv's probe_cos (their cosine), probe_norm_ratio (|g_λ|/|g_GRPO|), "
-     "probe_share (tokens with |λ| > 1 among those the loss counts), probe_s (its seconds, not in the "
-     "budget or the phase columns); empty cells at other steps; changes nothing in the run (0: off)",
-     NULL, 1u << OBJ_GRPO | 1u << OBJ_LAMBDA_GRPO},
+     "every N steps, GRPO's and λ-GRPO's gradients at π_old on the step's batch (grpo, lambda-grpo only; CPU "
+     "build): train.csv's probe_cos, probe_norm_ratio, probe_share, probe_s (notes/credit-assignment.md); "
+     "changes nothing in the run (0: off)", NULL, 1u << OBJ_GRPO | 1u << OBJ_LAMBDA_GRPO},
     // budget runs and studies (./grpo compare); "seeds" and "init" of compare are rows
     // of their own (other help, same fields) so that tree's and train's rows stay as they are
     {"budget-unit", ENUM(budget_unit, BUDGET_UNIT_NAMES), CMD_TRAIN | CMD_COMPARE,
