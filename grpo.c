@@ -5440,8 +5440,7 @@ static void print_help(const char *cmd, unsigned mask, const char *synopsis, con
     unsigned char none[NUM_OPTIONS] = {0};
     shown.task = task;
     task_defaults(&shown, none);
-    printf("usage: " PROG " %s%s\n\n%s\n\noptions (default in brackets):\n", cmd,
-           mask ? " [--option value ...]" : "", synopsis);
+    printf("usage: " PROG " %s [--option value ...]\n\n%s\n\noptions (default in brackets):\n", cmd, synopsis);
     for (int i = 0; i < NUM_OPTIONS; i++) {
         const OptSpec *s = &OPTIONS[i];
         char v[300];
