@@ -765,25 +765,36 @@ typedef struct {
 } GPT;
 
 // The CUDA seam (after the training loop) puts models and KV caches in GPU memory in the CUDA
-// build; on the CPU each of these does nothing and returns 0.
-static void gpu_adopt_model(GPT *m);   // moves a model just built on the host to the GPU, once CUDA is on
-static int gpu_free_model(GPT *m);     // frees a model that lives on the GPU; 1: it did
-static const int *gpu_inputs(GPT *m, const int *inputs, size_t n);   // the n token ids where m runs
-// the embedding's backward on the GPU (dres (B,T,C) into dwte, dwpe): 1 when m lives there
-static int gpu_encoder_backward(GPT *m, float *dwte, float *dwpe, const float *dres, int B, int T, int C);
-static int gpu_build_kvcache(KVCache *kv, const GPTConfig *c, int B);   // 1: built in GPU memory
-static int gpu_free_kvcache(KVCache *kv);                               // 1: it was on the GPU, freed
-// a decode step's B token ids and positions to the GPU, *logits pointed at the GPU's (B,V)
-static void gpu_decode_inputs(GPT *m, KVCache *kv, const int **tokens, const int **pos, float **logits, int B);
-static void gpu_decode_logits(GPT *m, KVCache *kv, const float *logits, int B);   // kv->logits from the GPU
-// gpt_logprob_forward / _backward, clip_grad_norm and adamw_update for m on the GPU; 1: done there
-static int gpu_logprob_forward(GPT *m, float *logp, const int *targets, int N, float temperature,
-                               const unsigned char *allowed);
-static int gpu_logprob_backward(GPT *m, const int *targets, const float *dlogp, int N, float temperature);
-static int gpu_clip_grad_norm(GPT *m, float max_norm, float *norm);
+// build and defines these hooks there; the CPU build's hook is its last argument, doing nothing.
+#ifdef GRPO_CUDA
+#define GPU_HOOK(type, name, params, cpu) static type name params;
+#else
+#define GPU_HOOK(type, name, params, cpu) static type name params { cpu; }
+#endif
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
 typedef struct AdamWConfig AdamWConfig;
-static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t);
-
+GPU_HOOK(void, gpu_adopt_model, (GPT *m), )   // moves a model just built on the host to the GPU, once CUDA is on
+GPU_HOOK(int, gpu_free_model, (GPT *m), return 0)   // frees a model that lives on the GPU; 1: it did
+GPU_HOOK(const int *, gpu_inputs, (GPT *m, const int *inputs, size_t n), return inputs)   // the ids where m runs
+// the embedding's backward on the GPU (dres (B,T,C) into dwte, dwpe): 1 when m lives there
+GPU_HOOK(int, gpu_encoder_backward, (GPT *m, float *dwte, float *dwpe, const float *dres, int B, int T, int C),
+         return 0)
+GPU_HOOK(int, gpu_build_kvcache, (KVCache *kv, const GPTConfig *c, int B), return 0)   // 1: built in GPU memory
+GPU_HOOK(int, gpu_free_kvcache, (KVCache *kv), return 0)                 // 1: it was on the GPU, freed
+// a decode step's B token ids and positions to the GPU, *logits pointed at the GPU's (B,V)
+GPU_HOOK(void, gpu_decode_inputs, (GPT *m, KVCache *kv, const int **tokens, const int **pos, float **logits,
+                                   int B), )
+GPU_HOOK(void, gpu_decode_logits, (GPT *m, KVCache *kv, const float *logits, int B), )   // kv->logits from the GPU
+// gpt_logprob_forward / _backward, clip_grad_norm and adamw_update for m on the GPU; 1: done there
+GPU_HOOK(int, gpu_logprob_forward, (GPT *m, float *logp, const int *targets, int N, float temperature,
+                                    const unsigned char *allowed), return 0)
+GPU_HOOK(int, gpu_logprob_backward, (GPT *m, const int *targets, const float *dlogp, int N, float temperature),
+         return 0)
+GPU_HOOK(int, gpu_clip_grad_norm, (GPT *m, float max_norm, float *norm), return 0)
+GPU_HOOK(int, gpu_adamw_update, (GPT *m, const AdamWConfig *o, float lr, int t), return 0)
+GPU_HOOK(void, gpu_synchronize, (GPT *m), )   // waits for m's queued GPU work
+#pragma GCC diagnostic pop
 
 /* build_gpt: allocates parameters, gradients, AdamW state and activations for batches of
    up to max_batch sequences of up to maxT tokens. Parameters are initialised GPT-2 style:
@@ -4245,20 +4256,23 @@ static inline void spb_path_put(float *xt, float *yb, const float *x, const floa
     memcpy(yb + (size_t)p * hs, y, (size_t)hs * sizeof(float));
 }
 
-/* spb_attention_forward: attention_forward over a packed prefix tree, each row attending to its root
-   path (inp (rows, 3C), out (rows, C), att (NH, att_size)), bit for bit its position's in any sequence
-   through it. A task (TA_RB rows, one head) loads the path above its first row, then walks its rows. */
-static void spb_attention_forward(float *out, float *att, const float *inp, const SharedPrefixBatch *pk, int C,
-                                   int NH) {
+/* spb_attention_paths: attention along each row's root path (inp (rows, 3C); w, att (NH, att_size)),
+   bit for bit its position's in any sequence through it. Forward (dout NULL): w = softmax(q·k scale),
+   y (rows, C) = Σ_j w_j v[path j]. Backward (dout (rows, C)): w = dS = att (da − Σ att da) scale with
+   da_j = dout·v[path j], y (rows, 3C)'s dq += Σ_j dS_j k[path j]. A task (TA_RB rows, one head)
+   loads the path above its first row, then walks its rows. */
+static void spb_attention_paths(float *y, float *w, const float *att, const float *dout, const float *inp,
+                                const SharedPrefixBatch *pk, int C, int NH) {
     int C3 = 3 * C, hs = C / NH, Tp = (pk->max_pos + 8) / 8 * 8;
+    int ys = dout ? C3 : C, xo = dout ? 2 * C : C, yo = dout ? C : 2 * C;   // path: x transposed, y rows
     float scale = 1.0f / sqrtf((float)hs);
     int nblk = (pk->rows + TA_RB - 1) / TA_RB;
     #pragma omp parallel
     {
         // zeros: positions past a row's own are read (a score computed and not used), never used
-        float *kt = (float *)callocCheck((2 * (size_t)hs + 1) * Tp, sizeof(float));
-        float *vb = kt + (size_t)hs * Tp;
-        float *s = vb + (size_t)hs * Tp;
+        float *xt = (float *)callocCheck((2 * (size_t)hs + 1) * Tp, sizeof(float));
+        float *yb = xt + (size_t)hs * Tp;
+        float *s = yb + (size_t)hs * Tp;
         #pragma omp for collapse(2) schedule(dynamic)
         for (int blk = 0; blk < nblk; blk++)
             for (int h = 0; h < NH; h++) {
@@ -4266,68 +4280,55 @@ static void spb_attention_forward(float *out, float *att, const float *inp, cons
                 int r1 = imin(pk->rows, r0 + TA_RB);
                 for (int a = pk->parent[r0]; a >= 0; a = pk->parent[a]) {
                     const float *x = inp + (size_t)a * C3 + h * hs;
-                    spb_path_put(kt, vb, x + C, x + 2 * C, pk->pos[a], hs, Tp);
+                    spb_path_put(xt, yb, x + xo, x + yo, pk->pos[a], hs, Tp);
                 }
                 for (int r = r0; r < r1; r++) {
                     int t = pk->pos[r];
                     const float *x = inp + (size_t)r * C3 + h * hs;   // q, k, v of row r at x, x + C, x + 2C
-                    spb_path_put(kt, vb, x + C, x + 2 * C, t, hs, Tp);
-                    float *a = att + (size_t)h * pk->att_size + pk->att_off[r];
-                    attn_scores(s, x, kt, hs, Tp, (t + 8) / 8 * 8, scale);
-                    float maxv = -FLT_MAX, sum = 0.0f;
-                    for (int j = 0; j <= t; j++) if (s[j] > maxv) maxv = s[j];
-                    #pragma omp simd reduction(+:sum)
-                    for (int j = 0; j <= t; j++) { s[j] = exp_simd(s[j] - maxv); sum += s[j]; }
-                    float inv = 1.0f / sum;
-                    for (int j = 0; j <= t; j++) a[j] = s[j] * inv;
-                    // out = Σ_j a[j] v[path j]
-                    attn_rows(out + (size_t)r * C + h * hs, 0, a, 1, vb, hs, 0, t + 1, hs);
+                    spb_path_put(xt, yb, x + xo, x + yo, t, hs, Tp);
+                    float *wr = w + (size_t)h * pk->att_size + pk->att_off[r];
+                    const float *q = dout ? dout + (size_t)r * C + h * hs : x;
+                    attn_scores(s, q, xt, hs, Tp, (t + 8) / 8 * 8, dout ? 1.0f : scale);
+                    if (dout) {
+                        const float *a = att + (size_t)h * pk->att_size + pk->att_off[r];
+                        float dot = 0.0f;
+                        #pragma omp simd reduction(+:dot)
+                        for (int j = 0; j <= t; j++) dot += a[j] * s[j];
+                        for (int j = 0; j <= t; j++) wr[j] = a[j] * (s[j] - dot) * scale;
+                    } else {
+                        float maxv = -FLT_MAX, sum = 0.0f;
+                        for (int j = 0; j <= t; j++) if (s[j] > maxv) maxv = s[j];
+                        #pragma omp simd reduction(+:sum)
+                        for (int j = 0; j <= t; j++) { s[j] = exp_simd(s[j] - maxv); sum += s[j]; }
+                        float inv = 1.0f / sum;
+                        for (int j = 0; j <= t; j++) wr[j] = s[j] * inv;
+                    }
+                    attn_rows(y + (size_t)r * ys + h * hs, dout != NULL, wr, 1, yb, hs, 0, t + 1, hs);
                 }
             }
-        free(kt);
+        free(xt);
     }
 }
 
-/* spb_attention_backward: dinp (rows, 3C) += ∂L/∂(q,k,v) given dout (rows, C); datt scratch. Two
-   passes: (1) along root paths: dS = a (da − Σ a da) · scale, da_j = dout·v[path j], dq_r = Σ_j dS_j
-   k[path j]; (2) per row n, dk_n = Σ dS_r[pos n] q_r and dv_n = Σ a_r[pos n] dout_r over its subtree
-   [n, subtree_end[n]) (the queries that see n): one sum per gradient row, no two tasks on one row. */
+// spb_attention_forward: out (rows, C) and att (NH, att_size) of inp (rows, 3C), each row on its root path
+static void spb_attention_forward(float *out, float *att, const float *inp, const SharedPrefixBatch *pk, int C,
+                                   int NH) {
+    spb_attention_paths(out, att, NULL, NULL, inp, pk, C, NH);
+}
+
+/* spb_attention_backward: dinp (rows, 3C) += ∂L/∂(q,k,v) given dout (rows, C); datt scratch. dS and dq
+   along root paths (spb_attention_paths), then per row n, dk_n = Σ dS_r[pos n] q_r and dv_n = Σ
+   a_r[pos n] dout_r over its subtree [n, subtree_end[n]) (the queries that see n): one sum per
+   gradient row, no two tasks on one row. */
 static void spb_attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
                                     const float *att, const SharedPrefixBatch *pk, int C, int NH) {
-    int C3 = 3 * C, hs = C / NH, Tp = (pk->max_pos + 8) / 8 * 8;
-    float scale = 1.0f / sqrtf((float)hs);
-    int nblk = (pk->rows + TA_RB - 1) / TA_RB;
+    spb_attention_paths(dinp, datt, att, dout, inp, pk, C, NH);
+    int C3 = 3 * C, hs = C / NH, nblk = (pk->rows + TA_RB - 1) / TA_RB;
     size_t AS = pk->att_size;
     #pragma omp parallel
     {
-        float *vt = (float *)callocCheck((2 * (size_t)hs + 1) * Tp + 2 * (size_t)pk->rows, sizeof(float));
-        float *kb = vt + (size_t)hs * Tp;
-        float *da = kb + (size_t)hs * Tp;
-        float *wq = da + Tp;                  // (rows) the weights of one subtree's sums
+        float *wq = (float *)callocCheck(2 * (size_t)pk->rows, sizeof(float));   // one subtree's weights
         float *wd = wq + pk->rows;
-        #pragma omp for collapse(2) schedule(dynamic)
-        for (int blk = 0; blk < nblk; blk++)
-            for (int h = 0; h < NH; h++) {
-                int r0 = blk * TA_RB;
-                int r1 = imin(pk->rows, r0 + TA_RB);
-                for (int a = pk->parent[r0]; a >= 0; a = pk->parent[a]) {
-                    const float *x = inp + (size_t)a * C3 + h * hs;
-                    spb_path_put(vt, kb, x + 2 * C, x + C, pk->pos[a], hs, Tp);
-                }
-                for (int r = r0; r < r1; r++) {
-                    int t = pk->pos[r];
-                    const float *x = inp + (size_t)r * C3 + h * hs;
-                    spb_path_put(vt, kb, x + 2 * C, x + C, t, hs, Tp);
-                    const float *a = att + (size_t)h * AS + pk->att_off[r];
-                    float *dS = datt + (size_t)h * AS + pk->att_off[r];
-                    attn_scores(da, dout + (size_t)r * C + h * hs, vt, hs, Tp, (t + 8) / 8 * 8, 1.0f);
-                    float dot = 0.0f;
-                    #pragma omp simd reduction(+:dot)
-                    for (int j = 0; j <= t; j++) dot += a[j] * da[j];
-                    for (int j = 0; j <= t; j++) dS[j] = a[j] * (da[j] - dot) * scale;
-                    attn_rows(dinp + (size_t)r * C3 + h * hs, 1, dS, 1, kb, hs, 0, t + 1, hs);   // dq
-                }
-            }
         #pragma omp for collapse(2) schedule(dynamic)
         for (int blk = 0; blk < nblk; blk++)
             for (int h = 0; h < NH; h++)
@@ -4343,7 +4344,7 @@ static void spb_attention_backward(float *dinp, float *datt, const float *dout, 
                     attn_rows(dx + C, 1, wq, 1, inp + (size_t)n * C3 + h * hs, C3, 0, end - n, hs);
                     attn_rows(dx + 2 * C, 1, wd, 1, dout + (size_t)n * C + h * hs, C, 0, end - n, hs);
                 }
-        free(vt);
+        free(wq);
     }
 }
 
@@ -4586,31 +4587,19 @@ static void decode_matmul(GPT *m, const float **panels, float *out, const float 
 
 // ---- The shared sampler: the sampler's work on distinct prompts and unfinished rows only
 
-typedef struct { const int *tokens; int len, row; } PromptKey;   // a row's prompt, as shared_prompts sorts it
-
-// by length, then tokens, then row (so that the first row of equal prompts comes first)
-static int prompt_key_cmp(const void *a, const void *b) {
-    const PromptKey *x = (const PromptKey *)a, *y = (const PromptKey *)b;
-    int c = x->len != y->len ? x->len - y->len : memcmp(x->tokens, y->tokens, (size_t)x->len * sizeof(int));
-    return c ? c : x->row - y->row;
-}
-
 /* shared_prompts: leader[b] = the first row whose prompt equals row b's (same length, same
    tokens), b itself for the first row of each distinct prompt; returns how many are distinct.
    Rows are compared by content, so callers need not say which rows form a group. */
 static int shared_prompts(int *leader, int B, const int *const *prompts, const int *prompt_len) {
-    PromptKey *key = (PromptKey *)mallocCheck((size_t)B * sizeof(PromptKey));
-    for (int b = 0; b < B; b++) key[b] = (PromptKey){prompts[b], prompt_len[b], b};
-    qsort(key, B, sizeof(PromptKey), prompt_key_cmp);
     int distinct = 0;
-    for (int i = 0; i < B; i++) {
-        const PromptKey *k = &key[i], *prev = &key[i > 0 ? i - 1 : 0];
-        int same = i > 0 && k->len == prev->len &&
-                   !memcmp(k->tokens, prev->tokens, (size_t)k->len * sizeof(int));
-        leader[k->row] = same ? leader[prev->row] : k->row;
-        distinct += !same;
+    for (int b = 0; b < B; b++) {
+        int a = 0;   // b's leader is a leader: only those are compared (B·distinct comparisons)
+        while (a < b && (leader[a] != a || prompt_len[a] != prompt_len[b] ||
+                         memcmp(prompts[a], prompts[b], (size_t)prompt_len[b] * sizeof(int))))
+            a++;
+        leader[b] = a;
+        distinct += a == b;
     }
-    free(key);
     return distinct;
 }
 
@@ -4882,27 +4871,7 @@ static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
     return 1;
 }
 
-static void gpu_synchronize(GPT *m) { if (m->on_device) cuda_synchronize(); }   // waits for m's queued work
-#else
-// The CPU build: nothing lives on a GPU, and every hook leaves the work to the CPU code.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#define CPU_HOOK(name, ...) static int name(__VA_ARGS__) { return 0; }   // 0: not done on a GPU
-static void gpu_adopt_model(GPT *m) {}
-static const int *gpu_inputs(GPT *m, const int *inputs, size_t n) { return inputs; }
-static void gpu_decode_inputs(GPT *m, KVCache *kv, const int **tokens, const int **pos, float **logits, int B) {}
-static void gpu_decode_logits(GPT *m, KVCache *kv, const float *logits, int B) {}
-static void gpu_synchronize(GPT *m) {}
-CPU_HOOK(gpu_free_model, GPT *m)
-CPU_HOOK(gpu_encoder_backward, GPT *m, float *dwte, float *dwpe, const float *dres, int B, int T, int C)
-CPU_HOOK(gpu_build_kvcache, KVCache *kv, const GPTConfig *c, int B)
-CPU_HOOK(gpu_free_kvcache, KVCache *kv)
-CPU_HOOK(gpu_logprob_forward, GPT *m, float *logp, const int *targets, int N, float temperature,
-         const unsigned char *allowed)
-CPU_HOOK(gpu_logprob_backward, GPT *m, const int *targets, const float *dlogp, int N, float temperature)
-CPU_HOOK(gpu_clip_grad_norm, GPT *m, float max_norm, float *norm)
-CPU_HOOK(gpu_adamw_update, GPT *m, const AdamWConfig *o, float lr, int t)
-#pragma GCC diagnostic pop
+static void gpu_synchronize(GPT *m) { if (m->on_device) cuda_synchronize(); }
 #endif
 
 // ============================================================================
