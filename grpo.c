@@ -1050,7 +1050,6 @@ static void gpt_backward(GPT *m, const int *inputs) {
 // order gpt_decode_step's matmuls read them (the same sums as packing per matmul).
 static size_t decode_panels_size(const GPTConfig *c);   // the floats the packed weights take
 static void kv_pack_weights(KVCache *kv, const GPT *m); // kv->panels = m's weights packed; kv->packed = 1
-static void kv_unpack_weights(KVCache *kv);             // kv->packed = 0: each matmul packs its own again
 
 static void build_kvcache(KVCache *kv, const GPTConfig *c, int B) {
     size_t L = c->num_layers, C = c->channels, T = c->max_seq_len, V = c->vocab_size, Tp = (T + 7) / 8 * 8;
@@ -3935,13 +3934,6 @@ static inline void mm_tile(float acc[MM_R][MM_W], const float *const a[MM_R], si
     }
 }
 
-// panel (K, MM_W) = rows [0, w) of src (w, K) transposed, zero beyond w
-static void pack_panel_t(float *panel, const float *src, int K, int w) {
-    for (int j = 0; j < MM_W; j++)
-        for (int k = 0; k < K; k++)
-            panel[(size_t)k * MM_W + j] = j < w ? src[(size_t)j * K + k] : 0.0f;
-}
-
 // panels s = 0, 1, ... (rows, MM_W), pstride floats apart: columns [MM_W·s, MM_W·(s+1)) of src
 // (rows, ld) up to column w, zero beyond; read row by row, which the prefetcher streams
 static void pack_panels(float *panels, size_t pstride, const float *src, size_t ld, int rows, int w) {
@@ -4111,13 +4103,13 @@ static size_t weight_panels_size(int C, int OC) {
     return (size_t)((OC + MM_W - 1) / MM_W) * C * MM_W;
 }
 
-// panels = weight (OC,C) packed: panel ob = rows ob*MM_W.. transposed, zero past row OC-1
+// panels = weight (OC,C) packed: panel ob (C, MM_W) = rows ob*MM_W.. transposed, zero past row OC-1
 static void pack_weight_panels(float *panels, const float *weight, int C, int OC) {
-    int nob = (OC + MM_W - 1) / MM_W;
-    size_t psize = (size_t)C * MM_W;
     #pragma omp parallel for
-    for (int ob = 0; ob < nob; ob++)
-        pack_panel_t(panels + ob * psize, weight + (size_t)ob * MM_W * C, C, imin(MM_W, OC - ob * MM_W));
+    for (int ob = 0; ob < (OC + MM_W - 1) / MM_W; ob++)
+        for (int j = 0, o = ob * MM_W; j < MM_W; j++, o++)
+            for (int k = 0; k < C; k++)
+                panels[((size_t)ob * C + k) * MM_W + j] = o < OC ? weight[(size_t)o * C + k] : 0.0f;
 }
 
 // matmul_forward on a weight packed by pack_weight_panels: out (N,OC) = inp (N,C) @ weight^T
@@ -4551,7 +4543,7 @@ static size_t decode_panels_size(const GPTConfig *c) {
            weight_panels_size(C, c->vocab_size);
 }
 
-// The host's decode steps on kv use m's weights as now (kv->panels) until kv_unpack_weights, in the
+// The host's decode steps on kv use m's weights as now (kv->panels) until kv->packed = 0, in the
 // order gpt_decode_step's matmuls read them (decode_matmul): a change to either order must change both.
 static void kv_pack_weights(KVCache *kv, const GPT *m) {
     const GPTConfig *c = &m->config;
@@ -4570,8 +4562,6 @@ static void kv_pack_weights(KVCache *kv, const GPT *m) {
     pack_weight_panels(dst, p->wte, C, c->vocab_size);
     kv->packed = 1;
 }
-
-static void kv_unpack_weights(KVCache *kv) { kv->packed = 0; }
 
 // One matmul of a decode step: on the packed *panels (then moved past them), else matmul_forward
 static void decode_matmul(GPT *m, const float **panels, float *out, const float *inp, const float *weight,
@@ -4604,12 +4594,9 @@ static int shared_prompts(int *leader, int B, const int *const *prompts, const i
 }
 
 /* sample_completions_shared: sample_completions_budget's tokens and log-probs, bit for bit, with
-   less work (the CPU's default sampler, --sampler shared). The decode step computes cache slots
-   0..n-1 only, so the work is kept there: each distinct prompt is fed once (rows with equal
-   prompts, a GRPO group, share it: its cache is copied to the other rows' slots), the weights
-   are packed once for the call (kv_pack_weights), and a finished sequence leaves the front slots
-   (the last unfinished one moves into its slot). Every row of a decode step is computed on its
-   own, in the same order whatever the other rows and the row count are (notes/cpu-fast-paths.md). */
+   less work (--sampler shared; notes/cpu-fast-paths.md): a decode step computes cache slots 0..n-1
+   only, so each distinct prompt is fed once (copied to its other rows' slots), the weights are
+   packed once, and a finished sequence leaves the front slots. */
 static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *const *prompts,
                                       const int *prompt_len, const int *budget, int stride, float temperature,
                                       int greedy, Rng *rngs, const unsigned char *allowed,
@@ -4623,10 +4610,9 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
     int *done = pos + B;
     float *probs = (float *)mallocCheck((size_t)V * sizeof(float));
     int D = shared_prompts(leader, B, prompts, prompt_len);
-    float *first = (float *)mallocCheck((size_t)D * V * sizeof(float));   // logits after each prompt
     kv_pack_weights(kv, m);
     // slots 0..D-1: the distinct prompts, longest first, so that the prompts still being fed
-    // at any position are slots 0..n-1; then the other rows
+    // at any position are slots 0..n-1 (a prompt's last logits stay in its slot); then the other rows
     int nslot = 0;
     for (int len = maxT; len >= 1; len--)
         for (int b = 0; b < B; b++)
@@ -4643,15 +4629,12 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
             pos[s] = t;
         }
         gpt_decode_step(m, kv, tok, pos, n);
-        for (int s = 0; s < n; s++)
-            if (prompt_len[row_of[s]] == t + 1)
-                memcpy(first + (size_t)s * V, kv->logits + (size_t)s * V, (size_t)V * sizeof(float));
     }
     // the other rows get their prompt's cache, and every row draws its first token
     for (int s = D; s < B; s++)
         kv_copy_positions(kv, &m->config, s, slot_of[leader[row_of[s]]], prompt_len[row_of[s]]);
     for (int b = 0; b < B; b++) {
-        const float *z = first + (size_t)slot_of[leader[b]] * V;
+        const float *z = kv->logits + (size_t)slot_of[leader[b]] * V;
         comp[(size_t)b * stride] = draw_token(z, V, temperature, greedy, &rngs[b], allowed, probs,
                                               &comp_logp[(size_t)b * stride]);
         comp_len[b] = 1;
@@ -4687,10 +4670,9 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
             done[b] = comp[j] == TOK_EOS || comp_len[b] == budget[b];
         }
     }
-    kv_unpack_weights(kv);
+    kv->packed = 0;   // the weights may change now: each matmul packs its own again
     free(leader);
     free(probs);
-    free(first);
 }
 
 // ----------------------------------------------------------------------------
