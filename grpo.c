@@ -3894,8 +3894,6 @@ static double spearman(const double *x, const double *y, int n) {
 // vector units busy (notes/cpu-fast-paths.md). Tested against the plain versions by tests/test_grpo.c.
 
 // ---- Register tiles, packed panels and vector helpers (matmul_forward / matmul_backward)
-// matmul's register tile: MM_R rows x MM_W outputs, two vectors a row (AVX2: 12 of its 16
-// registers hold sums; AVX-512: 16 of 32). Each output's sum is the same whatever the tile's shape.
 #if defined(__AVX512F__)
 #define MM_R 8      // rows per register tile
 #define MM_W 32     // outputs per register tile: two AVX-512 vectors
@@ -4021,9 +4019,7 @@ static inline float exp_simd(float x) {
     return p * scale;
 }
 
-// Row sums (prod 0) and dot products (prod 1, a constant where inlined), 16 partial sums wide (one
-// chain runs one term at a time), added pairwise at the end: the same order on every instruction set
-// and thread count.
+// Σ x[i] (prod 0) or Σ x[i] y[i] (prod 1, a constant where inlined) as 16 partial sums added pairwise
 #define SUM_W 16
 static inline float sum_w16(const float *x, const float *y, int n, int prod) {
     float acc[SUM_W] = {0};
@@ -4040,9 +4036,7 @@ static inline float sum_w16(const float *x, const float *y, int n, int prod) {
 static inline float sum16(const float *x, int n) { return sum_w16(x, x, n, 0); }
 static inline float dot16(const float *x, const float *y, int n) { return sum_w16(x, y, n, 1); }
 
-// Attention's sums: vector loops across positions or channels, never along a dot product; ATTN_WIDE
-// at a time while they last (a head's sums are too short to hide the FMA latency with fewer), then 8.
-#define ATTN_WIDE 32
+#define ATTN_WIDE 32   // attention's sums: so many positions or channels at a time while they last, then 8
 
 // The sums of attention, one block of them: for j < width (32 or 8, a constant where inlined),
 // y[i0 + j] = (accumulate ? y[i0 + j] : 0) + scale · Σ_{t0 <= t < t1} w[t*ws] x[t*xs + i0 + j],
@@ -4155,11 +4149,11 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
     float *panels = (float *)mallocCheck(nib * psize * sizeof(float));
     #pragma omp parallel
     {
-        // panel ib: columns ib*16.. of weight, (OC, 16)
+        // panel ib: columns ib*MM_W.. of weight, (OC, MM_W)
         #pragma omp for
         for (int ib = 0; ib < nib; ib++)
             pack_panels(panels + ib * psize, psize, weight + ib * MM_W, C, OC, imin(MM_W, C - ib * MM_W));
-        // dinp[n, i0:i0+16] = Σ_o dout[n,o] W[o, i0:i0+16]
+        // dinp[n, i0:i0+MM_W] += Σ_o dout[n,o] W[o, i0:i0+MM_W]
         #pragma omp for collapse(2) nowait
         for (int nb = 0; nb < nnb; nb++)
             for (int ib = 0; ib < nib; ib++) {
@@ -4168,7 +4162,7 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
                 int nend = imin(N, (nb + 1) * MM_NB);
                 mm_rows(dinp + i0, C, dout, OC, N, nb * MM_NB, nend, panels + ib * psize, OC, iw, NULL, 1);
             }
-        // dW[o, i0:i0+16] = Σ_n dout[n,o] inp[n, i0:i0+16]: a task (a block of outputs, MM_IG column
+        // dW[o, i0:i0+MM_W] += Σ_n dout[n,o] inp[n, i0:i0+MM_W]: a task (a block of outputs, MM_IG column
         // panels) walks n in chunks of MM_KB rows, packing each chunk's panels of inp. dbias: the
         // first column group's tasks, row by row, while their chunk of dout is in cache.
         float *ipanels = (float *)mallocCheck((size_t)MM_IG * MM_KB * MM_W * sizeof(float));
@@ -4308,10 +4302,9 @@ static void spb_attention_forward(float *out, float *att, const float *inp, cons
     spb_attention_paths(out, att, NULL, NULL, inp, pk, C, NH);
 }
 
-/* spb_attention_backward: dinp (rows, 3C) += ∂L/∂(q,k,v) given dout (rows, C); datt scratch. dS and dq
-   along root paths (spb_attention_paths), then per row n, dk_n = Σ dS_r[pos n] q_r and dv_n = Σ
-   a_r[pos n] dout_r over its subtree [n, subtree_end[n]) (the queries that see n): one sum per
-   gradient row, no two tasks on one row. */
+/* spb_attention_backward: dinp (rows, 3C) += ∂L/∂(q,k,v) given dout (rows, C); datt scratch. dS, dq
+   along root paths, then dk_n = Σ dS_r[pos n] q_r and dv_n = Σ a_r[pos n] dout_r over n's subtree
+   [n, subtree_end[n]) (the queries that see n): one sum per gradient row, no two tasks on one row. */
 static void spb_attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
                                     const float *att, const SharedPrefixBatch *pk, int C, int NH) {
     spb_attention_paths(dinp, datt, att, dout, inp, pk, C, NH);
@@ -4468,8 +4461,7 @@ static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *con
         }
     }
     // depth-first preorder: a node (its row, attention offset and edges, renumbered in row order),
-    // then its children's subtrees in order; a leaf closes itself and each ancestor whose last
-    // child's subtree it ends
+    // then its children's subtrees in order
     int rows = 0, e_new = 0;
     pk->att_off[0] = 0;
     pk->edge_start[0] = 0;
@@ -4486,15 +4478,12 @@ static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *con
             pk->edge_token[e_new++] = etok[e];
         }
         pk->edge_start[r + 1] = e_new;
-        if (first_child[c] >= 0) {
-            c = first_child[c];
-            continue;
-        }
-        for (; c >= 0 && next_sibling[c] < 0; c = cpar[c]) pk->subtree_end[new_row[c]] = rows;
-        if (c >= 0) {
+        int next = first_child[c];
+        for (; next < 0 && c >= 0; c = cpar[c]) {   // a leaf closes itself and each ancestor it ends
             pk->subtree_end[new_row[c]] = rows;
-            c = next_sibling[c];
+            next = next_sibling[c];
         }
+        c = next;
     }
     pk->rows = rows;
     pk->att_size = pk->att_off[rows];
@@ -4534,8 +4523,7 @@ static void policy_backward_spb(GPT *m, GroupBatch *g, int first, int B, float t
 
 // ---- Packed decode: the sampler's weights packed once per sampling call
 
-// The floats of the decode step's weights packed once (per layer qkvw, attprojw, fcw, fcprojw, then
-// wte): a decode step on them skips matmul_forward's packing (~1/B of its work; the same sums)
+// The floats of the decode step's weights packed (per layer qkvw, attprojw, fcw, fcprojw, then wte)
 static size_t decode_panels_size(const GPTConfig *c) {
     int C = c->channels;
     return (size_t)c->num_layers * (weight_panels_size(C, 3 * C) + weight_panels_size(C, C) +
