@@ -4664,10 +4664,9 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
 }
 
 // ----------------------------------------------------------------------------
-// CUDA seam (notes/cuda-integration.md): the functions of grpo_kernels.cu that grpo.c calls besides
-// the layers' cuda_ twins (LAYER), and the gpu_* hooks the reference calls (the CPU build's return 0).
-// In the CUDA build (make cuda) a model or KV cache built after cuda_startup() lives in GPU memory;
-// the loop, sampler, verifier, trees and objectives stay on the host.
+// CUDA seam (notes/cuda-integration.md): grpo_kernels.cu's functions besides the layers' cuda_ twins
+// (LAYER), and the CUDA build's gpu_* hooks (GPU_HOOK). There a model or KV cache built after
+// cuda_startup() lives in GPU memory; the loop, sampler, verifier, trees and objectives stay on the host.
 
 #ifdef GRPO_CUDA
 #ifdef __cplusplus

@@ -3414,7 +3414,7 @@ static void test_sampler_batch_independent(void) {
    row at its own address (equal content, not pointers, makes rows share); many prompts are
    prefixes of others (equal tokens up to the shorter length: not shared). 3,000 rows from
    60 prompts (long runs of equal prompts); 500 rows, most of them distinct; 400 batches of
-   2 rows, a prompt and itself one token longer or not (adjacent once sorted). */
+   2 rows, a prompt and itself one token longer or not. */
 static void test_shared_prompts(void) {
     enum { N = 3000, NP = 2000 };
     static int pool[NP][8], rows[N][8], leader[N];
