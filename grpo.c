@@ -4618,17 +4618,20 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
         }
         gpt_decode_step(m, kv, tok, pos, n);
     }
-    // the other rows get their prompt's cache, and every row draws its first token
+    // the other rows get their prompt's cache
     for (int s = D; s < B; s++)
         kv_copy_positions(kv, &m->config, s, slot_of[leader[row_of[s]]], prompt_len[row_of[s]]);
-    for (int b = 0; b < B; b++) {
-        const float *z = kv->logits + (size_t)slot_of[leader[b]] * V;
-        comp[(size_t)b * stride] = draw_token(z, V, temperature, greedy, &rngs[b], allowed, probs,
-                                              &comp_logp[(size_t)b * stride]);
-        comp_len[b] = 1;
-        done[b] = comp[(size_t)b * stride] == TOK_EOS || budget[b] == 1;
-    }
+    for (int b = 0; b < B; b++) comp_len[b] = 0;
     for (int active = B;;) {
+        // each unfinished row draws a token (its first from its prompt's slot)
+        for (int s = 0; s < active; s++) {
+            int b = row_of[s];
+            size_t j = (size_t)b * stride + comp_len[b];
+            const float *z = kv->logits + (size_t)(comp_len[b] ? s : slot_of[leader[b]]) * V;
+            comp[j] = draw_token(z, V, temperature, greedy, &rngs[b], allowed, probs, &comp_logp[j]);
+            comp_len[b]++;
+            done[b] = comp[j] == TOK_EOS || comp_len[b] == budget[b];
+        }
         // a finished row's slot takes the last unfinished row (with its cache): slots
         // 0..active-1 hold the unfinished rows
         for (int s = 0; s < active; s++) {
@@ -4649,14 +4652,6 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
             pos[s] = prompt_len[b] + comp_len[b] - 1;
         }
         gpt_decode_step(m, kv, tok, pos, active);
-        for (int s = 0; s < active; s++) {
-            int b = row_of[s];
-            size_t j = (size_t)b * stride + comp_len[b];
-            comp[j] = draw_token(kv->logits + (size_t)s * V, V, temperature, greedy, &rngs[b], allowed, probs,
-                                 &comp_logp[j]);
-            comp_len[b]++;
-            done[b] = comp[j] == TOK_EOS || comp_len[b] == budget[b];
-        }
     }
     kv->packed = 0;   // the weights may change now: each matmul packs its own again
     free(leader);
