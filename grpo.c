@@ -774,23 +774,23 @@ typedef struct {
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 typedef struct AdamWConfig AdamWConfig;
-GPU_HOOK(void, gpu_adopt_model, (GPT *m), )   // moves a model just built on the host to the GPU, once CUDA is on
+GPU_HOOK(void, gpu_adopt_model, (GPT *m), )   // moves a model just built on the host to the GPU (CUDA on)
 GPU_HOOK(int, gpu_free_model, (GPT *m), return 0)   // frees a model that lives on the GPU; 1: it did
-GPU_HOOK(const int *, gpu_inputs, (GPT *m, const int *inputs, size_t n), return inputs)   // the ids where m runs
+GPU_HOOK(const int *, gpu_inputs, (GPT *m, const int *inputs, size_t n), return inputs)  // the ids where m is
 // the embedding's backward on the GPU (dres (B,T,C) into dwte, dwpe): 1 when m lives there
-GPU_HOOK(int, gpu_encoder_backward, (GPT *m, float *dwte, float *dwpe, const float *dres, int B, int T, int C),
-         return 0)
-GPU_HOOK(int, gpu_build_kvcache, (KVCache *kv, const GPTConfig *c, int B), return 0)   // 1: built in GPU memory
+GPU_HOOK(int, gpu_encoder_backward, (GPT *m, float *dwte, float *dwpe, const float *dres, int B, int T,
+                                     int C), return 0)
+GPU_HOOK(int, gpu_build_kvcache, (KVCache *kv, const GPTConfig *c, int B), return 0)   // 1: built on the GPU
 GPU_HOOK(int, gpu_free_kvcache, (KVCache *kv), return 0)                 // 1: it was on the GPU, freed
 // a decode step's B token ids and positions to the GPU, *logits pointed at the GPU's (B,V)
 GPU_HOOK(void, gpu_decode_inputs, (GPT *m, KVCache *kv, const int **tokens, const int **pos, float **logits,
                                    int B), )
-GPU_HOOK(void, gpu_decode_logits, (GPT *m, KVCache *kv, const float *logits, int B), )   // kv->logits from the GPU
+GPU_HOOK(void, gpu_decode_logits, (GPT *m, KVCache *kv, const float *logits, int B), )  // kv->logits from GPU
 // gpt_logprob_forward / _backward, clip_grad_norm and adamw_update for m on the GPU; 1: done there
 GPU_HOOK(int, gpu_logprob_forward, (GPT *m, float *logp, const int *targets, int N, float temperature,
                                     const unsigned char *allowed), return 0)
-GPU_HOOK(int, gpu_logprob_backward, (GPT *m, const int *targets, const float *dlogp, int N, float temperature),
-         return 0)
+GPU_HOOK(int, gpu_logprob_backward, (GPT *m, const int *targets, const float *dlogp, int N,
+                                     float temperature), return 0)
 GPU_HOOK(int, gpu_clip_grad_norm, (GPT *m, float max_norm, float *norm), return 0)
 GPU_HOOK(int, gpu_adamw_update, (GPT *m, const AdamWConfig *o, float lr, int t), return 0)
 GPU_HOOK(void, gpu_synchronize, (GPT *m), )   // waits for m's queued GPU work
