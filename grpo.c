@@ -765,25 +765,36 @@ typedef struct {
 } GPT;
 
 // The CUDA seam (after the training loop) puts models and KV caches in GPU memory in the CUDA
-// build; on the CPU each of these does nothing and returns 0.
-static void gpu_adopt_model(GPT *m);   // moves a model just built on the host to the GPU, once CUDA is on
-static int gpu_free_model(GPT *m);     // frees a model that lives on the GPU; 1: it did
-static const int *gpu_inputs(GPT *m, const int *inputs, size_t n);   // the n token ids where m runs
-// the embedding's backward on the GPU (dres (B,T,C) into dwte, dwpe): 1 when m lives there
-static int gpu_encoder_backward(GPT *m, float *dwte, float *dwpe, const float *dres, int B, int T, int C);
-static int gpu_build_kvcache(KVCache *kv, const GPTConfig *c, int B);   // 1: built in GPU memory
-static int gpu_free_kvcache(KVCache *kv);                               // 1: it was on the GPU, freed
-// a decode step's B token ids and positions to the GPU, *logits pointed at the GPU's (B,V)
-static void gpu_decode_inputs(GPT *m, KVCache *kv, const int **tokens, const int **pos, float **logits, int B);
-static void gpu_decode_logits(GPT *m, KVCache *kv, const float *logits, int B);   // kv->logits from the GPU
-// gpt_logprob_forward / _backward, clip_grad_norm and adamw_update for m on the GPU; 1: done there
-static int gpu_logprob_forward(GPT *m, float *logp, const int *targets, int N, float temperature,
-                               const unsigned char *allowed);
-static int gpu_logprob_backward(GPT *m, const int *targets, const float *dlogp, int N, float temperature);
-static int gpu_clip_grad_norm(GPT *m, float max_norm, float *norm);
+// build and defines these hooks there; the CPU build's hook is its last argument, doing nothing.
+#ifdef GRPO_CUDA
+#define GPU_HOOK(type, name, params, cpu) static type name params;
+#else
+#define GPU_HOOK(type, name, params, cpu) static type name params { cpu; }
+#endif
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wunused-parameter"
 typedef struct AdamWConfig AdamWConfig;
-static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t);
-
+GPU_HOOK(void, gpu_adopt_model, (GPT *m), )   // moves a model just built on the host to the GPU (CUDA on)
+GPU_HOOK(int, gpu_free_model, (GPT *m), return 0)   // frees a model that lives on the GPU; 1: it did
+GPU_HOOK(const int *, gpu_inputs, (GPT *m, const int *inputs, size_t n), return inputs)  // the ids where m is
+// the embedding's backward on the GPU (dres (B,T,C) into dwte, dwpe): 1 when m lives there
+GPU_HOOK(int, gpu_encoder_backward, (GPT *m, float *dwte, float *dwpe, const float *dres, int B, int T,
+                                     int C), return 0)
+GPU_HOOK(int, gpu_build_kvcache, (KVCache *kv, const GPTConfig *c, int B), return 0)   // 1: built on the GPU
+GPU_HOOK(int, gpu_free_kvcache, (KVCache *kv), return 0)                 // 1: it was on the GPU, freed
+// a decode step's B token ids and positions to the GPU, *logits pointed at the GPU's (B,V)
+GPU_HOOK(void, gpu_decode_inputs, (GPT *m, KVCache *kv, const int **tokens, const int **pos, float **logits,
+                                   int B), )
+GPU_HOOK(void, gpu_decode_logits, (GPT *m, KVCache *kv, const float *logits, int B), )  // kv->logits from GPU
+// gpt_logprob_forward / _backward, clip_grad_norm and adamw_update for m on the GPU; 1: done there
+GPU_HOOK(int, gpu_logprob_forward, (GPT *m, float *logp, const int *targets, int N, float temperature,
+                                    const unsigned char *allowed), return 0)
+GPU_HOOK(int, gpu_logprob_backward, (GPT *m, const int *targets, const float *dlogp, int N,
+                                     float temperature), return 0)
+GPU_HOOK(int, gpu_clip_grad_norm, (GPT *m, float max_norm, float *norm), return 0)
+GPU_HOOK(int, gpu_adamw_update, (GPT *m, const AdamWConfig *o, float lr, int t), return 0)
+GPU_HOOK(void, gpu_synchronize, (GPT *m), )   // waits for m's queued GPU work
+#pragma GCC diagnostic pop
 
 /* build_gpt: allocates parameters, gradients, AdamW state and activations for batches of
    up to max_batch sequences of up to maxT tokens. Parameters are initialised GPT-2 style:
@@ -1039,7 +1050,6 @@ static void gpt_backward(GPT *m, const int *inputs) {
 // order gpt_decode_step's matmuls read them (the same sums as packing per matmul).
 static size_t decode_panels_size(const GPTConfig *c);   // the floats the packed weights take
 static void kv_pack_weights(KVCache *kv, const GPT *m); // kv->panels = m's weights packed; kv->packed = 1
-static void kv_unpack_weights(KVCache *kv);             // kv->packed = 0: each matmul packs its own again
 
 static void build_kvcache(KVCache *kv, const GPTConfig *c, int B) {
     size_t L = c->num_layers, C = c->channels, T = c->max_seq_len, V = c->vocab_size, Tp = (T + 7) / 8 * 8;
@@ -3884,8 +3894,6 @@ static double spearman(const double *x, const double *y, int n) {
 // vector units busy (notes/cpu-fast-paths.md). Tested against the plain versions by tests/test_grpo.c.
 
 // ---- Register tiles, packed panels and vector helpers (matmul_forward / matmul_backward)
-// matmul's register tile: MM_R rows x MM_W outputs, two vectors a row (AVX2: 12 of its 16
-// registers hold sums; AVX-512: 16 of 32). Each output's sum is the same whatever the tile's shape.
 #if defined(__AVX512F__)
 #define MM_R 8      // rows per register tile
 #define MM_W 32     // outputs per register tile: two AVX-512 vectors
@@ -3922,13 +3930,6 @@ static inline void mm_tile(float acc[MM_R][MM_W], const float *const a[MM_R], si
             #pragma omp simd
             for (int j = 0; j < MM_W; j++) acc[r][j] += part[r][j];
     }
-}
-
-// panel (K, MM_W) = rows [0, w) of src (w, K) transposed, zero beyond w
-static void pack_panel_t(float *panel, const float *src, int K, int w) {
-    for (int j = 0; j < MM_W; j++)
-        for (int k = 0; k < K; k++)
-            panel[(size_t)k * MM_W + j] = j < w ? src[(size_t)j * K + k] : 0.0f;
 }
 
 // panels s = 0, 1, ... (rows, MM_W), pstride floats apart: columns [MM_W·s, MM_W·(s+1)) of src
@@ -4018,9 +4019,7 @@ static inline float exp_simd(float x) {
     return p * scale;
 }
 
-// Row sums (prod 0) and dot products (prod 1, a constant where inlined), 16 partial sums wide (one
-// chain runs one term at a time), added pairwise at the end: the same order on every instruction set
-// and thread count.
+// Σ x[i] (prod 0) or Σ x[i] y[i] (prod 1, a constant where inlined) as 16 partial sums added pairwise
 #define SUM_W 16
 static inline float sum_w16(const float *x, const float *y, int n, int prod) {
     float acc[SUM_W] = {0};
@@ -4037,9 +4036,7 @@ static inline float sum_w16(const float *x, const float *y, int n, int prod) {
 static inline float sum16(const float *x, int n) { return sum_w16(x, x, n, 0); }
 static inline float dot16(const float *x, const float *y, int n) { return sum_w16(x, y, n, 1); }
 
-// Attention's sums: vector loops across positions or channels, never along a dot product; ATTN_WIDE
-// at a time while they last (a head's sums are too short to hide the FMA latency with fewer), then 8.
-#define ATTN_WIDE 32
+#define ATTN_WIDE 32   // attention's sums: so many positions or channels at a time while they last, then 8
 
 // The sums of attention, one block of them: for j < width (32 or 8, a constant where inlined),
 // y[i0 + j] = (accumulate ? y[i0 + j] : 0) + scale · Σ_{t0 <= t < t1} w[t*ws] x[t*xs + i0 + j],
@@ -4100,13 +4097,13 @@ static size_t weight_panels_size(int C, int OC) {
     return (size_t)((OC + MM_W - 1) / MM_W) * C * MM_W;
 }
 
-// panels = weight (OC,C) packed: panel ob = rows ob*MM_W.. transposed, zero past row OC-1
+// panels = weight (OC,C) packed: panel ob (C, MM_W) = rows ob*MM_W.. transposed, zero past row OC-1
 static void pack_weight_panels(float *panels, const float *weight, int C, int OC) {
-    int nob = (OC + MM_W - 1) / MM_W;
-    size_t psize = (size_t)C * MM_W;
     #pragma omp parallel for
-    for (int ob = 0; ob < nob; ob++)
-        pack_panel_t(panels + ob * psize, weight + (size_t)ob * MM_W * C, C, imin(MM_W, OC - ob * MM_W));
+    for (int ob = 0; ob < (OC + MM_W - 1) / MM_W; ob++)
+        for (int j = 0, o = ob * MM_W; j < MM_W; j++, o++)
+            for (int k = 0; k < C; k++)
+                panels[((size_t)ob * C + k) * MM_W + j] = o < OC ? weight[(size_t)o * C + k] : 0.0f;
 }
 
 // matmul_forward on a weight packed by pack_weight_panels: out (N,OC) = inp (N,C) @ weight^T
@@ -4152,11 +4149,11 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
     float *panels = (float *)mallocCheck(nib * psize * sizeof(float));
     #pragma omp parallel
     {
-        // panel ib: columns ib*16.. of weight, (OC, 16)
+        // panel ib: columns ib*MM_W.. of weight, (OC, MM_W)
         #pragma omp for
         for (int ib = 0; ib < nib; ib++)
             pack_panels(panels + ib * psize, psize, weight + ib * MM_W, C, OC, imin(MM_W, C - ib * MM_W));
-        // dinp[n, i0:i0+16] = Σ_o dout[n,o] W[o, i0:i0+16]
+        // dinp[n, i0:i0+MM_W] += Σ_o dout[n,o] W[o, i0:i0+MM_W]
         #pragma omp for collapse(2) nowait
         for (int nb = 0; nb < nnb; nb++)
             for (int ib = 0; ib < nib; ib++) {
@@ -4165,7 +4162,7 @@ static void matmul_backward(float *dinp, float *dweight, float *dbias, const flo
                 int nend = imin(N, (nb + 1) * MM_NB);
                 mm_rows(dinp + i0, C, dout, OC, N, nb * MM_NB, nend, panels + ib * psize, OC, iw, NULL, 1);
             }
-        // dW[o, i0:i0+16] = Σ_n dout[n,o] inp[n, i0:i0+16]: a task (a block of outputs, MM_IG column
+        // dW[o, i0:i0+MM_W] += Σ_n dout[n,o] inp[n, i0:i0+MM_W]: a task (a block of outputs, MM_IG column
         // panels) walks n in chunks of MM_KB rows, packing each chunk's panels of inp. dbias: the
         // first column group's tasks, row by row, while their chunk of dout is in cache.
         float *ipanels = (float *)mallocCheck((size_t)MM_IG * MM_KB * MM_W * sizeof(float));
@@ -4245,20 +4242,23 @@ static inline void spb_path_put(float *xt, float *yb, const float *x, const floa
     memcpy(yb + (size_t)p * hs, y, (size_t)hs * sizeof(float));
 }
 
-/* spb_attention_forward: attention_forward over a packed prefix tree, each row attending to its root
-   path (inp (rows, 3C), out (rows, C), att (NH, att_size)), bit for bit its position's in any sequence
-   through it. A task (TA_RB rows, one head) loads the path above its first row, then walks its rows. */
-static void spb_attention_forward(float *out, float *att, const float *inp, const SharedPrefixBatch *pk, int C,
-                                   int NH) {
+/* spb_attention_paths: attention along each row's root path (inp (rows, 3C); w, att (NH, att_size)),
+   bit for bit its position's in any sequence through it. Forward (dout NULL): w = softmax(q·k scale),
+   y (rows, C) = Σ_j w_j v[path j]. Backward (dout (rows, C)): w = dS = att (da − Σ att da) scale with
+   da_j = dout·v[path j], y (rows, 3C)'s dq += Σ_j dS_j k[path j]. A task (TA_RB rows, one head)
+   loads the path above its first row, then walks its rows. */
+static void spb_attention_paths(float *y, float *w, const float *att, const float *dout, const float *inp,
+                                const SharedPrefixBatch *pk, int C, int NH) {
     int C3 = 3 * C, hs = C / NH, Tp = (pk->max_pos + 8) / 8 * 8;
+    int ys = dout ? C3 : C, xo = dout ? 2 * C : C, yo = dout ? C : 2 * C;   // path: x transposed, y rows
     float scale = 1.0f / sqrtf((float)hs);
     int nblk = (pk->rows + TA_RB - 1) / TA_RB;
     #pragma omp parallel
     {
         // zeros: positions past a row's own are read (a score computed and not used), never used
-        float *kt = (float *)callocCheck((2 * (size_t)hs + 1) * Tp, sizeof(float));
-        float *vb = kt + (size_t)hs * Tp;
-        float *s = vb + (size_t)hs * Tp;
+        float *xt = (float *)callocCheck((2 * (size_t)hs + 1) * Tp, sizeof(float));
+        float *yb = xt + (size_t)hs * Tp;
+        float *s = yb + (size_t)hs * Tp;
         #pragma omp for collapse(2) schedule(dynamic)
         for (int blk = 0; blk < nblk; blk++)
             for (int h = 0; h < NH; h++) {
@@ -4266,68 +4266,54 @@ static void spb_attention_forward(float *out, float *att, const float *inp, cons
                 int r1 = imin(pk->rows, r0 + TA_RB);
                 for (int a = pk->parent[r0]; a >= 0; a = pk->parent[a]) {
                     const float *x = inp + (size_t)a * C3 + h * hs;
-                    spb_path_put(kt, vb, x + C, x + 2 * C, pk->pos[a], hs, Tp);
+                    spb_path_put(xt, yb, x + xo, x + yo, pk->pos[a], hs, Tp);
                 }
                 for (int r = r0; r < r1; r++) {
                     int t = pk->pos[r];
                     const float *x = inp + (size_t)r * C3 + h * hs;   // q, k, v of row r at x, x + C, x + 2C
-                    spb_path_put(kt, vb, x + C, x + 2 * C, t, hs, Tp);
-                    float *a = att + (size_t)h * pk->att_size + pk->att_off[r];
-                    attn_scores(s, x, kt, hs, Tp, (t + 8) / 8 * 8, scale);
-                    float maxv = -FLT_MAX, sum = 0.0f;
-                    for (int j = 0; j <= t; j++) if (s[j] > maxv) maxv = s[j];
-                    #pragma omp simd reduction(+:sum)
-                    for (int j = 0; j <= t; j++) { s[j] = exp_simd(s[j] - maxv); sum += s[j]; }
-                    float inv = 1.0f / sum;
-                    for (int j = 0; j <= t; j++) a[j] = s[j] * inv;
-                    // out = Σ_j a[j] v[path j]
-                    attn_rows(out + (size_t)r * C + h * hs, 0, a, 1, vb, hs, 0, t + 1, hs);
+                    spb_path_put(xt, yb, x + xo, x + yo, t, hs, Tp);
+                    float *wr = w + (size_t)h * pk->att_size + pk->att_off[r];
+                    const float *q = dout ? dout + (size_t)r * C + h * hs : x;
+                    attn_scores(s, q, xt, hs, Tp, (t + 8) / 8 * 8, dout ? 1.0f : scale);
+                    if (dout) {
+                        const float *a = att + (size_t)h * pk->att_size + pk->att_off[r];
+                        float dot = 0.0f;
+                        #pragma omp simd reduction(+:dot)
+                        for (int j = 0; j <= t; j++) dot += a[j] * s[j];
+                        for (int j = 0; j <= t; j++) wr[j] = a[j] * (s[j] - dot) * scale;
+                    } else {
+                        float maxv = -FLT_MAX, sum = 0.0f;
+                        for (int j = 0; j <= t; j++) if (s[j] > maxv) maxv = s[j];
+                        #pragma omp simd reduction(+:sum)
+                        for (int j = 0; j <= t; j++) { s[j] = exp_simd(s[j] - maxv); sum += s[j]; }
+                        float inv = 1.0f / sum;
+                        for (int j = 0; j <= t; j++) wr[j] = s[j] * inv;
+                    }
+                    attn_rows(y + (size_t)r * ys + h * hs, dout != NULL, wr, 1, yb, hs, 0, t + 1, hs);
                 }
             }
-        free(kt);
+        free(xt);
     }
 }
 
-/* spb_attention_backward: dinp (rows, 3C) += ∂L/∂(q,k,v) given dout (rows, C); datt scratch. Two
-   passes: (1) along root paths: dS = a (da − Σ a da) · scale, da_j = dout·v[path j], dq_r = Σ_j dS_j
-   k[path j]; (2) per row n, dk_n = Σ dS_r[pos n] q_r and dv_n = Σ a_r[pos n] dout_r over its subtree
+// spb_attention_forward: out (rows, C) and att (NH, att_size) of inp (rows, 3C), each row on its root path
+static void spb_attention_forward(float *out, float *att, const float *inp, const SharedPrefixBatch *pk, int C,
+                                   int NH) {
+    spb_attention_paths(out, att, NULL, NULL, inp, pk, C, NH);
+}
+
+/* spb_attention_backward: dinp (rows, 3C) += ∂L/∂(q,k,v) given dout (rows, C); datt scratch. dS, dq
+   along root paths, then dk_n = Σ dS_r[pos n] q_r and dv_n = Σ a_r[pos n] dout_r over n's subtree
    [n, subtree_end[n]) (the queries that see n): one sum per gradient row, no two tasks on one row. */
 static void spb_attention_backward(float *dinp, float *datt, const float *dout, const float *inp,
                                     const float *att, const SharedPrefixBatch *pk, int C, int NH) {
-    int C3 = 3 * C, hs = C / NH, Tp = (pk->max_pos + 8) / 8 * 8;
-    float scale = 1.0f / sqrtf((float)hs);
-    int nblk = (pk->rows + TA_RB - 1) / TA_RB;
+    spb_attention_paths(dinp, datt, att, dout, inp, pk, C, NH);
+    int C3 = 3 * C, hs = C / NH, nblk = (pk->rows + TA_RB - 1) / TA_RB;
     size_t AS = pk->att_size;
     #pragma omp parallel
     {
-        float *vt = (float *)callocCheck((2 * (size_t)hs + 1) * Tp + 2 * (size_t)pk->rows, sizeof(float));
-        float *kb = vt + (size_t)hs * Tp;
-        float *da = kb + (size_t)hs * Tp;
-        float *wq = da + Tp;                  // (rows) the weights of one subtree's sums
+        float *wq = (float *)callocCheck(2 * (size_t)pk->rows, sizeof(float));   // one subtree's weights
         float *wd = wq + pk->rows;
-        #pragma omp for collapse(2) schedule(dynamic)
-        for (int blk = 0; blk < nblk; blk++)
-            for (int h = 0; h < NH; h++) {
-                int r0 = blk * TA_RB;
-                int r1 = imin(pk->rows, r0 + TA_RB);
-                for (int a = pk->parent[r0]; a >= 0; a = pk->parent[a]) {
-                    const float *x = inp + (size_t)a * C3 + h * hs;
-                    spb_path_put(vt, kb, x + 2 * C, x + C, pk->pos[a], hs, Tp);
-                }
-                for (int r = r0; r < r1; r++) {
-                    int t = pk->pos[r];
-                    const float *x = inp + (size_t)r * C3 + h * hs;
-                    spb_path_put(vt, kb, x + 2 * C, x + C, t, hs, Tp);
-                    const float *a = att + (size_t)h * AS + pk->att_off[r];
-                    float *dS = datt + (size_t)h * AS + pk->att_off[r];
-                    attn_scores(da, dout + (size_t)r * C + h * hs, vt, hs, Tp, (t + 8) / 8 * 8, 1.0f);
-                    float dot = 0.0f;
-                    #pragma omp simd reduction(+:dot)
-                    for (int j = 0; j <= t; j++) dot += a[j] * da[j];
-                    for (int j = 0; j <= t; j++) dS[j] = a[j] * (da[j] - dot) * scale;
-                    attn_rows(dinp + (size_t)r * C3 + h * hs, 1, dS, 1, kb, hs, 0, t + 1, hs);   // dq
-                }
-            }
         #pragma omp for collapse(2) schedule(dynamic)
         for (int blk = 0; blk < nblk; blk++)
             for (int h = 0; h < NH; h++)
@@ -4343,7 +4329,7 @@ static void spb_attention_backward(float *dinp, float *datt, const float *dout, 
                     attn_rows(dx + C, 1, wq, 1, inp + (size_t)n * C3 + h * hs, C3, 0, end - n, hs);
                     attn_rows(dx + 2 * C, 1, wd, 1, dout + (size_t)n * C + h * hs, C, 0, end - n, hs);
                 }
-        free(vt);
+        free(wq);
     }
 }
 
@@ -4475,8 +4461,7 @@ static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *con
         }
     }
     // depth-first preorder: a node (its row, attention offset and edges, renumbered in row order),
-    // then its children's subtrees in order; a leaf closes itself and each ancestor whose last
-    // child's subtree it ends
+    // then its children's subtrees in order
     int rows = 0, e_new = 0;
     pk->att_off[0] = 0;
     pk->edge_start[0] = 0;
@@ -4493,15 +4478,12 @@ static int pack_shared_prefix_batch(SharedPrefixBatch *pk, int B, const int *con
             pk->edge_token[e_new++] = etok[e];
         }
         pk->edge_start[r + 1] = e_new;
-        if (first_child[c] >= 0) {
-            c = first_child[c];
-            continue;
-        }
-        for (; c >= 0 && next_sibling[c] < 0; c = cpar[c]) pk->subtree_end[new_row[c]] = rows;
-        if (c >= 0) {
+        int next = first_child[c];
+        for (; next < 0 && c >= 0; c = cpar[c]) {   // a leaf closes itself and each ancestor it ends
             pk->subtree_end[new_row[c]] = rows;
-            c = next_sibling[c];
+            next = next_sibling[c];
         }
+        c = next;
     }
     pk->rows = rows;
     pk->att_size = pk->att_off[rows];
@@ -4541,8 +4523,7 @@ static void policy_backward_spb(GPT *m, GroupBatch *g, int first, int B, float t
 
 // ---- Packed decode: the sampler's weights packed once per sampling call
 
-// The floats of the decode step's weights packed once (per layer qkvw, attprojw, fcw, fcprojw, then
-// wte): a decode step on them skips matmul_forward's packing (~1/B of its work; the same sums)
+// The floats of the decode step's weights packed (per layer qkvw, attprojw, fcw, fcprojw, then wte)
 static size_t decode_panels_size(const GPTConfig *c) {
     int C = c->channels;
     return (size_t)c->num_layers * (weight_panels_size(C, 3 * C) + weight_panels_size(C, C) +
@@ -4550,7 +4531,7 @@ static size_t decode_panels_size(const GPTConfig *c) {
            weight_panels_size(C, c->vocab_size);
 }
 
-// The host's decode steps on kv use m's weights as now (kv->panels) until kv_unpack_weights, in the
+// The host's decode steps on kv use m's weights as now (kv->panels) until kv->packed = 0, in the
 // order gpt_decode_step's matmuls read them (decode_matmul): a change to either order must change both.
 static void kv_pack_weights(KVCache *kv, const GPT *m) {
     const GPTConfig *c = &m->config;
@@ -4570,8 +4551,6 @@ static void kv_pack_weights(KVCache *kv, const GPT *m) {
     kv->packed = 1;
 }
 
-static void kv_unpack_weights(KVCache *kv) { kv->packed = 0; }
-
 // One matmul of a decode step: on the packed *panels (then moved past them), else matmul_forward
 static void decode_matmul(GPT *m, const float **panels, float *out, const float *inp, const float *weight,
                           const float *bias, int B, int C, int OC) {
@@ -4586,41 +4565,26 @@ static void decode_matmul(GPT *m, const float **panels, float *out, const float 
 
 // ---- The shared sampler: the sampler's work on distinct prompts and unfinished rows only
 
-typedef struct { const int *tokens; int len, row; } PromptKey;   // a row's prompt, as shared_prompts sorts it
-
-// by length, then tokens, then row (so that the first row of equal prompts comes first)
-static int prompt_key_cmp(const void *a, const void *b) {
-    const PromptKey *x = (const PromptKey *)a, *y = (const PromptKey *)b;
-    int c = x->len != y->len ? x->len - y->len : memcmp(x->tokens, y->tokens, (size_t)x->len * sizeof(int));
-    return c ? c : x->row - y->row;
-}
-
 /* shared_prompts: leader[b] = the first row whose prompt equals row b's (same length, same
    tokens), b itself for the first row of each distinct prompt; returns how many are distinct.
    Rows are compared by content, so callers need not say which rows form a group. */
 static int shared_prompts(int *leader, int B, const int *const *prompts, const int *prompt_len) {
-    PromptKey *key = (PromptKey *)mallocCheck((size_t)B * sizeof(PromptKey));
-    for (int b = 0; b < B; b++) key[b] = (PromptKey){prompts[b], prompt_len[b], b};
-    qsort(key, B, sizeof(PromptKey), prompt_key_cmp);
     int distinct = 0;
-    for (int i = 0; i < B; i++) {
-        const PromptKey *k = &key[i], *prev = &key[i > 0 ? i - 1 : 0];
-        int same = i > 0 && k->len == prev->len &&
-                   !memcmp(k->tokens, prev->tokens, (size_t)k->len * sizeof(int));
-        leader[k->row] = same ? leader[prev->row] : k->row;
-        distinct += !same;
+    for (int b = 0; b < B; b++) {
+        int a = 0;   // b's leader is a leader: only those are compared (B·distinct comparisons)
+        while (a < b && (leader[a] != a || prompt_len[a] != prompt_len[b] ||
+                         memcmp(prompts[a], prompts[b], (size_t)prompt_len[b] * sizeof(int))))
+            a++;
+        leader[b] = a;
+        distinct += a == b;
     }
-    free(key);
     return distinct;
 }
 
 /* sample_completions_shared: sample_completions_budget's tokens and log-probs, bit for bit, with
-   less work (the CPU's default sampler, --sampler shared). The decode step computes cache slots
-   0..n-1 only, so the work is kept there: each distinct prompt is fed once (rows with equal
-   prompts, a GRPO group, share it: its cache is copied to the other rows' slots), the weights
-   are packed once for the call (kv_pack_weights), and a finished sequence leaves the front slots
-   (the last unfinished one moves into its slot). Every row of a decode step is computed on its
-   own, in the same order whatever the other rows and the row count are (notes/cpu-fast-paths.md). */
+   less work (--sampler shared; notes/cpu-fast-paths.md): a decode step computes cache slots 0..n-1
+   only, so each distinct prompt is fed once (copied to its other rows' slots), the weights are
+   packed once, and a finished sequence leaves the front slots. */
 static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *const *prompts,
                                       const int *prompt_len, const int *budget, int stride, float temperature,
                                       int greedy, Rng *rngs, const unsigned char *allowed,
@@ -4634,10 +4598,9 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
     int *done = pos + B;
     float *probs = (float *)mallocCheck((size_t)V * sizeof(float));
     int D = shared_prompts(leader, B, prompts, prompt_len);
-    float *first = (float *)mallocCheck((size_t)D * V * sizeof(float));   // logits after each prompt
     kv_pack_weights(kv, m);
     // slots 0..D-1: the distinct prompts, longest first, so that the prompts still being fed
-    // at any position are slots 0..n-1; then the other rows
+    // at any position are slots 0..n-1 (a prompt's last logits stay in its slot); then the other rows
     int nslot = 0;
     for (int len = maxT; len >= 1; len--)
         for (int b = 0; b < B; b++)
@@ -4654,21 +4617,21 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
             pos[s] = t;
         }
         gpt_decode_step(m, kv, tok, pos, n);
-        for (int s = 0; s < n; s++)
-            if (prompt_len[row_of[s]] == t + 1)
-                memcpy(first + (size_t)s * V, kv->logits + (size_t)s * V, (size_t)V * sizeof(float));
     }
-    // the other rows get their prompt's cache, and every row draws its first token
+    // the other rows get their prompt's cache
     for (int s = D; s < B; s++)
         kv_copy_positions(kv, &m->config, s, slot_of[leader[row_of[s]]], prompt_len[row_of[s]]);
-    for (int b = 0; b < B; b++) {
-        const float *z = first + (size_t)slot_of[leader[b]] * V;
-        comp[(size_t)b * stride] = draw_token(z, V, temperature, greedy, &rngs[b], allowed, probs,
-                                              &comp_logp[(size_t)b * stride]);
-        comp_len[b] = 1;
-        done[b] = comp[(size_t)b * stride] == TOK_EOS || budget[b] == 1;
-    }
+    for (int b = 0; b < B; b++) comp_len[b] = 0;
     for (int active = B;;) {
+        // each unfinished row draws a token (its first from its prompt's slot)
+        for (int s = 0; s < active; s++) {
+            int b = row_of[s];
+            size_t j = (size_t)b * stride + comp_len[b];
+            const float *z = kv->logits + (size_t)(comp_len[b] ? s : slot_of[leader[b]]) * V;
+            comp[j] = draw_token(z, V, temperature, greedy, &rngs[b], allowed, probs, &comp_logp[j]);
+            comp_len[b]++;
+            done[b] = comp[j] == TOK_EOS || comp_len[b] == budget[b];
+        }
         // a finished row's slot takes the last unfinished row (with its cache): slots
         // 0..active-1 hold the unfinished rows
         for (int s = 0; s < active; s++) {
@@ -4689,26 +4652,16 @@ static void sample_completions_shared(GPT *m, KVCache *kv, int B, const int *con
             pos[s] = prompt_len[b] + comp_len[b] - 1;
         }
         gpt_decode_step(m, kv, tok, pos, active);
-        for (int s = 0; s < active; s++) {
-            int b = row_of[s];
-            size_t j = (size_t)b * stride + comp_len[b];
-            comp[j] = draw_token(kv->logits + (size_t)s * V, V, temperature, greedy, &rngs[b], allowed, probs,
-                                 &comp_logp[j]);
-            comp_len[b]++;
-            done[b] = comp[j] == TOK_EOS || comp_len[b] == budget[b];
-        }
     }
-    kv_unpack_weights(kv);
+    kv->packed = 0;   // the weights may change now: each matmul packs its own again
     free(leader);
     free(probs);
-    free(first);
 }
 
 // ----------------------------------------------------------------------------
-// CUDA seam (notes/cuda-integration.md): the functions of grpo_kernels.cu that grpo.c calls besides
-// the layers' cuda_ twins (LAYER), and the gpu_* hooks the reference calls (the CPU build's return 0).
-// In the CUDA build (make cuda) a model or KV cache built after cuda_startup() lives in GPU memory;
-// the loop, sampler, verifier, trees and objectives stay on the host.
+// CUDA seam (notes/cuda-integration.md): grpo_kernels.cu's functions besides the layers' cuda_ twins
+// (LAYER), and the CUDA build's gpu_* hooks (GPU_HOOK). There a model or KV cache built after
+// cuda_startup() lives in GPU memory; the loop, sampler, verifier, trees and objectives stay on the host.
 
 #ifdef GRPO_CUDA
 #ifdef __cplusplus
@@ -4882,27 +4835,7 @@ static int gpu_adamw_update(GPT *m, const AdamWConfig *o, float lr, int t) {
     return 1;
 }
 
-static void gpu_synchronize(GPT *m) { if (m->on_device) cuda_synchronize(); }   // waits for m's queued work
-#else
-// The CPU build: nothing lives on a GPU, and every hook leaves the work to the CPU code.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wunused-parameter"
-#define CPU_HOOK(name, ...) static int name(__VA_ARGS__) { return 0; }   // 0: not done on a GPU
-static void gpu_adopt_model(GPT *m) {}
-static const int *gpu_inputs(GPT *m, const int *inputs, size_t n) { return inputs; }
-static void gpu_decode_inputs(GPT *m, KVCache *kv, const int **tokens, const int **pos, float **logits, int B) {}
-static void gpu_decode_logits(GPT *m, KVCache *kv, const float *logits, int B) {}
-static void gpu_synchronize(GPT *m) {}
-CPU_HOOK(gpu_free_model, GPT *m)
-CPU_HOOK(gpu_encoder_backward, GPT *m, float *dwte, float *dwpe, const float *dres, int B, int T, int C)
-CPU_HOOK(gpu_build_kvcache, KVCache *kv, const GPTConfig *c, int B)
-CPU_HOOK(gpu_free_kvcache, KVCache *kv)
-CPU_HOOK(gpu_logprob_forward, GPT *m, float *logp, const int *targets, int N, float temperature,
-         const unsigned char *allowed)
-CPU_HOOK(gpu_logprob_backward, GPT *m, const int *targets, const float *dlogp, int N, float temperature)
-CPU_HOOK(gpu_clip_grad_norm, GPT *m, float max_norm, float *norm)
-CPU_HOOK(gpu_adamw_update, GPT *m, const AdamWConfig *o, float lr, int t)
-#pragma GCC diagnostic pop
+static void gpu_synchronize(GPT *m) { if (m->on_device) cuda_synchronize(); }
 #endif
 
 // ============================================================================

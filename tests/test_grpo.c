@@ -410,7 +410,7 @@ static void test_kv_packed_weights(void) {
     for (int packed = 0; packed < 2; packed++) {
         if (packed) kv_pack_weights(&kv, &m);
         decode_positions(&m, &kv, inp, B, T, logits[packed]);
-        kv_unpack_weights(&kv);
+        kv.packed = 0;
     }
     size_t diff = 0;
     for (size_t i = 0; i < n; i++) diff += memcmp(&logits[0][i], &logits[1][i], 4) != 0;
@@ -3422,7 +3422,7 @@ static void test_sampler_batch_independent(void) {
    row at its own address (equal content, not pointers, makes rows share); many prompts are
    prefixes of others (equal tokens up to the shorter length: not shared). 3,000 rows from
    60 prompts (long runs of equal prompts); 500 rows, most of them distinct; 400 batches of
-   2 rows, a prompt and itself one token longer or not (adjacent once sorted). */
+   2 rows, a prompt and itself one token longer or not. */
 static void test_shared_prompts(void) {
     enum { N = 3000, NP = 2000 };
     static int pool[NP][8], rows[N][8], leader[N];
