@@ -6960,8 +6960,7 @@ static int after_step(TrainRun *run, StepReport *r) {
 // ----------------------------------------------------------------------------
 // SFT: supervised training on task demonstrations (loss on completion tokens only)
 
-// load_task_model: the checkpoint at path into m (B rows; st: its state, or NULL); refused when
-// it learnt another task than --task.
+// load_task_model: the checkpoint at path into m (B rows; st: its state, or NULL), of --task only.
 static void load_task_model(const Options *o, const char *path, GPT *m, int B, TrainState *st) {
     load_checkpoint(path, m, B, st);
     refuse_other_task(path, m, o->task);
@@ -7090,8 +7089,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     check_weight_decay(o);
     print_options(stdout, o, CMD_SFT);
     GPT model;
-    TrainState st = {0};
-    st.kind = 1;
+    TrainState st = {.kind = 1};
     rng_seed(&st.rng, o->seed, 1);
     GPTConfig shape = {o->context, VOCAB_SIZE, o->layers, o->heads, o->channels};
     if (o->resume[0]) {
@@ -7196,10 +7194,7 @@ static double critic_flops_per_token(const GPTConfig *c) {
     return model_flops_per_token(c) - 2.0 * c->channels * c->vocab_size + 2.0 * c->channels;
 }
 
-/* The state section "budget" of a train checkpoint: what the run has spent, so that a resume goes on
-   counting. BUDGET_SECTION_N doubles: unit, amount, points, next_point, gen_traj, gen_aux, trained,
-   flops, seconds (NaN unless --budget-unit seconds: wall time would make the file differ run to run). */
-#define BUDGET_SECTION_N 9
+#define BUDGET_SECTION_N 9   // doubles in a train checkpoint's state section "budget" (budget_to_section)
 
 struct Budget {                  // a run's --budget and what it has spent so far (cumulative)
     int unit;                    // --budget-unit: BUDGET_GEN_TOKENS, BUDGET_FLOPS, BUDGET_SECONDS or BUDGET_STEPS
@@ -7218,13 +7213,12 @@ struct Budget {                  // a run's --budget and what it has spent so fa
 
 // What the run has spent so far, in its --budget-unit.
 static double budget_spent(const Budget *b) {
-    if (b->unit == BUDGET_FLOPS) return b->flops;
-    if (b->unit == BUDGET_SECONDS) return b->seconds;
-    if (b->unit == BUDGET_STEPS) return (double)b->steps;
-    return (double)(b->gen_traj + b->gen_aux);
+    const double spent[] = {(double)(b->gen_traj + b->gen_aux), b->flops, b->seconds, (double)b->steps};
+    return spent[b->unit];   // in BUDGET_UNIT_NAMES order
 }
 
-// budget_to_section: b's counters into its section buffer, st's state section "budget" for the next save.
+/* budget_to_section: b's counters into st's state section "budget" for the next save, so that a resume goes
+   on counting. Seconds NaN unless --budget-unit seconds: wall time would make the file differ run to run. */
 static void budget_to_section(Budget *b, TrainState *st) {
     double v[BUDGET_SECTION_N] = {(double)b->unit, b->amount, (double)b->points, (double)b->next_point,
                                   (double)b->gen_traj, (double)b->gen_aux, (double)b->trained, b->flops,
@@ -7408,6 +7402,8 @@ static void mopps_resume(PromptSelector *s, const TrainState *st, const char *pa
     s->groups = h;
 }
 
+static void write_file_atomic(const char *path, const char *text);   // below (compare)
+
 /* report_prompt_selection: at the end of a MoPPS run, how well p̂ ranked the realised success over the
    run's groups (Spearman, as MoPPS reports it), printed and as key value lines in RUN_DIR/prompt_select.txt
    (spearman nan when either side is constant). */
@@ -7425,13 +7421,11 @@ static void report_prompt_selection(const PromptSelector *s, const char *run_dir
     printf("# mopps: predicted p vs realised success over the run's %ld groups: Spearman %.4f (mean "
            "predicted %.4f, realised %.4f)%s\n", h, rho, mean_pred, mean_real,
            isnan(rho) ? "; undefined: one side is constant" : "");
-    char path[1100];
+    char path[1100], text[400];
     snprintf(path, sizeof path, "%s/prompt_select.txt", run_dir);
-    AtomicFile af;
-    FILE *f = atomic_open(&af, path);
-    fprintf(f, "prompt_select mopps\ngroups %ld\nspearman %.6f\nmean_pred %.6f\nmean_real %.6f\n", h, rho,
-            mean_pred, mean_real);
-    atomic_close(&af);
+    snprintf(text, sizeof text, "prompt_select mopps\ngroups %ld\nspearman %.6f\nmean_pred %.6f\n"
+             "mean_real %.6f\n", h, rho, mean_pred, mean_real);
+    write_file_atomic(path, text);
     free(pred);
 }
 
@@ -7481,9 +7475,8 @@ static void print_objective(const Options *o, const Critic *critic, int train_n,
    before -> after), and with --budget RUN_DIR/result.txt (what the run spent and scored, for compare). */
 static void print_result(const Options *o, const char *ckpt, EvalResult before, EvalResult after, int steps,
                          const Budget *b, double minutes) {
-    printf("# saved %s", ckpt);
-    if (o->pass_k > 0 && o->test_limit != 0) printf("; test pass@%d %.4f", o->pass_k, after.pass_k);
-    printf("\n");
+    printf(o->pass_k > 0 && o->test_limit != 0 ? "# saved %s; test pass@%d %.4f\n" : "# saved %s\n", ckpt,
+           o->pass_k, after.pass_k);
     if (o->test_limit != 0)
         printf("result: test accuracy %.4f -> %.4f (%d problems, %s, %.1f min)\n", before.accuracy,
                after.accuracy, after.n, OBJECTIVE_NAMES[o->obj.objective], minutes);
@@ -7491,15 +7484,13 @@ static void print_result(const Options *o, const char *ckpt, EvalResult before, 
         printf("result: no test evaluation (--test-limit 0; %s, %.1f min)\n",
                OBJECTIVE_NAMES[o->obj.objective], minutes);
     if (b->amount <= 0) return;
-    char path[1100];
+    char path[1100], text[800];
     snprintf(path, sizeof path, "%s/result.txt", o->run_dir);
-    AtomicFile af;
-    FILE *f = atomic_open(&af, path);
-    fprintf(f, "test_acc %.6f\ntest_n %d\nsft_test_acc %.6f\nsteps %d\nbudget_done %d\n", after.accuracy,
-            after.n, before.accuracy, steps, b->done);
-    fprintf(f, "gen_tokens_traj %ld\ngen_tokens_aux %ld\ntrained_tokens %ld\nflops %.0f\nseconds %.6f\n",
-            b->gen_traj, b->gen_aux, b->trained, b->flops, b->seconds);
-    atomic_close(&af);
+    snprintf(text, sizeof text, "test_acc %.6f\ntest_n %d\nsft_test_acc %.6f\nsteps %d\nbudget_done %d\n"
+             "gen_tokens_traj %ld\ngen_tokens_aux %ld\ntrained_tokens %ld\nflops %.0f\nseconds %.6f\n",
+             after.accuracy, after.n, before.accuracy, steps, b->done, b->gen_traj, b->gen_aux, b->trained,
+             b->flops, b->seconds);
+    write_file_atomic(path, text);
 }
 
 /* load_train_models: run's models, micro rows each: π_θ (and the critic, ppo) from --init or from
@@ -7516,9 +7507,8 @@ static GPT *load_train_models(const Options *o, TrainRun *run, GPT *init_model, 
     if (o->resume[0]) resume_run(o, policy, micro, st, TRAIN_RUN_OPTIONS, inputs);
     else load_task_model(o, o->init, policy, micro, NULL);
     if (run->critic) {   // ppo: from the --init trunk (the policy's start), or as the checkpoint holds it
-        CriticConfig ccfg = critic_config_from_options(o, o->steps * o->num_iterations);
-        build_critic(run->critic, policy, micro, o->prompts_per_step * o->group_size, o->max_new_tokens, ccfg,
-                     (uint64_t)o->seed);
+        build_critic(run->critic, policy, micro, o->prompts_per_step * o->group_size, o->max_new_tokens,
+                     critic_config_from_options(o, o->steps * o->num_iterations), (uint64_t)o->seed);
         if (o->resume[0]) critic_from_section(run->critic, st, o->resume);
     }
     if (ref) load_task_model(o, o->init, ref, micro, NULL);
@@ -7526,12 +7516,9 @@ static GPT *load_train_models(const Options *o, TrainRun *run, GPT *init_model, 
     int load_init = o->resume[0] && !ref && o->test_limit != 0;
     if (load_init) load_task_model(o, o->init, init_model, micro, NULL);
     GPT *sft_model = !o->resume[0] ? policy : (ref ? ref : init_model);
-    if ((ref || load_init) && memcmp(&sft_model->config, &policy->config, sizeof(GPTConfig)) != 0) {
-        char msg[1400];
-        snprintf(msg, sizeof msg, "--init '%s' is not the model that '%s' continues (another configuration)",
-                 o->init, o->resume);
-        fail_at(__FILE__, __LINE__, msg, "give the --init the resumed run started from");
-    }
+    if ((ref || load_init) && memcmp(&sft_model->config, &policy->config, sizeof(GPTConfig)) != 0)
+        ckpt_errorf(o->init, "give the --init the resumed run started from",
+                    "--init is not the model that '%s' continues (another configuration)", o->resume);
     return sft_model;
 }
 
@@ -7741,8 +7728,7 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
                      init_seed);
     Rng target_rng;
     rng_seed(&target_rng, seed, 0x7ee);
-    int target = rng_int(&target_rng, TREE_LEAVES);
-    *target_out = target;
+    int target = *target_out = rng_int(&target_rng, TREE_LEAVES);
     unsigned char allowed[VOCAB_SIZE];
     tree_allowed(allowed);
     KVCache kv;
