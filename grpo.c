@@ -7227,26 +7227,18 @@ static void budget_to_section(Budget *b, TrainState *st) {
     ckpt_add_section(st, "budget", b->section, sizeof b->section, 0);
 }
 
-/* budget_resume: a resumed run (o->resume, its state st) goes on counting from its "budget" section.
-   Refuses another --budget, --budget-unit or --eval-points than the run's, impossible counts, and
-   --budget from a checkpoint without the section (without --budget: counters from 0, with a note). */
+/* budget_resume: a resumed run (o->resume, its state st) goes on counting from its "budget" section (every
+   train checkpoint of format 4 has one). Refuses another --budget, --budget-unit or --eval-points than the
+   run's, and a section missing or with impossible counts. */
 static void budget_resume(Budget *b, const Options *o, const TrainState *st) {
     uint64_t bytes = 0;
     const double *v = (const double *)ckpt_section(st, "budget", &bytes);
-    if (!v) {
-        if (o->budget > 0)
-            ckpt_error(o->resume, "holds no budget counters (state section 'budget'; it was written by an older "
-                                  "build), so a --budget run cannot resume from it",
-                       "rerun from --init");
-        fprintf(stderr, "note: '%s' holds no budget counters (an older build's checkpoint): the log's "
-                        "budget_spent and gen_tokens_traj count from 0 at the resume\n", o->resume);
-        return;
-    }
-    int ok = bytes == BUDGET_SECTION_N * sizeof(double);
+    int ok = v && bytes == BUDGET_SECTION_N * sizeof(double);
     for (int i = 0; ok && i < BUDGET_SECTION_N - 1; i++)   // counts; amount (1) and flops (7) may be fractional
         ok = isfinite(v[i]) && v[i] >= 0 && (i == 1 || i == 7 || v[i] == floor(v[i]));
     if (!ok || v[0] > BUDGET_STEPS || v[3] < 1 || v[3] > v[2] + 1 || v[4] > 9e15 || v[5] > 9e15 || v[6] > 9e15)
-        ckpt_error(o->resume, "its budget counters (state section 'budget') are impossible (corrupt file?)", NULL);
+        ckpt_error(o->resume, "its budget counters (state section 'budget') are missing or impossible (corrupt "
+                   "file?)", NULL);
     if ((int)v[0] != o->budget_unit)
         usage_error("--budget-unit %s: the run in '%s' counted its budget in %s; give --budget-unit %s",
                     BUDGET_UNIT_NAMES[o->budget_unit], o->resume, BUDGET_UNIT_NAMES[(int)v[0]],
