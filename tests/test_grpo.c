@@ -8047,7 +8047,7 @@ static void test_select_runs(void) {
              grpo_bin(), common, data, none, TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
     const char *err = line_with(out, "error");
-    check(code == 1 && strstr(err, "mopps_none.bin") && strstr(err, "holds no MoPPS posteriors"),
+    check(code == 1 && strstr(err, "mopps_none.bin") && strstr(err, "MoPPS state section is missing"),
           "select: a MoPPS resume from a checkpoint without posteriors is refused, naming the file",
           "exit %d: %s", code, err);
     // another --prompt-select, another τ: refused (the run record); another training set: refused
