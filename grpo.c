@@ -6851,8 +6851,7 @@ static int after_step(TrainRun *run, StepReport *r) {
 // ----------------------------------------------------------------------------
 // SFT: supervised training on task demonstrations (loss on completion tokens only)
 
-// load_task_model: the checkpoint at path into m (B rows; st: its state, or NULL); refused when
-// it learnt another task than --task.
+// load_task_model: the checkpoint at path into m (B rows; st: its state, or NULL), of --task only.
 static void load_task_model(const Options *o, const char *path, GPT *m, int B, TrainState *st) {
     load_checkpoint(path, m, B, st);
     refuse_other_task(path, m, o->task);
@@ -6980,8 +6979,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     check_weight_decay(o);
     print_options(stdout, o, CMD_SFT);
     GPT model;
-    TrainState st = {0};
-    st.kind = 1;
+    TrainState st = {.kind = 1};
     rng_seed(&st.rng, o->seed, 1);
     GPTConfig shape = {o->context, VOCAB_SIZE, o->layers, o->heads, o->channels};
     if (o->resume[0]) {
@@ -7086,10 +7084,7 @@ static double critic_flops_per_token(const GPTConfig *c) {
     return model_flops_per_token(c) - 2.0 * c->channels * c->vocab_size + 2.0 * c->channels;
 }
 
-/* The state section "budget" of a train checkpoint: what the run has spent, so that a resume goes on
-   counting. BUDGET_SECTION_N doubles: unit, amount, points, next_point, gen_traj, gen_aux, trained,
-   flops, seconds (NaN unless --budget-unit seconds: wall time would make the file differ run to run). */
-#define BUDGET_SECTION_N 9
+#define BUDGET_SECTION_N 9   // doubles in a train checkpoint's state section "budget" (budget_to_section)
 
 struct Budget {                  // a run's --budget and what it has spent so far (cumulative)
     int unit;                    // --budget-unit: BUDGET_GEN_TOKENS, BUDGET_FLOPS, BUDGET_SECONDS or BUDGET_STEPS
@@ -7108,13 +7103,12 @@ struct Budget {                  // a run's --budget and what it has spent so fa
 
 // What the run has spent so far, in its --budget-unit.
 static double budget_spent(const Budget *b) {
-    if (b->unit == BUDGET_FLOPS) return b->flops;
-    if (b->unit == BUDGET_SECONDS) return b->seconds;
-    if (b->unit == BUDGET_STEPS) return (double)b->steps;
-    return (double)(b->gen_traj + b->gen_aux);
+    const double spent[] = {(double)(b->gen_traj + b->gen_aux), b->flops, b->seconds, (double)b->steps};
+    return spent[b->unit];   // in BUDGET_UNIT_NAMES order
 }
 
-// budget_to_section: b's counters into its section buffer, st's state section "budget" for the next save.
+/* budget_to_section: b's counters into st's state section "budget" for the next save, so that a resume goes
+   on counting. Seconds NaN unless --budget-unit seconds: wall time would make the file differ run to run. */
 static void budget_to_section(Budget *b, TrainState *st) {
     double v[BUDGET_SECTION_N] = {(double)b->unit, b->amount, (double)b->points, (double)b->next_point,
                                   (double)b->gen_traj, (double)b->gen_aux, (double)b->trained, b->flops,
@@ -7123,26 +7117,18 @@ static void budget_to_section(Budget *b, TrainState *st) {
     ckpt_add_section(st, "budget", b->section, sizeof b->section, 0);
 }
 
-/* budget_resume: a resumed run (o->resume, its state st) goes on counting from its "budget" section.
-   Refuses another --budget, --budget-unit or --eval-points than the run's, impossible counts, and
-   --budget from a checkpoint without the section (without --budget: counters from 0, with a note). */
+/* budget_resume: a resumed run (o->resume, its state st) goes on counting from its "budget" section (every
+   train checkpoint of format 4 has one). Refuses another --budget, --budget-unit or --eval-points than the
+   run's, and a section missing or with impossible counts. */
 static void budget_resume(Budget *b, const Options *o, const TrainState *st) {
     uint64_t bytes = 0;
     const double *v = (const double *)ckpt_section(st, "budget", &bytes);
-    if (!v) {
-        if (o->budget > 0)
-            ckpt_error(o->resume, "holds no budget counters (state section 'budget'; it was written by an older "
-                                  "build), so a --budget run cannot resume from it",
-                       "rerun from --init");
-        fprintf(stderr, "note: '%s' holds no budget counters (an older build's checkpoint): the log's "
-                        "budget_spent and gen_tokens_traj count from 0 at the resume\n", o->resume);
-        return;
-    }
-    int ok = bytes == BUDGET_SECTION_N * sizeof(double);
+    int ok = v && bytes == BUDGET_SECTION_N * sizeof(double);
     for (int i = 0; ok && i < BUDGET_SECTION_N - 1; i++)   // counts; amount (1) and flops (7) may be fractional
         ok = isfinite(v[i]) && v[i] >= 0 && (i == 1 || i == 7 || v[i] == floor(v[i]));
     if (!ok || v[0] > BUDGET_STEPS || v[3] < 1 || v[3] > v[2] + 1 || v[4] > 9e15 || v[5] > 9e15 || v[6] > 9e15)
-        ckpt_error(o->resume, "its budget counters (state section 'budget') are impossible (corrupt file?)", NULL);
+        ckpt_error(o->resume, "its budget counters (state section 'budget') are missing or impossible "
+                   "(corrupt file?)", NULL);
     if ((int)v[0] != o->budget_unit)
         usage_error("--budget-unit %s: the run in '%s' counted its budget in %s; give --budget-unit %s",
                     BUDGET_UNIT_NAMES[o->budget_unit], o->resume, BUDGET_UNIT_NAMES[(int)v[0]],
@@ -7192,9 +7178,8 @@ static void start_budget(Budget *b, const Options *o, TrainRun *run) {
     csv_row_done(&b->eval_csv);
 }
 
-/* spend_budget: adds what step r spent (the formula above model_flops_per_token) to the run's
-   budget and to r's CSV columns. Returns 1 when the run has now spent its --budget: the run
-   ends after this step, which counts as taken. */
+/* spend_budget: adds what step r spent (the formula above model_flops_per_token) to the run's budget and
+   r's CSV columns. Returns 1 once the --budget is spent: the run ends after this step, which counts. */
 static int spend_budget(TrainRun *run, StepReport *r) {
     Budget *b = run->budget;
     const GroupBatch *g = run->batch;
@@ -7226,9 +7211,8 @@ static int spend_budget(TrainRun *run, StepReport *r) {
     return b->done;
 }
 
-/* eval_budget_points: with --eval-points K, point j (1..K) is the greedy val accuracy after the
-   first step whose spending reaches j/K of --budget; the points one step reaches share one
-   evaluation. One eval.csv row per point. */
+/* eval_budget_points: with --eval-points K, eval.csv's point j (1..K) is the greedy val accuracy after the
+   first step whose spending reaches j/K of --budget (the points one step reaches: one evaluation). */
 static void eval_budget_points(TrainRun *run, const StepReport *r) {
     Budget *b = run->budget;
     int K = b->points;
@@ -7252,9 +7236,8 @@ static void train_defaults(Options *o) {
     o->lr = TASK_TRAIN_LR[TASK_COUNTDOWN];
 }
 
-/* mopps_candidate_count: M of a MoPPS run over n training prompts: --select-candidates, or 8·P
-   when it is 0 (notes/credit-assignment.md §5), at most n (the candidates are distinct prompts); a
-   --select-candidates larger than n is a usage error naming the file. */
+/* mopps_candidate_count: M of a MoPPS run: --select-candidates, or 8·P when it is 0 (notes/credit-
+   assignment.md §5), at most the n training prompts (distinct candidates: a larger M is a usage error). */
 static int mopps_candidate_count(const Options *o, const Dataset *train) {
     int M = o->select_candidates;
     if (M > train->n)
@@ -7268,39 +7251,29 @@ static int mopps_candidate_count(const Options *o, const Dataset *train) {
 }
 
 /* mopps_resume: a MoPPS run resumed from path goes on with st's "mopps" section (n, h, α (n), β (n),
-   h pairs, doubles) into s. Refuses, naming the file, a checkpoint without one, another number of
-   prompts than --train-data holds, and sizes that disagree with themselves or the steps (P groups each). */
-static void mopps_resume(PromptSelector *s, const TrainState *st, const char *path, int P,
-                         const Dataset *train) {
+   h pairs, doubles) into s. Every format-4 MoPPS checkpoint has one, of --train-data's n prompts (its hash
+   was checked) and P entries a step: a section missing or otherwise is refused, naming the file. */
+static void mopps_resume(PromptSelector *s, const TrainState *st, const char *path, int P) {
     uint64_t bytes = 0;
     const double *sec = (const double *)ckpt_section(st, "mopps", &bytes);
-    if (!sec)
-        ckpt_error(path, "holds no MoPPS posteriors (state section 'mopps'), so a --prompt-select mopps run "
-                         "cannot resume from it",
-                   "resume with the run's own --prompt-select, or start a new run with --init");
-    int sized = bytes >= 2 * sizeof(double);
-    long n = sized ? (long)sec[0] : -1, h = sized ? (long)sec[1] : -1;
-    int consistent = n >= 0 && h >= 0 && sec[0] == (double)n && sec[1] == (double)h &&
-                     bytes == (uint64_t)(2 + 2 * n + 2 * h) * sizeof(double);
-    if (!consistent)
-        ckpt_error(path, "its MoPPS state section disagrees with its own sizes (corrupt file?)", NULL);
-    if (n != s->n)
-        ckpt_errorf(path, "resume with the --train-data the run was started with", "holds MoPPS posteriors "
-                    "of %ld training prompts, and --train-data %s holds %d", n, train->path, s->n);
-    if (h != (long)st->step * P)
-        ckpt_error(path, "its MoPPS history does not hold one entry per group of its steps (corrupt file?)",
-                   NULL);
-    for (long i = 0; i < 2 * n; i++)
-        if (!(sec[2 + i] > 0.0) || !isfinite(sec[2 + i]))   // a Beta needs α, β > 0 (they stay >= about 1)
-            ckpt_error(path, "its MoPPS posteriors hold a value <= 0 or not finite (corrupt file?)", NULL);
+    int ok = sec && bytes >= 2 * sizeof(double);
+    long n = ok ? (long)sec[0] : -1, h = ok ? (long)sec[1] : -1;
+    ok = n == s->n && h == (long)st->step * P && sec[0] == (double)n && sec[1] == (double)h &&
+         bytes == (uint64_t)(2 + 2 * n + 2 * h) * sizeof(double);
+    for (long i = 0; ok && i < 2 * n; i++)   // a Beta needs α, β > 0 (they stay >= about 1)
+        ok = sec[2 + i] > 0.0 && isfinite(sec[2 + i]);
+    if (!ok)
+        ckpt_error(path, "its MoPPS state section is missing, or is not one of its run's posteriors and "
+                         "history (corrupt file?)", NULL);
     mopps_reserve(s, h + P);
     memcpy(s->state, sec, bytes);
     s->groups = h;
 }
 
-/* report_prompt_selection: at the end of a MoPPS run, how well p̂ ranked the realised success over the
-   run's groups (Spearman, as MoPPS reports it), printed and as key value lines in RUN_DIR/prompt_select.txt
-   (spearman nan when either side is constant). */
+static void write_file_atomic(const char *path, const char *text);   // below (compare)
+
+/* report_prompt_selection: at the end of a MoPPS run, how well p̂ ranked the realised success over its groups
+   (Spearman, nan when a side is constant), printed and as key value lines in RUN_DIR/prompt_select.txt. */
 static void report_prompt_selection(const PromptSelector *s, const char *run_dir) {
     long h = s->groups;
     double *pred = (double *)mallocCheck((size_t)(2 * h + 1) * sizeof(double)), *real = pred + h;
@@ -7315,13 +7288,11 @@ static void report_prompt_selection(const PromptSelector *s, const char *run_dir
     printf("# mopps: predicted p vs realised success over the run's %ld groups: Spearman %.4f (mean "
            "predicted %.4f, realised %.4f)%s\n", h, rho, mean_pred, mean_real,
            isnan(rho) ? "; undefined: one side is constant" : "");
-    char path[1100];
+    char path[1100], text[400];
     snprintf(path, sizeof path, "%s/prompt_select.txt", run_dir);
-    AtomicFile af;
-    FILE *f = atomic_open(&af, path);
-    fprintf(f, "prompt_select mopps\ngroups %ld\nspearman %.6f\nmean_pred %.6f\nmean_real %.6f\n", h, rho,
-            mean_pred, mean_real);
-    atomic_close(&af);
+    snprintf(text, sizeof text, "prompt_select mopps\ngroups %ld\nspearman %.6f\nmean_pred %.6f\n"
+             "mean_real %.6f\n", h, rho, mean_pred, mean_real);
+    write_file_atomic(path, text);
     free(pred);
 }
 
@@ -7371,9 +7342,8 @@ static void print_objective(const Options *o, const Critic *critic, int train_n,
    before -> after), and with --budget RUN_DIR/result.txt (what the run spent and scored, for compare). */
 static void print_result(const Options *o, const char *ckpt, EvalResult before, EvalResult after, int steps,
                          const Budget *b, double minutes) {
-    printf("# saved %s", ckpt);
-    if (o->pass_k > 0 && o->test_limit != 0) printf("; test pass@%d %.4f", o->pass_k, after.pass_k);
-    printf("\n");
+    printf(o->pass_k > 0 && o->test_limit != 0 ? "# saved %s; test pass@%d %.4f\n" : "# saved %s\n", ckpt,
+           o->pass_k, after.pass_k);
     if (o->test_limit != 0)
         printf("result: test accuracy %.4f -> %.4f (%d problems, %s, %.1f min)\n", before.accuracy,
                after.accuracy, after.n, OBJECTIVE_NAMES[o->obj.objective], minutes);
@@ -7381,20 +7351,18 @@ static void print_result(const Options *o, const char *ckpt, EvalResult before, 
         printf("result: no test evaluation (--test-limit 0; %s, %.1f min)\n",
                OBJECTIVE_NAMES[o->obj.objective], minutes);
     if (b->amount <= 0) return;
-    char path[1100];
+    char path[1100], text[800];
     snprintf(path, sizeof path, "%s/result.txt", o->run_dir);
-    AtomicFile af;
-    FILE *f = atomic_open(&af, path);
-    fprintf(f, "test_acc %.6f\ntest_n %d\nsft_test_acc %.6f\nsteps %d\nbudget_done %d\n", after.accuracy,
-            after.n, before.accuracy, steps, b->done);
-    fprintf(f, "gen_tokens_traj %ld\ngen_tokens_aux %ld\ntrained_tokens %ld\nflops %.0f\nseconds %.6f\n",
-            b->gen_traj, b->gen_aux, b->trained, b->flops, b->seconds);
-    atomic_close(&af);
+    snprintf(text, sizeof text, "test_acc %.6f\ntest_n %d\nsft_test_acc %.6f\nsteps %d\nbudget_done %d\n"
+             "gen_tokens_traj %ld\ngen_tokens_aux %ld\ntrained_tokens %ld\nflops %.0f\nseconds %.6f\n",
+             after.accuracy, after.n, before.accuracy, steps, b->done, b->gen_traj, b->gen_aux, b->trained,
+             b->flops, b->seconds);
+    write_file_atomic(path, text);
 }
 
 /* load_train_models: run's models, micro rows each: π_θ (and the critic, ppo) from --init or from
-   --resume's checkpoint (state run->state); π_ref (when run->ref) from --init; --init into init_model when
-   a resumed run has test scores and no π_ref. Returns the model the result line starts from (--init's). */
+   --resume's checkpoint (state run->state); π_ref (when run->ref) from --init. Returns the model the test
+   score before training is of: --init's (a resumed run without π_ref loads it into init_model). */
 static GPT *load_train_models(const Options *o, TrainRun *run, GPT *init_model, int micro) {
     GPT *policy = run->policy, *ref = run->ref;
     TrainState *st = run->state;
@@ -7406,23 +7374,16 @@ static GPT *load_train_models(const Options *o, TrainRun *run, GPT *init_model, 
     if (o->resume[0]) resume_run(o, policy, micro, st, TRAIN_RUN_OPTIONS, inputs);
     else load_task_model(o, o->init, policy, micro, NULL);
     if (run->critic) {   // ppo: from the --init trunk (the policy's start), or as the checkpoint holds it
-        CriticConfig ccfg = critic_config_from_options(o, o->steps * o->num_iterations);
-        build_critic(run->critic, policy, micro, o->prompts_per_step * o->group_size, o->max_new_tokens, ccfg,
-                     (uint64_t)o->seed);
+        build_critic(run->critic, policy, micro, o->prompts_per_step * o->group_size, o->max_new_tokens,
+                     critic_config_from_options(o, o->steps * o->num_iterations), (uint64_t)o->seed);
         if (o->resume[0]) critic_from_section(run->critic, st, o->resume);
     }
     if (ref) load_task_model(o, o->init, ref, micro, NULL);
-    // the result line starts from --init: a resumed run scores it, not the checkpoint it continues
-    int load_init = o->resume[0] && !ref && o->test_limit != 0;
-    if (load_init) load_task_model(o, o->init, init_model, micro, NULL);
-    GPT *sft_model = !o->resume[0] ? policy : (ref ? ref : init_model);
-    if ((ref || load_init) && memcmp(&sft_model->config, &policy->config, sizeof(GPTConfig)) != 0) {
-        char msg[1400];
-        snprintf(msg, sizeof msg, "--init '%s' is not the model that '%s' continues (another configuration)",
-                 o->init, o->resume);
-        fail_at(__FILE__, __LINE__, msg, "give the --init the resumed run started from");
-    }
-    return sft_model;
+    // a resumed run scores --init (its hash checked above), not the checkpoint it continues
+    if (!o->resume[0] || o->test_limit == 0) return policy;
+    if (ref) return ref;
+    load_task_model(o, o->init, init_model, micro, NULL);
+    return init_model;
 }
 
 // cmd_train: ./grpo train: test scores before and after train_loop, RUN_DIR/model.bin, the result line.
@@ -7494,7 +7455,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
                           o->dynamic_max_rounds, train.n, o->prompts_per_step, o->group_size,
                           o->max_new_tokens, maxT);
     if (o->prompt_select == SELECT_MOPPS) {   // the posteriors: a state section of every checkpoint
-        if (o->resume[0]) mopps_resume(&select, &st, o->resume, o->prompts_per_step, &train);
+        if (o->resume[0]) mopps_resume(&select, &st, o->resume, o->prompts_per_step);
         ckpt_add_section(&st, "mopps", select.state, mopps_state_bytes(&select), 0);
     }
     double t_start = wall_seconds();
@@ -7631,8 +7592,7 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
                      init_seed);
     Rng target_rng;
     rng_seed(&target_rng, seed, 0x7ee);
-    int target = rng_int(&target_rng, TREE_LEAVES);
-    *target_out = target;
+    int target = *target_out = rng_int(&target_rng, TREE_LEAVES);
     unsigned char allowed[VOCAB_SIZE];
     tree_allowed(allowed);
     KVCache kv;
@@ -7687,9 +7647,8 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
     return (float)(tail / tail_steps);
 }
 
-/* tree_methods: the objectives of tree's grid: GRPO and λ-GRPO (the paper's), then each other
-   objective that --objective (comma-separated) names, in OBJECTIVE_NAMES order. A name that is
-   no objective, an empty one, or one named twice is a usage error. Returns their number. */
+/* tree_methods: tree's objectives (returns their number): GRPO, λ-GRPO, then those --objective names, in
+   OBJECTIVE_NAMES order. A name that is no objective, an empty one, or one named twice: a usage error. */
 static int tree_methods(const Options *o, int *methods) {
     const char *list = o->tree_objectives, *end = list + strlen(list);
     unsigned seen = 0;

@@ -1875,6 +1875,8 @@ static void test_resume_before(void) {
     snprintf(ro.init, sizeof ro.init, "%s", init);
     record_options(st.options, sizeof st.options, &ro, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);
     record_input_hashes(st.options, sizeof st.options, &ro, TRAIN_INPUTS, "");
+    Budget spent = {.unit = ro.budget_unit, .next_point = 1};   // every train checkpoint holds its counters
+    budget_to_section(&spent, &st);
     snprintf(resume, sizeof resume, "%s/memorised_train.bin", TMPDIR_);
     save_checkpoint(resume, &m, 1, &st);
     free_gpt(&m); free_gpt(&r);
@@ -8053,7 +8055,7 @@ static void test_select_runs(void) {
              grpo_bin(), common, data, none, TMPDIR_);
     code = run_binary(cmd, out, sizeof out);
     const char *err = line_with(out, "error");
-    check(code == 1 && strstr(err, "mopps_none.bin") && strstr(err, "holds no MoPPS posteriors"),
+    check(code == 1 && strstr(err, "mopps_none.bin") && strstr(err, "MoPPS state section is missing"),
           "select: a MoPPS resume from a checkpoint without posteriors is refused, naming the file",
           "exit %d: %s", code, err);
     // another --prompt-select, another τ: refused (the run record); another training set: refused
