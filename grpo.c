@@ -9388,15 +9388,10 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 }
 
 // ----------------------------------------------------------------------------
-// compare: methods x seeds at one budget, from one SFT checkpoint (the compute-matched protocol)
-//
-// A study is a directory (--study): prereg.txt (configuration, hypotheses and their hash, written
-// before the first run), sft/model.bin (made if missing, or --init P), runs/METHOD/seed_N/ (one
-// `./grpo train` run each, with `done` written last once its files check out: a run with `done` is
-// never redone, one without it is rerun from scratch), points.csv, curves.csv and summary.txt.
-// Runs are child processes of this binary (/proc/self/exe train ... --threads 1), up to --jobs at
-// once. What compare needs from train (--budget-unit, --budget, --eval-points, eval.csv,
-// result.txt) is in notes/compare.md; a --budget run resumes with the same three (budget_resume).
+// compare: methods x seeds at one budget, from one SFT checkpoint (the compute-matched protocol). The
+// study's directory and what compare needs from train: notes/compare.md. Runs are child processes of
+// this binary (/proc/self/exe train ... --threads 1), up to --jobs at once; a run with `done` (written
+// last, once its files check out) is never redone, one without it is rerun from scratch.
 
 #define CMP_MAX_METHODS 16
 #define CMP_MAX_OPTS 16
@@ -9572,8 +9567,8 @@ static int check_pass_option(const char *name, unsigned mask, const char **reser
             snprintf(err, n, "--%s is set by compare for every run", name);
             return -1;
         }
-    for (int i = 0; i < NUM_OPTIONS; i++)
-        if (!strcmp(OPTIONS[i].name, name) && (OPTIONS[i].cmds & mask)) return 0;
+    const OptSpec *s = find_option(name);
+    if (s && (s->cmds & mask)) return 0;
     snprintf(err, n, "--%s is not an option of '" PROG " %s'", name, mask == CMD_SFT ? "sft" : "train");
     return -1;
 }
@@ -9968,22 +9963,41 @@ static void print_progress(const CmpRun *runs, int n, const Method *m, double bu
     fflush(stdout);
 }
 
+// A study being run: its options, methods, paths and runs (one compare per process), and its report's
+typedef struct {
+    const Options *o;
+    Method m[CMP_MAX_METHODS];
+    int nm, ref, S, K, nruns, jobs;   // ref: the reference of the paired differences
+    char exe[1024], study[256], sft_dir[300], sft[600], runs_dir[300], prereg[300];
+    uint64_t sft_hash;                // of the starting checkpoint: every run is checked to start from it
+    CmpRun *runs;                     // seed-major: every method's seed 1, then seed 2, ...
+    int budget_axis;                  // UNIT_AXIS of the budget's unit
+    FILE *out;                        // the report (stdout and summary.txt get the same text)
+    const struct OneBatch *ob;        // --one-batch: the one-batch counts (NULL: no such view)
+    int wl;                           // the width of the tables' first column (the labels)
+} Study;
+
 // ---- the views and the tables
 
-/* view_values: every run's validation accuracy at the view's points 0..K (v: runs x (K+1)) at
-   xs: the budget's own unit reads the evaluations (xs nominal, j/K·budget); any other view
-   interpolates at K even steps up to the smallest final x, so that every run covers them. */
-static void view_values(int axis, const CmpRun *runs, int n, int K, int budget_axis, double budget,
-                        double *xs, double *v) {
-    double end = INFINITY;
-    for (int i = 0; i < n; i++) end = fmin(end, runs[i].x[axis][K]);
+// col_at: where run i's value in column c stands in print_table's v (by column, then method, then seed)
+static size_t col_at(const Study *R, int c, int i) { return ((size_t)c * R->nm + i % R->nm) * R->S + i / R->nm; }
+
+/* view_values: every run's validation accuracy at the view's points 0..K, as print_table's columns 0..K
+   (malloc'd), the points' x in xs: the budget's own unit reads the evaluations (xs nominal, j/K·budget);
+   any other view interpolates at K even steps up to the smallest final x, so that every run covers them. */
+static double *view_values(const Study *R, int axis, double *xs) {
+    int n = R->nruns, K = R->K;
+    double end = INFINITY, *v = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
+    for (int i = 0; i < n; i++) end = fmin(end, R->runs[i].x[axis][K]);
     for (int j = 0; j <= K; j++) {
-        double scale = axis == budget_axis ? budget : end;
+        double scale = axis == R->budget_axis ? R->o->budget : end;
         xs[j] = j == K ? scale : scale * j / K;
-        for (int i = 0; i < n; i++)
-            v[i * (K + 1) + j] = axis == budget_axis ? runs[i].val[j]
-                                                     : interp_at(runs[i].x[axis], runs[i].val, K + 1, xs[j]);
+        for (int i = 0; i < n; i++) {
+            const CmpRun *r = &R->runs[i];
+            v[col_at(R, j, i)] = axis == R->budget_axis ? r->val[j] : interp_at(r->x[axis], r->val, K + 1, xs[j]);
+        }
     }
+    return v;
 }
 
 // format_amount: an amount x of the axis as a column head ("step 12", "1.5 s", "2.1M tok", ...)
@@ -10018,36 +10032,25 @@ static void format_diff(const PairedDiff *p, int digits, char *buf, size_t n) {
 }
 
 typedef struct {
-    FILE *out;          // the summary (stdout and summary.txt get the same text)
-    const CmpRun *runs;
-    const Method *m;
-    int nm, S, K, ref, budget_axis;
-    double budget;
-    double target;      // --target-acc X (< 0: no cost view)
-    const struct OneBatch *ob;   // --one-batch: the one-batch counts (NULL: no such view)
-    int wl;             // the width of the tables' first column (the labels)
-} CmpReport;
-
-typedef struct {
     char head[300];
     int width, digits;  // of the column; of its values' decimals
 } TableCol;
 
 // method mi's test accuracy on each seed
-static void test_column(const CmpReport *R, int mi, double *out) {
+static void test_column(const Study *R, int mi, double *out) {
     for (int s = 0; s < R->S; s++) out[s] = R->runs[s * R->nm + mi].test_acc;
 }
 
 // a table's first cell, s padded to the labels' width; delta_label: the 'Δ vs REF' row's (REF cut at `cut`)
-static void row_label(const CmpReport *R, const char *s) { print_padded(R->out, s, R->wl, 0); }
-static void delta_label(const CmpReport *R, int cut) {
+static void row_label(const Study *R, const char *s) { print_padded(R->out, s, R->wl, 0); }
+static void delta_label(const Study *R, int cut) {
     char s[300];
     snprintf(s, sizeof s, "  Δ vs %.*s", cut, R->m[R->ref].label);
     row_label(R, s);
 }
 
 // a table's head line: n column heads, right-aligned in their widths
-static void print_heads(const CmpReport *R, int n, const TableCol *col) {
+static void print_heads(const Study *R, int n, const TableCol *col) {
     row_label(R, "");
     for (int c = 0; c < n; c++) print_padded(R->out, col[c].head, col[c].width, 1);
     fprintf(R->out, "\n");
@@ -10056,7 +10059,7 @@ static void print_heads(const CmpReport *R, int n, const TableCol *col) {
 /* print_table: the heads, then a row per method: column c's mean ± 95% CI over the seeds of
    v[(c·nm + mi)·S + s] (signed when sign; "(not evaluated)" where NaN); with deltas, under each
    other method its paired differences against the reference ("-" where not evaluated). */
-static void print_table(const CmpReport *R, int nc, const TableCol *col, int sign, const double *v, int deltas) {
+static void print_table(const Study *R, int nc, const TableCol *col, int sign, const double *v, int deltas) {
     int nm = R->nm, S = R->S;
     char cell[96];
     print_heads(R, nc, col);
@@ -10076,23 +10079,10 @@ static void print_table(const CmpReport *R, int nc, const TableCol *col, int sig
         }
 }
 
-// view_columns: the view's values as print_table's columns 0..K (malloc'd, (K+1)·nm·S); xs: the points' x
-static double *view_columns(const CmpReport *R, int axis, double *xs) {
-    int n = R->nm * R->S, K = R->K;
-    double *v = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
-    double *cols = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
-    view_values(axis, R->runs, n, K, R->budget_axis, R->budget, xs, v);
-    for (int j = 0; j <= K; j++)
-        for (int i = 0; i < n; i++)   // run i = seed_index·nm + method
-            cols[((size_t)j * R->nm + i % R->nm) * R->S + i / R->nm] = v[i * (K + 1) + j];
-    free(v);
-    return cols;
-}
-
 // print_view: one view's table (print_table, with the differences); its rows appended to curves.csv
-static void print_view(const CmpReport *R, int axis, FILE *curves) {
+static void print_view(const Study *R, int axis, FILE *curves) {
     int K = R->K, S = R->S;
-    double xs[CMP_MAX_POINTS + 1], *v = view_columns(R, axis, xs);
+    double xs[CMP_MAX_POINTS + 1], *v = view_values(R, axis, xs);
     TableCol col[CMP_MAX_POINTS];
     for (int j = 1; j <= K; j++) {
         format_amount(axis, xs[j], col[j - 1].head, sizeof col[j - 1].head);
@@ -10115,15 +10105,15 @@ static void print_view(const CmpReport *R, int axis, FILE *curves) {
 }
 
 // last_point_diff: method mi against the reference at the view's last point (hypotheses H2, H3)
-static PairedDiff last_point_diff(const CmpReport *R, int axis, int mi) {
-    double xs[CMP_MAX_POINTS + 1], *v = view_columns(R, axis, xs), *last = v + (size_t)R->K * R->nm * R->S;
+static PairedDiff last_point_diff(const Study *R, int axis, int mi) {
+    double xs[CMP_MAX_POINTS + 1], *v = view_values(R, axis, xs), *last = v + (size_t)R->K * R->nm * R->S;
     PairedDiff p = paired_diff(last + (size_t)mi * R->S, last + (size_t)R->ref * R->S, R->S);
     free(v);
     return p;
 }
 
 // print_per_seed: every run's val accuracy at points 0..K and test accuracy: each interval can be recomputed
-static void print_per_seed(const CmpReport *R) {
+static void print_per_seed(const Study *R) {
     fprintf(R->out, "\nper-seed values: validation accuracy at points 0..%d, then test accuracy at the end (and the\n"
                     "  starting model's)\n", R->K);
     for (int mi = 0; mi < R->nm; mi++)
@@ -10147,16 +10137,16 @@ static double cost_to_reach(const double *xs, const double *val, int n, double t
     return NAN;
 }
 
-/* print_cost_view: per method the gen tokens and seconds to reach R->target (mean ± 95% CI over the
+/* print_cost_view: per method the gen tokens and seconds to reach R->o->target_acc (mean ± 95% CI over the
    seeds that did), how many did not, and the paired Δ in tokens over the seeds where both did. */
-static void print_cost_view(const CmpReport *R) {
+static void print_cost_view(const Study *R) {
     FILE *f = R->out;
     int K = R->K, S = R->S;
     char cell[96];
     fprintf(f, "\ncost at equal accuracy: generated tokens and seconds to first reach validation accuracy %.3f\n"
                "  (pre-registered --target-acc; linearly interpolated between evaluations; mean ± 95%% CI over\n"
                "  the seeds that reached it; a seed that did not is counted, not dropped, and is in no mean)\n",
-            R->target);
+            R->o->target_acc);
     static const TableCol heads[] = {{"gen tokens to X", 20, 0}, {"seconds to X", 16, 1},
                                      {"did not reach X", 20, 0}};
     print_heads(R, 3, heads);
@@ -10165,15 +10155,15 @@ static void print_cost_view(const CmpReport *R) {
         double tok[1024], sec[1024], a[1024], b[1024];
         for (int s = 0; s < S; s++) {
             const CmpRun *r = &R->runs[s * R->nm + mi], *rr = &R->runs[s * R->nm + R->ref];
-            double t = cost_to_reach(r->x[AX_TOKENS], r->val, K + 1, R->target);
-            double t_ref = cost_to_reach(rr->x[AX_TOKENS], rr->val, K + 1, R->target);
+            double t = cost_to_reach(r->x[AX_TOKENS], r->val, K + 1, R->o->target_acc);
+            double t_ref = cost_to_reach(rr->x[AX_TOKENS], rr->val, K + 1, R->o->target_acc);
             if (isnan(t)) continue;
             if (!isnan(t_ref)) {
                 a[pairs] = t;
                 b[pairs++] = t_ref;
             }
             tok[reached] = t;
-            sec[reached++] = cost_to_reach(r->x[AX_SECONDS], r->val, K + 1, R->target);
+            sec[reached++] = cost_to_reach(r->x[AX_SECONDS], r->val, K + 1, R->o->target_acc);
         }
         MeanCI ct = mean_ci(tok, reached), cs = mean_ci(sec, reached);
         row_label(R, R->m[mi].label);
@@ -10194,7 +10184,7 @@ static void print_cost_view(const CmpReport *R) {
 }
 
 // print_end_table: test accuracy at the end of the budget (and its Δ), and what each method spent
-static void print_end_table(const CmpReport *R, int has_test) {
+static void print_end_table(const Study *R, int has_test) {
     static const char *fmt[4] = {"%.0f", "%.0f", "%.3g", "%.1f"};   // step, gen tokens, FLOPs, seconds
     char cell[96];
     double a[1024], b[1024];
@@ -10224,19 +10214,19 @@ static void print_end_table(const CmpReport *R, int has_test) {
 }
 
 // print_peak_table: the peak validation accuracy over points 0..K, and the steps and tokens to it
-static void print_peak_table(const CmpReport *R) {
+static void print_peak_table(const Study *R) {
     int nm = R->nm, S = R->S;
     double *v = (double *)mallocCheck((size_t)3 * nm * S * sizeof(double));   // peak, its step, its tokens
     fprintf(R->out, "\npeak validation accuracy over the %d evaluation points (and the SFT model), "
                     "mean ± 95%% CI:\n", R->K);
     for (int i = 0; i < nm * S; i++) {
         const CmpRun *r = &R->runs[i];
-        int best = 0, at = (i % nm) * S + i / nm;
+        int best = 0;
         for (int j = 1; j <= R->K; j++)
             if (r->val[j] > r->val[best]) best = j;
-        v[at] = r->val[best];
-        v[nm * S + at] = r->x[AX_STEP][best];
-        v[2 * nm * S + at] = r->x[AX_TOKENS][best];
+        v[col_at(R, 0, i)] = r->val[best];
+        v[col_at(R, 1, i)] = r->x[AX_STEP][best];
+        v[col_at(R, 2, i)] = r->x[AX_TOKENS][best];
     }
     static const TableCol col[] = {{"peak val accuracy", 20, 3}, {"steps to peak", 20, 0},
                                    {"gen tokens to peak", 24, 0}};
@@ -10245,7 +10235,7 @@ static void print_peak_table(const CmpReport *R) {
 }
 
 // print_hypotheses: the pre-registered hypotheses, three per method, each's verdict after Holm's correction
-static void print_hypotheses(const CmpReport *R, int has_test) {
+static void print_hypotheses(const Study *R, int has_test) {
     int nh = 0, hm[64];
     PairedDiff hp[64];
     double pv[64] = {0}, adj[64], a[1024], b[1024];
@@ -10285,10 +10275,10 @@ static void print_hypotheses(const CmpReport *R, int has_test) {
     }
 }
 
-static void print_onebatch_view(const CmpReport *R);   // --one-batch's view (its section, below)
+static void print_onebatch_view(const Study *R);   // --one-batch's view (its section, below)
 
 // print_report: the tables of a finished study, into R->out; the views' rows into curves
-static void print_report(const CmpReport *R, FILE *curves) {
+static void print_report(const Study *R, FILE *curves) {
     int has_test = 1;
     for (int i = 0; i < R->nm * R->S; i++) has_test &= R->runs[i].test_acc >= 0;
     fprintf(R->out, "\n== results: %d methods x %d seeds; the ± are half-widths of 95%% t intervals over seeds;\n"
@@ -10299,7 +10289,7 @@ static void print_report(const CmpReport *R, FILE *curves) {
         if (axis != AX_FLOPS || R->budget_axis == AX_FLOPS) print_view(R, axis, curves);
     print_end_table(R, has_test);
     print_peak_table(R);
-    if (R->target >= 0) print_cost_view(R);
+    if (R->o->target_acc >= 0) print_cost_view(R);
     if (R->ob) print_onebatch_view(R);
     print_per_seed(R);
     print_hypotheses(R, has_test);
@@ -10386,16 +10376,6 @@ static void resolved_config(FILE *f, const ArgList *a, int is_train, const char 
     fputs(line, f);
     free(line);
 }
-
-// A study being run: its options, methods, paths and runs (one compare per process)
-typedef struct {
-    const Options *o;
-    Method m[CMP_MAX_METHODS];
-    int nm, ref, S, K, nruns, jobs;   // ref: the reference of the paired differences
-    char exe[1024], study[256], sft_dir[300], sft[600], runs_dir[300], prereg[300];
-    uint64_t sft_hash;                // of the starting checkpoint: every run is checked to start from it
-    CmpRun *runs;                     // seed-major: every method's seed 1, then seed 2, ...
-} Study;
 
 #define PREREG_SFT_LINE "sft-checkpoint: fnv1a64 "   // prereg.txt's line after the hash: the made SFT's hash
 #define PREREG_HASH "\nhash: fnv1a64 "
@@ -10589,19 +10569,14 @@ static int onebatch_read(const char *path, long want_samples, long *correct) {
     return 0;
 }
 
-// onebatch_prompts: the probe set d (--val-data at context maxT); a usage error below P prompts
-static void onebatch_prompts(const OneBatch *ob, int maxT, Dataset *d) {
-    load_dataset(d, ob->val_data, maxT, 0, &TASKS[ob->task]);
+// onebatch_prompts: the probe set d (--val-data at sft's context, NULL: 1024); a usage error below P prompts
+static void onebatch_prompts(const OneBatch *ob, const char *sft, Dataset *d) {
+    GPT model;
+    if (sft) load_checkpoint(sft, &model, 1, NULL);
+    load_dataset(d, ob->val_data, sft ? model.config.max_seq_len : 1024, 0, &TASKS[ob->task]);
+    if (sft) free_gpt(&model);
     if (d->n < ob->P)
         usage_error("--one-batch %d: the probe set, --val-data %s, has %d prompts", ob->P, ob->val_data, d->n);
-}
-
-// onebatch_probe_set: the probe set d at the SFT model's (sft's) context (onebatch_prompts)
-static void onebatch_probe_set(const OneBatch *ob, const char *sft, Dataset *d) {
-    GPT model;
-    load_checkpoint(sft, &model, 1, NULL);
-    onebatch_prompts(ob, model.config.max_seq_len, d);
-    free_gpt(&model);
 }
 
 // onebatch_measure: checkpoint model_path's count on the probe set d (onebatch_score), cached in `path`
@@ -10720,7 +10695,7 @@ static OneBatchVerdict onebatch_verdict(FILE *f, int nm, int ref, const char *co
 
 /* print_onebatch_view: the one-batch table (Δ, test gain, val gain: print_table with the
    differences), then the verdict (on the test gain; on the val gain when the runs had no test). */
-static void print_onebatch_view(const CmpReport *R) {
+static void print_onebatch_view(const Study *R) {
     FILE *f = R->out;
     const OneBatch *ob = R->ob;
     double sft_test = R->runs[0].sft_test_acc;   // the SFT model's test accuracy (−1: none), in every run
@@ -10728,10 +10703,9 @@ static void print_onebatch_view(const CmpReport *R) {
     double n = (double)ob->P * ob->M, *v = (double *)mallocCheck((size_t)3 * nm * S * sizeof(double));
     for (int i = 0; i < nm * S; i++) {   // the columns: one-batch Δ, test gain, val gain
         const CmpRun *r = &R->runs[i];
-        int at = (i % nm) * S + i / nm;
-        v[at] = (double)(ob->after[i] - ob->sft) / n;
-        v[nm * S + at] = has_test ? r->test_acc - sft_test : NAN;
-        v[2 * nm * S + at] = r->val[R->K] - r->val[0];
+        v[col_at(R, 0, i)] = (double)(ob->after[i] - ob->sft) / n;
+        v[col_at(R, 1, i)] = has_test ? r->test_acc - sft_test : NAN;
+        v[col_at(R, 2, i)] = r->val[R->K] - r->val[0];
     }
     fprintf(f, "\none-batch prediction (pre-registered --one-batch %d): Δ = expected verifier reward after each\n"
                "  run's first update minus the SFT model's (%.4f), over the first %d validation prompts x %d\n"
@@ -10953,6 +10927,7 @@ static void study_setup(Study *st, const Options *o) {
     st->S = o->seeds;
     st->K = o->eval_points;
     st->nruns = st->nm * st->S;
+    st->budget_axis = UNIT_AXIS[o->budget_unit];
     snprintf(st->study, sizeof st->study, "%s", o->study);
     snprintf(st->sft_dir, sizeof st->sft_dir, "%s/sft", st->study);
     snprintf(st->runs_dir, sizeof st->runs_dir, "%s/runs", st->study);
@@ -11007,7 +10982,7 @@ static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
     if (o->one_batch > 0) {   // only when given, so the prereg (and hash) of a study without it is unchanged
         onebatch_settings(o, st->m, t, st->nm, st->ref, ob);
         Dataset all;   // before the prereg is written: a P the file cannot hold is not registered
-        onebatch_prompts(ob, 1024, &all);   // (the cut at the SFT model's context comes later)
+        onebatch_prompts(ob, NULL, &all);   // (the cut at the SFT model's context comes later)
         free_dataset(&all);
         fprintf(pr, "  one-batch: the first %d prompts of %s x %d samples at temperature %.9g, max-new-tokens %d\n"
                     "    (%s's), sampling seed %d, the same draws for every model (common random numbers); each run's\n"
@@ -11150,7 +11125,7 @@ static int run_all(Study *st, double t0) {
 }
 
 // write_results: points.csv (every point of every run), the report (stdout and summary.txt) and curves.csv
-static void write_results(const Study *st, const OneBatch *ob) {
+static void write_results(Study *st, const OneBatch *ob) {
     const Options *o = st->o;
     char path[1200];
     AtomicFile apts, acurves;
@@ -11161,7 +11136,7 @@ static void write_results(const Study *st, const OneBatch *ob) {
         const CmpRun *r = &st->runs[i];
         for (int j = 0; j <= st->K; j++)
             fprintf(pts, "%s,%d,%d,%.10g,%.0f,%.0f,%.0f,%.6f,%.6f,%.6f\n", st->m[r->method].label, r->seed,
-                    j, r->x[UNIT_AXIS[o->budget_unit]][j], r->x[AX_STEP][j], r->x[AX_TOKENS][j],
+                    j, r->x[st->budget_axis][j], r->x[AX_STEP][j], r->x[AX_TOKENS][j],
                     r->x[AX_FLOPS][j], r->x[AX_SECONDS][j], r->val[j], r->test_acc);
     }
     atomic_close(&apts);
@@ -11172,10 +11147,11 @@ static void write_results(const Study *st, const OneBatch *ob) {
     size_t report_n = 0;
     FILE *rf = open_memstream(&report, &report_n);
     if (!rf) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
-    CmpReport R = {rf, st->runs, st->m, st->nm, st->S, st->K, st->ref, UNIT_AXIS[o->budget_unit], o->budget,
-                   o->target_acc, o->one_batch > 0 ? ob : NULL, 14};
-    for (int i = 0; i < st->nm; i++) R.wl = (int)fmax(R.wl, strlen(st->m[i].label) + 2);
-    print_report(&R, curves);
+    st->out = rf;
+    st->ob = o->one_batch > 0 ? ob : NULL;
+    st->wl = 14;
+    for (int i = 0; i < st->nm; i++) st->wl = (int)fmax(st->wl, strlen(st->m[i].label) + 2);
+    print_report(st, curves);
     atomic_close(&acurves);
     if (fclose(rf) != 0) fail_at(__FILE__, __LINE__, "compare: writing the report failed", oom_hint);
     fputs(report, stdout);
@@ -11208,7 +11184,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     }
     check_study_sft(&st);
     if (o->one_batch > 0 && !plan.only)   // the probe set holds P prompts: refused before any run
-        onebatch_probe_set(&ob, st.sft, &probe);
+        onebatch_prompts(&ob, st.sft, &probe);
     int skipped = load_done_runs(&st);
     if (plan.plan) {   // the runs not done, one command a line, to the real standard output; nothing runs
         cmp_print_plan(&plan, st.runs, st.nruns, st.m, st.exe);
