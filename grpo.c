@@ -9478,11 +9478,10 @@ typedef struct {
                         // the observed sd: (t_{0.975} + t_{0.8}) · sd / √n at n − 1 df (NaN for n < 2)
 } PairedDiff;
 
-// paired_diff: a (a method) against b (the reference) on the same seeds, i = 0..n−1.
+// paired_diff: a (a method) against b (the reference) on the same seeds, i = 0..n−1 (n <= 1024: --seeds' range)
 static PairedDiff paired_diff(const double *a, const double *b, int n) {
     double d[1024];
     PairedDiff p = {{0, NAN, NAN, NAN}, 0, 0, 0, NAN, NAN};
-    if (n > 1024) n = 1024;
     for (int i = 0; i < n; i++) {
         d[i] = a[i] - b[i];
         p.favour_a += d[i] > 0;
@@ -9498,8 +9497,7 @@ static PairedDiff paired_diff(const double *a, const double *b, int n) {
     return p;
 }
 
-/* holm: Holm's (1979) step-down adjustment of m p-values (NaN: untested, out of the family): sorted
-   ascending, adj_(i) = max_{j <= i} min(1, (m' − j + 1)·p_(j)), m' the tested count. */
+// holm: Holm's (1979) step-down adjusted p-values of m p-values (NaN: untested, out of the family)
 static void holm(const double *p, double *adj, int m) {
     int order[64], mt = 0;
     for (int i = 0; i < m && i < 64; i++) {
@@ -9717,6 +9715,20 @@ static const char *AXIS_COLUMN[] = {"step", "gen_tokens", "flops", "seconds"};
 
 static const int UNIT_AXIS[] = {AX_TOKENS, AX_FLOPS, AX_SECONDS, AX_STEP};   // the axis of each BUDGET_*
 
+// A study being run: its options, methods, paths and runs (one compare per process), and its report's
+typedef struct {
+    const Options *o;
+    Method m[CMP_MAX_METHODS];
+    int nm, ref, S, K, nruns, jobs;   // ref: the reference of the paired differences
+    char exe[1024], study[256], sft_dir[300], sft[600], runs_dir[300], prereg[300];
+    uint64_t sft_hash;                // of the starting checkpoint: every run is checked to start from it
+    CmpRun *runs;                     // seed-major: every method's seed 1, then seed 2, ...
+    int budget_axis;                  // UNIT_AXIS of the budget's unit
+    FILE *out;                        // the report (stdout and summary.txt get the same text)
+    const struct OneBatch *ob;        // --one-batch: the one-batch counts (NULL: no such view)
+    int wl;                           // the width of the tables' first column (the labels)
+} Study;
+
 // run_path: the path of the file `name` in run r's directory, into buf
 static char *run_path(const CmpRun *r, const char *name, char *buf, size_t n) {
     snprintf(buf, n, "%s/%s", r->dir, name);
@@ -9925,15 +9937,14 @@ static const char *run_name(const CmpRun *r, const Method *m, char *buf, size_t 
     return buf;
 }
 
-/* print_progress: runs done, those running with their share of the budget, and the time left: the work
-   left times a run's mean duration (else the running ones' pace), divided by the runs at once. */
-static void print_progress(const CmpRun *runs, int n, const Method *m, double budget, int jobs, double t0) {
-    int count[4] = {0}, dur_n = 0, pace_n = 0;   // runs in each state (CMP_PENDING ...)
+// print_progress: runs done, those running with their share of the budget, and an estimate of the time left
+static void print_progress(const Study *st, double t0) {
+    int n = st->nruns, count[4] = {0}, dur_n = 0, pace_n = 0;   // count: runs in each state (CMP_PENDING ...)
     double left = 0.0, dur_sum = 0.0, pace_sum = 0.0;
     char line[1024] = "", name[300], eta[64], fails[32] = "";
     size_t used = 0;
     for (int i = 0; i < n; i++) {
-        const CmpRun *r = &runs[i];
+        const CmpRun *r = &st->runs[i];
         count[r->state]++;
         left += r->state == CMP_PENDING;
         if (r->state == CMP_DONE && r->wall > 0) {
@@ -9941,7 +9952,7 @@ static void print_progress(const CmpRun *runs, int n, const Method *m, double bu
             dur_n++;
         }
         if (r->state != CMP_RUNNING) continue;
-        double frac = fmin(1.0, run_spent(r) / budget);
+        double frac = fmin(1.0, run_spent(r) / st->o->budget);
         left += 1.0 - frac;
         if (frac > 0.02) {
             pace_sum += (wall_seconds() - r->t_start) / frac;
@@ -9949,11 +9960,11 @@ static void print_progress(const CmpRun *runs, int n, const Method *m, double bu
         }
         if (used < sizeof line - 100)
             used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%",
-                                     count[CMP_RUNNING] > 1 ? ", " : "", run_name(r, m, name, sizeof name),
+                                     count[CMP_RUNNING] > 1 ? ", " : "", run_name(r, st->m, name, sizeof name),
                                      100.0 * frac);
     }
     double per_run = dur_n ? dur_sum / dur_n : (pace_n ? pace_sum / pace_n : -1.0);
-    if (per_run > 0 && jobs > 0) snprintf(eta, sizeof eta, "about %.1f min left", left * per_run / jobs / 60.0);
+    if (per_run > 0) snprintf(eta, sizeof eta, "about %.1f min left", left * per_run / st->jobs / 60.0);
     else snprintf(eta, sizeof eta, "time left: known after the first steps");
     if (count[CMP_FAILED]) snprintf(fails, sizeof fails, ", %d failed", count[CMP_FAILED]);
     int running = count[CMP_RUNNING];
@@ -9963,28 +9974,14 @@ static void print_progress(const CmpRun *runs, int n, const Method *m, double bu
     fflush(stdout);
 }
 
-// A study being run: its options, methods, paths and runs (one compare per process), and its report's
-typedef struct {
-    const Options *o;
-    Method m[CMP_MAX_METHODS];
-    int nm, ref, S, K, nruns, jobs;   // ref: the reference of the paired differences
-    char exe[1024], study[256], sft_dir[300], sft[600], runs_dir[300], prereg[300];
-    uint64_t sft_hash;                // of the starting checkpoint: every run is checked to start from it
-    CmpRun *runs;                     // seed-major: every method's seed 1, then seed 2, ...
-    int budget_axis;                  // UNIT_AXIS of the budget's unit
-    FILE *out;                        // the report (stdout and summary.txt get the same text)
-    const struct OneBatch *ob;        // --one-batch: the one-batch counts (NULL: no such view)
-    int wl;                           // the width of the tables' first column (the labels)
-} Study;
-
 // ---- the views and the tables
 
 // col_at: where run i's value in column c stands in print_table's v (by column, then method, then seed)
 static size_t col_at(const Study *R, int c, int i) { return ((size_t)c * R->nm + i % R->nm) * R->S + i / R->nm; }
 
-/* view_values: every run's validation accuracy at the view's points 0..K, as print_table's columns 0..K
-   (malloc'd), the points' x in xs: the budget's own unit reads the evaluations (xs nominal, j/K·budget);
-   any other view interpolates at K even steps up to the smallest final x, so that every run covers them. */
+/* view_values: every run's validation accuracy at the view's points 0..K (x in xs) as print_table's columns
+   (malloc'd): the budget's own unit reads the evaluations; any other view interpolates at K even steps up
+   to the smallest final x, so that every run covers them. */
 static double *view_values(const Study *R, int axis, double *xs) {
     int n = R->nruns, K = R->K;
     double end = INFINITY, *v = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
@@ -10137,8 +10134,7 @@ static double cost_to_reach(const double *xs, const double *val, int n, double t
     return NAN;
 }
 
-/* print_cost_view: per method the gen tokens and seconds to reach R->o->target_acc (mean ± 95% CI over the
-   seeds that did), how many did not, and the paired Δ in tokens over the seeds where both did. */
+// print_cost_view: per method the gen tokens and seconds to reach --target-acc, and the paired Δ in tokens
 static void print_cost_view(const Study *R) {
     FILE *f = R->out;
     int K = R->K, S = R->S;
@@ -10484,11 +10480,7 @@ static uint64_t prereg_sft_hash(const Study *st) {
     return h;
 }
 
-/* ---- the one-batch prediction view: compare --one-batch P (notes/compare.md)
-
-   Each run's first update alone (its train line at --warmup 0, stopped after step 1), in
-   STUDY/onebatch/METHOD/seed_N/; the SFT model and each updated one scored on the same draws
-   (onebatch_score), cached in sft.txt and probe.txt, made when a plain compare collects the study. */
+// ---- the one-batch prediction view: compare --one-batch P (its definitions and cache: notes/compare.md)
 #define OB_SAMPLES 16
 #define OB_SEED 1
 #define OB_STREAM (1ull << 41)
@@ -10537,19 +10529,20 @@ typedef struct OneBatch {
 
 /* onebatch_settings: the probe's settings from the reference's resolved train line t[ref]; every method
    must share its --task, --val-data and --max-new-tokens (one probe set), else a usage error. */
-static void onebatch_settings(const Options *o, const Method *m, const Options *t, int nm, int ref, OneBatch *ob) {
+static void onebatch_settings(const Study *st, const Options *t, OneBatch *ob) {
+    int ref = st->ref;
     memset(ob, 0, sizeof *ob);
-    ob->P = o->one_batch;
+    ob->P = st->o->one_batch;
     ob->M = OB_SAMPLES;
     ob->task = t[ref].task;
     ob->max_new = t[ref].max_new_tokens;
     ob->temperature = t[ref].temperature;
     snprintf(ob->val_data, sizeof ob->val_data, "%s", t[ref].val_data);
-    for (int mi = 0; mi < nm; mi++)
+    for (int mi = 0; mi < st->nm; mi++)
         if (t[mi].task != ob->task || t[mi].max_new_tokens != ob->max_new || strcmp(t[mi].val_data, ob->val_data))
             usage_error("--one-batch: method '%s' runs another --task, --val-data or --max-new-tokens than "
                         "%s; the one-batch view scores every model on one probe set (leave --one-batch "
-                        "out, or give every method the same)", m[mi].label, m[ref].label);
+                        "out, or give every method the same)", st->m[mi].label, st->m[ref].label);
 }
 
 /* onebatch_read: a cached count (path, as onebatch_measure writes it) into *correct: 0 when read, 1
@@ -10592,7 +10585,7 @@ static long onebatch_measure(const OneBatch *ob, const Dataset *d, const char *m
 }
 
 /* onebatch_collect: the counts on the probe set d (freed here) of the SFT model and of every run after its
-   first update (cached, else measured as the section's comment says), into ob; a failing run: exit 1. */
+   first update (cached, else measured: notes/compare.md), into ob; a failing run: exit 1. */
 static void onebatch_collect(const Study *st, OneBatch *ob, Dataset *d) {
     char dir[1200], path[1400], probe[1400], name[300], what[400];
     long samples = (long)ob->P * ob->M;
@@ -10648,8 +10641,7 @@ static void onebatch_ordering(const double *mean, int nm, const char *const *lab
 }
 
 /* onebatch_verdict: from the one-batch Δ, the training gain (named gain_name) and its paired difference
-   against the reference (actual), into f: same or different ranking of the means, then each predicted
-   gap gain_ref·(Δ_m − Δ_ref)/Δ_ref against the actual one, unless Δ_ref's 95% interval holds 0. */
+   against the reference (actual), into f: the rankings of the means and the gaps (notes/compare.md). */
 static OneBatchVerdict onebatch_verdict(FILE *f, int nm, int ref, const char *const *labels, const MeanCI *delta,
                                         const double *gain, const double *actual, const char *gain_name) {
     OneBatchVerdict v = {.same = 1};
@@ -10693,8 +10685,7 @@ static OneBatchVerdict onebatch_verdict(FILE *f, int nm, int ref, const char *co
     return v;
 }
 
-/* print_onebatch_view: the one-batch table (Δ, test gain, val gain: print_table with the
-   differences), then the verdict (on the test gain; on the val gain when the runs had no test). */
+// print_onebatch_view: the one-batch table (Δ, test gain, val gain), then the verdict (onebatch_verdict)
 static void print_onebatch_view(const Study *R) {
     FILE *f = R->out;
     const OneBatch *ob = R->ob;
@@ -10728,9 +10719,7 @@ static void print_onebatch_view(const Study *R) {
     free(v);
 }
 
-/* ---- studies that outgrow one machine: compare --plan and compare --only RUN (notes/compare.md)
-   --plan writes the prereg and the SFT checkpoint, then prints `cd CWD && EXE compare OPTIONS --only
-   METHOD/seed_N` per run not done; --only runs that run without the study's lock (many at once). */
+// ---- studies that outgrow one machine: compare --plan and compare --only RUN (notes/compare.md)
 typedef struct {
     int plan;             // 1: --plan
     const char *only;     // --only RUN (METHOD-DIR/seed_N), or NULL
@@ -10790,23 +10779,23 @@ static void shell_quote(FILE *f, const char *before, const char *s) {
 }
 
 // cmp_print_plan: to p->out, per run not done: cd CWD && EXE compare OPTIONS-AS-GIVEN --only METHOD/seed_N
-static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Method *m, const char *exe) {
+static void cmp_print_plan(const CmpPlan *p, const Study *st) {
     char cwd[4096];
     if (!getcwd(cwd, sizeof cwd)) fail_at(__FILE__, __LINE__, "compare --plan: getcwd failed", strerror(errno));
-    if (strpbrk(cwd, "\n\r") || strpbrk(exe, "\n\r"))
+    if (strpbrk(cwd, "\n\r") || strpbrk(st->exe, "\n\r"))
         fail_at(__FILE__, __LINE__, "compare --plan: the working directory or the program's path holds a line end",
                 "the plan prints one line a run: run it from a path without one");
     FILE *f = fdopen(p->out, "w");
     if (!f) fail_at(__FILE__, __LINE__, "compare --plan: fdopen failed", strerror(errno));
     int lines = 0;
-    for (int i = 0; i < n; i++) {
-        if (runs[i].state == CMP_DONE) continue;
+    for (int i = 0; i < st->nruns; i++) {
+        if (st->runs[i].state == CMP_DONE) continue;
         char name[300];
         shell_quote(f, "cd ", cwd);
-        shell_quote(f, " && ", exe);
+        shell_quote(f, " && ", st->exe);
         fputs(" compare", f);
         for (int k = 0; k < p->nargs; k++) shell_quote(f, " ", p->args[k]);
-        shell_quote(f, " --only ", run_name(&runs[i], m, name, sizeof name));
+        shell_quote(f, " --only ", run_name(&st->runs[i], st->m, name, sizeof name));
         fputc('\n', f);
         lines++;
     }
@@ -10814,7 +10803,7 @@ static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Me
     fprintf(stderr, "plan: %d run%s to do of %d, one line each on standard output; then rerun this command "
                     "without --plan to collect. Each line trains with one thread (train --threads 1; its\n"
                     "  compare process waits without OpenMP threads): OMP_WAIT_POLICY changes nothing, and a busy\n"
-                    "  machine slows a line only by the CPU it shares\n", lines, lines == 1 ? "" : "s", n);
+                    "  machine slows a line only by the CPU it shares\n", lines, lines == 1 ? "" : "s", st->nruns);
 }
 
 // cmp_only_ready: --plan's prereg.txt and SFT checkpoint (and hash line, unless --init): else exit 1
@@ -10830,11 +10819,12 @@ static void cmp_only_ready(const Study *st, int given_init) {
 
 /* cmp_only_select: the run --only names (as --plan prints it; else a usage error): 1 when it is done
    already, else 0 with every other run marked done so that compare's loop runs this one alone. */
-static int cmp_only_select(const CmpPlan *p, CmpRun *runs, int n, const Method *m) {
-    int at = -1;
+static int cmp_only_select(const CmpPlan *p, Study *st) {
+    int at = -1, n = st->nruns;
+    CmpRun *runs = st->runs;
     char name[300], path[1200];
     for (int i = 0; i < n; i++)
-        if (!strcmp(run_name(&runs[i], m, name, sizeof name), p->only)) at = i;
+        if (!strcmp(run_name(&runs[i], st->m, name, sizeof name), p->only)) at = i;
     if (at < 0) usage_error("--only '%s': the study has no such run (METHOD/seed_N, as --plan prints it)", p->only);
     // one --only per run at a time: a lock of the compare process's own (train's .lock is taken only
     // once its run starts, after compare has opened the run's log), then the done marker again
@@ -10980,7 +10970,7 @@ static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
         resolved_config(pr, &args, 1, context, &t[mi]);
     }
     if (o->one_batch > 0) {   // only when given, so the prereg (and hash) of a study without it is unchanged
-        onebatch_settings(o, st->m, t, st->nm, st->ref, ob);
+        onebatch_settings(st, t, ob);
         Dataset all;   // before the prereg is written: a P the file cannot hold is not registered
         onebatch_prompts(ob, NULL, &all);   // (the cut at the SFT model's context comes later)
         free_dataset(&all);
@@ -11065,7 +11055,7 @@ static void start_run(Study *st, CmpRun *r, double t0) {
     r->state = CMP_RUNNING;
     r->t_start = wall_seconds();
     printf("start: %s (log %s)\n", run_name(r, st->m, name, sizeof name), log);
-    print_progress(st->runs, st->nruns, st->m, st->o->budget, st->jobs, t0);
+    print_progress(st, t0);
 }
 
 // finish_run: run r has ended with wait status `status`: checked (load_run) and marked done, or failed
@@ -11119,7 +11109,7 @@ static int run_all(Study *st, double t0) {
             running--;
             failed += finish_run(st, r, status);
         }
-        print_progress(st->runs, st->nruns, st->m, st->o->budget, st->jobs, t0);
+        print_progress(st, t0);
         last_print = wall_seconds();
     }
 }
@@ -11187,11 +11177,11 @@ static int cmd_compare(int argc, char **argv, Options *o) {
         onebatch_prompts(&ob, st.sft, &probe);
     int skipped = load_done_runs(&st);
     if (plan.plan) {   // the runs not done, one command a line, to the real standard output; nothing runs
-        cmp_print_plan(&plan, st.runs, st.nruns, st.m, st.exe);
+        cmp_print_plan(&plan, &st);
         unlock_run_dir(lock);
         return 0;
     }
-    if (plan.only && cmp_only_select(&plan, st.runs, st.nruns, st.m)) return 0;
+    if (plan.only && cmp_only_select(&plan, &st)) return 0;
     printf("runs: %d (%d methods x %d seeds), %d done already, %d to run, %d at once (one thread each)\n",
            st.nruns, st.nm, st.S, skipped, st.nruns - skipped, st.jobs);
     int failed = run_all(&st, t0);
