@@ -9545,7 +9545,7 @@ typedef struct {
     char dir[256];          // its directory name: the label with each ":--" written "+"
     int objective;          // index into OBJECTIVE_NAMES, or −1: a label (its options say what it runs)
     int nopts;
-    char opt[CMP_MAX_OPTS][2][128];   // option name (without --) and value
+    char args[256];         // its options, " --option=value" each (no longer than the label)
 } Method;
 
 // options that compare sets for every run itself; no method or --train-args may give them
@@ -9639,8 +9639,8 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
             if (x->objective >= 0 && !strcmp(rest + 2, "objective"))
                 CMP_FAIL("method '%.200s': its name is an objective already; give "
                          "--objective to a label (e.g. mine:--objective=grpo)", x->label);
-            strcpy(x->opt[x->nopts][0], rest + 2);
-            strcpy(x->opt[x->nopts++][1], eq + 1);
+            snprintf(x->args + strlen(x->args), sizeof x->args - strlen(x->args), " --%s=%s", rest + 2, eq + 1);
+            x->nopts++;
             snprintf(x->dir + strlen(x->dir), sizeof x->dir - strlen(x->dir), "+%s=%s", rest + 2, eq + 1);
         }
         for (int j = 0; j < count; j++)
@@ -10302,16 +10302,13 @@ static void print_report(const Study *R, FILE *curves) {
 // method_args: method m's train line: fixed options, --quick's, --train-args, its own, then compare's
 static void method_args(ArgList *a, const Options *o, const Method *m, int seed, const char *dir,
                         const char *sft) {
-    char steps[32], budget[32], points[32], seed_s[32], name[160];
+    char steps[32], budget[32], points[32], seed_s[32];
     memset(a, 0, sizeof *a);
     args_add(a, PROG, "train", "--threads", "1", "--eval-every", "0", "--pass-k", "0", NULL);
     if (o->quick) split_options(a, CMP_QUICK_TRAIN, CMD_TRAIN, CMP_RESERVED_TRAIN, "--quick");
     split_options(a, o->train_args, CMD_TRAIN, CMP_RESERVED_TRAIN, "--train-args");
     if (m->objective >= 0) args_add(a, "--objective", OBJECTIVE_NAMES[m->objective], NULL);
-    for (int k = 0; k < m->nopts; k++) {
-        snprintf(name, sizeof name, "--%s", m->opt[k][0]);
-        args_add(a, name, m->opt[k][1], NULL);
-    }
+    split_options(a, m->args, CMD_TRAIN, CMP_RESERVED_TRAIN, "--methods");   // (checked by parse_methods)
     // --steps: the budget itself when it counts steps (so that a decaying --schedule ends at the
     // budget's end), else a cap the budget stops the run long before
     snprintf(steps, sizeof steps, "%d", o->budget_unit == BUDGET_STEPS ? (int)o->budget : cmp_steps_cap());

@@ -5180,8 +5180,8 @@ static void test_compare_stats(void) {
     const char *list = "grpo,lambda-grpo,lambda-grpo:--temperature=0.7,mine:--objective=grpo:--group-size=8";
     int n = parse_methods(list, m, CMP_MAX_METHODS, err, sizeof err);
     check(n == 4 && m[0].objective == OBJ_GRPO && m[1].objective == OBJ_LAMBDA_GRPO && m[1].nopts == 0 &&
-          m[2].objective == OBJ_LAMBDA_GRPO && m[2].nopts == 1 && !strcmp(m[2].opt[0][0], "temperature") &&
-          !strcmp(m[2].opt[0][1], "0.7") && !strcmp(m[2].dir, "lambda-grpo+temperature=0.7") &&
+          m[2].objective == OBJ_LAMBDA_GRPO && m[2].nopts == 1 && !strcmp(m[2].args, " --temperature=0.7") &&
+          !strcmp(m[2].dir, "lambda-grpo+temperature=0.7") &&
           m[3].objective == -1 && m[3].nopts == 2 && !strcmp(m[3].dir, "mine+objective=grpo+group-size=8"),
           "compare: --methods parses names, labels and their options", "%d methods%s%s", n, n < 0 ? ": " : "",
           n < 0 ? err : "");
