@@ -9478,7 +9478,7 @@ typedef struct {
                         // the observed sd: (t_{0.975} + t_{0.8}) · sd / √n at n − 1 df (NaN for n < 2)
 } PairedDiff;
 
-// paired_diff: a (a method) against b (the reference) on the same seeds, i = 0..n−1 (n <= 1024: --seeds' range)
+// paired_diff: a (a method) against b (the reference) on the same seeds, i < n (n <= 1024: --seeds' range)
 static PairedDiff paired_diff(const double *a, const double *b, int n) {
     double d[1024];
     PairedDiff p = {{0, NAN, NAN, NAN}, 0, 0, 0, NAN, NAN};
@@ -9850,9 +9850,13 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
 }
 #undef WHY
 
-/* spawn: this program (/proc/self/exe) started with argv (its argv[0] exe), writing to log_path. On Linux
-   the child ends (SIGTERM) if compare dies first: an interrupted study leaves no run holding its dir. */
-static pid_t spawn(const char *exe, char **argv, const char *log_path) {
+/* spawn: this program (/proc/self/exe) started with argv (its argv[0] st->exe), writing to dir/run.log (dir
+   made first). On Linux the child ends (SIGTERM) if compare dies first: an interrupted study leaves no run
+   holding its dir. */
+static pid_t spawn(const Study *st, char **argv, const char *dir) {
+    char log_path[1400];
+    make_dir(dir);
+    snprintf(log_path, sizeof log_path, "%s/run.log", dir);
     fflush(stdout);
     fflush(stderr);
     pid_t parent = getpid();
@@ -9875,9 +9879,9 @@ static pid_t spawn(const char *exe, char **argv, const char *log_path) {
     if (null_in >= 0) dup2(null_in, 0);
     dup2(fd, 1);
     dup2(fd, 2);
-    argv[0] = (char *)exe;   // (the child's copy)
+    argv[0] = (char *)st->exe;   // (the child's copy)
     execv("/proc/self/exe", argv);   // this very binary, even if the file was rebuilt since
-    fprintf(stderr, "error: cannot run '/proc/self/exe' (%s): %s\n", exe, strerror(errno));
+    fprintf(stderr, "error: cannot run '/proc/self/exe' (%s): %s\n", st->exe, strerror(errno));
     _exit(127);
 }
 
@@ -9903,12 +9907,13 @@ static void run_failed(const char *what, const char *why, const char *log) {
 }
 
 // spawn_wait: spawn and wait; a child that does not exit 0 (or leaves no file `made`) stops compare (exit 1)
-static void spawn_wait(const char *exe, char **argv, const char *log, const char *what, const char *made) {
-    pid_t pid = spawn(exe, argv, log);
+static void spawn_wait(const Study *st, char **argv, const char *dir, const char *what, const char *made) {
+    pid_t pid = spawn(st, argv, dir);
     int status = 0;
-    char why[64];
+    char why[64], log[1400];
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && (!made || access(made, F_OK) == 0)) return;
+    snprintf(log, sizeof log, "%s/run.log", dir);
     run_failed(what, exit_text(status, "signal", why, sizeof why), log);
     exit(EXIT_INPUT);
 }
@@ -9976,22 +9981,25 @@ static void print_progress(const Study *st, double t0) {
 
 // ---- the views and the tables
 
-// col_at: where run i's value in column c stands in print_table's v (by column, then method, then seed)
-static size_t col_at(const Study *R, int c, int i) { return ((size_t)c * R->nm + i % R->nm) * R->S + i / R->nm; }
+/* col_at: where run i's value in column c stands in print_table's v (by column, then method, then seed);
+   with i = mi < nm, where method mi's S seeds begin */
+static size_t col_at(const Study *R, int c, int i) {
+    return ((size_t)c * R->nm + i % R->nm) * R->S + i / R->nm;
+}
 
 /* view_values: every run's validation accuracy at the view's points 0..K (x in xs) as print_table's columns
    (malloc'd): the budget's own unit reads the evaluations; any other view interpolates at K even steps up
    to the smallest final x, so that every run covers them. */
 static double *view_values(const Study *R, int axis, double *xs) {
-    int n = R->nruns, K = R->K;
+    int n = R->nruns, K = R->K, own = axis == R->budget_axis;   // own: the budget's unit
     double end = INFINITY, *v = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
     for (int i = 0; i < n; i++) end = fmin(end, R->runs[i].x[axis][K]);
     for (int j = 0; j <= K; j++) {
-        double scale = axis == R->budget_axis ? R->o->budget : end;
+        double scale = own ? R->o->budget : end;
         xs[j] = j == K ? scale : scale * j / K;
         for (int i = 0; i < n; i++) {
             const CmpRun *r = &R->runs[i];
-            v[col_at(R, j, i)] = axis == R->budget_axis ? r->val[j] : interp_at(r->x[axis], r->val, K + 1, xs[j]);
+            v[col_at(R, j, i)] = own ? r->val[j] : interp_at(r->x[axis], r->val, K + 1, xs[j]);
         }
     }
     return v;
@@ -10065,7 +10073,7 @@ static void print_table(const Study *R, int nc, const TableCol *col, int sign, c
             if (d) delta_label(R, 80);
             else row_label(R, R->m[mi].label);
             for (int c = 0; c < nc; c++) {
-                const double *a = v + ((size_t)c * nm + mi) * S, *b = v + ((size_t)c * nm + R->ref) * S;
+                const double *a = v + col_at(R, c, mi), *b = v + col_at(R, c, R->ref);   // their seeds
                 MeanCI ci = mean_ci(a, S);
                 PairedDiff p = paired_diff(a, b, S);
                 if (d) format_diff(&p, col[c].digits, cell, sizeof cell);
@@ -10093,7 +10101,7 @@ static void print_view(const Study *R, int axis, FILE *curves) {
     print_table(R, K, col, 0, v + (size_t)R->nm * S, 1);
     for (int mi = 0; mi < R->nm; mi++)
         for (int j = 0; j <= K; j++) {
-            MeanCI c = mean_ci(v + ((size_t)j * R->nm + mi) * S, S);
+            MeanCI c = mean_ci(v + col_at(R, j, mi), S);
             double half = isnan(c.half) ? 0.0 : c.half;   // one seed: no interval, the band is the mean
             fprintf(curves, "%s,%s,%d,%.10g,%d,%.6f,%.6f,%.6f\n", AXIS_COLUMN[axis], R->m[mi].label, j, xs[j],
                     c.n, c.mean, c.mean - half, c.mean + half);
@@ -10103,8 +10111,8 @@ static void print_view(const Study *R, int axis, FILE *curves) {
 
 // last_point_diff: method mi against the reference at the view's last point (hypotheses H2, H3)
 static PairedDiff last_point_diff(const Study *R, int axis, int mi) {
-    double xs[CMP_MAX_POINTS + 1], *v = view_values(R, axis, xs), *last = v + (size_t)R->K * R->nm * R->S;
-    PairedDiff p = paired_diff(last + (size_t)mi * R->S, last + (size_t)R->ref * R->S, R->S);
+    double xs[CMP_MAX_POINTS + 1], *v = view_values(R, axis, xs);
+    PairedDiff p = paired_diff(v + col_at(R, R->K, mi), v + col_at(R, R->K, R->ref), R->S);
     free(v);
     return p;
 }
@@ -10597,18 +10605,15 @@ static void onebatch_collect(const Study *st, OneBatch *ob, Dataset *d) {
         snprintf(probe, sizeof probe, "%s/probe.txt", dir);
         if (!onebatch_read(probe, samples, &ob->after[i])) continue;
         check_study_sft(st);   // the first update starts from the recorded checkpoint
-        make_dir(dir);
         ArgList a;
         method_args(&a, st->o, &st->m[r->method], r->seed, dir, st->sft);
         // later values win: the first step, nothing scored, at the run's peak --lr (--warmup 0: the
         // run's own step 1 is at lr/warmup, a warm-up artefact, not its training rate)
         args_add(&a, "--budget-unit", "gen-tokens", "--budget", "1", "--eval-points", "0", "--test-limit", "0",
                  "--warmup", "0", NULL);
-        char log[1400];
-        snprintf(log, sizeof log, "%s/run.log", dir);
-        printf("one-batch: %s's first update (log %s)\n", run_name(r, st->m, name, sizeof name), log);
+        printf("one-batch: %s's first update (log %s/run.log)\n", run_name(r, st->m, name, sizeof name), dir);
         snprintf(what, sizeof what, "the one-batch run of %s", name);
-        spawn_wait(st->exe, a.argv, log, what, NULL);
+        spawn_wait(st, a.argv, dir, what, NULL);
         snprintf(path, sizeof path, "%s/model.bin", dir);
         ob->after[i] = onebatch_measure(ob, d, path, probe);
     }
@@ -10705,11 +10710,11 @@ static void print_onebatch_view(const Study *R) {
     MeanCI delta[CMP_MAX_METHODS];
     double gain[CMP_MAX_METHODS], actual[CMP_MAX_METHODS];
     const char *labels[CMP_MAX_METHODS] = {0};
-    const double *g = v + (size_t)(has_test ? 1 : 2) * nm * S;   // the gain that ranks the methods: test, else val
+    int g = has_test ? 1 : 2;   // the column of the gain that ranks the methods: test, else val
     for (int mi = 0; mi < nm; mi++) {
-        delta[mi] = mean_ci(v + (size_t)mi * S, S);
-        gain[mi] = mean_ci(g + (size_t)mi * S, S).mean;
-        actual[mi] = mi == R->ref ? 0.0 : paired_diff(g + (size_t)mi * S, g + (size_t)R->ref * S, S).d.mean;
+        delta[mi] = mean_ci(v + col_at(R, 0, mi), S);
+        gain[mi] = mean_ci(v + col_at(R, g, mi), S).mean;
+        actual[mi] = paired_diff(v + col_at(R, g, mi), v + col_at(R, g, R->ref), S).d.mean;   // (0 for ref)
         labels[mi] = R->m[mi].label;
     }
     onebatch_verdict(f, nm, R->ref, labels, delta, gain, actual, has_test ? "test gain" : "val gain");
@@ -11006,13 +11011,10 @@ static char *prereg_text(Study *st, OneBatch *ob) {
 // make_sft: the study's shared SFT checkpoint, made once (a failed SFT run stops compare, exit 1)
 static void make_sft(const Study *st, double t0) {
     if (access(st->sft, F_OK) == 0) return;
-    char log[1200];
     ArgList args;
-    make_dir(st->sft_dir);
-    snprintf(log, sizeof log, "%s/run.log", st->sft_dir);
     sft_args(&args, st->o, st->sft_dir, st->o->threads);
-    printf("sft: making %s (log %s)\n", st->sft, log);
-    spawn_wait(st->exe, args.argv, log, "the study's SFT run", st->sft);
+    printf("sft: making %s (log %s/run.log)\n", st->sft, st->sft_dir);
+    spawn_wait(st, args.argv, st->sft_dir, "the study's SFT run", st->sft);
     printf("sft: done in %.1f min\n", (wall_seconds() - t0) / 60.0);
 }
 
@@ -11040,18 +11042,16 @@ static int load_done_runs(Study *st) {
 
 // start_run: run r started as a child process (its leftovers from a try before `done` removed first)
 static void start_run(Study *st, CmpRun *r, double t0) {
-    char log[1200], name[300];
+    char path[1200], name[300];
     ArgList args;
     check_study_sft(st);   // each run starts from the recorded checkpoint
-    make_dir(r->dir);
     static const char *stale[] = {"model.bin", "ckpt.bin", "result.txt"};   // a try before `done`
-    for (int k = 0; k < 3; k++) unlink(run_path(r, stale[k], log, sizeof log));   // (train refuses those)
-    run_path(r, "run.log", log, sizeof log);
+    for (int k = 0; k < 3; k++) unlink(run_path(r, stale[k], path, sizeof path));   // (train refuses those)
     method_args(&args, st->o, &st->m[r->method], r->seed, r->dir, st->sft);
-    r->pid = spawn(st->exe, args.argv, log);
+    r->pid = spawn(st, args.argv, r->dir);
     r->state = CMP_RUNNING;
     r->t_start = wall_seconds();
-    printf("start: %s (log %s)\n", run_name(r, st->m, name, sizeof name), log);
+    printf("start: %s (log %s/run.log)\n", run_name(r, st->m, name, sizeof name), r->dir);
     print_progress(st, t0);
 }
 
