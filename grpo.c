@@ -10728,13 +10728,13 @@ typedef struct {
     int nargs;            // compare's own options as given, but --plan (what the plan's lines repeat)
     char **args;
     int out;              // --plan: the real standard output (standard output is then standard error)
-    int quick;            // --quick given (a flag: the option table holds options with a value)
     int budget_given;     // --budget given (the default budget counts generated tokens)
 } CmpPlan;
 
-/* cmp_plan_args: the flags --plan, --quick and --only RUN / --only=RUN taken out of argv (argv[0]:
-   "compare") into p, the options as given but --plan kept in p->args. Returns the new argc. */
-static int cmp_plan_args(int argc, char **argv, CmpPlan *p) {
+/* cmp_plan_args: the flags --plan, --quick (o->quick: the option table holds options with a value) and
+   --only RUN / --only=RUN taken out of argv (argv[0]: "compare") into p, the options as given but --plan
+   kept in p->args. Returns the new argc. */
+static int cmp_plan_args(int argc, char **argv, CmpPlan *p, Options *o) {
     memset(p, 0, sizeof *p);
     p->out = -1;
     p->args = (char **)callocCheck((size_t)argc + 1, sizeof(char *));
@@ -10753,7 +10753,7 @@ static int cmp_plan_args(int argc, char **argv, CmpPlan *p) {
         }
         p->args[p->nargs++] = argv[i];
         p->budget_given |= !strcmp(argv[i], "--budget") || !strncmp(argv[i], "--budget=", 9);
-        if (!strcmp(argv[i], "--quick")) p->quick = 1;
+        if (!strcmp(argv[i], "--quick")) o->quick = 1;
         else argv[n++] = argv[i];
     }
     argv[n] = NULL;
@@ -10822,30 +10822,29 @@ static void cmp_only_ready(const Study *st, int given_init) {
 /* cmp_only_select: the run --only names (as --plan prints it; else a usage error): 1 when it is done
    already, else 0 with every other run marked done so that compare's loop runs this one alone. */
 static int cmp_only_select(const CmpPlan *p, Study *st) {
-    int at = -1, n = st->nruns;
-    CmpRun *runs = st->runs;
+    CmpRun *r = NULL;
     char name[300], path[1200];
-    for (int i = 0; i < n; i++)
-        if (!strcmp(run_name(&runs[i], st->m, name, sizeof name), p->only)) at = i;
-    if (at < 0) usage_error("--only '%s': the study has no such run (METHOD/seed_N, as --plan prints it)", p->only);
+    for (int i = 0; i < st->nruns; i++)
+        if (!strcmp(run_name(&st->runs[i], st->m, name, sizeof name), p->only)) r = &st->runs[i];
+    if (!r) usage_error("--only '%s': the study has no such run (METHOD/seed_N, as --plan prints it)", p->only);
     // one --only per run at a time: a lock of the compare process's own (train's .lock is taken only
     // once its run starts, after compare has opened the run's log), then the done marker again
-    make_dir(runs[at].dir);
-    run_path(&runs[at], ".only-lock", path, sizeof path);
+    make_dir(r->dir);
+    run_path(r, ".only-lock", path, sizeof path);
     int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);   // held until the process ends
     if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
         fprintf(stderr, "error: --only '%s': %s\n  hint: another compare --only runs it now (the same plan line "
                 "started twice?); wait for it, its run.log is in %s\n", p->only,
-                fd < 0 ? strerror(errno) : "that run is in use", runs[at].dir);
+                fd < 0 ? strerror(errno) : "that run is in use", r->dir);
         exit(1);
     }
     // done before, or finished while this one waited
-    if (runs[at].state == CMP_DONE || access(run_path(&runs[at], "done", path, sizeof path), F_OK) == 0) {
+    if (r->state == CMP_DONE || access(run_path(r, "done", path, sizeof path), F_OK) == 0) {
         printf("done already: %s\n", p->only);
         return 1;
     }
-    for (int i = 0; i < n; i++)
-        if (i != at) runs[i].state = CMP_DONE;
+    for (int i = 0; i < st->nruns; i++)
+        if (&st->runs[i] != r) st->runs[i].state = CMP_DONE;
     return 0;
 }
 
@@ -10859,13 +10858,12 @@ static void cmp_options(int argc, char **argv, Options *o, CmpPlan *plan) {
     o->init[0] = 0;
     strcpy(o->study, "runs/compare");
     strcpy(o->methods, "grpo,lambda-grpo");
-    argc = cmp_plan_args(argc, argv, plan);
-    if (plan->quick) {
+    argc = cmp_plan_args(argc, argv, plan, o);
+    if (o->quick) {   // CMP_QUICK_SFT and CMP_QUICK_TRAIN come first in the SFT and train lines
         o->seeds = 2;
         o->budget = 8000.0f;
         o->eval_points = 2;
         strcpy(o->study, "runs/compare-quick");
-        o->quick = 1;   // CMP_QUICK_SFT and CMP_QUICK_TRAIN, then --sft-args and --train-args
         o->threads = 1;   // the tiny SFT run: more threads cost more in start-up than they save
     }
     const char *syn = "Runs every method with every seed from one SFT checkpoint at the same budget, in\n"
