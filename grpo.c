@@ -9235,15 +9235,10 @@ static int cmd_bench(int argc, char **argv, Options *o) {
 }
 
 // ----------------------------------------------------------------------------
-// compare: methods x seeds at one budget, from one SFT checkpoint (the compute-matched protocol)
-//
-// A study is a directory (--study): prereg.txt (configuration, hypotheses and their hash, written
-// before the first run), sft/model.bin (made if missing, or --init P), runs/METHOD/seed_N/ (one
-// `./grpo train` run each, with `done` written last once its files check out: a run with `done` is
-// never redone, one without it is rerun from scratch), points.csv, curves.csv and summary.txt.
-// Runs are child processes of this binary (/proc/self/exe train ... --threads 1), up to --jobs at
-// once. What compare needs from train (--budget-unit, --budget, --eval-points, eval.csv,
-// result.txt) is in notes/compare.md; a --budget run resumes with the same three (budget_resume).
+// compare: methods x seeds at one budget, from one SFT checkpoint (the compute-matched protocol). The
+// study's directory and what compare needs from train: notes/compare.md. Runs are child processes of
+// this binary (/proc/self/exe train ... --threads 1), up to --jobs at once; a run with `done` (written
+// last, once its files check out) is never redone, one without it is rerun from scratch.
 
 #define CMP_MAX_METHODS 16
 #define CMP_MAX_OPTS 16
@@ -9330,11 +9325,10 @@ typedef struct {
                         // the observed sd: (t_{0.975} + t_{0.8}) · sd / √n at n − 1 df (NaN for n < 2)
 } PairedDiff;
 
-// paired_diff: a (a method) against b (the reference) on the same seeds, i = 0..n−1.
+// paired_diff: a (a method) against b (the reference) on the same seeds, i < n (n <= 1024: --seeds' range)
 static PairedDiff paired_diff(const double *a, const double *b, int n) {
     double d[1024];
     PairedDiff p = {{0, NAN, NAN, NAN}, 0, 0, 0, NAN, NAN};
-    if (n > 1024) n = 1024;
     for (int i = 0; i < n; i++) {
         d[i] = a[i] - b[i];
         p.favour_a += d[i] > 0;
@@ -9350,8 +9344,7 @@ static PairedDiff paired_diff(const double *a, const double *b, int n) {
     return p;
 }
 
-/* holm: Holm's (1979) step-down adjustment of m p-values (NaN: untested, out of the family): sorted
-   ascending, adj_(i) = max_{j <= i} min(1, (m' − j + 1)·p_(j)), m' the tested count. */
+// holm: Holm's (1979) step-down adjusted p-values of m p-values (NaN: untested, out of the family)
 static void holm(const double *p, double *adj, int m) {
     int order[64], mt = 0;
     for (int i = 0; i < m && i < 64; i++) {
@@ -9399,7 +9392,7 @@ typedef struct {
     char dir[256];          // its directory name: the label with each ":--" written "+"
     int objective;          // index into OBJECTIVE_NAMES, or −1: a label (its options say what it runs)
     int nopts;
-    char opt[CMP_MAX_OPTS][2][128];   // option name (without --) and value
+    char args[256];         // its options, " --option=value" each (no longer than the label)
 } Method;
 
 // options that compare sets for every run itself; no method or --train-args may give them
@@ -9419,8 +9412,8 @@ static int check_pass_option(const char *name, unsigned mask, const char **reser
             snprintf(err, n, "--%s is set by compare for every run", name);
             return -1;
         }
-    for (int i = 0; i < NUM_OPTIONS; i++)
-        if (!strcmp(OPTIONS[i].name, name) && (OPTIONS[i].cmds & mask)) return 0;
+    const OptSpec *s = find_option(name);
+    if (s && (s->cmds & mask)) return 0;
     snprintf(err, n, "--%s is not an option of '" PROG " %s'", name, mask == CMD_SFT ? "sft" : "train");
     return -1;
 }
@@ -9493,8 +9486,8 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
             if (x->objective >= 0 && !strcmp(rest + 2, "objective"))
                 CMP_FAIL("method '%.200s': its name is an objective already; give "
                          "--objective to a label (e.g. mine:--objective=grpo)", x->label);
-            strcpy(x->opt[x->nopts][0], rest + 2);
-            strcpy(x->opt[x->nopts++][1], eq + 1);
+            snprintf(x->args + strlen(x->args), sizeof x->args - strlen(x->args), " --%s=%s", rest + 2, eq + 1);
+            x->nopts++;
             snprintf(x->dir + strlen(x->dir), sizeof x->dir - strlen(x->dir), "+%s=%s", rest + 2, eq + 1);
         }
         for (int j = 0; j < count; j++)
@@ -9568,6 +9561,20 @@ static const char *AXIS_VIEW[] = {"per-step view", "matched generated tokens", "
 static const char *AXIS_COLUMN[] = {"step", "gen_tokens", "flops", "seconds"};
 
 static const int UNIT_AXIS[] = {AX_TOKENS, AX_FLOPS, AX_SECONDS, AX_STEP};   // the axis of each BUDGET_*
+
+// A study being run: its options, methods, paths and runs (one compare per process), and its report's
+typedef struct {
+    const Options *o;
+    Method m[CMP_MAX_METHODS];
+    int nm, ref, S, K, nruns, jobs;   // ref: the reference of the paired differences
+    char exe[1024], study[256], sft_dir[300], sft[600], runs_dir[300], prereg[300];
+    uint64_t sft_hash;                // of the starting checkpoint: every run is checked to start from it
+    CmpRun *runs;                     // seed-major: every method's seed 1, then seed 2, ...
+    int budget_axis;                  // UNIT_AXIS of the budget's unit
+    FILE *out;                        // the report (stdout and summary.txt get the same text)
+    const struct OneBatch *ob;        // --one-batch: the one-batch counts (NULL: no such view)
+    int wl;                           // the width of the tables' first column (the labels)
+} Study;
 
 // run_path: the path of the file `name` in run r's directory, into buf
 static char *run_path(const CmpRun *r, const char *name, char *buf, size_t n) {
@@ -9690,9 +9697,13 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
 }
 #undef WHY
 
-/* spawn: this program (/proc/self/exe) started with argv (its argv[0] exe), writing to log_path. On Linux
-   the child ends (SIGTERM) if compare dies first: an interrupted study leaves no run holding its dir. */
-static pid_t spawn(const char *exe, char **argv, const char *log_path) {
+/* spawn: this program (/proc/self/exe) started with argv (its argv[0] st->exe), writing to dir/run.log (dir
+   made first). On Linux the child ends (SIGTERM) if compare dies first: an interrupted study leaves no run
+   holding its dir. */
+static pid_t spawn(const Study *st, char **argv, const char *dir) {
+    char log_path[1400];
+    make_dir(dir);
+    snprintf(log_path, sizeof log_path, "%s/run.log", dir);
     fflush(stdout);
     fflush(stderr);
     pid_t parent = getpid();
@@ -9715,9 +9726,9 @@ static pid_t spawn(const char *exe, char **argv, const char *log_path) {
     if (null_in >= 0) dup2(null_in, 0);
     dup2(fd, 1);
     dup2(fd, 2);
-    argv[0] = (char *)exe;   // (the child's copy)
+    argv[0] = (char *)st->exe;   // (the child's copy)
     execv("/proc/self/exe", argv);   // this very binary, even if the file was rebuilt since
-    fprintf(stderr, "error: cannot run '/proc/self/exe' (%s): %s\n", exe, strerror(errno));
+    fprintf(stderr, "error: cannot run '/proc/self/exe' (%s): %s\n", st->exe, strerror(errno));
     _exit(127);
 }
 
@@ -9743,12 +9754,13 @@ static void run_failed(const char *what, const char *why, const char *log) {
 }
 
 // spawn_wait: spawn and wait; a child that does not exit 0 (or leaves no file `made`) stops compare (exit 1)
-static void spawn_wait(const char *exe, char **argv, const char *log, const char *what, const char *made) {
-    pid_t pid = spawn(exe, argv, log);
+static void spawn_wait(const Study *st, char **argv, const char *dir, const char *what, const char *made) {
+    pid_t pid = spawn(st, argv, dir);
     int status = 0;
-    char why[64];
+    char why[64], log[1400];
     while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
     if (WIFEXITED(status) && WEXITSTATUS(status) == 0 && (!made || access(made, F_OK) == 0)) return;
+    snprintf(log, sizeof log, "%s/run.log", dir);
     run_failed(what, exit_text(status, "signal", why, sizeof why), log);
     exit(EXIT_INPUT);
 }
@@ -9777,15 +9789,14 @@ static const char *run_name(const CmpRun *r, const Method *m, char *buf, size_t 
     return buf;
 }
 
-/* print_progress: runs done, those running with their share of the budget, and the time left: the work
-   left times a run's mean duration (else the running ones' pace), divided by the runs at once. */
-static void print_progress(const CmpRun *runs, int n, const Method *m, double budget, int jobs, double t0) {
-    int count[4] = {0}, dur_n = 0, pace_n = 0;   // runs in each state (CMP_PENDING ...)
+// print_progress: runs done, those running with their share of the budget, and an estimate of the time left
+static void print_progress(const Study *st, double t0) {
+    int n = st->nruns, count[4] = {0}, dur_n = 0, pace_n = 0;   // count: runs in each state (CMP_PENDING ...)
     double left = 0.0, dur_sum = 0.0, pace_sum = 0.0;
     char line[1024] = "", name[300], eta[64], fails[32] = "";
     size_t used = 0;
     for (int i = 0; i < n; i++) {
-        const CmpRun *r = &runs[i];
+        const CmpRun *r = &st->runs[i];
         count[r->state]++;
         left += r->state == CMP_PENDING;
         if (r->state == CMP_DONE && r->wall > 0) {
@@ -9793,7 +9804,7 @@ static void print_progress(const CmpRun *runs, int n, const Method *m, double bu
             dur_n++;
         }
         if (r->state != CMP_RUNNING) continue;
-        double frac = fmin(1.0, run_spent(r) / budget);
+        double frac = fmin(1.0, run_spent(r) / st->o->budget);
         left += 1.0 - frac;
         if (frac > 0.02) {
             pace_sum += (wall_seconds() - r->t_start) / frac;
@@ -9801,11 +9812,11 @@ static void print_progress(const CmpRun *runs, int n, const Method *m, double bu
         }
         if (used < sizeof line - 100)
             used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%",
-                                     count[CMP_RUNNING] > 1 ? ", " : "", run_name(r, m, name, sizeof name),
+                                     count[CMP_RUNNING] > 1 ? ", " : "", run_name(r, st->m, name, sizeof name),
                                      100.0 * frac);
     }
     double per_run = dur_n ? dur_sum / dur_n : (pace_n ? pace_sum / pace_n : -1.0);
-    if (per_run > 0 && jobs > 0) snprintf(eta, sizeof eta, "about %.1f min left", left * per_run / jobs / 60.0);
+    if (per_run > 0) snprintf(eta, sizeof eta, "about %.1f min left", left * per_run / st->jobs / 60.0);
     else snprintf(eta, sizeof eta, "time left: known after the first steps");
     if (count[CMP_FAILED]) snprintf(fails, sizeof fails, ", %d failed", count[CMP_FAILED]);
     int running = count[CMP_RUNNING];
@@ -9817,20 +9828,28 @@ static void print_progress(const CmpRun *runs, int n, const Method *m, double bu
 
 // ---- the views and the tables
 
-/* view_values: every run's validation accuracy at the view's points 0..K (v: runs x (K+1)) at
-   xs: the budget's own unit reads the evaluations (xs nominal, j/K·budget); any other view
-   interpolates at K even steps up to the smallest final x, so that every run covers them. */
-static void view_values(int axis, const CmpRun *runs, int n, int K, int budget_axis, double budget,
-                        double *xs, double *v) {
-    double end = INFINITY;
-    for (int i = 0; i < n; i++) end = fmin(end, runs[i].x[axis][K]);
+/* col_at: where run i's value in column c stands in print_table's v (by column, then method, then seed);
+   with i = mi < nm, where method mi's S seeds begin */
+static size_t col_at(const Study *R, int c, int i) {
+    return ((size_t)c * R->nm + i % R->nm) * R->S + i / R->nm;
+}
+
+/* view_values: every run's validation accuracy at the view's points 0..K (x in xs) as print_table's columns
+   (malloc'd): the budget's own unit reads the evaluations; any other view interpolates at K even steps up
+   to the smallest final x, so that every run covers them. */
+static double *view_values(const Study *R, int axis, double *xs) {
+    int n = R->nruns, K = R->K, own = axis == R->budget_axis;   // own: the budget's unit
+    double end = INFINITY, *v = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
+    for (int i = 0; i < n; i++) end = fmin(end, R->runs[i].x[axis][K]);
     for (int j = 0; j <= K; j++) {
-        double scale = axis == budget_axis ? budget : end;
+        double scale = own ? R->o->budget : end;
         xs[j] = j == K ? scale : scale * j / K;
-        for (int i = 0; i < n; i++)
-            v[i * (K + 1) + j] = axis == budget_axis ? runs[i].val[j]
-                                                     : interp_at(runs[i].x[axis], runs[i].val, K + 1, xs[j]);
+        for (int i = 0; i < n; i++) {
+            const CmpRun *r = &R->runs[i];
+            v[col_at(R, j, i)] = own ? r->val[j] : interp_at(r->x[axis], r->val, K + 1, xs[j]);
+        }
     }
+    return v;
 }
 
 // format_amount: an amount x of the axis as a column head ("step 12", "1.5 s", "2.1M tok", ...)
@@ -9865,36 +9884,25 @@ static void format_diff(const PairedDiff *p, int digits, char *buf, size_t n) {
 }
 
 typedef struct {
-    FILE *out;          // the summary (stdout and summary.txt get the same text)
-    const CmpRun *runs;
-    const Method *m;
-    int nm, S, K, ref, budget_axis;
-    double budget;
-    double target;      // --target-acc X (< 0: no cost view)
-    const struct OneBatch *ob;   // --one-batch: the one-batch counts (NULL: no such view)
-    int wl;             // the width of the tables' first column (the labels)
-} CmpReport;
-
-typedef struct {
     char head[300];
     int width, digits;  // of the column; of its values' decimals
 } TableCol;
 
 // method mi's test accuracy on each seed
-static void test_column(const CmpReport *R, int mi, double *out) {
+static void test_column(const Study *R, int mi, double *out) {
     for (int s = 0; s < R->S; s++) out[s] = R->runs[s * R->nm + mi].test_acc;
 }
 
 // a table's first cell, s padded to the labels' width; delta_label: the 'Δ vs REF' row's (REF cut at `cut`)
-static void row_label(const CmpReport *R, const char *s) { print_padded(R->out, s, R->wl, 0); }
-static void delta_label(const CmpReport *R, int cut) {
+static void row_label(const Study *R, const char *s) { print_padded(R->out, s, R->wl, 0); }
+static void delta_label(const Study *R, int cut) {
     char s[300];
     snprintf(s, sizeof s, "  Δ vs %.*s", cut, R->m[R->ref].label);
     row_label(R, s);
 }
 
 // a table's head line: n column heads, right-aligned in their widths
-static void print_heads(const CmpReport *R, int n, const TableCol *col) {
+static void print_heads(const Study *R, int n, const TableCol *col) {
     row_label(R, "");
     for (int c = 0; c < n; c++) print_padded(R->out, col[c].head, col[c].width, 1);
     fprintf(R->out, "\n");
@@ -9903,7 +9911,7 @@ static void print_heads(const CmpReport *R, int n, const TableCol *col) {
 /* print_table: the heads, then a row per method: column c's mean ± 95% CI over the seeds of
    v[(c·nm + mi)·S + s] (signed when sign; "(not evaluated)" where NaN); with deltas, under each
    other method its paired differences against the reference ("-" where not evaluated). */
-static void print_table(const CmpReport *R, int nc, const TableCol *col, int sign, const double *v, int deltas) {
+static void print_table(const Study *R, int nc, const TableCol *col, int sign, const double *v, int deltas) {
     int nm = R->nm, S = R->S;
     char cell[96];
     print_heads(R, nc, col);
@@ -9912,7 +9920,7 @@ static void print_table(const CmpReport *R, int nc, const TableCol *col, int sig
             if (d) delta_label(R, 80);
             else row_label(R, R->m[mi].label);
             for (int c = 0; c < nc; c++) {
-                const double *a = v + ((size_t)c * nm + mi) * S, *b = v + ((size_t)c * nm + R->ref) * S;
+                const double *a = v + col_at(R, c, mi), *b = v + col_at(R, c, R->ref);   // their seeds
                 MeanCI ci = mean_ci(a, S);
                 PairedDiff p = paired_diff(a, b, S);
                 if (d) format_diff(&p, col[c].digits, cell, sizeof cell);
@@ -9923,23 +9931,10 @@ static void print_table(const CmpReport *R, int nc, const TableCol *col, int sig
         }
 }
 
-// view_columns: the view's values as print_table's columns 0..K (malloc'd, (K+1)·nm·S); xs: the points' x
-static double *view_columns(const CmpReport *R, int axis, double *xs) {
-    int n = R->nm * R->S, K = R->K;
-    double *v = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
-    double *cols = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
-    view_values(axis, R->runs, n, K, R->budget_axis, R->budget, xs, v);
-    for (int j = 0; j <= K; j++)
-        for (int i = 0; i < n; i++)   // run i = seed_index·nm + method
-            cols[((size_t)j * R->nm + i % R->nm) * R->S + i / R->nm] = v[i * (K + 1) + j];
-    free(v);
-    return cols;
-}
-
 // print_view: one view's table (print_table, with the differences); its rows appended to curves.csv
-static void print_view(const CmpReport *R, int axis, FILE *curves) {
+static void print_view(const Study *R, int axis, FILE *curves) {
     int K = R->K, S = R->S;
-    double xs[CMP_MAX_POINTS + 1], *v = view_columns(R, axis, xs);
+    double xs[CMP_MAX_POINTS + 1], *v = view_values(R, axis, xs);
     TableCol col[CMP_MAX_POINTS];
     for (int j = 1; j <= K; j++) {
         format_amount(axis, xs[j], col[j - 1].head, sizeof col[j - 1].head);
@@ -9953,7 +9948,7 @@ static void print_view(const CmpReport *R, int axis, FILE *curves) {
     print_table(R, K, col, 0, v + (size_t)R->nm * S, 1);
     for (int mi = 0; mi < R->nm; mi++)
         for (int j = 0; j <= K; j++) {
-            MeanCI c = mean_ci(v + ((size_t)j * R->nm + mi) * S, S);
+            MeanCI c = mean_ci(v + col_at(R, j, mi), S);
             double half = isnan(c.half) ? 0.0 : c.half;   // one seed: no interval, the band is the mean
             fprintf(curves, "%s,%s,%d,%.10g,%d,%.6f,%.6f,%.6f\n", AXIS_COLUMN[axis], R->m[mi].label, j, xs[j],
                     c.n, c.mean, c.mean - half, c.mean + half);
@@ -9962,15 +9957,15 @@ static void print_view(const CmpReport *R, int axis, FILE *curves) {
 }
 
 // last_point_diff: method mi against the reference at the view's last point (hypotheses H2, H3)
-static PairedDiff last_point_diff(const CmpReport *R, int axis, int mi) {
-    double xs[CMP_MAX_POINTS + 1], *v = view_columns(R, axis, xs), *last = v + (size_t)R->K * R->nm * R->S;
-    PairedDiff p = paired_diff(last + (size_t)mi * R->S, last + (size_t)R->ref * R->S, R->S);
+static PairedDiff last_point_diff(const Study *R, int axis, int mi) {
+    double xs[CMP_MAX_POINTS + 1], *v = view_values(R, axis, xs);
+    PairedDiff p = paired_diff(v + col_at(R, R->K, mi), v + col_at(R, R->K, R->ref), R->S);
     free(v);
     return p;
 }
 
 // print_per_seed: every run's val accuracy at points 0..K and test accuracy: each interval can be recomputed
-static void print_per_seed(const CmpReport *R) {
+static void print_per_seed(const Study *R) {
     fprintf(R->out, "\nper-seed values: validation accuracy at points 0..%d, then test accuracy at the end (and the\n"
                     "  starting model's)\n", R->K);
     for (int mi = 0; mi < R->nm; mi++)
@@ -9994,16 +9989,15 @@ static double cost_to_reach(const double *xs, const double *val, int n, double t
     return NAN;
 }
 
-/* print_cost_view: per method the gen tokens and seconds to reach R->target (mean ± 95% CI over the
-   seeds that did), how many did not, and the paired Δ in tokens over the seeds where both did. */
-static void print_cost_view(const CmpReport *R) {
+// print_cost_view: per method the gen tokens and seconds to reach --target-acc, and the paired Δ in tokens
+static void print_cost_view(const Study *R) {
     FILE *f = R->out;
     int K = R->K, S = R->S;
     char cell[96];
     fprintf(f, "\ncost at equal accuracy: generated tokens and seconds to first reach validation accuracy %.3f\n"
                "  (pre-registered --target-acc; linearly interpolated between evaluations; mean ± 95%% CI over\n"
                "  the seeds that reached it; a seed that did not is counted, not dropped, and is in no mean)\n",
-            R->target);
+            R->o->target_acc);
     static const TableCol heads[] = {{"gen tokens to X", 20, 0}, {"seconds to X", 16, 1},
                                      {"did not reach X", 20, 0}};
     print_heads(R, 3, heads);
@@ -10012,15 +10006,15 @@ static void print_cost_view(const CmpReport *R) {
         double tok[1024], sec[1024], a[1024], b[1024];
         for (int s = 0; s < S; s++) {
             const CmpRun *r = &R->runs[s * R->nm + mi], *rr = &R->runs[s * R->nm + R->ref];
-            double t = cost_to_reach(r->x[AX_TOKENS], r->val, K + 1, R->target);
-            double t_ref = cost_to_reach(rr->x[AX_TOKENS], rr->val, K + 1, R->target);
+            double t = cost_to_reach(r->x[AX_TOKENS], r->val, K + 1, R->o->target_acc);
+            double t_ref = cost_to_reach(rr->x[AX_TOKENS], rr->val, K + 1, R->o->target_acc);
             if (isnan(t)) continue;
             if (!isnan(t_ref)) {
                 a[pairs] = t;
                 b[pairs++] = t_ref;
             }
             tok[reached] = t;
-            sec[reached++] = cost_to_reach(r->x[AX_SECONDS], r->val, K + 1, R->target);
+            sec[reached++] = cost_to_reach(r->x[AX_SECONDS], r->val, K + 1, R->o->target_acc);
         }
         MeanCI ct = mean_ci(tok, reached), cs = mean_ci(sec, reached);
         row_label(R, R->m[mi].label);
@@ -10041,7 +10035,7 @@ static void print_cost_view(const CmpReport *R) {
 }
 
 // print_end_table: test accuracy at the end of the budget (and its Δ), and what each method spent
-static void print_end_table(const CmpReport *R, int has_test) {
+static void print_end_table(const Study *R, int has_test) {
     static const char *fmt[4] = {"%.0f", "%.0f", "%.3g", "%.1f"};   // step, gen tokens, FLOPs, seconds
     char cell[96];
     double a[1024], b[1024];
@@ -10071,19 +10065,19 @@ static void print_end_table(const CmpReport *R, int has_test) {
 }
 
 // print_peak_table: the peak validation accuracy over points 0..K, and the steps and tokens to it
-static void print_peak_table(const CmpReport *R) {
+static void print_peak_table(const Study *R) {
     int nm = R->nm, S = R->S;
     double *v = (double *)mallocCheck((size_t)3 * nm * S * sizeof(double));   // peak, its step, its tokens
     fprintf(R->out, "\npeak validation accuracy over the %d evaluation points (and the SFT model), "
                     "mean ± 95%% CI:\n", R->K);
     for (int i = 0; i < nm * S; i++) {
         const CmpRun *r = &R->runs[i];
-        int best = 0, at = (i % nm) * S + i / nm;
+        int best = 0;
         for (int j = 1; j <= R->K; j++)
             if (r->val[j] > r->val[best]) best = j;
-        v[at] = r->val[best];
-        v[nm * S + at] = r->x[AX_STEP][best];
-        v[2 * nm * S + at] = r->x[AX_TOKENS][best];
+        v[col_at(R, 0, i)] = r->val[best];
+        v[col_at(R, 1, i)] = r->x[AX_STEP][best];
+        v[col_at(R, 2, i)] = r->x[AX_TOKENS][best];
     }
     static const TableCol col[] = {{"peak val accuracy", 20, 3}, {"steps to peak", 20, 0},
                                    {"gen tokens to peak", 24, 0}};
@@ -10092,7 +10086,7 @@ static void print_peak_table(const CmpReport *R) {
 }
 
 // print_hypotheses: the pre-registered hypotheses, three per method, each's verdict after Holm's correction
-static void print_hypotheses(const CmpReport *R, int has_test) {
+static void print_hypotheses(const Study *R, int has_test) {
     int nh = 0, hm[64];
     PairedDiff hp[64];
     double pv[64] = {0}, adj[64], a[1024], b[1024];
@@ -10132,10 +10126,10 @@ static void print_hypotheses(const CmpReport *R, int has_test) {
     }
 }
 
-static void print_onebatch_view(const CmpReport *R);   // --one-batch's view (its section, below)
+static void print_onebatch_view(const Study *R);   // --one-batch's view (its section, below)
 
 // print_report: the tables of a finished study, into R->out; the views' rows into curves
-static void print_report(const CmpReport *R, FILE *curves) {
+static void print_report(const Study *R, FILE *curves) {
     int has_test = 1;
     for (int i = 0; i < R->nm * R->S; i++) has_test &= R->runs[i].test_acc >= 0;
     fprintf(R->out, "\n== results: %d methods x %d seeds; the ± are half-widths of 95%% t intervals over seeds;\n"
@@ -10146,7 +10140,7 @@ static void print_report(const CmpReport *R, FILE *curves) {
         if (axis != AX_FLOPS || R->budget_axis == AX_FLOPS) print_view(R, axis, curves);
     print_end_table(R, has_test);
     print_peak_table(R);
-    if (R->target >= 0) print_cost_view(R);
+    if (R->o->target_acc >= 0) print_cost_view(R);
     if (R->ob) print_onebatch_view(R);
     print_per_seed(R);
     print_hypotheses(R, has_test);
@@ -10163,16 +10157,13 @@ static void print_report(const CmpReport *R, FILE *curves) {
 // method_args: method m's train line: fixed options, --quick's, --train-args, its own, then compare's
 static void method_args(ArgList *a, const Options *o, const Method *m, int seed, const char *dir,
                         const char *sft) {
-    char steps[32], budget[32], points[32], seed_s[32], name[160];
+    char steps[32], budget[32], points[32], seed_s[32];
     memset(a, 0, sizeof *a);
     args_add(a, PROG, "train", "--threads", "1", "--eval-every", "0", "--pass-k", "0", NULL);
     if (o->quick) split_options(a, CMP_QUICK_TRAIN, CMD_TRAIN, CMP_RESERVED_TRAIN, "--quick");
     split_options(a, o->train_args, CMD_TRAIN, CMP_RESERVED_TRAIN, "--train-args");
     if (m->objective >= 0) args_add(a, "--objective", OBJECTIVE_NAMES[m->objective], NULL);
-    for (int k = 0; k < m->nopts; k++) {
-        snprintf(name, sizeof name, "--%s", m->opt[k][0]);
-        args_add(a, name, m->opt[k][1], NULL);
-    }
+    split_options(a, m->args, CMD_TRAIN, CMP_RESERVED_TRAIN, "--methods");   // (checked by parse_methods)
     // --steps: the budget itself when it counts steps (so that a decaying --schedule ends at the
     // budget's end), else a cap the budget stops the run long before
     snprintf(steps, sizeof steps, "%d", o->budget_unit == BUDGET_STEPS ? (int)o->budget : cmp_steps_cap());
@@ -10231,16 +10222,6 @@ static void resolved_config(FILE *f, const ArgList *a, int is_train, const char 
     fputs(line, f);
     free(line);
 }
-
-// A study being run: its options, methods, paths and runs (one compare per process)
-typedef struct {
-    const Options *o;
-    Method m[CMP_MAX_METHODS];
-    int nm, ref, S, K, nruns, jobs;   // ref: the reference of the paired differences
-    char exe[1024], study[256], sft_dir[300], sft[600], runs_dir[300], prereg[300];
-    uint64_t sft_hash;                // of the starting checkpoint: every run is checked to start from it
-    CmpRun *runs;                     // seed-major: every method's seed 1, then seed 2, ...
-} Study;
 
 #define PREREG_SFT_LINE "sft-checkpoint: fnv1a64 "   // prereg.txt's line after the hash: the made SFT's hash
 #define PREREG_HASH "\nhash: fnv1a64 "
@@ -10349,11 +10330,7 @@ static uint64_t prereg_sft_hash(const Study *st) {
     return h;
 }
 
-/* ---- the one-batch prediction view: compare --one-batch P (notes/compare.md)
-
-   Each run's first update alone (its train line at --warmup 0, stopped after step 1), in
-   STUDY/onebatch/METHOD/seed_N/; the SFT model and each updated one scored on the same draws
-   (onebatch_score), cached in sft.txt and probe.txt, made when a plain compare collects the study. */
+// ---- the one-batch prediction view: compare --one-batch P (its definitions and cache: notes/compare.md)
 #define OB_SAMPLES 16
 #define OB_SEED 1
 #define OB_STREAM (1ull << 41)
@@ -10402,19 +10379,20 @@ typedef struct OneBatch {
 
 /* onebatch_settings: the probe's settings from the reference's resolved train line t[ref]; every method
    must share its --task, --val-data and --max-new-tokens (one probe set), else a usage error. */
-static void onebatch_settings(const Options *o, const Method *m, const Options *t, int nm, int ref, OneBatch *ob) {
+static void onebatch_settings(const Study *st, const Options *t, OneBatch *ob) {
+    int ref = st->ref;
     memset(ob, 0, sizeof *ob);
-    ob->P = o->one_batch;
+    ob->P = st->o->one_batch;
     ob->M = OB_SAMPLES;
     ob->task = t[ref].task;
     ob->max_new = t[ref].max_new_tokens;
     ob->temperature = t[ref].temperature;
     snprintf(ob->val_data, sizeof ob->val_data, "%s", t[ref].val_data);
-    for (int mi = 0; mi < nm; mi++)
+    for (int mi = 0; mi < st->nm; mi++)
         if (t[mi].task != ob->task || t[mi].max_new_tokens != ob->max_new || strcmp(t[mi].val_data, ob->val_data))
             usage_error("--one-batch: method '%s' runs another --task, --val-data or --max-new-tokens than "
                         "%s; the one-batch view scores every model on one probe set (leave --one-batch "
-                        "out, or give every method the same)", m[mi].label, m[ref].label);
+                        "out, or give every method the same)", st->m[mi].label, st->m[ref].label);
 }
 
 /* onebatch_read: a cached count (path, as onebatch_measure writes it) into *correct: 0 when read, 1
@@ -10434,19 +10412,14 @@ static int onebatch_read(const char *path, long want_samples, long *correct) {
     return 0;
 }
 
-// onebatch_prompts: the probe set d (--val-data at context maxT); a usage error below P prompts
-static void onebatch_prompts(const OneBatch *ob, int maxT, Dataset *d) {
-    load_dataset(d, ob->val_data, maxT, 0, &TASKS[ob->task]);
+// onebatch_prompts: the probe set d (--val-data at sft's context, NULL: 1024); a usage error below P prompts
+static void onebatch_prompts(const OneBatch *ob, const char *sft, Dataset *d) {
+    GPT model;
+    if (sft) load_checkpoint(sft, &model, 1, NULL);
+    load_dataset(d, ob->val_data, sft ? model.config.max_seq_len : 1024, 0, &TASKS[ob->task]);
+    if (sft) free_gpt(&model);
     if (d->n < ob->P)
         usage_error("--one-batch %d: the probe set, --val-data %s, has %d prompts", ob->P, ob->val_data, d->n);
-}
-
-// onebatch_probe_set: the probe set d at the SFT model's (sft's) context (onebatch_prompts)
-static void onebatch_probe_set(const OneBatch *ob, const char *sft, Dataset *d) {
-    GPT model;
-    load_checkpoint(sft, &model, 1, NULL);
-    onebatch_prompts(ob, model.config.max_seq_len, d);
-    free_gpt(&model);
 }
 
 // onebatch_measure: checkpoint model_path's count on the probe set d (onebatch_score), cached in `path`
@@ -10462,7 +10435,7 @@ static long onebatch_measure(const OneBatch *ob, const Dataset *d, const char *m
 }
 
 /* onebatch_collect: the counts on the probe set d (freed here) of the SFT model and of every run after its
-   first update (cached, else measured as the section's comment says), into ob; a failing run: exit 1. */
+   first update (cached, else measured: notes/compare.md), into ob; a failing run: exit 1. */
 static void onebatch_collect(const Study *st, OneBatch *ob, Dataset *d) {
     char dir[1200], path[1400], probe[1400], name[300], what[400];
     long samples = (long)ob->P * ob->M;
@@ -10477,18 +10450,15 @@ static void onebatch_collect(const Study *st, OneBatch *ob, Dataset *d) {
         snprintf(probe, sizeof probe, "%s/probe.txt", dir);
         if (!onebatch_read(probe, samples, &ob->after[i])) continue;
         check_study_sft(st);   // the first update starts from the recorded checkpoint
-        make_dir(dir);
         ArgList a;
         method_args(&a, st->o, &st->m[r->method], r->seed, dir, st->sft);
         // later values win: the first step, nothing scored, at the run's peak --lr (--warmup 0: the
         // run's own step 1 is at lr/warmup, a warm-up artefact, not its training rate)
         args_add(&a, "--budget-unit", "gen-tokens", "--budget", "1", "--eval-points", "0", "--test-limit", "0",
                  "--warmup", "0", NULL);
-        char log[1400];
-        snprintf(log, sizeof log, "%s/run.log", dir);
-        printf("one-batch: %s's first update (log %s)\n", run_name(r, st->m, name, sizeof name), log);
+        printf("one-batch: %s's first update (log %s/run.log)\n", run_name(r, st->m, name, sizeof name), dir);
         snprintf(what, sizeof what, "the one-batch run of %s", name);
-        spawn_wait(st->exe, a.argv, log, what, NULL);
+        spawn_wait(st, a.argv, dir, what, NULL);
         snprintf(path, sizeof path, "%s/model.bin", dir);
         ob->after[i] = onebatch_measure(ob, d, path, probe);
     }
@@ -10518,8 +10488,7 @@ static void onebatch_ordering(const double *mean, int nm, const char *const *lab
 }
 
 /* onebatch_verdict: from the one-batch Δ, the training gain (named gain_name) and its paired difference
-   against the reference (actual), into f: same or different ranking of the means, then each predicted
-   gap gain_ref·(Δ_m − Δ_ref)/Δ_ref against the actual one, unless Δ_ref's 95% interval holds 0. */
+   against the reference (actual), into f: the rankings of the means and the gaps (notes/compare.md). */
 static OneBatchVerdict onebatch_verdict(FILE *f, int nm, int ref, const char *const *labels, const MeanCI *delta,
                                         const double *gain, const double *actual, const char *gain_name) {
     OneBatchVerdict v = {.same = 1};
@@ -10563,9 +10532,8 @@ static OneBatchVerdict onebatch_verdict(FILE *f, int nm, int ref, const char *co
     return v;
 }
 
-/* print_onebatch_view: the one-batch table (Δ, test gain, val gain: print_table with the
-   differences), then the verdict (on the test gain; on the val gain when the runs had no test). */
-static void print_onebatch_view(const CmpReport *R) {
+// print_onebatch_view: the one-batch table (Δ, test gain, val gain), then the verdict (onebatch_verdict)
+static void print_onebatch_view(const Study *R) {
     FILE *f = R->out;
     const OneBatch *ob = R->ob;
     double sft_test = R->runs[0].sft_test_acc;   // the SFT model's test accuracy (−1: none), in every run
@@ -10573,10 +10541,9 @@ static void print_onebatch_view(const CmpReport *R) {
     double n = (double)ob->P * ob->M, *v = (double *)mallocCheck((size_t)3 * nm * S * sizeof(double));
     for (int i = 0; i < nm * S; i++) {   // the columns: one-batch Δ, test gain, val gain
         const CmpRun *r = &R->runs[i];
-        int at = (i % nm) * S + i / nm;
-        v[at] = (double)(ob->after[i] - ob->sft) / n;
-        v[nm * S + at] = has_test ? r->test_acc - sft_test : NAN;
-        v[2 * nm * S + at] = r->val[R->K] - r->val[0];
+        v[col_at(R, 0, i)] = (double)(ob->after[i] - ob->sft) / n;
+        v[col_at(R, 1, i)] = has_test ? r->test_acc - sft_test : NAN;
+        v[col_at(R, 2, i)] = r->val[R->K] - r->val[0];
     }
     fprintf(f, "\none-batch prediction (pre-registered --one-batch %d): Δ = expected verifier reward after each\n"
                "  run's first update minus the SFT model's (%.4f), over the first %d validation prompts x %d\n"
@@ -10588,33 +10555,31 @@ static void print_onebatch_view(const CmpReport *R) {
     MeanCI delta[CMP_MAX_METHODS];
     double gain[CMP_MAX_METHODS], actual[CMP_MAX_METHODS];
     const char *labels[CMP_MAX_METHODS] = {0};
-    const double *g = v + (size_t)(has_test ? 1 : 2) * nm * S;   // the gain that ranks the methods: test, else val
+    int g = has_test ? 1 : 2;   // the column of the gain that ranks the methods: test, else val
     for (int mi = 0; mi < nm; mi++) {
-        delta[mi] = mean_ci(v + (size_t)mi * S, S);
-        gain[mi] = mean_ci(g + (size_t)mi * S, S).mean;
-        actual[mi] = mi == R->ref ? 0.0 : paired_diff(g + (size_t)mi * S, g + (size_t)R->ref * S, S).d.mean;
+        delta[mi] = mean_ci(v + col_at(R, 0, mi), S);
+        gain[mi] = mean_ci(v + col_at(R, g, mi), S).mean;
+        actual[mi] = paired_diff(v + col_at(R, g, mi), v + col_at(R, g, R->ref), S).d.mean;   // (0 for ref)
         labels[mi] = R->m[mi].label;
     }
     onebatch_verdict(f, nm, R->ref, labels, delta, gain, actual, has_test ? "test gain" : "val gain");
     free(v);
 }
 
-/* ---- studies that outgrow one machine: compare --plan and compare --only RUN (notes/compare.md)
-   --plan writes the prereg and the SFT checkpoint, then prints `cd CWD && EXE compare OPTIONS --only
-   METHOD/seed_N` per run not done; --only runs that run without the study's lock (many at once). */
+// ---- studies that outgrow one machine: compare --plan and compare --only RUN (notes/compare.md)
 typedef struct {
     int plan;             // 1: --plan
     const char *only;     // --only RUN (METHOD-DIR/seed_N), or NULL
     int nargs;            // compare's own options as given, but --plan (what the plan's lines repeat)
     char **args;
     int out;              // --plan: the real standard output (standard output is then standard error)
-    int quick;            // --quick given (a flag: the option table holds options with a value)
     int budget_given;     // --budget given (the default budget counts generated tokens)
 } CmpPlan;
 
-/* cmp_plan_args: the flags --plan, --quick and --only RUN / --only=RUN taken out of argv (argv[0]:
-   "compare") into p, the options as given but --plan kept in p->args. Returns the new argc. */
-static int cmp_plan_args(int argc, char **argv, CmpPlan *p) {
+/* cmp_plan_args: the flags --plan, --quick (o->quick: the option table holds options with a value) and
+   --only RUN / --only=RUN taken out of argv (argv[0]: "compare") into p, the options as given but --plan
+   kept in p->args. Returns the new argc. */
+static int cmp_plan_args(int argc, char **argv, CmpPlan *p, Options *o) {
     memset(p, 0, sizeof *p);
     p->out = -1;
     p->args = (char **)callocCheck((size_t)argc + 1, sizeof(char *));
@@ -10633,7 +10598,7 @@ static int cmp_plan_args(int argc, char **argv, CmpPlan *p) {
         }
         p->args[p->nargs++] = argv[i];
         p->budget_given |= !strcmp(argv[i], "--budget") || !strncmp(argv[i], "--budget=", 9);
-        if (!strcmp(argv[i], "--quick")) p->quick = 1;
+        if (!strcmp(argv[i], "--quick")) o->quick = 1;
         else argv[n++] = argv[i];
     }
     argv[n] = NULL;
@@ -10661,23 +10626,23 @@ static void shell_quote(FILE *f, const char *before, const char *s) {
 }
 
 // cmp_print_plan: to p->out, per run not done: cd CWD && EXE compare OPTIONS-AS-GIVEN --only METHOD/seed_N
-static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Method *m, const char *exe) {
+static void cmp_print_plan(const CmpPlan *p, const Study *st) {
     char cwd[4096];
     if (!getcwd(cwd, sizeof cwd)) fail_at(__FILE__, __LINE__, "compare --plan: getcwd failed", strerror(errno));
-    if (strpbrk(cwd, "\n\r") || strpbrk(exe, "\n\r"))
+    if (strpbrk(cwd, "\n\r") || strpbrk(st->exe, "\n\r"))
         fail_at(__FILE__, __LINE__, "compare --plan: the working directory or the program's path holds a line end",
                 "the plan prints one line a run: run it from a path without one");
     FILE *f = fdopen(p->out, "w");
     if (!f) fail_at(__FILE__, __LINE__, "compare --plan: fdopen failed", strerror(errno));
     int lines = 0;
-    for (int i = 0; i < n; i++) {
-        if (runs[i].state == CMP_DONE) continue;
+    for (int i = 0; i < st->nruns; i++) {
+        if (st->runs[i].state == CMP_DONE) continue;
         char name[300];
         shell_quote(f, "cd ", cwd);
-        shell_quote(f, " && ", exe);
+        shell_quote(f, " && ", st->exe);
         fputs(" compare", f);
         for (int k = 0; k < p->nargs; k++) shell_quote(f, " ", p->args[k]);
-        shell_quote(f, " --only ", run_name(&runs[i], m, name, sizeof name));
+        shell_quote(f, " --only ", run_name(&st->runs[i], st->m, name, sizeof name));
         fputc('\n', f);
         lines++;
     }
@@ -10685,7 +10650,7 @@ static void cmp_print_plan(const CmpPlan *p, const CmpRun *runs, int n, const Me
     fprintf(stderr, "plan: %d run%s to do of %d, one line each on standard output; then rerun this command "
                     "without --plan to collect. Each line trains with one thread (train --threads 1; its\n"
                     "  compare process waits without OpenMP threads): OMP_WAIT_POLICY changes nothing, and a busy\n"
-                    "  machine slows a line only by the CPU it shares\n", lines, lines == 1 ? "" : "s", n);
+                    "  machine slows a line only by the CPU it shares\n", lines, lines == 1 ? "" : "s", st->nruns);
 }
 
 // cmp_only_ready: --plan's prereg.txt and SFT checkpoint (and hash line, unless --init): else exit 1
@@ -10701,30 +10666,30 @@ static void cmp_only_ready(const Study *st, int given_init) {
 
 /* cmp_only_select: the run --only names (as --plan prints it; else a usage error): 1 when it is done
    already, else 0 with every other run marked done so that compare's loop runs this one alone. */
-static int cmp_only_select(const CmpPlan *p, CmpRun *runs, int n, const Method *m) {
-    int at = -1;
+static int cmp_only_select(const CmpPlan *p, Study *st) {
+    CmpRun *r = NULL;
     char name[300], path[1200];
-    for (int i = 0; i < n; i++)
-        if (!strcmp(run_name(&runs[i], m, name, sizeof name), p->only)) at = i;
-    if (at < 0) usage_error("--only '%s': the study has no such run (METHOD/seed_N, as --plan prints it)", p->only);
+    for (int i = 0; i < st->nruns; i++)
+        if (!strcmp(run_name(&st->runs[i], st->m, name, sizeof name), p->only)) r = &st->runs[i];
+    if (!r) usage_error("--only '%s': the study has no such run (METHOD/seed_N, as --plan prints it)", p->only);
     // one --only per run at a time: a lock of the compare process's own (train's .lock is taken only
     // once its run starts, after compare has opened the run's log), then the done marker again
-    make_dir(runs[at].dir);
-    run_path(&runs[at], ".only-lock", path, sizeof path);
+    make_dir(r->dir);
+    run_path(r, ".only-lock", path, sizeof path);
     int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0666);   // held until the process ends
     if (fd < 0 || flock(fd, LOCK_EX | LOCK_NB) != 0) {
         fprintf(stderr, "error: --only '%s': %s\n  hint: another compare --only runs it now (the same plan line "
                 "started twice?); wait for it, its run.log is in %s\n", p->only,
-                fd < 0 ? strerror(errno) : "that run is in use", runs[at].dir);
+                fd < 0 ? strerror(errno) : "that run is in use", r->dir);
         exit(1);
     }
     // done before, or finished while this one waited
-    if (runs[at].state == CMP_DONE || access(run_path(&runs[at], "done", path, sizeof path), F_OK) == 0) {
+    if (r->state == CMP_DONE || access(run_path(r, "done", path, sizeof path), F_OK) == 0) {
         printf("done already: %s\n", p->only);
         return 1;
     }
-    for (int i = 0; i < n; i++)
-        if (i != at) runs[i].state = CMP_DONE;
+    for (int i = 0; i < st->nruns; i++)
+        if (&st->runs[i] != r) st->runs[i].state = CMP_DONE;
     return 0;
 }
 
@@ -10738,13 +10703,12 @@ static void cmp_options(int argc, char **argv, Options *o, CmpPlan *plan) {
     o->init[0] = 0;
     strcpy(o->study, "runs/compare");
     strcpy(o->methods, "grpo,lambda-grpo");
-    argc = cmp_plan_args(argc, argv, plan);
-    if (plan->quick) {
+    argc = cmp_plan_args(argc, argv, plan, o);
+    if (o->quick) {   // CMP_QUICK_SFT and CMP_QUICK_TRAIN come first in the SFT and train lines
         o->seeds = 2;
         o->budget = 8000.0f;
         o->eval_points = 2;
         strcpy(o->study, "runs/compare-quick");
-        o->quick = 1;   // CMP_QUICK_SFT and CMP_QUICK_TRAIN, then --sft-args and --train-args
         o->threads = 1;   // the tiny SFT run: more threads cost more in start-up than they save
     }
     const char *syn = "Runs every method with every seed from one SFT checkpoint at the same budget, in\n"
@@ -10798,6 +10762,7 @@ static void study_setup(Study *st, const Options *o) {
     st->S = o->seeds;
     st->K = o->eval_points;
     st->nruns = st->nm * st->S;
+    st->budget_axis = UNIT_AXIS[o->budget_unit];
     snprintf(st->study, sizeof st->study, "%s", o->study);
     snprintf(st->sft_dir, sizeof st->sft_dir, "%s/sft", st->study);
     snprintf(st->runs_dir, sizeof st->runs_dir, "%s/runs", st->study);
@@ -10850,9 +10815,9 @@ static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
         resolved_config(pr, &args, 1, context, &t[mi]);
     }
     if (o->one_batch > 0) {   // only when given, so the prereg (and hash) of a study without it is unchanged
-        onebatch_settings(o, st->m, t, st->nm, st->ref, ob);
+        onebatch_settings(st, t, ob);
         Dataset all;   // before the prereg is written: a P the file cannot hold is not registered
-        onebatch_prompts(ob, 1024, &all);   // (the cut at the SFT model's context comes later)
+        onebatch_prompts(ob, NULL, &all);   // (the cut at the SFT model's context comes later)
         free_dataset(&all);
         fprintf(pr, "  one-batch: the first %d prompts of %s x %d samples at temperature %.9g, max-new-tokens %d\n"
                     "    (%s's), sampling seed %d, the same draws for every model (common random numbers); each run's\n"
@@ -10889,13 +10854,10 @@ static char *prereg_text(Study *st, OneBatch *ob) {
 // make_sft: the study's shared SFT checkpoint, made once (a failed SFT run stops compare, exit 1)
 static void make_sft(const Study *st, double t0) {
     if (access(st->sft, F_OK) == 0) return;
-    char log[1200];
     ArgList args;
-    make_dir(st->sft_dir);
-    snprintf(log, sizeof log, "%s/run.log", st->sft_dir);
     sft_args(&args, st->o, st->sft_dir, st->o->threads);
-    printf("sft: making %s (log %s)\n", st->sft, log);
-    spawn_wait(st->exe, args.argv, log, "the study's SFT run", st->sft);
+    printf("sft: making %s (log %s/run.log)\n", st->sft, st->sft_dir);
+    spawn_wait(st, args.argv, st->sft_dir, "the study's SFT run", st->sft);
     printf("sft: done in %.1f min\n", (wall_seconds() - t0) / 60.0);
 }
 
@@ -10923,19 +10885,17 @@ static int load_done_runs(Study *st) {
 
 // start_run: run r started as a child process (its leftovers from a try before `done` removed first)
 static void start_run(Study *st, CmpRun *r, double t0) {
-    char log[1200], name[300];
+    char path[1200], name[300];
     ArgList args;
     check_study_sft(st);   // each run starts from the recorded checkpoint
-    make_dir(r->dir);
     static const char *stale[] = {"model.bin", "ckpt.bin", "result.txt"};   // a try before `done`
-    for (int k = 0; k < 3; k++) unlink(run_path(r, stale[k], log, sizeof log));   // (train refuses those)
-    run_path(r, "run.log", log, sizeof log);
+    for (int k = 0; k < 3; k++) unlink(run_path(r, stale[k], path, sizeof path));   // (train refuses those)
     method_args(&args, st->o, &st->m[r->method], r->seed, r->dir, st->sft);
-    r->pid = spawn(st->exe, args.argv, log);
+    r->pid = spawn(st, args.argv, r->dir);
     r->state = CMP_RUNNING;
     r->t_start = wall_seconds();
-    printf("start: %s (log %s)\n", run_name(r, st->m, name, sizeof name), log);
-    print_progress(st->runs, st->nruns, st->m, st->o->budget, st->jobs, t0);
+    printf("start: %s (log %s/run.log)\n", run_name(r, st->m, name, sizeof name), r->dir);
+    print_progress(st, t0);
 }
 
 // finish_run: run r has ended with wait status `status`: checked (load_run) and marked done, or failed
@@ -10989,13 +10949,13 @@ static int run_all(Study *st, double t0) {
             running--;
             failed += finish_run(st, r, status);
         }
-        print_progress(st->runs, st->nruns, st->m, st->o->budget, st->jobs, t0);
+        print_progress(st, t0);
         last_print = wall_seconds();
     }
 }
 
 // write_results: points.csv (every point of every run), the report (stdout and summary.txt) and curves.csv
-static void write_results(const Study *st, const OneBatch *ob) {
+static void write_results(Study *st, const OneBatch *ob) {
     const Options *o = st->o;
     char path[1200];
     AtomicFile apts, acurves;
@@ -11006,7 +10966,7 @@ static void write_results(const Study *st, const OneBatch *ob) {
         const CmpRun *r = &st->runs[i];
         for (int j = 0; j <= st->K; j++)
             fprintf(pts, "%s,%d,%d,%.10g,%.0f,%.0f,%.0f,%.6f,%.6f,%.6f\n", st->m[r->method].label, r->seed,
-                    j, r->x[UNIT_AXIS[o->budget_unit]][j], r->x[AX_STEP][j], r->x[AX_TOKENS][j],
+                    j, r->x[st->budget_axis][j], r->x[AX_STEP][j], r->x[AX_TOKENS][j],
                     r->x[AX_FLOPS][j], r->x[AX_SECONDS][j], r->val[j], r->test_acc);
     }
     atomic_close(&apts);
@@ -11017,10 +10977,11 @@ static void write_results(const Study *st, const OneBatch *ob) {
     size_t report_n = 0;
     FILE *rf = open_memstream(&report, &report_n);
     if (!rf) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
-    CmpReport R = {rf, st->runs, st->m, st->nm, st->S, st->K, st->ref, UNIT_AXIS[o->budget_unit], o->budget,
-                   o->target_acc, o->one_batch > 0 ? ob : NULL, 14};
-    for (int i = 0; i < st->nm; i++) R.wl = (int)fmax(R.wl, strlen(st->m[i].label) + 2);
-    print_report(&R, curves);
+    st->out = rf;
+    st->ob = o->one_batch > 0 ? ob : NULL;
+    st->wl = 14;
+    for (int i = 0; i < st->nm; i++) st->wl = (int)fmax(st->wl, strlen(st->m[i].label) + 2);
+    print_report(st, curves);
     atomic_close(&acurves);
     if (fclose(rf) != 0) fail_at(__FILE__, __LINE__, "compare: writing the report failed", oom_hint);
     fputs(report, stdout);
@@ -11053,14 +11014,14 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     }
     check_study_sft(&st);
     if (o->one_batch > 0 && !plan.only)   // the probe set holds P prompts: refused before any run
-        onebatch_probe_set(&ob, st.sft, &probe);
+        onebatch_prompts(&ob, st.sft, &probe);
     int skipped = load_done_runs(&st);
     if (plan.plan) {   // the runs not done, one command a line, to the real standard output; nothing runs
-        cmp_print_plan(&plan, st.runs, st.nruns, st.m, st.exe);
+        cmp_print_plan(&plan, &st);
         unlock_run_dir(lock);
         return 0;
     }
-    if (plan.only && cmp_only_select(&plan, st.runs, st.nruns, st.m)) return 0;
+    if (plan.only && cmp_only_select(&plan, &st)) return 0;
     printf("runs: %d (%d methods x %d seeds), %d done already, %d to run, %d at once (one thread each)\n",
            st.nruns, st.nm, st.S, skipped, st.nruns - skipped, st.jobs);
     int failed = run_all(&st, t0);

@@ -5161,15 +5161,26 @@ static void test_compare_stats(void) {
         runs[0].val[j] = val_a[j];
         runs[1].val[j] = val_b[j];
     }
-    double vx[3], v[6], tx[3], tv[6];
-    view_values(AX_STEP, runs, 2, 2, AX_TOKENS, 2000, vx, v);
-    view_values(AX_TOKENS, runs, 2, 2, AX_TOKENS, 2000, tx, tv);
+    // (as two methods of one seed: print_table's column j holds run A's value, then run B's)
+    static Study vst;
+    Options vo;
+    vo.budget = 2000;
+    vst.o = &vo;
+    vst.runs = runs;
+    vst.nm = vst.nruns = 2;
+    vst.S = 1;
+    vst.K = 2;
+    vst.budget_axis = AX_TOKENS;
+    double vx[3], tx[3], *v = view_values(&vst, AX_STEP, vx), *tv = view_values(&vst, AX_TOKENS, tx);
     double want_v[6] = {0.1, 0.3, 0.5, 0.1, 0.1 + 0.1 * 10 / 12, 0.2 + 0.2 * 8 / 12};
     worst = 0.0;
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 6; i++) {   // i: run i / 3, point i % 3
         double direct = i < 3 ? val_a[i] : val_b[i - 3];
-        worst = fmax(worst, fabs(v[i] - want_v[i]) + fabs(tv[i] - direct));
+        size_t at = (size_t)(i % 3) * 2 + i / 3;
+        worst = fmax(worst, fabs(v[at] - want_v[i]) + fabs(tv[at] - direct));
     }
+    free(v);
+    free(tv);
     check(worst < 1e-12 && vx[1] == 10 && vx[2] == 20 && tx[1] == 1000 && tx[2] == 2000,
           "compare: views: interpolated grid up to the shortest run; the budget's unit read directly",
           "worst %.1e; grid %g %g, %g %g", worst, vx[1], vx[2], tx[1], tx[2]);
@@ -5179,8 +5190,8 @@ static void test_compare_stats(void) {
     const char *list = "grpo,lambda-grpo,lambda-grpo:--temperature=0.7,mine:--objective=grpo:--group-size=8";
     int n = parse_methods(list, m, CMP_MAX_METHODS, err, sizeof err);
     check(n == 4 && m[0].objective == OBJ_GRPO && m[1].objective == OBJ_LAMBDA_GRPO && m[1].nopts == 0 &&
-          m[2].objective == OBJ_LAMBDA_GRPO && m[2].nopts == 1 && !strcmp(m[2].opt[0][0], "temperature") &&
-          !strcmp(m[2].opt[0][1], "0.7") && !strcmp(m[2].dir, "lambda-grpo+temperature=0.7") &&
+          m[2].objective == OBJ_LAMBDA_GRPO && m[2].nopts == 1 && !strcmp(m[2].args, " --temperature=0.7") &&
+          !strcmp(m[2].dir, "lambda-grpo+temperature=0.7") &&
           m[3].objective == -1 && m[3].nopts == 2 && !strcmp(m[3].dir, "mine+objective=grpo+group-size=8"),
           "compare: --methods parses names, labels and their options", "%d methods%s%s", n, n < 0 ? ": " : "",
           n < 0 ? err : "");
