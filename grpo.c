@@ -6150,9 +6150,8 @@ struct CsvLog {
    are 1e8 and more and float32 overflows soon after: the run is diverging. */
 #define PARAM_LIMIT 1e4f
 
-/* check_params: before every save: a parameter (p: m's, on the host) that is not finite or exceeds
-   PARAM_LIMIT stops the run at step `step` without saving, naming last_good, the newest checkpoint that
-   passed this check. */
+/* check_params: a parameter p[i] of m (on the host) that is not finite or exceeds PARAM_LIMIT stops the run
+   at step `step` without saving, naming last_good, the newest checkpoint that passed this check. */
 static void check_params(const GPT *m, const float *p, int step, const char *last_good) {
     size_t worst = 0;
     float worst_abs = 0.0f;
