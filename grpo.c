@@ -5986,10 +5986,9 @@ static void check_context(const Options *o, int maxT, const Dataset *d) {
 }
 
 // ----------------------------------------------------------------------------
-// Checkpoints: header (magic, version, config, vocabulary), parameters, and optionally the AdamW
-// state, the step, the RNG state, the run record (the options that shape the run, its sampled-token
-// count, its log's last row) and state sections, so a resumed run continues bit for bit, and only as
-// the run it continues. Written whole through a temporary file of its own (atomic_open).
+// Checkpoints (notes/reference.md): header, vocabulary, parameters, and optionally the AdamW moments,
+// RNG state, run record and state sections, so that a resumed run continues bit for bit, and only as the
+// run it continues. Written whole through a temporary file of its own (atomic_open).
 
 #define CKPT_MAGIC 0x4f505247   // "GRPO" in a little-endian file
 #define CKPT_VERSION 4          // the only one read (1-3: older grpo.c builds, without checksums)
@@ -6164,21 +6163,18 @@ static void check_params(const GPT *m, const float *p, int step, const char *las
     int t = 0;
     size_t off = 0;
     while (t < NUM_PARAM_TENSORS - 1 && worst >= off + m->param_sizes[t]) off += m->param_sizes[t++];
-    #pragma omp critical(stop_on_nan)
-    {
-        fprintf(stderr, "error: step %d: the parameters have diverged (|%s[%zu]| = %g, limit %g); stopping "
-                        "without saving them.\n", step, PARAM_NAMES[t], worst - off, worst_abs, PARAM_LIMIT);
-        fprintf(stderr, "  last good checkpoint: %s\n",
-                last_good[0] ? last_good : "none yet (this run has saved nothing)");
-        fprintf(stderr, "  hint: lower --lr; keep lr x weight-decay well below 1\n");
-        exit(EXIT_INPUT);
-    }
+    fprintf(stderr, "error: step %d: the parameters have diverged (|%s[%zu]| = %g, limit %g); stopping "
+                    "without saving them.\n", step, PARAM_NAMES[t], worst - off, worst_abs, PARAM_LIMIT);
+    fprintf(stderr, "  last good checkpoint: %s\n",
+            last_good[0] ? last_good : "none yet (this run has saved nothing)");
+    fprintf(stderr, "  hint: lower --lr; keep lr x weight-decay well below 1\n");
+    exit(EXIT_INPUT);
 }
 
-/* save_checkpoint: writes path whole: header, vocabulary, parameters, the AdamW moments, st's RNG, run
-   record and state sections, once check_params passes (at step st->step); then names path in last_good
-   (1100 bytes). A write error exits (1), an older path intact. */
-static void save_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good) {
+/* save_checkpoint: writes path whole as after step `step`: header, vocabulary, parameters, the AdamW moments,
+   st's RNG, run record and state sections, once check_params passes; then names path in last_good (1100
+   bytes). A write error exits (1), an older path intact. */
+static void save_checkpoint(const char *path, const GPT *m, const TrainState *st, int step, char *last_good) {
     char vocab[512], record[CKPT_RECORD_MAX];   // the run record: options < 1024 bytes, the row < 256
     int vlen = vocab_string(vocab, sizeof vocab), nsec = st->num_sections;
     int rlen = snprintf(record, sizeof record, "%sgen_tokens=%lld\nlog_row=%s\n", st->options, st->gen_tokens,
@@ -6188,7 +6184,7 @@ static void save_checkpoint(const char *path, const GPT *m, const TrainState *st
     // h[7] 1: the optimizer state follows (files without it are still read); h[10]: which run wrote it
     // (1 sft, 2 train); h[13..14]: sec_bytes in two 31-bit halves
     int32_t h[CKPT_HEADER_INTS] = {CKPT_MAGIC, CKPT_VERSION, m->config.max_seq_len, m->config.vocab_size,
-                                   m->config.num_layers, m->config.num_heads, m->config.channels, 1, st->step,
+                                   m->config.num_layers, m->config.num_heads, m->config.channels, 1, step,
                                    vlen, st->kind, rlen, nsec, (int32_t)(sec_bytes & 0x7fffffff),
                                    (int32_t)(sec_bytes >> 31)};
     h[CKPT_TASK_INT] = m->task;
@@ -6203,7 +6199,7 @@ static void save_checkpoint(const char *path, const GPT *m, const TrainState *st
         data[i] = host + (i - 1) * m->num_parameters;
     }
 #endif
-    check_params(m, (const float *)data[1], st->step, last_good);
+    check_params(m, (const float *)data[1], step, last_good);
     for (int i = 0; i < 6; i++) h[CKPT_CRC_VOCAB + i] = (int32_t)crc32_update(0, data[i], bytes[i]);
     for (int i = 0; i < nsec; i++)
         h[CKPT_CRC_SECTIONS + i] = ckpt_section_crc(st->section[i].tag, st->section[i].bytes, st->section[i].data);
@@ -6306,8 +6302,8 @@ static int name_diff(const char *a, long na, const char *b, long nb, char sep, c
     }
 }
 
-// check_vocab: refuses the checkpoint at path unless its vocabulary (file_v, file_n bytes, each name followed
-// by '\n'; file_size tokens in the header) is this build's, naming the first token that differs, or the counts.
+// check_vocab: refuses the checkpoint at path unless its vocabulary (file_v, file_n bytes, each name
+// followed by '\n'; file_size tokens in the header) is this build's, naming the first token that differs.
 static void check_vocab(const char *path, const char *file_v, int file_n, int file_size) {
     char ours[512], name[2][200], where[480] = "";
     int more[2], ours_n = vocab_string(ours, sizeof ours);
@@ -6581,13 +6577,6 @@ static void critic_from_section(Critic *c, const TrainState *st, const char *pat
     critic_section_arrays(c, path, p + sizeof head);
 }
 
-// save_periodic_checkpoint: after step st->step+1, a resumable checkpoint (save_checkpoint).
-static void save_periodic_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good) {
-    TrainState next = *st;
-    next.step = st->step + 1;
-    save_checkpoint(path, m, &next, last_good);
-}
-
 // ----------------------------------------------------------------------------
 // Run logs: the CSV log of a run, its per-step log line, stopping on NaN
 
@@ -6790,12 +6779,14 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
     return c;
 }
 
-/* BatchStats: what log_step reports of a batch: means over its completions and the share of groups whose
+/* BatchStats: what log_step reports of a batch: means over its completions; the share of groups whose
    rewards are all equal (advantage 0: they teach nothing); over its completion tokens, the mean of
    −log π_old(y_t | x, y_<t) in nats (train.csv's entropy: the policy's per-token entropy along its own
-   samples); over the tokens of the other (mixed) groups, the mean |λ(i,t)| and Σ|a_i|(1 − 1/|λ(i,t)|) / Σ|a_i|,
-   the share of the advantage weight that λ-GRPO's 1/|λ| takes away (both NAN when no group is mixed). */
-typedef struct { double mean_reward, mean_len, all_equal, entropy, mean_lambda_mixed, lambda_share; } BatchStats;
+   samples); over the tokens of the other (mixed) groups, the mean |λ(i,t)| and Σ|a_i|(1 − 1/|λ(i,t)|) /
+   Σ|a_i|, the share of the advantage weight that λ-GRPO's 1/|λ| takes away (NAN: no group is mixed). */
+typedef struct {
+    double mean_reward, mean_len, all_equal, entropy, mean_lambda_mixed, lambda_share;
+} BatchStats;
 
 static BatchStats batch_stats(const GroupBatch *g) {
     double reward = 0.0, len = 0.0, nll = 0.0, lam = 0.0, abs_a = 0.0, taken = 0.0;
@@ -6820,7 +6811,8 @@ static BatchStats batch_stats(const GroupBatch *g) {
         }
     }
     BatchStats b = {reward / g->N, len / g->N, (double)equal_groups / g->num_groups,
-                    tokens > 0 ? nll / tokens : 0.0, mixed > 0 ? lam / mixed : NAN, abs_a > 0 ? taken / abs_a : NAN};
+                    tokens > 0 ? nll / tokens : 0.0, mixed > 0 ? lam / mixed : NAN,
+                    abs_a > 0 ? taken / abs_a : NAN};
     return b;
 }
 
@@ -6853,8 +6845,8 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
         printf("step %4d | reward %.3f | eq %.2f | len %.1f | |λ| %.2f | tree %.2f d%.2f i%.2f | loss %+.5f"
                " | kl %.4f | clip %.3f | gen %lld | t %.2f/%.3f/%.4f/%.2f s | %.0f tok/s",
                r->step, b.mean_reward, b.all_equal, b.mean_len, u->mean_lambda, nontrivial,
-               r->trees.mean_depth, r->trees.intermediate, u->loss, u->kl, u->clip_frac, r->gen_tokens, t_sample,
-               t_score, t_tree, t_update, tok_s);
+               r->trees.mean_depth, r->trees.intermediate, u->loss, u->kl, u->clip_frac, r->gen_tokens,
+               t_sample, t_score, t_tree, t_update, tok_s);
         if (r->mc_prm) printf(" | mc %d states, aux %.2f, %.2f s", r->mc.states, aux_share, t_adv);
         if (r->has_critic)
             printf(" | critic vloss %.5f ev %+.3f |A| %.4f %.2f s", c->value_loss, c->explained_var,
@@ -6911,7 +6903,7 @@ static int after_step(TrainRun *run, StepReport *r) {
     eval_budget_points(run, r);   // --eval-points: val accuracy at j/K of the budget
     if (run->save_every && r->step % run->save_every == 0 && !r->last) {   // PPO: its critic as a section
         if (run->critic) critic_to_section(run->critic, st);
-        save_periodic_checkpoint(run->periodic, run->policy, st, run->last_good);
+        save_checkpoint(run->periodic, run->policy, st, st->step + 1, run->last_good);
     }
     return budget_done;
 }
@@ -7119,9 +7111,9 @@ static int cmd_sft(int argc, char **argv, Options *o) {
         csv_row(&csv, "%d,%.6f,%.6f,%.6g,%.6f,%.1f,%.3f\n", st.step + 1, loss, vloss, lr, norm, B * T / dt,
                 wall_seconds() - t_start);
         if (o->save_every && (st.step + 1) % o->save_every == 0 && !last)
-            save_periodic_checkpoint(periodic, &model, &st, last_good);
+            save_checkpoint(periodic, &model, &st, st.step + 1, last_good);
     }
-    save_checkpoint(ckpt, &model, &st, last_good);
+    save_checkpoint(ckpt, &model, &st, st.step, last_good);
     close_csv(&csv);
     unlock_run_dir(lock);
     printf("# saved %s (%d steps, %.1f s)\n", ckpt, st.step, wall_seconds() - t_start);
@@ -7592,7 +7584,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
         fprintf(stderr, "note: --steps %d reached with %g of the --budget %g %s spent\n", o->steps,
                 budget_spent(&budget), budget.amount, BUDGET_UNIT_NAMES[budget.unit]);
     if (run.critic) critic_to_section(&critic, &st);   // model.bin holds the critic too (a resume needs it)
-    save_checkpoint(ckpt, &policy, &st, run.last_good);
+    save_checkpoint(ckpt, &policy, &st, st.step, run.last_good);
     close_csv(&csv);
     if (o->prompt_select == SELECT_MOPPS) report_prompt_selection(&select, o->run_dir);
     if (budget.eval_csv.f) close_csv(&budget.eval_csv);

@@ -599,7 +599,7 @@ static void write_step_checkpoint(void) {
     build_gpt(&m, STEP_CONFIG, 1, 4242);
     for (size_t i = 0; i < m.num_parameters; i++) m.params_memory[i] *= 4.0f;
     TrainState st = {0};   // (zero moments, which an --init load discards)
-    save_checkpoint(g_step_ckpt, &m, &st, test_last_good);
+    save_checkpoint(g_step_ckpt, &m, &st, st.step, test_last_good);
     free_gpt(&m);
 }
 
@@ -806,7 +806,7 @@ static void test_checkpoint_roundtrip(void) {
     char path[300];
     snprintf(path, sizeof path, "%s.gpu", g_step_ckpt);
     TrainState st = {3, {{1, 2, 3, 4}}, 2};
-    save_checkpoint(path, &g, &st, test_last_good);
+    save_checkpoint(path, &g, &st, st.step, test_last_good);
     cuda_enabled = 0;
     TrainState st2 = {0};
     st2.kind = 2;

@@ -1024,7 +1024,7 @@ static void save_weights_only(const char *path, const GPT *m) {
     TrainState st = {0};
     GPT zero = *m;   // its parameters 0 for the save's check_params: a test writes diverged ones too
     zero.params_memory = (float *)callocCheck(m->num_parameters, sizeof(float));
-    save_checkpoint(path, &zero, &st, test_last_good);
+    save_checkpoint(path, &zero, &st, st.step, test_last_good);
     free(zero.params_memory);
     size_t n, pb = m->num_parameters * sizeof(float);
     unsigned char *buf = (unsigned char *)read_all(path, &n);
@@ -1057,7 +1057,7 @@ static void test_checkpoints(void) {
     build_gpt(&a, c, 2, 3);
     TrainState st = {.step = 17, .rng = {{1, 2, 3, 4}}, .kind = 2};
     for (size_t i = 0; i < a.num_parameters; i++) a.m_memory[i] = 0.001f * i;
-    save_checkpoint(path, &a, &st, test_last_good);
+    save_checkpoint(path, &a, &st, st.step, test_last_good);
     TrainState st2 = {0};   // kind 0: accept any writer
     load_checkpoint(path, &b, 2, &st2);
     int inp[8] = {1, 5, 6, 7, 1, 9, 10, 11};
@@ -1102,7 +1102,7 @@ static void test_checkpoints(void) {
     expect_exit("checkpoint: missing file says which command writes one", load_ckpt_fn, "/nonexistent/x.bin", 1, "./grpo sft writes");
     expect_exit("checkpoint: a directory is refused as a file", load_ckpt_fn, "/tmp", 1, "is a directory");
     st.kind = 1;   // written by sft: train --resume must refuse it
-    save_checkpoint(path, &a, &st, test_last_good);
+    save_checkpoint(path, &a, &st, st.step, test_last_good);
     expect_exit("checkpoint: train --resume refuses an SFT checkpoint", load_train_resume_fn, path, 1, "written by ./grpo sft");
     free(buf); free(mod); free(longer); free_gpt(&a); free_gpt(&b);
 }
@@ -1148,7 +1148,7 @@ static void test_checkpoint_checksums(void) {
     unsigned char tiny[5] = {1, 2, 3, 4, 5};
     ckpt_add_section(&st, "mopps", blob, sizeof blob, 0);
     ckpt_add_section(&st, "x", tiny, sizeof tiny, 0);
-    save_checkpoint(path, &a, &st, test_last_good);
+    save_checkpoint(path, &a, &st, st.step, test_last_good);
     size_t n;
     unsigned char *buf = (unsigned char *)read_all(path, &n);
     expect_exit("checkpoint: format 4 resumes with its checks (intact file)", resume_record_fn, path, 0, "");
@@ -1241,7 +1241,7 @@ static void test_checkpoint_sections(void) {
     ckpt_add_section(&st, "mopps", beta_table, sizeof beta_table, 0);
     ckpt_add_section(&st, "x", blob, sizeof blob, 0);
     ckpt_add_section(&st, "x", blob, 2, 0);   // replaces the section of that name
-    save_checkpoint(path, &a, &st, test_last_good);
+    save_checkpoint(path, &a, &st, st.step, test_last_good);
     TrainState back = {0};
     load_checkpoint(path, &b, 1, &back);
     uint64_t n1 = 0, n2 = 0, n3 = 0;
@@ -1469,7 +1469,7 @@ static void test_run_dir_lock(void) {
     GPT m;
     build_gpt(&m, (GPTConfig){16, VOCAB_SIZE, 1, 1, 8}, 1, 4);
     TrainState st = {.step = 3, .rng = {{1, 2, 3, 4}}, .kind = 1};
-    save_checkpoint(model, &m, &st, test_last_good);
+    save_checkpoint(model, &m, &st, st.step, test_last_good);
     size_t n = 0;
     char *back = stat(foreign, &sb) == 0 ? (char *)read_all(foreign, &n) : NULL;
     check(back && n == 19 && !memcmp(back, "another run's bytes", 19),
@@ -1496,7 +1496,7 @@ static void save_limited_fn(void *p) {
         setrlimit(RLIMIT_FSIZE, &rl);
     }
     TrainState st = {.step = 5, .rng = {{1, 2, 3, 4}}, .kind = 1};
-    save_checkpoint(c->path, c->m, &st, test_last_good);
+    save_checkpoint(c->path, c->m, &st, st.step, test_last_good);
 }
 
 // A save that fails (disk full, or the rename) stops with a message, leaves no temporary
@@ -1898,7 +1898,7 @@ static void test_resume_before(void) {
     record_options(st.options, sizeof st.options, &ro, TRAIN_RUN_OPTIONS, OPTIMIZER_OPTIONS);
     record_input_hashes(st.options, sizeof st.options, &ro, TRAIN_INPUTS, "");
     snprintf(resume, sizeof resume, "%s/memorised_train.bin", TMPDIR_);
-    save_checkpoint(resume, &m, &st, test_last_good);
+    save_checkpoint(resume, &m, &st, st.step, test_last_good);
     free_gpt(&m); free_gpt(&r);
     static char cmd[2048], out[16384];
     double acc[2];
@@ -2654,7 +2654,7 @@ static void test_checkpoint_messages(void) {
     GPT a;
     build_gpt(&a, (GPTConfig){16, VOCAB_SIZE, 1, 1, 8}, 1, 3);
     TrainState st = {.step = 3, .rng = {{1, 2, 3, 4}}, .kind = 7};
-    save_checkpoint(path, &a, &st, test_last_good);
+    save_checkpoint(path, &a, &st, st.step, test_last_good);
     expect_exit("checkpoint: an unknown kind is named as such", load_train_resume_fn, path, 1,
                 "unknown checkpoint kind 7 (this build knows sft=1, train=2)");
     save_weights_only(path, &a);
@@ -4756,7 +4756,7 @@ static void test_checkpoint_not_finite(void) {
     m.params.lnfb[3] = 0.0f;
     m.v_memory[m.param_sizes[0] + 7] = INFINITY;   // wpe[7]'s second moment
     snprintf(path, sizeof path, "%s/inf_moment.bin", TMPDIR_);
-    save_checkpoint(path, &m, &st, test_last_good);
+    save_checkpoint(path, &m, &st, st.step, test_last_good);
     expect_exit("checkpoint: resume refuses an Inf AdamW moment", load_train_resume_fn, path, 1,
                 "AdamW second moment of tensor wpe holds an Inf at index 7");
     expect_exit("checkpoint: ... --init, which discards the moments, takes that file", load_ckpt_fn, path, 0,
@@ -4857,9 +4857,9 @@ static void test_save_interrupted(void) {
             GPT m;
             build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 4, 4, 128}, 1, 5);
             TrainState st = {.step = 1, .rng = {{1, 2, 3, 4}}, .kind = 2};
-            save_checkpoint(path, &m, &st, test_last_good);
+            save_checkpoint(path, &m, &st, st.step, test_last_good);
             if (write(ready[1], "x", 1) != 1) _exit(98);
-            for (;;) save_checkpoint(path, &m, &st, test_last_good);
+            for (;;) save_checkpoint(path, &m, &st, st.step, test_last_good);
         }
         close(ready[1]);
         char c;
@@ -8045,12 +8045,12 @@ static void test_select_runs(void) {
         sec[2 + i] = 1.0;
     }
     snprintf(b, sizeof b, "%s/mopps_prior.bin", TMPDIR_);
-    save_checkpoint(b, &m, &st, test_last_good);
+    save_checkpoint(b, &m, &st, st.step, test_last_good);
     // the same again without its section: as a build before MoPPS would have written it
     char none[300];
     snprintf(none, sizeof none, "%s/mopps_none.bin", TMPDIR_);
     st.num_sections = 0;
-    save_checkpoint(none, &m, &st, test_last_good);
+    save_checkpoint(none, &m, &st, st.step, test_last_good);
     free_gpt(&m);
     snprintf(cmd, sizeof cmd, "%s train %s %s --prompt-select mopps --resume %s --run-dir %s/mopps_c",
              grpo_bin(), common, data, b, TMPDIR_);

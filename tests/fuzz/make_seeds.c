@@ -22,7 +22,7 @@ static void seed(const char *dir, const char *name, GPTConfig c, int with_opt, i
     rng_seed(&st.rng, 42, 1);
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    save_checkpoint(path, &m, &st, test_last_good);
+    save_checkpoint(path, &m, &st, st.step, test_last_good);
     if (!with_opt) {   // cut after the parameters: h[7] 0, no run record, the CRCs of the moments 0
         FILE *f = fopenCheck(path, "rb");
         int32_t h[CKPT_HEADER_INTS];
