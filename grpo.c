@@ -5877,10 +5877,9 @@ static void check_context(const Options *o, int maxT, const Dataset *d) {
 }
 
 // ----------------------------------------------------------------------------
-// Checkpoints: header (magic, version, config, vocabulary), parameters, and optionally the AdamW
-// state, the step, the RNG state, the run record (the options that shape the run, its sampled-token
-// count, its log's last row) and state sections, so a resumed run continues bit for bit, and only as
-// the run it continues. Written whole through a temporary file of its own (atomic_open).
+// Checkpoints (notes/reference.md): header, vocabulary, parameters, and optionally the AdamW moments,
+// RNG state, run record and state sections, so that a resumed run continues bit for bit, and only as the
+// run it continues. Written whole through a temporary file of its own (atomic_open).
 
 #define CKPT_MAGIC 0x4f505247   // "GRPO" in a little-endian file
 #define CKPT_VERSION 4          // the only one read (1-3: older grpo.c builds, without checksums)
@@ -5917,40 +5916,11 @@ static uint32_t crc32_update(uint32_t crc, const void *data, size_t n) {
     return ~crc;
 }
 
-// The CRC-32 of a format-4 header's ints h[0..30] (what h[31] holds), as an int32 of the header.
-static int32_t ckpt_header_crc(const int32_t *h) {
-    return (int32_t)crc32_update(0, h, CKPT_CRC_HEADER * sizeof(int32_t));
-}
-
 // A state section's CRC-32: its tag (CKPT_TAG_BYTES), its length (uint64) and its bytes.
 static int32_t ckpt_section_crc(const char *tag, uint64_t bytes, const void *data) {
     uint32_t c = crc32_update(0, tag, CKPT_TAG_BYTES);
     c = crc32_update(c, &bytes, sizeof bytes);
     return (int32_t)crc32_update(c, data, bytes);
-}
-
-/* A save that SIGINT, SIGTERM or SIGHUP interrupts removes its temporary file: ckpt_on_signal
-   (async-signal-safe) unlinks the file named here and raises the signal again with its default action. */
-static char ckpt_tmp_name[1200];
-static volatile sig_atomic_t ckpt_tmp_live = 0;   // 1: ckpt_tmp_name may exist and is ours
-static const int CKPT_SIGNALS[3] = {SIGINT, SIGTERM, SIGHUP};
-
-static void ckpt_on_signal(int sig) {
-    if (ckpt_tmp_live) unlink(ckpt_tmp_name);
-    raise(sig);   // SA_RESETHAND restored the default action on entry
-}
-
-// Installs ckpt_on_signal for the save (saved: the actions to restore) or, restore = 1, restores.
-static void ckpt_signals(struct sigaction *saved, int restore) {
-    struct sigaction sa;   // (not an initializer: glibc's sa_handler is a macro, which C++ cannot designate)
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = ckpt_on_signal;
-    sa.sa_flags = SA_RESETHAND;
-    sigemptyset(&sa.sa_mask);
-    for (int i = 0; i < 3; i++)
-        if (restore) sigaction(CKPT_SIGNALS[i], &saved[i], NULL);
-        else if (sigaction(CKPT_SIGNALS[i], NULL, &saved[i]) == 0 && saved[i].sa_handler != SIG_IGN)
-            sigaction(CKPT_SIGNALS[i], &sa, NULL);   // (an ignored one stays so: SIGHUP under nohup)
 }
 
 /* fopen_nofollow: fopen(path, mode) for a mode that writes, but never through a link (a link planted as
@@ -5998,6 +5968,30 @@ static void atomic_close(AtomicFile *a) {
     fail_at(__FILE__, __LINE__, msg, "is the disk full? the temporary file was removed");
 }
 
+/* A save that SIGINT, SIGTERM or SIGHUP interrupts removes its temporary file: ckpt_on_signal
+   (async-signal-safe) unlinks its temporary file and raises the signal again with its default action. */
+static AtomicFile ckpt_file;   // the save under way
+static volatile sig_atomic_t ckpt_tmp_live = 0;   // 1: ckpt_file.tmp may exist and is ours
+static const int CKPT_SIGNALS[3] = {SIGINT, SIGTERM, SIGHUP};
+
+static void ckpt_on_signal(int sig) {
+    if (ckpt_tmp_live) unlink(ckpt_file.tmp);
+    raise(sig);   // SA_RESETHAND restored the default action on entry
+}
+
+// Installs ckpt_on_signal for the save (saved: the actions to restore) or, restore = 1, restores.
+static void ckpt_signals(struct sigaction *saved, int restore) {
+    struct sigaction sa;   // (not an initializer: glibc's sa_handler is a macro, which C++ cannot designate)
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = ckpt_on_signal;
+    sa.sa_flags = SA_RESETHAND;
+    sigemptyset(&sa.sa_mask);
+    for (int i = 0; i < 3; i++)
+        if (restore) sigaction(CKPT_SIGNALS[i], &saved[i], NULL);
+        else if (sigaction(CKPT_SIGNALS[i], NULL, &saved[i]) == 0 && saved[i].sa_handler != SIG_IGN)
+            sigaction(CKPT_SIGNALS[i], &sa, NULL);   // (an ignored one stays so: SIGHUP under nohup)
+}
+
 #include <dirent.h>   // (here: only remove_dead_ckpt_tmps reads a directory)
 
 /* remove_dead_ckpt_tmps: removes from path's directory, with a note each, what saves killed by SIGKILL
@@ -6041,58 +6035,82 @@ struct CsvLog {
     const struct Probe *probe;   // train's --probe-every: its columns end each row (NULL: none)
 };
 
-/* save_checkpoint: writes path whole: header, vocabulary, parameters and, with_optimizer, the AdamW
-   moments, st's RNG, run record and state sections. A write error exits (1), an older path intact. */
-static void save_checkpoint(const char *path, const GPT *m, int with_optimizer, const TrainState *st) {
-    char vocab[512], record[CKPT_RECORD_MAX];
-    int vlen = vocab_string(vocab, sizeof vocab), rlen = 0;
-    if (with_optimizer && st) {   // the run record: the options, the tokens sampled, the log's last row
-        rlen = snprintf(record, sizeof record, "%sgen_tokens=%lld\nlog_row=%s\n", st->options, st->gen_tokens,
+/* Largest |parameter| a checkpoint may hold. AdamW moves a weight by about lr per step, so healthy
+   runs stay far below it (SFT and GRPO end below 1.6; 200 steps at --lr 10 under 600); past it logits
+   are 1e8 and more and float32 overflows soon after: the run is diverging. */
+#define PARAM_LIMIT 1e4f
+
+/* check_params: a parameter p[i] of m (on the host) that is not finite or exceeds PARAM_LIMIT stops the run
+   at step `step` without saving, naming last_good, the newest checkpoint that passed this check. */
+static void check_params(const GPT *m, const float *p, int step, const char *last_good) {
+    size_t worst = 0;
+    float worst_abs = 0.0f;
+    for (size_t i = 0; i < m->num_parameters && !isnan(worst_abs); i++)
+        if (!(fabsf(p[i]) <= worst_abs)) {   // true for NaN too, so a NaN is always kept
+            worst_abs = fabsf(p[i]);
+            worst = i;
+        }
+    if (worst_abs <= PARAM_LIMIT) return;
+    int t = 0;
+    size_t off = 0;
+    while (t < NUM_PARAM_TENSORS - 1 && worst >= off + m->param_sizes[t]) off += m->param_sizes[t++];
+    fprintf(stderr, "error: step %d: the parameters have diverged (|%s[%zu]| = %g, limit %g); stopping "
+                    "without saving them.\n", step, PARAM_NAMES[t], worst - off, worst_abs, PARAM_LIMIT);
+    fprintf(stderr, "  last good checkpoint: %s\n",
+            last_good[0] ? last_good : "none yet (this run has saved nothing)");
+    fprintf(stderr, "  hint: lower --lr; keep lr x weight-decay well below 1\n");
+    exit(EXIT_INPUT);
+}
+
+/* save_checkpoint: writes path whole as after step `step`: header, vocabulary, parameters, the AdamW moments,
+   st's RNG, run record and state sections, once check_params passes; then names path in last_good (1100
+   bytes). A write error exits (1), an older path intact. */
+static void save_checkpoint(const char *path, const GPT *m, const TrainState *st, int step, char *last_good) {
+    char vocab[512], record[CKPT_RECORD_MAX];   // the run record: options < 1024 bytes, the row < 256
+    int vlen = vocab_string(vocab, sizeof vocab), nsec = st->num_sections;
+    int rlen = snprintf(record, sizeof record, "%sgen_tokens=%lld\nlog_row=%s\n", st->options, st->gen_tokens,
                         st->log ? st->log->last_row : st->log_row);
-        if (rlen >= (int)sizeof record) rlen = 0;   // cannot happen: options < 1024, row < 64 bytes
-    }
-    int nsec = with_optimizer && st ? st->num_sections : 0;
     uint64_t sec_bytes = 0;   // every section's bytes, without their tags and lengths
     for (int i = 0; i < nsec; i++) sec_bytes += st->section[i].bytes;
-    // h[10]: which run wrote the optimizer state (1 sft, 2 train); h[13..14]: sec_bytes in two 31-bit halves
+    // h[7] 1: the optimizer state follows (files without it are still read); h[10]: which run wrote it
+    // (1 sft, 2 train); h[13..14]: sec_bytes in two 31-bit halves
     int32_t h[CKPT_HEADER_INTS] = {CKPT_MAGIC, CKPT_VERSION, m->config.max_seq_len, m->config.vocab_size,
-                                   m->config.num_layers, m->config.num_heads, m->config.channels,
-                                   with_optimizer, st ? st->step : 0, vlen, st ? st->kind : 0, rlen, nsec,
-                                   (int32_t)(sec_bytes & 0x7fffffff), (int32_t)(sec_bytes >> 31)};
+                                   m->config.num_layers, m->config.num_heads, m->config.channels, 1, step,
+                                   vlen, st->kind, rlen, nsec, (int32_t)(sec_bytes & 0x7fffffff),
+                                   (int32_t)(sec_bytes >> 31)};
     h[CKPT_TASK_INT] = m->task;
     // the sections of CKPT_CRC_NAMES in file order, each with its CRC-32 in the header
     size_t pb = m->num_parameters * sizeof(float), bytes[6] = {(size_t)vlen, pb, pb, pb, 4 * sizeof(uint64_t),
                                                                 (size_t)rlen};
-    const void *data[6] = {vocab, m->params_memory, m->m_memory, m->v_memory, st ? st->rng.s : NULL, record};
-    int nparts = with_optimizer ? 6 : 2;
+    const void *data[6] = {vocab, m->params_memory, m->m_memory, m->v_memory, st->rng.s, record};
 #ifdef GRPO_CUDA
     float *host = m->on_device ? (float *)mallocCheck(3 * pb) : NULL;
-    for (int i = 1; host && i < nparts && i <= 3; i++) {   // the parameters and moments, from the GPU
+    for (int i = 1; host && i <= 3; i++) {   // the parameters and moments, from the GPU
         cuda_memcpy_d2h(host + (i - 1) * m->num_parameters, data[i], pb);
         data[i] = host + (i - 1) * m->num_parameters;
     }
 #endif
-    for (int i = 0; i < nparts; i++) h[CKPT_CRC_VOCAB + i] = (int32_t)crc32_update(0, data[i], bytes[i]);
+    check_params(m, (const float *)data[1], step, last_good);
+    for (int i = 0; i < 6; i++) h[CKPT_CRC_VOCAB + i] = (int32_t)crc32_update(0, data[i], bytes[i]);
     for (int i = 0; i < nsec; i++)
         h[CKPT_CRC_SECTIONS + i] = ckpt_section_crc(st->section[i].tag, st->section[i].bytes, st->section[i].data);
-    h[CKPT_CRC_HEADER] = ckpt_header_crc(h);
+    h[CKPT_CRC_HEADER] = (int32_t)crc32_update(0, h, CKPT_CRC_HEADER * sizeof *h);
     remove_dead_ckpt_tmps(path);   // what saves killed by SIGKILL left there
     struct sigaction saved[3];
     ckpt_signals(saved, 0);
-    AtomicFile a;
-    FILE *f = atomic_open(&a, path);
-    snprintf(ckpt_tmp_name, sizeof ckpt_tmp_name, "%s", a.tmp);
+    FILE *f = atomic_open(&ckpt_file, path);
     ckpt_tmp_live = 1;   // from here on a signal removes it
     fwrite(h, sizeof(int32_t), CKPT_HEADER_INTS, f);   // a failed write shows as ferror in atomic_close
-    for (int i = 0; i < nparts; i++) fwrite(data[i], 1, bytes[i], f);
+    for (int i = 0; i < 6; i++) fwrite(data[i], 1, bytes[i], f);
     for (int i = 0; i < nsec; i++) {   // each: its tag, its length (uint64), its bytes
         fwrite(st->section[i].tag, 1, CKPT_TAG_BYTES, f);
         fwrite(&st->section[i].bytes, sizeof(uint64_t), 1, f);
         fwrite(st->section[i].data, 1, st->section[i].bytes, f);
     }
-    atomic_close(&a);   // on failure: exits naming path, the temporary file removed, an older path intact
+    atomic_close(&ckpt_file);   // on failure: exits naming path, its temporary file removed
     ckpt_tmp_live = 0;   // renamed: no temporary file left to remove
     ckpt_signals(saved, 1);
+    snprintf(last_good, 1100, "%s", path);
 #ifdef GRPO_CUDA
     free(host);
 #endif
@@ -6175,11 +6193,12 @@ static int name_diff(const char *a, long na, const char *b, long nb, char sep, c
     }
 }
 
-// Refuses the checkpoint at path, whose vocabulary (file_v, file_n bytes, each name followed by '\n';
-// file_size tokens in the header) is not this build's: names the first token that differs, or the counts.
-static void refuse_vocab(const char *path, const char *file_v, int file_n, int file_size) {
+// check_vocab: refuses the checkpoint at path unless its vocabulary (file_v, file_n bytes, each name
+// followed by '\n'; file_size tokens in the header) is this build's, naming the first token that differs.
+static void check_vocab(const char *path, const char *file_v, int file_n, int file_size) {
     char ours[512], name[2][200], where[480] = "";
     int more[2], ours_n = vocab_string(ours, sizeof ours);
+    if (file_size == VOCAB_SIZE && file_n == ours_n && !memcmp(file_v, ours, (size_t)ours_n)) return;
     int tok = name_diff(file_v, file_n - (file_n > 0 && file_v[file_n - 1] == '\n'), ours, ours_n - 1, '\n',
                         name, more);
     if (tok >= 0)
@@ -6285,7 +6304,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
                     "format version %d, this build reads version %d only%s", h[1], CKPT_VERSION,
                     h[1] >= 1 && h[1] < CKPT_VERSION ? " (an older grpo.c wrote it)" : "");
     // the header's own CRC first, before any of its values is trusted
-    if (h[CKPT_CRC_HEADER] != ckpt_header_crc(h))
+    if (h[CKPT_CRC_HEADER] != (int32_t)crc32_update(0, h, CKPT_CRC_HEADER * sizeof *h))
         ckpt_error(path, "checksum mismatch in the header (a flipped bit, or an edited file)",
                    CKPT_CORRUPT_HINT);
     int opt = h[7], record_len = opt ? h[11] : 0, nsec = opt ? h[12] : 0;
@@ -6309,13 +6328,10 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         ckpt_errorf(path, "the file is incomplete or corrupt; re-create it",
                     "%s: the file is %lld bytes, its header describes %lld", sb.st_size < want ?
                     "file truncated" : "trailing bytes after the last tensor", (long long)sb.st_size, want);
-    char vocab[4097], ours[512];
+    char vocab[4096];
     const int32_t *crc = h + CKPT_CRC_VOCAB;   // the CRC-32 of each section of CKPT_CRC_NAMES
     ckpt_read(vocab, h[9], f, path, CKPT_CRC_NAMES[0], &crc[0]);
-    vocab[h[9]] = 0;
-    int vlen = vocab_string(ours, sizeof ours);
-    if (c.vocab_size != VOCAB_SIZE || h[9] != vlen || memcmp(vocab, ours, vlen) != 0)
-        refuse_vocab(path, vocab, h[9], c.vocab_size);
+    check_vocab(path, vocab, h[9], c.vocab_size);
     if (st && !opt)
         ckpt_error(path, "holds no optimizer state, so a run cannot resume from it",
                    "use --init to start a new run from it");
@@ -6327,8 +6343,8 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     size_t pb = m->num_parameters * sizeof(float);
     float *params = m->params_memory, *mom1 = m->m_memory, *mom2 = m->v_memory;   // read into these
 #ifdef GRPO_CUDA
-    if (m->on_device) {   // through a host staging buffer, copied to the GPU below
-        params = (float *)mallocCheck(3 * pb);
+    if (m->on_device) {   // through a host staging buffer (moments 0 unless read), copied to the GPU below
+        params = (float *)callocCheck(3 * m->num_parameters, sizeof(float));
         mom1 = params + m->num_parameters;
         mom2 = mom1 + m->num_parameters;
     }
@@ -6346,7 +6362,7 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         char record[CKPT_RECORD_MAX];
         ckpt_read(r.s, sizeof r.s, f, path, CKPT_CRC_NAMES[4], &crc[4]);
         ckpt_read(record, record_len, f, path, CKPT_CRC_NAMES[5], &crc[5]);
-        record[record_len] = 0;
+        record[record_len] = 0;   // (strtoll may read on past a line end)
         if (st && st->kind && h[10] != st->kind) {   // (h[10] 0: written before the kind was recorded)
             const char *resumer = st->kind == 1 ? "sft" : "train";
             if (h[10] == 1 || h[10] == 2)
@@ -6373,12 +6389,9 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
     if (ferror(f)) ckpt_error(path, "read error after the last tensor", NULL);
     fclose(f);
 #ifdef GRPO_CUDA
-    if (m->on_device) {   // without optimizer state in the file the moments stay at build_gpt's zeros
-        cuda_memcpy_h2d(m->params_memory, params, pb);
-        if (opt) {
-            cuda_memcpy_h2d(m->m_memory, mom1, pb);
-            cuda_memcpy_h2d(m->v_memory, mom2, pb);
-        }
+    if (m->on_device) {
+        float *dev[3] = {m->params_memory, m->m_memory, m->v_memory};
+        for (int i = 0; i < 3; i++) cuda_memcpy_h2d(dev[i], params + i * m->num_parameters, pb);
         free(params);
     }
 #endif
@@ -6453,58 +6466,6 @@ static void critic_from_section(Critic *c, const TrainState *st, const char *pat
                    NULL);
     c->adam_t = (int)head[0];
     critic_section_arrays(c, path, p + sizeof head);
-}
-
-/* Largest |parameter| a checkpoint may hold. AdamW moves a weight by about lr per step, so healthy
-   runs stay far below it (SFT and GRPO end below 1.6; 200 steps at --lr 10 under 600); past it logits
-   are 1e8 and more and float32 overflows soon after: the run is diverging. */
-#define PARAM_LIMIT 1e4f
-
-/* check_params: before every save: a parameter that is not finite or exceeds PARAM_LIMIT stops the run
-   at step `step` without saving, naming last_good, the newest checkpoint that passed this check. */
-static void check_params(const GPT *m, int step, const char *last_good) {
-    const float *p = m->params_memory;
-#ifdef GRPO_CUDA
-    float *host = NULL;
-    if (m->on_device) {   // once per save: the copy costs what writing the file costs
-        host = (float *)mallocCheck(m->num_parameters * sizeof(float));
-        cuda_memcpy_d2h(host, m->params_memory, m->num_parameters * sizeof(float));
-        p = host;
-    }
-#endif
-    size_t worst = 0;
-    float worst_abs = 0.0f;
-    for (size_t i = 0; i < m->num_parameters && !isnan(worst_abs); i++)
-        if (!(fabsf(p[i]) <= worst_abs)) {   // true for NaN too, so a NaN is always kept
-            worst_abs = fabsf(p[i]);
-            worst = i;
-        }
-#ifdef GRPO_CUDA
-    free(host);
-#endif
-    if (worst_abs <= PARAM_LIMIT) return;
-    int t = 0;
-    size_t off = 0;
-    while (t < NUM_PARAM_TENSORS - 1 && worst >= off + m->param_sizes[t]) off += m->param_sizes[t++];
-    #pragma omp critical(stop_on_nan)
-    {
-        fprintf(stderr, "error: step %d: the parameters have diverged (|%s[%zu]| = %g, limit %g); stopping "
-                        "without saving them.\n", step, PARAM_NAMES[t], worst - off, worst_abs, PARAM_LIMIT);
-        fprintf(stderr, "  last good checkpoint: %s\n",
-                last_good[0] ? last_good : "none yet (this run has saved nothing)");
-        fprintf(stderr, "  hint: lower --lr; keep lr x weight-decay well below 1\n");
-        exit(EXIT_INPUT);
-    }
-}
-
-// save_periodic_checkpoint: after step st->step+1, check_params, then a resumable checkpoint (last_good).
-static void save_periodic_checkpoint(const char *path, const GPT *m, const TrainState *st, char *last_good,
-                                     size_t cap) {
-    TrainState next = *st;
-    next.step = st->step + 1;
-    check_params(m, next.step, last_good);
-    save_checkpoint(path, m, 1, &next);
-    snprintf(last_good, cap, "%s", path);
 }
 
 // ----------------------------------------------------------------------------
@@ -6709,42 +6670,41 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
     return c;
 }
 
-// The number of groups whose rewards are all equal: their advantages are 0, they teach nothing.
-static int count_all_equal_groups(const GroupBatch *g) {
-    int count = 0;
-    for (int p = 0; p < g->num_groups; p++) count += group_rewards_equal(g, p);
-    return count;
-}
+/* BatchStats: what log_step reports of a batch: means over its completions; the share of groups whose
+   rewards are all equal (advantage 0: they teach nothing); over its completion tokens, the mean of
+   −log π_old(y_t | x, y_<t) in nats (train.csv's entropy: the policy's per-token entropy along its own
+   samples); over the tokens of the other (mixed) groups, the mean |λ(i,t)| and Σ|a_i|(1 − 1/|λ(i,t)|) /
+   Σ|a_i|, the share of the advantage weight that λ-GRPO's 1/|λ| takes away (NAN: no group is mixed). */
+typedef struct {
+    double mean_reward, mean_len, all_equal, entropy, mean_lambda_mixed, lambda_share;
+} BatchStats;
 
-/* mean_sample_nll: the mean of −log π_old(y_t | x, y_<t) over the batch's completion tokens, in nats:
-   an estimate of the policy's per-token entropy along its own samples (train.csv's entropy). */
-static double mean_sample_nll(const GroupBatch *g) {
-    double sum = 0.0;
-    long count = 0;
-    for (int i = 0; i < g->N; i++)
-        for (int t = 0; t < g->clen[i]; t++, count++) sum -= g->sample_logp[(size_t)i * g->max_new + t];
-    return count > 0 ? sum / count : 0.0;
-}
-
-/* lambda_mixed_stats: over the tokens of the groups whose rewards are not all equal: *mean_lambda =
-   mean |λ(i,t)|, *share = Σ|a_i|(1 − 1/|λ(i,t)|) / Σ|a_i|, the share of the advantage weight that
-   λ-GRPO's 1/|λ| takes away. Both NAN when no group is mixed. */
-static void lambda_mixed_stats(const GroupBatch *g, double *mean_lambda, double *share) {
-    double lam = 0.0, abs_a = 0.0, taken = 0.0;
-    long count = 0;
+static BatchStats batch_stats(const GroupBatch *g) {
+    double reward = 0.0, len = 0.0, nll = 0.0, lam = 0.0, abs_a = 0.0, taken = 0.0;
+    long tokens = 0, mixed = 0;
+    int equal_groups = 0;
     for (int p = 0; p < g->num_groups; p++) {
-        if (group_rewards_equal(g, p)) continue;
-        for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++)
-            for (int t = 0; t < g->clen[i]; t++, count++) {
-                int l = g->lambda_size[(size_t)i * g->max_new + t];
+        int equal = group_rewards_equal(g, p);
+        equal_groups += equal;
+        for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++) {
+            reward += g->reward[i];
+            len += g->clen[i];
+            for (int t = 0; t < g->clen[i]; t++, tokens++) {
+                size_t at = (size_t)i * g->max_new + t;
+                nll -= g->sample_logp[at];
+                if (equal) continue;
                 double a = fabs(g->advantage[i]);
-                lam += l;
+                lam += g->lambda_size[at];
                 abs_a += a;
-                taken += a * (1.0 - 1.0 / l);
+                taken += a * (1.0 - 1.0 / g->lambda_size[at]);
+                mixed++;
             }
+        }
     }
-    *mean_lambda = count > 0 ? lam / count : NAN;
-    *share = abs_a > 0 ? taken / abs_a : NAN;
+    BatchStats b = {reward / g->N, len / g->N, (double)equal_groups / g->num_groups,
+                    tokens > 0 ? nll / tokens : 0.0, mixed > 0 ? lam / mixed : NAN,
+                    abs_a > 0 ? taken / abs_a : NAN};
+    return b;
 }
 
 // train.csv's columns of MC-PRM, PPO's critic, then prompt selection (not uniform), after the others
@@ -6756,20 +6716,13 @@ static void lambda_mixed_stats(const GroupBatch *g, double *mean_lambda, double 
    train.csv (train_csv_header); a note when dynamic sampling's round cap first leaves all-equal groups. */
 static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
     int N = g->N, P = g->num_groups;
-    double mean_reward = 0.0, mean_len = 0.0;
-    for (int i = 0; i < N; i++) {
-        mean_reward += g->reward[i];
-        mean_len += g->clen[i];
-    }
-    mean_reward /= N;
-    mean_len /= N;
-    double all_equal = (double)count_all_equal_groups(g) / P;
+    BatchStats b = batch_stats(g);
     double nontrivial = (double)r->trees.nontrivial / P;
     const SelectStats *sel = &r->select;
     double t_sample = r->t[1] - r->t[0] + sel->t_refill, t_score = r->t[2] - r->t[1] - sel->t_refill;
     double t_tree = r->t[3] - r->t[2], t_adv = r->t[4] - r->t[3], t_update = r->t[5] - r->t[4];
     double t_critic = t_adv + (r->t[6] - r->t[5]);   // PPO: V_old and GAE, then the critic's update
-    double tok_s = (mean_len * N) / (r->t[6] - r->t[0]);
+    double tok_s = (b.mean_len * N) / (r->t[6] - r->t[0]);
     double aux_share = (double)r->gen_aux / (r->gen_traj + r->gen_aux > 0 ? r->gen_traj + r->gen_aux : 1);
     const UpdateStats *u = &r->update;
     const CriticStats *c = &r->critic;
@@ -6778,13 +6731,13 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
         fprintf(stderr, "note: step %d: dynamic sampling left %d of %d groups with all-equal rewards after "
                         "%d refill rounds (--dynamic-max-rounds); they stay in the batch with advantage 0 "
                         "(no gradient); train.csv's dynamic_cap_hit marks each step where this happens\n",
-                r->step, (int)lround(all_equal * P), P, sel->refill_rounds);
+                r->step, (int)lround(b.all_equal * P), P, sel->refill_rounds);
     if ((r->step - 1) % 10 == 0 || r->last || r->val_acc >= 0) {
         printf("step %4d | reward %.3f | eq %.2f | len %.1f | |λ| %.2f | tree %.2f d%.2f i%.2f | loss %+.5f"
                " | kl %.4f | clip %.3f | gen %lld | t %.2f/%.3f/%.4f/%.2f s | %.0f tok/s",
-               r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
-               r->trees.intermediate, u->loss, u->kl, u->clip_frac, r->gen_tokens, t_sample, t_score, t_tree,
-               t_update, tok_s);
+               r->step, b.mean_reward, b.all_equal, b.mean_len, u->mean_lambda, nontrivial,
+               r->trees.mean_depth, r->trees.intermediate, u->loss, u->kl, u->clip_frac, r->gen_tokens,
+               t_sample, t_score, t_tree, t_update, tok_s);
         if (r->mc_prm) printf(" | mc %d states, aux %.2f, %.2f s", r->mc.states, aux_share, t_adv);
         if (r->has_critic)
             printf(" | critic vloss %.5f ev %+.3f |A| %.4f %.2f s", c->value_loss, c->explained_var,
@@ -6811,15 +6764,13 @@ static void log_step(const GroupBatch *g, const StepReport *r, CsvLog *csv) {
                  sel->groups_sampled, (double)sel->eq_sampled / sel->groups_sampled, sel->cap_hit);
     char probe_fields[96] = "";   // PROBE_CSV_COLUMNS (with --probe-every only), before entropy
     if (csv->probe) probe_csv_fields(probe_fields, sizeof probe_fields, csv->probe, r->step);
-    double lambda_mixed, lambda_share;
-    lambda_mixed_stats(g, &lambda_mixed, &lambda_share);
     csv_row(csv, "%d,%.6f,%.4f,%.3f,%.4f,%.4f,%.4f,%.4f,%.8g,%.6g,%.5f,%.5f,%lld,"
                  "%.4f,%.5f,%.6f,%.4f,%.1f,%.4f,%ld,%ld,%ld,%.0f,%.17g%s%s%s,%.6f,%.4f,%.6f\n",
-            r->step, mean_reward, all_equal, mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
+            r->step, b.mean_reward, b.all_equal, b.mean_len, u->mean_lambda, nontrivial, r->trees.mean_depth,
             r->trees.intermediate, u->loss, u->kl, u->clip_frac, u->grad_norm, r->gen_tokens, t_sample,
             t_score, t_tree, t_update, tok_s, r->val_acc, r->gen_traj, r->gen_aux, r->trained_tokens,
-            r->flops, r->budget_spent, extra, select_fields, probe_fields, mean_sample_nll(g), lambda_mixed,
-            lambda_share);
+            r->flops, r->budget_spent, extra, select_fields, probe_fields, b.entropy, b.mean_lambda_mixed,
+            b.lambda_share);
 }
 
 // What after_step calls, defined below: validation, the --budget's counts and its evaluation points.
@@ -6843,7 +6794,7 @@ static int after_step(TrainRun *run, StepReport *r) {
     eval_budget_points(run, r);   // --eval-points: val accuracy at j/K of the budget
     if (run->save_every && r->step % run->save_every == 0 && !r->last) {   // PPO: its critic as a section
         if (run->critic) critic_to_section(run->critic, st);
-        save_periodic_checkpoint(run->periodic, run->policy, st, run->last_good, sizeof run->last_good);
+        save_checkpoint(run->periodic, run->policy, st, st->step + 1, run->last_good);
     }
     return budget_done;
 }
@@ -7048,10 +6999,9 @@ static int cmd_sft(int argc, char **argv, Options *o) {
         csv_row(&csv, "%d,%.6f,%.6f,%.6g,%.6f,%.1f,%.3f\n", st.step + 1, loss, vloss, lr, norm, B * T / dt,
                 wall_seconds() - t_start);
         if (o->save_every && (st.step + 1) % o->save_every == 0 && !last)
-            save_periodic_checkpoint(periodic, &model, &st, last_good, sizeof last_good);
+            save_checkpoint(periodic, &model, &st, st.step + 1, last_good);
     }
-    check_params(&model, st.step, last_good);
-    save_checkpoint(ckpt, &model, 1, &st);
+    save_checkpoint(ckpt, &model, &st, st.step, last_good);
     close_csv(&csv);
     unlock_run_dir(lock);
     printf("# saved %s (%d steps, %.1f s)\n", ckpt, st.step, wall_seconds() - t_start);
@@ -7484,9 +7434,8 @@ static int cmd_train(int argc, char **argv, Options *o) {
     if (budget.amount > 0 && !budget.done)
         fprintf(stderr, "note: --steps %d reached with %g of the --budget %g %s spent\n", o->steps,
                 budget_spent(&budget), budget.amount, BUDGET_UNIT_NAMES[budget.unit]);
-    check_params(&policy, st.step, run.last_good);
     if (run.critic) critic_to_section(&critic, &st);   // model.bin holds the critic too (a resume needs it)
-    save_checkpoint(ckpt, &policy, 1, &st);
+    save_checkpoint(ckpt, &policy, &st, st.step, run.last_good);
     close_csv(&csv);
     if (o->prompt_select == SELECT_MOPPS) report_prompt_selection(&select, o->run_dir);
     if (budget.eval_csv.f) close_csv(&budget.eval_csv);

@@ -586,6 +586,7 @@ static void test_decode(void) {
 static const char *STEP_PROMPTS[STEP_P] = {"7 3 5>26:", "8 2 9>25:"};
 static const GPTConfig STEP_CONFIG = {32, VOCAB_SIZE, 2, 3, 48};   // hs = 16; C not a power of two
 static char g_step_ckpt[256];
+static char test_last_good[1100];   // (what a save names as the last good checkpoint)
 
 typedef struct { GPT policy, ref; KVCache kv; GroupBatch g; int prompt[STEP_P][16]; } StepSide;
 
@@ -597,7 +598,8 @@ static void write_step_checkpoint(void) {
     cuda_enabled = 0;
     build_gpt(&m, STEP_CONFIG, 1, 4242);
     for (size_t i = 0; i < m.num_parameters; i++) m.params_memory[i] *= 4.0f;
-    save_checkpoint(g_step_ckpt, &m, 0, NULL);
+    TrainState st = {0};   // (zero moments, which an --init load discards)
+    save_checkpoint(g_step_ckpt, &m, &st, st.step, test_last_good);
     free_gpt(&m);
 }
 
@@ -804,7 +806,7 @@ static void test_checkpoint_roundtrip(void) {
     char path[300];
     snprintf(path, sizeof path, "%s.gpu", g_step_ckpt);
     TrainState st = {3, {{1, 2, 3, 4}}, 2};
-    save_checkpoint(path, &g, 1, &st);
+    save_checkpoint(path, &g, &st, st.step, test_last_good);
     cuda_enabled = 0;
     TrainState st2 = {0};
     st2.kind = 2;

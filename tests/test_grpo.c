@@ -1013,8 +1013,30 @@ static void reseal_checkpoint(unsigned char *buf, size_t n) {
         if (take != bytes) h[CKPT_CRC_SECTIONS + i] = 0;   // cut short: the load says truncated
         at += 16 + take;
     }
-    h[CKPT_CRC_HEADER] = ckpt_header_crc(h);
+    h[CKPT_CRC_HEADER] = (int32_t)crc32_update(0, h, CKPT_CRC_HEADER * sizeof *h);
     memcpy(buf, h, sizeof h);
+}
+
+/* save_weights_only: path, a checkpoint of m's parameters (any values) without optimizer state (h[7] 0):
+   what --init reads, and what a resume refuses. save_checkpoint's file, cut after the parameters. */
+static char test_last_good[1100];   // what the tests' saves name as the last good checkpoint
+static void save_weights_only(const char *path, const GPT *m) {
+    TrainState st = {0};
+    GPT zero = *m;   // its parameters 0 for the save's check_params: a test writes diverged ones too
+    zero.params_memory = (float *)callocCheck(m->num_parameters, sizeof(float));
+    save_checkpoint(path, &zero, &st, st.step, test_last_good);
+    free(zero.params_memory);
+    size_t n, pb = m->num_parameters * sizeof(float);
+    unsigned char *buf = (unsigned char *)read_all(path, &n);
+    int32_t h[CKPT_HEADER_INTS];
+    memcpy(h, buf, sizeof h);
+    h[7] = h[11] = 0;   // no optimizer state, no run record
+    memcpy(buf, h, sizeof h);
+    memcpy(buf + sizeof h + h[9], m->params_memory, pb);
+    n = sizeof h + (size_t)h[9] + pb;
+    reseal_checkpoint(buf, n);
+    write_bytes(path, buf, n);
+    free(buf);
 }
 
 static void load_ckpt_fn(void *path) { GPT m; load_checkpoint((const char *)path, &m, 1, NULL); }
@@ -1035,7 +1057,7 @@ static void test_checkpoints(void) {
     build_gpt(&a, c, 2, 3);
     TrainState st = {.step = 17, .rng = {{1, 2, 3, 4}}, .kind = 2};
     for (size_t i = 0; i < a.num_parameters; i++) a.m_memory[i] = 0.001f * i;
-    save_checkpoint(path, &a, 1, &st);
+    save_checkpoint(path, &a, &st, st.step, test_last_good);
     TrainState st2 = {0};   // kind 0: accept any writer
     load_checkpoint(path, &b, 2, &st2);
     int inp[8] = {1, 5, 6, 7, 1, 9, 10, 11};
@@ -1074,13 +1096,13 @@ static void test_checkpoints(void) {
     memcpy(longer, buf, n); memset(longer + n, 0, 4);
     write_bytes(bad, longer, n + 4);
     expect_exit("checkpoint: trailing bytes are refused", load_ckpt_fn, bad, 1, "trailing");
-    save_checkpoint(path, &a, 0, NULL);
+    save_weights_only(path, &a);
     expect_exit("checkpoint: resume needs optimizer state", load_resume_fn, path, 1, "optimizer state");
     expect_exit("checkpoint: missing file names the path", load_ckpt_fn, "/nonexistent/x.bin", 1, "/nonexistent/x.bin");
     expect_exit("checkpoint: missing file says which command writes one", load_ckpt_fn, "/nonexistent/x.bin", 1, "./grpo sft writes");
     expect_exit("checkpoint: a directory is refused as a file", load_ckpt_fn, "/tmp", 1, "is a directory");
     st.kind = 1;   // written by sft: train --resume must refuse it
-    save_checkpoint(path, &a, 1, &st);
+    save_checkpoint(path, &a, &st, st.step, test_last_good);
     expect_exit("checkpoint: train --resume refuses an SFT checkpoint", load_train_resume_fn, path, 1, "written by ./grpo sft");
     free(buf); free(mod); free(longer); free_gpt(&a); free_gpt(&b);
 }
@@ -1126,7 +1148,7 @@ static void test_checkpoint_checksums(void) {
     unsigned char tiny[5] = {1, 2, 3, 4, 5};
     ckpt_add_section(&st, "mopps", blob, sizeof blob, 0);
     ckpt_add_section(&st, "x", tiny, sizeof tiny, 0);
-    save_checkpoint(path, &a, 1, &st);
+    save_checkpoint(path, &a, &st, st.step, test_last_good);
     size_t n;
     unsigned char *buf = (unsigned char *)read_all(path, &n);
     expect_exit("checkpoint: format 4 resumes with its checks (intact file)", resume_record_fn, path, 0, "");
@@ -1219,7 +1241,7 @@ static void test_checkpoint_sections(void) {
     ckpt_add_section(&st, "mopps", beta_table, sizeof beta_table, 0);
     ckpt_add_section(&st, "x", blob, sizeof blob, 0);
     ckpt_add_section(&st, "x", blob, 2, 0);   // replaces the section of that name
-    save_checkpoint(path, &a, 1, &st);
+    save_checkpoint(path, &a, &st, st.step, test_last_good);
     TrainState back = {0};
     load_checkpoint(path, &b, 1, &back);
     uint64_t n1 = 0, n2 = 0, n3 = 0;
@@ -1447,7 +1469,7 @@ static void test_run_dir_lock(void) {
     GPT m;
     build_gpt(&m, (GPTConfig){16, VOCAB_SIZE, 1, 1, 8}, 1, 4);
     TrainState st = {.step = 3, .rng = {{1, 2, 3, 4}}, .kind = 1};
-    save_checkpoint(model, &m, 1, &st);
+    save_checkpoint(model, &m, &st, st.step, test_last_good);
     size_t n = 0;
     char *back = stat(foreign, &sb) == 0 ? (char *)read_all(foreign, &n) : NULL;
     check(back && n == 19 && !memcmp(back, "another run's bytes", 19),
@@ -1474,7 +1496,7 @@ static void save_limited_fn(void *p) {
         setrlimit(RLIMIT_FSIZE, &rl);
     }
     TrainState st = {.step = 5, .rng = {{1, 2, 3, 4}}, .kind = 1};
-    save_checkpoint(c->path, c->m, 1, &st);
+    save_checkpoint(c->path, c->m, &st, st.step, test_last_good);
 }
 
 // A save that fails (disk full, or the rename) stops with a message, leaves no temporary
@@ -1770,8 +1792,8 @@ static void test_train_keeps_init(void) {
     snprintf(copy, sizeof copy, "%s/own_init_copy.bin", TMPDIR_);
     GPT m;
     build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 8);
-    save_checkpoint(init, &m, 0, NULL);
-    save_checkpoint(copy, &m, 0, NULL);
+    save_weights_only(init, &m);
+    save_weights_only(copy, &m);
     free_gpt(&m);
     static char cmd[2048], out[16384];
     snprintf(cmd, sizeof cmd, "%s train --threads 1 --steps 1 --prompts-per-step 1 --group-size 2 "
@@ -1809,7 +1831,7 @@ static void test_divergence(void) {
     m.params_memory[50] = 1e5f;
     char init[300], dir[300], path[400];
     snprintf(init, sizeof init, "%s/huge_weight.bin", TMPDIR_);
-    save_checkpoint(init, &m, 0, NULL);
+    save_weights_only(init, &m);
     snprintf(dir, sizeof dir, "%s/diverged", TMPDIR_);
     const char *common = "--threads 1 --prompts-per-step 1 --group-size 2 --max-new-tokens 4 --eval-every 0 "
                          "--pass-k 0 --val-data tests/fixtures/val_small.txt "
@@ -1830,7 +1852,7 @@ static void test_divergence(void) {
     // which the log calls step 1 (a NaN weight itself is refused when the checkpoint is loaded)
     overflow_logits(&m);
     snprintf(init, sizeof init, "%s/nan_weight.bin", TMPDIR_);
-    save_checkpoint(init, &m, 0, NULL);
+    save_weights_only(init, &m);
     free_gpt(&m);
     snprintf(cmd, sizeof cmd, "%s train %s --steps 2 --init %s --run-dir %s/nan_step", grpo_bin(), common,
              init, TMPDIR_);
@@ -1863,7 +1885,7 @@ static void test_resume_before(void) {
     GPT r;
     build_gpt(&r, m.config, 1, 11);
     snprintf(init, sizeof init, "%s/random_init.bin", TMPDIR_);
-    save_checkpoint(init, &r, 0, NULL);
+    save_weights_only(init, &r);
     Options ro;   // the run record the command below resumes with (format 4 holds every key)
     default_options(&ro);
     train_defaults(&ro);
@@ -1878,7 +1900,7 @@ static void test_resume_before(void) {
     Budget spent = {.unit = ro.budget_unit, .next_point = 1};   // every train checkpoint holds its counters
     budget_to_section(&spent, &st);
     snprintf(resume, sizeof resume, "%s/memorised_train.bin", TMPDIR_);
-    save_checkpoint(resume, &m, 1, &st);
+    save_checkpoint(resume, &m, &st, st.step, test_last_good);
     free_gpt(&m); free_gpt(&r);
     static char cmd[2048], out[16384];
     double acc[2];
@@ -1908,7 +1930,7 @@ static void save_tiny_init(char *path, size_t cap, const char *file, uint64_t se
     snprintf(path, cap, "%s/%s", TMPDIR_, file);
     GPT m;
     build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, seed);
-    save_checkpoint(path, &m, 0, NULL);
+    save_weights_only(path, &m);
     free_gpt(&m);
 }
 
@@ -2215,7 +2237,7 @@ static void test_usage_errors(void) {
           "usage: heads not dividing channels is rejected (compare --sft-args)", "exit %d: %s", heads_rc, heads_out);
     GPT tiny;
     build_gpt(&tiny, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 1);
-    save_checkpoint(tmp_path("/tmp/grpo_test/tiny_model.bin"), &tiny, 0, NULL);
+    save_weights_only(tmp_path("/tmp/grpo_test/tiny_model.bin"), &tiny);
     free_gpt(&tiny);
     static CmdCall ctx = {cmd_train, "--max-new-tokens 60 --init /tmp/grpo_test/tiny_model.bin"};
     expect_exit("usage: prompt + max-new-tokens beyond the context is rejected", cmd_call_fn, &ctx, 2, "context");
@@ -2559,7 +2581,7 @@ static void test_input_messages(void) {
     // a prompt that does not fit with --max-new-tokens is named by FILE:LINE, in train and eval
     GPT tiny;
     build_gpt(&tiny, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, 1);
-    save_checkpoint(tmp_path("/tmp/grpo_test/tiny_msg.bin"), &tiny, 0, NULL);
+    save_weights_only(tmp_path("/tmp/grpo_test/tiny_msg.bin"), &tiny);
     free_gpt(&tiny);
     static CmdCall train_ctx = {cmd_train, "--max-new-tokens 60 --init /tmp/grpo_test/tiny_msg.bin"};
     expect_exit("usage: train names the too-long prompt's FILE:LINE", cmd_call_fn, &train_ctx, 2,
@@ -2642,10 +2664,10 @@ static void test_checkpoint_messages(void) {
     GPT a;
     build_gpt(&a, (GPTConfig){16, VOCAB_SIZE, 1, 1, 8}, 1, 3);
     TrainState st = {.step = 3, .rng = {{1, 2, 3, 4}}, .kind = 7};
-    save_checkpoint(path, &a, 1, &st);
+    save_checkpoint(path, &a, &st, st.step, test_last_good);
     expect_exit("checkpoint: an unknown kind is named as such", load_train_resume_fn, path, 1,
                 "unknown checkpoint kind 7 (this build knows sft=1, train=2)");
-    save_checkpoint(path, &a, 0, NULL);
+    save_weights_only(path, &a);
     size_t n;
     unsigned char *buf = (unsigned char *)read_all(path, &n);
     buf[CKPT_HEADER_INTS * 4 + 6] = 'X';   // "<pad>\n<bos>\n...": token 1 becomes "Xbos>"
@@ -3592,7 +3614,7 @@ static void test_train_end_to_end(void) {
     load_checkpoint(sft, &m, 1, NULL);
     overflow_logits(&m);
     snprintf(pa, sizeof pa, "%s/nan_model.bin", TMPDIR_);
-    save_checkpoint(pa, &m, 0, NULL);
+    save_weights_only(pa, &m);
     free_gpt(&m);
     static char nan_args[2048], nan_out[16384];
     snprintf(nan_args, sizeof nan_args, "%s train %s --steps 2 --max-new-tokens 4 --init %s --run-dir %s/grpo_nan",
@@ -4728,7 +4750,7 @@ static void test_checkpoint_not_finite(void) {
     char path[256], want[400];
     snprintf(path, sizeof path, "%s/nan_param.bin", TMPDIR_);
     m.params.wte[50] = NAN;
-    save_checkpoint(path, &m, 0, NULL);
+    save_weights_only(path, &m);
     snprintf(want, sizeof want, "checkpoint '%s': parameter tensor wte holds a NaN at index 50", path);
     expect_exit("checkpoint: a NaN parameter is refused, naming file, tensor and index", load_ckpt_fn, path,
                 1,
@@ -4736,7 +4758,7 @@ static void test_checkpoint_not_finite(void) {
     m.params.wte[50] = 0.0f;
     m.params.lnfb[3] = -INFINITY;
     snprintf(path, sizeof path, "%s/inf_param.bin", TMPDIR_);
-    save_checkpoint(path, &m, 0, NULL);
+    save_weights_only(path, &m);
     snprintf(want, sizeof want, "checkpoint '%s': parameter tensor lnfb holds a -Inf at index 3", path);
     expect_exit("checkpoint: an Inf parameter is refused, naming file, tensor and index", load_ckpt_fn, path,
                 1,
@@ -4744,7 +4766,7 @@ static void test_checkpoint_not_finite(void) {
     m.params.lnfb[3] = 0.0f;
     m.v_memory[m.param_sizes[0] + 7] = INFINITY;   // wpe[7]'s second moment
     snprintf(path, sizeof path, "%s/inf_moment.bin", TMPDIR_);
-    save_checkpoint(path, &m, 1, &st);
+    save_checkpoint(path, &m, &st, st.step, test_last_good);
     expect_exit("checkpoint: resume refuses an Inf AdamW moment", load_train_resume_fn, path, 1,
                 "AdamW second moment of tensor wpe holds an Inf at index 7");
     expect_exit("checkpoint: ... --init, which discards the moments, takes that file", load_ckpt_fn, path, 0,
@@ -4845,9 +4867,9 @@ static void test_save_interrupted(void) {
             GPT m;
             build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 4, 4, 128}, 1, 5);
             TrainState st = {.step = 1, .rng = {{1, 2, 3, 4}}, .kind = 2};
-            save_checkpoint(path, &m, 1, &st);
+            save_checkpoint(path, &m, &st, st.step, test_last_good);
             if (write(ready[1], "x", 1) != 1) _exit(98);
-            for (;;) save_checkpoint(path, &m, 1, &st);
+            for (;;) save_checkpoint(path, &m, &st, st.step, test_last_good);
         }
         close(ready[1]);
         char c;
@@ -4870,9 +4892,7 @@ static void test_save_interrupted(void) {
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
-        AtomicFile a;
-        FILE *f = atomic_open(&a, path);
-        snprintf(ckpt_tmp_name, sizeof ckpt_tmp_name, "%s", a.tmp);
+        FILE *f = atomic_open(&ckpt_file, path);
         ckpt_tmp_live = 1;
         int32_t h[CKPT_HEADER_INTS] = {CKPT_MAGIC, CKPT_VERSION};
         fwrite(h, sizeof h, 1, f);
@@ -5245,7 +5265,7 @@ static int csv_column(const char *text, const char *name, double *out, int max) 
     return rows;
 }
 
-/* train.csv's entropy column (mean_sample_nll): a model whose logits are all 0 (wte, tied to
+/* train.csv's entropy column (batch_stats): a model whose logits are all 0 (wte, tied to
    the output, set to 0) samples uniformly over the V tokens, so every sampled token has
    log-prob −log V and the column is log V (float32 log-softmax: off by ~1e-7); then a batch
    made by hand, with values past each completion's length that must not count. */
@@ -5261,7 +5281,7 @@ static void test_entropy_column(void) {
     load_checkpoint(sft, &m, 1, NULL);
     for (size_t i = 0; i < m.param_sizes[0]; i++) m.params.wte[i] = 0.0f;
     snprintf(zero, sizeof zero, "%s/zero_logits.bin", TMPDIR_);
-    save_checkpoint(zero, &m, 0, NULL);
+    save_weights_only(zero, &m);
     int V = m.config.vocab_size;
     free_gpt(&m);
     snprintf(args, sizeof args, "--prompts-per-step 2 --group-size 4 --max-new-tokens 8 --steps 2 --eval-every 0 "
@@ -5279,29 +5299,28 @@ static void test_entropy_column(void) {
     check(rc == 0 && rows == 2 && fabs(h[0] - log((double)V)) < 1e-5 && fabs(h[1] - log((double)V)) < 1e-5,
           "train.csv: entropy of a uniform policy is log V", "rc %d, %d rows, %.7f %.7f vs %.7f", rc, rows, h[0],
           h[1], log((double)V));
+    // batch_stats by hand: group 0 (completions 0, 1) mixed, group 1 (completion 2 alone) all equal;
+    // the mixed group's tokens (|λ|, |a|) = (2, 1), (1, 1), (2, 0.5) -> mean |λ| 5/3, share (0.5 + 0 + 0.25)/2.5
     GroupBatch g;
     memset(&g, 0, sizeof g);
-    int clen[3] = {2, 1, 3};
+    int clen[3] = {2, 1, 3}, start[3] = {0, 2, 3}, lam[3 * 4] = {2, 1, 9, 9, 2, 9, 9, 9, 7, 7, 7, 9};
     float logp[3 * 4] = {-0.5f, -1.5f, 9, 9, -2.0f, 9, 9, 9, -0.25f, -0.75f, -1.0f, 9};
-    g.N = 3;
-    g.max_new = 4;
-    g.clen = clen;
-    g.sample_logp = logp;
-    double want = (0.5 + 1.5 + 2.0 + 0.25 + 0.75 + 1.0) / 6;
-    check(fabs(mean_sample_nll(&g) - want) < 1e-12, "mean_sample_nll: mean -log p over the tokens of each length",
-          "%.9f vs %.9f", mean_sample_nll(&g), want);
-    // lambda_mixed_stats: group 0 (completions 0, 1) mixed, group 1 (completion 2 alone) all equal;
-    // by hand: tokens (|λ|, |a|) = (2, 1), (1, 1), (2, 0.5) -> mean |λ| 5/3, share (0.5 + 0 + 0.25)/2.5
-    int start[3] = {0, 2, 3}, lam[3 * 4] = {2, 1, 9, 9, 2, 9, 9, 9, 7, 7, 7, 9};
     float reward[3] = {1, 0, 1}, adv[3] = {1.0f, -0.5f, 0};
+    g.N = 3, g.max_new = 4, g.clen = clen, g.sample_logp = logp;
     g.num_groups = 2, g.group_start = start, g.lambda_size = lam, g.reward = reward, g.advantage = adv;
-    double ml, share;
-    lambda_mixed_stats(&g, &ml, &share);
-    check(fabs(ml - 5.0 / 3) < 1e-12 && fabs(share - 0.75 / 2.5) < 1e-12,
-          "lambda_mixed_stats: mean |λ| and the 1/|λ| share over the mixed groups' tokens only", "%.9f %.9f", ml, share);
+    double want = (0.5 + 1.5 + 2.0 + 0.25 + 0.75 + 1.0) / 6;
+    BatchStats b = batch_stats(&g);
+    check(fabs(b.entropy - want) < 1e-12, "batch_stats: entropy, the mean -log p over the tokens of each length",
+          "%.9f vs %.9f", b.entropy, want);
+    check(fabs(b.mean_lambda_mixed - 5.0 / 3) < 1e-12 && fabs(b.lambda_share - 0.75 / 2.5) < 1e-12 &&
+          b.all_equal == 0.5 && fabs(b.mean_reward - 2.0 / 3) < 1e-12 && b.mean_len == 2.0,
+          "batch_stats: mean |λ| and the 1/|λ| share over the mixed groups' tokens only; the means",
+          "%.9f %.9f, all equal %g, reward %g, len %g", b.mean_lambda_mixed, b.lambda_share, b.all_equal,
+          b.mean_reward, b.mean_len);
     reward[1] = 1;
-    lambda_mixed_stats(&g, &ml, &share);
-    check(isnan(ml) && isnan(share), "lambda_mixed_stats: no mixed group gives NAN", "%g %g", ml, share);
+    b = batch_stats(&g);
+    check(isnan(b.mean_lambda_mixed) && isnan(b.lambda_share) && b.all_equal == 1.0,
+          "batch_stats: no mixed group gives NAN", "%g %g", b.mean_lambda_mixed, b.lambda_share);
 }
 
 /* One budget run of the tiny model: checks that it stops at the first step that spends the
@@ -7910,7 +7929,7 @@ static void test_dynamic_filter(void) {
         for (int t = 0; t < l6[j]; t++) same &= g.comp[(size_t)(6 + j) * 6 + t] == 22 + 3 + t;
     }
     same &= g.prompt_idx[0] == 10 && g.prompt_idx[3] == 13 && g.clen[0] == 2 && g.clen[11] == 3;
-    check(ok1 && nfree == 0 && count_all_equal_groups(&g) == 0 && st.gen_aux == aux &&
+    check(ok1 && nfree == 0 && batch_stats(&g).all_equal == 0 && st.gen_aux == aux &&
           st.aux_positions == positions && st.groups_dropped == 3 && same,
           "select: DAPO filter: aux tokens = the dropped groups' tokens, kept batch all with signal",
           "aux %ld (hand %ld), positions %ld (hand %ld), %d dropped", st.gen_aux, aux, st.aux_positions,
@@ -7922,7 +7941,7 @@ static void test_dynamic_filter(void) {
     group_batch_first(&spare, 1);
     hand_group(&spare, 0, r_zero, l4, 23, 3);
     nfree -= dynamic_merge(&g, &spare, &capped);
-    check(nfree == 1 && g.prompt_idx[1] == 11 && count_all_equal_groups(&g) == 1 && capped.gen_aux == 4 &&
+    check(nfree == 1 && g.prompt_idx[1] == 11 && batch_stats(&g).all_equal * g.num_groups == 1 && capped.gen_aux == 4 &&
           capped.groups_dropped == 1,
           "select: DAPO filter: an all-equal refill is dropped, the batch keeps its all-equal group",
           "aux %ld", capped.gen_aux);
@@ -8047,12 +8066,12 @@ static void test_select_runs(void) {
         sec[2 + i] = 1.0;
     }
     snprintf(b, sizeof b, "%s/mopps_prior.bin", TMPDIR_);
-    save_checkpoint(b, &m, 1, &st);
+    save_checkpoint(b, &m, &st, st.step, test_last_good);
     // the same again without its section: as a build before MoPPS would have written it
     char none[300];
     snprintf(none, sizeof none, "%s/mopps_none.bin", TMPDIR_);
     st.num_sections = 0;
-    save_checkpoint(none, &m, 1, &st);
+    save_checkpoint(none, &m, &st, st.step, test_last_good);
     free_gpt(&m);
     snprintf(cmd, sizeof cmd, "%s train %s %s --prompt-select mopps --resume %s --run-dir %s/mopps_c",
              grpo_bin(), common, data, b, TMPDIR_);
@@ -8569,7 +8588,7 @@ static void save_tiny_task_init(char *path, size_t cap, const char *file, uint64
     GPT m;
     build_gpt(&m, (GPTConfig){64, VOCAB_SIZE, 1, 1, 8}, 1, seed);
     m.task = task;
-    save_checkpoint(path, &m, 0, NULL);
+    save_weights_only(path, &m);
     free_gpt(&m);
 }
 

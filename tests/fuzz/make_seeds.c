@@ -12,6 +12,8 @@ problem prints as a prompt, binary mode 0xFF n nums target completion otherwise)
 #endif
 #include FZ_GRPO_SRC
 
+static char test_last_good[1100];   // (what a save names as the last good checkpoint)
+
 static void seed(const char *dir, const char *name, GPTConfig c, int with_opt, int step) {
     GPT m;
     build_gpt(&m, c, 1, 7);
@@ -20,7 +22,23 @@ static void seed(const char *dir, const char *name, GPTConfig c, int with_opt, i
     rng_seed(&st.rng, 42, 1);
     char path[1024];
     snprintf(path, sizeof path, "%s/%s", dir, name);
-    save_checkpoint(path, &m, with_opt, with_opt ? &st : NULL);
+    save_checkpoint(path, &m, &st, st.step, test_last_good);
+    if (!with_opt) {   // cut after the parameters: h[7] 0, no run record, the CRCs of the moments 0
+        FILE *f = fopenCheck(path, "rb");
+        int32_t h[CKPT_HEADER_INTS];
+        if (fread(h, sizeof h, 1, f) != 1) fail_at(__FILE__, __LINE__, "make_seeds: a short read", path);
+        size_t n = (size_t)h[9] + m.num_parameters * sizeof(float);
+        unsigned char *rest = (unsigned char *)mallocCheck(n);
+        if (fread(rest, 1, n, f) != n) fail_at(__FILE__, __LINE__, "make_seeds: a short read", path);
+        fclose(f);
+        h[7] = h[8] = h[11] = 0;
+        for (int i = CKPT_CRC_VOCAB + 2; i < CKPT_CRC_SECTIONS; i++) h[i] = 0;
+        h[CKPT_CRC_HEADER] = (int32_t)crc32_update(0, h, CKPT_CRC_HEADER * sizeof *h);
+        f = fopenCheck(path, "wb");
+        if (fwrite(h, sizeof h, 1, f) != 1 || fwrite(rest, 1, n, f) != n || fclose(f) != 0)
+            fail_at(__FILE__, __LINE__, "make_seeds: a write error", path);
+        free(rest);
+    }
     free_gpt(&m);
     printf("wrote %s (maxT %d, L %d, NH %d, C %d, optimizer %d)\n", path, c.max_seq_len, c.num_layers, c.num_heads, c.channels, with_opt);
 }
