@@ -8096,8 +8096,8 @@ static void json_tokens(FILE *f, const TokenNames *tn, const int *tokens, int n)
 /* The page's script: lays each group's tree out left to right (a column per depth, a row per leaf,
    a chain of single-child nodes as one run), colours each node by its net coefficient under the
    objective of the switch or the URL's #grpo / #lambda-grpo, and shows a hovered node's numbers.
-   On <body> it writes data-status ("ok" or "error"), data-draw-ms, data-done-ms, data-frame-ms and
-   data-objective, which tests/browser_check.sh reads. */
+   On <body> it writes data-status ("ok" or "error"), data-draw-ms, data-done-ms and data-objective,
+   which tests/browser_check.sh reads. */
 static const char HTML_SCRIPT[] =
     "(function () {\n"
     "'use strict';\n"
@@ -8243,8 +8243,6 @@ static const char HTML_SCRIPT[] =
     "body.setAttribute('data-draw-ms', ms.toFixed(1));\n"
     "body.setAttribute('data-done-ms', performance.now().toFixed(1));\n"   // since the page began loading
     "body.setAttribute('data-status', 'ok');\n"
-    "requestAnimationFrame(function () {\n"   // the first frame with the drawing: time since the page began loading
-    "  body.setAttribute('data-frame-ms', performance.now().toFixed(1)); });\n"
     "status.textContent = painted.length + ' nodes drawn';\n"   // the time only in data-draw-ms: screenshots stay comparable
     "status.title = 'drawn in ' + ms.toFixed(1) + ' ms';\n"
     "} catch (e) {\n"
