@@ -8382,12 +8382,11 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
                            float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump) {
     EvalResult r = {0.0f, 0.0f, limit > 0 && limit < d->n ? limit : d->n};
     int Bmax = kv->B;
-    const int *pp[4096];
-    int plen[4096];
+    const int *pp[4096];   // (kv->B <= 4096 rows)
+    int plen[4096], clen[4096];
+    Rng rngs[4096];
     int *comp = (int *)mallocCheck((size_t)Bmax * max_new * sizeof(int));
     float *lp = (float *)mallocCheck((size_t)Bmax * max_new * sizeof(float));
-    int *clen = (int *)mallocCheck(Bmax * sizeof(int));
-    Rng *rngs = (Rng *)mallocCheck(Bmax * sizeof(Rng));
     int *solved = (int *)mallocCheck(r.n * sizeof(int));   // by this pass's samples
     for (int pass = 0; pass < (pass_k ? 2 : 1); pass++) {
         int per = pass == 0 ? 1 : pass_k, num_solved = 0;   // per: sequences per prompt
@@ -8430,8 +8429,6 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
     }
     free(comp);
     free(lp);
-    free(clen);
-    free(rngs);
     free(solved);
     return r;
 }
@@ -8937,7 +8934,6 @@ static int cmd_check(int argc, char **argv, Options *o) {
     const char *path = argv[first];
     CheckRecord *rec;
     int N = read_check_file(path, &rec);
-    // order completions by group id, then line, so each group is contiguous
     CheckRecord **sorted = (CheckRecord **)mallocCheck(N * sizeof(CheckRecord *));
     for (int i = 0; i < N; i++) sorted[i] = &rec[i];
     qsort(sorted, N, sizeof(CheckRecord *), check_record_cmp);
