@@ -8342,6 +8342,7 @@ static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int f
                 pg->verifier ? (pg->reward[i] == 1.0f ? "true" : "false") : "null", leaf);
     }
     fprintf(f, "],\n\"nodes\":[");
+    static const char *key[6] = {",\"R\":", ",\"A\":", ",\"net\":[", ",", "],\"V\":", ",\"cost\":"};
     for (int n = 0; n < tree->num_nodes; n++) {
         const ProcessNode *nd = &tree->nodes[n];
         const NodeNumbers *nn = &pg->nums[n];
@@ -8349,12 +8350,9 @@ static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int f
                 nd->end);
         json_tokens(f, tn, pg->tokens[nd->member] + nd->start, nd->end - nd->start);
         fprintf(f, ",\"size\":%d", nd->size);
-        json_num(f, ",\"R\":", nd->step_reward);
-        json_num(f, ",\"A\":", nd->step_advantage);
-        json_num(f, ",\"net\":[", nn->net[0]);
-        json_num(f, ",", nn->net[1]);
-        json_num(f, "],\"V\":", nn->value);
-        json_num(f, ",\"cost\":", nn->cost == -2 ? NAN : (double)nn->cost);
+        double v[6] = {nd->step_reward, nd->step_advantage, nn->net[0], nn->net[1], nn->value,
+                       nn->cost == -2 ? NAN : (double)nn->cost};
+        for (int j = 0; j < 6; j++) json_num(f, key[j], v[j]);
         fprintf(f, ",\"members\":[");
         for (int i = 0, m = 0; i < pg->k; i++)
             if (is_member(pg, n, i)) fprintf(f, "%s%d", m++ ? "," : "", i + 1);
@@ -8570,12 +8568,10 @@ static void choose_sample_prompt(Options *o, const Task *t, GPT *model) {
                             val.num_count[q], val.target[q]);
         mixed = !group_rewards_equal(&g, 0);
     }
-    if (mixed)
-        printf("prompt drawn from %s (line %d): the first of %d tried whose group has mixed rewards\n",
-               o->val_data, line, tries);
-    else
-        printf("prompt drawn from %s (line %d): none of the %d tried had a group with mixed rewards "
-               "(the model solves all or none of each); the last one tried\n", o->val_data, line, tries);
+    printf("prompt drawn from %s (line %d): ", o->val_data, line);
+    if (mixed) printf("the first of %d tried whose group has mixed rewards\n", tries);
+    else printf("none of the %d tried had a group with mixed rewards (the model solves all or none of each); "
+                "the last one tried\n", tries);
     free_group_batch(&g);
     free_kvcache(&kv);
     free_dataset(&val);
