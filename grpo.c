@@ -8633,13 +8633,11 @@ static int cmd_sample(int argc, char **argv, Options *o) {
                "For a group with mixed rewards try another --seed or --prompt (without --prompt, sample\n"
                "tries up to %d validation prompts for one).\n", k, g.reward[0], SAMPLE_TRIES);
     // V̂ of each node's prefix from --mc-k fresh continuations (MC-PRM's estimate), beside R̂
-    int inner = 0, group_tokens = 0;
-    for (int nd = 0; nd < g.tree.num_nodes; nd++)
-        inner += g.tree.nodes[nd].end < g.clen[g.tree.nodes[nd].member];
+    int group_tokens = 0;
     for (int i = 0; i < k; i++) group_tokens += g.clen[i];
     TaskProblems task = {NULL, NULL, nums, n, target, 0.0f, t};
-    MCPRM mc;
-    build_mcprm(&mc, &model.config, inner > 0 ? inner : 1, o->max_new_tokens, o->mc_k, 0, t->step_end,
+    MCPRM mc;   // a state per node at most (each completion has a token, so the tree has a node)
+    build_mcprm(&mc, &model.config, g.tree.num_nodes, o->max_new_tokens, o->mc_k, 0, t->step_end,
                 task_outcome_reward, &task, NULL);
     NodeNumbers *node_nums = (NodeNumbers *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(NodeNumbers));
     PageGroup pg = {0, o->prompt, k, g.comp_row, g.clen, g.reward, g.advantage, 1, &g.tree, g.node_of,
@@ -8653,7 +8651,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     printf("R̂ and V̂ estimate the same value, the expected reward after the node's prefix: R̂ from the |λ|\n"
            "members that share it (no extra tokens), V̂ from %d fresh continuations (at a leaf, its\n"
            "reward). V̂ of the %d inner nodes cost %ld sampled tokens, %.1fx the group's %d.\n\n<prompt>\n",
-           o->mc_k, inner, spent.tokens, (double)spent.tokens / (group_tokens > 0 ? group_tokens : 1),
+           o->mc_k, spent.states, spent.tokens, (double)spent.tokens / (group_tokens > 0 ? group_tokens : 1),
            group_tokens);
     print_tree(stdout, &pg);
     if (o->html_out[0]) {
