@@ -1663,8 +1663,15 @@ typedef struct {
     const Task *task;      // the task whose prompts these are
 } Dataset;
 
-static void data_error(const char *path, int line, const char *what) {
-    fprintf(stderr, "%s:%d: %s\n", path, line, what);
+// data_error: "PATH:LINE: " and the printf-style message on stderr (data files, verify, check); exits.
+__attribute__((format(printf, 3, 4)))
+static void data_error(const char *path, int line, const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s:%d: ", path, line);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
     exit(EXIT_INPUT);
 }
 
@@ -1677,7 +1684,6 @@ static void data_error(const char *path, int line, const char *what) {
 static long read_line(FILE *f, char **buf, size_t *cap, long max_len, const char *path, int lineno) {
     long n = 0;
     int c = 0;
-    char msg[128];
     errno = 0;
     while ((c = getc(f)) != EOF) {
         if ((size_t)n + 2 > *cap) {
@@ -1689,15 +1695,9 @@ static long read_line(FILE *f, char **buf, size_t *cap, long max_len, const char
         }
         (*buf)[n++] = (char)c;
         if (c == '\n') break;
-        if (n > max_len) {
-            snprintf(msg, sizeof msg, "line too long (over %ld characters)", max_len);
-            data_error(path, lineno, msg);
-        }
+        if (n > max_len) data_error(path, lineno, "line too long (over %ld characters)", max_len);
     }
-    if (c == EOF && ferror(f)) {
-        snprintf(msg, sizeof msg, "read error: %s", errno ? strerror(errno) : "unknown");
-        data_error(path, lineno, msg);
-    }
+    if (c == EOF && ferror(f)) data_error(path, lineno, "read error: %s", errno ? strerror(errno) : "unknown");
     if (n == 0) return -1;
     (*buf)[n] = 0;
     return n;
@@ -1732,7 +1732,7 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
     d->line = (int *)mallocCheck(cap * sizeof(int));
     d->path = path;
     d->task = task;
-    char *line = NULL, msg[256];
+    char *line = NULL;
     size_t lcap = 0;
     long got;
     int lineno = 0;
@@ -1751,11 +1751,9 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
         if (need_completion && clen == 0)
             data_error(path, lineno, "no demonstration: expected `prompt<TAB>completion`");
         if (!need_completion) clen = 0;    // prompts only: the demonstration is not used
-        if (1 + plen + clen + 1 > maxT) {
-            snprintf(msg, sizeof msg, "example needs %d tokens, the model's context is %d", plen + clen + 2,
-                     maxT);
-            data_error(path, lineno, msg);
-        }
+        if (1 + plen + clen + 1 > maxT)
+            data_error(path, lineno, "example needs %d tokens, the model's context is %d", plen + clen + 2,
+                       maxT);
         if (d->n == cap) {
             cap *= 2;
             d->prompt = (int *)realloc(d->prompt, (size_t)cap * maxT * sizeof(int));
@@ -1778,18 +1776,15 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
         else if (clen && encode(tab + 1, clen, ct, &bad) < 0) col = plen + 2 + bad;
         if (col) {
             unsigned char c = (unsigned char)line[col - 1];
-            snprintf(msg, sizeof msg, "character '%c' (byte %d) at column %d is not in the vocabulary \"%s\"",
-                     c >= 32 && c < 127 ? c : '?', c, col, VOCAB_CHARS);
-            data_error(path, lineno, msg);
+            data_error(path, lineno, "character '%c' (byte %d) at column %d is not in the vocabulary \"%s\"",
+                       c >= 32 && c < 127 ? c : '?', c, col, VOCAB_CHARS);
         }
         d->prompt_len[i] = plen + 1;
         d->completion_len[i] = clen ? clen + 1 : 0;
         if (clen) ct[clen] = TOK_EOS;
         if (task->parse_prompt(line, plen, d->nums + (size_t)i * MAX_NUMS, MAX_NUMS, &d->num_count[i],
-                               &d->target[i]) != 0) {
-            snprintf(msg, sizeof msg, "prompt is not %s", task->prompt_format);
-            data_error(path, lineno, msg);
-        }
+                               &d->target[i]) != 0)
+            data_error(path, lineno, "prompt is not %s", task->prompt_format);
         const int *nums = d->nums + (size_t)i * MAX_NUMS;
         if (clen && task->verify(nums, d->num_count[i], d->target[i], tab + 1, clen) != 1.0f) {
             const char *why = task == &TASKS[TASK_COUNTDOWN]
@@ -1797,9 +1792,8 @@ static void load_dataset(Dataset *d, const char *path, int maxT, int need_comple
                                     "target"
                                   : "the number after its last `=` must be the answer";
             if (task == &TASKS[TASK_COUNTDOWN] && memchr(tab + 1, ' ', clen)) why = "it contains a space, which the verifier does not allow";
-            snprintf(msg, sizeof msg, "demonstration does not solve the prompt "
-                                      "(the verifier scores it 0): %s", why);
-            data_error(path, lineno, msg);
+            data_error(path, lineno, "demonstration does not solve the prompt (the verifier scores it 0): %s",
+                       why);
         }
         d->line[i] = lineno;
         d->n++;
@@ -7899,8 +7893,8 @@ static void json_tokens(FILE *f, const TokenNames *tn, const int *tokens, int n)
 /* The page's script: lays each group's tree out left to right (a column per depth, a row per leaf,
    a chain of single-child nodes as one run), colours each node by its net coefficient under the
    objective of the switch or the URL's #grpo / #lambda-grpo, and shows a hovered node's numbers.
-   On <body> it writes data-status ("ok" or "error"), data-draw-ms, data-done-ms, data-frame-ms and
-   data-objective, which tests/browser_check.sh reads. */
+   On <body> it writes data-status ("ok" or "error"), data-draw-ms, data-done-ms and data-objective,
+   which tests/browser_check.sh reads. */
 static const char HTML_SCRIPT[] =
     "(function () {\n"
     "'use strict';\n"
@@ -8046,8 +8040,6 @@ static const char HTML_SCRIPT[] =
     "body.setAttribute('data-draw-ms', ms.toFixed(1));\n"
     "body.setAttribute('data-done-ms', performance.now().toFixed(1));\n"   // since the page began loading
     "body.setAttribute('data-status', 'ok');\n"
-    "requestAnimationFrame(function () {\n"   // the first frame with the drawing: time since the page began loading
-    "  body.setAttribute('data-frame-ms', performance.now().toFixed(1)); });\n"
     "status.textContent = painted.length + ' nodes drawn';\n"   // the time only in data-draw-ms: screenshots stay comparable
     "status.title = 'drawn in ' + ms.toFixed(1) + ' ms';\n"
     "} catch (e) {\n"
@@ -8147,6 +8139,7 @@ static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int f
                 pg->verifier ? (pg->reward[i] == 1.0f ? "true" : "false") : "null", leaf);
     }
     fprintf(f, "],\n\"nodes\":[");
+    static const char *key[6] = {",\"R\":", ",\"A\":", ",\"net\":[", ",", "],\"V\":", ",\"cost\":"};
     for (int n = 0; n < tree->num_nodes; n++) {
         const ProcessNode *nd = &tree->nodes[n];
         const NodeNumbers *nn = &pg->nums[n];
@@ -8154,12 +8147,9 @@ static void html_group(FILE *f, const PageGroup *pg, const TokenNames *tn, int f
                 nd->end);
         json_tokens(f, tn, pg->tokens[nd->member] + nd->start, nd->end - nd->start);
         fprintf(f, ",\"size\":%d", nd->size);
-        json_num(f, ",\"R\":", nd->step_reward);
-        json_num(f, ",\"A\":", nd->step_advantage);
-        json_num(f, ",\"net\":[", nn->net[0]);
-        json_num(f, ",", nn->net[1]);
-        json_num(f, "],\"V\":", nn->value);
-        json_num(f, ",\"cost\":", nn->cost == -2 ? NAN : (double)nn->cost);
+        double v[6] = {nd->step_reward, nd->step_advantage, nn->net[0], nn->net[1], nn->value,
+                       nn->cost == -2 ? NAN : (double)nn->cost};
+        for (int j = 0; j < 6; j++) json_num(f, key[j], v[j]);
         fprintf(f, ",\"members\":[");
         for (int i = 0, m = 0; i < pg->k; i++)
             if (is_member(pg, n, i)) fprintf(f, "%s%d", m++ ? "," : "", i + 1);
@@ -8187,12 +8177,11 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
                            float temperature, int pass_k, uint64_t seed, float format_reward, FILE *dump) {
     EvalResult r = {0.0f, 0.0f, limit > 0 && limit < d->n ? limit : d->n};
     int Bmax = kv->B;
-    const int *pp[4096];
-    int plen[4096];
+    const int *pp[4096];   // (kv->B <= 4096 rows)
+    int plen[4096], clen[4096];
+    Rng rngs[4096];
     int *comp = (int *)mallocCheck((size_t)Bmax * max_new * sizeof(int));
     float *lp = (float *)mallocCheck((size_t)Bmax * max_new * sizeof(float));
-    int *clen = (int *)mallocCheck(Bmax * sizeof(int));
-    Rng *rngs = (Rng *)mallocCheck(Bmax * sizeof(Rng));
     int *solved = (int *)mallocCheck(r.n * sizeof(int));   // by this pass's samples
     for (int pass = 0; pass < (pass_k ? 2 : 1); pass++) {
         int per = pass == 0 ? 1 : pass_k, num_solved = 0;   // per: sequences per prompt
@@ -8235,21 +8224,17 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
     }
     free(comp);
     free(lp);
-    free(clen);
-    free(rngs);
     free(solved);
     return r;
 }
 
 static int cmd_eval(int argc, char **argv, Options *o) {
-    const char *syn = "Scores a checkpoint on a task file: greedy accuracy, and pass@k from k samples.\n"
-                      "Both count verified answers; --format-reward changes only the reward column of\n"
-                      "--completions.";
+    const char *syn = "Scores a checkpoint on a task file: greedy accuracy and pass@k from k samples, both\n"
+                      "counting verified answers (--format-reward changes only --completions' reward column).";
     int first = parse_options(argc, argv, CMD_EVAL, o, "eval", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " eval'", argv[first]);
     if (o->temperature < 0.01f)
-        usage_error("--temperature must be >= 0.01 (logits / T overflow below; greedy decoding does not "
-                    "use it)");
+        usage_error("--temperature must be >= 0.01 (logits / T overflow below; greedy decoding ignores it)");
     NamedPath outs[1] = {{"--completions", o->completions_out}}, ins[2] = {{"--model", o->model}, {"--data", o->data}};
     refuse_inputs_as_outputs(outs, 1, ins, 2);
     print_options(stdout, o, CMD_EVAL);
@@ -8380,12 +8365,10 @@ static void choose_sample_prompt(Options *o, const Task *t, GPT *model) {
                             val.num_count[q], val.target[q]);
         mixed = !group_rewards_equal(&g, 0);
     }
-    if (mixed)
-        printf("prompt drawn from %s (line %d): the first of %d tried whose group has mixed rewards\n",
-               o->val_data, line, tries);
-    else
-        printf("prompt drawn from %s (line %d): none of the %d tried had a group with mixed rewards "
-               "(the model solves all or none of each); the last one tried\n", o->val_data, line, tries);
+    printf("prompt drawn from %s (line %d): ", o->val_data, line);
+    if (mixed) printf("the first of %d tried whose group has mixed rewards\n", tries);
+    else printf("none of the %d tried had a group with mixed rewards (the model solves all or none of each); "
+                "the last one tried\n", tries);
     free_group_batch(&g);
     free_kvcache(&kv);
     free_dataset(&val);
@@ -8406,18 +8389,15 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     refuse_inputs_as_outputs(outs, 1, ins, 2);
     if (o->html_out[0]) html_check_path(o->html_out);   // refused now, not after the sampling
     if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 (logits / T overflow below)");
-    if (o->group_size > 4096) usage_error("--group-size must be <= 4096");
-    if (o->group_size < 2)
-        usage_error("--group-size %d: a group needs at least 2 completions (a_i compares each reward with "
-                    "the group's mean and std, so one completion has advantage 0 and its tree one path)",
+    if (o->group_size < 2)   // a_i compares each reward with the group's mean and std
+        usage_error("--group-size %d: a group needs at least 2 completions (one has a_i = 0 and B(G) one path)",
                     o->group_size);
     const Task *t = &TASKS[o->task];
     GPT model;
     int chosen = !o->prompt[0];   // the model loads first then, else after the --prompt is read
     if (chosen) choose_sample_prompt(o, t, &model);
     int k = o->group_size, plen = (int)strlen(o->prompt), bad = 0;
-    int nums[MAX_NUMS], n, target;
-    int *prompt = (int *)mallocCheck((size_t)(plen + 1) * sizeof(int));
+    int nums[MAX_NUMS], n, target, prompt[sizeof o->prompt + 1];   // prompt: <bos>, then its tokens
     prompt[0] = TOK_BOS;
     if (encode(o->prompt, plen, prompt + 1, &bad) < 0)
         usage_error("--prompt: character '%c' at position %d is not in the vocabulary \"%s\"", o->prompt[bad],
@@ -8450,13 +8430,11 @@ static int cmd_sample(int argc, char **argv, Options *o) {
                "For a group with mixed rewards try another --seed or --prompt (without --prompt, sample\n"
                "tries up to %d validation prompts for one).\n", k, g.reward[0], SAMPLE_TRIES);
     // V̂ of each node's prefix from --mc-k fresh continuations (MC-PRM's estimate), beside R̂
-    int inner = 0, group_tokens = 0;
-    for (int nd = 0; nd < g.tree.num_nodes; nd++)
-        inner += g.tree.nodes[nd].end < g.clen[g.tree.nodes[nd].member];
+    int group_tokens = 0;
     for (int i = 0; i < k; i++) group_tokens += g.clen[i];
     TaskProblems task = {NULL, NULL, nums, n, target, 0.0f, t};
-    MCPRM mc;
-    build_mcprm(&mc, &model.config, inner > 0 ? inner : 1, o->max_new_tokens, o->mc_k, 0, t->step_end,
+    MCPRM mc;   // a state per node at most (each completion has a token, so the tree has a node)
+    build_mcprm(&mc, &model.config, g.tree.num_nodes, o->max_new_tokens, o->mc_k, 0, t->step_end,
                 task_outcome_reward, &task, NULL);
     NodeNumbers *node_nums = (NodeNumbers *)mallocCheck((size_t)(g.tree.num_nodes + 1) * sizeof(NodeNumbers));
     PageGroup pg = {0, o->prompt, k, g.comp_row, g.clen, g.reward, g.advantage, 1, &g.tree, g.node_of,
@@ -8470,7 +8448,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     printf("R̂ and V̂ estimate the same value, the expected reward after the node's prefix: R̂ from the |λ|\n"
            "members that share it (no extra tokens), V̂ from %d fresh continuations (at a leaf, its\n"
            "reward). V̂ of the %d inner nodes cost %ld sampled tokens, %.1fx the group's %d.\n\n<prompt>\n",
-           o->mc_k, inner, spent.tokens, (double)spent.tokens / (group_tokens > 0 ? group_tokens : 1),
+           o->mc_k, spent.states, spent.tokens, (double)spent.tokens / (group_tokens > 0 ? group_tokens : 1),
            group_tokens);
     print_tree(stdout, &pg);
     if (o->html_out[0]) {
@@ -8488,19 +8466,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     free_group_batch(&g);
     free_kvcache(&kv);
     free_gpt(&model);
-    free(prompt);
     return 0;
-}
-
-// check_error (verify, check): "PATH:LINE: " and the printf-style message on stderr; exits.
-static void check_error(const char *path, int line, const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "%s:%d: ", path, line);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-    exit(EXIT_INPUT);
 }
 
 static int cmd_verify(int argc, char **argv, Options *o) {
@@ -8529,7 +8495,7 @@ static int cmd_verify(int argc, char **argv, Options *o) {
                        "from eval --completions: cut -f1,2 FILE)");
         const Task *t = &TASKS[o->task];
         if (t->parse_prompt(line, plen, nums, MAX_NUMS, &n, &target) != 0)
-            check_error(argv[first], lineno, "prompt is not %s", t->prompt_format);
+            data_error(argv[first], lineno, "prompt is not %s", t->prompt_format);
         printf("%g\n", t->verify(nums, n, target, tab ? tab + 1 : "", tab ? len - plen - 1 : 0));
     }
     free(line);
@@ -8560,8 +8526,7 @@ static int check_record_cmp(const void *a, const void *b) {
     return x->line - y->line;
 }
 
-// Parses a comma-separated list of numbers (ints if is_int) into *out; returns the count. key: the
-// list's name in messages.
+// parse_list: a comma-separated list of numbers (ints if is_int) into *out; returns the count (key: its name).
 static int parse_list(const char *s, int is_int, void **out, const char *path, int line, const char *key) {
     int n = 0, cap = 1;
     for (const char *c = s; *c; c++) cap += *c == ',';
@@ -8572,31 +8537,28 @@ static int parse_list(const char *s, int is_int, void **out, const char *path, i
         if (is_int) {
             long v = strtol(s, &end, 10);
             if (end == s || (*end && *end != ',') || errno)
-                check_error(path, line, "token id is not an integer (item %d of %s)", n + 1, key);
+                data_error(path, line, "token id is not an integer (item %d of %s)", n + 1, key);
             if (v < 0 || v > 2147483647L)
-                check_error(path, line, "token id must be a non-negative 32-bit integer (item %d of %s: %ld)",
-                            n + 1, key, v);
+                data_error(path, line, "token id must be a non-negative 32-bit integer (item %d of %s: %ld)",
+                           n + 1, key, v);
             ((int *)*out)[n++] = (int)v;
         } else {
             double v = strtod(s, &end);
             if (end == s || (*end && *end != ','))
-                check_error(path, line, "number does not parse (item %d of %s)", n + 1, key);
+                data_error(path, line, "number does not parse (item %d of %s)", n + 1, key);
             if (!isfinite(v) || fabs(v) > FLT_MAX)
-                check_error(path, line, "number is not finite or outside the float range (|x| <= 3.4e38) (item %d "
-                            "of %s)", n + 1, key);
+                data_error(path, line, "number is not finite or outside the float range (|x| <= 3.4e38) (item %d "
+                           "of %s)", n + 1, key);
             ((float *)*out)[n++] = (float)v;
         }
         s = end;
         if (*s == 0) break;
-        if (s[1] == 0) check_error(path, line, "list ends with ',' in %s", key);
+        if (s[1] == 0) data_error(path, line, "list ends with ',' in %s", key);
     }
     return n;
 }
 
-#define CHECK_MAX_LINE (1L << 24)   // bytes in one line of a check file: about a million numbers
-
-/* read_check_file: parses every line of a check file (FILE or "-" for stdin) into
-   records, or exits with FILE:LINE: what is wrong. Nothing is printed to stdout. */
+// read_check_file: every line of a check file (FILE, "-": stdin) as records; errors exit naming FILE:LINE.
 static int read_check_file(const char *path, CheckRecord **out) {
     FILE *f = strcmp(path, "-") ? fopenCheck(path, "r") : stdin;
     int cap = 64, n = 0, lineno = 0;
@@ -8604,10 +8566,10 @@ static int read_check_file(const char *path, CheckRecord **out) {
     char *line = NULL;
     size_t lcap = 0;
     long len;
-    while ((len = read_line(f, &line, &lcap, CHECK_MAX_LINE, path, lineno + 1)) != -1) {
+    while ((len = read_line(f, &line, &lcap, 1L << 24, path, lineno + 1)) != -1) {   // ~a million numbers
         lineno++;
         refuse_bom(line, len, path, lineno);
-        if ((size_t)len != strlen(line)) check_error(path, lineno, "NUL byte in line");
+        if ((size_t)len != strlen(line)) data_error(path, lineno, "NUL byte in line");
         char *hash = strchr(line, '#');
         if (hash) *hash = 0;
         CheckRecord r = {lineno, 0, 0.0f, -1, NULL, NULL, NULL, NULL, -1, 0};
@@ -8617,24 +8579,24 @@ static int read_check_file(const char *path, CheckRecord **out) {
         char *save = NULL;
         for (char *tok = strtok_r(line, " \t\r\n", &save); tok; tok = strtok_r(NULL, " \t\r\n", &save)) {
             char *eq = strchr(tok, '=');
-            if (!eq) check_error(path, lineno, "expected key=value, got: %s", tok);
+            if (!eq) data_error(path, lineno, "expected key=value, got: %s", tok);
             *eq = 0;
             char *val = eq + 1, *end;
             int c = 0;
             while (c < 7 && strcmp(tok, keys[c])) c++;
             if (c == 7)
-                check_error(path, lineno, "unknown key (expected group, reward, tokens, logp, logp_old, logp_ref, "
-                            "truncated): %s", tok);
+                data_error(path, lineno, "unknown key (expected group, reward, tokens, logp, logp_old, logp_ref, "
+                           "truncated): %s", tok);
             if (c == 0) {
                 errno = 0;
                 r.group = strtol(val, &end, 10);
-                if (end == val || *end || errno) check_error(path, lineno, "group is not an integer: %s", val);
+                if (end == val || *end || errno) data_error(path, lineno, "group is not an integer: %s", val);
             } else if (c == 1) {
                 double v = strtod(val, &end);
-                if (end == val || *end) check_error(path, lineno, "reward does not parse: %s", val);
+                if (end == val || *end) data_error(path, lineno, "reward does not parse: %s", val);
                 if (!isfinite(v) || fabs(v) > FLT_MAX)
-                    check_error(path, lineno, "reward is not finite or outside the float range "
-                                "(|x| <= 3.4e38): %s", val);
+                    data_error(path, lineno, "reward is not finite or outside the float range "
+                               "(|x| <= 3.4e38): %s", val);
                 r.reward = (float)v;
             } else if (c == 2) {
                 r.n = parse_list(val, 1, (void **)&r.tokens, path, lineno, "tokens");
@@ -8642,43 +8604,42 @@ static int read_check_file(const char *path, CheckRecord **out) {
                 counts[c - 3] = parse_list(val, 0, (void **)lists[c - 3], path, lineno, keys[c]);
             } else {
                 if (strcmp(val, "0") && strcmp(val, "1"))
-                    check_error(path, lineno, "truncated must be 0 or 1, got: %s", val);
+                    data_error(path, lineno, "truncated must be 0 or 1, got: %s", val);
                 r.truncated = val[0] == '1';
             }
-            if (seen >> c & 1) check_error(path, lineno, "key given twice: %s", tok);
+            if (seen >> c & 1) data_error(path, lineno, "key given twice: %s", tok);
             seen |= 1 << c;
         }
         if (!seen) continue;   // blank or comment-only line
         for (int c = 0; c < 3; c++)
             if (!(seen >> c & 1))
-                check_error(path, lineno, "missing required key: %s", c < 2 ? keys[c] :
-                            "tokens (use `tokens=` for an empty completion)");
+                data_error(path, lineno, "missing required key: %s", c < 2 ? keys[c] :
+                           "tokens (use `tokens=` for an empty completion)");
         for (int c = 0; c < 3; c++)
             if (seen >> (c + 3) & 1 && counts[c] != r.n)
-                check_error(path, lineno, "%s has %d numbers, tokens has %d", keys[c + 3], counts[c], r.n);
+                data_error(path, lineno, "%s has %d numbers, tokens has %d", keys[c + 3], counts[c], r.n);
         for (int c = 0; c < 3; c++)   // a log-probability is at most 0 (up to a trainer's float rounding)
             for (int t = 0; seen >> (c + 3) & 1 && t < r.n; t++)
                 if ((*lists[c])[t] > 1e-6f)
-                    check_error(path, lineno, "%s's number %d is %g: a log-probability is <= 0", keys[c + 3],
-                                t + 1, (*lists[c])[t]);
+                    data_error(path, lineno, "%s's number %d is %g: a log-probability is <= 0", keys[c + 3],
+                               t + 1, (*lists[c])[t]);
         if (n == cap) {
             cap *= 2;
             recs = (CheckRecord *)realloc(recs, cap * sizeof(CheckRecord));
-            if (!recs) check_error(path, lineno, "out of memory");
+            if (!recs) data_error(path, lineno, "out of memory");
         }
         recs[n++] = r;
     }
     free(line);
     if (f != stdin) fclose(f);
     if (n == 0)   // an empty file has no line 0: its line 1 is named
-        check_error(path, lineno > 0 ? lineno : 1, "no completions in file%s", lineno > 0 ? "" : " (it is empty)");
+        data_error(path, lineno > 0 ? lineno : 1, "no completions in file%s", lineno > 0 ? "" : " (it is empty)");
     *out = recs;
     return n;
 }
 
-/* check_write_html: the --html page of check's batch (advantages and trees done): one tree per group
-   in group-id order, built again (the batch keeps only the last), completions y1..yk in file order
-   (sorted[a] is a), no V̂. */
+/* check_write_html: the --html page of check's batch (advantages done): each group's tree in group-id order,
+   built again (the batch keeps only the last), completions y1..yk in file order (sorted[a] is a), no V̂. */
 static void check_write_html(const Options *o, const char *path, GroupBatch *batch, CheckRecord *const *sorted,
                              const GRPOConfig *cfg) {
     TokenNames tn = {NULL, 0};
@@ -8714,15 +8675,15 @@ static void check_write_html(const Options *o, const char *path, GroupBatch *bat
     free(tn.name);
 }
 
-/* refuse_check_records: exits naming the first line (check_error) of what check cannot run on: a group of
+/* refuse_check_records: exits naming the first line (data_error) of what check cannot run on: a group of
    one under a group std, and each rule below. rec: file order; sorted, starts: cmd_check's G groups. */
 static void refuse_check_records(const char *path, const CheckRecord *rec, int N, CheckRecord *const *sorted,
                                  const int *starts, int G, const ObjectiveConfig *obj, int mask_truncated) {
     for (int g = 0; g < G; g++)
         if (starts[g + 1] - starts[g] < 2 && obj->adv_std != STD_NONE && obj->adv_std_scope == SCOPE_GROUP)
-            check_error(path, sorted[starts[g]]->line, "group of size 1 (group %ld has one completion; --adv-std "
-                        "%s needs k >= 2, or use --adv-std none)", sorted[starts[g]]->group,
-                        ADV_STD_NAMES[obj->adv_std]);
+            data_error(path, sorted[starts[g]]->line, "group of size 1 (group %ld has one completion; --adv-std "
+                       "%s needs k >= 2, or use --adv-std none)", sorted[starts[g]]->group,
+                       ADV_STD_NAMES[obj->adv_std]);
     // a missing logp is taken as 0 below: the kl column (and with β != 0 the loss), or with logp_old
     // a ratio, from an invented logp. Masking needs the trainer's own verdict: only it knows its EOS
     // ids and its budget. Each rule in turn, named by the first line that breaks it.
@@ -8736,7 +8697,7 @@ static void refuse_check_records(const char *path, const CheckRecord *rec, int N
         for (const CheckRecord *r = rec; r < rec + N; r++)
             if (c == 0 ? obj->beta != 0.0f && !r->logp_ref : c == 1 ? r->logp_ref && !r->logp :
                 c == 2 ? r->logp_old && !r->logp : mask_truncated && r->truncated < 0)
-                check_error(path, r->line, "%s", rule[c]);
+                data_error(path, r->line, "%s", rule[c]);
 }
 
 static int cmd_check(int argc, char **argv, Options *o) {
@@ -8755,19 +8716,15 @@ static int cmd_check(int argc, char **argv, Options *o) {
     NamedPath outs[1] = {{"--html", o->html_out}}, ins[2] = {{"FILE", argv[first]}, {"--token-names", o->token_names}};
     refuse_inputs_as_outputs(outs, 1, ins, 2);
     if (o->html_out[0]) html_check_path(o->html_out);   // refused before the file is read
-    if (o->obj.objective == OBJ_MC_PRM)
-        usage_error("--objective mc-prm: check runs a dumped batch without a model, and MC-PRM's V̂ needs "
-                    "fresh continuations from one (use grpo or lambda-grpo; ./grpo sample prints V̂ "
-                    "beside R̂)");
-    if (o->obj.objective == OBJ_PPO)
-        usage_error("--objective ppo: check runs the GRPO objectives on a dumped batch, which holds no "
-                    "critic values; use --objective grpo or lambda-grpo");
+    if (o->obj.objective == OBJ_MC_PRM || o->obj.objective == OBJ_PPO)
+        usage_error("--objective %s: check runs the GRPO objectives on a dumped batch, with no model to sample "
+                    "V̂ from nor critic values (use grpo or lambda-grpo; ./grpo sample prints V̂ beside R̂)",
+                    OBJECTIVE_NAMES[o->obj.objective]);
     GRPOConfig cfg = grpo_config_from_options(o);
     cfg.obj.max_new_tokens = o->max_new_tokens;
     const char *path = argv[first];
     CheckRecord *rec;
     int N = read_check_file(path, &rec);
-    // order completions by group id, then line, so each group is contiguous
     CheckRecord **sorted = (CheckRecord **)mallocCheck(N * sizeof(CheckRecord *));
     for (int i = 0; i < N; i++) sorted[i] = &rec[i];
     qsort(sorted, N, sizeof(CheckRecord *), check_record_cmp);
@@ -8817,20 +8774,18 @@ static int cmd_check(int argc, char **argv, Options *o) {
         size_t row = (size_t)a * maxlen;
         const char *none = "(outputs must be finite; nothing was printed)";
         if (!isfinite(batch.advantage[a]))
-            check_error(path, rec[i].line, "advantage is %g: the group's rewards are too far apart for float32 %s",
-                        batch.advantage[a], none);
+            data_error(path, rec[i].line, "advantage is %g: the group's rewards are too far apart for float32 %s",
+                       batch.advantage[a], none);
         const float *column[3] = {batch.ratio, batch.kl, batch.dlogp};
         static const char *column_name[3] = {"ratio", "kl", "dloss_dlogp"};
         for (int t = 0; t < batch.clen[a]; t++)
             for (int c = 0; c < 3; c++)
                 if (!isfinite(column[c][row + t]))
-                    check_error(path, rec[i].line, "%s at t=%d is %g: float32 overflows (logp far from logp_old "
-                                "or logp_ref, or rewards far apart) %s", column_name[c], t, column[c][row + t], none);
+                    data_error(path, rec[i].line, "%s at t=%d is %g: float32 overflows (logp far from logp_old "
+                               "or logp_ref, or rewards far apart) %s", column_name[c], t, column[c][row + t], none);
         if (!isfinite(line_loss[a]))
-            check_error(path, rec[i].line, "its term of the loss is %g %s", line_loss[a], none);
+            data_error(path, rec[i].line, "its term of the loss is %g %s", line_loss[a], none);
     }
-    if (!isfinite(loss))   // every term finite, their sum not (in double: not expected to happen)
-        check_error(path, rec[N - 1].line, "the loss (the sum over every line) is not finite");
     printf("line\tgroup\tt\ttoken\tlambda_size\tweight\tadvantage\tstep_advantage\tratio\tkl\tdloss_dlogp\n");
     for (int i = 0; i < N; i++) {
         int a = rec[i].pos;
@@ -8862,8 +8817,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
 // ----------------------------------------------------------------------------
 // bench: training and sampling throughput of the model (make bench compares with PyTorch)
 
-// BenchBatch: bench's fixed training batch, B x T random tokens and targets, dlogp the gradient
-// of their mean log-loss
+// BenchBatch: bench's fixed training batch, B x T random tokens and targets; dlogp: mean log-loss's gradient
 typedef struct {
     int B, T;
     int *inputs, *targets;   // (B·T)
@@ -9086,8 +9040,7 @@ static void bench_cuda_products(GPT *m, const BenchBatch *b, const AdamWConfig *
 #endif
 
 static int cmd_bench(int argc, char **argv, Options *o) {
-    o->batch_size = 16;   // bench's defaults
-    o->steps = 10;
+    set_defaults(o, "batch-size 16 steps 10");   // bench's own
     const char *syn = "Training throughput (forward + backward + AdamW on a fixed B x maxT batch), with its\n"
                       "GFLOP/s against the fp32 FMA peak measured here, and sampling throughput (64\n"
                       "sequences, 8-token prompt, KV cache, to maxT; the median of 5 calls).\n"

@@ -100,7 +100,6 @@ render() {
   # a committed figure: recompressed losslessly when optipng is there (figures stay < 200 KB)
   if [ -n "$out" ] && [ "$dir" = "$shots" ] && command -v optipng > /dev/null 2>&1; then optipng -quiet -o2 "$dir/$name.png"; fi
   size="$w,$h"
-  # (data-frame-ms, the first frame, is not printed: under --virtual-time-budget it waits for the budget)
   echo "      $name: script ${ms:-?} ms; drawn ${finished:-?} ms after loading began (performance.now);" \
        "page $(wc -c < "$page") bytes; screenshot ${w}x$h, $(wc -c < "$dir/$name.png" 2>/dev/null || echo 0) bytes"
   eval "ms_$(echo "$name" | tr -c 'a-z0-9\n' _)=${finished:-99999}"

@@ -6957,7 +6957,7 @@ static void test_mc_usage(void) {
                              "'mc-prm' is named twice",
                              "--methods: method 'x:--objective=grpo:--prompt-select=mopps:--select-target=3' "
                              "(--train-args, then its own options): --select-target: '3' is out of range",
-                             "--objective mc-prm: check runs a dumped batch without a model",
+                             "--objective mc-prm: check runs the GRPO objectives on a dumped batch, with no model",
                              "--mc-k: '0' is out of range"};
     const char *names[] = {"usage: --mc-k 0 is out of range", "usage: --mc-k 2000 is out of range",
                            "usage: --mc-k four is not a number",
