@@ -2927,11 +2927,9 @@ static int chain_sum_well_formed(const char *completion, int len) {
 }
 
 // ----------------------------------------------------------------------------
-// Comparison method: MC-PRM (VinePPO, Kazemnejad et al. 2024, arXiv 2410.01679;
-// notes/credit-assignment.md §3): λ-GRPO reads a prefix's value off the group sampled anyway;
-// MC-PRM pays for it. V̂(s_j) of state s_j (the prompt and a completion's first j steps) is the mean
-// reward of K continuations from π_old; step j's tokens carry A_j = V̂(s_{j+1}) − V̂(s_j) (last step:
-// r − V̂(s_{m−1})) in place of a_i, whitened (--mc-whiten). Identical states are estimated once.
+// Comparison method: MC-PRM (VinePPO, Kazemnejad et al. 2024, arXiv 2410.01679; notes/credit-assignment.md
+// §3): step j's tokens train on A_j = V̂(s_{j+1}) − V̂(s_j), V̂ of state s_j (the prompt and a completion's
+// first j steps) the mean reward of K continuations from π_old. Identical states are estimated once.
 
 // A segmentation: a task's step-end character (Task.step_end), or MC_SEGMENT_TOKEN: every token a step
 enum { MC_SEGMENT_COMMA = ',', MC_SEGMENT_TOKEN = 1 };
@@ -2943,7 +2941,7 @@ typedef float (*OutcomeReward)(const void *task, int group, const int *comp, int
 typedef struct {                 // a task's problems (countdown, chain-sum), as MC-PRM's verifier reads them
     const Dataset *data;         // group p's problem is data's example prompt_idx[p] (of data's task), or,
     const int *prompt_idx;       // when data is NULL, every group's problem is nums[0..num_count), target
-    const int *nums;             // of task `task` (NULL: countdown) (./grpo sample)
+    const int *nums;             // of task `task` (./grpo sample)
     int num_count, target;
     float format_reward;         // --format-reward, as score_group gives it to the trajectories
     const Task *task;
@@ -2953,9 +2951,7 @@ typedef struct {                 // a task's problems (countdown, chain-sum), as
 static float task_outcome_reward(const void *task, int group, const int *comp, int len) {
     const TaskProblems *t = (const TaskProblems *)task;
     const Dataset *d = t->data;
-    if (!d)
-        return task_reward(t->task ? t->task : &TASKS[TASK_COUNTDOWN], t->nums, t->num_count, t->target, comp,
-                           len, t->format_reward);
+    if (!d) return task_reward(t->task, t->nums, t->num_count, t->target, comp, len, t->format_reward);
     int q = t->prompt_idx[group];
     return task_reward(d->task, d->nums + (size_t)q * MAX_NUMS, d->num_count[q], d->target[q], comp, len,
                        t->format_reward);
@@ -3322,7 +3318,6 @@ static void ppo_advantages(Critic *c, GroupBatch *g, const GRPOConfig *cfg, Crit
                    c->cfg.lam);
     whiten_advantages(c->adv, c->adv_raw, g->clen, N, stride);
     g->token_adv = c->adv;
-    // explained variance of the returns by V_old (verl's critic/vf_explained_var) and mean |A|
     double mean_r, var_r, mean_d, var_d, sum_abs = 0.0;
     long n = token_moments(c->returns, NULL, g->clen, N, stride, &mean_r, &var_r);
     token_moments(c->returns, c->value_old, g->clen, N, stride, &mean_d, &var_d);
@@ -3330,20 +3325,6 @@ static void ppo_advantages(Critic *c, GroupBatch *g, const GRPOConfig *cfg, Crit
         for (int t = 0; t < g->clen[i]; t++) sum_abs += fabs(c->adv_raw[(size_t)i * stride + t]);
     stats->explained_var = n > 1 ? 1.0 - (var_d / (n - 1)) / (var_r / (n - 1) + 1e-5) : 0.0;
     stats->mean_abs_adv = sum_abs / n;
-}
-
-// critic_clip_grad_norm: clip_grad_norm over trunk and value head together (over critic.parameters())
-static float critic_clip_grad_norm(Critic *c, float max_norm) {
-    double ss = grad_sum_squares(c->trunk.grads_memory, c->trunk.num_parameters);
-    for (int i = 0; i <= c->C; i++) ss += (double)c->head_grad[i] * c->head_grad[i];
-    float norm = (float)sqrt(ss);
-    float coef = max_norm > 0.0f && isfinite(norm) ? max_norm / (norm + 1e-6f) : 1.0f;
-    if (coef < 1.0f) {
-        #pragma omp parallel for
-        for (size_t i = 0; i < c->trunk.num_parameters; i++) c->trunk.grads_memory[i] *= coef;
-        for (int i = 0; i <= c->C; i++) c->head_grad[i] *= coef;
-    }
-    return norm;
 }
 
 // critic_adamw_update: adamw_update on the trunk and the head (weight decay on w, a 1 x C weight, not b)
@@ -3394,18 +3375,26 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
     return loss;
 }
 
-/* critic_update: grpo_update for the critic: μ AdamW steps at --critic-lr (at μ = 1 the value clip never
-   binds), stopping at a non-finite loss or norm as grpo_update does; stats: iteration 0's. */
+/* critic_update: grpo_update for the critic, its gradient norm over trunk and head: μ AdamW steps at
+   --critic-lr (μ = 1: the value clip never binds); stops at a non-finite loss or norm; stats: iteration 0's. */
 static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
     long tokens = 0;
     for (int i = 0; i < g->N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
     for (int iter = 0; iter < cfg->num_iterations; iter++) {
         long clipped = 0;
         double loss = critic_loss_backward(c, g, cfg, &clipped);
-        float norm = isfinite(loss) ? critic_clip_grad_norm(c, c->cfg.opt.grad_clip) : (float)loss;
+        double ss = grad_sum_squares(c->trunk.grads_memory, c->trunk.num_parameters);
+        for (int i = 0; i <= c->C; i++) ss += (double)c->head_grad[i] * c->head_grad[i];
+        float norm = isfinite(loss) ? (float)sqrt(ss) : (float)loss;
         if (!isfinite(norm)) {   // the loss's, or else the gradient norm's
             stats->not_finite = norm;
             return isfinite(loss) ? UPDATE_GRAD_NORM_NOT_FINITE : UPDATE_LOSS_NOT_FINITE;
+        }
+        float coef = c->cfg.opt.grad_clip > 0.0f ? c->cfg.opt.grad_clip / (norm + 1e-6f) : 1.0f;
+        if (coef < 1.0f) {
+            #pragma omp parallel for
+            for (size_t i = 0; i < c->trunk.num_parameters; i++) c->trunk.grads_memory[i] *= coef;
+            for (int i = 0; i <= c->C; i++) c->head_grad[i] *= coef;
         }
         float lr = lr_at(&c->cfg.opt, c->adam_t);
         c->adam_t += 1;
@@ -3423,10 +3412,8 @@ static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cf
 static const char *CRITIC_STOPPED_BY[] = {"", "the critic's value loss", "the critic's gradient norm"};
 
 // ----------------------------------------------------------------------------
-// Probe (--probe-every N; notes/credit-assignment.md, "How far λ-GRPO's update is from GRPO's"): every
-// N steps, before grpo_update, iteration 0's gradient under each objective (g_GRPO, g_λ) by the update's
-// own functions. It changes nothing in the run (no random number, parameter or AdamW moment; its own
-// per-token arrays; its seconds cut out of the step's clock). CPU build only; not with MC-PRM or PPO.
+// Probe (--probe-every N; notes/credit-assignment.md, "How far λ-GRPO's update is from GRPO's"): every N
+// steps, iteration 0's gradient under GRPO and λ-GRPO by the update's own functions; it changes nothing.
 
 enum { PROBE_ARRAYS = 10 };  // the per-token (and seq_coef) arrays of a GroupBatch the update writes
 typedef struct Probe {
@@ -3505,9 +3492,18 @@ static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, con
 static int probe_test_fault = 0;   // 1: the probe draws from the run's RNG; 2: an AdamW step with its g_λ
 #endif
 
-// probe_update_directions: probe_directions at steps every, 2·every, ...; r->t[0..3] move by its seconds
-static void probe_update_directions(TrainRun *run, StepReport *r) {
-    Probe *p = run->probe;
+// train.csv's probe columns of step `step`: its values, or empty cells when the probe did not run
+#define PROBE_CSV_COLUMNS ",probe_cos,probe_norm_ratio,probe_share,probe_s"
+static void probe_csv_fields(char *out, size_t cap, const Probe *p, int step) {
+    if (p->step != step) snprintf(out, cap, ",,,,");
+    else snprintf(out, cap, ",%.9g,%.9g,%.6f,%.4f", p->cos, p->norm_ratio, p->share, p->seconds);
+}
+
+// ---- The hooks grpo_step calls (declared before it): per-token advantages, the probe, PPO's critic update
+static void method_token_advantages(TrainRun *run, StepReport *r) {
+    if (run->mc) r->mc = mc_prm_advantages(run->mc, run->policy, run->batch, &run->cfg, run->state->step);
+    if (run->critic) ppo_advantages(run->critic, run->batch, &run->cfg, &r->critic);
+    Probe *p = run->probe;   // at steps every, 2·every, ...; r->t[0..3] move by its seconds
     if (!p || r->step % p->every != 0) return;
     double start = wall_seconds();
     probe_directions(p, run->policy, run->ref, run->batch, &run->cfg, NULL);
@@ -3525,20 +3521,6 @@ static void probe_update_directions(TrainRun *run, StepReport *r) {
     for (int k = 0; k <= 3; k++) r->t[k] += p->seconds;
 }
 
-// train.csv's probe columns of step `step`: its values, or empty cells when the probe did not run
-#define PROBE_CSV_COLUMNS ",probe_cos,probe_norm_ratio,probe_share,probe_s"
-static void probe_csv_fields(char *out, size_t cap, const Probe *p, int step) {
-    if (p->step != step) snprintf(out, cap, ",,,,");
-    else snprintf(out, cap, ",%.9g,%.9g,%.6f,%.4f", p->cos, p->norm_ratio, p->share, p->seconds);
-}
-
-// ---- The hooks grpo_step calls (declared before it): per-token advantages, the probe, PPO's critic update
-static void method_token_advantages(TrainRun *run, StepReport *r) {
-    if (run->mc) r->mc = mc_prm_advantages(run->mc, run->policy, run->batch, &run->cfg, run->state->step);
-    if (run->critic) ppo_advantages(run->critic, run->batch, &run->cfg, &r->critic);
-    probe_update_directions(run, r);
-}
-
 static void method_after_update(TrainRun *run, StepReport *r) {   // grpo_step calls it with a critic only
     UpdateStatus status = critic_update(run->critic, run->batch, &run->cfg, &r->critic);
     if (status != UPDATE_DONE)
@@ -3546,13 +3528,11 @@ static void method_after_update(TrainRun *run, StepReport *r) {   // grpo_step c
 }
 
 // ----------------------------------------------------------------------------
-// Prompt selection (notes/credit-assignment.md §5; grpo_step calls select_prompts and
-// select_after_scoring): a group whose rewards are all equal has advantages 0 and, at β = 0, no gradient,
-// yet it cost k completions. --prompt-select uniform: draw_prompts, with replacement (the paper's);
-// mopps (Qu et al. 2025, arXiv 2507.04632): a Beta(α, β) posterior of each prompt's success rate, learnt
-// from the groups sampled anyway; of M candidates, the P whose Thompson draw p̂ is nearest τ; dynamic
-// (DAPO, Yu et al. 2025, arXiv 2503.14476, §3.2): all-equal groups are replaced by new ones round by
-// round, their tokens auxiliary. A success: task_reward 1 without --format-reward (MoPPS: acc >= 1).
+// Prompt selection (notes/credit-assignment.md §5): a group whose rewards are all equal has advantages 0 and,
+// at β = 0, no gradient, yet it cost k completions. mopps (Qu et al. 2025, arXiv 2507.04632): of M candidates,
+// the P whose Thompson draw p̂ from a Beta posterior of success is nearest τ; dynamic (DAPO, Yu et al. 2025,
+// arXiv 2503.14476, §3.2): all-equal groups replaced round by round. A success: task_reward 1 without
+// --format-reward (MoPPS: acc >= 1).
 
 /* rng_gamma_log: the log of a Gamma(a, 1) draw, a > 0 (Marsaglia & Tsang 2000, ACM TOMS 26(3)); for a < 1
    the paper's boost Gamma(a + 1)·U^(1/a), in logarithms (U^(1/a) underflows). */
@@ -3585,17 +3565,14 @@ static double rng_beta(Rng *r, double a, double b) {
 enum { SELECT_UNIFORM, SELECT_MOPPS, SELECT_DYNAMIC };
 static const char *PROMPT_SELECT_NAMES[] = {"uniform", "mopps", "dynamic", NULL};
 
-// dynamic: refill round r (1..15) samples completion i on stream (step+1)·65536 + r·4096 + i (N <= 4096)
-#define DYNAMIC_ROUND_STREAMS 4096
 #define DYNAMIC_MAX_ROUNDS 15
 #define DYNAMIC_DEFAULT_ROUNDS 9   // 10 samplings a step at most: verl's DAPO recipe, max_num_gen_batches=10
 
 struct PromptSelector {
     int method;              // SELECT_UNIFORM, SELECT_MOPPS or SELECT_DYNAMIC (--prompt-select)
     // MoPPS
-    double target;           // τ (--select-target)
+    double target, decay;    // τ (--select-target); d (--select-decay; 1: no decay)
     int candidates;          // M (--select-candidates)
-    double decay;            // d (--select-decay); 1: no decay
     int thompson;            // 1: p̂ ~ Beta(α, β); 0: p̂ = α/(α + β), the posterior mean (a test hook)
     int n;                   // training prompts
     double *state;           // the checkpoint's "mopps" section, doubles: n, h, α (n), β (n), then for
@@ -3608,7 +3585,7 @@ struct PromptSelector {
     unsigned char *taken;    // (n) scratch: 1 for a prompt already a candidate of this step
     // DAPO dynamic sampling
     int max_rounds;          // --dynamic-max-rounds: refill rounds after the step's first sampling
-    GroupBatch spare;        // a refill round's groups: the first m of its P (group_batch_first)
+    GroupBatch spare;        // a refill round's groups: the first m of its P
 };
 
 // 1 when group p's rewards are all equal: its advantages are 0, it teaches nothing
@@ -3619,28 +3596,7 @@ static int group_rewards_equal(const GroupBatch *g, int p) {
     return 1;
 }
 
-// s: the completions of group p that the verifier accepts for its prompt (d's example prompt_idx[p])
-static int group_successes(const GroupBatch *g, const Dataset *d, int p) {
-    int q = g->prompt_idx[p], s = 0;
-    const int *nums = d->nums + (size_t)q * MAX_NUMS;
-    for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++)
-        s += task_reward(d->task, nums, d->num_count[q], d->target[q], g->comp_row[i], g->clen[i], 0.0f) == 1.0f;
-    return s;
-}
-
 // ---- MoPPS
-
-/* mopps_candidates: M <= n distinct prompts of n, uniformly from rng, a prompt drawn again redrawn
-   (MoPPS's shuffled data loader draws without replacement). taken (n) is all 0 before and after. */
-static void mopps_candidates(int *cand, int M, int n, Rng *rng, unsigned char *taken) {
-    for (int c = 0; c < M; c++) {
-        int q = rng_int(rng, n);
-        while (taken[q]) q = rng_int(rng, n);
-        taken[q] = 1;
-        cand[c] = q;
-    }
-    for (int c = 0; c < M; c++) taken[cand[c]] = 0;
-}
 
 typedef struct {   // a value and where it came from, sorted by value, then by position (stable)
     double key;
@@ -3663,14 +3619,21 @@ static void mopps_keep_nearest(int *keep, const double *phat, int M, int P, doub
     free(near);
 }
 
-/* mopps_select: the step's P prompts: M candidates, each one's p̂ ~ Beta(α, β) in turn (the mean with
-   thompson = 0), the P nearest τ, all from the run's RNG (a resumed run draws the same). */
+/* mopps_select: the step's P prompts: M distinct candidates, uniformly (one drawn again is redrawn: MoPPS's
+   shuffled loader), then each one's p̂ ~ Beta(α, β) in turn (the mean with thompson = 0), the P nearest τ,
+   all from the run's RNG (a resumed run draws the same). */
 static void mopps_select(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng *run_rng) {
     int M = s->candidates, P = g->num_groups;
-    mopps_candidates(s->cand, M, d->n, run_rng, s->taken);
+    for (int c = 0; c < M; c++) {
+        int q = rng_int(run_rng, d->n);
+        while (s->taken[q]) q = rng_int(run_rng, d->n);
+        s->taken[q] = 1;
+        s->cand[c] = q;
+    }
     for (int c = 0; c < M; c++) {
         int q = s->cand[c];
         double a = s->alpha[q], b = s->beta[q];
+        s->taken[q] = 0;   // all 0 again for the next step
         s->phat[c] = s->thompson ? rng_beta(run_rng, a, b) : a / (a + b);
     }
     mopps_keep_nearest(g->prompt_idx, s->phat, M, P, s->target);   // the kept candidates' positions
@@ -3707,12 +3670,6 @@ static void mopps_reserve(PromptSelector *s, long groups) {
 }
 
 // ---- DAPO dynamic sampling
-
-// group_batch_first: g (of equal groups, at least `groups`) holds its first `groups` groups from now on
-static void group_batch_first(GroupBatch *g, int groups) {
-    g->num_groups = groups;
-    g->N = g->group_start[groups];
-}
 
 // copy_group: group q of src (sampled, scored) into group p of dst (same group size and max_new)
 static void copy_group(GroupBatch *dst, int p, const GroupBatch *src, int q) {
@@ -3751,29 +3708,6 @@ static int dynamic_merge(GroupBatch *g, const GroupBatch *spare, SelectStats *ou
         }
     }
     return filled;
-}
-
-/* dynamic_sampling: refill rounds for batch g (scored) while it has all-equal groups, up to
-   --dynamic-max-rounds: a new prompt (run RNG) per such group, sampled, scored, dynamic_merge'd. At the cap,
-   g keeps the rest (advantage 0, their tokens counted as trained) and out->cap_hit is 1. */
-static void dynamic_sampling(PromptSelector *s, GPT *policy, KVCache *kv, GroupBatch *g, const Dataset *d,
-                             const GRPOConfig *cfg, float format_reward, int step, Rng *run_rng,
-                             SelectStats *out) {
-    double t0 = wall_seconds();
-    int nfree = 0;
-    for (int p = 0; p < g->num_groups; p++) nfree += group_rewards_equal(g, p);
-    for (int round = 1; round <= s->max_rounds && nfree > 0; round++) {
-        GroupBatch *spare = &s->spare;
-        group_batch_first(spare, nfree);
-        draw_prompts(spare, d, run_rng);
-        uint64_t first_stream = ((uint64_t)step + 1) * 65536 + (uint64_t)round * DYNAMIC_ROUND_STREAMS;
-        sample_group_streams(policy, kv, spare, cfg, first_stream, NULL);
-        score_group(spare, d, format_reward);
-        nfree -= dynamic_merge(g, spare, out);
-        out->refill_rounds = round;
-    }
-    out->cap_hit = nfree > 0;
-    out->t_refill = wall_seconds() - t0;
 }
 
 // ---- the selector, as the training loop calls it
@@ -3819,7 +3753,10 @@ static void select_observe(PromptSelector *s, const GroupBatch *g, const Dataset
     double pred = 0.0;
     if (mopps) mopps_reserve(s, s->groups + g->num_groups);
     for (int p = 0; p < g->num_groups; p++) {
-        int k = g->group_start[p + 1] - g->group_start[p], succ = group_successes(g, d, p);
+        int k = g->group_start[p + 1] - g->group_start[p], q = g->prompt_idx[p], succ = 0;
+        for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++)   // the verifier accepts it
+            succ += task_reward(d->task, d->nums + (size_t)q * MAX_NUMS, d->num_count[q], d->target[q],
+                                g->comp_row[i], g->clen[i], 0.0f) == 1.0f;
         successes += succ;
         equal += group_rewards_equal(g, p);
         if (!mopps) continue;
@@ -3835,14 +3772,33 @@ static void select_observe(PromptSelector *s, const GroupBatch *g, const Dataset
     out->eq_sampled = equal + out->groups_dropped;
 }
 
-// select_after_scoring (grpo_step's hook): dynamic_sampling for DAPO, then select_observe
+/* select_after_scoring (grpo_step's hook): DAPO's refill rounds, then select_observe (and MoPPS's state
+   section). A round draws a new prompt (run RNG) per all-equal group, samples, scores and dynamic_merge's
+   them, up to --dynamic-max-rounds; at the cap the batch keeps the rest (advantage 0) and cap_hit is 1. */
 static void select_after_scoring(TrainRun *run, StepReport *r) {
     PromptSelector *s = run->select;
     TrainState *st = run->state;
-    if (s->method == SELECT_DYNAMIC)
-        dynamic_sampling(s, run->policy, run->kv, run->batch, run->train, &run->cfg, run->format_reward,
-                         st->step, &st->rng, &r->select);
-    select_observe(s, run->batch, run->train, &r->select);
+    GroupBatch *g = run->batch, *spare = &s->spare;
+    SelectStats *out = &r->select;
+    if (s->method == SELECT_DYNAMIC) {
+        double t0 = wall_seconds();
+        int nfree = 0;
+        for (int p = 0; p < g->num_groups; p++) nfree += group_rewards_equal(g, p);
+        for (int round = 1; round <= s->max_rounds && nfree > 0; round++) {
+            spare->num_groups = nfree;   // its first nfree groups (of equal size)
+            spare->N = spare->group_start[nfree];
+            draw_prompts(spare, run->train, &st->rng);
+            // completion i of round r (1..15) on stream (step+1)·65536 + r·4096 + i (N <= 4096)
+            uint64_t first_stream = ((uint64_t)st->step + 1) * 65536 + (uint64_t)round * 4096;
+            sample_group_streams(run->policy, run->kv, spare, &run->cfg, first_stream, NULL);
+            score_group(spare, run->train, run->format_reward);
+            nfree -= dynamic_merge(g, spare, out);
+            out->refill_rounds = round;
+        }
+        out->cap_hit = nfree > 0;
+        out->t_refill = wall_seconds() - t0;
+    }
+    select_observe(s, g, run->train, out);
     if (s->method == SELECT_MOPPS) ckpt_add_section(st, "mopps", s->state, mopps_state_bytes(s), 0);
 }
 

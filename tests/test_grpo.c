@@ -7734,18 +7734,25 @@ static void test_mopps_select(void) {
     ok &= !memcmp(keep, want_quarter, sizeof want_quarter);
     check(ok, "select: MoPPS keeps the P candidates nearest τ, ties in candidate order (hand table)",
           "τ 0.5: %d %d %d %d %d", want_half[0], want_half[1], want_half[2], want_half[3], want_half[4]);
-    // candidates: distinct, in range, the scratch left clean; all n of n is a permutation
+    // candidates (mopps_select): distinct, in range, the scratch left clean; all n of n is a permutation
     Rng rng;
     rng_seed(&rng, 3, 9);
-    int cand[40], seen[40] = {0};
-    unsigned char taken[40] = {0};
-    mopps_candidates(cand, 40, 40, &rng, taken);
+    Dataset d40 = hand_dataset(40);
     int perm = 1, clean = 1;
-    for (int c = 0; c < 40; c++) perm &= cand[c] >= 0 && cand[c] < 40 && seen[cand[c]]++ == 0;
-    mopps_candidates(cand, 7, 40, &rng, taken);
-    for (int c = 0; c < 40; c++) clean &= taken[c] == 0;
-    for (int c = 0; c < 7; c++)
-        for (int e = 0; e < c; e++) perm &= cand[c] != cand[e];
+    for (int M = 40; M >= 7; M -= 33) {   // M = n, then 7 of 40
+        PromptSelector c;
+        build_prompt_selector(&c, SELECT_MOPPS, 0.5, M, 1.0, 1, 40, 1, 2, 4, 8);
+        GroupBatch one;
+        build_group_batch(&one, 1, 2, 4, 0, 8);
+        SelectStats stats;
+        select_prompts(&c, &one, &d40, &rng, &stats);
+        int seen[40] = {0};
+        for (int e = 0; e < M; e++) perm &= c.cand[e] >= 0 && c.cand[e] < 40 && seen[c.cand[e]]++ == 0;
+        for (int q = 0; q < 40; q++) clean &= c.taken[q] == 0;
+        free_group_batch(&one);
+        free_prompt_selector(&c);
+    }
+    free_dataset(&d40);
     check(perm && clean, "select: MoPPS candidates are distinct prompts (M = n: a permutation)", "");
     // the whole selection on a posterior table: means 0.5, 0.9, 0.25, 0.375, 0.55, 0.1
     Dataset d = hand_dataset(6);
@@ -7836,6 +7843,12 @@ static void test_mopps_update(void) {
     free_dataset(&d);
 }
 
+// spare holds its first m groups from now on, as select_after_scoring sets a refill round's batch
+static void spare_first(GroupBatch *spare, int m) {
+    spare->num_groups = m;
+    spare->N = spare->group_start[m];
+}
+
 // group p of g: rewards r[0..k), completion lengths len[0..k) (token t of completion i is 3 + t),
 // prompt index q with plen prompt tokens
 static void hand_group(GroupBatch *g, int p, const float *r, const int *len, int q, int plen) {
@@ -7871,12 +7884,12 @@ static void test_dynamic_filter(void) {
     hand_group(&g, 3, r_sig2, l3, 13, 5);
     int nfree = 2;   // groups 1 and 2
     SelectStats st = {0};
-    group_batch_first(&spare, 2);
+    spare_first(&spare, 2);
     hand_group(&spare, 0, r_one, l4, 20, 3);   // all equal: dropped
     hand_group(&spare, 1, r_new, l5, 21, 6);   // signal: into slot 1
     nfree -= dynamic_merge(&g, &spare, &st);
     int ok1 = nfree == 1 && group_rewards_equal(&g, 2) && st.groups_dropped == 2 && g.prompt_idx[1] == 21;
-    group_batch_first(&spare, 1);
+    spare_first(&spare, 1);
     hand_group(&spare, 0, r_fmt, l6, 22, 2);   // signal: into slot 2
     nfree -= dynamic_merge(&g, &spare, &st);
     long aux = (1 + 2 + 1) + (5 + 1 + 2) + (6 + 6 + 1);             // spare's first, g's groups 1 and 2
@@ -7898,7 +7911,7 @@ static void test_dynamic_filter(void) {
     hand_group(&g, 1, r_zero, l1, 11, 5);
     nfree = 1;   // group 1
     SelectStats capped = {0};
-    group_batch_first(&spare, 1);
+    spare_first(&spare, 1);
     hand_group(&spare, 0, r_zero, l4, 23, 3);
     nfree -= dynamic_merge(&g, &spare, &capped);
     check(nfree == 1 && g.prompt_idx[1] == 11 && count_all_equal_groups(&g) == 1 && capped.gen_aux == 4 &&
