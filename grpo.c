@@ -2918,8 +2918,7 @@ static int chain_sum_well_formed(const char *completion, int len) {
         if (!chain_sum_parse_int(completion, len, &pos, &v) || pos >= len) return 0;
         char op = completion[pos++];
         if (op != '+' && op != '-') return 0;
-        if (countdown_parse_number(completion, len, &pos) < 0 || pos >= len) return 0;
-        if (completion[pos++] != '=') return 0;
+        if (countdown_parse_number(completion, len, &pos) < 0 || pos >= len || completion[pos++] != '=') return 0;
         if (!chain_sum_parse_int(completion, len, &pos, &v)) return 0;
         if (pos == len) return 1;
         if (completion[pos++] != ',') return 0;
@@ -3166,13 +3165,12 @@ static MCStats mc_prm_advantages(MCPRM *mc, GPT *policy, GroupBatch *g, const GR
 }
 
 // ----------------------------------------------------------------------------
-// Comparison method: PPO (Schulman et al. 2017, arXiv 1707.06347; GAE: arXiv 1506.02438; verl's
-// conventions; notes/credit-assignment.md): GRPO's loss with GAE's A_t from a critic V(x, y_<t), the SFT
-// trunk with a scalar value head (verl's critic; VinePPO's PPO baseline), then μ AdamW steps of it.
+// Comparison method: PPO (Schulman et al. 2017, arXiv 1707.06347; GAE: arXiv 1506.02438; verl's conventions;
+// notes/credit-assignment.md §4): GRPO's loss with GAE's A_t from a critic V(x, y_<t), the SFT trunk with a
+// scalar value head (verl's critic; VinePPO's PPO baseline), then μ AdamW steps of it.
 
 typedef struct {
-    float gamma;         // GAE's discount γ (--gae-gamma; verl's default 1)
-    float lam;           // GAE's λ (--gae-lambda; verl's default 1)
+    float gamma, lam;    // GAE's discount γ and λ (--gae-gamma, --gae-lambda; verl's defaults 1)
     float clip_value;    // c of the clipped value loss: V stays within V_old ± c (verl's cliprange_value 0.5)
     AdamWConfig opt;     // the policy's AdamW settings and schedule, at --critic-lr
 } CriticConfig;
@@ -3187,8 +3185,7 @@ struct Critic {
     float *pos;                // (max_batch, maxT) V at every position of the last micro-batch, then ∂loss/∂V
     // per completion token, (N, max_new), row i holding completion i's tokens as in GroupBatch
     float *value_old;          // V_old(i,t): the critic's value before generating token t, at sampling time
-    float *returns;            // return_t = A_t + V_old (GAE's value target)
-    float *adv_raw;            // GAE's A_t
+    float *returns, *adv_raw;  // return_t = A_t + V_old (GAE's value target); GAE's A_t
     float *adv;                // A_t whitened over the batch: what the policy trains on
     float *dvalue;             // V(i,t) in the current iteration of critic_update, then ∂(value loss)/∂V(i,t)
     unsigned char *clipped;    // 1 where the clipped branch of the value loss is taken
@@ -3196,9 +3193,8 @@ struct Critic {
     uint64_t section_bytes;
 };
 
-/* gae_advantages: GAE (eq. 16; verl's compute_gae_advantage_return) for N completions, value (V_old), adv
-   and ret (N, stride); r_i on the last token, V = 0 after it. δ_t = r_t + γ V_{t+1} − V_t,
-   A_t = δ_t + γ λ A_{t+1}, return_t = A_t + V_t (at γ = λ = 1: A_t = r − V_t), backwards in double. */
+/* gae_advantages: GAE (eq. 16; verl's compute_gae_advantage_return) of N completions into adv and ret
+   (N, stride) from value (V_old), r_i on the last token, V = 0 after it, in double (γ = λ = 1: A_t = r − V). */
 static void gae_advantages(float *adv, float *ret, const float *value, const float *reward, const int *clen,
                            int N, int stride, float gamma, float lam) {
     for (int i = 0; i < N; i++) {
@@ -3310,8 +3306,7 @@ static int critic_forward(Critic *c, GroupBatch *g, int first, int B, float *out
 
 // ppo_advantages: V_old, GAE's A_t and return_t, A_t whitened into g->token_adv; explained variance, mean |A|
 static void ppo_advantages(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
-    int N = g->N, stride = g->max_new;
-    int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
+    int N = g->N, stride = g->max_new, micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
     for (int first = 0; first < N; first += micro)
         critic_forward(c, g, first, first + micro <= N ? micro : N - first, c->value_old);
     gae_advantages(c->adv_raw, c->returns, c->value_old, g->reward, g->clen, N, stride, c->cfg.gamma,
@@ -3346,8 +3341,7 @@ static void critic_adamw_update(Critic *c, float lr, int t) {
 /* critic_loss_backward: the step's value loss (token-mean, verl's default; --mask-truncated's completions
    count nothing), its gradient into the critic's (zeroed here). *clipped: tokens on the clipped branch. */
 static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *cfg, long *clipped) {
-    int N = g->N, stride = g->max_new;
-    int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
+    int N = g->N, stride = g->max_new, micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
     long tokens = 0;
     for (int i = 0; i < N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
     float coef = tokens > 0 ? (float)(1.0 / tokens) : 0.0f;
@@ -3376,7 +3370,7 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
 }
 
 /* critic_update: grpo_update for the critic, its gradient norm over trunk and head: μ AdamW steps at
-   --critic-lr (μ = 1: the value clip never binds); stops at a non-finite loss or norm; stats: iteration 0's. */
+   --critic-lr (μ = 1: the value clip never binds), stopping at a non-finite loss or norm; stats: iter 0's. */
 static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
     long tokens = 0;
     for (int i = 0; i < g->N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
@@ -3528,11 +3522,10 @@ static void method_after_update(TrainRun *run, StepReport *r) {   // grpo_step c
 }
 
 // ----------------------------------------------------------------------------
-// Prompt selection (notes/credit-assignment.md §5): a group whose rewards are all equal has advantages 0 and,
-// at β = 0, no gradient, yet it cost k completions. mopps (Qu et al. 2025, arXiv 2507.04632): of M candidates,
-// the P whose Thompson draw p̂ from a Beta posterior of success is nearest τ; dynamic (DAPO, Yu et al. 2025,
-// arXiv 2503.14476, §3.2): all-equal groups replaced round by round. A success: task_reward 1 without
-// --format-reward (MoPPS: acc >= 1).
+// Prompt selection (notes/credit-assignment.md §5): an all-equal group has advantages 0 and, at β = 0, no
+// gradient, yet it cost k completions. mopps (Qu et al. 2025, arXiv 2507.04632): of M candidates, the P whose
+// Thompson draw p̂ of success is nearest τ; dynamic (DAPO, Yu et al. 2025, arXiv 2503.14476, §3.2): all-equal
+// groups replaced round by round. A success: task_reward 1 without --format-reward (MoPPS: acc >= 1).
 
 /* rng_gamma_log: the log of a Gamma(a, 1) draw, a > 0 (Marsaglia & Tsang 2000, ACM TOMS 26(3)); for a < 1
    the paper's boost Gamma(a + 1)·U^(1/a), in logarithms (U^(1/a) underflows). */
@@ -3557,9 +3550,8 @@ static double rng_gamma_log(Rng *r, double a) {
 /* rng_beta: a Beta(a, b) draw, a, b > 0: X/(X + Y), X ~ Gamma(a, 1) drawn before Y ~ Gamma(b, 1), as
    1/(1 + exp(log Y − log X)) so that tiny X and Y do not give 0/0. */
 static double rng_beta(Rng *r, double a, double b) {
-    double log_x = rng_gamma_log(r, a);
-    double log_y = rng_gamma_log(r, b);
-    return 1.0 / (1.0 + exp(log_y - log_x));
+    double log_x = rng_gamma_log(r, a);   // drawn first
+    return 1.0 / (1.0 + exp(rng_gamma_log(r, b) - log_x));
 }
 
 enum { SELECT_UNIFORM, SELECT_MOPPS, SELECT_DYNAMIC };
@@ -3619,9 +3611,8 @@ static void mopps_keep_nearest(int *keep, const double *phat, int M, int P, doub
     free(near);
 }
 
-/* mopps_select: the step's P prompts: M distinct candidates, uniformly (one drawn again is redrawn: MoPPS's
-   shuffled loader), then each one's p̂ ~ Beta(α, β) in turn (the mean with thompson = 0), the P nearest τ,
-   all from the run's RNG (a resumed run draws the same). */
+/* mopps_select: the step's P prompts: M distinct candidates (MoPPS's shuffled loader), each one's p̂ ~
+   Beta(α, β) in turn (thompson = 0: the mean), the P nearest τ; every draw from the run's RNG (resumable). */
 static void mopps_select(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng *run_rng) {
     int M = s->candidates, P = g->num_groups;
     for (int c = 0; c < M; c++) {
@@ -3804,7 +3795,7 @@ static void select_after_scoring(TrainRun *run, StepReport *r) {
 
 // average_ranks: each v[i]'s rank among v (n) from 1, ties the mean of theirs (scipy's rankdata "average")
 static void average_ranks(double *rank, const double *v, int n) {
-    KeyedIndex *order = (KeyedIndex *)mallocCheck((size_t)(n > 0 ? n : 1) * sizeof *order);
+    KeyedIndex *order = (KeyedIndex *)mallocCheck((size_t)n * sizeof *order);   // n >= 2 (spearman)
     for (int i = 0; i < n; i++) order[i] = (KeyedIndex){v[i], i};
     qsort(order, n, sizeof *order, keyed_index_cmp);
     for (int i = 0; i < n; ) {
