@@ -3635,12 +3635,6 @@ static void mopps_select(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng
     set_group_prompts(g, d);
 }
 
-// mopps_update: prompt q's posterior after s successes of k (PosteriorSampler.train), decayed towards (1, 1)
-static void mopps_update(double *alpha, double *beta, int q, int k, int s, double decay) {
-    alpha[q] = decay * alpha[q] + (1.0 - decay) * 1.0 + s;
-    beta[q] = decay * beta[q] + (1.0 - decay) * 1.0 + (k - s);
-}
-
 // The bytes of the "mopps" state section now: n, h, α, β and h pairs, as doubles.
 static uint64_t mopps_state_bytes(const PromptSelector *s) {
     return (uint64_t)(2 + 2 * (long)s->n + 2 * s->groups) * sizeof(double);
@@ -3751,7 +3745,9 @@ static void select_observe(PromptSelector *s, const GroupBatch *g, const Dataset
         successes += succ;
         equal += group_rewards_equal(g, p);
         if (!mopps) continue;
-        mopps_update(s->alpha, s->beta, g->prompt_idx[p], k, succ, s->decay);
+        // the posterior after succ successes of k (PosteriorSampler.train), decayed towards the prior (1, 1)
+        s->alpha[q] = s->decay * s->alpha[q] + (1.0 - s->decay) * 1.0 + succ;
+        s->beta[q] = s->decay * s->beta[q] + (1.0 - s->decay) * 1.0 + (k - succ);
         s->history[2 * s->groups] = s->step_pred[p];
         s->history[2 * s->groups + 1] = (double)succ / k;
         s->state[1] = (double)++s->groups;

@@ -7798,19 +7798,12 @@ static void test_mopps_select(void) {
     free_dataset(&d2);
 }
 
-/* The posterior update (notes/credit-assignment.md §5) by hand: from the prior (1, 1), a group of 4
-   with 3 successes at d = 1 gives (4, 2); then 1 success of 4 at d = 0.5 gives
-   (0.5·4 + 0.5 + 1, 0.5·2 + 0.5 + 3) = (3.5, 4.5) (all exact in binary). Then select_observe
-   on the GROUP batch (8 completions of "7 3 5>26:", 4 accepted by the verifier) scored with
-   --format-reward 0.1: the well-formed wrong answers' 0.1 is no success, so (1, 1) -> (5, 5),
-   realised success 0.5, and the pair (p̂, 0.5) joins the history. */
+/* The posterior update (notes/credit-assignment.md §5) by hand, through select_observe on the GROUP
+   batch (8 completions of "7 3 5>26:", 4 accepted by the verifier) scored with --format-reward 0.1:
+   the well-formed wrong answers' 0.1 is no success, so at d = 1 (1, 1) -> (5, 5), realised success
+   0.5, and the pair (p̂, 0.5) joins the history. Then from (4, 2) at d = 0.5 the same group gives
+   (0.5·4 + 0.5 + 4, 0.5·2 + 0.5 + 4) = (6.5, 5.5) (all exact in binary). */
 static void test_mopps_update(void) {
-    double alpha[2] = {1, 1}, beta[2] = {1, 1};
-    mopps_update(alpha, beta, 1, 4, 3, 1.0);
-    int ok = alpha[1] == 4.0 && beta[1] == 2.0 && alpha[0] == 1.0 && beta[0] == 1.0;
-    mopps_update(alpha, beta, 1, 4, 1, 0.5);
-    ok &= alpha[1] == 3.5 && beta[1] == 4.5;
-    check(ok, "select: MoPPS posterior update by hand (d = 1, then d = 0.5)", "(%g, %g)", alpha[1], beta[1]);
     char path[300];
     snprintf(path, sizeof path, "%s/select_group.txt", TMPDIR_);
     FILE *f = fopenCheck(path, "w");
@@ -7833,11 +7826,18 @@ static void test_mopps_update(void) {
     s.step_pred[0] = 0.625;
     SelectStats stats = {0};
     select_observe(&s, &g, &d, &stats);
-    ok = partial > 0 && s.alpha[1] == 5.0 && s.beta[1] == 5.0 && s.alpha[0] == 1.0 && s.groups == 1 &&
+    int ok = partial > 0 && s.alpha[1] == 5.0 && s.beta[1] == 5.0 && s.alpha[0] == 1.0 && s.groups == 1 &&
          s.history[0] == 0.625 && s.history[1] == 0.5 && stats.p_real == 0.5 && stats.p_pred == 0.625 &&
          mopps_state_bytes(&s) == (2 + 2 * 2 + 2) * sizeof(double) && s.state[1] == 1.0;
     check(ok, "select: a group's verifier successes update its prompt (format reward is no success)",
           "%d partial rewards; (%g, %g), realised %.3f", partial, s.alpha[1], s.beta[1], stats.p_real);
+    s.alpha[1] = 4.0;
+    s.beta[1] = 2.0;
+    s.decay = 0.5;
+    select_observe(&s, &g, &d, &stats);
+    check(s.alpha[1] == 6.5 && s.beta[1] == 5.5 && s.alpha[0] == 1.0 && s.beta[0] == 1.0 && s.groups == 2,
+          "select: MoPPS posterior update by hand at d = 0.5 (decayed towards (1, 1))", "(%g, %g)", s.alpha[1],
+          s.beta[1]);
     free_group_batch(&g);
     free_prompt_selector(&s);
     free_dataset(&d);
