@@ -3322,22 +3322,6 @@ static void ppo_advantages(Critic *c, GroupBatch *g, const GRPOConfig *cfg, Crit
     stats->mean_abs_adv = sum_abs / n;
 }
 
-// critic_adamw_update: adamw_update on the trunk and the head (weight decay on w, a 1 x C weight, not b)
-static void critic_adamw_update(Critic *c, float lr, int t) {
-    const AdamWConfig *o = &c->cfg.opt;
-    adamw_update(&c->trunk, o, lr, t);
-    float bc1 = 1.0f - powf(o->beta1, (float)t), bc2 = 1.0f - powf(o->beta2, (float)t);
-    for (int i = 0; i <= c->C; i++) {
-        float wd = i < c->C ? o->weight_decay : 0.0f, g = c->head_grad[i];
-        float mi = o->beta1 * c->head_m[i] + (1.0f - o->beta1) * g;
-        float vi = o->beta2 * c->head_v[i] + (1.0f - o->beta2) * g * g;
-        float p = c->head[i] * (1.0f - lr * wd);
-        c->head_m[i] = mi;
-        c->head_v[i] = vi;
-        c->head[i] = p - lr * (mi / bc1) / (sqrtf(vi / bc2) + o->eps);
-    }
-}
-
 /* critic_loss_backward: the step's value loss (token-mean, verl's default; --mask-truncated's completions
    count nothing), its gradient into the critic's (zeroed here). *clipped: tokens on the clipped branch. */
 static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *cfg, long *clipped) {
@@ -3372,6 +3356,7 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
 /* critic_update: grpo_update for the critic, its gradient norm over trunk and head: μ AdamW steps at
    --critic-lr (μ = 1: the value clip never binds), stopping at a non-finite loss or norm; stats: iter 0's. */
 static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
+    const AdamWConfig *o = &c->cfg.opt;
     long tokens = 0;
     for (int i = 0; i < g->N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
     for (int iter = 0; iter < cfg->num_iterations; iter++) {
@@ -3384,15 +3369,26 @@ static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cf
             stats->not_finite = norm;
             return isfinite(loss) ? UPDATE_GRAD_NORM_NOT_FINITE : UPDATE_LOSS_NOT_FINITE;
         }
-        float coef = c->cfg.opt.grad_clip > 0.0f ? c->cfg.opt.grad_clip / (norm + 1e-6f) : 1.0f;
+        float coef = o->grad_clip > 0.0f ? o->grad_clip / (norm + 1e-6f) : 1.0f;
         if (coef < 1.0f) {
             #pragma omp parallel for
             for (size_t i = 0; i < c->trunk.num_parameters; i++) c->trunk.grads_memory[i] *= coef;
             for (int i = 0; i <= c->C; i++) c->head_grad[i] *= coef;
         }
-        float lr = lr_at(&c->cfg.opt, c->adam_t);
+        float lr = lr_at(o, c->adam_t);
         c->adam_t += 1;
-        critic_adamw_update(c, lr, c->adam_t);
+        adamw_update(&c->trunk, o, lr, c->adam_t);
+        // the head's step as adamw_update's, weight decay on w (a 1 x C weight), not on b
+        float bc1 = 1.0f - powf(o->beta1, (float)c->adam_t), bc2 = 1.0f - powf(o->beta2, (float)c->adam_t);
+        for (int i = 0; i <= c->C; i++) {
+            float wd = i < c->C ? o->weight_decay : 0.0f, grad = c->head_grad[i];
+            float mi = o->beta1 * c->head_m[i] + (1.0f - o->beta1) * grad;
+            float vi = o->beta2 * c->head_v[i] + (1.0f - o->beta2) * grad * grad;
+            float p = c->head[i] * (1.0f - lr * wd);
+            c->head_m[i] = mi;
+            c->head_v[i] = vi;
+            c->head[i] = p - lr * (mi / bc1) / (sqrtf(vi / bc2) + o->eps);
+        }
         if (iter == 0) {
             stats->value_loss = loss;
             stats->value_clip_frac = tokens ? (double)clipped / tokens : 0.0;
@@ -3417,7 +3413,6 @@ typedef struct Probe {
     double norm_ratio;      // ‖g_λ‖ / ‖g_GRPO‖; NaN when ‖g_GRPO‖ = 0
     double share;           // tokens with |λ(i,t)| > 1 among those the loss counts (c_i != 0); NaN: none
     double seconds;         // wall-clock seconds of the probe (left out of the step's clock)
-    size_t num_parameters;
     float *grad[2];         // (num_parameters) g_GRPO and g_λ, as grads_memory lays them out
     float *tok[PROBE_ARRAYS];   // (N, max_new) each, used in place of the batch's (probe_directions)
     unsigned char *clipped;     // (N, max_new)
@@ -3425,7 +3420,7 @@ typedef struct Probe {
 
 // build_probe: a probe every `every` steps (>= 1) of a model's gradients, batches of N x max_new
 static void build_probe(Probe *p, size_t num_parameters, int N, int max_new, int every) {
-    *p = (Probe){.every = every, .num_parameters = num_parameters};
+    *p = (Probe){.every = every};
     for (int o = 0; o < 2; o++) p->grad[o] = (float *)callocCheck(num_parameters, sizeof(float));
     for (int a = 0; a < PROBE_ARRAYS; a++) p->tok[a] = (float *)callocCheck((size_t)N * max_new, sizeof(float));
     p->clipped = (unsigned char *)callocCheck((size_t)N * max_new, 1);
@@ -3471,7 +3466,7 @@ static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, con
             shared += b.seq_coef[i] != 0.0f && b.lambda_size[(size_t)i * b.max_new + t] > 1;
         }
     double dot = 0.0, nn[2] = {0.0, 0.0};
-    for (size_t k = 0; k < p->num_parameters; k++) {
+    for (size_t k = 0; k < policy->num_parameters; k++) {
         double a = p->grad[0][k], c = p->grad[1][k];
         dot += a * c;
         nn[0] += a * a;
@@ -3483,7 +3478,7 @@ static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, con
 }
 
 #ifdef TESTING   // tests/test_grpo.c's faults, to see its "changes nothing" test fail:
-static int probe_test_fault = 0;   // 1: the probe draws from the run's RNG; 2: an AdamW step with its g_λ
+static int probe_test_fault = 0;   // 1: the probe draws from the run's RNG; 2: it takes an AdamW step
 #endif
 
 // train.csv's probe columns of step `step`: its values, or empty cells when the probe did not run
@@ -3503,12 +3498,7 @@ static void method_token_advantages(TrainRun *run, StepReport *r) {
     probe_directions(p, run->policy, run->ref, run->batch, &run->cfg, NULL);
 #ifdef TESTING
     if (probe_test_fault == 1) rng_int(&run->state->rng, 2);
-    if (probe_test_fault == 2) {
-        float *own = run->policy->grads_memory;
-        probe_point_grads(run->policy, p->grad[1]);
-        adamw_update(run->policy, &run->opt, run->opt.lr, 1);
-        probe_point_grads(run->policy, own);
-    }
+    if (probe_test_fault == 2) adamw_update(run->policy, &run->opt, run->opt.lr, 1);
 #endif
     p->step = r->step;
     p->seconds = wall_seconds() - start;

@@ -7291,7 +7291,8 @@ static void test_critic_step(void) {
     critic_loss_backward(&c, &g, &cfg, &scratch);
     compare_params("critic: micro-batches change no gradient (4 vs 3 + 1)", &c.trunk, c.trunk.grads_memory,
                    analytic, TOL_BWD, 0.0f);
-    // one AdamW step of the head (t = 1, lr 1e-2, wd 0.1 on w only) against the formula in double
+    // one AdamW step of the head (critic_update, μ = 1, no clipping: t = 1, lr 1e-2, wd 0.1 on w only) against
+    // the formula in double, on the gradient critic_loss_backward gave just now (critic_update computes it again)
     float head0[16], want_head[16], g0[16];
     memcpy(head0, c.head, H * 4);
     memcpy(g0, c.head_grad, H * 4);
@@ -7301,7 +7302,8 @@ static void test_critic_step(void) {
         double mh = m1 / (1 - o->beta1), vh = m2 / (1 - o->beta2), wd = i < c.C ? o->weight_decay : 0.0;
         want_head[i] = (float)(head0[i] * (1 - o->lr * wd) - o->lr * mh / (sqrt(vh) + o->eps));
     }
-    critic_adamw_update(&c, o->lr, 1);
+    c.cfg.opt.grad_clip = 0.0f;
+    critic_update(&c, &g, &cfg, &stats);
     // a handful of roundings per entry (TOL_FEW of the head's size). Measured 1.1e-7 on the
     // three builds. Weight decay on the bias too gives 5.5e-4.
     compare("critic: one AdamW step of the value head (decay on w, not b) vs the formula", c.head, want_head, H,
