@@ -3591,18 +3591,9 @@ static int keyed_index_cmp(const void *a, const void *b) {
     return x->pos - y->pos;
 }
 
-/* mopps_keep_nearest: keep (P <= M) = the positions of the P candidates whose p̂ (phat, M) is nearest
-   τ, nearest first, ties in candidate order (MoPPS's argsort(distances)[:P], made stable). */
-static void mopps_keep_nearest(int *keep, const double *phat, int M, int P, double target) {
-    KeyedIndex *near = (KeyedIndex *)mallocCheck((size_t)M * sizeof *near);
-    for (int c = 0; c < M; c++) near[c] = (KeyedIndex){(phat[c] - target) * (phat[c] - target), c};
-    qsort(near, M, sizeof *near, keyed_index_cmp);
-    for (int p = 0; p < P; p++) keep[p] = near[p].pos;
-    free(near);
-}
-
 /* mopps_select: the step's P prompts: M distinct candidates (MoPPS's shuffled loader), each one's p̂ ~
-   Beta(α, β) in turn (thompson = 0: the mean), the P nearest τ; every draw from the run's RNG (resumable). */
+   Beta(α, β) in turn (thompson = 0: the mean), the P nearest τ, nearest first, ties in candidate order
+   (MoPPS's argsort(distances)[:P], made stable); every draw from the run's RNG (resumable). */
 static void mopps_select(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng *run_rng) {
     int M = s->candidates, P = g->num_groups;
     for (int c = 0; c < M; c++) {
@@ -3611,17 +3602,20 @@ static void mopps_select(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng
         s->taken[q] = 1;
         s->cand[c] = q;
     }
+    KeyedIndex *near = (KeyedIndex *)mallocCheck((size_t)M * sizeof *near);
     for (int c = 0; c < M; c++) {
         int q = s->cand[c];
         double a = s->alpha[q], b = s->beta[q];
         s->taken[q] = 0;   // all 0 again for the next step
         s->phat[c] = s->thompson ? rng_beta(run_rng, a, b) : a / (a + b);
+        near[c] = (KeyedIndex){(s->phat[c] - s->target) * (s->phat[c] - s->target), c};
     }
-    mopps_keep_nearest(g->prompt_idx, s->phat, M, P, s->target);   // the kept candidates' positions
+    qsort(near, M, sizeof *near, keyed_index_cmp);
     for (int p = 0; p < P; p++) {
-        s->step_pred[p] = s->phat[g->prompt_idx[p]];
-        g->prompt_idx[p] = s->cand[g->prompt_idx[p]];
+        s->step_pred[p] = s->phat[near[p].pos];
+        g->prompt_idx[p] = s->cand[near[p].pos];
     }
+    free(near);
     set_group_prompts(g, d);
 }
 

@@ -7722,23 +7722,46 @@ static Dataset hand_dataset(int n) {
 }
 
 /* MoPPS's rule: of the candidates, the P with the smallest (p̂ − τ)², nearest first, equal
-   distances in candidate order; on a hand table of p̂ (exact binary fractions, so the ties are
-   exact), then through mopps_select with the Thompson draw replaced by the posterior mean (the
-   test hook) and M = n, so every prompt is a candidate whatever the RNG draws. */
+   distances in candidate order; on a hand table of p̂ (posterior means, exact binary fractions,
+   so the ties are exact) with M = n, against a selection by brute force in the order the
+   candidates were drawn; then on another table through select_prompts, and with Thompson draws. */
 static void test_mopps_select(void) {
-    const double phat[8] = {0.875, 0.375, 0.625, 0.125, 0.5, 0.375, 0.75, 0.25};
-    int keep[8];
-    mopps_keep_nearest(keep, phat, 8, 5, 0.5);
-    const int want_half[5] = {4, 1, 2, 5, 6};   // 0, then three at 1/64, then 0.75 before 0.25 (order)
-    int ok = !memcmp(keep, want_half, sizeof want_half);
-    mopps_keep_nearest(keep, phat, 8, 3, 0.25);
-    const int want_quarter[3] = {7, 1, 3};      // 0.25 itself, then 0.375 and 0.125 at 1/64, in order
-    ok &= !memcmp(keep, want_quarter, sizeof want_quarter);
-    check(ok, "select: MoPPS keeps the P candidates nearest τ, ties in candidate order (hand table)",
-          "τ 0.5: %d %d %d %d %d", want_half[0], want_half[1], want_half[2], want_half[3], want_half[4]);
-    // candidates (mopps_select): distinct, in range, the scratch left clean; all n of n is a permutation
+    const double table_a[8] = {7, 3, 5, 1, 1, 3, 3, 1}, table_b[8] = {1, 5, 3, 7, 1, 5, 1, 3};
+    Dataset d8 = hand_dataset(8);
     Rng rng;
     rng_seed(&rng, 3, 9);
+    int ok = 1, ties = 0;
+    for (int run = 0; run < 2; run++) {   // τ 0.5 keeps 5 (p̂ 0.375 and 0.625 tie), τ 0.25 keeps 3
+        double tau = run == 0 ? 0.5 : 0.25;
+        int P = run == 0 ? 5 : 3, used[8] = {0};
+        PromptSelector s;
+        build_prompt_selector(&s, SELECT_MOPPS, tau, 8, 1.0, 1, 8, P, 2, 4, 8);
+        memcpy(s.alpha, table_a, sizeof table_a);
+        memcpy(s.beta, table_b, sizeof table_b);
+        s.thompson = 0;
+        GroupBatch g;
+        build_group_batch(&g, P, 2, 4, 0, 8);
+        SelectStats stats;
+        select_prompts(&s, &g, &d8, &rng, &stats);
+        for (int p = 0; p < P; p++) {   // the nearest unused candidate, the first drawn among equals
+            int best = -1;
+            double dist[8];
+            for (int c = 0; c < 8; c++) {
+                double ph = table_a[s.cand[c]] / (table_a[s.cand[c]] + table_b[s.cand[c]]);
+                dist[c] = (ph - tau) * (ph - tau);
+                if (!used[c] && (best < 0 || dist[c] < dist[best])) best = c;
+            }
+            for (int c = best + 1; c < 8; c++) ties += !used[c] && dist[c] == dist[best];
+            used[best] = 1;
+            ok &= g.prompt_idx[p] == s.cand[best] && s.step_pred[p] == s.phat[best];
+        }
+        free_group_batch(&g);
+        free_prompt_selector(&s);
+    }
+    free_dataset(&d8);
+    check(ok && ties > 0, "select: MoPPS keeps the P candidates nearest τ, ties in candidate order (hand table)",
+          "%d ties", ties);
+    // candidates (mopps_select): distinct, in range, the scratch left clean; all n of n is a permutation
     Dataset d40 = hand_dataset(40);
     int perm = 1, clean = 1;
     for (int M = 40; M >= 7; M -= 33) {   // M = n, then 7 of 40
