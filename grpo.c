@@ -3685,7 +3685,7 @@ static int dynamic_merge(GroupBatch *g, const GroupBatch *spare, SelectStats *ou
    cmd_train checks), d and round cap; every MoPPS posterior the prior (1, 1) (mopps_resume loads one). */
 static void build_prompt_selector(PromptSelector *s, int method, double target, int candidates, double decay,
                                   int max_rounds, int n, int P, int k, int max_new, int maxT) {
-    *s = (PromptSelector){.method = method, .target = target, .candidates = candidates, .decay = decay,
+    *s = (PromptSelector){.method = method, .target = target, .decay = decay, .candidates = candidates,
                           .thompson = 1, .n = n, .max_rounds = max_rounds};
     if (method == SELECT_MOPPS) {
         mopps_reserve(s, P);
