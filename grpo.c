@@ -2922,8 +2922,7 @@ static int chain_sum_well_formed(const char *completion, int len) {
         if (!chain_sum_parse_int(completion, len, &pos, &v) || pos >= len) return 0;
         char op = completion[pos++];
         if (op != '+' && op != '-') return 0;
-        if (countdown_parse_number(completion, len, &pos) < 0 || pos >= len) return 0;
-        if (completion[pos++] != '=') return 0;
+        if (countdown_parse_number(completion, len, &pos) < 0 || pos >= len || completion[pos++] != '=') return 0;
         if (!chain_sum_parse_int(completion, len, &pos, &v)) return 0;
         if (pos == len) return 1;
         if (completion[pos++] != ',') return 0;
@@ -2931,11 +2930,9 @@ static int chain_sum_well_formed(const char *completion, int len) {
 }
 
 // ----------------------------------------------------------------------------
-// Comparison method: MC-PRM (VinePPO, Kazemnejad et al. 2024, arXiv 2410.01679;
-// notes/credit-assignment.md §3): λ-GRPO reads a prefix's value off the group sampled anyway;
-// MC-PRM pays for it. V̂(s_j) of state s_j (the prompt and a completion's first j steps) is the mean
-// reward of K continuations from π_old; step j's tokens carry A_j = V̂(s_{j+1}) − V̂(s_j) (last step:
-// r − V̂(s_{m−1})) in place of a_i, whitened (--mc-whiten). Identical states are estimated once.
+// Comparison method: MC-PRM (VinePPO, Kazemnejad et al. 2024, arXiv 2410.01679; notes/credit-assignment.md
+// §3): step j's tokens train on A_j = V̂(s_{j+1}) − V̂(s_j), V̂ of state s_j (the prompt and a completion's
+// first j steps) the mean reward of K continuations from π_old. Identical states are estimated once.
 
 // A segmentation: a task's step-end character (Task.step_end), or MC_SEGMENT_TOKEN: every token a step
 enum { MC_SEGMENT_COMMA = ',', MC_SEGMENT_TOKEN = 1 };
@@ -2947,7 +2944,7 @@ typedef float (*OutcomeReward)(const void *task, int group, const int *comp, int
 typedef struct {                 // a task's problems (countdown, chain-sum), as MC-PRM's verifier reads them
     const Dataset *data;         // group p's problem is data's example prompt_idx[p] (of data's task), or,
     const int *prompt_idx;       // when data is NULL, every group's problem is nums[0..num_count), target
-    const int *nums;             // of task `task` (NULL: countdown) (./grpo sample)
+    const int *nums;             // of task `task` (./grpo sample)
     int num_count, target;
     float format_reward;         // --format-reward, as score_group gives it to the trajectories
     const Task *task;
@@ -2957,9 +2954,7 @@ typedef struct {                 // a task's problems (countdown, chain-sum), as
 static float task_outcome_reward(const void *task, int group, const int *comp, int len) {
     const TaskProblems *t = (const TaskProblems *)task;
     const Dataset *d = t->data;
-    if (!d)
-        return task_reward(t->task ? t->task : &TASKS[TASK_COUNTDOWN], t->nums, t->num_count, t->target, comp,
-                           len, t->format_reward);
+    if (!d) return task_reward(t->task, t->nums, t->num_count, t->target, comp, len, t->format_reward);
     int q = t->prompt_idx[group];
     return task_reward(d->task, d->nums + (size_t)q * MAX_NUMS, d->num_count[q], d->target[q], comp, len,
                        t->format_reward);
@@ -3174,13 +3169,12 @@ static MCStats mc_prm_advantages(MCPRM *mc, GPT *policy, GroupBatch *g, const GR
 }
 
 // ----------------------------------------------------------------------------
-// Comparison method: PPO (Schulman et al. 2017, arXiv 1707.06347; GAE: arXiv 1506.02438; verl's
-// conventions; notes/credit-assignment.md): GRPO's loss with GAE's A_t from a critic V(x, y_<t), the SFT
-// trunk with a scalar value head (verl's critic; VinePPO's PPO baseline), then μ AdamW steps of it.
+// Comparison method: PPO (Schulman et al. 2017, arXiv 1707.06347; GAE: arXiv 1506.02438; verl's conventions;
+// notes/credit-assignment.md §4): GRPO's loss with GAE's A_t from a critic V(x, y_<t), the SFT trunk with a
+// scalar value head (verl's critic; VinePPO's PPO baseline), then μ AdamW steps of it.
 
 typedef struct {
-    float gamma;         // GAE's discount γ (--gae-gamma; verl's default 1)
-    float lam;           // GAE's λ (--gae-lambda; verl's default 1)
+    float gamma, lam;    // GAE's discount γ and λ (--gae-gamma, --gae-lambda; verl's defaults 1)
     float clip_value;    // c of the clipped value loss: V stays within V_old ± c (verl's cliprange_value 0.5)
     AdamWConfig opt;     // the policy's AdamW settings and schedule, at --critic-lr
 } CriticConfig;
@@ -3195,8 +3189,7 @@ struct Critic {
     float *pos;                // (max_batch, maxT) V at every position of the last micro-batch, then ∂loss/∂V
     // per completion token, (N, max_new), row i holding completion i's tokens as in GroupBatch
     float *value_old;          // V_old(i,t): the critic's value before generating token t, at sampling time
-    float *returns;            // return_t = A_t + V_old (GAE's value target)
-    float *adv_raw;            // GAE's A_t
+    float *returns, *adv_raw;  // return_t = A_t + V_old (GAE's value target); GAE's A_t
     float *adv;                // A_t whitened over the batch: what the policy trains on
     float *dvalue;             // V(i,t) in the current iteration of critic_update, then ∂(value loss)/∂V(i,t)
     unsigned char *clipped;    // 1 where the clipped branch of the value loss is taken
@@ -3204,9 +3197,8 @@ struct Critic {
     uint64_t section_bytes;
 };
 
-/* gae_advantages: GAE (eq. 16; verl's compute_gae_advantage_return) for N completions, value (V_old), adv
-   and ret (N, stride); r_i on the last token, V = 0 after it. δ_t = r_t + γ V_{t+1} − V_t,
-   A_t = δ_t + γ λ A_{t+1}, return_t = A_t + V_t (at γ = λ = 1: A_t = r − V_t), backwards in double. */
+/* gae_advantages: GAE (eq. 16; verl's compute_gae_advantage_return) of N completions into adv and ret
+   (N, stride) from value (V_old), r_i on the last token, V = 0 after it, in double (γ = λ = 1: A_t = r − V). */
 static void gae_advantages(float *adv, float *ret, const float *value, const float *reward, const int *clen,
                            int N, int stride, float gamma, float lam) {
     for (int i = 0; i < N; i++) {
@@ -3318,15 +3310,13 @@ static int critic_forward(Critic *c, GroupBatch *g, int first, int B, float *out
 
 // ppo_advantages: V_old, GAE's A_t and return_t, A_t whitened into g->token_adv; explained variance, mean |A|
 static void ppo_advantages(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
-    int N = g->N, stride = g->max_new;
-    int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
+    int N = g->N, stride = g->max_new, micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
     for (int first = 0; first < N; first += micro)
         critic_forward(c, g, first, first + micro <= N ? micro : N - first, c->value_old);
     gae_advantages(c->adv_raw, c->returns, c->value_old, g->reward, g->clen, N, stride, c->cfg.gamma,
                    c->cfg.lam);
     whiten_advantages(c->adv, c->adv_raw, g->clen, N, stride);
     g->token_adv = c->adv;
-    // explained variance of the returns by V_old (verl's critic/vf_explained_var) and mean |A|
     double mean_r, var_r, mean_d, var_d, sum_abs = 0.0;
     long n = token_moments(c->returns, NULL, g->clen, N, stride, &mean_r, &var_r);
     token_moments(c->returns, c->value_old, g->clen, N, stride, &mean_d, &var_d);
@@ -3336,41 +3326,10 @@ static void ppo_advantages(Critic *c, GroupBatch *g, const GRPOConfig *cfg, Crit
     stats->mean_abs_adv = sum_abs / n;
 }
 
-// critic_clip_grad_norm: clip_grad_norm over trunk and value head together (over critic.parameters())
-static float critic_clip_grad_norm(Critic *c, float max_norm) {
-    double ss = grad_sum_squares(c->trunk.grads_memory, c->trunk.num_parameters);
-    for (int i = 0; i <= c->C; i++) ss += (double)c->head_grad[i] * c->head_grad[i];
-    float norm = (float)sqrt(ss);
-    float coef = max_norm > 0.0f && isfinite(norm) ? max_norm / (norm + 1e-6f) : 1.0f;
-    if (coef < 1.0f) {
-        #pragma omp parallel for
-        for (size_t i = 0; i < c->trunk.num_parameters; i++) c->trunk.grads_memory[i] *= coef;
-        for (int i = 0; i <= c->C; i++) c->head_grad[i] *= coef;
-    }
-    return norm;
-}
-
-// critic_adamw_update: adamw_update on the trunk and the head (weight decay on w, a 1 x C weight, not b)
-static void critic_adamw_update(Critic *c, float lr, int t) {
-    const AdamWConfig *o = &c->cfg.opt;
-    adamw_update(&c->trunk, o, lr, t);
-    float bc1 = 1.0f - powf(o->beta1, (float)t), bc2 = 1.0f - powf(o->beta2, (float)t);
-    for (int i = 0; i <= c->C; i++) {
-        float wd = i < c->C ? o->weight_decay : 0.0f, g = c->head_grad[i];
-        float mi = o->beta1 * c->head_m[i] + (1.0f - o->beta1) * g;
-        float vi = o->beta2 * c->head_v[i] + (1.0f - o->beta2) * g * g;
-        float p = c->head[i] * (1.0f - lr * wd);
-        c->head_m[i] = mi;
-        c->head_v[i] = vi;
-        c->head[i] = p - lr * (mi / bc1) / (sqrtf(vi / bc2) + o->eps);
-    }
-}
-
 /* critic_loss_backward: the step's value loss (token-mean, verl's default; --mask-truncated's completions
    count nothing), its gradient into the critic's (zeroed here). *clipped: tokens on the clipped branch. */
 static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *cfg, long *clipped) {
-    int N = g->N, stride = g->max_new;
-    int micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
+    int N = g->N, stride = g->max_new, micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
     long tokens = 0;
     for (int i = 0; i < N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
     float coef = tokens > 0 ? (float)(1.0 / tokens) : 0.0f;
@@ -3398,22 +3357,42 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
     return loss;
 }
 
-/* critic_update: grpo_update for the critic: μ AdamW steps at --critic-lr (at μ = 1 the value clip never
-   binds), stopping at a non-finite loss or norm as grpo_update does; stats: iteration 0's. */
+/* critic_update: grpo_update for the critic, its gradient norm over trunk and head: μ AdamW steps at
+   --critic-lr (μ = 1: the value clip never binds), stopping at a non-finite loss or norm; stats: iter 0's. */
 static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
+    const AdamWConfig *o = &c->cfg.opt;
     long tokens = 0;
     for (int i = 0; i < g->N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
     for (int iter = 0; iter < cfg->num_iterations; iter++) {
         long clipped = 0;
         double loss = critic_loss_backward(c, g, cfg, &clipped);
-        float norm = isfinite(loss) ? critic_clip_grad_norm(c, c->cfg.opt.grad_clip) : (float)loss;
+        double ss = grad_sum_squares(c->trunk.grads_memory, c->trunk.num_parameters);
+        for (int i = 0; i <= c->C; i++) ss += (double)c->head_grad[i] * c->head_grad[i];
+        float norm = isfinite(loss) ? (float)sqrt(ss) : (float)loss;
         if (!isfinite(norm)) {   // the loss's, or else the gradient norm's
             stats->not_finite = norm;
             return isfinite(loss) ? UPDATE_GRAD_NORM_NOT_FINITE : UPDATE_LOSS_NOT_FINITE;
         }
-        float lr = lr_at(&c->cfg.opt, c->adam_t);
+        float coef = o->grad_clip > 0.0f ? o->grad_clip / (norm + 1e-6f) : 1.0f;
+        if (coef < 1.0f) {
+            #pragma omp parallel for
+            for (size_t i = 0; i < c->trunk.num_parameters; i++) c->trunk.grads_memory[i] *= coef;
+            for (int i = 0; i <= c->C; i++) c->head_grad[i] *= coef;
+        }
+        float lr = lr_at(o, c->adam_t);
         c->adam_t += 1;
-        critic_adamw_update(c, lr, c->adam_t);
+        adamw_update(&c->trunk, o, lr, c->adam_t);
+        // the head's step as adamw_update's, weight decay on w (a 1 x C weight), not on b
+        float bc1 = 1.0f - powf(o->beta1, (float)c->adam_t), bc2 = 1.0f - powf(o->beta2, (float)c->adam_t);
+        for (int i = 0; i <= c->C; i++) {
+            float wd = i < c->C ? o->weight_decay : 0.0f, grad = c->head_grad[i];
+            float mi = o->beta1 * c->head_m[i] + (1.0f - o->beta1) * grad;
+            float vi = o->beta2 * c->head_v[i] + (1.0f - o->beta2) * grad * grad;
+            float p = c->head[i] * (1.0f - lr * wd);
+            c->head_m[i] = mi;
+            c->head_v[i] = vi;
+            c->head[i] = p - lr * (mi / bc1) / (sqrtf(vi / bc2) + o->eps);
+        }
         if (iter == 0) {
             stats->value_loss = loss;
             stats->value_clip_frac = tokens ? (double)clipped / tokens : 0.0;
@@ -3427,10 +3406,8 @@ static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cf
 static const char *CRITIC_STOPPED_BY[] = {"", "the critic's value loss", "the critic's gradient norm"};
 
 // ----------------------------------------------------------------------------
-// Probe (--probe-every N; notes/credit-assignment.md, "How far λ-GRPO's update is from GRPO's"): every
-// N steps, before grpo_update, iteration 0's gradient under each objective (g_GRPO, g_λ) by the update's
-// own functions. It changes nothing in the run (no random number, parameter or AdamW moment; its own
-// per-token arrays; its seconds cut out of the step's clock). CPU build only; not with MC-PRM or PPO.
+// Probe (--probe-every N; notes/credit-assignment.md, "How far λ-GRPO's update is from GRPO's"): every N
+// steps, iteration 0's gradient under GRPO and λ-GRPO by the update's own functions; it changes nothing.
 
 enum { PROBE_ARRAYS = 10 };  // the per-token (and seq_coef) arrays of a GroupBatch the update writes
 typedef struct Probe {
@@ -3440,7 +3417,6 @@ typedef struct Probe {
     double norm_ratio;      // ‖g_λ‖ / ‖g_GRPO‖; NaN when ‖g_GRPO‖ = 0
     double share;           // tokens with |λ(i,t)| > 1 among those the loss counts (c_i != 0); NaN: none
     double seconds;         // wall-clock seconds of the probe (left out of the step's clock)
-    size_t num_parameters;
     float *grad[2];         // (num_parameters) g_GRPO and g_λ, as grads_memory lays them out
     float *tok[PROBE_ARRAYS];   // (N, max_new) each, used in place of the batch's (probe_directions)
     unsigned char *clipped;     // (N, max_new)
@@ -3448,7 +3424,7 @@ typedef struct Probe {
 
 // build_probe: a probe every `every` steps (>= 1) of a model's gradients, batches of N x max_new
 static void build_probe(Probe *p, size_t num_parameters, int N, int max_new, int every) {
-    *p = (Probe){.every = every, .num_parameters = num_parameters};
+    *p = (Probe){.every = every};
     for (int o = 0; o < 2; o++) p->grad[o] = (float *)callocCheck(num_parameters, sizeof(float));
     for (int a = 0; a < PROBE_ARRAYS; a++) p->tok[a] = (float *)callocCheck((size_t)N * max_new, sizeof(float));
     p->clipped = (unsigned char *)callocCheck((size_t)N * max_new, 1);
@@ -3494,7 +3470,7 @@ static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, con
             shared += b.seq_coef[i] != 0.0f && b.lambda_size[(size_t)i * b.max_new + t] > 1;
         }
     double dot = 0.0, nn[2] = {0.0, 0.0};
-    for (size_t k = 0; k < p->num_parameters; k++) {
+    for (size_t k = 0; k < policy->num_parameters; k++) {
         double a = p->grad[0][k], c = p->grad[1][k];
         dot += a * c;
         nn[0] += a * a;
@@ -3506,28 +3482,8 @@ static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, con
 }
 
 #ifdef TESTING   // tests/test_grpo.c's faults, to see its "changes nothing" test fail:
-static int probe_test_fault = 0;   // 1: the probe draws from the run's RNG; 2: an AdamW step with its g_λ
+static int probe_test_fault = 0;   // 1: the probe draws from the run's RNG; 2: it takes an AdamW step
 #endif
-
-// probe_update_directions: probe_directions at steps every, 2·every, ...; r->t[0..3] move by its seconds
-static void probe_update_directions(TrainRun *run, StepReport *r) {
-    Probe *p = run->probe;
-    if (!p || r->step % p->every != 0) return;
-    double start = wall_seconds();
-    probe_directions(p, run->policy, run->ref, run->batch, &run->cfg, NULL);
-#ifdef TESTING
-    if (probe_test_fault == 1) rng_int(&run->state->rng, 2);
-    if (probe_test_fault == 2) {
-        float *own = run->policy->grads_memory;
-        probe_point_grads(run->policy, p->grad[1]);
-        adamw_update(run->policy, &run->opt, run->opt.lr, 1);
-        probe_point_grads(run->policy, own);
-    }
-#endif
-    p->step = r->step;
-    p->seconds = wall_seconds() - start;
-    for (int k = 0; k <= 3; k++) r->t[k] += p->seconds;
-}
 
 // train.csv's probe columns of step `step`: its values, or empty cells when the probe did not run
 #define PROBE_CSV_COLUMNS ",probe_cos,probe_norm_ratio,probe_share,probe_s"
@@ -3540,7 +3496,17 @@ static void probe_csv_fields(char *out, size_t cap, const Probe *p, int step) {
 static void method_token_advantages(TrainRun *run, StepReport *r) {
     if (run->mc) r->mc = mc_prm_advantages(run->mc, run->policy, run->batch, &run->cfg, run->state->step);
     if (run->critic) ppo_advantages(run->critic, run->batch, &run->cfg, &r->critic);
-    probe_update_directions(run, r);
+    Probe *p = run->probe;   // at steps every, 2·every, ...; r->t[0..3] move by its seconds
+    if (!p || r->step % p->every != 0) return;
+    double start = wall_seconds();
+    probe_directions(p, run->policy, run->ref, run->batch, &run->cfg, NULL);
+#ifdef TESTING
+    if (probe_test_fault == 1) rng_int(&run->state->rng, 2);
+    if (probe_test_fault == 2) adamw_update(run->policy, &run->opt, run->opt.lr, 1);
+#endif
+    p->step = r->step;
+    p->seconds = wall_seconds() - start;
+    for (int k = 0; k <= 3; k++) r->t[k] += p->seconds;
 }
 
 static void method_after_update(TrainRun *run, StepReport *r) {   // grpo_step calls it with a critic only
@@ -3550,13 +3516,10 @@ static void method_after_update(TrainRun *run, StepReport *r) {   // grpo_step c
 }
 
 // ----------------------------------------------------------------------------
-// Prompt selection (notes/credit-assignment.md §5; grpo_step calls select_prompts and
-// select_after_scoring): a group whose rewards are all equal has advantages 0 and, at β = 0, no gradient,
-// yet it cost k completions. --prompt-select uniform: draw_prompts, with replacement (the paper's);
-// mopps (Qu et al. 2025, arXiv 2507.04632): a Beta(α, β) posterior of each prompt's success rate, learnt
-// from the groups sampled anyway; of M candidates, the P whose Thompson draw p̂ is nearest τ; dynamic
-// (DAPO, Yu et al. 2025, arXiv 2503.14476, §3.2): all-equal groups are replaced by new ones round by
-// round, their tokens auxiliary. A success: task_reward 1 without --format-reward (MoPPS: acc >= 1).
+// Prompt selection (notes/credit-assignment.md §5): an all-equal group has advantages 0 and, at β = 0, no
+// gradient, yet it cost k completions. mopps (Qu et al. 2025, arXiv 2507.04632): of M candidates, the P whose
+// Thompson draw p̂ of success is nearest τ; dynamic (DAPO, Yu et al. 2025, arXiv 2503.14476, §3.2): all-equal
+// groups replaced round by round. A success: task_reward 1 without --format-reward (MoPPS: acc >= 1).
 
 /* rng_gamma_log: the log of a Gamma(a, 1) draw, a > 0 (Marsaglia & Tsang 2000, ACM TOMS 26(3)); for a < 1
    the paper's boost Gamma(a + 1)·U^(1/a), in logarithms (U^(1/a) underflows). */
@@ -3581,25 +3544,21 @@ static double rng_gamma_log(Rng *r, double a) {
 /* rng_beta: a Beta(a, b) draw, a, b > 0: X/(X + Y), X ~ Gamma(a, 1) drawn before Y ~ Gamma(b, 1), as
    1/(1 + exp(log Y − log X)) so that tiny X and Y do not give 0/0. */
 static double rng_beta(Rng *r, double a, double b) {
-    double log_x = rng_gamma_log(r, a);
-    double log_y = rng_gamma_log(r, b);
-    return 1.0 / (1.0 + exp(log_y - log_x));
+    double log_x = rng_gamma_log(r, a);   // drawn first
+    return 1.0 / (1.0 + exp(rng_gamma_log(r, b) - log_x));
 }
 
 enum { SELECT_UNIFORM, SELECT_MOPPS, SELECT_DYNAMIC };
 static const char *PROMPT_SELECT_NAMES[] = {"uniform", "mopps", "dynamic", NULL};
 
-// dynamic: refill round r (1..15) samples completion i on stream (step+1)·65536 + r·4096 + i (N <= 4096)
-#define DYNAMIC_ROUND_STREAMS 4096
 #define DYNAMIC_MAX_ROUNDS 15
 #define DYNAMIC_DEFAULT_ROUNDS 9   // 10 samplings a step at most: verl's DAPO recipe, max_num_gen_batches=10
 
 struct PromptSelector {
     int method;              // SELECT_UNIFORM, SELECT_MOPPS or SELECT_DYNAMIC (--prompt-select)
     // MoPPS
-    double target;           // τ (--select-target)
+    double target, decay;    // τ (--select-target); d (--select-decay; 1: no decay)
     int candidates;          // M (--select-candidates)
-    double decay;            // d (--select-decay); 1: no decay
     int thompson;            // 1: p̂ ~ Beta(α, β); 0: p̂ = α/(α + β), the posterior mean (a test hook)
     int n;                   // training prompts
     double *state;           // the checkpoint's "mopps" section, doubles: n, h, α (n), β (n), then for
@@ -3612,7 +3571,7 @@ struct PromptSelector {
     unsigned char *taken;    // (n) scratch: 1 for a prompt already a candidate of this step
     // DAPO dynamic sampling
     int max_rounds;          // --dynamic-max-rounds: refill rounds after the step's first sampling
-    GroupBatch spare;        // a refill round's groups: the first m of its P (group_batch_first)
+    GroupBatch spare;        // a refill round's groups: the first m of its P
 };
 
 // 1 when group p's rewards are all equal: its advantages are 0, it teaches nothing
@@ -3623,28 +3582,7 @@ static int group_rewards_equal(const GroupBatch *g, int p) {
     return 1;
 }
 
-// s: the completions of group p that the verifier accepts for its prompt (d's example prompt_idx[p])
-static int group_successes(const GroupBatch *g, const Dataset *d, int p) {
-    int q = g->prompt_idx[p], s = 0;
-    const int *nums = d->nums + (size_t)q * MAX_NUMS;
-    for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++)
-        s += task_reward(d->task, nums, d->num_count[q], d->target[q], g->comp_row[i], g->clen[i], 0.0f) == 1.0f;
-    return s;
-}
-
 // ---- MoPPS
-
-/* mopps_candidates: M <= n distinct prompts of n, uniformly from rng, a prompt drawn again redrawn
-   (MoPPS's shuffled data loader draws without replacement). taken (n) is all 0 before and after. */
-static void mopps_candidates(int *cand, int M, int n, Rng *rng, unsigned char *taken) {
-    for (int c = 0; c < M; c++) {
-        int q = rng_int(rng, n);
-        while (taken[q]) q = rng_int(rng, n);
-        taken[q] = 1;
-        cand[c] = q;
-    }
-    for (int c = 0; c < M; c++) taken[cand[c]] = 0;
-}
 
 typedef struct {   // a value and where it came from, sorted by value, then by position (stable)
     double key;
@@ -3657,38 +3595,32 @@ static int keyed_index_cmp(const void *a, const void *b) {
     return x->pos - y->pos;
 }
 
-/* mopps_keep_nearest: keep (P <= M) = the positions of the P candidates whose p̂ (phat, M) is nearest
-   τ, nearest first, ties in candidate order (MoPPS's argsort(distances)[:P], made stable). */
-static void mopps_keep_nearest(int *keep, const double *phat, int M, int P, double target) {
-    KeyedIndex *near = (KeyedIndex *)mallocCheck((size_t)M * sizeof *near);
-    for (int c = 0; c < M; c++) near[c] = (KeyedIndex){(phat[c] - target) * (phat[c] - target), c};
-    qsort(near, M, sizeof *near, keyed_index_cmp);
-    for (int p = 0; p < P; p++) keep[p] = near[p].pos;
-    free(near);
-}
-
-/* mopps_select: the step's P prompts: M candidates, each one's p̂ ~ Beta(α, β) in turn (the mean with
-   thompson = 0), the P nearest τ, all from the run's RNG (a resumed run draws the same). */
+/* mopps_select: the step's P prompts: M distinct candidates (MoPPS's shuffled loader), each one's p̂ ~
+   Beta(α, β) in turn (thompson = 0: the mean), the P nearest τ, nearest first, ties in candidate order
+   (MoPPS's argsort(distances)[:P], made stable); every draw from the run's RNG (resumable). */
 static void mopps_select(PromptSelector *s, GroupBatch *g, const Dataset *d, Rng *run_rng) {
     int M = s->candidates, P = g->num_groups;
-    mopps_candidates(s->cand, M, d->n, run_rng, s->taken);
+    for (int c = 0; c < M; c++) {
+        int q = rng_int(run_rng, d->n);
+        while (s->taken[q]) q = rng_int(run_rng, d->n);
+        s->taken[q] = 1;
+        s->cand[c] = q;
+    }
+    KeyedIndex *near = (KeyedIndex *)mallocCheck((size_t)M * sizeof *near);
     for (int c = 0; c < M; c++) {
         int q = s->cand[c];
         double a = s->alpha[q], b = s->beta[q];
+        s->taken[q] = 0;   // all 0 again for the next step
         s->phat[c] = s->thompson ? rng_beta(run_rng, a, b) : a / (a + b);
+        near[c] = (KeyedIndex){(s->phat[c] - s->target) * (s->phat[c] - s->target), c};
     }
-    mopps_keep_nearest(g->prompt_idx, s->phat, M, P, s->target);   // the kept candidates' positions
+    qsort(near, M, sizeof *near, keyed_index_cmp);
     for (int p = 0; p < P; p++) {
-        s->step_pred[p] = s->phat[g->prompt_idx[p]];
-        g->prompt_idx[p] = s->cand[g->prompt_idx[p]];
+        s->step_pred[p] = s->phat[near[p].pos];
+        g->prompt_idx[p] = s->cand[near[p].pos];
     }
+    free(near);
     set_group_prompts(g, d);
-}
-
-// mopps_update: prompt q's posterior after s successes of k (PosteriorSampler.train), decayed towards (1, 1)
-static void mopps_update(double *alpha, double *beta, int q, int k, int s, double decay) {
-    alpha[q] = decay * alpha[q] + (1.0 - decay) * 1.0 + s;
-    beta[q] = decay * beta[q] + (1.0 - decay) * 1.0 + (k - s);
 }
 
 // The bytes of the "mopps" state section now: n, h, α, β and h pairs, as doubles.
@@ -3711,12 +3643,6 @@ static void mopps_reserve(PromptSelector *s, long groups) {
 }
 
 // ---- DAPO dynamic sampling
-
-// group_batch_first: g (of equal groups, at least `groups`) holds its first `groups` groups from now on
-static void group_batch_first(GroupBatch *g, int groups) {
-    g->num_groups = groups;
-    g->N = g->group_start[groups];
-}
 
 // copy_group: group q of src (sampled, scored) into group p of dst (same group size and max_new)
 static void copy_group(GroupBatch *dst, int p, const GroupBatch *src, int q) {
@@ -3757,36 +3683,13 @@ static int dynamic_merge(GroupBatch *g, const GroupBatch *spare, SelectStats *ou
     return filled;
 }
 
-/* dynamic_sampling: refill rounds for batch g (scored) while it has all-equal groups, up to
-   --dynamic-max-rounds: a new prompt (run RNG) per such group, sampled, scored, dynamic_merge'd. At the cap,
-   g keeps the rest (advantage 0, their tokens counted as trained) and out->cap_hit is 1. */
-static void dynamic_sampling(PromptSelector *s, GPT *policy, KVCache *kv, GroupBatch *g, const Dataset *d,
-                             const GRPOConfig *cfg, float format_reward, int step, Rng *run_rng,
-                             SelectStats *out) {
-    double t0 = wall_seconds();
-    int nfree = 0;
-    for (int p = 0; p < g->num_groups; p++) nfree += group_rewards_equal(g, p);
-    for (int round = 1; round <= s->max_rounds && nfree > 0; round++) {
-        GroupBatch *spare = &s->spare;
-        group_batch_first(spare, nfree);
-        draw_prompts(spare, d, run_rng);
-        uint64_t first_stream = ((uint64_t)step + 1) * 65536 + (uint64_t)round * DYNAMIC_ROUND_STREAMS;
-        sample_group_streams(policy, kv, spare, cfg, first_stream, NULL);
-        score_group(spare, d, format_reward);
-        nfree -= dynamic_merge(g, spare, out);
-        out->refill_rounds = round;
-    }
-    out->cap_hit = nfree > 0;
-    out->t_refill = wall_seconds() - t0;
-}
-
 // ---- the selector, as the training loop calls it
 
 /* build_prompt_selector: the selector of P groups of k per step over n prompts, with τ, M (P <= M <= n:
    cmd_train checks), d and round cap; every MoPPS posterior the prior (1, 1) (mopps_resume loads one). */
 static void build_prompt_selector(PromptSelector *s, int method, double target, int candidates, double decay,
                                   int max_rounds, int n, int P, int k, int max_new, int maxT) {
-    *s = (PromptSelector){.method = method, .target = target, .candidates = candidates, .decay = decay,
+    *s = (PromptSelector){.method = method, .target = target, .decay = decay, .candidates = candidates,
                           .thompson = 1, .n = n, .max_rounds = max_rounds};
     if (method == SELECT_MOPPS) {
         mopps_reserve(s, P);
@@ -3823,11 +3726,16 @@ static void select_observe(PromptSelector *s, const GroupBatch *g, const Dataset
     double pred = 0.0;
     if (mopps) mopps_reserve(s, s->groups + g->num_groups);
     for (int p = 0; p < g->num_groups; p++) {
-        int k = g->group_start[p + 1] - g->group_start[p], succ = group_successes(g, d, p);
+        int k = g->group_start[p + 1] - g->group_start[p], q = g->prompt_idx[p], succ = 0;
+        for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++)   // the verifier accepts it
+            succ += task_reward(d->task, d->nums + (size_t)q * MAX_NUMS, d->num_count[q], d->target[q],
+                                g->comp_row[i], g->clen[i], 0.0f) == 1.0f;
         successes += succ;
         equal += group_rewards_equal(g, p);
         if (!mopps) continue;
-        mopps_update(s->alpha, s->beta, g->prompt_idx[p], k, succ, s->decay);
+        // the posterior after succ successes of k (PosteriorSampler.train), decayed towards the prior (1, 1)
+        s->alpha[q] = s->decay * s->alpha[q] + (1.0 - s->decay) * 1.0 + succ;
+        s->beta[q] = s->decay * s->beta[q] + (1.0 - s->decay) * 1.0 + (k - succ);
         s->history[2 * s->groups] = s->step_pred[p];
         s->history[2 * s->groups + 1] = (double)succ / k;
         s->state[1] = (double)++s->groups;
@@ -3839,20 +3747,39 @@ static void select_observe(PromptSelector *s, const GroupBatch *g, const Dataset
     out->eq_sampled = equal + out->groups_dropped;
 }
 
-// select_after_scoring (grpo_step's hook): dynamic_sampling for DAPO, then select_observe
+/* select_after_scoring (grpo_step's hook): DAPO's refill rounds, then select_observe (and MoPPS's state
+   section). A round draws a new prompt (run RNG) per all-equal group, samples, scores and dynamic_merge's
+   them, up to --dynamic-max-rounds; at the cap the batch keeps the rest (advantage 0) and cap_hit is 1. */
 static void select_after_scoring(TrainRun *run, StepReport *r) {
     PromptSelector *s = run->select;
     TrainState *st = run->state;
-    if (s->method == SELECT_DYNAMIC)
-        dynamic_sampling(s, run->policy, run->kv, run->batch, run->train, &run->cfg, run->format_reward,
-                         st->step, &st->rng, &r->select);
-    select_observe(s, run->batch, run->train, &r->select);
+    GroupBatch *g = run->batch, *spare = &s->spare;
+    SelectStats *out = &r->select;
+    if (s->method == SELECT_DYNAMIC) {
+        double t0 = wall_seconds();
+        int nfree = 0;
+        for (int p = 0; p < g->num_groups; p++) nfree += group_rewards_equal(g, p);
+        for (int round = 1; round <= s->max_rounds && nfree > 0; round++) {
+            spare->num_groups = nfree;   // its first nfree groups (of equal size)
+            spare->N = spare->group_start[nfree];
+            draw_prompts(spare, run->train, &st->rng);
+            // completion i of round r (1..15) on stream (step+1)·65536 + r·4096 + i (N <= 4096)
+            uint64_t first_stream = ((uint64_t)st->step + 1) * 65536 + (uint64_t)round * 4096;
+            sample_group_streams(run->policy, run->kv, spare, &run->cfg, first_stream, NULL);
+            score_group(spare, run->train, run->format_reward);
+            nfree -= dynamic_merge(g, spare, out);
+            out->refill_rounds = round;
+        }
+        out->cap_hit = nfree > 0;
+        out->t_refill = wall_seconds() - t0;
+    }
+    select_observe(s, g, run->train, out);
     if (s->method == SELECT_MOPPS) ckpt_add_section(st, "mopps", s->state, mopps_state_bytes(s), 0);
 }
 
 // average_ranks: each v[i]'s rank among v (n) from 1, ties the mean of theirs (scipy's rankdata "average")
 static void average_ranks(double *rank, const double *v, int n) {
-    KeyedIndex *order = (KeyedIndex *)mallocCheck((size_t)(n > 0 ? n : 1) * sizeof *order);
+    KeyedIndex *order = (KeyedIndex *)mallocCheck((size_t)n * sizeof *order);   // n >= 2 (spearman)
     for (int i = 0; i < n; i++) order[i] = (KeyedIndex){v[i], i};
     qsort(order, n, sizeof *order, keyed_index_cmp);
     for (int i = 0; i < n; ) {

@@ -7331,7 +7331,8 @@ static void test_critic_step(void) {
     critic_loss_backward(&c, &g, &cfg, &scratch);
     compare_params("critic: micro-batches change no gradient (4 vs 3 + 1)", &c.trunk, c.trunk.grads_memory,
                    analytic, TOL_BWD, 0.0f);
-    // one AdamW step of the head (t = 1, lr 1e-2, wd 0.1 on w only) against the formula in double
+    // one AdamW step of the head (critic_update, μ = 1, no clipping: t = 1, lr 1e-2, wd 0.1 on w only) against
+    // the formula in double, on the gradient critic_loss_backward gave just now (critic_update computes it again)
     float head0[16], want_head[16], g0[16];
     memcpy(head0, c.head, H * 4);
     memcpy(g0, c.head_grad, H * 4);
@@ -7341,7 +7342,8 @@ static void test_critic_step(void) {
         double mh = m1 / (1 - o->beta1), vh = m2 / (1 - o->beta2), wd = i < c.C ? o->weight_decay : 0.0;
         want_head[i] = (float)(head0[i] * (1 - o->lr * wd) - o->lr * mh / (sqrt(vh) + o->eps));
     }
-    critic_adamw_update(&c, o->lr, 1);
+    c.cfg.opt.grad_clip = 0.0f;
+    critic_update(&c, &g, &cfg, &stats);
     // a handful of roundings per entry (TOL_FEW of the head's size). Measured 1.1e-7 on the
     // three builds. Weight decay on the bias too gives 5.5e-4.
     compare("critic: one AdamW step of the value head (decay on w, not b) vs the formula", c.head, want_head, H,
@@ -7760,32 +7762,62 @@ static Dataset hand_dataset(int n) {
 }
 
 /* MoPPS's rule: of the candidates, the P with the smallest (p̂ − τ)², nearest first, equal
-   distances in candidate order; on a hand table of p̂ (exact binary fractions, so the ties are
-   exact), then through mopps_select with the Thompson draw replaced by the posterior mean (the
-   test hook) and M = n, so every prompt is a candidate whatever the RNG draws. */
+   distances in candidate order; on a hand table of p̂ (posterior means, exact binary fractions,
+   so the ties are exact) with M = n, against a selection by brute force in the order the
+   candidates were drawn; then on another table through select_prompts, and with Thompson draws. */
 static void test_mopps_select(void) {
-    const double phat[8] = {0.875, 0.375, 0.625, 0.125, 0.5, 0.375, 0.75, 0.25};
-    int keep[8];
-    mopps_keep_nearest(keep, phat, 8, 5, 0.5);
-    const int want_half[5] = {4, 1, 2, 5, 6};   // 0, then three at 1/64, then 0.75 before 0.25 (order)
-    int ok = !memcmp(keep, want_half, sizeof want_half);
-    mopps_keep_nearest(keep, phat, 8, 3, 0.25);
-    const int want_quarter[3] = {7, 1, 3};      // 0.25 itself, then 0.375 and 0.125 at 1/64, in order
-    ok &= !memcmp(keep, want_quarter, sizeof want_quarter);
-    check(ok, "select: MoPPS keeps the P candidates nearest τ, ties in candidate order (hand table)",
-          "τ 0.5: %d %d %d %d %d", want_half[0], want_half[1], want_half[2], want_half[3], want_half[4]);
-    // candidates: distinct, in range, the scratch left clean; all n of n is a permutation
+    const double table_a[8] = {7, 3, 5, 1, 1, 3, 3, 1}, table_b[8] = {1, 5, 3, 7, 1, 5, 1, 3};
+    Dataset d8 = hand_dataset(8);
     Rng rng;
     rng_seed(&rng, 3, 9);
-    int cand[40], seen[40] = {0};
-    unsigned char taken[40] = {0};
-    mopps_candidates(cand, 40, 40, &rng, taken);
+    int ok = 1, ties = 0;
+    for (int run = 0; run < 2; run++) {   // τ 0.5 keeps 5 (p̂ 0.375 and 0.625 tie), τ 0.25 keeps 3
+        double tau = run == 0 ? 0.5 : 0.25;
+        int P = run == 0 ? 5 : 3, used[8] = {0};
+        PromptSelector s;
+        build_prompt_selector(&s, SELECT_MOPPS, tau, 8, 1.0, 1, 8, P, 2, 4, 8);
+        memcpy(s.alpha, table_a, sizeof table_a);
+        memcpy(s.beta, table_b, sizeof table_b);
+        s.thompson = 0;
+        GroupBatch g;
+        build_group_batch(&g, P, 2, 4, 0, 8);
+        SelectStats stats;
+        select_prompts(&s, &g, &d8, &rng, &stats);
+        for (int p = 0; p < P; p++) {   // the nearest unused candidate, the first drawn among equals
+            int best = -1;
+            double dist[8];
+            for (int c = 0; c < 8; c++) {
+                double ph = table_a[s.cand[c]] / (table_a[s.cand[c]] + table_b[s.cand[c]]);
+                dist[c] = (ph - tau) * (ph - tau);
+                if (!used[c] && (best < 0 || dist[c] < dist[best])) best = c;
+            }
+            for (int c = best + 1; c < 8; c++) ties += !used[c] && dist[c] == dist[best];
+            used[best] = 1;
+            ok &= g.prompt_idx[p] == s.cand[best] && s.step_pred[p] == s.phat[best];
+        }
+        free_group_batch(&g);
+        free_prompt_selector(&s);
+    }
+    free_dataset(&d8);
+    check(ok && ties > 0, "select: MoPPS keeps the P candidates nearest τ, ties in candidate order (hand table)",
+          "%d ties", ties);
+    // candidates (mopps_select): distinct, in range, the scratch left clean; all n of n is a permutation
+    Dataset d40 = hand_dataset(40);
     int perm = 1, clean = 1;
-    for (int c = 0; c < 40; c++) perm &= cand[c] >= 0 && cand[c] < 40 && seen[cand[c]]++ == 0;
-    mopps_candidates(cand, 7, 40, &rng, taken);
-    for (int c = 0; c < 40; c++) clean &= taken[c] == 0;
-    for (int c = 0; c < 7; c++)
-        for (int e = 0; e < c; e++) perm &= cand[c] != cand[e];
+    for (int M = 40; M >= 7; M -= 33) {   // M = n, then 7 of 40
+        PromptSelector c;
+        build_prompt_selector(&c, SELECT_MOPPS, 0.5, M, 1.0, 1, 40, 1, 2, 4, 8);
+        GroupBatch one;
+        build_group_batch(&one, 1, 2, 4, 0, 8);
+        SelectStats stats;
+        select_prompts(&c, &one, &d40, &rng, &stats);
+        int seen[40] = {0};
+        for (int e = 0; e < M; e++) perm &= c.cand[e] >= 0 && c.cand[e] < 40 && seen[c.cand[e]]++ == 0;
+        for (int q = 0; q < 40; q++) clean &= c.taken[q] == 0;
+        free_group_batch(&one);
+        free_prompt_selector(&c);
+    }
+    free_dataset(&d40);
     check(perm && clean, "select: MoPPS candidates are distinct prompts (M = n: a permutation)", "");
     // the whole selection on a posterior table: means 0.5, 0.9, 0.25, 0.375, 0.55, 0.1
     Dataset d = hand_dataset(6);
@@ -7831,19 +7863,12 @@ static void test_mopps_select(void) {
     free_dataset(&d2);
 }
 
-/* The posterior update (notes/credit-assignment.md §5) by hand: from the prior (1, 1), a group of 4
-   with 3 successes at d = 1 gives (4, 2); then 1 success of 4 at d = 0.5 gives
-   (0.5·4 + 0.5 + 1, 0.5·2 + 0.5 + 3) = (3.5, 4.5) (all exact in binary). Then select_observe
-   on the GROUP batch (8 completions of "7 3 5>26:", 4 accepted by the verifier) scored with
-   --format-reward 0.1: the well-formed wrong answers' 0.1 is no success, so (1, 1) -> (5, 5),
-   realised success 0.5, and the pair (p̂, 0.5) joins the history. */
+/* The posterior update (notes/credit-assignment.md §5) by hand, through select_observe on the GROUP
+   batch (8 completions of "7 3 5>26:", 4 accepted by the verifier) scored with --format-reward 0.1:
+   the well-formed wrong answers' 0.1 is no success, so at d = 1 (1, 1) -> (5, 5), realised success
+   0.5, and the pair (p̂, 0.5) joins the history. Then from (4, 2) at d = 0.5 the same group gives
+   (0.5·4 + 0.5 + 4, 0.5·2 + 0.5 + 4) = (6.5, 5.5) (all exact in binary). */
 static void test_mopps_update(void) {
-    double alpha[2] = {1, 1}, beta[2] = {1, 1};
-    mopps_update(alpha, beta, 1, 4, 3, 1.0);
-    int ok = alpha[1] == 4.0 && beta[1] == 2.0 && alpha[0] == 1.0 && beta[0] == 1.0;
-    mopps_update(alpha, beta, 1, 4, 1, 0.5);
-    ok &= alpha[1] == 3.5 && beta[1] == 4.5;
-    check(ok, "select: MoPPS posterior update by hand (d = 1, then d = 0.5)", "(%g, %g)", alpha[1], beta[1]);
     char path[300];
     snprintf(path, sizeof path, "%s/select_group.txt", TMPDIR_);
     FILE *f = fopenCheck(path, "w");
@@ -7866,14 +7891,27 @@ static void test_mopps_update(void) {
     s.step_pred[0] = 0.625;
     SelectStats stats = {0};
     select_observe(&s, &g, &d, &stats);
-    ok = partial > 0 && s.alpha[1] == 5.0 && s.beta[1] == 5.0 && s.alpha[0] == 1.0 && s.groups == 1 &&
+    int ok = partial > 0 && s.alpha[1] == 5.0 && s.beta[1] == 5.0 && s.alpha[0] == 1.0 && s.groups == 1 &&
          s.history[0] == 0.625 && s.history[1] == 0.5 && stats.p_real == 0.5 && stats.p_pred == 0.625 &&
          mopps_state_bytes(&s) == (2 + 2 * 2 + 2) * sizeof(double) && s.state[1] == 1.0;
     check(ok, "select: a group's verifier successes update its prompt (format reward is no success)",
           "%d partial rewards; (%g, %g), realised %.3f", partial, s.alpha[1], s.beta[1], stats.p_real);
+    s.alpha[1] = 4.0;
+    s.beta[1] = 2.0;
+    s.decay = 0.5;
+    select_observe(&s, &g, &d, &stats);
+    check(s.alpha[1] == 6.5 && s.beta[1] == 5.5 && s.alpha[0] == 1.0 && s.beta[0] == 1.0 && s.groups == 2,
+          "select: MoPPS posterior update by hand at d = 0.5 (decayed towards (1, 1))", "(%g, %g)", s.alpha[1],
+          s.beta[1]);
     free_group_batch(&g);
     free_prompt_selector(&s);
     free_dataset(&d);
+}
+
+// spare holds its first m groups from now on, as select_after_scoring sets a refill round's batch
+static void spare_first(GroupBatch *spare, int m) {
+    spare->num_groups = m;
+    spare->N = spare->group_start[m];
 }
 
 // group p of g: rewards r[0..k), completion lengths len[0..k) (token t of completion i is 3 + t),
@@ -7911,12 +7949,12 @@ static void test_dynamic_filter(void) {
     hand_group(&g, 3, r_sig2, l3, 13, 5);
     int nfree = 2;   // groups 1 and 2
     SelectStats st = {0};
-    group_batch_first(&spare, 2);
+    spare_first(&spare, 2);
     hand_group(&spare, 0, r_one, l4, 20, 3);   // all equal: dropped
     hand_group(&spare, 1, r_new, l5, 21, 6);   // signal: into slot 1
     nfree -= dynamic_merge(&g, &spare, &st);
     int ok1 = nfree == 1 && group_rewards_equal(&g, 2) && st.groups_dropped == 2 && g.prompt_idx[1] == 21;
-    group_batch_first(&spare, 1);
+    spare_first(&spare, 1);
     hand_group(&spare, 0, r_fmt, l6, 22, 2);   // signal: into slot 2
     nfree -= dynamic_merge(&g, &spare, &st);
     long aux = (1 + 2 + 1) + (5 + 1 + 2) + (6 + 6 + 1);             // spare's first, g's groups 1 and 2
@@ -7938,7 +7976,7 @@ static void test_dynamic_filter(void) {
     hand_group(&g, 1, r_zero, l1, 11, 5);
     nfree = 1;   // group 1
     SelectStats capped = {0};
-    group_batch_first(&spare, 1);
+    spare_first(&spare, 1);
     hand_group(&spare, 0, r_zero, l4, 23, 3);
     nfree -= dynamic_merge(&g, &spare, &capped);
     check(nfree == 1 && g.prompt_idx[1] == 11 && batch_stats(&g).all_equal * g.num_groups == 1 && capped.gen_aux == 4 &&
