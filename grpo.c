@@ -5332,7 +5332,16 @@ static void default_options(Options *o) {
         if (OPTIONS[i].dflt) set_option(o, &OPTIONS[i], OPTIONS[i].dflt);
 }
 
-/* parse_options: GNU long options for one command (bit `mask`) into o; a bad option or value is a usage
+// AdamW multiplies each decayed weight by 1 − lr·wd every step: at lr·wd >= 1 that flips
+// its sign and, past 2, doubles it and more, so the run explodes (a usage error naming flag).
+static void check_decay(const char *flag, float lr, float wd, const char *whose) {
+    if (lr * wd >= 1.0f)
+        usage_error("%s %g x --weight-decay %g = %g: must be < 1 (AdamW scales %sweights by 1 - lr x "
+                    "weight-decay each step)", flag, lr, wd, lr * wd, whose);
+}
+
+/* parse_options: GNU long options for one command (bit `mask`) into o; a bad option or value, or one a
+   command that trains cannot run with (check_decay, the CUDA build's layout and sampler), is a usage
    error naming it. Returns the index of the first positional argument in argv. */
 static int parse_options(int argc, char **argv, unsigned mask, Options *o, const char *cmd,
                          const char *synopsis) {
@@ -5384,10 +5393,16 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     }
     if (o->channels % o->heads) usage_error("--heads must divide --channels");   // (the defaults divide)
     task_defaults(o, given);
+    if (mask & RUN_CMDS) check_decay("--lr", o->lr, o->weight_decay, "");
 #ifdef _OPENMP
     if (o->threads > 0) omp_set_num_threads(o->threads);
 #endif
 #ifdef GRPO_CUDA
+    if (o->update_layout == LAYOUT_TREE)   // (the defaults: padded, plain)
+        usage_error("--update-layout tree: the tree-packed update runs on the CPU only (./grpo); "
+                    "the CUDA build trains with --update-layout padded");
+    if (o->sampler == SAMPLER_SHARED)
+        usage_error("--sampler shared runs on the CPU only (./grpo); the CUDA build samples with --sampler plain");
     if (mask & CUDA_CMDS) cuda_startup(o->tf32);
 #endif
     return optind;
@@ -5462,16 +5477,6 @@ static CriticConfig critic_config_from_options(const Options *o, int total_steps
     if (o->critic_lr > 0.0f) c.opt.lr = o->critic_lr;
     return c;
 }
-
-// AdamW multiplies each decayed weight by 1 − lr·wd every step: at lr·wd >= 1 that flips
-// its sign and, past 2, doubles it and more, so the run explodes (a usage error naming flag;
-// check_weight_decay: the policy's --lr).
-static void check_decay(const char *flag, float lr, float wd, const char *whose) {
-    if (lr * wd >= 1.0f)
-        usage_error("%s %g x --weight-decay %g = %g: must be < 1 (AdamW scales %sweights by 1 - lr x "
-                    "weight-decay each step)", flag, lr, wd, lr * wd, whose);
-}
-static void check_weight_decay(const Options *o) { check_decay("--lr", o->lr, o->weight_decay, ""); }
 
 /* The options that shape a run's samples and updates: a checkpoint's run record holds them, and a
    resume must give the same values. The optimizer's may change, with a note (lowering --lr and
@@ -5674,13 +5679,6 @@ static void check_grpo_options(const Options *o) {
         usage_error("--temperature must be >= 0.01 for training (logits / T overflow below)");
     if (o->prompts_per_step * o->group_size > 4096)
         usage_error("--prompts-per-step x --group-size must be <= 4096");
-#ifdef GRPO_CUDA
-    if (o->update_layout == LAYOUT_TREE)
-        usage_error("--update-layout tree: the tree-packed update runs on the CPU only (./grpo); "
-                    "the CUDA build trains with --update-layout padded");
-    if (o->sampler == SAMPLER_SHARED)
-        usage_error("--sampler shared runs on the CPU only (./grpo); the CUDA build samples with --sampler plain");
-#endif
 }
 
 /* check_scoped_options: an option set away from its default in a run of command `mask` that runs
@@ -6821,12 +6819,6 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     int first = parse_options(argc, argv, CMD_SFT, o, "sft", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " sft'", argv[first]);
     refuse_run_dir_inputs(o, CMD_SFT);
-#ifdef GRPO_CUDA
-    if (o->update_layout == LAYOUT_TREE)
-        usage_error("--update-layout tree: the tree-packed batch runs on the CPU only (./grpo); "
-                    "the CUDA build trains with --update-layout padded");
-#endif
-    check_weight_decay(o);
     print_options(stdout, o, CMD_SFT);
     GPT model;
     TrainState st = {.kind = 1};
@@ -7247,7 +7239,6 @@ static int cmd_train(int argc, char **argv, Options *o) {
     o->obj.max_new_tokens = o->max_new_tokens;
     check_grpo_options(o);
     check_scoped_options(o, CMD_TRAIN);
-    check_weight_decay(o);
 #ifdef GRPO_CUDA
     if (o->probe_every)
         usage_error("--probe-every: the CUDA build keeps its gradients on the GPU and the probe reads them on "
@@ -7554,7 +7545,6 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     if (o->steps < 1)
         usage_error("--steps %d: tree needs at least 1 step (its metric is a mean over the last steps)",
                     o->steps);
-    check_weight_decay(o);
     print_options(stdout, o, CMD_TREE);
     if (o->obj.loss_agg == AGG_SEQ_MEAN_TOKEN_SUM_NORM)
         printf("# loss %s: Dr. GRPO constant %d (every completion has %d tokens)\n",
@@ -10015,7 +10005,6 @@ static void resolved_config(FILE *f, const ArgList *a, int is_train, const char 
                         "of %d steps unless the budget counts steps: use --budget-unit steps --budget N "
                         "(N steps per run), or the constant schedule", SCHEDULE_NAMES[t->schedule], cmp_steps_cap());
     }
-    check_weight_decay(t);
     usage_context = NULL;
     // without the trailing threads=N: this machine's core count is no part of the configuration
     char *line = NULL;
