@@ -5066,7 +5066,7 @@ static const OptSpec OPTIONS[] = {
     {"prompts-per-step", INT(prompts_per_step, 1, 4096), GRPO_CMDS, "prompts P per GRPO step", "8"},
     {"group-size", INT(group_size, 1, 4096), GRPO_CMDS | CMD_SAMPLE,
      "completions k per prompt (G in TRL/verl); training needs k >= 2", "8"},
-    {"temperature", FLT(temperature, 0, 100), GEN_CMDS,
+    {"temperature", FLT(temperature, 0.01, 100), GEN_CMDS,   // (logits / T overflow below 0.01)
      "sampling temperature T; log-probs use logits/T everywhere", "1"},
     {"max-new-tokens", INT(max_new_tokens, 1, 1000000),
      CMD_TRAIN | CMD_EVAL | CMD_SAMPLE | CMD_CHECK, "completion budget (also the Dr. GRPO constant)", "26"},
@@ -5675,8 +5675,6 @@ static void check_grpo_options(const Options *o) {
     if (o->group_size < 2)
         usage_error("--group-size %d: training needs k >= 2 (a group of one has no std and no relative "
                     "advantage)", o->group_size);
-    if (o->temperature < 0.01f)
-        usage_error("--temperature must be >= 0.01 for training (logits / T overflow below)");
     if (o->prompts_per_step * o->group_size > 4096)
         usage_error("--prompts-per-step x --group-size must be <= 4096");
 }
@@ -8128,8 +8126,6 @@ static int cmd_eval(int argc, char **argv, Options *o) {
                       "counting verified answers (--format-reward changes only --completions' reward column).";
     int first = parse_options(argc, argv, CMD_EVAL, o, "eval", syn);
     if (first < argc) usage_error("unexpected argument '%s' for '" PROG " eval'", argv[first]);
-    if (o->temperature < 0.01f)
-        usage_error("--temperature must be >= 0.01 (logits / T overflow below; greedy decoding ignores it)");
     NamedPath outs[1] = {{"--completions", o->completions_out}}, ins[2] = {{"--model", o->model}, {"--data", o->data}};
     refuse_inputs_as_outputs(outs, 1, ins, 2);
     print_options(stdout, o, CMD_EVAL);
@@ -8283,7 +8279,6 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     NamedPath outs[1] = {{"--html", o->html_out}}, ins[2] = {{"--model", o->model}, {"--val-data", o->val_data}};
     refuse_inputs_as_outputs(outs, 1, ins, 2);
     if (o->html_out[0]) html_check_path(o->html_out);   // refused now, not after the sampling
-    if (o->temperature < 0.01f) usage_error("--temperature must be >= 0.01 (logits / T overflow below)");
     if (o->group_size < 2)   // a_i compares each reward with the group's mean and std
         usage_error("--group-size %d: a group needs at least 2 completions (one has a_i = 0 and B(G) one path)",
                     o->group_size);
