@@ -5342,7 +5342,8 @@ static void check_decay(const char *flag, float lr, float wd, const char *whose)
 
 /* parse_options: GNU long options for one command (bit `mask`) into o; a bad option or value, or one a
    command that trains cannot run with (check_decay, the CUDA build's layout and sampler), is a usage
-   error naming it. Returns the index of the first positional argument in argv. */
+   error naming it, and so is a positional argument, but for cmd "verify FILE" and "check FILE" exactly
+   one. Returns the index of the first positional argument in argv. */
 static int parse_options(int argc, char **argv, unsigned mask, Options *o, const char *cmd,
                          const char *synopsis) {
     struct option longopts[NUM_OPTIONS + 2];
@@ -5393,6 +5394,10 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     }
     if (o->channels % o->heads) usage_error("--heads must divide --channels");   // (the defaults divide)
     task_defaults(o, given);
+    int files = strstr(cmd, " FILE") != NULL;
+    if (files && optind != argc - 1)
+        usage_error("'" PROG " %.*s' needs exactly one FILE argument ('-' for stdin)", (int)strcspn(cmd, " "), cmd);
+    if (!files && optind < argc) usage_error("unexpected argument '%s' for '" PROG " %s'", argv[optind], cmd);
     if (mask & RUN_CMDS) check_decay("--lr", o->lr, o->weight_decay, "");
 #ifdef _OPENMP
     if (o->threads > 0) omp_set_num_threads(o->threads);
@@ -6814,8 +6819,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
                       "Loss: mean −log p of completion tokens and <eos>; prompt tokens are masked.\n"
                       "Writes RUN_DIR/model.bin (with optimizer state), RUN_DIR/sft.csv, and with\n"
                       "--save-every a resumable RUN_DIR/ckpt.bin.";
-    int first = parse_options(argc, argv, CMD_SFT, o, "sft", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for '" PROG " sft'", argv[first]);
+    parse_options(argc, argv, CMD_SFT, o, "sft", syn);
     refuse_run_dir_inputs(o, CMD_SFT);
     print_options(stdout, o, CMD_SFT);
     GPT model;
@@ -7232,8 +7236,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
                       "Each step: sample P prompts x k completions, score them, build each group's\n"
                       "prefix tree B(G), compute the objective, update. Logs RUN_DIR/train.csv;\n"
                       "writes RUN_DIR/model.bin. Ends with 'result: test accuracy A -> B (...)'.";
-    int first = parse_options(argc, argv, CMD_TRAIN, o, "train", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for '" PROG " train'", argv[first]);
+    parse_options(argc, argv, CMD_TRAIN, o, "train", syn);
     o->obj.max_new_tokens = o->max_new_tokens;
     check_grpo_options(o);
     check_scoped_options(o, CMD_TRAIN);
@@ -7535,8 +7538,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
                       "grid n in {1,2} x r_neg in {-0.5,-1,-1.5} x seeds x {GRPO, λ-GRPO} from random\n"
                       "initialisation (--objective mc-prm,ppo adds MC-PRM and PPO with a learned critic),\n"
                       "prints the table beside the paper's, writes RUN_DIR/tree_steps.csv.";
-    int first = parse_options(argc, argv, CMD_TREE, o, "tree", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for '" PROG " tree'", argv[first]);
+    parse_options(argc, argv, CMD_TREE, o, "tree", syn);
     check_grpo_options(o);
     int methods[8], M = tree_methods(o, methods);
     check_scoped_options(o, CMD_TREE);
@@ -8124,8 +8126,7 @@ static EvalResult evaluate(GPT *m, KVCache *kv, const Dataset *d, int limit, int
 static int cmd_eval(int argc, char **argv, Options *o) {
     const char *syn = "Scores a checkpoint on a task file: greedy accuracy and pass@k from k samples, both\n"
                       "counting verified answers (--format-reward changes only --completions' reward column).";
-    int first = parse_options(argc, argv, CMD_EVAL, o, "eval", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for '" PROG " eval'", argv[first]);
+    parse_options(argc, argv, CMD_EVAL, o, "eval", syn);
     NamedPath outs[1] = {{"--completions", o->completions_out}}, ins[2] = {{"--model", o->model}, {"--data", o->data}};
     refuse_inputs_as_outputs(outs, 1, ins, 2);
     print_options(stdout, o, CMD_EVAL);
@@ -8274,8 +8275,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
                       "net coefficients GRPO and λ-GRPO give each step's tokens. --html FILE also draws it\n"
                       "as one self-contained page (FILE#grpo, FILE#lambda-grpo choose the colouring).\n"
                       "Without --prompt: a prompt of --val-data whose group has mixed rewards (up to 16 tried).";
-    int first = parse_options(argc, argv, CMD_SAMPLE, o, "sample", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for '" PROG " sample'", argv[first]);
+    parse_options(argc, argv, CMD_SAMPLE, o, "sample", syn);
     NamedPath outs[1] = {{"--html", o->html_out}}, ins[2] = {{"--model", o->model}, {"--val-data", o->val_data}};
     refuse_inputs_as_outputs(outs, 1, ins, 2);
     if (o->html_out[0]) html_check_path(o->html_out);   // refused now, not after the sampling
@@ -8364,7 +8364,6 @@ static int cmd_verify(int argc, char **argv, Options *o) {
                       "printing one reward per line (the format of tests/crosscheck_reasoning_gym.py and\n"
                       "tests/crosscheck_chain_sum.py).";
     int first = parse_options(argc, argv, CMD_VERIFY, o, "verify FILE", syn);
-    if (first != argc - 1) usage_error("'" PROG " verify' needs exactly one FILE argument");
     FILE *f = strcmp(argv[first], "-") ? fopenCheck(argv[first], "r") : stdin;
     char *line = NULL;
     size_t cap = 0;
@@ -8600,7 +8599,6 @@ static int cmd_check(int argc, char **argv, Options *o) {
                       "--html OUT also draws each group's tree B(G) as one self-contained page (names\n"
                       "from --token-names; the paper's example: notes/examples/letters.txt).";
     int first = parse_options(argc, argv, CMD_CHECK, o, "check FILE", syn);
-    if (first != argc - 1) usage_error("'" PROG " check' needs exactly one FILE argument ('-' for stdin)");
     if (o->token_names[0] && !o->html_out[0])
         usage_error("--token-names %s names tokens on the --html page only; add --html OUT", o->token_names);
     NamedPath outs[1] = {{"--html", o->html_out}}, ins[2] = {{"FILE", argv[first]}, {"--token-names", o->token_names}};
@@ -8940,8 +8938,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
                       "Last line: 'bench train_tok_s=... sample_tok_s=... gflops=... update_tok_s=...\n"
                       "update_gflops=... [peak_gflops=...] [update_padded_ms=... update_tree_ms=...\n"
                       "update_seqs=... update_T=... update_rows=...] threads=...'.";
-    int first = parse_options(argc, argv, CMD_BENCH | CMD_SFT * 0, o, "bench", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for '" PROG " bench'", argv[first]);
+    parse_options(argc, argv, CMD_BENCH | CMD_SFT * 0, o, "bench", syn);
     int B = o->batch_size, T = o->context, S = 64, P = 8;
     // the sampling benchmark continues an 8-token prompt to the end of the context
     if (T < P + 1)
@@ -10513,8 +10510,7 @@ static void cmp_options(int argc, char **argv, Options *o, CmpPlan *plan) {
                       "--plan (no value): write the prereg, make the SFT checkpoint, then print one shell line\n"
                       "per run not done (for a scheduler: xargs -P, GNU parallel, a Slurm array) and run\n"
                       "nothing; rerun without --plan to collect. --only METHOD/seed_N: that run alone.";
-    int first = parse_options(argc, argv, CMD_COMPARE, o, "compare", syn);
-    if (first < argc) usage_error("unexpected argument '%s' for '" PROG " compare'", argv[first]);
+    parse_options(argc, argv, CMD_COMPARE, o, "compare", syn);
 #ifdef GRPO_CUDA
     usage_error("compare runs one CPU process per core: use the CPU build (" PROG " is the CUDA build)");
 #endif
