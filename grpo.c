@@ -4987,7 +4987,7 @@ typedef struct {
     const char *help;
     const char *dflt;        // the default as typed (NULL: 0 or ""); a command's own: sft_defaults, ...
     // the objectives (1 << OBJ_*) and prompt selectors (1 << SELECT_*) it applies to (0: all);
-    // out of them: see option_in_force and check_scoped_options
+    // out of them: see option_in_force and check_grpo_options
     unsigned objectives, selectors;
 } OptSpec;
 
@@ -5675,20 +5675,16 @@ static void refuse_run_dir_inputs(const Options *o, unsigned mask) {
     }
 }
 
-// Checks shared by train and tree before anything is loaded: options that make a GRPO run meaningless.
-static void check_grpo_options(const Options *o) {
+/* check_grpo_options: the checks of a GRPO run (train, tree: command `mask`) before anything is loaded:
+   k >= 2 and P x k <= 4096; an option set away from its default in a run that runs none of its objectives
+   or selectors (scope_miss) would do nothing: a usage error naming it and what it applies to. Then PPO's
+   own checks when it runs, and train's --prompt-select's (M >= P, d in (0, 1]). Call it after tree_methods. */
+static void check_grpo_options(const Options *o, unsigned mask) {
     if (o->group_size < 2)
         usage_error("--group-size %d: training needs k >= 2 (a group of one has no std and no relative "
                     "advantage)", o->group_size);
     if (o->prompts_per_step * o->group_size > 4096)
         usage_error("--prompts-per-step x --group-size must be <= 4096");
-}
-
-/* check_scoped_options: an option set away from its default in a run of command `mask` that runs
-   none of its objectives or selectors (scope_miss) would do nothing: a usage error naming it and
-   what it applies to. Then PPO's own checks when it runs, and train's --prompt-select's (M >= P,
-   d in (0, 1]). Call it after tree_methods. */
-static void check_scoped_options(const Options *o, unsigned mask) {
     Options d;
     default_options(&d);
     unsigned run = objectives_run(o, mask);
@@ -7238,8 +7234,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
                       "writes RUN_DIR/model.bin. Ends with 'result: test accuracy A -> B (...)'.";
     parse_options(argc, argv, CMD_TRAIN, o, "train", syn);
     o->obj.max_new_tokens = o->max_new_tokens;
-    check_grpo_options(o);
-    check_scoped_options(o, CMD_TRAIN);
+    check_grpo_options(o, CMD_TRAIN);
 #ifdef GRPO_CUDA
     if (o->probe_every)
         usage_error("--probe-every: the CUDA build keeps its gradients on the GPU and the probe reads them on "
@@ -7539,9 +7534,8 @@ static int cmd_tree(int argc, char **argv, Options *o) {
                       "initialisation (--objective mc-prm,ppo adds MC-PRM and PPO with a learned critic),\n"
                       "prints the table beside the paper's, writes RUN_DIR/tree_steps.csv.";
     parse_options(argc, argv, CMD_TREE, o, "tree", syn);
-    check_grpo_options(o);
     int methods[8], M = tree_methods(o, methods);
-    check_scoped_options(o, CMD_TREE);
+    check_grpo_options(o, CMD_TREE);
     if (o->steps < 1)
         usage_error("--steps %d: tree needs at least 1 step (its metric is a mean over the last steps)",
                     o->steps);
@@ -9990,8 +9984,7 @@ static void resolved_config(FILE *f, const ArgList *a, int is_train, const char 
                   "");
     if (is_train) {
         t->obj.max_new_tokens = t->max_new_tokens;
-        check_grpo_options(t);
-        check_scoped_options(t, CMD_TRAIN);
+        check_grpo_options(t, CMD_TRAIN);
         if (t->schedule != 2 && t->budget_unit != BUDGET_STEPS)   // 2: constant (SCHEDULE_NAMES)
             usage_error("--schedule %s decays the learning rate over --steps, which compare sets to a cap "
                         "of %d steps unless the budget counts steps: use --budget-unit steps --budget N "
