@@ -5394,6 +5394,7 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     }
     if (o->channels % o->heads) usage_error("--heads must divide --channels");   // (the defaults divide)
     task_defaults(o, given);
+    o->obj.max_new_tokens = o->max_new_tokens;   // the Dr. GRPO constant
     int files = strstr(cmd, " FILE") != NULL;
     if (files && optind != argc - 1)
         usage_error("'" PROG " %.*s' needs exactly one FILE argument ('-' for stdin)", (int)strcspn(cmd, " "), cmd);
@@ -7233,7 +7234,6 @@ static int cmd_train(int argc, char **argv, Options *o) {
                       "prefix tree B(G), compute the objective, update. Logs RUN_DIR/train.csv;\n"
                       "writes RUN_DIR/model.bin. Ends with 'result: test accuracy A -> B (...)'.";
     parse_options(argc, argv, CMD_TRAIN, o, "train", syn);
-    o->obj.max_new_tokens = o->max_new_tokens;
     check_grpo_options(o, CMD_TRAIN);
 #ifdef GRPO_CUDA
     if (o->probe_every)
@@ -8603,7 +8603,6 @@ static int cmd_check(int argc, char **argv, Options *o) {
                     "V̂ from nor critic values (use grpo or lambda-grpo; ./grpo sample prints V̂ beside R̂)",
                     OBJECTIVE_NAMES[o->obj.objective]);
     GRPOConfig cfg = grpo_config_from_options(o);
-    cfg.obj.max_new_tokens = o->max_new_tokens;
     const char *path = argv[first];
     CheckRecord *rec;
     int N = read_check_file(path, &rec);
@@ -9983,7 +9982,6 @@ static void resolved_config(FILE *f, const ArgList *a, int is_train, const char 
     parse_options(copy.argc - 1, copy.argv + 1, is_train ? CMD_TRAIN : CMD_SFT, t, is_train ? "train" : "sft",
                   "");
     if (is_train) {
-        t->obj.max_new_tokens = t->max_new_tokens;
         check_grpo_options(t, CMD_TRAIN);
         if (t->schedule != 2 && t->budget_unit != BUDGET_STEPS)   // 2: constant (SCHEDULE_NAMES)
             usage_error("--schedule %s decays the learning rate over --steps, which compare sets to a cap "
