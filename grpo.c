@@ -4903,8 +4903,8 @@ static void make_dir(const char *path) {
         cmp_die(__LINE__, "check --run-dir", "cannot create directory '%s': %s", path, strerror(errno));
 }
 
-/* lock_run_dir: an exclusive flock on RUN_DIR/.lock (holding our pid, for the message) for the rest of
-   the run, so that two runs never write the same files; flag names the option in the hints. */
+/* lock_run_dir: an exclusive flock on RUN_DIR/.lock (holding our pid, for the message) until its returned
+   descriptor is closed, so that two runs never write the same files; flag names the option in the hints. */
 static int lock_run_dir(const char *run_dir, const char *flag) {
     char path[1100], hint[96];
     snprintf(path, sizeof path, "%s/.lock", run_dir);
@@ -4927,9 +4927,6 @@ static int lock_run_dir(const char *run_dir, const char *flag) {
         cmp_die(__LINE__, "is the disk full?", "cannot write lock file '%s': %s", path, strerror(errno));
     return fd;
 }
-
-// Ends the run's hold on its directory (the lock goes with the descriptor).
-static void unlock_run_dir(int fd) { close(fd); }
 
 // ----------------------------------------------------------------------------
 // Options: every option of every command, with its default, range and help.
@@ -6893,7 +6890,7 @@ static int cmd_sft(int argc, char **argv, Options *o) {
     }
     save_checkpoint(ckpt, &model, &st, st.step, last_good);
     close_csv(&csv);
-    unlock_run_dir(lock);
+    close(lock);
     printf("# saved %s (%d steps, %.1f s)\n", ckpt, st.step, wall_seconds() - t_start);
     free(inputs);
     free(logp);
@@ -7325,7 +7322,7 @@ static int cmd_train(int argc, char **argv, Options *o) {
     close_csv(&csv);
     if (o->prompt_select == SELECT_MOPPS) report_prompt_selection(&select, o->run_dir);
     if (budget.eval_csv.f) close_csv(&budget.eval_csv);
-    unlock_run_dir(lock);
+    close(lock);
     if (o->test_limit != 0)
         after = evaluate(&policy, &kv, &test, o->test_limit, o->max_new_tokens, o->temperature, o->pass_k,
                          o->seed, 0.0f, NULL);
@@ -7628,7 +7625,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
            wall_seconds() - t0, csv.path);
     free(metric);
     free(targets);
-    unlock_run_dir(lock);
+    close(lock);
     return 0;
 }
 
@@ -10796,7 +10793,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     int skipped = load_done_runs(&st);
     if (plan.plan) {   // the runs not done, one command a line, to the real standard output; nothing runs
         cmp_print_plan(&plan, &st);
-        unlock_run_dir(lock);
+        close(lock);
         return 0;
     }
     if (plan.only && cmp_only_select(&plan, &st)) return 0;
@@ -10823,7 +10820,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     write_results(&st, &ob);
     free(st.runs);
     free(ob.after);
-    unlock_run_dir(lock);
+    close(lock);
     return 0;
 }
 
