@@ -4812,8 +4812,27 @@ static const char *shell_word(const char *s) {
     return o;
 }
 
+// the program's name in usage messages
+#ifdef GRPO_CUDA
+#define PROG "./grpo_cuda"
+#else
+#define PROG "./grpo"
+#endif
+
+static const char *usage_context = NULL;   // where the options came from, when not the command line
+
+// Usage error: names the option and what was expected, exit status 2.
+static void usage_error(const char *fmt, ...) {
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "usage error: %s%s", usage_context ? usage_context : "", usage_context ? ": " : "");
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\n  (run '" PROG " --help' or '" PROG " <command> --help')\n");
+    va_end(ap);
+    exit(EXIT_USAGE);
+}
+
 typedef struct { const char *flag, *path; } NamedPath;   // an option and its file ("" or NULL: not given)
-static void usage_error(const char *fmt, ...);
 static void cmp_die(int line, const char *hint, const char *fmt, ...);   // fail_at, printf-style (compare's, below)
 
 /* output_is_ours: 1 when output `flag` may replace the existing file path: empty, of the kind it writes
@@ -4867,26 +4886,6 @@ static void refuse_inputs_as_outputs(const NamedPath *outs, int no, const NamedP
                         ins[first].flag, ins[first].path, ins[j].flag, ins[j].path);
         first = j;
     }
-}
-
-// the program's name in usage messages
-#ifdef GRPO_CUDA
-#define PROG "./grpo_cuda"
-#else
-#define PROG "./grpo"
-#endif
-
-static const char *usage_context = NULL;   // where the options came from, when not the command line
-
-// Usage error: names the option and what was expected, exit status 2.
-static void usage_error(const char *fmt, ...) {
-    va_list ap;
-    va_start(ap, fmt);
-    fprintf(stderr, "usage error: %s%s", usage_context ? usage_context : "", usage_context ? ": " : "");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, "\n  (run '" PROG " --help' or '" PROG " <command> --help')\n");
-    va_end(ap);
-    exit(EXIT_USAGE);
 }
 
 // make_dir: mkdir -p path (a run directory); a failure exits naming it.
@@ -5394,7 +5393,8 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
     o->obj.max_new_tokens = o->max_new_tokens;   // the Dr. GRPO constant
     int files = strstr(cmd, " FILE") != NULL;
     if (files && optind != argc - 1)
-        usage_error("'" PROG " %.*s' needs exactly one FILE argument ('-' for stdin)", (int)strcspn(cmd, " "), cmd);
+        usage_error("'" PROG " %.*s' needs exactly one FILE argument ('-' for stdin)", (int)strcspn(cmd, " "),
+                    cmd);
     if (!files && optind < argc) usage_error("unexpected argument '%s' for '" PROG " %s'", argv[optind], cmd);
     if (mask & RUN_CMDS) check_decay("--lr", o->lr, o->weight_decay, "");
 #ifdef _OPENMP
@@ -5405,7 +5405,8 @@ static int parse_options(int argc, char **argv, unsigned mask, Options *o, const
         usage_error("--update-layout tree: the tree-packed update runs on the CPU only (./grpo); "
                     "the CUDA build trains with --update-layout padded");
     if (o->sampler == SAMPLER_SHARED)
-        usage_error("--sampler shared runs on the CPU only (./grpo); the CUDA build samples with --sampler plain");
+        usage_error("--sampler shared runs on the CPU only (./grpo); the CUDA build samples with --sampler "
+                    "plain");
     if (mask & CUDA_CMDS) cuda_startup(o->tf32);
 #endif
     return optind;
@@ -5493,7 +5494,6 @@ static const char *SFT_RUN_OPTIONS[] = {"seed", "batch-size", NULL};
 // The input files whose hash a run record holds and a resume checks: other data is another run.
 static const char *const TRAIN_INPUTS[] = {"train-data", "val-data", "init", NULL};
 static const char *const SFT_INPUTS[] = {"train-data", "val-data", NULL};
-// (the critic's learning rate, as the policy's, may change on a resume)
 static const char *OPTIMIZER_OPTIONS[] = {"lr", "min-lr-frac", "schedule", "warmup", "weight-decay", "beta1",
                                           "beta2", "grad-clip", "critic-lr", NULL};
 
@@ -5674,9 +5674,10 @@ static void refuse_run_dir_inputs(const Options *o, unsigned mask) {
 }
 
 /* check_grpo_options: the checks of a GRPO run (train, tree: command `mask`) before anything is loaded:
-   k >= 2 and P x k <= 4096; an option set away from its default in a run that runs none of its objectives
-   or selectors (scope_miss) would do nothing: a usage error naming it and what it applies to. Then PPO's
-   own checks when it runs, and train's --prompt-select's (M >= P, d in (0, 1]). Call it after tree_methods. */
+   k >= 2 and P x k <= 4096; an option set away from its default in a run that runs none of its
+   objectives or selectors (scope_miss) would do nothing: a usage error naming it and what it applies
+   to. Then PPO's own checks when it runs, and train's --prompt-select's (M >= P, d in (0, 1]). Call it
+   after tree_methods. */
 static void check_grpo_options(const Options *o, unsigned mask) {
     if (o->group_size < 2)
         usage_error("--group-size %d: training needs k >= 2 (a group of one has no std and no relative "

@@ -2029,15 +2029,16 @@ static void test_busy_machine(void) {
         {NULL, NULL, 1}, {"PASSIVE", NULL, 0}, {"passive", NULL, 0}, {"ACTIVE", NULL, 1}, {"sleepy", NULL, 1},
         {NULL, "0", 0}, {"ACTIVE", "0", 0}, {NULL, "10000", 1}, {NULL, "10k", 1}, {NULL, "INFINITY", 1},
         {"ACTIVE", "3000", 1}, {"PASSIVE", "infinite", 1}, {"PASSIVE", "lots", 1}, {NULL, "", 1}};
+    const char *busy = "2.5 1.33 0.63 3/99 13189\n";
     int bad = 0;
     char msg[512], text[64];
     for (size_t i = 0; i < sizeof sc / sizeof sc[0]; i++) {
-        int got = busy_machine_warning("2.5 1.33 0.63 3/99 13189\n", 2, 2, sc[i].policy, sc[i].count, "train", msg,
-                                       sizeof msg);
+        const char *policy = sc[i].policy, *count = sc[i].count;
+        int got = busy_machine_warning(busy, 2, 2, policy, count, "train", msg, sizeof msg);
         if (got != sc[i].warns) {
             bad++;
-            printf("  OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s: warns %d, expected %d\n", sc[i].policy ? sc[i].policy :
-                   "(unset)", sc[i].count ? sc[i].count : "(unset)", got, sc[i].warns);
+            printf("  OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s: warns %d, expected %d\n",
+                   policy ? policy : "(unset)", count ? count : "(unset)", got, sc[i].warns);
         }
     }
     check(bad == 0, "busy: quiet when GOMP_SPINCOUNT <= 1000, or it is unset and OMP_WAIT_POLICY passive",
