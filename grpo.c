@@ -10224,23 +10224,6 @@ static void onebatch_settings(const Study *st, const Options *t, OneBatch *ob) {
                         "out, or give every method the same)", st->m[mi].label, st->m[ref].label);
 }
 
-/* onebatch_read: a cached count (path, as onebatch_measure writes it) into *correct: 0 when read, 1
-   when there is no file; one that does not hold, or for another P·M, stops compare (exit 1). */
-static int onebatch_read(const char *path, long want_samples, long *correct) {
-    char *text = slurp(path);
-    if (!text) return 1;
-    long c = -1, n = -1;
-    int used = 0;
-    int ok = sscanf(text, "correct %ld\nsamples %ld\n%n", &c, &n, &used) == 2 && used > 0 && !text[used] &&
-             n == want_samples && c >= 0 && c <= n;
-    free(text);
-    if (!ok)
-        CMP_DIE("delete the file to measure it again", "%s: not 'correct C' and 'samples %ld' lines with "
-                "0 <= C <= %ld", path, want_samples, want_samples);
-    *correct = c;
-    return 0;
-}
-
 // onebatch_prompts: the probe set d (--val-data at sft's context, NULL: 1024); a usage error below P prompts
 static void onebatch_prompts(const OneBatch *ob, const char *sft, Dataset *d) {
     GPT model;
@@ -10251,45 +10234,52 @@ static void onebatch_prompts(const OneBatch *ob, const char *sft, Dataset *d) {
         usage_error("--one-batch %d: the probe set, --val-data %s, has %d prompts", ob->P, ob->val_data, d->n);
 }
 
-// onebatch_measure: checkpoint model_path's count on the probe set d (onebatch_score), cached in `path`
-static long onebatch_measure(const OneBatch *ob, const Dataset *d, const char *model_path, const char *path) {
-    GPT model;
-    char text[128];
-    load_checkpoint(model_path, &model, 1, NULL);
-    long correct = onebatch_score(&model, d, ob->P, ob->M, ob->max_new, ob->temperature, OB_SEED, 64);
-    free_gpt(&model);
-    snprintf(text, sizeof text, "correct %ld\nsamples %ld\n", correct, (long)ob->P * ob->M);
-    write_file_atomic(path, text);
-    return correct;
-}
-
 /* onebatch_collect: the counts on the probe set d (freed here) of the SFT model and of every run after its
-   first update (cached, else measured: notes/compare.md), into ob; a failing run: exit 1. */
+   first update (notes/compare.md), into ob: each read back from its file ("correct C\nsamples N\n"; one
+   that does not hold, or for another P·M, stops compare: exit 1), else measured (onebatch_score) and
+   written there; a failing run: exit 1. */
 static void onebatch_collect(const Study *st, OneBatch *ob, Dataset *d) {
-    char dir[1200], path[1400], probe[1400], name[300], what[400];
+    char dir[1200], path[1400], model_path[1400], name[300], what[400], text[128];
     long samples = (long)ob->P * ob->M;
     ob->after = (long *)callocCheck((size_t)st->nruns, sizeof(long));
-    snprintf(dir, sizeof dir, "%s/onebatch", st->study);
-    make_dir(dir);
-    snprintf(path, sizeof path, "%s/sft.txt", dir);
-    if (onebatch_read(path, samples, &ob->sft)) ob->sft = onebatch_measure(ob, d, st->sft, path);
-    for (int i = 0; i < st->nruns; i++) {
-        const CmpRun *r = &st->runs[i];
-        snprintf(dir, sizeof dir, "%s/onebatch/%s/seed_%d", st->study, st->m[r->method].dir, r->seed);
-        snprintf(probe, sizeof probe, "%s/probe.txt", dir);
-        if (!onebatch_read(probe, samples, &ob->after[i])) continue;
-        check_study_sft(st);   // the first update starts from the recorded checkpoint
-        ArgList a;
-        method_args(&a, st->o, &st->m[r->method], r->seed, dir, st->sft);
-        // later values win: the first step, nothing scored, at the run's peak --lr (--warmup 0: the
-        // run's own step 1 is at lr/warmup, a warm-up artefact, not its training rate)
-        args_add(&a, "--budget-unit", "gen-tokens", "--budget", "1", "--eval-points", "0", "--test-limit", "0",
-                 "--warmup", "0", NULL);
-        printf("one-batch: %s's first update (log %s/run.log)\n", run_name(r, st->m, name, sizeof name), dir);
-        snprintf(what, sizeof what, "the one-batch run of %s", name);
-        spawn_wait(st, a.argv, dir, what, NULL);
-        snprintf(path, sizeof path, "%s/model.bin", dir);
-        ob->after[i] = onebatch_measure(ob, d, path, probe);
+    for (int i = -1; i < st->nruns; i++) {   // -1: the SFT model
+        const CmpRun *r = &st->runs[i < 0 ? 0 : i];
+        long *correct = i < 0 ? &ob->sft : &ob->after[i], c = -1, n = -1;
+        if (i < 0) snprintf(dir, sizeof dir, "%s/onebatch", st->study);
+        else snprintf(dir, sizeof dir, "%s/onebatch/%s/seed_%d", st->study, st->m[r->method].dir, r->seed);
+        make_dir(dir);
+        snprintf(path, sizeof path, i < 0 ? "%s/sft.txt" : "%s/probe.txt", dir);
+        char *cached = slurp(path);
+        if (cached) {
+            int used = 0;
+            int ok = sscanf(cached, "correct %ld\nsamples %ld\n%n", &c, &n, &used) == 2 && used > 0 &&
+                     !cached[used] && n == samples && c >= 0 && c <= n;
+            free(cached);
+            if (!ok)
+                CMP_DIE("delete the file to measure it again", "%s: not 'correct C' and 'samples %ld' lines "
+                        "with 0 <= C <= %ld", path, samples, samples);
+            *correct = c;
+            continue;
+        }
+        if (i >= 0) {
+            check_study_sft(st);   // the first update starts from the recorded checkpoint
+            ArgList a;
+            method_args(&a, st->o, &st->m[r->method], r->seed, dir, st->sft);
+            // later values win: the first step, nothing scored, at the run's peak --lr (--warmup 0: the
+            // run's own step 1 is at lr/warmup, a warm-up artefact, not its training rate)
+            args_add(&a, "--budget-unit", "gen-tokens", "--budget", "1", "--eval-points", "0", "--test-limit",
+                     "0", "--warmup", "0", NULL);
+            printf("one-batch: %s's first update (log %s/run.log)\n", run_name(r, st->m, name, sizeof name), dir);
+            snprintf(what, sizeof what, "the one-batch run of %s", name);
+            spawn_wait(st, a.argv, dir, what, NULL);
+        }
+        GPT model;
+        snprintf(model_path, sizeof model_path, "%s/model.bin", dir);
+        load_checkpoint(i < 0 ? st->sft : model_path, &model, 1, NULL);
+        *correct = onebatch_score(&model, d, ob->P, ob->M, ob->max_new, ob->temperature, OB_SEED, 64);
+        free_gpt(&model);
+        snprintf(text, sizeof text, "correct %ld\nsamples %ld\n", *correct, samples);
+        write_file_atomic(path, text);
     }
     free_dataset(d);
 }
