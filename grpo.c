@@ -10209,19 +10209,15 @@ typedef struct OneBatch {
 /* onebatch_settings: the probe's settings from the reference's resolved train line t[ref]; every method
    must share its --task, --val-data and --max-new-tokens (one probe set), else a usage error. */
 static void onebatch_settings(const Study *st, const Options *t, OneBatch *ob) {
-    int ref = st->ref;
-    memset(ob, 0, sizeof *ob);
-    ob->P = st->o->one_batch;
-    ob->M = OB_SAMPLES;
-    ob->task = t[ref].task;
-    ob->max_new = t[ref].max_new_tokens;
-    ob->temperature = t[ref].temperature;
-    snprintf(ob->val_data, sizeof ob->val_data, "%s", t[ref].val_data);
+    const Options *ref = &t[st->ref];
+    *ob = (OneBatch){.P = st->o->one_batch, .M = OB_SAMPLES, .task = ref->task,
+                     .max_new = ref->max_new_tokens, .temperature = ref->temperature};
+    snprintf(ob->val_data, sizeof ob->val_data, "%s", ref->val_data);
     for (int mi = 0; mi < st->nm; mi++)
         if (t[mi].task != ob->task || t[mi].max_new_tokens != ob->max_new || strcmp(t[mi].val_data, ob->val_data))
             usage_error("--one-batch: method '%s' runs another --task, --val-data or --max-new-tokens than "
                         "%s; the one-batch view scores every model on one probe set (leave --one-batch "
-                        "out, or give every method the same)", st->m[mi].label, st->m[ref].label);
+                        "out, or give every method the same)", st->m[mi].label, st->m[st->ref].label);
 }
 
 // onebatch_prompts: the probe set d (--val-data at sft's context, NULL: 1024); a usage error below P prompts
@@ -10406,19 +10402,17 @@ static int cmp_plan_args(int argc, char **argv, CmpPlan *p, Options *o) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plan")) {
             p->plan = 1;
-            continue;
-        }
-        if (!strcmp(argv[i], "--only") || !strncmp(argv[i], "--only=", 7)) {
+        } else if (!strcmp(argv[i], "--only") || !strncmp(argv[i], "--only=", 7)) {
             if (p->only) usage_error("--only given twice ('%s', then '%s'): one run a line", p->only, argv[i]);
             if (argv[i][6] == '=') p->only = argv[i] + 7;
             else if (i + 1 >= argc) usage_error("--only needs a run, METHOD/seed_N (as --plan prints it)");
             else p->only = argv[++i];
-            continue;
+        } else {
+            p->args[p->nargs++] = argv[i];
+            p->budget_given |= !strcmp(argv[i], "--budget") || !strncmp(argv[i], "--budget=", 9);
+            if (!strcmp(argv[i], "--quick")) o->quick = 1;
+            else argv[n++] = argv[i];
         }
-        p->args[p->nargs++] = argv[i];
-        p->budget_given |= !strcmp(argv[i], "--budget") || !strncmp(argv[i], "--budget=", 9);
-        if (!strcmp(argv[i], "--quick")) o->quick = 1;
-        else argv[n++] = argv[i];
     }
     argv[n] = NULL;
     if (p->plan && p->only) usage_error("--plan and --only: give one (--plan prints the --only lines)");
