@@ -10131,10 +10131,18 @@ static void check_study_sft(const Study *st) {
                 (unsigned long long)have, (unsigned long long)st->sft_hash);
 }
 
-/* prereg_sft_hash: the made SFT checkpoint's hash from prereg.txt's line for it; without one, hashed
-   now and the line written, unless runs have started (from which model cannot be told: exit 1). */
-static uint64_t prereg_sft_hash(const Study *st) {
+/* make_sft: the study's shared SFT checkpoint, made once (a failed SFT run stops compare, exit 1). Returns
+   its hash from prereg.txt's line for it; without one, hashed now and the line written, unless runs have
+   started (from which model cannot be told: exit 1). */
+static uint64_t make_sft(const Study *st, double t0) {
     const char *path = st->prereg, *sft = st->sft;
+    if (access(sft, F_OK) != 0) {
+        ArgList args;
+        sft_args(&args, st->o, st->sft_dir, st->o->threads);
+        printf("sft: making %s (log %s/run.log)\n", sft, st->sft_dir);
+        spawn_wait(st, args.argv, st->sft_dir, "the study's SFT run", sft);
+        printf("sft: done in %.1f min\n", (wall_seconds() - t0) / 60.0);
+    }
     char *pre = slurp(path);
     if (!pre) fail_at(__FILE__, __LINE__, "compare: cannot read back the study's prereg.txt", "");
     const char *at = strstr(pre, PREREG_HASH), *line = at ? strchr(at + 1, '\n') : NULL;
@@ -10584,13 +10592,17 @@ static void study_setup(Study *st, const Options *o) {
     else snprintf(st->sft, sizeof st->sft, "%s/model.bin", st->sft_dir);
 }
 
-/* prereg_config: the pre-registration's configuration lines into pr: the budget, the statistics,
-   the SFT checkpoint (given: its hash into st->sft_hash) or its command line, each method's. */
-static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
+/* prereg_text: the pre-registration's text (malloc'd): the configuration (the budget, the statistics, the
+   SFT checkpoint (given: its hash into st->sft_hash) or its command line, each method's), the hypotheses. */
+static char *prereg_text(Study *st, OneBatch *ob) {
     const Options *o = st->o;
     const char *ref = st->m[st->ref].label;
     ArgList args;
     Options *t = (Options *)callocCheck(CMP_MAX_METHODS, sizeof(Options));   // each method's resolved line
+    char *text = NULL;
+    size_t text_n = 0;
+    FILE *pr = open_memstream(&text, &text_n);
+    if (!pr) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
     fprintf(pr, "# grpo.c compare: pre-registration of the study '%s'\n", st->study);
     fprintf(pr, "# written before its first run; the hash line covers every byte above it (FNV-1a, 64 bits)\n\n");
     fprintf(pr, "configuration\n");
@@ -10641,15 +10653,6 @@ static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
                 ob->P, ob->val_data, ob->M, ob->temperature, ob->max_new, ref, OB_SEED, st->study, ref, ref, ref);
     }
     free(t);
-}
-
-// prereg_text: the pre-registration's text (malloc'd): the configuration, then the hypotheses
-static char *prereg_text(Study *st, OneBatch *ob) {
-    char *text = NULL;
-    size_t text_n = 0;
-    FILE *pr = open_memstream(&text, &text_n);
-    if (!pr) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
-    prereg_config(pr, st, ob);
     fprintf(pr, "\nhypotheses (two-sided paired t tests over the seeds; Holm's correction over the study's %d\n"
                 "hypotheses: each is supported when its Holm-adjusted p is below 0.05)\n", 3 * (st->nm - 1));
     static const char *what[3] = {"greedy test accuracy at the end of the budget",
@@ -10657,21 +10660,11 @@ static char *prereg_text(Study *st, OneBatch *ob) {
                                   "validation accuracy at matched time (last point)"};
     for (int mi = 0, h = 1; mi < st->nm; mi++)
         for (int k = 0; k < 3 && mi != st->ref; k++)
-            fprintf(pr, "  H%d %s vs %s: %s differs\n", h++, st->m[mi].label, st->m[st->ref].label, what[k]);
+            fprintf(pr, "  H%d %s vs %s: %s differs\n", h++, st->m[mi].label, ref, what[k]);
     fprintf(pr, "exploratory (reported, not tested): the per-step view; steps and tokens to peak validation\n"
                 "accuracy\n");
     if (fclose(pr) != 0) fail_at(__FILE__, __LINE__, "compare: writing the pre-registration failed", oom_hint);
     return text;
-}
-
-// make_sft: the study's shared SFT checkpoint, made once (a failed SFT run stops compare, exit 1)
-static void make_sft(const Study *st, double t0) {
-    if (access(st->sft, F_OK) == 0) return;
-    ArgList args;
-    sft_args(&args, st->o, st->sft_dir, st->o->threads);
-    printf("sft: making %s (log %s/run.log)\n", st->sft, st->sft_dir);
-    spawn_wait(st, args.argv, st->sft_dir, "the study's SFT run", st->sft);
-    printf("sft: done in %.1f min\n", (wall_seconds() - t0) / 60.0);
 }
 
 // load_done_runs: st->runs, each run marked done read back (load_run; a bad one stops compare). Returns their count.
@@ -10821,10 +10814,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     if (!plan.only) printf("%shash: fnv1a64 %016llx (in %s)\n\n", text, (unsigned long long)hash, st.prereg);
     free(text);
     double t0 = wall_seconds();
-    if (!o->init[0]) {
-        make_sft(&st, t0);
-        st.sft_hash = prereg_sft_hash(&st);
-    }
+    if (!o->init[0]) st.sft_hash = make_sft(&st, t0);
     check_study_sft(&st);
     if (o->one_batch > 0 && !plan.only)   // the probe set holds P prompts: refused before any run
         onebatch_prompts(&ob, st.sft, &probe);
