@@ -10446,8 +10446,8 @@ static void shell_quote(FILE *f, const char *before, const char *s) {
     fputc('\'', f);
 }
 
-// cmp_print_plan: to p->out, per run not done: cd CWD && EXE compare OPTIONS-AS-GIVEN --only METHOD/seed_N
-static void cmp_print_plan(const CmpPlan *p, const Study *st) {
+// cmp_print_plan: to p->out, per run not done (`lines`): cd CWD && EXE compare OPTIONS-AS-GIVEN --only RUN
+static void cmp_print_plan(const CmpPlan *p, const Study *st, int lines) {
     char cwd[4096];
     if (!getcwd(cwd, sizeof cwd)) fail_at(__FILE__, __LINE__, "compare --plan: getcwd failed", strerror(errno));
     if (strpbrk(cwd, "\n\r") || strpbrk(st->exe, "\n\r"))
@@ -10455,7 +10455,6 @@ static void cmp_print_plan(const CmpPlan *p, const Study *st) {
                 "the plan prints one line a run: run it from a path without one");
     FILE *f = fdopen(p->out, "w");
     if (!f) fail_at(__FILE__, __LINE__, "compare --plan: fdopen failed", strerror(errno));
-    int lines = 0;
     for (int i = 0; i < st->nruns; i++) {
         if (st->runs[i].state == CMP_DONE) continue;
         char name[300];
@@ -10465,7 +10464,6 @@ static void cmp_print_plan(const CmpPlan *p, const Study *st) {
         for (int k = 0; k < p->nargs; k++) shell_quote(f, " ", p->args[k]);
         shell_quote(f, " --only ", run_name(&st->runs[i], st->m, name, sizeof name));
         fputc('\n', f);
-        lines++;
     }
     if (fclose(f) != 0) fail_at(__FILE__, __LINE__, "compare --plan: writing the plan failed", strerror(errno));
     fprintf(stderr, "plan: %d run%s to do of %d, one line each on standard output; then rerun this command "
@@ -10762,7 +10760,6 @@ static int run_all(Study *st, double t0) {
 
 // write_results: points.csv (every point of every run), the report (stdout and summary.txt) and curves.csv
 static void write_results(Study *st, const OneBatch *ob) {
-    const Options *o = st->o;
     char path[1200];
     AtomicFile apts, acurves;
     snprintf(path, sizeof path, "%s/points.csv", st->study);
@@ -10784,7 +10781,7 @@ static void write_results(Study *st, const OneBatch *ob) {
     FILE *rf = open_memstream(&report, &report_n);
     if (!rf) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
     st->out = rf;
-    st->ob = o->one_batch > 0 ? ob : NULL;
+    st->ob = st->o->one_batch > 0 ? ob : NULL;
     st->wl = 14;
     for (int i = 0; i < st->nm; i++) st->wl = (int)fmax(st->wl, strlen(st->m[i].label) + 2);
     print_report(st, curves);
@@ -10820,7 +10817,7 @@ static int cmd_compare(int argc, char **argv, Options *o) {
         onebatch_prompts(&ob, st.sft, &probe);
     int skipped = load_done_runs(&st);
     if (plan.plan) {   // the runs not done, one command a line, to the real standard output; nothing runs
-        cmp_print_plan(&plan, &st);
+        cmp_print_plan(&plan, &st, st.nruns - skipped);
         unlock_run_dir(lock);
         return 0;
     }
