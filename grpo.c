@@ -10273,8 +10273,8 @@ static void onebatch_collect(const Study *st, OneBatch *ob, Dataset *d) {
             // run's own step 1 is at lr/warmup, a warm-up artefact, not its training rate)
             args_add(&a, "--budget-unit", "gen-tokens", "--budget", "1", "--eval-points", "0", "--test-limit",
                      "0", "--warmup", "0", NULL);
-            printf("one-batch: %s's first update (log %s/run.log)\n", run_name(r, st->m, name, sizeof name), dir);
-            snprintf(what, sizeof what, "the one-batch run of %s", name);
+            snprintf(what, sizeof what, "the one-batch run of %s", run_name(r, st->m, name, sizeof name));
+            printf("one-batch: %s's first update (log %s/run.log)\n", name, dir);
             spawn_wait(st, a.argv, dir, what, NULL);
         }
         GPT model;
