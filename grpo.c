@@ -10483,13 +10483,14 @@ static void cmp_only_ready(const Study *st, int given_init) {
     free(pre);
 }
 
-/* cmp_only_select: the run --only names (as --plan prints it; else a usage error): 1 when it is done
-   already, else 0 with every other run marked done so that compare's loop runs this one alone. */
+/* cmp_only_select: the run --only names (as --plan prints it; else a usage error), every other run marked
+   done so that compare's loop runs this one alone. Returns 1 when it is done already, else 0. */
 static int cmp_only_select(const CmpPlan *p, Study *st) {
     CmpRun *r = NULL;
     char name[300], path[1200];
     for (int i = 0; i < st->nruns; i++)
         if (!strcmp(run_name(&st->runs[i], st->m, name, sizeof name), p->only)) r = &st->runs[i];
+        else st->runs[i].state = CMP_DONE;
     if (!r) usage_error("--only '%s': the study has no such run (METHOD/seed_N, as --plan prints it)", p->only);
     // one --only per run at a time: a lock of the compare process's own (train's .lock is taken only
     // once its run starts, after compare has opened the run's log), then the done marker again
@@ -10507,8 +10508,6 @@ static int cmp_only_select(const CmpPlan *p, Study *st) {
         printf("done already: %s\n", p->only);
         return 1;
     }
-    for (int i = 0; i < st->nruns; i++)
-        if (&st->runs[i] != r) st->runs[i].state = CMP_DONE;
     return 0;
 }
 
