@@ -10020,14 +10020,13 @@ static void resolved_config(FILE *f, const ArgList *a, int is_train, const char 
     fprintf(f, "   ");   // argv[0] is PROG, not this machine's path: the hash stays the same
     for (int i = 0; i < a->argc; i++) fprintf(f, " %s", shell_word(a->argv[i]));
     fprintf(f, "\n  ");
+    unsigned cmd = is_train ? CMD_TRAIN : CMD_SFT;
     usage_context = context;
     default_options(t);
-    if (is_train) train_defaults(t);
-    else sft_defaults(t);
+    (is_train ? train_defaults : sft_defaults)(t);
     ArgList copy = *a;   // getopt_long may reorder the words
     for (int i = 0; i < copy.argc; i++) copy.argv[i] = copy.store + (a->argv[i] - a->store);
-    parse_options(copy.argc - 1, copy.argv + 1, is_train ? CMD_TRAIN : CMD_SFT, t, is_train ? "train" : "sft",
-                  "");
+    parse_options(copy.argc - 1, copy.argv + 1, cmd, t, is_train ? "train" : "sft", "");
     if (is_train) {
         t->obj.max_new_tokens = t->max_new_tokens;
         check_grpo_options(t);
@@ -10044,7 +10043,7 @@ static void resolved_config(FILE *f, const ArgList *a, int is_train, const char 
     size_t n = 0;
     FILE *mem = open_memstream(&line, &n);
     if (!mem) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
-    print_options(mem, t, is_train ? CMD_TRAIN : CMD_SFT);
+    print_options(mem, t, cmd);
     fclose(mem);
     char *threads = strstr(line, " threads=");
     if (threads) strcpy(threads, "\n");
