@@ -10054,16 +10054,30 @@ static void resolved_config(FILE *f, const ArgList *a, int is_train, const char 
 #define PREREG_SFT_LINE "sft-checkpoint: fnv1a64 "   // prereg.txt's line after the hash: the made SFT's hash
 #define PREREG_HASH "\nhash: fnv1a64 "
 
-/* prereg_check_own_hash: an existing prereg.txt (old, from path) must hash to its hash line above it
-   and hold only the made SFT's line (PREREG_SFT_LINE) below it; else compare stops (exit 1). */
-static void prereg_check_own_hash(const char *path, const char *old) {
-    const char *at = strstr(old, PREREG_HASH);
+/* write_prereg: text and its hash into STUDY/prereg.txt. An existing one must hash to its hash line above
+   it, hold only the made SFT's line (PREREG_SFT_LINE) below it and carry this text's hash, else compare
+   stops (exit 1; with another hash, this text in prereg.rejected.txt). Returns the hash. */
+static uint64_t write_prereg(const Study *st, const char *text) {
+    uint64_t hash = fnv1a64(text, strlen(text));
+    const char *path = st->prereg, *study = st->study;
     const char *restore = "restore the file as compare wrote it, or give another --study";
+    char rejected[1100], hint[2400], want[128] = "", *stop = NULL;
+    size_t n = strlen(text) + 64;
+    char *full = (char *)mallocCheck(n), *old = slurp(path);
+    snprintf(full, n, "%shash: fnv1a64 %016llx\n", text, (unsigned long long)hash);
+    if (!old) {
+        if (access(st->runs_dir, F_OK) == 0)
+            CMP_DIE("give another --study, or remove its runs/ directory", "'%s' holds runs but no "
+                    "prereg.txt (which is written before the first run)", study);
+        write_file_atomic(path, full);
+        free(full);
+        return hash;
+    }
+    const char *at = strstr(old, PREREG_HASH);
     if (!at)
         CMP_DIE("restore the file, or give another --study", "'%s' has no line 'hash: fnv1a64 ...' (a "
                 "pre-registration ends with the hash of its text)", path);
     const char *hex = at + strlen(PREREG_HASH), *end = strchr(hex, '\n');
-    char *stop = NULL, want[128] = "";
     unsigned long long stated = strtoull(hex, &stop, 16), h = 0;
     uint64_t actual = fnv1a64(old, (size_t)(at + 1 - old));
     if (!end || stop != end || end - hex != 16 || stated != actual)
@@ -10077,35 +10091,15 @@ static void prereg_check_own_hash(const char *path, const char *old) {
     if (*rest && strcmp(rest, want) != 0)
         CMP_DIE(restore, "'%s': below its hash line stands '%.80s', and only the line '" PREREG_SFT_LINE
                 "<16 hex digits> (<n> bytes)' that compare writes may stand there", path, rest);
-}
-
-/* write_prereg: text and its hash into STUDY/prereg.txt; an existing one must match its own hash and
-   carry this text's, else compare stops (this text in prereg.rejected.txt). Returns the hash. */
-static uint64_t write_prereg(const Study *st, const char *text) {
-    uint64_t hash = fnv1a64(text, strlen(text));
-    const char *path = st->prereg, *study = st->study;
-    char rejected[1100], hint[2400];
-    size_t n = strlen(text) + 64;
-    char *full = (char *)mallocCheck(n), *old = slurp(path);
-    snprintf(full, n, "%shash: fnv1a64 %016llx\n", text, (unsigned long long)hash);
-    const char *line = full + strlen(text);
-    if (old) {
-        prereg_check_own_hash(path, old);
-        if (strncmp(strstr(old, PREREG_HASH) + 1, line, strlen(line)) != 0) {
-            snprintf(rejected, sizeof rejected, "%s/prereg.rejected.txt", study);
-            write_file_atomic(rejected, full);
-            snprintf(hint, sizeof hint, "`diff %s %s` shows what differs; rerun with the options "
-                     "prereg.txt lists, or give another --study", shell_word(path), shell_word(rejected));
-            CMP_DIE(hint, "study '%s' was pre-registered with another configuration (its prereg.txt; this "
-                    "command's is in %s)", study, rejected);
-        }
-        free(old);
-    } else if (access(st->runs_dir, F_OK) == 0) {
-        CMP_DIE("give another --study, or remove its runs/ directory", "'%s' holds runs but no prereg.txt (which "
-                "is written before the first run)", study);
-    } else {
-        write_file_atomic(path, full);
+    if (strncmp(at + 1, full + strlen(text), (size_t)(rest - at - 1)) != 0) {   // not this text's hash line
+        snprintf(rejected, sizeof rejected, "%s/prereg.rejected.txt", study);
+        write_file_atomic(rejected, full);
+        snprintf(hint, sizeof hint, "`diff %s %s` shows what differs; rerun with the options prereg.txt "
+                 "lists, or give another --study", shell_word(path), shell_word(rejected));
+        CMP_DIE(hint, "study '%s' was pre-registered with another configuration (its prereg.txt; this "
+                "command's is in %s)", study, rejected);
     }
+    free(old);
     free(full);
     return hash;
 }
