@@ -10770,15 +10770,14 @@ static void write_results(Study *st, const OneBatch *ob) {
     fprintf(curves, "view,method,point,x,n,mean,ci_lo,ci_hi\n");
     char *report = NULL;
     size_t report_n = 0;
-    FILE *rf = open_memstream(&report, &report_n);
-    if (!rf) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
-    st->out = rf;
+    st->out = open_memstream(&report, &report_n);
+    if (!st->out) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
     st->ob = st->o->one_batch > 0 ? ob : NULL;
     st->wl = 14;
     for (int i = 0; i < st->nm; i++) st->wl = (int)fmax(st->wl, strlen(st->m[i].label) + 2);
     print_report(st, curves);
     atomic_close(&acurves);
-    if (fclose(rf) != 0) fail_at(__FILE__, __LINE__, "compare: writing the report failed", oom_hint);
+    if (fclose(st->out) != 0) fail_at(__FILE__, __LINE__, "compare: writing the report failed", oom_hint);
     fputs(report, stdout);
     snprintf(path, sizeof path, "%s/summary.txt", st->study);
     write_file_atomic(path, report);
