@@ -9971,14 +9971,13 @@ static void resolved_config(FILE *f, const ArgList *a, int is_train, const char 
     fprintf(f, "   ");   // argv[0] is PROG, not this machine's path: the hash stays the same
     for (int i = 0; i < a->argc; i++) fprintf(f, " %s", shell_word(a->argv[i]));
     fprintf(f, "\n  ");
+    unsigned cmd = is_train ? CMD_TRAIN : CMD_SFT;
     usage_context = context;
     default_options(t);
-    if (is_train) train_defaults(t);
-    else sft_defaults(t);
+    (is_train ? train_defaults : sft_defaults)(t);
     ArgList copy = *a;   // getopt_long may reorder the words
     for (int i = 0; i < copy.argc; i++) copy.argv[i] = copy.store + (a->argv[i] - a->store);
-    parse_options(copy.argc - 1, copy.argv + 1, is_train ? CMD_TRAIN : CMD_SFT, t, is_train ? "train" : "sft",
-                  "");
+    parse_options(copy.argc - 1, copy.argv + 1, cmd, t, is_train ? "train" : "sft", "");
     if (is_train) {
         check_grpo_options(t, CMD_TRAIN);
         if (t->schedule != 2 && t->budget_unit != BUDGET_STEPS)   // 2: constant (SCHEDULE_NAMES)
@@ -9992,7 +9991,7 @@ static void resolved_config(FILE *f, const ArgList *a, int is_train, const char 
     size_t n = 0;
     FILE *mem = open_memstream(&line, &n);
     if (!mem) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
-    print_options(mem, t, is_train ? CMD_TRAIN : CMD_SFT);
+    print_options(mem, t, cmd);
     fclose(mem);
     char *threads = strstr(line, " threads=");
     if (threads) strcpy(threads, "\n");
@@ -10003,16 +10002,30 @@ static void resolved_config(FILE *f, const ArgList *a, int is_train, const char 
 #define PREREG_SFT_LINE "sft-checkpoint: fnv1a64 "   // prereg.txt's line after the hash: the made SFT's hash
 #define PREREG_HASH "\nhash: fnv1a64 "
 
-/* prereg_check_own_hash: an existing prereg.txt (old, from path) must hash to its hash line above it
-   and hold only the made SFT's line (PREREG_SFT_LINE) below it; else compare stops (exit 1). */
-static void prereg_check_own_hash(const char *path, const char *old) {
-    const char *at = strstr(old, PREREG_HASH);
+/* write_prereg: text and its hash into STUDY/prereg.txt. An existing one must hash to its hash line above
+   it, hold only the made SFT's line (PREREG_SFT_LINE) below it and carry this text's hash, else compare
+   stops (exit 1; with another hash, this text in prereg.rejected.txt). Returns the hash. */
+static uint64_t write_prereg(const Study *st, const char *text) {
+    uint64_t hash = fnv1a64(text, strlen(text));
+    const char *path = st->prereg, *study = st->study;
     const char *restore = "restore the file as compare wrote it, or give another --study";
+    char rejected[1100], hint[2400], want[128] = "", *stop = NULL;
+    size_t n = strlen(text) + 64;
+    char *full = (char *)mallocCheck(n), *old = slurp(path);
+    snprintf(full, n, "%shash: fnv1a64 %016llx\n", text, (unsigned long long)hash);
+    if (!old) {
+        if (access(st->runs_dir, F_OK) == 0)
+            CMP_DIE("give another --study, or remove its runs/ directory", "'%s' holds runs but no "
+                    "prereg.txt (which is written before the first run)", study);
+        write_file_atomic(path, full);
+        free(full);
+        return hash;
+    }
+    const char *at = strstr(old, PREREG_HASH);
     if (!at)
         CMP_DIE("restore the file, or give another --study", "'%s' has no line 'hash: fnv1a64 ...' (a "
                 "pre-registration ends with the hash of its text)", path);
     const char *hex = at + strlen(PREREG_HASH), *end = strchr(hex, '\n');
-    char *stop = NULL, want[128] = "";
     unsigned long long stated = strtoull(hex, &stop, 16), h = 0;
     uint64_t actual = fnv1a64(old, (size_t)(at + 1 - old));
     if (!end || stop != end || end - hex != 16 || stated != actual)
@@ -10026,35 +10039,15 @@ static void prereg_check_own_hash(const char *path, const char *old) {
     if (*rest && strcmp(rest, want) != 0)
         CMP_DIE(restore, "'%s': below its hash line stands '%.80s', and only the line '" PREREG_SFT_LINE
                 "<16 hex digits> (<n> bytes)' that compare writes may stand there", path, rest);
-}
-
-/* write_prereg: text and its hash into STUDY/prereg.txt; an existing one must match its own hash and
-   carry this text's, else compare stops (this text in prereg.rejected.txt). Returns the hash. */
-static uint64_t write_prereg(const Study *st, const char *text) {
-    uint64_t hash = fnv1a64(text, strlen(text));
-    const char *path = st->prereg, *study = st->study;
-    char rejected[1100], hint[2400];
-    size_t n = strlen(text) + 64;
-    char *full = (char *)mallocCheck(n), *old = slurp(path);
-    snprintf(full, n, "%shash: fnv1a64 %016llx\n", text, (unsigned long long)hash);
-    const char *line = full + strlen(text);
-    if (old) {
-        prereg_check_own_hash(path, old);
-        if (strncmp(strstr(old, PREREG_HASH) + 1, line, strlen(line)) != 0) {
-            snprintf(rejected, sizeof rejected, "%s/prereg.rejected.txt", study);
-            write_file_atomic(rejected, full);
-            snprintf(hint, sizeof hint, "`diff %s %s` shows what differs; rerun with the options "
-                     "prereg.txt lists, or give another --study", shell_word(path), shell_word(rejected));
-            CMP_DIE(hint, "study '%s' was pre-registered with another configuration (its prereg.txt; this "
-                    "command's is in %s)", study, rejected);
-        }
-        free(old);
-    } else if (access(st->runs_dir, F_OK) == 0) {
-        CMP_DIE("give another --study, or remove its runs/ directory", "'%s' holds runs but no prereg.txt (which "
-                "is written before the first run)", study);
-    } else {
-        write_file_atomic(path, full);
+    if (strncmp(at + 1, full + strlen(text), (size_t)(rest - at - 1)) != 0) {   // not this text's hash line
+        snprintf(rejected, sizeof rejected, "%s/prereg.rejected.txt", study);
+        write_file_atomic(rejected, full);
+        snprintf(hint, sizeof hint, "`diff %s %s` shows what differs; rerun with the options prereg.txt "
+                 "lists, or give another --study", shell_word(path), shell_word(rejected));
+        CMP_DIE(hint, "study '%s' was pre-registered with another configuration (its prereg.txt; this "
+                "command's is in %s)", study, rejected);
     }
+    free(old);
     free(full);
     return hash;
 }
@@ -10079,10 +10072,18 @@ static void check_study_sft(const Study *st) {
                 (unsigned long long)have, (unsigned long long)st->sft_hash);
 }
 
-/* prereg_sft_hash: the made SFT checkpoint's hash from prereg.txt's line for it; without one, hashed
-   now and the line written, unless runs have started (from which model cannot be told: exit 1). */
-static uint64_t prereg_sft_hash(const Study *st) {
+/* make_sft: the study's shared SFT checkpoint, made once (a failed SFT run stops compare, exit 1). Returns
+   its hash from prereg.txt's line for it; without one, hashed now and the line written, unless runs have
+   started (from which model cannot be told: exit 1). */
+static uint64_t make_sft(const Study *st, double t0) {
     const char *path = st->prereg, *sft = st->sft;
+    if (access(sft, F_OK) != 0) {
+        ArgList args;
+        sft_args(&args, st->o, st->sft_dir, st->o->threads);
+        printf("sft: making %s (log %s/run.log)\n", sft, st->sft_dir);
+        spawn_wait(st, args.argv, st->sft_dir, "the study's SFT run", sft);
+        printf("sft: done in %.1f min\n", (wall_seconds() - t0) / 60.0);
+    }
     char *pre = slurp(path);
     if (!pre) fail_at(__FILE__, __LINE__, "compare: cannot read back the study's prereg.txt", "");
     const char *at = strstr(pre, PREREG_HASH), *line = at ? strchr(at + 1, '\n') : NULL;
@@ -10157,36 +10158,15 @@ typedef struct OneBatch {
 /* onebatch_settings: the probe's settings from the reference's resolved train line t[ref]; every method
    must share its --task, --val-data and --max-new-tokens (one probe set), else a usage error. */
 static void onebatch_settings(const Study *st, const Options *t, OneBatch *ob) {
-    int ref = st->ref;
-    memset(ob, 0, sizeof *ob);
-    ob->P = st->o->one_batch;
-    ob->M = OB_SAMPLES;
-    ob->task = t[ref].task;
-    ob->max_new = t[ref].max_new_tokens;
-    ob->temperature = t[ref].temperature;
-    snprintf(ob->val_data, sizeof ob->val_data, "%s", t[ref].val_data);
+    const Options *ref = &t[st->ref];
+    *ob = (OneBatch){.P = st->o->one_batch, .M = OB_SAMPLES, .task = ref->task,
+                     .max_new = ref->max_new_tokens, .temperature = ref->temperature};
+    snprintf(ob->val_data, sizeof ob->val_data, "%s", ref->val_data);
     for (int mi = 0; mi < st->nm; mi++)
         if (t[mi].task != ob->task || t[mi].max_new_tokens != ob->max_new || strcmp(t[mi].val_data, ob->val_data))
             usage_error("--one-batch: method '%s' runs another --task, --val-data or --max-new-tokens than "
                         "%s; the one-batch view scores every model on one probe set (leave --one-batch "
-                        "out, or give every method the same)", st->m[mi].label, st->m[ref].label);
-}
-
-/* onebatch_read: a cached count (path, as onebatch_measure writes it) into *correct: 0 when read, 1
-   when there is no file; one that does not hold, or for another P·M, stops compare (exit 1). */
-static int onebatch_read(const char *path, long want_samples, long *correct) {
-    char *text = slurp(path);
-    if (!text) return 1;
-    long c = -1, n = -1;
-    int used = 0;
-    int ok = sscanf(text, "correct %ld\nsamples %ld\n%n", &c, &n, &used) == 2 && used > 0 && !text[used] &&
-             n == want_samples && c >= 0 && c <= n;
-    free(text);
-    if (!ok)
-        CMP_DIE("delete the file to measure it again", "%s: not 'correct C' and 'samples %ld' lines with "
-                "0 <= C <= %ld", path, want_samples, want_samples);
-    *correct = c;
-    return 0;
+                        "out, or give every method the same)", st->m[mi].label, st->m[st->ref].label);
 }
 
 // onebatch_prompts: the probe set d (--val-data at sft's context, NULL: 1024); a usage error below P prompts
@@ -10199,45 +10179,52 @@ static void onebatch_prompts(const OneBatch *ob, const char *sft, Dataset *d) {
         usage_error("--one-batch %d: the probe set, --val-data %s, has %d prompts", ob->P, ob->val_data, d->n);
 }
 
-// onebatch_measure: checkpoint model_path's count on the probe set d (onebatch_score), cached in `path`
-static long onebatch_measure(const OneBatch *ob, const Dataset *d, const char *model_path, const char *path) {
-    GPT model;
-    char text[128];
-    load_checkpoint(model_path, &model, 1, NULL);
-    long correct = onebatch_score(&model, d, ob->P, ob->M, ob->max_new, ob->temperature, OB_SEED, 64);
-    free_gpt(&model);
-    snprintf(text, sizeof text, "correct %ld\nsamples %ld\n", correct, (long)ob->P * ob->M);
-    write_file_atomic(path, text);
-    return correct;
-}
-
 /* onebatch_collect: the counts on the probe set d (freed here) of the SFT model and of every run after its
-   first update (cached, else measured: notes/compare.md), into ob; a failing run: exit 1. */
+   first update (notes/compare.md), into ob: each read back from its file ("correct C\nsamples N\n"; one
+   that does not hold, or for another P·M, stops compare: exit 1), else measured (onebatch_score) and
+   written there; a failing run: exit 1. */
 static void onebatch_collect(const Study *st, OneBatch *ob, Dataset *d) {
-    char dir[1200], path[1400], probe[1400], name[300], what[400];
+    char dir[1200], path[1400], model_path[1400], name[300], what[400], text[128];
     long samples = (long)ob->P * ob->M;
     ob->after = (long *)callocCheck((size_t)st->nruns, sizeof(long));
-    snprintf(dir, sizeof dir, "%s/onebatch", st->study);
-    make_dir(dir);
-    snprintf(path, sizeof path, "%s/sft.txt", dir);
-    if (onebatch_read(path, samples, &ob->sft)) ob->sft = onebatch_measure(ob, d, st->sft, path);
-    for (int i = 0; i < st->nruns; i++) {
-        const CmpRun *r = &st->runs[i];
-        snprintf(dir, sizeof dir, "%s/onebatch/%s/seed_%d", st->study, st->m[r->method].dir, r->seed);
-        snprintf(probe, sizeof probe, "%s/probe.txt", dir);
-        if (!onebatch_read(probe, samples, &ob->after[i])) continue;
-        check_study_sft(st);   // the first update starts from the recorded checkpoint
-        ArgList a;
-        method_args(&a, st->o, &st->m[r->method], r->seed, dir, st->sft);
-        // later values win: the first step, nothing scored, at the run's peak --lr (--warmup 0: the
-        // run's own step 1 is at lr/warmup, a warm-up artefact, not its training rate)
-        args_add(&a, "--budget-unit", "gen-tokens", "--budget", "1", "--eval-points", "0", "--test-limit", "0",
-                 "--warmup", "0", NULL);
-        printf("one-batch: %s's first update (log %s/run.log)\n", run_name(r, st->m, name, sizeof name), dir);
-        snprintf(what, sizeof what, "the one-batch run of %s", name);
-        spawn_wait(st, a.argv, dir, what, NULL);
-        snprintf(path, sizeof path, "%s/model.bin", dir);
-        ob->after[i] = onebatch_measure(ob, d, path, probe);
+    for (int i = -1; i < st->nruns; i++) {   // -1: the SFT model
+        const CmpRun *r = &st->runs[i < 0 ? 0 : i];
+        long *correct = i < 0 ? &ob->sft : &ob->after[i], c = -1, n = -1;
+        if (i < 0) snprintf(dir, sizeof dir, "%s/onebatch", st->study);
+        else snprintf(dir, sizeof dir, "%s/onebatch/%s/seed_%d", st->study, st->m[r->method].dir, r->seed);
+        make_dir(dir);
+        snprintf(path, sizeof path, i < 0 ? "%s/sft.txt" : "%s/probe.txt", dir);
+        char *cached = slurp(path);
+        if (cached) {
+            int used = 0;
+            int ok = sscanf(cached, "correct %ld\nsamples %ld\n%n", &c, &n, &used) == 2 && used > 0 &&
+                     !cached[used] && n == samples && c >= 0 && c <= n;
+            free(cached);
+            if (!ok)
+                CMP_DIE("delete the file to measure it again", "%s: not 'correct C' and 'samples %ld' lines "
+                        "with 0 <= C <= %ld", path, samples, samples);
+            *correct = c;
+            continue;
+        }
+        if (i >= 0) {
+            check_study_sft(st);   // the first update starts from the recorded checkpoint
+            ArgList a;
+            method_args(&a, st->o, &st->m[r->method], r->seed, dir, st->sft);
+            // later values win: the first step, nothing scored, at the run's peak --lr (--warmup 0: the
+            // run's own step 1 is at lr/warmup, a warm-up artefact, not its training rate)
+            args_add(&a, "--budget-unit", "gen-tokens", "--budget", "1", "--eval-points", "0", "--test-limit",
+                     "0", "--warmup", "0", NULL);
+            snprintf(what, sizeof what, "the one-batch run of %s", run_name(r, st->m, name, sizeof name));
+            printf("one-batch: %s's first update (log %s/run.log)\n", name, dir);
+            spawn_wait(st, a.argv, dir, what, NULL);
+        }
+        GPT model;
+        snprintf(model_path, sizeof model_path, "%s/model.bin", dir);
+        load_checkpoint(i < 0 ? st->sft : model_path, &model, 1, NULL);
+        *correct = onebatch_score(&model, d, ob->P, ob->M, ob->max_new, ob->temperature, OB_SEED, 64);
+        free_gpt(&model);
+        snprintf(text, sizeof text, "correct %ld\nsamples %ld\n", *correct, samples);
+        write_file_atomic(path, text);
     }
     free_dataset(d);
 }
@@ -10364,19 +10351,17 @@ static int cmp_plan_args(int argc, char **argv, CmpPlan *p, Options *o) {
     for (int i = 1; i < argc; i++) {
         if (!strcmp(argv[i], "--plan")) {
             p->plan = 1;
-            continue;
-        }
-        if (!strcmp(argv[i], "--only") || !strncmp(argv[i], "--only=", 7)) {
+        } else if (!strcmp(argv[i], "--only") || !strncmp(argv[i], "--only=", 7)) {
             if (p->only) usage_error("--only given twice ('%s', then '%s'): one run a line", p->only, argv[i]);
             if (argv[i][6] == '=') p->only = argv[i] + 7;
             else if (i + 1 >= argc) usage_error("--only needs a run, METHOD/seed_N (as --plan prints it)");
             else p->only = argv[++i];
-            continue;
+        } else {
+            p->args[p->nargs++] = argv[i];
+            p->budget_given |= !strcmp(argv[i], "--budget") || !strncmp(argv[i], "--budget=", 9);
+            if (!strcmp(argv[i], "--quick")) o->quick = 1;
+            else argv[n++] = argv[i];
         }
-        p->args[p->nargs++] = argv[i];
-        p->budget_given |= !strcmp(argv[i], "--budget") || !strncmp(argv[i], "--budget=", 9);
-        if (!strcmp(argv[i], "--quick")) o->quick = 1;
-        else argv[n++] = argv[i];
     }
     argv[n] = NULL;
     if (p->plan && p->only) usage_error("--plan and --only: give one (--plan prints the --only lines)");
@@ -10402,8 +10387,8 @@ static void shell_quote(FILE *f, const char *before, const char *s) {
     fputc('\'', f);
 }
 
-// cmp_print_plan: to p->out, per run not done: cd CWD && EXE compare OPTIONS-AS-GIVEN --only METHOD/seed_N
-static void cmp_print_plan(const CmpPlan *p, const Study *st) {
+// cmp_print_plan: to p->out, per run not done (`lines`): cd CWD && EXE compare OPTIONS-AS-GIVEN --only RUN
+static void cmp_print_plan(const CmpPlan *p, const Study *st, int lines) {
     char cwd[4096];
     if (!getcwd(cwd, sizeof cwd)) fail_at(__FILE__, __LINE__, "compare --plan: getcwd failed", strerror(errno));
     if (strpbrk(cwd, "\n\r") || strpbrk(st->exe, "\n\r"))
@@ -10411,7 +10396,6 @@ static void cmp_print_plan(const CmpPlan *p, const Study *st) {
                 "the plan prints one line a run: run it from a path without one");
     FILE *f = fdopen(p->out, "w");
     if (!f) fail_at(__FILE__, __LINE__, "compare --plan: fdopen failed", strerror(errno));
-    int lines = 0;
     for (int i = 0; i < st->nruns; i++) {
         if (st->runs[i].state == CMP_DONE) continue;
         char name[300];
@@ -10421,7 +10405,6 @@ static void cmp_print_plan(const CmpPlan *p, const Study *st) {
         for (int k = 0; k < p->nargs; k++) shell_quote(f, " ", p->args[k]);
         shell_quote(f, " --only ", run_name(&st->runs[i], st->m, name, sizeof name));
         fputc('\n', f);
-        lines++;
     }
     if (fclose(f) != 0) fail_at(__FILE__, __LINE__, "compare --plan: writing the plan failed", strerror(errno));
     fprintf(stderr, "plan: %d run%s to do of %d, one line each on standard output; then rerun this command "
@@ -10441,13 +10424,14 @@ static void cmp_only_ready(const Study *st, int given_init) {
     free(pre);
 }
 
-/* cmp_only_select: the run --only names (as --plan prints it; else a usage error): 1 when it is done
-   already, else 0 with every other run marked done so that compare's loop runs this one alone. */
+/* cmp_only_select: the run --only names (as --plan prints it; else a usage error), every other run marked
+   done so that compare's loop runs this one alone. Returns 1 when it is done already, else 0. */
 static int cmp_only_select(const CmpPlan *p, Study *st) {
     CmpRun *r = NULL;
     char name[300], path[1200];
     for (int i = 0; i < st->nruns; i++)
         if (!strcmp(run_name(&st->runs[i], st->m, name, sizeof name), p->only)) r = &st->runs[i];
+        else st->runs[i].state = CMP_DONE;
     if (!r) usage_error("--only '%s': the study has no such run (METHOD/seed_N, as --plan prints it)", p->only);
     // one --only per run at a time: a lock of the compare process's own (train's .lock is taken only
     // once its run starts, after compare has opened the run's log), then the done marker again
@@ -10465,8 +10449,6 @@ static int cmp_only_select(const CmpPlan *p, Study *st) {
         printf("done already: %s\n", p->only);
         return 1;
     }
-    for (int i = 0; i < st->nruns; i++)
-        if (&st->runs[i] != r) st->runs[i].state = CMP_DONE;
     return 0;
 }
 
@@ -10547,13 +10529,17 @@ static void study_setup(Study *st, const Options *o) {
     else snprintf(st->sft, sizeof st->sft, "%s/model.bin", st->sft_dir);
 }
 
-/* prereg_config: the pre-registration's configuration lines into pr: the budget, the statistics,
-   the SFT checkpoint (given: its hash into st->sft_hash) or its command line, each method's. */
-static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
+/* prereg_text: the pre-registration's text (malloc'd): the configuration (the budget, the statistics, the
+   SFT checkpoint (given: its hash into st->sft_hash) or its command line, each method's), the hypotheses. */
+static char *prereg_text(Study *st, OneBatch *ob) {
     const Options *o = st->o;
     const char *ref = st->m[st->ref].label;
     ArgList args;
     Options *t = (Options *)callocCheck(CMP_MAX_METHODS, sizeof(Options));   // each method's resolved line
+    char *text = NULL;
+    size_t text_n = 0;
+    FILE *pr = open_memstream(&text, &text_n);
+    if (!pr) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
     fprintf(pr, "# grpo.c compare: pre-registration of the study '%s'\n", st->study);
     fprintf(pr, "# written before its first run; the hash line covers every byte above it (FNV-1a, 64 bits)\n\n");
     fprintf(pr, "configuration\n");
@@ -10604,15 +10590,6 @@ static void prereg_config(FILE *pr, Study *st, OneBatch *ob) {
                 ob->P, ob->val_data, ob->M, ob->temperature, ob->max_new, ref, OB_SEED, st->study, ref, ref, ref);
     }
     free(t);
-}
-
-// prereg_text: the pre-registration's text (malloc'd): the configuration, then the hypotheses
-static char *prereg_text(Study *st, OneBatch *ob) {
-    char *text = NULL;
-    size_t text_n = 0;
-    FILE *pr = open_memstream(&text, &text_n);
-    if (!pr) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
-    prereg_config(pr, st, ob);
     fprintf(pr, "\nhypotheses (two-sided paired t tests over the seeds; Holm's correction over the study's %d\n"
                 "hypotheses: each is supported when its Holm-adjusted p is below 0.05)\n", 3 * (st->nm - 1));
     static const char *what[3] = {"greedy test accuracy at the end of the budget",
@@ -10620,21 +10597,11 @@ static char *prereg_text(Study *st, OneBatch *ob) {
                                   "validation accuracy at matched time (last point)"};
     for (int mi = 0, h = 1; mi < st->nm; mi++)
         for (int k = 0; k < 3 && mi != st->ref; k++)
-            fprintf(pr, "  H%d %s vs %s: %s differs\n", h++, st->m[mi].label, st->m[st->ref].label, what[k]);
+            fprintf(pr, "  H%d %s vs %s: %s differs\n", h++, st->m[mi].label, ref, what[k]);
     fprintf(pr, "exploratory (reported, not tested): the per-step view; steps and tokens to peak validation\n"
                 "accuracy\n");
     if (fclose(pr) != 0) fail_at(__FILE__, __LINE__, "compare: writing the pre-registration failed", oom_hint);
     return text;
-}
-
-// make_sft: the study's shared SFT checkpoint, made once (a failed SFT run stops compare, exit 1)
-static void make_sft(const Study *st, double t0) {
-    if (access(st->sft, F_OK) == 0) return;
-    ArgList args;
-    sft_args(&args, st->o, st->sft_dir, st->o->threads);
-    printf("sft: making %s (log %s/run.log)\n", st->sft, st->sft_dir);
-    spawn_wait(st, args.argv, st->sft_dir, "the study's SFT run", st->sft);
-    printf("sft: done in %.1f min\n", (wall_seconds() - t0) / 60.0);
 }
 
 // load_done_runs: st->runs, each run marked done read back (load_run; a bad one stops compare). Returns their count.
@@ -10732,7 +10699,6 @@ static int run_all(Study *st, double t0) {
 
 // write_results: points.csv (every point of every run), the report (stdout and summary.txt) and curves.csv
 static void write_results(Study *st, const OneBatch *ob) {
-    const Options *o = st->o;
     char path[1200];
     AtomicFile apts, acurves;
     snprintf(path, sizeof path, "%s/points.csv", st->study);
@@ -10751,15 +10717,14 @@ static void write_results(Study *st, const OneBatch *ob) {
     fprintf(curves, "view,method,point,x,n,mean,ci_lo,ci_hi\n");
     char *report = NULL;
     size_t report_n = 0;
-    FILE *rf = open_memstream(&report, &report_n);
-    if (!rf) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
-    st->out = rf;
-    st->ob = o->one_batch > 0 ? ob : NULL;
+    st->out = open_memstream(&report, &report_n);
+    if (!st->out) fail_at(__FILE__, __LINE__, "compare: open_memstream failed", oom_hint);
+    st->ob = st->o->one_batch > 0 ? ob : NULL;
     st->wl = 14;
     for (int i = 0; i < st->nm; i++) st->wl = (int)fmax(st->wl, strlen(st->m[i].label) + 2);
     print_report(st, curves);
     atomic_close(&acurves);
-    if (fclose(rf) != 0) fail_at(__FILE__, __LINE__, "compare: writing the report failed", oom_hint);
+    if (fclose(st->out) != 0) fail_at(__FILE__, __LINE__, "compare: writing the report failed", oom_hint);
     fputs(report, stdout);
     snprintf(path, sizeof path, "%s/summary.txt", st->study);
     write_file_atomic(path, report);
@@ -10784,16 +10749,13 @@ static int cmd_compare(int argc, char **argv, Options *o) {
     if (!plan.only) printf("%shash: fnv1a64 %016llx (in %s)\n\n", text, (unsigned long long)hash, st.prereg);
     free(text);
     double t0 = wall_seconds();
-    if (!o->init[0]) {
-        make_sft(&st, t0);
-        st.sft_hash = prereg_sft_hash(&st);
-    }
+    if (!o->init[0]) st.sft_hash = make_sft(&st, t0);
     check_study_sft(&st);
     if (o->one_batch > 0 && !plan.only)   // the probe set holds P prompts: refused before any run
         onebatch_prompts(&ob, st.sft, &probe);
     int skipped = load_done_runs(&st);
     if (plan.plan) {   // the runs not done, one command a line, to the real standard output; nothing runs
-        cmp_print_plan(&plan, &st);
+        cmp_print_plan(&plan, &st, st.nruns - skipped);
         close(lock);
         return 0;
     }
