@@ -9291,14 +9291,9 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
         x->objective = -1;
         for (int k = 0; OBJECTIVE_NAMES[k]; k++)
             if (!strcmp(copy, OBJECTIVE_NAMES[k])) x->objective = k;
-        if (x->objective < 0 && !colon) {   // a bare name: a misspelt objective would run the default under it
-            char names[160] = "";
-            for (int k = 0; OBJECTIVE_NAMES[k]; k++)
-                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "",
-                         OBJECTIVE_NAMES[k]);
-            CMP_FAIL("method '%.100s' is not an objective (%s); a label runs with the options it is "
-                     "given: %.100s:--objective=NAME[:--option=value...]", x->label, names, x->label);
-        }
+        if (x->objective < 0 && !colon)   // a bare name: a misspelt objective would run the default under it
+            CMP_FAIL("method '%.100s' is not an objective (grpo, lambda-grpo, mc-prm, ppo); a label runs with "
+                     "the options it is given: %.100s:--objective=NAME[:--option=value...]", x->label, x->label);
         strcpy(x->dir, copy);   // the directory: each ":--" written "+" (lambda-grpo+temperature=0.7)
         char *next = NULL;
         for (char *rest = colon ? colon + 1 : NULL; rest; rest = next ? next + 1 : NULL) {
@@ -9445,7 +9440,7 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     int rows = 0;
     if (strncmp(text, header, strlen(header)) != 0)
         WHY("line 1: not the header '%.*s'", (int)strlen(header) - 1, header);
-    double prev[7] = {0}, v[7];
+    double prev[7] = {0}, v[7];   // prev: the row before (after the loop: the last point, K)
     for (char *line = text + strlen(header); !why[0] && *line; rows++) {
         char *nl = strchr(line, '\n'), *p = line, *end;
         int ln = rows + 2;
@@ -9499,7 +9494,6 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
         have[k] = 1;
     }
     free(text);
-    double last[4] = {r->x[AX_STEP][K], r->x[AX_TOKENS][K], r->x[AX_FLOPS][K], r->x[AX_SECONDS][K]};
     if (!why[0]) {
         if (!have[0] || !have[1] || !have[2]) WHY("no test_acc, test_n or budget_done line");
         else if (val[2] != 1.0) WHY("budget_done %g: the run did not spend its budget", val[2]);
@@ -9508,15 +9502,15 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
         else if (!(val[0] >= 0.0 && val[0] <= 1.0)) WHY("test_acc %g is not in [0, 1]", val[0]);
         else if (val[1] > 0 && fabs(val[0] * val[1] - round(val[0] * val[1])) > 5.1e-7 * val[1] + 1e-9)
             WHY("test_acc %g is not a count of test_n %g problems (correct / test_n)", val[0], val[1]);
-        else if (have[3] && val[3] != last[0])
-            WHY("steps %g, but eval.csv's last point is at step %g", val[3], last[0]);
-        else if (have[4] && have[5] && val[4] + val[5] != last[1])
+        else if (have[3] && val[3] != prev[2])
+            WHY("steps %g, but eval.csv's last point is at step %g", val[3], prev[2]);
+        else if (have[4] && have[5] && val[4] + val[5] != prev[3])
             WHY("gen_tokens_traj + gen_tokens_aux %g, but eval.csv's last point has gen_tokens %g",
-                val[4] + val[5], last[1]);
-        else if (have[6] && val[6] != last[2])
-            WHY("flops %.0f, but eval.csv's last point has %.0f", val[6], last[2]);
-        else if (have[8] && fabs(val[8] - last[3]) > 1e-6 * fmax(1.0, last[3]))
-            WHY("seconds %g, but eval.csv's last point has %g", val[8], last[3]);
+                val[4] + val[5], prev[3]);
+        else if (have[6] && val[6] != prev[4])
+            WHY("flops %.0f, but eval.csv's last point has %.0f", val[6], prev[4]);
+        else if (have[8] && fabs(val[8] - prev[5]) > 1e-6 * fmax(1.0, prev[5]))
+            WHY("seconds %g, but eval.csv's last point has %g", val[8], prev[5]);
     }
     if (why[0]) CMP_FAIL("%.400s: %s", path, why);
     r->test_n = (int)val[1];
@@ -9785,14 +9779,6 @@ static void print_view(const Study *R, int axis, FILE *curves) {
     free(v);
 }
 
-// last_point_diff: method mi against the reference at the view's last point (hypotheses H2, H3)
-static PairedDiff last_point_diff(const Study *R, int axis, int mi) {
-    double xs[CMP_MAX_POINTS + 1], *v = view_values(R, axis, xs);
-    PairedDiff p = paired_diff(v + col_at(R, R->K, mi), v + col_at(R, R->K, R->ref), R->S);
-    free(v);
-    return p;
-}
-
 // print_per_seed: every run's val accuracy at points 0..K and test accuracy: each interval can be recomputed
 static void print_per_seed(const Study *R) {
     fprintf(R->out, "\nper-seed values: validation accuracy at points 0..%d, then test accuracy at the end (and the\n"
@@ -9918,17 +9904,20 @@ static void print_peak_table(const Study *R) {
 static void print_hypotheses(const Study *R, int has_test) {
     int nh = 0, hm[64];
     PairedDiff hp[64];
-    double pv[64] = {0}, adj[64], a[1024], b[1024];
+    double pv[64] = {0}, adj[64], a[1024], b[1024], xs[CMP_MAX_POINTS + 1];
+    double *v[2] = {view_values(R, AX_TOKENS, xs), view_values(R, AX_SECONDS, xs)};   // H2, H3: at the last point
     for (int mi = 0; mi < R->nm; mi++) {   // (at most 3·(CMP_MAX_METHODS − 1) hypotheses)
         if (mi == R->ref) continue;
         test_column(R, mi, a);
         test_column(R, R->ref, b);
         hp[nh] = paired_diff(a, b, has_test ? R->S : 0);   // no test set: no seeds, no test
-        hp[nh + 1] = last_point_diff(R, AX_TOKENS, mi);
-        hp[nh + 2] = last_point_diff(R, AX_SECONDS, mi);
+        for (int k = 1; k < 3; k++)
+            hp[nh + k] = paired_diff(v[k - 1] + col_at(R, R->K, mi), v[k - 1] + col_at(R, R->K, R->ref), R->S);
         for (int k = 0; k < 3; k++) hm[nh + k] = mi, pv[nh + k] = hp[nh + k].p;
         nh += 3;
     }
+    free(v[0]);
+    free(v[1]);
     holm(pv, adj, nh);
     fprintf(R->out, "\nhypotheses (as pre-registered; two-sided paired t tests, p; Holm: the p adjusted over the %d\n"
                     "hypotheses, supported when below 0.05; detectable: the difference this study finds with 80%%\n"
