@@ -9085,18 +9085,14 @@ static double lentz_guard(double v) { return fabs(v) < 1e-300 ? 1e-300 : v; }
 // beta_fraction: the continued fraction of I_x(a, b) (modified Lentz; Numerical Recipes §6.4)
 static double beta_fraction(double a, double b, double x) {
     double c = 1.0, d = 1.0 / lentz_guard(1.0 - (a + b) * x / (a + 1.0)), h = d;
-    for (int m = 1; m <= 100000; m++) {
-        double even = m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m));
-        double odd = -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0));
-        double step = 1.0;
-        for (int k = 0; k < 2; k++) {
-            double aa = k ? odd : even;
-            d = 1.0 / lentz_guard(1.0 + aa * d);
-            c = lentz_guard(1.0 + aa / c);
-            step = d * c;
-            h *= step;
-        }
-        if (fabs(step - 1.0) < 1e-15) break;
+    for (int j = 2; j <= 200001; j++) {   // the terms of m = j / 2: its even one, then its odd one
+        int m = j / 2;
+        double aa = j % 2 ? -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0))
+                          : m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m));
+        d = 1.0 / lentz_guard(1.0 + aa * d);
+        c = lentz_guard(1.0 + aa / c);
+        h *= d * c;
+        if (j % 2 && fabs(d * c - 1.0) < 1e-15) break;
     }
     return h;
 }
@@ -9185,8 +9181,7 @@ static void holm(const double *p, double *adj, int m) {
     }
     double run = 0.0;
     for (int j = 0; j < mt; j++) {
-        double v = fmin(1.0, (mt - j) * p[order[j]]);
-        run = fmax(run, v);
+        run = fmax(run, fmin(1.0, (mt - j) * p[order[j]]));
         adj[order[j]] = run;
     }
 }
@@ -9635,16 +9630,15 @@ static void print_progress(const Study *st, double t0) {
         }
         if (used < sizeof line - 100)
             used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%",
-                                     count[CMP_RUNNING] > 1 ? ", " : "", run_name(r, st->m, name, sizeof name),
+                                     count[CMP_RUNNING] > 1 ? ", " : " (", run_name(r, st->m, name, sizeof name),
                                      100.0 * frac);
     }
     double per_run = dur_n ? dur_sum / dur_n : (pace_n ? pace_sum / pace_n : -1.0);
     if (per_run > 0) snprintf(eta, sizeof eta, "about %.1f min left", left * per_run / st->jobs / 60.0);
     else snprintf(eta, sizeof eta, "time left: known after the first steps");
     if (count[CMP_FAILED]) snprintf(fails, sizeof fails, ", %d failed", count[CMP_FAILED]);
-    int running = count[CMP_RUNNING];
-    printf("progress: %d/%d runs done, %d running%s%s%s, %d waiting%s; %.1f min so far, %s\n", count[CMP_DONE], n,
-           running, running ? " (" : "", line, running ? ")" : "", count[CMP_PENDING], fails,
+    printf("progress: %d/%d runs done, %d running%s%s, %d waiting%s; %.1f min so far, %s\n", count[CMP_DONE], n,
+           count[CMP_RUNNING], line, count[CMP_RUNNING] ? ")" : "", count[CMP_PENDING], fails,
            (wall_seconds() - t0) / 60.0, eta);
     fflush(stdout);
 }
