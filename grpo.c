@@ -9287,12 +9287,11 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
         for (int k = 0; OBJECTIVE_NAMES[k]; k++)
             if (!strcmp(copy, OBJECTIVE_NAMES[k])) x->objective = k;
         if (x->objective < 0 && !colon)   // a bare name: a misspelt objective would run the default under it
-            CMP_FAIL("method '%.100s' is not an objective (grpo, lambda-grpo, mc-prm, ppo); a label runs with "
-                     "the options it is given: %.100s:--objective=NAME[:--option=value...]", x->label, x->label);
+            CMP_FAIL("method '%.100s' is not an objective (grpo, lambda-grpo, mc-prm, ppo); a label runs "
+                     "with the options it is given: %.100s:--objective=NAME[:--option=value...]", x->label,
+                     x->label);
         strcpy(x->dir, copy);   // the directory: each ":--" written "+" (lambda-grpo+temperature=0.7)
-        char *next = NULL;
-        for (char *rest = colon ? colon + 1 : NULL; rest; rest = next ? next + 1 : NULL) {
-            if ((next = strchr(rest, ':')) != NULL) *next = 0;
+        for (char *left = colon ? colon + 1 : NULL, *rest; (rest = strsep(&left, ":")) != NULL;) {
             char *eq = strchr(rest, '='), why[160];
             if (strncmp(rest, "--", 2) != 0 || !eq || eq == rest + 2 || !eq[1])
                 CMP_FAIL("method '%.200s': '%s' is not --option=value", x->label, rest);
@@ -9473,10 +9472,9 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     static const char *keys[9] = {"test_acc", "test_n", "budget_done", "steps", "gen_tokens_traj",
                                   "gen_tokens_aux", "flops", "sft_test_acc", "seconds"};
     double val[9];
-    int have[9] = {0}, ln = 0;
-    for (char *line = text, *nl; *line && !why[0]; line = nl + 1) {
+    int have[9] = {0}, ln = 1;
+    for (char *line = text, *nl; *line && !why[0]; line = nl + 1, ln++) {
         char *sp = strchr(line, ' '), *end;
-        ln++;
         if (!(nl = strchr(line, '\n'))) { WHY("line %d: cut off (no line end)", ln); break; }
         int k = -1;
         for (int i = 0; i < 9; i++)
@@ -9522,8 +9520,7 @@ static pid_t spawn(const Study *st, char **argv, const char *dir) {
     char log_path[1400];
     make_dir(dir);
     snprintf(log_path, sizeof log_path, "%s/run.log", dir);
-    fflush(stdout);
-    fflush(stderr);
+    fflush(NULL);
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0)
@@ -9630,15 +9627,15 @@ static void print_progress(const Study *st, double t0) {
         }
         if (used < sizeof line - 100)
             used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%",
-                                     count[CMP_RUNNING] > 1 ? ", " : " (", run_name(r, st->m, name, sizeof name),
+                                     used ? ", " : " (", run_name(r, st->m, name, sizeof name),
                                      100.0 * frac);
     }
     double per_run = dur_n ? dur_sum / dur_n : (pace_n ? pace_sum / pace_n : -1.0);
     if (per_run > 0) snprintf(eta, sizeof eta, "about %.1f min left", left * per_run / st->jobs / 60.0);
     else snprintf(eta, sizeof eta, "time left: known after the first steps");
     if (count[CMP_FAILED]) snprintf(fails, sizeof fails, ", %d failed", count[CMP_FAILED]);
-    printf("progress: %d/%d runs done, %d running%s%s, %d waiting%s; %.1f min so far, %s\n", count[CMP_DONE], n,
-           count[CMP_RUNNING], line, count[CMP_RUNNING] ? ")" : "", count[CMP_PENDING], fails,
+    printf("progress: %d/%d runs done, %d running%s%s, %d waiting%s; %.1f min so far, %s\n", count[CMP_DONE],
+           n, count[CMP_RUNNING], line, count[CMP_RUNNING] ? ")" : "", count[CMP_PENDING], fails,
            (wall_seconds() - t0) / 60.0, eta);
     fflush(stdout);
 }
@@ -9899,19 +9896,19 @@ static void print_hypotheses(const Study *R, int has_test) {
     int nh = 0, hm[64];
     PairedDiff hp[64];
     double pv[64] = {0}, adj[64], a[1024], b[1024], xs[CMP_MAX_POINTS + 1];
-    double *v[2] = {view_values(R, AX_TOKENS, xs), view_values(R, AX_SECONDS, xs)};   // H2, H3: at the last point
+    double *v[3] = {NULL, view_values(R, AX_TOKENS, xs), view_values(R, AX_SECONDS, xs)};   // H2's, H3's
     for (int mi = 0; mi < R->nm; mi++) {   // (at most 3·(CMP_MAX_METHODS − 1) hypotheses)
         if (mi == R->ref) continue;
         test_column(R, mi, a);
         test_column(R, R->ref, b);
         hp[nh] = paired_diff(a, b, has_test ? R->S : 0);   // no test set: no seeds, no test
         for (int k = 1; k < 3; k++)
-            hp[nh + k] = paired_diff(v[k - 1] + col_at(R, R->K, mi), v[k - 1] + col_at(R, R->K, R->ref), R->S);
+            hp[nh + k] = paired_diff(v[k] + col_at(R, R->K, mi), v[k] + col_at(R, R->K, R->ref), R->S);
         for (int k = 0; k < 3; k++) hm[nh + k] = mi, pv[nh + k] = hp[nh + k].p;
         nh += 3;
     }
-    free(v[0]);
     free(v[1]);
+    free(v[2]);
     holm(pv, adj, nh);
     fprintf(R->out, "\nhypotheses (as pre-registered; two-sided paired t tests, p; Holm: the p adjusted over the %d\n"
                     "hypotheses, supported when below 0.05; detectable: the difference this study finds with 80%%\n"
