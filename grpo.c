@@ -9435,10 +9435,10 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     if (strncmp(text, header, strlen(header)) != 0)
         WHY("line 1: not the header '%.*s'", (int)strlen(header) - 1, header);
     double prev[7] = {0}, v[7];   // prev: the row before (after the loop: the last point, K)
-    for (char *line = text + strlen(header); !why[0] && *line; rows++) {
-        char *nl = strchr(line, '\n'), *p = line, *end;
+    for (char *line = text + strlen(header), *nl; !why[0] && *line; rows++, line = nl + 1) {
+        char *p = line, *end;
         int ln = rows + 2;
-        if (!nl) { WHY("line %d: cut off (no line end)", ln); break; }
+        if (!(nl = strchr(line, '\n'))) { WHY("line %d: cut off (no line end)", ln); break; }
         for (int f = 0; f < 7 && !why[0]; f++, p = end + 1) {
             v[f] = strtod(p, &end);
             if (is_blank(*p) || end == p || *end != (f < 6 ? ',' : '\n') || !isfinite(v[f]))
@@ -9461,7 +9461,6 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
         memcpy(prev, v, sizeof prev);
         for (int a = 0; a < 4; a++) r->x[a][rows] = v[2 + a];   // step, gen tokens, FLOPs, seconds
         r->val[rows] = v[6];
-        line = nl + 1;
     }
     free(text);
     if (!why[0] && rows != K + 1) WHY("the run ended before it spent its budget (--steps too low?)");
