@@ -9652,11 +9652,10 @@ static size_t col_at(const Study *R, int c, int i) {
    to the smallest final x, so that every run covers them. */
 static double *view_values(const Study *R, int axis, double *xs) {
     int n = R->nruns, K = R->K, own = axis == R->budget_axis;   // own: the budget's unit
-    double end = INFINITY, *v = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
-    for (int i = 0; i < n; i++) end = fmin(end, R->runs[i].x[axis][K]);
+    double end = own ? R->o->budget : INFINITY, *v = (double *)mallocCheck(sizeof(double) * n * (K + 1));
+    for (int i = 0; i < n && !own; i++) end = fmin(end, R->runs[i].x[axis][K]);   // others: the shortest run's end
     for (int j = 0; j <= K; j++) {
-        double scale = own ? R->o->budget : end;
-        xs[j] = j == K ? scale : scale * j / K;
+        xs[j] = j == K ? end : end * j / K;
         for (int i = 0; i < n; i++) {
             const CmpRun *r = &R->runs[i];
             v[col_at(R, j, i)] = own ? r->val[j] : interp_at(r->x[axis], r->val, K + 1, xs[j]);
@@ -9691,9 +9690,8 @@ static void format_ci(const MeanCI *c, int sign, int digits, char *buf, size_t n
 
 // a paired difference's cell: "+mean±half a/b" (b: the seeds favouring the reference)
 static void format_diff(const PairedDiff *p, int digits, char *buf, size_t n) {
-    char d[64];
-    format_ci(&p->d, 1, digits, d, sizeof d);
-    snprintf(buf, n, "%s %d/%d", d, p->favour_a, p->favour_b);
+    format_ci(&p->d, 1, digits, buf, n);
+    snprintf(buf + strlen(buf), n - strlen(buf), " %d/%d", p->favour_a, p->favour_b);
 }
 
 typedef struct {
