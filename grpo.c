@@ -9486,24 +9486,23 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
         have[k] = 1;
     }
     free(text);
-    if (!why[0]) {
-        if (!have[0] || !have[1] || !have[2]) WHY("no test_acc, test_n or budget_done line");
-        else if (val[2] != 1.0) WHY("budget_done %g: the run did not spend its budget", val[2]);
-        else if (!(val[1] >= 0 && val[1] == floor(val[1]) && val[1] < 2147483647.0))
-            WHY("test_n %g is not a whole number >= 0", val[1]);
-        else if (!(val[0] >= 0.0 && val[0] <= 1.0)) WHY("test_acc %g is not in [0, 1]", val[0]);
-        else if (val[1] > 0 && fabs(val[0] * val[1] - round(val[0] * val[1])) > 5.1e-7 * val[1] + 1e-9)
-            WHY("test_acc %g is not a count of test_n %g problems (correct / test_n)", val[0], val[1]);
-        else if (have[3] && val[3] != prev[2])
-            WHY("steps %g, but eval.csv's last point is at step %g", val[3], prev[2]);
-        else if (have[4] && have[5] && val[4] + val[5] != prev[3])
-            WHY("gen_tokens_traj + gen_tokens_aux %g, but eval.csv's last point has gen_tokens %g",
-                val[4] + val[5], prev[3]);
-        else if (have[6] && val[6] != prev[4])
-            WHY("flops %.0f, but eval.csv's last point has %.0f", val[6], prev[4]);
-        else if (have[8] && fabs(val[8] - prev[5]) > 1e-6 * fmax(1.0, prev[5]))
-            WHY("seconds %g, but eval.csv's last point has %g", val[8], prev[5]);
-    }
+    if (why[0]) CMP_FAIL("%.400s: %s", path, why);
+    if (!have[0] || !have[1] || !have[2]) WHY("no test_acc, test_n or budget_done line");
+    else if (val[2] != 1.0) WHY("budget_done %g: the run did not spend its budget", val[2]);
+    else if (!(val[1] >= 0 && val[1] == floor(val[1]) && val[1] < 2147483647.0))
+        WHY("test_n %g is not a whole number >= 0", val[1]);
+    else if (!(val[0] >= 0.0 && val[0] <= 1.0)) WHY("test_acc %g is not in [0, 1]", val[0]);
+    else if (val[1] > 0 && fabs(val[0] * val[1] - round(val[0] * val[1])) > 5.1e-7 * val[1] + 1e-9)
+        WHY("test_acc %g is not a count of test_n %g problems (correct / test_n)", val[0], val[1]);
+    else if (have[3] && val[3] != prev[2])
+        WHY("steps %g, but eval.csv's last point is at step %g", val[3], prev[2]);
+    else if (have[4] && have[5] && val[4] + val[5] != prev[3])
+        WHY("gen_tokens_traj + gen_tokens_aux %g, but eval.csv's last point has gen_tokens %g",
+            val[4] + val[5], prev[3]);
+    else if (have[6] && val[6] != prev[4])
+        WHY("flops %.0f, but eval.csv's last point has %.0f", val[6], prev[4]);
+    else if (have[8] && fabs(val[8] - prev[5]) > 1e-6 * fmax(1.0, prev[5]))
+        WHY("seconds %g, but eval.csv's last point has %g", val[8], prev[5]);
     if (why[0]) CMP_FAIL("%.400s: %s", path, why);
     r->test_n = (int)val[1];
     r->test_acc = r->test_n > 0 ? val[0] : -1.0;
@@ -9901,8 +9900,7 @@ static void print_hypotheses(const Study *R, int has_test) {
         hp[nh] = paired_diff(a, b, has_test ? R->S : 0);   // no test set: no seeds, no test
         for (int k = 1; k < 3; k++)
             hp[nh + k] = paired_diff(v[k] + col_at(R, R->K, mi), v[k] + col_at(R, R->K, R->ref), R->S);
-        for (int k = 0; k < 3; k++) hm[nh + k] = mi, pv[nh + k] = hp[nh + k].p;
-        nh += 3;
+        for (int k = 0; k < 3; k++, nh++) hm[nh] = mi, pv[nh] = hp[nh].p;
     }
     free(v[1]);
     free(v[2]);
