@@ -9224,26 +9224,20 @@ static const char *CMP_RESERVED_TRAIN[] = {"threads", "seed", "run-dir", "init",
                                            "budget-unit", "budget", "eval-points", NULL};
 static const char *CMP_RESERVED_SFT[] = {"threads", "run-dir", "resume", NULL};
 
-// 0 when --name is an option of the command `mask` that compare passes on; else a message in err
-static int check_pass_option(const char *name, unsigned mask, const char **reserved, char *err, size_t n) {
-    if (!strcmp(name, "save-every")) {
-        snprintf(err, n, "--save-every: compare reruns an interrupted run from its start, which "
-                 "its checkpoint would refuse (train asks for --resume); leave it out");
-        return -1;
-    }
-    for (int r = 0; reserved[r]; r++)
-        if (!strcmp(name, reserved[r])) {
-            snprintf(err, n, "--%s is set by compare for every run", name);
-            return -1;
-        }
-    const OptSpec *s = find_option(name);
-    if (s && (s->cmds & mask)) return 0;
-    snprintf(err, n, "--%s is not an option of '" PROG " %s'", name, mask == CMD_SFT ? "sft" : "train");
-    return -1;
-}
-
 // CMP_FAIL: the message into err (errn bytes), then −1 from the function (the parsers of this section)
 #define CMP_FAIL(...) do { snprintf(err, errn, __VA_ARGS__); return -1; } while (0)
+
+// 0 when --name is an option of the command `mask` that compare passes on; else −1, a message in err
+static int check_pass_option(const char *name, unsigned mask, const char **reserved, char *err, size_t errn) {
+    if (!strcmp(name, "save-every"))
+        CMP_FAIL("--save-every: compare reruns an interrupted run from its start, which its checkpoint would "
+                 "refuse (train asks for --resume); leave it out");
+    for (int r = 0; reserved[r]; r++)
+        if (!strcmp(name, reserved[r])) CMP_FAIL("--%s is set by compare for every run", name);
+    const OptSpec *s = find_option(name);
+    if (s && (s->cmds & mask)) return 0;
+    CMP_FAIL("--%s is not an option of '" PROG " %s'", name, mask == CMD_SFT ? "sft" : "train");
+}
 #define CMP_DIE(hint, ...) cmp_die(__LINE__, hint, __VA_ARGS__)
 
 // cmp_die: fail_at (exit 1) at the caller's line with a printf-style message
