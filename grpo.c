@@ -9265,10 +9265,9 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
         if (len >= sizeof x->label)
             CMP_FAIL("method '%.40s...' is longer than %zu characters", p, sizeof x->label - 1);
         memcpy(x->label, p, len);
-        for (size_t i = 0; i < len; i++)
-            if (!strchr("-_.:=+", p[i]) && !(p[i] >= '0' && p[i] <= '9') &&
-                !((p[i] | 32) >= 'a' && (p[i] | 32) <= 'z'))   // | 32: ASCII upper case to lower
-                CMP_FAIL("method '%.200s': character '%c' (use letters, digits and - _ . : = +)", x->label, p[i]);
+        size_t ok = strspn(x->label, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.:=+");
+        if (ok < len)
+            CMP_FAIL("method '%.200s': character '%c' (use letters, digits and - _ . : = +)", x->label, p[ok]);
         char copy[256];   // the name, then each ":--opt=value"
         memcpy(copy, x->label, sizeof copy);
         char *colon = strchr(copy, ':');
