@@ -9266,8 +9266,8 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
             CMP_FAIL("method '%.40s...' is longer than %zu characters", p, sizeof x->label - 1);
         memcpy(x->label, p, len);
         size_t ok = strspn(x->label, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.:=+");
-        if (ok < len)
-            CMP_FAIL("method '%.200s': character '%c' (use letters, digits and - _ . : = +)", x->label, p[ok]);
+        if (ok < len) CMP_FAIL("method '%.200s': character '%c' (use letters, digits and - _ . : = +)",
+                               x->label, p[ok]);
         char copy[256];   // the name, then each ":--opt=value"
         memcpy(copy, x->label, sizeof copy);
         char *colon = strchr(copy, ':');
@@ -9645,7 +9645,7 @@ static size_t col_at(const Study *R, int c, int i) {
 static double *view_values(const Study *R, int axis, double *xs) {
     int n = R->nruns, K = R->K, own = axis == R->budget_axis;   // own: the budget's unit
     double end = own ? R->o->budget : INFINITY, *v = (double *)mallocCheck(sizeof(double) * n * (K + 1));
-    for (int i = 0; i < n && !own; i++) end = fmin(end, R->runs[i].x[axis][K]);   // others: the shortest run's end
+    for (int i = 0; i < n && !own; i++) end = fmin(end, R->runs[i].x[axis][K]);
     for (int j = 0; j <= K; j++) {
         xs[j] = j == K ? end : end * j / K;
         for (int i = 0; i < n; i++) {
