@@ -9656,16 +9656,6 @@ static double *view_values(const Study *R, int axis, double *xs) {
     return v;
 }
 
-// format_amount: an amount x of the axis as a column head ("step 12", "1.5 s", "2.1M tok", ...)
-static void format_amount(int axis, double x, char *buf, size_t n) {
-    if (axis == AX_STEP) snprintf(buf, n, "step %.4g", x);
-    else if (axis == AX_SECONDS) snprintf(buf, n, "%.*f s", x < 100 ? 1 : 0, x);
-    else if (axis == AX_FLOPS) snprintf(buf, n, "%.3g FLOP", x);
-    else if (x >= 1e6) snprintf(buf, n, "%.3gM tok", x / 1e6);
-    else if (x >= 1e4) snprintf(buf, n, "%.0fk tok", x / 1e3);
-    else snprintf(buf, n, "%.0f tok", x);
-}
-
 // s padded with blanks to `width` columns (UTF-8: ± and Δ take one column, two bytes)
 static void print_padded(FILE *f, const char *s, int width, int right) {
     int cols = 0;
@@ -9690,6 +9680,18 @@ typedef struct {
     char head[300];
     int width, digits;  // of the column; of its values' decimals
 } TableCol;
+
+// amount_col: a view's column at an amount x of the axis (20 wide, 3 decimals): "step 12", "1.5 s", ...
+static TableCol amount_col(int axis, double x) {
+    TableCol c = {"", 20, 3};
+    if (axis == AX_STEP) snprintf(c.head, sizeof c.head, "step %.4g", x);
+    else if (axis == AX_SECONDS) snprintf(c.head, sizeof c.head, "%.*f s", x < 100 ? 1 : 0, x);
+    else if (axis == AX_FLOPS) snprintf(c.head, sizeof c.head, "%.3g FLOP", x);
+    else if (x >= 1e6) snprintf(c.head, sizeof c.head, "%.3gM tok", x / 1e6);
+    else if (x >= 1e4) snprintf(c.head, sizeof c.head, "%.0fk tok", x / 1e3);
+    else snprintf(c.head, sizeof c.head, "%.0f tok", x);
+    return c;
+}
 
 // method mi's test accuracy on each seed
 static void test_column(const Study *R, int mi, double *out) {
@@ -9739,11 +9741,7 @@ static void print_view(const Study *R, int axis, FILE *curves) {
     int K = R->K, S = R->S;
     double xs[CMP_MAX_POINTS + 1], *v = view_values(R, axis, xs);
     TableCol col[CMP_MAX_POINTS];
-    for (int j = 1; j <= K; j++) {
-        format_amount(axis, xs[j], col[j - 1].head, sizeof col[j - 1].head);
-        col[j - 1].width = 20;
-        col[j - 1].digits = 3;
-    }
+    for (int j = 1; j <= K; j++) col[j - 1] = amount_col(axis, xs[j]);
     fprintf(R->out, "\n%s: greedy validation accuracy, mean ± 95%% CI over %d seeds,\n", AXIS_VIEW[axis], S);
     if (axis == R->budget_axis) fprintf(R->out, "  at the evaluation points (fractions of the budget)\n");
     else fprintf(R->out, "  interpolated between evaluations, up to %s (the shortest run's end)\n",
