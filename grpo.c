@@ -9036,18 +9036,14 @@ static double lentz_guard(double v) { return fabs(v) < 1e-300 ? 1e-300 : v; }
 // beta_fraction: the continued fraction of I_x(a, b) (modified Lentz; Numerical Recipes §6.4)
 static double beta_fraction(double a, double b, double x) {
     double c = 1.0, d = 1.0 / lentz_guard(1.0 - (a + b) * x / (a + 1.0)), h = d;
-    for (int m = 1; m <= 100000; m++) {
-        double even = m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m));
-        double odd = -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0));
-        double step = 1.0;
-        for (int k = 0; k < 2; k++) {
-            double aa = k ? odd : even;
-            d = 1.0 / lentz_guard(1.0 + aa * d);
-            c = lentz_guard(1.0 + aa / c);
-            step = d * c;
-            h *= step;
-        }
-        if (fabs(step - 1.0) < 1e-15) break;
+    for (int j = 2; j <= 200001; j++) {   // the terms of m = j / 2: its even one, then its odd one
+        int m = j / 2;
+        double aa = j % 2 ? -(a + m) * (a + b + m) * x / ((a + 2.0 * m) * (a + 2.0 * m + 1.0))
+                          : m * (b - m) * x / ((a + 2.0 * m - 1.0) * (a + 2.0 * m));
+        d = 1.0 / lentz_guard(1.0 + aa * d);
+        c = lentz_guard(1.0 + aa / c);
+        h *= d * c;
+        if (j % 2 && fabs(d * c - 1.0) < 1e-15) break;
     }
     return h;
 }
@@ -9136,8 +9132,7 @@ static void holm(const double *p, double *adj, int m) {
     }
     double run = 0.0;
     for (int j = 0; j < mt; j++) {
-        double v = fmin(1.0, (mt - j) * p[order[j]]);
-        run = fmax(run, v);
+        run = fmax(run, fmin(1.0, (mt - j) * p[order[j]]));
         adj[order[j]] = run;
     }
 }
@@ -9180,26 +9175,20 @@ static const char *CMP_RESERVED_TRAIN[] = {"threads", "seed", "run-dir", "init",
                                            "budget-unit", "budget", "eval-points", NULL};
 static const char *CMP_RESERVED_SFT[] = {"threads", "run-dir", "resume", NULL};
 
-// 0 when --name is an option of the command `mask` that compare passes on; else a message in err
-static int check_pass_option(const char *name, unsigned mask, const char **reserved, char *err, size_t n) {
-    if (!strcmp(name, "save-every")) {
-        snprintf(err, n, "--save-every: compare reruns an interrupted run from its start, which "
-                 "its checkpoint would refuse (train asks for --resume); leave it out");
-        return -1;
-    }
-    for (int r = 0; reserved[r]; r++)
-        if (!strcmp(name, reserved[r])) {
-            snprintf(err, n, "--%s is set by compare for every run", name);
-            return -1;
-        }
-    const OptSpec *s = find_option(name);
-    if (s && (s->cmds & mask)) return 0;
-    snprintf(err, n, "--%s is not an option of '" PROG " %s'", name, mask == CMD_SFT ? "sft" : "train");
-    return -1;
-}
-
 // CMP_FAIL: the message into err (errn bytes), then −1 from the function (the parsers of this section)
 #define CMP_FAIL(...) do { snprintf(err, errn, __VA_ARGS__); return -1; } while (0)
+
+// 0 when --name is an option of the command `mask` that compare passes on; else −1, a message in err
+static int check_pass_option(const char *name, unsigned mask, const char **reserved, char *err, size_t errn) {
+    if (!strcmp(name, "save-every"))
+        CMP_FAIL("--save-every: compare reruns an interrupted run from its start, which its checkpoint would "
+                 "refuse (train asks for --resume); leave it out");
+    for (int r = 0; reserved[r]; r++)
+        if (!strcmp(name, reserved[r])) CMP_FAIL("--%s is set by compare for every run", name);
+    const OptSpec *s = find_option(name);
+    if (s && (s->cmds & mask)) return 0;
+    CMP_FAIL("--%s is not an option of '" PROG " %s'", name, mask == CMD_SFT ? "sft" : "train");
+}
 #define CMP_DIE(hint, ...) cmp_die(__LINE__, hint, __VA_ARGS__)
 
 // cmp_die: fail_at (exit 1) at the caller's line with a printf-style message
@@ -9227,10 +9216,9 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
         if (len >= sizeof x->label)
             CMP_FAIL("method '%.40s...' is longer than %zu characters", p, sizeof x->label - 1);
         memcpy(x->label, p, len);
-        for (size_t i = 0; i < len; i++)
-            if (!strchr("-_.:=+", p[i]) && !(p[i] >= '0' && p[i] <= '9') &&
-                !((p[i] | 32) >= 'a' && (p[i] | 32) <= 'z'))   // | 32: ASCII upper case to lower
-                CMP_FAIL("method '%.200s': character '%c' (use letters, digits and - _ . : = +)", x->label, p[i]);
+        size_t ok = strspn(x->label, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_.:=+");
+        if (ok < len) CMP_FAIL("method '%.200s': character '%c' (use letters, digits and - _ . : = +)",
+                               x->label, p[ok]);
         char copy[256];   // the name, then each ":--opt=value"
         memcpy(copy, x->label, sizeof copy);
         char *colon = strchr(copy, ':');
@@ -9242,18 +9230,12 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
         x->objective = -1;
         for (int k = 0; OBJECTIVE_NAMES[k]; k++)
             if (!strcmp(copy, OBJECTIVE_NAMES[k])) x->objective = k;
-        if (x->objective < 0 && !colon) {   // a bare name: a misspelt objective would run the default under it
-            char names[160] = "";
-            for (int k = 0; OBJECTIVE_NAMES[k]; k++)
-                snprintf(names + strlen(names), sizeof names - strlen(names), "%s%s", k ? ", " : "",
-                         OBJECTIVE_NAMES[k]);
-            CMP_FAIL("method '%.100s' is not an objective (%s); a label runs with the options it is "
-                     "given: %.100s:--objective=NAME[:--option=value...]", x->label, names, x->label);
-        }
+        if (x->objective < 0 && !colon)   // a bare name: a misspelt objective would run the default under it
+            CMP_FAIL("method '%.100s' is not an objective (grpo, lambda-grpo, mc-prm, ppo); a label runs "
+                     "with the options it is given: %.100s:--objective=NAME[:--option=value...]", x->label,
+                     x->label);
         strcpy(x->dir, copy);   // the directory: each ":--" written "+" (lambda-grpo+temperature=0.7)
-        char *next = NULL;
-        for (char *rest = colon ? colon + 1 : NULL; rest; rest = next ? next + 1 : NULL) {
-            if ((next = strchr(rest, ':')) != NULL) *next = 0;
+        for (char *left = colon ? colon + 1 : NULL, *rest; (rest = strsep(&left, ":")) != NULL;) {
             char *eq = strchr(rest, '='), why[160];
             if (strncmp(rest, "--", 2) != 0 || !eq || eq == rest + 2 || !eq[1])
                 CMP_FAIL("method '%.200s': '%s' is not --option=value", x->label, rest);
@@ -9396,11 +9378,11 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     int rows = 0;
     if (strncmp(text, header, strlen(header)) != 0)
         WHY("line 1: not the header '%.*s'", (int)strlen(header) - 1, header);
-    double prev[7] = {0}, v[7];
-    for (char *line = text + strlen(header); !why[0] && *line; rows++) {
-        char *nl = strchr(line, '\n'), *p = line, *end;
+    double prev[7] = {0}, v[7];   // prev: the row before (after the loop: the last point, K)
+    for (char *line = text + strlen(header), *nl; !why[0] && *line; rows++, line = nl + 1) {
+        char *p = line, *end;
         int ln = rows + 2;
-        if (!nl) { WHY("line %d: cut off (no line end)", ln); break; }
+        if (!(nl = strchr(line, '\n'))) { WHY("line %d: cut off (no line end)", ln); break; }
         for (int f = 0; f < 7 && !why[0]; f++, p = end + 1) {
             v[f] = strtod(p, &end);
             if (is_blank(*p) || end == p || *end != (f < 6 ? ',' : '\n') || !isfinite(v[f]))
@@ -9423,7 +9405,6 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
         memcpy(prev, v, sizeof prev);
         for (int a = 0; a < 4; a++) r->x[a][rows] = v[2 + a];   // step, gen tokens, FLOPs, seconds
         r->val[rows] = v[6];
-        line = nl + 1;
     }
     free(text);
     if (!why[0] && rows != K + 1) WHY("the run ended before it spent its budget (--steps too low?)");
@@ -9434,10 +9415,9 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
     static const char *keys[9] = {"test_acc", "test_n", "budget_done", "steps", "gen_tokens_traj",
                                   "gen_tokens_aux", "flops", "sft_test_acc", "seconds"};
     double val[9];
-    int have[9] = {0}, ln = 0;
-    for (char *line = text, *nl; *line && !why[0]; line = nl + 1) {
+    int have[9] = {0}, ln = 1;
+    for (char *line = text, *nl; *line && !why[0]; line = nl + 1, ln++) {
         char *sp = strchr(line, ' '), *end;
-        ln++;
         if (!(nl = strchr(line, '\n'))) { WHY("line %d: cut off (no line end)", ln); break; }
         int k = -1;
         for (int i = 0; i < 9; i++)
@@ -9450,25 +9430,23 @@ static int load_run(CmpRun *r, int K, char *err, size_t errn) {
         have[k] = 1;
     }
     free(text);
-    double last[4] = {r->x[AX_STEP][K], r->x[AX_TOKENS][K], r->x[AX_FLOPS][K], r->x[AX_SECONDS][K]};
-    if (!why[0]) {
-        if (!have[0] || !have[1] || !have[2]) WHY("no test_acc, test_n or budget_done line");
-        else if (val[2] != 1.0) WHY("budget_done %g: the run did not spend its budget", val[2]);
-        else if (!(val[1] >= 0 && val[1] == floor(val[1]) && val[1] < 2147483647.0))
-            WHY("test_n %g is not a whole number >= 0", val[1]);
-        else if (!(val[0] >= 0.0 && val[0] <= 1.0)) WHY("test_acc %g is not in [0, 1]", val[0]);
-        else if (val[1] > 0 && fabs(val[0] * val[1] - round(val[0] * val[1])) > 5.1e-7 * val[1] + 1e-9)
-            WHY("test_acc %g is not a count of test_n %g problems (correct / test_n)", val[0], val[1]);
-        else if (have[3] && val[3] != last[0])
-            WHY("steps %g, but eval.csv's last point is at step %g", val[3], last[0]);
-        else if (have[4] && have[5] && val[4] + val[5] != last[1])
-            WHY("gen_tokens_traj + gen_tokens_aux %g, but eval.csv's last point has gen_tokens %g",
-                val[4] + val[5], last[1]);
-        else if (have[6] && val[6] != last[2])
-            WHY("flops %.0f, but eval.csv's last point has %.0f", val[6], last[2]);
-        else if (have[8] && fabs(val[8] - last[3]) > 1e-6 * fmax(1.0, last[3]))
-            WHY("seconds %g, but eval.csv's last point has %g", val[8], last[3]);
-    }
+    if (why[0]) CMP_FAIL("%.400s: %s", path, why);
+    if (!have[0] || !have[1] || !have[2]) WHY("no test_acc, test_n or budget_done line");
+    else if (val[2] != 1.0) WHY("budget_done %g: the run did not spend its budget", val[2]);
+    else if (!(val[1] >= 0 && val[1] == floor(val[1]) && val[1] < 2147483647.0))
+        WHY("test_n %g is not a whole number >= 0", val[1]);
+    else if (!(val[0] >= 0.0 && val[0] <= 1.0)) WHY("test_acc %g is not in [0, 1]", val[0]);
+    else if (val[1] > 0 && fabs(val[0] * val[1] - round(val[0] * val[1])) > 5.1e-7 * val[1] + 1e-9)
+        WHY("test_acc %g is not a count of test_n %g problems (correct / test_n)", val[0], val[1]);
+    else if (have[3] && val[3] != prev[2])
+        WHY("steps %g, but eval.csv's last point is at step %g", val[3], prev[2]);
+    else if (have[4] && have[5] && val[4] + val[5] != prev[3])
+        WHY("gen_tokens_traj + gen_tokens_aux %g, but eval.csv's last point has gen_tokens %g",
+            val[4] + val[5], prev[3]);
+    else if (have[6] && val[6] != prev[4])
+        WHY("flops %.0f, but eval.csv's last point has %.0f", val[6], prev[4]);
+    else if (have[8] && fabs(val[8] - prev[5]) > 1e-6 * fmax(1.0, prev[5]))
+        WHY("seconds %g, but eval.csv's last point has %g", val[8], prev[5]);
     if (why[0]) CMP_FAIL("%.400s: %s", path, why);
     r->test_n = (int)val[1];
     r->test_acc = r->test_n > 0 ? val[0] : -1.0;
@@ -9484,8 +9462,7 @@ static pid_t spawn(const Study *st, char **argv, const char *dir) {
     char log_path[1400];
     make_dir(dir);
     snprintf(log_path, sizeof log_path, "%s/run.log", dir);
-    fflush(stdout);
-    fflush(stderr);
+    fflush(NULL);
     pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0)
@@ -9592,16 +9569,15 @@ static void print_progress(const Study *st, double t0) {
         }
         if (used < sizeof line - 100)
             used += (size_t)snprintf(line + used, sizeof line - used, "%s%s %.0f%%",
-                                     count[CMP_RUNNING] > 1 ? ", " : "", run_name(r, st->m, name, sizeof name),
+                                     used ? ", " : " (", run_name(r, st->m, name, sizeof name),
                                      100.0 * frac);
     }
     double per_run = dur_n ? dur_sum / dur_n : (pace_n ? pace_sum / pace_n : -1.0);
     if (per_run > 0) snprintf(eta, sizeof eta, "about %.1f min left", left * per_run / st->jobs / 60.0);
     else snprintf(eta, sizeof eta, "time left: known after the first steps");
     if (count[CMP_FAILED]) snprintf(fails, sizeof fails, ", %d failed", count[CMP_FAILED]);
-    int running = count[CMP_RUNNING];
-    printf("progress: %d/%d runs done, %d running%s%s%s, %d waiting%s; %.1f min so far, %s\n", count[CMP_DONE], n,
-           running, running ? " (" : "", line, running ? ")" : "", count[CMP_PENDING], fails,
+    printf("progress: %d/%d runs done, %d running%s%s, %d waiting%s; %.1f min so far, %s\n", count[CMP_DONE],
+           n, count[CMP_RUNNING], line, count[CMP_RUNNING] ? ")" : "", count[CMP_PENDING], fails,
            (wall_seconds() - t0) / 60.0, eta);
     fflush(stdout);
 }
@@ -9619,27 +9595,16 @@ static size_t col_at(const Study *R, int c, int i) {
    to the smallest final x, so that every run covers them. */
 static double *view_values(const Study *R, int axis, double *xs) {
     int n = R->nruns, K = R->K, own = axis == R->budget_axis;   // own: the budget's unit
-    double end = INFINITY, *v = (double *)mallocCheck((size_t)n * (K + 1) * sizeof(double));
-    for (int i = 0; i < n; i++) end = fmin(end, R->runs[i].x[axis][K]);
+    double end = own ? R->o->budget : INFINITY, *v = (double *)mallocCheck(sizeof(double) * n * (K + 1));
+    for (int i = 0; i < n && !own; i++) end = fmin(end, R->runs[i].x[axis][K]);
     for (int j = 0; j <= K; j++) {
-        double scale = own ? R->o->budget : end;
-        xs[j] = j == K ? scale : scale * j / K;
+        xs[j] = j == K ? end : end * j / K;
         for (int i = 0; i < n; i++) {
             const CmpRun *r = &R->runs[i];
             v[col_at(R, j, i)] = own ? r->val[j] : interp_at(r->x[axis], r->val, K + 1, xs[j]);
         }
     }
     return v;
-}
-
-// format_amount: an amount x of the axis as a column head ("step 12", "1.5 s", "2.1M tok", ...)
-static void format_amount(int axis, double x, char *buf, size_t n) {
-    if (axis == AX_STEP) snprintf(buf, n, "step %.4g", x);
-    else if (axis == AX_SECONDS) snprintf(buf, n, "%.*f s", x < 100 ? 1 : 0, x);
-    else if (axis == AX_FLOPS) snprintf(buf, n, "%.3g FLOP", x);
-    else if (x >= 1e6) snprintf(buf, n, "%.3gM tok", x / 1e6);
-    else if (x >= 1e4) snprintf(buf, n, "%.0fk tok", x / 1e3);
-    else snprintf(buf, n, "%.0f tok", x);
 }
 
 // s padded with blanks to `width` columns (UTF-8: ± and Δ take one column, two bytes)
@@ -9658,15 +9623,26 @@ static void format_ci(const MeanCI *c, int sign, int digits, char *buf, size_t n
 
 // a paired difference's cell: "+mean±half a/b" (b: the seeds favouring the reference)
 static void format_diff(const PairedDiff *p, int digits, char *buf, size_t n) {
-    char d[64];
-    format_ci(&p->d, 1, digits, d, sizeof d);
-    snprintf(buf, n, "%s %d/%d", d, p->favour_a, p->favour_b);
+    format_ci(&p->d, 1, digits, buf, n);
+    snprintf(buf + strlen(buf), n - strlen(buf), " %d/%d", p->favour_a, p->favour_b);
 }
 
 typedef struct {
     char head[300];
     int width, digits;  // of the column; of its values' decimals
 } TableCol;
+
+// amount_col: a view's column at an amount x of the axis (20 wide, 3 decimals): "step 12", "1.5 s", ...
+static TableCol amount_col(int axis, double x) {
+    TableCol c = {"", 20, 3};
+    if (axis == AX_STEP) snprintf(c.head, sizeof c.head, "step %.4g", x);
+    else if (axis == AX_SECONDS) snprintf(c.head, sizeof c.head, "%.*f s", x < 100 ? 1 : 0, x);
+    else if (axis == AX_FLOPS) snprintf(c.head, sizeof c.head, "%.3g FLOP", x);
+    else if (x >= 1e6) snprintf(c.head, sizeof c.head, "%.3gM tok", x / 1e6);
+    else if (x >= 1e4) snprintf(c.head, sizeof c.head, "%.0fk tok", x / 1e3);
+    else snprintf(c.head, sizeof c.head, "%.0f tok", x);
+    return c;
+}
 
 // method mi's test accuracy on each seed
 static void test_column(const Study *R, int mi, double *out) {
@@ -9716,11 +9692,7 @@ static void print_view(const Study *R, int axis, FILE *curves) {
     int K = R->K, S = R->S;
     double xs[CMP_MAX_POINTS + 1], *v = view_values(R, axis, xs);
     TableCol col[CMP_MAX_POINTS];
-    for (int j = 1; j <= K; j++) {
-        format_amount(axis, xs[j], col[j - 1].head, sizeof col[j - 1].head);
-        col[j - 1].width = 20;
-        col[j - 1].digits = 3;
-    }
+    for (int j = 1; j <= K; j++) col[j - 1] = amount_col(axis, xs[j]);
     fprintf(R->out, "\n%s: greedy validation accuracy, mean ± 95%% CI over %d seeds,\n", AXIS_VIEW[axis], S);
     if (axis == R->budget_axis) fprintf(R->out, "  at the evaluation points (fractions of the budget)\n");
     else fprintf(R->out, "  interpolated between evaluations, up to %s (the shortest run's end)\n",
@@ -9734,14 +9706,6 @@ static void print_view(const Study *R, int axis, FILE *curves) {
                     c.n, c.mean, c.mean - half, c.mean + half);
         }
     free(v);
-}
-
-// last_point_diff: method mi against the reference at the view's last point (hypotheses H2, H3)
-static PairedDiff last_point_diff(const Study *R, int axis, int mi) {
-    double xs[CMP_MAX_POINTS + 1], *v = view_values(R, axis, xs);
-    PairedDiff p = paired_diff(v + col_at(R, R->K, mi), v + col_at(R, R->K, R->ref), R->S);
-    free(v);
-    return p;
 }
 
 // print_per_seed: every run's val accuracy at points 0..K and test accuracy: each interval can be recomputed
@@ -9869,17 +9833,19 @@ static void print_peak_table(const Study *R) {
 static void print_hypotheses(const Study *R, int has_test) {
     int nh = 0, hm[64];
     PairedDiff hp[64];
-    double pv[64] = {0}, adj[64], a[1024], b[1024];
+    double pv[64] = {0}, adj[64], a[1024], b[1024], xs[CMP_MAX_POINTS + 1];
+    double *v[3] = {NULL, view_values(R, AX_TOKENS, xs), view_values(R, AX_SECONDS, xs)};   // H2's, H3's
     for (int mi = 0; mi < R->nm; mi++) {   // (at most 3·(CMP_MAX_METHODS − 1) hypotheses)
         if (mi == R->ref) continue;
         test_column(R, mi, a);
         test_column(R, R->ref, b);
         hp[nh] = paired_diff(a, b, has_test ? R->S : 0);   // no test set: no seeds, no test
-        hp[nh + 1] = last_point_diff(R, AX_TOKENS, mi);
-        hp[nh + 2] = last_point_diff(R, AX_SECONDS, mi);
-        for (int k = 0; k < 3; k++) hm[nh + k] = mi, pv[nh + k] = hp[nh + k].p;
-        nh += 3;
+        for (int k = 1; k < 3; k++)
+            hp[nh + k] = paired_diff(v[k] + col_at(R, R->K, mi), v[k] + col_at(R, R->K, R->ref), R->S);
+        for (int k = 0; k < 3; k++, nh++) hm[nh] = mi, pv[nh] = hp[nh].p;
     }
+    free(v[1]);
+    free(v[2]);
     holm(pv, adj, nh);
     fprintf(R->out, "\nhypotheses (as pre-registered; two-sided paired t tests, p; Holm: the p adjusted over the %d\n"
                     "hypotheses, supported when below 0.05; detectable: the difference this study finds with 80%%\n"
@@ -9910,8 +9876,7 @@ static void print_onebatch_view(const Study *R);   // --one-batch's view (its se
 
 // print_report: the tables of a finished study, into R->out; the views' rows into curves
 static void print_report(const Study *R, FILE *curves) {
-    int has_test = 1;
-    for (int i = 0; i < R->nm * R->S; i++) has_test &= R->runs[i].test_acc >= 0;
+    int has_test = R->runs[0].test_acc >= 0;   // as every run's (one test set for all: compare checks test_n)
     fprintf(R->out, "\n== results: %d methods x %d seeds; the ± are half-widths of 95%% t intervals over seeds;\n"
                     "   'Δ vs %s' is the paired difference on the same seeds, then the seeds favouring each\n"
                     "   (the method / %s; a tied seed favours neither)\n", R->nm, R->S, R->m[R->ref].label,
