@@ -3463,11 +3463,9 @@ static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, con
     }
     probe_point_grads(policy, own_grads);
     long counted = 0, shared = 0;
-    for (int i = 0; i < b.N; i++)
-        for (int t = 0; t < b.clen[i]; t++) {
-            counted += b.seq_coef[i] != 0.0f;
-            shared += b.seq_coef[i] != 0.0f && b.lambda_size[(size_t)i * b.max_new + t] > 1;
-        }
+    for (int i = 0; i < b.N; i++)   // the tokens of the completions the loss counts
+        for (int t = 0; t < b.clen[i] && b.seq_coef[i] != 0.0f; t++, counted++)
+            shared += b.lambda_size[(size_t)i * b.max_new + t] > 1;
     double dot = 0.0, nn[2] = {0.0, 0.0};
     for (size_t k = 0; k < policy->num_parameters; k++) {
         double a = p->grad[0][k], c = p->grad[1][k];
