@@ -3326,14 +3326,13 @@ static void ppo_advantages(Critic *c, GroupBatch *g, const GRPOConfig *cfg, Crit
 }
 
 /* critic_loss_backward: the step's value loss (token-mean, verl's default; --mask-truncated's completions
-   count nothing), its gradient into the critic's (zeroed here). *clipped: tokens on the clipped branch. */
-static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *cfg, long *clipped) {
+   count nothing), its gradient into the critic's (zeroed here). *clip_frac: the clipped branch's share. */
+static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *cfg, double *clip_frac) {
     int N = g->N, stride = g->max_new, micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
-    long tokens = 0;
+    long tokens = 0, clipped = 0;
     for (int i = 0; i < N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
     float coef = tokens > 0 ? (float)(1.0 / tokens) : 0.0f;
     double loss = 0.0;
-    *clipped = 0;
     gpt_zero_grad(&c->trunk);
     memset(c->head_grad, 0, (size_t)(c->C + 1) * sizeof(float));
     for (int first = 0; first < N; first += micro) {
@@ -3344,7 +3343,7 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
             float w = cfg->mask_truncated && g->truncated[i] ? 0.0f : coef;
             loss += value_loss(g->clen[i], c->dvalue + row, c->value_old + row, c->returns + row, w,
                                c->cfg.clip_value, c->dvalue + row, c->clipped + row);
-            for (int t = 0; t < g->clen[i]; t++) *clipped += c->clipped[row + t] && w > 0.0f;
+            for (int t = 0; t < g->clen[i]; t++) clipped += c->clipped[row + t] && w > 0.0f;
             for (int t = 0; t < T; t++)   // ∂loss/∂V back to the positions it was read at; others 0
                 c->pos[b * T + t] = g->targets[b * T + t] >= 0 ? c->dvalue[row + t + 1 - g->plen[i]] : 0.0f;
         }
@@ -3353,6 +3352,7 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
                             c->head, B * T, c->C);
         gpt_backward_trunk(&c->trunk, g->inputs);
     }
+    *clip_frac = tokens ? (double)clipped / tokens : 0.0;
     return loss;
 }
 
@@ -3360,11 +3360,9 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
    --critic-lr (μ = 1: the value clip never binds), stopping at a non-finite loss or norm; stats: iter 0's. */
 static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
     const AdamWConfig *o = &c->cfg.opt;
-    long tokens = 0;
-    for (int i = 0; i < g->N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
     for (int iter = 0; iter < cfg->num_iterations; iter++) {
-        long clipped = 0;
-        double loss = critic_loss_backward(c, g, cfg, &clipped);
+        double clip_frac;
+        double loss = critic_loss_backward(c, g, cfg, &clip_frac);
         double ss = grad_sum_squares(c->trunk.grads_memory, c->trunk.num_parameters);
         for (int i = 0; i <= c->C; i++) ss += (double)c->head_grad[i] * c->head_grad[i];
         float norm = isfinite(loss) ? (float)sqrt(ss) : (float)loss;
@@ -3394,7 +3392,7 @@ static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cf
         }
         if (iter == 0) {
             stats->value_loss = loss;
-            stats->value_clip_frac = tokens ? (double)clipped / tokens : 0.0;
+            stats->value_clip_frac = clip_frac;
             stats->grad_norm = norm;
         }
     }
