@@ -2977,8 +2977,7 @@ struct MCPRM {
     // (N, max_new): step j of completion i starts at token step_start[i·max_new + j], from state state_of[..]
     int *num_steps, *step_start, *state_of;
     int *seq;                    // (N, maxT) <bos> prompt completion of each completion (states point in)
-    const int **cand_seq;        // scratch, (N·max_new): one candidate state per step; its leader
-    int *cand_len, *cand_state;  // (shared_prompts), replaced by its state in mc_build_states
+    int *cand_state;             // (N·max_new) scratch: each step's leader (shared_prompts), then its state
     // one sampler call's continuations, (rows) each; cont and cont_logp (rows, max_new)
     KVCache kv;
     int rows;
@@ -3001,14 +3000,13 @@ static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k
                   .reward = reward, .task = task, .allowed = allowed, .rows = states_per_call * k};
     size_t R = mc->rows;
     int **ints[] = {&mc->state_len, &mc->state_prefix, &mc->state_group, &mc->step_start, &mc->state_of,
-                    &mc->cand_len, &mc->cand_state, &mc->row_len, &mc->row_budget, &mc->cont_len,
-                    &mc->num_steps, &mc->scratch, &mc->seq, &mc->cont};
-    size_t counts[] = {cap, cap, cap, cap, cap, cap, cap, R, R, R, (size_t)N, (size_t)max_new,
+                    &mc->cand_state, &mc->row_len, &mc->row_budget, &mc->cont_len, &mc->num_steps,
+                    &mc->scratch, &mc->seq, &mc->cont};
+    size_t counts[] = {cap, cap, cap, cap, cap, cap, R, R, R, (size_t)N, (size_t)max_new,
                        (size_t)N * mc->maxT, R * max_new};
     for (size_t a = 0; a < sizeof counts / sizeof counts[0]; a++)
         *ints[a] = (int *)callocCheck(counts[a], sizeof(int));
     mc->state_seq = (const int **)callocCheck(cap, sizeof(int *));
-    mc->cand_seq = (const int **)callocCheck(cap, sizeof(int *));
     mc->row_seq = (const int **)callocCheck(R, sizeof(int *));
     mc->state_stream = (uint64_t *)callocCheck(cap, sizeof(uint64_t));
     mc->value = (float *)callocCheck(cap, sizeof(float));
@@ -3021,9 +3019,9 @@ static void build_mcprm(MCPRM *mc, const GPTConfig *c, int N, int max_new, int k
 
 static void free_mcprm(MCPRM *mc) {
     void *arrays[] = {(void *)mc->state_seq, mc->state_len, mc->state_prefix, mc->state_group, mc->value,
-                      mc->state_stream, mc->state_tokens, mc->num_steps, mc->step_start, mc->state_of, mc->seq,
-                      (void *)mc->cand_seq, mc->cand_len, mc->cand_state, (void *)mc->row_seq, mc->row_len,
-                      mc->row_budget, mc->cont, mc->cont_len, mc->cont_logp, mc->rngs, mc->scratch, mc->adv};
+                      mc->state_stream, mc->state_tokens, mc->num_steps, mc->step_start, mc->state_of,
+                      mc->seq, mc->cand_state, (void *)mc->row_seq, mc->row_len, mc->row_budget, mc->cont,
+                      mc->cont_len, mc->cont_logp, mc->rngs, mc->scratch, mc->adv};
     for (size_t a = 0; a < sizeof arrays / sizeof arrays[0]; a++) free(arrays[a]);
     free_kvcache(&mc->kv);
 }
@@ -3044,7 +3042,8 @@ static int mc_segment(const int *comp, int len, int mode, int *start) {
 }
 
 /* mc_build_states: the distinct states (shared_prompts) of batch g's steps, <bos> prompt and the step's
-   first tokens, as states 0..D−1 in order of first appearance; state_of maps each step to its state. */
+   first tokens, as states 0..D−1 in order of first appearance (kept in place of the list of every step's
+   state); state_of maps each step to its state. */
 static int mc_build_states(MCPRM *mc, const GroupBatch *g, int step) {
     int stride = g->max_new, C = 0;
     for (int i = 0; i < g->N; i++) {
@@ -3053,19 +3052,19 @@ static int mc_build_states(MCPRM *mc, const GroupBatch *g, int step) {
         memcpy(seq + g->plen[i], g->comp_row[i], (size_t)g->clen[i] * sizeof(int));
         mc->num_steps[i] = mc_segment(g->comp_row[i], g->clen[i], mc->segment, start);
         for (int j = 0; j < mc->num_steps[i]; j++, C++) {
-            mc->cand_seq[C] = seq;
-            mc->cand_len[C] = g->plen[i] + start[j];
+            mc->state_seq[C] = seq;
+            mc->state_len[C] = g->plen[i] + start[j];
         }
     }
-    if (C > 0) shared_prompts(mc->cand_state, C, mc->cand_seq, mc->cand_len);
+    if (C > 0) shared_prompts(mc->cand_state, C, mc->state_seq, mc->state_len);
     int D = 0, c = 0;
     for (int p = 0; p < g->num_groups; p++)
         for (int i = g->group_start[p]; i < g->group_start[p + 1]; i++)
             for (int j = 0; j < mc->num_steps[i]; j++, c++) {
                 int b = mc->step_start[(size_t)i * stride + j];
-                if (mc->cand_state[c] == c) {   // the first appearance of these tokens: a new state
-                    mc->state_seq[D] = mc->cand_seq[c];
-                    mc->state_len[D] = mc->cand_len[c];
+                if (mc->cand_state[c] == c) {   // the first appearance of these tokens: a new state, D <= c
+                    mc->state_seq[D] = mc->state_seq[c];
+                    mc->state_len[D] = mc->state_len[c];
                     mc->state_prefix[D] = b;
                     mc->state_group[D] = p;
                     mc->state_stream[D] = mc_stream(step, i, b);
@@ -3327,14 +3326,13 @@ static void ppo_advantages(Critic *c, GroupBatch *g, const GRPOConfig *cfg, Crit
 }
 
 /* critic_loss_backward: the step's value loss (token-mean, verl's default; --mask-truncated's completions
-   count nothing), its gradient into the critic's (zeroed here). *clipped: tokens on the clipped branch. */
-static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *cfg, long *clipped) {
+   count nothing), its gradient into the critic's (zeroed here). *clip_frac: the clipped branch's share. */
+static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *cfg, double *clip_frac) {
     int N = g->N, stride = g->max_new, micro = cfg->micro_batch > 0 ? cfg->micro_batch : N;
-    long tokens = 0;
+    long tokens = 0, clipped = 0;
     for (int i = 0; i < N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
     float coef = tokens > 0 ? (float)(1.0 / tokens) : 0.0f;
     double loss = 0.0;
-    *clipped = 0;
     gpt_zero_grad(&c->trunk);
     memset(c->head_grad, 0, (size_t)(c->C + 1) * sizeof(float));
     for (int first = 0; first < N; first += micro) {
@@ -3345,7 +3343,7 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
             float w = cfg->mask_truncated && g->truncated[i] ? 0.0f : coef;
             loss += value_loss(g->clen[i], c->dvalue + row, c->value_old + row, c->returns + row, w,
                                c->cfg.clip_value, c->dvalue + row, c->clipped + row);
-            for (int t = 0; t < g->clen[i]; t++) *clipped += c->clipped[row + t] && w > 0.0f;
+            for (int t = 0; t < g->clen[i]; t++) clipped += c->clipped[row + t] && w > 0.0f;
             for (int t = 0; t < T; t++)   // ∂loss/∂V back to the positions it was read at; others 0
                 c->pos[b * T + t] = g->targets[b * T + t] >= 0 ? c->dvalue[row + t + 1 - g->plen[i]] : 0.0f;
         }
@@ -3354,6 +3352,7 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
                             c->head, B * T, c->C);
         gpt_backward_trunk(&c->trunk, g->inputs);
     }
+    *clip_frac = tokens ? (double)clipped / tokens : 0.0;
     return loss;
 }
 
@@ -3361,11 +3360,9 @@ static double critic_loss_backward(Critic *c, GroupBatch *g, const GRPOConfig *c
    --critic-lr (μ = 1: the value clip never binds), stopping at a non-finite loss or norm; stats: iter 0's. */
 static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cfg, CriticStats *stats) {
     const AdamWConfig *o = &c->cfg.opt;
-    long tokens = 0;
-    for (int i = 0; i < g->N; i++) tokens += cfg->mask_truncated && g->truncated[i] ? 0 : g->clen[i];
     for (int iter = 0; iter < cfg->num_iterations; iter++) {
-        long clipped = 0;
-        double loss = critic_loss_backward(c, g, cfg, &clipped);
+        double clip_frac;
+        double loss = critic_loss_backward(c, g, cfg, &clip_frac);
         double ss = grad_sum_squares(c->trunk.grads_memory, c->trunk.num_parameters);
         for (int i = 0; i <= c->C; i++) ss += (double)c->head_grad[i] * c->head_grad[i];
         float norm = isfinite(loss) ? (float)sqrt(ss) : (float)loss;
@@ -3395,7 +3392,7 @@ static UpdateStatus critic_update(Critic *c, GroupBatch *g, const GRPOConfig *cf
         }
         if (iter == 0) {
             stats->value_loss = loss;
-            stats->value_clip_frac = tokens ? (double)clipped / tokens : 0.0;
+            stats->value_clip_frac = clip_frac;
             stats->grad_norm = norm;
         }
     }
@@ -3464,11 +3461,9 @@ static void probe_directions(Probe *p, GPT *policy, GPT *ref, GroupBatch *g, con
     }
     probe_point_grads(policy, own_grads);
     long counted = 0, shared = 0;
-    for (int i = 0; i < b.N; i++)
-        for (int t = 0; t < b.clen[i]; t++) {
-            counted += b.seq_coef[i] != 0.0f;
-            shared += b.seq_coef[i] != 0.0f && b.lambda_size[(size_t)i * b.max_new + t] > 1;
-        }
+    for (int i = 0; i < b.N; i++)   // the tokens of the completions the loss counts
+        for (int t = 0; t < b.clen[i] && b.seq_coef[i] != 0.0f; t++, counted++)
+            shared += b.lambda_size[(size_t)i * b.max_new + t] > 1;
     double dot = 0.0, nn[2] = {0.0, 0.0};
     for (size_t k = 0; k < policy->num_parameters; k++) {
         double a = p->grad[0][k], c = p->grad[1][k];
