@@ -6429,19 +6429,14 @@ static void close_csv(CsvLog *c) {
     if (ferror(c->f) || fclose(c->f) != 0) csv_failed(c);
 }
 
-// Rows first..step that a resumed log has none of, for open_csv's notes.
-typedef struct {
-    int n;
-    char list[256];   // as ranges "3, 7-9" (cut with ", ..." when long)
-} CsvMissing;
-
-// Appends rows a..b (a <= b) to the missing rows.
-static void csv_note_missing(CsvMissing *r, int a, int b) {
-    size_t used = strlen(r->list), cap = sizeof r->list - used;
-    char *end = r->list + used;
-    r->n += b - a + 1;
-    if (used >= sizeof r->list - 40) {
-        if (!strstr(r->list, "...")) snprintf(end, cap, ", ...");
+// Appends rows a..b (a <= b) to the rows a resumed log lacks: n of them, in list (256 bytes) as ranges
+// "3, 7-9" (cut with ", ..." when long).
+static void csv_note_missing(int *n, char *list, int a, int b) {
+    size_t used = strlen(list), cap = 256 - used;
+    char *end = list + used;
+    *n += b - a + 1;
+    if (used >= 256 - 40) {
+        if (!strstr(list, "...")) snprintf(end, cap, ", ...");
     } else if (a == b) snprintf(end, cap, "%s%d", used ? ", " : "", a);
     else snprintf(end, cap, "%s%d-%d", used ? ", " : "", a, b);
 }
@@ -6485,7 +6480,8 @@ static long csv_keep(CsvLog *c, char *text, long n, const char *header, int firs
     int bad = 0, bad_line = 0, cut_line = 0;   // other lines dropped (malformed, out of order); the first
     char bad_why[128];   // what was wrong with that first one
     long cut_bytes = 0, keep = hlen + 1, at = hlen + 1;   // cut_bytes: a last line cut off mid-way, dropped
-    CsvMissing miss = {0};
+    int missing = 0;   // rows first..step not kept: csv_note_missing's
+    char missing_list[256] = "";
     for (int lineno = 2; at < n; lineno++) {
         char *line = text + at, *nl = (char *)memchr(line, '\n', n - at);
         if (!nl) {   // the last line, without its '\n': cut off when the run stopped
@@ -6518,13 +6514,13 @@ static long csv_keep(CsvLog *c, char *text, long n, const char *header, int firs
             past_to = (int)num;
             continue;
         }
-        if (num > last + 1) csv_note_missing(&miss, last + 1, (int)num - 1);
+        if (num > last + 1) csv_note_missing(&missing, missing_list, last + 1, (int)num - 1);
         memmove(text + keep, line, (size_t)len);
         csv_row_key(c->last_row, text + keep, len, c->key_fields);
         keep += len;
         last = (int)num;
     }
-    if (last < step) csv_note_missing(&miss, last + 1, step);
+    if (last < step) csv_note_missing(&missing, missing_list, last + 1, step);
     if (log_row && log_row[0] && last == step && strcmp(c->last_row, log_row) != 0) {
         char msg[1800];
         snprintf(msg, sizeof msg, "'%s' is another run's log: its row %d starts '%s', the checkpoint was "
@@ -6543,10 +6539,10 @@ static long csv_keep(CsvLog *c, char *text, long n, const char *header, int firs
     if (cut_bytes)
         fprintf(stderr, "note: %s: dropped line %d, a row cut off mid-way (%ld bytes without a line end) when "
                         "the run stopped\n", c->path, cut_line, cut_bytes);
-    if (miss.n)
+    if (missing)
         fprintf(stderr, "note: %s has no row for %.*s%s %s (the checkpoint was saved after %.*s %d): %s not "
-                        "logged\n", c->path, wl, header, miss.n > 1 ? "s" : "", miss.list, wl, header, step,
-                miss.n > 1 ? "they were" : "it was");
+                        "logged\n", c->path, wl, header, missing > 1 ? "s" : "", missing_list, wl, header, step,
+                missing > 1 ? "they were" : "it was");
     return keep;
 }
 
@@ -6560,12 +6556,13 @@ static CsvLog open_csv(const char *run_dir, const char *name, const char *header
     snprintf(c.path, sizeof c.path, "%s/%s", run_dir, name);
     struct stat sb;
     if (step < first || stat(c.path, &sb) != 0 || sb.st_size == 0) {
-        CsvMissing miss = {0};
-        if (step >= first) csv_note_missing(&miss, first, step);
-        if (miss.n)
+        int missing = 0;
+        char list[256] = "";
+        if (step >= first) csv_note_missing(&missing, list, first, step);
+        if (missing)
             fprintf(stderr, "note: %s is new (it was missing or empty): %.*s%s %s, before the checkpoint, %s not "
-                            "in it\n", c.path, (int)strcspn(header, ","), header, miss.n > 1 ? "s" : "",
-                    miss.list, miss.n > 1 ? "are" : "is");
+                            "in it\n", c.path, (int)strcspn(header, ","), header, missing > 1 ? "s" : "", list,
+                    missing > 1 ? "are" : "is");
         c.f = fopenCheck(c.path, "w");
         fprintf(c.f, "%s\n", header);
         csv_row_done(&c);
