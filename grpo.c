@@ -6253,13 +6253,13 @@ static int load_checkpoint(const char *path, GPT *m, int max_batch, TrainState *
         ckpt_read(r.s, sizeof r.s, f, path, CKPT_CRC_NAMES[4], &crc[4]);
         ckpt_read(record, record_len, f, path, CKPT_CRC_NAMES[5], &crc[5]);
         record[record_len] = 0;   // (strtoll may read on past a line end)
-        if (st && st->kind && h[10] != st->kind) {   // (h[10] 0: written before the kind was recorded)
-            const char *resumer = st->kind == 1 ? "sft" : "train";
+        if (st && st->kind && h[10] != st->kind) {   // (st->kind 0: a test's state, any kind resumes)
+            const char *const kinds[3] = {"?", "sft", "train"}, *resumer = kinds[st->kind];
             if (h[10] == 1 || h[10] == 2)
                 ckpt_errorf(path, st->kind == 2 ? "use --init to start a GRPO run from an SFT checkpoint"
                                                 : "resume from a checkpoint that ./grpo sft wrote",
                             "was written by ./grpo %s, so './grpo %s --resume' cannot continue it",
-                            h[10] == 1 ? "sft" : "train", resumer);
+                            kinds[h[10]], resumer);
             ckpt_errorf(path, "re-create it with this build, or start a new run from it with --init",
                         "unknown checkpoint kind %d (this build knows sft=1, train=2), so './grpo %s "
                         "--resume' cannot continue it", h[10], resumer);
@@ -6398,79 +6398,16 @@ static void close_csv(CsvLog *c) {
     if (ferror(c->f) || fclose(c->f) != 0) csv_failed(c);
 }
 
-// What csv_keep kept and dropped of a run's log, for open_csv's notes.
-typedef struct {
-    int last;                    // the number of the last row kept (first − 1: none)
-    int past, past_from, past_to, past_line;   // complete rows numbered after the checkpoint's: dropped
-    int bad, bad_line;           // other lines dropped (malformed, out of order); the first of them
-    char bad_why[128];           // what was wrong with that first one
-    long cut_bytes;              // a last line without its '\n' (cut off mid-way): dropped
-    int cut_line;
-    int missing;                 // rows first..step not kept
-    char missing_list[256];      // them, as ranges "3, 7-9" (cut with ", ..." when long)
-} CsvRepair;
-
-// Appends rows a..b (a <= b) to r's missing rows.
-static void csv_note_missing(CsvRepair *r, int a, int b) {
-    size_t used = strlen(r->missing_list), cap = sizeof r->missing_list - used;
-    char *end = r->missing_list + used;
-    r->missing += b - a + 1;
-    if (used >= sizeof r->missing_list - 40) {
-        if (!strstr(r->missing_list, "...")) snprintf(end, cap, ", ...");
+// Appends rows a..b (a <= b) to the rows a resumed log lacks: n of them, in list (256 bytes) as ranges
+// "3, 7-9" (cut with ", ..." when long).
+static void csv_note_missing(int *n, char *list, int a, int b) {
+    size_t used = strlen(list), cap = 256 - used;
+    char *end = list + used;
+    *n += b - a + 1;
+    if (used >= 256 - 40) {
+        if (!strstr(list, "...")) snprintf(end, cap, ", ...");
     } else if (a == b) snprintf(end, cap, "%s%d", used ? ", " : "", a);
     else snprintf(end, cap, "%s%d-%d", used ? ", " : "", a, b);
-}
-
-/* csv_keep: moves to the front of text (n bytes) what a run resuming after row `step` keeps: the header,
-   then each complete, well-formed row numbered above the last kept (from first), up to `step`. Returns
-   their length, −1 when the header differs; r: what was dropped; c->last_row: the last kept row's key. */
-static long csv_keep(char *text, long n, const char *header, int first, int step, CsvLog *c, CsvRepair *r) {
-    long hlen = (long)strlen(header);
-    int fields = 1, wl = (int)strcspn(header, ",");   // wl: what the rows' numbers count (step, point)
-    for (const char *p = header; *p; p++) fields += *p == ',';
-    memset(r, 0, sizeof *r);
-    r->last = first - 1;
-    if (n < hlen + 1 || memcmp(text, header, hlen) != 0 || text[hlen] != '\n') return -1;
-    long keep = hlen + 1, at = hlen + 1;
-    for (int lineno = 2; at < n; lineno++) {
-        char *line = text + at, *nl = (char *)memchr(line, '\n', n - at);
-        if (!nl) {   // the last line, without its '\n': cut off when the run stopped
-            r->cut_bytes = n - at;
-            r->cut_line = lineno;
-            break;
-        }
-        long len = (long)(nl - line) + 1;
-        at += len;
-        int f = 1;
-        for (const char *p = line; p < nl; p++) f += *p == ',';
-        char *end, spare[128], *why = r->bad ? spare : r->bad_why;   // the first bad line's reason is kept
-        why[0] = 0;
-        errno = 0;
-        long num = line[0] >= '0' && line[0] <= '9' ? strtol(line, &end, 10) : -1;
-        if (num < 0 || errno || *end != ',') snprintf(why, sizeof spare, "it does not start with a %.*s number", wl, header);
-        else if (f != fields) snprintf(why, sizeof spare, "%d fields, the header has %d", f, fields);
-        else if (num <= r->last)
-            snprintf(why, sizeof spare, "%.*s %ld after %.*s %d: out of order", wl, header, num, wl, header, r->last);
-        if (why[0]) {
-            if (!r->bad++) r->bad_line = lineno;
-            continue;
-        }
-        if (num > step) {   // well-formed, after the checkpoint's step
-            if (!r->past++) {
-                r->past_from = (int)num;
-                r->past_line = lineno;
-            }
-            r->past_to = (int)num;
-            continue;
-        }
-        if (num > r->last + 1) csv_note_missing(r, r->last + 1, (int)num - 1);
-        memmove(text + keep, line, (size_t)len);
-        csv_row_key(c->last_row, text + keep, len, c->key_fields);
-        keep += len;
-        r->last = (int)num;
-    }
-    if (r->last < step) csv_note_missing(r, r->last + 1, step);
-    return keep;
 }
 
 // csv_header_diff: where the first line of text (n bytes) parts from header, into out (cap bytes).
@@ -6491,72 +6428,128 @@ static void csv_header_diff(char *out, size_t cap, const char *text, long n, con
         snprintf(out, cap, "column %d is '%s' in the file, '%s' in this run", col, name[0], name[1]);
 }
 
+/* csv_keep: moves to the front of text (n bytes: c's log) what a run resuming after row `step` keeps: the
+   header, then each complete, well-formed row numbered above the last kept (from first), up to `step`,
+   with c->last_row the last kept row's key; a note per kind of line dropped. Returns their length. Stops
+   the run when the header is not this run's, or when row `step` is not log_row (see open_csv). */
+static long csv_keep(CsvLog *c, char *text, long n, const char *header, int first, int step,
+                     const char *log_row) {
+    long hlen = (long)strlen(header);
+    int fields = 1, wl = (int)strcspn(header, ",");   // wl: what the rows' numbers count (step, point)
+    for (const char *p = header; *p; p++) fields += *p == ',';
+    if (n < hlen + 1 || memcmp(text, header, hlen) != 0 || text[hlen] != '\n') {
+        char msg[1800], diff[600];
+        csv_header_diff(diff, sizeof diff, text, n, header);
+        snprintf(msg, sizeof msg, "'%s' does not start with the header this run writes: %s", c->path, diff);
+        fail_at(__FILE__, __LINE__, msg, "a log from another build or other options: move the file away, or "
+                "resume into another --run-dir");
+    }
+    int last = first - 1;   // the number of the last row kept
+    int past = 0, past_from = 0, past_to = 0, past_line = 0;   // complete rows numbered after step: dropped
+    int bad = 0, bad_line = 0, cut_line = 0;   // other lines dropped (malformed, out of order); the first
+    char bad_why[128];   // what was wrong with that first one
+    long cut_bytes = 0, keep = hlen + 1, at = hlen + 1;   // cut_bytes: a last line cut off mid-way, dropped
+    int missing = 0;   // rows first..step not kept: csv_note_missing's
+    char missing_list[256] = "";
+    for (int lineno = 2; at < n; lineno++) {
+        char *line = text + at, *nl = (char *)memchr(line, '\n', n - at);
+        if (!nl) {   // the last line, without its '\n': cut off when the run stopped
+            cut_bytes = n - at;
+            cut_line = lineno;
+            break;
+        }
+        long len = (long)(nl - line) + 1;
+        at += len;
+        int f = 1;
+        for (const char *p = line; p < nl; p++) f += *p == ',';
+        char *end, spare[128], *why = bad ? spare : bad_why;   // the first bad line's reason is kept
+        why[0] = 0;
+        errno = 0;
+        long num = line[0] >= '0' && line[0] <= '9' ? strtol(line, &end, 10) : -1;
+        if (num < 0 || errno || *end != ',')
+            snprintf(why, sizeof spare, "it does not start with a %.*s number", wl, header);
+        else if (f != fields) snprintf(why, sizeof spare, "%d fields, the header has %d", f, fields);
+        else if (num <= last)
+            snprintf(why, sizeof spare, "%.*s %ld after %.*s %d: out of order", wl, header, num, wl, header, last);
+        if (why[0]) {
+            if (!bad++) bad_line = lineno;
+            continue;
+        }
+        if (num > step) {   // well-formed, after the checkpoint's step
+            if (!past++) {
+                past_from = (int)num;
+                past_line = lineno;
+            }
+            past_to = (int)num;
+            continue;
+        }
+        if (num > last + 1) csv_note_missing(&missing, missing_list, last + 1, (int)num - 1);
+        memmove(text + keep, line, (size_t)len);
+        csv_row_key(c->last_row, text + keep, len, c->key_fields);
+        keep += len;
+        last = (int)num;
+    }
+    if (last < step) csv_note_missing(&missing, missing_list, last + 1, step);
+    if (log_row && log_row[0] && last == step && strcmp(c->last_row, log_row) != 0) {
+        char msg[1800];
+        snprintf(msg, sizeof msg, "'%s' is another run's log: its row %d starts '%s', the checkpoint was "
+                 "saved after the row '%s'", c->path, step, c->last_row, log_row);
+        fail_at(__FILE__, __LINE__, msg, "move the log away, or resume into another --run-dir");
+    }
+    if (past == 1)
+        fprintf(stderr, "note: %s: dropped the row of %.*s %d (line %d), written after the checkpoint of %.*s %d\n",
+                c->path, wl, header, past_from, past_line, wl, header, step);
+    else if (past > 1)
+        fprintf(stderr, "note: %s: dropped %d rows of %.*ss %d-%d (line %d on), written after the checkpoint of "
+                        "%.*s %d\n", c->path, past, wl, header, past_from, past_to, past_line, wl, header, step);
+    if (bad)
+        fprintf(stderr, "note: %s: dropped %d line%s that %s not a row of this log, the first line %d (%s)\n",
+                c->path, bad, bad > 1 ? "s" : "", bad > 1 ? "are" : "is", bad_line, bad_why);
+    if (cut_bytes)
+        fprintf(stderr, "note: %s: dropped line %d, a row cut off mid-way (%ld bytes without a line end) when "
+                        "the run stopped\n", c->path, cut_line, cut_bytes);
+    if (missing)
+        fprintf(stderr, "note: %s has no row for %.*s%s %s (the checkpoint was saved after %.*s %d): %s not "
+                        "logged\n", c->path, wl, header, missing > 1 ? "s" : "", missing_list, wl, header, step,
+                missing > 1 ? "they were" : "it was");
+    return keep;
+}
+
 /* open_csv: the run's log RUN_DIR/NAME, rows numbered (first field) from first: new with its header when
-   step < first (or missing or empty: a note); a run resuming after row `step` keeps what csv_keep keeps,
-   with a note per kind of line dropped. log_row ("" or NULL: unknown): the key_fields first fields of the
-   row the checkpoint was saved after; another row `step` is another run's log, and the run stops. */
+   step < first (or missing or empty: a note); a run resuming after row `step` keeps what csv_keep keeps.
+   log_row ("" or NULL: unknown): the key_fields first fields of the row the checkpoint was saved after;
+   another row `step` is another run's log, and the run stops. */
 static CsvLog open_csv(const char *run_dir, const char *name, const char *header, int first, int step,
                        int key_fields, const char *log_row) {
     CsvLog c = {.key_fields = key_fields};
     snprintf(c.path, sizeof c.path, "%s/%s", run_dir, name);
-    int wl = (int)strcspn(header, ",");   // what the rows' numbers count: step (point in eval.csv)
     struct stat sb;
-    CsvRepair r = {0};
     if (step < first || stat(c.path, &sb) != 0 || sb.st_size == 0) {
-        if (step >= first) csv_note_missing(&r, first, step);
-        if (r.missing)
+        int missing = 0;
+        char list[256] = "";
+        if (step >= first) csv_note_missing(&missing, list, first, step);
+        if (missing)
             fprintf(stderr, "note: %s is new (it was missing or empty): %.*s%s %s, before the checkpoint, %s not "
-                            "in it\n", c.path, wl, header, r.missing > 1 ? "s" : "", r.missing_list,
-                    r.missing > 1 ? "are" : "is");
+                            "in it\n", c.path, (int)strcspn(header, ","), header, missing > 1 ? "s" : "", list,
+                    missing > 1 ? "are" : "is");
         c.f = fopenCheck(c.path, "w");
         fprintf(c.f, "%s\n", header);
         csv_row_done(&c);
         return c;
     }
-    c.f = fopenCheck(c.path, "r+");
+    c.f = fopenCheck(c.path, "r+");   // (r+: as every log, never through a link)
     long n = (long)sb.st_size;
     char *text = (char *)mallocCheck((size_t)n);
     if (fread(text, 1, (size_t)n, c.f) != (size_t)n) csv_failed(&c);
-    long keep = csv_keep(text, n, header, first, step, &c, &r);
-    if (keep < 0) {
-        char msg[1800], diff[600];
-        csv_header_diff(diff, sizeof diff, text, n, header);
-        snprintf(msg, sizeof msg, "'%s' does not start with the header this run writes: %s", c.path, diff);
-        fail_at(__FILE__, __LINE__, msg, "a log from another build or other options: move the file away, or "
-                "resume into another --run-dir");
-    }
-    if (log_row && log_row[0] && r.last == step && strcmp(c.last_row, log_row) != 0) {
-        char msg[1800];
-        snprintf(msg, sizeof msg, "'%s' is another run's log: its row %d starts '%s', the checkpoint was "
-                 "saved after the row '%s'", c.path, step, c.last_row, log_row);
-        fail_at(__FILE__, __LINE__, msg, "move the log away, or resume into another --run-dir");
-    }
-    if (r.past == 1)
-        fprintf(stderr, "note: %s: dropped the row of %.*s %d (line %d), written after the checkpoint of %.*s %d\n",
-                c.path, wl, header, r.past_from, r.past_line, wl, header, step);
-    else if (r.past > 1)
-        fprintf(stderr, "note: %s: dropped %d rows of %.*ss %d-%d (line %d on), written after the checkpoint of "
-                        "%.*s %d\n", c.path, r.past, wl, header, r.past_from, r.past_to, r.past_line, wl, header,
-                step);
-    if (r.bad)
-        fprintf(stderr, "note: %s: dropped %d line%s that %s not a row of this log, the first line %d (%s)\n",
-                c.path, r.bad, r.bad > 1 ? "s" : "", r.bad > 1 ? "are" : "is", r.bad_line, r.bad_why);
-    if (r.cut_bytes)
-        fprintf(stderr, "note: %s: dropped line %d, a row cut off mid-way (%ld bytes without a line end) when "
-                        "the run stopped\n", c.path, r.cut_line, r.cut_bytes);
-    if (r.missing)
-        fprintf(stderr, "note: %s has no row for %.*s%s %s (the checkpoint was saved after %.*s %d): %s not "
-                        "logged\n", c.path, wl, header, r.missing > 1 ? "s" : "", r.missing_list, wl, header, step,
-                r.missing > 1 ? "they were" : "it was");
-    if (keep == n && fseek(c.f, 0, SEEK_END) != 0) csv_failed(&c);   // all kept: rows follow (a seek first)
+    long keep = csv_keep(&c, text, n, header, first, step, log_row);
+    fclose(c.f);
     if (keep < n) {   // lines dropped: the kept rows to a temporary file, renamed over the log
         AtomicFile a;
         fwrite(text, 1, (size_t)keep, atomic_open(&a, c.path));   // a failed write: atomic_close exits
         atomic_close(&a);
-        fclose(c.f);
-        c.f = fopenCheck(c.path, "a");
     }
     free(text);
+    c.f = fopenCheck(c.path, "a");   // the rows that follow
     return c;
 }
 
