@@ -6960,8 +6960,6 @@ static double critic_flops_per_token(const GPTConfig *c) {
 struct Budget {                  // a run's --budget and what it has spent so far (cumulative)
     int unit;                    // --budget-unit: BUDGET_GEN_TOKENS, BUDGET_FLOPS, BUDGET_SECONDS or BUDGET_STEPS
     double amount;               // --budget (0: off; the counts are still kept and logged)
-    double flops_per_token;      // model_flops_per_token of the policy
-    double critic_flops_per_token;   // critic_flops_per_token with a critic (ppo), else 0
     long gen_traj, gen_aux;      // completion tokens sampled: trajectories, auxiliary generations
     long trained;                // positions the updates scored (μ per sampled position)
     double flops, seconds;       // model FLOPs; wall seconds of the steps (evaluations excluded)
@@ -7031,11 +7029,7 @@ static void budget_resume(Budget *b, const Options *o, const TrainState *st) {
 /* start_budget: the run's budget, its counters at 0 or from the resumed checkpoint (budget_resume); with
    --eval-points RUN_DIR/eval.csv and its point 0 (the --init model's greedy val accuracy). */
 static void start_budget(Budget *b, const Options *o, TrainRun *run) {
-    *b = (Budget){.unit = o->budget_unit, .amount = o->budget,
-                  .flops_per_token = model_flops_per_token(&run->policy->config),
-                  .critic_flops_per_token =
-                      run->critic ? critic_flops_per_token(&run->critic->trunk.config) : 0.0,
-                  .points = o->eval_points, .next_point = 1};
+    *b = (Budget){.unit = o->budget_unit, .amount = o->budget, .points = o->eval_points, .next_point = 1};
     if (o->resume[0]) budget_resume(b, o, run->state);
     budget_to_section(b, run->state);
     if (b->points == 0) return;
@@ -7064,10 +7058,11 @@ static int spend_budget(TrainRun *run, StepReport *r) {
     r->gen_aux = r->mc.tokens + r->select.gen_aux;
     r->trained_tokens = (long)run->cfg.num_iterations * positions;
     // π_ref's forward when β != 0; R_drop last: 0 for the other selectors, so their sums are as before
-    r->flops = b->flops_per_token * (positions + 3.0 * r->trained_tokens + (run->ref ? positions : 0) +
-                                     r->mc.positions + r->select.aux_positions);
+    r->flops = model_flops_per_token(&run->policy->config) * (positions + 3.0 * r->trained_tokens +
+               (run->ref ? positions : 0) + r->mc.positions + r->select.aux_positions);
     if (run->critic) {   // ppo: the critic's forward for V_old, then μ forwards and backwards (as π_θ's)
-        r->flops += b->critic_flops_per_token * (positions + 3.0 * r->trained_tokens);
+        r->flops += critic_flops_per_token(&run->critic->trunk.config) *
+                    (positions + 3.0 * r->trained_tokens);
         r->trained_tokens *= 2;
     }
     b->gen_traj += r->gen_traj;
