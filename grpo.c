@@ -7517,7 +7517,7 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
 static int tree_methods(const Options *o, int *methods) {
     const char *list = o->tree_objectives, *end = list + strlen(list);
     unsigned seen = 0;
-    for (const char *name = list; *list && name <= end; ) {   // each name, up to the next comma or the end
+    for (const char *name = list; *list && name <= end; name += strcspn(name, ",") + 1) {   // up to a comma
         size_t len = strcspn(name, ",");
         int known = -1;
         for (int k = 0; OBJECTIVE_NAMES[k]; k++)
@@ -7530,7 +7530,6 @@ static int tree_methods(const Options *o, int *methods) {
             usage_error("--objective '%s': '%.*s' is named twice (each objective runs once)", list, (int)len,
                         name);
         seen |= 1u << known;
-        name += len + 1;
     }
     int M = 0;
     for (int k = 0; OBJECTIVE_NAMES[k]; k++)
@@ -7584,8 +7583,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     snprintf(steps_csv, sizeof steps_csv, "%s/tree_steps.csv", o->run_dir);
     NamedPath out = {"--run-dir", steps_csv};
     refuse_inputs_as_outputs(&out, 1, NULL, 0);
-    struct stat sb;
-    if (!o->overwrite && stat(steps_csv, &sb) == 0)
+    if (!o->overwrite && access(steps_csv, F_OK) == 0)
         usage_error("--run-dir %s holds an earlier run ('%s'): give another --run-dir, or --overwrite 1 to replace "
                     "it", o->run_dir, steps_csv);
     make_dir(o->run_dir);
@@ -7645,18 +7643,16 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     int early = o->steps < 10 ? o->steps : 10;
     printf("\nn = 1, r_neg = -1.0, per seed: target frequency in the first %d steps (max of any step) "
            "and the last %d\n", early, window);
-    for (int m = 0; m < M; m++)
-        for (int s = 0; s < S; s++) {
-            size_t idx = ((size_t)(0 * 3 + 1) * M + m) * S + s;
-            const float *c = curve + idx * o->steps;
-            double first = 0, peak = 0;
-            for (int t = 0; t < early; t++) {
-                first += c[t];
-                if (c[t] > peak) peak = c[t];
-            }
-            printf("  %-11s seed %d: first %2d steps %.3f (max %.3f), last %d steps %.3f\n",
-                   OBJECTIVE_NAMES[methods[m]], s + 1, early, first / early, peak, window, metric[idx]);
+    for (int i = M * S; i < 2 * M * S; i++) {   // cell 1's runs: method m, seed s at M·S + m·S + s
+        const float *c = curve + (size_t)i * o->steps;
+        double first = 0, peak = 0;
+        for (int t = 0; t < early; t++) {
+            first += c[t];
+            if (c[t] > peak) peak = c[t];
         }
+        printf("  %-11s seed %d: first %2d steps %.3f (max %.3f), last %d steps %.3f\n",
+               OBJECTIVE_NAMES[methods[i / S - M]], i % S + 1, early, first / early, peak, window, metric[i]);
+    }
     printf("\n# %d runs x %d steps in %.1f s; per-step target frequency in %s\n", runs, o->steps,
            wall_seconds() - t0, csv.path);
     free(metric);
