@@ -6915,8 +6915,6 @@ static double critic_flops_per_token(const GPTConfig *c) {
 struct Budget {                  // a run's --budget and what it has spent so far (cumulative)
     int unit;                    // --budget-unit: BUDGET_GEN_TOKENS, BUDGET_FLOPS, BUDGET_SECONDS or BUDGET_STEPS
     double amount;               // --budget (0: off; the counts are still kept and logged)
-    double flops_per_token;      // model_flops_per_token of the policy
-    double critic_flops_per_token;   // critic_flops_per_token with a critic (ppo), else 0
     long gen_traj, gen_aux;      // completion tokens sampled: trajectories, auxiliary generations
     long trained;                // positions the updates scored (μ per sampled position)
     double flops, seconds;       // model FLOPs; wall seconds of the steps (evaluations excluded)
@@ -6986,11 +6984,7 @@ static void budget_resume(Budget *b, const Options *o, const TrainState *st) {
 /* start_budget: the run's budget, its counters at 0 or from the resumed checkpoint (budget_resume); with
    --eval-points RUN_DIR/eval.csv and its point 0 (the --init model's greedy val accuracy). */
 static void start_budget(Budget *b, const Options *o, TrainRun *run) {
-    *b = (Budget){.unit = o->budget_unit, .amount = o->budget,
-                  .flops_per_token = model_flops_per_token(&run->policy->config),
-                  .critic_flops_per_token =
-                      run->critic ? critic_flops_per_token(&run->critic->trunk.config) : 0.0,
-                  .points = o->eval_points, .next_point = 1};
+    *b = (Budget){.unit = o->budget_unit, .amount = o->budget, .points = o->eval_points, .next_point = 1};
     if (o->resume[0]) budget_resume(b, o, run->state);
     budget_to_section(b, run->state);
     if (b->points == 0) return;
@@ -7019,10 +7013,11 @@ static int spend_budget(TrainRun *run, StepReport *r) {
     r->gen_aux = r->mc.tokens + r->select.gen_aux;
     r->trained_tokens = (long)run->cfg.num_iterations * positions;
     // π_ref's forward when β != 0; R_drop last: 0 for the other selectors, so their sums are as before
-    r->flops = b->flops_per_token * (positions + 3.0 * r->trained_tokens + (run->ref ? positions : 0) +
-                                     r->mc.positions + r->select.aux_positions);
+    r->flops = model_flops_per_token(&run->policy->config) * (positions + 3.0 * r->trained_tokens +
+               (run->ref ? positions : 0) + r->mc.positions + r->select.aux_positions);
     if (run->critic) {   // ppo: the critic's forward for V_old, then μ forwards and backwards (as π_θ's)
-        r->flops += b->critic_flops_per_token * (positions + 3.0 * r->trained_tokens);
+        r->flops += critic_flops_per_token(&run->critic->trunk.config) *
+                    (positions + 3.0 * r->trained_tokens);
         r->trained_tokens *= 2;
     }
     b->gen_traj += r->gen_traj;
@@ -7473,7 +7468,7 @@ static float tree_run(const Options *o, int objective, int n, float r_neg, int s
 static int tree_methods(const Options *o, int *methods) {
     const char *list = o->tree_objectives, *end = list + strlen(list);
     unsigned seen = 0;
-    for (const char *name = list; *list && name <= end; ) {   // each name, up to the next comma or the end
+    for (const char *name = list; *list && name <= end; name += strcspn(name, ",") + 1) {   // up to a comma
         size_t len = strcspn(name, ",");
         int known = -1;
         for (int k = 0; OBJECTIVE_NAMES[k]; k++)
@@ -7486,7 +7481,6 @@ static int tree_methods(const Options *o, int *methods) {
             usage_error("--objective '%s': '%.*s' is named twice (each objective runs once)", list, (int)len,
                         name);
         seen |= 1u << known;
-        name += len + 1;
     }
     int M = 0;
     for (int k = 0; OBJECTIVE_NAMES[k]; k++)
@@ -7537,8 +7531,7 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     snprintf(steps_csv, sizeof steps_csv, "%s/tree_steps.csv", o->run_dir);
     NamedPath out = {"--run-dir", steps_csv};
     refuse_inputs_as_outputs(&out, 1, NULL, 0);
-    struct stat sb;
-    if (!o->overwrite && stat(steps_csv, &sb) == 0)
+    if (!o->overwrite && access(steps_csv, F_OK) == 0)
         usage_error("--run-dir %s holds an earlier run ('%s'): give another --run-dir, or --overwrite 1 to replace "
                     "it", o->run_dir, steps_csv);
     make_dir(o->run_dir);
@@ -7598,18 +7591,16 @@ static int cmd_tree(int argc, char **argv, Options *o) {
     int early = o->steps < 10 ? o->steps : 10;
     printf("\nn = 1, r_neg = -1.0, per seed: target frequency in the first %d steps (max of any step) "
            "and the last %d\n", early, window);
-    for (int m = 0; m < M; m++)
-        for (int s = 0; s < S; s++) {
-            size_t idx = ((size_t)(0 * 3 + 1) * M + m) * S + s;
-            const float *c = curve + idx * o->steps;
-            double first = 0, peak = 0;
-            for (int t = 0; t < early; t++) {
-                first += c[t];
-                if (c[t] > peak) peak = c[t];
-            }
-            printf("  %-11s seed %d: first %2d steps %.3f (max %.3f), last %d steps %.3f\n",
-                   OBJECTIVE_NAMES[methods[m]], s + 1, early, first / early, peak, window, metric[idx]);
+    for (int i = M * S; i < 2 * M * S; i++) {   // cell 1's runs: method m, seed s at M·S + m·S + s
+        const float *c = curve + (size_t)i * o->steps;
+        double first = 0, peak = 0;
+        for (int t = 0; t < early; t++) {
+            first += c[t];
+            if (c[t] > peak) peak = c[t];
         }
+        printf("  %-11s seed %d: first %2d steps %.3f (max %.3f), last %d steps %.3f\n",
+               OBJECTIVE_NAMES[methods[i / S - M]], i % S + 1, early, first / early, peak, window, metric[i]);
+    }
     printf("\n# %d runs x %d steps in %.1f s; per-step target frequency in %s\n", runs, o->steps,
            wall_seconds() - t0, csv.path);
     free(metric);

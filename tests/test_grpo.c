@@ -6769,7 +6769,7 @@ static void test_mc_budget(void) {
     memset(&run, 0, sizeof run);
     Budget budget;
     memset(&budget, 0, sizeof budget);
-    budget.flops_per_token = model_flops_per_token(&m.config);
+    run.policy = &m;   // spend_budget reads F off the policy's config
     run.budget = &budget;
     run.batch = &g;
     run.cfg = cfg;
