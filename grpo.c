@@ -7773,11 +7773,10 @@ static void json_chars(FILE *f, const char *s) {
 
 // Writes s as HTML text (&, <, > and " as entities).
 static void html_chars(FILE *f, const char *s) {
+    const char *special = "&<>\"", *entity[] = {"&amp;", "&lt;", "&gt;", "&quot;"};
     for (; *s; s++) {
-        if (*s == '&') fputs("&amp;", f);
-        else if (*s == '<') fputs("&lt;", f);
-        else if (*s == '>') fputs("&gt;", f);
-        else if (*s == '"') fputs("&quot;", f);
+        const char *c = strchr(special, *s);
+        if (c) fputs(entity[c - special], f);
         else fputc(*s, f);
     }
 }
@@ -8320,7 +8319,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     GPT model;
     int chosen = !o->prompt[0];   // the model loads first then, else after the --prompt is read
     if (chosen) choose_sample_prompt(o, t, &model);
-    int k = o->group_size, plen = (int)strlen(o->prompt), bad = 0;
+    int k = o->group_size, plen = (int)strlen(o->prompt), bad = 0, group_tokens = 0;
     int nums[MAX_NUMS], n, target, prompt[sizeof o->prompt + 1];   // prompt: <bos>, then its tokens
     prompt[0] = TOK_BOS;
     if (encode(o->prompt, plen, prompt + 1, &bad) < 0)
@@ -8347,6 +8346,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
         char text[4096];
         decode(g.comp_row[i], g.clen[i], text, sizeof text);
         printf("  y(%d)  r=%.0f  a=%+.4f  %s\n", i + 1, g.reward[i], g.advantage[i], text);
+        group_tokens += g.clen[i];
     }
     if (group_rewards_equal(&g, 0))
         printf("\nall %d rewards are %g: this group gives no gradient. Every advantage a_i = (r_i - mean)/(std + eps)\n"
@@ -8354,8 +8354,6 @@ static int cmd_sample(int argc, char **argv, Options *o) {
                "For a group with mixed rewards try another --seed or --prompt (without --prompt, sample\n"
                "tries up to %d validation prompts for one).\n", k, g.reward[0], SAMPLE_TRIES);
     // V̂ of each node's prefix from --mc-k fresh continuations (MC-PRM's estimate), beside R̂
-    int group_tokens = 0;
-    for (int i = 0; i < k; i++) group_tokens += g.clen[i];
     TaskProblems task = {NULL, NULL, nums, n, target, 0.0f, t};
     MCPRM mc;   // a state per node at most (each completion has a token, so the tree has a node)
     build_mcprm(&mc, &model.config, g.tree.num_nodes, o->max_new_tokens, o->mc_k, 0, t->step_end,
