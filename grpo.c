@@ -7712,11 +7712,10 @@ static void json_chars(FILE *f, const char *s) {
 
 // Writes s as HTML text (&, <, > and " as entities).
 static void html_chars(FILE *f, const char *s) {
+    const char *special = "&<>\"", *entity[] = {"&amp;", "&lt;", "&gt;", "&quot;"};
     for (; *s; s++) {
-        if (*s == '&') fputs("&amp;", f);
-        else if (*s == '<') fputs("&lt;", f);
-        else if (*s == '>') fputs("&gt;", f);
-        else if (*s == '"') fputs("&quot;", f);
+        const char *c = strchr(special, *s);
+        if (c) fputs(entity[c - special], f);
         else fputc(*s, f);
     }
 }
@@ -7778,18 +7777,12 @@ static const char HTML_SCRIPT[] =
     "function sg(x, d) { return x === null ? 'n/a' : (x < 0 ? '\\u2212' : '+') + Math.abs(x).toFixed(d); }\n"
     "function num(x, d) { return x === null ? 'n/a' : x.toFixed(d); }\n"
     "function cut(s) { return s.length > MAXC ? s.slice(0, MAXC - 1) + '\\u2026' : s; }\n"
-    "var M = 0;\n"   // the scale: the largest |net| of any node under either objective
-    "D.groups.forEach(function (g) { g.nodes.forEach(function (n) {\n"
-    "  M = Math.max(M, Math.abs(n.net[0]), Math.abs(n.net[1])); }); });\n"
-    "if (!(M > 0)) M = 1;\n"
     "var LO = [247, 247, 247], UP = [33, 102, 172], DOWN = [178, 24, 43];\n"
     "function colour(v) {\n"
     "  var t = Math.max(-1, Math.min(1, v / M)), hi = t >= 0 ? UP : DOWN, a = Math.abs(t);\n"
     "  return 'rgb(' + LO.map(function (c, i) { return Math.round(c + (hi[i] - c) * a); }).join(',') + ')';\n"
     "}\n"
-    "document.getElementById('bg-legend-lo').textContent = sg(-M, 4);\n"
-    "document.getElementById('bg-legend-hi').textContent = sg(M, 4);\n"
-    "var painted = [], netText = [];\n"   // a box's [rect, node] and [net line, node, its text before the number]: redone by the switch
+    "var painted = [], netText = [], M = 0;\n"   // a box's [rect, node] and [net line, node, its text before the number]: redone by the switch
     "function yr(c, yes, no) { return 'y' + c.id + ' r=' + num(c.reward, 3) + (c.accepted === null ? '' : c.accepted ? yes : no); }\n"
     "function endText(cs) {\n"
     "  if (cs.length <= 3) return cs.map(function (c) { return yr(c, ' \\u2713', ' \\u2717'); });\n"
@@ -7815,13 +7808,14 @@ static const char HTML_SCRIPT[] =
     "D.groups.forEach(function (g) {\n"
     "  var roots = [];\n"
     "  g.nodes.forEach(function (n) { n.kids = []; n.ends = []; });\n"
+    "  g.nodes.forEach(function (n) { M = Math.max(M, Math.abs(n.net[0]), Math.abs(n.net[1])); });\n"   // the scale
     "  g.nodes.forEach(function (n, i) { (n.parent >= 0 ? g.nodes[n.parent].kids : roots).push(i); });\n"
     "  g.completions.forEach(function (c) { if (c.leaf >= 0) g.nodes[c.leaf].ends.push(c); });\n"
     // many leaves: two lines a box (R̂ and V̂ in the hover panel)
     "  var compact = g.nodes.filter(function (n) { return !n.kids.length; }).length > 24;\n"
     // items: a node, or a run (a chain of nodes of one child each, drawn as one box in segments)
     "  function item(i) {\n"
-    "    var n = g.nodes[i], it = {nodes: [n]};\n"
+    "    var n = g.nodes[i], it = {nodes: [n], pre: ''};\n"
     "    while (n.kids.length === 1) { n = g.nodes[n.kids[0]]; it.nodes.push(n); }\n"
     "    it.kids = n.kids.map(item);\n"
     "    it.text = it.nodes.map(function (m) { return m.text; }).join('');\n"
@@ -7830,8 +7824,7 @@ static const char HTML_SCRIPT[] =
     "                '|\\u03bb|=' + a.size + (compact ? '' : ' R\\u0302=' + num(a.R, 3)) + ' A=' + sg(a.A, 3)];\n"
     "    if (it.nodes.length === 1) it.lines.push('net \\u03bb-GRPO ' + sg(a.net[0], 4));\n"   // the widest; paint() writes it
     "    if (it.nodes.length === 1 && a.V !== null && !compact) it.lines[1] += ' V\\u0302=' + num(a.V, 3) + (a.cost < 0 ? '' : ' (' + a.cost + ' tok)');\n"
-    "    it.pre = '';\n"   // the net line's text before the number (compact: the whole second line)
-    "    if (compact && it.nodes.length === 1) { it.pre = it.lines[1] + ' '; it.lines = [it.lines[0], it.pre + it.lines[2]]; }\n"
+    "    if (compact && it.nodes.length === 1) { it.pre = it.lines[1] + ' '; it.lines = [it.lines[0], it.pre + it.lines[2]]; }\n"   // pre: the net line's text before the number
     "    it.w = 10 + CW * Math.max.apply(null, it.lines.map(function (s) { return s.length; }));\n"
     "    it.h = 6 + LH * it.lines.length;\n"
     "    it.ends = [].concat.apply([], it.nodes.map(function (m) { return m.ends; }));\n"
@@ -7880,8 +7873,7 @@ static const char HTML_SCRIPT[] =
     "      if (it.nodes.length === 1 && j === it.lines.length - 1) netText.push([t, it.nodes[0], it.pre]);\n"
     "    });\n"
     "    if (it.nodes.length) {\n"
-    "      var tip = detail(g, it);\n"
-    "      el('title', {}, box, tip);\n"
+    "      var tip = el('title', {}, box, detail(g, it)).textContent;\n"
     "      box.addEventListener('mouseenter', function () { info.textContent = tip; info.style.display = 'block'; });\n"
     "      box.addEventListener('mouseleave', function () { info.style.display = 'none'; });\n"
     "    }\n"
@@ -7891,6 +7883,9 @@ static const char HTML_SCRIPT[] =
     "});\n"
     "root.setAttribute('width', Math.ceil(W));\n"
     "root.setAttribute('height', Math.ceil(Y));\n"
+    "if (!(M > 0)) M = 1;\n"
+    "document.getElementById('bg-legend-lo').textContent = sg(-M, 4);\n"
+    "document.getElementById('bg-legend-hi').textContent = sg(M, 4);\n"
     "function paint(o) {\n"
     "  painted.forEach(function (p) { p[0].setAttribute('fill', colour(p[1].net[o])); });\n"
     "  netText.forEach(function (p) { p[0].textContent = p[2] + 'net ' + NAME[o] + ' ' + sg(p[1].net[o], 4); });\n"
@@ -8257,7 +8252,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
     GPT model;
     int chosen = !o->prompt[0];   // the model loads first then, else after the --prompt is read
     if (chosen) choose_sample_prompt(o, t, &model);
-    int k = o->group_size, plen = (int)strlen(o->prompt), bad = 0;
+    int k = o->group_size, plen = (int)strlen(o->prompt), bad = 0, group_tokens = 0;
     int nums[MAX_NUMS], n, target, prompt[sizeof o->prompt + 1];   // prompt: <bos>, then its tokens
     prompt[0] = TOK_BOS;
     if (encode(o->prompt, plen, prompt + 1, &bad) < 0)
@@ -8284,6 +8279,7 @@ static int cmd_sample(int argc, char **argv, Options *o) {
         char text[4096];
         decode(g.comp_row[i], g.clen[i], text, sizeof text);
         printf("  y(%d)  r=%.0f  a=%+.4f  %s\n", i + 1, g.reward[i], g.advantage[i], text);
+        group_tokens += g.clen[i];
     }
     if (group_rewards_equal(&g, 0))
         printf("\nall %d rewards are %g: this group gives no gradient. Every advantage a_i = (r_i - mean)/(std + eps)\n"
@@ -8291,8 +8287,6 @@ static int cmd_sample(int argc, char **argv, Options *o) {
                "For a group with mixed rewards try another --seed or --prompt (without --prompt, sample\n"
                "tries up to %d validation prompts for one).\n", k, g.reward[0], SAMPLE_TRIES);
     // V̂ of each node's prefix from --mc-k fresh continuations (MC-PRM's estimate), beside R̂
-    int group_tokens = 0;
-    for (int i = 0; i < k; i++) group_tokens += g.clen[i];
     TaskProblems task = {NULL, NULL, nums, n, target, 0.0f, t};
     MCPRM mc;   // a state per node at most (each completion has a token, so the tree has a node)
     build_mcprm(&mc, &model.config, g.tree.num_nodes, o->max_new_tokens, o->mc_k, 0, t->step_end,
