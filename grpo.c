@@ -8681,14 +8681,13 @@ static int cmd_check(int argc, char **argv, Options *o) {
     if (cfg.obj.loss_agg == AGG_SEQ_MEAN_TOKEN_SUM_NORM && maxlen > cfg.obj.max_new_tokens)
         fprintf(stderr, "warning: %s: a completion has %d tokens, more than --max-new-tokens %d (the Dr. "
                         "GRPO constant); pass your trainer's budget\n", path, maxlen, cfg.obj.max_new_tokens);
-    float *zeros = (float *)callocCheck(maxlen, sizeof(float));
     double *line_loss = (double *)mallocCheck(N * sizeof(double));   // each completion's term of the loss
     double loss = 0.0;
     for (int a = 0; a < N; a++) {
         const CheckRecord *r = sorted[a];
         size_t row = (size_t)a * maxlen;
-        const float *logp = r->logp ? r->logp : zeros;               // missing logp: 0 for every token
-        const float *logp_old = r->logp_old ? r->logp_old : logp;    // missing logp_old: ratio 1
+        const float *logp = r->logp ? r->logp : batch.logp + row;   // missing logp: 0 (calloc'd, unused)
+        const float *logp_old = r->logp_old ? r->logp_old : logp;   // missing logp_old: ratio 1
         TokenLossOut out = {batch.dlogp + row, batch.ratio + row, batch.kl + row, NULL};
         line_loss[a] = grpo_token_loss(&cfg.obj, batch.clen[a], logp, logp_old, r->logp_ref,
                                        batch.adv_tok + row, batch.weight + row, batch.coef + row, &out);
@@ -8736,7 +8735,6 @@ static int cmd_check(int argc, char **argv, Options *o) {
     free(sorted);
     free(starts);
     free_group_batch(&batch);
-    free(zeros);
     free(line_loss);
     return 0;
 }
