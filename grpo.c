@@ -8745,7 +8745,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
 // BenchBatch: bench's fixed training batch, B x T random tokens and targets; dlogp: mean log-loss's gradient
 typedef struct {
     int B, T;
-    int *inputs, *targets;   // (B·T)
+    int *inputs, *targets;   // (B·T); inputs starts the batch's one allocation: free(inputs) frees it
     float *logp, *dlogp;     // (B·T)
 } BenchBatch;
 
@@ -8759,8 +8759,6 @@ static void build_bench_batch(BenchBatch *b, int B, int T, Rng *rng) {
         b->dlogp[i] = -1.0f / (B * T);
     }
 }
-
-static void free_bench_batch(BenchBatch *b) { free(b->inputs); }
 
 /* time_train_steps: the tokens/s of `steps` training steps of m on b (forward, log-probs, backward,
    clipping, AdamW steps t, t + 1, ...) after `warm` untimed ones. */
@@ -9001,7 +8999,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     int layouts = mu.on_device ? 1 : 2;   // padded, then the shared-prefix batch (tree): the CPU's only
     double rg_ms[2][5];   // sorted: [0] the fastest, [2] the median, [4] the slowest
     int rg_T = 0, rg_rows = 0, rg_n = time_grpo_updates(&mu, &opt, layouts, rg_ms, &rg_T, &rg_rows);
-    free_bench_batch(&ub);
+    free(ub.inputs);
     free_gpt(&mu);
     // sampling: eos masked so every sequence runs to the end of the context
     unsigned char allowed[VOCAB_SIZE];
@@ -9052,7 +9050,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
         printf("update_padded_ms=%.2f update_tree_ms=%.2f update_seqs=%d update_T=%d update_rows=%d ",
                rg_ms[0][2], rg_ms[1][2], rg_n, rg_T, rg_rows);
     printf("threads=%d\n", num_threads());
-    free_bench_batch(&bb);
+    free(bb.inputs);
     free_gpt(&m);
     return 0;
 }
