@@ -8606,14 +8606,13 @@ static int cmd_check(int argc, char **argv, Options *o) {
     if (cfg.obj.loss_agg == AGG_SEQ_MEAN_TOKEN_SUM_NORM && maxlen > cfg.obj.max_new_tokens)
         fprintf(stderr, "warning: %s: a completion has %d tokens, more than --max-new-tokens %d (the Dr. "
                         "GRPO constant); pass your trainer's budget\n", path, maxlen, cfg.obj.max_new_tokens);
-    float *zeros = (float *)callocCheck(maxlen, sizeof(float));
     double *line_loss = (double *)mallocCheck(N * sizeof(double));   // each completion's term of the loss
     double loss = 0.0;
     for (int a = 0; a < N; a++) {
         const CheckRecord *r = sorted[a];
         size_t row = (size_t)a * maxlen;
-        const float *logp = r->logp ? r->logp : zeros;               // missing logp: 0 for every token
-        const float *logp_old = r->logp_old ? r->logp_old : logp;    // missing logp_old: ratio 1
+        const float *logp = r->logp ? r->logp : batch.logp + row;   // missing logp: 0 (calloc'd, unused)
+        const float *logp_old = r->logp_old ? r->logp_old : logp;   // missing logp_old: ratio 1
         TokenLossOut out = {batch.dlogp + row, batch.ratio + row, batch.kl + row, NULL};
         line_loss[a] = grpo_token_loss(&cfg.obj, batch.clen[a], logp, logp_old, r->logp_ref,
                                        batch.adv_tok + row, batch.weight + row, batch.coef + row, &out);
@@ -8661,7 +8660,6 @@ static int cmd_check(int argc, char **argv, Options *o) {
     free(sorted);
     free(starts);
     free_group_batch(&batch);
-    free(zeros);
     free(line_loss);
     return 0;
 }
@@ -8672,7 +8670,7 @@ static int cmd_check(int argc, char **argv, Options *o) {
 // BenchBatch: bench's fixed training batch, B x T random tokens and targets; dlogp: mean log-loss's gradient
 typedef struct {
     int B, T;
-    int *inputs, *targets;   // (B·T)
+    int *inputs, *targets;   // (B·T); inputs starts the batch's one allocation: free(inputs) frees it
     float *logp, *dlogp;     // (B·T)
 } BenchBatch;
 
@@ -8687,29 +8685,24 @@ static void build_bench_batch(BenchBatch *b, int B, int T, Rng *rng) {
     }
 }
 
-static void free_bench_batch(BenchBatch *b) { free(b->inputs); }
-
-// one timed training step of bench: forward, log-probs, backward, clipping, AdamW step t
-static void bench_train_step(GPT *m, const BenchBatch *b, const AdamWConfig *opt, int t) {
+/* time_train_steps: the tokens/s of `steps` training steps of m on b (forward, log-probs, backward,
+   clipping, AdamW steps t, t + 1, ...) after `warm` untimed ones. */
+static double time_train_steps(GPT *m, const BenchBatch *b, const AdamWConfig *opt, int t, int warm,
+                               int steps) {
     int BT = b->B * b->T;
-    gpt_forward(m, b->inputs, b->B, b->T);
-    gpt_logprob_forward(m, b->logp, b->targets, BT, 1.0f, NULL);
-    gpt_zero_grad(m);
-    gpt_logprob_backward(m, b->targets, b->dlogp, BT, 1.0f);
-    gpt_backward(m, b->inputs);
-    clip_grad_norm(m, 1.0f);
-    adamw_update(m, opt, 1e-4f, t);
-}
-
-// time_train_steps: the tokens/s of `steps` bench_train_steps of m on b, after `warm` untimed ones.
-static double time_train_steps(GPT *m, const BenchBatch *b, const AdamWConfig *opt, int warm, int steps) {
     double t0 = 0;
     for (int it = 0; it < warm + steps; it++) {
         if (it == warm) t0 = wall_seconds();
-        bench_train_step(m, b, opt, it + 1);
+        gpt_forward(m, b->inputs, b->B, b->T);
+        gpt_logprob_forward(m, b->logp, b->targets, BT, 1.0f, NULL);
+        gpt_zero_grad(m);
+        gpt_logprob_backward(m, b->targets, b->dlogp, BT, 1.0f);
+        gpt_backward(m, b->inputs);
+        clip_grad_norm(m, 1.0f);
+        adamw_update(m, opt, 1e-4f, t + it);
     }
     gpu_synchronize(m);   // the GPU runs behind the host: wait for the last step
-    return (double)b->B * b->T * steps / (wall_seconds() - t0);
+    return (double)BT * steps / (wall_seconds() - t0);
 }
 
 /* read_bench_groups: the groups of path (eval --completions' format; '#' lines are comments; lines with
@@ -8870,7 +8863,7 @@ static void bench_cuda_products(GPT *m, const BenchBatch *b, const AdamWConfig *
                                 double train_tok_s) {
     cuda_time_sgemm = 1;
     cuda_sgemm_seconds = 0.0;
-    bench_train_step(m, b, opt, 4 + o->steps);
+    time_train_steps(m, b, opt, 4 + o->steps, 0, 1);
     cuda_synchronize();
     cuda_time_sgemm = 0;
     int BT = b->B * b->T, Ci = o->channels, Li = o->layers, reps = 20;
@@ -8885,7 +8878,7 @@ static void bench_cuda_products(GPT *m, const BenchBatch *b, const AdamWConfig *
            mm_flops / alone / 1e9, 100.0 * alone / cuda_sgemm_seconds, 1e3 * BT / train_tok_s);
     if (o->kernel_times) {
         cuda_kernel_times_start();
-        for (int it = 0; it < 3; it++) bench_train_step(m, b, opt, 5 + o->steps + it);
+        time_train_steps(m, b, opt, 5 + o->steps, 0, 3);
         cuda_kernel_times_report(stdout, 3);
     }
 }
@@ -8904,7 +8897,6 @@ static int cmd_bench(int argc, char **argv, Options *o) {
                       "update_seqs=... update_T=... update_rows=...] threads=...'.";
     parse_options(argc, argv, CMD_BENCH | CMD_SFT * 0, o, "bench", syn);
     int B = o->batch_size, T = o->context, S = 64, P = 8;
-    // the sampling benchmark continues an 8-token prompt to the end of the context
     if (T < P + 1)
         usage_error("--context %d: bench samples after an %d-token prompt, so it needs at least %d",
                     T, P, P + 1);
@@ -8915,7 +8907,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     BenchBatch bb, ub;
     build_bench_batch(&bb, B, T, &rng);
     AdamWConfig opt = {1e-4f, 0.9f, 0.95f, 1e-8f, 0.1f, 1.0f, 0, 1000, 2, 1.0f};
-    double train_tok_s = time_train_steps(&m, &bb, &opt, 3, o->steps);
+    double train_tok_s = time_train_steps(&m, &bb, &opt, 1, 3, o->steps);
     double gflops = train_tok_s * 3.0 * model_flops_per_token(&m.config) / 1e9;
     double peak = m.on_device ? 0.0 : fma_peak_gflops();   // one core's; the step runs on num_threads() of them
     // the same step at the shape of the main job's GRPO update: 8 prompts x 16 completions,
@@ -8924,14 +8916,14 @@ static int cmd_bench(int argc, char **argv, Options *o) {
     GPT mu;
     build_gpt(&mu, m.config, UB, o->seed);
     build_bench_batch(&ub, UB, UT, &rng);
-    double update_tok_s = time_train_steps(&mu, &ub, &opt, 1, imax(3, o->steps / 2));
+    double update_tok_s = time_train_steps(&mu, &ub, &opt, 1, 1, imax(3, o->steps / 2));
     GPTConfig ucfg = m.config;   // FLOPs per token at the update's length (attention's 2·L·UT·C)
     ucfg.max_seq_len = UT;
     double update_gflops = update_tok_s * 3.0 * model_flops_per_token(&ucfg) / 1e9;
     int layouts = mu.on_device ? 1 : 2;   // padded, then the shared-prefix batch (tree): the CPU's only
     double rg_ms[2][5];   // sorted: [0] the fastest, [2] the median, [4] the slowest
     int rg_T = 0, rg_rows = 0, rg_n = time_grpo_updates(&mu, &opt, layouts, rg_ms, &rg_T, &rg_rows);
-    free_bench_batch(&ub);
+    free(ub.inputs);
     free_gpt(&mu);
     // sampling: eos masked so every sequence runs to the end of the context
     unsigned char allowed[VOCAB_SIZE];
@@ -8982,7 +8974,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
         printf("update_padded_ms=%.2f update_tree_ms=%.2f update_seqs=%d update_T=%d update_rows=%d ",
                rg_ms[0][2], rg_ms[1][2], rg_n, rg_T, rg_rows);
     printf("threads=%d\n", num_threads());
-    free_bench_batch(&bb);
+    free(bb.inputs);
     free_gpt(&m);
     return 0;
 }
