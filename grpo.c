@@ -10142,8 +10142,9 @@ static void onebatch_collect(const Study *st, OneBatch *ob, Dataset *d) {
             method_args(&a, st->o, &st->m[r->method], r->seed, dir, st->sft);
             // later values win: the first step, nothing scored, at the run's peak --lr (--warmup 0: the
             // run's own step 1 is at lr/warmup, a warm-up artefact, not its training rate)
+            // --overwrite 1: a model.bin here without its probe.txt is a try that stopped before writing it
             args_add(&a, "--budget-unit", "gen-tokens", "--budget", "1", "--eval-points", "0", "--test-limit",
-                     "0", "--warmup", "0", NULL);
+                     "0", "--warmup", "0", "--overwrite", "1", NULL);
             snprintf(what, sizeof what, "the one-batch run of %s", run_name(r, st->m, name, sizeof name));
             printf("one-batch: %s's first update (log %s/run.log)\n", name, dir);
             spawn_wait(st, a.argv, dir, what, NULL);

@@ -5989,6 +5989,18 @@ static void test_compare_one_batch(void) {
           "compare --one-batch: a rerun measures nothing again and prints the same view", "exit %d", rc);
     free(sum);
     free(sum2);
+    // a try stopped after its first update but before probe.txt: its model.bin stays, and a rerun
+    // measures that run again (the same count) instead of refusing the finished run in its directory
+    snprintf(path, sizeof path, "%s/onebatch/grpo/seed_1/probe.txt", st);
+    char *probe = slurp(path);
+    unlink(path);
+    rc = run_binary(cmd, out, sizeof out);
+    char *probe2 = slurp(path);
+    check(rc == 0 && strstr(out, "grpo/seed_1's first update (log") && probe && probe2 && !strcmp(probe, probe2),
+          "compare --one-batch: a run's probe.txt lost after its first update is measured again, the same",
+          "exit %d: %s", rc, rc ? line_with(out, "error") : "");
+    free(probe);
+    free(probe2);
     // (a) the independent first update: the run's command line from prereg.txt, --steps 1, no budget
     snprintf(path, sizeof path, "%s/prereg.txt", st);
     char *pre = slurp(path);
