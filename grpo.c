@@ -5174,14 +5174,37 @@ static void option_text(char *out, size_t cap, const Options *o, const OptSpec *
 
 /* A busy machine: libgomp's waiting threads spin, and beside other jobs a 2-thread run then is several
    times slower (notes/speed.md, "On a shared machine"). libgomp reads its policy before main.
-   busy_machine_warning: 1, with a one-line advice in msg[cap], when this run's threads would spin
+   gomp_spin_count: the spins libgomp (4.4+) waits at a barrier before sleeping: GOMP_SPINCOUNT when
+   it is a count (suffixes k, M, G, T: x1e3..1e12) or infinite/infinity (1e18), else OMP_WAIT_POLICY:
+   PASSIVE 0, ACTIVE 3e10, anything else 300,000. NULL: unset; case and surrounding blanks ignored. */
+static double gomp_spin_count(const char *wait_policy, const char *spincount) {
+    static const char suffixes[] = "kKmMgGtT";
+    char w[16];
+    if (spincount && sscanf(spincount, "%15s", w) == 1) {
+        if (!strcasecmp(w, "infinite") || !strcasecmp(w, "infinity")) return 1e18;
+        char *end;
+        errno = 0;
+        double v = strtod(w, &end);
+        const char *s = *end ? strchr(suffixes, *end) : NULL;
+        if (w[0] >= '0' && w[0] <= '9' && errno == 0 && (!*end || (s && !end[1]))) {
+            for (long i = 0; s && i <= (s - suffixes) / 2; i++) v *= 1000.0;
+            return v;
+        }   // not a count: libgomp ignores it, and so does this
+    }
+    if (wait_policy && sscanf(wait_policy, "%15s", w) == 1) {
+        if (!strcasecmp(w, "passive")) return 0.0;
+        if (!strcasecmp(w, "active")) return 3e10;
+    }
+    return 300000.0;
+}
+
+/* busy_machine_warning: 1, with a one-line advice in msg[cap], when this run's threads would spin
    against other jobs, else 0 and msg = "". loadavg: /proc/loadavg's text (another text: 0). Busy:
    threads > 1, others = min(load1, runnable − 1) ≥ 1 (both the last minute and this instant show them:
-   our own run that just ended does not count), others + threads > ncpu, and the threads spin: unless
-   GOMP_SPINCOUNT (spins; NULL: unset), which libgomp reads first, is a count of digits up to 1,000
-   (10,000 measured still spins: notes/speed.md), or, unset, OMP_WAIT_POLICY (policy) is passive. */
-static int busy_machine_warning(const char *loadavg, int ncpu, int threads, const char *policy,
-                                const char *spins, const char *cmd, char *msg, size_t cap) {
+   our own run that just ended does not count), others + threads > ncpu, and the spin count of
+   wait_policy and spincount (NULL: unset) above 1,000 (10,000 measured still spins: notes/speed.md). */
+static int busy_machine_warning(const char *loadavg, int ncpu, int threads, const char *wait_policy,
+                                const char *spincount, const char *cmd, char *msg, size_t cap) {
     double load1, l5, l15;
     int running, total;
     msg[0] = 0;
@@ -5189,9 +5212,8 @@ static int busy_machine_warning(const char *loadavg, int ncpu, int threads, cons
         load1 < 0 || running < 0)
         return 0;
     double others = running - 1 < load1 ? running - 1 : load1;
-    int sleeps = spins ? spins[0] && !spins[strspn(spins, "0123456789")] && atof(spins) <= 1000
-                       : policy && !strcasecmp(policy, "passive");
-    if (threads <= 1 || ncpu < 1 || others < 1.0 || others + threads <= ncpu || sleeps) return 0;
+    if (threads <= 1 || ncpu < 1 || others < 1.0 || others + threads <= ncpu) return 0;
+    if (gomp_spin_count(wait_policy, spincount) <= 1000.0) return 0;
     snprintf(msg, cap, "note: other jobs hold the CPUs (load %.2f, %d runnable, %d CPUs) and OpenMP's %d waiting "
              "threads spin against them, which can make this run several times slower: type "
              "OMP_WAIT_POLICY=PASSIVE " PROG " %.*s ... (or add --threads 1); notes/speed.md", load1, running, ncpu,
