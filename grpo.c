@@ -2693,7 +2693,6 @@ typedef struct {
     int step;              // steps taken (sft: optimizer steps; train: GRPO steps)
     Rng rng;               // the run's data/sampling RNG after `step` steps
     int kind;              // 1: written by ./grpo sft, 2: by ./grpo train (a run resumes only its own kind)
-    int version;           // the checkpoint format a resume read (4: checksummed, its run record complete)
     long long gen_tokens;  // train: completion tokens sampled so far (the log's gen_tokens column)
     char options[1024];    // the options that shape the run, "name=value\n" each ("": not recorded)
     char log_row[256];     // its log's last row at the save, the fields before the timings ("": unknown)
@@ -6381,7 +6380,7 @@ static void critic_from_section(Critic *c, const TrainState *st, const char *pat
 }
 
 // ----------------------------------------------------------------------------
-// Run logs: the CSV log of a run, its per-step log line, stopping on NaN
+// Run logs: the CSV log of a run and its per-step log line
 
 // The first `fields` fields of a row (n bytes) into key (at most 255 bytes).
 static void csv_row_key(char *key, const char *row, long n, int fields) {
