@@ -4961,6 +4961,7 @@ typedef struct {
 } Options;
 
 static const char *SCHEDULE_NAMES[] = {"cosine", "linear", "constant", NULL};
+#define OBJECTIVE_LIST "grpo, lambda-grpo, mc-prm, ppo"   // OBJECTIVE_NAMES, as messages list them
 enum { BUDGET_GEN_TOKENS, BUDGET_FLOPS, BUDGET_SECONDS, BUDGET_STEPS };
 static const char *BUDGET_UNIT_NAMES[] = {"gen-tokens", "flops", "seconds", "steps", NULL};
 
@@ -7496,7 +7497,7 @@ static int tree_methods(const Options *o, int *methods) {
             if (strlen(OBJECTIVE_NAMES[k]) == len && !strncmp(name, OBJECTIVE_NAMES[k], len)) known = k;
         if (len == 0) usage_error("--objective '%s': an empty name (two commas, or one at an end)", list);
         if (known < 0)
-            usage_error("--objective '%s': '%.*s' is not an objective (grpo, lambda-grpo, mc-prm, ppo; "
+            usage_error("--objective '%s': '%.*s' is not an objective (" OBJECTIVE_LIST "; "
                         "comma-separated)", list, (int)len, name);
         if (seen & 1u << known)
             usage_error("--objective '%s': '%.*s' is named twice (each objective runs once)", list, (int)len,
@@ -8916,7 +8917,7 @@ static int cmd_bench(int argc, char **argv, Options *o) {
                       "Last line: 'bench train_tok_s=... sample_tok_s=... gflops=... update_tok_s=...\n"
                       "update_gflops=... [peak_gflops=...] [update_padded_ms=... update_tree_ms=...\n"
                       "update_seqs=... update_T=... update_rows=...] threads=...'.";
-    parse_options(argc, argv, CMD_BENCH | CMD_SFT * 0, o, "bench", syn);
+    parse_options(argc, argv, CMD_BENCH, o, "bench", syn);
     int B = o->batch_size, T = o->context, S = 64, P = 8;
     if (T < P + 1)
         usage_error("--context %d: bench samples after an %d-token prompt, so it needs at least %d",
@@ -9217,7 +9218,7 @@ static int parse_methods(const char *spec, Method *m, int max, char *err, size_t
         for (int k = 0; OBJECTIVE_NAMES[k]; k++)
             if (!strcmp(copy, OBJECTIVE_NAMES[k])) x->objective = k;
         if (x->objective < 0 && !colon)   // a bare name: a misspelt objective would run the default under it
-            CMP_FAIL("method '%.100s' is not an objective (grpo, lambda-grpo, mc-prm, ppo); a label runs "
+            CMP_FAIL("method '%.100s' is not an objective (" OBJECTIVE_LIST "); a label runs "
                      "with the options it is given: %.100s:--objective=NAME[:--option=value...]", x->label,
                      x->label);
         strcpy(x->dir, copy);   // the directory: each ":--" written "+" (lambda-grpo+temperature=0.7)
